@@ -1,0 +1,58 @@
+/*
+ * device.cu — probing the CUDA device: is there a driver, a device, how much
+ * memory.  The first call initialises CUDA in the calling process.
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpuclust_cuda.h"
+
+extern "C" void
+gc_cuda_probe(int device_id, gc_cuda_device_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->device_id = device_id;
+	cudaRuntimeGetVersion(&info->runtime_version);
+	cudaDriverGetVersion(&info->driver_version);	/* 0 when no driver */
+
+	cudaError_t err = cudaGetDeviceCount(&info->device_count);
+	if (err != cudaSuccess)
+	{
+		info->device_count = 0;
+		snprintf(info->reason, sizeof(info->reason), "CUDA reports: %s",
+				 cudaGetErrorString(err));
+		cudaGetLastError();		/* clear the sticky-free error */
+		return;
+	}
+	if (info->device_count == 0)
+	{
+		snprintf(info->reason, sizeof(info->reason), "no CUDA device found");
+		return;
+	}
+	if (device_id < 0 || device_id >= info->device_count)
+	{
+		snprintf(info->reason, sizeof(info->reason),
+				 "gpuclust.gpu_device_id is %d but only %d CUDA device(s) exist",
+				 device_id, info->device_count);
+		return;
+	}
+
+	cudaDeviceProp prop;
+	err = cudaGetDeviceProperties(&prop, device_id);
+	if (err == cudaSuccess)
+		err = cudaSetDevice(device_id);
+	if (err == cudaSuccess)
+		err = cudaMemGetInfo(&info->free_mem, &info->total_mem);
+	if (err != cudaSuccess)
+	{
+		snprintf(info->reason, sizeof(info->reason), "CUDA device %d: %s",
+				 device_id, cudaGetErrorString(err));
+		cudaGetLastError();
+		return;
+	}
+	snprintf(info->name, sizeof(info->name), "%s", prop.name);
+	info->cc_major = prop.major;
+	info->cc_minor = prop.minor;
+	info->usable = true;
+}

@@ -1,0 +1,186 @@
+/*
+ * gpuclust_core.h — the clustering core: plain C, no PostgreSQL header.
+ *
+ * The PostgreSQL glue in src/ packs a query's rows into one row-major
+ * float32 matrix X (n rows, d columns) and calls these functions.  The core
+ * may use OpenMP threads, allocates its working memory with malloc, never
+ * calls palloc/elog, and reports failure through gc_status.  Output arrays
+ * are allocated by the caller.
+ */
+#ifndef GPUCLUST_CORE_H
+#define GPUCLUST_CORE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Result codes. */
+typedef enum gc_code
+{
+	GC_OK = 0,
+	GC_EINVAL,					/* bad argument (message says which) */
+	GC_ENOMEM,					/* an allocation failed */
+	GC_ECANCEL,					/* a cancel flag was raised */
+	GC_EDEVICE,					/* the GPU could not be used */
+	GC_EINTERNAL				/* a bug: should never happen */
+} gc_code;
+
+typedef struct gc_status
+{
+	gc_code		code;
+	char		message[256];
+} gc_status;
+
+/* Sets st->code and formats st->message; returns code. */
+gc_code		gc_fail(gc_status *st, gc_code code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/*
+ * What every call needs besides its data.  cancel_flags point at flags a
+ * signal handler may raise (PostgreSQL's QueryCancelPending and
+ * ProcDiePending); the core polls them between units of work (at least a few
+ * times a second) and returns GC_ECANCEL when one is nonzero.  NULL entries
+ * are ignored.
+ */
+typedef struct gc_ctx
+{
+	int			n_threads;		/* 0 = all cores */
+	const volatile sig_atomic_t *cancel_flags[2];
+} gc_ctx;
+
+static inline bool
+gc_cancelled(const gc_ctx *ctx)
+{
+	if (ctx == NULL)
+		return false;
+	for (int i = 0; i < 2; i++)
+		if (ctx->cancel_flags[i] != NULL && *ctx->cancel_flags[i] != 0)
+			return true;
+	return false;
+}
+
+/* Number of OpenMP threads a call with this ctx uses. */
+int			gc_threads(const gc_ctx *ctx);
+
+/*
+ * The one distance of DBSCAN, shared bit for bit with the GPU: float32 sum of
+ * squared differences in dimension order, never contracted to FMA (this file
+ * is compiled with -ffp-contract=off, the CUDA side with -fmad=false).
+ */
+static inline float
+gc_dist2(const float *a, const float *b, int d)
+{
+	float		s = 0.0f;
+
+	for (int j = 0; j < d; j++)
+	{
+		float		t = a[j] - b[j];
+
+		s += t * t;
+	}
+	return s;
+}
+
+/* eps² as DBSCAN compares it: the double product rounded once to float. */
+static inline float
+gc_eps2(double eps)
+{
+	return (float) (eps * eps);
+}
+
+/* ------------------------------------------------------------------ */
+/* k-means                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef enum gc_kmeans_init
+{
+	GC_INIT_KMEANSPP = 0,		/* greedy k-means++, as scikit-learn */
+	GC_INIT_RANDOM				/* k distinct rows drawn uniformly */
+} gc_kmeans_init;
+
+typedef struct gc_kmeans_params
+{
+	int			k;				/* 1 <= k <= n */
+	int			max_iter;		/* >= 1 */
+	double		tol;			/* >= 0, relative to mean feature variance */
+	gc_kmeans_init init;
+	int			n_init;			/* >= 1; the run of lowest inertia is kept */
+	uint64_t	seed;
+} gc_kmeans_params;
+
+typedef struct gc_kmeans_result
+{
+	/* caller-allocated outputs */
+	int32_t    *labels;			/* n: 0 .. k-1 */
+	double	   *distance;		/* n: Euclidean distance to own centre; may be NULL */
+	float	   *centroids;		/* k*d, row-major */
+	/* filled by the core */
+	double		inertia;		/* sum of squared distances, in double */
+	int			iterations;		/* Lloyd iterations of the kept run */
+	bool		converged;		/* kept run met tol (or labels stopped changing) */
+} gc_kmeans_result;
+
+gc_code		gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						  const gc_kmeans_params *p, gc_kmeans_result *res,
+						  gc_status *st);
+
+/* ------------------------------------------------------------------ */
+/* DBSCAN                                                              */
+/* ------------------------------------------------------------------ */
+
+#define GC_NOISE (-1)
+
+typedef struct gc_dbscan_params
+{
+	double		eps;			/* > 0, finite */
+	int64_t		min_pts;		/* >= 1, the point itself counts */
+} gc_dbscan_params;
+
+/*
+ * labels[i]: cluster 0, 1, 2 ... numbered by lowest input position, or
+ * GC_NOISE.  is_core[i]: 1 for core points.  Both n long, caller-allocated.
+ */
+gc_code		gc_dbscan_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						  const gc_dbscan_params *p, int32_t *labels,
+						  uint8_t *is_core, gc_status *st);
+
+/* ------------------------------------------------------------------ */
+/* Device choice                                                       */
+/* ------------------------------------------------------------------ */
+
+typedef enum gc_device
+{
+	GC_DEVICE_AUTO = 0,
+	GC_DEVICE_CPU,
+	GC_DEVICE_GPU
+} gc_device;
+
+/* Parses "auto" | "cpu" | "gpu" (case-insensitive); false if none. */
+bool		gc_parse_device(const char *s, gc_device *out);
+
+/*
+ * Resolves a requested device to CPU or GPU.  For GC_DEVICE_GPU when no GPU
+ * is usable, returns GC_EDEVICE with the reason in st.  For AUTO, picks the
+ * CPU whenever the GPU is unusable (no CUDA build, driver or device) or has
+ * no path for the algorithm yet.
+ */
+typedef enum gc_algorithm
+{
+	GC_ALGO_KMEANS,
+	GC_ALGO_DBSCAN
+} gc_algorithm;
+
+gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
+							 int64_t n, int d, int gpu_device_id,
+							 gc_device *chosen, gc_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUCLUST_CORE_H */
