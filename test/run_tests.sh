@@ -1,0 +1,33 @@
+#!/bin/bash
+# The test command: sets up (test/setup.sh), then runs every test suite —
+# the core's unit tests, pg_regress against a throwaway server, and the
+# comparison with scikit-learn on real data — and ends with one line
+# "N passed, N failed" counting suites.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+test/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+
+passed=0; failed=0; failures=()
+suite() {
+	local name=$1; shift
+	echo "=== $name"
+	if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+}
+
+suite "core unit tests" make -s unit ${USE_CUDA:+USE_CUDA=$USE_CUDA}
+
+eval "$(test/pg_server.sh start)" || { echo "could not start PostgreSQL"; echo "$passed passed, $((failed + 1)) failed"; exit 1; }
+trap 'test/pg_server.sh stop >/dev/null 2>&1' EXIT
+
+regress() {
+	make -s installcheck PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config || {
+		cat test/regress_out/regression.diffs 2>/dev/null | head -200; return 1; }
+}
+suite "pg_regress" regress
+suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
+
+echo
+[ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,27 @@
+#!/bin/bash
+# Installs what gpuclust needs on Debian 12 (when missing), then builds and
+# installs the extension into the PostgreSQL 15 server.  Idempotent.
+#   test/setup.sh            CUDA build when nvcc is found
+#   USE_CUDA=0 test/setup.sh CPU-only build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential postgresql-15 postgresql-server-dev-15
+          postgresql-15-postgis-3 postgresql-15-cron
+          python3-numpy python3-sklearn python3-psycopg python3-matplotlib)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}"
+	sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
+	$sudo_cmd apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA}
+sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
+$sudo_cmd make -s install ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null
+echo "setup: gpuclust built and installed into $($PG_CONFIG --pkglibdir)"
