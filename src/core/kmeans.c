@@ -1,0 +1,191 @@
+/*
+ * kmeans.c — gc_kmeans_cpu: n_init runs of seeding + Lloyd iterations,
+ * keeping the run of lowest inertia, with scikit-learn's stopping rules.
+ *
+ * The returned labels, distances and inertia always refer to the returned
+ * centroids: when the last update moved the centres, one more assignment
+ * step is run (as scikit-learn does), so a later kmeans_assign over the
+ * returned centroids gives the same labels.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kmeans_internal.h"
+
+/* One seeding + Lloyd run; writes labels and C, fills inertia/iter/conv. */
+static gc_code
+kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
+		   const gc_kmeans_params *p, int run, double tol_scaled,
+		   int32_t *labels, float *d2, float **C, float **Cn,
+		   double *inertia, int *iterations, bool *converged, gc_status *st)
+{
+	const int	k = p->k;
+	gc_code		rc;
+	bool		moved = true;
+	int			it;
+
+	if (p->init == GC_INIT_RANDOM)
+		rc = gc_km_init_random(ctx, X, n, d, k, p->seed,
+							   GC_KM_STREAM_RANDOM + (uint64_t) run, *C, NULL, st);
+	else
+		rc = gc_km_init_kmeanspp(ctx, X, n, d, k, p->seed,
+								 GC_KM_STREAM_KMEANSPP + (uint64_t) run, *C,
+								 NULL, st);
+	if (rc != GC_OK)
+		return rc;
+
+	*converged = false;
+	for (int64_t i = 0; i < n; i++)
+		labels[i] = -1;
+	for (it = 0; it < p->max_iter; it++)
+	{
+		int64_t		changed;
+		double		shift;
+		float	   *tmp;
+
+		if (gc_cancelled(ctx))
+			return gc_fail(st, GC_ECANCEL, "canceled");
+		rc = gc_km_assign(ctx, ws, X, n, d, *C, k, labels, d2, &changed, st);
+		if (rc == GC_OK)
+			rc = gc_km_update(ctx, ws, X, n, d, k, labels, d2, *C, *Cn,
+							  &shift, NULL, st);
+		if (rc != GC_OK)
+			return rc;
+		moved = memcmp(*C, *Cn, sizeof(float) * (size_t) k * d) != 0;
+		tmp = *C;
+		*C = *Cn;
+		*Cn = tmp;
+		if (changed == 0)
+		{
+			/* Labels stopped changing (scikit-learn's strict convergence). */
+			*converged = true;
+			it++;
+			break;
+		}
+		if (shift <= tol_scaled)
+		{
+			*converged = true;
+			it++;
+			break;
+		}
+	}
+	*iterations = it;
+
+	/* Labels must match the centroids we return. */
+	if (moved)
+	{
+		rc = gc_km_assign(ctx, ws, X, n, d, *C, k, labels, d2, NULL, st);
+		if (rc != GC_OK)
+			return rc;
+	}
+	return gc_km_inertia(ctx, X, n, d, *C, labels, NULL, inertia, st);
+}
+
+gc_code
+gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			  const gc_kmeans_params *p, gc_kmeans_result *res, gc_status *st)
+{
+	gc_km_ws   *ws = NULL;
+	float	   *C = NULL,
+			   *Cn = NULL,
+			   *d2 = NULL;
+	int32_t    *lab = NULL;
+	double		tol_scaled = 0.0;
+	gc_code		rc = GC_OK;
+
+	if (st)
+	{
+		st->code = GC_OK;
+		st->message[0] = '\0';
+	}
+	if (p == NULL || res == NULL)
+		return gc_fail(st, GC_EINVAL, "k-means: missing parameters or result");
+	if (d < 1)
+		return gc_fail(st, GC_EINVAL, "k-means: the dimension must be at least 1, got %d", d);
+	if (n < 0)
+		return gc_fail(st, GC_EINVAL, "k-means: negative row count");
+	if (p->k < 1)
+		return gc_fail(st, GC_EINVAL, "k-means: k must be at least 1, got %d", p->k);
+	if (p->max_iter < 1)
+		return gc_fail(st, GC_EINVAL, "k-means: max_iter must be at least 1, got %d", p->max_iter);
+	if (p->n_init < 1)
+		return gc_fail(st, GC_EINVAL, "k-means: n_init must be at least 1, got %d", p->n_init);
+	if (!(p->tol >= 0.0) || isinf(p->tol))
+		return gc_fail(st, GC_EINVAL, "k-means: tol must be a finite number >= 0, got %g", p->tol);
+	if (p->init != GC_INIT_KMEANSPP && p->init != GC_INIT_RANDOM)
+		return gc_fail(st, GC_EINVAL, "k-means: unknown init method %d", (int) p->init);
+
+	res->inertia = 0.0;
+	res->iterations = 0;
+	res->converged = true;
+	if (n == 0)
+		return GC_OK;
+	if (p->k > n)
+		return gc_fail(st, GC_EINVAL,
+					   "k-means: k (%d) must not exceed the number of rows (%lld)",
+					   p->k, (long long) n);
+	if (X == NULL || res->labels == NULL || res->centroids == NULL)
+		return gc_fail(st, GC_EINVAL, "k-means: missing input or output array");
+
+	if (p->tol > 0.0)
+	{
+		double		mv;
+
+		rc = gc_km_mean_variance(ctx, X, n, d, &mv, st);
+		if (rc != GC_OK)
+			return rc;
+		tol_scaled = p->tol * mv;
+	}
+
+	ws = gc_km_ws_create(n, d, p->k, gc_threads(ctx));
+	C = malloc(sizeof(float) * (size_t) p->k * d);
+	Cn = malloc(sizeof(float) * (size_t) p->k * d);
+	d2 = malloc(sizeof(float) * (size_t) n);
+	lab = p->n_init > 1 ? malloc(sizeof(int32_t) * (size_t) n) : res->labels;
+	if (ws == NULL || C == NULL || Cn == NULL || d2 == NULL || lab == NULL)
+	{
+		rc = gc_fail(st, GC_ENOMEM, "k-means: out of memory (%lld rows, %d dimensions, k = %d)",
+					 (long long) n, d, p->k);
+		goto done;
+	}
+
+	for (int run = 0; run < p->n_init; run++)
+	{
+		double		inertia;
+		int			iters = 0;
+		bool		conv = false;
+
+		rc = kmeans_run(ctx, ws, X, n, d, p, run, tol_scaled, lab, d2, &C, &Cn,
+						&inertia, &iters, &conv, st);
+		if (rc != GC_OK)
+			goto done;
+		/* Strictly lower, as scikit-learn: ties keep the earlier run. */
+		if (run == 0 || inertia < res->inertia)
+		{
+			res->inertia = inertia;
+			res->iterations = iters;
+			res->converged = conv;
+			memcpy(res->centroids, C, sizeof(float) * (size_t) p->k * d);
+			if (lab != res->labels)
+				memcpy(res->labels, lab, sizeof(int32_t) * (size_t) n);
+		}
+	}
+
+	if (res->distance != NULL)
+	{
+		double		inertia;
+
+		rc = gc_km_inertia(ctx, X, n, d, res->centroids, res->labels,
+						   res->distance, &inertia, st);
+	}
+
+done:
+	gc_km_ws_destroy(ws);
+	free(C);
+	free(Cn);
+	free(d2);
+	if (lab != res->labels)
+		free(lab);
+	return rc;
+}

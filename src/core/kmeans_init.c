@@ -1,0 +1,322 @@
+/*
+ * kmeans_init.c — k-means seeding: greedy k-means++ and uniform random rows.
+ *
+ * Every draw comes from the counter-based generator of rng.h, and every sum
+ * uses a fixed blocking (kmeans_internal.h documents the exact mapping), so
+ * the centres depend on (seed, stream, data) only — not on the thread count,
+ * and the GPU can reproduce them.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kmeans_internal.h"
+#include "rng.h"
+
+/* Candidates per centre, padded to a multiple of 8 lanes (L <= 23). */
+#define PP_LANES 8
+#define PP_MAX_LP 24
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+int
+gc_km_n_local_trials(int k)
+{
+	return 2 + (int) floor(log((double) k));
+}
+
+/* Unaligned 8-float load. */
+typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
+#define load8(p) (*(const v8f_u *) (p))
+
+/*
+ * out[t] = sequential double sum over rows i0..i1-1 of
+ * min(closest[i], gc_dist2(X_i, candidate t)), for nv*8 candidates stored
+ * transposed in cand (cand[j*nv*8 + t]).  The float distance is built as
+ * gc_dist2 builds it ((c-x)² == (x-c)² exactly), so it is bit-identical.
+ */
+static inline __attribute__((always_inline)) void
+pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
+				 const float *cand, const float *closest, double *out,
+				 const int nv)
+{
+	const int	lp = nv * PP_LANES;
+	v8d			acc[PP_MAX_LP / PP_LANES];
+
+	for (int v = 0; v < nv; v++)
+		acc[v] = (v8d) {0};
+	for (int64_t i = i0; i < i1; i++)
+	{
+		const float *x = X + i * d;
+		const float cl = closest[i];
+		v8f			s[PP_MAX_LP / PP_LANES];
+
+		for (int v = 0; v < nv; v++)
+		{
+			v8f			t = load8(cand + v * PP_LANES) - x[0];
+
+			s[v] = t * t;
+		}
+		for (int j = 1; j < d; j++)
+			for (int v = 0; v < nv; v++)
+			{
+				v8f			t = load8(cand + j * lp + v * PP_LANES) - x[j];
+
+				s[v] += t * t;
+			}
+		for (int v = 0; v < nv; v++)
+		{
+			v8f			c = (v8f) {cl, cl, cl, cl, cl, cl, cl, cl};
+			v8i			m = s[v] < c;
+			v8f			mn = (v8f) (((v8i) s[v] & m) | ((v8i) c & ~m));
+
+			acc[v] += __builtin_convertvector(mn, v8d);
+		}
+	}
+	for (int v = 0; v < nv; v++)
+		memcpy(out + v * PP_LANES, &acc[v], sizeof(acc[v]));
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void
+pp_pots_block(const float *X, int64_t i0, int64_t i1, int d, const float *cand,
+			  int lp, const float *closest, double *out)
+{
+	switch (lp / PP_LANES)
+	{
+		case 1:
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, 1);
+			break;
+		case 2:
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, 2);
+			break;
+		default:
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, 3);
+			break;
+	}
+}
+
+/* First row i with prefix(i) > r (see kmeans_internal.h), else n-1. */
+static int64_t
+pp_search(const double *off, int64_t nb, const float *closest, int64_t n,
+		  double r)
+{
+	int64_t		lo = 0,
+				hi = nb;		/* first b in [lo, hi) with off[b+1] > r */
+
+	if (!(off[nb] > r))
+		return n - 1;
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (off[mid + 1] > r)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	{
+		int64_t		i0 = lo * GC_KM_BLOCK,
+					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+		double		local = 0.0;
+
+		for (int64_t i = i0; i < i1; i++)
+		{
+			local += closest[i];
+			if (off[lo] + local > r)
+				return i;
+		}
+		return i1 - 1;			/* unreachable: prefix(i1-1) == off[lo+1] */
+	}
+}
+
+gc_code
+gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
+					uint64_t seed, uint64_t stream, float *centroids,
+					int64_t *chosen, gc_status *st)
+{
+	const int	L = gc_km_n_local_trials(k);
+	const int	lp = (L + PP_LANES - 1) / PP_LANES * PP_LANES;
+	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
+	const int	nt = gc_threads(ctx);
+	float	   *closest = malloc(sizeof(float) * (size_t) n);
+	double	   *off = malloc(sizeof(double) * (size_t) (nb + 1));
+	double	   *bs = malloc(sizeof(double) * (size_t) (nb * lp));
+	float	   *cand = malloc(sizeof(float) * (size_t) d * lp);
+	int64_t		cid[PP_MAX_LP];
+	int64_t		first;
+	volatile int cancelled = 0;
+	gc_code		rc = GC_OK;
+
+	if (closest == NULL || off == NULL || bs == NULL || cand == NULL)
+	{
+		rc = gc_fail(st, GC_ENOMEM, "out of memory in k-means++ seeding");
+		goto done;
+	}
+
+	/* First centre: uniform row. */
+	first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+	if (first >= n)
+		first = n - 1;
+	memcpy(centroids, X + first * d, sizeof(float) * d);
+	if (chosen)
+		chosen[0] = first;
+
+	/* D² to the first centre, and its per-block sums. */
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+	for (int64_t b = 0; b < nb; b++)
+	{
+		int64_t		i0 = b * GC_KM_BLOCK,
+					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+		double		s = 0.0;
+
+		if (cancelled || gc_cancelled(ctx))
+		{
+			cancelled = 1;
+			continue;
+		}
+		for (int64_t i = i0; i < i1; i++)
+		{
+			closest[i] = gc_dist2(X + i * d, centroids, d);
+			s += closest[i];
+		}
+		bs[b * lp] = s;
+	}
+	if (cancelled)
+	{
+		rc = gc_fail(st, GC_ECANCEL, "canceled");
+		goto done;
+	}
+	off[0] = 0.0;
+	for (int64_t b = 0; b < nb; b++)
+		off[b + 1] = off[b] + bs[b * lp];
+
+	for (int c = 1; c < k; c++)
+	{
+		const double pot = off[nb];
+		int			best = 0;
+		double		best_pot = 0.0;
+
+		if (gc_cancelled(ctx))
+		{
+			rc = gc_fail(st, GC_ECANCEL, "canceled");
+			goto done;
+		}
+		/* Draw the candidates; lanes past L repeat candidate 0. */
+		for (int t = 0; t < L; t++)
+		{
+			uint64_t	ctr = 1 + (uint64_t) (c - 1) * L + t;
+			double		r = gc_rng_uniform(seed, stream, ctr) * pot;
+
+			cid[t] = pp_search(off, nb, closest, n, r);
+		}
+		for (int t = 0; t < lp; t++)
+		{
+			const float *x = X + cid[t < L ? t : 0] * d;
+
+			for (int j = 0; j < d; j++)
+				cand[j * lp + t] = x[j];
+		}
+
+		/* Potential of every candidate, per block. */
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+		for (int64_t b = 0; b < nb; b++)
+		{
+			int64_t		i0 = b * GC_KM_BLOCK,
+						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+
+			if (cancelled || gc_cancelled(ctx))
+			{
+				cancelled = 1;
+				continue;
+			}
+			pp_pots_block(X, i0, i1, d, cand, lp, closest, bs + b * lp);
+		}
+		if (cancelled)
+		{
+			rc = gc_fail(st, GC_ECANCEL, "canceled");
+			goto done;
+		}
+		for (int t = 0; t < L; t++)
+		{
+			double		p = 0.0;
+
+			for (int64_t b = 0; b < nb; b++)
+				p += bs[b * lp + t];
+			if (t == 0 || p < best_pot)
+			{
+				best = t;
+				best_pot = p;
+			}
+		}
+
+		/* Keep the best candidate: new centre, D² and block offsets. */
+		memcpy(centroids + (size_t) c * d, X + cid[best] * d, sizeof(float) * d);
+		if (chosen)
+			chosen[c] = cid[best];
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+		for (int64_t b = 0; b < nb; b++)
+		{
+			int64_t		i0 = b * GC_KM_BLOCK,
+						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+
+			if (cancelled || gc_cancelled(ctx))
+			{
+				cancelled = 1;
+				continue;
+			}
+			for (int64_t i = i0; i < i1; i++)
+			{
+				float		q = gc_dist2(X + i * d, centroids + (size_t) c * d, d);
+
+				if (q < closest[i])
+					closest[i] = q;
+			}
+		}
+		for (int64_t b = 0; b < nb; b++)
+			off[b + 1] = off[b] + bs[b * lp + best];
+	}
+
+done:
+	free(closest);
+	free(off);
+	free(bs);
+	free(cand);
+	return rc;
+}
+
+gc_code
+gc_km_init_random(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
+				  uint64_t seed, uint64_t stream, float *centroids,
+				  int64_t *chosen, gc_status *st)
+{
+	uint64_t   *taken = calloc((size_t) (n + 63) / 64, sizeof(uint64_t));
+	uint64_t	ctr = 0;
+
+	if (taken == NULL)
+		return gc_fail(st, GC_ENOMEM, "out of memory in random seeding");
+	for (int c = 0; c < k;)
+	{
+		int64_t		i;
+
+		if ((ctr & 0xffff) == 0 && gc_cancelled(ctx))
+		{
+			free(taken);
+			return gc_fail(st, GC_ECANCEL, "canceled");
+		}
+		i = (int64_t) (gc_rng_uniform(seed, stream, ctr++) * (double) n);
+		if (i >= n)
+			i = n - 1;
+		if (taken[i / 64] & (UINT64_C(1) << (i % 64)))
+			continue;
+		taken[i / 64] |= UINT64_C(1) << (i % 64);
+		memcpy(centroids + (size_t) c * d, X + i * d, sizeof(float) * d);
+		if (chosen)
+			chosen[c] = i;
+		c++;
+	}
+	free(taken);
+	return GC_OK;
+}

@@ -1,0 +1,136 @@
+/*
+ * kmeans_internal.h — the steps of CPU k-means, exposed so that unit tests
+ * can drive Lloyd iterations one at a time.  gc_kmeans_cpu (kmeans.c) is
+ * built from these.
+ *
+ * Determinism: every floating-point reduction runs over fixed blocks of
+ * GC_KM_BLOCK points (or fixed segments of a cluster's members), summed
+ * sequentially inside a block and then block after block, so results do
+ * not depend on the thread count.
+ */
+#ifndef GPUCLUST_KMEANS_INTERNAL_H
+#define GPUCLUST_KMEANS_INTERNAL_H
+
+#include "gpuclust_core.h"
+
+/* Points per block of every parallel loop and fixed-order reduction. */
+#define GC_KM_BLOCK 4096
+
+/* Members of one cluster summed sequentially before segments are combined. */
+#define GC_KM_SEGMENT 4096
+
+/*
+ * Random streams (see rng.h): run r of n_init draws from stream
+ * r + GC_KM_STREAM_KMEANSPP or r + GC_KM_STREAM_RANDOM.
+ */
+#define GC_KM_STREAM_KMEANSPP UINT64_C(0)
+#define GC_KM_STREAM_RANDOM   (UINT64_C(1) << 32)
+
+/* ---- seeding (kmeans_init.c) ---- */
+
+/* 2 + floor(ln k), as scikit-learn. */
+int			gc_km_n_local_trials(int k);
+
+/*
+ * Greedy k-means++ (scikit-learn's _kmeans_plusplus), draws from
+ * gc_rng_uniform(seed, stream, counter):
+ *   counter 0: first centre = row floor(u * n) (clamped to n-1);
+ *   counter 1 + (c-1)*L + t: trial t of centre c, r = u * pot, where pot is
+ *     the current potential sum_i D²(i); the candidate is the first row i
+ *     with prefix(i) > r (the last row if none).
+ * D²(i) is the float32 gc_dist2 to the closest chosen centre.  prefix(i) is
+ * a double sum with fixed blocking: blocks of GC_KM_BLOCK rows, off[0] = 0,
+ * off[b+1] = off[b] + sum_b where sum_b is the sequential double sum of the
+ * block's D² from 0; prefix(i) = off[b] + (sequential sum of D² from the
+ * block's start to i).  A candidate's potential is computed the same way
+ * over min(D², dist²(candidate)); the lowest potential wins (ties: the
+ * earliest trial).  chosen (k row indices) may be NULL.
+ */
+gc_code		gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n,
+								int d, int k, uint64_t seed, uint64_t stream,
+								float *centroids, int64_t *chosen,
+								gc_status *st);
+
+/*
+ * k distinct rows drawn uniformly: draw t gives row floor(u_t * n) (clamped),
+ * rows already taken are skipped (rejection), counters 0, 1, 2 ...
+ */
+gc_code		gc_km_init_random(const gc_ctx *ctx, const float *X, int64_t n,
+							  int d, int k, uint64_t seed, uint64_t stream,
+							  float *centroids, int64_t *chosen,
+							  gc_status *st);
+
+/* ---- Lloyd steps (kmeans_assign.c, kmeans_update.c) ---- */
+
+/* Working memory of the Lloyd steps for one (n, d, k, threads). */
+typedef struct gc_km_seg
+{
+	int32_t		cluster;
+	int32_t		slot;			/* partial-sum row, or -1: write the mean */
+	int64_t		begin,
+				end;			/* range of ws->order */
+} gc_km_seg;
+
+typedef struct gc_km_ws
+{
+	int64_t		n;
+	int			d,
+				k,
+				nt;
+	int			kpad;			/* k rounded up to 16 */
+	float	   *ct;				/* d x kpad centres, transposed, NaN-padded */
+	int32_t    *lab_eff;		/* n: labels after re-seeding moves */
+	int64_t    *order;			/* n: rows sorted by cluster, stably */
+	int64_t    *cnt;			/* k */
+	int64_t    *start;			/* k + 1 */
+	int64_t    *hist;			/* nt x k */
+	gc_km_seg  *seg;			/* max_seg */
+	int64_t		max_seg;
+	double	   *partial;		/* max_part x d */
+	int64_t		max_part;
+	int64_t    *far;			/* k: rows chosen for re-seeding */
+	double	   *tsum;			/* nt x d: per-thread sums */
+} gc_km_ws;
+
+gc_km_ws   *gc_km_ws_create(int64_t n, int d, int k, int n_threads);
+void		gc_km_ws_destroy(gc_km_ws *ws);
+
+/*
+ * Assignment: labels[i] = argmin_c gc_dist2(X_i, C_c), ties to the lowest c,
+ * d2[i] = that float distance².  *n_changed counts rows whose label differs
+ * from the value labels[i] held before (fill labels with -1 first).
+ */
+gc_code		gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
+						 int64_t n, int d, const float *C, int k,
+						 int32_t *labels, float *d2, int64_t *n_changed,
+						 gc_status *st);
+
+/*
+ * Update: C_new = mean of each cluster's rows (double sums, rounded to
+ * float).  Empty clusters are re-seeded as scikit-learn does: the rows
+ * farthest from their centres (by d2; ties: lowest row) are moved, the
+ * farthest to the lowest empty cluster id, and become its centre; a cluster
+ * left with no row keeps its centre from C_old.  *shift = sum of squared
+ * centre moves (double); *n_relocated = clusters re-seeded (may be NULL).
+ */
+gc_code		gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
+						 int64_t n, int d, int k, const int32_t *labels,
+						 const float *d2, const float *C_old, float *C_new,
+						 double *shift, int *n_relocated, gc_status *st);
+
+/* Tests only: assignment kernel width 4, 8 or 16 (0: the best the CPU has). */
+void		gc_km_force_width(int w);
+
+/*
+ * sum_i ||X_i - C_{labels[i]}||² recomputed in double; distance[i] gets the
+ * square root of each term when not NULL.
+ */
+gc_code		gc_km_inertia(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						  const float *C, const int32_t *labels,
+						  double *distance, double *inertia, gc_status *st);
+
+/* Mean over features of the (population) variance of X, in double. */
+gc_code		gc_km_mean_variance(const gc_ctx *ctx, const float *X, int64_t n,
+								int d, double *out, gc_status *st);
+
+#endif							/* GPUCLUST_KMEANS_INTERNAL_H */

@@ -1,0 +1,714 @@
+/*
+ * test_kmeans.c — CPU k-means against brute-force references on fresh
+ * random data (replay a run with GPUCLUST_TEST_SEED=<printed seed>).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuclust_core.h"
+#include "kmeans_internal.h"
+#include "rng.h"
+#include "testutil.h"
+
+static uint64_t rs;				/* test data generator state */
+
+/* ---- data ---- */
+
+typedef enum
+{
+	DATA_UNIFORM,
+	DATA_BLOBS,
+	DATA_DUPLICATES
+} data_kind;
+
+static const char *data_name[] = {"uniform", "blobs", "duplicates"};
+
+static float *
+make_data(int64_t n, int d, data_kind kind)
+{
+	float	   *X = malloc(sizeof(float) * (size_t) n * d);
+	int			nb = 1 + (int) (tu_next(&rs) % 12);
+	float	   *ctr = malloc(sizeof(float) * (size_t) nb * d);
+
+	for (int i = 0; i < nb * d; i++)
+		ctr[i] = (float) (tu_uniform(&rs) * 200.0 - 100.0);
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			b = (int) (tu_next(&rs) % nb);
+
+		for (int j = 0; j < d; j++)
+		{
+			float		v;
+
+			switch (kind)
+			{
+				case DATA_UNIFORM:
+					v = (float) (tu_uniform(&rs) * 10.0 - 5.0);
+					break;
+				case DATA_BLOBS:
+					v = ctr[b * d + j] + (float) (tu_uniform(&rs) + tu_uniform(&rs) - 1.0);
+					break;
+				default:
+					/* few distinct rows: copies of the blob centres */
+					v = ctr[b * d + j];
+					break;
+			}
+			X[i * d + j] = v;
+		}
+	}
+	free(ctr);
+	return X;
+}
+
+/* ---- brute-force references ---- */
+
+static int32_t
+ref_argmin(const float *x, const float *C, int k, int d, float *best_out)
+{
+	float		best = INFINITY;
+	int32_t		lab = 0;
+
+	for (int c = 0; c < k; c++)
+	{
+		float		q = gc_dist2(x, C + (size_t) c * d, d);
+
+		if (q < best)
+		{
+			best = q;
+			lab = c;
+		}
+	}
+	if (best_out)
+		*best_out = best;
+	return lab;
+}
+
+static double
+ref_inertia(const float *X, int64_t n, int d, const float *C, const int32_t *lab)
+{
+	double		s = 0.0;
+
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < d; j++)
+		{
+			double		t = (double) X[i * d + j] - (double) C[(size_t) lab[i] * d + j];
+
+			s += t * t;
+		}
+	return s;
+}
+
+static bool
+rel_close(double a, double b, double rel)
+{
+	return fabs(a - b) <= rel * fmax(fabs(a), fabs(b)) + 1e-300;
+}
+
+/* Sequential k-means++ with the documented draws and blocking. */
+static void
+ref_kmeanspp(const float *X, int64_t n, int d, int k, uint64_t seed,
+			 uint64_t stream, int64_t *chosen)
+{
+	const int	L = 2 + (int) floor(log((double) k));
+	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
+	float	   *cl = malloc(sizeof(float) * n);
+	float	   *tmp = malloc(sizeof(float) * n);
+	double	   *off = malloc(sizeof(double) * (nb + 1));
+	int64_t		first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+
+	if (first >= n)
+		first = n - 1;
+	chosen[0] = first;
+	for (int64_t i = 0; i < n; i++)
+		cl[i] = gc_dist2(X + i * d, X + first * d, d);
+	for (int c = 1; c < k; c++)
+	{
+		double		best_pot = 0.0;
+		int64_t		best = -1;
+
+		/* prefix offsets */
+		off[0] = 0.0;
+		for (int64_t b = 0; b < nb; b++)
+		{
+			double		s = 0.0;
+
+			for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
+				s += cl[i];
+			off[b + 1] = off[b] + s;
+		}
+		for (int t = 0; t < L; t++)
+		{
+			double		r = gc_rng_uniform(seed, stream, 1 + (uint64_t) (c - 1) * L + t) * off[nb];
+			int64_t		cid = n - 1;
+			double		pot = 0.0;
+
+			for (int64_t b = 0; b < nb && cid == n - 1; b++)
+			{
+				double		local = 0.0;
+
+				if (!(off[b + 1] > r))
+					continue;
+				for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
+				{
+					local += cl[i];
+					if (off[b] + local > r)
+					{
+						cid = i;
+						break;
+					}
+				}
+				break;
+			}
+			for (int64_t b = 0; b < nb; b++)
+			{
+				double		s = 0.0;
+
+				for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
+				{
+					float		q = gc_dist2(X + i * d, X + cid * d, d);
+
+					s += q < cl[i] ? q : cl[i];
+				}
+				pot += s;
+			}
+			if (best < 0 || pot < best_pot)
+			{
+				best_pot = pot;
+				best = cid;
+			}
+		}
+		chosen[c] = best;
+		for (int64_t i = 0; i < n; i++)
+		{
+			float		q = gc_dist2(X + i * d, X + best * d, d);
+
+			if (q < cl[i])
+				cl[i] = q;
+		}
+	}
+	free(cl);
+	free(tmp);
+	free(off);
+}
+
+/* ---- tests ---- */
+
+typedef struct fit
+{
+	int32_t    *labels;
+	double	   *dist;
+	float	   *C;
+	gc_kmeans_result r;
+	gc_code		rc;
+} fit;
+
+static void
+do_fit(fit *f, const float *X, int64_t n, int d, const gc_kmeans_params *p,
+	   int threads)
+{
+	gc_ctx		ctx = {threads, {NULL, NULL}};
+	gc_status	st = {0};
+
+	f->labels = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
+	f->dist = malloc(sizeof(double) * (n > 0 ? n : 1));
+	f->C = malloc(sizeof(float) * p->k * d);
+	f->r = (gc_kmeans_result) {f->labels, f->dist, f->C, 0, 0, false};
+	f->rc = gc_kmeans_cpu(&ctx, X, n, d, p, &f->r, &st);
+	if (f->rc != GC_OK)
+		fprintf(stderr, "gc_kmeans_cpu: %s\n", st.message);
+}
+
+static void
+free_fit(fit *f)
+{
+	free(f->labels);
+	free(f->dist);
+	free(f->C);
+}
+
+static bool
+same_fit(const fit *a, const fit *b, int64_t n, int k, int d)
+{
+	return a->rc == b->rc &&
+		memcmp(a->labels, b->labels, sizeof(int32_t) * n) == 0 &&
+		memcmp(a->C, b->C, sizeof(float) * k * d) == 0 &&
+		memcmp(a->dist, b->dist, sizeof(double) * n) == 0 &&
+		a->r.inertia == b->r.inertia && a->r.iterations == b->r.iterations &&
+		a->r.converged == b->r.converged;
+}
+
+/* Whole fits: consistency of outputs, determinism, thread independence. */
+static void
+test_fit_shape(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
+			   int n_init, double tol)
+{
+	float	   *X = make_data(n, d, kind);
+	gc_kmeans_params p = {k, 100, tol, init, n_init, tu_next(&rs)};
+	fit			f1,
+				f2,
+				f3;
+	int64_t		bad_lab = 0,
+				bad_dist = 0;
+
+	do_fit(&f1, X, n, d, &p, 1);
+	do_fit(&f2, X, n, d, &p, 2);
+	do_fit(&f3, X, n, d, &p, 2);
+	CHECK(f1.rc == GC_OK, "n=%lld d=%d k=%d %s: rc %d", (long long) n, d, k, data_name[kind], f1.rc);
+	if (f1.rc == GC_OK)
+	{
+		double		ri = ref_inertia(X, n, d, f1.C, f1.labels);
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		q = 0.0;
+
+			for (int j = 0; j < d; j++)
+			{
+				double		t = (double) X[i * d + j] - f1.C[(size_t) f1.labels[i] * d + j];
+
+				q += t * t;
+			}
+			bad_lab += ref_argmin(X + i * d, f1.C, k, d, NULL) != f1.labels[i];
+			bad_dist += !rel_close(f1.dist[i], sqrt(q), 1e-12);
+		}
+		CHECK(bad_lab == 0, "n=%lld d=%d k=%d %s init=%d: %lld labels are not the argmin",
+			  (long long) n, d, k, data_name[kind], init, (long long) bad_lab);
+		CHECK(bad_dist == 0, "n=%lld d=%d k=%d: %lld distances wrong", (long long) n, d, k, (long long) bad_dist);
+		CHECK(rel_close(f1.r.inertia, ri, 1e-9), "n=%lld d=%d k=%d: inertia %.17g, recomputed %.17g",
+			  (long long) n, d, k, f1.r.inertia, ri);
+		CHECK(f1.r.iterations >= 1 && f1.r.iterations <= p.max_iter, "iterations %d", f1.r.iterations);
+		for (int i = 0; i < k * d; i++)
+			if (!isfinite(f1.C[i]))
+			{
+				CHECK(false, "n=%lld d=%d k=%d: non-finite centroid", (long long) n, d, k);
+				break;
+			}
+	}
+	CHECK(same_fit(&f1, &f2, n, k, d), "n=%lld d=%d k=%d %s: 1 and 2 threads differ",
+		  (long long) n, d, k, data_name[kind]);
+	CHECK(same_fit(&f2, &f3, n, k, d), "n=%lld d=%d k=%d: same seed, different result", (long long) n, d, k);
+	free_fit(&f1);
+	free_fit(&f2);
+	free_fit(&f3);
+	free(X);
+}
+
+/* Lloyd driven step by step against brute force; inertia never increases. */
+static void
+test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
+{
+	gc_ctx		ctx = {2, {NULL, NULL}};
+	gc_status	st = {0};
+	float	   *X = make_data(n, d, kind);
+	float	   *C = malloc(sizeof(float) * k * d);
+	float	   *Cn = malloc(sizeof(float) * k * d);
+	float	   *d2 = malloc(sizeof(float) * n);
+	int32_t    *lab = malloc(sizeof(int32_t) * n);
+	int64_t    *cnt = malloc(sizeof(int64_t) * k);
+	double	   *sum = malloc(sizeof(double) * k * d);
+	gc_km_ws   *ws = gc_km_ws_create(n, d, k, 2);
+	uint64_t	seed = tu_next(&rs);
+	double		prev = INFINITY;
+	int64_t		bad_lab = 0,
+				bad_d2 = 0,
+				bad_c = 0,
+				rises = 0;
+	int			relocated_total = 0;
+
+	if (init == GC_INIT_RANDOM)
+		gc_km_init_random(&ctx, X, n, d, k, seed, 3, C, NULL, &st);
+	else
+		gc_km_init_kmeanspp(&ctx, X, n, d, k, seed, 3, C, NULL, &st);
+	for (int64_t i = 0; i < n; i++)
+		lab[i] = -1;
+	for (int it = 0; it < 30; it++)
+	{
+		int64_t		changed,
+					ref_changed = 0;
+		double		shift,
+					inertia;
+		int			nrel;
+
+		/* assignment vs brute force */
+		for (int64_t i = 0; i < n; i++)
+			ref_changed += ref_argmin(X + i * d, C, k, d, NULL) != lab[i];
+		CHECK(gc_km_assign(&ctx, ws, X, n, d, C, k, lab, d2, &changed, &st) == GC_OK, "assign");
+		CHECK(changed == ref_changed, "changed %lld, reference %lld", (long long) changed, (long long) ref_changed);
+		for (int64_t i = 0; i < n; i++)
+		{
+			float		q;
+
+			bad_lab += ref_argmin(X + i * d, C, k, d, &q) != lab[i];
+			bad_d2 += q != d2[i];
+		}
+		inertia = ref_inertia(X, n, d, C, lab);
+		rises += inertia > prev * (1 + 1e-6) + 1e-9;
+		prev = inertia;
+
+		/* update vs a direct mean, with the documented re-seeding */
+		CHECK(gc_km_update(&ctx, ws, X, n, d, k, lab, d2, C, Cn, &shift, &nrel, &st) == GC_OK, "update");
+		relocated_total += nrel;
+		memset(cnt, 0, sizeof(int64_t) * k);
+		memset(sum, 0, sizeof(double) * k * d);
+		{
+			int32_t    *eff = malloc(sizeof(int32_t) * n);
+			char	   *taken = calloc(n, 1);
+			int			j = 0;
+			int			n_empty = 0;
+
+			memcpy(eff, lab, sizeof(int32_t) * n);
+			for (int64_t i = 0; i < n; i++)
+				cnt[lab[i]]++;
+			for (int c = 0; c < k; c++)
+				n_empty += cnt[c] == 0;
+			CHECK(nrel == n_empty, "relocated %d, empty %d", nrel, n_empty);
+			for (int c = 0; c < k; c++)
+				if (cnt[c] == 0)
+				{
+					/* j-th farthest row: largest d2, ties to the lowest row */
+					int64_t		far = -1;
+
+					for (int64_t i = 0; i < n; i++)
+						if (!taken[i] && (far < 0 || d2[i] > d2[far]))
+							far = i;
+					taken[far] = 1;
+					eff[far] = c;
+					j++;
+				}
+			memset(cnt, 0, sizeof(int64_t) * k);
+			for (int64_t i = 0; i < n; i++)
+			{
+				cnt[eff[i]]++;
+				for (int jj = 0; jj < d; jj++)
+					sum[(size_t) eff[i] * d + jj] += X[i * d + jj];
+			}
+			for (int c = 0; c < k; c++)
+				for (int jj = 0; jj < d; jj++)
+				{
+					double		ref = cnt[c] ? sum[(size_t) c * d + jj] / cnt[c] : C[(size_t) c * d + jj];
+					double		got = Cn[(size_t) c * d + jj];
+
+					bad_c += fabs(got - ref) > 1e-5 * (1 + fabs(ref));
+				}
+			free(eff);
+			free(taken);
+		}
+		{
+			float	   *t = C;
+
+			C = Cn;
+			Cn = t;
+		}
+	}
+	CHECK(bad_lab == 0, "n=%lld d=%d k=%d %s: %lld labels differ from brute force",
+		  (long long) n, d, k, data_name[kind], (long long) bad_lab);
+	CHECK(bad_d2 == 0, "n=%lld d=%d k=%d: %lld d2 differ", (long long) n, d, k, (long long) bad_d2);
+	CHECK(bad_c == 0, "n=%lld d=%d k=%d %s: %lld centre coordinates differ from the mean",
+		  (long long) n, d, k, data_name[kind], (long long) bad_c);
+	CHECK(rises == 0, "n=%lld d=%d k=%d %s: inertia rose %lld times",
+		  (long long) n, d, k, data_name[kind], (long long) rises);
+	if (kind == DATA_DUPLICATES && init == GC_INIT_RANDOM && k > 12)
+		CHECK(relocated_total > 0, "n=%lld k=%d: no empty cluster was re-seeded", (long long) n, k);
+	gc_km_ws_destroy(ws);
+	free(X);
+	free(C);
+	free(Cn);
+	free(d2);
+	free(lab);
+	free(cnt);
+	free(sum);
+}
+
+/* A centre far from every row is emptied and re-seeded at the farthest row. */
+static void
+test_empty_constructed(void)
+{
+	gc_ctx		ctx = {2, {NULL, NULL}};
+	gc_status	st = {0};
+	float		X[] = {0, 0, 1, 0, 0, 1, 10, 10, 11, 10};
+	float		C[] = {0, 0, 1000, 1000, 10, 10};
+	float		Cn[6],
+				d2[5];
+	int32_t		lab[5] = {-1, -1, -1, -1, -1};
+	int64_t		changed;
+	double		shift;
+	int			nrel;
+	gc_km_ws   *ws = gc_km_ws_create(5, 2, 3, 2);
+
+	gc_km_assign(&ctx, ws, X, 5, 2, C, 3, lab, d2, &changed, &st);
+	gc_km_update(&ctx, ws, X, 5, 2, 3, lab, d2, C, Cn, &shift, &nrel, &st);
+	/* d2: 0 1 1 0 1 -> farthest is row 1 (ties to the lowest row) */
+	CHECK(nrel == 1, "relocated %d", nrel);
+	CHECK(Cn[2] == 1 && Cn[3] == 0, "re-seeded centre (%g, %g), want row 1 (1, 0)", Cn[2], Cn[3]);
+	CHECK(Cn[0] == 0.0f && Cn[1] == 0.5f, "centre 0 (%g, %g), want (0, 0.5)", Cn[0], Cn[1]);
+	CHECK(Cn[4] == 10.5f && Cn[5] == 10.0f, "centre 2 (%g, %g)", Cn[4], Cn[5]);
+	gc_km_ws_destroy(ws);
+}
+
+static void
+test_kmeanspp_reference(int64_t n, int d, int k, data_kind kind, int threads)
+{
+	gc_ctx		ctx = {threads, {NULL, NULL}};
+	gc_status	st = {0};
+	float	   *X = make_data(n, d, kind);
+	float	   *C = malloc(sizeof(float) * k * d);
+	int64_t    *got = malloc(sizeof(int64_t) * k);
+	int64_t    *want = malloc(sizeof(int64_t) * k);
+	uint64_t	seed = tu_next(&rs);
+	int			bad = 0,
+				badc = 0;
+
+	CHECK(gc_km_init_kmeanspp(&ctx, X, n, d, k, seed, 7, C, got, &st) == GC_OK, "kmeans++ rc");
+	ref_kmeanspp(X, n, d, k, seed, 7, want);
+	for (int c = 0; c < k; c++)
+	{
+		bad += got[c] != want[c];
+		badc += memcmp(C + (size_t) c * d, X + got[c] * d, sizeof(float) * d) != 0;
+	}
+	CHECK(bad == 0, "k-means++ n=%lld d=%d k=%d %s: %d of %d centres differ from the reference",
+		  (long long) n, d, k, data_name[kind], bad, k);
+	CHECK(badc == 0, "k-means++ centres are not the chosen rows");
+	free(X);
+	free(C);
+	free(got);
+	free(want);
+}
+
+static void
+test_random_init(int64_t n, int d, int k)
+{
+	gc_ctx		ctx = {2, {NULL, NULL}};
+	gc_status	st = {0};
+	float	   *X = make_data(n, d, DATA_UNIFORM);
+	float	   *C = malloc(sizeof(float) * k * d);
+	int64_t    *got = malloc(sizeof(int64_t) * k);
+	char	   *seen = calloc(n, 1);
+	uint64_t	seed = tu_next(&rs);
+	uint64_t	ctr = 0;
+	int			dup = 0,
+				bad = 0;
+
+	CHECK(gc_km_init_random(&ctx, X, n, d, k, seed, 9, C, got, &st) == GC_OK, "random init rc");
+	for (int c = 0; c < k; c++)
+	{
+		dup += got[c] < 0 || got[c] >= n || seen[got[c]];
+		if (got[c] >= 0 && got[c] < n)
+			seen[got[c]] = 1;
+		bad += memcmp(C + (size_t) c * d, X + got[c] * d, sizeof(float) * d) != 0;
+	}
+	/* the documented draws: rejection of rows already taken */
+	memset(seen, 0, n);
+	for (int c = 0; c < k;)
+	{
+		int64_t		i = (int64_t) (gc_rng_uniform(seed, 9, ctr++) * (double) n);
+
+		if (i >= n)
+			i = n - 1;
+		if (seen[i])
+			continue;
+		seen[i] = 1;
+		bad += got[c++] != i;
+	}
+	CHECK(dup == 0, "random init n=%lld k=%d: %d rows not distinct", (long long) n, k, dup);
+	CHECK(bad == 0, "random init n=%lld k=%d: %d rows differ from the documented draws", (long long) n, k, bad);
+	free(X);
+	free(C);
+	free(got);
+	free(seen);
+}
+
+static void
+test_invalid(void)
+{
+	float		X[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	int32_t		lab[4];
+	float		C[8];
+	gc_kmeans_result r = {lab, NULL, C, 0, 0, false};
+	gc_kmeans_params ok = {2, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0};
+	gc_status	st;
+	struct
+	{
+		const char *what;
+		gc_kmeans_params p;
+		int			d;
+		int64_t		n;
+	}			cases[] = {
+		{"k=0", {0, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
+		{"k>n", {5, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
+		{"max_iter=0", {2, 0, 1e-4, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
+		{"n_init=0", {2, 10, 1e-4, GC_INIT_KMEANSPP, 0, 0}, 2, 4},
+		{"tol<0", {2, 10, -1, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
+		{"tol=NaN", {2, 10, NAN, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
+		{"tol=inf", {2, 10, INFINITY, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
+		{"d=0", {2, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0}, 0, 4},
+		{"bad init", {2, 10, 1e-4, (gc_kmeans_init) 7, 1, 0}, 2, 4},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		memset(&st, 0, sizeof(st));
+		CHECK(gc_kmeans_cpu(NULL, X, cases[i].n, cases[i].d, &cases[i].p, &r, &st) == GC_EINVAL &&
+			  st.code == GC_EINVAL && st.message[0] != '\0',
+			  "%s: not GC_EINVAL (message '%s')", cases[i].what, st.message);
+	}
+	CHECK(gc_kmeans_cpu(NULL, X, 0, 2, &ok, &r, &st) == GC_OK, "n=0 is not GC_OK");
+	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &ok, &r, &st) == GC_OK, "valid call failed: %s", st.message);
+}
+
+static volatile sig_atomic_t cancel_flag;
+
+static void *
+raise_later(void *arg)
+{
+	struct timespec ts = {0, 30 * 1000 * 1000};
+
+	(void) arg;
+	nanosleep(&ts, NULL);
+	cancel_flag = 1;
+	return NULL;
+}
+
+static double
+now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void
+test_cancel(void)
+{
+	const int64_t n = 300000;
+	const int	d = 8;
+	float	   *X = make_data(n, d, DATA_UNIFORM);
+	int32_t    *lab = malloc(sizeof(int32_t) * n);
+	float	   *C = malloc(sizeof(float) * 2000 * d);
+	gc_kmeans_result r = {lab, NULL, C, 0, 0, false};
+	gc_kmeans_params p = {2000, 300, 0, GC_INIT_KMEANSPP, 1, 1};
+	gc_ctx		ctx = {2, {&cancel_flag, NULL}};
+	gc_status	st = {0};
+	pthread_t	th;
+	double		t0;
+	gc_code		rc;
+
+	/* raised before the call */
+	cancel_flag = 1;
+	CHECK(gc_kmeans_cpu(&ctx, X, n, d, &p, &r, &st) == GC_ECANCEL, "pre-raised flag not honoured");
+	ctx.cancel_flags[0] = NULL;
+	ctx.cancel_flags[1] = &cancel_flag;
+	p.init = GC_INIT_RANDOM;
+	CHECK(gc_kmeans_cpu(&ctx, X, n, d, &p, &r, &st) == GC_ECANCEL, "second flag not honoured");
+
+	/* raised during k-means++ seeding of a long fit (several seconds) */
+	cancel_flag = 0;
+	p.init = GC_INIT_KMEANSPP;
+	pthread_create(&th, NULL, raise_later, NULL);
+	t0 = now_s();
+	rc = gc_kmeans_cpu(&ctx, X, n, d, &p, &r, &st);
+	pthread_join(th, NULL);
+	CHECK(rc == GC_ECANCEL, "cancel during the fit: rc %d", rc);
+	CHECK(now_s() - t0 < 0.5, "cancel took %.3f s", now_s() - t0);
+
+	/* raised during Lloyd iterations */
+	cancel_flag = 0;
+	p.init = GC_INIT_RANDOM;
+	pthread_create(&th, NULL, raise_later, NULL);
+	t0 = now_s();
+	rc = gc_kmeans_cpu(&ctx, X, n, d, &p, &r, &st);
+	pthread_join(th, NULL);
+	CHECK(rc == GC_ECANCEL, "cancel during Lloyd: rc %d", rc);
+	CHECK(now_s() - t0 < 0.5, "cancel took %.3f s", now_s() - t0);
+	cancel_flag = 0;
+	free(X);
+	free(lab);
+	free(C);
+}
+
+/* Distinct rows with k = n: every row its own centre, inertia 0. */
+static void
+test_k_equals_n(void)
+{
+	const int64_t n = 37;
+	const int	d = 3;
+	float	   *X = make_data(n, d, DATA_UNIFORM);
+	gc_kmeans_params p = {(int) n, 50, 1e-4, GC_INIT_KMEANSPP, 2, 5};
+	fit			f;
+
+	do_fit(&f, X, n, d, &p, 2);
+	CHECK(f.rc == GC_OK && f.r.inertia == 0.0, "k=n: inertia %g", f.r.inertia);
+	free_fit(&f);
+	free(X);
+}
+
+int
+main(void)
+{
+	uint64_t	seed = tu_seed();
+	static const int dims[] = {1, 2, 3, 5, 8, 16, 17, 32, 64};
+
+	printf("test_kmeans: seed %llu (replay: GPUCLUST_TEST_SEED=%llu)\n",
+		   (unsigned long long) seed, (unsigned long long) seed);
+	rs = seed;
+
+	test_invalid();
+	test_empty_constructed();
+	test_k_equals_n();
+
+	/* k-means++ and random seeding against the documented references */
+	test_kmeanspp_reference(1000, 2, 10, DATA_BLOBS, 2);
+	test_kmeanspp_reference(9000, 3, 40, DATA_UNIFORM, 2);	/* several blocks */
+	test_kmeanspp_reference(9000, 3, 40, DATA_UNIFORM, 1);
+	test_kmeanspp_reference(5000, 5, 1500, DATA_BLOBS, 2); /* 16 lanes */
+	test_kmeanspp_reference(200, 4, 30, DATA_DUPLICATES, 2);
+	test_kmeanspp_reference(50, 7, 50, DATA_UNIFORM, 2);	/* k = n */
+	test_kmeanspp_reference(20, 1, 1, DATA_UNIFORM, 2);
+	test_random_init(1000, 3, 17);
+	test_random_init(64, 2, 64);
+
+	/* Lloyd step by step */
+	for (int r = 0; r < 14; r++)
+	{
+		int			d = dims[tu_next(&rs) % 9];
+		int64_t		n = 50 + (int64_t) (tu_next(&rs) % 3000);
+		int			k = 1 + (int) (tu_next(&rs) % (r % 3 == 0 ? 3 : 40));
+		data_kind	kind = (data_kind) (r % 3);
+
+		test_lloyd_steps(n, d, k, kind, r % 2 ? GC_INIT_RANDOM : GC_INIT_KMEANSPP);
+	}
+	/* the narrower assignment kernels (AVX2, SSE2) the dispatcher may pick */
+	for (int w = 4; w <= 8; w += 4)
+	{
+		gc_km_force_width(w);
+		test_lloyd_steps(2000, 1 + (int) (tu_next(&rs) % 20), 37, DATA_BLOBS, GC_INIT_KMEANSPP);
+		test_fit_shape(1500, 3, 20, DATA_UNIFORM, GC_INIT_KMEANSPP, 1, 1e-4);
+	}
+	gc_km_force_width(0);
+	test_lloyd_steps(300, 2, 30, DATA_DUPLICATES, GC_INIT_RANDOM);
+	test_lloyd_steps(9000, 2, 3, DATA_BLOBS, GC_INIT_KMEANSPP);	/* big clusters */
+
+	/* whole fits over many shapes */
+	for (int r = 0; r < 36; r++)
+	{
+		int			d = dims[tu_next(&rs) % 9];
+		int64_t		n = 1 + (int64_t) (tu_next(&rs) % 4000);
+		int			kk = r % 4 == 0 ? 1 : r % 4 == 1 ? 2 : r % 4 == 2 ? 1 + (int) (tu_next(&rs) % 50) : (int) n;
+		int			k = kk > n ? (int) n : kk;
+
+		if (k > 300)
+			k = 300, n = n < 300 ? n : 300;	/* k = n, kept small */
+		test_fit_shape(n, d, k, (data_kind) (r % 3),
+					   r % 5 == 4 ? GC_INIT_RANDOM : GC_INIT_KMEANSPP,
+					   1 + r % 3, r % 6 == 5 ? 0.0 : 1e-4);
+	}
+	test_fit_shape(20000, 2, 2, DATA_BLOBS, GC_INIT_KMEANSPP, 1, 1e-4);	/* segments */
+	test_fit_shape(20000, 16, 100, DATA_BLOBS, GC_INIT_KMEANSPP, 1, 1e-4);
+	test_fit_shape(3000, 3, 60, DATA_DUPLICATES, GC_INIT_RANDOM, 3, 0.0);
+
+	test_cancel();
+	return test_summary("test_kmeans");
+}
