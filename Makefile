@@ -52,8 +52,15 @@ PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-cuda/%.o: cuda/%.cu cuda/gpuclust_cuda.h
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/core/gpuclust_core.h src/core/kmeans_internal.h src/core/rng.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+# GPU tests and benchmarks: run on a machine with a GPU (no PostgreSQL needed).
+.PHONY: gpu-test gpu-bench
+gpu-test:
+	test/gpu/run_gpu_tests.sh build test sanitize
+gpu-bench:
+	test/gpu/run_gpu_tests.sh build bench
 
 $(OBJS): $(wildcard src/core/*.h cuda/*.h src/*.h)
 

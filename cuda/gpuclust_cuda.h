@@ -9,6 +9,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "../src/core/gpuclust_core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,6 +34,50 @@ typedef struct gc_cuda_device_info
 
 /* Probes device device_id (initialising CUDA in this process if needed). */
 void		gc_cuda_probe(int device_id, gc_cuda_device_info *info);
+
+/*
+ * k-means on the current CUDA device (cuda/kmeans.cu): the contract of
+ * gc_kmeans_cpu (same arguments, same validation, same result fields; the
+ * returned labels and distances refer to the returned centroids).  The
+ * same seed gives the CPU's initial centres.  CUDA failures come back as
+ * GC_EDEVICE (GC_ENOMEM when device memory runs out), never a crash; the
+ * cancel flags are polled between iterations.  At most INT32_MAX rows.
+ */
+gc_code		gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						  const gc_kmeans_params *p, gc_kmeans_result *res,
+						  gc_status *st);
+
+/* Test hooks. */
+
+/* The initial centres of one run (stream as kmeans_internal.h); chosen
+ * (k rows, may be NULL) is filled for k-means++ only. */
+gc_code		gc_kmeans_gpu_seed(const gc_ctx *ctx, const float *X, int64_t n,
+							   int d, int k, gc_kmeans_init init, uint64_t seed,
+							   uint64_t stream, float *centroids,
+							   int64_t *chosen, gc_status *st);
+
+/* One Lloyd step from C_in with labels starting at -1: labels, C_out,
+ * squared centre shift and changed-label count. */
+gc_code		gc_kmeans_gpu_step(const float *X, int64_t n, int d, int k,
+							   const float *C_in, int32_t *labels,
+							   float *C_out, double *shift,
+							   int64_t *n_changed, gc_status *st);
+
+typedef struct gc_kmeans_gpu_timing
+{
+	double		ms_iter;		/* a whole Lloyd iteration, read-back included */
+	double		ms_assign;		/* the assignment kernel alone */
+	double		ms_update;		/* the update (sums) kernel alone */
+	int			small_path;		/* 1: exact path (d <= 8) */
+	int			update_replicas;	/* 0: global atomics */
+	int			empty_seen;
+	int64_t		fallback_rows;	/* tiled path: rows re-ranked exactly (last iteration) */
+} gc_kmeans_gpu_timing;
+
+/* Times iters Lloyd iterations from C0 (after 3 warm-up iterations). */
+gc_code		gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k,
+								const float *C0, int iters,
+								gc_kmeans_gpu_timing *t, gc_status *st);
 
 #ifdef __cplusplus
 }

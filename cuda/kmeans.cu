@@ -1,0 +1,1583 @@
+/*
+ * kmeans.cu — k-means (Lloyd) on the GPU: gc_kmeans_gpu, with the same
+ * result contract as gc_kmeans_cpu (kmeans.c), and hooks for tests and
+ * benchmarks.
+ *
+ * Layout.  X is uploaded once and transposed to structure-of-arrays
+ * (XT, d rows of n floats), so every kernel reads points coalesced.
+ *
+ * One Lloyd iteration is five kernels and one 32-byte read-back:
+ *   assign    nearest centre of every row, fused with the argmin and the
+ *             count of changed labels (no n x k distance matrix):
+ *             - d <= 8: one thread holds 8 rows in registers and scans the
+ *               centres from shared memory, computing the exact float32
+ *               gc_dist2 (dimension order, separate multiply and add), so
+ *               the labels equal the CPU's bit for bit;
+ *             - d > 8: a register-blocked tile (128 rows x 128 centres,
+ *               8 x 8 per thread, 8 dimensions per stage) accumulates x.c
+ *               with FMA, on rows and centres shifted by the feature means,
+ *               and ranks ||c||² - 2 x.c, keeping the best and second
+ *               best score per row; a row whose two best scores are closer
+ *               than a rounding bound (expansion + the CPU's own rounding)
+ *               is queued and re-ranked with the exact gc_dist2 by
+ *               k_assign_fallback (about 0.1-0.5% of rows), so this path
+ *               too gives the CPU's labels.
+ *   update    per-cluster sums in 64-bit fixed point (each feature scaled by
+ *             a power of two chosen from its largest |x| and n so no sum can
+ *             overflow), accumulated in shared memory (replicated per lane
+ *             group when k is small, so a small k does not serialise on a
+ *             few addresses) and flushed with one global atomic per slot
+ *             and block (64-bit shared adds as two 32-bit atomics with
+ *             carry); when k(d+1) does not fit in shared memory, global
+ *             atomics directly.  Integer sums are exact and
+ *             order-independent: the update is deterministic, and the
+ *             means equal the CPU's double means except where the double
+ *             sums themselves round.
+ *   finalize  means (float), empty-cluster count, squared centre shift.
+ *   prep      the centres in the layout the next assign reads.
+ *   read-back {changed, shift, n_empty, moved}: the convergence test
+ *             (scikit-learn's: labels unchanged, or shift <= tol * mean
+ *             feature variance) and the cancel poll happen on the host.
+ * Empty clusters are re-seeded exactly as the CPU does (rows farthest from
+ * their centres, farthest to the lowest empty id) on an extra, rare path.
+ *
+ * Seeding: k-means++ runs on the device (kmeans_pp.cu) and reproduces the
+ * CPU's centres bit for bit; random seeding calls the CPU's own function.
+ * The final inertia and distances are the CPU's blocked double sums.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cub/block/block_reduce.cuh>
+
+#include "kmeans_gpu.cuh"
+
+#define SMALL_D_MAX 8			/* exact direct path up to this d */
+#define SMALL_P 8				/* rows per thread (direct path) */
+#define SMALL_KT 1024			/* centres per shared-memory tile */
+#define TILE 128				/* tiled path: rows and centres per block */
+#define TILE_K 8				/* dimensions per stage */
+#define UPD_THREADS 256
+
+/* ------------------------------------------------------------------ */
+/* small kernels                                                       */
+/* ------------------------------------------------------------------ */
+
+/* XT[j*n + r0 + r] = in[r*d + j] for a chunk of rows. */
+__global__ void
+k_transpose(const float *__restrict__ in, int64_t rows, int d,
+			float *__restrict__ XT, int64_t n, int64_t r0)
+{
+	__shared__ float t[32][33];
+	const int64_t rb = (int64_t) blockIdx.x * 32;
+	const int	jb = blockIdx.y * 32;
+
+	for (int y = threadIdx.y; y < 32; y += 8)
+	{
+		int64_t		r = rb + y;
+		int			j = jb + threadIdx.x;
+
+		if (r < rows && j < d)
+			t[y][threadIdx.x] = in[r * d + j];
+	}
+	__syncthreads();
+	for (int y = threadIdx.y; y < 32; y += 8)
+	{
+		int			j = jb + y;
+		int64_t		r = rb + threadIdx.x;
+
+		if (r < rows && j < d)
+			XT[(int64_t) j * n + r0 + r] = t[threadIdx.x][y];
+	}
+}
+
+/*
+ * amax[j] = bits of max |x| over feature j (non-negative floats order as
+ * ints); part[j*gridDim.x + b] = block b's double sum of feature j (fixed
+ * grid and tree: deterministic).
+ */
+__global__ void
+k_absmax(const float *__restrict__ XT, int64_t n, unsigned *amax, double *part)
+{
+	const float *x = XT + (int64_t) blockIdx.y * n;
+	float		m = 0.0f;
+	double		sum = 0.0;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		m = fmaxf(m, fabsf(x[i]));
+		sum += (double) x[i];
+	}
+	typedef cub::BlockReduce<float, 256> BR;
+	typedef cub::BlockReduce<double, 256> BRd;
+	__shared__ typename BR::TempStorage tmp;
+	__shared__ typename BRd::TempStorage tmpd;
+	m = BR(tmp).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
+	sum = BRd(tmpd).Sum(sum);
+	if (threadIdx.x == 0)
+	{
+		atomicMax(amax + blockIdx.y, __float_as_uint(m));
+		part[(int64_t) blockIdx.y * gridDim.x + blockIdx.x] = sum;
+	}
+}
+
+/* mu[j] = mean of feature j (the shift of the tiled path), from part. */
+__global__ void
+k_mu(const double *part, int g, int d, int64_t n, float *mu)
+{
+	for (int j = threadIdx.x; j < d; j += blockDim.x)
+	{
+		double		s = 0.0;
+
+		for (int b = 0; b < g; b++)
+			s += part[(int64_t) j * g + b];
+		mu[j] = (float) (s / (double) n);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* assignment                                                          */
+/* ------------------------------------------------------------------ */
+
+__device__ __forceinline__ void
+count_changed(int ch, unsigned long long *changed)
+{
+	unsigned	w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
+
+	if ((threadIdx.x & 31) == 0 && w != 0)
+		atomicAdd(changed, (unsigned long long) w);
+}
+
+/*
+ * Exact path, d = D <= 8.  cpk: k centres of W4 float4 each (coordinates,
+ * zero-padded).  Every thread keeps SMALL_P rows in registers.
+ */
+template <int D>
+__global__ void __launch_bounds__(256)
+k_assign_small(const float *__restrict__ XT, int64_t n,
+			   const float4 *__restrict__ cpk, int k,
+			   int32_t *__restrict__ labels, float *__restrict__ d2,
+			   unsigned long long *changed)
+{
+	constexpr int W4 = (D + 3) / 4;
+	__shared__ float4 sc[SMALL_KT * W4];
+	const int64_t base = (int64_t) blockIdx.x * (256 * SMALL_P) + threadIdx.x;
+	float		x[SMALL_P][D];
+	float		best[SMALL_P];
+	int			lab[SMALL_P];
+	int			ch = 0;
+
+#pragma unroll
+	for (int p = 0; p < SMALL_P; p++)
+	{
+		int64_t		i = base + p * 256;
+
+#pragma unroll
+		for (int j = 0; j < D; j++)
+			x[p][j] = i < n ? XT[(int64_t) j * n + i] : 0.0f;
+		best[p] = INFINITY;
+		lab[p] = 0;
+	}
+	for (int c0 = 0; c0 < k; c0 += SMALL_KT)
+	{
+		const int	kt = min(SMALL_KT, k - c0);
+
+		__syncthreads();
+		for (int e = threadIdx.x; e < kt * W4; e += 256)
+			sc[e] = cpk[(int64_t) c0 * W4 + e];
+		__syncthreads();
+#pragma unroll 4
+		for (int c = 0; c < kt; c++)
+		{
+			float		cc[W4 * 4];
+
+#pragma unroll
+			for (int w = 0; w < W4; w++)
+			{
+				float4		v = sc[c * W4 + w];
+
+				cc[4 * w] = v.x;
+				cc[4 * w + 1] = v.y;
+				cc[4 * w + 2] = v.z;
+				cc[4 * w + 3] = v.w;
+			}
+#pragma unroll
+			for (int p = 0; p < SMALL_P; p++)
+			{
+				float		t = __fsub_rn(x[p][0], cc[0]);
+				float		a = __fmul_rn(t, t);
+
+#pragma unroll
+				for (int j = 1; j < D; j++)
+				{
+					t = __fsub_rn(x[p][j], cc[j]);
+					a = __fadd_rn(a, __fmul_rn(t, t));
+				}
+				if (a < best[p])
+				{
+					best[p] = a;
+					lab[p] = c0 + c;
+				}
+			}
+		}
+	}
+#pragma unroll
+	for (int p = 0; p < SMALL_P; p++)
+	{
+		int64_t		i = base + p * 256;
+
+		if (i < n)
+		{
+			ch += labels[i] != lab[p];
+			labels[i] = lab[p];
+			if (d2)
+				d2[i] = best[p];
+		}
+	}
+	count_changed(ch, changed);
+}
+
+/*
+ * Register-blocked path: block = 128 rows x all centres, in tiles of 128
+ * centres; thread (ty, tx) owns rows {4ty..4ty+3, 64+4ty..} and columns
+ * {4tx..4tx+3, 64+4tx..} of each tile.  CT: d x kp centres transposed,
+ * zero-padded; cnrm: ||c||², +inf on the padding.  Rows and centres are
+ * both shifted by mu (the feature means), so that data far from the origin
+ * keeps its precision in the expansion.
+ */
+template <int MINB>
+__global__ void __launch_bounds__(256, MINB)
+k_assign_tiled(const float *__restrict__ XT, int64_t n, int d,
+			   const float *__restrict__ mu,
+			   const float *__restrict__ CT, const float *__restrict__ cnrm,
+			   const float *__restrict__ cmax2, const float *__restrict__ xn2,
+			   int kp, int32_t *__restrict__ labels, km_info *info,
+			   int32_t *__restrict__ fb_rows)
+{
+	__shared__ __align__(16) float As[TILE_K][TILE];
+	__shared__ __align__(16) float Bs[TILE_K][TILE];
+	const int	tid = threadIdx.x,
+				tx = tid & 15,
+				ty = tid >> 4;
+	const int64_t m0 = (int64_t) blockIdx.x * TILE;
+	float		best[8],
+				sec[8];
+	int			bidx[8];
+	int			ch = 0;
+
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+	{
+		best[i] = INFINITY;
+		sec[i] = INFINITY;
+		bidx[i] = 0;
+	}
+	for (int ct = 0; ct < kp; ct += TILE)
+	{
+		float		acc[8][8];
+
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				acc[i][j] = 0.0f;
+		for (int kk = 0; kk < d; kk += TILE_K)
+		{
+#pragma unroll
+			for (int q = 0; q < (TILE_K * TILE) / 256; q++)
+			{
+				int			e = tid + 256 * q;
+				int			kr = e / TILE,
+							m = e % TILE;
+				int			j = kk + kr;
+				int64_t		i = m0 + m;
+
+				As[kr][m] = (j < d && i < n) ? __fsub_rn(XT[(int64_t) j * n + i], mu[j]) : 0.0f;
+				Bs[kr][m] = j < d ? CT[(int64_t) j * kp + ct + m] : 0.0f;
+			}
+			__syncthreads();
+#pragma unroll
+			for (int kr = 0; kr < TILE_K; kr++)
+			{
+				float4		a0 = *(const float4 *) &As[kr][ty * 4];
+				float4		a1 = *(const float4 *) &As[kr][64 + ty * 4];
+				float4		b0 = *(const float4 *) &Bs[kr][tx * 4];
+				float4		b1 = *(const float4 *) &Bs[kr][64 + tx * 4];
+				float		a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+				float		b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+						acc[i][j] = __fmaf_rn(a[i], b[j], acc[i][j]);
+			}
+			__syncthreads();
+		}
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+		{
+			const int	col = ct + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+			const float cn = cnrm[col];
+
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+			{
+				float		s = __fmaf_rn(-2.0f, acc[i][j], cn);
+
+				/* branch-free: second best, index, best */
+				sec[i] = fminf(sec[i], fmaxf(s, best[i]));
+				bidx[i] = s < best[i] ? col : bidx[i];
+				best[i] = fminf(best[i], s);
+			}
+		}
+	}
+	/* Columns were visited in increasing order per thread; combine the 16
+	 * threads of a row group by (score, index). */
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+#pragma unroll
+		for (int off = 8; off >= 1; off >>= 1)
+		{
+			float		os = __shfl_xor_sync(0xffffffffu, best[i], off);
+			float		o2 = __shfl_xor_sync(0xffffffffu, sec[i], off);
+			int			oi = __shfl_xor_sync(0xffffffffu, bidx[i], off);
+
+			if (os < best[i] || (os == best[i] && oi < bidx[i]))
+			{
+				sec[i] = fminf(best[i], o2);
+				best[i] = os;
+				bidx[i] = oi;
+			}
+			else
+				sec[i] = fminf(sec[i], os);
+		}
+
+	/*
+	 * Rows whose two best scores are closer than the rounding bound of the
+	 * expansion plus the CPU's direct formula (first-order bound
+	 * (5d + 12) u A² with A = ||x'|| + max ||c'||, doubled) are re-ranked
+	 * exactly by k_assign_fallback; the others have the CPU's label.
+	 */
+	{
+		const float coef = (float) (12 * d + 48) * 0x1.0p-24f;
+		const float rc = sqrtf(*cmax2);
+
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			if (tx == i)
+			{
+				int64_t		gi = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+
+				if (gi < n)
+				{
+					float		A = sqrtf(xn2[gi]) + rc;
+					float		T = coef * A * A * 1.01f;
+
+					if (sec[i] - best[i] > T)
+					{
+						ch = labels[gi] != bidx[i];
+						labels[gi] = bidx[i];
+					}
+					else
+						fb_rows[atomicAdd(&info->n_fallback, 1u)] = (int32_t) gi;
+				}
+			}
+	}
+	count_changed(ch, &info->changed);
+}
+
+/*
+ * Exact re-ranking of the rows the tiled kernel could not decide: a warp
+ * per row, lanes over centres, gc_dist2 on the unshifted centres CTo
+ * (d x kp), ties to the lowest index.
+ */
+__global__ void __launch_bounds__(256)
+k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
+				  const float *__restrict__ CTo, int kp, int k,
+				  const int32_t *__restrict__ fb_rows, km_info *info,
+				  int32_t *__restrict__ labels)
+{
+	const int	lane = threadIdx.x & 31;
+	const unsigned cnt = info->n_fallback;
+	const unsigned nw = gridDim.x * (blockDim.x / 32);
+
+	for (unsigned w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < cnt; w += nw)
+	{
+		const int64_t row = fb_rows[w];
+		float		best = INFINITY;
+		int			bi = 0;
+
+		for (int c0 = 0; c0 < k; c0 += 32)
+		{
+			const int	c = c0 + lane;
+			float		a = 0.0f;
+
+			if (c < k)
+			{
+				for (int j = 0; j < d; j++)
+				{
+					float		t = __fsub_rn(XT[(int64_t) j * n + row], CTo[(int64_t) j * kp + c]);
+
+					a = __fadd_rn(a, __fmul_rn(t, t));
+				}
+				if (a < best)
+				{
+					best = a;
+					bi = c;
+				}
+			}
+		}
+#pragma unroll
+		for (int off = 16; off >= 1; off >>= 1)
+		{
+			float		ob = __shfl_xor_sync(0xffffffffu, best, off);
+			int			oi = __shfl_xor_sync(0xffffffffu, bi, off);
+
+			if (ob < best || (ob == best && oi < bi))
+			{
+				best = ob;
+				bi = oi;
+			}
+		}
+		if (lane == 0)
+		{
+			if (labels[row] != bi)
+				atomicAdd(&info->changed, 1ull);
+			labels[row] = bi;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* update                                                              */
+/* ------------------------------------------------------------------ */
+
+__device__ __forceinline__ unsigned long long
+to_fixed(float x, double scale)
+{
+	return (unsigned long long) __double2ll_rn((double) x * scale);
+}
+
+/*
+ * 64-bit add into shared memory as two native 32-bit atomics (a 64-bit
+ * shared atomic add is a compare-and-swap loop): the low word's carry goes
+ * into the high word.  Exact once every add has landed.
+ */
+__device__ __forceinline__ void
+shared_add64(unsigned long long *p, unsigned long long v)
+{
+	unsigned   *q = (unsigned *) p;
+	const unsigned lo = (unsigned) v;
+	unsigned	hi = (unsigned) (v >> 32);
+	const unsigned old = atomicAdd(q, lo);
+
+	hi += (old + lo) < old;
+	if (hi != 0)
+		atomicAdd(q + 1, hi);
+}
+
+/*
+ * Shared-memory privatised sums: R replicas of k x (d+1) slots (the last
+ * slot counts rows); lane l adds into replica l % R.  Then one global
+ * atomic per slot per block.
+ */
+__global__ void __launch_bounds__(UPD_THREADS)
+k_update_smem(const float *__restrict__ XT, int64_t n, int d,
+			  const int32_t *__restrict__ labels, int k, int R,
+			  const double *__restrict__ scale, unsigned long long *gsum)
+{
+	extern __shared__ unsigned long long sh[];
+	const int	slots = k * (d + 1);
+	unsigned long long *my = sh + (size_t) (threadIdx.x & (R - 1)) * slots;
+
+	for (int e = threadIdx.x; e < R * slots; e += blockDim.x)
+		sh[e] = 0;
+	__syncthreads();
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		unsigned long long *row = my + (size_t) labels[i] * (d + 1);
+
+		for (int j = 0; j < d; j++)
+			shared_add64(row + j, to_fixed(XT[(int64_t) j * n + i], scale[j]));
+		atomicAdd((unsigned *) (row + d), 1u);	/* < 2^32 rows per block */
+	}
+	__syncthreads();
+	for (int e = threadIdx.x; e < slots; e += blockDim.x)
+	{
+		unsigned long long v = 0;
+
+		for (int r = 0; r < R; r++)
+			v += sh[(size_t) r * slots + e];
+		if (v != 0)
+			atomicAdd(gsum + e, v);
+	}
+}
+
+/*
+ * Global atomics: a warp takes 32 consecutive rows, then row by row its
+ * lanes add the features (cached lines of XT are reused across the rows).
+ */
+__global__ void __launch_bounds__(UPD_THREADS)
+k_update_global(const float *__restrict__ XT, int64_t n, int d,
+				const int32_t *__restrict__ labels,
+				const double *__restrict__ scale, unsigned long long *gsum)
+{
+	const int	lane = threadIdx.x & 31;
+	const int64_t nw = (int64_t) gridDim.x * (blockDim.x / 32);
+
+	for (int64_t w = (int64_t) blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+		 w * 32 < n; w += nw)
+	{
+		const int64_t i0 = w * 32;
+		const int	m = (int) (n - i0 < 32 ? n - i0 : 32);
+		int			mylab = lane < m ? labels[i0 + lane] : 0;
+
+		for (int p = 0; p < m; p++)
+		{
+			const int	c = __shfl_sync(0xffffffffu, mylab, p);
+			unsigned long long *row = gsum + (size_t) c * (d + 1);
+
+			for (int j = lane; j < d; j += 32)
+				atomicAdd(row + j, to_fixed(XT[(int64_t) j * n + i0 + p], scale[j]));
+			if (lane == 0)
+				atomicAdd(row + d, 1ull);
+		}
+	}
+}
+
+/* Means, shift, empty count, moved flag.  One block of 1024 threads. */
+__global__ void __launch_bounds__(1024)
+k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
+		   const double *__restrict__ iscale, const float *__restrict__ Cold,
+		   float *__restrict__ Cnew, km_info *info)
+{
+	typedef cub::BlockReduce<double, 1024> BRd;
+	typedef cub::BlockReduce<int, 1024> BRi;
+	__shared__ typename BRd::TempStorage td;
+	__shared__ typename BRi::TempStorage ti,
+				tm;
+	double		sh = 0.0;
+	int			ne = 0,
+				mv = 0;
+	const int64_t kd = (int64_t) k * d;
+
+	for (int64_t e = threadIdx.x; e < kd; e += blockDim.x)
+	{
+		const int64_t c = e / d;
+		const int	j = (int) (e % d);
+		const long long cnt = (long long) gsum[c * (d + 1) + d];
+		const float o = Cold[e];
+		float		v = o;
+		double		t;
+
+		if (cnt > 0)
+			v = (float) (((double) (long long) gsum[c * (d + 1) + j] * iscale[j]) /
+						 (double) cnt);
+		Cnew[e] = v;
+		t = (double) v - (double) o;
+		sh += t * t;
+		mv |= __float_as_uint(v) != __float_as_uint(o);
+	}
+	for (int c = threadIdx.x; c < k; c += blockDim.x)
+		ne += gsum[(int64_t) c * (d + 1) + d] == 0;
+	sh = BRd(td).Sum(sh);
+	ne = BRi(ti).Sum(ne);
+	mv = BRi(tm).Reduce(mv, [](int a, int b) { return a | b; });
+	if (threadIdx.x == 0)
+	{
+		info->shift = sh;
+		info->n_empty = ne;
+		info->moved = mv;
+	}
+}
+
+/* xn2[i] = ||x_i - mu||² as the tiled kernel sees the row. */
+__global__ void
+k_rownorm(const float *__restrict__ XT, int64_t n, int d,
+		  const float *__restrict__ mu, float *__restrict__ xn2)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+	{
+		float		s = 0.0f;
+
+		for (int j = 0; j < d; j++)
+		{
+			float		v = __fsub_rn(XT[(int64_t) j * n + i], mu[j]);
+
+			s = __fmaf_rn(v, v, s);
+		}
+		xn2[i] = s;
+	}
+}
+
+/* Centres for the exact path: W4 float4 per centre, zero-padded. */
+__global__ void
+k_prep_small(const float *__restrict__ C, int k, int d, int W,
+			 float *__restrict__ cpk)
+{
+	int64_t		e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (e < (int64_t) k * W)
+	{
+		int64_t		c = e / W;
+		int			w = (int) (e % W);
+
+		cpk[e] = w < d ? C[c * d + w] : 0.0f;
+	}
+}
+
+/* Centres for the tiled path: CT (d x kp), shifted by mu, and their
+ * squared norms. */
+__global__ void
+k_prep_tiled(const float *__restrict__ C, const float *__restrict__ mu,
+			 int k, int d, int kp, float *__restrict__ CT,
+			 float *__restrict__ CTo, float *__restrict__ cnrm,
+			 float *cmax2)
+{
+	int			c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c < kp)
+	{
+		float		s = 0.0f;
+
+		for (int j = 0; j < d; j++)
+		{
+			float		o = c < k ? C[(int64_t) c * d + j] : 0.0f;
+			float		v = c < k ? __fsub_rn(o, mu[j]) : 0.0f;
+
+			CT[(int64_t) j * kp + c] = v;
+			CTo[(int64_t) j * kp + c] = o;
+			s = __fmaf_rn(v, v, s);
+		}
+		cnrm[c] = c < k ? s : INFINITY;
+		if (c < k)
+			atomicMax((unsigned *) cmax2, __float_as_uint(s));
+	}
+}
+
+/* d2[i] = gc_dist2(X_i, C_{labels[i]}) (float, exact CPU order). */
+__global__ void
+k_d2(const float *__restrict__ XT, int64_t n, int d,
+	 const float *__restrict__ C, const int32_t *__restrict__ labels,
+	 float *__restrict__ d2)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+	{
+		const float *c = C + (int64_t) labels[i] * d;
+		float		s = 0.0f;
+
+		for (int j = 0; j < d; j++)
+		{
+			float		t = __fsub_rn(XT[(int64_t) j * n + i], c[j]);
+
+			s = __fadd_rn(s, __fmul_rn(t, t));
+		}
+		d2[i] = s;
+	}
+}
+
+/* Largest d2 (ties: lowest row) as a 64-bit key; negative d2 = taken. */
+__global__ void
+k_argmax_d2(const float *__restrict__ d2, int64_t n, unsigned long long *out)
+{
+	typedef cub::BlockReduce<unsigned long long, 256> BR;
+	__shared__ typename BR::TempStorage tmp;
+	unsigned long long key = 0;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		float		v = d2[i];
+
+		if (v >= 0.0f)
+		{
+			unsigned long long kk = ((unsigned long long) __float_as_uint(v) << 32) |
+				(0xffffffffull - (unsigned long long) i);
+
+			key = kk > key ? kk : key;
+		}
+	}
+	key = BR(tmp).Reduce(key, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; });
+	if (threadIdx.x == 0)
+		atomicMax(out, key);
+}
+
+__global__ void
+k_take_row(float *d2, const unsigned long long *key)
+{
+	d2[0xffffffffull - (*key & 0xffffffffull)] = -1.0f;
+}
+
+/*
+ * The CPU's re-seeding on the fixed-point sums: far row p moves from its
+ * cluster to the p-th lowest empty cluster.  keys: m farthest rows.
+ */
+__global__ void
+k_reseed_apply(const float *__restrict__ XT, int64_t n, int d,
+			   const int32_t *__restrict__ labels,
+			   const unsigned long long *__restrict__ keys, int m, int k,
+			   const double *__restrict__ scale, unsigned long long *gsum,
+			   int *empty)
+{
+	if (threadIdx.x == 0)
+	{
+		int			j = 0;
+
+		for (int c = 0; c < k && j < m; c++)
+			if (gsum[(int64_t) c * (d + 1) + d] == 0)
+				empty[j++] = c;
+	}
+	__syncthreads();
+	for (int p = 0; p < m; p++)
+	{
+		const int64_t row = (int64_t) (0xffffffffull - (keys[p] & 0xffffffffull));
+		const int64_t from = (int64_t) labels[row] * (d + 1);
+		const int64_t to = (int64_t) empty[p] * (d + 1);
+
+		for (int j = threadIdx.x; j <= d; j += blockDim.x)
+		{
+			unsigned long long v = j < d ? to_fixed(XT[(int64_t) j * n + row], scale[j]) : 1ull;
+
+			gsum[from + j] -= v;
+			gsum[to + j] += v;
+		}
+		__syncthreads();
+	}
+}
+
+/* q[i] = sum_j ((double) x - (double) c)², as gc_km_inertia. */
+__global__ void
+k_inertia_terms(const float *__restrict__ XT, int64_t n, int d,
+				const float *__restrict__ C, const int32_t *__restrict__ labels,
+				double *__restrict__ q)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+	{
+		const float *c = C + (int64_t) labels[i] * d;
+		double		s = 0.0;
+
+		for (int j = 0; j < d; j++)
+		{
+			double		t = (double) XT[(int64_t) j * n + i] - (double) c[j];
+
+			s += t * t;
+		}
+		q[i] = s;
+	}
+}
+
+/* bsum[b] = sequential sum of q over block b of GC_KM_BLOCK rows. */
+__global__ void
+k_block_sums(const double *__restrict__ q, int64_t n, double *bsum)
+{
+	int64_t		b = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	int64_t		nb = (n + KM_BLOCK - 1) / KM_BLOCK;
+
+	if (b < nb)
+	{
+		int64_t		i1 = (b + 1) * KM_BLOCK < n ? (b + 1) * KM_BLOCK : n;
+		double		s = 0.0;
+
+		for (int64_t i = b * KM_BLOCK; i < i1; i++)
+			s += q[i];
+		bsum[b] = s;
+	}
+}
+
+__global__ void
+k_seq_sum(const double *v, int64_t m, double *out)
+{
+	double		s = 0.0;
+
+	for (int64_t i = 0; i < m; i++)
+		s += v[i];
+	*out = s;
+}
+
+__global__ void
+k_sqrt(double *q, int64_t n)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		q[i] = sqrt(q[i]);
+}
+
+/* ------------------------------------------------------------------ */
+/* host side                                                           */
+/* ------------------------------------------------------------------ */
+
+namespace
+{
+
+static unsigned
+blocks_for(int64_t n, int t)
+{
+	return (unsigned) ((n + t - 1) / t);
+}
+
+/* Device state of one k-means problem (n, d, k). */
+struct km_dev
+{
+	int64_t		n = 0;
+	int			d = 0,
+				k = 0,
+				kp = 0,
+				W = 0;			/* floats per centre, exact path */
+	bool		small = false;
+	int			R = 0;			/* replicas; 0 = global-atomic update */
+	size_t		upd_smem = 0;
+	int			upd_grid = 0;
+	size_t		slots = 0;
+	cudaStream_t s = nullptr;
+	float	   *XT = nullptr;
+	int32_t    *labels = nullptr;
+	int32_t    *labels_best = nullptr;
+	float	   *C[2] = {nullptr, nullptr};
+	float	   *C_best = nullptr;
+	float	   *cpk = nullptr;
+	float	   *CT = nullptr;
+	float	   *cnrm = nullptr;
+	float	   *CTo = nullptr;
+	float	   *cmax2 = nullptr;
+	int32_t    *fb_rows = nullptr;
+	float	   *xn2 = nullptr;
+	int			fb_grid = 0;
+	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
+	float	   *mu = nullptr;
+	unsigned long long *gsum = nullptr;	/* slots, then km_info */
+	km_info    *info = nullptr;
+	km_info    *h_info = nullptr;	/* pinned */
+	double	   *scale = nullptr;	/* d, then iscale d */
+	double	   *iscale = nullptr;
+	double	   *q = nullptr;	/* n: inertia terms / distances */
+	double	   *bsum = nullptr;
+	double	   *dsum = nullptr;
+	float	   *d2 = nullptr;	/* n, re-seeding */
+	unsigned long long *keys = nullptr;	/* k */
+	int		   *empty = nullptr;	/* k */
+
+	~km_dev()
+	{
+		cudaFree(XT);
+		cudaFree(labels);
+		cudaFree(labels_best);
+		cudaFree(C[0]);
+		cudaFree(C[1]);
+		cudaFree(C_best);
+		cudaFree(cpk);
+		cudaFree(CT);
+		cudaFree(cnrm);
+		cudaFree(CTo);
+		cudaFree(cmax2);
+		cudaFree(fb_rows);
+		cudaFree(xn2);
+		cudaFree(mu);
+		cudaFree(gsum);
+		cudaFree(scale);
+		cudaFree(q);
+		cudaFree(bsum);
+		cudaFree(d2);
+		cudaFree(keys);
+		cudaFree(empty);
+		if (h_info)
+			cudaFreeHost(h_info);
+		if (s)
+			cudaStreamDestroy(s);
+	}
+};
+
+#define KM_ALLOC(p, count) KM_CK(cudaMalloc(&(p), sizeof(*(p)) * (size_t) (count)))
+
+/* Allocates, uploads X (chunked, transposed) and picks the kernels. */
+static gc_code
+km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
+		 gc_status *st)
+{
+	int			dev,
+				nsm,
+				optin;
+	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
+
+	D.n = n;
+	D.d = d;
+	D.k = k;
+	D.small = d <= SMALL_D_MAX;
+	D.W = (d + 3) / 4 * 4;
+	D.kp = (k + TILE - 1) / TILE * TILE;
+	D.slots = (size_t) k * (d + 1);
+
+	KM_CK(cudaGetDevice(&dev));
+	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+	KM_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+	KM_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
+	D.fb_grid = nsm * 8;
+	/* GPUCLUST_KM_TILED_MINB=1: the 1-block variant (no spills, 165 regs). */
+	if (getenv("GPUCLUST_KM_TILED_MINB") && atoi(getenv("GPUCLUST_KM_TILED_MINB")) == 1)
+		D.tiled_minb = 1;
+
+	KM_ALLOC(D.XT, (int64_t) n * d);
+	KM_ALLOC(D.labels, n);
+	if (keep_best)
+	{
+		KM_ALLOC(D.labels_best, n);
+		KM_ALLOC(D.C_best, (int64_t) k * d);
+	}
+	KM_ALLOC(D.C[0], (int64_t) k * d);
+	KM_ALLOC(D.C[1], (int64_t) k * d);
+	if (D.small)
+		KM_ALLOC(D.cpk, (int64_t) k * D.W);
+	else
+	{
+		KM_ALLOC(D.CT, (int64_t) d * D.kp);
+		KM_ALLOC(D.cnrm, D.kp);
+		KM_ALLOC(D.CTo, (int64_t) d * D.kp);
+		KM_ALLOC(D.cmax2, 1);
+		KM_ALLOC(D.fb_rows, n);
+		KM_ALLOC(D.xn2, n);
+	}
+	KM_ALLOC(D.mu, d);
+	/* gsum (slots) followed by the info record, one memset per iteration. */
+	KM_CK(cudaMalloc(&D.gsum, sizeof(unsigned long long) * D.slots + sizeof(km_info)));
+	D.info = (km_info *) (D.gsum + D.slots);
+	KM_CK(cudaMallocHost(&D.h_info, sizeof(km_info)));
+	KM_ALLOC(D.scale, 2 * d);
+	D.iscale = D.scale + d;
+	KM_ALLOC(D.q, n);
+	KM_ALLOC(D.bsum, nb + 1);
+	D.dsum = D.bsum + nb;
+	KM_ALLOC(D.d2, n);
+	KM_ALLOC(D.keys, k);
+	KM_ALLOC(D.empty, k);
+
+	/* Upload through a staging buffer of at most 64 MiB, transposing. */
+	{
+		int64_t		chunk = (int64_t) (16u << 20) / d;
+		float	   *stage = nullptr;
+		cudaError_t e;
+
+		if (chunk < 1)
+			chunk = 1;
+		if (chunk > n)
+			chunk = n;
+		KM_CK(cudaMalloc(&stage, sizeof(float) * (size_t) chunk * d));
+		e = cudaSuccess;
+		for (int64_t r0 = 0; r0 < n && e == cudaSuccess; r0 += chunk)
+		{
+			int64_t		rows = n - r0 < chunk ? n - r0 : chunk;
+			dim3		g(blocks_for(rows, 32), blocks_for(d, 32));
+
+			e = cudaMemcpyAsync(stage, X + r0 * d, sizeof(float) * rows * d,
+								cudaMemcpyHostToDevice, D.s);
+			if (e == cudaSuccess)
+			{
+				k_transpose<<<g, dim3(32, 8), 0, D.s>>>(stage, rows, d, D.XT, n, r0);
+				e = cudaGetLastError();
+			}
+			if (e == cudaSuccess)
+				e = cudaStreamSynchronize(D.s);	/* stage is reused */
+		}
+		cudaFree(stage);
+		if (e != cudaSuccess)
+			return km_cuda_fail(st, e, "uploading the data");
+	}
+
+	/* Fixed-point scales: 2^s_j with n * max|x_j| * 2^s_j <= 2^61. */
+	{
+		unsigned   *amax = nullptr;
+		double	   *part = nullptr;
+		const unsigned gx0 = blocks_for(n, 256 * 8);
+		const unsigned gx = gx0 < 512 ? gx0 : 512;
+		unsigned   *h = (unsigned *) malloc(sizeof(unsigned) * d);
+		double	   *hs = (double *) malloc(sizeof(double) * 2 * d);
+		cudaError_t e;
+		int			lg = 0;
+
+		if (h == NULL || hs == NULL)
+		{
+			free(h);
+			free(hs);
+			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+		}
+		while (lg < 63 && ((int64_t) 1 << lg) < n)
+			lg++;
+		e = cudaMalloc(&amax, sizeof(unsigned) * d);
+		if (e == cudaSuccess)
+			e = cudaMalloc(&part, sizeof(double) * gx * d);
+		if (e == cudaSuccess)
+			e = cudaMemsetAsync(amax, 0, sizeof(unsigned) * d, D.s);
+		if (e == cudaSuccess)
+		{
+			k_absmax<<<dim3(gx, d), 256, 0, D.s>>>(D.XT, n, amax, part);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess)
+		{
+			k_mu<<<1, 256, 0, D.s>>>(part, (int) gx, d, n, D.mu);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess && !D.small)
+		{
+			k_rownorm<<<blocks_for(n, 256), 256, 0, D.s>>>(D.XT, n, d, D.mu, D.xn2);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(h, amax, sizeof(unsigned) * d, cudaMemcpyDeviceToHost, D.s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(D.s);
+		if (e == cudaSuccess)
+		{
+			for (int j = 0; j < d; j++)
+			{
+				float		m;
+				int			ex = 0,
+							sc;
+
+				memcpy(&m, &h[j], sizeof(m));
+				if (m > 0.0f)
+					frexp((double) m, &ex);	/* m < 2^ex */
+				sc = m > 0.0f ? 61 - lg - ex : 0;
+				hs[j] = ldexp(1.0, sc);
+				hs[d + j] = ldexp(1.0, -sc);
+			}
+			e = cudaMemcpyAsync(D.scale, hs, sizeof(double) * 2 * d,
+								cudaMemcpyHostToDevice, D.s);
+		}
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(D.s);
+		cudaFree(amax);
+		cudaFree(part);
+		free(h);
+		free(hs);
+		if (e != cudaSuccess)
+			return km_cuda_fail(st, e, "feature scales");
+	}
+
+	/* Update kernel: privatised in shared memory when it fits. */
+	{
+		const size_t one = D.slots * sizeof(unsigned long long);
+		size_t		budget = 48 * 1024;
+		int			per_sm = 0;
+
+		D.R = 0;
+		if (one <= budget)
+		{
+			D.R = 32;
+			while (D.R > 1 && D.R * one > budget)
+				D.R /= 2;
+		}
+		else if (one <= (size_t) optin && one <= 160 * 1024)
+			D.R = 1;
+		if (D.R > 0)
+		{
+			D.upd_smem = D.R * one;
+			if (D.upd_smem > 48 * 1024)
+				KM_CK(cudaFuncSetAttribute(k_update_smem,
+										   cudaFuncAttributeMaxDynamicSharedMemorySize,
+										   (int) D.upd_smem));
+			KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_update_smem,
+																 UPD_THREADS, D.upd_smem));
+			if (per_sm < 1)
+				D.R = 0;
+		}
+		if (D.R > 0)
+			D.upd_grid = nsm * per_sm;
+		else
+			D.upd_grid = nsm * 8;
+		if ((int64_t) D.upd_grid * UPD_THREADS > n)
+			D.upd_grid = (int) blocks_for(n, UPD_THREADS);
+		if (D.upd_grid < 1)
+			D.upd_grid = 1;
+	}
+	return GC_OK;
+}
+
+static gc_code
+km_prep(km_dev &D, const float *C, gc_status *st)
+{
+	if (D.small)
+		k_prep_small<<<blocks_for((int64_t) D.k * D.W, 256), 256, 0, D.s>>>(C, D.k, D.d, D.W, D.cpk);
+	else
+	{
+		KM_CK(cudaMemsetAsync(D.cmax2, 0, sizeof(float), D.s));
+		k_prep_tiled<<<blocks_for(D.kp, 128), 128, 0, D.s>>>(C, D.mu, D.k, D.d, D.kp, D.CT,
+															 D.CTo, D.cnrm, D.cmax2);
+	}
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+/* Assignment from the centres last prepared; counts changes in info. */
+static gc_code
+km_assign(km_dev &D, gc_status *st)
+{
+	unsigned long long *ch = &D.info->changed;
+
+	if (D.small)
+	{
+		unsigned	g = blocks_for(D.n, 256 * SMALL_P);
+		const float4 *c = (const float4 *) D.cpk;
+
+		switch (D.d)
+		{
+#define SMALL_CASE(DD) case DD: k_assign_small<DD><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch); break;
+				SMALL_CASE(1) SMALL_CASE(2) SMALL_CASE(3) SMALL_CASE(4)
+				SMALL_CASE(5) SMALL_CASE(6) SMALL_CASE(7) SMALL_CASE(8)
+#undef SMALL_CASE
+			default:
+				return gc_fail(st, GC_EINTERNAL, "GPU k-means: no exact kernel for d = %d", D.d);
+		}
+	}
+	else
+	{
+		KM_CK(cudaMemsetAsync(&D.info->n_fallback, 0, sizeof(unsigned), D.s));
+		auto		kern = D.tiled_minb == 1 ? k_assign_tiled<1> : k_assign_tiled<2>;
+
+		kern<<<blocks_for(D.n, TILE), 256, 0, D.s>>>(D.XT, D.n, D.d, D.mu, D.CT, D.cnrm,
+															   D.cmax2, D.xn2, D.kp, D.labels, D.info,
+															   D.fb_rows);
+		KM_LAUNCHED();
+		k_assign_fallback<<<D.fb_grid, 256, 0, D.s>>>(D.XT, D.n, D.d, D.CTo, D.kp, D.k,
+													  D.fb_rows, D.info, D.labels);
+	}
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+static gc_code
+km_update(km_dev &D, gc_status *st)
+{
+	if (D.R > 0)
+		k_update_smem<<<D.upd_grid, UPD_THREADS, D.upd_smem, D.s>>>(D.XT, D.n, D.d, D.labels,
+																	D.k, D.R, D.scale, D.gsum);
+	else
+		k_update_global<<<D.upd_grid, UPD_THREADS, 0, D.s>>>(D.XT, D.n, D.d, D.labels,
+															  D.scale, D.gsum);
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+static gc_code
+km_finalize(km_dev &D, const float *Cold, float *Cnew, gc_status *st)
+{
+	k_finalize<<<1, 1024, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, D.info);
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+static gc_code
+km_read_info(km_dev &D, gc_status *st)
+{
+	KM_CK(cudaMemcpyAsync(D.h_info, D.info, sizeof(km_info), cudaMemcpyDeviceToHost, D.s));
+	KM_CK(cudaStreamSynchronize(D.s));
+	return GC_OK;
+}
+
+/*
+ * Re-seeding (rare): the m = n_empty rows farthest from their old centres
+ * move to the empty clusters; then the means are taken again.
+ */
+static gc_code
+km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
+{
+	unsigned	g = blocks_for(D.n, 256);
+	unsigned	ga = g < 1024 ? g : 1024;
+
+	if (m > D.k)
+		return gc_fail(st, GC_EINTERNAL, "GPU k-means: %d empty clusters of %d", m, D.k);
+	k_d2<<<g, 256, 0, D.s>>>(D.XT, D.n, D.d, Cold, D.labels, D.d2);
+	KM_LAUNCHED();
+	KM_CK(cudaMemsetAsync(D.keys, 0, sizeof(unsigned long long) * m, D.s));
+	for (int p = 0; p < m; p++)
+	{
+		k_argmax_d2<<<ga, 256, 0, D.s>>>(D.d2, D.n, D.keys + p);
+		KM_LAUNCHED();
+		k_take_row<<<1, 1, 0, D.s>>>(D.d2, D.keys + p);
+		KM_LAUNCHED();
+	}
+	k_reseed_apply<<<1, 256, 0, D.s>>>(D.XT, D.n, D.d, D.labels, D.keys, m, D.k,
+									   D.scale, D.gsum, D.empty);
+	KM_LAUNCHED();
+	return km_finalize(D, Cold, Cnew, st);
+}
+
+/* One Lloyd iteration from D.C[cur] (prepared) into D.C[1-cur]; info read. */
+static gc_code
+km_iteration(km_dev &D, int cur, gc_status *st)
+{
+	gc_code		rc;
+
+	KM_CK(cudaMemsetAsync(D.gsum, 0, sizeof(unsigned long long) * D.slots + sizeof(km_info), D.s));
+	if ((rc = km_assign(D, st)) != GC_OK ||
+		(rc = km_update(D, st)) != GC_OK ||
+		(rc = km_finalize(D, D.C[cur], D.C[1 - cur], st)) != GC_OK ||
+		(rc = km_prep(D, D.C[1 - cur], st)) != GC_OK ||
+		(rc = km_read_info(D, st)) != GC_OK)
+		return rc;
+	if (D.h_info->n_empty > 0)
+	{
+		unsigned long long changed = D.h_info->changed;
+
+		if ((rc = km_reseed(D, D.C[cur], D.C[1 - cur], D.h_info->n_empty, st)) != GC_OK ||
+			(rc = km_prep(D, D.C[1 - cur], st)) != GC_OK ||
+			(rc = km_read_info(D, st)) != GC_OK)
+			return rc;
+		D.h_info->changed = changed;
+	}
+	return GC_OK;
+}
+
+/* Inertia of (labels, C) as gc_km_inertia; q keeps the per-row terms. */
+static gc_code
+km_inertia(km_dev &D, const float *C, const int32_t *labels, double *inertia,
+		   gc_status *st)
+{
+	const int64_t nb = (D.n + KM_BLOCK - 1) / KM_BLOCK;
+
+	k_inertia_terms<<<blocks_for(D.n, 256), 256, 0, D.s>>>(D.XT, D.n, D.d, C, labels, D.q);
+	KM_LAUNCHED();
+	k_block_sums<<<blocks_for(nb, 64), 64, 0, D.s>>>(D.q, D.n, D.bsum);
+	KM_LAUNCHED();
+	k_seq_sum<<<1, 1, 0, D.s>>>(D.bsum, nb, D.dsum);
+	KM_LAUNCHED();
+	KM_CK(cudaMemcpyAsync(inertia, D.dsum, sizeof(double), cudaMemcpyDeviceToHost, D.s));
+	KM_CK(cudaStreamSynchronize(D.s));
+	return GC_OK;
+}
+
+/* Initial centres into D.C[0] (device). */
+static gc_code
+km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
+		uint64_t seed, uint64_t stream, int64_t *chosen_dev, gc_status *st)
+{
+	if (init == GC_INIT_RANDOM)
+	{
+		float	   *h = (float *) malloc(sizeof(float) * (size_t) D.k * D.d);
+		gc_code		rc;
+
+		if (h == NULL)
+			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+		rc = gc_km_init_random(ctx, X, D.n, D.d, D.k, seed, stream, h, NULL, st);
+		if (rc == GC_OK)
+		{
+			cudaError_t e = cudaMemcpyAsync(D.C[0], h, sizeof(float) * (size_t) D.k * D.d,
+											cudaMemcpyHostToDevice, D.s);
+
+			if (e == cudaSuccess)
+				e = cudaStreamSynchronize(D.s);
+			if (e != cudaSuccess)
+				rc = km_cuda_fail(st, e, "uploading the initial centres");
+		}
+		free(h);
+		return rc;
+	}
+	return km_pp_device(ctx, D.s, D.XT, D.n, D.d, D.k, seed, stream, D.C[0],
+						chosen_dev, st);
+}
+
+/* One seeding + Lloyd run, as kmeans_run of kmeans.c.  *cur: final C. */
+static gc_code
+km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
+	   int run, double tol_scaled, int *cur_out, double *inertia,
+	   int *iterations, bool *converged, gc_status *st)
+{
+	gc_code		rc;
+	int			cur = 0,
+				it;
+	bool		moved = true;
+
+	rc = km_seed(D, ctx, X, p->init, p->seed,
+				 (p->init == GC_INIT_RANDOM ? GC_KM_STREAM_RANDOM : GC_KM_STREAM_KMEANSPP) +
+				 (uint64_t) run, nullptr, st);
+	if (rc != GC_OK)
+		return rc;
+	*converged = false;
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * D.n, D.s));
+	if ((rc = km_prep(D, D.C[0], st)) != GC_OK)
+		return rc;
+	for (it = 0; it < p->max_iter; it++)
+	{
+		if (gc_cancelled(ctx))
+		{
+			cudaStreamSynchronize(D.s);
+			return gc_fail(st, GC_ECANCEL, "canceled");
+		}
+		if ((rc = km_iteration(D, cur, st)) != GC_OK)
+			return rc;
+		moved = D.h_info->moved != 0;
+		cur = 1 - cur;
+		if (D.h_info->changed == 0 || D.h_info->shift <= tol_scaled)
+		{
+			*converged = true;
+			it++;
+			break;
+		}
+	}
+	*iterations = it;
+	if (moved)
+	{
+		/* C[cur] is already prepared; labels must match it. */
+		KM_CK(cudaMemsetAsync(D.info, 0, sizeof(km_info), D.s));
+		if ((rc = km_assign(D, st)) != GC_OK)
+			return rc;
+	}
+	*cur_out = cur;
+	return km_inertia(D, D.C[cur], D.labels, inertia, st);
+}
+
+static gc_code
+km_check_params(int64_t n, int d, const gc_kmeans_params *p,
+				const gc_kmeans_result *res, gc_status *st)
+{
+	if (p == NULL || res == NULL)
+		return gc_fail(st, GC_EINVAL, "k-means: missing parameters or result");
+	if (d < 1)
+		return gc_fail(st, GC_EINVAL, "k-means: the dimension must be at least 1, got %d", d);
+	if (n < 0)
+		return gc_fail(st, GC_EINVAL, "k-means: negative row count");
+	if (p->k < 1)
+		return gc_fail(st, GC_EINVAL, "k-means: k must be at least 1, got %d", p->k);
+	if (p->max_iter < 1)
+		return gc_fail(st, GC_EINVAL, "k-means: max_iter must be at least 1, got %d", p->max_iter);
+	if (p->n_init < 1)
+		return gc_fail(st, GC_EINVAL, "k-means: n_init must be at least 1, got %d", p->n_init);
+	if (!(p->tol >= 0.0) || isinf(p->tol))
+		return gc_fail(st, GC_EINVAL, "k-means: tol must be a finite number >= 0, got %g", p->tol);
+	if (p->init != GC_INIT_KMEANSPP && p->init != GC_INIT_RANDOM)
+		return gc_fail(st, GC_EINVAL, "k-means: unknown init method %d", (int) p->init);
+	return GC_OK;
+}
+
+}								/* namespace */
+
+/* ------------------------------------------------------------------ */
+/* entry points                                                        */
+/* ------------------------------------------------------------------ */
+
+extern "C" gc_code
+gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			  const gc_kmeans_params *p, gc_kmeans_result *res, gc_status *st)
+{
+	gc_code		rc;
+	double		tol_scaled = 0.0;
+
+	if (st)
+	{
+		st->code = GC_OK;
+		st->message[0] = '\0';
+	}
+	if ((rc = km_check_params(n, d, p, res, st)) != GC_OK)
+		return rc;
+	res->inertia = 0.0;
+	res->iterations = 0;
+	res->converged = true;
+	if (n == 0)
+		return GC_OK;
+	if (p->k > n)
+		return gc_fail(st, GC_EINVAL,
+					   "k-means: k (%d) must not exceed the number of rows (%lld)",
+					   p->k, (long long) n);
+	if (X == NULL || res->labels == NULL || res->centroids == NULL)
+		return gc_fail(st, GC_EINVAL, "k-means: missing input or output array");
+	if (n > INT32_MAX)
+		return gc_fail(st, GC_EINVAL, "k-means: the GPU path takes at most %d rows, got %lld",
+					   INT32_MAX, (long long) n);
+
+	{
+		km_dev		D;
+		const bool	keep = p->n_init > 1;
+		int			best_cur = 0;
+
+		if ((rc = km_setup(D, X, n, d, p->k, keep, st)) != GC_OK)
+			return rc;
+		if (p->tol > 0.0)
+		{
+			double		mv;
+
+			if ((rc = km_mean_variance_device(D.s, D.XT, n, d, &mv, st)) != GC_OK)
+				return rc;
+			tol_scaled = p->tol * mv;
+		}
+		for (int run = 0; run < p->n_init; run++)
+		{
+			double		inertia;
+			int			iters,
+						cur;
+			bool		conv;
+
+			if ((rc = km_run(D, ctx, X, p, run, tol_scaled, &cur, &inertia, &iters,
+							 &conv, st)) != GC_OK)
+				return rc;
+			if (run == 0 || inertia < res->inertia)
+			{
+				res->inertia = inertia;
+				res->iterations = iters;
+				res->converged = conv;
+				best_cur = cur;
+				if (keep)
+				{
+					KM_CK(cudaMemcpyAsync(D.labels_best, D.labels, sizeof(int32_t) * n,
+										  cudaMemcpyDeviceToDevice, D.s));
+					KM_CK(cudaMemcpyAsync(D.C_best, D.C[cur], sizeof(float) * (size_t) p->k * d,
+										  cudaMemcpyDeviceToDevice, D.s));
+				}
+			}
+		}
+		{
+			const int32_t *lab = keep ? D.labels_best : D.labels;
+			const float *C = keep ? D.C_best : D.C[best_cur];
+
+			KM_CK(cudaMemcpyAsync(res->labels, lab, sizeof(int32_t) * n,
+								  cudaMemcpyDeviceToHost, D.s));
+			KM_CK(cudaMemcpyAsync(res->centroids, C, sizeof(float) * (size_t) p->k * d,
+								  cudaMemcpyDeviceToHost, D.s));
+			if (res->distance != NULL)
+			{
+				double		dummy;
+
+				if ((rc = km_inertia(D, C, lab, &dummy, st)) != GC_OK)
+					return rc;
+				k_sqrt<<<blocks_for(n, 256), 256, 0, D.s>>>(D.q, n);
+				KM_LAUNCHED();
+				KM_CK(cudaMemcpyAsync(res->distance, D.q, sizeof(double) * n,
+									  cudaMemcpyDeviceToHost, D.s));
+			}
+			KM_CK(cudaStreamSynchronize(D.s));
+		}
+	}
+	return GC_OK;
+}
+
+extern "C" gc_code
+gc_kmeans_gpu_seed(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
+				   gc_kmeans_init init, uint64_t seed, uint64_t stream,
+				   float *centroids, int64_t *chosen, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+	int64_t    *ch = nullptr;
+
+	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_seed: bad sizes");
+	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
+		return rc;
+	if (chosen && init == GC_INIT_KMEANSPP)
+		KM_CK(cudaMalloc(&ch, sizeof(int64_t) * k));
+	rc = km_seed(D, ctx, X, init, seed, stream, ch, st);
+	if (rc == GC_OK)
+	{
+		cudaError_t e = cudaMemcpy(centroids, D.C[0], sizeof(float) * (size_t) k * d,
+								   cudaMemcpyDeviceToHost);
+
+		if (e == cudaSuccess && ch)
+			e = cudaMemcpy(chosen, ch, sizeof(int64_t) * k, cudaMemcpyDeviceToHost);
+		if (e != cudaSuccess)
+			rc = km_cuda_fail(st, e, "reading the centres");
+	}
+	cudaFree(ch);
+	return rc;
+}
+
+extern "C" gc_code
+gc_kmeans_gpu_step(const float *X, int64_t n, int d, int k, const float *C_in,
+				   int32_t *labels, float *C_out, double *shift,
+				   int64_t *n_changed, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+
+	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_step: bad sizes");
+	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
+		return rc;
+	KM_CK(cudaMemcpyAsync(D.C[0], C_in, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
+	if ((rc = km_prep(D, D.C[0], st)) != GC_OK ||
+		(rc = km_iteration(D, 0, st)) != GC_OK)
+		return rc;
+	KM_CK(cudaMemcpyAsync(labels, D.labels, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, D.s));
+	KM_CK(cudaMemcpyAsync(C_out, D.C[1], sizeof(float) * (size_t) k * d, cudaMemcpyDeviceToHost, D.s));
+	KM_CK(cudaStreamSynchronize(D.s));
+	*shift = D.h_info->shift;
+	*n_changed = (int64_t) D.h_info->changed;
+	return GC_OK;
+}
+
+extern "C" gc_code
+gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
+					int iters, gc_kmeans_gpu_timing *t, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+	cudaEvent_t e0 = nullptr,
+				e1 = nullptr;
+	float		ms;
+	int			cur = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX || iters < 1)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_bench: bad sizes");
+	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
+		return rc;
+	t->small_path = D.small;
+	t->update_replicas = D.R;
+	KM_CK(cudaEventCreate(&e0));
+	KM_CK(cudaEventCreate(&e1));
+	KM_CK(cudaMemcpyAsync(D.C[0], C0, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
+	rc = km_prep(D, D.C[0], st);
+	/* warm-up */
+	for (int i = 0; i < 3 && rc == GC_OK; i++, cur = 1 - cur)
+		rc = km_iteration(D, cur, st);
+	/* whole iterations, read-back and host test included */
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++, cur = 1 - cur)
+			rc = km_iteration(D, cur, st);
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_iter = ms / iters;
+		t->empty_seen = D.h_info->n_empty;
+		t->fallback_rows = D.h_info->n_fallback;
+	}
+	/* the phases alone */
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++)
+			rc = km_assign(D, st);
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_assign = ms / iters;
+	}
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++)
+		{
+			KM_CK(cudaMemsetAsync(D.gsum, 0, sizeof(unsigned long long) * D.slots, D.s));
+			rc = km_update(D, st);
+		}
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_update = ms / iters;
+	}
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	return rc;
+}

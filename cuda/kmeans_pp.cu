@@ -1,0 +1,411 @@
+/*
+ * kmeans_pp.cu — k-means++ seeding and the data variance on the GPU.
+ *
+ * Both reproduce the CPU code bit for bit (kmeans_init.c, kmeans_assign.c):
+ * the same counter-based draws (rng.h), the same float32 distances summed
+ * in dimension order with separate multiply and add, and every double sum
+ * over the same fixed blocks of GC_KM_BLOCK rows in the same order.  The
+ * sequential parts (a double sum inside one block, the running offsets
+ * over blocks) run on one thread each; everything else is parallel.  The
+ * seeding loop runs entirely on the device: the host only enqueues, and
+ * synchronises every few centres to poll the cancel flags.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kmeans_gpu.cuh"
+#include "../src/core/rng.h"
+
+#define PP_THREADS 256
+
+/* gc_dist2 of row i (of XT) and centre c: float, dimension order, no FMA. */
+__device__ __forceinline__ float
+pp_dist2(const float *__restrict__ XT, int64_t n, int64_t i, int d,
+		 const float *__restrict__ c, int cstride)
+{
+	float		s = 0.0f;
+
+	for (int j = 0; j < d; j++)
+	{
+		float		t = __fsub_rn(XT[(int64_t) j * n + i], c[(int64_t) j * cstride]);
+
+		s = __fadd_rn(s, __fmul_rn(t, t));
+	}
+	return s;
+}
+
+/* First row i with prefix(i) > r, else n-1 (pp_search of kmeans_init.c). */
+__device__ int64_t
+pp_search_dev(const double *off, int64_t nb, const float *closest, int64_t n,
+			  double r)
+{
+	int64_t		lo = 0,
+				hi = nb;
+
+	if (!(off[nb] > r))
+		return n - 1;
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (off[mid + 1] > r)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	{
+		int64_t		i0 = lo * KM_BLOCK,
+					i1 = i0 + KM_BLOCK < n ? i0 + KM_BLOCK : n;
+		double		local = 0.0;
+
+		for (int64_t i = i0; i < i1; i++)
+		{
+			local += (double) closest[i];
+			if (off[lo] + local > r)
+				return i;
+		}
+		return i1 - 1;
+	}
+}
+
+/*
+ * Candidates of centre c (c >= 1): lane t < L draws counter 1+(c-1)L+t.
+ * For c == 0 the single candidate is row `first`.  cand is d x LMAX.
+ */
+__global__ void
+pp_draw(const float *XT, int64_t n, int d, const double *off, int64_t nb,
+		const float *closest, uint64_t seed, uint64_t stream, int c, int L,
+		int64_t first, int64_t *cid, float *cand)
+{
+	int			t = threadIdx.x;
+
+	if (t < L)
+	{
+		int64_t		row;
+
+		if (c == 0)
+			row = first;
+		else
+		{
+			uint64_t	ctr = 1 + (uint64_t) (c - 1) * L + t;
+			double		r = gc_rng_uniform(seed, stream, ctr) * off[nb];
+
+			row = pp_search_dev(off, nb, closest, n, r);
+		}
+		cid[t] = row;
+		for (int j = 0; j < d; j++)
+			cand[j * KM_PP_LMAX + t] = XT[(int64_t) j * n + row];
+	}
+}
+
+/*
+ * bs[b*LMAX + t] = sequential double sum, over the rows of block b, of
+ * min(closest[i], dist2(X_i, candidate t)).  One CUDA block per block of
+ * GC_KM_BLOCK rows: the float terms are computed in parallel, chunk by
+ * chunk, into shared memory, and lane t adds them up in row order.
+ */
+__global__ void __launch_bounds__(PP_THREADS)
+pp_pots(const float *__restrict__ XT, int64_t n, int d,
+		const float *__restrict__ cand, int L,
+		const float *__restrict__ closest, double *bs)
+{
+	__shared__ float term[KM_PP_LMAX][PP_THREADS];
+	const int64_t i0 = (int64_t) blockIdx.x * KM_BLOCK;
+	const int64_t i1 = i0 + KM_BLOCK < n ? i0 + KM_BLOCK : n;
+	double		acc = 0.0;
+
+	for (int64_t ch = i0; ch < i1; ch += PP_THREADS)
+	{
+		int64_t		i = ch + threadIdx.x;
+
+		if (i < i1)
+		{
+			float		q[KM_PP_LMAX];
+			const float cl = closest[i];
+
+#pragma unroll
+			for (int t = 0; t < KM_PP_LMAX; t++)
+				q[t] = 0.0f;
+			for (int j = 0; j < d; j++)
+			{
+				const float x = XT[(int64_t) j * n + i];
+
+#pragma unroll
+				for (int t = 0; t < KM_PP_LMAX; t++)
+					if (t < L)
+					{
+						float		u = __fsub_rn(x, cand[j * KM_PP_LMAX + t]);
+
+						q[t] = __fadd_rn(q[t], __fmul_rn(u, u));
+					}
+			}
+#pragma unroll
+			for (int t = 0; t < KM_PP_LMAX; t++)
+				if (t < L)
+					term[t][threadIdx.x] = q[t] < cl ? q[t] : cl;
+		}
+		__syncthreads();
+		if (threadIdx.x < L)
+		{
+			int			m = (int) (i1 - ch < PP_THREADS ? i1 - ch : PP_THREADS);
+
+			for (int r = 0; r < m; r++)
+				acc += (double) term[threadIdx.x][r];
+		}
+		__syncthreads();
+	}
+	if (threadIdx.x < L)
+		bs[(int64_t) blockIdx.x * KM_PP_LMAX + threadIdx.x] = acc;
+}
+
+/*
+ * Potential of each candidate (blocks summed in order), the best one
+ * (lowest; ties: earliest trial), the new offsets, and centre c.
+ */
+__global__ void
+pp_select(const double *bs, int64_t nb, int L, double *off, const int64_t *cid,
+		  const float *cand, int d, float *C, int c, int64_t *chosen,
+		  int *best_out)
+{
+	__shared__ double pot[KM_PP_LMAX];
+	__shared__ int best_s;
+	int			t = threadIdx.x;
+
+	if (t < L)
+	{
+		double		p = 0.0;
+
+		for (int64_t b = 0; b < nb; b++)
+			p += bs[b * KM_PP_LMAX + t];
+		pot[t] = p;
+	}
+	__syncthreads();
+	if (t == 0)
+	{
+		int			best = 0;
+		double		bp = pot[0];
+
+		for (int u = 1; u < L; u++)
+			if (pot[u] < bp)
+			{
+				best = u;
+				bp = pot[u];
+			}
+		best_s = best;
+		*best_out = best;
+		if (chosen)
+			chosen[c] = cid[best];
+		off[0] = 0.0;
+		for (int64_t b = 0; b < nb; b++)
+			off[b + 1] = off[b] + bs[b * KM_PP_LMAX + best];
+	}
+	__syncthreads();
+	for (int j = t; j < d; j += blockDim.x)
+		C[(int64_t) c * d + j] = cand[j * KM_PP_LMAX + best_s];
+}
+
+/* closest[i] = min(closest[i], gc_dist2(X_i, C_c)). */
+__global__ void
+pp_closest(const float *__restrict__ XT, int64_t n, int d,
+		   const float *__restrict__ Cc, float *closest)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+	{
+		float		q = pp_dist2(XT, n, i, d, Cc, 1);
+
+		if (q < closest[i])
+			closest[i] = q;
+	}
+}
+
+__global__ void
+fill_float(float *p, int64_t n, float v)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		p[i] = v;
+}
+
+namespace
+{
+struct pp_buffers
+{
+	float	   *closest = nullptr;
+	double	   *off = nullptr;
+	double	   *bs = nullptr;
+	int64_t    *cid = nullptr;
+	float	   *cand = nullptr;
+	int		   *best = nullptr;
+
+	~pp_buffers()
+	{
+		cudaFree(closest);
+		cudaFree(off);
+		cudaFree(bs);
+		cudaFree(cid);
+		cudaFree(cand);
+		cudaFree(best);
+	}
+};
+}
+
+gc_code
+km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
+			 int d, int k, uint64_t seed, uint64_t stream, float *C,
+			 int64_t *chosen, gc_status *st)
+{
+	const int	L = gc_km_n_local_trials(k);
+	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
+	const unsigned nblk = (unsigned) ((n + 255) / 256);
+	pp_buffers	b;
+	int64_t		first;
+
+	if (L > KM_PP_LMAX)
+		return gc_fail(st, GC_EINTERNAL, "k-means++: %d local trials exceed %d", L, KM_PP_LMAX);
+	KM_CK(cudaMalloc(&b.closest, sizeof(float) * n));
+	KM_CK(cudaMalloc(&b.off, sizeof(double) * (nb + 1)));
+	KM_CK(cudaMalloc(&b.bs, sizeof(double) * nb * KM_PP_LMAX));
+	KM_CK(cudaMalloc(&b.cid, sizeof(int64_t) * KM_PP_LMAX));
+	KM_CK(cudaMalloc(&b.cand, sizeof(float) * (size_t) d * KM_PP_LMAX));
+	KM_CK(cudaMalloc(&b.best, sizeof(int)));
+
+	first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+	if (first >= n)
+		first = n - 1;
+
+	/* Centre 0: one "candidate" against closest = +inf gives D² and sums. */
+	fill_float<<<nblk, 256, 0, s>>>(b.closest, n, INFINITY);
+	KM_LAUNCHED();
+	for (int c = 0; c < k; c++)
+	{
+		const int	Lc = c == 0 ? 1 : L;
+
+		pp_draw<<<1, 32, 0, s>>>(XT, n, d, b.off, nb, b.closest, seed, stream,
+								 c, Lc, first, b.cid, b.cand);
+		KM_LAUNCHED();
+		pp_pots<<<(unsigned) nb, PP_THREADS, 0, s>>>(XT, n, d, b.cand, Lc,
+													  b.closest, b.bs);
+		KM_LAUNCHED();
+		pp_select<<<1, 128, 0, s>>>(b.bs, nb, Lc, b.off, b.cid, b.cand, d, C,
+									c, chosen, b.best);
+		KM_LAUNCHED();
+		if (c + 1 < k)
+		{
+			pp_closest<<<nblk, 256, 0, s>>>(XT, n, d, C + (size_t) c * d,
+											b.closest);
+			KM_LAUNCHED();
+		}
+		if ((c & 15) == 15)
+		{
+			KM_CK(cudaStreamSynchronize(s));
+			if (gc_cancelled(ctx))
+				return gc_fail(st, GC_ECANCEL, "canceled");
+		}
+	}
+	KM_CK(cudaStreamSynchronize(s));
+	return GC_OK;
+}
+
+/* ---- mean feature variance, blocked as gc_km_mean_variance ---- */
+
+/* bsv[b*d + j]: block b's sequential double sum for feature j. */
+__global__ void
+var_blocks(const float *__restrict__ XT, int64_t n, int d, int64_t nb,
+		   const double *mean, double *bsv)
+{
+	int64_t		e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (e < nb * d)
+	{
+		int64_t		b = e % nb;
+		int			j = (int) (e / nb);
+		int64_t		i0 = b * KM_BLOCK,
+					i1 = i0 + KM_BLOCK < n ? i0 + KM_BLOCK : n;
+		const float *x = XT + (int64_t) j * n;
+		double		s = 0.0;
+
+		if (mean == nullptr)
+			for (int64_t i = i0; i < i1; i++)
+				s += (double) x[i];
+		else
+		{
+			const double m = mean[j];
+
+			for (int64_t i = i0; i < i1; i++)
+			{
+				double		t = (double) x[i] - m;
+
+				s += t * t;
+			}
+		}
+		bsv[b * d + j] = s;
+	}
+}
+
+__global__ void
+var_reduce(const double *bsv, int64_t nb, int d, int64_t n, int pass,
+		   double *mean, double *varj, double *out)
+{
+	for (int j = threadIdx.x; j < d; j += blockDim.x)
+	{
+		double		s = 0.0;
+
+		for (int64_t b = 0; b < nb; b++)
+			s += bsv[b * d + j];
+		if (pass == 0)
+			mean[j] = s / (double) n;
+		else
+			varj[j] = s / (double) n;
+	}
+	__syncthreads();
+	if (pass == 1 && threadIdx.x == 0)
+	{
+		double		var = 0.0;
+
+		for (int j = 0; j < d; j++)
+			var += varj[j];
+		*out = var / d;
+	}
+}
+
+gc_code
+km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n, int d,
+						double *out, gc_status *st)
+{
+	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
+	double	   *buf = nullptr;
+	double		h = 0.0;
+	cudaError_t e;
+
+	/* bsv (nb*d), mean (d), varj (d), out (1) */
+	e = cudaMalloc(&buf, sizeof(double) * (nb * d + 2 * (int64_t) d + 1));
+	if (e != cudaSuccess)
+		return km_cuda_fail(st, e, "cudaMalloc (variance)");
+	{
+		double	   *bsv = buf,
+				   *mean = buf + nb * d,
+				   *varj = mean + d,
+				   *o = varj + d;
+		unsigned	g = (unsigned) ((nb * d + 127) / 128);
+
+		for (int pass = 0; pass < 2 && e == cudaSuccess; pass++)
+		{
+			var_blocks<<<g, 128, 0, s>>>(XT, n, d, nb, pass ? mean : nullptr, bsv);
+			var_reduce<<<1, 256, 0, s>>>(bsv, nb, d, n, pass, mean, varj, o);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(&h, o, sizeof(double), cudaMemcpyDeviceToHost, s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s);
+	}
+	cudaFree(buf);
+	if (e != cudaSuccess)
+		return km_cuda_fail(st, e, "data variance");
+	*out = h;
+	return GC_OK;
+}

@@ -1,0 +1,153 @@
+/*
+ * bench_kmeans.c — time of one Lloyd iteration of the GPU k-means
+ * (gc_kmeans_gpu_bench: assign + update + finalize + prep + the 24-byte
+ * read-back, timed with CUDA events after warm-up) on the issue's three
+ * workloads, next to a roofline and the PyTorch baseline.
+ *
+ *   bench_kmeans [torch_results.txt]
+ *
+ * torch_results.txt: lines "n d k ms_per_iter" (bench_kmeans.py writes it).
+ * Bandwidth is measured here (a device-to-device copy, bytes read plus
+ * written); the FP32 peak is SMs x 128 lanes x 2 flops x clock.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "../../cuda/gpuclust_cuda.h"
+
+static uint64_t
+next(uint64_t *s)
+{
+	uint64_t	z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+static double
+unif(uint64_t *s)
+{
+	return (double) (next(s) >> 11) * 0x1.0p-53;
+}
+
+static double
+measure_bw(void)
+{
+	size_t		bytes = (size_t) 1 << 30;
+	void	   *a = NULL,
+			   *b = NULL;
+	cudaEvent_t e0,
+				e1;
+	float		ms = 0;
+
+	if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess)
+		return 3.0e12;
+	cudaMemset(a, 1, bytes);
+	cudaEventCreate(&e0);
+	cudaEventCreate(&e1);
+	cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+	cudaEventRecord(e0, 0);
+	for (int i = 0; i < 10; i++)
+		cudaMemcpy(i & 1 ? a : b, i & 1 ? b : a, bytes, cudaMemcpyDeviceToDevice);
+	cudaEventRecord(e1, 0);
+	cudaEventSynchronize(e1);
+	cudaEventElapsedTime(&ms, e0, e1);
+	cudaFree(a);
+	cudaFree(b);
+	return 2.0 * bytes * 10 / (ms * 1e-3);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct
+	{
+		int64_t		n;
+		int			d,
+					k;
+		double		target;
+	}			W[] = {{10000000, 2, 100, 0.5}, {4000000, 32, 256, 2.0}, {1000000, 128, 1000, 5.0}};
+	double		torch_ms[3] = {NAN, NAN, NAN};
+	int			dev = 0,
+				nsm = 0,
+				clk = 0;
+	double		bw,
+				peak;
+	uint64_t	s = 12345;
+
+	if (argc > 1)
+	{
+		FILE	   *f = fopen(argv[1], "r");
+		long long	n;
+		int			d,
+					k;
+		double		ms;
+
+		while (f && fscanf(f, "%lld %d %d %lf", &n, &d, &k, &ms) == 4)
+			for (int w = 0; w < 3; w++)
+				if (W[w].n == n && W[w].d == d && W[w].k == k)
+					torch_ms[w] = ms;
+		if (f)
+			fclose(f);
+	}
+	cudaGetDevice(&dev);
+	cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev);
+	cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, dev);	/* kHz */
+	peak = (double) nsm * 128 * 2 * clk * 1e3;
+	bw = measure_bw();
+	printf("device: %d SMs, %.0f MHz; FP32 peak %.1f TFLOP/s; measured copy %.2f TB/s\n",
+		   nsm, clk / 1e3, peak / 1e12, bw / 1e12);
+
+	printf("\n| workload | ours ms/iter | assign ms | update ms | min bytes | FLOPs (2nkd) | roofline ms | roofline fraction | torch ms/iter | torch/ours | target |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+	for (int w = 0; w < 3; w++)
+	{
+		int64_t		n = W[w].n;
+		int			d = W[w].d,
+					k = W[w].k;
+		float	   *X = malloc(sizeof(float) * n * d);
+		float	   *C0 = malloc(sizeof(float) * k * d);
+		int			m = 4 * k;
+		float	   *cent = malloc(sizeof(float) * m * d);
+		gc_kmeans_gpu_timing t;
+		gc_status	st = {0};
+		double		bytes = (double) n * d * 4 + (double) n * 4;
+		double		flops = 2.0 * n * k * d;
+		double		roof;
+
+		/* blobs: 4k true centres, noise 0.5, not zeros */
+		for (int i = 0; i < m * d; i++)
+			cent[i] = (float) (20 * unif(&s) - 10);
+		for (int64_t i = 0; i < n; i++)
+		{
+			int			c = (int) (unif(&s) * m);
+
+			for (int j = 0; j < d; j++)
+				X[i * d + j] = cent[c * d + j] + (float) (unif(&s) - 0.5);
+		}
+		for (int c = 0; c < k; c++)
+			memcpy(C0 + c * d, X + (int64_t) c * (n / k) * d, sizeof(float) * d);
+		if (gc_kmeans_gpu_bench(X, n, d, k, C0, 20, &t, &st) != GC_OK)
+		{
+			printf("| n=%lld d=%d k=%d | error: %s |\n", (long long) n, d, k, st.message);
+			continue;
+		}
+		roof = fmax(bytes / bw, flops / peak) * 1e3;
+		printf("| n=%lld d=%d k=%d (%s, update %s, re-ranked rows %lld) | %.3f | %.3f | %.3f | %.0f MB | %.3g | %.3f | %.2f | %.3f | %.2fx | <= %.1f ms %s |\n",
+			   (long long) n, d, k, t.small_path ? "exact path" : "tiled path",
+			   t.update_replicas ? "smem" : "global atomics", (long long) t.fallback_rows,
+			   t.ms_iter, t.ms_assign, t.ms_update, bytes / 1e6, flops, roof,
+			   roof / t.ms_iter, torch_ms[w], torch_ms[w] / t.ms_iter, W[w].target,
+			   t.ms_iter <= W[w].target ? "met" : "MISSED");
+		fflush(stdout);
+		free(X);
+		free(C0);
+		free(cent);
+	}
+	return 0;
+}

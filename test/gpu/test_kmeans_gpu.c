@@ -1,0 +1,405 @@
+/*
+ * test_kmeans_gpu.c — the GPU k-means (cuda/kmeans.cu) against the CPU path
+ * (src/core/kmeans*.c), on fresh random data of many shapes.  Needs a GPU.
+ *
+ *   seeding   k-means++ and random: the GPU's initial centres and rows equal
+ *             the CPU's bit for bit, for the same seed and stream;
+ *   one step  from the same centres: labels (all equal: both GPU paths
+ *             reproduce the CPU's float32 argmin), changed count, and the
+ *             centres and shift against the CPU update of the GPU's labels;
+ *   full run  gc_kmeans_gpu vs gc_kmeans_cpu with the same parameters:
+ *             labels on >= 99.9% of rows, inertia within 1e-5 relative; the
+ *             GPU inertia and distances equal a CPU recomputation from the
+ *             GPU's own labels and centres; labels match the returned
+ *             centres; every output written (outputs are poisoned first);
+ *   re-seeding data with many duplicate rows and random init, which makes
+ *             empty clusters: GPU = CPU;
+ *   errors    bad parameters (GC_EINVAL), cancel flag (GC_ECANCEL), n = 0.
+ *
+ * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
+ * set (for compute-sanitizer), =2 a tiny one (for racecheck).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "kmeans_internal.h"
+#include "../../cuda/gpuclust_cuda.h"
+
+static uint64_t rs;
+static int	quick;
+
+static double
+gauss(void)
+{
+	double		u = tu_uniform(&rs),
+				v = tu_uniform(&rs);
+
+	return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
+}
+
+/* kind 0: blobs; 1: uniform; 2: blobs far from the origin; 3: duplicates. */
+static float *
+make_data(int64_t n, int d, int kind)
+{
+	float	   *X = malloc(sizeof(float) * n * d);
+	int			m = 3 + (int) (tu_uniform(&rs) * 40);
+	float	   *cent = malloc(sizeof(float) * m * d);
+	double		sigma = 0.2 + 2.0 * tu_uniform(&rs);
+	double		off = kind == 2 ? 1000.0 : 0.0;
+
+	for (int i = 0; i < m * d; i++)
+		cent[i] = (float) (20.0 * tu_uniform(&rs) - 10.0);
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			c = (int) (tu_uniform(&rs) * m);
+
+		for (int j = 0; j < d; j++)
+		{
+			double		v;
+
+			if (kind == 1)
+				v = 10.0 * tu_uniform(&rs) - 5.0;
+			else if (kind == 3)
+				v = (double) (c % 5) + j;	/* 5 distinct rows */
+			else
+				v = off + cent[c * d + j] + sigma * gauss();
+			X[i * d + j] = (float) v;
+		}
+	}
+	free(cent);
+	return X;
+}
+
+static double
+dist2d(const float *a, const float *b, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+	{
+		double		t = (double) a[j] - b[j];
+
+		s += t * t;
+	}
+	return s;
+}
+
+/* ---- seeding ---- */
+static void
+test_seed(int64_t n, int d, int k, int kind)
+{
+	float	   *X = make_data(n, d, kind);
+	float	   *Cc = malloc(sizeof(float) * k * d),
+			   *Cg = malloc(sizeof(float) * k * d);
+	int64_t    *rc_ = malloc(sizeof(int64_t) * k),
+			   *rg = malloc(sizeof(int64_t) * k);
+	uint64_t	seed = tu_next(&rs);
+	gc_status	st = {0};
+
+	for (int init = 0; init < 2; init++)
+	{
+		uint64_t	stream = init == 0 ? GC_KM_STREAM_KMEANSPP + 1 : GC_KM_STREAM_RANDOM;
+		gc_code		a,
+					b;
+
+		memset(Cg, 0xff, sizeof(float) * k * d);
+		memset(rg, 0xff, sizeof(int64_t) * k);
+		if (init == 0)
+			a = gc_km_init_kmeanspp(NULL, X, n, d, k, seed, stream, Cc, rc_, &st);
+		else
+			a = gc_km_init_random(NULL, X, n, d, k, seed, stream, Cc, rc_, &st);
+		b = gc_kmeans_gpu_seed(NULL, X, n, d, k, init == 0 ? GC_INIT_KMEANSPP : GC_INIT_RANDOM,
+							   seed, stream, Cg, init == 0 ? rg : NULL, &st);
+		CHECK(a == GC_OK && b == GC_OK, "seed n=%lld d=%d k=%d: %s", (long long) n, d, k, st.message);
+		if (a != GC_OK || b != GC_OK)
+			continue;
+		CHECK(memcmp(Cc, Cg, sizeof(float) * k * d) == 0,
+			  "%s centres differ (n=%lld d=%d k=%d)", init == 0 ? "k-means++" : "random",
+			  (long long) n, d, k);
+		if (init == 0)
+		{
+			int			same = 1;
+
+			for (int c = 0; c < k; c++)
+				same &= rc_[c] == rg[c];
+			CHECK(same, "k-means++ rows differ (n=%lld d=%d k=%d)", (long long) n, d, k);
+		}
+	}
+	free(X);
+	free(Cc);
+	free(Cg);
+	free(rc_);
+	free(rg);
+}
+
+/* ---- one Lloyd step ---- */
+static void
+test_step(int64_t n, int d, int k, int kind)
+{
+	float	   *X = make_data(n, d, kind);
+	float	   *C0 = malloc(sizeof(float) * k * d),
+			   *Cc = malloc(sizeof(float) * k * d),
+			   *Cr = malloc(sizeof(float) * k * d),
+			   *Cg = malloc(sizeof(float) * k * d);
+	int32_t    *lc = malloc(sizeof(int32_t) * n),
+			   *lg = malloc(sizeof(int32_t) * n);
+	float	   *d2 = malloc(sizeof(float) * n);
+	gc_km_ws   *ws = gc_km_ws_create(n, d, k, 0);
+	gc_status	st = {0};
+	int64_t		chc = 0,
+				chg = 0,
+				diff = 0,
+				nearties = 0;
+	double		shc = 0,
+				shg = 0,
+				shr = 0,
+				maxc = 0;
+	int			cdiff = 0;
+
+	gc_km_init_kmeanspp(NULL, X, n, d, k, tu_next(&rs), 0, C0, NULL, &st);
+	for (int64_t i = 0; i < n; i++)
+		lc[i] = -1;
+	memset(lg, 0xa5, sizeof(int32_t) * n);
+	memset(Cg, 0xff, sizeof(float) * k * d);
+	CHECK(gc_km_assign(NULL, ws, X, n, d, C0, k, lc, d2, &chc, &st) == GC_OK, "cpu assign");
+	CHECK(gc_km_update(NULL, ws, X, n, d, k, lc, d2, C0, Cc, &shc, NULL, &st) == GC_OK, "cpu update");
+	CHECK(gc_kmeans_gpu_step(X, n, d, k, C0, lg, Cg, &shg, &chg, &st) == GC_OK,
+		  "gpu step: %s", st.message);
+	for (int64_t i = 0; i < n; i++)
+		if (lg[i] != lc[i])
+		{
+			diff++;
+			if (lg[i] >= 0 && lg[i] < k)
+			{
+				double		a = dist2d(X + i * d, C0 + (size_t) lc[i] * d, d),
+							b = dist2d(X + i * d, C0 + (size_t) lg[i] * d, d);
+
+				if (fabs(a - b) <= 1e-5 * (a + b) + 1e-30)
+					nearties++;
+			}
+		}
+	/* the GPU's centres against the CPU update of the GPU's own labels */
+	CHECK(gc_km_update(NULL, ws, X, n, d, k, lg, d2, C0, Cr, &shr, NULL, &st) == GC_OK, "cpu update");
+	for (int i = 0; i < k * d; i++)
+	{
+		double		t = fabs((double) Cg[i] - Cr[i]);
+
+		cdiff += memcmp(&Cg[i], &Cr[i], sizeof(float)) != 0;
+		if (!(t <= maxc))
+			maxc = isnan(t) ? INFINITY : t;
+	}
+	CHECK(diff == 0, "step n=%lld d=%d k=%d kind=%d: %lld labels differ (%lld near ties)",
+		  (long long) n, d, k, kind, (long long) diff, (long long) nearties);
+	CHECK(diff <= n / 1000 && diff == nearties,
+			  "step n=%lld d=%d k=%d kind=%d: %lld labels differ, %lld near ties",
+			  (long long) n, d, k, kind, (long long) diff, (long long) nearties);
+	CHECK(chg == chc, "step changed %lld vs %lld", (long long) chg, (long long) chc);
+	CHECK(maxc <= 1e-6 * (kind == 2 ? 1000 : 10), "step centres differ by %g", maxc);
+	CHECK(fabs(shg - shr) <= 1e-6 * shr + 1e-12, "step shift %.17g vs %.17g", shg, shr);
+	if (diff == 0)
+		CHECK(shc == shr, "cpu shift");
+	printf("  step n=%-7lld d=%-3d k=%-4d kind=%d: labels differ %lld (near ties %lld), "
+		   "centre coords not bitwise equal %d/%d, max |dC| %.3g\n",
+		   (long long) n, d, k, kind, (long long) diff, (long long) nearties, cdiff, k * d, maxc);
+	gc_km_ws_destroy(ws);
+	free(X);
+	free(C0);
+	free(Cc);
+	free(Cr);
+	free(Cg);
+	free(lc);
+	free(lg);
+	free(d2);
+}
+
+/* ---- full run ---- */
+static void
+test_full(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
+		  double tol)
+{
+	float	   *X = make_data(n, d, kind);
+	gc_kmeans_params p = {k, 300, tol, init, n_init, tu_next(&rs)};
+	gc_kmeans_result rc_,
+				rg;
+	gc_status	st = {0};
+	gc_code		a,
+				b;
+	int64_t		agree = 0,
+				consistent = 0,
+				inrange = 1,
+				distok = 0;
+	double		rel,
+				recomputed = 0;
+	int			finite = 1;
+	int32_t    *lchk = malloc(sizeof(int32_t) * n);
+	float	   *d2 = malloc(sizeof(float) * n);
+	double	   *dist = malloc(sizeof(double) * n);
+	gc_km_ws   *ws = gc_km_ws_create(n, d, k, 0);
+
+	rc_.labels = malloc(sizeof(int32_t) * n);
+	rc_.distance = malloc(sizeof(double) * n);
+	rc_.centroids = malloc(sizeof(float) * k * d);
+	rg.labels = malloc(sizeof(int32_t) * n);
+	rg.distance = malloc(sizeof(double) * n);
+	rg.centroids = malloc(sizeof(float) * k * d);
+	/* poison */
+	memset(rg.labels, 0xa5, sizeof(int32_t) * n);
+	memset(rg.distance, 0xff, sizeof(double) * n);
+	memset(rg.centroids, 0xff, sizeof(float) * k * d);
+	rg.inertia = NAN;
+	rg.iterations = -7;
+
+	a = gc_kmeans_cpu(NULL, X, n, d, &p, &rc_, &st);
+	CHECK(a == GC_OK, "cpu run: %s", st.message);
+	b = gc_kmeans_gpu(NULL, X, n, d, &p, &rg, &st);
+	CHECK(b == GC_OK, "gpu run n=%lld d=%d k=%d: %s", (long long) n, d, k, st.message);
+	if (a != GC_OK || b != GC_OK)
+		goto done;
+
+	for (int i = 0; i < k * d; i++)
+		finite &= isfinite(rg.centroids[i]);
+	for (int64_t i = 0; i < n; i++)
+	{
+		inrange &= rg.labels[i] >= 0 && rg.labels[i] < k;
+		agree += rg.labels[i] == rc_.labels[i];
+	}
+	CHECK(finite && inrange, "outputs not all written (n=%lld d=%d k=%d)", (long long) n, d, k);
+	if (!(finite && inrange))
+		goto done;
+	rel = fabs(rg.inertia - rc_.inertia) / (rc_.inertia > 0 ? rc_.inertia : 1);
+	CHECK(agree >= n - n / 1000, "full n=%lld d=%d k=%d kind=%d: labels agree on %lld of %lld",
+		  (long long) n, d, k, kind, (long long) agree, (long long) n);
+	CHECK(rel <= 1e-5, "full n=%lld d=%d k=%d kind=%d: inertia %.17g vs cpu %.17g (rel %.3g)",
+		  (long long) n, d, k, kind, rg.inertia, rc_.inertia, rel);
+	/* inertia and distances recomputed on the CPU from the GPU's output */
+	gc_km_inertia(NULL, X, n, d, rg.centroids, rg.labels, dist, &recomputed, &st);
+	CHECK(recomputed == rg.inertia, "gpu inertia %.17g, recomputed %.17g", rg.inertia, recomputed);
+	for (int64_t i = 0; i < n; i++)
+		distok += dist[i] == rg.distance[i];
+	CHECK(distok == n, "distances: %lld of %lld equal the recomputation", (long long) distok, (long long) n);
+	/* labels match the returned centres */
+	for (int64_t i = 0; i < n; i++)
+		lchk[i] = -1;
+	gc_km_assign(NULL, ws, X, n, d, rg.centroids, k, lchk, d2, NULL, &st);
+	for (int64_t i = 0; i < n; i++)
+		consistent += lchk[i] == rg.labels[i];
+	CHECK(consistent == n, "labels vs returned centres: %lld of %lld", (long long) consistent, (long long) n);
+	printf("  full n=%-7lld d=%-3d k=%-4d kind=%d init=%d n_init=%d: agree %.5f%%, inertia rel %.2g, "
+		   "iters gpu %d cpu %d, conv %d/%d\n",
+		   (long long) n, d, k, kind, (int) init, n_init, 100.0 * agree / n, rel,
+		   rg.iterations, rc_.iterations, rg.converged, rc_.converged);
+done:
+	gc_km_ws_destroy(ws);
+	free(X);
+	free(lchk);
+	free(d2);
+	free(dist);
+	free(rc_.labels);
+	free(rc_.distance);
+	free(rc_.centroids);
+	free(rg.labels);
+	free(rg.distance);
+	free(rg.centroids);
+}
+
+static void
+test_errors(void)
+{
+	float		X[20] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
+	int32_t		lab[10];
+	float		C[20];
+	gc_kmeans_params p = {3, 10, 1e-4, GC_INIT_KMEANSPP, 1, 1};
+	gc_kmeans_result r = {lab, NULL, C, 0, 0, 0};
+	gc_status	st = {0};
+	volatile sig_atomic_t flag = 1;
+	gc_ctx		ctx = {0, {&flag, NULL}};
+
+	p.k = 11;
+	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "k > n");
+	p.k = 0;
+	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "k = 0");
+	p.k = 3;
+	p.tol = -1;
+	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "tol < 0");
+	p.tol = 1e-4;
+	CHECK(gc_kmeans_gpu(NULL, X, 0, 2, &p, &r, &st) == GC_OK, "n = 0");
+	CHECK(gc_kmeans_gpu(&ctx, X, 10, 2, &p, &r, &st) == GC_ECANCEL, "cancel: %d %s", st.code, st.message);
+	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_OK, "after cancel: %s", st.message);
+}
+
+int
+main(void)
+{
+	gc_cuda_device_info info;
+
+	quick = getenv("GPUCLUST_TEST_QUICK") != NULL;
+	rs = tu_seed();
+	printf("test_kmeans_gpu: seed %llu%s\n", (unsigned long long) rs, quick ? " (quick)" : "");
+	gc_cuda_probe(0, &info);
+	if (!info.usable)
+	{
+		printf("no usable GPU: %s\n", info.reason);
+		return 1;
+	}
+	printf("device: %s, cc %d.%d\n", info.name, info.cc_major, info.cc_minor);
+
+	test_errors();
+	if (quick && atoi(getenv("GPUCLUST_TEST_QUICK")) >= 2)
+	{
+		test_seed(3000, 3, 6, 0);
+		test_step(3000, 2, 5, 0);
+		test_step(3000, 20, 40, 1);
+		test_step(2000, 10, 9, 3);
+		test_full(2000, 3, 4, 0, GC_INIT_KMEANSPP, 1, 1e-3);
+		test_full(2000, 12, 6, 0, GC_INIT_KMEANSPP, 1, 1e-3);
+		return test_summary("test_kmeans_gpu");
+	}
+
+	test_seed(1000, 2, 10, 0);
+	test_seed(30011, 3, 50, 1);
+	test_seed(9000, 17, 33, 0);
+	if (!quick)
+	{
+		test_seed(100000, 64, 100, 0);
+		test_seed(50000, 1, 7, 2);
+	}
+
+	{
+		static const int shapes[][4] = {
+			/* n, d, k, kind */
+			{5000, 2, 7, 0}, {20000, 3, 64, 1}, {12345, 1, 5, 0}, {30000, 8, 100, 0},
+			{25000, 5, 300, 1}, {10000, 9, 17, 0}, {20000, 16, 130, 1}, {15000, 33, 256, 0},
+			{8000, 64, 40, 2}, {6000, 130, 300, 0}, {50000, 32, 1, 0}, {40000, 4, 1100, 1},
+			{200000, 2, 100, 1}, {100000, 32, 256, 1}, {50000, 128, 1000, 0},
+		};
+		int			ns = sizeof(shapes) / sizeof(shapes[0]);
+
+		for (int s = 0; s < ns; s++)
+		{
+			if (quick && shapes[s][0] > 30000)
+				continue;
+			test_step(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
+		}
+		for (int s = 0; s < ns; s++)
+		{
+			if (quick && shapes[s][0] > 30000)
+				continue;
+			if (shapes[s][0] * (int64_t) shapes[s][2] * shapes[s][1] > 2000000000LL)
+				continue;		/* CPU reference too slow */
+			test_full(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
+					  GC_INIT_KMEANSPP, 1, 1e-4);
+		}
+	}
+	test_full(20000, 2, 9, 0, GC_INIT_RANDOM, 3, 1e-4);
+	test_full(10000, 12, 20, 0, GC_INIT_RANDOM, 2, 0.0);
+	/* duplicates: random init picks equal rows, so clusters go empty */
+	test_full(3000, 2, 12, 3, GC_INIT_RANDOM, 2, 1e-4);
+	test_full(3000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4);
+	test_step(4000, 3, 9, 3);
+	test_step(4000, 10, 9, 3);
+
+	return test_summary("test_kmeans_gpu");
+}
