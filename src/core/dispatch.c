@@ -1,10 +1,20 @@
 /*
  * dispatch.c — which device runs a call.
  *
- * The GPU paths of k-means and DBSCAN arrive in later releases; until then
- * 'auto' runs on the CPU and 'gpu' says why it cannot run: no CUDA in this
- * build, no driver, no device, or no GPU path for the algorithm yet.
+ * 'cpu' always runs on the CPU.  'gpu' runs on the GPU when one is usable
+ * and has a path for the algorithm (k-means), and otherwise fails with the
+ * reason: no CUDA in this build, no driver, no device, too little free GPU
+ * memory, or no GPU path for the algorithm (DBSCAN).  'auto' runs k-means
+ * on the GPU when the problem is big enough for the GPU to win
+ * (GC_KMEANS_GPU_MIN_WORK), a GPU is usable and its free memory holds the
+ * problem; otherwise on the CPU, with a note saying why when a usable GPU
+ * was passed over for lack of memory.
+ *
+ * The GPU is probed lazily (never before a call needs it: a small problem
+ * under 'auto' does not initialise CUDA at all) and the probe is cached per
+ * process, i.e. per backend; the free memory is read again on every call.
  */
+#include <stdio.h>
 #include <strings.h>
 
 #include "gpuclust_core.h"
@@ -28,10 +38,15 @@ gc_parse_device(const char *s, gc_device *out)
 	return true;
 }
 
-/* Why the GPU cannot run algo; false when it can. */
+/*
+ * Why the GPU cannot run algo; false when it can.  *free_mem receives the
+ * free device memory (bytes) when the GPU is usable.
+ */
 static bool
-gpu_unusable(gc_algorithm algo, int gpu_device_id, gc_status *why)
+gpu_unusable(gc_algorithm algo, int gpu_device_id, size_t *free_mem,
+			 gc_status *why)
 {
+	*free_mem = 0;
 #ifndef GPUCLUST_CUDA
 	(void) algo;
 	(void) gpu_device_id;
@@ -40,23 +55,48 @@ gpu_unusable(gc_algorithm algo, int gpu_device_id, gc_status *why)
 #else
 	gc_cuda_device_info info;
 
-	gc_cuda_probe(gpu_device_id, &info);
+	if (algo != GC_ALGO_KMEANS)
+	{
+		/* no need to initialise CUDA to know this */
+		gc_fail(why, GC_EDEVICE, "no GPU implementation of %s in this release",
+				algo == GC_ALGO_DBSCAN ? "DBSCAN" : "this algorithm");
+		return true;
+	}
+	gc_cuda_probe_cached(gpu_device_id, &info);
 	if (!info.usable)
 	{
 		gc_fail(why, GC_EDEVICE, "no usable GPU: %s", info.reason);
 		return true;
 	}
-	gc_fail(why, GC_EDEVICE, "no GPU implementation of %s in this release",
-			algo == GC_ALGO_KMEANS ? "k-means" : "DBSCAN");
-	return true;
+	*free_mem = info.free_mem;
+	return false;
 #endif
 }
+
+/* Device memory k-means needs on the GPU (0 in a build without CUDA). */
+static size_t
+kmeans_gpu_bytes(int64_t n, int d, int k, int n_init)
+{
+#ifdef GPUCLUST_CUDA
+	return gc_kmeans_gpu_mem_bytes(n, d, k, n_init);
+#else
+	(void) n;
+	(void) d;
+	(void) k;
+	(void) n_init;
+	return 0;
+#endif
+}
+
+/* Headroom left free beside the estimate (other users, the allocator). */
+#define GPU_MEM_HEADROOM ((size_t) 64 << 20)
 
 gc_code
 gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 				 int gpu_device_id, gc_device *chosen, gc_status *st)
 {
 	gc_status	why = {GC_OK, ""};
+	size_t		free_mem;
 
 	(void) n;
 	(void) d;
@@ -66,13 +106,54 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 			*chosen = GC_DEVICE_CPU;
 			return GC_OK;
 		case GC_DEVICE_GPU:
-			if (gpu_unusable(algo, gpu_device_id, &why))
+			if (gpu_unusable(algo, gpu_device_id, &free_mem, &why))
 				return gc_fail(st, GC_EDEVICE, "%s", why.message);
 			*chosen = GC_DEVICE_GPU;
 			return GC_OK;
 		case GC_DEVICE_AUTO:
 		default:
-			*chosen = GC_DEVICE_CPU;
+			*chosen = gpu_unusable(algo, gpu_device_id, &free_mem, &why) ?
+				GC_DEVICE_CPU : GC_DEVICE_GPU;
 			return GC_OK;
 	}
+}
+
+gc_code
+gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
+						int n_init, int gpu_device_id, gc_device *chosen,
+						char *note, size_t note_len, gc_status *st)
+{
+	gc_status	why = {GC_OK, ""};
+	size_t		free_mem = 0,
+				need;
+
+	if (note != NULL && note_len > 0)
+		note[0] = '\0';
+	*chosen = GC_DEVICE_CPU;
+	if (requested == GC_DEVICE_CPU)
+		return GC_OK;
+	if (requested != GC_DEVICE_GPU &&
+		(double) n * (double) k * (double) d < GC_KMEANS_GPU_MIN_WORK)
+		return GC_OK;			/* small: the CPU wins; CUDA untouched */
+	if (gpu_unusable(GC_ALGO_KMEANS, gpu_device_id, &free_mem, &why))
+	{
+		if (requested == GC_DEVICE_GPU)
+			return gc_fail(st, GC_EDEVICE, "%s", why.message);
+		return GC_OK;
+	}
+	need = kmeans_gpu_bytes(n, d, k, n_init);
+	if (need + GPU_MEM_HEADROOM > free_mem)
+	{
+		if (requested == GC_DEVICE_GPU)
+			return gc_fail(st, GC_ENOMEM,
+						   "k-means needs about %zu MiB of GPU memory, but GPU %d has %zu MiB free",
+						   need >> 20, gpu_device_id, free_mem >> 20);
+		if (note != NULL && note_len > 0)
+			snprintf(note, note_len,
+					 "k-means needs about %zu MiB of GPU memory, but GPU %d has %zu MiB free",
+					 need >> 20, gpu_device_id, free_mem >> 20);
+		return GC_OK;
+	}
+	*chosen = GC_DEVICE_GPU;
+	return GC_OK;
 }

@@ -164,10 +164,12 @@ typedef enum gc_device
 bool		gc_parse_device(const char *s, gc_device *out);
 
 /*
- * Resolves a requested device to CPU or GPU.  For GC_DEVICE_GPU when no GPU
- * is usable, returns GC_EDEVICE with the reason in st.  For AUTO, picks the
- * CPU whenever the GPU is unusable (no CUDA build, driver or device) or has
- * no path for the algorithm yet.
+ * Resolves a requested device to CPU or GPU, whatever the problem's size
+ * (n and d are unused).  For GC_DEVICE_GPU when no GPU is usable, returns
+ * GC_EDEVICE with the reason in st.  For AUTO, picks the CPU whenever the
+ * GPU is unusable (no CUDA build, driver or device) or has no path for the
+ * algorithm (DBSCAN), and the GPU otherwise.  k-means calls use
+ * gc_choose_device_kmeans, which also weighs size and free memory.
  */
 typedef enum gc_algorithm
 {
@@ -178,6 +180,28 @@ typedef enum gc_algorithm
 gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
 							 int64_t n, int d, int gpu_device_id,
 							 gc_device *chosen, gc_status *st);
+
+/*
+ * k-means from this much work per Lloyd iteration (n·k·d) up, 'auto' runs
+ * on the GPU.  Measured with test/gpu/bench_crossover.c on the H200
+ * machine (16 CPU cores, gpuclust.cpu_threads = 0), whole calls with
+ * k-means++ and the GPU's CUDA context already up: see the table there.
+ */
+#define GC_KMEANS_GPU_MIN_WORK 1.0e7
+
+/*
+ * The device of one k-means call.  CPU: always.  GPU: the GPU, or
+ * GC_EDEVICE (no usable GPU, with the reason) or GC_ENOMEM (the problem,
+ * gc_kmeans_gpu_mem_bytes, does not fit the free GPU memory).  AUTO: the
+ * CPU when n·k·d < GC_KMEANS_GPU_MIN_WORK (without touching CUDA) or no GPU
+ * is usable; when the GPU's free memory is too small, the CPU with a note
+ * (note, note_len; empty otherwise) the caller shows as a NOTICE; else the
+ * GPU.  gc_choose_device(GC_ALGO_KMEANS) answers for a problem big enough.
+ */
+gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
+									int k, int n_init, int gpu_device_id,
+									gc_device *chosen, char *note,
+									size_t note_len, gc_status *st);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,413 @@
+/*
+ * test_dbscan.c — the CPU DBSCAN against a brute-force O(n^2) reference that
+ * implements the semantics literally, on fresh random data every run (the
+ * seed is printed; replay with GPUCLUST_TEST_SEED), through both indexes and
+ * with 1 and 2 threads.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dbscan_internal.h"
+#include "gpuclust_core.h"
+#include "testutil.h"
+
+/* ---- reference ---- */
+
+static int64_t
+ref_find(int64_t *p, int64_t x)
+{
+	while (p[x] != x)
+		x = p[x] = p[p[x]];
+	return x;
+}
+
+static void
+ref_dbscan(const float *X, int64_t n, int d, double eps, int64_t min_pts,
+		   int32_t *labels, uint8_t *is_core)
+{
+	float		e2 = gc_eps2(eps);
+	int64_t    *parent = malloc(sizeof(int64_t) * (n + 1));
+	int64_t    *root = malloc(sizeof(int64_t) * (n + 1));
+	int64_t    *num = malloc(sizeof(int64_t) * (n + 1));
+	int32_t		next = 0;
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		c = 0;
+
+		for (int64_t k = 0; k < n; k++)
+			c += gc_dist2(X + i * d, X + k * d, d) <= e2;
+		is_core[i] = c >= min_pts;
+		parent[i] = i;
+		num[i] = -1;
+	}
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t k = i + 1; k < n; k++)
+			if (is_core[i] && is_core[k] &&
+				gc_dist2(X + i * d, X + k * d, d) <= e2)
+			{
+				int64_t		a = ref_find(parent, i),
+							b = ref_find(parent, k);
+
+				if (a != b)
+					parent[a > b ? a : b] = a > b ? b : a;
+			}
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (is_core[i])
+			root[i] = ref_find(parent, i);
+		else
+		{
+			int64_t		best = -1;
+			float		bd = 0;
+
+			for (int64_t k = 0; k < n; k++)
+			{
+				float		dd;
+
+				if (!is_core[k])
+					continue;
+				dd = gc_dist2(X + i * d, X + k * d, d);
+				if (dd <= e2 && (best < 0 || dd < bd))
+				{
+					best = k;
+					bd = dd;
+				}
+			}
+			root[i] = best < 0 ? -1 : ref_find(parent, best);
+		}
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (root[i] < 0)
+			labels[i] = GC_NOISE;
+		else
+		{
+			if (num[root[i]] < 0)
+				num[root[i]] = next++;
+			labels[i] = (int32_t) num[root[i]];
+		}
+	}
+	free(parent);
+	free(root);
+	free(num);
+}
+
+/* ---- data ---- */
+
+typedef enum
+{
+	SHAPE_UNIFORM,
+	SHAPE_BLOBS,
+	SHAPE_LATTICE,				/* heavy duplicates */
+	SHAPE_MIXED_SCALE,			/* blobs plus a few far outliers */
+	NSHAPES
+} shape;
+
+static const char *shape_name[] = {"uniform", "blobs", "lattice", "mixed"};
+
+static double
+tu_gauss(uint64_t *s)
+{
+	double		u = tu_uniform(s),
+				v = tu_uniform(s);
+
+	return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
+}
+
+static void
+make_points(float *X, int64_t n, int d, shape sh, uint64_t *rs)
+{
+	int			nc = 1 + (int) (tu_next(rs) % 6);
+	double		centres[6][64];
+
+	for (int c = 0; c < nc; c++)
+		for (int k = 0; k < d; k++)
+			centres[c][k] = tu_uniform(rs) * 10.0;
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			c = (int) (tu_next(rs) % nc);
+		double		sd = 0.3 + 0.7 * (c % 3);
+
+		for (int k = 0; k < d; k++)
+		{
+			double		v;
+
+			switch (sh)
+			{
+				case SHAPE_UNIFORM:
+					v = tu_uniform(rs);
+					break;
+				case SHAPE_BLOBS:
+					v = centres[c][k] + sd * tu_gauss(rs);
+					break;
+				case SHAPE_LATTICE:
+					v = floor(tu_uniform(rs) * 4.0) / 4.0;
+					break;
+				default:
+					v = centres[c][k] + sd * tu_gauss(rs);
+					if (i % 97 == 5)
+						v *= 1e6;
+					break;
+			}
+			X[i * d + k] = (float) v;
+		}
+	}
+}
+
+/* A random eps: a low quantile of distances between random pairs. */
+static double
+pick_eps(const float *X, int64_t n, int d, uint64_t *rs)
+{
+	float		s[256];
+	int			m = 0;
+	double		q[] = {0.002, 0.01, 0.03, 0.1};
+
+	if (n < 2)
+		return 0.5;
+	for (; m < 256; m++)
+	{
+		int64_t		a = (int64_t) (tu_next(rs) % n),
+					b = (int64_t) (tu_next(rs) % n);
+
+		s[m] = sqrtf(gc_dist2(X + a * d, X + b * d, d));
+	}
+	for (int a = 1; a < m; a++)
+		for (int b = a; b > 0 && s[b - 1] > s[b]; b--)
+		{
+			float		t = s[b];
+
+			s[b] = s[b - 1];
+			s[b - 1] = t;
+		}
+	{
+		double		e = s[(int) (q[tu_next(rs) % 4] * m)];
+
+		return e > 0 ? e : 0.25;
+	}
+}
+
+/* ---- checks ---- */
+
+static int	ncases;
+
+/* Runs one case through the given index and thread count. */
+static void
+check_case(const char *what, const float *X, int64_t n, int d, double eps,
+		   int64_t min_pts, const int32_t *rl, const uint8_t *rc,
+		   gc_dbscan_index idx, int threads)
+{
+	gc_ctx		ctx = {threads, {NULL, NULL}};
+	gc_dbscan_params p = {eps, min_pts};
+	gc_status	st;
+	int32_t    *l = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *c = malloc(n + 1);
+	gc_code		code;
+	int64_t		bad = -1;
+
+	code = gc_dbscan_cpu_index(&ctx, X, n, d, &p, idx, NULL, l, c, &st);
+	CHECK(code == GC_OK, "%s: code %d (%s)", what, code, st.message);
+	if (code == GC_OK)
+		for (int64_t i = 0; i < n && bad < 0; i++)
+			if (l[i] != rl[i] || c[i] != rc[i])
+				bad = i;
+	CHECK(bad < 0, "%s index=%d threads=%d n=%lld d=%d eps=%.9g min_pts=%lld:"
+		  " row %lld label %d core %d, reference %d core %d",
+		  what, (int) idx, threads, (long long) n, d, eps, (long long) min_pts,
+		  (long long) bad, bad >= 0 ? l[bad] : 0, bad >= 0 ? c[bad] : 0,
+		  bad >= 0 ? rl[bad] : 0, bad >= 0 ? rc[bad] : 0);
+	free(l);
+	free(c);
+}
+
+static void
+check_all(const char *what, const float *X, int64_t n, int d, double eps,
+		  int64_t min_pts, uint64_t *rs)
+{
+	int32_t    *rl = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *rc = malloc(n + 1);
+	int			t = 1 + (int) (tu_next(rs) % 2);
+
+	ref_dbscan(X, n, d, eps, min_pts, rl, rc);
+	check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_KDTREE, t);
+	check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_KDTREE, 3 - t);
+	if (d <= 3)
+	{
+		check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_GRID, t);
+		check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_GRID, 3 - t);
+	}
+	check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_AUTO, 2);
+	ncases++;
+	free(rl);
+	free(rc);
+}
+
+static void
+test_random(uint64_t *rs)
+{
+	static const int dims[] = {1, 2, 3, 4, 5, 8, 16, 33, 64};
+	static const int64_t small_n[] = {0, 1, 2, 3, 7};
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+	{
+		int			d = dims[di];
+		int64_t		nmax = d <= 3 ? 3000 : d <= 16 ? 1500 : 700;
+
+		for (int sh = 0; sh < NSHAPES; sh++)
+			for (int rep = 0; rep < 3; rep++)
+			{
+				int64_t		n = rep == 0 ? small_n[tu_next(rs) % 5]
+					: 50 + (int64_t) (tu_next(rs) % (uint64_t) nmax);
+				float	   *X = malloc(sizeof(float) * (n * d + 1));
+				char		what[64];
+				int64_t		mp[4];
+				double		eps;
+
+				make_points(X, n, d, (shape) sh, rs);
+				eps = pick_eps(X, n, d, rs);
+				mp[0] = 1 + (int64_t) (tu_next(rs) % 12);
+				mp[1] = rep == 1 ? 1 : 2;
+				mp[2] = n / 3 + 1;
+				mp[3] = n + 1;
+				snprintf(what, sizeof(what), "%s", shape_name[sh]);
+				check_all(what, X, n, d, eps, mp[0], rs);
+				check_all(what, X, n, d, eps, mp[1 + tu_next(rs) % 3], rs);
+				if (rep == 2)
+				{
+					/* one giant cluster; and (almost) all noise */
+					snprintf(what, sizeof(what), "%s/huge-eps", shape_name[sh]);
+					check_all(what, X, n, d, 1e7, mp[0], rs);
+					snprintf(what, sizeof(what), "%s/tiny-eps", shape_name[sh]);
+					check_all(what, X, n, d, 1e-9, mp[1], rs);
+				}
+				free(X);
+			}
+	}
+}
+
+/* Coordinates near 1e30 and near 0 with eps 1e-3: the grid cannot number
+ * cells, so it must hand over to the kd-tree, and stay exact. */
+static void
+test_huge_range(uint64_t *rs)
+{
+	for (int d = 1; d <= 3; d++)
+	{
+		int64_t		n = 600;
+		float	   *X = malloc(sizeof(float) * n * d);
+		gc_ctx		ctx = {2, {NULL, NULL}};
+		gc_dbscan_params p = {1e-3, 3};
+		gc_status	st;
+		gc_dbscan_index used;
+		int32_t    *l = malloc(sizeof(int32_t) * n);
+		uint8_t    *c = malloc(n);
+
+		for (int64_t i = 0; i < n; i++)
+			for (int k = 0; k < d; k++)
+			{
+				double		v = tu_uniform(rs) * 0.01;
+
+				if (i % 3 == 1)
+					v = 1e30 + (double) (tu_next(rs) % 3) * 1e24;
+				else if (i % 3 == 2)
+					v = -3e29;
+				X[i * d + k] = (float) v;
+			}
+		CHECK(gc_dbscan_cpu_index(&ctx, X, n, d, &p, GC_DBSCAN_INDEX_GRID,
+								  &used, l, c, &st) == GC_OK, "%s", st.message);
+		CHECK(used == GC_DBSCAN_INDEX_KDTREE, "huge range used index %d", used);
+		check_all("huge-range", X, n, d, p.eps, p.min_pts, rs);
+		free(X);
+		free(l);
+		free(c);
+	}
+}
+
+/* eps so small that eps2 underflows to 0 in float: neighbours are pairs whose
+ * squared differences underflow, farther apart than eps itself. */
+static void
+test_underflow(uint64_t *rs)
+{
+	for (int d = 1; d <= 4; d++)
+	{
+		int64_t		n = 800;
+		float	   *X = malloc(sizeof(float) * n * d);
+
+		for (int64_t i = 0; i < n; i++)
+			for (int k = 0; k < d; k++)
+				X[i * d + k] = (float) (tu_uniform(rs) * 4e-22);
+		check_all("underflow", X, n, d, 1e-25, 2, rs);
+		check_all("underflow", X, n, d, 1e-25, 1 + (int64_t) (tu_next(rs) % 5), rs);
+		free(X);
+	}
+}
+
+static void
+test_errors(void)
+{
+	float		X[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+	int32_t		l[4];
+	uint8_t		c[4];
+	gc_ctx		ctx = {1, {NULL, NULL}};
+	gc_status	st;
+	gc_dbscan_params ok = {1.5, 2};
+	gc_dbscan_params bad[] = {{0.0, 2}, {-1.0, 2}, {NAN, 2}, {INFINITY, 2},
+	{1.0, 0}, {1.0, -5}};
+
+	CHECK(gc_dbscan_cpu(&ctx, X, -1, 2, &ok, l, c, &st) == GC_EINVAL, "n<0");
+	CHECK(gc_dbscan_cpu(&ctx, X, 4, 0, &ok, l, c, &st) == GC_EINVAL, "d<1");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(gc_dbscan_cpu(&ctx, X, 4, 2, &bad[i], l, c, &st) == GC_EINVAL,
+			  "bad params %zu", i);
+	CHECK(gc_dbscan_cpu(&ctx, X, 0, 2, &ok, l, c, &st) == GC_OK, "n==0");
+	CHECK(gc_dbscan_cpu(&ctx, NULL, 0, 2, &ok, NULL, NULL, &st) == GC_OK,
+		  "n==0 with NULL arrays");
+	CHECK(gc_dbscan_cpu(NULL, X, 4, 2, &ok, l, c, &st) == GC_OK, "NULL ctx");
+	CHECK(l[0] == 0 && l[3] == 0 && c[0] == 1, "4 points in a line, eps 1.5");
+}
+
+static void
+test_cancel(void)
+{
+	int64_t		n = 5000;
+	float	   *X = malloc(sizeof(float) * n * 2);
+	int32_t    *l = malloc(sizeof(int32_t) * n);
+	uint8_t    *c = malloc(n);
+	volatile sig_atomic_t flag = 1;
+	gc_ctx		ctx = {2, {NULL, &flag}};
+	gc_dbscan_params p = {0.05, 4};
+	gc_status	st;
+	uint64_t	s = 42;
+
+	for (int64_t i = 0; i < 2 * n; i++)
+		X[i] = (float) tu_uniform(&s);
+	for (int idx = 0; idx < 3; idx++)
+	{
+		st.code = GC_OK;
+		CHECK(gc_dbscan_cpu_index(&ctx, X, n, 2, &p, (gc_dbscan_index) idx,
+								  NULL, l, c, &st) == GC_ECANCEL &&
+			  st.code == GC_ECANCEL, "cancel, index %d", idx);
+	}
+	free(X);
+	free(l);
+	free(c);
+}
+
+int
+main(void)
+{
+	uint64_t	seed = tu_seed();
+	uint64_t	rs = seed;
+
+	printf("test_dbscan: seed %llu (GPUCLUST_TEST_SEED to replay)\n",
+		   (unsigned long long) seed);
+	test_errors();
+	test_cancel();
+	test_huge_range(&rs);
+	test_underflow(&rs);
+	test_random(&rs);
+	printf("test_dbscan: %d random cases\n", ncases);
+	return test_summary("test_dbscan");
+}
