@@ -1,0 +1,246 @@
+/*-------------------------------------------------------------------------
+ *
+ * common_sql.c
+ *	  Helpers shared by the SQL-callable functions: the gc_ctx a core call
+ *	  runs with, device selection, argument checks, and the mapping of the
+ *	  core's gc_status to ereport().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "gpuclust.h"
+
+/*
+ * The context of a core call: thread count from gpuclust.cpu_threads, and
+ * the flags the backend's signal handlers raise for a query cancel
+ * (statement_timeout included) or a termination request.  The core polls
+ * them and returns GC_ECANCEL; gc_glue_report() then lets
+ * CHECK_FOR_INTERRUPTS() raise the proper error.
+ */
+void
+gc_glue_ctx(gc_ctx *ctx)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->n_threads = gpuclust_cpu_threads;
+	ctx->cancel_flags[0] = &QueryCancelPending;
+	ctx->cancel_flags[1] = &ProcDiePending;
+}
+
+/*
+ * Block every signal on the calling (backend) thread, saving the old mask
+ * in *old; gc_glue_signals_restore() puts it back.  Threads created in
+ * between (OpenMP workers, the CUDA driver's helper threads when CUDA
+ * initialises) inherit the blocked mask, so PostgreSQL's signal handlers
+ * only ever run on the backend's own thread.  Signals that arrive
+ * meanwhile stay pending and are handled on restore.
+ */
+void
+gc_glue_signals_block(sigset_t *old)
+{
+	sigset_t	all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+}
+
+void
+gc_glue_signals_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/*
+ * Start the OpenMP worker threads the core will use with every signal
+ * blocked, so that PostgreSQL's signal handlers (SIGINT for cancel, SIGALRM
+ * for statement_timeout, SIGTERM ...) only ever run on the backend's own
+ * thread.  Worker threads inherit the signal mask of the thread that
+ * creates them, and libgomp keeps its pool between parallel regions, so
+ * warming the pool up here, at the size the core asks for, is enough.  A
+ * region over an existing pool costs microseconds.
+ */
+void
+gc_glue_prepare_threads(const gc_ctx *ctx)
+{
+	sigset_t	old;
+	int			nthreads = gc_threads(ctx);
+	volatile int started = 0;
+
+	gc_glue_signals_block(&old);
+	/* not empty: the compiler drops an empty parallel region altogether */
+#pragma omp parallel num_threads(nthreads)
+	{
+#pragma omp atomic
+		started++;
+	}
+	gc_glue_signals_restore(&old);
+	Assert(started >= 1);
+}
+
+/*
+ * Turn a failed core call into an ERROR.  "what" names the algorithm
+ * ("k-means", "DBSCAN") for the message.
+ */
+void
+gc_glue_report(const gc_status *st, const char *what)
+{
+	switch (st->code)
+	{
+		case GC_ECANCEL:
+			/* raises "canceling statement due to ..." as appropriate */
+			CHECK_FOR_INTERRUPTS();
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling %s", what)));
+			break;
+		case GC_ENOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory"),
+					 errdetail("%s could not allocate its working memory: %s.",
+							   what, st->message)));
+			break;
+		case GC_EINVAL:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid argument to %s: %s", what, st->message)));
+			break;
+		case GC_EDEVICE:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot run %s on the GPU", what),
+					 errdetail("%s.", st->message),
+					 errhint("Use device => 'cpu' or 'auto', or set gpuclust.device to 'cpu' or 'auto'.")));
+			break;
+		case GC_EINTERNAL:
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("internal error in %s: %s", what, st->message)));
+			break;
+		case GC_OK:
+		default:
+			break;
+	}
+	elog(ERROR, "unexpected status %d from %s: %s",
+		 (int) st->code, what, st->message);
+	pg_unreachable();
+}
+
+const char *
+gc_device_name(gc_device dev)
+{
+	switch (dev)
+	{
+		case GC_DEVICE_AUTO:
+			return "auto";
+		case GC_DEVICE_CPU:
+			return "cpu";
+		case GC_DEVICE_GPU:
+			return "gpu";
+	}
+	return "unknown";
+}
+
+/*
+ * The device requested by the text argument argno of fcinfo: NULL means the
+ * gpuclust.device setting.
+ */
+gc_device
+gc_glue_parse_device(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *s;
+	gc_device	dev;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return (gc_device) gpuclust_device;
+
+	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (!gc_parse_device(s, &dev))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid device \"%s\"", s),
+				 errhint("Valid devices are \"auto\", \"cpu\" and \"gpu\"; NULL uses the gpuclust.device setting.")));
+	pfree(s);
+	return dev;
+}
+
+/*
+ * Resolve the requested device to CPU or GPU, or fail with the reason.
+ * This may initialise CUDA (probing the GPU), hence the blocked signals.
+ */
+gc_device
+gc_glue_choose_device(gc_device requested, gc_algorithm algo, int64 n, int d)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen = GC_DEVICE_CPU;
+	gc_code		rc;
+	sigset_t	old;
+
+	gc_glue_signals_block(&old);
+	rc = gc_choose_device(requested, algo, n, d, gpuclust_gpu_device_id,
+						  &chosen, &st);
+	gc_glue_signals_restore(&old);
+	if (rc != GC_OK)
+		gc_glue_report(&st, algo == GC_ALGO_KMEANS ? "k-means" : "DBSCAN");
+	return chosen;
+}
+
+/*
+ * The device of a k-means call (gc_choose_device_kmeans): 'auto' weighs the
+ * problem's size and the GPU's free memory, and says in a NOTICE when a
+ * usable GPU was passed over for lack of memory.
+ */
+gc_device
+gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
+							 int n_init)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen = GC_DEVICE_CPU;
+	gc_code		rc;
+	sigset_t	old;
+	char		note[256];
+
+	gc_glue_signals_block(&old);
+	rc = gc_choose_device_kmeans(requested, n, d, k, n_init,
+								 gpuclust_gpu_device_id, &chosen,
+								 note, sizeof(note), &st);
+	gc_glue_signals_restore(&old);
+	if (rc != GC_OK)
+		gc_glue_report(&st, "k-means");
+	if (note[0] != '\0')
+		ereport(NOTICE,
+				(errmsg("k-means runs on the CPU"),
+				 errdetail("%s.", note)));
+	return chosen;
+}
+
+/* A monotonic clock in milliseconds, for gpuclust.log_timing. */
+double
+gc_glue_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/*
+ * The SQL functions are not STRICT (device defaults to NULL), so required
+ * arguments are checked here: a NULL one is an error, never a silent empty
+ * result.
+ */
+void
+gc_glue_require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", argname)));
+}

@@ -1,0 +1,242 @@
+/*-------------------------------------------------------------------------
+ *
+ * kmeans_sql.c
+ *	  gpu_kmeans(source, k, max_iter, tol, init, n_init, seed, device)
+ *	  RETURNS TABLE (id bigint, cluster_id int, distance float8)
+ *
+ * Rows come back in the source's order; a row with NULL features has NULL
+ * cluster_id and distance.  A NULL argument other than device is an error.
+ * An empty source, or one whose rows all have NULL features, returns its
+ * rows unclustered (none for an empty source) without checking k against
+ * the row count.
+ *
+ * Device: gc_glue_choose_kmeans_device (dispatch.c).  Under 'auto', a GPU
+ * run that fails for lack of GPU memory or with a CUDA error is redone on
+ * the CPU, with a NOTICE; under 'gpu' that failure is the error.
+ * gpuclust.log_timing = on reports ingest / compute / emit times in an INFO.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+
+#include "gpuclust.h"
+#include "ingest.h"
+#ifdef GPUCLUST_CUDA
+#include "../cuda/gpuclust_cuda.h"
+#endif
+
+PG_FUNCTION_INFO_V1(gpu_kmeans);
+
+enum
+{
+	ARG_SOURCE = 0,
+	ARG_K,
+	ARG_MAX_ITER,
+	ARG_TOL,
+	ARG_INIT,
+	ARG_N_INIT,
+	ARG_SEED,
+	ARG_DEVICE
+};
+
+static gc_kmeans_init
+parse_init(const char *s)
+{
+	if (pg_strcasecmp(s, "k-means++") == 0)
+		return GC_INIT_KMEANSPP;
+	if (pg_strcasecmp(s, "random") == 0)
+		return GC_INIT_RANDOM;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid init method \"%s\"", s),
+			 errhint("Valid methods are \"k-means++\" and \"random\".")));
+	pg_unreachable();
+}
+
+Datum
+gpu_kmeans(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	gc_kmeans_params params;
+	gc_device	requested;
+	gc_device	chosen;
+	char	   *source;
+	MemoryContext workcxt;
+	GcInput		in;
+	int32	   *labels = NULL;
+	double	   *distance = NULL;
+	double		t_start,
+				t_ingest = 0,
+				t_compute = 0;
+	int			iterations = 0;
+	bool		gpu_phases = false;
+
+	gc_glue_require_arg(fcinfo, ARG_SOURCE, "source");
+	gc_glue_require_arg(fcinfo, ARG_K, "k");
+	gc_glue_require_arg(fcinfo, ARG_MAX_ITER, "max_iter");
+	gc_glue_require_arg(fcinfo, ARG_TOL, "tol");
+	gc_glue_require_arg(fcinfo, ARG_INIT, "init");
+	gc_glue_require_arg(fcinfo, ARG_N_INIT, "n_init");
+	gc_glue_require_arg(fcinfo, ARG_SEED, "seed");
+
+	/* cheap checks first: nothing runs when an argument is bad */
+	memset(&params, 0, sizeof(params));
+	params.k = PG_GETARG_INT32(ARG_K);
+	params.max_iter = PG_GETARG_INT32(ARG_MAX_ITER);
+	params.tol = PG_GETARG_FLOAT8(ARG_TOL);
+	params.n_init = PG_GETARG_INT32(ARG_N_INIT);
+	params.seed = (uint64_t) PG_GETARG_INT64(ARG_SEED);
+
+	if (params.k < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be at least 1")));
+	if (params.max_iter < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_iter must be at least 1")));
+	if (isnan(params.tol) || isinf(params.tol) || params.tol < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tol must be a finite number greater than or equal to 0")));
+	params.init = parse_init(text_to_cstring(PG_GETARG_TEXT_PP(ARG_INIT)));
+	if (params.n_init < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n_init must be at least 1")));
+	requested = gc_glue_parse_device(fcinfo, ARG_DEVICE);
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans",
+									ALLOCSET_DEFAULT_SIZES);
+	source = text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE));
+	t_start = gc_glue_now_ms();
+	gc_ingest(source, workcxt, &in);
+	t_ingest = gc_glue_now_ms() - t_start;
+
+	if (in.n > 0 && params.k > in.n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must not exceed the number of rows with features"),
+				 errdetail_plural("k is %d, but the source query returned %lld row with non-NULL features.",
+								  "k is %d, but the source query returned %lld rows with non-NULL features.",
+								  (unsigned long) in.n,
+								  params.k, (long long) in.n)));
+
+	chosen = gc_glue_choose_kmeans_device(requested, in.n, in.d, params.k,
+										  params.n_init);
+
+	if (in.n > 0)
+	{
+		gc_ctx		ctx;
+		gc_status	st = {GC_OK, ""};
+		gc_kmeans_result res;
+
+		labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
+		distance = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(double));
+		memset(&res, 0, sizeof(res));
+		res.labels = labels;
+		res.distance = distance;
+		res.centroids = MemoryContextAllocHuge(workcxt,
+											   (Size) params.k * (Size) in.d * sizeof(float));
+
+		gc_glue_ctx(&ctx);
+		/* random init and the host side of the GPU path use OpenMP too */
+		gc_glue_prepare_threads(&ctx);
+		t_start = gc_glue_now_ms();
+		if (chosen == GC_DEVICE_GPU)
+		{
+#ifdef GPUCLUST_CUDA
+			/* the device is gpuclust.gpu_device_id, made current by the probe */
+			if (gc_kmeans_gpu(&ctx, in.X, in.n, in.d, &params, &res, &st) != GC_OK)
+			{
+				if (requested != GC_DEVICE_AUTO ||
+					(st.code != GC_ENOMEM && st.code != GC_EDEVICE))
+					gc_glue_report(&st, "k-means");
+				ereport(NOTICE,
+						(errmsg("k-means falls back to the CPU"),
+						 errdetail("%s.", st.message)));
+				chosen = GC_DEVICE_CPU;
+				st.code = GC_OK;
+				st.message[0] = '\0';
+			}
+			else
+				gpu_phases = true;
+#else
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot run k-means on the GPU"),
+					 errdetail("gpuclust was built without CUDA.")));
+#endif
+		}
+		if (chosen == GC_DEVICE_CPU)
+		{
+			if (gc_kmeans_cpu(&ctx, in.X, in.n, in.d, &params, &res, &st) != GC_OK)
+				gc_glue_report(&st, "k-means");
+		}
+		t_compute = gc_glue_now_ms() - t_start;
+		iterations = res.iterations;
+	}
+	t_start = gc_glue_now_ms();
+
+	/* the result, in input order */
+	for (int64 i = 0, j = 0; i < in.n_rows; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = Int64GetDatum(in.ids[i]);
+		if (in.has_features[i])
+		{
+			values[1] = Int32GetDatum(labels[j]);
+			values[2] = Float8GetDatum(distance[j]);
+			j++;
+		}
+		else
+		{
+			values[1] = values[2] = (Datum) 0;
+			nulls[1] = nulls[2] = true;
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		if ((i & 0xFFFF) == 0xFFFF)
+			CHECK_FOR_INTERRUPTS();
+	}
+
+	if (gpuclust_log_timing)
+	{
+		char		detail[200] = "";
+
+#ifdef GPUCLUST_CUDA
+		if (gpu_phases)
+		{
+			gc_kmeans_gpu_phases ph;
+
+			gc_kmeans_gpu_last_phases(&ph);
+			snprintf(detail, sizeof(detail),
+					 " (upload %.1f, init %.1f, lloyd %.1f, download %.1f)",
+					 ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download);
+		}
+#else
+		(void) gpu_phases;
+#endif
+		ereport(INFO,
+				(errmsg("gpu_kmeans: device %s, n %lld, d %d, k %d, iterations %d; "
+						"ingest %.1f ms, compute %.1f ms%s, emit %.1f ms",
+						gc_device_name(chosen), (long long) in.n, in.d, params.k,
+						iterations, t_ingest, t_compute, detail,
+						gc_glue_now_ms() - t_start)));
+	}
+
+	MemoryContextDelete(workcxt);
+	return (Datum) 0;
+}

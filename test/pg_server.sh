@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# pg_server.sh — a throwaway PostgreSQL server for gpuclust's tests and demos.
+#
+#   test/pg_server.sh start    initdb (first time) and start; prints the env
+#   test/pg_server.sh stop     stop (data is kept for the next start)
+#   test/pg_server.sh status   exit 0 when running
+#   test/pg_server.sh env      print the env lines only
+#   test/pg_server.sh clean    stop and remove the data directory
+#
+# Usage:  eval "$(test/pg_server.sh start)" && make installcheck
+#
+# stdout carries only the `export ...` line; everything else goes to stderr.
+# Idempotent: start on a running server, or stop on a stopped one, succeeds.
+# As root the server runs as the `postgres` user (initdb refuses root).
+# Everything lives under GPUCLUST_PG_DIR (default /tmp/gpuclust_pg); the
+# server listens only on a Unix socket in that directory, port
+# GPUCLUST_PG_PORT (default 54329).  PG_CONFIG picks the PostgreSQL
+# installation (default: pg_config on PATH).
+set -euo pipefail
+
+BASE=${GPUCLUST_PG_DIR:-/tmp/gpuclust_pg}
+PORT=${GPUCLUST_PG_PORT:-54329}
+PG_CONFIG=${PG_CONFIG:-pg_config}
+BINDIR=$("$PG_CONFIG" --bindir)
+DATA=$BASE/data
+SOCK=$BASE/socket
+LOG=$BASE/server.log
+
+log() { echo "pg_server: $*" >&2; }
+
+if [ "$(id -u)" -eq 0 ]; then
+	RUNAS=postgres
+	if ! id "$RUNAS" >/dev/null 2>&1; then
+		log "creating system user $RUNAS"
+		useradd --system --home-dir "$BASE" --shell /bin/bash "$RUNAS"
+	fi
+	as_owner() { runuser -u "$RUNAS" -- "$@"; }
+	SUPERUSER=postgres
+else
+	RUNAS=$(id -un)
+	as_owner() { "$@"; }
+	SUPERUSER=$RUNAS
+fi
+
+print_env() {
+	echo "export PGHOST=$SOCK PGPORT=$PORT PGUSER=$SUPERUSER PGDATABASE=postgres"
+}
+
+running() {
+	[ -f "$DATA/PG_VERSION" ] && as_owner "$BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1
+}
+
+start() {
+	if running; then
+		log "already running ($DATA, port $PORT)"
+		print_env
+		return 0
+	fi
+	mkdir -p "$BASE" "$SOCK"
+	[ "$(id -u)" -eq 0 ] && chown "$RUNAS" "$BASE" "$SOCK"
+	chmod 700 "$BASE" "$SOCK"
+	if [ ! -f "$DATA/PG_VERSION" ]; then
+		log "initdb $DATA"
+		rm -rf "$DATA"
+		as_owner "$BINDIR/initdb" -D "$DATA" -U "$SUPERUSER" --auth=trust \
+			--encoding=UTF8 --locale=C.UTF-8 >"$BASE/initdb.log" 2>&1 || {
+			cat "$BASE/initdb.log" >&2
+			exit 1
+		}
+	fi
+	# A server killed without stop leaves a stale postmaster.pid behind;
+	# pg_ctl start copes with it when the pid is not alive.
+	log "starting on $SOCK port $PORT"
+	as_owner "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 \
+		-o "-p $PORT -k $SOCK -c listen_addresses='' -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=30" \
+		start >&2 || {
+		tail -n 30 "$LOG" >&2 || true
+		exit 1
+	}
+	print_env
+}
+
+stop() {
+	if running; then
+		log "stopping"
+		as_owner "$BINDIR/pg_ctl" -D "$DATA" -m fast -w stop >&2
+	else
+		log "not running"
+	fi
+}
+
+case "${1:-}" in
+	start) start ;;
+	stop) stop ;;
+	status) running ;;
+	env) print_env ;;
+	clean) stop; rm -rf "$DATA" "$SOCK" "$LOG" "$BASE/initdb.log" ;;
+	*)
+		echo "usage: $0 start|stop|status|env|clean" >&2
+		exit 2
+		;;
+esac
