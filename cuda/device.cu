@@ -56,3 +56,40 @@ gc_cuda_probe(int device_id, gc_cuda_device_info *info)
 	info->cc_minor = prop.minor;
 	info->usable = true;
 }
+
+/*
+ * The probe of device_id, cached for the life of the process (a backend):
+ * the driver, device count, name and compute capability are read once; the
+ * free and total memory are read again on every call (cheap once CUDA is
+ * initialised), and the device is made current.  A failure is cached too:
+ * a backend that found no driver does not try again.
+ */
+extern "C" void
+gc_cuda_probe_cached(int device_id, gc_cuda_device_info *info)
+{
+	static bool have = false;
+	static gc_cuda_device_info cache;
+
+	if (!have || cache.device_id != device_id)
+	{
+		gc_cuda_probe(device_id, &cache);
+		have = true;
+		*info = cache;
+		return;
+	}
+	*info = cache;
+	if (info->usable)
+	{
+		cudaError_t err = cudaSetDevice(device_id);
+
+		if (err == cudaSuccess)
+			err = cudaMemGetInfo(&info->free_mem, &info->total_mem);
+		if (err != cudaSuccess)
+		{
+			info->usable = false;
+			snprintf(info->reason, sizeof(info->reason), "CUDA device %d: %s",
+					 device_id, cudaGetErrorString(err));
+			cudaGetLastError();
+		}
+	}
+}

@@ -36,6 +36,12 @@ typedef struct gc_cuda_device_info
 void		gc_cuda_probe(int device_id, gc_cuda_device_info *info);
 
 /*
+ * gc_cuda_probe, cached per process; only the free/total memory is read
+ * again on each call.  Makes device_id current when it is usable.
+ */
+void		gc_cuda_probe_cached(int device_id, gc_cuda_device_info *info);
+
+/*
  * k-means on the current CUDA device (cuda/kmeans.cu): the contract of
  * gc_kmeans_cpu (same arguments, same validation, same result fields; the
  * returned labels and distances refer to the returned centroids).  The
@@ -46,6 +52,28 @@ void		gc_cuda_probe(int device_id, gc_cuda_device_info *info);
 gc_code		gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const gc_kmeans_params *p, gc_kmeans_result *res,
 						  gc_status *st);
+
+/*
+ * Device memory gc_kmeans_gpu needs for this problem (bytes; an upper
+ * bound, including its staging buffer and the k-means++ scratch, not the
+ * CUDA context).  Dispatch compares it with the free memory.
+ */
+size_t		gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init);
+
+/*
+ * Where the last gc_kmeans_gpu call of this process spent its time
+ * (host clock, each phase ends with a stream synchronisation).
+ */
+typedef struct gc_kmeans_gpu_phases
+{
+	double		ms_upload;		/* allocation, host-to-device copy, transpose, scales */
+	double		ms_init;		/* seeding (all n_init runs) */
+	double		ms_lloyd;		/* Lloyd iterations and final inertia (all runs) */
+	double		ms_download;	/* labels, centres, distances back to the host */
+	int			total_iterations;	/* over all n_init runs */
+} gc_kmeans_gpu_phases;
+
+void		gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out);
 
 /* Test hooks. */
 

@@ -28,8 +28,10 @@
  *             group when k is small, so a small k does not serialise on a
  *             few addresses) and flushed with one global atomic per slot
  *             and block (64-bit shared adds as two 32-bit atomics with
- *             carry); when k(d+1) does not fit in shared memory, global
- *             atomics directly.  Integer sums are exact and
+ *             carry); when k(d+1) does not fit in shared memory, a
+ *             counting sort of the rows by label and one block per cluster
+ *             summing its rows from a row-major copy of X (global atomics
+ *             when that copy's memory is not there).  Integer sums are exact and
  *             order-independent: the update is deterministic, and the
  *             means equal the CPU's double means except where the double
  *             sums themselves round.
@@ -44,13 +46,24 @@
  * Seeding: k-means++ runs on the device (kmeans_pp.cu) and reproduces the
  * CPU's centres bit for bit; random seeding calls the CPU's own function.
  * The final inertia and distances are the CPU's blocked double sums.
+ *
+ * Memory.  X stays resident on the device (XT, plus XR for the sorted
+ * update) for the whole call; it is not streamed.  gc_kmeans_gpu_mem_bytes
+ * bounds what a call allocates, and dispatch (src/core/dispatch.c) sends a
+ * problem that does not fit the free GPU memory to the CPU under 'auto'
+ * (with a NOTICE) and refuses it under 'gpu'; an allocation that fails
+ * anyway returns GC_ENOMEM, which the SQL glue also answers under 'auto'
+ * by running on the CPU.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include <cub/block/block_reduce.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "kmeans_gpu.cuh"
 
@@ -550,6 +563,112 @@ k_update_global(const float *__restrict__ XT, int64_t n, int d,
 	}
 }
 
+/*
+ * Sort-by-label update (the large k(d+1) case, in place of the global
+ * atomics): a counting sort of the row numbers by label (warp-aggregated
+ * atomics for the counts and the cursors; the order inside a cluster does
+ * not matter, the sums are integers), then one block per cluster sums its
+ * rows from the row-major copy XR, coalesced, in the same 64-bit fixed
+ * point: the same slots, bit for bit, as the atomic kernels.
+ */
+__global__ void
+k_label_hist(const int32_t *__restrict__ labels, int64_t n, int *cnt)
+{
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		const int	lab = labels[i];
+		const unsigned m = __match_any_sync(__activemask(), lab);
+
+		if ((threadIdx.x & 31) == __ffs(m) - 1)
+			atomicAdd(cnt + lab, __popc(m));
+	}
+}
+
+__global__ void
+k_label_scatter(const int32_t *__restrict__ labels, int64_t n, int *cursor,
+				int32_t *perm)
+{
+	const int	lane = threadIdx.x & 31;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		const int	lab = labels[i];
+		const unsigned m = __match_any_sync(__activemask(), lab);
+		const int	leader = __ffs(m) - 1;
+		int			base = 0;
+
+		if (lane == leader)
+			base = atomicAdd(cursor + lab, __popc(m));
+		base = __shfl_sync(m, base, leader);
+		perm[base + __popc(m & ((1u << lane) - 1))] = (int32_t) i;
+	}
+}
+
+#define SORTED_THREADS 256
+
+__global__ void __launch_bounds__(SORTED_THREADS)
+k_update_sorted(const float *__restrict__ XR, int d,
+				const int32_t *__restrict__ perm, const int *__restrict__ off,
+				const double *__restrict__ scale, unsigned long long *gsum)
+{
+	__shared__ unsigned long long red[SORTED_THREADS];
+	const int	c = blockIdx.x;
+	const int	b = off[c],
+				e = off[c + 1];
+	const int	W = d < SORTED_THREADS ? d : SORTED_THREADS;	/* features per pass */
+	const int	G = SORTED_THREADS / W;	/* row groups */
+	const int	g = threadIdx.x / W,
+				jl = threadIdx.x % W;
+	unsigned long long *out = gsum + (size_t) c * (d + 1);
+
+	for (int j0 = 0; j0 < d; j0 += W)
+	{
+		const int	j = j0 + jl;
+		unsigned long long acc = 0;
+
+		if (g < G && j < d)
+		{
+			const double sc = scale[j];
+			int			r = b + g;
+
+			/* four rows in flight per thread */
+			for (; r + 3 * G < e; r += 4 * G)
+			{
+				const int64_t p0 = perm[r],
+							p1 = perm[r + G],
+							p2 = perm[r + 2 * G],
+							p3 = perm[r + 3 * G];
+				const float x0 = XR[p0 * d + j],
+							x1 = XR[p1 * d + j],
+							x2 = XR[p2 * d + j],
+							x3 = XR[p3 * d + j];
+
+				acc += to_fixed(x0, sc);
+				acc += to_fixed(x1, sc);
+				acc += to_fixed(x2, sc);
+				acc += to_fixed(x3, sc);
+			}
+			for (; r < e; r += G)
+				acc += to_fixed(XR[(int64_t) perm[r] * d + j], sc);
+		}
+		red[threadIdx.x] = acc;
+		__syncthreads();
+		if (threadIdx.x < W && j0 + (int) threadIdx.x < d)
+		{
+			unsigned long long v = 0;
+
+			for (int q = 0; q < G; q++)
+				v += red[q * W + threadIdx.x];
+			out[j0 + threadIdx.x] = v;
+		}
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		out[d] = (unsigned long long) (e - b);
+}
+
 /* Means, shift, empty count, moved flag.  One block of 1024 threads. */
 __global__ void __launch_bounds__(1024)
 k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
@@ -821,6 +940,18 @@ k_sqrt(double *q, int64_t n)
 namespace
 {
 
+/* Phases of the last gc_kmeans_gpu call (gc_kmeans_gpu_last_phases). */
+static gc_kmeans_gpu_phases last_phases;
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
 static unsigned
 blocks_for(int64_t n, int t)
 {
@@ -842,6 +973,11 @@ struct km_dev
 	size_t		slots = 0;
 	cudaStream_t s = nullptr;
 	float	   *XT = nullptr;
+	float	   *XR = nullptr;	/* row-major copy: sort-by-label update only */
+	int32_t    *perm = nullptr;	/* n: rows sorted by label */
+	int		   *lcnt = nullptr;	/* k+1 counts, then k+1 offsets, then k cursors */
+	void	   *scan_tmp = nullptr;
+	size_t		scan_bytes = 0;
 	int32_t    *labels = nullptr;
 	int32_t    *labels_best = nullptr;
 	float	   *C[2] = {nullptr, nullptr};
@@ -871,6 +1007,10 @@ struct km_dev
 	~km_dev()
 	{
 		cudaFree(XT);
+		cudaFree(XR);
+		cudaFree(perm);
+		cudaFree(lcnt);
+		cudaFree(scan_tmp);
 		cudaFree(labels);
 		cudaFree(labels_best);
 		cudaFree(C[0]);
@@ -961,7 +1101,73 @@ km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
 	KM_ALLOC(D.keys, k);
 	KM_ALLOC(D.empty, k);
 
-	/* Upload through a staging buffer of at most 64 MiB, transposing. */
+	/*
+	 * When the sums do not fit in shared memory (see the update choice
+	 * below), the update sorts rows by label and needs a row-major copy of
+	 * X; if that memory is not there, it falls back to global atomics.
+	 */
+	{
+		const size_t one = D.slots * sizeof(unsigned long long);
+
+		if (!(one <= 48 * 1024) && !(one <= (size_t) optin && one <= 160 * 1024) &&
+			!getenv("GPUCLUST_KM_NO_SORTED_UPDATE"))
+		{
+			cudaError_t e = cudaMalloc(&D.XR, sizeof(float) * (size_t) n * d);
+
+			if (e == cudaSuccess)
+				e = cudaMalloc(&D.perm, sizeof(int32_t) * (size_t) n);
+			if (e == cudaSuccess)
+				e = cudaMalloc(&D.lcnt, sizeof(int) * (3 * (size_t) k + 2));
+			if (e == cudaSuccess)
+				e = cub::DeviceScan::ExclusiveSum(nullptr, D.scan_bytes, D.lcnt,
+												  D.lcnt + k + 1, k + 1, D.s);
+			if (e == cudaSuccess)
+				e = cudaMalloc(&D.scan_tmp, D.scan_bytes);
+			if (e != cudaSuccess)
+			{
+				cudaGetLastError();
+				cudaFree(D.XR);
+				cudaFree(D.perm);
+				cudaFree(D.lcnt);
+				cudaFree(D.scan_tmp);
+				D.XR = nullptr;
+				D.perm = nullptr;
+				D.lcnt = nullptr;
+				D.scan_tmp = nullptr;
+			}
+		}
+	}
+
+	/*
+	 * Upload in chunks, transposing: into the row-major copy when there is
+	 * one, otherwise through a staging buffer of at most 64 MiB.
+	 */
+	if (D.XR)
+	{
+		int64_t		chunk = (int64_t) (16u << 20) / d;
+		cudaError_t e = cudaSuccess;
+
+		if (chunk < 1)
+			chunk = 1;
+		for (int64_t r0 = 0; r0 < n && e == cudaSuccess; r0 += chunk)
+		{
+			int64_t		rows = n - r0 < chunk ? n - r0 : chunk;
+			dim3		g(blocks_for(rows, 32), blocks_for(d, 32));
+
+			e = cudaMemcpyAsync(D.XR + r0 * d, X + r0 * d, sizeof(float) * rows * d,
+								cudaMemcpyHostToDevice, D.s);
+			if (e == cudaSuccess)
+			{
+				k_transpose<<<g, dim3(32, 8), 0, D.s>>>(D.XR + r0 * d, rows, d, D.XT, n, r0);
+				e = cudaGetLastError();
+			}
+		}
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(D.s);
+		if (e != cudaSuccess)
+			return km_cuda_fail(st, e, "uploading the data");
+	}
+	else
 	{
 		int64_t		chunk = (int64_t) (16u << 20) / d;
 		float	   *stage = nullptr;
@@ -1161,6 +1367,24 @@ km_update(km_dev &D, gc_status *st)
 	if (D.R > 0)
 		k_update_smem<<<D.upd_grid, UPD_THREADS, D.upd_smem, D.s>>>(D.XT, D.n, D.d, D.labels,
 																	D.k, D.R, D.scale, D.gsum);
+	else if (D.XR)
+	{
+		int		   *cnt = D.lcnt,
+				   *off = D.lcnt + D.k + 1,
+				   *cursor = D.lcnt + 2 * (D.k + 1);
+		const unsigned g = blocks_for(D.n, 256) < 4096 ? blocks_for(D.n, 256) : 4096;
+
+		KM_CK(cudaMemsetAsync(cnt, 0, sizeof(int) * (D.k + 1), D.s));
+		k_label_hist<<<g, 256, 0, D.s>>>(D.labels, D.n, cnt);
+		KM_LAUNCHED();
+		KM_CK(cub::DeviceScan::ExclusiveSum(D.scan_tmp, D.scan_bytes, cnt, off,
+											D.k + 1, D.s));
+		KM_CK(cudaMemcpyAsync(cursor, off, sizeof(int) * D.k, cudaMemcpyDeviceToDevice, D.s));
+		k_label_scatter<<<g, 256, 0, D.s>>>(D.labels, D.n, cursor, D.perm);
+		KM_LAUNCHED();
+		k_update_sorted<<<D.k, SORTED_THREADS, 0, D.s>>>(D.XR, D.d, D.perm, off,
+														 D.scale, D.gsum);
+	}
 	else
 		k_update_global<<<D.upd_grid, UPD_THREADS, 0, D.s>>>(D.XT, D.n, D.d, D.labels,
 															  D.scale, D.gsum);
@@ -1297,11 +1521,17 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 				it;
 	bool		moved = true;
 
+	double		t0 = now_ms(),
+				t1;
+
 	rc = km_seed(D, ctx, X, p->init, p->seed,
 				 (p->init == GC_INIT_RANDOM ? GC_KM_STREAM_RANDOM : GC_KM_STREAM_KMEANSPP) +
 				 (uint64_t) run, nullptr, st);
 	if (rc != GC_OK)
 		return rc;
+	KM_CK(cudaStreamSynchronize(D.s));
+	t1 = now_ms();
+	last_phases.ms_init += t1 - t0;
 	*converged = false;
 	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * D.n, D.s));
 	if ((rc = km_prep(D, D.C[0], st)) != GC_OK)
@@ -1333,7 +1563,9 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 			return rc;
 	}
 	*cur_out = cur;
-	return km_inertia(D, D.C[cur], D.labels, inertia, st);
+	rc = km_inertia(D, D.C[cur], D.labels, inertia, st);
+	last_phases.ms_lloyd += now_ms() - t1;
+	return rc;
 }
 
 static gc_code
@@ -1364,6 +1596,52 @@ km_check_params(int64_t n, int d, const gc_kmeans_params *p,
 /* ------------------------------------------------------------------ */
 /* entry points                                                        */
 /* ------------------------------------------------------------------ */
+
+extern "C" void
+gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out)
+{
+	*out = last_phases;
+}
+
+/*
+ * What km_setup, k-means++ (kmeans_pp.cu), the variance and the final
+ * read-back allocate, with room for the allocator's rounding: an upper
+ * bound.  The sort-by-label update's row-major copy is counted (when the
+ * sums do not fit in shared memory), although km_setup does without it if
+ * it cannot be had.
+ */
+extern "C" size_t
+gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
+{
+	const double nn = (double) n,
+				dd = (double) d,
+				kk = (double) k;
+	const double nb = (double) ((n + KM_BLOCK - 1) / KM_BLOCK + 1);
+	const double kp = (double) ((k + TILE - 1) / TILE * TILE);
+	const double slots8 = kk * (dd + 1) * 8;
+	double		b = 0;
+
+	b += nn * dd * 4;			/* XT */
+	b += nn * (4 + 8 + 4);		/* labels, q, d2 */
+	if (n_init > 1)
+		b += nn * 4 + kk * dd * 4;	/* labels_best, C_best */
+	b += 2 * kk * dd * 4;		/* C[2] */
+	if (d <= SMALL_D_MAX)
+		b += kk * ((d + 3) / 4 * 4) * 4;
+	else
+		b += 2 * dd * kp * 4 + kp * 4 + nn * 8;	/* CT, CTo, cnrm, fb_rows, xn2 */
+	b += slots8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
+	if (!(slots8 <= 48 * 1024) && !(slots8 <= 160 * 1024))
+		b += nn * dd * 4 + nn * 4 + 3 * kk * 4 + (1 << 20);	/* XR, perm, counts, scan */
+	else
+		b += fmin(64.0 * 1024 * 1024, nn * dd * 4);	/* staging */
+	b += 512 * dd * 8;			/* absmax partials */
+	b += nn * 4 + nb * (8 + 8 * KM_PP_LMAX) + dd * 4 * KM_PP_LMAX;	/* k-means++ */
+	b += nn * 4 * (3 + log(kk));	/* its terms, L = 2 + ln k (random init: unused) */
+	b += nb * dd * 8;			/* variance */
+	b += 40 * 2.0 * 1024 * 1024;	/* rounding of ~40 allocations */
+	return (size_t) (b * 1.02);
+}
 
 extern "C" gc_code
 gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
@@ -1398,9 +1676,12 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		km_dev		D;
 		const bool	keep = p->n_init > 1;
 		int			best_cur = 0;
+		double		t0 = now_ms();
 
+		memset(&last_phases, 0, sizeof(last_phases));
 		if ((rc = km_setup(D, X, n, d, p->k, keep, st)) != GC_OK)
 			return rc;
+		last_phases.ms_upload = now_ms() - t0;
 		if (p->tol > 0.0)
 		{
 			double		mv;
@@ -1419,6 +1700,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			if ((rc = km_run(D, ctx, X, p, run, tol_scaled, &cur, &inertia, &iters,
 							 &conv, st)) != GC_OK)
 				return rc;
+			last_phases.total_iterations += iters;
 			if (run == 0 || inertia < res->inertia)
 			{
 				res->inertia = inertia;
@@ -1434,6 +1716,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				}
 			}
 		}
+		t0 = now_ms();
 		{
 			const int32_t *lab = keep ? D.labels_best : D.labels;
 			const float *C = keep ? D.C_best : D.C[best_cur];
@@ -1455,6 +1738,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			}
 			KM_CK(cudaStreamSynchronize(D.s));
 		}
+		last_phases.ms_download = now_ms() - t0;
 	}
 	return GC_OK;
 }
@@ -1531,7 +1815,7 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
 		return rc;
 	t->small_path = D.small;
-	t->update_replicas = D.R;
+	t->update_replicas = D.R > 0 ? D.R : (D.XR ? -1 : 0);
 	KM_CK(cudaEventCreate(&e0));
 	KM_CK(cudaEventCreate(&e1));
 	KM_CK(cudaMemcpyAsync(D.C[0], C0, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));

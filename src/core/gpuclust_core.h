@@ -184,10 +184,20 @@ gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
 /*
  * k-means from this much work per Lloyd iteration (n·k·d) up, 'auto' runs
  * on the GPU.  Measured with test/gpu/bench_crossover.c on the H200
- * machine (16 CPU cores, gpuclust.cpu_threads = 0), whole calls with
- * k-means++ and the GPU's CUDA context already up: see the table there.
+ * machine (16 CPU cores, all used; whole calls, k-means++, max_iter 20,
+ * tol 1e-4, CUDA already initialised), CPU ms / GPU ms:
+ *   n·k·d 1.6e6..1.3e8, d 2..32, k 8..100:  0.26..0.82 (CPU wins) but for
+ *     d = 2, k = 8, n = 1M (1.6e7): 1.64; d = 32, k = 8, n = 100k: 1.13;
+ *     d = 128, k = 100: 1.41 at 2.6e7, 2.07 at 1.3e8
+ *   2e8 (d 2, k 100): 1.58;  2.6e8 (d 32, k 8): 1.78;
+ *   3.2e8 (d 32, k 100, n 100k, 4 iterations): 0.81;  6.4e8 (d 128): 2.47
+ *   3.2e9 (SQL, 1M rows, d 32, k 100, 39 iterations): 7.0
+ * The GPU's fixed costs are a few ms of allocation and upload and ~0.5 ms
+ * per k-means++ centre, so small k·iterations favour the CPU; 5e8 keeps
+ * 'auto' on the CPU wherever the CPU won or nearly tied.  A backend's
+ * first GPU call also pays ~150-230 ms of CUDA initialisation.
  */
-#define GC_KMEANS_GPU_MIN_WORK 1.0e7
+#define GC_KMEANS_GPU_MIN_WORK 5.0e8
 
 /*
  * The device of one k-means call.  CPU: always.  GPU: the GPU, or

@@ -5,6 +5,8 @@
 #   test      test_kmeans_gpu (GPU vs CPU on fresh random data)
 #   sanitize  compute-sanitizer memcheck, initcheck (quick set), racecheck (tiny set)
 #   bench     PyTorch baseline (bench_kmeans.py), then bench_kmeans: one table
+#             per iteration, one of whole fits (init share, FAISS workload)
+#   crossover bench_crossover: CPU vs GPU whole calls, for GC_KMEANS_GPU_MIN_WORK
 # Logs go to $OUT (when set) or test/out.  Exit status: nonzero if any stage
 # failed.
 set -uo pipefail
@@ -19,7 +21,7 @@ NVCC_FLAGS="-O3 -std=c++17 -Xcompiler -fPIC -fmad=false \
   -gencode arch=compute_90,code=compute_90"
 CFLAGS="-std=gnu11 -O3 -g -Wall -fopenmp -ffp-contract=off -fno-math-errno -DGPUCLUST_CUDA -Isrc/core -Itest/unit"
 LIBS="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm -fopenmp"
-CORE="src/core/common.c src/core/kmeans.c src/core/kmeans_assign.c src/core/kmeans_init.c src/core/kmeans_update.c"
+CORE="src/core/common.c src/core/dispatch.c src/core/kmeans.c src/core/kmeans_assign.c src/core/kmeans_init.c src/core/kmeans_update.c"
 stages=${*:-build test}
 rc=0
 
@@ -45,6 +47,7 @@ build)
 	done
 	gcc $CFLAGS -o $B/test_kmeans_gpu test/gpu/test_kmeans_gpu.c $objs $cuobjs $LIBS || rc=1
 	gcc $CFLAGS -o $B/bench_kmeans test/gpu/bench_kmeans.c $cuobjs $objs -I$CUDA_HOME/include $LIBS || rc=1
+	gcc $CFLAGS -o $B/bench_crossover test/gpu/bench_crossover.c $cuobjs $objs $LIBS || rc=1
 	;;
 test)
 	echo "== test"
@@ -69,6 +72,10 @@ bench)
 		echo "-- tiled kernel built for 1 block/SM (GPUCLUST_KM_TILED_MINB=1):"
 		GPUCLUST_KM_TILED_MINB=1 $B/bench_kmeans "$OUTDIR/torch_ms.txt" 2>&1 | grep tiled | tee "$OUTDIR/bench_minb1.log"
 	fi
+	;;
+crossover)
+	echo "== crossover"
+	$B/bench_crossover 2>&1 | tee "$OUTDIR/crossover.log" || rc=1
 	;;
 *)
 	echo "unknown stage $s"; rc=1;;

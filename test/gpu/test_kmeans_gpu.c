@@ -330,6 +330,40 @@ test_errors(void)
 	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_OK, "after cancel: %s", st.message);
 }
 
+/* Device choice (dispatch.c) on a machine with a usable GPU. */
+static void
+test_dispatch(void)
+{
+	gc_device	ch;
+	gc_status	st = {0};
+	char		note[256];
+	gc_cuda_device_info info;
+
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, 0, &ch, note,
+								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU, "cpu");
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, 0, &ch, note,
+								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "gpu, tiny");
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, 0, &ch, note,
+								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
+		  note[0] == '\0', "auto, tiny: cpu");
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, 0, &ch, note,
+								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "auto, large: gpu");
+	/* more than any GPU's memory: gpu refuses, auto runs on the CPU and says why */
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 1000, 100, 1, 0, &ch,
+								  note, sizeof(note), &st) == GC_ENOMEM, "gpu, too big: %s", st.message);
+	printf("  gpu, too big: %s\n", st.message);
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 1000, 100, 1, 0, &ch,
+								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
+		  note[0] != '\0', "auto, too big: cpu with a note");
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, 1000, &ch, note,
+								  sizeof(note), &st) == GC_EDEVICE, "gpu, no such device");
+	printf("  gpu, device 1000: %s\n", st.message);
+	gc_cuda_probe_cached(0, &info);
+	CHECK(info.usable && info.free_mem > 0, "cached probe after another id");
+	CHECK(gc_kmeans_gpu_mem_bytes(1000000, 32, 100, 1) > (size_t) 1000000 * 32 * 4,
+		  "memory estimate");
+}
+
 int
 main(void)
 {
@@ -347,12 +381,14 @@ main(void)
 	printf("device: %s, cc %d.%d\n", info.name, info.cc_major, info.cc_minor);
 
 	test_errors();
+	test_dispatch();
 	if (quick && atoi(getenv("GPUCLUST_TEST_QUICK")) >= 2)
 	{
 		test_seed(3000, 3, 6, 0);
 		test_step(3000, 2, 5, 0);
 		test_step(3000, 20, 40, 1);
 		test_step(2000, 10, 9, 3);
+		test_step(2000, 200, 110, 0);	/* sort-by-label update */
 		test_full(2000, 3, 4, 0, GC_INIT_KMEANSPP, 1, 1e-3);
 		test_full(2000, 12, 6, 0, GC_INIT_KMEANSPP, 1, 1e-3);
 		return test_summary("test_kmeans_gpu");
