@@ -2,17 +2,27 @@
  * dbscan_kdtree.c — DBSCAN on the kd-tree of kdtree.h, for any d.
  *
  * A node is "dense" when the float-exact bound gc_dist2(lo, hi) <= eps2
- * proves all its points mutual neighbours.  Phases, parallel over leaves:
+ * proves all its points mutual neighbours.  Each leaf's block of pts is kept
+ * dimension-major, so leaf_dist2 computes a whole leaf's exact gc_dist2
+ * values several points at a time; query points are read from X via perm.
+ * Phases, parallel over leaves:
  *   core:   a leaf under a dense node of >= min_pts points is all core;
  *           otherwise a range count per point, whole nodes at a time where
- *           the box bounds decide, stopping at min_pts;
+ *           the box bounds decide, stopping at min_pts.  A non-core point's
+ *           count saw all its (< min_pts) neighbours: they are kept;
  *   chain:  the core points of each maximal dense node are united, so any
  *           dense node's core points form one component;
- *   union:  each core point a searches the tree: a dense node needs one core
- *           neighbour of a (skipped outright when already in a's component),
- *           other leaves are scanned for core neighbours after a;
- *   border: each non-core point finds its nearest core neighbour.
+ *   union:  pairs inside each leaf; then each core point a searches the
+ *           tree, leaves in bit-reversed batches (spread over the tree,
+ *           doubling) with a refresh between batches of which nodes have
+ *           their core points in one component ("conn": skipped outright when
+ *           that is a's, one edge needed otherwise) or in one component but
+ *           for <= EXC_MAX listed exceptions (only those are tested);
+ *   border: each non-core point picks its nearest core neighbour from its
+ *           kept list (or searches, when min_pts > NB_MAX_MINPTS).
  * Subtrees without core points are skipped in the last three phases.
+ * Every neighbour decision is gc_dist2 <= eps2 or a float-monotone box bound
+ * of box_dist.h; skipping work relies only on union-find facts.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,21 +32,94 @@
 #include "dbscan_internal.h"
 #include "kdtree.h"
 #include "union_find.h"
+#include <omp.h>
 
-#define LEAF_SIZE 32
-#define UNION_BATCHES 16
+#ifdef GC_KDTREE_PROFILE
+#include <stdio.h>
+#include <omp.h>
+#define PHASE(name) do { _Pragma("omp master") { double now_ = omp_get_wtime(); \
+	fprintf(stderr, "  %-8s %8.3f s\n", name, now_ - prof_t0); prof_t0 = now_; } } while (0)
+static double prof_t0;
+#else
+#define PHASE(name) ((void) 0)
+#endif
+
+/*
+ * Leaves are scanned with the vectorised leaf_dist2, while every node visit
+ * costs a scalar box bound in d dimensions: so leaves grow with d (measured
+ * on Gaussian blobs, 2 threads: d=4 best at 64, d >= 8 at 128..256).
+ */
+static int
+leaf_size_for(int d)
+{
+#ifdef LEAF_SIZE
+	(void) d;
+	return LEAF_SIZE;
+#else
+	return d <= 4 ? 64 : d <= 8 ? 128 : 256;
+#endif
+}
+#define FULL_SEARCH_SHIFT 3		/* the first nleaf / 8 leaves search fully */
 #define STACK_MAX 130			/* > 2 * (max depth + 1) */
 
 typedef struct tree_state
 {
 	gc_kdtree	t;
 	uint8_t    *dense;			/* nnodes */
+	uint8_t    *small;			/* nnodes: diagonal <= 2 eps, so a point may
+								 * have the whole node within eps (a hint
+								 * only: it just gates the maxdist test) */
 	uint8_t    *conn;			/* nnodes: its core points are known to be
 								 * in one component (never reset) */
 	int64_t    *ncore;			/* nnodes: core points under the node */
 	int64_t    *rep;			/* nnodes: first core position, or -1 */
 	int64_t    *top_dense;		/* leaves: highest dense ancestor, or -1 */
+	int64_t		maxleaf;		/* most points in a leaf */
+	int32_t    *nexc;			/* nnodes: >= 0 when all its core points but
+								 * nexc "exceptions" were in rep's component
+								 * at the last refresh (0 iff conn); else -1 */
+	int64_t    *exc;			/* leaves: EXC_MAX slots, the exceptions */
 } tree_state;
+
+#define EXC_MAX 8
+
+/* Point at position s, as a contiguous row (pts is stored leaf-transposed). */
+static inline const float *
+row_of(const gc_dbscan_job *j, int64_t s)
+{
+	return j->X + j->perm[s] * j->d;
+}
+
+/*
+ * out[i] = gc_dist2(x, point begin[v] + i) for every point of leaf v, exactly:
+ * each lane sums the same rounded terms in the same dimension order, only
+ * several points at a time (the leaf's block of pts is stored dimension-
+ * major, so this vectorises).
+ */
+static inline void
+leaf_dist2(const tree_state *ts, const gc_dbscan_job *j, const float *x,
+		   int64_t v, float *restrict out)
+{
+	int64_t		b = ts->t.begin[v],
+				m = ts->t.end[v] - b;
+	int			d = j->d;
+	const float *restrict blk = j->pts + b * d;
+
+	for (int64_t i = 0; i < m; i++)
+		out[i] = 0.0f;
+	for (int k = 0; k < d; k++)
+	{
+		float		xk = x[k];
+		const float *restrict r = blk + k * m;
+
+		for (int64_t i = 0; i < m; i++)
+		{
+			float		t = xk - r[i];
+
+			out[i] += t * t;
+		}
+	}
+}
 
 static inline int64_t
 node_size(const gc_kdtree *t, int64_t u)
@@ -64,9 +147,26 @@ push_children(const gc_kdtree *t, int64_t u, const float *x,
 	}
 }
 
-/* Number of neighbours of x, counting stops once it reaches min_pts. */
+/* The low `bits` bits of i in reverse order. */
+static inline int64_t
+bit_reverse(int64_t i, int bits)
+{
+	int64_t		r = 0;
+
+	for (int b = 0; b < bits; b++)
+		r |= ((i >> b) & 1) << (bits - 1 - b);
+	return r;
+}
+
+/*
+ * Number of neighbours of x, counting stops once it reaches min_pts.  When
+ * nb is not NULL (room for min_pts - 1 positions) and the count ends below
+ * min_pts, nb holds every neighbour of x: then the search was complete, and
+ * nodes counted whole are listed too (they are small).
+ */
 static int64_t
-count_neighbours(const tree_state *ts, const gc_dbscan_job *j, const float *x)
+count_neighbours(const tree_state *ts, const gc_dbscan_job *j, const float *x,
+				 int64_t *nb, float *dist)
 {
 	const gc_kdtree *t = &ts->t;
 	int			d = j->d;
@@ -85,15 +185,27 @@ count_neighbours(const tree_state *ts, const gc_dbscan_job *j, const float *x)
 
 		if (gc_box_mindist2(x, lo, hi, d) > eps2)
 			continue;
-		if (gc_box_maxdist2(x, lo, hi, d) <= eps2)
+		if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 		{
-			cnt += node_size(t, u);
+			if (nb != NULL && cnt + node_size(t, u) < minp)
+				for (int64_t s = t->begin[u]; s < t->end[u]; s++)
+					nb[cnt++] = s;
+			else
+				cnt += node_size(t, u);
 			continue;
 		}
 		if (gc_kdtree_is_leaf(t, u))
 		{
-			for (int64_t s = t->begin[u]; s < t->end[u] && cnt < minp; s++)
-				cnt += gc_dist2_upto(x, j->pts + s * d, d, eps2) <= eps2;
+			int64_t		b = t->begin[u];
+
+			leaf_dist2(ts, j, x, u, dist);
+			for (int64_t s = b; s < t->end[u] && cnt < minp; s++)
+				if (dist[s - b] <= eps2)
+				{
+					if (nb != NULL && cnt < minp - 1)
+						nb[cnt] = s;
+					cnt++;
+				}
 		}
 		else
 			push_children(t, u, x, stack, &sp);
@@ -104,7 +216,7 @@ count_neighbours(const tree_state *ts, const gc_dbscan_job *j, const float *x)
 /* Some core point under node v within eps of x, or -1. */
 static int64_t
 any_core_neighbour(const tree_state *ts, const gc_dbscan_job *j,
-				   const float *x, int64_t v)
+				   const float *x, int64_t v, float *dist)
 {
 	const gc_kdtree *t = &ts->t;
 	int			d = j->d;
@@ -121,13 +233,15 @@ any_core_neighbour(const tree_state *ts, const gc_dbscan_job *j,
 
 		if (ts->ncore[u] == 0 || gc_box_mindist2(x, lo, hi, d) > eps2)
 			continue;
-		if (gc_box_maxdist2(x, lo, hi, d) <= eps2)
+		if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 			return ts->rep[u];
 		if (gc_kdtree_is_leaf(t, u))
 		{
+			int64_t		b = t->begin[u];
+
+			leaf_dist2(ts, j, x, u, dist);
 			for (int64_t s = ts->rep[u]; s < t->end[u]; s++)
-				if (j->core[s] &&
-					gc_dist2_upto(x, j->pts + s * d, d, eps2) <= eps2)
+				if (j->core[s] && dist[s - b] <= eps2)
 					return s;
 		}
 		else
@@ -136,15 +250,24 @@ any_core_neighbour(const tree_state *ts, const gc_dbscan_job *j,
 	return -1;
 }
 
-/* Unites core point a with every core neighbour (see the file comment). */
+/*
+ * Unites core point a with its core neighbours (see the file comment).  With
+ * full, every core neighbour is looked at; otherwise, in leaves not known to
+ * be connected, only those after a (the pair (b, a), b < a, is b's search's
+ * business).  A point already in a's component is never tested: ra is a root
+ * a had, and if it is s's root now it is a's too (roots only get hung under
+ * other roots), so a stale ra costs at most a needless test.
+ */
 static void
-union_from(const tree_state *ts, gc_dbscan_job *j, int64_t a)
+union_from(const tree_state *ts, gc_dbscan_job *j, int64_t a, bool full,
+		   float *dist)
 {
 	const gc_kdtree *t = &ts->t;
 	int			d = j->d;
 	float		eps2 = j->eps2;
-	const float *x = j->pts + a * d;
+	const float *x = row_of(j, a);
 	int64_t    *parent = j->parent;
+	int64_t		ra = gc_uf_find(parent, a);
 	int64_t		stack[STACK_MAX];
 	int			sp = 0;
 
@@ -155,30 +278,72 @@ union_from(const tree_state *ts, gc_dbscan_job *j, int64_t a)
 		const float *lo = t->lo + u * d,
 				   *hi = t->hi + u * d;
 
-		if (ts->ncore[u] == 0 || gc_box_mindist2(x, lo, hi, d) > eps2)
+		if (ts->ncore[u] == 0)
 			continue;
+		if (ts->nexc[u] > 0 && gc_uf_find(parent, ts->rep[u]) == ra)
+		{
+			/*
+			 * All but a few exceptions are in a's component: look only at
+			 * those (below, in the leaves that hold them).
+			 */
+			if (gc_box_mindist2(x, lo, hi, d) > eps2)
+				continue;
+			if (!gc_kdtree_is_leaf(t, u))
+			{
+				push_children(t, u, x, stack, &sp);
+				continue;
+			}
+			for (int k = 0; k < ts->nexc[u]; k++)
+			{
+				int64_t		s = ts->exc[(u - t->first_leaf) * EXC_MAX + k];
+
+				if ((full || s > a) && gc_uf_find(parent, s) != ra &&
+					gc_dist2(x, row_of(j, s), d) <= eps2)
+				{
+					gc_uf_union(parent, a, s);
+					ra = gc_uf_find(parent, a);
+				}
+			}
+			continue;
+		}
 		if (ts->conn[u])
 		{
 			int64_t		b;
 
-			if (gc_uf_find(parent, a) == gc_uf_find(parent, ts->rep[u]))
+			if (gc_uf_find(parent, ts->rep[u]) == ra)
 				continue;
-			if (gc_box_maxdist2(x, lo, hi, d) <= eps2)
+			if (gc_box_mindist2(x, lo, hi, d) > eps2)
+				continue;
+			if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 				b = ts->rep[u];
 			else
-				b = any_core_neighbour(ts, j, x, u);
+				b = any_core_neighbour(ts, j, x, u, dist);
 			if (b >= 0)
+			{
 				gc_uf_union(parent, a, b);
+				ra = gc_uf_find(parent, a);
+			}
 			continue;
 		}
+		if (gc_box_mindist2(x, lo, hi, d) > eps2)
+			continue;
 		if (gc_kdtree_is_leaf(t, u))
 		{
-			int64_t		s = ts->rep[u] > a ? ts->rep[u] : a + 1;
+			int64_t		s = ts->rep[u],
+						b = t->begin[u];
 
+			if (!full && s <= a)
+				s = a + 1;
+			if (s >= t->end[u])
+				continue;
+			leaf_dist2(ts, j, x, u, dist);
 			for (; s < t->end[u]; s++)
-				if (j->core[s] &&
-					gc_dist2_upto(x, j->pts + s * d, d, eps2) <= eps2)
+				if (j->core[s] && dist[s - b] <= eps2 && s != a &&
+					gc_uf_find(parent, s) != ra)
+				{
 					gc_uf_union(parent, a, s);
+					ra = gc_uf_find(parent, a);
+				}
 		}
 		else
 			push_children(t, u, x, stack, &sp);
@@ -187,7 +352,8 @@ union_from(const tree_state *ts, gc_dbscan_job *j, int64_t a)
 
 /* Nearest core neighbour of x (ties: lowest input row), or -1. */
 static int64_t
-nearest_core(const tree_state *ts, const gc_dbscan_job *j, const float *x)
+nearest_core(const tree_state *ts, const gc_dbscan_job *j, const float *x,
+			 float *dist)
 {
 	const gc_kdtree *t = &ts->t;
 	int			d = j->d;
@@ -207,13 +373,13 @@ nearest_core(const tree_state *ts, const gc_dbscan_job *j, const float *x)
 			continue;
 		if (gc_kdtree_is_leaf(t, u))
 		{
+			leaf_dist2(ts, j, x, u, dist);
 			for (int64_t s = ts->rep[u]; s < t->end[u]; s++)
 			{
-				float		dd;
+				float		dd = dist[s - t->begin[u]];
 
 				if (!j->core[s])
 					continue;
-				dd = gc_dist2_upto(x, j->pts + s * d, d, bestd);
 				if (dd <= bestd &&
 					(best < 0 || dd < bestd || perm[s] < perm[best]))
 				{
@@ -224,6 +390,76 @@ nearest_core(const tree_state *ts, const gc_dbscan_job *j, const float *x)
 		}
 		else
 			push_children(t, u, x, stack, &sp);
+	}
+	return best;
+}
+
+/*
+ * Neighbour lists of non-core points, one growing array per thread.  A list
+ * is named by nb_pack: thread in bits 48..62, offset in bits 8..47, length in
+ * bits 0..7.
+ */
+#define NB_MAX_MINPTS 64		/* lists kept only for min_pts <= this */
+#define NB_MAX_THREADS 32767
+
+typedef struct nb_list
+{
+	int64_t    *a;
+	int64_t		len,
+				cap;
+} nb_list;
+
+/* Keeps nb[0..c) (c < 64) in the calling thread's list: its name, or -1. */
+static int64_t
+nb_keep(nb_list *L, const int64_t *nb, int64_t c)
+{
+	int			tid = omp_get_thread_num();
+	int64_t		off = L->len;
+
+	if (L->len + c > L->cap)
+	{
+		int64_t		cap = L->cap < 1024 ? 1024 : 2 * L->cap;
+		int64_t    *a;
+
+		while (cap < L->len + c)
+			cap *= 2;
+		a = realloc(L->a, sizeof(int64_t) * (size_t) cap);
+		if (a == NULL)
+			return -1;			/* the border pass searches instead */
+		L->a = a;
+		L->cap = cap;
+	}
+	if (off + c >= (INT64_C(1) << 40))
+		return -1;
+	memcpy(L->a + off, nb, sizeof(int64_t) * (size_t) c);
+	L->len += c;
+	return ((int64_t) tid << 48) | (off << 8) | c;
+}
+
+/* nearest_core over a kept list: the same answer (the list is complete). */
+static int64_t
+nearest_core_listed(const gc_dbscan_job *j, const nb_list *nbl, int64_t name,
+					const float *x)
+{
+	const int64_t *list = nbl[name >> 48].a + ((name >> 8) & ((INT64_C(1) << 40) - 1));
+	int			c = (int) (name & 0xff);
+	int64_t		best = -1;
+	float		bestd = 0.0f;
+
+	for (int i = 0; i < c; i++)
+	{
+		int64_t		s = list[i];
+		float		dd;
+
+		if (!j->core[s])
+			continue;
+		dd = gc_dist2(x, row_of(j, s), j->d);
+		if (best < 0 || dd < bestd ||
+			(dd == bestd && j->perm[s] < j->perm[best]))
+		{
+			best = s;
+			bestd = dd;
+		}
 	}
 	return best;
 }
@@ -241,16 +477,25 @@ refresh_conn(tree_state *ts, gc_dbscan_job *j)
 #pragma omp for schedule(dynamic, 64)
 	for (int64_t v = t->first_leaf; v < t->nnodes; v++)
 	{
-		int64_t		r;
-		bool		one = true;
+		int64_t		r,
+				   *ex = ts->exc + (v - t->first_leaf) * EXC_MAX;
+		int			k = 0;
 
 		if (ts->conn[v] || ts->ncore[v] == 0)
+		{
+			ts->nexc[v] = 0;
 			continue;
+		}
 		r = gc_uf_find(j->parent, ts->rep[v]);
-		for (int64_t s = ts->rep[v] + 1; s < t->end[v] && one; s++)
+		for (int64_t s = ts->rep[v] + 1; s < t->end[v] && k <= EXC_MAX; s++)
 			if (j->core[s] && gc_uf_find(j->parent, s) != r)
-				one = false;
-		ts->conn[v] = one;
+			{
+				if (k < EXC_MAX)
+					ex[k] = s;
+				k++;
+			}
+		ts->conn[v] = k == 0;
+		ts->nexc[v] = k <= EXC_MAX ? k : -1;
 	}
 	for (int level = t->depth - 1; level >= 0; level--)
 	{
@@ -263,14 +508,25 @@ refresh_conn(tree_state *ts, gc_dbscan_job *j)
 			int64_t		l = 2 * u + 1,
 						r = 2 * u + 2;
 
+			int64_t		e;
+
 			if (ts->conn[u] || ts->ncore[u] == 0)
+			{
+				ts->nexc[u] = 0;
 				continue;
-			if ((ts->ncore[l] == 0 || ts->conn[l]) &&
-				(ts->ncore[r] == 0 || ts->conn[r]) &&
-				(ts->ncore[l] == 0 || ts->ncore[r] == 0 ||
-				 gc_uf_find(j->parent, ts->rep[l]) ==
-				 gc_uf_find(j->parent, ts->rep[r])))
-				ts->conn[u] = 1;
+			}
+			if (ts->ncore[l] == 0 || ts->ncore[r] == 0)
+				e = ts->ncore[l] == 0 ? ts->nexc[r] : ts->nexc[l];
+			else if (ts->nexc[l] >= 0 && ts->nexc[r] >= 0 &&
+					 gc_uf_find(j->parent, ts->rep[l]) ==
+					 gc_uf_find(j->parent, ts->rep[r]))
+				e = (int64_t) ts->nexc[l] + ts->nexc[r];
+			else
+				e = -1;
+			if (e > INT32_MAX)
+				e = -1;
+			ts->nexc[u] = (int32_t) e;
+			ts->conn[u] = e == 0;
 		}
 	}
 }
@@ -280,6 +536,9 @@ tree_state_free(tree_state *ts)
 {
 	gc_kdtree_free(&ts->t);
 	free(ts->dense);
+	free(ts->small);
+	free(ts->nexc);
+	free(ts->exc);
 	free(ts->conn);
 	free(ts->ncore);
 	free(ts->rep);
@@ -291,34 +550,72 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 {
 	tree_state	ts;
 	gc_kdtree  *t = &ts.t;
+	nb_list    *nbl;
+	float	   *scratch;
 	int			d = j->d;
 	int			T = j->nthreads;
 	int64_t		nleaf;
 	gc_code		rc;
 
 	memset(&ts, 0, sizeof(ts));
-	rc = gc_kdtree_build(t, j->X, j->n, d, LEAF_SIZE, T, j->ctx, j->perm,
+#ifdef GC_KDTREE_PROFILE
+	prof_t0 = omp_get_wtime();
+#endif
+	rc = gc_kdtree_build(t, j->X, j->n, d, leaf_size_for(d), T, j->ctx, j->perm,
 						 j->pts, j->st);
 	if (rc != GC_OK)
 		return rc;
 	nleaf = t->nnodes - t->first_leaf;
 	ts.dense = malloc((size_t) t->nnodes);
+	ts.small = malloc((size_t) t->nnodes);
+	ts.nexc = malloc(sizeof(int32_t) * (size_t) t->nnodes);
+	ts.exc = malloc(sizeof(int64_t) * EXC_MAX * (size_t) (t->nnodes - t->first_leaf));
 	ts.conn = malloc((size_t) t->nnodes);
 	ts.ncore = malloc(sizeof(int64_t) * (size_t) t->nnodes);
 	ts.rep = malloc(sizeof(int64_t) * (size_t) t->nnodes);
 	ts.top_dense = malloc(sizeof(int64_t) * (size_t) nleaf);
-	if (!ts.dense || !ts.conn || !ts.ncore || !ts.rep || !ts.top_dense)
+	nbl = calloc((size_t) T, sizeof(nb_list));
+	ts.maxleaf = 1;
+	for (int64_t v = t->first_leaf; v < t->nnodes; v++)
+		if (node_size(t, v) > ts.maxleaf)
+			ts.maxleaf = node_size(t, v);
+	/* per thread: leaf distances, then a leaf's rows for the transposition */
+	scratch = malloc(sizeof(float) * (size_t) T * (size_t) ts.maxleaf *
+					 (size_t) (d + 1));
+	if (!ts.dense || !ts.small || !ts.nexc || !ts.exc || !ts.conn || !ts.ncore || !ts.rep || !ts.top_dense ||
+		!nbl || !scratch)
 	{
+		free(nbl);
+		free(scratch);
 		tree_state_free(&ts);
 		return gc_fail(j->st, GC_ENOMEM, "out of memory for the kd-tree");
 	}
 
 #pragma omp parallel num_threads(T)
 	{
+		float	   *dist = scratch + (size_t) omp_get_thread_num() *
+			(size_t) ts.maxleaf * (size_t) (d + 1);
+		float	   *rows = dist + ts.maxleaf;
+
+		/* each leaf's block of pts: from row-major to dimension-major */
+#pragma omp for schedule(static)
+		for (int64_t v = t->first_leaf; v < t->nnodes; v++)
+		{
+			int64_t		m = node_size(t, v);
+			float	   *blk = j->pts + t->begin[v] * d;
+
+			memcpy(rows, blk, sizeof(float) * (size_t) (m * d));
+			for (int64_t i = 0; i < m; i++)
+				for (int k = 0; k < d; k++)
+					blk[k * m + i] = rows[i * d + k];
+		}
 #pragma omp for schedule(static)
 		for (int64_t u = 0; u < t->nnodes; u++)
 		{
-			ts.dense[u] = gc_dist2(t->lo + u * d, t->hi + u * d, d) <= j->eps2;
+			float		diag2 = gc_dist2(t->lo + u * d, t->hi + u * d, d);
+
+			ts.dense[u] = diag2 <= j->eps2;
+			ts.small[u] = diag2 <= 4.0f * j->eps2;
 			ts.conn[u] = ts.dense[u];
 		}
 #pragma omp for schedule(static)
@@ -340,30 +637,57 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 			ts.top_dense[l] = top;
 		}
 
-		/* core */
-#pragma omp for schedule(dynamic, 4)
-		for (int64_t l = 0; l < nleaf; l++)
+		PHASE("build");
+		/*
+		 * core.  A non-core point's neighbours were all enumerated by its
+		 * count; they are kept (when min_pts is small) for the border pass,
+		 * in the thread's list nbl[tid], and croot[perm[s]] (unused until
+		 * the border pass) says where: nb_pack(), or -1 for "search again".
+		 */
 		{
-			int64_t		v = t->first_leaf + l;
-			bool		all = false;
+			int			tid = omp_get_thread_num();
+			bool		rec = j->min_pts >= 2 && j->min_pts <= NB_MAX_MINPTS &&
+				tid < NB_MAX_THREADS;
+			int64_t		nb[NB_MAX_MINPTS];
 
-			if (gc_job_stopped(j))
-				continue;
-			for (int64_t u = v;; u = (u - 1) / 2)
+#pragma omp for schedule(dynamic, 4)
+			for (int64_t l = 0; l < nleaf; l++)
 			{
-				if (ts.dense[u] && node_size(t, u) >= j->min_pts)
+				int64_t		v = t->first_leaf + l;
+				bool		all = false;
+
+				if (gc_job_stopped(j))
+					continue;
+				for (int64_t u = v;; u = (u - 1) / 2)
 				{
-					all = true;
-					break;
+					if (ts.dense[u] && node_size(t, u) >= j->min_pts)
+					{
+						all = true;
+						break;
+					}
+					if (u == 0)
+						break;
 				}
-				if (u == 0)
-					break;
+				for (int64_t s = t->begin[v]; s < t->end[v]; s++)
+				{
+					int64_t		c;
+
+					if (all)
+					{
+						j->core[s] = 1;
+						continue;
+					}
+					c = count_neighbours(&ts, j, row_of(j, s),
+										 rec ? nb : NULL, dist);
+					j->core[s] = c >= j->min_pts;
+					if (!j->core[s])
+						j->croot[j->perm[s]] =
+							rec ? nb_keep(&nbl[tid], nb, c) : -1;
+				}
 			}
-			for (int64_t s = t->begin[v]; s < t->end[v]; s++)
-				j->core[s] = all ||
-					count_neighbours(&ts, j, j->pts + s * d) >= j->min_pts;
 		}
 
+		PHASE("core");
 		/* core counts and representatives, leaves then upwards */
 #pragma omp for schedule(static)
 		for (int64_t l = 0; l < nleaf; l++)
@@ -410,6 +734,7 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 					gc_uf_union(j->parent, ts.rep[top], s);
 		}
 
+		PHASE("chain");
 		/* pairs inside each leaf first, so that leaves become connected */
 #pragma omp for schedule(dynamic, 16)
 		for (int64_t l = 0; l < nleaf; l++)
@@ -420,38 +745,42 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 				continue;
 			for (int64_t a = ts.rep[v]; a < t->end[v]; a++)
 				if (j->core[a])
+				{
+					leaf_dist2(&ts, j, row_of(j, a), v, dist);
 					for (int64_t b = a + 1; b < t->end[v]; b++)
-						if (j->core[b] &&
-							gc_dist2_upto(j->pts + a * d, j->pts + b * d, d,
-										  j->eps2) <= j->eps2)
+						if (j->core[b] && dist[b - t->begin[v]] <= j->eps2)
 							gc_uf_union(j->parent, a, b);
+				}
 		}
 		/*
-		 * Then the searches, in batches of leaves: between batches more
-		 * nodes are marked connected, and a connected node is skipped
-		 * whole once the searching point is in its component.
+		 * Then the searches, in batches of leaves taken in bit-reversed
+		 * order, so that every batch is spread over the whole tree and the
+		 * batches double in size: between batches more nodes are marked
+		 * connected, and a connected node is skipped whole once the
+		 * searching point is in its component.  The first, small batches
+		 * search fully (they do the connecting); the rest only look after
+		 * themselves in unconnected leaves.
 		 */
-		for (int batch = 0; batch < UNION_BATCHES; batch++)
+		for (int batch = 0; batch <= t->depth; batch++)
 		{
-			/* geometric batches: the first ones connect the most */
-			int64_t		lo = batch == 0 ? 0 : nleaf >> (UNION_BATCHES - batch),
-						hi = batch == UNION_BATCHES - 1 ? nleaf
-				: nleaf >> (UNION_BATCHES - 1 - batch);
+			int64_t		lo = batch == 0 ? 0 : INT64_C(1) << (batch - 1),
+						hi = INT64_C(1) << batch;
+			bool		full = hi <= (nleaf >> FULL_SEARCH_SHIFT);
 
 			refresh_conn(&ts, j);
-#pragma omp for schedule(dynamic, 4)
-			for (int64_t l = lo; l < hi; l++)
+#pragma omp for schedule(dynamic, 1)
+			for (int64_t i = lo; i < hi; i++)
 			{
-				int64_t		v = t->first_leaf + l;
+				int64_t		v = t->first_leaf + bit_reverse(i, t->depth);
 
 				if (ts.ncore[v] == 0 || gc_job_stopped(j))
 					continue;
 				for (int64_t s = ts.rep[v]; s < t->end[v]; s++)
 					if (j->core[s])
-						union_from(&ts, j, s);
+						union_from(&ts, j, s, full, dist);
 			}
 		}
-
+		PHASE("union");
 		/* border */
 #pragma omp for schedule(dynamic, 4)
 		for (int64_t l = 0; l < nleaf; l++)
@@ -463,12 +792,22 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 			for (int64_t s = t->begin[v]; s < t->end[v]; s++)
 				if (!j->core[s])
 				{
-					int64_t		b = nearest_core(&ts, j, j->pts + s * d);
+					int64_t    *cr = &j->croot[j->perm[s]];
+					int64_t		b;
 
-					j->croot[j->perm[s]] = b >= 0 ? gc_uf_find(j->parent, b) : -1;
+					if (*cr >= 0)
+						b = nearest_core_listed(j, nbl, *cr, row_of(j, s));
+					else
+						b = nearest_core(&ts, j, row_of(j, s), dist);
+					*cr = b >= 0 ? gc_uf_find(j->parent, b) : -1;
 				}
 		}
 	}
+	PHASE("border");
+	for (int i = 0; i < T; i++)
+		free(nbl[i].a);
+	free(nbl);
+	free(scratch);
 	tree_state_free(&ts);
 	if (j->stop)
 		return gc_fail(j->st, GC_ECANCEL, "canceled");

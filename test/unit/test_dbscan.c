@@ -344,6 +344,66 @@ test_underflow(uint64_t *rs)
 	}
 }
 
+/*
+ * Larger clustered data in higher dimension (the kd-tree's leaves are big
+ * there, and the union and border passes take their batched and listed
+ * paths): Gaussian blobs, eps a low quantile of the distances inside a blob,
+ * min_pts on both sides of the border pass's list limit (64).
+ */
+static void
+test_highd_blobs(uint64_t *rs)
+{
+	static const int dims[] = {8, 16, 32};
+	static const int64_t mps[] = {4, 10, 40, 90};
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+	{
+		int			d = dims[di];
+		int64_t		n = d == 8 ? 9000 : d == 16 ? 6000 : 3500;
+		int			nc = 3 + (int) (tu_next(rs) % 8);
+		double	   *cen = malloc(sizeof(double) * nc * d);
+		int		   *lab = malloc(sizeof(int) * n);
+		float	   *X = malloc(sizeof(float) * n * d);
+		float		q[200];
+		int			m = 0;
+
+		for (int i = 0; i < nc * d; i++)
+			cen[i] = tu_uniform(rs) * 30.0;
+		for (int64_t i = 0; i < n; i++)
+		{
+			lab[i] = (int) (tu_next(rs) % nc);
+			for (int k = 0; k < d; k++)
+				X[i * d + k] = (float) (cen[lab[i] * d + k] + tu_gauss(rs));
+		}
+		while (m < 200)
+		{
+			int64_t		a = (int64_t) (tu_next(rs) % n),
+						b = (int64_t) (tu_next(rs) % n);
+
+			if (lab[a] == lab[b] && a != b)
+				q[m++] = sqrtf(gc_dist2(X + a * d, X + b * d, d));
+		}
+		for (int a = 1; a < m; a++)
+			for (int b = a; b > 0 && q[b - 1] > q[b]; b--)
+			{
+				float		t = q[b];
+
+				q[b] = q[b - 1];
+				q[b - 1] = t;
+			}
+		for (int r = 0; r < 2; r++)
+		{
+			double		eps = q[2 + (int) (tu_next(rs) % 10)];
+			int64_t		mp = mps[tu_next(rs) % 4];
+
+			check_all("highd-blobs", X, n, d, eps, mp, rs);
+		}
+		free(cen);
+		free(lab);
+		free(X);
+	}
+}
+
 static void
 test_errors(void)
 {
@@ -408,6 +468,7 @@ main(void)
 	test_huge_range(&rs);
 	test_underflow(&rs);
 	test_random(&rs);
+	test_highd_blobs(&rs);
 	printf("test_dbscan: %d random cases\n", ncases);
 	return test_summary("test_dbscan");
 }
