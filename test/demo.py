@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""demo.py — cluster the world's cities in SQL; run by test/demo.sh.
+
+Needs a running server (libpq environment) with gpuclust installed.  Loads the
+135,233 cities of test/data (GeoNames, CC BY 4.0) into world_cities, runs
+gpu_dbscan (eps 0.25°, min_pts 10) and gpu_kmeans (k 50) on ARRAY[lon, lat],
+prints a summary, and draws test/out/world_clusters.png.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+import psycopg
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from cities import load_cities  # noqa: E402
+
+OUT = os.path.join(HERE, "out", "world_clusters.png")
+EPS, MIN_PTS, K = 0.25, 10, 50
+
+DBSCAN_SQL = ("CREATE TEMP TABLE dbscan_result AS SELECT * FROM gpu_dbscan("
+              f"'SELECT id, features FROM world_cities', eps => {EPS}, min_pts => {MIN_PTS})")
+KMEANS_SQL = ("CREATE TEMP TABLE kmeans_result AS SELECT * FROM gpu_kmeans("
+              f"'SELECT id, features FROM world_cities', k => {K}, n_init => 3)")
+
+TOP_SQL = """
+SELECT r.cluster_id, count(*) AS cities, sum(c.population) AS population,
+       (array_agg(c.name || ', ' || c.country ORDER BY c.population DESC))[1] AS largest_city,
+       count(DISTINCT c.country) AS countries
+FROM {table} r JOIN world_cities c USING (id)
+WHERE r.cluster_id IS NOT NULL
+GROUP BY r.cluster_id ORDER BY cities DESC LIMIT {limit}"""
+
+
+def run(cur, sql):
+    t0 = time.perf_counter()
+    cur.execute(sql)
+    return (time.perf_counter() - t0) * 1e3
+
+
+def table(header, rows):
+    rows = [tuple(str(x) for x in r) for r in rows]
+    w = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    print("  " + "  ".join(h.ljust(w[i]) for i, h in enumerate(header)))
+    print("  " + "  ".join("-" * x for x in w))
+    for r in rows:
+        print("  " + "  ".join(c.rjust(w[i]) if c.replace(".", "").isdigit() else c.ljust(w[i])
+                              for i, c in enumerate(r)))
+
+
+def main():
+    with psycopg.connect("") as conn:
+        with conn.cursor() as cur:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
+            cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'gpuclust'")
+            print(f"gpuclust {cur.fetchone()[0]}")
+            try:
+                cur.execute("SELECT * FROM gpuclust_info()")
+                cols = [d.name for d in cur.description]
+                for row in cur.fetchall():
+                    if cols[:2] == ["key", "value"]:
+                        print(f"  {row[0]}: {row[1]}")
+                    else:
+                        print("  " + ", ".join(f"{c}: {v}" for c, v in zip(cols, row)))
+            except psycopg.Error:
+                conn.rollback()
+        conn.commit()
+        t0 = time.perf_counter()
+        n = load_cities(conn, "world_cities")
+        print(f"loaded {n:,} cities (GeoNames, CC BY 4.0) into world_cities"
+              f" in {time.perf_counter() - t0:.1f} s; features = ARRAY[lon, lat]::real[]\n")
+
+        with conn.cursor() as cur:
+            # ---- DBSCAN
+            print(f"DBSCAN:  {DBSCAN_SQL}")
+            ms = run(cur, DBSCAN_SQL)
+            cur.execute("SELECT count(DISTINCT cluster_id), count(*) FILTER (WHERE cluster_id IS NULL),"
+                        " count(*) FILTER (WHERE is_core) FROM dbscan_result")
+            nc, noise, core = cur.fetchone()
+            print(f"  {ms:.0f} ms: {nc} clusters, {noise:,} noise cities"
+                  f" ({100 * noise / n:.1f}%), {core:,} core points")
+            print("  largest clusters:")
+            cur.execute(TOP_SQL.format(table="dbscan_result", limit=10))
+            table(["cluster", "cities", "population", "largest city", "countries"], cur.fetchall())
+
+            # ---- k-means
+            print(f"\nk-means: {KMEANS_SQL}")
+            ms = run(cur, KMEANS_SQL)
+            cur.execute("SELECT count(DISTINCT cluster_id), sum(distance * distance),"
+                        " avg(distance), max(distance) FROM kmeans_result")
+            kc, inertia, avgd, maxd = cur.fetchone()
+            print(f"  {ms:.0f} ms: {kc} clusters, inertia {inertia:,.0f} deg²,"
+                  f" mean distance to centre {avgd:.2f}°, max {maxd:.2f}°")
+            print("  largest clusters:")
+            cur.execute(TOP_SQL.format(table="kmeans_result", limit=10))
+            table(["cluster", "cities", "population", "largest city", "countries"], cur.fetchall())
+
+            cur.execute("SELECT c.lon, c.lat, d.cluster_id, k.cluster_id FROM world_cities c"
+                        " JOIN dbscan_result d USING (id) JOIN kmeans_result k USING (id)")
+            rows = cur.fetchall()
+            cur.execute("DROP TABLE dbscan_result, kmeans_result")
+        conn.commit()
+
+    lon = np.array([r[0] for r in rows])
+    lat = np.array([r[1] for r in rows])
+    db = np.array([-1 if r[2] is None else r[2] for r in rows])
+    km = np.array([r[3] for r in rows])
+    plot(lon, lat, db, km, nc, noise)
+    print(f"\nmap: {OUT}")
+
+
+def plot(lon, lat, db, km, nc, noise):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    # a categorical palette, shuffled so that neighbouring ids differ
+    base = np.vstack([plt.get_cmap(m)(np.linspace(0, 1, 20 if m.startswith("tab20") else 8))
+                      for m in ("tab20", "tab20b", "Dark2", "Set1")])[:, :3]
+    # no greys: grey means noise
+    base = base[base.max(1) - base.min(1) > 0.15]
+    rng = np.random.default_rng(7)
+
+    def colours(labels, n):
+        pal = base[rng.permutation(len(base))]
+        return pal[np.mod(labels, len(pal))] if n else np.zeros((len(labels), 3))
+
+    fig, axes = plt.subplots(2, 1, figsize=(14, 13), dpi=110)
+    ax = axes[0]
+    nm = db < 0
+    ax.scatter(lon[nm], lat[nm], s=0.6, c="#c8c8c8", linewidths=0, label=f"noise ({noise:,})")
+    ax.scatter(lon[~nm], lat[~nm], s=0.8, c=colours(db[~nm], nc), linewidths=0)
+    ax.set_title(f"gpu_dbscan(eps {EPS}°, min_pts {MIN_PTS}): {nc} clusters,"
+                 f" {noise:,} noise cities (grey)", fontsize=13)
+    ax.legend(loc="lower left", markerscale=10, frameon=False)
+    ax = axes[1]
+    ax.scatter(lon, lat, s=0.6, c=colours(km, K), linewidths=0)
+    ax.set_title(f"gpu_kmeans(k {K})", fontsize=13)
+    for ax in axes:
+        ax.set_xlim(-180, 180)
+        ax.set_ylim(-58, 78)
+        ax.set_aspect("equal")
+        ax.set_xlabel("longitude")
+        ax.set_ylabel("latitude")
+        ax.grid(True, lw=0.3, alpha=0.5)
+    fig.suptitle(f"{len(lon):,} world cities (GeoNames, CC BY 4.0) clustered in PostgreSQL with gpuclust",
+                 fontsize=14)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    fig.savefig(OUT)
+
+
+if __name__ == "__main__":
+    main()
