@@ -22,11 +22,14 @@ gc_uf_find(int64_t *parent, int64_t x)
 	while ((p = __atomic_load_n(&parent[r], __ATOMIC_RELAXED)) != r)
 		r = p;
 	/*
-	 * Full compression.  A plain store is safe: x's parent only ever moves
-	 * up its chain, and r is an ancestor of every node on the path for good
-	 * (only roots are relinked; a non-root never becomes one again).
+	 * Full compression.  A node's ancestors form one chain of decreasing
+	 * positions that only ever grows upwards, so r stays an ancestor of every
+	 * node below it on x's path.  Store r only while the parent is still
+	 * above r (p > r): another thread may meanwhile have compressed the path
+	 * past r to a newer, lower root, and writing r into a node above r would
+	 * make a cycle (parent[x] > x) and hang every later find.
 	 */
-	while ((p = __atomic_load_n(&parent[x], __ATOMIC_RELAXED)) != x && p != r)
+	while ((p = __atomic_load_n(&parent[x], __ATOMIC_RELAXED)) > r)
 	{
 		__atomic_store_n(&parent[x], r, __ATOMIC_RELAXED);
 		x = p;
