@@ -107,6 +107,59 @@ gc_code		gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k,
 								const float *C0, int iters,
 								gc_kmeans_gpu_timing *t, gc_status *st);
 
+/* ------------------------------------------------------------------ */
+/* DBSCAN (cuda/dbscan.cu)                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * DBSCAN on the current CUDA device with the contract of gc_dbscan_cpu:
+ * same validation, and labels and is_core identical to the CPU's on every
+ * input (same float32 distance, core rule, components, nearest-core border
+ * rule with ties to the lowest row, numbering by lowest row).  Index: a
+ * uniform grid for d <= 3, tiled brute force otherwise (or when the grid's
+ * key space overflows).  CUDA failures come back as GC_EDEVICE (GC_ENOMEM
+ * when device memory runs out); the cancel flags are polled between phases
+ * and launches.  At most 2^31 - 2 points (more: GC_EDEVICE).
+ */
+gc_code		gc_dbscan_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						  const gc_dbscan_params *p, int32_t *labels,
+						  uint8_t *is_core, gc_status *st);
+
+/* Which index a GPU DBSCAN uses (test hook: force one). */
+typedef enum gc_dbscan_gpu_index_kind
+{
+	GC_DBSCAN_GPU_AUTO = 0,		/* grid for d <= 3 when it fits, else brute */
+	GC_DBSCAN_GPU_GRID,			/* d <= 3; brute force when it does not fit */
+	GC_DBSCAN_GPU_BRUTE
+} gc_dbscan_gpu_index_kind;
+
+gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
+								int d, const gc_dbscan_params *p,
+								gc_dbscan_gpu_index_kind index,
+								gc_dbscan_gpu_index_kind *used,
+								int32_t *labels, uint8_t *is_core,
+								gc_status *st);
+
+/* Device memory gc_dbscan_gpu needs (bytes; an upper bound). */
+size_t		gc_dbscan_gpu_mem_bytes(int64_t n, int d);
+
+/* Where the last gc_dbscan_gpu call of this process spent its time (host
+ * clock; each phase ends with a stream synchronisation). */
+typedef struct gc_dbscan_gpu_phases
+{
+	double		ms_upload;		/* allocation of X and host-to-device copy */
+	double		ms_index;		/* grid: extent, keys, sort, cells, boxes */
+	double		ms_core;		/* core flags (brute: + compaction) */
+	double		ms_union;		/* components */
+	double		ms_border;		/* border assignment and roots */
+	double		ms_finish;		/* numbering and download */
+	double		ms_total;		/* the whole call */
+	int			grid;			/* 1: grid index, 0: brute force */
+	int64_t		ncell;			/* grid cells */
+} gc_dbscan_gpu_phases;
+
+void		gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out);
+
 #ifdef __cplusplus
 }
 #endif

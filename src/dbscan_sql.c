@@ -23,6 +23,9 @@
 
 #include "gpuclust.h"
 #include "ingest.h"
+#ifdef GPUCLUST_CUDA
+#include "../cuda/gpuclust_cuda.h"
+#endif
 
 PG_FUNCTION_INFO_V1(gpu_dbscan);
 
@@ -79,18 +82,41 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 		gc_ctx		ctx;
 		gc_status	st = {GC_OK, ""};
 
-		if (chosen != GC_DEVICE_CPU)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot run DBSCAN on the GPU"),
-					 errdetail("This build of gpuclust has no GPU implementation of DBSCAN.")));
-
 		labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
 		is_core = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(uint8));
 
 		gc_glue_ctx(&ctx);
 		gc_glue_prepare_threads(&ctx);
-		if (gc_dbscan_cpu(&ctx, in.X, in.n, in.d, &params, labels, is_core,
+		if (chosen == GC_DEVICE_GPU)
+		{
+#ifdef GPUCLUST_CUDA
+			/*
+			 * The device is gpuclust.gpu_device_id, made current by the
+			 * probe.  Under 'auto' a CUDA error or lack of GPU memory
+			 * redoes the call on the CPU, with a NOTICE.
+			 */
+			if (gc_dbscan_gpu(&ctx, in.X, in.n, in.d, &params, labels,
+							  is_core, &st) != GC_OK)
+			{
+				if (requested != GC_DEVICE_AUTO ||
+					(st.code != GC_ENOMEM && st.code != GC_EDEVICE))
+					gc_glue_report(&st, "DBSCAN");
+				ereport(NOTICE,
+						(errmsg("DBSCAN falls back to the CPU"),
+						 errdetail("%s.", st.message)));
+				chosen = GC_DEVICE_CPU;
+				st.code = GC_OK;
+				st.message[0] = '\0';
+			}
+#else
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot run DBSCAN on the GPU"),
+					 errdetail("gpuclust was built without CUDA.")));
+#endif
+		}
+		if (chosen == GC_DEVICE_CPU &&
+			gc_dbscan_cpu(&ctx, in.X, in.n, in.d, &params, labels, is_core,
 						  &st) != GC_OK)
 			gc_glue_report(&st, "DBSCAN");
 	}

@@ -2,13 +2,13 @@
  * dispatch.c — which device runs a call.
  *
  * 'cpu' always runs on the CPU.  'gpu' runs on the GPU when one is usable
- * and has a path for the algorithm (k-means), and otherwise fails with the
- * reason: no CUDA in this build, no driver, no device, too little free GPU
- * memory, or no GPU path for the algorithm (DBSCAN).  'auto' runs k-means
- * on the GPU when the problem is big enough for the GPU to win
+ * (k-means, DBSCAN), and otherwise fails with the reason: no CUDA in this
+ * build, no driver, no device, too little free GPU memory.  'auto' runs
+ * k-means on the GPU when the problem is big enough for the GPU to win
  * (GC_KMEANS_GPU_MIN_WORK), a GPU is usable and its free memory holds the
  * problem; otherwise on the CPU, with a note saying why when a usable GPU
- * was passed over for lack of memory.
+ * was passed over for lack of memory.  DBSCAN under 'auto' stays on the
+ * CPU until the GPU DBSCAN has passed its GPU tests (GC_DBSCAN_AUTO_GPU).
  *
  * The GPU is probed lazily (never before a call needs it: a small problem
  * under 'auto' does not initialise CUDA at all) and the probe is cached per
@@ -55,11 +55,10 @@ gpu_unusable(gc_algorithm algo, int gpu_device_id, size_t *free_mem,
 #else
 	gc_cuda_device_info info;
 
-	if (algo != GC_ALGO_KMEANS)
+	if (algo != GC_ALGO_KMEANS && algo != GC_ALGO_DBSCAN)
 	{
 		/* no need to initialise CUDA to know this */
-		gc_fail(why, GC_EDEVICE, "no GPU implementation of %s in this release",
-				algo == GC_ALGO_DBSCAN ? "DBSCAN" : "this algorithm");
+		gc_fail(why, GC_EDEVICE, "no GPU implementation of this algorithm");
 		return true;
 	}
 	gc_cuda_probe_cached(gpu_device_id, &info);
@@ -88,8 +87,80 @@ kmeans_gpu_bytes(int64_t n, int d, int k, int n_init)
 #endif
 }
 
+/* Device memory DBSCAN needs on the GPU (0 in a build without CUDA). */
+static size_t
+dbscan_gpu_bytes(int64_t n, int d)
+{
+#ifdef GPUCLUST_CUDA
+	return gc_dbscan_gpu_mem_bytes(n, d);
+#else
+	(void) n;
+	(void) d;
+	return 0;
+#endif
+}
+
 /* Headroom left free beside the estimate (other users, the allocator). */
 #define GPU_MEM_HEADROOM ((size_t) 64 << 20)
+
+/*
+ * DBSCAN under 'auto': the GPU from this many points up, and only for
+ * d <= 3, where the GPU has its grid index (for d > 3 it has tiled brute
+ * force, O(n^2), which loses to the CPU's kd-tree at scale).  See
+ * test/gpu/bench_dbscan_gpu.c's crossover table; a conservative constant
+ * until measured (the GPU call's fixed cost is a few ms of allocation,
+ * upload and ~20 launches, while the CPU grid clusters 100k 2-d points in
+ * about that time on 16 cores).
+ */
+#define GC_DBSCAN_GPU_MIN_N 100000
+
+/*
+ * Whether 'auto' may pick the GPU for DBSCAN at all.  Off until
+ * test/gpu/run_gpu_tests.sh dbscan-test has passed on a GPU with the
+ * union-find fix (its grid path has not yet run to completion there); only
+ * an explicit device => 'gpu' runs the GPU DBSCAN meanwhile.
+ */
+#define GC_DBSCAN_AUTO_GPU false
+
+/*
+ * The device of one DBSCAN call.  CPU: always.  GPU: the GPU, or
+ * GC_EDEVICE / GC_ENOMEM with the reason.  AUTO: the CPU when d > 3 or
+ * 0 < n < GC_DBSCAN_GPU_MIN_N (without touching CUDA), when no GPU is
+ * usable or its free memory is too small; else the GPU.  n = 0 (and d = 0)
+ * answers for a problem big enough, as for k-means.
+ */
+static gc_code
+choose_device_dbscan(gc_device requested, int64_t n, int d,
+					 int gpu_device_id, gc_device *chosen, gc_status *st)
+{
+	gc_status	why = {GC_OK, ""};
+	size_t		free_mem = 0,
+				need;
+
+	*chosen = GC_DEVICE_CPU;
+	if (requested == GC_DEVICE_CPU)
+		return GC_OK;
+	if (requested != GC_DEVICE_GPU &&
+		(!GC_DBSCAN_AUTO_GPU || d > 3 || (n > 0 && n < GC_DBSCAN_GPU_MIN_N)))
+		return GC_OK;
+	if (gpu_unusable(GC_ALGO_DBSCAN, gpu_device_id, &free_mem, &why))
+	{
+		if (requested == GC_DEVICE_GPU)
+			return gc_fail(st, GC_EDEVICE, "%s", why.message);
+		return GC_OK;
+	}
+	need = dbscan_gpu_bytes(n, d);
+	if (need + GPU_MEM_HEADROOM > free_mem)
+	{
+		if (requested == GC_DEVICE_GPU)
+			return gc_fail(st, GC_ENOMEM,
+						   "DBSCAN needs about %zu MiB of GPU memory, but GPU %d has %zu MiB free",
+						   need >> 20, gpu_device_id, free_mem >> 20);
+		return GC_OK;
+	}
+	*chosen = GC_DEVICE_GPU;
+	return GC_OK;
+}
 
 gc_code
 gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
@@ -98,6 +169,8 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 	gc_status	why = {GC_OK, ""};
 	size_t		free_mem;
 
+	if (algo == GC_ALGO_DBSCAN)
+		return choose_device_dbscan(requested, n, d, gpu_device_id, chosen, st);
 	(void) n;
 	(void) d;
 	switch (requested)

@@ -150,6 +150,63 @@ gc_code		gc_dbscan_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  uint8_t *is_core, gc_status *st);
 
 /* ------------------------------------------------------------------ */
+/* Affinity propagation                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Affinity propagation (Frey & Dueck, 2007) with scikit-learn 1.2's
+ * AffinityPropagation semantics (see affinity.c for the exact rules).
+ * The similarity of rows i != j is minus the squared Euclidean distance,
+ * computed in double precision from the float32 features; S, the
+ * responsibilities R and the availabilities A are n x n doubles.  A fixed,
+ * deterministic tie-breaking noise stands in for scikit-learn's random one,
+ * so results do not depend on the thread count.
+ */
+typedef struct gc_ap_params
+{
+	double		damping;		/* in [0.5, 1) */
+	bool		has_preference; /* false: median of the n x n similarities */
+	double		preference;		/* finite; used when has_preference */
+	int			max_iter;		/* >= 1 */
+	int			convergence_iter;	/* >= 1 */
+} gc_ap_params;
+
+typedef struct gc_ap_result
+{
+	/* caller-allocated outputs, n long */
+	int32_t    *labels;			/* 0 .. n_clusters-1 by exemplar position,
+								 * or GC_NOISE for all when no exemplar */
+	uint8_t    *is_exemplar;	/* 1 for the (refined) exemplars */
+	/* filled by the core */
+	int64_t		n_clusters;		/* 0 when no exemplar emerged */
+	int			iterations;		/* message-passing iterations run */
+	bool		converged;		/* exemplar set stable for convergence_iter */
+	bool		equal_similarities; /* n == 1 or all similarities equal:
+									 * answered without iterating */
+	double		preference;		/* the preference used */
+	/* wall-clock milliseconds of the phases */
+	double		ms_similarity;	/* S, the equal-similarity check, the
+								 * preference and noise put on S */
+	double		ms_preference;	/* the median (0 when given) */
+	double		ms_iterations;	/* the message passing */
+	double		ms_labels;		/* the final labelling */
+} gc_ap_result;
+
+gc_code		gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					  const gc_ap_params *p, gc_ap_result *res, gc_status *st);
+
+/*
+ * Memory: gc_ap_mem_bytes(n) is what gc_ap_cpu allocates for n rows (three
+ * n x n double matrices plus O(n); SIZE_MAX when that overflows);
+ * gc_ap_max_rows(bytes) is the largest n whose gc_ap_mem_bytes fits in
+ * bytes; gc_ap_host_memory() is the host's available memory in bytes
+ * (MemAvailable; 0 when unknown).  The caller checks before calling.
+ */
+size_t		gc_ap_mem_bytes(int64_t n);
+int64_t		gc_ap_max_rows(size_t bytes);
+size_t		gc_ap_host_memory(void);
+
+/* ------------------------------------------------------------------ */
 /* Device choice                                                       */
 /* ------------------------------------------------------------------ */
 
@@ -164,12 +221,12 @@ typedef enum gc_device
 bool		gc_parse_device(const char *s, gc_device *out);
 
 /*
- * Resolves a requested device to CPU or GPU, whatever the problem's size
- * (n and d are unused).  For GC_DEVICE_GPU when no GPU is usable, returns
- * GC_EDEVICE with the reason in st.  For AUTO, picks the CPU whenever the
- * GPU is unusable (no CUDA build, driver or device) or has no path for the
- * algorithm (DBSCAN), and the GPU otherwise.  k-means calls use
- * gc_choose_device_kmeans, which also weighs size and free memory.
+ * Resolves a requested device to CPU or GPU for a problem of n rows and d
+ * features.  For GC_DEVICE_GPU when no GPU is usable (or its free memory
+ * cannot hold the problem), returns GC_EDEVICE / GC_ENOMEM with the reason
+ * in st.  For AUTO, picks the CPU whenever the GPU is unusable or the
+ * problem too small for it to win (dispatch.c says what was measured).
+ * k-means calls use gc_choose_device_kmeans, which also weighs k.
  */
 typedef enum gc_algorithm
 {

@@ -7,6 +7,12 @@
 #   bench     PyTorch baseline (bench_kmeans.py), then bench_kmeans: one table
 #             per iteration, one of whole fits (init share, FAISS workload)
 #   crossover bench_crossover: CPU vs GPU whole calls, for GC_KMEANS_GPU_MIN_WORK
+# DBSCAN (cuda/dbscan.cu), built on their own (no k-means objects needed):
+#   dbscan-build     compile cuda/device.cu, cuda/dbscan.cu and the CPU DBSCAN
+#                    (DB_GENCODE overrides the targets, e.g. sm_90 alone)
+#   dbscan-test      test_dbscan_gpu: GPU labels and core flags = CPU's
+#   dbscan-sanitize  compute-sanitizer memcheck (quick set), racecheck (tiny)
+#   dbscan-bench     bench_dbscan_gpu: GPU vs CPU table (BENCH_ONLY=A,B,...)
 # Logs go to $OUT (when set) or test/out.  Exit status: nonzero if any stage
 # failed.
 set -uo pipefail
@@ -76,6 +82,49 @@ bench)
 crossover)
 	echo "== crossover"
 	$B/bench_crossover 2>&1 | tee "$OUTDIR/crossover.log" || rc=1
+	;;
+dbscan-build)
+	echo "== dbscan-build"
+	DB_GENCODE=${DB_GENCODE:-"-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90"}
+	DBCORE="src/core/common.c src/core/dbscan.c src/core/dbscan_grid.c src/core/dbscan_kdtree.c src/core/kdtree.c src/core/radix_sort.c"
+	dbcu=""
+	for f in cuda/device.cu cuda/dbscan.cu; do
+		o=$B/dbcu_$(basename "$f" .cu).o; dbcu="$dbcu $o"
+		"$NVCC" -O3 -std=c++17 -Xcompiler -fPIC -fmad=false $DB_GENCODE -Xptxas -v -c "$f" -o "$o" > "$OUTDIR/ptxas_db_$(basename "$f" .cu).log" 2>&1 &
+	done
+	dbobjs=""
+	for f in $DBCORE; do
+		o=$B/db_$(basename "$f" .c).o; dbobjs="$dbobjs $o"
+		gcc $CFLAGS -c "$f" -o "$o" &
+	done
+	wait
+	for f in cuda/device.cu cuda/dbscan.cu; do
+		if grep -q -i "error" "$OUTDIR/ptxas_db_$(basename "$f" .cu).log"; then
+			cat "$OUTDIR/ptxas_db_$(basename "$f" .cu).log"; rc=1
+		fi
+	done
+	gcc $CFLAGS -o $B/test_dbscan_gpu test/gpu/test_dbscan_gpu.c $dbobjs $dbcu $LIBS || rc=1
+	gcc $CFLAGS -o $B/bench_dbscan_gpu test/gpu/bench_dbscan_gpu.c $dbobjs $dbcu $LIBS || rc=1
+	;;
+dbscan-test)
+	echo "== dbscan-test"
+	$B/test_dbscan_gpu > "$OUTDIR/test_dbscan_gpu.log" 2>&1 || rc=1
+	grep -E "FAIL|passed|cases|seed|device" "$OUTDIR/test_dbscan_gpu.log" | head -40
+	;;
+dbscan-sanitize)
+	echo "== dbscan compute-sanitizer"
+	for tool in memcheck racecheck; do
+		q=1; [ $tool = racecheck ] && q=2
+		GPUCLUST_TEST_QUICK=$q timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 3 \
+			$B/test_dbscan_gpu > "$OUTDIR/sanitize_db_$tool.log" 2>&1
+		r=$?
+		echo "$tool: exit $r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTDIR/sanitize_db_$tool.log" | tail -1); $(grep 'passed,' "$OUTDIR/sanitize_db_$tool.log")"
+		[ $r -eq 0 ] || { rc=1; grep -m 20 -E "=========|FAIL" "$OUTDIR/sanitize_db_$tool.log"; }
+	done
+	;;
+dbscan-bench)
+	echo "== dbscan-bench"
+	$B/bench_dbscan_gpu 2>&1 | tee "$OUTDIR/bench_dbscan.log" || rc=1
 	;;
 *)
 	echo "unknown stage $s"; rc=1;;

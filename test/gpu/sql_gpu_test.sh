@@ -6,7 +6,8 @@
 # suite passes with the GPU present (when pg_regress is found), gpu_kmeans
 # on the GPU returns the CPU's labels and distances on several shapes (same
 # seed), 'auto' picks the GPU for a large problem and the CPU for a small
-# one; then times gpu_kmeans end to end on a 1M-row table (d = 32, k = 100)
+# one, gpu_dbscan on the GPU returns the CPU's labels and core flags; then
+# times gpu_kmeans end to end on a 1M-row table (d = 32, k = 100)
 # on both devices, with gpuclust.log_timing's breakdown.
 # Logs to $OUT (or test/out).  Exit status: the number of failed checks.
 set -uo pipefail
@@ -71,6 +72,33 @@ while read -r name n d k m init ninit; do
 		*) echo "FAIL n=$n d=$d k=$k init=$init n_init=$ninit: $r"; fails=$((fails + 1));;
 	esac
 done <<< "$shapes"
+
+echo "== gpu_dbscan: device gpu = device cpu (labels and is_core, row for row)"
+# name n d eps min_pts
+dshapes="d1 200000 2 0.02 10
+d2 100000 3 0.08 5
+d3 20000 8 0.9 5
+d4 50000 2 0.5 1"
+while read -r name n d eps mp; do
+	$P -c "DROP TABLE IF EXISTS $name" -c "CREATE TABLE $name AS
+		SELECT i::bigint AS id,
+		       ARRAY(SELECT ((i % 13) + (hashint4(i * 1000 + j) % 1000) / 2000.0)::real
+		             FROM generate_series(1, $d) j) AS f
+		FROM generate_series(1, $n) i"
+	r=$($P -c "SELECT (count(*) = $n AND count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id
+		                                 OR g.is_core IS DISTINCT FROM c.is_core) = 0)::text
+		|| ' rows ' || count(*) || ', clusters ' || count(DISTINCT c.cluster_id)
+		|| ', differing ' || count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id
+		                                      OR g.is_core IS DISTINCT FROM c.is_core)
+		FROM gpu_dbscan('SELECT id, f FROM $name', $eps, $mp, device => 'gpu') g
+		JOIN gpu_dbscan('SELECT id, f FROM $name', $eps, $mp, device => 'cpu') c USING (id)" 2>&1)
+	case "$r" in
+		true*) echo "ok   dbscan n=$n d=$d eps=$eps min_pts=$mp:${r#true}";;
+		*) echo "FAIL dbscan n=$n d=$d eps=$eps min_pts=$mp: $r"; fails=$((fails + 1));;
+	esac
+done <<< "$dshapes"
+check "auto_device_dbscan is gpu" \
+	"SELECT value = 'gpu' FROM gpuclust_info() WHERE key = 'auto_device_dbscan'"
 
 echo "== auto"
 r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f[1:2] FROM t_s1 WHERE id <= 1000', 3)" 2>&1)
