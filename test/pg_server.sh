@@ -70,9 +70,14 @@ start() {
 	fi
 	# A server killed without stop leaves a stale postmaster.pid behind;
 	# pg_ctl start copes with it when the pid is not alive.
+	# pg_cron (test/cron_test.py), when installed: jobs run in background
+	# workers (the server has no TCP listener) in database postgres.
+	local cron=""
+	[ -f "$("$PG_CONFIG" --pkglibdir)/pg_cron.so" ] &&
+		cron="-c shared_preload_libraries=pg_cron -c cron.database_name=postgres -c cron.use_background_workers=on"
 	log "starting on $SOCK port $PORT"
 	as_owner "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 \
-		-o "-p $PORT -k $SOCK -c listen_addresses='' -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=30" \
+		-o "-p $PORT -k $SOCK -c listen_addresses='' -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=30 $cron" \
 		start >&2 || {
 		tail -n 30 "$LOG" >&2 || true
 		exit 1

@@ -1,0 +1,107 @@
+--
+-- PostGIS points as features: ARRAY[ST_X(geom), ST_Y(geom)]
+-- (skipped where PostGIS is not installed: expected/postgis_1.out)
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpuclust;
+DO $$ BEGIN CREATE EXTENSION IF NOT EXISTS postgis; EXCEPTION WHEN OTHERS THEN NULL; END $$;
+RESET client_min_messages;
+SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'postgis') AS no_postgis \gset
+\if :no_postgis
+\echo 'PostGIS is not installed: skipped'
+\quit
+\endif
+\set SHOW_CONTEXT errors
+
+-- 150 points within about 1 km of each of three cities (lon/lat, SRID
+-- 4326), 5 isolated points, and 2 rows without a geometry
+CREATE TABLE g_pts AS
+SELECT (c.n * 1000 + i) AS id, c.city,
+       ST_SetSRID(ST_MakePoint(c.lon + ((i * 7919) % 1000) / 1000.0 * 0.02,
+                               c.lat + ((i * 104729) % 1000) / 1000.0 * 0.01), 4326) AS geom
+FROM (VALUES (1, 'Berlin', 13.40, 52.52), (2, 'Paris', 2.35, 48.86), (3, 'Rome', 12.50, 41.90))
+       AS c(n, city, lon, lat),
+     generate_series(1, 150) AS i;
+INSERT INTO g_pts VALUES
+  (9001, 'Berlin', 'SRID=4326;POINT(13.9 52.9)'), (9002, 'Paris', 'SRID=4326;POINT(2.0 49.5)'),
+  (9003, 'Rome', 'SRID=4326;POINT(12.0 41.0)'), (9004, 'Rome', 'SRID=4326;POINT(15.0 40.0)'),
+  (9005, 'Berlin', 'SRID=4326;POINT(10.0 50.0)'),
+  (9006, 'Paris', NULL), (9007, 'Rome', NULL);
+
+-- the set-returning form: the features query builds the array; rows
+-- without a geometry get NULL features (and a NULL cluster)
+SELECT city, cluster_id, count(*)
+FROM gpu_dbscan($$SELECT id, CASE WHEN geom IS NOT NULL THEN ARRAY[ST_X(geom), ST_Y(geom)] END
+                  FROM g_pts ORDER BY id$$, eps => 0.05, min_pts => 5) d
+JOIN g_pts USING (id)
+GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- ... the same partition as PostGIS's ST_ClusterDBSCAN: pairs = gpu =
+-- postgis + 1 (the noise pair); here every cluster is one dense blob, so
+-- numbering and border rules do not matter
+SELECT count(DISTINCT (d.cluster_id, p.c)) AS pairs, count(DISTINCT d.cluster_id) AS gpu,
+       count(DISTINCT p.c) AS postgis,
+       count(*) FILTER (WHERE (d.cluster_id IS NULL) <> (p.c IS NULL)) AS noise_differs
+FROM gpu_dbscan('SELECT id, ARRAY[ST_X(geom), ST_Y(geom)] FROM g_pts WHERE geom IS NOT NULL',
+                0.05, 5) d
+JOIN (SELECT id, ST_ClusterDBSCAN(geom, 0.05, 5) OVER () AS c FROM g_pts WHERE geom IS NOT NULL) p
+USING (id);
+
+-- the window form, per city, beside ST_ClusterDBSCAN: pairs = gpu, same noise
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE (g IS NULL) <> (p IS NULL)) AS noise_differs,
+       count(DISTINCT (city, g, p)) AS pairs, count(DISTINCT (city, g)) AS gpu
+FROM (SELECT city,
+             gpu_dbscan(ARRAY[ST_X(geom), ST_Y(geom)], 0.05, 5) OVER w AS g,
+             ST_ClusterDBSCAN(geom, 0.05, 5) OVER w AS p
+      FROM g_pts WHERE geom IS NOT NULL
+      WINDOW w AS (PARTITION BY city ORDER BY id)) x;
+
+-- in metres: project first (UTM zone 33N); eps is then 500 m
+SELECT cluster_id, count(*) FROM
+  gpu_dbscan($$SELECT id, ARRAY[ST_X(g), ST_Y(g)]
+               FROM (SELECT id, ST_Transform(geom, 32633) AS g FROM g_pts
+                     WHERE city = 'Berlin' AND geom IS NOT NULL) s$$, 500, 5)
+GROUP BY 1 ORDER BY 1;
+
+-- k-means: the three cities, as ST_ClusterKMeans finds them
+SELECT city, count(DISTINCT cluster_id) AS clusters, count(*)
+FROM gpu_kmeans('SELECT id, ARRAY[ST_X(geom), ST_Y(geom)] FROM g_pts WHERE id < 9000', 3) k
+JOIN g_pts USING (id) GROUP BY city ORDER BY city;
+SELECT count(DISTINCT (g, p)) AS pairs, count(DISTINCT g) AS gpu, count(DISTINCT p) AS postgis
+FROM (SELECT gpu_kmeans(ARRAY[ST_X(geom), ST_Y(geom)], 3) OVER (ORDER BY id) AS g,
+             ST_ClusterKMeans(geom, 3) OVER (ORDER BY id) AS p
+      FROM g_pts WHERE id < 9000) x;
+
+-- a model of the cities scores new points
+CREATE TABLE g_model AS
+SELECT centroids FROM gpu_kmeans_fit('SELECT id, ARRAY[ST_X(geom), ST_Y(geom)] FROM g_pts WHERE id < 9000', 3);
+SELECT q.name, c.city
+FROM (VALUES ('Potsdam', 'SRID=4326;POINT(13.06 52.39)'::geometry),
+             ('Versailles', 'SRID=4326;POINT(2.13 48.80)'), ('Tivoli', 'SRID=4326;POINT(12.80 41.96)')) AS q(name, geom),
+     g_model m,
+     LATERAL (SELECT city FROM g_pts
+              WHERE id < 9000
+                AND kmeans_assign(ARRAY[ST_X(geom), ST_Y(geom)], m.centroids)
+                    = kmeans_assign(ARRAY[ST_X(q.geom), ST_Y(q.geom)], m.centroids)
+              LIMIT 1) c
+ORDER BY q.name;
+
+-- 3-D points
+SELECT count(DISTINCT cluster_id) AS clusters FROM
+  gpu_dbscan($$SELECT i, ARRAY[ST_X(p), ST_Y(p), ST_Z(p)]
+               FROM (SELECT i, ST_MakePoint(i % 2 * 100, 0, i % 3 * 100) AS p
+                     FROM generate_series(1, 60) i) s$$, 1, 3);
+
+-- a NULL geometry inside ARRAY[...] is an array of NULLs, not NULL features
+SELECT * FROM gpu_dbscan('SELECT id, ARRAY[ST_X(geom), ST_Y(geom)] FROM g_pts ORDER BY id', 0.05, 5);
+\echo :LAST_ERROR_SQLSTATE
+SELECT gpu_dbscan(ARRAY[ST_X(geom), ST_Y(geom)], 0.05, 5) OVER (ORDER BY id) FROM g_pts;
+\echo :LAST_ERROR_SQLSTATE
+-- ST_X wants points: use ST_Centroid (or ST_PointOnSurface) for other shapes
+SELECT gpu_dbscan(ARRAY[ST_X(g), ST_Y(g)], 1, 1) OVER ()
+FROM (VALUES ('POLYGON((0 0, 1 0, 1 1, 0 0))'::geometry)) AS t(g);
+SELECT gpu_dbscan(ARRAY[ST_X(ST_Centroid(g)), ST_Y(ST_Centroid(g))], 1, 1) OVER () AS cluster
+FROM (VALUES ('POLYGON((0 0, 1 0, 1 1, 0 0))'::geometry)) AS t(g);
+
+DROP TABLE g_pts, g_model;

@@ -1,0 +1,279 @@
+/*-------------------------------------------------------------------------
+ *
+ * cluster_run.c
+ *	  Running the core on the chosen device, parameter checks, and the
+ *	  validation of one features array: shared by the window functions
+ *	  (window_sql.c) and the models (model_sql.c).
+ *
+ * The device logic is a copy of that of gpu_kmeans / gpu_dbscan
+ * (kmeans_sql.c, dbscan_sql.c: choice, GPU call, fallback to the CPU under
+ * 'auto'), so that a window function or a fit runs where the set-returning
+ * function would for the same problem and returns its labels.  Keep them
+ * in step (or let the SRFs call these).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "cluster_run.h"
+#ifdef GPUCLUST_CUDA
+#include "../cuda/gpuclust_cuda.h"
+#endif
+
+gc_device
+gc_glue_run_kmeans(gc_device requested, const float *X, int64 n, int d,
+				   const gc_kmeans_params *params, gc_kmeans_result *res)
+{
+	gc_device	chosen;
+	gc_ctx		ctx;
+	gc_status	st = {GC_OK, ""};
+
+	Assert(n >= 1);
+	chosen = gc_glue_choose_kmeans_device(requested, n, d, params->k,
+										  params->n_init);
+	gc_glue_ctx(&ctx);
+	/* random init and the host side of the GPU path use OpenMP too */
+	gc_glue_prepare_threads(&ctx);
+	if (chosen == GC_DEVICE_GPU)
+	{
+#ifdef GPUCLUST_CUDA
+		/* the device is gpuclust.gpu_device_id, made current by the probe */
+		if (gc_kmeans_gpu(&ctx, X, n, d, params, res, &st) != GC_OK)
+		{
+			if (requested != GC_DEVICE_AUTO ||
+				(st.code != GC_ENOMEM && st.code != GC_EDEVICE))
+				gc_glue_report(&st, "k-means");
+			ereport(NOTICE,
+					(errmsg("k-means falls back to the CPU"),
+					 errdetail("%s.", st.message)));
+			chosen = GC_DEVICE_CPU;
+			st.code = GC_OK;
+			st.message[0] = '\0';
+		}
+#else
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot run k-means on the GPU"),
+				 errdetail("gpuclust was built without CUDA.")));
+#endif
+	}
+	if (chosen == GC_DEVICE_CPU)
+	{
+		if (gc_kmeans_cpu(&ctx, X, n, d, params, res, &st) != GC_OK)
+			gc_glue_report(&st, "k-means");
+	}
+	return chosen;
+}
+
+gc_device
+gc_glue_run_dbscan(gc_device requested, const float *X, int64 n, int d,
+				   const gc_dbscan_params *params, int32 *labels,
+				   uint8 *is_core)
+{
+	gc_device	chosen;
+	gc_ctx		ctx;
+	gc_status	st = {GC_OK, ""};
+
+	Assert(n >= 1);
+	chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, n, d);
+	gc_glue_ctx(&ctx);
+	gc_glue_prepare_threads(&ctx);
+	if (chosen == GC_DEVICE_GPU)
+	{
+#ifdef GPUCLUST_CUDA
+		/*
+		 * The device is gpuclust.gpu_device_id, made current by the probe.
+		 * Under 'auto' a CUDA error or lack of GPU memory redoes the call on
+		 * the CPU, with a NOTICE.
+		 */
+		if (gc_dbscan_gpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
+		{
+			if (requested != GC_DEVICE_AUTO ||
+				(st.code != GC_ENOMEM && st.code != GC_EDEVICE))
+				gc_glue_report(&st, "DBSCAN");
+			ereport(NOTICE,
+					(errmsg("DBSCAN falls back to the CPU"),
+					 errdetail("%s.", st.message)));
+			chosen = GC_DEVICE_CPU;
+			st.code = GC_OK;
+			st.message[0] = '\0';
+		}
+#else
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot run DBSCAN on the GPU"),
+				 errdetail("gpuclust was built without CUDA.")));
+#endif
+	}
+	if (chosen == GC_DEVICE_CPU &&
+		gc_dbscan_cpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
+		gc_glue_report(&st, "DBSCAN");
+	return chosen;
+}
+
+gc_kmeans_init
+gc_glue_parse_kmeans_init(const char *s)
+{
+	if (pg_strcasecmp(s, "k-means++") == 0)
+		return GC_INIT_KMEANSPP;
+	if (pg_strcasecmp(s, "random") == 0)
+		return GC_INIT_RANDOM;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid init method \"%s\"", s),
+			 errhint("Valid methods are \"k-means++\" and \"random\".")));
+	pg_unreachable();
+}
+
+void
+gc_glue_check_kmeans_params(const gc_kmeans_params *p)
+{
+	if (p->k < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be at least 1")));
+	if (p->max_iter < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_iter must be at least 1")));
+	if (isnan(p->tol) || isinf(p->tol) || p->tol < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tol must be a finite number greater than or equal to 0")));
+	if (p->n_init < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n_init must be at least 1")));
+}
+
+void
+gc_glue_check_dbscan_params(const gc_dbscan_params *p)
+{
+	if (isnan(p->eps) || isinf(p->eps) || p->eps <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("eps must be a finite number greater than 0")));
+	if (p->min_pts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_pts must be at least 1")));
+}
+
+/* "features of partition row 3", or what itself when rowno < 1 */
+static char *
+subject(const char *what, int64 rowno)
+{
+	if (rowno >= 1)
+		return psprintf("features of %s %lld", what, (long long) rowno);
+	return pstrdup(what);
+}
+
+int
+gc_glue_features(ArrayType *arr, int *d, float *dst, const char *what,
+				 int64 rowno)
+{
+	int			ndim = ARR_NDIM(arr);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int			len;
+
+	if (elemtype != FLOAT4OID && elemtype != FLOAT8OID)
+		elog(ERROR, "unexpected element type %u in %s", elemtype,
+			 subject(what, rowno));
+	if (ndim == 0 || (ndim == 1 && ARR_DIMS(arr)[0] == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s are an empty array", subject(what, rowno)),
+				 errdetail("Each row needs at least one feature; use NULL features to leave a row unclustered.")));
+	if (ndim != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", subject(what, rowno)),
+				 errdetail("The array has %d dimensions.", ndim)));
+	len = ARR_DIMS(arr)[0];
+	if (*d == 0)
+		*d = len;
+	else if (len != *d)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s have %d elements, expected %d",
+						subject(what, rowno), len, *d),
+				 errdetail("All rows must have as many features as the first row with features.")));
+
+	if (ARR_HASNULL(arr))
+	{
+		bits8	   *bitmap = ARR_NULLBITMAP(arr);
+
+		for (int j = 0; j < len; j++)
+			if ((bitmap[j / 8] & (1 << (j % 8))) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("%s contain a NULL at position %d",
+								subject(what, rowno), j + 1),
+						 errhint("Use NULL for the whole features value to leave a row unclustered.")));
+	}
+
+	if (elemtype == FLOAT8OID)
+	{
+		const float8 *src = (const float8 *) ARR_DATA_PTR(arr);
+
+		for (int j = 0; j < len; j++)
+		{
+			float8		v = src[j];
+			float		f;
+
+			if (isnan(v))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_EXCEPTION),
+						 errmsg("%s contain NaN at position %d",
+								subject(what, rowno), j + 1),
+						 errdetail("Features must be finite numbers.")));
+			if (isinf(v))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_EXCEPTION),
+						 errmsg("%s contain an infinite value at position %d",
+								subject(what, rowno), j + 1),
+						 errdetail("Features must be finite numbers.")));
+			f = (float) v;
+			if (isinf(f))
+				ereport(ERROR,
+						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						 errmsg("%s contain a value out of range for type real at position %d",
+								subject(what, rowno), j + 1),
+						 errdetail("Features are computed in single precision; %g exceeds its largest value.",
+								   v)));
+			if (dst)
+				dst[j] = f;
+		}
+	}
+	else
+	{
+		const float4 *src = (const float4 *) ARR_DATA_PTR(arr);
+
+		for (int j = 0; j < len; j++)
+		{
+			float4		v = src[j];
+
+			if (isnan(v))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_EXCEPTION),
+						 errmsg("%s contain NaN at position %d",
+								subject(what, rowno), j + 1),
+						 errdetail("Features must be finite numbers.")));
+			if (isinf(v))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_EXCEPTION),
+						 errmsg("%s contain an infinite value at position %d",
+								subject(what, rowno), j + 1),
+						 errdetail("Features must be finite numbers.")));
+			if (dst)
+				dst[j] = v;
+		}
+	}
+	return len;
+}

@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ *
+ * cluster_run.h
+ *	  Running the core on the chosen device, and validating one features
+ *	  array, for the SQL functions that do not read a source query: the
+ *	  window functions (window_sql.c) and the models (model_sql.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUCLUST_CLUSTER_RUN_H
+#define GPUCLUST_CLUSTER_RUN_H
+
+#include "utils/array.h"
+
+#include "gpuclust.h"
+
+/*
+ * k-means of X (n >= 1 rows, d columns) on the device gpu_kmeans would use
+ * for this problem (gc_glue_choose_kmeans_device), with its fallback: under
+ * 'auto', a GPU run that fails for lack of memory or with a CUDA error is
+ * redone on the CPU with a NOTICE.  res's arrays are caller-allocated as
+ * for gc_kmeans_cpu.  Returns the device that ran.  Errors are raised.
+ */
+extern gc_device gc_glue_run_kmeans(gc_device requested, const float *X,
+									int64 n, int d,
+									const gc_kmeans_params *params,
+									gc_kmeans_result *res);
+
+/*
+ * DBSCAN of X (n >= 1 rows) on the device gpu_dbscan would use
+ * (gc_glue_choose_device), with its fallback to the CPU under 'auto';
+ * labels and is_core are n long.  Returns the device that ran.
+ */
+extern gc_device gc_glue_run_dbscan(gc_device requested, const float *X,
+									int64 n, int d,
+									const gc_dbscan_params *params,
+									int32 *labels, uint8 *is_core);
+
+/* init text of k-means ('k-means++' | 'random'), or an ERROR */
+extern gc_kmeans_init gc_glue_parse_kmeans_init(const char *s);
+
+/*
+ * Checks of the k-means parameters gpu_kmeans makes (k, max_iter, tol,
+ * n_init), raising its errors.
+ */
+extern void gc_glue_check_kmeans_params(const gc_kmeans_params *p);
+extern void gc_glue_check_dbscan_params(const gc_dbscan_params *p);
+
+/*
+ * Validates one features array (real[] or double precision[]) and writes
+ * its values as float32 to dst (when dst is not NULL).  *d is the expected
+ * length, or 0 for "any" (then set to the array's length).  Errors name
+ * the row: "features of <what> <rowno>" when rowno >= 1, else "<what>"
+ * alone (e.g. what = "partition row", rowno = 3; or what = "features",
+ * rowno = 0).  Returns the array's length.
+ */
+extern int	gc_glue_features(ArrayType *arr, int *d, float *dst,
+							 const char *what, int64 rowno);
+
+#endif							/* GPUCLUST_CLUSTER_RUN_H */

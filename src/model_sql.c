@@ -1,0 +1,336 @@
+/*-------------------------------------------------------------------------
+ *
+ * model_sql.c
+ *	  k-means models: fit once, score rows later.
+ *
+ *	  gpu_kmeans_fit(source, k, max_iter, tol, init, n_init, seed, device)
+ *		RETURNS (centroids real[], inertia float8, iterations int,
+ *				 converged boolean, n bigint, d int)
+ *	  kmeans_assign(features, centroids) RETURNS int
+ *	  kmeans_assign_distance(features, centroids) RETURNS float8
+ *
+ * gpu_kmeans_fit runs exactly what gpu_kmeans runs (same ingest, checks,
+ * device choice and core call) and returns the model instead of the
+ * labels: centroids is a two-dimensional k x d real[] (row c is the centre
+ * of cluster c).  Unlike gpu_kmeans it needs at least k rows with features
+ * (an empty source is an error: there is no model to return).
+ *
+ * kmeans_assign returns the 0-based index of the nearest centroid, by the
+ * core's own distance (gc_dist2: float32 sum of squared differences in
+ * dimension order, no FMA) with ties to the lowest index, so for the rows
+ * a model was fitted on it returns the fit's labels (on the CPU: bit for
+ * bit).  kmeans_assign_distance returns the Euclidean distance to that
+ * centroid, computed in double as gpu_kmeans's distance column is.
+ *
+ * The parsed centroids are cached in fn_extra, keyed by the argument's
+ * bytes (an inline value, or the TOAST pointer of an out-of-line one), so
+ * scoring a table against one model validates and detoasts it once.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "cluster_run.h"
+#include "ingest.h"
+
+PG_FUNCTION_INFO_V1(gpu_kmeans_fit);
+PG_FUNCTION_INFO_V1(kmeans_assign);
+PG_FUNCTION_INFO_V1(kmeans_assign_distance);
+
+/* ---------------------------------------------------------------------
+ * gpu_kmeans_fit
+ * --------------------------------------------------------------------- */
+
+enum
+{
+	ARG_SOURCE = 0,
+	ARG_K,
+	ARG_MAX_ITER,
+	ARG_TOL,
+	ARG_INIT,
+	ARG_N_INIT,
+	ARG_SEED,
+	ARG_DEVICE
+};
+
+Datum
+gpu_kmeans_fit(PG_FUNCTION_ARGS)
+{
+	gc_kmeans_params params;
+	gc_device	requested;
+	TupleDesc	tupdesc;
+	MemoryContext workcxt;
+	MemoryContext oldcxt;
+	GcInput		in;
+	gc_kmeans_result res;
+	Datum	   *elems;
+	int			dims[2];
+	int			lbs[2] = {1, 1};
+	ArrayType  *centroids;
+	Datum		values[6];
+	bool		nulls[6] = {false, false, false, false, false, false};
+	HeapTuple	tuple;
+
+	gc_glue_require_arg(fcinfo, ARG_SOURCE, "source");
+	gc_glue_require_arg(fcinfo, ARG_K, "k");
+	gc_glue_require_arg(fcinfo, ARG_MAX_ITER, "max_iter");
+	gc_glue_require_arg(fcinfo, ARG_TOL, "tol");
+	gc_glue_require_arg(fcinfo, ARG_INIT, "init");
+	gc_glue_require_arg(fcinfo, ARG_N_INIT, "n_init");
+	gc_glue_require_arg(fcinfo, ARG_SEED, "seed");
+
+	memset(&params, 0, sizeof(params));
+	params.k = PG_GETARG_INT32(ARG_K);
+	params.max_iter = PG_GETARG_INT32(ARG_MAX_ITER);
+	params.tol = PG_GETARG_FLOAT8(ARG_TOL);
+	params.n_init = PG_GETARG_INT32(ARG_N_INIT);
+	params.seed = (uint64_t) PG_GETARG_INT64(ARG_SEED);
+	gc_glue_check_kmeans_params(&params);
+	params.init = gc_glue_parse_kmeans_init(text_to_cstring(PG_GETARG_TEXT_PP(ARG_INIT)));
+	requested = gc_glue_parse_device(fcinfo, ARG_DEVICE);
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type of gpu_kmeans_fit must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans_fit",
+									ALLOCSET_DEFAULT_SIZES);
+	gc_ingest(text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE)), workcxt, &in);
+
+	if (params.k > in.n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must not exceed the number of rows with features"),
+				 errdetail_plural("k is %d, but the source query returned %lld row with non-NULL features.",
+								  "k is %d, but the source query returned %lld rows with non-NULL features.",
+								  (unsigned long) in.n,
+								  params.k, (long long) in.n),
+				 in.n == 0 ? errhint("gpu_kmeans_fit needs rows to fit a model to.") : 0));
+
+	memset(&res, 0, sizeof(res));
+	res.labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
+	/* as gpu_kmeans asks for them: the same core path runs */
+	res.distance = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(double));
+	res.centroids = MemoryContextAllocHuge(workcxt,
+										   (Size) params.k * (Size) in.d * sizeof(float));
+	gc_glue_run_kmeans(requested, in.X, in.n, in.d, &params, &res);
+
+	/* the result: k x d centroids and the fit's statistics */
+	if ((Size) params.k * (Size) in.d > MaxArraySize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("centroids of %d clusters of %d features exceed the maximum array size",
+						params.k, in.d)));
+	oldcxt = MemoryContextSwitchTo(workcxt);
+	elems = palloc((Size) params.k * (Size) in.d * sizeof(Datum));
+	for (Size i = 0; i < (Size) params.k * (Size) in.d; i++)
+		elems[i] = Float4GetDatum(res.centroids[i]);
+	MemoryContextSwitchTo(oldcxt);
+	dims[0] = params.k;
+	dims[1] = in.d;
+	centroids = construct_md_array(elems, NULL, 2, dims, lbs, FLOAT4OID,
+								   sizeof(float4), true, TYPALIGN_INT);
+
+	values[0] = PointerGetDatum(centroids);
+	values[1] = Float8GetDatum(res.inertia);
+	values[2] = Int32GetDatum(res.iterations);
+	values[3] = BoolGetDatum(res.converged);
+	values[4] = Int64GetDatum(in.n);
+	values[5] = Int32GetDatum(in.d);
+	tuple = heap_form_tuple(tupdesc, values, nulls);
+
+	MemoryContextDelete(workcxt);
+	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
+}
+
+/* ---------------------------------------------------------------------
+ * kmeans_assign, kmeans_assign_distance
+ * --------------------------------------------------------------------- */
+
+/* The parsed centroids of the last call, in fn_mcxt. */
+typedef struct CentroidCache
+{
+	Size		keylen;			/* 0: empty */
+	char	   *key;			/* the argument's raw bytes */
+	int			k;
+	int			d;
+	float	   *C;				/* k x d, row-major */
+} CentroidCache;
+
+static void
+parse_centroids(ArrayType *arr, int *k_out, int *d_out, float **C_out,
+				MemoryContext cxt)
+{
+	int			ndim = ARR_NDIM(arr);
+	int			k,
+				d;
+	const float4 *src;
+	bits8	   *bitmap = ARR_NULLBITMAP(arr);
+	float	   *C;
+
+	if (ARR_ELEMTYPE(arr) != FLOAT4OID)
+		elog(ERROR, "unexpected element type %u in centroids", ARR_ELEMTYPE(arr));
+	if (ndim == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("centroids are an empty array"),
+				 errdetail("Centroids are a two-dimensional array of k rows of d features, as gpu_kmeans_fit returns them.")));
+	if (ndim != 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("centroids must be a two-dimensional array"),
+				 errdetail("The array has %d dimension%s; centroids are k rows of d features, as gpu_kmeans_fit returns them, e.g. '{{0,0},{10,0}}'.",
+						   ndim, ndim == 1 ? "" : "s")));
+	k = ARR_DIMS(arr)[0];
+	d = ARR_DIMS(arr)[1];
+	src = (const float4 *) ARR_DATA_PTR(arr);
+	C = MemoryContextAlloc(cxt, (Size) k * (Size) d * sizeof(float));
+	for (int c = 0; c < k; c++)
+		for (int j = 0; j < d; j++)
+		{
+			Size		idx = (Size) c * d + j;
+
+			if (bitmap && (bitmap[idx / 8] & (1 << (idx % 8))) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("centroids contain a NULL at row %d, column %d",
+								c + 1, j + 1)));
+			/* without NULLs the data is dense: the idx-th value */
+			C[idx] = src[idx];
+			if (isnan(C[idx]) || isinf(C[idx]))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_EXCEPTION),
+						 errmsg("centroids contain %s at row %d, column %d",
+								isnan(C[idx]) ? "NaN" : "an infinite value",
+								c + 1, j + 1),
+						 errdetail("Centroids must be finite numbers.")));
+		}
+	*k_out = k;
+	*d_out = d;
+	*C_out = C;
+}
+
+/* The centroids of argument argno, from the cache when it holds them. */
+static const CentroidCache *
+get_centroids(FunctionCallInfo fcinfo, int argno)
+{
+	struct varlena *raw = (struct varlena *) PG_GETARG_POINTER(argno);
+	CentroidCache *cache = (CentroidCache *) fcinfo->flinfo->fn_extra;
+	/* expanded or indirect values may change behind the same bytes */
+	bool		cacheable = !VARATT_IS_EXTERNAL(raw) || VARATT_IS_EXTERNAL_ONDISK(raw);
+	Size		rawlen = VARSIZE_ANY(raw);
+	MemoryContext cxt = fcinfo->flinfo->fn_mcxt;
+	ArrayType  *arr;
+
+	if (cache == NULL)
+	{
+		cache = MemoryContextAllocZero(cxt, sizeof(CentroidCache));
+		fcinfo->flinfo->fn_extra = cache;
+	}
+	else if (cacheable && cache->keylen == rawlen &&
+			 memcmp(cache->key, raw, rawlen) == 0)
+		return cache;
+
+	/* parse anew */
+	if (cache->key)
+		pfree(cache->key);
+	if (cache->C)
+		pfree(cache->C);
+	cache->key = NULL;
+	cache->C = NULL;
+	cache->keylen = 0;
+
+	arr = DatumGetArrayTypeP(PointerGetDatum(raw));
+	parse_centroids(arr, &cache->k, &cache->d, &cache->C, cxt);
+	if (cacheable)
+	{
+		cache->key = MemoryContextAlloc(cxt, rawlen);
+		memcpy(cache->key, raw, rawlen);
+		cache->keylen = rawlen;
+	}
+	if ((Pointer) arr != (Pointer) raw)
+		pfree(arr);
+	return cache;
+}
+
+/*
+ * The nearest centroid to the features of argument 0 (real[] or double
+ * precision[]); *x receives the features as float32 (d long).
+ */
+static int
+nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x)
+{
+	const CentroidCache *m = get_centroids(fcinfo, 1);
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(0);
+	int			len = 0;
+	float	   *f;
+	int			best = 0;
+	float		best_d2;
+
+	if (ARR_NDIM(arr) == 1 && ARR_DIMS(arr)[0] != m->d)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("features have %d elements, but the centroids have %d columns",
+						ARR_DIMS(arr)[0], m->d),
+				 errdetail("Features must have as many elements as the model was fitted with.")));
+	f = palloc(Max(m->d, 1) * sizeof(float));
+	len = gc_glue_features(arr, &len, f, "features", 0);
+	Assert(len == m->d);
+
+	/* exactly the core's assignment: gc_dist2, strict <, lowest index */
+	best_d2 = gc_dist2(f, m->C, m->d);
+	for (int c = 1; c < m->k; c++)
+	{
+		float		d2 = gc_dist2(f, m->C + (Size) c * m->d, m->d);
+
+		if (d2 < best_d2)
+		{
+			best_d2 = d2;
+			best = c;
+		}
+	}
+	*model = m;
+	*x = f;
+	return best;
+}
+
+Datum
+kmeans_assign(PG_FUNCTION_ARGS)
+{
+	const CentroidCache *m;
+	float	   *x;
+	int			c = nearest(fcinfo, &m, &x);
+
+	pfree(x);
+	PG_RETURN_INT32(c);
+}
+
+Datum
+kmeans_assign_distance(PG_FUNCTION_ARGS)
+{
+	const CentroidCache *m;
+	float	   *x;
+	int			c = nearest(fcinfo, &m, &x);
+	const float *cc = m->C + (Size) c * m->d;
+	double		q = 0.0;
+
+	/* as gc_km_inertia computes gpu_kmeans's distance column */
+	for (int j = 0; j < m->d; j++)
+	{
+		double		t = (double) x[j] - (double) cc[j];
+
+		q += t * t;
+	}
+	pfree(x);
+	PG_RETURN_FLOAT8(sqrt(q));
+}

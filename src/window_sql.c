@@ -1,0 +1,435 @@
+/*-------------------------------------------------------------------------
+ *
+ * window_sql.c
+ *	  The window forms of the clustering functions, PostGIS-style:
+ *
+ *	  gpu_dbscan(features, eps, min_pts [, device]) OVER (...)  -> int
+ *	  gpu_kmeans(features, k [, max_iter, tol, init, n_init, seed, device])
+ *		  OVER (...)  -> int
+ *
+ * features is real[] or double precision[].  Each partition is clustered
+ * on its own.  The first call in a partition reads the whole partition once
+ * (WinGetPartitionRowCount, then WinGetFuncArgInPartition row by row from
+ * the head), validates and packs the features into one float32 matrix,
+ * clusters it on the device the set-returning form would use
+ * (cluster_run.c), and keeps one label per partition row in the
+ * partition-local memory; every call then returns the label of its row
+ * (WinGetCurrentPosition).  The frame is ignored: the result depends on the
+ * whole partition, in its order.
+ *
+ * Labels equal those of the set-returning form over the same rows in the
+ * same order: with ORDER BY in the window, give the SRF's source the same
+ * ORDER BY.  NULL features and DBSCAN noise give NULL.
+ *
+ * The parameters (eps, k, ...) are read from the partition's first row;
+ * when an argument is not a constant it is evaluated on every row and must
+ * not change within the partition.  A NULL parameter other than device is
+ * an error.  Errors about features name the 1-based row number within the
+ * partition, in the window's order (there is no id).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "windowapi.h"
+
+#include "cluster_run.h"
+
+PG_FUNCTION_INFO_V1(gpu_dbscan_window);
+PG_FUNCTION_INFO_V1(gpu_kmeans_window);
+
+/* label of a row with no cluster (NULL features, DBSCAN noise) */
+#define WIN_NO_LABEL	(-1)
+
+/* rows read between resets of the scratch memory and interrupt checks */
+#define WIN_BATCH		1024
+
+/* What a partition keeps (partition-local memory, zeroed at first). */
+typedef struct WinPartition
+{
+	bool		ready;			/* labels computed */
+	int64		n_rows;
+	int32	   *labels;			/* n_rows, in the partition's memory */
+} WinPartition;
+
+/* One parameter argument of a window function. */
+typedef struct WinParam
+{
+	const char *name;
+	int			argno;
+	bool		nullable;		/* only device */
+	bool		present;		/* the call has this argument */
+	bool		varies;			/* not a constant: checked on every row */
+	Oid			type;
+	bool		byval;
+	Datum		value;			/* row 1's value */
+	bool		isnull;
+} WinParam;
+
+static bool
+param_equal(const WinParam *p, Datum a, bool anull)
+{
+	if (anull || p->isnull)
+		return anull == p->isnull;
+	if (p->byval)
+		return a == p->value;
+	if (p->type == TEXTOID)
+	{
+		text	   *x = DatumGetTextPP(a);
+		text	   *y = DatumGetTextPP(p->value);
+
+		return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
+			memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;
+	}
+	elog(ERROR, "unexpected type %u of window function argument \"%s\"",
+		 p->type, p->name);
+	return false;
+}
+
+static void
+param_require(const WinParam *p, bool isnull)
+{
+	if (isnull && !p->nullable)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", p->name)));
+}
+
+/*
+ * Reads the parameters from the partition's first row (in memory that
+ * lasts for the computation: the caller's context).
+ */
+static void
+params_init(WindowObject winobj, FunctionCallInfo fcinfo, WinParam *params,
+			int nparams)
+{
+	for (int i = 0; i < nparams; i++)
+	{
+		WinParam   *p = &params[i];
+		bool		isout;
+		int16		typlen;
+
+		p->present = p->argno < PG_NARGS();
+		if (!p->present)
+		{
+			p->isnull = true;
+			continue;
+		}
+		p->type = get_fn_expr_argtype(fcinfo->flinfo, p->argno);
+		get_typlenbyval(p->type, &typlen, &p->byval);
+		p->varies = !get_fn_expr_arg_stable(fcinfo->flinfo, p->argno);
+		p->value = WinGetFuncArgInPartition(winobj, p->argno, 0,
+											WINDOW_SEEK_HEAD, false,
+											&p->isnull, &isout);
+		if (isout)
+			elog(ERROR, "partition of a window function has no first row");
+		param_require(p, p->isnull);
+		if (!p->isnull && !p->byval)
+			p->value = datumCopy(p->value, p->byval, typlen);
+	}
+}
+
+/* Checks on partition row rowno (0-based) the parameters that may vary. */
+static void
+params_check_row(WindowObject winobj, WinParam *params, int nparams,
+				 int64 rowno)
+{
+	for (int i = 0; i < nparams; i++)
+	{
+		WinParam   *p = &params[i];
+		Datum		v;
+		bool		isnull,
+					isout;
+
+		if (!p->present || !p->varies)
+			continue;
+		v = WinGetFuncArgInPartition(winobj, p->argno, rowno,
+									 WINDOW_SEEK_HEAD, false, &isnull, &isout);
+		param_require(p, isnull);
+		if (!param_equal(p, v, isnull))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"%s\" must be the same for every row of a partition",
+							p->name),
+					 errdetail("It differs between partition rows 1 and %lld.",
+							   (long long) rowno + 1),
+					 errhint("The window function clusters the whole partition with one \"%s\"; use PARTITION BY to cluster groups with different parameters.",
+							 p->name)));
+	}
+}
+
+static gc_device
+param_device(const WinParam *p)
+{
+	gc_device	dev;
+	char	   *s;
+
+	if (!p->present || p->isnull)
+		return (gc_device) gpuclust_device;
+	s = text_to_cstring(DatumGetTextPP(p->value));
+	if (!gc_parse_device(s, &dev))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid device \"%s\"", s),
+				 errhint("Valid devices are \"auto\", \"cpu\" and \"gpu\"; NULL uses the gpuclust.device setting.")));
+	return dev;
+}
+
+/* The features of a partition, packed. */
+typedef struct WinInput
+{
+	int64		n_rows;			/* rows of the partition */
+	int64		n;				/* rows with features = rows of X */
+	int			d;
+	float	   *X;				/* n x d */
+	bool	   *has_features;	/* n_rows */
+} WinInput;
+
+/*
+ * Reads argument 0 (the features) of every row of the partition into *in,
+ * with the arrays in workcxt, checking the varying parameters on the way.
+ */
+static void
+read_partition(WindowObject winobj, WinParam *params, int nparams,
+			   MemoryContext workcxt, WinInput *in)
+{
+	MemoryContext batchcxt;
+	MemoryContext oldcxt;
+
+	memset(in, 0, sizeof(*in));
+	in->n_rows = WinGetPartitionRowCount(winobj);
+	in->has_features = MemoryContextAllocHuge(workcxt,
+											  (Size) Max(in->n_rows, 1) * sizeof(bool));
+	batchcxt = AllocSetContextCreate(workcxt, "gpuclust window batch",
+									 ALLOCSET_DEFAULT_SIZES);
+
+	for (int64 i = 0; i < in->n_rows; i++)
+	{
+		Datum		value;
+		bool		isnull,
+					isout;
+
+		if (i % WIN_BATCH == 0)
+		{
+			CHECK_FOR_INTERRUPTS();
+			MemoryContextReset(batchcxt);
+		}
+		/* argument evaluation and detoasting allocate in the batch context */
+		oldcxt = MemoryContextSwitchTo(batchcxt);
+		value = WinGetFuncArgInPartition(winobj, 0, i, WINDOW_SEEK_HEAD,
+										 false, &isnull, &isout);
+		if (isout)
+			elog(ERROR, "window partition has no row %lld of %lld",
+				 (long long) i + 1, (long long) in->n_rows);
+		if (!isnull)
+		{
+			ArrayType  *arr = DatumGetArrayTypeP(value);
+
+			if (in->X == NULL)
+			{
+				/* the first row with features sets the dimension */
+				gc_glue_features(arr, &in->d, NULL, "partition row", i + 1);
+				if ((Size) in->d * sizeof(float) > MaxAllocHugeSize / (Size) in->n_rows)
+					ereport(ERROR,
+							(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+							 errmsg("features of the partition exceed the maximum size of %zu bytes",
+									(Size) MaxAllocHugeSize)));
+				in->X = MemoryContextAllocHuge(workcxt, (Size) in->n_rows *
+											   (Size) in->d * sizeof(float));
+			}
+			gc_glue_features(arr, &in->d, in->X + (Size) in->n * (Size) in->d,
+							 "partition row", i + 1);
+			in->n++;
+		}
+		in->has_features[i] = !isnull;
+		params_check_row(winobj, params, nparams, i);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	MemoryContextDelete(batchcxt);
+}
+
+/* Spreads the n labels of the feature rows over the partition's rows. */
+static void
+store_labels(WinPartition *part, const WinInput *in, const int32 *labels)
+{
+	for (int64 i = 0, j = 0; i < in->n_rows; i++)
+	{
+		if (in->has_features[i])
+		{
+			part->labels[i] = labels[j] == GC_NOISE ? WIN_NO_LABEL : labels[j];
+			j++;
+		}
+		else
+			part->labels[i] = WIN_NO_LABEL;
+	}
+}
+
+/* The partition's state, with labels[] allocated but not yet computed. */
+static WinPartition *
+partition_state(WindowObject winobj)
+{
+	WinPartition *part;
+
+	part = (WinPartition *) WinGetPartitionLocalMemory(winobj, sizeof(WinPartition));
+	if (!part->ready && part->labels == NULL)
+	{
+		/* the labels live as long as the partition-local memory */
+		part->n_rows = WinGetPartitionRowCount(winobj);
+		part->labels = MemoryContextAllocHuge(GetMemoryChunkContext(part),
+											  (Size) Max(part->n_rows, 1) * sizeof(int32));
+	}
+	return part;
+}
+
+static Datum
+result_of_row(WindowObject winobj, WinPartition *part, FunctionCallInfo fcinfo)
+{
+	int64		pos = WinGetCurrentPosition(winobj);
+
+	if (pos < 0 || pos >= part->n_rows)
+		elog(ERROR, "window function row %lld outside its partition of %lld rows",
+			 (long long) pos, (long long) part->n_rows);
+	if (part->labels[pos] == WIN_NO_LABEL)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(part->labels[pos]);
+}
+
+/* ---------------------------------------------------------------------
+ * gpu_dbscan(features, eps, min_pts [, device]) OVER (...)
+ * --------------------------------------------------------------------- */
+
+Datum
+gpu_dbscan_window(PG_FUNCTION_ARGS)
+{
+	WindowObject winobj = PG_WINDOW_OBJECT();
+	WinPartition *part = partition_state(winobj);
+
+	if (!part->ready)
+	{
+		WinParam	params[] = {
+			{.name = "eps", .argno = 1},
+			{.name = "min_pts", .argno = 2},
+			{.name = "device", .argno = 3, .nullable = true},
+		};
+		gc_dbscan_params dp;
+		gc_device	requested;
+		MemoryContext workcxt;
+		MemoryContext oldcxt;
+		WinInput	in;
+
+		workcxt = AllocSetContextCreate(CurrentMemoryContext,
+										"gpu_dbscan window",
+										ALLOCSET_DEFAULT_SIZES);
+		oldcxt = MemoryContextSwitchTo(workcxt);
+
+		params_init(winobj, fcinfo, params, lengthof(params));
+		memset(&dp, 0, sizeof(dp));
+		dp.eps = DatumGetFloat8(params[0].value);
+		dp.min_pts = DatumGetInt32(params[1].value);
+		gc_glue_check_dbscan_params(&dp);
+		requested = param_device(&params[2]);
+
+		read_partition(winobj, params, lengthof(params), workcxt, &in);
+		if (in.n > 0)
+		{
+			int32	   *labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
+			uint8	   *is_core = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(uint8));
+
+			gc_glue_run_dbscan(requested, in.X, in.n, in.d, &dp, labels, is_core);
+			store_labels(part, &in, labels);
+		}
+		else
+			store_labels(part, &in, NULL);
+
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextDelete(workcxt);
+		part->ready = true;
+	}
+	return result_of_row(winobj, part, fcinfo);
+}
+
+/* ---------------------------------------------------------------------
+ * gpu_kmeans(features, k, max_iter, tol, init, n_init, seed, device)
+ *	   OVER (...)
+ * --------------------------------------------------------------------- */
+
+Datum
+gpu_kmeans_window(PG_FUNCTION_ARGS)
+{
+	WindowObject winobj = PG_WINDOW_OBJECT();
+	WinPartition *part = partition_state(winobj);
+
+	if (!part->ready)
+	{
+		WinParam	params[] = {
+			{.name = "k", .argno = 1},
+			{.name = "max_iter", .argno = 2},
+			{.name = "tol", .argno = 3},
+			{.name = "init", .argno = 4},
+			{.name = "n_init", .argno = 5},
+			{.name = "seed", .argno = 6},
+			{.name = "device", .argno = 7, .nullable = true},
+		};
+		gc_kmeans_params kp;
+		gc_device	requested;
+		MemoryContext workcxt;
+		MemoryContext oldcxt;
+		WinInput	in;
+
+		workcxt = AllocSetContextCreate(CurrentMemoryContext,
+										"gpu_kmeans window",
+										ALLOCSET_DEFAULT_SIZES);
+		oldcxt = MemoryContextSwitchTo(workcxt);
+
+		params_init(winobj, fcinfo, params, lengthof(params));
+		/* the defaults of the SQL declaration, should a call lack them */
+		memset(&kp, 0, sizeof(kp));
+		kp.k = DatumGetInt32(params[0].value);
+		kp.max_iter = params[1].present ? DatumGetInt32(params[1].value) : 300;
+		kp.tol = params[2].present ? DatumGetFloat8(params[2].value) : 1e-4;
+		kp.n_init = params[4].present ? DatumGetInt32(params[4].value) : 1;
+		kp.seed = params[5].present ? (uint64) DatumGetInt64(params[5].value) : 0;
+		gc_glue_check_kmeans_params(&kp);
+		kp.init = params[3].present ?
+			gc_glue_parse_kmeans_init(text_to_cstring(DatumGetTextPP(params[3].value))) :
+			GC_INIT_KMEANSPP;
+		requested = param_device(&params[6]);
+
+		read_partition(winobj, params, lengthof(params), workcxt, &in);
+		if (in.n > 0)
+		{
+			gc_kmeans_result res;
+
+			if (kp.k > in.n)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("k must not exceed the number of rows with features"),
+						 errdetail_plural("k is %d, but the partition has %lld row with non-NULL features.",
+										  "k is %d, but the partition has %lld rows with non-NULL features.",
+										  (unsigned long) in.n,
+										  kp.k, (long long) in.n)));
+			memset(&res, 0, sizeof(res));
+			res.labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
+			/* as gpu_kmeans asks for them: the same core path runs */
+			res.distance = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(double));
+			res.centroids = MemoryContextAllocHuge(workcxt,
+												   (Size) kp.k * (Size) in.d * sizeof(float));
+			gc_glue_run_kmeans(requested, in.X, in.n, in.d, &kp, &res);
+			store_labels(part, &in, res.labels);
+		}
+		else
+			store_labels(part, &in, NULL);
+
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextDelete(workcxt);
+		part->ready = true;
+	}
+	return result_of_row(winobj, part, fcinfo);
+}
