@@ -111,4 +111,4 @@ SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.proisstr
        obj_description(p.oid, 'pg_proc') IS NOT NULL AS has_comment
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'gpuclust'
-ORDER BY p.proname;
+ORDER BY p.oid::regprocedure::text COLLATE "C";

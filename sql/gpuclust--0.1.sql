@@ -48,3 +48,164 @@ COMMENT ON FUNCTION gpuclust_info() IS
 'Whether gpuclust was built with CUDA, whether the GPU can be used (and why '
 'not), its name, memory and compute capability, and the device ''auto'' '
 'picks for each algorithm.';
+
+-- ---------------------------------------------------------------------
+-- Window functions (window_sql.c): gpu_dbscan(features, eps, min_pts)
+-- OVER (...) and gpu_kmeans(features, k, ...) OVER (...) return each row's
+-- cluster id; PARTITION BY clusters each partition on its own.
+--
+-- Not STRICT: the executor does not apply strictness to window functions
+-- (a NULL argument still reaches the function), and NULL features are
+-- legitimate (the row gets NULL); NULL parameters are errors.  STABLE: the
+-- labels depend on the partition and, for k-means, on the device that the
+-- gpuclust.* settings pick; nothing is written.  PARALLEL SAFE: no SPI, no
+-- shared state (PostgreSQL 15 evaluates window functions above any Gather
+-- anyway, so this only keeps a parallel scan below the WindowAgg possible).
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gpu_dbscan(features real[], eps float8, min_pts int,
+                           device text DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
+LANGUAGE C WINDOW STABLE PARALLEL SAFE;
+
+CREATE FUNCTION gpu_dbscan(features float8[], eps float8, min_pts int,
+                           device text DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
+LANGUAGE C WINDOW STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION gpu_dbscan(real[], float8, int, text) IS
+'Window function: DBSCAN of the rows of the window partition, in the '
+'window''s order; returns the row''s cluster (0, 1, 2 ... by first row of '
+'the partition), NULL for noise and for NULL features.  Same labels as the '
+'set-returning gpu_dbscan(source, ...) over the same rows in the same '
+'order.  eps, min_pts and device must be the same on every row of a '
+'partition.';
+COMMENT ON FUNCTION gpu_dbscan(float8[], float8, int, text) IS
+'Window function: DBSCAN of the rows of the window partition; see '
+'gpu_dbscan(real[], float8, int, text).';
+
+CREATE FUNCTION gpu_kmeans(features real[], k int,
+                           max_iter int DEFAULT 300,
+                           tol float8 DEFAULT 1e-4,
+                           init text DEFAULT 'k-means++',
+                           n_init int DEFAULT 1,
+                           seed bigint DEFAULT 0,
+                           device text DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
+LANGUAGE C WINDOW STABLE PARALLEL SAFE;
+
+CREATE FUNCTION gpu_kmeans(features float8[], k int,
+                           max_iter int DEFAULT 300,
+                           tol float8 DEFAULT 1e-4,
+                           init text DEFAULT 'k-means++',
+                           n_init int DEFAULT 1,
+                           seed bigint DEFAULT 0,
+                           device text DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
+LANGUAGE C WINDOW STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION gpu_kmeans(real[], int, int, float8, text, int, bigint, text) IS
+'Window function: k-means of the rows of the window partition, in the '
+'window''s order; returns the row''s cluster (0 .. k-1), NULL for NULL '
+'features.  Same labels as the set-returning gpu_kmeans(source, ...) over '
+'the same rows in the same order with the same arguments.  The parameters '
+'must be the same on every row of a partition.';
+COMMENT ON FUNCTION gpu_kmeans(float8[], int, int, float8, text, int, bigint, text) IS
+'Window function: k-means of the rows of the window partition; see '
+'gpu_kmeans(real[], int, int, float8, text, int, bigint, text).';
+
+-- ---------------------------------------------------------------------
+-- k-means models (model_sql.c)
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gpu_kmeans_fit(source text, k int,
+                               max_iter int DEFAULT 300,
+                               tol float8 DEFAULT 1e-4,
+                               init text DEFAULT 'k-means++',
+                               n_init int DEFAULT 1,
+                               seed bigint DEFAULT 0,
+                               device text DEFAULT NULL,
+                               OUT centroids real[],
+                               OUT inertia float8,
+                               OUT iterations int,
+                               OUT converged boolean,
+                               OUT n bigint,
+                               OUT d int)
+RETURNS record
+AS 'MODULE_PATHNAME', 'gpu_kmeans_fit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpu_kmeans_fit(text, int, int, float8, text, int, bigint, text) IS
+'Fits k-means to the rows of source, a query returning (id, features), '
+'exactly as gpu_kmeans(source, ...) clusters them, and returns the model: '
+'centroids (a k x d real[], row c is the centre of cluster c), inertia (sum '
+'of squared distances), iterations and converged of the kept run, and n '
+'(rows with features) and d (features per row).  Needs at least k rows with '
+'features.  Score rows with kmeans_assign(features, centroids).';
+
+CREATE FUNCTION kmeans_assign(features real[], centroids real[])
+RETURNS int
+AS 'MODULE_PATHNAME', 'kmeans_assign'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_assign(features float8[], centroids real[])
+RETURNS int
+AS 'MODULE_PATHNAME', 'kmeans_assign'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION kmeans_assign(real[], real[]) IS
+'The 0-based index of the centroid (a row of the k x d array centroids, as '
+'gpu_kmeans_fit returns it) nearest to features, by the distance k-means '
+'itself uses (float32 sum of squared differences in dimension order); ties '
+'go to the lowest index.  For the rows a model was fitted on it returns the '
+'fit''s labels.';
+COMMENT ON FUNCTION kmeans_assign(float8[], real[]) IS
+'kmeans_assign for double precision features (narrowed to real first, as '
+'the clustering functions do); see kmeans_assign(real[], real[]).';
+
+CREATE FUNCTION kmeans_assign_distance(features real[], centroids real[])
+RETURNS float8
+AS 'MODULE_PATHNAME', 'kmeans_assign_distance'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_assign_distance(features float8[], centroids real[])
+RETURNS float8
+AS 'MODULE_PATHNAME', 'kmeans_assign_distance'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION kmeans_assign_distance(real[], real[]) IS
+'The Euclidean distance from features to the centroid kmeans_assign picks, '
+'computed in double precision as gpu_kmeans''s distance column.';
+COMMENT ON FUNCTION kmeans_assign_distance(float8[], real[]) IS
+'kmeans_assign_distance for double precision features; see '
+'kmeans_assign_distance(real[], real[]).';
+
+-- ---------------------------------------------------------------------
+-- Affinity propagation (ap_sql.c)
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gpu_affinity_propagation(source text,
+                                         damping float8 DEFAULT 0.5,
+                                         preference float8 DEFAULT NULL,
+                                         max_iter int DEFAULT 200,
+                                         convergence_iter int DEFAULT 15,
+                                         device text DEFAULT NULL)
+RETURNS TABLE (id bigint, cluster_id int, is_exemplar boolean)
+AS 'MODULE_PATHNAME', 'gpu_affinity_propagation'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpu_affinity_propagation(text, float8, float8, int, int, text) IS
+'Affinity propagation (Frey and Dueck) of the rows of source, a query '
+'returning (id, features), with scikit-learn''s AffinityPropagation '
+'semantics: similarity = minus the squared Euclidean distance; preference '
+'NULL = the median of the similarities; damping in [0.5, 1); stops when the '
+'exemplars have not changed for convergence_iter iterations, or after '
+'max_iter (then a NOTICE, and the last iteration''s exemplars still label '
+'the rows; with none, every cluster_id is NULL).  Clusters are numbered '
+'0, 1, ... by their exemplar''s input position; is_exemplar marks the '
+'exemplars.  Rows with NULL features get NULL.  Needs 24 n^2 bytes, at most '
+'gpuclust.max_matrix_memory.  CPU only: device ''gpu'' is an error.';

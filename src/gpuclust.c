@@ -11,6 +11,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "fmgr.h"
 #include "utils/guc.h"
 
@@ -22,6 +24,7 @@ int			gpuclust_device = GC_DEVICE_AUTO;
 int			gpuclust_cpu_threads = 0;
 int			gpuclust_gpu_device_id = 0;
 bool		gpuclust_log_timing = false;
+int			gpuclust_max_matrix_memory = 4096;	/* MB */
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GC_DEVICE_AUTO, false},
@@ -79,6 +82,18 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.max_matrix_memory",
+							"Largest working memory of an O(n^2) clustering function.",
+							"gpu_affinity_propagation keeps three n x n double "
+							"precision matrices (24 n^2 bytes); a call that needs "
+							"more fails before allocating them, saying how many "
+							"rows fit.",
+							&gpuclust_max_matrix_memory,
+							4096, 1, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("gpuclust");
 }

@@ -25,6 +25,7 @@ extern int	gpuclust_device;		/* a gc_device */
 extern int	gpuclust_cpu_threads;	/* 0 = all cores */
 extern int	gpuclust_gpu_device_id;
 extern bool gpuclust_log_timing;
+extern int	gpuclust_max_matrix_memory;	/* MB */
 
 /* common_sql.c */
 extern void gc_glue_ctx(gc_ctx *ctx);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The test command: sets up (test/setup.sh), then runs every test suite —
-# the core's unit tests, pg_regress against a throwaway server, and the
-# comparison with scikit-learn on real data — and ends with one line
+# the core's unit tests, pg_regress against a throwaway server, the
+# comparison with scikit-learn on real data, and a pg_cron job in that
+# server (test/cron_test.py) — and ends with one line
 # "N passed, N failed" counting suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,8 @@ regress() {
 }
 suite "pg_regress" regress
 suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
+suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
+suite "pg_cron job" /usr/bin/python3 test/cron_test.py
 
 echo
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
