@@ -1,15 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * cluster_run.c
- *	  Running the core on the chosen device, parameter checks, and the
- *	  validation of one features array: shared by the window functions
- *	  (window_sql.c) and the models (model_sql.c).
- *
- * The device logic is a copy of that of gpu_kmeans / gpu_dbscan
- * (kmeans_sql.c, dbscan_sql.c: choice, GPU call, fallback to the CPU under
- * 'auto'), so that a window function or a fit runs where the set-returning
- * function would for the same problem and returns its labels.  Keep them
- * in step (or let the SRFs call these).
+ *	  Running the core on the chosen device (choice, GPU call, fallback to
+ *	  the CPU under 'auto'), parameter checks, and the validation of one
+ *	  features array: shared by the set-returning functions (kmeans_sql.c,
+ *	  dbscan_sql.c), the window functions (window_sql.c) and the models
+ *	  (model_sql.c), so that each runs where the others would for the same
+ *	  problem and returns the same labels.
  *
  *-------------------------------------------------------------------------
  */

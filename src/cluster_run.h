@@ -1,9 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * cluster_run.h
- *	  Running the core on the chosen device, and validating one features
- *	  array, for the SQL functions that do not read a source query: the
- *	  window functions (window_sql.c) and the models (model_sql.c).
+ *	  Running the core on the chosen device, parameter checks, and
+ *	  validating one features array: shared by every SQL function.
  *
  *-------------------------------------------------------------------------
  */

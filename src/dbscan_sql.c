@@ -22,10 +22,8 @@
 #include "utils/tuplestore.h"
 
 #include "gpuclust.h"
+#include "cluster_run.h"
 #include "ingest.h"
-#ifdef GPUCLUST_CUDA
-#include "../cuda/gpuclust_cuda.h"
-#endif
 
 PG_FUNCTION_INFO_V1(gpu_dbscan);
 
@@ -43,12 +41,15 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	gc_dbscan_params params;
 	gc_device	requested;
-	gc_device	chosen;
 	char	   *source;
 	MemoryContext workcxt;
 	GcInput		in;
 	int32	   *labels = NULL;
 	uint8	   *is_core = NULL;
+	gc_device	chosen;
+	double		t_start,
+				t_ingest,
+				t_compute = 0;
 
 	gc_glue_require_arg(fcinfo, ARG_SOURCE, "source");
 	gc_glue_require_arg(fcinfo, ARG_EPS, "eps");
@@ -57,15 +58,7 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 	memset(&params, 0, sizeof(params));
 	params.eps = PG_GETARG_FLOAT8(ARG_EPS);
 	params.min_pts = PG_GETARG_INT32(ARG_MIN_PTS);
-
-	if (isnan(params.eps) || isinf(params.eps) || params.eps <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("eps must be a finite number greater than 0")));
-	if (params.min_pts < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("min_pts must be at least 1")));
+	gc_glue_check_dbscan_params(&params);
 	requested = gc_glue_parse_device(fcinfo, ARG_DEVICE);
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -73,53 +66,26 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_dbscan",
 									ALLOCSET_DEFAULT_SIZES);
 	source = text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE));
+	t_start = gc_glue_now_ms();
 	gc_ingest(source, workcxt, &in);
-
-	chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, in.n, in.d);
+	t_ingest = gc_glue_now_ms() - t_start;
 
 	if (in.n > 0)
 	{
-		gc_ctx		ctx;
-		gc_status	st = {GC_OK, ""};
-
 		labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
 		is_core = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(uint8));
-
-		gc_glue_ctx(&ctx);
-		gc_glue_prepare_threads(&ctx);
-		if (chosen == GC_DEVICE_GPU)
-		{
-#ifdef GPUCLUST_CUDA
-			/*
-			 * The device is gpuclust.gpu_device_id, made current by the
-			 * probe.  Under 'auto' a CUDA error or lack of GPU memory
-			 * redoes the call on the CPU, with a NOTICE.
-			 */
-			if (gc_dbscan_gpu(&ctx, in.X, in.n, in.d, &params, labels,
-							  is_core, &st) != GC_OK)
-			{
-				if (requested != GC_DEVICE_AUTO ||
-					(st.code != GC_ENOMEM && st.code != GC_EDEVICE))
-					gc_glue_report(&st, "DBSCAN");
-				ereport(NOTICE,
-						(errmsg("DBSCAN falls back to the CPU"),
-						 errdetail("%s.", st.message)));
-				chosen = GC_DEVICE_CPU;
-				st.code = GC_OK;
-				st.message[0] = '\0';
-			}
-#else
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot run DBSCAN on the GPU"),
-					 errdetail("gpuclust was built without CUDA.")));
-#endif
-		}
-		if (chosen == GC_DEVICE_CPU &&
-			gc_dbscan_cpu(&ctx, in.X, in.n, in.d, &params, labels, is_core,
-						  &st) != GC_OK)
-			gc_glue_report(&st, "DBSCAN");
+		t_start = gc_glue_now_ms();
+		chosen = gc_glue_run_dbscan(requested, in.X, in.n, in.d, &params,
+									labels, is_core);
+		t_compute = gc_glue_now_ms() - t_start;
 	}
+	else
+	{
+		/* nothing to cluster, but 'gpu' on a machine without one still fails */
+		chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, 0, 0);
+	}
+
+	t_start = gc_glue_now_ms();
 
 	/* the result, in input order */
 	for (int64 i = 0, j = 0; i < in.n_rows; i++)
@@ -149,6 +115,13 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 		if ((i & 0xFFFF) == 0xFFFF)
 			CHECK_FOR_INTERRUPTS();
 	}
+
+	if (gpuclust_log_timing)
+		ereport(INFO,
+				(errmsg("gpu_dbscan: device %s, n %lld, d %d; "
+						"ingest %.1f ms, compute %.1f ms, emit %.1f ms",
+						gc_device_name(chosen), (long long) in.n, in.d,
+						t_ingest, t_compute, gc_glue_now_ms() - t_start)));
 
 	MemoryContextDelete(workcxt);
 	return (Datum) 0;

@@ -29,6 +29,7 @@
 #include "utils/tuplestore.h"
 
 #include "gpuclust.h"
+#include "cluster_run.h"
 #include "ingest.h"
 #ifdef GPUCLUST_CUDA
 #include "../cuda/gpuclust_cuda.h"
@@ -48,20 +49,6 @@ enum
 	ARG_DEVICE
 };
 
-static gc_kmeans_init
-parse_init(const char *s)
-{
-	if (pg_strcasecmp(s, "k-means++") == 0)
-		return GC_INIT_KMEANSPP;
-	if (pg_strcasecmp(s, "random") == 0)
-		return GC_INIT_RANDOM;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid init method \"%s\"", s),
-			 errhint("Valid methods are \"k-means++\" and \"random\".")));
-	pg_unreachable();
-}
-
 Datum
 gpu_kmeans(PG_FUNCTION_ARGS)
 {
@@ -78,7 +65,6 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 				t_ingest = 0,
 				t_compute = 0;
 	int			iterations = 0;
-	bool		gpu_phases = false;
 
 	gc_glue_require_arg(fcinfo, ARG_SOURCE, "source");
 	gc_glue_require_arg(fcinfo, ARG_K, "k");
@@ -96,23 +82,8 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 	params.n_init = PG_GETARG_INT32(ARG_N_INIT);
 	params.seed = (uint64_t) PG_GETARG_INT64(ARG_SEED);
 
-	if (params.k < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must be at least 1")));
-	if (params.max_iter < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_iter must be at least 1")));
-	if (isnan(params.tol) || isinf(params.tol) || params.tol < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("tol must be a finite number greater than or equal to 0")));
-	params.init = parse_init(text_to_cstring(PG_GETARG_TEXT_PP(ARG_INIT)));
-	if (params.n_init < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n_init must be at least 1")));
+	gc_glue_check_kmeans_params(&params);
+	params.init = gc_glue_parse_kmeans_init(text_to_cstring(PG_GETARG_TEXT_PP(ARG_INIT)));
 	requested = gc_glue_parse_device(fcinfo, ARG_DEVICE);
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -133,13 +104,8 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 								  (unsigned long) in.n,
 								  params.k, (long long) in.n)));
 
-	chosen = gc_glue_choose_kmeans_device(requested, in.n, in.d, params.k,
-										  params.n_init);
-
 	if (in.n > 0)
 	{
-		gc_ctx		ctx;
-		gc_status	st = {GC_OK, ""};
 		gc_kmeans_result res;
 
 		labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
@@ -149,43 +115,16 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 		res.distance = distance;
 		res.centroids = MemoryContextAllocHuge(workcxt,
 											   (Size) params.k * (Size) in.d * sizeof(float));
-
-		gc_glue_ctx(&ctx);
-		/* random init and the host side of the GPU path use OpenMP too */
-		gc_glue_prepare_threads(&ctx);
 		t_start = gc_glue_now_ms();
-		if (chosen == GC_DEVICE_GPU)
-		{
-#ifdef GPUCLUST_CUDA
-			/* the device is gpuclust.gpu_device_id, made current by the probe */
-			if (gc_kmeans_gpu(&ctx, in.X, in.n, in.d, &params, &res, &st) != GC_OK)
-			{
-				if (requested != GC_DEVICE_AUTO ||
-					(st.code != GC_ENOMEM && st.code != GC_EDEVICE))
-					gc_glue_report(&st, "k-means");
-				ereport(NOTICE,
-						(errmsg("k-means falls back to the CPU"),
-						 errdetail("%s.", st.message)));
-				chosen = GC_DEVICE_CPU;
-				st.code = GC_OK;
-				st.message[0] = '\0';
-			}
-			else
-				gpu_phases = true;
-#else
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot run k-means on the GPU"),
-					 errdetail("gpuclust was built without CUDA.")));
-#endif
-		}
-		if (chosen == GC_DEVICE_CPU)
-		{
-			if (gc_kmeans_cpu(&ctx, in.X, in.n, in.d, &params, &res, &st) != GC_OK)
-				gc_glue_report(&st, "k-means");
-		}
+		chosen = gc_glue_run_kmeans(requested, in.X, in.n, in.d, &params, &res);
 		t_compute = gc_glue_now_ms() - t_start;
 		iterations = res.iterations;
+	}
+	else
+	{
+		/* nothing to cluster, but 'gpu' on a machine without one still fails */
+		chosen = gc_glue_choose_kmeans_device(requested, 0, 0, params.k,
+											  params.n_init);
 	}
 	t_start = gc_glue_now_ms();
 
@@ -217,7 +156,7 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 		char		detail[200] = "";
 
 #ifdef GPUCLUST_CUDA
-		if (gpu_phases)
+		if (chosen == GC_DEVICE_GPU && in.n > 0)
 		{
 			gc_kmeans_gpu_phases ph;
 
@@ -226,8 +165,6 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 					 " (upload %.1f, init %.1f, lloyd %.1f, download %.1f)",
 					 ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download);
 		}
-#else
-		(void) gpu_phases;
 #endif
 		ereport(INFO,
 				(errmsg("gpu_kmeans: device %s, n %lld, d %d, k %d, iterations %d; "
