@@ -53,7 +53,9 @@ def table(header, rows):
 def main():
     with psycopg.connect("") as conn:
         with conn.cursor() as cur:
-            cur.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
+            # fresh: the install script grows while the version stays 0.1
+            cur.execute("DROP EXTENSION IF EXISTS gpuclust CASCADE")
+            cur.execute("CREATE EXTENSION gpuclust")
             cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'gpuclust'")
             print(f"gpuclust {cur.fetchone()[0]}")
             try:

@@ -18,6 +18,8 @@ suite() {
 
 suite "core unit tests" make -s unit ${USE_CUDA:+USE_CUDA=$USE_CUDA}
 
+# a fresh cluster each run: no extension left from an older build
+test/pg_server.sh clean >/dev/null 2>&1 || true
 eval "$(test/pg_server.sh start)" || { echo "could not start PostgreSQL"; echo "$passed passed, $((failed + 1)) failed"; exit 1; }
 trap 'test/pg_server.sh stop >/dev/null 2>&1' EXIT
 

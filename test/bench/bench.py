@@ -349,7 +349,9 @@ def main():
         raise SystemExit(f"{CLI} missing: run `make cli`")
     with psycopg.connect("", autocommit=True) as conn:
         with conn.cursor() as cur:
-            cur.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
+            # fresh: the install script grows while the version stays 0.1
+            cur.execute("DROP EXTENSION IF EXISTS gpuclust CASCADE")
+            cur.execute("CREATE EXTENSION gpuclust")
             cur.execute("CREATE EXTENSION IF NOT EXISTS postgis")
             cur.execute("SELECT version(), postgis_lib_version()")
             v, pgis = cur.fetchone()
