@@ -1647,18 +1647,12 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (used != NULL)
 		*used = GC_DBSCAN_GPU_AUTO;
 	/* gc_dbscan_cpu's checks and messages */
-	if (p == NULL)
-		return gc_fail(st, GC_EINVAL, "DBSCAN parameters missing");
-	if (n < 0)
-		return gc_fail(st, GC_EINVAL, "number of points must not be negative");
-	if (d < 1)
-		return gc_fail(st, GC_EINVAL, "dimension must be at least 1, got %d", d);
-	if (!(p->eps > 0.0) || !isfinite(p->eps))
-		return gc_fail(st, GC_EINVAL, "eps must be positive and finite, got %g",
-					   p->eps);
-	if (p->min_pts < 1)
-		return gc_fail(st, GC_EINVAL, "min_pts must be at least 1, got %lld",
-					   (long long) p->min_pts);
+	{
+		gc_code		rc = gc_dbscan_check(n, d, p, st);
+
+		if (rc != GC_OK)
+			return rc;
+	}
 	if (index == GC_DBSCAN_GPU_GRID && d > 3)
 		return gc_fail(st, GC_EINVAL, "the DBSCAN grid index needs d <= 3");
 	if (n == 0)

@@ -1568,29 +1568,6 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	return rc;
 }
 
-static gc_code
-km_check_params(int64_t n, int d, const gc_kmeans_params *p,
-				const gc_kmeans_result *res, gc_status *st)
-{
-	if (p == NULL || res == NULL)
-		return gc_fail(st, GC_EINVAL, "k-means: missing parameters or result");
-	if (d < 1)
-		return gc_fail(st, GC_EINVAL, "k-means: the dimension must be at least 1, got %d", d);
-	if (n < 0)
-		return gc_fail(st, GC_EINVAL, "k-means: negative row count");
-	if (p->k < 1)
-		return gc_fail(st, GC_EINVAL, "k-means: k must be at least 1, got %d", p->k);
-	if (p->max_iter < 1)
-		return gc_fail(st, GC_EINVAL, "k-means: max_iter must be at least 1, got %d", p->max_iter);
-	if (p->n_init < 1)
-		return gc_fail(st, GC_EINVAL, "k-means: n_init must be at least 1, got %d", p->n_init);
-	if (!(p->tol >= 0.0) || isinf(p->tol))
-		return gc_fail(st, GC_EINVAL, "k-means: tol must be a finite number >= 0, got %g", p->tol);
-	if (p->init != GC_INIT_KMEANSPP && p->init != GC_INIT_RANDOM)
-		return gc_fail(st, GC_EINVAL, "k-means: unknown init method %d", (int) p->init);
-	return GC_OK;
-}
-
 }								/* namespace */
 
 /* ------------------------------------------------------------------ */
@@ -1655,7 +1632,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		st->code = GC_OK;
 		st->message[0] = '\0';
 	}
-	if ((rc = km_check_params(n, d, p, res, st)) != GC_OK)
+	if ((rc = gc_kmeans_check(n, d, p, res, st)) != GC_OK)
 		return rc;
 	res->inertia = 0.0;
 	res->iterations = 0;

@@ -117,6 +117,24 @@ number_clusters(gc_dbscan_job *j, int32_t *labels)
 }
 
 gc_code
+gc_dbscan_check(int64_t n, int d, const gc_dbscan_params *p, gc_status *st)
+{
+	if (p == NULL)
+		return gc_fail(st, GC_EINVAL, "DBSCAN parameters missing");
+	if (n < 0)
+		return gc_fail(st, GC_EINVAL, "number of points must not be negative");
+	if (d < 1)
+		return gc_fail(st, GC_EINVAL, "dimension must be at least 1, got %d", d);
+	if (!(p->eps > 0.0) || !isfinite(p->eps))
+		return gc_fail(st, GC_EINVAL, "eps must be positive and finite, got %g",
+					   p->eps);
+	if (p->min_pts < 1)
+		return gc_fail(st, GC_EINVAL, "min_pts must be at least 1, got %lld",
+					   (long long) p->min_pts);
+	return GC_OK;
+}
+
+gc_code
 gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					const gc_dbscan_params *p, gc_dbscan_index index,
 					gc_dbscan_index *used, int32_t *labels, uint8_t *is_core,
@@ -133,18 +151,12 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	}
 	if (used != NULL)
 		*used = GC_DBSCAN_INDEX_AUTO;
-	if (p == NULL)
-		return gc_fail(st, GC_EINVAL, "DBSCAN parameters missing");
-	if (n < 0)
-		return gc_fail(st, GC_EINVAL, "number of points must not be negative");
-	if (d < 1)
-		return gc_fail(st, GC_EINVAL, "dimension must be at least 1, got %d", d);
-	if (!(p->eps > 0.0) || !isfinite(p->eps))
-		return gc_fail(st, GC_EINVAL, "eps must be positive and finite, got %g",
-					   p->eps);
-	if (p->min_pts < 1)
-		return gc_fail(st, GC_EINVAL, "min_pts must be at least 1, got %lld",
-					   (long long) p->min_pts);
+	{
+		gc_code		rc = gc_dbscan_check(n, d, p, st);
+
+		if (rc != GC_OK)
+			return rc;
+	}
 	if (index == GC_DBSCAN_INDEX_GRID && d > 3)
 		return gc_fail(st, GC_EINVAL, "the DBSCAN grid index needs d <= 3");
 	if (n == 0)

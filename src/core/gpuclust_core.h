@@ -129,6 +129,10 @@ gc_code		gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const gc_kmeans_params *p, gc_kmeans_result *res,
 						  gc_status *st);
 
+/* The parameter checks (and messages) every k-means path makes. */
+gc_code		gc_kmeans_check(int64_t n, int d, const gc_kmeans_params *p,
+							const gc_kmeans_result *res, gc_status *st);
+
 /* ------------------------------------------------------------------ */
 /* DBSCAN                                                              */
 /* ------------------------------------------------------------------ */
@@ -148,6 +152,10 @@ typedef struct gc_dbscan_params
 gc_code		gc_dbscan_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const gc_dbscan_params *p, int32_t *labels,
 						  uint8_t *is_core, gc_status *st);
+
+/* The parameter checks (and messages) every DBSCAN path makes. */
+gc_code		gc_dbscan_check(int64_t n, int d, const gc_dbscan_params *p,
+							gc_status *st);
 
 /* ------------------------------------------------------------------ */
 /* Affinity propagation                                                */

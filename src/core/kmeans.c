@@ -83,22 +83,9 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 }
 
 gc_code
-gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
-			  const gc_kmeans_params *p, gc_kmeans_result *res, gc_status *st)
+gc_kmeans_check(int64_t n, int d, const gc_kmeans_params *p,
+				const gc_kmeans_result *res, gc_status *st)
 {
-	gc_km_ws   *ws = NULL;
-	float	   *C = NULL,
-			   *Cn = NULL,
-			   *d2 = NULL;
-	int32_t    *lab = NULL;
-	double		tol_scaled = 0.0;
-	gc_code		rc = GC_OK;
-
-	if (st)
-	{
-		st->code = GC_OK;
-		st->message[0] = '\0';
-	}
 	if (p == NULL || res == NULL)
 		return gc_fail(st, GC_EINVAL, "k-means: missing parameters or result");
 	if (d < 1)
@@ -115,6 +102,28 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return gc_fail(st, GC_EINVAL, "k-means: tol must be a finite number >= 0, got %g", p->tol);
 	if (p->init != GC_INIT_KMEANSPP && p->init != GC_INIT_RANDOM)
 		return gc_fail(st, GC_EINVAL, "k-means: unknown init method %d", (int) p->init);
+	return GC_OK;
+}
+
+gc_code
+gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			  const gc_kmeans_params *p, gc_kmeans_result *res, gc_status *st)
+{
+	gc_km_ws   *ws = NULL;
+	float	   *C = NULL,
+			   *Cn = NULL,
+			   *d2 = NULL;
+	int32_t    *lab = NULL;
+	double		tol_scaled = 0.0;
+	gc_code		rc = GC_OK;
+
+	if (st)
+	{
+		st->code = GC_OK;
+		st->message[0] = '\0';
+	}
+	if ((rc = gc_kmeans_check(n, d, p, res, st)) != GC_OK)
+		return rc;
 
 	res->inertia = 0.0;
 	res->iterations = 0;

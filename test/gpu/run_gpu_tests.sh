@@ -27,7 +27,7 @@ NVCC_FLAGS="-O3 -std=c++17 -Xcompiler -fPIC -fmad=false \
   -gencode arch=compute_90,code=compute_90"
 CFLAGS="-std=gnu11 -O3 -g -Wall -fopenmp -ffp-contract=off -fno-math-errno -DGPUCLUST_CUDA -Isrc/core -Itest/unit"
 LIBS="-L$CUDA_HOME/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm -fopenmp"
-CORE="src/core/common.c src/core/dispatch.c src/core/kmeans.c src/core/kmeans_assign.c src/core/kmeans_init.c src/core/kmeans_update.c"
+CORE=$(echo src/core/*.c)
 stages=${*:-build test}
 rc=0
 
