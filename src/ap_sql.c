@@ -38,6 +38,7 @@
 #include "utils/tuplestore.h"
 
 #include "gpuclust.h"
+#include "cluster_run.h"
 #include "ingest.h"
 
 PG_FUNCTION_INFO_V1(gpu_affinity_propagation);
@@ -205,33 +206,7 @@ gpu_affinity_propagation(PG_FUNCTION_ARGS)
 	t_start = gc_glue_now_ms();
 
 	/* the result, in input order */
-	for (int64 i = 0, j = 0; i < in.n_rows; i++)
-	{
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
-
-		values[0] = Int64GetDatum(in.ids[i]);
-		if (in.has_features[i])
-		{
-			if (labels[j] == GC_NOISE)
-			{
-				values[1] = (Datum) 0;
-				nulls[1] = true;
-			}
-			else
-				values[1] = Int32GetDatum(labels[j]);
-			values[2] = BoolGetDatum(is_exemplar[j] != 0);
-			j++;
-		}
-		else
-		{
-			values[1] = values[2] = (Datum) 0;
-			nulls[1] = nulls[2] = true;
-		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		if ((i & 0xFFFF) == 0xFFFF)
-			CHECK_FOR_INTERRUPTS();
-	}
+	gc_glue_emit_labels(rsinfo, &in, labels, is_exemplar);
 
 	if (gpuclust_log_timing)
 		ereport(INFO,

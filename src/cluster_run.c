@@ -17,8 +17,10 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/tuplestore.h"
 
 #include "cluster_run.h"
+#include "ingest.h"
 #ifdef GPUCLUST_CUDA
 #include "../cuda/gpuclust_cuda.h"
 #endif
@@ -112,6 +114,74 @@ gc_glue_run_dbscan(gc_device requested, const float *X, int64 n, int d,
 		gc_dbscan_cpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
 		gc_glue_report(&st, "DBSCAN");
 	return chosen;
+}
+
+void
+gc_glue_kmeans_args(FunctionCallInfo fcinfo, gc_kmeans_params *p)
+{
+	gc_glue_require_arg(fcinfo, GC_KM_ARG_SOURCE, "source");
+	gc_glue_require_arg(fcinfo, GC_KM_ARG_K, "k");
+	gc_glue_require_arg(fcinfo, GC_KM_ARG_MAX_ITER, "max_iter");
+	gc_glue_require_arg(fcinfo, GC_KM_ARG_TOL, "tol");
+	gc_glue_require_arg(fcinfo, GC_KM_ARG_INIT, "init");
+	gc_glue_require_arg(fcinfo, GC_KM_ARG_N_INIT, "n_init");
+	gc_glue_require_arg(fcinfo, GC_KM_ARG_SEED, "seed");
+
+	memset(p, 0, sizeof(*p));
+	p->k = PG_GETARG_INT32(GC_KM_ARG_K);
+	p->max_iter = PG_GETARG_INT32(GC_KM_ARG_MAX_ITER);
+	p->tol = PG_GETARG_FLOAT8(GC_KM_ARG_TOL);
+	p->n_init = PG_GETARG_INT32(GC_KM_ARG_N_INIT);
+	p->seed = (uint64_t) PG_GETARG_INT64(GC_KM_ARG_SEED);
+	gc_glue_check_kmeans_params(p);
+	p->init = gc_glue_parse_kmeans_init(text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_INIT)));
+}
+
+void
+gc_glue_check_k_rows(int k, int64 n, const char *hint)
+{
+	if (k > n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must not exceed the number of rows with features"),
+				 errdetail_plural("k is %d, but the source query returned %lld row with non-NULL features.",
+								  "k is %d, but the source query returned %lld rows with non-NULL features.",
+								  (unsigned long) n,
+								  k, (long long) n),
+				 hint ? errhint("%s", hint) : 0));
+}
+
+void
+gc_glue_emit_labels(ReturnSetInfo *rsinfo, const GcInput *in,
+					const int32 *labels, const uint8 *flags)
+{
+	for (int64 i = 0, j = 0; i < in->n_rows; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = Int64GetDatum(in->ids[i]);
+		if (in->has_features[i])
+		{
+			if (labels[j] == GC_NOISE)
+			{
+				values[1] = (Datum) 0;
+				nulls[1] = true;
+			}
+			else
+				values[1] = Int32GetDatum(labels[j]);
+			values[2] = BoolGetDatum(flags[j] != 0);
+			j++;
+		}
+		else
+		{
+			values[1] = values[2] = (Datum) 0;
+			nulls[1] = nulls[2] = true;
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		if ((i & 0xFFFF) == 0xFFFF)
+			CHECK_FOR_INTERRUPTS();
+	}
 }
 
 gc_kmeans_init

@@ -9,6 +9,8 @@
 #ifndef GPUCLUST_CLUSTER_RUN_H
 #define GPUCLUST_CLUSTER_RUN_H
 
+#include "fmgr.h"
+#include "nodes/execnodes.h"
 #include "utils/array.h"
 
 #include "gpuclust.h"
@@ -34,6 +36,35 @@ extern gc_device gc_glue_run_dbscan(gc_device requested, const float *X,
 									int64 n, int d,
 									const gc_dbscan_params *params,
 									int32 *labels, uint8 *is_core);
+
+/*
+ * The argument positions shared by gpu_kmeans and gpu_kmeans_fit, and the
+ * reading and checking of their k-means parameters (NULL is an error).
+ */
+enum
+{
+	GC_KM_ARG_SOURCE = 0,
+	GC_KM_ARG_K,
+	GC_KM_ARG_MAX_ITER,
+	GC_KM_ARG_TOL,
+	GC_KM_ARG_INIT,
+	GC_KM_ARG_N_INIT,
+	GC_KM_ARG_SEED,
+	GC_KM_ARG_DEVICE
+};
+extern void gc_glue_kmeans_args(FunctionCallInfo fcinfo, gc_kmeans_params *p);
+
+/* ERROR unless k <= n, the rows with features; hint may be NULL */
+extern void gc_glue_check_k_rows(int k, int64 n, const char *hint);
+
+/*
+ * Emits the rows (id, cluster_id, flag) of a labelling in input order into
+ * the materialised SRF's tuplestore: GC_NOISE and rows without features
+ * get a NULL cluster_id; rows without features a NULL flag too.
+ */
+struct GcInput;
+extern void gc_glue_emit_labels(ReturnSetInfo *rsinfo, const struct GcInput *in,
+								const int32 *labels, const uint8 *flags);
 
 /* init text of k-means ('k-means++' | 'random'), or an ERROR */
 extern gc_kmeans_init gc_glue_parse_kmeans_init(const char *s);

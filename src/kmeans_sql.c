@@ -37,17 +37,6 @@
 
 PG_FUNCTION_INFO_V1(gpu_kmeans);
 
-enum
-{
-	ARG_SOURCE = 0,
-	ARG_K,
-	ARG_MAX_ITER,
-	ARG_TOL,
-	ARG_INIT,
-	ARG_N_INIT,
-	ARG_SEED,
-	ARG_DEVICE
-};
 
 Datum
 gpu_kmeans(PG_FUNCTION_ARGS)
@@ -66,43 +55,21 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 				t_compute = 0;
 	int			iterations = 0;
 
-	gc_glue_require_arg(fcinfo, ARG_SOURCE, "source");
-	gc_glue_require_arg(fcinfo, ARG_K, "k");
-	gc_glue_require_arg(fcinfo, ARG_MAX_ITER, "max_iter");
-	gc_glue_require_arg(fcinfo, ARG_TOL, "tol");
-	gc_glue_require_arg(fcinfo, ARG_INIT, "init");
-	gc_glue_require_arg(fcinfo, ARG_N_INIT, "n_init");
-	gc_glue_require_arg(fcinfo, ARG_SEED, "seed");
-
 	/* cheap checks first: nothing runs when an argument is bad */
-	memset(&params, 0, sizeof(params));
-	params.k = PG_GETARG_INT32(ARG_K);
-	params.max_iter = PG_GETARG_INT32(ARG_MAX_ITER);
-	params.tol = PG_GETARG_FLOAT8(ARG_TOL);
-	params.n_init = PG_GETARG_INT32(ARG_N_INIT);
-	params.seed = (uint64_t) PG_GETARG_INT64(ARG_SEED);
-
-	gc_glue_check_kmeans_params(&params);
-	params.init = gc_glue_parse_kmeans_init(text_to_cstring(PG_GETARG_TEXT_PP(ARG_INIT)));
-	requested = gc_glue_parse_device(fcinfo, ARG_DEVICE);
+	gc_glue_kmeans_args(fcinfo, &params);
+	requested = gc_glue_parse_device(fcinfo, GC_KM_ARG_DEVICE);
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans",
 									ALLOCSET_DEFAULT_SIZES);
-	source = text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE));
+	source = text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_SOURCE));
 	t_start = gc_glue_now_ms();
 	gc_ingest(source, workcxt, &in);
 	t_ingest = gc_glue_now_ms() - t_start;
 
-	if (in.n > 0 && params.k > in.n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must not exceed the number of rows with features"),
-				 errdetail_plural("k is %d, but the source query returned %lld row with non-NULL features.",
-								  "k is %d, but the source query returned %lld rows with non-NULL features.",
-								  (unsigned long) in.n,
-								  params.k, (long long) in.n)));
+	if (in.n > 0)
+		gc_glue_check_k_rows(params.k, in.n, NULL);
 
 	if (in.n > 0)
 	{

@@ -51,17 +51,6 @@ PG_FUNCTION_INFO_V1(kmeans_assign_distance);
  * gpu_kmeans_fit
  * --------------------------------------------------------------------- */
 
-enum
-{
-	ARG_SOURCE = 0,
-	ARG_K,
-	ARG_MAX_ITER,
-	ARG_TOL,
-	ARG_INIT,
-	ARG_N_INIT,
-	ARG_SEED,
-	ARG_DEVICE
-};
 
 Datum
 gpu_kmeans_fit(PG_FUNCTION_ARGS)
@@ -81,23 +70,9 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	bool		nulls[6] = {false, false, false, false, false, false};
 	HeapTuple	tuple;
 
-	gc_glue_require_arg(fcinfo, ARG_SOURCE, "source");
-	gc_glue_require_arg(fcinfo, ARG_K, "k");
-	gc_glue_require_arg(fcinfo, ARG_MAX_ITER, "max_iter");
-	gc_glue_require_arg(fcinfo, ARG_TOL, "tol");
-	gc_glue_require_arg(fcinfo, ARG_INIT, "init");
-	gc_glue_require_arg(fcinfo, ARG_N_INIT, "n_init");
-	gc_glue_require_arg(fcinfo, ARG_SEED, "seed");
-
-	memset(&params, 0, sizeof(params));
-	params.k = PG_GETARG_INT32(ARG_K);
-	params.max_iter = PG_GETARG_INT32(ARG_MAX_ITER);
-	params.tol = PG_GETARG_FLOAT8(ARG_TOL);
-	params.n_init = PG_GETARG_INT32(ARG_N_INIT);
-	params.seed = (uint64_t) PG_GETARG_INT64(ARG_SEED);
-	gc_glue_check_kmeans_params(&params);
-	params.init = gc_glue_parse_kmeans_init(text_to_cstring(PG_GETARG_TEXT_PP(ARG_INIT)));
-	requested = gc_glue_parse_device(fcinfo, ARG_DEVICE);
+	/* cheap checks first: nothing runs when an argument is bad */
+	gc_glue_kmeans_args(fcinfo, &params);
+	requested = gc_glue_parse_device(fcinfo, GC_KM_ARG_DEVICE);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type of gpu_kmeans_fit must be a row type");
@@ -105,17 +80,10 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans_fit",
 									ALLOCSET_DEFAULT_SIZES);
-	gc_ingest(text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE)), workcxt, &in);
+	gc_ingest(text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_SOURCE)), workcxt, &in);
 
-	if (params.k > in.n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must not exceed the number of rows with features"),
-				 errdetail_plural("k is %d, but the source query returned %lld row with non-NULL features.",
-								  "k is %d, but the source query returned %lld rows with non-NULL features.",
-								  (unsigned long) in.n,
-								  params.k, (long long) in.n),
-				 in.n == 0 ? errhint("gpu_kmeans_fit needs rows to fit a model to.") : 0));
+	gc_glue_check_k_rows(params.k, in.n,
+						 in.n == 0 ? "gpu_kmeans_fit needs rows to fit a model to." : NULL);
 
 	memset(&res, 0, sizeof(res));
 	res.labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
