@@ -58,3 +58,13 @@ FROM gpu_dbscan('SELECT id, ARRAY[x]::numeric[] FROM db_pts WHERE id <= 5 ORDER 
 SELECT * FROM gpu_dbscan('SELECT id, ARRAY[x] FROM db_pts WHERE false', 1.0, 2);
 
 DROP TABLE db_pts;
+
+-- features stored out of line (TOAST): 3000-d arrays, two close rows and one far
+CREATE TABLE wide (id int, f real[]);
+ALTER TABLE wide ALTER COLUMN f SET STORAGE EXTERNAL;
+INSERT INTO wide
+SELECT r, array_agg(CASE WHEN r = 3 THEN 100 ELSE 0 END + (j % 7) * 0.001 * r)::real[]
+FROM generate_series(1, 3) r, generate_series(1, 3000) j GROUP BY r;
+SELECT pg_column_size(f) > 2000 AS toasted FROM wide ORDER BY id LIMIT 1;
+SELECT * FROM gpu_dbscan('SELECT id, f FROM wide ORDER BY id', 1.0, 2);
+DROP TABLE wide;
