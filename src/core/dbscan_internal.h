@@ -80,4 +80,7 @@ gc_code		gc_dbscan_grid_run(gc_dbscan_job *j, bool *applied);
 /* The kd-tree (any d). */
 gc_code		gc_dbscan_kdtree_run(gc_dbscan_job *j);
 
+/* Tests only: use the kd-tree's plain-C distance kernel even with AVX2. */
+extern bool gc_dbscan_force_generic;
+
 #endif							/* GPUCLUST_DBSCAN_INTERNAL_H */

@@ -7,8 +7,10 @@
  * values several points at a time; query points are read from X via perm.
  * Phases, parallel over leaves:
  *   core:   a leaf under a dense node of >= min_pts points is all core;
- *           otherwise a range count per point, whole nodes at a time where
- *           the box bounds decide, stopping at min_pts.  A non-core point's
+ *           otherwise the leaf lists once the leaves whose box is within eps
+ *           of its box (nearest first), and each point counts over that
+ *           list (point/box bounds, then block_hits: AVX2 when the CPU has
+ *           it), stopping at min_pts.  A non-core point's
  *           count saw all its (< min_pts) neighbours: they are kept;
  *   chain:  the core points of each maximal dense node are united, so any
  *           dense node's core points form one component;
@@ -91,34 +93,236 @@ row_of(const gc_dbscan_job *j, int64_t s)
 }
 
 /*
- * out[i] = gc_dist2(x, point begin[v] + i) for every point of leaf v, exactly:
- * each lane sums the same rounded terms in the same dimension order, only
- * several points at a time (the leaf's block of pts is stored dimension-
- * major, so this vectorises).
+ * out[i] = gc_dist2(x, point i of blk) for the m points of a leaf block
+ * (stored dimension-major: coordinate k of point i at blk[k * m + i]) when
+ * it is <= eps2, otherwise some value > eps2.  Each lane sums the same
+ * rounded terms in the same dimension order as gc_dist2, only 8 points at a
+ * time; a group of 8 stops once all its partial sums exceed eps2 (partial
+ * sums of non-negative terms never decrease in float).  Cloned for AVX2
+ * (no FMA: the file is built with -ffp-contract=off, and AVX2 alone does
+ * not enable it).
+ */
+#define LANES 8
+#define CHECK_EVERY 16
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+__attribute__((target_clones("avx2", "default"), noinline))
+static void
+block_dist2(const float *restrict x, const float *restrict blk, int64_t m,
+			int d, float eps2, float *restrict out)
+{
+	int64_t		i0 = 0;
+
+	for (; i0 + LANES <= m; i0 += LANES)
+	{
+		v8f			acc = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+		int			k = 0;
+
+		while (k < d)
+		{
+			int			stop = k + CHECK_EVERY < d ? k + CHECK_EVERY : d;
+			v8i			far;
+
+			for (; k < stop; k++)
+			{
+				v8f			r,
+							t;
+
+				memcpy(&r, blk + k * m + i0, sizeof(r));
+				t = x[k] - r;
+				acc += t * t;
+			}
+			far = acc > eps2;
+			if ((far[0] & far[1] & far[2] & far[3] &
+				 far[4] & far[5] & far[6] & far[7]) != 0)
+				break;
+		}
+		memcpy(out + i0, &acc, sizeof(acc));
+	}
+	for (; i0 < m; i0++)
+	{
+		float		s = 0.0f;
+
+		for (int k = 0; k < d; k++)
+		{
+			float		t = x[k] - blk[k * m + i0];
+
+			s += t * t;
+		}
+		out[i0] = s;
+	}
+}
+
+/*
+ * The offsets i (ascending) of the points of a leaf block (as block_dist2)
+ * with gc_dist2(x, point i) <= eps2, in hit[]; returns how many.  The same
+ * sums as block_dist2, so the same decisions; for the core count, where
+ * hits are rare and a value per point would only be scanned.
+ */
+static int64_t
+block_hits_generic(const float *restrict x, const float *restrict blk,
+				   int64_t m, int d, float eps2, int32_t *restrict hit)
+{
+	int64_t		n = 0;
+	int64_t		i0 = 0;
+
+	for (; i0 + LANES <= m; i0 += LANES)
+	{
+		v8f			acc = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+		v8i			near = {0, 0, 0, 0, 0, 0, 0, 0};
+		int			k = 0;
+
+		while (k < d)
+		{
+			int			stop = k + CHECK_EVERY < d ? k + CHECK_EVERY : d;
+
+			for (; k < stop; k++)
+			{
+				v8f			r,
+							t;
+
+				memcpy(&r, blk + k * m + i0, sizeof(r));
+				t = x[k] - r;
+				acc += t * t;
+			}
+			near = acc <= eps2;
+			if ((near[0] | near[1] | near[2] | near[3] |
+				 near[4] | near[5] | near[6] | near[7]) == 0)
+				break;
+		}
+		if (k >= d)
+			for (int l = 0; l < LANES; l++)
+				if (near[l])
+					hit[n++] = (int32_t) (i0 + l);
+	}
+	for (; i0 < m; i0++)
+	{
+		float		s = 0.0f;
+
+		for (int k = 0; k < d; k++)
+		{
+			float		t = x[k] - blk[k * m + i0];
+
+			s += t * t;
+		}
+		if (s <= eps2)
+			hit[n++] = (int32_t) i0;
+	}
+	return n;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* block_hits_generic with AVX2 intrinsics: separate sub, mul, add (no FMA). */
+__attribute__((target("avx2")))
+static int64_t
+block_hits_avx2(const float *restrict x, const float *restrict blk,
+				int64_t m, int d, float eps2, int32_t *restrict hit)
+{
+	int64_t		n = 0;
+	int64_t		i0 = 0;
+	__m256		e = _mm256_set1_ps(eps2);
+
+	/* two groups at a time, for two independent chains of additions */
+	for (; i0 + 16 <= m; i0 += 16)
+	{
+		__m256		a0 = _mm256_setzero_ps(),
+					a1 = _mm256_setzero_ps();
+		unsigned	mask;
+
+		for (int k = 0; k < d; k++)
+		{
+			__m256		xk = _mm256_set1_ps(x[k]);
+			__m256		t0 = _mm256_sub_ps(xk, _mm256_loadu_ps(blk + k * m + i0)),
+						t1 = _mm256_sub_ps(xk, _mm256_loadu_ps(blk + k * m + i0 + 8));
+
+			a0 = _mm256_add_ps(a0, _mm256_mul_ps(t0, t0));
+			a1 = _mm256_add_ps(a1, _mm256_mul_ps(t1, t1));
+		}
+		mask = (unsigned) _mm256_movemask_ps(_mm256_cmp_ps(a0, e, _CMP_LE_OQ)) |
+			((unsigned) _mm256_movemask_ps(_mm256_cmp_ps(a1, e, _CMP_LE_OQ)) << 8);
+		while (mask != 0)
+		{
+			hit[n++] = (int32_t) (i0 + __builtin_ctz(mask));
+			mask &= mask - 1;
+		}
+	}
+	for (; i0 + 8 <= m; i0 += 8)
+	{
+		__m256		acc = _mm256_setzero_ps();
+		int			k = 0;
+
+		for (;;)
+		{
+			int			stop = k + CHECK_EVERY < d ? k + CHECK_EVERY : d;
+			unsigned	mask;
+
+			for (; k < stop; k++)
+			{
+				__m256		t = _mm256_sub_ps(_mm256_set1_ps(x[k]),
+											  _mm256_loadu_ps(blk + k * m + i0));
+
+				acc = _mm256_add_ps(acc, _mm256_mul_ps(t, t));
+			}
+			mask = (unsigned) _mm256_movemask_ps(_mm256_cmp_ps(acc, e, _CMP_LE_OQ));
+			if (mask == 0)
+				break;
+			if (k >= d)
+			{
+				while (mask != 0)
+				{
+					hit[n++] = (int32_t) (i0 + __builtin_ctz(mask));
+					mask &= mask - 1;
+				}
+				break;
+			}
+		}
+	}
+	for (; i0 < m; i0++)
+	{
+		float		s = 0.0f;
+
+		for (int k = 0; k < d; k++)
+		{
+			float		t = x[k] - blk[k * m + i0];
+
+			s += t * t;
+		}
+		if (s <= eps2)
+			hit[n++] = (int32_t) i0;
+	}
+	return n;
+}
+#endif
+
+/* tests set this to run the plain-C kernel on machines with AVX2 */
+bool		gc_dbscan_force_generic = false;
+
+static inline int64_t
+block_hits(const float *x, const float *blk, int64_t m, int d, float eps2,
+		   int32_t *hit)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (!gc_dbscan_force_generic && __builtin_cpu_supports("avx2"))
+		return block_hits_avx2(x, blk, m, d, eps2, hit);
+#endif
+	return block_hits_generic(x, blk, m, d, eps2, hit);
+}
+
+/*
+ * out[i] = gc_dist2(x, point begin[v] + i) for every point of leaf v when it
+ * is <= eps2, else some value > eps2 (callers compare with eps2 or less).
  */
 static inline void
 leaf_dist2(const tree_state *ts, const gc_dbscan_job *j, const float *x,
 		   int64_t v, float *restrict out)
 {
-	int64_t		b = ts->t.begin[v],
-				m = ts->t.end[v] - b;
-	int			d = j->d;
-	const float *restrict blk = j->pts + b * d;
+	int64_t		b = ts->t.begin[v];
 
-	for (int64_t i = 0; i < m; i++)
-		out[i] = 0.0f;
-	for (int k = 0; k < d; k++)
-	{
-		float		xk = x[k];
-		const float *restrict r = blk + k * m;
-
-		for (int64_t i = 0; i < m; i++)
-		{
-			float		t = xk - r[i];
-
-			out[i] += t * t;
-		}
-	}
+	block_dist2(x, j->pts + b * j->d, ts->t.end[v] - b, j->d, j->eps2, out);
 }
 
 static inline int64_t
@@ -159,56 +363,99 @@ bit_reverse(int64_t i, int bits)
 }
 
 /*
- * Number of neighbours of x, counting stops once it reaches min_pts.  When
- * nb is not NULL (room for min_pts - 1 positions) and the count ends below
- * min_pts, nb holds every neighbour of x: then the search was complete, and
- * nodes counted whole are listed too (they are small).
+ * The leaves whose box is within eps of leaf v's box (every neighbour of a
+ * point of v lies in one), nearest box first: cand[0..return).  bd is
+ * scratch of the same size (nleaf).
  */
 static int64_t
-count_neighbours(const tree_state *ts, const gc_dbscan_job *j, const float *x,
-				 int64_t *nb, float *dist)
+leaf_candidates(const tree_state *ts, const gc_dbscan_job *j, int64_t v,
+				int64_t *cand, float *bd)
+{
+	const gc_kdtree *t = &ts->t;
+	int			d = j->d;
+	float		eps2 = j->eps2;
+	const float *vlo = t->lo + v * d,
+			   *vhi = t->hi + v * d;
+	int64_t		stack[STACK_MAX];
+	int			sp = 0;
+	int64_t		nc = 0;
+
+	stack[sp++] = 0;
+	while (sp > 0)
+	{
+		int64_t		u = stack[--sp];
+		float		b = gc_boxbox_mindist2(vlo, vhi, t->lo + u * d,
+										   t->hi + u * d, d);
+
+		if (b > eps2)
+			continue;
+		if (gc_kdtree_is_leaf(t, u))
+		{
+			/* insertion by box distance (lists are short) */
+			int64_t		i = nc++;
+
+			while (i > 0 && bd[i - 1] > b)
+			{
+				bd[i] = bd[i - 1];
+				cand[i] = cand[i - 1];
+				i--;
+			}
+			bd[i] = b;
+			cand[i] = u;
+		}
+		else
+		{
+			stack[sp++] = 2 * u + 2;
+			stack[sp++] = 2 * u + 1;
+		}
+	}
+	return nc;
+}
+
+/*
+ * Number of neighbours of x (a point of the leaf whose candidate list is
+ * cand[0..nc)), counting stops once it reaches min_pts.  When nb is not NULL
+ * (room for min_pts - 1 positions) and the count ends below min_pts, nb
+ * holds every neighbour of x: then the search was complete, and leaves
+ * counted whole are listed too (they are small).
+ */
+static int64_t
+count_listed(const tree_state *ts, const gc_dbscan_job *j, const float *x,
+			 const int64_t *cand, int64_t nc, int64_t *nb, float *dist)
 {
 	const gc_kdtree *t = &ts->t;
 	int			d = j->d;
 	float		eps2 = j->eps2;
 	int64_t		minp = j->min_pts;
 	int64_t		cnt = 0;
-	int64_t		stack[STACK_MAX];
-	int			sp = 0;
+	int32_t    *hit = (int32_t *) dist;	/* room for a leaf */
 
-	stack[sp++] = 0;
-	while (sp > 0 && cnt < minp)
+	for (int64_t c = 0; c < nc && cnt < minp; c++)
 	{
-		int64_t		u = stack[--sp];
+		int64_t		u = cand[c],
+					h;
 		const float *lo = t->lo + u * d,
 				   *hi = t->hi + u * d;
+		int64_t		b = t->begin[u];
 
 		if (gc_box_mindist2(x, lo, hi, d) > eps2)
 			continue;
 		if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 		{
 			if (nb != NULL && cnt + node_size(t, u) < minp)
-				for (int64_t s = t->begin[u]; s < t->end[u]; s++)
+				for (int64_t s = b; s < t->end[u]; s++)
 					nb[cnt++] = s;
 			else
 				cnt += node_size(t, u);
 			continue;
 		}
-		if (gc_kdtree_is_leaf(t, u))
+		h = block_hits(x, j->pts + b * d, t->end[u] - b, d, eps2, hit);
+		for (int64_t i = 0; i < h && cnt < minp; i++)
 		{
-			int64_t		b = t->begin[u];
-
-			leaf_dist2(ts, j, x, u, dist);
-			for (int64_t s = b; s < t->end[u] && cnt < minp; s++)
-				if (dist[s - b] <= eps2)
-				{
-					if (nb != NULL && cnt < minp - 1)
-						nb[cnt] = s;
-					cnt++;
-				}
+			if (nb != NULL && cnt < minp - 1)
+				nb[cnt] = b + hit[i];
+			cnt++;
 		}
-		else
-			push_children(t, u, x, stack, &sp);
 	}
 	return cnt;
 }
@@ -552,6 +799,7 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 	gc_kdtree  *t = &ts.t;
 	nb_list    *nbl;
 	float	   *scratch;
+	int64_t    *candbuf;
 	int			d = j->d;
 	int			T = j->nthreads;
 	int64_t		nleaf;
@@ -575,6 +823,9 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 	ts.rep = malloc(sizeof(int64_t) * (size_t) t->nnodes);
 	ts.top_dense = malloc(sizeof(int64_t) * (size_t) nleaf);
 	nbl = calloc((size_t) T, sizeof(nb_list));
+	/* per thread: a leaf's candidate leaves, then their box distances */
+	candbuf = malloc((sizeof(int64_t) + sizeof(float)) * (size_t) T *
+					 (size_t) nleaf);
 	ts.maxleaf = 1;
 	for (int64_t v = t->first_leaf; v < t->nnodes; v++)
 		if (node_size(t, v) > ts.maxleaf)
@@ -583,8 +834,9 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 	scratch = malloc(sizeof(float) * (size_t) T * (size_t) ts.maxleaf *
 					 (size_t) (d + 1));
 	if (!ts.dense || !ts.small || !ts.nexc || !ts.exc || !ts.conn || !ts.ncore || !ts.rep || !ts.top_dense ||
-		!nbl || !scratch)
+		!nbl || !scratch || !candbuf)
 	{
+		free(candbuf);
 		free(nbl);
 		free(scratch);
 		tree_state_free(&ts);
@@ -649,12 +901,16 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 			bool		rec = j->min_pts >= 2 && j->min_pts <= NB_MAX_MINPTS &&
 				tid < NB_MAX_THREADS;
 			int64_t		nb[NB_MAX_MINPTS];
+			int64_t    *cand = candbuf + (size_t) tid * (size_t) nleaf;
+			float	   *cbd = (float *) (candbuf + (size_t) T * (size_t) nleaf) +
+				(size_t) tid * (size_t) nleaf;
 
 #pragma omp for schedule(dynamic, 4)
 			for (int64_t l = 0; l < nleaf; l++)
 			{
 				int64_t		v = t->first_leaf + l;
 				bool		all = false;
+				int64_t		nc = -1;
 
 				if (gc_job_stopped(j))
 					continue;
@@ -677,8 +933,10 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 						j->core[s] = 1;
 						continue;
 					}
-					c = count_neighbours(&ts, j, row_of(j, s),
-										 rec ? nb : NULL, dist);
+					if (nc < 0)
+						nc = leaf_candidates(&ts, j, v, cand, cbd);
+					c = count_listed(&ts, j, row_of(j, s), cand, nc,
+									 rec ? nb : NULL, dist);
 					j->core[s] = c >= j->min_pts;
 					if (!j->core[s])
 						j->croot[j->perm[s]] =
@@ -808,6 +1066,7 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 		free(nbl[i].a);
 	free(nbl);
 	free(scratch);
+	free(candbuf);
 	tree_state_free(&ts);
 	if (j->stop)
 		return gc_fail(j->st, GC_ECANCEL, "canceled");

@@ -234,6 +234,10 @@ check_all(const char *what, const float *X, int64_t n, int d, double eps,
 	ref_dbscan(X, n, d, eps, min_pts, rl, rc);
 	check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_KDTREE, t);
 	check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_KDTREE, 3 - t);
+	/* the kd-tree's plain-C kernel, which AVX2 machines would never run */
+	gc_dbscan_force_generic = true;
+	check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_KDTREE, t);
+	gc_dbscan_force_generic = false;
 	if (d <= 3)
 	{
 		check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_GRID, t);
