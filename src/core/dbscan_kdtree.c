@@ -14,12 +14,14 @@
  *           count saw all its (< min_pts) neighbours: they are kept;
  *   chain:  the core points of each maximal dense node are united, so any
  *           dense node's core points form one component;
- *   union:  pairs inside each leaf; then each core point a searches the
- *           tree, leaves in bit-reversed batches (spread over the tree,
- *           doubling) with a refresh between batches of which nodes have
- *           their core points in one component ("conn": skipped outright when
- *           that is a's, one edge needed otherwise) or in one component but
- *           for <= EXC_MAX listed exceptions (only those are tested);
+ *   union:  pairs inside each leaf; then each leaf searches the tree once
+ *           for all its core points (union_leaf), leaves in bit-reversed
+ *           batches (spread over the tree, doubling) with a refresh between
+ *           batches of which nodes have their core points in one component
+ *           ("conn": skipped outright when that is the searcher's, one edge
+ *           needed otherwise) or in one component but for <= EXC_MAX listed
+ *           exceptions; in a candidate leaf only the core points not yet in
+ *           the searching leaf's main component look for an edge;
  *   border: each non-core point picks its nearest core neighbour from its
  *           kept list (or searches, when min_pts > NB_MAX_MINPTS).
  * Subtrees without core points are skipped in the last three phases.
@@ -498,102 +500,195 @@ any_core_neighbour(const tree_state *ts, const gc_dbscan_job *j,
 }
 
 /*
- * Unites core point a with its core neighbours (see the file comment).  With
- * full, every core neighbour is looked at; otherwise, in leaves not known to
- * be connected, only those after a (the pair (b, a), b < a, is b's search's
- * business).  A point already in a's component is never tested: ra is a root
- * a had, and if it is s's root now it is a's too (roots only get hung under
- * other roots), so a stale ra costs at most a needless test.
+ * Unites the core points of leaf v with their core neighbours outside v (see
+ * the file comment; pairs inside v were united before the searches).  One
+ * walk lists the nodes that can hold a neighbour of a point of v (box within
+ * eps of v's box), stopping at connected nodes and dropping those known to
+ * be in v's component when all v's core points are in one.  v's core points
+ * are split once into G, those in the component most of them were in, and
+ * the rest E.  Then for each listed node u:
+ *   connected: one edge is enough; each core point a of v not yet in u's
+ *     component looks for any core neighbour under u;
+ *   a leaf: each core point s of u not in G's component scans v's block,
+ *     and is united with its first hit in G (one edge: then s is connected
+ *     to all of G; G is fixed at the start, as roots may change under a
+ *     concurrent union, while G stays in one component); each point of E scans u's block
+ *     (only the exceptions when u's core points but those are in a's
+ *     component) and is united with every core hit not in its component.
+ * Without full, the unconnected leaves u < v (positions below v's: leaves
+ * hold ascending runs of positions) are left to u's own search, whose pass
+ * covers the same pairs.  Components only merge, so "in the component of"
+ * tested earlier stays true, and a stale root costs at most a needless test.
  */
 static void
-union_from(const tree_state *ts, gc_dbscan_job *j, int64_t a, bool full,
-		   float *dist)
+union_leaf(const tree_state *ts, gc_dbscan_job *j, int64_t v, bool full,
+		   float *dist, int64_t *list, uint8_t *inG)
 {
 	const gc_kdtree *t = &ts->t;
 	int			d = j->d;
 	float		eps2 = j->eps2;
-	const float *x = row_of(j, a);
 	int64_t    *parent = j->parent;
-	int64_t		ra = gc_uf_find(parent, a);
+	const float *vlo = t->lo + v * d,
+			   *vhi = t->hi + v * d;
+	int64_t		bv = t->begin[v],
+				mv = t->end[v] - bv;
+	int64_t		rg = -1,
+				votes = 0,
+				nE = 0;
 	int64_t		stack[STACK_MAX];
 	int			sp = 0;
+	int64_t		nl = 0;
+	int32_t    *hit = (int32_t *) dist;
+
+	/* G: the majority root's points (Boyer-Moore vote), E: the others */
+	for (int64_t a = ts->rep[v]; a < t->end[v]; a++)
+		if (j->core[a])
+		{
+			int64_t		r = gc_uf_find(parent, a);
+
+			if (votes == 0)
+			{
+				rg = r;
+				votes = 1;
+			}
+			else
+				votes += r == rg ? 1 : -1;
+		}
+	for (int64_t a = bv; a < t->end[v]; a++)
+	{
+		inG[a - bv] = j->core[a] && gc_uf_find(parent, a) == rg;
+		if (j->core[a] && !inG[a - bv])
+			nE++;
+	}
 
 	stack[sp++] = 0;
 	while (sp > 0)
 	{
 		int64_t		u = stack[--sp];
-		const float *lo = t->lo + u * d,
-				   *hi = t->hi + u * d;
 
-		if (ts->ncore[u] == 0)
+		if (u == v || ts->ncore[u] == 0 ||
+			gc_boxbox_mindist2(vlo, vhi, t->lo + u * d, t->hi + u * d, d) > eps2)
 			continue;
-		if (ts->nexc[u] > 0 && gc_uf_find(parent, ts->rep[u]) == ra)
-		{
-			/*
-			 * All but a few exceptions are in a's component: look only at
-			 * those (below, in the leaves that hold them).
-			 */
-			if (gc_box_mindist2(x, lo, hi, d) > eps2)
-				continue;
-			if (!gc_kdtree_is_leaf(t, u))
-			{
-				push_children(t, u, x, stack, &sp);
-				continue;
-			}
-			for (int k = 0; k < ts->nexc[u]; k++)
-			{
-				int64_t		s = ts->exc[(u - t->first_leaf) * EXC_MAX + k];
-
-				if ((full || s > a) && gc_uf_find(parent, s) != ra &&
-					gc_dist2(x, row_of(j, s), d) <= eps2)
-				{
-					gc_uf_union(parent, a, s);
-					ra = gc_uf_find(parent, a);
-				}
-			}
-			continue;
-		}
 		if (ts->conn[u])
 		{
-			int64_t		b;
+			if (nE == 0 && gc_uf_find(parent, ts->rep[u]) == gc_uf_find(parent, rg))
+				continue;
+			list[nl++] = u;
+		}
+		else if (gc_kdtree_is_leaf(t, u))
+		{
+			if (full || u > v)
+				list[nl++] = u;
+		}
+		else
+		{
+			stack[sp++] = 2 * u + 2;
+			stack[sp++] = 2 * u + 1;
+		}
+	}
 
-			if (gc_uf_find(parent, ts->rep[u]) == ra)
-				continue;
-			if (gc_box_mindist2(x, lo, hi, d) > eps2)
-				continue;
-			if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
-				b = ts->rep[u];
-			else
-				b = any_core_neighbour(ts, j, x, u, dist);
-			if (b >= 0)
+	for (int64_t c = 0; c < nl; c++)
+	{
+		int64_t		u = list[c];
+		const float *lo = t->lo + u * d,
+				   *hi = t->hi + u * d;
+		int64_t		bu = t->begin[u],
+					mu = t->end[u] - bu;
+
+		if (ts->conn[u])
+		{
+			for (int64_t a = ts->rep[v]; a < t->end[v]; a++)
 			{
-				gc_uf_union(parent, a, b);
+				const float *x;
+				int64_t		ra,
+							b;
+
+				if (!j->core[a])
+					continue;
 				ra = gc_uf_find(parent, a);
+				if (gc_uf_find(parent, ts->rep[u]) == ra)
+				{
+					if (nE == 0)
+						break;	/* all of v is in u's component */
+					continue;
+				}
+				x = row_of(j, a);
+				if (gc_box_mindist2(x, lo, hi, d) > eps2)
+					continue;
+				if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
+					b = ts->rep[u];
+				else
+					b = any_core_neighbour(ts, j, x, u, dist);
+				if (b >= 0)
+					gc_uf_union(parent, a, b);
 			}
 			continue;
 		}
-		if (gc_box_mindist2(x, lo, hi, d) > eps2)
-			continue;
-		if (gc_kdtree_is_leaf(t, u))
+		/* E: each point scans u */
+		for (int64_t a = ts->rep[v]; nE > 0 && a < t->end[v]; a++)
 		{
-			int64_t		s = ts->rep[u],
-						b = t->begin[u];
+			const float *x;
+			int64_t		ra,
+						h;
 
-			if (!full && s <= a)
-				s = a + 1;
-			if (s >= t->end[u])
+			if (!j->core[a] || inG[a - bv])
 				continue;
-			leaf_dist2(ts, j, x, u, dist);
-			for (; s < t->end[u]; s++)
-				if (j->core[s] && dist[s - b] <= eps2 && s != a &&
-					gc_uf_find(parent, s) != ra)
+			x = row_of(j, a);
+			if (gc_box_mindist2(x, lo, hi, d) > eps2)
+				continue;
+			ra = gc_uf_find(parent, a);
+			if (ts->nexc[u] > 0 && gc_uf_find(parent, ts->rep[u]) == ra)
+			{
+				for (int k = 0; k < ts->nexc[u]; k++)
+				{
+					int64_t		s = ts->exc[(u - t->first_leaf) * EXC_MAX + k];
+
+					if (gc_uf_find(parent, s) != ra &&
+						gc_dist2(x, row_of(j, s), d) <= eps2)
+					{
+						gc_uf_union(parent, a, s);
+						ra = gc_uf_find(parent, a);
+					}
+				}
+				continue;
+			}
+			h = block_hits(x, j->pts + bu * d, mu, d, eps2, hit);
+			for (int64_t i = 0; i < h; i++)
+			{
+				int64_t		s = bu + hit[i];
+
+				if (j->core[s] && gc_uf_find(parent, s) != ra)
 				{
 					gc_uf_union(parent, a, s);
 					ra = gc_uf_find(parent, a);
 				}
+			}
 		}
-		else
-			push_children(t, u, x, stack, &sp);
+		/* G: each point of u not in G's component scans v */
+		if (rg < 0)
+			continue;
+		for (int64_t s = ts->rep[u]; s < t->end[u]; s++)
+		{
+			const float *y;
+			int64_t		h,
+						r;
+
+			if (!j->core[s])
+				continue;
+			r = gc_uf_find(parent, rg);
+			if (gc_uf_find(parent, s) == r)
+				continue;
+			y = row_of(j, s);
+			if (gc_box_mindist2(y, vlo, vhi, d) > eps2)
+				continue;
+			h = block_hits(y, j->pts + bv * d, mv, d, eps2, hit);
+			for (int64_t i = 0; i < h; i++)
+				if (inG[hit[i]])
+				{
+					gc_uf_union(parent, s, bv + hit[i]);
+					break;
+				}
+		}
 	}
 }
 
@@ -1033,9 +1128,9 @@ gc_dbscan_kdtree_run(gc_dbscan_job *j)
 
 				if (ts.ncore[v] == 0 || gc_job_stopped(j))
 					continue;
-				for (int64_t s = ts.rep[v]; s < t->end[v]; s++)
-					if (j->core[s])
-						union_from(&ts, j, s, full, dist);
+				union_leaf(&ts, j, v, full, dist,
+						   candbuf + (size_t) omp_get_thread_num() * (size_t) nleaf,
+						   (uint8_t *) rows);
 			}
 		}
 		PHASE("union");

@@ -459,6 +459,30 @@ test_cancel(void)
 	free(c);
 }
 
+/*
+ * Many kd-tree leaves, so that the union pass runs its batched, non-full
+ * leaf searches, with leaves whose core points are split over components.
+ */
+static void
+test_many_leaves(uint64_t *rs)
+{
+	static const int dims[] = {4, 16};
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+		for (int rep = 0; rep < 2; rep++)
+		{
+			int			d = dims[di];
+			int64_t		n = d == 4 ? 12000 : 7000;
+			float	   *X = malloc(sizeof(float) * n * d);
+			double		eps;
+
+			make_points(X, n, d, rep == 0 ? SHAPE_BLOBS : SHAPE_MIXED_SCALE, rs);
+			eps = pick_eps(X, n, d, rs);
+			check_all("many-leaves", X, n, d, eps, 3 + (int64_t) (tu_next(rs) % 10), rs);
+			free(X);
+		}
+}
+
 int
 main(void)
 {
@@ -473,6 +497,7 @@ main(void)
 	test_underflow(&rs);
 	test_random(&rs);
 	test_highd_blobs(&rs);
+	test_many_leaves(&rs);
 	printf("test_dbscan: %d random cases\n", ncases);
 	return test_summary("test_dbscan");
 }
