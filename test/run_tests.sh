@@ -1,7 +1,8 @@
 #!/bin/bash
 # The test command: sets up (test/setup.sh), then runs every test suite —
 # the core's unit tests, pg_regress against a throwaway server, the
-# comparison with scikit-learn on real data, and a pg_cron job in that
+# comparison with scikit-learn on real data, pg_cancel_backend from a second
+# session, and a pg_cron job in that
 # server (test/cron_test.py) — and ends with one line
 # "N passed, N failed" counting suites.
 set -uo pipefail
@@ -28,6 +29,7 @@ regress() {
 		cat test/regress_out/regression.diffs 2>/dev/null | head -200; return 1; }
 }
 suite "pg_regress" regress
+suite "pg_cancel_backend" /usr/bin/python3 test/cancel_test.py
 suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
 suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
 suite "pg_cron job" /usr/bin/python3 test/cron_test.py

@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""pg_cancel_backend stops a long clustering call promptly.
+
+One session runs gpu_kmeans with a million restarts and gpu_dbscan over a
+slow source; another cancels it after a second with pg_cancel_backend.  The
+call must end with SQLSTATE 57014 within 2 s of the cancel, and the session
+must go on working.  Run against a server with the extension installed
+(libpq environment variables), by test/run_tests.sh.
+"""
+import sys
+import threading
+import time
+
+import psycopg
+from psycopg import errors
+
+CALLS = {
+    "k-means (core)":
+        "SELECT count(*) FROM gpu_kmeans('SELECT i, ARRAY[i % 1000, i % 7]::real[] "
+        "FROM generate_series(1, 100000) i', 50, max_iter => 1000000, tol => 0, "
+        "n_init => 1000000, device => 'cpu')",
+    "DBSCAN (reading the source)":
+        "SELECT count(*) FROM gpu_dbscan('SELECT i, ARRAY[i] FROM generate_series(1, 100000) i "
+        "WHERE pg_sleep(0.001) IS NOT NULL', 1, 1)",
+}
+
+
+def main():
+    passed = failed = 0
+    with psycopg.connect("", autocommit=True) as admin, \
+            psycopg.connect("", autocommit=True) as worker:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
+        pid = worker.execute("SELECT pg_backend_pid()").fetchone()[0]
+        for name, sql in CALLS.items():
+            cancelled_at = []
+
+            def cancel():
+                time.sleep(1.0)
+                cancelled_at.append(time.monotonic())
+                admin.execute("SELECT pg_cancel_backend(%s)", (pid,))
+
+            t = threading.Thread(target=cancel)
+            t.start()
+            outcome = "finished without being cancelled"
+            try:
+                worker.execute(sql)
+            except errors.QueryCanceled:
+                outcome = "cancelled"
+            ended = time.monotonic()
+            t.join()
+            lag = ended - cancelled_at[0] if cancelled_at else float("nan")
+            usable = worker.execute("SELECT 1").fetchone()[0] == 1
+            ok = outcome == "cancelled" and lag < 2.0 and usable
+            passed += ok
+            failed += not ok
+            print(f"{'PASS' if ok else 'FAIL'}  {name}: {outcome} {lag:.2f} s after "
+                  f"pg_cancel_backend; session usable afterwards: {usable}")
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
