@@ -80,7 +80,8 @@ gc_code		gc_dbscan_grid_run(gc_dbscan_job *j, bool *applied);
 /* The kd-tree (any d). */
 gc_code		gc_dbscan_kdtree_run(gc_dbscan_job *j);
 
-/* Tests only: use the kd-tree's plain-C distance kernel even with AVX2. */
+/* Tests only: use the kd-tree's plain-C (or AVX2) kernel on faster machines. */
 extern bool gc_dbscan_force_generic;
+extern bool gc_dbscan_force_avx2;
 
 #endif							/* GPUCLUST_DBSCAN_INTERNAL_H */

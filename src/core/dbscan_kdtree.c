@@ -9,8 +9,8 @@
  *   core:   a leaf under a dense node of >= min_pts points is all core;
  *           otherwise the leaf lists once the leaves whose box is within eps
  *           of its box (nearest first), and each point counts over that
- *           list (point/box bounds, then block_hits: AVX2 when the CPU has
- *           it), stopping at min_pts.  A non-core point's
+ *           list (point/box bounds, then block_hits: AVX-512 or AVX2 when
+ *           the CPU has it), stopping at min_pts.  A non-core point's
  *           count saw all its (< min_pts) neighbours: they are kept;
  *   chain:  the core points of each maximal dense node are united, so any
  *           dense node's core points form one component;
@@ -298,20 +298,126 @@ block_hits_avx2(const float *restrict x, const float *restrict blk,
 	}
 	return n;
 }
+
+/* block_hits_avx2 with 16 lanes: 32 points at a time, then 16, then a masked tail */
+__attribute__((target("avx512f,avx2")))
+static int64_t
+block_hits_avx512(const float *restrict x, const float *restrict blk,
+				  int64_t m, int d, float eps2, int32_t *restrict hit)
+{
+	int64_t		n = 0;
+	int64_t		i0 = 0;
+	__m512		e = _mm512_set1_ps(eps2);
+
+	for (; i0 + 32 <= m; i0 += 32)
+	{
+		__m512		a0 = _mm512_setzero_ps(),
+					a1 = _mm512_setzero_ps();
+		uint32_t	mask;
+
+		for (int k = 0; k < d; k++)
+		{
+			const float *r = blk + k * m + i0;
+			__m512		xk = _mm512_set1_ps(x[k]);
+			__m512		t0 = _mm512_sub_ps(xk, _mm512_loadu_ps(r)),
+						t1 = _mm512_sub_ps(xk, _mm512_loadu_ps(r + 16));
+
+			a0 = _mm512_add_ps(a0, _mm512_mul_ps(t0, t0));
+			a1 = _mm512_add_ps(a1, _mm512_mul_ps(t1, t1));
+		}
+		mask = (uint32_t) _mm512_cmp_ps_mask(a0, e, _CMP_LE_OQ) |
+			((uint32_t) _mm512_cmp_ps_mask(a1, e, _CMP_LE_OQ) << 16);
+		while (mask != 0)
+		{
+			hit[n++] = (int32_t) (i0 + __builtin_ctz(mask));
+			mask &= mask - 1;
+		}
+	}
+	for (; i0 + 16 <= m; i0 += 16)
+	{
+		__m512		a0 = _mm512_setzero_ps();
+		uint32_t	mask;
+
+		for (int k = 0; k < d; k++)
+		{
+			__m512		t0 = _mm512_sub_ps(_mm512_set1_ps(x[k]),
+										   _mm512_loadu_ps(blk + k * m + i0));
+
+			a0 = _mm512_add_ps(a0, _mm512_mul_ps(t0, t0));
+		}
+		mask = (uint32_t) _mm512_cmp_ps_mask(a0, e, _CMP_LE_OQ);
+		while (mask != 0)
+		{
+			hit[n++] = (int32_t) (i0 + __builtin_ctz(mask));
+			mask &= mask - 1;
+		}
+	}
+	if (i0 < m)
+	{
+		/* the last m - i0 < 16 points: masked lanes, never loaded */
+		__mmask16	valid = (__mmask16) ((1u << (m - i0)) - 1);
+		__m512		a0 = _mm512_setzero_ps();
+		uint32_t	mask;
+
+		for (int k = 0; k < d; k++)
+		{
+			__m512		t0 = _mm512_sub_ps(_mm512_set1_ps(x[k]),
+										   _mm512_maskz_loadu_ps(valid, blk + k * m + i0));
+
+			a0 = _mm512_add_ps(a0, _mm512_mul_ps(t0, t0));
+		}
+		mask = (uint32_t) _mm512_mask_cmp_ps_mask(valid, a0, e, _CMP_LE_OQ);
+		while (mask != 0)
+		{
+			hit[n++] = (int32_t) (i0 + __builtin_ctz(mask));
+			mask &= mask - 1;
+		}
+	}
+	return n;
+}
 #endif
 
 /* tests set this to run the plain-C kernel on machines with AVX2 */
 bool		gc_dbscan_force_generic = false;
+
+/* tests set this to run the AVX2 kernel on machines with AVX-512 */
+bool		gc_dbscan_force_avx2 = false;
 
 static inline int64_t
 block_hits(const float *x, const float *blk, int64_t m, int d, float eps2,
 		   int32_t *hit)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
+	if (!gc_dbscan_force_generic && !gc_dbscan_force_avx2 &&
+		__builtin_cpu_supports("avx512f"))
+		return block_hits_avx512(x, blk, m, d, eps2, hit);
 	if (!gc_dbscan_force_generic && __builtin_cpu_supports("avx2"))
 		return block_hits_avx2(x, blk, m, d, eps2, hit);
 #endif
 	return block_hits_generic(x, blk, m, d, eps2, hit);
+}
+
+/*
+ * gc_box_mindist2(p, lo, hi, d), the same sum without branches: of lo - p
+ * and p - hi at most one is positive, so the gap is exactly as there.
+ */
+static inline float
+box_mindist2_nb(const float *p, const float *lo, const float *hi, int d)
+{
+	float		s = 0.0f;
+
+	for (int k = 0; k < d; k++)
+	{
+		float		a = lo[k] - p[k],
+					b = p[k] - hi[k],
+					t;
+
+		a = a > 0.0f ? a : 0.0f;
+		b = b > 0.0f ? b : 0.0f;
+		t = a + b;
+		s += t * t;
+	}
+	return s;
 }
 
 /*
@@ -440,7 +546,7 @@ count_listed(const tree_state *ts, const gc_dbscan_job *j, const float *x,
 				   *hi = t->hi + u * d;
 		int64_t		b = t->begin[u];
 
-		if (gc_box_mindist2(x, lo, hi, d) > eps2)
+		if (box_mindist2_nb(x, lo, hi, d) > eps2)
 			continue;
 		if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 		{
@@ -480,7 +586,7 @@ any_core_neighbour(const tree_state *ts, const gc_dbscan_job *j,
 		const float *lo = t->lo + u * d,
 				   *hi = t->hi + u * d;
 
-		if (ts->ncore[u] == 0 || gc_box_mindist2(x, lo, hi, d) > eps2)
+		if (ts->ncore[u] == 0 || box_mindist2_nb(x, lo, hi, d) > eps2)
 			continue;
 		if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 			return ts->rep[u];
@@ -613,7 +719,7 @@ union_leaf(const tree_state *ts, gc_dbscan_job *j, int64_t v, bool full,
 					continue;
 				}
 				x = row_of(j, a);
-				if (gc_box_mindist2(x, lo, hi, d) > eps2)
+				if (box_mindist2_nb(x, lo, hi, d) > eps2)
 					continue;
 				if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 					b = ts->rep[u];
@@ -634,7 +740,7 @@ union_leaf(const tree_state *ts, gc_dbscan_job *j, int64_t v, bool full,
 			if (!j->core[a] || inG[a - bv])
 				continue;
 			x = row_of(j, a);
-			if (gc_box_mindist2(x, lo, hi, d) > eps2)
+			if (box_mindist2_nb(x, lo, hi, d) > eps2)
 				continue;
 			ra = gc_uf_find(parent, a);
 			if (ts->nexc[u] > 0 && gc_uf_find(parent, ts->rep[u]) == ra)
@@ -679,7 +785,7 @@ union_leaf(const tree_state *ts, gc_dbscan_job *j, int64_t v, bool full,
 			if (gc_uf_find(parent, s) == r)
 				continue;
 			y = row_of(j, s);
-			if (gc_box_mindist2(y, vlo, vhi, d) > eps2)
+			if (box_mindist2_nb(y, vlo, vhi, d) > eps2)
 				continue;
 			h = block_hits(y, j->pts + bv * d, mv, d, eps2, hit);
 			for (int64_t i = 0; i < h; i++)
@@ -711,7 +817,7 @@ nearest_core(const tree_state *ts, const gc_dbscan_job *j, const float *x,
 		int64_t		u = stack[--sp];
 
 		if (ts->ncore[u] == 0 ||
-			gc_box_mindist2(x, t->lo + u * d, t->hi + u * d, d) > bestd)
+			box_mindist2_nb(x, t->lo + u * d, t->hi + u * d, d) > bestd)
 			continue;
 		if (gc_kdtree_is_leaf(t, u))
 		{

@@ -223,6 +223,7 @@ check_case(const char *what, const float *X, int64_t n, int d, double eps,
 	free(c);
 }
 
+
 static void
 check_all(const char *what, const float *X, int64_t n, int d, double eps,
 		  int64_t min_pts, uint64_t *rs)
@@ -238,6 +239,10 @@ check_all(const char *what, const float *X, int64_t n, int d, double eps,
 	gc_dbscan_force_generic = true;
 	check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_KDTREE, t);
 	gc_dbscan_force_generic = false;
+	/* the AVX2 kernel, which AVX-512 machines would never run */
+	gc_dbscan_force_avx2 = true;
+	check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_KDTREE, 3 - t);
+	gc_dbscan_force_avx2 = false;
 	if (d <= 3)
 	{
 		check_case(what, X, n, d, eps, min_pts, rl, rc, GC_DBSCAN_INDEX_GRID, t);
