@@ -223,7 +223,6 @@ check_case(const char *what, const float *X, int64_t n, int d, double eps,
 	free(c);
 }
 
-
 static void
 check_all(const char *what, const float *X, int64_t n, int d, double eps,
 		  int64_t min_pts, uint64_t *rs)
