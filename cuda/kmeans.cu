@@ -1627,24 +1627,8 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc;
 	double		tol_scaled = 0.0;
 
-	if (st)
-	{
-		st->code = GC_OK;
-		st->message[0] = '\0';
-	}
-	if ((rc = gc_kmeans_check(n, d, p, res, st)) != GC_OK)
+	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
 		return rc;
-	res->inertia = 0.0;
-	res->iterations = 0;
-	res->converged = true;
-	if (n == 0)
-		return GC_OK;
-	if (p->k > n)
-		return gc_fail(st, GC_EINVAL,
-					   "k-means: k (%d) must not exceed the number of rows (%lld)",
-					   p->k, (long long) n);
-	if (X == NULL || res->labels == NULL || res->centroids == NULL)
-		return gc_fail(st, GC_EINVAL, "k-means: missing input or output array");
 	if (n > INT32_MAX)
 		return gc_fail(st, GC_EINVAL, "k-means: the GPU path takes at most %d rows, got %lld",
 					   INT32_MAX, (long long) n);

@@ -129,9 +129,14 @@ gc_code		gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const gc_kmeans_params *p, gc_kmeans_result *res,
 						  gc_status *st);
 
-/* The parameter checks (and messages) every k-means path makes. */
-gc_code		gc_kmeans_check(int64_t n, int d, const gc_kmeans_params *p,
-							const gc_kmeans_result *res, gc_status *st);
+/*
+ * The checks (and messages) every k-means path makes before it starts:
+ * clears st, validates the parameters, k <= n and the arrays, and resets
+ * res's inertia, iterations and converged.
+ */
+gc_code		gc_kmeans_check(const float *X, int64_t n, int d,
+							const gc_kmeans_params *p, gc_kmeans_result *res,
+							gc_status *st);
 
 /* ------------------------------------------------------------------ */
 /* DBSCAN                                                              */

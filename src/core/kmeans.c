@@ -83,9 +83,14 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 }
 
 gc_code
-gc_kmeans_check(int64_t n, int d, const gc_kmeans_params *p,
-				const gc_kmeans_result *res, gc_status *st)
+gc_kmeans_check(const float *X, int64_t n, int d, const gc_kmeans_params *p,
+				gc_kmeans_result *res, gc_status *st)
 {
+	if (st)
+	{
+		st->code = GC_OK;
+		st->message[0] = '\0';
+	}
 	if (p == NULL || res == NULL)
 		return gc_fail(st, GC_EINVAL, "k-means: missing parameters or result");
 	if (d < 1)
@@ -102,6 +107,17 @@ gc_kmeans_check(int64_t n, int d, const gc_kmeans_params *p,
 		return gc_fail(st, GC_EINVAL, "k-means: tol must be a finite number >= 0, got %g", p->tol);
 	if (p->init != GC_INIT_KMEANSPP && p->init != GC_INIT_RANDOM)
 		return gc_fail(st, GC_EINVAL, "k-means: unknown init method %d", (int) p->init);
+	res->inertia = 0.0;
+	res->iterations = 0;
+	res->converged = true;
+	if (n == 0)
+		return GC_OK;
+	if (p->k > n)
+		return gc_fail(st, GC_EINVAL,
+					   "k-means: k (%d) must not exceed the number of rows (%lld)",
+					   p->k, (long long) n);
+	if (X == NULL || res->labels == NULL || res->centroids == NULL)
+		return gc_fail(st, GC_EINVAL, "k-means: missing input or output array");
 	return GC_OK;
 }
 
@@ -117,25 +133,8 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	double		tol_scaled = 0.0;
 	gc_code		rc = GC_OK;
 
-	if (st)
-	{
-		st->code = GC_OK;
-		st->message[0] = '\0';
-	}
-	if ((rc = gc_kmeans_check(n, d, p, res, st)) != GC_OK)
+	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
 		return rc;
-
-	res->inertia = 0.0;
-	res->iterations = 0;
-	res->converged = true;
-	if (n == 0)
-		return GC_OK;
-	if (p->k > n)
-		return gc_fail(st, GC_EINVAL,
-					   "k-means: k (%d) must not exceed the number of rows (%lld)",
-					   p->k, (long long) n);
-	if (X == NULL || res->labels == NULL || res->centroids == NULL)
-		return gc_fail(st, GC_EINVAL, "k-means: missing input or output array");
 
 	if (p->tol > 0.0)
 	{
