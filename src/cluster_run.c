@@ -2,8 +2,7 @@
  *
  * cluster_run.c
  *	  Running the core on the chosen device (choice, GPU call, fallback to
- *	  the CPU under 'auto'), parameter checks, and the validation of one
- *	  features array: shared by the set-returning functions (kmeans_sql.c,
+ *	  the CPU under 'auto'), parameter checks and emitting labels: shared by the set-returning functions (kmeans_sql.c,
  *	  dbscan_sql.c), the window functions (window_sql.c) and the models
  *	  (model_sql.c), so that each runs where the others would for the same
  *	  problem and returns the same labels.
@@ -230,117 +229,4 @@ gc_glue_check_dbscan_params(const gc_dbscan_params *p)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("min_pts must be at least 1")));
-}
-
-/* "features of partition row 3", or what itself when rowno < 1 */
-static char *
-subject(const char *what, int64 rowno)
-{
-	if (rowno >= 1)
-		return psprintf("features of %s %lld", what, (long long) rowno);
-	return pstrdup(what);
-}
-
-int
-gc_glue_features(ArrayType *arr, int *d, float *dst, const char *what,
-				 int64 rowno)
-{
-	int			ndim = ARR_NDIM(arr);
-	Oid			elemtype = ARR_ELEMTYPE(arr);
-	int			len;
-
-	if (elemtype != FLOAT4OID && elemtype != FLOAT8OID)
-		elog(ERROR, "unexpected element type %u in %s", elemtype,
-			 subject(what, rowno));
-	if (ndim == 0 || (ndim == 1 && ARR_DIMS(arr)[0] == 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s are an empty array", subject(what, rowno)),
-				 errdetail("Each row needs at least one feature; use NULL features to leave a row unclustered.")));
-	if (ndim != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s must be a one-dimensional array", subject(what, rowno)),
-				 errdetail("The array has %d dimensions.", ndim)));
-	len = ARR_DIMS(arr)[0];
-	if (*d == 0)
-		*d = len;
-	else if (len != *d)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s have %d elements, expected %d",
-						subject(what, rowno), len, *d),
-				 errdetail("All rows must have as many features as the first row with features.")));
-
-	if (ARR_HASNULL(arr))
-	{
-		bits8	   *bitmap = ARR_NULLBITMAP(arr);
-
-		for (int j = 0; j < len; j++)
-			if ((bitmap[j / 8] & (1 << (j % 8))) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("%s contain a NULL at position %d",
-								subject(what, rowno), j + 1),
-						 errhint("Use NULL for the whole features value to leave a row unclustered.")));
-	}
-
-	if (elemtype == FLOAT8OID)
-	{
-		const float8 *src = (const float8 *) ARR_DATA_PTR(arr);
-
-		for (int j = 0; j < len; j++)
-		{
-			float8		v = src[j];
-			float		f;
-
-			if (isnan(v))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("%s contain NaN at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features must be finite numbers.")));
-			if (isinf(v))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("%s contain an infinite value at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features must be finite numbers.")));
-			f = (float) v;
-			if (isinf(f))
-				ereport(ERROR,
-						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-						 errmsg("%s contain a value out of range for type real at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features are computed in single precision; %g exceeds its largest value.",
-								   v)));
-			if (dst)
-				dst[j] = f;
-		}
-	}
-	else
-	{
-		const float4 *src = (const float4 *) ARR_DATA_PTR(arr);
-
-		for (int j = 0; j < len; j++)
-		{
-			float4		v = src[j];
-
-			if (isnan(v))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("%s contain NaN at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features must be finite numbers.")));
-			if (isinf(v))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("%s contain an infinite value at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features must be finite numbers.")));
-			if (dst)
-				dst[j] = v;
-		}
-	}
-	return len;
 }

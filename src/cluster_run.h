@@ -76,15 +76,4 @@ extern gc_kmeans_init gc_glue_parse_kmeans_init(const char *s);
 extern void gc_glue_check_kmeans_params(const gc_kmeans_params *p);
 extern void gc_glue_check_dbscan_params(const gc_dbscan_params *p);
 
-/*
- * Validates one features array (real[] or double precision[]) and writes
- * its values as float32 to dst (when dst is not NULL).  *d is the expected
- * length, or 0 for "any" (then set to the array's length).  Errors name
- * the row: "features of <what> <rowno>" when rowno >= 1, else "<what>"
- * alone (e.g. what = "partition row", rowno = 3; or what = "features",
- * rowno = 0).  Returns the array's length.
- */
-extern int	gc_glue_features(ArrayType *arr, int *d, float *dst,
-							 const char *what, int64 rowno);
-
 #endif							/* GPUCLUST_CLUSTER_RUN_H */

@@ -216,40 +216,44 @@ cast_features(IngestState *st, int64 id, Datum value, bool *isnull)
 	return result;
 }
 
-/* Append the features of the row with id id to X, checking them. */
-static void
-add_features(IngestState *st, int64 id, Datum value, bool is_float8)
+/* "features of row with id 7", "features of partition row 3", "features" */
+static char *
+subject(const char *what, int64 rowno)
 {
-	GcInput    *in = st->in;
-	ArrayType  *arr = DatumGetArrayTypeP(value);
-	int			ndim = ARR_NDIM(arr);
-	int			len;
-	float	   *dst;
+	if (what != NULL)
+		return psprintf("features of %s %lld", what, (long long) rowno);
+	return pstrdup("features");
+}
 
+int
+gc_features(ArrayType *arr, int *d, float *dst, const char *what,
+				 int64 rowno)
+{
+	int			ndim = ARR_NDIM(arr);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int			len;
+
+	if (elemtype != FLOAT4OID && elemtype != FLOAT8OID)
+		elog(ERROR, "unexpected element type %u in %s", elemtype,
+			 subject(what, rowno));
 	if (ndim == 0 || (ndim == 1 && ARR_DIMS(arr)[0] == 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("features of row with id %lld are an empty array",
-						(long long) id),
+				 errmsg("%s are an empty array", subject(what, rowno)),
 				 errdetail("Each row needs at least one feature; use NULL features to leave a row unclustered.")));
 	if (ndim != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("features of row with id %lld must be a one-dimensional array",
-						(long long) id),
+				 errmsg("%s must be a one-dimensional array", subject(what, rowno)),
 				 errdetail("The array has %d dimensions.", ndim)));
-	if (ARR_ELEMTYPE(arr) != (is_float8 ? FLOAT8OID : FLOAT4OID))
-		elog(ERROR, "unexpected element type %u in features of row with id %lld",
-			 ARR_ELEMTYPE(arr), (long long) id);
-
 	len = ARR_DIMS(arr)[0];
-	if (in->d == 0)
-		in->d = len;
-	else if (len != in->d)
+	if (*d == 0)
+		*d = len;
+	else if (len != *d)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("features of row with id %lld have %d elements, expected %d",
-						(long long) id, len, in->d),
+				 errmsg("%s have %d elements, expected %d",
+						subject(what, rowno), len, *d),
 				 errdetail("All rows must have as many features as the first row with features.")));
 
 	if (ARR_HASNULL(arr))
@@ -260,16 +264,12 @@ add_features(IngestState *st, int64 id, Datum value, bool is_float8)
 			if ((bitmap[j / 8] & (1 << (j % 8))) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("features of row with id %lld contain a NULL at position %d",
-								(long long) id, j + 1),
+						 errmsg("%s contain a NULL at position %d",
+								subject(what, rowno), j + 1),
 						 errhint("Use NULL for the whole features value to leave a row unclustered.")));
 	}
 
-	if (in->n >= st->x_cap)
-		grow_x(st);
-	dst = in->X + (Size) in->n * (Size) in->d;
-
-	if (is_float8)
+	if (elemtype == FLOAT8OID)
 	{
 		const float8 *src = (const float8 *) ARR_DATA_PTR(arr);
 
@@ -281,24 +281,25 @@ add_features(IngestState *st, int64 id, Datum value, bool is_float8)
 			if (isnan(v))
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("features of row with id %lld contain NaN at position %d",
-								(long long) id, j + 1),
+						 errmsg("%s contain NaN at position %d",
+								subject(what, rowno), j + 1),
 						 errdetail("Features must be finite numbers.")));
 			if (isinf(v))
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("features of row with id %lld contain an infinite value at position %d",
-								(long long) id, j + 1),
+						 errmsg("%s contain an infinite value at position %d",
+								subject(what, rowno), j + 1),
 						 errdetail("Features must be finite numbers.")));
 			f = (float) v;
 			if (isinf(f))
 				ereport(ERROR,
 						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-						 errmsg("feature at position %d of row with id %lld is out of range for type real",
-								j + 1, (long long) id),
+						 errmsg("%s contain a value out of range for type real at position %d",
+								subject(what, rowno), j + 1),
 						 errdetail("Features are computed in single precision; %g exceeds its largest value.",
 								   v)));
-			dst[j] = f;
+			if (dst)
+				dst[j] = f;
 		}
 	}
 	else
@@ -312,18 +313,36 @@ add_features(IngestState *st, int64 id, Datum value, bool is_float8)
 			if (isnan(v))
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("features of row with id %lld contain NaN at position %d",
-								(long long) id, j + 1),
+						 errmsg("%s contain NaN at position %d",
+								subject(what, rowno), j + 1),
 						 errdetail("Features must be finite numbers.")));
 			if (isinf(v))
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("features of row with id %lld contain an infinite value at position %d",
-								(long long) id, j + 1),
+						 errmsg("%s contain an infinite value at position %d",
+								subject(what, rowno), j + 1),
 						 errdetail("Features must be finite numbers.")));
-			dst[j] = v;
+			if (dst)
+				dst[j] = v;
 		}
 	}
+	return len;
+}
+
+/* Append the features of the row with id id to X, checking them. */
+static void
+add_features(IngestState *st, int64 id, Datum value)
+{
+	GcInput    *in = st->in;
+	ArrayType  *arr = DatumGetArrayTypeP(value);
+
+	/* the first row with features fixes d, which sizes X */
+	if (in->d == 0)
+		(void) gc_features(arr, &in->d, NULL, "row with id", id);
+	if (in->n >= st->x_cap)
+		grow_x(st);
+	gc_features(arr, &in->d, in->X + (Size) in->n * (Size) in->d,
+				"row with id", id);
 	in->n++;
 }
 
@@ -366,7 +385,7 @@ add_row(IngestState *st, HeapTuple tuple, TupleDesc td)
 		in->has_features[in->n_rows] = false;
 	else
 	{
-		add_features(st, id, value, st->kind == FEATURES_FLOAT8);
+		add_features(st, id, value);
 		in->has_features[in->n_rows] = true;
 	}
 	in->n_rows++;

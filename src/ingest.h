@@ -8,6 +8,8 @@
 #ifndef GPUCLUST_INGEST_H
 #define GPUCLUST_INGEST_H
 
+#include "utils/array.h"
+
 /*
  * The rows of a source query.  Row i of the query (0-based, input order)
  * has id ids[i]; when has_features[i] it is row j of X, where j counts the
@@ -31,5 +33,15 @@ typedef struct GcInput
  * row's id.
  */
 extern void gc_ingest(const char *source, MemoryContext outcxt, GcInput *in);
+
+/*
+ * Validates one features array (real[] or double precision[]) and writes
+ * its values as float32 to dst (when dst is not NULL).  *d is the expected
+ * length, or 0 for "any" (then set to the array's length).  Errors name
+ * the row as "features of <what> <rowno>" (what = "row with id",
+ * "partition row"), or "features" when what is NULL.  Returns the length.
+ */
+extern int	gc_features(ArrayType *arr, int *d, float *dst, const char *what,
+						int64 rowno);
 
 #endif							/* GPUCLUST_INGEST_H */

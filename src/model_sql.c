@@ -252,7 +252,7 @@ nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x)
 						ARR_DIMS(arr)[0], m->d),
 				 errdetail("Features must have as many elements as the model was fitted with.")));
 	f = palloc(Max(m->d, 1) * sizeof(float));
-	len = gc_glue_features(arr, &len, f, "features", 0);
+	len = gc_features(arr, &len, f, NULL, 0);
 	Assert(len == m->d);
 
 	/* exactly the core's assignment: gc_dist2, strict <, lowest index */

@@ -41,6 +41,7 @@
 #include "windowapi.h"
 
 #include "cluster_run.h"
+#include "ingest.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan_window);
 PG_FUNCTION_INFO_V1(gpu_kmeans_window);
@@ -235,7 +236,7 @@ read_partition(WindowObject winobj, WinParam *params, int nparams,
 			if (in->X == NULL)
 			{
 				/* the first row with features sets the dimension */
-				gc_glue_features(arr, &in->d, NULL, "partition row", i + 1);
+				gc_features(arr, &in->d, NULL, "partition row", i + 1);
 				if ((Size) in->d * sizeof(float) > MaxAllocHugeSize / (Size) in->n_rows)
 					ereport(ERROR,
 							(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -244,7 +245,7 @@ read_partition(WindowObject winobj, WinParam *params, int nparams,
 				in->X = MemoryContextAllocHuge(workcxt, (Size) in->n_rows *
 											   (Size) in->d * sizeof(float));
 			}
-			gc_glue_features(arr, &in->d, in->X + (Size) in->n * (Size) in->d,
+			gc_features(arr, &in->d, in->X + (Size) in->n * (Size) in->d,
 							 "partition row", i + 1);
 			in->n++;
 		}
