@@ -24,6 +24,26 @@
 #include "../cuda/gpuclust_cuda.h"
 #endif
 
+/*
+ * After a failed GPU run.  Under 'auto', lack of GPU memory or a CUDA error
+ * is a NOTICE and the call is redone on the CPU (the result); anything
+ * else, or any failure under 'gpu', is the error.  (A build without CUDA
+ * never chooses the GPU: dispatch refuses it first.)
+ */
+static pg_attribute_unused() gc_device
+gpu_failed(gc_device requested, gc_status *st, const char *what)
+{
+	if (requested != GC_DEVICE_AUTO ||
+		(st->code != GC_ENOMEM && st->code != GC_EDEVICE))
+		gc_glue_report(st, what);
+	ereport(NOTICE,
+			(errmsg("%s falls back to the CPU", what),
+			 errdetail("%s.", st->message)));
+	st->code = GC_OK;
+	st->message[0] = '\0';
+	return GC_DEVICE_CPU;
+}
+
 gc_device
 gc_glue_run_kmeans(gc_device requested, const float *X, int64 n, int d,
 				   const gc_kmeans_params *params, gc_kmeans_result *res)
@@ -38,29 +58,12 @@ gc_glue_run_kmeans(gc_device requested, const float *X, int64 n, int d,
 	gc_glue_ctx(&ctx);
 	/* random init and the host side of the GPU path use OpenMP too */
 	gc_glue_prepare_threads(&ctx);
-	if (chosen == GC_DEVICE_GPU)
-	{
 #ifdef GPUCLUST_CUDA
-		/* the device is gpuclust.gpu_device_id, made current by the probe */
-		if (gc_kmeans_gpu(&ctx, X, n, d, params, res, &st) != GC_OK)
-		{
-			if (requested != GC_DEVICE_AUTO ||
-				(st.code != GC_ENOMEM && st.code != GC_EDEVICE))
-				gc_glue_report(&st, "k-means");
-			ereport(NOTICE,
-					(errmsg("k-means falls back to the CPU"),
-					 errdetail("%s.", st.message)));
-			chosen = GC_DEVICE_CPU;
-			st.code = GC_OK;
-			st.message[0] = '\0';
-		}
-#else
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot run k-means on the GPU"),
-				 errdetail("gpuclust was built without CUDA.")));
+	/* the device is gpuclust.gpu_device_id, made current by the probe */
+	if (chosen == GC_DEVICE_GPU &&
+		gc_kmeans_gpu(&ctx, X, n, d, params, res, &st) != GC_OK)
+		chosen = gpu_failed(requested, &st, "k-means");
 #endif
-	}
 	if (chosen == GC_DEVICE_CPU)
 	{
 		if (gc_kmeans_cpu(&ctx, X, n, d, params, res, &st) != GC_OK)
@@ -82,33 +85,11 @@ gc_glue_run_dbscan(gc_device requested, const float *X, int64 n, int d,
 	chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, n, d);
 	gc_glue_ctx(&ctx);
 	gc_glue_prepare_threads(&ctx);
-	if (chosen == GC_DEVICE_GPU)
-	{
 #ifdef GPUCLUST_CUDA
-		/*
-		 * The device is gpuclust.gpu_device_id, made current by the probe.
-		 * Under 'auto' a CUDA error or lack of GPU memory redoes the call on
-		 * the CPU, with a NOTICE.
-		 */
-		if (gc_dbscan_gpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
-		{
-			if (requested != GC_DEVICE_AUTO ||
-				(st.code != GC_ENOMEM && st.code != GC_EDEVICE))
-				gc_glue_report(&st, "DBSCAN");
-			ereport(NOTICE,
-					(errmsg("DBSCAN falls back to the CPU"),
-					 errdetail("%s.", st.message)));
-			chosen = GC_DEVICE_CPU;
-			st.code = GC_OK;
-			st.message[0] = '\0';
-		}
-#else
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot run DBSCAN on the GPU"),
-				 errdetail("gpuclust was built without CUDA.")));
+	if (chosen == GC_DEVICE_GPU &&
+		gc_dbscan_gpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
+		chosen = gpu_failed(requested, &st, "DBSCAN");
 #endif
-	}
 	if (chosen == GC_DEVICE_CPU &&
 		gc_dbscan_cpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
 		gc_glue_report(&st, "DBSCAN");
