@@ -16,16 +16,25 @@ GLUE_SRCS   = $(wildcard src/*.c)
 CORE_OBJS   = $(CORE_SRCS:.c=.o)
 OBJS        = $(GLUE_SRCS:.c=.o) $(CORE_OBJS)
 
-# CUDA: found on PATH or in /usr/local/cuda, unless USE_CUDA=0.
+# CUDA: nvcc found on PATH or in $(CUDA_HOME), and its static runtime
+# (libcudart_static.a) found beside it; otherwise a CPU-only build.
+# USE_CUDA=0 forces CPU-only.
 CUDA_HOME  ?= /usr/local/cuda
-NVCC       ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
+NVCC       ?= $(realpath $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc)))
+CUDA_ROOTS  = $(CUDA_HOME) $(if $(NVCC),$(abspath $(dir $(NVCC))..))
+CUDART_A   ?= $(firstword $(realpath $(foreach r,$(CUDA_ROOTS),$(foreach l,lib64 lib targets/x86_64-linux/lib targets/sbsa-linux/lib,$(r)/$(l)/libcudart_static.a))))
+CUDART_LINKS = $(if $(CUDART_A),$(shell printf 'int cudaGetDeviceCount(int *);int main(void){int n;return cudaGetDeviceCount(&n);}' | \
+                 $(CC) -x c - -o /dev/null -L$(dir $(CUDART_A)) -lcudart_static -ldl -lrt -lpthread -lstdc++ >/dev/null 2>&1 && echo yes))
 ifeq ($(NVCC),)
+USE_CUDA   ?= 0
+else ifeq ($(CUDART_LINKS),)
+$(if $(filter 0,$(USE_CUDA)),,$(warning gpuclust: nvcc found at $(NVCC) but its static runtime ($(or $(CUDART_A),libcudart_static.a: not found)) does not link; building CPU-only))
 USE_CUDA   ?= 0
 else
 USE_CUDA   ?= 1
 endif
 ifeq ($(USE_CUDA),1)
-CUDA_LIB    = $(dir $(NVCC))../lib64
+CUDA_LIB    = $(dir $(CUDART_A))
 CU_SRCS     = $(wildcard cuda/*.cu)
 CU_OBJS     = $(CU_SRCS:.cu=.o)
 OBJS       += $(CU_OBJS)
@@ -54,6 +63,11 @@ include $(PGXS)
 
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/core/gpuclust_core.h src/core/kmeans_internal.h src/core/rng.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+# What this build uses (printed by test/setup.sh).
+.PHONY: config
+config:
+	@echo "gpuclust build: USE_CUDA=$(USE_CUDA) nvcc=$(or $(NVCC),none) cudart=$(or $(CUDART_A),none)"
 
 # GPU tests and benchmarks: run on a machine with a GPU (no PostgreSQL needed).
 .PHONY: gpu-test gpu-bench

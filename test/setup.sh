@@ -21,6 +21,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+make -s config ${USE_CUDA:+USE_CUDA=$USE_CUDA}
 make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA}
 sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
 $sudo_cmd make -s install ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null
