@@ -19,6 +19,7 @@ OBJS        = $(GLUE_SRCS:.c=.o) $(CORE_OBJS)
 # CUDA: nvcc found on PATH or in $(CUDA_HOME), and its static runtime
 # (libcudart_static.a) found beside it; otherwise a CPU-only build.
 # USE_CUDA=0 forces CPU-only.
+-include config.mk   # written by test/setup.sh when a CUDA build failed
 CUDA_HOME  ?= /usr/local/cuda
 NVCC       ?= $(realpath $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc)))
 CUDA_ROOTS  = $(CUDA_HOME) $(if $(NVCC),$(abspath $(dir $(NVCC))..))

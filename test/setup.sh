@@ -22,7 +22,15 @@ fi
 
 export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 make -s config ${USE_CUDA:+USE_CUDA=$USE_CUDA}
-make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA}
+if ! make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA}; then
+	# A CUDA toolkit that compiles but cannot build this library (a broken
+	# or partial install) must not stop a CPU server: remember USE_CUDA=0.
+	[ -z "${USE_CUDA:-}" ] && [ ! -e config.mk ] || exit 1
+	echo "setup: the CUDA build failed (above); building CPU-only (config.mk: USE_CUDA = 0)"
+	make -s clean
+	echo "USE_CUDA = 0" > config.mk
+	make -s -j"$(nproc)"
+fi
 sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
 $sudo_cmd make -s install ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null
 echo "setup: gpuclust built and installed into $($PG_CONFIG --pkglibdir)"
