@@ -1710,8 +1710,9 @@ gc_dbscan_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			  const gc_dbscan_params *p, int32_t *labels, uint8_t *is_core,
 			  gc_status *st)
 {
-	return gc_dbscan_gpu_index(ctx, X, n, d, p, GC_DBSCAN_GPU_AUTO, NULL,
-							   labels, is_core, st);
+	return gc_dbscan_gpu_index(ctx, X, n, d, p,
+							   GC_DBSCAN_GPU_GRID_VERIFIED ? GC_DBSCAN_GPU_AUTO : GC_DBSCAN_GPU_BRUTE,
+							   NULL, labels, is_core, st);
 }
 
 extern "C" size_t
