@@ -131,7 +131,7 @@ run(const char *tag, const char *what, const float *X, int64_t n, int d,
 				cmed;
 
 	/* warm-up (R > 1), or a check that the GPU runs at all */
-	if (R > 1 && gc_dbscan_gpu(NULL, X, n, d, &p, lg, cg, &st) != GC_OK)
+	if (R > 1 && gc_dbscan_gpu_index(NULL, X, n, d, &p, GC_DBSCAN_GPU_AUTO, NULL, lg, cg, &st) != GC_OK)
 	{
 		printf("%s: GPU failed: %s\n", tag, st.message);
 		return;
@@ -140,7 +140,7 @@ run(const char *tag, const char *what, const float *X, int64_t n, int d,
 	{
 		double		t0 = now_ms();
 
-		gc_dbscan_gpu(NULL, X, n, d, &p, lg, cg, &st);
+		gc_dbscan_gpu_index(NULL, X, n, d, &p, GC_DBSCAN_GPU_AUTO, NULL, lg, cg, &st);
 		tg[r] = now_ms() - t0;
 		gc_dbscan_gpu_last_phases(&ph[r]);
 	}

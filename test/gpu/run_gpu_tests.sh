@@ -108,7 +108,10 @@ dbscan-build)
 	;;
 dbscan-test)
 	echo "== dbscan-test"
-	$B/test_dbscan_gpu > "$OUTDIR/test_dbscan_gpu.log" 2>&1 || rc=1
+	# a time limit: a hang (the grid path once hung in its union-find) must
+	# not take the whole device session with it
+	timeout ${DB_TEST_TIMEOUT:-300} $B/test_dbscan_gpu > "$OUTDIR/test_dbscan_gpu.log" 2>&1
+	r=$?; [ $r -eq 0 ] || { rc=1; echo "test_dbscan_gpu: exit $r (124: timed out)"; }
 	grep -E "FAIL|passed|cases|seed|device" "$OUTDIR/test_dbscan_gpu.log" | head -40
 	;;
 dbscan-sanitize)
@@ -124,7 +127,7 @@ dbscan-sanitize)
 	;;
 dbscan-bench)
 	echo "== dbscan-bench"
-	$B/bench_dbscan_gpu 2>&1 | tee "$OUTDIR/bench_dbscan.log" || rc=1
+	timeout ${DB_BENCH_TIMEOUT:-300} $B/bench_dbscan_gpu 2>&1 | tee "$OUTDIR/bench_dbscan.log" || rc=1
 	;;
 *)
 	echo "unknown stage $s"; rc=1;;
