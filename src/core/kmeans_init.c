@@ -36,64 +36,161 @@ typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
  * min(closest[i], gc_dist2(X_i, candidate t)), for nv*8 candidates stored
  * transposed in cand (cand[j*nv*8 + t]).  The float distance is built as
  * gc_dist2 builds it ((c-x)² == (x-c)² exactly), so it is bit-identical.
+ * PP_ROWS rows go together: each sum over dimensions is a chain of
+ * dependent additions, and independent chains hide their latency.  When
+ * dist is not NULL, dist[(i - i0) * lp + t] keeps each distance, so that
+ * the winner's need not be computed again.
  */
+#define PP_ROWS 4
+
+/*
+ * For d >= PP_DIST_MIN_D and up to PP_DIST_MAX floats (256 MB), the
+ * potential pass keeps every distance it computes and the winner's update
+ * reads them back; otherwise the update computes the winner's distances
+ * again (pp_update_closest).  Measured on 2 threads: keeping them makes the
+ * whole seeding 1.2x (d = 8) to 1.4x (d = 32) faster, and d = 2 1.2x slower.
+ */
+#define PP_DIST_MIN_D 8
+#define PP_DIST_MAX ((size_t) 64 << 20)
+
+/* tests set this to take the recomputing path at any size */
+bool		gc_km_pp_recompute = false;
+
 static inline __attribute__((always_inline)) void
 pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 				 const float *cand, const float *closest, double *out,
-				 const int nv)
+				 float *dist, const int nv)
 {
 	const int	lp = nv * PP_LANES;
 	v8d			acc[PP_MAX_LP / PP_LANES];
+	int64_t		i = i0;
 
 	for (int v = 0; v < nv; v++)
 		acc[v] = (v8d) {0};
-	for (int64_t i = i0; i < i1; i++)
+	for (; i < i1; i += PP_ROWS)
 	{
-		const float *x = X + i * d;
-		const float cl = closest[i];
-		v8f			s[PP_MAX_LP / PP_LANES];
+		const int	rows = i1 - i < PP_ROWS ? (int) (i1 - i) : PP_ROWS;
+		v8f			s[PP_ROWS][PP_MAX_LP / PP_LANES];
 
-		for (int v = 0; v < nv; v++)
+		if (rows == PP_ROWS)
 		{
-			v8f			t = load8(cand + v * PP_LANES) - x[0];
+			for (int v = 0; v < nv; v++)
+				for (int r = 0; r < PP_ROWS; r++)
+				{
+					v8f			t = load8(cand + v * PP_LANES) - X[(i + r) * d];
 
-			s[v] = t * t;
+					s[r][v] = t * t;
+				}
+			for (int j = 1; j < d; j++)
+				for (int v = 0; v < nv; v++)
+				{
+					v8f			c = load8(cand + j * lp + v * PP_LANES);
+
+					for (int r = 0; r < PP_ROWS; r++)
+					{
+						v8f			t = c - X[(i + r) * d + j];
+
+						s[r][v] += t * t;
+					}
+				}
 		}
-		for (int j = 1; j < d; j++)
+		else
+			for (int r = 0; r < rows; r++)
+			{
+				const float *x = X + (i + r) * d;
+
+				for (int v = 0; v < nv; v++)
+				{
+					v8f			t = load8(cand + v * PP_LANES) - x[0];
+
+					s[r][v] = t * t;
+				}
+				for (int j = 1; j < d; j++)
+					for (int v = 0; v < nv; v++)
+					{
+						v8f			t = load8(cand + j * lp + v * PP_LANES) - x[j];
+
+						s[r][v] += t * t;
+					}
+			}
+		/* rows in order: each lane's double sum stays sequential */
+		for (int r = 0; r < rows; r++)
+		{
+			const float cl = closest[i + r];
+			v8f			c = (v8f) {cl, cl, cl, cl, cl, cl, cl, cl};
+
 			for (int v = 0; v < nv; v++)
 			{
-				v8f			t = load8(cand + j * lp + v * PP_LANES) - x[j];
+				v8i			m = s[r][v] < c;
 
-				s[v] += t * t;
+				if (dist != NULL)
+					memcpy(dist + (i - i0 + r) * lp + v * PP_LANES, &s[r][v], sizeof(v8f));
+				v8f			mn = (v8f) (((v8i) s[r][v] & m) | ((v8i) c & ~m));
+
+				acc[v] += __builtin_convertvector(mn, v8d);
 			}
-		for (int v = 0; v < nv; v++)
-		{
-			v8f			c = (v8f) {cl, cl, cl, cl, cl, cl, cl, cl};
-			v8i			m = s[v] < c;
-			v8f			mn = (v8f) (((v8i) s[v] & m) | ((v8i) c & ~m));
-
-			acc[v] += __builtin_convertvector(mn, v8d);
 		}
 	}
 	for (int v = 0; v < nv; v++)
 		memcpy(out + v * PP_LANES, &acc[v], sizeof(acc[v]));
 }
 
+/*
+ * closest[i] = min(closest[i], gc_dist2(X_i, c)) for rows i0..i1-1, PP_ROWS
+ * rows at a time (independent chains, each summed in dimension order).
+ */
+static void
+pp_update_closest(const float *X, int64_t i0, int64_t i1, int d,
+				  const float *c, float *closest)
+{
+	int64_t		i = i0;
+
+	for (; i + PP_ROWS <= i1; i += PP_ROWS)
+	{
+		const float *x = X + i * d;
+		float		q[PP_ROWS];
+
+		for (int r = 0; r < PP_ROWS; r++)
+		{
+			float		t = x[r * d] - c[0];
+
+			q[r] = t * t;
+		}
+		for (int j = 1; j < d; j++)
+			for (int r = 0; r < PP_ROWS; r++)
+			{
+				float		t = x[r * d + j] - c[j];
+
+				q[r] += t * t;
+			}
+		for (int r = 0; r < PP_ROWS; r++)
+			if (q[r] < closest[i + r])
+				closest[i + r] = q[r];
+	}
+	for (; i < i1; i++)
+	{
+		float		q = gc_dist2(X + i * d, c, d);
+
+		if (q < closest[i])
+			closest[i] = q;
+	}
+}
+
 __attribute__((target_clones("avx512f", "avx2", "default")))
 static void
 pp_pots_block(const float *X, int64_t i0, int64_t i1, int d, const float *cand,
-			  int lp, const float *closest, double *out)
+			  int lp, const float *closest, double *out, float *dist)
 {
 	switch (lp / PP_LANES)
 	{
 		case 1:
-			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, 1);
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, dist, 1);
 			break;
 		case 2:
-			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, 2);
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, dist, 2);
 			break;
 		default:
-			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, 3);
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, dist, 3);
 			break;
 	}
 }
@@ -145,6 +242,9 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 	double	   *off = malloc(sizeof(double) * (size_t) (nb + 1));
 	double	   *bs = malloc(sizeof(double) * (size_t) (nb * lp));
 	float	   *cand = malloc(sizeof(float) * (size_t) d * lp);
+	/* every candidate's distance to every row, when that is small enough */
+	float	   *dist = (size_t) n * lp <= PP_DIST_MAX && d >= PP_DIST_MIN_D && !gc_km_pp_recompute ?
+		malloc(sizeof(float) * (size_t) n * lp) : NULL;
 	int64_t		cid[PP_MAX_LP];
 	int64_t		first;
 	volatile int cancelled = 0;
@@ -232,7 +332,8 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 				cancelled = 1;
 				continue;
 			}
-			pp_pots_block(X, i0, i1, d, cand, lp, closest, bs + b * lp);
+			pp_pots_block(X, i0, i1, d, cand, lp, closest, bs + b * lp,
+						  dist != NULL ? dist + i0 * lp : NULL);
 		}
 		if (cancelled)
 		{
@@ -267,13 +368,14 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 				cancelled = 1;
 				continue;
 			}
-			for (int64_t i = i0; i < i1; i++)
+			if (dist != NULL)
 			{
-				float		q = gc_dist2(X + i * d, centroids + (size_t) c * d, d);
-
-				if (q < closest[i])
-					closest[i] = q;
+				for (int64_t i = i0; i < i1; i++)
+					if (dist[i * lp + best] < closest[i])
+						closest[i] = dist[i * lp + best];
 			}
+			else
+				pp_update_closest(X, i0, i1, d, centroids + (size_t) c * d, closest);
 		}
 		for (int64_t b = 0; b < nb; b++)
 			off[b + 1] = off[b] + bs[b * lp + best];
@@ -284,6 +386,7 @@ done:
 	free(off);
 	free(bs);
 	free(cand);
+	free(dist);
 	return rc;
 }
 

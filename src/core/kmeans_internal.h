@@ -51,6 +51,9 @@ gc_code		gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n,
 								float *centroids, int64_t *chosen,
 								gc_status *st);
 
+/* Test switch: k-means++ recomputes the winner's distances at any size. */
+extern bool gc_km_pp_recompute;
+
 /*
  * k distinct rows drawn uniformly: draw t gives row floor(u_t * n) (clamped),
  * rows already taken are skipped (rejection), counters 0, 1, 2 ...

@@ -667,6 +667,13 @@ main(void)
 	test_kmeanspp_reference(200, 4, 30, DATA_DUPLICATES, 2);
 	test_kmeanspp_reference(50, 7, 50, DATA_UNIFORM, 2);	/* k = n */
 	test_kmeanspp_reference(20, 1, 1, DATA_UNIFORM, 2);
+	test_kmeanspp_reference(9001, 32, 500, DATA_BLOBS, 2);	/* 8 full lanes, row tails */
+	test_kmeanspp_reference(3001, 8, 1200, DATA_UNIFORM, 2);	/* kept distances, 16 lanes */
+	gc_km_pp_recompute = true;	/* the path of large n * lanes */
+	test_kmeanspp_reference(9001, 32, 500, DATA_BLOBS, 2);
+	test_kmeanspp_reference(5003, 5, 1500, DATA_BLOBS, 2);
+	test_kmeanspp_reference(203, 4, 30, DATA_DUPLICATES, 1);
+	gc_km_pp_recompute = false;
 	test_random_init(1000, 3, 17);
 	test_random_init(64, 2, 64);
 
