@@ -13,7 +13,8 @@ python3-sklearn.  Peers:
   c. the core alone (gpuclust-cli, 2 threads) vs scikit-learn (n_jobs=2 /
      2 OpenMP threads) on the same float32 files: DBSCAN on the 1M points and
      on the world cities (eps 0.25, min_pts 10); Lloyd k-means time per
-     iteration on the 1M points, k = 100, tol 0.
+     iteration on the 1M points, k = 100, tol 0; k-means++ seeding of 50k
+     32-d points in 50 blobs, k = 500 (ours: seeding + one iteration).
   d. SQL overhead on the 1M points: a plain scan, and gpu_dbscan's SQL time
      minus the core's time (ingest through SPI + emitting rows).
 
@@ -42,6 +43,7 @@ N_BIG, N_KM = 1_000_000, 200_000
 EPS, MIN_PTS = 0.002, 10
 CITY_EPS, CITY_MIN_PTS = 0.25, 10
 K = 100
+PP_SHAPE = (50_000, 32, 500)   # k-means++ seeding: n, d, k
 LLOYD_ITERS = 50
 THREADS = 2
 REPEAT = 3               # ours in SQL: best of 3
@@ -319,6 +321,23 @@ def bench_core(big, cities):
     result(f"Lloyd k-means 1M 2-d k={K}, per iteration: gpuclust-cli vs sklearn",
            ours_per, theirs_l["ms_per_iter"], 5,
            f"{ours_per:.2f} ms/it", f"{theirs_l['ms_per_iter']:.2f} ms/it")
+
+    # Greedy k-means++ seeding at larger d and k.  Ours is a whole call with
+    # max_iter 1 (seeding + one Lloyd iteration), theirs kmeans_plusplus alone.
+    n, d, k = PP_SHAPE
+    rng = np.random.default_rng(SEED + 1)
+    centres = rng.normal(0, 4, (50, d))
+    P = (centres[rng.integers(0, 50, n)] + rng.normal(0, 1, (n, d))).astype(np.float32)
+    pp_path = os.path.join(DATA, f"blobs_{n // 1000}k_{d}d.f32")
+    P.tofile(pp_path)
+    log(f"k-means++ seeding, {n} points in 50 blobs, d {d}, k {k}:")
+    ours_pp = cli("kmeans", "--input", pp_path, "--dim", d, "--k", k, "--max-iter", 1,
+                  "--threads", THREADS, "--repeat", 3, what="gpuclust-cli k-means++")
+    theirs_pp = sk("kmeanspp", pp_path, d, k, PEER_REPEAT, what="sklearn kmeans_plusplus")
+    log(f"  gpuclust-cli (seeding + 1 iteration): {fmt_ms(ours_pp['ms'])};"
+        f" sklearn kmeans_plusplus: {fmt_ms(theirs_pp['ms'])}")
+    result(f"k-means++ seeding {n // 1000}k x {d}-d k={k}: gpuclust-cli vs sklearn",
+           ours_pp["ms"], theirs_pp["ms"], 5)
     return ours
 
 

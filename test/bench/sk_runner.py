@@ -6,6 +6,7 @@ of the environment can be dropped for scikit-learn alone.
 
     sk_runner.py dbscan FILE DIM EPS MIN_PTS REPEAT [N_JOBS]
     sk_runner.py lloyd  FILE DIM K MAX_ITER SEED REPEAT
+    sk_runner.py kmeanspp FILE DIM K REPEAT
 """
 import json
 import sys
@@ -52,6 +53,17 @@ def main(argv):
                 best = {"n": len(X), "k": int(k), "ms": t * 1e3, "iterations": int(km.n_iter_),
                         "ms_per_iter": per * 1e3, "inertia": float(km.inertia_)}
         print(json.dumps(best))
+    elif what == "kmeanspp":
+        from sklearn.cluster import kmeans_plusplus
+        _, _, path, dim, k, repeat = argv[:6]
+        X = load(path, dim)
+        times = []
+        for r in range(int(repeat)):
+            t0 = time.perf_counter()
+            kmeans_plusplus(X, int(k), random_state=r)
+            times.append(time.perf_counter() - t0)
+        print(json.dumps({"n": len(X), "k": int(k), "ms": min(times) * 1e3,
+                          "ms_all": [t * 1e3 for t in times]}))
     else:
         raise SystemExit(f"unknown workload {what}")
 
