@@ -94,7 +94,24 @@ test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(wildcard src/core/*
 	@mkdir -p test/bin
 	$(TEST_CC) -o $@ $< $(CORE_ALL) $(TEST_LIBS)
 
-.PHONY: unit cli
+.PHONY: unit unit-sanitize cli
 cli: test/bin/gpuclust-cli
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; ./$$t; done
+
+# The same tests, CPU core only, under AddressSanitizer (leaks included) and
+# UndefinedBehaviorSanitizer; any report fails the run.
+ASAN_BINS   = $(patsubst test/unit/%.c,test/bin/asan/%,$(UNIT_SRCS))
+test/bin/asan/%: test/unit/%.c test/unit/testutil.h $(CORE_SRCS) $(wildcard src/core/*.h)
+	@mkdir -p test/bin/asan
+	$(CC) -std=gnu11 -Wall -Wextra -g -O1 -fopenmp -ffp-contract=off -fno-math-errno \
+		-fsanitize=address,undefined -fno-sanitize-recover=undefined -Isrc/core \
+		-o $@ $< $(CORE_SRCS) -lm
+# LeakSanitizer needs ptrace, which some containers deny: probe it first.
+unit-sanitize: $(ASAN_BINS)
+	@set -e; leaks=1; \
+	printf 'int main(void){return 0;}' | $(CC) -x c - -fsanitize=address -o test/bin/asan/lsan_probe; \
+	ASAN_OPTIONS=detect_leaks=1 test/bin/asan/lsan_probe >/dev/null 2>&1 || \
+		{ leaks=0; echo "(LeakSanitizer cannot run here: leak checks off)"; }; \
+	for t in $(ASAN_BINS); do echo "== $$t"; \
+		ASAN_OPTIONS=detect_leaks=$$leaks UBSAN_OPTIONS=print_stacktrace=1 ./$$t; done

@@ -1,9 +1,9 @@
 #!/bin/bash
 # The test command: sets up (test/setup.sh), then runs every test suite —
-# the core's unit tests, pg_regress against a throwaway server, the
-# comparison with scikit-learn on real data, pg_cancel_backend from a second
-# session, and a pg_cron job in that
-# server (test/cron_test.py) — and ends with one line
+# the core's unit tests (plain, then under ASan/UBSan), pg_regress against a
+# throwaway server, pg_cancel_backend from a second session, the comparisons
+# with scikit-learn on real data (DBSCAN, k-means, affinity propagation), and
+# a pg_cron job in that server (test/cron_test.py) — and ends with one line
 # "N passed, N failed" counting suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,7 @@ suite() {
 }
 
 suite "core unit tests" make -s unit ${USE_CUDA:+USE_CUDA=$USE_CUDA}
+suite "core unit tests under ASan/UBSan" make -s unit-sanitize
 
 # a fresh cluster each run: no extension left from an older build
 test/pg_server.sh clean >/dev/null 2>&1 || true
