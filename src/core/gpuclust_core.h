@@ -68,6 +68,16 @@ gc_cancelled(const gc_ctx *ctx)
 int			gc_threads(const gc_ctx *ctx);
 
 /*
+ * The threads worth giving a k-means or DBSCAN of n rows: gc_threads(ctx),
+ * but fewer for small n, where OpenMP's barriers cost more than the work
+ * they split (see kmeans.c and dbscan.c for what was measured).  Results
+ * never depend on the thread count; callers that cluster many small sets
+ * (window partitions) set ctx->n_threads to this.
+ */
+int			gc_kmeans_threads(const gc_ctx *ctx, int64_t n);
+int			gc_dbscan_threads(const gc_ctx *ctx, int64_t n);
+
+/*
  * The one distance of DBSCAN, shared bit for bit with the GPU: float32 sum of
  * squared differences in dimension order, never contracted to FMA (this file
  * is compiled with -ffp-contract=off, the CUDA side with -fmad=false).
