@@ -17,6 +17,9 @@ python3-sklearn.  Peers:
      32-d points in 50 blobs, k = 500 (ours: seeding + one iteration).
   d. SQL overhead on the 1M points: a plain scan, and gpu_dbscan's SQL time
      minus the core's time (ingest through SPI + emitting rows).
+  e. window functions: gpu_dbscan / gpu_kmeans OVER (PARTITION BY id % P)
+     against ST_ClusterDBSCAN / ST_ClusterKMeans on the 200k points, P =
+     2,000 partitions of 100 rows and 200 of 1,000.
 
 Timings are best-of-N: ours in SQL best of 3, the core alone best of 5,
 PostGIS and scikit-learn best of 2 (best of 5 for DBSCAN on the cities).
@@ -44,6 +47,7 @@ EPS, MIN_PTS = 0.002, 10
 CITY_EPS, CITY_MIN_PTS = 0.25, 10
 K = 100
 PP_SHAPE = (50_000, 32, 500)   # k-means++ seeding: n, d, k
+WINDOW_PARTITIONS = (2000, 200)   # window functions: partitions of pts200k
 LLOYD_ITERS = 50
 THREADS = 2
 REPEAT = 3               # ours in SQL: best of 3
@@ -263,6 +267,28 @@ def bench_kmeans_sql(cur, km_path):
     return oi, pi
 
 
+def bench_windows(cur):
+    log(f"\n== e. window functions over many partitions, the {N_KM} points of pts200k:"
+        " gpuclust's against PostGIS's, both OVER (PARTITION BY ...)")
+    for parts in WINDOW_PARTITIONS:
+        size = N_KM // parts
+        part = f"PARTITION BY id % {parts}"
+        eps = 0.05 if size <= 100 else 0.02
+        pairs = [
+            ("DBSCAN", f"gpu_dbscan(f, {eps}, 5)", f"ST_ClusterDBSCAN(geom, {eps}, 5)"),
+            ("k-means", "gpu_kmeans(f, 5)", "ST_ClusterKMeans(geom, 5)"),
+        ]
+        for name, ours_f, pg_f in pairs:
+            q_ours = f"SELECT count(c) FROM (SELECT {ours_f} OVER ({part}) AS c FROM pts200k) s"
+            q_pg = f"SELECT count(c) FROM (SELECT {pg_f} OVER ({part}) AS c FROM pts200k) s"
+            ours_ms, r1 = sql_time(cur, q_ours, repeat=REPEAT, what=f"window {name} {parts}")
+            pg_ms, r2 = sql_time(cur, q_pg, repeat=PEER_REPEAT, what=f"window PostGIS {name} {parts}")
+            log(f"{name}, {parts} partitions of {size} rows: gpuclust {fmt_ms(ours_ms)},"
+                f" PostGIS {fmt_ms(pg_ms)}; clustered rows {r1[0][0]} vs {r2[0][0]}")
+            result(f"{name} window, {parts} partitions of {size}: gpuclust vs PostGIS",
+                   ours_ms, pg_ms, 1)
+
+
 def bench_core(big, cities):
     log(f"\n== c. the core alone (gpuclust-cli, {THREADS} threads) vs scikit-learn"
         f" (n_jobs={THREADS}, {THREADS} OpenMP threads)")
@@ -395,6 +421,7 @@ def main():
             bench_kmeans_sql(cur, km)
             core = bench_core(big, cities)
             scan_ms, over = bench_overhead(cur, sql_dbscan_ms, core)
+            bench_windows(cur)
             m1, o1, w1 = cpu_jiffies()[0], own_jiffies(backend), time.perf_counter()
             cur.execute("DROP TABLE IF EXISTS pts, pts200k, bench_cities")
 
