@@ -225,6 +225,20 @@ subject(const char *what, int64 rowno)
 	return pstrdup("features");
 }
 
+/* The error for the NaN or infinite value v at 0-based position j. */
+static void
+pg_attribute_noreturn()
+report_nonfinite(const char *what, int64 rowno, int j, double v)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 isnan(v) ?
+			 errmsg("%s contain NaN at position %d", subject(what, rowno), j + 1) :
+			 errmsg("%s contain an infinite value at position %d", subject(what, rowno), j + 1),
+			 errdetail("Features must be finite numbers.")));
+	pg_unreachable();
+}
+
 int
 gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 				 int64 rowno)
@@ -278,18 +292,8 @@ gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 			float8		v = src[j];
 			float		f;
 
-			if (isnan(v))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("%s contain NaN at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features must be finite numbers.")));
-			if (isinf(v))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("%s contain an infinite value at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features must be finite numbers.")));
+			if (!isfinite(v))
+				report_nonfinite(what, rowno, j, v);
 			f = (float) v;
 			if (isinf(f))
 				ereport(ERROR,
@@ -310,18 +314,8 @@ gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 		{
 			float4		v = src[j];
 
-			if (isnan(v))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("%s contain NaN at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features must be finite numbers.")));
-			if (isinf(v))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("%s contain an infinite value at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features must be finite numbers.")));
+			if (!isfinite(v))
+				report_nonfinite(what, rowno, j, v);
 			if (dst)
 				dst[j] = v;
 		}
