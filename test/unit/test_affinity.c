@@ -780,28 +780,6 @@ test_memory_helpers(void)
 	CHECK(gc_ap_host_memory() > 0, "host memory unknown");
 }
 
-static volatile sig_atomic_t cancel_flag;
-
-static void *
-raise_later(void *arg)
-{
-	struct timespec ts = {0, 30 * 1000 * 1000};
-
-	(void) arg;
-	nanosleep(&ts, NULL);
-	cancel_flag = 1;
-	return NULL;
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void
 test_cancel(void)
 {

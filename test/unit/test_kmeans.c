@@ -558,28 +558,6 @@ test_invalid(void)
 	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &ok, &r, &st) == GC_OK, "valid call failed: %s", st.message);
 }
 
-static volatile sig_atomic_t cancel_flag;
-
-static void *
-raise_later(void *arg)
-{
-	struct timespec ts = {0, 30 * 1000 * 1000};
-
-	(void) arg;
-	nanosleep(&ts, NULL);
-	cancel_flag = 1;
-	return NULL;
-}
-
-static double
-now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static void
 test_cancel(void)
 {

@@ -64,4 +64,29 @@ tu_seed(void)
 	return (uint64_t) ts.tv_sec * 1000000007u + (uint64_t) ts.tv_nsec;
 }
 
+/* Cancel tests: a flag for gc_ctx.cancel_flags, raised 30 ms after
+ * raise_later starts (run it in a thread); now_s() times the stop. */
+#include <signal.h>
+static volatile sig_atomic_t cancel_flag;
+
+static inline void *
+raise_later(void *arg)
+{
+	struct timespec ts = {0, 30 * 1000 * 1000};
+
+	(void) arg;
+	nanosleep(&ts, NULL);
+	cancel_flag = 1;
+	return NULL;
+}
+
+static inline double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 #endif
