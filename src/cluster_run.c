@@ -56,7 +56,7 @@ gc_glue_run_kmeans(gc_device requested, const float *X, int64 n, int d,
 	chosen = gc_glue_choose_kmeans_device(requested, n, d, params->k,
 										  params->n_init);
 	gc_glue_ctx(&ctx);
-	ctx.n_threads = gc_kmeans_threads(&ctx, n);
+	ctx.n_threads = gc_kmeans_threads(&ctx, n, d, params->k);
 	/* random init and the host side of the GPU path use OpenMP too */
 	gc_glue_prepare_threads(&ctx);
 #ifdef GPUCLUST_CUDA

@@ -43,18 +43,23 @@ threads_for(const gc_ctx *ctx, int64_t n, int64_t rows_per_thread)
 
 /*
  * Measured on the 2-core development machine, whole calls, 1 thread
- * against 2: k-means (k-means++ and Lloyd, 2-d and 32-d, k 8..100) is
- * faster on one thread up to n = 20,000 (by 13-40%) and slower from
- * 30,000 (by 25%); DBSCAN (2-d grid) is faster on one thread at n = 1,000
- * (12%) and slower from 4,000.
+ * against 2.  k-means: with k*d < 1024, one thread is faster up to
+ * n = 20,000 (by 13-77%: n = 10,000 d 2 k 50; 20,000 d 2 k 8; 20,000 d 8
+ * k 64) and slower from 30,000 (by 25%: d 2 k 8), so three blocks of
+ * 4096 rows (GC_KM_BLOCK) per thread; with more work per row (n = 10,000,
+ * d 32, k 300: three blocks) two threads win by 20%, so one block per
+ * thread.  DBSCAN (2-d grid): one thread is faster at n = 1,000 (12%) and
+ * slower from 4,000.
  */
 #define KMEANS_ROWS_PER_THREAD 12288
+#define KMEANS_HEAVY_KD 1024
 #define DBSCAN_ROWS_PER_THREAD 2048
 
 int
-gc_kmeans_threads(const gc_ctx *ctx, int64_t n)
+gc_kmeans_threads(const gc_ctx *ctx, int64_t n, int d, int k)
 {
-	return threads_for(ctx, n, KMEANS_ROWS_PER_THREAD);
+	return threads_for(ctx, n, (int64_t) k * d >= KMEANS_HEAVY_KD ?
+					   KMEANS_ROWS_PER_THREAD / 3 : KMEANS_ROWS_PER_THREAD);
 }
 
 int

@@ -68,13 +68,13 @@ gc_cancelled(const gc_ctx *ctx)
 int			gc_threads(const gc_ctx *ctx);
 
 /*
- * The threads worth giving a k-means or DBSCAN of n rows: gc_threads(ctx),
- * but fewer for small n, where OpenMP's barriers cost more than the work
- * they split (see kmeans.c and dbscan.c for what was measured).  Results
- * never depend on the thread count; callers that cluster many small sets
- * (window partitions) set ctx->n_threads to this.
+ * The threads worth giving a k-means (n rows, d, k) or a DBSCAN (n rows):
+ * gc_threads(ctx), but fewer for small problems, where OpenMP's barriers
+ * cost more than the work they split (common.c says what was measured).
+ * Results never depend on the thread count; the SQL functions set
+ * ctx->n_threads to this.
  */
-int			gc_kmeans_threads(const gc_ctx *ctx, int64_t n);
+int			gc_kmeans_threads(const gc_ctx *ctx, int64_t n, int d, int k);
 int			gc_dbscan_threads(const gc_ctx *ctx, int64_t n);
 
 /*
