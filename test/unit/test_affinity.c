@@ -21,54 +21,10 @@
 
 static uint64_t rs;				/* test data generator state */
 
-/* ---- data ---- */
-
-typedef enum
-{
-	DATA_UNIFORM,
-	DATA_BLOBS,
-	DATA_DUPLICATES,			/* few distinct rows: exact ties everywhere */
-	DATA_GRID					/* small integers: many equal distances */
-} data_kind;
-
-static const char *data_name[] = {"uniform", "blobs", "duplicates", "grid"};
-
 static float *
 make_data(int64_t n, int d, data_kind kind, int nb)
 {
-	float	   *X = malloc(sizeof(float) * (size_t) (n > 0 ? n : 1) * d);
-	float	   *ctr = malloc(sizeof(float) * (size_t) nb * d);
-
-	for (int i = 0; i < nb * d; i++)
-		ctr[i] = (float) (tu_uniform(&rs) * 200.0 - 100.0);
-	for (int64_t i = 0; i < n; i++)
-	{
-		int			b = (int) (tu_next(&rs) % nb);
-
-		for (int j = 0; j < d; j++)
-		{
-			float		v;
-
-			switch (kind)
-			{
-				case DATA_UNIFORM:
-					v = (float) (tu_uniform(&rs) * 10.0 - 5.0);
-					break;
-				case DATA_BLOBS:
-					v = ctr[b * d + j] + (float) (tu_uniform(&rs) + tu_uniform(&rs) - 1.0);
-					break;
-				case DATA_DUPLICATES:
-					v = ctr[b * d + j];
-					break;
-				default:
-					v = (float) (tu_next(&rs) % 4);
-					break;
-			}
-			X[i * d + j] = v;
-		}
-	}
-	free(ctr);
-	return X;
+	return tu_make_data(&rs, n, d, kind, nb);
 }
 
 /* ---- the reference: scikit-learn's loop, literally, sequentially ---- */

@@ -15,52 +15,12 @@
 
 static uint64_t rs;				/* test data generator state */
 
-/* ---- data ---- */
-
-typedef enum
-{
-	DATA_UNIFORM,
-	DATA_BLOBS,
-	DATA_DUPLICATES
-} data_kind;
-
-static const char *data_name[] = {"uniform", "blobs", "duplicates"};
+/* ---- data: testutil.h's generator, 1 to 12 blob centres ---- */
 
 static float *
 make_data(int64_t n, int d, data_kind kind)
 {
-	float	   *X = malloc(sizeof(float) * (size_t) n * d);
-	int			nb = 1 + (int) (tu_next(&rs) % 12);
-	float	   *ctr = malloc(sizeof(float) * (size_t) nb * d);
-
-	for (int i = 0; i < nb * d; i++)
-		ctr[i] = (float) (tu_uniform(&rs) * 200.0 - 100.0);
-	for (int64_t i = 0; i < n; i++)
-	{
-		int			b = (int) (tu_next(&rs) % nb);
-
-		for (int j = 0; j < d; j++)
-		{
-			float		v;
-
-			switch (kind)
-			{
-				case DATA_UNIFORM:
-					v = (float) (tu_uniform(&rs) * 10.0 - 5.0);
-					break;
-				case DATA_BLOBS:
-					v = ctr[b * d + j] + (float) (tu_uniform(&rs) + tu_uniform(&rs) - 1.0);
-					break;
-				default:
-					/* few distinct rows: copies of the blob centres */
-					v = ctr[b * d + j];
-					break;
-			}
-			X[i * d + j] = v;
-		}
-	}
-	free(ctr);
-	return X;
+	return tu_make_data(&rs, n, d, kind, 1 + (int) (tu_next(&rs) % 12));
 }
 
 /* ---- brute-force references ---- */

@@ -50,6 +50,56 @@ tu_uniform(uint64_t *s)
 	return (double) (tu_next(s) >> 11) * 0x1.0p-53;
 }
 
+/* Test data: n x d floats of one kind, around nb random centres in
+ * [-100, 100)^d (nb >= 1); data_name[kind] names the kind. */
+typedef enum
+{
+	DATA_UNIFORM,				/* uniform in [-5, 5)^d */
+	DATA_BLOBS,					/* the centres plus triangular noise in (-1, 1) */
+	DATA_DUPLICATES,			/* copies of the centres: exact ties everywhere */
+	DATA_GRID					/* integers 0..3: many equal distances */
+} data_kind;
+
+static const char *data_name[] __attribute__((unused)) = {"uniform", "blobs", "duplicates", "grid"};
+
+static inline float *
+tu_make_data(uint64_t *rs, int64_t n, int d, data_kind kind, int nb)
+{
+	float	   *X = malloc(sizeof(float) * (size_t) (n > 0 ? n : 1) * d);
+	float	   *ctr = malloc(sizeof(float) * (size_t) nb * d);
+
+	for (int i = 0; i < nb * d; i++)
+		ctr[i] = (float) (tu_uniform(rs) * 200.0 - 100.0);
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			b = (int) (tu_next(rs) % nb);
+
+		for (int j = 0; j < d; j++)
+		{
+			float		v;
+
+			switch (kind)
+			{
+				case DATA_UNIFORM:
+					v = (float) (tu_uniform(rs) * 10.0 - 5.0);
+					break;
+				case DATA_BLOBS:
+					v = ctr[b * d + j] + (float) (tu_uniform(rs) + tu_uniform(rs) - 1.0);
+					break;
+				case DATA_DUPLICATES:
+					v = ctr[b * d + j];
+					break;
+				default:
+					v = (float) (tu_next(rs) % 4);
+					break;
+			}
+			X[i * d + j] = v;
+		}
+	}
+	free(ctr);
+	return X;
+}
+
 /* Seed for a run: GPUCLUST_TEST_SEED if set, else fresh from the clock. */
 #include <time.h>
 static inline uint64_t
