@@ -26,11 +26,13 @@ CUDA_ROOTS  = $(CUDA_HOME) $(if $(NVCC),$(abspath $(dir $(NVCC))..))
 CUDART_A   ?= $(firstword $(realpath $(foreach r,$(CUDA_ROOTS),$(foreach l,lib64 lib targets/x86_64-linux/lib targets/sbsa-linux/lib,$(r)/$(l)/libcudart_static.a))))
 CUDART_LINKS = $(if $(CUDART_A),$(shell printf 'int cudaGetDeviceCount(int *);int main(void){int n;return cudaGetDeviceCount(&n);}' | \
                  $(CC) -x c - -o /dev/null -L$(dir $(CUDART_A)) -lcudart_static -ldl -lrt -lpthread -lstdc++ >/dev/null 2>&1 && echo yes))
-ifeq ($(NVCC),)
-USE_CUDA   ?= 0
+ifeq ($(USE_CUDA),0)
+# CPU-only by request: nothing to probe
+else ifeq ($(NVCC),)
+USE_CUDA    = 0
 else ifeq ($(CUDART_LINKS),)
-$(if $(filter 0,$(USE_CUDA)),,$(warning gpuclust: nvcc found at $(NVCC) but its static runtime ($(or $(CUDART_A),libcudart_static.a: not found)) does not link; building CPU-only))
-USE_CUDA   ?= 0
+$(warning gpuclust: nvcc found at $(NVCC) but its static runtime ($(or $(CUDART_A),libcudart_static.a: not found)) does not link; building CPU-only)
+USE_CUDA    = 0
 else
 USE_CUDA   ?= 1
 endif
