@@ -4,6 +4,8 @@
 #   make install         install into the server of pg_config
 #   make unit            build and run the core's unit tests (no server)
 #   make installcheck    pg_regress against a running server
+#   make gpu-check       GPU tests, compute-sanitizer (needs a GPU, no server)
+#   make gpu-bench       GPU benchmarks (needs a GPU, no server)
 
 EXTENSION   = gpuclust
 MODULE_big  = gpuclust
@@ -42,11 +44,15 @@ CU_SRCS     = $(wildcard cuda/*.cu)
 CU_OBJS     = $(CU_SRCS:.cu=.o)
 OBJS       += $(CU_OBJS)
 GC_CUDA_DEF = -DGPUCLUST_CUDA
-# sm_80 and sm_90 machine code plus sm_90 PTX for later GPUs.
+# The one place the CUDA flags are set, for the extension and the GPU tests
+# alike.  -fmad=false: no FMA contraction, so the GPU decides dist² <= eps²
+# as the CPU does.  Machine code for CUDA_ARCHS (default sm_80 and sm_90)
+# plus PTX of the last for later GPUs; NVCC_EXTRA adds flags (-Xptxas -v).
+CUDA_ARCHS ?= 80 90
 NVCC_FLAGS  = -O3 -std=c++17 -Xcompiler -fPIC -fmad=false \
-              -gencode arch=compute_80,code=sm_80 \
-              -gencode arch=compute_90,code=sm_90 \
-              -gencode arch=compute_90,code=compute_90
+              $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+              -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS)) \
+              $(NVCC_EXTRA)
 # Static runtime: the library loads on servers with no CUDA installed.
 CUDA_LINK   = -L$(CUDA_LIB) -lcudart_static -ldl -lrt -lpthread -lstdc++
 endif
@@ -60,9 +66,19 @@ EXTRA_CLEAN = $(CU_OBJS) test/regress_out test/bin
 # No LLVM bitcode (it needs clang and cannot cover the CUDA objects).
 override with_llvm = no
 
+# Goals that need no PostgreSQL (the core's tests, the GPU tests and
+# benchmarks, the CLI) run without PGXS: on a GPU machine with no server.
+STANDALONE_GOALS = config unit unit-sanitize cli gpu-build gpu-check gpu-bench
+ifneq ($(MAKECMDGOALS),)
+ifeq ($(filter-out $(STANDALONE_GOALS) test/bin/% cuda/%,$(MAKECMDGOALS)),)
+NO_PGXS     = 1
+endif
+endif
+ifndef NO_PGXS
 PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+endif
 
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/core/gpuclust_core.h src/core/kmeans_internal.h src/core/rng.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
@@ -72,13 +88,6 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/core/gpuclust_core.h src
 config:
 	@echo "gpuclust build: USE_CUDA=$(USE_CUDA) nvcc=$(or $(NVCC),none) cudart=$(or $(CUDART_A),none)"
 
-# GPU tests and benchmarks: run on a machine with a GPU (no PostgreSQL needed).
-.PHONY: gpu-test gpu-bench
-gpu-test:
-	test/gpu/run_gpu_tests.sh build test sanitize
-gpu-bench:
-	test/gpu/run_gpu_tests.sh build bench
-
 $(OBJS): $(wildcard src/core/*.h cuda/*.h src/*.h)
 
 # ---- core unit tests and the command-line driver (no PostgreSQL) ----
@@ -86,7 +95,12 @@ TEST_CC     = $(CC) -std=gnu11 -Wall -Wextra -g $(GC_CFLAGS) -Isrc/core
 TEST_LIBS   = -fopenmp -lm $(CUDA_LINK)
 UNIT_SRCS   = $(wildcard test/unit/test_*.c)
 UNIT_BINS   = $(patsubst test/unit/%.c,test/bin/%,$(UNIT_SRCS))
-CORE_ALL    = $(CORE_SRCS) $(if $(filter 1,$(USE_CUDA)),$(CU_OBJS))
+CORE_TOBJS  = $(patsubst src/core/%.c,test/bin/core/%.o,$(CORE_SRCS))
+CORE_ALL    = $(CORE_TOBJS) $(if $(filter 1,$(USE_CUDA)),$(CU_OBJS))
+
+test/bin/core/%.o: src/core/%.c $(wildcard src/core/*.h)
+	@mkdir -p test/bin/core
+	$(TEST_CC) -c -o $@ $<
 
 test/bin/%: test/unit/%.c test/unit/testutil.h $(CORE_ALL) $(wildcard src/core/*.h)
 	@mkdir -p test/bin
@@ -95,6 +109,27 @@ test/bin/%: test/unit/%.c test/unit/testutil.h $(CORE_ALL) $(wildcard src/core/*
 test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(wildcard src/core/*.h)
 	@mkdir -p test/bin
 	$(TEST_CC) -o $@ $< $(CORE_ALL) $(TEST_LIBS)
+
+# ---- GPU tests and benchmarks (a GPU, no PostgreSQL) ----
+# Built from the extension's own objects (cuda/*.o, NVCC_FLAGS above) and
+# the core; test/gpu/run_gpu_tests.sh runs them (stages: see that file).
+GPU_BINS    = $(patsubst test/gpu/%.c,test/bin/gpu/%,$(wildcard test/gpu/*.c))
+
+test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(CORE_ALL) $(wildcard src/core/*.h cuda/*.h)
+	@mkdir -p test/bin/gpu
+	$(TEST_CC) -Itest/unit -I$(CUDA_HOME)/include -o $@ $< $(CORE_ALL) $(TEST_LIBS)
+
+.PHONY: gpu-build gpu-check gpu-bench
+ifeq ($(USE_CUDA),1)
+gpu-build: $(GPU_BINS)
+else
+gpu-build:
+	@echo "gpu-build: this build has no CUDA (make config says why)"; exit 1
+endif
+gpu-check: gpu-build
+	test/gpu/run_gpu_tests.sh test dbscan-test sanitize
+gpu-bench: gpu-build
+	test/gpu/run_gpu_tests.sh bench dbscan-bench crossover
 
 .PHONY: unit unit-sanitize cli
 cli: test/bin/gpuclust-cli
