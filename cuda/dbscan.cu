@@ -55,6 +55,8 @@
 #include <cub/device/device_scan.cuh>
 
 #include "gpuclust_cuda.h"
+#include "launch.cuh"
+#include "transfer.cuh"
 
 #define DB_THREADS 256
 #define FLAT_RUN 48				/* as dbscan_grid.c: runs this short go point by point */
@@ -117,12 +119,6 @@ extern "C" void
 gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out)
 {
 	*out = last_phases;
-}
-
-static inline unsigned
-blocks_for(int64_t n, int per)
-{
-	return (unsigned) ((n + per - 1) / per);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1123,30 +1119,48 @@ k_fin3(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
 /* host side                                                           */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The device resources of one call, released on every path out of it
+ * (release(), or the destructor after an error): the stream, each
+ * allocation, the CUB scratch.  Time spent allocating is counted in
+ * last_phases.ms_alloc.
+ */
 struct db_dev
 {
 	cudaStream_t s = nullptr;
 	std::vector<void *> allocs;
 	void	   *cub_tmp = nullptr;
 	size_t		cub_bytes = 0;
+	int			host_threads = 1;	/* for the host side of transfers */
 
 	~db_dev()
+	{
+		release();
+	}
+
+	void		release()
 	{
 		if (s)
 			cudaStreamSynchronize(s);
 		for (void *p : allocs)
 			cudaFree(p);
+		allocs.clear();
 		cudaFree(cub_tmp);
+		cub_tmp = nullptr;
+		cub_bytes = 0;
 		if (s)
 			cudaStreamDestroy(s);
+		s = nullptr;
 	}
 
 	template <typename T>
 	cudaError_t alloc(T *&p, int64_t count)
 	{
 		void	   *v = nullptr;
+		double		t0 = now_ms();
 		cudaError_t e = cudaMalloc(&v, sizeof(T) * (size_t) (count > 0 ? count : 1));
 
+		last_phases.ms_alloc += now_ms() - t0;
 		if (e == cudaSuccess)
 			allocs.push_back(v);
 		p = (T *) v;
@@ -1158,11 +1172,14 @@ struct db_dev
 	{
 		if (bytes <= cub_bytes)
 			return cudaSuccess;
+		double		t0 = now_ms();
+
 		cudaFree(cub_tmp);
 		cub_tmp = nullptr;
 		cub_bytes = 0;
 		cudaError_t e = cudaMalloc(&cub_tmp, bytes);
 
+		last_phases.ms_alloc += now_ms() - t0;
 		if (e == cudaSuccess)
 			cub_bytes = bytes;
 		return e;
@@ -1209,7 +1226,7 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 			   *idx;
 	int32_t    *dlab;
 	uint8_t    *dcore;
-	unsigned	g = blocks_for(n, DB_THREADS);
+	double		t0 = now_ms();
 
 	DB_ALLOC(rootOfRow, n);
 	DB_ALLOC(minrow, n);
@@ -1217,22 +1234,23 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 	DB_ALLOC(idx, n);
 	DB_ALLOC(dlab, n);
 	DB_ALLOC(dcore, n);
-	k_fill<<<g, DB_THREADS, 0, D.s>>>(minrow, n, INT32_MAX);
-	DB_LAUNCHED();
-	k_fin1<<<g, DB_THREADS, 0, D.s>>>(rp, perm, core, n, rootOfRow, dcore, minrow);
-	DB_LAUNCHED();
-	k_fin2<<<g, DB_THREADS, 0, D.s>>>(rootOfRow, minrow, n, flag);
-	DB_LAUNCHED();
+	DB_CK(gc_launch(k_fill, n, DB_THREADS, DB_THREADS, D.s, minrow, n, INT32_MAX));
+	DB_CK(gc_launch(k_fin1, n, DB_THREADS, DB_THREADS, D.s, rp, perm, core, n,
+					rootOfRow, dcore, minrow));
+	DB_CK(gc_launch(k_fin2, n, DB_THREADS, DB_THREADS, D.s, rootOfRow,
+					(const int *) minrow, n, flag));
 	gc_code		rc = db_exclusive_sum(D, flag, idx, n, st);
 
 	if (rc != GC_OK)
 		return rc;
-	k_fin3<<<g, DB_THREADS, 0, D.s>>>(rootOfRow, minrow, idx, n, dlab);
-	DB_LAUNCHED();
-	DB_CK(cudaMemcpyAsync(labels, dlab, sizeof(int32_t) * (size_t) n,
-						  cudaMemcpyDeviceToHost, D.s));
-	DB_CK(cudaMemcpyAsync(is_core, dcore, (size_t) n, cudaMemcpyDeviceToHost, D.s));
+	DB_CK(gc_launch(k_fin3, n, DB_THREADS, DB_THREADS, D.s, rootOfRow,
+					(const int *) minrow, (const int *) idx, n, dlab));
 	DB_CK(cudaStreamSynchronize(D.s));
+	last_phases.ms_number = now_ms() - t0;
+	t0 = now_ms();
+	DB_CK(gc_xfer_d2h(labels, dlab, sizeof(int32_t) * (size_t) n, D.s, D.host_threads));
+	DB_CK(gc_xfer_d2h(is_core, dcore, (size_t) n, D.s, D.host_threads));
+	last_phases.ms_download = now_ms() - t0;
 	return GC_OK;
 }
 
@@ -1245,15 +1263,10 @@ grid_phase(db_dev &D, const gc_ctx *ctx, const grid_dev &g, int n, int which,
 	for (int p0 = 0; p0 < n; p0 += GRID_CHUNK)
 	{
 		int			p1 = n - p0 < GRID_CHUNK ? n : p0 + GRID_CHUNK;
-		unsigned	gb = blocks_for(p1 - p0, DB_THREADS);
+		void		(*kern) (grid_dev, int, int) =
+			which == 0 ? k_grid_core<DD> : which == 1 ? k_grid_union<DD> : k_grid_resolve<DD>;
 
-		if (which == 0)
-			k_grid_core<DD><<<gb, DB_THREADS, 0, D.s>>>(g, p0, p1);
-		else if (which == 1)
-			k_grid_union<DD><<<gb, DB_THREADS, 0, D.s>>>(g, p0, p1);
-		else
-			k_grid_resolve<DD><<<gb, DB_THREADS, 0, D.s>>>(g, p0, p1);
-		DB_LAUNCHED();
+		DB_CK(gc_launch(kern, p1 - p0, DB_THREADS, DB_THREADS, D.s, g, p0, p1));
 		gc_code		rc = db_sync_poll(D, ctx, st);
 
 		if (rc != GC_OK)
@@ -1274,7 +1287,6 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		bool *applied, gc_status *st)
 {
 	const int	dp = DD == 3 ? 4 : DD;
-	const unsigned gn = blocks_for(n, DB_THREADS);
 	int		   *mm;
 	int			hmm[6];
 	float		mn[3],
@@ -1285,16 +1297,11 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 
 	*applied = false;
 	DB_ALLOC(mm, 6);
-	k_fill<<<1, 32, 0, D.s>>>(mm, 3, INT32_MAX);
-	DB_LAUNCHED();
-	k_fill<<<1, 32, 0, D.s>>>(mm + 3, 3, INT32_MIN);
-	DB_LAUNCHED();
-	{
-		unsigned	gmm = gn < 1024 ? gn : 1024;
-
-		k_minmax<<<gmm, DB_THREADS, 0, D.s>>>(X, n, d, mm);
-		DB_LAUNCHED();
-	}
+	DB_CK(gc_launch(k_fill, 3, 32, 32, D.s, mm, 3, INT32_MAX));
+	DB_CK(gc_launch(k_fill, 3, 32, 32, D.s, mm + 3, 3, INT32_MIN));
+	/* grid-stride: at most 1024 blocks */
+	DB_CK(gc_launch(k_minmax, n < 1024 * DB_THREADS ? n : 1024 * DB_THREADS,
+					DB_THREADS, DB_THREADS, D.s, X, n, d, mm));
 	DB_CK(cudaMemcpyAsync(hmm, mm, sizeof(hmm), cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaStreamSynchronize(D.s));
 	for (int k = 0; k < d; k++)
@@ -1326,8 +1333,7 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_ALLOC(keys, n);
 	DB_ALLOC(idx_in, n);
 	DB_ALLOC(perm, n);
-	k_keys<<<gn, DB_THREADS, 0, D.s>>>(X, n, d, gp, keys_in, idx_in);
-	DB_LAUNCHED();
+	DB_CK(gc_launch(k_keys, n, DB_THREADS, DB_THREADS, D.s, X, n, d, gp, keys_in, idx_in));
 	{
 		size_t		bytes = 0;
 
@@ -1342,8 +1348,8 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	flag = idx_in;
 	cellOf = (int *) keys_in;
 	DB_ALLOC(P, (int64_t) n * dp);
-	k_gather<<<gn, DB_THREADS, 0, D.s>>>(X, perm, n, d, dp, keys, P, flag);
-	DB_LAUNCHED();
+	DB_CK(gc_launch(k_gather, n, DB_THREADS, DB_THREADS, D.s, X, (const int *) perm, n, d,
+					dp, (const unsigned long long *) keys, P, flag));
 	{
 		size_t		bytes = 0;
 
@@ -1378,11 +1384,12 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_ALLOC(ncore, ncell);
 	DB_ALLOC(rep, ncell);
 	DB_ALLOC(core, n);
-	k_cells<<<gn, DB_THREADS, 0, D.s>>>(keys, flag, cellOf, n, ncell, cstart, ckey);
-	DB_LAUNCHED();
-	k_cell_box<DD><<<blocks_for((int64_t) ncell * 32, DB_THREADS), DB_THREADS, 0, D.s>>>(
-		P, cstart, ncell, eps2, lo, hi, dense);
-	DB_LAUNCHED();
+	DB_CK(gc_launch(k_cells, n, DB_THREADS, DB_THREADS, D.s,
+					(const unsigned long long *) keys, (const int *) flag, cellOf, n,
+					ncell, cstart, ckey));
+	/* one warp per cell */
+	DB_CK(gc_launch(k_cell_box<DD>, (int64_t) ncell * 32, DB_THREADS, DB_THREADS, D.s,
+					(const float *) P, (const int *) cstart, ncell, eps2, lo, hi, dense));
 	/* key -> cell table when the key space is not much larger than n
 	 * (8n ints: O(n) memory, and O(1) neighbour-run lookups) */
 	if (gp.nkeys <= (uint64_t) (n > (1 << 20) ? 8 * (int64_t) n : (1 << 23)) &&
@@ -1394,8 +1401,8 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		DB_ALLOC(ktab, nk1);
 		DB_ALLOC(present, nk1);
 		DB_CK(cudaMemsetAsync(present, 0, sizeof(int) * (size_t) nk1, D.s));
-		k_key_present<<<blocks_for(ncell, DB_THREADS), DB_THREADS, 0, D.s>>>(ckey, ncell, present);
-		DB_LAUNCHED();
+		DB_CK(gc_launch(k_key_present, ncell, DB_THREADS, DB_THREADS, D.s,
+						(const unsigned long long *) ckey, ncell, present));
 		if ((rc = db_exclusive_sum(D, present, ktab, nk1, st)) != GC_OK)
 			return rc;
 	}
@@ -1443,9 +1450,8 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	t0 = now_ms();
 	if ((rc = grid_phase<DD>(D, ctx, g, n, 0, st)) != GC_OK)
 		return rc;
-	k_cell_core<<<blocks_for((int64_t) ncell * 32, DB_THREADS), DB_THREADS, 0, D.s>>>(
-		core, cstart, ncell, ncore, rep);
-	DB_LAUNCHED();
+	DB_CK(gc_launch(k_cell_core, (int64_t) ncell * 32, DB_THREADS, DB_THREADS, D.s,
+					(const uint8_t *) core, (const int *) cstart, ncell, ncore, rep));
 	last_phases.ms_core = now_ms() - t0;
 
 	/* union */
@@ -1457,8 +1463,7 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_ALLOC(rp, n);
 	g.parent = parent;
 	g.rp = rp;
-	k_iota<<<gn, DB_THREADS, 0, D.s>>>(parent, n);
-	DB_LAUNCHED();
+	DB_CK(gc_launch(k_iota, n, DB_THREADS, DB_THREADS, D.s, parent, n));
 	if ((rc = grid_phase<DD>(D, ctx, g, n, 1, st)) != GC_OK)
 		return rc;
 	last_phases.ms_union = now_ms() - t0;
@@ -1469,10 +1474,7 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		return rc;
 	last_phases.ms_border = now_ms() - t0;
 
-	t0 = now_ms();
-	rc = db_finish(D, n, rp, perm, core, labels, is_core, st);
-	last_phases.ms_finish = now_ms() - t0;
-	return rc;
+	return db_finish(D, n, rp, perm, core, labels, is_core, st);
 }
 
 /* One brute-force pass over queries [0, nq) x candidates [0, nc). */
@@ -1495,21 +1497,15 @@ bf_pass(db_dev &D, const gc_ctx *ctx, bf_args A, int nq, int nc, gc_status *st)
 	for (int64_t q0 = 0; q0 < nq; q0 += qc)
 	{
 		int			q1 = (int) (nq - q0 < qc ? nq : q0 + qc);
-		unsigned	gb = blocks_for(q1 - q0, BF_Q);
-
 		for (int64_t c0 = 0; c0 < nc; c0 += cc)
 		{
 			int			c1 = (int) (nc - c0 < cc ? nc : c0 + cc);
+			void		(*kern) (bf_args, int, int, int, int) =
+				DC == 4 ? k_bf<4, MODE> : DC == 8 ? k_bf<8, MODE> : k_bf<16, MODE>;
 
 			if (MODE == BF_UNION && c1 <= q0 + 1)
 				continue;		/* only pairs i < j */
-			if (DC == 4)
-				k_bf<4, MODE><<<gb, BF_Q, 0, D.s>>>(A, (int) q0, q1, (int) c0, c1);
-			else if (DC == 8)
-				k_bf<8, MODE><<<gb, BF_Q, 0, D.s>>>(A, (int) q0, q1, (int) c0, c1);
-			else
-				k_bf<16, MODE><<<gb, BF_Q, 0, D.s>>>(A, (int) q0, q1, (int) c0, c1);
-			DB_LAUNCHED();
+			DB_CK(gc_launch(kern, q1 - q0, BF_Q, BF_Q, D.s, A, (int) q0, q1, (int) c0, c1));
 			gc_code		rc = db_sync_poll(D, ctx, st);
 
 			if (rc != GC_OK)
@@ -1525,7 +1521,6 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		 float eps2, unsigned minp, int32_t *labels, uint8_t *is_core,
 		 gc_status *st)
 {
-	const unsigned gn = blocks_for(n, DB_THREADS);
 	const int	DC = d <= 4 ? 4 : d <= 8 ? 8 : 16;
 	bf_args		A;
 	unsigned   *cnt;
@@ -1565,8 +1560,8 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	A.cnt = cnt;
 	if ((rc = bf_pass<BF_COUNT>(D, ctx, A, n, n, st)) != GC_OK)
 		return rc;
-	k_core_flags<<<gn, DB_THREADS, 0, D.s>>>(cnt, n, minp, core, flag);
-	DB_LAUNCHED();
+	DB_CK(gc_launch(k_core_flags, n, DB_THREADS, DB_THREADS, D.s, (const unsigned *) cnt,
+					n, minp, core, flag));
 	if ((rc = db_exclusive_sum(D, flag, cidx, n, st)) != GC_OK)
 		return rc;
 	DB_CK(cudaMemcpyAsync(&last[0], cidx + n - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
@@ -1576,15 +1571,14 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_ALLOC(crow, nc);
 	DB_ALLOC(nrow, n - nc);
 	DB_ALLOC(Xc, (int64_t) nc * d);
-	k_compact<<<gn, DB_THREADS, 0, D.s>>>(X, core, cidx, n, d, crow, Xc, nrow);
-	DB_LAUNCHED();
+	DB_CK(gc_launch(k_compact, n, DB_THREADS, DB_THREADS, D.s, X, (const uint8_t *) core,
+					(const int *) cidx, n, d, crow, Xc, nrow));
 	last_phases.ms_core = now_ms() - t0;
 
 	/* unions between core points (compacted index order = row order) */
 	t0 = now_ms();
 	parent = cidx;				/* free now */
-	k_iota<<<blocks_for(nc, DB_THREADS), DB_THREADS, 0, D.s>>>(parent, nc);
-	DB_LAUNCHED();
+	DB_CK(gc_launch(k_iota, nc, DB_THREADS, DB_THREADS, D.s, parent, nc));
 	A.Xq = Xc;
 	A.Xc = Xc;
 	A.parent = parent;
@@ -1604,25 +1598,16 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	A.best = best;
 	if ((rc = bf_pass<BF_BORDER>(D, ctx, A, n - nc, nc, st)) != GC_OK)
 		return rc;
-	if (nc > 0)
-	{
-		k_bf_resolve_core<<<blocks_for(nc, DB_THREADS), DB_THREADS, 0, D.s>>>(parent, crow, nc, rp);
-		DB_LAUNCHED();
-	}
-	if (n - nc > 0)
-	{
-		k_bf_resolve_border<<<blocks_for(n - nc, DB_THREADS), DB_THREADS, 0, D.s>>>(
-			parent, crow, nrow, best, n - nc, rp);
-		DB_LAUNCHED();
-	}
+	DB_CK(gc_launch(k_bf_resolve_core, nc, DB_THREADS, DB_THREADS, D.s, parent,
+					(const int *) crow, nc, rp));
+	DB_CK(gc_launch(k_bf_resolve_border, n - nc, DB_THREADS, DB_THREADS, D.s, parent,
+					(const int *) crow, (const int *) nrow,
+					(const unsigned long long *) best, n - nc, rp));
 	if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
 		return rc;
 	last_phases.ms_border = now_ms() - t0;
 
-	t0 = now_ms();
-	rc = db_finish(D, n, rp, nullptr, core, labels, is_core, st);
-	last_phases.ms_finish = now_ms() - t0;
-	return rc;
+	return db_finish(D, n, rp, nullptr, core, labels, is_core, st);
 }
 
 extern "C" gc_code
@@ -1659,9 +1644,9 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return GC_OK;
 	if (X == NULL || labels == NULL || is_core == NULL)
 		return gc_fail(st, GC_EINVAL, "DBSCAN input or output array missing");
-	if (n > INT32_MAX - 1)
+	if (n > GC_DBSCAN_GPU_MAX_N)
 		return gc_fail(st, GC_EDEVICE, "GPU DBSCAN handles at most %d points, got %lld",
-					   INT32_MAX - 1, (long long) n);
+					   GC_DBSCAN_GPU_MAX_N, (long long) n);
 	if (gc_cancelled(ctx))
 		return gc_fail(st, GC_ECANCEL, "canceled");
 
@@ -1672,9 +1657,10 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	float	   *Xd;
 	int			ni = (int) n;
 
+	D.host_threads = gc_threads(ctx);
 	DB_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
 	DB_ALLOC(Xd, (int64_t) n * d);
-	DB_CK(cudaMemcpyAsync(Xd, X, sizeof(float) * (size_t) n * d, cudaMemcpyHostToDevice, D.s));
+	DB_CK(gc_xfer_h2d(Xd, X, sizeof(float) * (size_t) n * d, D.s, D.host_threads));
 	DB_CK(cudaStreamSynchronize(D.s));
 	last_phases.ms_upload = now_ms() - t0;
 	tr("uploaded; n", n);
@@ -1700,6 +1686,9 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		if (used != NULL)
 			*used = GC_DBSCAN_GPU_BRUTE;
 	}
+	t0 = now_ms();
+	D.release();
+	last_phases.ms_free = now_ms() - t0;
 	last_phases.ms_total = now_ms() - t_all;
 	tr("done", 0);
 	return GC_OK;
@@ -1710,9 +1699,8 @@ gc_dbscan_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			  const gc_dbscan_params *p, int32_t *labels, uint8_t *is_core,
 			  gc_status *st)
 {
-	return gc_dbscan_gpu_index(ctx, X, n, d, p,
-							   GC_DBSCAN_GPU_GRID_VERIFIED ? GC_DBSCAN_GPU_AUTO : GC_DBSCAN_GPU_BRUTE,
-							   NULL, labels, is_core, st);
+	return gc_dbscan_gpu_index(ctx, X, n, d, p, GC_DBSCAN_GPU_AUTO, NULL,
+							   labels, is_core, st);
 }
 
 extern "C" size_t

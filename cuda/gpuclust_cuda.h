@@ -116,24 +116,25 @@ gc_code		gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k,
  * same validation, and labels and is_core identical to the CPU's on every
  * input (same float32 distance, core rule, components, nearest-core border
  * rule with ties to the lowest row, numbering by lowest row).  Index:
- * tiled brute force; the uniform grid for d <= 3 once
- * GC_DBSCAN_GPU_GRID_VERIFIED (below).  CUDA failures come back as GC_EDEVICE (GC_ENOMEM
- * when device memory runs out); the cancel flags are polled between phases
- * and launches.  At most 2^31 - 2 points (more: GC_EDEVICE).
+ * the uniform grid for d <= 3 (when its cell numbers fit), tiled brute
+ * force otherwise.  The data go up and the labels come back through a
+ * pinned ring (transfer.cu) with gc_threads(ctx) host threads.  CUDA
+ * failures come back as GC_EDEVICE (GC_ENOMEM when device memory runs
+ * out); the cancel flags are polled between phases and launches.  At most
+ * GC_DBSCAN_GPU_MAX_N points (more: GC_EDEVICE).
  */
 gc_code		gc_dbscan_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const gc_dbscan_params *p, int32_t *labels,
 						  uint8_t *is_core, gc_status *st);
 
 /*
- * Whether gc_dbscan_gpu uses the grid index for d <= 3.  Off until
- * test/gpu/run_gpu_tests.sh dbscan-test has passed on a GPU with the
- * union-find fix: the grid path has not yet run to completion on a GPU
- * (before the fix it could hang), while the brute-force path has matched
- * the CPU there.  The GPU tests and benchmarks reach the grid through
- * gc_dbscan_gpu_index.
+ * Whether this cuda/ tree's DBSCAN has passed its GPU tests, recorded in
+ * test/gpu/VERIFIED.md.  0: SQL never reaches gc_dbscan_gpu (dispatch
+ * refuses 'gpu' with the reason, 'auto' uses the CPU); the GPU tests and
+ * benchmarks call it directly.  Set to 1 in the commit that adds the
+ * tree's VERIFIED.md line.
  */
-#define GC_DBSCAN_GPU_GRID_VERIFIED 0
+#define GC_DBSCAN_GPU_VERIFIED 0
 
 /* Which index a GPU DBSCAN uses (test hook: force one). */
 typedef enum gc_dbscan_gpu_index_kind
@@ -153,8 +154,12 @@ gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
 /* Device memory gc_dbscan_gpu needs (bytes; an upper bound). */
 size_t		gc_dbscan_gpu_mem_bytes(int64_t n, int d);
 
+/* The most points gc_dbscan_gpu takes (int32 positions, one spare). */
+#define GC_DBSCAN_GPU_MAX_N (INT32_MAX - 1)
+
 /* Where the last gc_dbscan_gpu call of this process spent its time (host
- * clock; each phase ends with a stream synchronisation). */
+ * clock; each phase ends with a stream synchronisation).  The phases add
+ * up to ms_total but for the stream's creation and the checks. */
 typedef struct gc_dbscan_gpu_phases
 {
 	double		ms_upload;		/* allocation of X and host-to-device copy */
@@ -162,8 +167,11 @@ typedef struct gc_dbscan_gpu_phases
 	double		ms_core;		/* core flags (brute: + compaction) */
 	double		ms_union;		/* components */
 	double		ms_border;		/* border assignment and roots */
-	double		ms_finish;		/* numbering and download */
+	double		ms_number;		/* cluster numbers by lowest row */
+	double		ms_download;	/* labels and core flags to the host */
+	double		ms_free;		/* device memory and stream released */
 	double		ms_total;		/* the whole call */
+	double		ms_alloc;		/* of the above: inside cudaMalloc */
 	int			grid;			/* 1: grid index, 0: brute force */
 	int64_t		ncell;			/* grid cells */
 } gc_dbscan_gpu_phases;

@@ -3,6 +3,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <omp.h>
 
 #include "gpuclust_core.h"
@@ -19,6 +20,30 @@ gc_fail(gc_status *st, gc_code code, const char *fmt,...)
 	vsnprintf(st->message, sizeof(st->message), fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+/* memcpy on up to threads OpenMP threads, each a piece of at least 256 KiB. */
+void
+gc_copy(void *dst, const void *src, size_t bytes, int threads)
+{
+	const size_t piece = (size_t) 256 << 10;
+	int			T = (int) (bytes / piece);
+
+	if (T > threads)
+		T = threads;
+	if (T <= 1)
+	{
+		memcpy(dst, src, bytes);
+		return;
+	}
+#pragma omp parallel for num_threads(T) schedule(static, 1)
+	for (int t = 0; t < T; t++)
+	{
+		size_t		lo = bytes / T * t & ~(size_t) 63,
+					hi = t == T - 1 ? bytes : bytes / T * (t + 1) & ~(size_t) 63;
+
+		memcpy((char *) dst + lo, (const char *) src + lo, hi - lo);
+	}
 }
 
 int

@@ -7,8 +7,8 @@
  * k-means on the GPU when the problem is big enough for the GPU to win
  * (GC_KMEANS_GPU_MIN_WORK), a GPU is usable and its free memory holds the
  * problem; otherwise on the CPU, with a note saying why when a usable GPU
- * was passed over for lack of memory.  DBSCAN under 'auto' stays on the
- * CPU until the GPU DBSCAN has passed its GPU tests (GC_DBSCAN_AUTO_GPU).
+ * was passed over for lack of memory.  DBSCAN under 'auto' runs on the
+ * GPU where it wins end to end (dbscan_gpu_worth: d <= 3, n large enough).
  *
  * The GPU is probed lazily (never before a call needs it: a small problem
  * under 'auto' does not initialise CUDA at all) and the probe is cached per
@@ -61,6 +61,13 @@ gpu_unusable(gc_algorithm algo, int gpu_device_id, size_t *free_mem,
 		gc_fail(why, GC_EDEVICE, "no GPU implementation of this algorithm");
 		return true;
 	}
+	if (algo == GC_ALGO_DBSCAN && !GC_DBSCAN_GPU_VERIFIED)
+	{
+		gc_fail(why, GC_EDEVICE,
+				"this build's GPU DBSCAN has not yet passed its tests on a GPU "
+				"(test/gpu/VERIFIED.md)");
+		return true;
+	}
 	gc_cuda_probe_cached(gpu_device_id, &info);
 	if (!info.usable)
 	{
@@ -104,30 +111,35 @@ dbscan_gpu_bytes(int64_t n, int d)
 #define GPU_MEM_HEADROOM ((size_t) 64 << 20)
 
 /*
- * DBSCAN under 'auto': the GPU from this many points up, and only for
- * d <= 3, where the GPU has its grid index (for d > 3 it has tiled brute
- * force, O(n^2), which loses to the CPU's kd-tree at scale).  See
- * test/gpu/bench_dbscan_gpu.c's crossover table; a conservative constant
- * until measured (the GPU call's fixed cost is a few ms of allocation,
- * upload and ~20 launches, while the CPU grid clusters 100k 2-d points in
- * about that time on 16 cores).
+ * DBSCAN under 'auto': the GPU for d <= 3 (its grid index) from
+ * GC_DBSCAN_GPU_MIN_N points up, whole calls (upload and download
+ * included) against the CPU grid on all cores; see
+ * test/gpu/bench_dbscan_gpu.c's crossover rows.  For d > 3 the GPU has
+ * only the tiled brute force, O(n^2), which loses to the CPU's kd-tree
+ * at scale, so 'auto' keeps those on the CPU.
  */
 #define GC_DBSCAN_GPU_MIN_N 100000
 
-/*
- * Whether 'auto' may pick the GPU for DBSCAN at all.  Off until
- * test/gpu/run_gpu_tests.sh dbscan-test has passed on a GPU with the
- * union-find fix (its grid path has not yet run to completion there); only
- * an explicit device => 'gpu' runs the GPU DBSCAN meanwhile.
- */
-#define GC_DBSCAN_AUTO_GPU false
+/* Whether 'auto' sends this DBSCAN to the GPU (n = 0: a problem big enough). */
+static bool
+dbscan_gpu_worth(int64_t n, int d)
+{
+	if (d > 3)
+		return false;
+	if (n == 0)
+		return true;
+#ifdef GPUCLUST_CUDA
+	if (n > GC_DBSCAN_GPU_MAX_N)
+		return false;
+#endif
+	return n >= GC_DBSCAN_GPU_MIN_N;
+}
 
 /*
  * The device of one DBSCAN call.  CPU: always.  GPU: the GPU, or
- * GC_EDEVICE / GC_ENOMEM with the reason.  AUTO: the CPU when d > 3 or
- * 0 < n < GC_DBSCAN_GPU_MIN_N (without touching CUDA), when no GPU is
- * usable or its free memory is too small; else the GPU.  n = 0 (and d = 0)
- * answers for a problem big enough, as for k-means.
+ * GC_EDEVICE / GC_ENOMEM with the reason.  AUTO: the CPU when the GPU
+ * would not win (dbscan_gpu_worth; CUDA untouched), when no GPU is usable
+ * or its free memory is too small; else the GPU.
  */
 static gc_code
 choose_device_dbscan(gc_device requested, int64_t n, int d,
@@ -140,8 +152,7 @@ choose_device_dbscan(gc_device requested, int64_t n, int d,
 	*chosen = GC_DEVICE_CPU;
 	if (requested == GC_DEVICE_CPU)
 		return GC_OK;
-	if (requested != GC_DEVICE_GPU &&
-		(!GC_DBSCAN_AUTO_GPU || d > 3 || (n > 0 && n < GC_DBSCAN_GPU_MIN_N)))
+	if (requested != GC_DEVICE_GPU && !dbscan_gpu_worth(n, d))
 		return GC_OK;
 	if (gpu_unusable(GC_ALGO_DBSCAN, gpu_device_id, &free_mem, &why))
 	{

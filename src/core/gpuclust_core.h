@@ -64,6 +64,9 @@ gc_cancelled(const gc_ctx *ctx)
 	return false;
 }
 
+/* memcpy on up to threads OpenMP threads (large copies only). */
+void		gc_copy(void *dst, const void *src, size_t bytes, int threads);
+
 /* Number of OpenMP threads a call with this ctx uses. */
 int			gc_threads(const gc_ctx *ctx);
 

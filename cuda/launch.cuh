@@ -1,0 +1,33 @@
+/*
+ * launch.cuh — the one way cuda/dbscan.cu launches a kernel over a range of
+ * work items.  Internal to cuda/.
+ *
+ * gc_launch: blocks of per_block items, threads threads each; an empty
+ * range launches nothing (a zero-sized grid is a CUDA error, "invalid
+ * argument"), so no caller has to remember the empty case.  The k-means
+ * kernels (kmeans.cu, kmeans_pp.cu) size every grid from n >= k >= 1, d >= 1
+ * or the multiprocessor count, never from a count that can be zero.
+ */
+#ifndef GPUCLUST_LAUNCH_CUH
+#define GPUCLUST_LAUNCH_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+template <typename... P, typename... A>
+static inline cudaError_t
+gc_launch(void (*kernel)(P...), int64_t items, int per_block, int threads,
+		  cudaStream_t s, A... args)
+{
+	int64_t		blocks;
+
+	if (items <= 0)
+		return cudaSuccess;
+	blocks = (items + per_block - 1) / per_block;
+	if (blocks > INT32_MAX)
+		return cudaErrorInvalidConfiguration;
+	kernel<<<(unsigned) blocks, threads, 0, s>>>(args...);
+	return cudaGetLastError();
+}
+
+#endif							/* GPUCLUST_LAUNCH_CUH */

@@ -1,0 +1,26 @@
+/*
+ * transfer.cuh — copies between pageable host memory and the device through
+ * a small pinned ring kept for the life of the process (transfer.cu).
+ * Internal to cuda/.
+ */
+#ifndef GPUCLUST_TRANSFER_CUH
+#define GPUCLUST_TRANSFER_CUH
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+/*
+ * bytes from host src to device dst on stream s.  host_threads threads copy
+ * each chunk into the ring while the copy engine moves the one before.
+ * Returns once every byte of src has been read; the device copy completes
+ * in stream order.
+ */
+cudaError_t gc_xfer_h2d(void *dst, const void *src, size_t bytes,
+						cudaStream_t s, int host_threads);
+
+/* bytes from device src to host dst after the work queued on s; returns
+ * once dst holds them. */
+cudaError_t gc_xfer_d2h(void *dst, const void *src, size_t bytes,
+						cudaStream_t s, int host_threads);
+
+#endif							/* GPUCLUST_TRANSFER_CUH */
