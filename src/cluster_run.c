@@ -99,6 +99,38 @@ gc_glue_run_dbscan(gc_device requested, const float *X, int64 n, int d,
 }
 
 void
+gc_glue_gpu_phases(gc_algorithm algo, gc_device ran, char *buf, size_t len)
+{
+	buf[0] = '\0';
+#ifdef GPUCLUST_CUDA
+	if (ran != GC_DEVICE_GPU)
+		return;
+	if (algo == GC_ALGO_KMEANS)
+	{
+		gc_kmeans_gpu_phases ph;
+
+		gc_kmeans_gpu_last_phases(&ph);
+		snprintf(buf, len, " (upload %.1f, init %.1f, lloyd %.1f, download %.1f)",
+				 ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download);
+	}
+	else
+	{
+		gc_dbscan_gpu_phases ph;
+
+		gc_dbscan_gpu_last_phases(&ph);
+		snprintf(buf, len,
+				 " (upload %.1f, cluster %.1f, number %.1f, download %.1f, free %.1f; %s index)",
+				 ph.ms_upload, ph.ms_index + ph.ms_core + ph.ms_union + ph.ms_border,
+				 ph.ms_number, ph.ms_download, ph.ms_free, ph.grid ? "grid" : "brute-force");
+	}
+#else
+	(void) algo;
+	(void) ran;
+	(void) len;
+#endif
+}
+
+void
 gc_glue_kmeans_args(FunctionCallInfo fcinfo, gc_kmeans_params *p)
 {
 	gc_glue_require_arg(fcinfo, GC_KM_ARG_SOURCE, "source");

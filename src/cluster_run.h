@@ -38,6 +38,13 @@ extern gc_device gc_glue_run_dbscan(gc_device requested, const float *X,
 									int32 *labels, uint8 *is_core);
 
 /*
+ * For gpuclust.log_timing: where the last GPU run of algo spent its time,
+ * as " (upload ..., ...)" into buf; empty when the run was not on the GPU.
+ */
+extern void gc_glue_gpu_phases(gc_algorithm algo, gc_device ran, char *buf,
+							   size_t len);
+
+/*
  * The argument positions shared by gpu_kmeans and gpu_kmeans_fit, and the
  * reading and checking of their k-means parameters (NULL is an error).
  */

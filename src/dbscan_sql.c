@@ -91,11 +91,17 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 	gc_glue_emit_labels(rsinfo, &in, labels, is_core);
 
 	if (gpuclust_log_timing)
+	{
+		char		detail[200];
+
+		gc_glue_gpu_phases(GC_ALGO_DBSCAN, in.n > 0 ? chosen : GC_DEVICE_CPU,
+						   detail, sizeof(detail));
 		ereport(INFO,
 				(errmsg("gpu_dbscan: device %s, n %lld, d %d; "
-						"ingest %.1f ms, compute %.1f ms, emit %.1f ms",
+						"ingest %.1f ms, compute %.1f ms%s, emit %.1f ms",
 						gc_device_name(chosen), (long long) in.n, in.d,
-						t_ingest, t_compute, gc_glue_now_ms() - t_start)));
+						t_ingest, t_compute, detail, gc_glue_now_ms() - t_start)));
+	}
 
 	MemoryContextDelete(workcxt);
 	return (Datum) 0;

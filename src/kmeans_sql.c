@@ -31,9 +31,6 @@
 #include "gpuclust.h"
 #include "cluster_run.h"
 #include "ingest.h"
-#ifdef GPUCLUST_CUDA
-#include "../cuda/gpuclust_cuda.h"
-#endif
 
 PG_FUNCTION_INFO_V1(gpu_kmeans);
 
@@ -120,19 +117,10 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 
 	if (gpuclust_log_timing)
 	{
-		char		detail[200] = "";
+		char		detail[200];
 
-#ifdef GPUCLUST_CUDA
-		if (chosen == GC_DEVICE_GPU && in.n > 0)
-		{
-			gc_kmeans_gpu_phases ph;
-
-			gc_kmeans_gpu_last_phases(&ph);
-			snprintf(detail, sizeof(detail),
-					 " (upload %.1f, init %.1f, lloyd %.1f, download %.1f)",
-					 ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download);
-		}
-#endif
+		gc_glue_gpu_phases(GC_ALGO_KMEANS, in.n > 0 ? chosen : GC_DEVICE_CPU,
+						   detail, sizeof(detail));
 		ereport(INFO,
 				(errmsg("gpu_kmeans: device %s, n %lld, d %d, k %d, iterations %d; "
 						"ingest %.1f ms, compute %.1f ms%s, emit %.1f ms",
