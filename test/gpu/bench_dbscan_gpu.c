@@ -12,18 +12,26 @@
  *   C  1M x 16-d: 20 blobs (sigma 1, centres in [-10,10]^16), eps the
  *      median distance to the 30th neighbour (24 sampled rows), min_pts 10.
  *   D  world cities (lon, lat), eps 0.25, min_pts 10.
- *   X  crossover for 'auto': 2-d blobs + noise as A, n = 10k .. 1M.
+ *   X  crossover for 'auto' (d <= 3, grid): blobs + noise as A in 2-d and
+ *      3-d, n = 10k .. 2M.
+ *   Y  the brute force (d > 3) against the CPU kd-tree: blobs in 8-d and
+ *      16-d, n = 5k .. 200k.
+ *   T  the limits: host-to-device bandwidth from pageable and from pinned
+ *      memory, device-to-host from pinned, device-to-device (HBM).
  *
  * GPU: one warm-up call, then the median of R calls (whole call: upload,
- * clustering, numbering, download), with the phases of the median call;
- * "cluster" = index + core + union + border (device work, no transfers).
- * CPU: the median of R calls.  BENCH_SKIP_C=1 skips C; BENCH_ONLY=A,B...
+ * clustering, numbering, download, release), with the phases of the median
+ * call; "cluster" = index + core + union + border (device work, no
+ * transfers).  CPU: gc_dbscan_cpu on all cores, the median of R calls.
+ * BENCH_SKIP_C=1 skips C; BENCH_ONLY=A,B...
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cuda_runtime.h>
 
 #include "../../cuda/gpuclust_cuda.h"
 
@@ -102,6 +110,71 @@ cmp_f(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* pinned host-to-device GB/s, measured by limits() (0 until then) */
+static double pcie_gbs;
+
+/* GB/s of one copy of bytes, the median of 5 after a warm-up */
+static double
+copy_gbs(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
+	double		t[5];
+
+	cudaMemcpy(dst, src, bytes, kind);
+	for (int r = 0; r < 5; r++)
+	{
+		double		t0 = now_ms();
+
+		cudaMemcpy(dst, src, bytes, kind);
+		cudaDeviceSynchronize();
+		t[r] = now_ms() - t0;
+	}
+	for (int a = 0; a < 5; a++)
+		for (int b = a + 1; b < 5; b++)
+			if (t[b] < t[a])
+			{
+				double		x = t[a];
+
+				t[a] = t[b];
+				t[b] = x;
+			}
+	return (double) bytes / (t[2] * 1e6);
+}
+
+/* The transfer and memory limits every row is measured against. */
+static void
+limits(void)
+{
+	const size_t bytes = (size_t) 80 << 20;	/* 10M 2-d points */
+	void	   *h = malloc(bytes),
+			   *hp = NULL,
+			   *dv = NULL,
+			   *dv2 = NULL;
+
+	memset(h, 1, bytes);
+	if (cudaMallocHost(&hp, bytes) != cudaSuccess || cudaMalloc(&dv, bytes) != cudaSuccess ||
+		cudaMalloc(&dv2, bytes) != cudaSuccess)
+	{
+		printf("T  limits: allocation failed\n");
+		return;
+	}
+	memset(hp, 1, bytes);
+	{
+		double		pageable = copy_gbs(dv, h, bytes, cudaMemcpyHostToDevice);
+		double		pinned = copy_gbs(dv, hp, bytes, cudaMemcpyHostToDevice);
+		double		down = copy_gbs(hp, dv, bytes, cudaMemcpyDeviceToHost);
+		double		d2d = 2.0 * copy_gbs(dv2, dv, bytes, cudaMemcpyDeviceToDevice);
+
+		pcie_gbs = pinned;
+		printf("T  limits (80 MB): host-to-device pageable %.1f GB/s (%.2f ms), pinned %.1f GB/s (%.2f ms); "
+			   "device-to-host pinned %.1f GB/s; device-to-device %.0f GB/s (read + write)\n",
+			   pageable, bytes / (pageable * 1e6), pinned, bytes / (pinned * 1e6), down, d2d);
+	}
+	cudaFreeHost(hp);
+	cudaFree(dv);
+	cudaFree(dv2);
+	free(h);
+}
+
 static bool
 wanted(const char *tag)
 {
@@ -174,12 +247,21 @@ run(const char *tag, const char *what, const float *X, int64_t n, int d,
 		qsort(s, Rcpu, sizeof(double), cmp_d);
 		cmed = s[Rcpu / 2];
 	}
-	printf("%-2s %-34s n=%-9lld d=%-2d eps=%-8.4g mp=%-4lld %-5s | GPU call %9.2f ms (upload %7.2f, cluster %8.2f = idx %6.2f core %7.2f union %7.2f border %6.2f; number+download %6.2f) | CPU %9.2f ms | CPU/GPU %6.2f (cluster %6.2f) | clusters %d noise %lld | diff %lld\n",
-		   tag, what, (long long) n, d, eps, (long long) min_pts, pm.grid ? "grid" : "brute",
-		   gmed, pm.ms_upload, pm.ms_index + pm.ms_core + pm.ms_union + pm.ms_border,
-		   pm.ms_index, pm.ms_core, pm.ms_union, pm.ms_border, pm.ms_finish,
-		   cmed, cmed / gmed, cmed / (pm.ms_index + pm.ms_core + pm.ms_union + pm.ms_border),
-		   maxl + 1, (long long) noise, (long long) diff);
+	{
+		double		cl = pm.ms_index + pm.ms_core + pm.ms_union + pm.ms_border;
+		double		io = (double) n * d * 4 + (double) n * 5;	/* bytes up + down */
+
+		printf("%-2s %-34s n=%-9lld d=%-2d eps=%-8.4g mp=%-4lld %-5s | GPU call %9.2f ms "
+			   "(upload %6.2f, cluster %8.2f = idx %6.2f core %7.2f union %7.2f border %6.2f; "
+			   "number %5.2f, download %6.2f, free %5.2f; of all, cudaMalloc %5.2f) "
+			   "| transfer floor %6.2f ms | CPU %9.2f ms | CPU/GPU %6.2f (cluster alone %6.2f) "
+			   "| clusters %d noise %lld | diff %lld\n",
+			   tag, what, (long long) n, d, eps, (long long) min_pts, pm.grid ? "grid" : "brute",
+			   gmed, pm.ms_upload, cl, pm.ms_index, pm.ms_core, pm.ms_union, pm.ms_border,
+			   pm.ms_number, pm.ms_download, pm.ms_free, pm.ms_alloc,
+			   pcie_gbs > 0 ? io / (pcie_gbs * 1e6) : 0.0,
+			   cmed, cmed / gmed, cmed / cl, maxl + 1, (long long) noise, (long long) diff);
+	}
 	fflush(stdout);
 	free(lc);
 	free(lg);
@@ -201,6 +283,7 @@ main(void)
 		return 1;
 	}
 	printf("device %s; CUDA initialisation %.1f ms; CPU threads: all\n", info.name, now_ms() - t0);
+	limits();
 
 	if (wanted("A"))
 	{
@@ -253,19 +336,44 @@ main(void)
 	}
 	if (wanted("X"))
 	{
-		static const int64_t ns[] = {10000, 30000, 100000, 300000, 1000000};
+		static const int64_t ns[] = {10000, 20000, 50000, 100000, 200000, 500000, 1000000, 2000000};
 
-		for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
-		{
-			int64_t		n = ns[i];
-			float	   *X = blobs(n, 2, 20, 100.0, 0.10);
-			double		nb = 0.9 * n / 20;
-			char		w[64];
+		for (int d = 2; d <= 3; d++)
+			for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+			{
+				int64_t		n = ns[i];
+				float	   *X = blobs(n, d, 20, 100.0, 0.10);
+				double		nb = 0.9 * n / 20;
+				char		w[64];
 
-			snprintf(w, sizeof(w), "crossover 2-d %lldk", (long long) (n / 1000));
-			run("X", w, X, n, 2, 2.0 * sqrt(30.0 / nb), 10, 7, 5);
-			free(X);
-		}
+				if (d == 3 && i % 2 == 1)
+					continue;
+				/* 2-d: 30 neighbours in a blob (see A); 3-d: the ball of
+				 * radius eps holds 30 at the blob's centre density */
+				snprintf(w, sizeof(w), "crossover %d-d %lldk", d, (long long) (n / 1000));
+				run("X", w, X, n, d, d == 2 ? 2.0 * sqrt(30.0 / nb) :
+					cbrt(30.0 / nb * pow(2.0 * 3.141592653589793, 1.5) * 3.0 / (4.0 * 3.141592653589793)),
+					10, 9, 5);
+				free(X);
+			}
+	}
+	if (wanted("Y"))
+	{
+		static const int64_t ns[] = {5000, 20000, 50000, 100000, 200000};
+		static const int ds[] = {8, 16};
+
+		for (size_t a = 0; a < 2; a++)
+			for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+			{
+				int64_t		n = ns[i];
+				int			d = ds[a];
+				float	   *X = blobs(n, d, 20, 20.0, 0.05);
+				char		w[64];
+
+				snprintf(w, sizeof(w), "brute vs kd-tree %d-d %lldk", d, (long long) (n / 1000));
+				run("Y", w, X, n, d, 0.8 * sqrt((double) d), 10, 5, 3);
+				free(X);
+			}
 	}
 	if (wanted("C") && !getenv("BENCH_SKIP_C"))
 	{

@@ -6,9 +6,12 @@
 # suite passes with the GPU present (when pg_regress is found), gpu_kmeans
 # on the GPU returns the CPU's labels and distances on several shapes (same
 # seed), 'auto' picks the GPU for a large problem and the CPU for a small
-# one, gpu_dbscan on the GPU returns the CPU's labels and core flags; then
-# times gpu_kmeans end to end on a 1M-row table (d = 32, k = 100)
-# on both devices, with gpuclust.log_timing's breakdown.
+# one, gpu_dbscan on the GPU returns the CPU's labels and core flags (many
+# shapes, the edge cases, 8 concurrent sessions), and 'auto' runs DBSCAN
+# on the GPU for large 2-d/3-d inputs only; then times gpu_kmeans end to
+# end on a 1M-row table (d = 32, k = 100) and gpu_dbscan on a 10M-row 2-d
+# table (SQL_SKIP_10M=1 skips it) on both devices, with
+# gpuclust.log_timing's breakdown.
 # Logs to $OUT (or test/out).  Exit status: the number of failed checks.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -100,6 +103,80 @@ done <<< "$dshapes"
 check "auto_device_dbscan is gpu" \
 	"SELECT value = 'gpu' FROM gpuclust_info() WHERE key = 'auto_device_dbscan'"
 
+echo "== gpu_dbscan: the edge cases, device gpu = device cpu"
+# dbcmp NAME SOURCE EPS MIN_PTS [EXPECT]: rows, cluster ids and core flags of
+# the two devices equal, row for row; EXPECT (SQL over the CPU's result
+# "c") says the case is what its name says
+dbcmp() {
+	local name=$1 src=$2 eps=$3 mp=$4 expect=${5:-true} r
+	r=$($P -c "WITH c AS (SELECT * FROM gpu_dbscan(\$q\$$src\$q\$, $eps, $mp, device => 'cpu')),
+		g AS (SELECT * FROM gpu_dbscan(\$q\$$src\$q\$, $eps, $mp, device => 'gpu'))
+		SELECT ((SELECT count(*) FROM c) = (SELECT count(*) FROM g)
+		        AND (SELECT count(*) FROM c JOIN g USING (id)
+		             WHERE g.cluster_id IS DISTINCT FROM c.cluster_id
+		                OR g.is_core IS DISTINCT FROM c.is_core) = 0
+		        AND (SELECT count(*) FROM c JOIN g USING (id)) = (SELECT count(*) FROM c)
+		        AND (SELECT $expect FROM (SELECT 1) x))::text
+		|| ' rows ' || (SELECT count(*) FROM c) || ', clusters ' || (SELECT count(DISTINCT cluster_id) FROM c)
+		|| ', core ' || (SELECT count(*) FILTER (WHERE is_core) FROM c)
+		|| ', noise ' || (SELECT count(*) FILTER (WHERE cluster_id IS NULL) FROM c)" 2>&1)
+	case "$r" in
+		true*) echo "ok   dbscan $name:${r#true}";;
+		*) echo "FAIL dbscan $name: $r"; fails=$((fails + 1));;
+	esac
+}
+line="SELECT i::bigint, ARRAY[i, 0]::real[] FROM generate_series(1, 5000) i"
+dbcmp "all noise (no core point)" "$line" 0.5 2 "(SELECT bool_and(cluster_id IS NULL AND NOT is_core) FROM c)"
+dbcmp "all core (no border point)" "$line" 1.0 2 "(SELECT bool_and(is_core) FROM c)"
+dbcmp "exact duplicates" "SELECT i::bigint, ARRAY[i % 7, (i % 7) * 2]::real[] FROM generate_series(1, 20000) i" 0.5 3 \
+	"(SELECT count(DISTINCT cluster_id) = 7 FROM c)"
+dbcmp "all rows identical" "SELECT i::bigint, ARRAY[1.5, 2.5, 3.5]::real[] FROM generate_series(1, 3000) i" 0.1 5 \
+	"(SELECT bool_and(is_core AND cluster_id = 0) FROM c)"
+dbcmp "min_pts 1" "SELECT i::bigint, ARRAY[(hashint4(i) % 1000) / 10.0, (hashint4(i + 7) % 1000) / 10.0]::real[] FROM generate_series(1, 30000) i" \
+	0.2 1 "(SELECT bool_and(is_core) FROM c)"
+dbcmp "min_pts > n" "SELECT i::bigint, ARRAY[i % 10, i % 3]::real[] FROM generate_series(1, 1000) i" 100 1001 \
+	"(SELECT bool_and(cluster_id IS NULL) FROM c)"
+dbcmp "n = 1, min_pts 1" "SELECT 42::bigint, ARRAY[0.5, 0.5]::real[]" 1 1 "(SELECT bool_and(is_core) FROM c)"
+dbcmp "n = 1, min_pts 2" "SELECT 42::bigint, ARRAY[0.5, 0.5]::real[]" 1 2 "(SELECT bool_and(cluster_id IS NULL) FROM c)"
+dbcmp "NULL features and 1-d" "SELECT i::bigint, CASE WHEN i % 5 = 0 THEN NULL ELSE ARRAY[i % 100]::real[] END FROM generate_series(1, 4000) i" \
+	0.5 4 "(SELECT count(*) FILTER (WHERE is_core IS NULL) = 800 FROM c)"
+
+echo "== 300,000 rows 3-d, eps 0.3, min_pts 8"
+# u(i, k): a uniform number in [0, 1) from a hash of (i, k)
+$P -c "CREATE OR REPLACE FUNCTION u(i int, k int) RETURNS float8 IMMUTABLE LANGUAGE sql
+	AS 'SELECT (hashint8(i::bigint * 64 + k)::float8 + 2147483648) / 4294967296'"
+# 40 blobs on an 8 x 5 grid, 4 apart, triangular offsets in (-2, 2) (dense
+# centres, sparse fringes: core, border and noise points), 5% uniform noise
+$P -c "DROP TABLE IF EXISTS t3" -c "CREATE TABLE t3 AS
+	SELECT i::bigint AS id,
+	       CASE WHEN i % 20 = 0
+	            THEN ARRAY[-2 + 36 * u(i, 1), -2 + 24 * u(i, 2), -2 + 4 * u(i, 3)]
+	            ELSE ARRAY[(i % 40 % 8) * 4 + 2 * (u(i, 4) + u(i, 5)) - 2,
+	                       (i % 40 / 8) * 4 + 2 * (u(i, 6) + u(i, 7)) - 2,
+	                       2 * (u(i, 8) + u(i, 9)) - 2] END::real[] AS f
+	FROM generate_series(1, 300000) i"
+dbcmp "300k 3-d" "SELECT id, f FROM t3" 0.3 8 "(SELECT count(*) = 300000 FROM c)"
+
+echo "== 8 concurrent sessions, 5 GPU calls each on the 300k 3-d table"
+$P -c "DROP TABLE IF EXISTS t3_ref" -c "CREATE TABLE t3_ref AS SELECT * FROM gpu_dbscan('SELECT id, f FROM t3', 0.3, 8, device => 'cpu')"
+for s in $(seq 1 8); do
+	(for c in 1 2 3 4 5; do
+		$P -c "SELECT count(*) || ' ' || count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id
+		                                             OR g.is_core IS DISTINCT FROM c.is_core)
+		       FROM gpu_dbscan('SELECT id, f FROM t3', 0.3, 8, device => 'gpu') g JOIN t3_ref c USING (id)" 2>&1
+	done) > "$OUTDIR/concurrent_$s.log" &
+done
+wait
+good=$(cat "$OUTDIR"/concurrent_*.log | grep -c '^300000 0$')
+if [ "$good" -eq 40 ]; then echo "ok   40 of 40 concurrent GPU calls equal the CPU"
+else echo "FAIL concurrent: $good of 40 equal the CPU"; cat "$OUTDIR"/concurrent_*.log | grep -v '^300000 0$' | head; fails=$((fails + 1)); fi
+
+echo "== auto: DBSCAN on the GPU for large low-dimensional inputs only"
+for q in "t3 WHERE id <= 20000|cpu" "t3|gpu"; do
+	r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM ${q%|*}', 0.3, 8)" 2>&1)
+	echo "$r" | grep -q "device ${q#*|}" && echo "ok   auto on ${q%|*}: ${q#*|}" || { echo "FAIL auto on ${q%|*}: $r"; fails=$((fails + 1)); }
+done
+
 echo "== auto"
 r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f[1:2] FROM t_s1 WHERE id <= 1000', 3)" 2>&1)
 echo "$r" | grep -q "device cpu" && echo "ok   auto, n*k*d = 6e3: cpu" || { echo "FAIL auto small: $r"; fails=$((fails + 1)); }
@@ -143,5 +220,46 @@ JOIN gpu_kmeans('SELECT id, f FROM big', 100, max_iter => 100, seed => 3, device
 SQL
 psql -X -At -f /tmp/timing.sql 2>&1 | tee "$OUTDIR/sql_timing.log"
 grep -q "^0$" "$OUTDIR/sql_timing.log" || { echo "FAIL 1M rows: labels differ"; fails=$((fails + 1)); }
+if [ -z "${SQL_SKIP_10M:-}" ]; then
+echo "== DBSCAN, 10M rows 2-d (20 blobs + 10% noise), end to end"
+$P -c "DROP TABLE IF EXISTS big2" -c "CREATE UNLOGGED TABLE big2 (id bigint, f real[])"
+t0=$(date +%s.%N)
+for p in $(seq 0 9); do
+	# blob i % 20 around a fixed centre, Box-Muller offsets from hashes; 10% uniform
+	$P -c "INSERT INTO big2 SELECT i,
+	         CASE WHEN u0 < 0.1 THEN ARRAY[100 * u1, 100 * u2]
+	              ELSE ARRAY[5 + ((b * 7919) % 90) + sqrt(-2 * ln(u1)) * cos(2 * pi() * u2),
+	                         5 + ((b * 104729) % 90) + sqrt(-2 * ln(u1)) * sin(2 * pi() * u2)] END::real[]
+	       FROM (SELECT i, i % 20 AS b,
+	                    (hashint4(i) + 2147483649.0::float8) / 4294967298.0 AS u0,
+	                    (hashint4(i # 1234567) + 2147483649.0::float8) / 4294967298.0 AS u1,
+	                    (hashint4(i # 7654321) + 2147483649.0::float8) / 4294967298.0 AS u2
+	             FROM generate_series($p * 1000000 + 1, ($p + 1) * 1000000) i) s" &
+done
+wait
+$P -c "VACUUM ANALYZE big2"
+echo "table: $($P -c 'SELECT count(*) FROM big2') rows, $(awk "BEGIN{print $(date +%s.%N) - $t0}") s to make"
+# eps: 30 neighbours on average inside a blob of 450,000 (sigma 1)
+cat > /tmp/timing_db.sql <<'SQL'
+\timing on
+SET gpuclust.log_timing = on;
+SELECT 'gpu (first call in this backend: CUDA initialised here)';
+SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM big2', 0.0163299, 10, device => 'gpu');
+SELECT 'gpu';
+SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM big2', 0.0163299, 10, device => 'gpu');
+SELECT 'auto';
+SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM big2', 0.0163299, 10);
+SELECT 'cpu (16 cores)';
+SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM big2', 0.0163299, 10, device => 'cpu');
+SELECT 'same labels on the 10M rows';
+SELECT count(*) AS rows, count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id
+                                          OR g.is_core IS DISTINCT FROM c.is_core) AS differing
+FROM gpu_dbscan('SELECT id, f FROM big2', 0.0163299, 10, device => 'gpu') g
+JOIN gpu_dbscan('SELECT id, f FROM big2', 0.0163299, 10, device => 'cpu') c USING (id);
+SQL
+psql -X -At -f /tmp/timing_db.sql 2>&1 | tee "$OUTDIR/sql_timing_dbscan.log"
+grep -q "^10000000|0$" "$OUTDIR/sql_timing_dbscan.log" || { echo "FAIL 10M rows: labels differ"; fails=$((fails + 1)); }
+fi
+
 echo "sql_gpu_test: $fails failed"
 exit $fails

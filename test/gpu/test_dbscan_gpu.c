@@ -10,7 +10,9 @@
  * above n); the grid (d <= 3) and the brute force (forced, any d); larger
  * sets (1M 2-d, 300k 3-d); world cities (lon, lat planar, eps 0.25,
  * min_pts 10: 576 clusters, 37,864 noise); repeated runs identical; errors
- * (bad parameters, cancel flag, n = 0).
+ * (bad parameters, cancel flag, n = 0); and on every index the inputs
+ * with an empty range somewhere (no core point, no non-core point, one
+ * cell, n = 1, sizes around a warp and a block).
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
  * set (compute-sanitizer memcheck), =2 a tiny one (racecheck).
@@ -278,10 +280,14 @@ family(int64_t n, int d, int kind, const char *name, bool also_brute)
 		compare(w, X, n, d, 2.0 * e5, quick ? 20 : 60, GC_DBSCAN_GPU_BRUTE, 1);
 	snprintf(w, sizeof(w), "%s all-noise", name);
 	compare(w, X, n, d, 1e-4 * e5, 3, GC_DBSCAN_GPU_AUTO, 1);
+	if (also_brute)
+		compare(w, X, n, d, 1e-4 * e5, 3, GC_DBSCAN_GPU_BRUTE, 1);
 	snprintf(w, sizeof(w), "%s eps>spread", name);
 	compare(w, X, n, d, 3.0 * spread, 4, GC_DBSCAN_GPU_AUTO, 1);
 	snprintf(w, sizeof(w), "%s eps>spread minpts>n", name);
 	compare(w, X, n, d, 3.0 * spread, n + 7, GC_DBSCAN_GPU_AUTO, 1);
+	if (also_brute)
+		compare(w, X, n, d, 3.0 * spread, n + 7, GC_DBSCAN_GPU_BRUTE, 1);
 	snprintf(w, sizeof(w), "%s giant", name);
 	compare(w, X, n, d, 4.0 * e5, 3, GC_DBSCAN_GPU_AUTO, 1);
 	free(X);
@@ -349,6 +355,93 @@ cities(void)
 	free(X);
 }
 
+/*
+ * The inputs with an empty range somewhere (no core point, no non-core
+ * point, one cell, every point in one cell, n = 1, sizes around a warp and
+ * a block), on every index: the grid (auto and forced, d <= 3) and the
+ * brute force.
+ */
+static void
+degenerate(void)
+{
+	static const int dims[] = {1, 2, 3, 5};
+	static const int sizes[] = {2, 31, 33, 255, 257};
+	static const gc_dbscan_gpu_index_kind kinds[] = {
+		GC_DBSCAN_GPU_AUTO, GC_DBSCAN_GPU_GRID, GC_DBSCAN_GPU_BRUTE
+	};
+	static const char *const kname[] = {"auto", "grid", "brute"};
+	const int64_t N = 300;
+	float	   *X = malloc(sizeof(float) * N * 5);
+	char		w[80];
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+		for (int ki = 0; ki < 3; ki++)
+		{
+			const int	d = dims[di];
+			const gc_dbscan_gpu_index_kind kind = kinds[ki];
+
+			if (d > 3 && kind != GC_DBSCAN_GPU_BRUTE)
+				continue;		/* the brute force is the only index there */
+#define DEG(label, n, eps, mp) \
+			do { \
+				snprintf(w, sizeof(w), "deg %s %s", kname[ki], label); \
+				compare(w, X, n, d, eps, mp, kind, 1); \
+			} while (0)
+
+			/* one point: core with min_pts 1, noise with 2 */
+			for (int j = 0; j < d; j++)
+				X[j] = 0.5f;
+			DEG("n=1 min_pts=1", 1, 1.0, 1);
+			DEG("n=1 min_pts=2", 1, 1.0, 2);
+
+			/* every point the same: one cell; all core, or none */
+			for (int64_t i = 0; i < N * d; i++)
+				X[i] = 3.25f;
+			DEG("identical min_pts=1", 257, 0.1, 1);
+			DEG("identical min_pts=n", 257, 0.1, 257);
+			DEG("identical min_pts>n", 257, 0.1, 258);
+
+			/* a line of unit steps: eps 0.5 all noise; eps 1 (ties at
+			 * eps) min_pts 2 all core, no border; min_pts 3 two borders */
+			for (int64_t i = 0; i < N; i++)
+				for (int j = 0; j < d; j++)
+					X[i * d + j] = j == 0 ? (float) i : 0.0f;
+			DEG("line all-noise", N, 0.5, 2);
+			DEG("line all-core", N, 1.0, 2);
+			DEG("line two-border", N, 1.0, 3);
+			DEG("line min_pts>n", N, 1e6, N + 1);
+
+			/* every point in one small box (one grid cell) */
+			for (int64_t i = 0; i < N * d; i++)
+				X[i] = (float) (7.0 + 0.01 * tu_uniform(&rs));
+			DEG("one-cell min_pts=n/2", N, 1.0, N / 2);
+			DEG("one-cell min_pts>n", N, 1.0, N + 1);
+
+			/* two tight groups far apart and isolated points: clusters
+			 * with no border point, and noise */
+			for (int64_t i = 0; i < N; i++)
+				for (int j = 0; j < d; j++)
+					X[i * d + j] = i < 120 ? (float) (0.001 * tu_uniform(&rs)) :
+						i < 240 ? (float) (100.0 + 0.001 * tu_uniform(&rs)) :
+						(float) (1000.0 * (i - 239) + j);
+			DEG("two groups + noise", N, 0.5, 10);
+
+			/* sizes around a warp and a block, uniform, a few neighbours */
+			for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+			{
+				int64_t		n = sizes[si];
+				char		lab[40];
+
+				for (int64_t i = 0; i < n * d; i++)
+					X[i] = (float) tu_uniform(&rs);
+				snprintf(lab, sizeof(lab), "uniform n=%lld", (long long) n);
+				DEG(lab, n, 0.6 * pow(4.0 / (double) n, 1.0 / d), 3);
+			}
+#undef DEG
+		}
+	free(X);
+}
+
 static void
 errors(void)
 {
@@ -380,6 +473,31 @@ errors(void)
 	compare("eps 1e-30", X, 4, 2, 1e-30, 1, GC_DBSCAN_GPU_AUTO, 1);
 }
 
+/* Device choice (dispatch.c) for DBSCAN on a machine with a usable GPU. */
+static void
+dispatch(void)
+{
+	gc_device	ch;
+	gc_status	st = {0};
+	const bool	v = GC_DBSCAN_GPU_VERIFIED;
+
+	CHECK(gc_choose_device(GC_DEVICE_CPU, GC_ALGO_DBSCAN, 1000000, 2, 0, &ch, &st) == GC_OK &&
+		  ch == GC_DEVICE_CPU, "cpu");
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000, 2, 0, &ch, &st) == GC_OK &&
+		  ch == GC_DEVICE_CPU, "auto, 1,000 rows: cpu");
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000000, 16, 0, &ch, &st) == GC_OK &&
+		  ch == GC_DEVICE_CPU, "auto, 16-d: cpu");
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 10000000, 2, 0, &ch, &st) == GC_OK &&
+		  ch == (v ? GC_DEVICE_GPU : GC_DEVICE_CPU), "auto, 10M 2-d: %s", v ? "gpu" : "cpu (unverified)");
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, INT64_C(3000000000), 2, 0, &ch, &st) == GC_OK &&
+		  ch == GC_DEVICE_CPU, "auto, 3e9 rows: cpu");
+	CHECK(gc_choose_device(GC_DEVICE_GPU, GC_ALGO_DBSCAN, 10, 5, 0, &ch, &st) ==
+		  (v ? GC_OK : GC_EDEVICE), "gpu, 10 rows: %s", st.message);
+	CHECK(gc_choose_device(GC_DEVICE_GPU, GC_ALGO_DBSCAN, INT64_C(2000000000), 3, 0, &ch, &st) ==
+		  (v ? GC_ENOMEM : GC_EDEVICE), "gpu, 2e9 rows: %s", st.message);
+	printf("  dispatch: gpu, 2e9 rows: %s\n", st.message);
+}
+
 int
 main(void)
 {
@@ -401,6 +519,8 @@ main(void)
 	printf("device: %s\n", info.name);
 
 	errors();
+	dispatch();
+	degenerate();
 	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
 	{
 		int			d = dims[i];

@@ -382,6 +382,10 @@ main(void)
 
 	test_errors();
 	test_dispatch();
+	/* the smallest problems: n = 1, and k = n (every launch sized from n, k, d >= 1) */
+	test_full(1, 3, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4);
+	test_full(5, 2, 5, 1, GC_INIT_RANDOM, 1, 1e-4);
+	test_full(7, 40, 7, 0, GC_INIT_KMEANSPP, 2, 1e-4);
 	if (quick && atoi(getenv("GPUCLUST_TEST_QUICK")) >= 2)
 	{
 		test_seed(3000, 3, 6, 0);
