@@ -40,8 +40,10 @@ USE_CUDA   ?= 1
 endif
 ifeq ($(USE_CUDA),1)
 CUDA_LIB    = $(dir $(CUDART_A))
-CU_SRCS     = $(wildcard cuda/*.cu)
+CU_SRCS     = $(filter-out %_hooks.cu,$(wildcard cuda/*.cu))
 CU_OBJS     = $(CU_SRCS:.cu=.o)
+# the test-only entry points: linked into the GPU tests, never the extension
+CU_HOOK_OBJS = $(patsubst %.cu,%.o,$(wildcard cuda/*_hooks.cu))
 OBJS       += $(CU_OBJS)
 GC_CUDA_DEF = -DGPUCLUST_CUDA
 # The one place the CUDA flags are set, for the extension and the GPU tests
@@ -49,7 +51,7 @@ GC_CUDA_DEF = -DGPUCLUST_CUDA
 # as the CPU does.  Machine code for CUDA_ARCHS (default sm_80 and sm_90)
 # plus PTX of the last for later GPUs; NVCC_EXTRA adds flags (-Xptxas -v).
 CUDA_ARCHS ?= 80 90
-NVCC_FLAGS  = -O3 -std=c++17 -Xcompiler -fPIC -fmad=false \
+NVCC_FLAGS  = -O3 -std=c++17 -Xcompiler -fPIC -fmad=false -DGPUCLUST_CUDA -Isrc/core \
               $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
               -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS)) \
               $(NVCC_EXTRA)
@@ -61,7 +63,7 @@ endif
 GC_CFLAGS   = -O3 -fopenmp -ffp-contract=off -fno-math-errno $(GC_CUDA_DEF)
 PG_CFLAGS   = $(GC_CFLAGS) -Wno-declaration-after-statement
 SHLIB_LINK  = -fopenmp $(CUDA_LINK)
-EXTRA_CLEAN = $(CU_OBJS) test/regress_out test/bin
+EXTRA_CLEAN = $(CU_OBJS) $(CU_HOOK_OBJS) test/regress_out test/bin
 
 # No LLVM bitcode (it needs clang and cannot cover the CUDA objects).
 override with_llvm = no
@@ -80,7 +82,7 @@ PGXS       := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 endif
 
-cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/core/gpuclust_core.h src/core/kmeans_internal.h src/core/rng.h
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/core/*.h)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 # What this build uses (printed by test/setup.sh).
@@ -88,10 +90,11 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/core/gpuclust_core.h src
 config:
 	@echo "gpuclust build: USE_CUDA=$(USE_CUDA) nvcc=$(or $(NVCC),none) cudart=$(or $(CUDART_A),none)"
 
-$(OBJS): $(wildcard src/core/*.h cuda/*.h src/*.h)
+$(OBJS): $(wildcard src/core/*.h src/*.h)
 
 # ---- core unit tests and the command-line driver (no PostgreSQL) ----
-TEST_CC     = $(CC) -std=gnu11 -Wall -Wextra -g $(GC_CFLAGS) -Isrc/core
+# GC_TESTING: the test-only entry points and switches (never in the extension).
+TEST_CC     = $(CC) -std=gnu11 -Wall -Wextra -g $(GC_CFLAGS) -DGC_TESTING -Isrc/core
 TEST_LIBS   = -fopenmp -lm $(CUDA_LINK)
 UNIT_SRCS   = $(wildcard test/unit/test_*.c)
 UNIT_BINS   = $(patsubst test/unit/%.c,test/bin/%,$(UNIT_SRCS))
@@ -111,13 +114,14 @@ test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(wildcard src/core/*
 	$(TEST_CC) -o $@ $< $(CORE_ALL) $(TEST_LIBS)
 
 # ---- GPU tests and benchmarks (a GPU, no PostgreSQL) ----
-# Built from the extension's own objects (cuda/*.o, NVCC_FLAGS above) and
-# the core; test/gpu/run_gpu_tests.sh runs them (stages: see that file).
+# Built from the extension's own objects (cuda/*.o, NVCC_FLAGS above), the
+# test-only entry points (cuda/*_hooks.cu, same flags) and the core;
+# test/gpu/run_gpu_tests.sh runs them (stages: see that file).
 GPU_BINS    = $(patsubst test/gpu/%.c,test/bin/gpu/%,$(wildcard test/gpu/*.c))
 
-test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(CORE_ALL) $(wildcard src/core/*.h cuda/*.h)
+test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(CORE_ALL) $(CU_HOOK_OBJS) $(wildcard src/core/*.h)
 	@mkdir -p test/bin/gpu
-	$(TEST_CC) -Itest/unit -I$(CUDA_HOME)/include -o $@ $< $(CORE_ALL) $(TEST_LIBS)
+	$(TEST_CC) -Itest/unit -I$(CUDA_HOME)/include -o $@ $< $(CORE_ALL) $(CU_HOOK_OBJS) $(TEST_LIBS)
 
 .PHONY: gpu-build gpu-check gpu-bench
 ifeq ($(USE_CUDA),1)
@@ -141,7 +145,7 @@ unit: $(UNIT_BINS)
 ASAN_BINS   = $(patsubst test/unit/%.c,test/bin/asan/%,$(UNIT_SRCS))
 test/bin/asan/%: test/unit/%.c test/unit/testutil.h $(CORE_SRCS) $(wildcard src/core/*.h)
 	@mkdir -p test/bin/asan
-	$(CC) -std=gnu11 -Wall -Wextra -g -O1 -fopenmp -ffp-contract=off -fno-math-errno \
+	$(CC) -std=gnu11 -Wall -Wextra -g -O1 -fopenmp -ffp-contract=off -fno-math-errno -DGC_TESTING \
 		-fsanitize=address,undefined -fno-sanitize-recover=undefined -Isrc/core \
 		-o $@ $< $(CORE_SRCS) -lm
 # LeakSanitizer needs ptrace, which some containers deny: probe it first.

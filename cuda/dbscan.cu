@@ -43,6 +43,10 @@
  * Device memory: O(n) beyond the input (gc_dbscan_gpu_mem_bytes), never
  * an n x n matrix.  At most 2^31 - 2 points.
  */
+/* Interim: gc_dbscan_gpu_index (a test hook) still lives in this file; it
+ * moves to dbscan_hooks.cu. */
+#define GC_TESTING 1
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +58,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
-#include "gpuclust_cuda.h"
+#include "gpu.h"
 #include "launch.cuh"
 #include "transfer.cuh"
 
@@ -89,15 +93,6 @@ db_cuda_fail(gc_status *st, cudaError_t e, const char *what)
 	} while (0)
 #define DB_LAUNCHED() DB_CK(cudaGetLastError())
 
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 static gc_dbscan_gpu_phases last_phases;
 
 /* GPUCLUST_DB_TRACE=1: each step's end on stderr (debugging hangs). */
@@ -110,7 +105,7 @@ tr(const char *what, long long v)
 		trace_on = getenv("GPUCLUST_DB_TRACE") != NULL;
 	if (trace_on)
 	{
-		fprintf(stderr, "  [dbscan-gpu %.3f] %s %lld\n", now_ms(), what, v);
+		fprintf(stderr, "  [dbscan-gpu %.3f] %s %lld\n", gc_now_ms(), what, v);
 		fflush(stderr);
 	}
 }
@@ -1157,10 +1152,10 @@ struct db_dev
 	cudaError_t alloc(T *&p, int64_t count)
 	{
 		void	   *v = nullptr;
-		double		t0 = now_ms();
+		double		t0 = gc_now_ms();
 		cudaError_t e = cudaMalloc(&v, sizeof(T) * (size_t) (count > 0 ? count : 1));
 
-		last_phases.ms_alloc += now_ms() - t0;
+		last_phases.ms_alloc += gc_now_ms() - t0;
 		if (e == cudaSuccess)
 			allocs.push_back(v);
 		p = (T *) v;
@@ -1172,14 +1167,14 @@ struct db_dev
 	{
 		if (bytes <= cub_bytes)
 			return cudaSuccess;
-		double		t0 = now_ms();
+		double		t0 = gc_now_ms();
 
 		cudaFree(cub_tmp);
 		cub_tmp = nullptr;
 		cub_bytes = 0;
 		cudaError_t e = cudaMalloc(&cub_tmp, bytes);
 
-		last_phases.ms_alloc += now_ms() - t0;
+		last_phases.ms_alloc += gc_now_ms() - t0;
 		if (e == cudaSuccess)
 			cub_bytes = bytes;
 		return e;
@@ -1226,7 +1221,7 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 			   *idx;
 	int32_t    *dlab;
 	uint8_t    *dcore;
-	double		t0 = now_ms();
+	double		t0 = gc_now_ms();
 
 	DB_ALLOC(rootOfRow, n);
 	DB_ALLOC(minrow, n);
@@ -1246,11 +1241,11 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 	DB_CK(gc_launch(k_fin3, n, DB_THREADS, DB_THREADS, D.s, rootOfRow,
 					(const int *) minrow, (const int *) idx, n, dlab));
 	DB_CK(cudaStreamSynchronize(D.s));
-	last_phases.ms_number = now_ms() - t0;
-	t0 = now_ms();
+	last_phases.ms_number = gc_now_ms() - t0;
+	t0 = gc_now_ms();
 	DB_CK(gc_xfer_d2h(labels, dlab, sizeof(int32_t) * (size_t) n, D.s, D.host_threads));
 	DB_CK(gc_xfer_d2h(is_core, dcore, (size_t) n, D.s, D.host_threads));
-	last_phases.ms_download = now_ms() - t0;
+	last_phases.ms_download = gc_now_ms() - t0;
 	return GC_OK;
 }
 
@@ -1292,7 +1287,7 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	float		mn[3],
 				mx[3];
 	grid_plan	gp;
-	double		t0 = now_ms();
+	double		t0 = gc_now_ms();
 	gc_code		rc;
 
 	*applied = false;
@@ -1442,20 +1437,20 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
 		return rc;
 	tr("cells built; ktab", ktab != nullptr);
-	last_phases.ms_index = now_ms() - t0;
+	last_phases.ms_index = gc_now_ms() - t0;
 	last_phases.grid = 1;
 	last_phases.ncell = ncell;
 
 	/* core */
-	t0 = now_ms();
+	t0 = gc_now_ms();
 	if ((rc = grid_phase<DD>(D, ctx, g, n, 0, st)) != GC_OK)
 		return rc;
 	DB_CK(gc_launch(k_cell_core, (int64_t) ncell * 32, DB_THREADS, DB_THREADS, D.s,
 					(const uint8_t *) core, (const int *) cstart, ncell, ncore, rep));
-	last_phases.ms_core = now_ms() - t0;
+	last_phases.ms_core = gc_now_ms() - t0;
 
 	/* union */
-	t0 = now_ms();
+	t0 = gc_now_ms();
 	int		   *parent,
 			   *rp;
 
@@ -1466,13 +1461,13 @@ db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_CK(gc_launch(k_iota, n, DB_THREADS, DB_THREADS, D.s, parent, n));
 	if ((rc = grid_phase<DD>(D, ctx, g, n, 1, st)) != GC_OK)
 		return rc;
-	last_phases.ms_union = now_ms() - t0;
+	last_phases.ms_union = gc_now_ms() - t0;
 
 	/* border and roots */
-	t0 = now_ms();
+	t0 = gc_now_ms();
 	if ((rc = grid_phase<DD>(D, ctx, g, n, 2, st)) != GC_OK)
 		return rc;
-	last_phases.ms_border = now_ms() - t0;
+	last_phases.ms_border = gc_now_ms() - t0;
 
 	return db_finish(D, n, rp, perm, core, labels, is_core, st);
 }
@@ -1533,7 +1528,7 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 			   *rp;
 	float	   *Xc;
 	unsigned long long *best;
-	double		t0 = now_ms();
+	double		t0 = gc_now_ms();
 	gc_code		rc;
 	int			nc,
 				last[2];
@@ -1551,10 +1546,10 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_ALLOC(flag, n);
 	DB_ALLOC(cidx, n);
 	DB_CK(cudaMemsetAsync(cnt, 0, sizeof(unsigned) * (size_t) n, D.s));
-	last_phases.ms_index = now_ms() - t0;
+	last_phases.ms_index = gc_now_ms() - t0;
 
 	/* core counts */
-	t0 = now_ms();
+	t0 = gc_now_ms();
 	A.Xq = X;
 	A.Xc = X;
 	A.cnt = cnt;
@@ -1573,10 +1568,10 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_ALLOC(Xc, (int64_t) nc * d);
 	DB_CK(gc_launch(k_compact, n, DB_THREADS, DB_THREADS, D.s, X, (const uint8_t *) core,
 					(const int *) cidx, n, d, crow, Xc, nrow));
-	last_phases.ms_core = now_ms() - t0;
+	last_phases.ms_core = gc_now_ms() - t0;
 
 	/* unions between core points (compacted index order = row order) */
-	t0 = now_ms();
+	t0 = gc_now_ms();
 	parent = cidx;				/* free now */
 	DB_CK(gc_launch(k_iota, nc, DB_THREADS, DB_THREADS, D.s, parent, nc));
 	A.Xq = Xc;
@@ -1584,10 +1579,10 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	A.parent = parent;
 	if ((rc = bf_pass<BF_UNION>(D, ctx, A, nc, nc, st)) != GC_OK)
 		return rc;
-	last_phases.ms_union = now_ms() - t0;
+	last_phases.ms_union = gc_now_ms() - t0;
 
 	/* border: nearest core row, ties to the lowest (compacted = row order) */
-	t0 = now_ms();
+	t0 = gc_now_ms();
 	DB_ALLOC(best, n - nc);
 	DB_ALLOC(rp, n);
 	if (n - nc > 0)
@@ -1605,7 +1600,7 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 					(const unsigned long long *) best, n - nc, rp));
 	if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
 		return rc;
-	last_phases.ms_border = now_ms() - t0;
+	last_phases.ms_border = gc_now_ms() - t0;
 
 	return db_finish(D, n, rp, nullptr, core, labels, is_core, st);
 }
@@ -1620,7 +1615,7 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	float		eps2;
 	unsigned	minp;
 	bool		applied = false;
-	double		t0 = now_ms(),
+	double		t0 = gc_now_ms(),
 				t_all = t0;
 
 	if (st != NULL)
@@ -1662,7 +1657,7 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	DB_ALLOC(Xd, (int64_t) n * d);
 	DB_CK(gc_xfer_h2d(Xd, X, sizeof(float) * (size_t) n * d, D.s, D.host_threads));
 	DB_CK(cudaStreamSynchronize(D.s));
-	last_phases.ms_upload = now_ms() - t0;
+	last_phases.ms_upload = gc_now_ms() - t0;
 	tr("uploaded; n", n);
 
 	if (index != GC_DBSCAN_GPU_BRUTE && d <= 3)
@@ -1686,10 +1681,10 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		if (used != NULL)
 			*used = GC_DBSCAN_GPU_BRUTE;
 	}
-	t0 = now_ms();
+	t0 = gc_now_ms();
 	D.release();
-	last_phases.ms_free = now_ms() - t0;
-	last_phases.ms_total = now_ms() - t_all;
+	last_phases.ms_free = gc_now_ms() - t0;
+	last_phases.ms_total = gc_now_ms() - t_all;
 	tr("done", 0);
 	return GC_OK;
 }

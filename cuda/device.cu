@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpuclust_cuda.h"
+#include "gpu.h"
 
 extern "C" void
 gc_cuda_probe(int device_id, gc_cuda_device_info *info)

@@ -55,6 +55,10 @@
  * anyway returns GC_ENOMEM, which the SQL glue also answers under 'auto'
  * by running on the CPU.
  */
+/* Interim: the test hooks (gc_kmeans_gpu_seed, _step, _bench) still live in
+ * this file, so it sees their declarations; they move to kmeans_hooks.cu. */
+#define GC_TESTING 1
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -943,15 +947,6 @@ namespace
 /* Phases of the last gc_kmeans_gpu call (gc_kmeans_gpu_last_phases). */
 static gc_kmeans_gpu_phases last_phases;
 
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 static unsigned
 blocks_for(int64_t n, int t)
 {
@@ -1521,7 +1516,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 				it;
 	bool		moved = true;
 
-	double		t0 = now_ms(),
+	double		t0 = gc_now_ms(),
 				t1;
 
 	rc = km_seed(D, ctx, X, p->init, p->seed,
@@ -1530,7 +1525,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	if (rc != GC_OK)
 		return rc;
 	KM_CK(cudaStreamSynchronize(D.s));
-	t1 = now_ms();
+	t1 = gc_now_ms();
 	last_phases.ms_init += t1 - t0;
 	*converged = false;
 	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * D.n, D.s));
@@ -1564,7 +1559,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	}
 	*cur_out = cur;
 	rc = km_inertia(D, D.C[cur], D.labels, inertia, st);
-	last_phases.ms_lloyd += now_ms() - t1;
+	last_phases.ms_lloyd += gc_now_ms() - t1;
 	return rc;
 }
 
@@ -1637,12 +1632,12 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		km_dev		D;
 		const bool	keep = p->n_init > 1;
 		int			best_cur = 0;
-		double		t0 = now_ms();
+		double		t0 = gc_now_ms();
 
 		memset(&last_phases, 0, sizeof(last_phases));
 		if ((rc = km_setup(D, X, n, d, p->k, keep, st)) != GC_OK)
 			return rc;
-		last_phases.ms_upload = now_ms() - t0;
+		last_phases.ms_upload = gc_now_ms() - t0;
 		if (p->tol > 0.0)
 		{
 			double		mv;
@@ -1677,7 +1672,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				}
 			}
 		}
-		t0 = now_ms();
+		t0 = gc_now_ms();
 		{
 			const int32_t *lab = keep ? D.labels_best : D.labels;
 			const float *C = keep ? D.C_best : D.C[best_cur];
@@ -1699,7 +1694,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			}
 			KM_CK(cudaStreamSynchronize(D.s));
 		}
-		last_phases.ms_download = now_ms() - t0;
+		last_phases.ms_download = gc_now_ms() - t0;
 	}
 	return GC_OK;
 }

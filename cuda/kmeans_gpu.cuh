@@ -9,9 +9,9 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "gpuclust_cuda.h"
+#include "gpu.h"
 extern "C" {
-#include "../src/core/kmeans_internal.h"
+#include "kmeans_internal.h"
 }
 
 /* Points per fixed-order block: the CPU's blocking (kmeans_internal.h). */

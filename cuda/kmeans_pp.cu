@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #include "kmeans_gpu.cuh"
-#include "../src/core/rng.h"
+#include "rng.h"
 
 #define PP_THREADS 256
 

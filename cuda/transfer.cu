@@ -20,7 +20,7 @@
 
 #include <cuda_runtime.h>
 
-#include "gpuclust_cuda.h"
+#include "gpu.h"
 #include "transfer.cuh"
 
 #define XFER_SLOT ((size_t) 4 << 20)

@@ -159,9 +159,9 @@ gpu_affinity_propagation(PG_FUNCTION_ARGS)
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_affinity_propagation",
 									ALLOCSET_DEFAULT_SIZES);
 	source = text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE));
-	t_start = gc_glue_now_ms();
+	t_start = gc_now_ms();
 	gc_ingest(source, workcxt, &in);
-	t_ingest = gc_glue_now_ms() - t_start;
+	t_ingest = gc_now_ms() - t_start;
 
 	memset(&res, 0, sizeof(res));
 	res.converged = true;
@@ -179,10 +179,10 @@ gpu_affinity_propagation(PG_FUNCTION_ARGS)
 
 		gc_glue_ctx(&ctx);
 		gc_glue_prepare_threads(&ctx);
-		t_start = gc_glue_now_ms();
+		t_start = gc_now_ms();
 		if (gc_ap_cpu(&ctx, in.X, in.n, in.d, &params, &res, &st) != GC_OK)
 			gc_glue_report(&st, "affinity propagation");
-		t_compute = gc_glue_now_ms() - t_start;
+		t_compute = gc_now_ms() - t_start;
 
 		if (res.equal_similarities && in.n > 1)
 			ereport(NOTICE,
@@ -203,7 +203,7 @@ gpu_affinity_propagation(PG_FUNCTION_ARGS)
 					 : errdetail("No row became an exemplar: every cluster_id is NULL and every is_exemplar false."),
 					 errhint("Raise max_iter, or damping (up to 0.99) when the messages oscillate.")));
 	}
-	t_start = gc_glue_now_ms();
+	t_start = gc_now_ms();
 
 	/* the result, in input order */
 	gc_glue_emit_labels(rsinfo, &in, labels, is_exemplar);
@@ -218,7 +218,7 @@ gpu_affinity_propagation(PG_FUNCTION_ARGS)
 						(long long) res.n_clusters, res.preference,
 						t_ingest, t_compute, res.ms_similarity, res.ms_preference,
 						res.ms_iterations, res.ms_labels,
-						gc_glue_now_ms() - t_start)));
+						gc_now_ms() - t_start)));
 
 	MemoryContextDelete(workcxt);
 	return (Datum) 0;

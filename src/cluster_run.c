@@ -20,9 +20,7 @@
 
 #include "cluster_run.h"
 #include "ingest.h"
-#ifdef GPUCLUST_CUDA
-#include "../cuda/gpuclust_cuda.h"
-#endif
+#include "core/gpu.h"
 
 /*
  * After a failed GPU run.  Under 'auto', lack of GPU memory or a CUDA error
@@ -30,7 +28,7 @@
  * else, or any failure under 'gpu', is the error.  (A build without CUDA
  * never chooses the GPU: dispatch refuses it first.)
  */
-static pg_attribute_unused() gc_device
+static gc_device
 gpu_failed(gc_device requested, gc_status *st, const char *what)
 {
 	if (requested != GC_DEVICE_AUTO ||
@@ -59,12 +57,10 @@ gc_glue_run_kmeans(gc_device requested, const float *X, int64 n, int d,
 	ctx.n_threads = gc_kmeans_threads(&ctx, n, d, params->k);
 	/* random init and the host side of the GPU path use OpenMP too */
 	gc_glue_prepare_threads(&ctx);
-#ifdef GPUCLUST_CUDA
 	/* the device is gpuclust.gpu_device_id, made current by the probe */
 	if (chosen == GC_DEVICE_GPU &&
 		gc_kmeans_gpu(&ctx, X, n, d, params, res, &st) != GC_OK)
 		chosen = gpu_failed(requested, &st, "k-means");
-#endif
 	if (chosen == GC_DEVICE_CPU)
 	{
 		if (gc_kmeans_cpu(&ctx, X, n, d, params, res, &st) != GC_OK)
@@ -87,11 +83,9 @@ gc_glue_run_dbscan(gc_device requested, const float *X, int64 n, int d,
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_dbscan_threads(&ctx, n);
 	gc_glue_prepare_threads(&ctx);
-#ifdef GPUCLUST_CUDA
 	if (chosen == GC_DEVICE_GPU &&
 		gc_dbscan_gpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
 		chosen = gpu_failed(requested, &st, "DBSCAN");
-#endif
 	if (chosen == GC_DEVICE_CPU &&
 		gc_dbscan_cpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
 		gc_glue_report(&st, "DBSCAN");
@@ -102,7 +96,6 @@ void
 gc_glue_gpu_phases(gc_algorithm algo, gc_device ran, char *buf, size_t len)
 {
 	buf[0] = '\0';
-#ifdef GPUCLUST_CUDA
 	if (ran != GC_DEVICE_GPU)
 		return;
 	if (algo == GC_ALGO_KMEANS)
@@ -123,11 +116,6 @@ gc_glue_gpu_phases(gc_algorithm algo, gc_device ran, char *buf, size_t len)
 				 ph.ms_upload, ph.ms_index + ph.ms_core + ph.ms_union + ph.ms_border,
 				 ph.ms_number, ph.ms_download, ph.ms_free, ph.grid ? "grid" : "brute-force");
 	}
-#else
-	(void) algo;
-	(void) ran;
-	(void) len;
-#endif
 }
 
 void

@@ -11,7 +11,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <time.h>
 
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -219,16 +218,6 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 				(errmsg("k-means runs on the CPU"),
 				 errdetail("%s.", note)));
 	return chosen;
-}
-
-/* A monotonic clock in milliseconds, for gpuclust.log_timing. */
-double
-gc_glue_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 /*

@@ -66,18 +66,18 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_dbscan",
 									ALLOCSET_DEFAULT_SIZES);
 	source = text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE));
-	t_start = gc_glue_now_ms();
+	t_start = gc_now_ms();
 	gc_ingest(source, workcxt, &in);
-	t_ingest = gc_glue_now_ms() - t_start;
+	t_ingest = gc_now_ms() - t_start;
 
 	if (in.n > 0)
 	{
 		labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
 		is_core = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(uint8));
-		t_start = gc_glue_now_ms();
+		t_start = gc_now_ms();
 		chosen = gc_glue_run_dbscan(requested, in.X, in.n, in.d, &params,
 									labels, is_core);
-		t_compute = gc_glue_now_ms() - t_start;
+		t_compute = gc_now_ms() - t_start;
 	}
 	else
 	{
@@ -85,7 +85,7 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 		chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, 0, 0);
 	}
 
-	t_start = gc_glue_now_ms();
+	t_start = gc_now_ms();
 
 	/* the result, in input order */
 	gc_glue_emit_labels(rsinfo, &in, labels, is_core);
@@ -100,7 +100,7 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 				(errmsg("gpu_dbscan: device %s, n %lld, d %d; "
 						"ingest %.1f ms, compute %.1f ms%s, emit %.1f ms",
 						gc_device_name(chosen), (long long) in.n, in.d,
-						t_ingest, t_compute, detail, gc_glue_now_ms() - t_start)));
+						t_ingest, t_compute, detail, gc_now_ms() - t_start)));
 	}
 
 	MemoryContextDelete(workcxt);

@@ -38,7 +38,6 @@ extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
 									   int64 n, int d);
 extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
 											  int d, int k, int n_init);
-extern double gc_glue_now_ms(void);
 extern void gc_glue_require_arg(FunctionCallInfo fcinfo, int argno,
 								const char *argname);
 extern const char *gc_device_name(gc_device dev);

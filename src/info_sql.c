@@ -21,9 +21,7 @@
 #include "utils/tuplestore.h"
 
 #include "gpuclust.h"
-#ifdef GPUCLUST_CUDA
-#include "../cuda/gpuclust_cuda.h"
-#endif
+#include "core/gpu.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_info);
 
@@ -64,7 +62,6 @@ gpuclust_info(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	gc_glue_ctx(&ctx);
 
-#ifdef GPUCLUST_CUDA
 	{
 		gc_cuda_device_info info;
 		sigset_t	old;
@@ -75,7 +72,7 @@ gpuclust_info(PG_FUNCTION_ARGS)
 		gc_cuda_probe_cached(gpuclust_gpu_device_id, &info);
 		gc_glue_signals_restore(&old);
 
-		put(rsinfo, "cuda_build", "true");
+		put(rsinfo, "cuda_build", GC_CUDA_BUILD ? "true" : "false");
 		put(rsinfo, "cuda_runtime_version",
 			info.runtime_version > 0 ?
 			psprintf("%d.%d", info.runtime_version / 1000,
@@ -84,7 +81,8 @@ gpuclust_info(PG_FUNCTION_ARGS)
 			info.driver_version > 0 ?
 			psprintf("%d.%d", info.driver_version / 1000,
 					 (info.driver_version % 1000) / 10) : NULL);
-		put(rsinfo, "gpu_device_count", psprintf("%d", info.device_count));
+		put(rsinfo, "gpu_device_count",
+			GC_CUDA_BUILD ? psprintf("%d", info.device_count) : NULL);
 		put(rsinfo, "gpu_device_id", psprintf("%d", gpuclust_gpu_device_id));
 		put(rsinfo, "gpu_usable", info.usable ? "true" : "false");
 		put(rsinfo, "gpu_reason", info.usable ? NULL : pstrdup(info.reason));
@@ -96,19 +94,6 @@ gpuclust_info(PG_FUNCTION_ARGS)
 		put(rsinfo, "gpu_compute_capability",
 			info.usable ? psprintf("%d.%d", info.cc_major, info.cc_minor) : NULL);
 	}
-#else
-	put(rsinfo, "cuda_build", "false");
-	put(rsinfo, "cuda_runtime_version", NULL);
-	put(rsinfo, "cuda_driver_version", NULL);
-	put(rsinfo, "gpu_device_count", NULL);
-	put(rsinfo, "gpu_device_id", psprintf("%d", gpuclust_gpu_device_id));
-	put(rsinfo, "gpu_usable", "false");
-	put(rsinfo, "gpu_reason", "gpuclust was built without CUDA");
-	put(rsinfo, "gpu_name", NULL);
-	put(rsinfo, "gpu_memory_total_bytes", NULL);
-	put(rsinfo, "gpu_memory_free_bytes", NULL);
-	put(rsinfo, "gpu_compute_capability", NULL);
-#endif
 
 	put(rsinfo, "device_setting", gc_device_name((gc_device) gpuclust_device));
 	put(rsinfo, "auto_device_kmeans", auto_device(GC_ALGO_KMEANS));

@@ -61,9 +61,9 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans",
 									ALLOCSET_DEFAULT_SIZES);
 	source = text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_SOURCE));
-	t_start = gc_glue_now_ms();
+	t_start = gc_now_ms();
 	gc_ingest(source, workcxt, &in);
-	t_ingest = gc_glue_now_ms() - t_start;
+	t_ingest = gc_now_ms() - t_start;
 
 	if (in.n > 0)
 		gc_glue_check_k_rows(params.k, in.n, NULL);
@@ -79,9 +79,9 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 		res.distance = distance;
 		res.centroids = MemoryContextAllocHuge(workcxt,
 											   (Size) params.k * (Size) in.d * sizeof(float));
-		t_start = gc_glue_now_ms();
+		t_start = gc_now_ms();
 		chosen = gc_glue_run_kmeans(requested, in.X, in.n, in.d, &params, &res);
-		t_compute = gc_glue_now_ms() - t_start;
+		t_compute = gc_now_ms() - t_start;
 		iterations = res.iterations;
 	}
 	else
@@ -90,7 +90,7 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 		chosen = gc_glue_choose_kmeans_device(requested, 0, 0, params.k,
 											  params.n_init);
 	}
-	t_start = gc_glue_now_ms();
+	t_start = gc_now_ms();
 
 	/* the result, in input order */
 	for (int64 i = 0, j = 0; i < in.n_rows; i++)
@@ -126,7 +126,7 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 						"ingest %.1f ms, compute %.1f ms%s, emit %.1f ms",
 						gc_device_name(chosen), (long long) in.n, in.d, params.k,
 						iterations, t_ingest, t_compute, detail,
-						gc_glue_now_ms() - t_start)));
+						gc_now_ms() - t_start)));
 	}
 
 	MemoryContextDelete(workcxt);

@@ -1,9 +1,11 @@
 /*
- * common.c — status reporting and thread counts shared by the core.
+ * common.c — status reporting, thread counts, the clock and the parallel
+ * copy shared by the core (and the CUDA side).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <omp.h>
 
 #include "gpuclust_core.h"
@@ -20,6 +22,15 @@ gc_fail(gc_status *st, gc_code code, const char *fmt,...)
 	vsnprintf(st->message, sizeof(st->message), fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+double
+gc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 /* memcpy on up to threads OpenMP threads, each a piece of at least 256 KiB. */

@@ -18,9 +18,7 @@
 #include <strings.h>
 
 #include "gpuclust_core.h"
-#ifdef GPUCLUST_CUDA
-#include "../../cuda/gpuclust_cuda.h"
-#endif
+#include "gpu.h"
 
 bool
 gc_parse_device(const char *s, gc_device *out)
@@ -46,65 +44,27 @@ static bool
 gpu_unusable(gc_algorithm algo, int gpu_device_id, size_t *free_mem,
 			 gc_status *why)
 {
-	*free_mem = 0;
-#ifndef GPUCLUST_CUDA
-	(void) algo;
-	(void) gpu_device_id;
-	gc_fail(why, GC_EDEVICE, "gpuclust was built without CUDA");
-	return true;
-#else
 	gc_cuda_device_info info;
 
-	if (algo != GC_ALGO_KMEANS && algo != GC_ALGO_DBSCAN)
+	*free_mem = 0;
+	if (GC_CUDA_BUILD && algo == GC_ALGO_DBSCAN && !GC_DBSCAN_GPU_VERIFIED)
 	{
 		/* no need to initialise CUDA to know this */
-		gc_fail(why, GC_EDEVICE, "no GPU implementation of this algorithm");
-		return true;
-	}
-	if (algo == GC_ALGO_DBSCAN && !GC_DBSCAN_GPU_VERIFIED)
-	{
 		gc_fail(why, GC_EDEVICE,
 				"this build's GPU DBSCAN has not yet passed its tests on a GPU "
 				"(test/gpu/VERIFIED.md)");
 		return true;
 	}
+	/* without CUDA, the probe's stub says so */
 	gc_cuda_probe_cached(gpu_device_id, &info);
 	if (!info.usable)
 	{
-		gc_fail(why, GC_EDEVICE, "no usable GPU: %s", info.reason);
+		gc_fail(why, GC_EDEVICE, GC_CUDA_BUILD ? "no usable GPU: %s" : "%s",
+				info.reason);
 		return true;
 	}
 	*free_mem = info.free_mem;
 	return false;
-#endif
-}
-
-/* Device memory k-means needs on the GPU (0 in a build without CUDA). */
-static size_t
-kmeans_gpu_bytes(int64_t n, int d, int k, int n_init)
-{
-#ifdef GPUCLUST_CUDA
-	return gc_kmeans_gpu_mem_bytes(n, d, k, n_init);
-#else
-	(void) n;
-	(void) d;
-	(void) k;
-	(void) n_init;
-	return 0;
-#endif
-}
-
-/* Device memory DBSCAN needs on the GPU (0 in a build without CUDA). */
-static size_t
-dbscan_gpu_bytes(int64_t n, int d)
-{
-#ifdef GPUCLUST_CUDA
-	return gc_dbscan_gpu_mem_bytes(n, d);
-#else
-	(void) n;
-	(void) d;
-	return 0;
-#endif
 }
 
 /* Headroom left free beside the estimate (other users, the allocator). */
@@ -128,10 +88,8 @@ dbscan_gpu_worth(int64_t n, int d)
 		return false;
 	if (n == 0)
 		return true;
-#ifdef GPUCLUST_CUDA
 	if (n > GC_DBSCAN_GPU_MAX_N)
 		return false;
-#endif
 	return n >= GC_DBSCAN_GPU_MIN_N;
 }
 
@@ -160,7 +118,7 @@ choose_device_dbscan(gc_device requested, int64_t n, int d,
 			return gc_fail(st, GC_EDEVICE, "%s", why.message);
 		return GC_OK;
 	}
-	need = dbscan_gpu_bytes(n, d);
+	need = gc_dbscan_gpu_mem_bytes(n, d);
 	if (need + GPU_MEM_HEADROOM > free_mem)
 	{
 		if (requested == GC_DEVICE_GPU)
@@ -225,7 +183,7 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 			return gc_fail(st, GC_EDEVICE, "%s", why.message);
 		return GC_OK;
 	}
-	need = kmeans_gpu_bytes(n, d, k, n_init);
+	need = gc_kmeans_gpu_mem_bytes(n, d, k, n_init);
 	if (need + GPU_MEM_HEADROOM > free_mem)
 	{
 		if (requested == GC_DEVICE_GPU)

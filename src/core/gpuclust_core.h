@@ -64,6 +64,9 @@ gc_cancelled(const gc_ctx *ctx)
 	return false;
 }
 
+/* A monotonic clock in milliseconds (phase timings, gpuclust.log_timing). */
+double		gc_now_ms(void);
+
 /* memcpy on up to threads OpenMP threads (large copies only). */
 void		gc_copy(void *dst, const void *src, size_t bytes, int threads);
 

@@ -33,7 +33,7 @@
 
 #include <cuda_runtime.h>
 
-#include "../../cuda/gpuclust_cuda.h"
+#include "gpu.h"
 
 static uint64_t rs = 12345;
 

@@ -18,7 +18,7 @@
 
 #include <cuda_runtime.h>
 
-#include "../../cuda/gpuclust_cuda.h"
+#include "gpu.h"
 
 static uint64_t
 next(uint64_t *s)

@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "testutil.h"
-#include "../../cuda/gpuclust_cuda.h"
+#include "gpu.h"
 
 static uint64_t rs;
 static int	quick;

@@ -26,7 +26,7 @@
 
 #include "testutil.h"
 #include "kmeans_internal.h"
-#include "../../cuda/gpuclust_cuda.h"
+#include "gpu.h"
 
 static uint64_t rs;
 static int	quick;

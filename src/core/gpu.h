@@ -1,0 +1,261 @@
+/*
+ * gpu.h — what the core asks of a GPU, behind a plain C header the core
+ * owns.  cuda/ implements it when the build has CUDA (the Makefile defines
+ * GPUCLUST_CUDA); otherwise the stubs at the end answer "built without
+ * CUDA", so no caller needs an #ifdef.  Every function is safe to call on
+ * a machine with no driver or no device, and then says why.  Never call
+ * these in the postmaster or _PG_init: CUDA is not fork-safe.
+ *
+ * Test-only entry points (forcing an index, one Lloyd step, timings) are
+ * declared under GC_TESTING and defined in cuda/<name>_hooks.cu, which only the
+ * test programs link: the extension carries none of them.
+ */
+#ifndef GPUCLUST_GPU_H
+#define GPUCLUST_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gpuclust_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whether this build has the CUDA side. */
+#ifdef GPUCLUST_CUDA
+#define GC_CUDA_BUILD true
+#else
+#define GC_CUDA_BUILD false
+#endif
+
+typedef struct gc_cuda_device_info
+{
+	bool		usable;			/* a device can be used */
+	char		reason[200];	/* why not, when !usable */
+	int			device_count;
+	int			device_id;
+	char		name[128];
+	size_t		total_mem;
+	size_t		free_mem;
+	int			cc_major;
+	int			cc_minor;
+	int			runtime_version;	/* e.g. 13000; 0 without CUDA */
+	int			driver_version;		/* 0 when no driver */
+} gc_cuda_device_info;
+
+/*
+ * Where the last GPU call of each algorithm in this process spent its time
+ * (host clock, each phase ends with a stream synchronisation).
+ */
+typedef struct gc_kmeans_gpu_phases
+{
+	double		ms_upload;		/* allocation, host-to-device copy, transpose, scales */
+	double		ms_init;		/* seeding (all n_init runs) */
+	double		ms_lloyd;		/* Lloyd iterations and final inertia (all runs) */
+	double		ms_download;	/* labels, centres, distances back to the host */
+	int			total_iterations;	/* over all n_init runs */
+} gc_kmeans_gpu_phases;
+
+/* The phases add up to ms_total but for the stream's creation and the checks. */
+typedef struct gc_dbscan_gpu_phases
+{
+	double		ms_upload;		/* allocation of X and host-to-device copy */
+	double		ms_index;		/* grid: extent, keys, sort, cells, boxes */
+	double		ms_core;		/* core flags (brute: + compaction) */
+	double		ms_union;		/* components */
+	double		ms_border;		/* border assignment and roots */
+	double		ms_number;		/* cluster numbers by lowest row */
+	double		ms_download;	/* labels and core flags to the host */
+	double		ms_free;		/* device memory and stream released */
+	double		ms_total;		/* the whole call */
+	double		ms_alloc;		/* of the above: inside cudaMalloc */
+	int			grid;			/* 1: grid index, 0: brute force */
+	int64_t		ncell;			/* grid cells */
+} gc_dbscan_gpu_phases;
+
+/* The most points gc_dbscan_gpu takes (int32 positions, one spare). */
+#define GC_DBSCAN_GPU_MAX_N (INT32_MAX - 1)
+
+/*
+ * Whether this cuda/ tree's DBSCAN has passed its GPU tests, recorded in
+ * test/gpu/VERIFIED.md.  0: SQL never reaches gc_dbscan_gpu (dispatch
+ * refuses 'gpu' with the reason, 'auto' uses the CPU); the GPU tests and
+ * benchmarks call it directly.  Set to 1 in the commit that adds the
+ * tree's VERIFIED.md line.
+ */
+#define GC_DBSCAN_GPU_VERIFIED 0
+
+#ifdef GPUCLUST_CUDA
+
+/* Probes device device_id (initialising CUDA in this process if needed). */
+void		gc_cuda_probe(int device_id, gc_cuda_device_info *info);
+
+/*
+ * gc_cuda_probe, cached per process; only the free/total memory is read
+ * again on each call.  Makes device_id current when it is usable.
+ */
+void		gc_cuda_probe_cached(int device_id, gc_cuda_device_info *info);
+
+/*
+ * k-means on the current CUDA device (cuda/kmeans.cu): the contract of
+ * gc_kmeans_cpu (same arguments, same validation, same result fields; the
+ * returned labels and distances refer to the returned centroids).  The
+ * same seed gives the CPU's initial centres.  CUDA failures come back as
+ * GC_EDEVICE (GC_ENOMEM when device memory runs out), never a crash; the
+ * cancel flags are polled between iterations.  At most INT32_MAX rows.
+ */
+gc_code		gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						  const gc_kmeans_params *p, gc_kmeans_result *res,
+						  gc_status *st);
+
+/*
+ * Device memory gc_kmeans_gpu needs for this problem (bytes; an upper
+ * bound, including its staging buffer and the k-means++ scratch, not the
+ * CUDA context).  Dispatch compares it with the free memory.
+ */
+size_t		gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init);
+
+void		gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out);
+
+/*
+ * DBSCAN on the current CUDA device (cuda/dbscan*.cu) with the contract of
+ * gc_dbscan_cpu: same validation, and labels and is_core identical to the
+ * CPU's on every input (same float32 distance, core rule, components,
+ * nearest-core border rule with ties to the lowest row, numbering by
+ * lowest row).  Index: the uniform grid for d <= 3 (when its cell numbers
+ * fit), tiled brute force otherwise.  The data go up and the labels come
+ * back through a pinned ring (transfer.cu) with gc_threads(ctx) host
+ * threads.  CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device
+ * memory runs out); the cancel flags are polled between phases and
+ * launches.  At most GC_DBSCAN_GPU_MAX_N points (more: GC_EDEVICE).
+ */
+gc_code		gc_dbscan_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						  const gc_dbscan_params *p, int32_t *labels,
+						  uint8_t *is_core, gc_status *st);
+
+/* Device memory gc_dbscan_gpu needs (bytes; an upper bound). */
+size_t		gc_dbscan_gpu_mem_bytes(int64_t n, int d);
+
+void		gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out);
+
+#else							/* no CUDA: the stubs */
+
+static inline void
+gc_cuda_probe(int device_id, gc_cuda_device_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->device_id = device_id;
+	strcpy(info->reason, "gpuclust was built without CUDA");
+}
+
+static inline void
+gc_cuda_probe_cached(int device_id, gc_cuda_device_info *info)
+{
+	gc_cuda_probe(device_id, info);
+}
+
+static inline gc_code
+gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			  const gc_kmeans_params *p, gc_kmeans_result *res, gc_status *st)
+{
+	(void) ctx, (void) X, (void) n, (void) d, (void) p, (void) res;
+	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
+}
+
+static inline size_t
+gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
+{
+	(void) n, (void) d, (void) k, (void) n_init;
+	return 0;
+}
+
+static inline void
+gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out)
+{
+	memset(out, 0, sizeof(*out));
+}
+
+static inline gc_code
+gc_dbscan_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			  const gc_dbscan_params *p, int32_t *labels, uint8_t *is_core,
+			  gc_status *st)
+{
+	(void) ctx, (void) X, (void) n, (void) d, (void) p, (void) labels, (void) is_core;
+	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
+}
+
+static inline size_t
+gc_dbscan_gpu_mem_bytes(int64_t n, int d)
+{
+	(void) n, (void) d;
+	return 0;
+}
+
+static inline void
+gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out)
+{
+	memset(out, 0, sizeof(*out));
+}
+
+#endif							/* GPUCLUST_CUDA */
+
+#if defined(GC_TESTING) && defined(GPUCLUST_CUDA)
+
+/* ---- test-only entry points (cuda/<name>_hooks.cu) ---- */
+
+/* The initial centres of one run (stream as kmeans_internal.h); chosen
+ * (k rows, may be NULL) is filled for k-means++ only. */
+gc_code		gc_kmeans_gpu_seed(const gc_ctx *ctx, const float *X, int64_t n,
+							   int d, int k, gc_kmeans_init init, uint64_t seed,
+							   uint64_t stream, float *centroids,
+							   int64_t *chosen, gc_status *st);
+
+/* One Lloyd step from C_in with labels starting at -1: labels, C_out,
+ * squared centre shift and changed-label count. */
+gc_code		gc_kmeans_gpu_step(const float *X, int64_t n, int d, int k,
+							   const float *C_in, int32_t *labels,
+							   float *C_out, double *shift,
+							   int64_t *n_changed, gc_status *st);
+
+typedef struct gc_kmeans_gpu_timing
+{
+	double		ms_iter;		/* a whole Lloyd iteration, read-back included */
+	double		ms_assign;		/* the assignment kernel alone */
+	double		ms_update;		/* the update (sums) kernel alone */
+	int			small_path;		/* 1: exact path (d <= 8) */
+	int			update_replicas;	/* 0: global atomics */
+	int			empty_seen;
+	int64_t		fallback_rows;	/* tiled path: rows re-ranked exactly (last iteration) */
+} gc_kmeans_gpu_timing;
+
+/* Times iters Lloyd iterations from C0 (after 3 warm-up iterations). */
+gc_code		gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k,
+								const float *C0, int iters,
+								gc_kmeans_gpu_timing *t, gc_status *st);
+
+/* Which index a GPU DBSCAN uses: force one. */
+typedef enum gc_dbscan_gpu_index_kind
+{
+	GC_DBSCAN_GPU_AUTO = 0,		/* grid for d <= 3 when it fits, else brute */
+	GC_DBSCAN_GPU_GRID,			/* d <= 3; brute force when it does not fit */
+	GC_DBSCAN_GPU_BRUTE
+} gc_dbscan_gpu_index_kind;
+
+/* gc_dbscan_gpu with a chosen index; *used (may be NULL) says which ran. */
+gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
+								int d, const gc_dbscan_params *p,
+								gc_dbscan_gpu_index_kind index,
+								gc_dbscan_gpu_index_kind *used,
+								int32_t *labels, uint8_t *is_core,
+								gc_status *st);
+
+#endif							/* GC_TESTING && GPUCLUST_CUDA */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GPUCLUST_GPU_H */
