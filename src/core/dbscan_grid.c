@@ -1,13 +1,12 @@
 /*
  * dbscan_grid.c — DBSCAN on a uniform grid, for d <= 3.
  *
- * Cells have side a little under R/sqrt(d), where R bounds |a_j - b_j| for
- * every pair of neighbours (derived from eps2 in float, see grid_plan_make),
- * so a neighbour of a point lies at most 2 cells away in each dimension, and
- * a cell's diagonal is under R: its points are all mutual neighbours
- * ("dense" cell, proved per cell with the float-exact box bound).  Points are sorted by cell key; the 5 cells of a
- * row (offsets -2..+2 in dimension 0) are adjacent keys, hence a contiguous
- * run of cells, so a cell's neighbourhood is 5^(d-1) runs.
+ * The cells are grid_plan.h's (shared with the GPU grid): a neighbour of a
+ * point lies at most 2 cells away in each dimension, and a cell's points
+ * are often all mutual neighbours ("dense" cell, proved per cell with the
+ * float-exact box bound of metric.h).  Points are sorted by cell key; a
+ * cell's neighbourhood is 5^(d-1) runs of adjacent keys.  This file also
+ * makes the plan (gc_grid_plan_make, gc_grid_rows) for both devices.
  *
  * Phases, each parallel over cells:
  *   core:   a dense cell holding >= min_pts points is all core, untested;
@@ -22,13 +21,13 @@
 #include <string.h>
 #include <omp.h>
 
-#include "box_dist.h"
+#include "metric.h"
 #include "dbscan_internal.h"
+#include "grid_plan.h"
 #include "radix_sort.h"
 #include "union_find.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
-#define GRID_MAX_ROWS 25		/* 5^(d-1) for d <= 3 */
 
 typedef struct grid
 {
@@ -44,18 +43,8 @@ typedef struct grid
 	uint64_t	nkeys;			/* keys are 0 .. nkeys-1 */
 	int64_t    *ktab;			/* nkeys + 1: first cell with key >= k; or NULL */
 	int			nrows;
-	int64_t		rowoff[GRID_MAX_ROWS];	/* key offset of each row's centre */
+	int64_t		rowoff[GC_GRID_MAX_ROWS];	/* key offset of each row's centre */
 } grid;
-
-typedef struct grid_plan
-{
-	double		inv_side;
-	float		min[3];
-	int64_t		m[3];			/* cells per dimension */
-	uint64_t	stride[3];
-	uint64_t	nkeys;
-	int			key_bits;
-} grid_plan;
 
 /* First cell whose key is >= k. */
 static ALWAYS_INLINE int64_t
@@ -100,54 +89,24 @@ cell_rows(const grid *g, int64_t c, int64_t *c0, int64_t *c1)
 	return nr;
 }
 
-/*
- * Decides whether the grid fits.  R: every pair with float dist2 <= eps2
- * has |a_j - b_j| < R in each dimension.  (fl(t)^2 must round to <= eps2, so
- * fl(t)^2 < nextup(eps2) and |fl(t)| < sqrt(nextup(eps2)); rounding to
- * nearest then bounds |t| within one float step more.)  With side
- * R/sqrt(d)*(1-1/256), neighbours' exact cell quotients differ by at most
- * sqrt(3)/(1-1/256) < 1.74; the double rounding of the quotient, kept below
- * 2^40, adds under 2^-10, so cell numbers differ by at most 2.
- */
-static bool
-grid_plan_make(gc_dbscan_job *j, grid_plan *gp)
+bool
+gc_grid_plan_make(int d, float eps2, const float *mn, const float *mx,
+				  gc_grid_plan *gp)
 {
-	int			d = j->d;
-	int64_t		n = j->n;
-	float		mn[3],
-				mx[3];
-	double		R,
-				side,
+	double		side,
 				nk = 1.0;
 
-	if (!isfinite(j->eps2))
+	if (!isfinite(eps2))
 		return false;
-	R = sqrt((double) nextafterf(j->eps2, INFINITY)) * (1.0 + 0x1p-20) + 1e-44;
-	side = R / sqrt((double) d) * (1.0 - 1.0 / 256.0);
+	side = gc_l2_axis_bound(eps2) / sqrt((double) d) * (1.0 - 1.0 / 256.0);
 	if (!isfinite(side) || !(side > 0.0) || !isfinite(1.0 / side))
 		return false;
 	gp->inv_side = 1.0 / side;
-
-	for (int k = 0; k < d; k++)
+	for (int k = 0; k < 3; k++)
 	{
-		mn[k] = INFINITY;
-		mx[k] = -INFINITY;
-	}
-	for (int k = 0; k < d; k++)
-	{
-		float		a = INFINITY,
-					b = -INFINITY;
-
-#pragma omp parallel for num_threads(j->nthreads) reduction(min:a) reduction(max:b)
-		for (int64_t i = 0; i < n; i++)
-		{
-			float		v = j->X[i * d + k];
-
-			a = gc_fmin(a, v);
-			b = gc_fmax(b, v);
-		}
-		mn[k] = a;
-		mx[k] = b;
+		gp->min[k] = 0.0f;
+		gp->m[k] = 1;
+		gp->stride[k] = 0;
 	}
 	for (int k = 0; k < d; k++)
 	{
@@ -169,6 +128,57 @@ grid_plan_make(gc_dbscan_job *j, grid_plan *gp)
 	return true;
 }
 
+int
+gc_grid_rows(const gc_grid_plan *gp, int d, int64_t rowoff[GC_GRID_MAX_ROWS])
+{
+	static const int order[5] = {0, -1, 1, -2, 2};
+	int			nrows = 0;
+
+	for (int ia = 0; ia < 5; ia++)
+		for (int ib = 0; ib < 5; ib++)
+		{
+			int			a = order[ia],
+						b = order[ib];
+
+			if ((d < 2 && a != 0) || (d < 3 && b != 0))
+				continue;
+			rowoff[nrows++] =
+				(d >= 2 ? a * (int64_t) gp->stride[1] : 0) +
+				(d >= 3 ? b * (int64_t) gp->stride[2] : 0);
+		}
+	return nrows;
+}
+
+/* The extent of the points (in parallel), then the plan. */
+static bool
+grid_plan_for(gc_dbscan_job *j, gc_grid_plan *gp)
+{
+	int			d = j->d;
+	int64_t		n = j->n;
+	float		mn[3],
+				mx[3];
+
+	if (!isfinite(j->eps2))
+		return false;			/* before the pass over the data */
+	for (int k = 0; k < d; k++)
+	{
+		float		a = INFINITY,
+					b = -INFINITY;
+
+#pragma omp parallel for num_threads(j->nthreads) reduction(min:a) reduction(max:b)
+		for (int64_t i = 0; i < n; i++)
+		{
+			float		v = j->X[i * d + k];
+
+			a = gc_fmin(a, v);
+			b = gc_fmax(b, v);
+		}
+		mn[k] = a;
+		mx[k] = b;
+	}
+	return gc_grid_plan_make(d, j->eps2, mn, mx, gp);
+}
+
 static void
 grid_free(grid *g)
 {
@@ -184,7 +194,7 @@ grid_free(grid *g)
 
 /* Sorts the points by cell, fills perm and pts and the cell tables. */
 static gc_code
-grid_build(gc_dbscan_job *j, const grid_plan *gp, grid *g)
+grid_build(gc_dbscan_job *j, const gc_grid_plan *gp, grid *g)
 {
 	int64_t		n = j->n;
 	int			d = j->d;
@@ -205,20 +215,7 @@ grid_build(gc_dbscan_job *j, const grid_plan *gp, grid *g)
 #pragma omp parallel for num_threads(T) schedule(static)
 	for (int64_t i = 0; i < n; i++)
 	{
-		uint64_t	key = 0;
-
-		for (int k = 0; k < d; k++)
-		{
-			double		q = ((double) j->X[i * d + k] - (double) gp->min[k]) * gp->inv_side;
-			int64_t		c = (int64_t) floor(q);
-
-			if (c < 0)
-				c = 0;
-			if (c > gp->m[k] - 1)
-				c = gp->m[k] - 1;
-			key += (uint64_t) (c + 2) * gp->stride[k];
-		}
-		keys[i] = key;
+		keys[i] = gc_grid_key(gp, j->X + i * d, d);
 		j->perm[i] = i;
 	}
 	/* parent and croot serve as the sort's scratch; both are reset later */
@@ -324,23 +321,8 @@ grid_build(gc_dbscan_job *j, const grid_plan *gp, grid *g)
 		for (uint64_t k = g->ckey[g->ncell - 1] + 1; k <= gp->nkeys; k++)
 			g->ktab[k] = g->ncell;
 
-	/* rows: offsets in dimensions 1 .. d-1 of -2..2 */
 	g->d = d;
-	g->nrows = 0;
-	/* nearest rows first: the core count then stops sooner */
-	for (int ia = 0; ia < 5; ia++)
-		for (int ib = 0; ib < 5; ib++)
-		{
-			static const int order[5] = {0, -1, 1, -2, 2};
-			int			a = order[ia],
-						b = order[ib];
-
-			if ((d < 2 && a != 0) || (d < 3 && b != 0))
-				continue;
-			g->rowoff[g->nrows++] =
-				(d >= 2 ? a * (int64_t) gp->stride[1] : 0) +
-				(d >= 3 ? b * (int64_t) gp->stride[2] : 0);
-		}
+	g->nrows = gc_grid_rows(gp, d, g->rowoff);
 	return GC_OK;
 }
 
@@ -394,8 +376,8 @@ core_cell(const grid *g, gc_dbscan_job *j, int64_t c, const int D)
 	int64_t		minp = j->min_pts;
 	int64_t		b = g->cstart[c],
 				e = g->cstart[c + 1];
-	int64_t		r0[GRID_MAX_ROWS],
-				r1[GRID_MAX_ROWS];
+	int64_t		r0[GC_GRID_MAX_ROWS],
+				r1[GC_GRID_MAX_ROWS];
 	int			nr;
 
 	if (e - b >= minp && g->dense[c])
@@ -501,8 +483,8 @@ union_cell(const grid *g, gc_dbscan_job *j, int64_t c, const int D)
 	float		eps2 = j->eps2;
 	int64_t		b = g->cstart[c],
 				e = g->cstart[c + 1];
-	int64_t		r0[GRID_MAX_ROWS],
-				r1[GRID_MAX_ROWS];
+	int64_t		r0[GC_GRID_MAX_ROWS],
+				r1[GC_GRID_MAX_ROWS];
 	int			nr;
 
 	if (g->ncore[c] == 0)
@@ -615,8 +597,8 @@ border_cell(const grid *g, gc_dbscan_job *j, int64_t c, const int D)
 	const int64_t *perm = j->perm;
 	int64_t		b = g->cstart[c],
 				e = g->cstart[c + 1];
-	int64_t		r0[GRID_MAX_ROWS],
-				r1[GRID_MAX_ROWS];
+	int64_t		r0[GC_GRID_MAX_ROWS],
+				r1[GC_GRID_MAX_ROWS];
 	int			nr;
 
 	if (g->ncore[c] == e - b)
@@ -702,12 +684,12 @@ grid_phase_run(const grid *g, gc_dbscan_job *j, grid_phase ph)
 gc_code
 gc_dbscan_grid_run(gc_dbscan_job *j, bool *applied)
 {
-	grid_plan	gp;
+	gc_grid_plan gp;
 	grid		g;
 	gc_code		rc;
 
 	*applied = false;
-	if (j->d > 3 || !grid_plan_make(j, &gp))
+	if (j->d > 3 || !grid_plan_for(j, &gp))
 		return GC_OK;
 	*applied = true;
 	memset(&g, 0, sizeof(g));

@@ -81,7 +81,12 @@ gc_code		gc_dbscan_grid_run(gc_dbscan_job *j, bool *applied);
 gc_code		gc_dbscan_kdtree_run(gc_dbscan_job *j);
 
 /* Tests only: use the kd-tree's plain-C (or AVX2) kernel on faster machines. */
+#ifdef GC_TESTING
 extern bool gc_dbscan_force_generic;
 extern bool gc_dbscan_force_avx2;
+#else
+#define gc_dbscan_force_generic false
+#define gc_dbscan_force_avx2 false
+#endif
 
 #endif							/* GPUCLUST_DBSCAN_INTERNAL_H */

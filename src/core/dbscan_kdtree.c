@@ -26,13 +26,13 @@
  *           kept list (or searches, when min_pts > NB_MAX_MINPTS).
  * Subtrees without core points are skipped in the last three phases.
  * Every neighbour decision is gc_dist2 <= eps2 or a float-monotone box bound
- * of box_dist.h; skipping work relies only on union-find facts.
+ * of metric.h; skipping work relies only on union-find facts.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "box_dist.h"
+#include "metric.h"
 #include "dbscan_internal.h"
 #include "kdtree.h"
 #include "union_find.h"
@@ -129,12 +129,10 @@ block_dist2(const float *restrict x, const float *restrict blk, int64_t m,
 
 			for (; k < stop; k++)
 			{
-				v8f			r,
-							t;
+				v8f			r;
 
 				memcpy(&r, blk + k * m + i0, sizeof(r));
-				t = x[k] - r;
-				acc += t * t;
+				acc = GC_L2_STEP_V(acc, x[k], r);
 			}
 			far = acc > eps2;
 			if ((far[0] & far[1] & far[2] & far[3] &
@@ -148,11 +146,7 @@ block_dist2(const float *restrict x, const float *restrict blk, int64_t m,
 		float		s = 0.0f;
 
 		for (int k = 0; k < d; k++)
-		{
-			float		t = x[k] - blk[k * m + i0];
-
-			s += t * t;
-		}
+			s = gc_l2_step(s, x[k], blk[k * m + i0]);
 		out[i0] = s;
 	}
 }
@@ -182,12 +176,10 @@ block_hits_generic(const float *restrict x, const float *restrict blk,
 
 			for (; k < stop; k++)
 			{
-				v8f			r,
-							t;
+				v8f			r;
 
 				memcpy(&r, blk + k * m + i0, sizeof(r));
-				t = x[k] - r;
-				acc += t * t;
+				acc = GC_L2_STEP_V(acc, x[k], r);
 			}
 			near = acc <= eps2;
 			if ((near[0] | near[1] | near[2] | near[3] |
@@ -204,11 +196,7 @@ block_hits_generic(const float *restrict x, const float *restrict blk,
 		float		s = 0.0f;
 
 		for (int k = 0; k < d; k++)
-		{
-			float		t = x[k] - blk[k * m + i0];
-
-			s += t * t;
-		}
+			s = gc_l2_step(s, x[k], blk[k * m + i0]);
 		if (s <= eps2)
 			hit[n++] = (int32_t) i0;
 	}
@@ -238,11 +226,9 @@ block_hits_avx2(const float *restrict x, const float *restrict blk,
 		for (int k = 0; k < d; k++)
 		{
 			__m256		xk = _mm256_set1_ps(x[k]);
-			__m256		t0 = _mm256_sub_ps(xk, _mm256_loadu_ps(blk + k * m + i0)),
-						t1 = _mm256_sub_ps(xk, _mm256_loadu_ps(blk + k * m + i0 + 8));
 
-			a0 = _mm256_add_ps(a0, _mm256_mul_ps(t0, t0));
-			a1 = _mm256_add_ps(a1, _mm256_mul_ps(t1, t1));
+			a0 = GC_L2_STEP_V(a0, xk, _mm256_loadu_ps(blk + k * m + i0));
+			a1 = GC_L2_STEP_V(a1, xk, _mm256_loadu_ps(blk + k * m + i0 + 8));
 		}
 		mask = (unsigned) _mm256_movemask_ps(_mm256_cmp_ps(a0, e, _CMP_LE_OQ)) |
 			((unsigned) _mm256_movemask_ps(_mm256_cmp_ps(a1, e, _CMP_LE_OQ)) << 8);
@@ -263,12 +249,8 @@ block_hits_avx2(const float *restrict x, const float *restrict blk,
 			unsigned	mask;
 
 			for (; k < stop; k++)
-			{
-				__m256		t = _mm256_sub_ps(_mm256_set1_ps(x[k]),
-											  _mm256_loadu_ps(blk + k * m + i0));
-
-				acc = _mm256_add_ps(acc, _mm256_mul_ps(t, t));
-			}
+				acc = GC_L2_STEP_V(acc, _mm256_set1_ps(x[k]),
+								   _mm256_loadu_ps(blk + k * m + i0));
 			mask = (unsigned) _mm256_movemask_ps(_mm256_cmp_ps(acc, e, _CMP_LE_OQ));
 			if (mask == 0)
 				break;
@@ -288,11 +270,7 @@ block_hits_avx2(const float *restrict x, const float *restrict blk,
 		float		s = 0.0f;
 
 		for (int k = 0; k < d; k++)
-		{
-			float		t = x[k] - blk[k * m + i0];
-
-			s += t * t;
-		}
+			s = gc_l2_step(s, x[k], blk[k * m + i0]);
 		if (s <= eps2)
 			hit[n++] = (int32_t) i0;
 	}
@@ -319,11 +297,9 @@ block_hits_avx512(const float *restrict x, const float *restrict blk,
 		{
 			const float *r = blk + k * m + i0;
 			__m512		xk = _mm512_set1_ps(x[k]);
-			__m512		t0 = _mm512_sub_ps(xk, _mm512_loadu_ps(r)),
-						t1 = _mm512_sub_ps(xk, _mm512_loadu_ps(r + 16));
 
-			a0 = _mm512_add_ps(a0, _mm512_mul_ps(t0, t0));
-			a1 = _mm512_add_ps(a1, _mm512_mul_ps(t1, t1));
+			a0 = GC_L2_STEP_V(a0, xk, _mm512_loadu_ps(r));
+			a1 = GC_L2_STEP_V(a1, xk, _mm512_loadu_ps(r + 16));
 		}
 		mask = (uint32_t) _mm512_cmp_ps_mask(a0, e, _CMP_LE_OQ) |
 			((uint32_t) _mm512_cmp_ps_mask(a1, e, _CMP_LE_OQ) << 16);
@@ -339,12 +315,7 @@ block_hits_avx512(const float *restrict x, const float *restrict blk,
 		uint32_t	mask;
 
 		for (int k = 0; k < d; k++)
-		{
-			__m512		t0 = _mm512_sub_ps(_mm512_set1_ps(x[k]),
-										   _mm512_loadu_ps(blk + k * m + i0));
-
-			a0 = _mm512_add_ps(a0, _mm512_mul_ps(t0, t0));
-		}
+			a0 = GC_L2_STEP_V(a0, _mm512_set1_ps(x[k]), _mm512_loadu_ps(blk + k * m + i0));
 		mask = (uint32_t) _mm512_cmp_ps_mask(a0, e, _CMP_LE_OQ);
 		while (mask != 0)
 		{
@@ -360,12 +331,8 @@ block_hits_avx512(const float *restrict x, const float *restrict blk,
 		uint32_t	mask;
 
 		for (int k = 0; k < d; k++)
-		{
-			__m512		t0 = _mm512_sub_ps(_mm512_set1_ps(x[k]),
-										   _mm512_maskz_loadu_ps(valid, blk + k * m + i0));
-
-			a0 = _mm512_add_ps(a0, _mm512_mul_ps(t0, t0));
-		}
+			a0 = GC_L2_STEP_V(a0, _mm512_set1_ps(x[k]),
+							  _mm512_maskz_loadu_ps(valid, blk + k * m + i0));
 		mask = (uint32_t) _mm512_mask_cmp_ps_mask(valid, a0, e, _CMP_LE_OQ);
 		while (mask != 0)
 		{
@@ -377,11 +344,13 @@ block_hits_avx512(const float *restrict x, const float *restrict blk,
 }
 #endif
 
+#ifdef GC_TESTING
 /* tests set this to run the plain-C kernel on machines with AVX2 */
 bool		gc_dbscan_force_generic = false;
 
 /* tests set this to run the AVX2 kernel on machines with AVX-512 */
 bool		gc_dbscan_force_avx2 = false;
+#endif
 
 static inline int64_t
 block_hits(const float *x, const float *blk, int64_t m, int d, float eps2,
@@ -395,29 +364,6 @@ block_hits(const float *x, const float *blk, int64_t m, int d, float eps2,
 		return block_hits_avx2(x, blk, m, d, eps2, hit);
 #endif
 	return block_hits_generic(x, blk, m, d, eps2, hit);
-}
-
-/*
- * gc_box_mindist2(p, lo, hi, d), the same sum without branches: of lo - p
- * and p - hi at most one is positive, so the gap is exactly as there.
- */
-static inline float
-box_mindist2_nb(const float *p, const float *lo, const float *hi, int d)
-{
-	float		s = 0.0f;
-
-	for (int k = 0; k < d; k++)
-	{
-		float		a = lo[k] - p[k],
-					b = p[k] - hi[k],
-					t;
-
-		a = a > 0.0f ? a : 0.0f;
-		b = b > 0.0f ? b : 0.0f;
-		t = a + b;
-		s += t * t;
-	}
-	return s;
 }
 
 /*
@@ -546,7 +492,7 @@ count_listed(const tree_state *ts, const gc_dbscan_job *j, const float *x,
 				   *hi = t->hi + u * d;
 		int64_t		b = t->begin[u];
 
-		if (box_mindist2_nb(x, lo, hi, d) > eps2)
+		if (gc_box_mindist2_nb(x, lo, hi, d) > eps2)
 			continue;
 		if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 		{
@@ -586,7 +532,7 @@ any_core_neighbour(const tree_state *ts, const gc_dbscan_job *j,
 		const float *lo = t->lo + u * d,
 				   *hi = t->hi + u * d;
 
-		if (ts->ncore[u] == 0 || box_mindist2_nb(x, lo, hi, d) > eps2)
+		if (ts->ncore[u] == 0 || gc_box_mindist2_nb(x, lo, hi, d) > eps2)
 			continue;
 		if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 			return ts->rep[u];
@@ -719,7 +665,7 @@ union_leaf(const tree_state *ts, gc_dbscan_job *j, int64_t v, bool full,
 					continue;
 				}
 				x = row_of(j, a);
-				if (box_mindist2_nb(x, lo, hi, d) > eps2)
+				if (gc_box_mindist2_nb(x, lo, hi, d) > eps2)
 					continue;
 				if (ts->small[u] && gc_box_maxdist2(x, lo, hi, d) <= eps2)
 					b = ts->rep[u];
@@ -740,7 +686,7 @@ union_leaf(const tree_state *ts, gc_dbscan_job *j, int64_t v, bool full,
 			if (!j->core[a] || inG[a - bv])
 				continue;
 			x = row_of(j, a);
-			if (box_mindist2_nb(x, lo, hi, d) > eps2)
+			if (gc_box_mindist2_nb(x, lo, hi, d) > eps2)
 				continue;
 			ra = gc_uf_find(parent, a);
 			if (ts->nexc[u] > 0 && gc_uf_find(parent, ts->rep[u]) == ra)
@@ -785,7 +731,7 @@ union_leaf(const tree_state *ts, gc_dbscan_job *j, int64_t v, bool full,
 			if (gc_uf_find(parent, s) == r)
 				continue;
 			y = row_of(j, s);
-			if (box_mindist2_nb(y, vlo, vhi, d) > eps2)
+			if (gc_box_mindist2_nb(y, vlo, vhi, d) > eps2)
 				continue;
 			h = block_hits(y, j->pts + bv * d, mv, d, eps2, hit);
 			for (int64_t i = 0; i < h; i++)
@@ -817,7 +763,7 @@ nearest_core(const tree_state *ts, const gc_dbscan_job *j, const float *x,
 		int64_t		u = stack[--sp];
 
 		if (ts->ncore[u] == 0 ||
-			box_mindist2_nb(x, t->lo + u * d, t->hi + u * d, d) > bestd)
+			gc_box_mindist2_nb(x, t->lo + u * d, t->hi + u * d, d) > bestd)
 			continue;
 		if (gc_kdtree_is_leaf(t, u))
 		{

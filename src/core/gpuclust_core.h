@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metric.h"			/* gc_dist2, gc_eps2: the one distance */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -82,32 +84,6 @@ int			gc_threads(const gc_ctx *ctx);
  */
 int			gc_kmeans_threads(const gc_ctx *ctx, int64_t n, int d, int k);
 int			gc_dbscan_threads(const gc_ctx *ctx, int64_t n);
-
-/*
- * The one distance of DBSCAN, shared bit for bit with the GPU: float32 sum of
- * squared differences in dimension order, never contracted to FMA (this file
- * is compiled with -ffp-contract=off, the CUDA side with -fmad=false).
- */
-static inline float
-gc_dist2(const float *a, const float *b, int d)
-{
-	float		s = 0.0f;
-
-	for (int j = 0; j < d; j++)
-	{
-		float		t = a[j] - b[j];
-
-		s += t * t;
-	}
-	return s;
-}
-
-/* eps² as DBSCAN compares it: the double product rounded once to float. */
-static inline float
-gc_eps2(double eps)
-{
-	return (float) (eps * eps);
-}
 
 /* ------------------------------------------------------------------ */
 /* k-means                                                             */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "box_dist.h"
+#include "metric.h"
 #include "kdtree.h"
 
 #define SPREAD_SAMPLE 64

@@ -9,11 +9,7 @@
 
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define GC_HD __host__ __device__ __forceinline__
-#else
-#define GC_HD static inline
-#endif
+#include "hostdevice.h"
 
 GC_HD uint64_t
 gc_mix64(uint64_t z)

@@ -1,0 +1,228 @@
+/*
+ * metric.h — the one distance of DBSCAN, for the CPU and the GPU alike.
+ * Plain C for the core; cuda/ includes it too, and then every function here
+ * is __host__ __device__.
+ *
+ * gc_dist2 is float32: the sum over the dimensions, in order, of the squared
+ * difference, each subtraction, product and sum rounded on its own, never
+ * contracted to a fused multiply-add (the core is built with
+ * -ffp-contract=off; on the GPU the steps are the round-to-nearest
+ * intrinsics, which no flag contracts).  So the CPU, its SIMD kernels and
+ * the GPU decide dist2 <= eps2 identically, bit for bit.  One step defines
+ * it, and everything else is built from that step:
+ *   gc_l2_acc, gc_l2_step     s + t², and s + (a - b)²: the step;
+ *   GC_L2_STEP_V              the step on GCC vector types (SIMD kernels);
+ *   gc_dist2, gc_dist2_upto   the distance, and its early-stopping form;
+ *   gc_box_*, gc_boxbox_*     bounds from a point or box to a box, exact in
+ *                             float (below);
+ *   gc_eps2, gc_l2_axis_bound eps² as compared, and a bound on |a_j - b_j|
+ *                             for any two neighbours (the grid's cell side).
+ * Another metric adds its step and bounds here; the indexes call only these.
+ *
+ * Why the bounds are exact: rounded subtraction, multiplication of
+ * non-negatives and addition of non-negatives are monotone, and the bounds
+ * sum their terms in the same dimension order as gc_dist2.  So if every
+ * |fl(a_j - b_j)| is at least (at most) the term t_j used, gc_dist2(a, b) is
+ * at least (at most) the bound.  Hence "bound > eps2" proves no pair is a
+ * neighbour and "bound <= eps2" proves every pair is, with no real-number
+ * argument.
+ */
+#ifndef GPUCLUST_METRIC_H
+#define GPUCLUST_METRIC_H
+
+#include <math.h>
+
+#include "hostdevice.h"
+
+/* Plain comparisons: inputs are finite, and fminf/fmaxf would be calls. */
+GC_HD float
+gc_fmax(float a, float b)
+{
+	return a > b ? a : b;
+}
+
+GC_HD float
+gc_fmin(float a, float b)
+{
+	return a < b ? a : b;
+}
+
+/* a - b, rounded once. */
+GC_HD float
+gc_fsub(float a, float b)
+{
+#ifdef __CUDA_ARCH__
+	return __fsub_rn(a, b);
+#else
+	return a - b;
+#endif
+}
+
+/* s + t*t, the product and the sum each rounded once: the step. */
+GC_HD float
+gc_l2_acc(float s, float t)
+{
+#ifdef __CUDA_ARCH__
+	return __fadd_rn(s, __fmul_rn(t, t));
+#else
+	return s + t * t;
+#endif
+}
+
+/* s + (a - b)^2 */
+GC_HD float
+gc_l2_step(float s, float a, float b)
+{
+	return gc_l2_acc(s, gc_fsub(a, b));
+}
+
+/*
+ * The step on GCC vector types (v8f, __m256, __m512: lane by lane, the same
+ * rounded operations as gc_l2_step; the core's -ffp-contract=off keeps the
+ * product and the sum apart).
+ */
+#define GC_L2_STEP_V(acc, a, b) \
+	__extension__ ({ __typeof__(acc) t_ = (a) - (b); (acc) + t_ * t_; })
+
+/* The distance every DBSCAN path compares with gc_eps2(eps). */
+GC_HD float
+gc_dist2(const float *a, const float *b, int d)
+{
+	float		s = 0.0f;
+
+	GC_UNROLL
+	for (int j = 0; j < d; j++)
+		s = gc_l2_step(s, a[j], b[j]);
+	return s;
+}
+
+/*
+ * gc_dist2(a, b, d) when it is <= lim; otherwise some value > lim (stops
+ * early: partial sums of non-negative terms never decrease in float).
+ */
+GC_HD float
+gc_dist2_upto(const float *a, const float *b, int d, float lim)
+{
+	float		s = 0.0f;
+	int			j = 0;
+
+	while (j < d)
+	{
+		int			stop = j + 8 < d ? j + 8 : d;
+
+		for (; j < stop; j++)
+			s = gc_l2_step(s, a[j], b[j]);
+		if (s > lim)
+			return s;
+	}
+	return s;
+}
+
+/* eps² as DBSCAN compares it: the double product rounded once to float. */
+GC_HD float
+gc_eps2(double eps)
+{
+	return (float) (eps * eps);
+}
+
+/*
+ * R with |a_j - b_j| < R in each dimension for every pair with
+ * gc_dist2(a, b) <= eps2 (eps2 finite).  fl(t)^2 must round to <= eps2, so
+ * fl(t)^2 < nextup(eps2) and |fl(t)| < sqrt(nextup(eps2)); rounding to
+ * nearest bounds |t| within one float step more.  Host only.
+ */
+static inline double
+gc_l2_axis_bound(float eps2)
+{
+	return sqrt((double) nextafterf(eps2, INFINITY)) * (1.0 + 0x1p-20) + 1e-44;
+}
+
+/* <= gc_dist2(p, q) for every q in [lo, hi]. */
+GC_HD float
+gc_box_mindist2(const float *p, const float *lo, const float *hi, int d)
+{
+	float		s = 0.0f;
+
+	GC_UNROLL
+	for (int j = 0; j < d; j++)
+	{
+		float		t = 0.0f;
+
+		if (p[j] < lo[j])
+			t = gc_fsub(lo[j], p[j]);
+		else if (p[j] > hi[j])
+			t = gc_fsub(p[j], hi[j]);
+		s = gc_l2_acc(s, t);
+	}
+	return s;
+}
+
+/*
+ * gc_box_mindist2, the same sum without branches: of lo - p and p - hi at
+ * most one is positive, so the gap is exactly as there.
+ */
+GC_HD float
+gc_box_mindist2_nb(const float *p, const float *lo, const float *hi, int d)
+{
+	float		s = 0.0f;
+
+	GC_UNROLL
+	for (int j = 0; j < d; j++)
+	{
+		float		a = gc_fsub(lo[j], p[j]),
+					b = gc_fsub(p[j], hi[j]);
+
+		a = a > 0.0f ? a : 0.0f;
+		b = b > 0.0f ? b : 0.0f;
+		s = gc_l2_acc(s, a + b);
+	}
+	return s;
+}
+
+/* >= gc_dist2(p, q) for every q in [lo, hi]. */
+GC_HD float
+gc_box_maxdist2(const float *p, const float *lo, const float *hi, int d)
+{
+	float		s = 0.0f;
+
+	GC_UNROLL
+	for (int j = 0; j < d; j++)
+		s = gc_l2_acc(s, gc_fmax(fabsf(gc_fsub(p[j], lo[j])),
+								 fabsf(gc_fsub(hi[j], p[j]))));
+	return s;
+}
+
+/* <= gc_dist2(a, b) for every a in box A, b in box B. */
+GC_HD float
+gc_boxbox_mindist2(const float *alo, const float *ahi,
+				   const float *blo, const float *bhi, int d)
+{
+	float		s = 0.0f;
+
+	for (int j = 0; j < d; j++)
+	{
+		float		t = 0.0f;
+
+		if (bhi[j] < alo[j])
+			t = gc_fsub(alo[j], bhi[j]);
+		else if (ahi[j] < blo[j])
+			t = gc_fsub(blo[j], ahi[j]);
+		s = gc_l2_acc(s, t);
+	}
+	return s;
+}
+
+/* >= gc_dist2(a, b) for every a in box A, b in box B. */
+GC_HD float
+gc_boxbox_maxdist2(const float *alo, const float *ahi,
+				   const float *blo, const float *bhi, int d)
+{
+	float		s = 0.0f;
+
+	for (int j = 0; j < d; j++)
+		s = gc_l2_acc(s, gc_fmax(fabsf(gc_fsub(ahi[j], blo[j])),
+								 fabsf(gc_fsub(bhi[j], alo[j]))));
+	return s;
+}
+
+#endif							/* GPUCLUST_METRIC_H */
