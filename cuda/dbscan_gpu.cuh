@@ -1,0 +1,257 @@
+/*
+ * dbscan_gpu.cuh — what the GPU DBSCAN's files share (internal to cuda/):
+ * the call's scoped device resources (db_dev) and error plumbing, the phase
+ * timings, the lock-free union-find, the two small fill kernels, and the
+ * phases each file provides:
+ *   dbscan.cu         the entry points: checks, upload, index choice;
+ *   dbscan_grid.cu    the uniform grid (d <= 3);
+ *   dbscan_brute.cu   the tiled brute force (any d);
+ *   dbscan_number.cu  cluster numbers by lowest row, and the download;
+ *   dbscan_hooks.cu   test-only entry points (never in the extension).
+ * The distance and its bounds are metric.h's, the grid's cells
+ * grid_plan.h's: the CPU's own definitions.
+ */
+#ifndef GPUCLUST_DBSCAN_GPU_CUH
+#define GPUCLUST_DBSCAN_GPU_CUH
+
+#include <stdint.h>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "gpu.h"
+#include "launch.cuh"
+#include "metric.h"
+
+#define DB_THREADS 256
+
+/* ------------------------------------------------------------------ */
+/* phases, tracing, errors                                             */
+/* ------------------------------------------------------------------ */
+
+/* The phases of the current (or last) call (dbscan.cu). */
+extern gc_dbscan_gpu_phases db_phases;
+
+/* GPUCLUST_DB_TRACE=1: each step's end on stderr (debugging hangs). */
+void		db_trace(const char *what, long long v);
+
+/* A CUDA error as a gc_code: allocation failures are GC_ENOMEM. */
+static inline gc_code
+db_cuda_fail(gc_status *st, cudaError_t e, const char *what)
+{
+	gc_code		c = (e == cudaErrorMemoryAllocation) ? GC_ENOMEM : GC_EDEVICE;
+
+	cudaGetLastError();			/* clear a non-sticky error */
+	return gc_fail(st, c, "GPU DBSCAN: %s: %s (%s)",
+				   c == GC_ENOMEM ? "out of GPU memory" : "CUDA error",
+				   cudaGetErrorString(e), what);
+}
+
+/* In a function returning gc_code with gc_status *st in scope. */
+#define DB_CK(expr) \
+	do { \
+		cudaError_t db_e_ = (expr); \
+		if (db_e_ != cudaSuccess) \
+			return db_cuda_fail(st, db_e_, #expr); \
+	} while (0)
+
+/*
+ * The device resources of one call, released on every path out of it
+ * (release(), or the destructor after an error): the stream, each
+ * allocation, the CUB scratch.  Time spent allocating is counted in
+ * db_phases.ms_alloc.
+ */
+struct db_dev
+{
+	cudaStream_t s = nullptr;
+	std::vector<void *> allocs;
+	void	   *cub_tmp = nullptr;
+	size_t		cub_bytes = 0;
+	int			host_threads = 1;	/* for the host side of transfers */
+
+	~db_dev()
+	{
+		release();
+	}
+
+	void		release()
+	{
+		if (s)
+			cudaStreamSynchronize(s);
+		for (void *p : allocs)
+			cudaFree(p);
+		allocs.clear();
+		cudaFree(cub_tmp);
+		cub_tmp = nullptr;
+		cub_bytes = 0;
+		if (s)
+			cudaStreamDestroy(s);
+		s = nullptr;
+	}
+
+	template <typename T>
+	cudaError_t alloc(T *&p, int64_t count)
+	{
+		void	   *v = nullptr;
+		double		t0 = gc_now_ms();
+		cudaError_t e = cudaMalloc(&v, sizeof(T) * (size_t) (count > 0 ? count : 1));
+
+		db_phases.ms_alloc += gc_now_ms() - t0;
+		if (e == cudaSuccess)
+			allocs.push_back(v);
+		p = (T *) v;
+		return e;
+	}
+
+	/* CUB scratch of at least bytes. */
+	cudaError_t scratch(size_t bytes)
+	{
+		if (bytes <= cub_bytes)
+			return cudaSuccess;
+		double		t0 = gc_now_ms();
+
+		cudaFree(cub_tmp);
+		cub_tmp = nullptr;
+		cub_bytes = 0;
+		cudaError_t e = cudaMalloc(&cub_tmp, bytes);
+
+		db_phases.ms_alloc += gc_now_ms() - t0;
+		if (e == cudaSuccess)
+			cub_bytes = bytes;
+		return e;
+	}
+};
+
+#define DB_ALLOC(p, count) DB_CK(D.alloc((p), (count)))
+
+/* Synchronise, then poll the cancel flags. */
+static inline gc_code
+db_sync_poll(db_dev &D, const gc_ctx *ctx, gc_status *st)
+{
+	DB_CK(cudaStreamSynchronize(D.s));
+	if (gc_cancelled(ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* union-find                                                          */
+/* ------------------------------------------------------------------ */
+
+__device__ __forceinline__ int
+uf_find(int *parent, int x)
+{
+	volatile int *vp = parent;
+	int			r = x,
+				p;
+
+	while ((p = vp[r]) != r)
+		r = p;
+
+	/*
+	 * Compress, storing r only into nodes whose parent is still above
+	 * index r.  Ancestors of x form one chain whose indices fall as it
+	 * rises, so a parent p > r has r among its ancestors: the store keeps
+	 * every parent an ancestor and parent[x] <= x, hence no cycle.  (The
+	 * unguarded "until p == r" walk can pass above r when another thread
+	 * has compressed the path to a newer root meanwhile, and then store
+	 * r > x into x: a cycle, and finds that never end.)
+	 */
+	while ((p = vp[x]) > r)
+	{
+		vp[x] = r;
+		x = p;
+	}
+	return r;
+}
+
+__device__ __forceinline__ void
+uf_union(int *parent, int a, int b)
+{
+	for (;;)
+	{
+		a = uf_find(parent, a);
+		b = uf_find(parent, b);
+		if (a == b)
+			return;
+		if (a < b)
+		{
+			int			t = a;
+
+			a = b;
+			b = t;
+		}
+		/* a is the higher root: hang it under b */
+		if (atomicCAS(&parent[a], a, b) == a)
+			return;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* small kernels (each file that launches them has its own copy)       */
+/* ------------------------------------------------------------------ */
+
+static __global__ void
+k_iota(int *a, int n)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		a[i] = i;
+}
+
+static __global__ void
+k_fill(int *a, int n, int v)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		a[i] = v;
+}
+
+/* ------------------------------------------------------------------ */
+/* the phases                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Which index a call uses. */
+enum db_index
+{
+	DB_INDEX_AUTO = 0,			/* grid for d <= 3 when it fits, else brute */
+	DB_INDEX_GRID,				/* d <= 3; brute force when it does not fit */
+	DB_INDEX_BRUTE
+};
+
+/* gc_dbscan_gpu with a chosen index; *used (may be NULL) says which ran
+ * (dbscan.cu). */
+gc_code		db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				   const gc_dbscan_params *p, db_index index, db_index *used,
+				   int32_t *labels, uint8_t *is_core, gc_status *st);
+
+/*
+ * The grid path over the n points X (device, d <= 3): labels and is_core
+ * (host).  Returns GC_OK with *applied false, nothing done, when the plan
+ * does not fit (dbscan_grid.cu).
+ */
+gc_code		db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
+					float eps2, unsigned minp, int32_t *labels,
+					uint8_t *is_core, bool *applied, gc_status *st);
+
+/* The brute-force path, any d (dbscan_brute.cu). */
+gc_code		db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
+					 float eps2, unsigned minp, int32_t *labels,
+					 uint8_t *is_core, gc_status *st);
+
+/* Exclusive sum of n ints on D's stream (in may not equal out). */
+gc_code		db_exclusive_sum(db_dev &D, const int *in, int *out, int64_t n,
+							 gc_status *st);
+
+/*
+ * The result (labels, is_core in input order, on the host) from rp (the
+ * root position of each position's cluster, or -1) and core, by position;
+ * perm: position -> row, NULL for the identity (dbscan_number.cu).
+ */
+gc_code		db_finish(db_dev &D, int n, const int *rp, const int *perm,
+					  const uint8_t *core, int32_t *labels, uint8_t *is_core,
+					  gc_status *st);
+
+#endif							/* GPUCLUST_DBSCAN_GPU_CUH */
