@@ -71,28 +71,19 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	double		t0 = gc_now_ms(),
 				t_all = t0;
 
-	if (st != NULL)
-	{
-		st->code = GC_OK;
-		st->message[0] = '\0';
-	}
 	memset(&db_phases, 0, sizeof(db_phases));
 	if (used != NULL)
 		*used = DB_INDEX_AUTO;
 	/* gc_dbscan_cpu's checks and messages */
-	if ((rc = gc_dbscan_check(n, d, p, st)) != GC_OK)
+	if ((rc = gc_dbscan_check(ctx, X, n, d, p, labels, is_core, st)) != GC_OK)
 		return rc;
 	if (index == DB_INDEX_GRID && d > 3)
 		return gc_fail(st, GC_EINVAL, "the DBSCAN grid index needs d <= 3");
 	if (n == 0)
 		return GC_OK;
-	if (X == NULL || labels == NULL || is_core == NULL)
-		return gc_fail(st, GC_EINVAL, "DBSCAN input or output array missing");
 	if (n > GC_DBSCAN_GPU_MAX_N)
 		return gc_fail(st, GC_EDEVICE, "GPU DBSCAN handles at most %d points, got %lld",
 					   GC_DBSCAN_GPU_MAX_N, (long long) n);
-	if (gc_cancelled(ctx))
-		return gc_fail(st, GC_ECANCEL, "canceled");
 
 	eps2 = gc_eps2(p->eps);
 	minp = p->min_pts > n + 1 ? (unsigned) (n + 1) : (unsigned) p->min_pts;

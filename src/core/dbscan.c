@@ -117,8 +117,15 @@ number_clusters(gc_dbscan_job *j, int32_t *labels)
 }
 
 gc_code
-gc_dbscan_check(int64_t n, int d, const gc_dbscan_params *p, gc_status *st)
+gc_dbscan_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				const gc_dbscan_params *p, const int32_t *labels,
+				const uint8_t *is_core, gc_status *st)
 {
+	if (st != NULL)
+	{
+		st->code = GC_OK;
+		st->message[0] = '\0';
+	}
 	if (p == NULL)
 		return gc_fail(st, GC_EINVAL, "DBSCAN parameters missing");
 	if (n < 0)
@@ -131,6 +138,12 @@ gc_dbscan_check(int64_t n, int d, const gc_dbscan_params *p, gc_status *st)
 	if (p->min_pts < 1)
 		return gc_fail(st, GC_EINVAL, "min_pts must be at least 1, got %lld",
 					   (long long) p->min_pts);
+	if (n == 0)
+		return GC_OK;
+	if (X == NULL || labels == NULL || is_core == NULL)
+		return gc_fail(st, GC_EINVAL, "DBSCAN input or output array missing");
+	if (gc_cancelled(ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
 	return GC_OK;
 }
 
@@ -144,29 +157,16 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc = GC_OK;
 	bool		applied = false;
 
-	if (st != NULL)
-	{
-		st->code = GC_OK;
-		st->message[0] = '\0';
-	}
 	if (used != NULL)
 		*used = GC_DBSCAN_INDEX_AUTO;
-	{
-		gc_code		rc = gc_dbscan_check(n, d, p, st);
-
-		if (rc != GC_OK)
-			return rc;
-	}
+	if ((rc = gc_dbscan_check(ctx, X, n, d, p, labels, is_core, st)) != GC_OK)
+		return rc;
 	if (index == GC_DBSCAN_INDEX_GRID && d > 3)
 		return gc_fail(st, GC_EINVAL, "the DBSCAN grid index needs d <= 3");
 	if (n == 0)
 		return GC_OK;
-	if (X == NULL || labels == NULL || is_core == NULL)
-		return gc_fail(st, GC_EINVAL, "DBSCAN input or output array missing");
 	if ((uint64_t) n > SIZE_MAX / sizeof(float) / (uint64_t) d / 2)
 		return gc_fail(st, GC_ENOMEM, "DBSCAN input too large");
-	if (gc_cancelled(ctx))
-		return gc_fail(st, GC_ECANCEL, "canceled");
 
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;

@@ -150,8 +150,14 @@ gc_code		gc_dbscan_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const gc_dbscan_params *p, int32_t *labels,
 						  uint8_t *is_core, gc_status *st);
 
-/* The parameter checks (and messages) every DBSCAN path makes. */
-gc_code		gc_dbscan_check(int64_t n, int d, const gc_dbscan_params *p,
+/*
+ * The checks (and messages) every DBSCAN path makes before it starts:
+ * clears st, validates the parameters and, for n > 0, the arrays and the
+ * cancel flags.
+ */
+gc_code		gc_dbscan_check(const gc_ctx *ctx, const float *X, int64_t n,
+							int d, const gc_dbscan_params *p,
+							const int32_t *labels, const uint8_t *is_core,
 							gc_status *st);
 
 /* ------------------------------------------------------------------ */
