@@ -137,9 +137,10 @@ gc_dbscan_gpu_mem_bytes(int64_t n, int d)
 {
 	/*
 	 * Input (4d) plus, per point: grid — sorted copy (<= 16), keys and
-	 * values twice (24), cells (<= 4 + 4 + 8 + 24 + 1 + 8), ktab and its
-	 * scan (<= 32), core, parent, roots (9), numbering (21), CUB scratch
-	 * (<= 24); brute force — compacted copy (4d) and ~40.  An upper bound.
+	 * values twice (24), cells (<= 4 + 8 + 24 + 1 + 4 + 4), the key -> cell
+	 * table (<= 32), core, parent, roots (9), numbering (21), CUB scratch
+	 * (<= 24): <= 167 in all for d = 3; brute force — compacted copy (4d)
+	 * and ~40.  An upper bound.
 	 */
 	size_t		per = (size_t) 8 * (size_t) d + 200;
 

@@ -241,7 +241,7 @@ gc_code		db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 					 float eps2, unsigned minp, int32_t *labels,
 					 uint8_t *is_core, gc_status *st);
 
-/* Exclusive sum of n ints on D's stream (in may not equal out). */
+/* Exclusive sum of n ints on D's stream (in place when in == out). */
 gc_code		db_exclusive_sum(db_dev &D, const int *in, int *out, int64_t n,
 							 gc_status *st);
 

@@ -692,15 +692,14 @@ db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	if (gp.nkeys <= (uint64_t) (n > (1 << 20) ? 8 * (int64_t) n : (1 << 23)) &&
 		gp.nkeys < (uint64_t) INT32_MAX)
 	{
-		int		   *present;
 		int64_t		nk1 = (int64_t) gp.nkeys + 1;
 
+		/* 1 at each present key, then scanned in place */
 		DB_ALLOC(ktab, nk1);
-		DB_ALLOC(present, nk1);
-		DB_CK(cudaMemsetAsync(present, 0, sizeof(int) * (size_t) nk1, D.s));
+		DB_CK(cudaMemsetAsync(ktab, 0, sizeof(int) * (size_t) nk1, D.s));
 		DB_CK(gc_launch(k_key_present, ncell, DB_THREADS, DB_THREADS, D.s,
-						(const unsigned long long *) ckey, ncell, present));
-		if ((rc = db_exclusive_sum(D, present, ktab, nk1, st)) != GC_OK)
+						(const unsigned long long *) ckey, ncell, ktab));
+		if ((rc = db_exclusive_sum(D, ktab, ktab, nk1, st)) != GC_OK)
 			return rc;
 	}
 

@@ -59,7 +59,6 @@ k_fin3(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
 	}
 }
 
-/* Exclusive sum of n ints (in may equal neither out). */
 gc_code
 db_exclusive_sum(db_dev &D, const int *in, int *out, int64_t n, gc_status *st)
 {
@@ -72,10 +71,6 @@ db_exclusive_sum(db_dev &D, const int *in, int *out, int64_t n, gc_status *st)
 	return GC_OK;
 }
 
-/*
- * The result (labels, is_core in input order) from rp/core by position
- * (perm: position -> row, NULL for the identity).
- */
 gc_code
 db_finish(db_dev &D, int n, const int *rp, const int *perm,
 		  const uint8_t *core, int32_t *labels, uint8_t *is_core,

@@ -1,6 +1,6 @@
 /*
- * launch.cuh — the one way cuda/dbscan.cu launches a kernel over a range of
- * work items.  Internal to cuda/.
+ * launch.cuh — the one way the GPU DBSCAN (cuda/dbscan*.cu) launches a
+ * kernel over a range of work items.  Internal to cuda/.
  *
  * gc_launch: blocks of per_block items, threads threads each; an empty
  * range launches nothing (a zero-sized grid is a CUDA error, "invalid
