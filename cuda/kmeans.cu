@@ -69,12 +69,10 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 
-#include "kmeans_gpu.cuh"
+#include "kmeans_dev.cuh"
 
-#define SMALL_D_MAX 8			/* exact direct path up to this d */
 #define SMALL_P 8				/* rows per thread (direct path) */
 #define SMALL_KT 1024			/* centres per shared-memory tile */
-#define TILE 128				/* tiled path: rows and centres per block */
 #define TILE_K 8				/* dimensions per stage */
 #define UPD_THREADS 256
 
@@ -941,102 +939,11 @@ k_sqrt(double *q, int64_t n)
 /* host side                                                           */
 /* ------------------------------------------------------------------ */
 
-namespace
-{
-
 /* Phases of the last gc_kmeans_gpu call (gc_kmeans_gpu_last_phases). */
 static gc_kmeans_gpu_phases last_phases;
 
-static unsigned
-blocks_for(int64_t n, int t)
-{
-	return (unsigned) ((n + t - 1) / t);
-}
-
-/* Device state of one k-means problem (n, d, k). */
-struct km_dev
-{
-	int64_t		n = 0;
-	int			d = 0,
-				k = 0,
-				kp = 0,
-				W = 0;			/* floats per centre, exact path */
-	bool		small = false;
-	int			R = 0;			/* replicas; 0 = global-atomic update */
-	size_t		upd_smem = 0;
-	int			upd_grid = 0;
-	size_t		slots = 0;
-	cudaStream_t s = nullptr;
-	float	   *XT = nullptr;
-	float	   *XR = nullptr;	/* row-major copy: sort-by-label update only */
-	int32_t    *perm = nullptr;	/* n: rows sorted by label */
-	int		   *lcnt = nullptr;	/* k+1 counts, then k+1 offsets, then k cursors */
-	void	   *scan_tmp = nullptr;
-	size_t		scan_bytes = 0;
-	int32_t    *labels = nullptr;
-	int32_t    *labels_best = nullptr;
-	float	   *C[2] = {nullptr, nullptr};
-	float	   *C_best = nullptr;
-	float	   *cpk = nullptr;
-	float	   *CT = nullptr;
-	float	   *cnrm = nullptr;
-	float	   *CTo = nullptr;
-	float	   *cmax2 = nullptr;
-	int32_t    *fb_rows = nullptr;
-	float	   *xn2 = nullptr;
-	int			fb_grid = 0;
-	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
-	float	   *mu = nullptr;
-	unsigned long long *gsum = nullptr;	/* slots, then km_info */
-	km_info    *info = nullptr;
-	km_info    *h_info = nullptr;	/* pinned */
-	double	   *scale = nullptr;	/* d, then iscale d */
-	double	   *iscale = nullptr;
-	double	   *q = nullptr;	/* n: inertia terms / distances */
-	double	   *bsum = nullptr;
-	double	   *dsum = nullptr;
-	float	   *d2 = nullptr;	/* n, re-seeding */
-	unsigned long long *keys = nullptr;	/* k */
-	int		   *empty = nullptr;	/* k */
-
-	~km_dev()
-	{
-		cudaFree(XT);
-		cudaFree(XR);
-		cudaFree(perm);
-		cudaFree(lcnt);
-		cudaFree(scan_tmp);
-		cudaFree(labels);
-		cudaFree(labels_best);
-		cudaFree(C[0]);
-		cudaFree(C[1]);
-		cudaFree(C_best);
-		cudaFree(cpk);
-		cudaFree(CT);
-		cudaFree(cnrm);
-		cudaFree(CTo);
-		cudaFree(cmax2);
-		cudaFree(fb_rows);
-		cudaFree(xn2);
-		cudaFree(mu);
-		cudaFree(gsum);
-		cudaFree(scale);
-		cudaFree(q);
-		cudaFree(bsum);
-		cudaFree(d2);
-		cudaFree(keys);
-		cudaFree(empty);
-		if (h_info)
-			cudaFreeHost(h_info);
-		if (s)
-			cudaStreamDestroy(s);
-	}
-};
-
-#define KM_ALLOC(p, count) KM_CK(cudaMalloc(&(p), sizeof(*(p)) * (size_t) (count)))
-
 /* Allocates, uploads X (chunked, transposed) and picks the kernels. */
-static gc_code
+gc_code
 km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
 		 gc_status *st)
 {
@@ -1304,7 +1211,7 @@ km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
 	return GC_OK;
 }
 
-static gc_code
+gc_code
 km_prep(km_dev &D, const float *C, gc_status *st)
 {
 	if (D.small)
@@ -1320,7 +1227,7 @@ km_prep(km_dev &D, const float *C, gc_status *st)
 }
 
 /* Assignment from the centres last prepared; counts changes in info. */
-static gc_code
+gc_code
 km_assign(km_dev &D, gc_status *st)
 {
 	unsigned long long *ch = &D.info->changed;
@@ -1356,7 +1263,7 @@ km_assign(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
-static gc_code
+gc_code
 km_update(km_dev &D, gc_status *st)
 {
 	if (D.R > 0)
@@ -1387,7 +1294,7 @@ km_update(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
-static gc_code
+gc_code
 km_finalize(km_dev &D, const float *Cold, float *Cnew, gc_status *st)
 {
 	k_finalize<<<1, 1024, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, D.info);
@@ -1407,7 +1314,7 @@ km_read_info(km_dev &D, gc_status *st)
  * Re-seeding (rare): the m = n_empty rows farthest from their old centres
  * move to the empty clusters; then the means are taken again.
  */
-static gc_code
+gc_code
 km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
 {
 	unsigned	g = blocks_for(D.n, 256);
@@ -1432,7 +1339,7 @@ km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
 }
 
 /* One Lloyd iteration from D.C[cur] (prepared) into D.C[1-cur]; info read. */
-static gc_code
+gc_code
 km_iteration(km_dev &D, int cur, gc_status *st)
 {
 	gc_code		rc;
@@ -1458,7 +1365,7 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 }
 
 /* Inertia of (labels, C) as gc_km_inertia; q keeps the per-row terms. */
-static gc_code
+gc_code
 km_inertia(km_dev &D, const float *C, const int32_t *labels, double *inertia,
 		   gc_status *st)
 {
@@ -1476,7 +1383,7 @@ km_inertia(km_dev &D, const float *C, const int32_t *labels, double *inertia,
 }
 
 /* Initial centres into D.C[0] (device). */
-static gc_code
+gc_code
 km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 		uint64_t seed, uint64_t stream, int64_t *chosen_dev, gc_status *st)
 {
@@ -1562,8 +1469,6 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	last_phases.ms_lloyd += gc_now_ms() - t1;
 	return rc;
 }
-
-}								/* namespace */
 
 /* ------------------------------------------------------------------ */
 /* entry points                                                        */

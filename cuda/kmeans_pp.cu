@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kmeans_gpu.cuh"
+#include "kmeans_dev.cuh"
 #include "rng.h"
 
 #define PP_THREADS 256
