@@ -77,6 +77,8 @@ struct km_dev
 	size_t		upd_smem = 0;
 	int			upd_grid = 0;
 	size_t		slots = 0;
+	int			nsm = 0;		/* the device's multiprocessors */
+	int			smem_optin = 0;	/* its opt-in shared memory per block */
 	cudaStream_t s = nullptr;
 	float	   *XT = nullptr;
 	float	   *XR = nullptr;	/* row-major copy: sort-by-label update only */
@@ -160,6 +162,13 @@ gc_code		km_prep(km_dev &D, const float *C, gc_status *st);
 
 /* Assignment from the centres last prepared; counts changes in info. */
 gc_code		km_assign(km_dev &D, gc_status *st);
+
+/* The sort-by-label update's buffers, when its sums need them and they
+ * can be had (else D.XR stays NULL: global atomics). */
+void		km_update_alloc(km_dev &D);
+
+/* Which update kernel, its shared memory and grid (D.R, D.upd_*). */
+gc_code		km_update_plan(km_dev &D, gc_status *st);
 
 /* Per-cluster fixed-point sums of the current labels into D.gsum. */
 gc_code		km_update(km_dev &D, gc_status *st);
