@@ -169,66 +169,6 @@ k_rownorm(const float *__restrict__ XT, int64_t n, int d,
 	}
 }
 
-/* q[i] = sum_j ((double) x - (double) c)², as gc_km_inertia. */
-__global__ void
-k_inertia_terms(const float *__restrict__ XT, int64_t n, int d,
-				const float *__restrict__ C, const int32_t *__restrict__ labels,
-				double *__restrict__ q)
-{
-	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-	{
-		const float *c = C + (int64_t) labels[i] * d;
-		double		s = 0.0;
-
-		for (int j = 0; j < d; j++)
-		{
-			double		t = (double) XT[(int64_t) j * n + i] - (double) c[j];
-
-			s += t * t;
-		}
-		q[i] = s;
-	}
-}
-
-/* bsum[b] = sequential sum of q over block b of GC_KM_BLOCK rows. */
-__global__ void
-k_block_sums(const double *__restrict__ q, int64_t n, double *bsum)
-{
-	int64_t		b = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-	int64_t		nb = (n + KM_BLOCK - 1) / KM_BLOCK;
-
-	if (b < nb)
-	{
-		int64_t		i1 = (b + 1) * KM_BLOCK < n ? (b + 1) * KM_BLOCK : n;
-		double		s = 0.0;
-
-		for (int64_t i = b * KM_BLOCK; i < i1; i++)
-			s += q[i];
-		bsum[b] = s;
-	}
-}
-
-__global__ void
-k_seq_sum(const double *v, int64_t m, double *out)
-{
-	double		s = 0.0;
-
-	for (int64_t i = 0; i < m; i++)
-		s += v[i];
-	*out = s;
-}
-
-__global__ void
-k_sqrt(double *q, int64_t n)
-{
-	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-		q[i] = sqrt(q[i]);
-}
-
 /* ------------------------------------------------------------------ */
 /* host side                                                           */
 /* ------------------------------------------------------------------ */
@@ -470,24 +410,6 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 	return GC_OK;
 }
 
-/* Inertia of (labels, C) as gc_km_inertia; q keeps the per-row terms. */
-gc_code
-km_inertia(km_dev &D, const float *C, const int32_t *labels, double *inertia,
-		   gc_status *st)
-{
-	const int64_t nb = (D.n + KM_BLOCK - 1) / KM_BLOCK;
-
-	k_inertia_terms<<<blocks_for(D.n, 256), 256, 0, D.s>>>(D.XT, D.n, D.d, C, labels, D.q);
-	KM_LAUNCHED();
-	k_block_sums<<<blocks_for(nb, 64), 64, 0, D.s>>>(D.q, D.n, D.bsum);
-	KM_LAUNCHED();
-	k_seq_sum<<<1, 1, 0, D.s>>>(D.bsum, nb, D.dsum);
-	KM_LAUNCHED();
-	KM_CK(cudaMemcpyAsync(inertia, D.dsum, sizeof(double), cudaMemcpyDeviceToHost, D.s));
-	KM_CK(cudaStreamSynchronize(D.s));
-	return GC_OK;
-}
-
 /* Initial centres into D.C[0] (device). */
 gc_code
 km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
@@ -692,17 +614,9 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 								  cudaMemcpyDeviceToHost, D.s));
 			KM_CK(cudaMemcpyAsync(res->centroids, C, sizeof(float) * (size_t) p->k * d,
 								  cudaMemcpyDeviceToHost, D.s));
-			if (res->distance != NULL)
-			{
-				double		dummy;
-
-				if ((rc = km_inertia(D, C, lab, &dummy, st)) != GC_OK)
-					return rc;
-				k_sqrt<<<blocks_for(n, 256), 256, 0, D.s>>>(D.q, n);
-				KM_LAUNCHED();
-				KM_CK(cudaMemcpyAsync(res->distance, D.q, sizeof(double) * n,
-									  cudaMemcpyDeviceToHost, D.s));
-			}
+			if (res->distance != NULL &&
+				(rc = km_distances(D, C, lab, res->distance, st)) != GC_OK)
+				return rc;
 			KM_CK(cudaStreamSynchronize(D.s));
 		}
 		last_phases.ms_download = gc_now_ms() - t0;

@@ -190,6 +190,14 @@ gc_code		km_iteration(km_dev &D, int cur, gc_status *st);
 gc_code		km_inertia(km_dev &D, const float *C, const int32_t *labels,
 					   double *inertia, gc_status *st);
 
+/* Distances of (labels, C) to out (host, n doubles), enqueued on D.s. */
+gc_code		km_distances(km_dev &D, const float *C, const int32_t *labels,
+						 double *out, gc_status *st);
+
+/* Mean over features of the population variance, as gc_km_mean_variance. */
+gc_code		km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n,
+									int d, double *out, gc_status *st);
+
 /*
  * k-means++ seeding on the device, bit for bit the CPU's
  * gc_km_init_kmeanspp (same draws, same float distances, same blocked double
@@ -200,9 +208,5 @@ gc_code		km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
 						 int64_t n, int d, int k, uint64_t seed,
 						 uint64_t stream, float *C, int64_t *chosen,
 						 gc_status *st);
-
-/* Mean over features of the population variance, as gc_km_mean_variance. */
-gc_code		km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n,
-									int d, double *out, gc_status *st);
 
 #endif
