@@ -146,22 +146,39 @@ struct km_dev
 	}
 };
 
-/* ---- the phases of one problem (D.s is the stream of every call) ---- */
+/*
+ * The phases of one problem, by file; each enqueues on D.s.  The driver
+ * (kmeans.cu) and the test hooks (kmeans_hooks.cu) are built from them.
+ */
+
+/* ---- kmeans_setup.cu ---- */
 
 /* Allocates, uploads X (chunked, transposed) and picks the kernels. */
 gc_code		km_setup(km_dev &D, const float *X, int64_t n, int d, int k,
 					 bool keep_best, gc_status *st);
 
-/* Initial centres into D.C[0] (device). */
-gc_code		km_seed(km_dev &D, const gc_ctx *ctx, const float *X,
-					gc_kmeans_init init, uint64_t seed, uint64_t stream,
-					int64_t *chosen_dev, gc_status *st);
+/* ---- kmeans_pp.cu ---- */
+
+/*
+ * k-means++ seeding on the device, bit for bit the CPU's
+ * gc_km_init_kmeanspp (same draws, same float distances, same blocked double
+ * sums): XT is the d x n transposed data; C (k x d, device) receives the
+ * centres, chosen (k, device, may be NULL) the rows.
+ */
+gc_code		km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
+						 int64_t n, int d, int k, uint64_t seed,
+						 uint64_t stream, float *C, int64_t *chosen,
+						 gc_status *st);
+
+/* ---- kmeans_assign.cu ---- */
 
 /* The centres C (device, k x d) in the layout the next km_assign reads. */
 gc_code		km_prep(km_dev &D, const float *C, gc_status *st);
 
 /* Assignment from the centres last prepared; counts changes in info. */
 gc_code		km_assign(km_dev &D, gc_status *st);
+
+/* ---- kmeans_update.cu ---- */
 
 /* The sort-by-label update's buffers, when its sums need them and they
  * can be had (else D.XR stays NULL: global atomics). */
@@ -182,9 +199,7 @@ gc_code		km_finalize(km_dev &D, const float *Cold, float *Cnew,
 gc_code		km_reseed(km_dev &D, const float *Cold, float *Cnew, int m,
 					  gc_status *st);
 
-/* One Lloyd iteration from D.C[cur] (prepared) into D.C[1-cur]; info read
- * back into D.h_info. */
-gc_code		km_iteration(km_dev &D, int cur, gc_status *st);
+/* ---- kmeans_stats.cu ---- */
 
 /* Inertia of (labels, C) as gc_km_inertia; D.q keeps the per-row terms. */
 gc_code		km_inertia(km_dev &D, const float *C, const int32_t *labels,
@@ -198,15 +213,15 @@ gc_code		km_distances(km_dev &D, const float *C, const int32_t *labels,
 gc_code		km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n,
 									int d, double *out, gc_status *st);
 
-/*
- * k-means++ seeding on the device, bit for bit the CPU's
- * gc_km_init_kmeanspp (same draws, same float distances, same blocked double
- * sums): XT is the d x n transposed data; C (k x d, device) receives the
- * centres, chosen (k, device, may be NULL) the rows.
- */
-gc_code		km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
-						 int64_t n, int d, int k, uint64_t seed,
-						 uint64_t stream, float *C, int64_t *chosen,
-						 gc_status *st);
+/* ---- kmeans.cu (the driver) ---- */
+
+/* Initial centres into D.C[0] (device). */
+gc_code		km_seed(km_dev &D, const gc_ctx *ctx, const float *X,
+					gc_kmeans_init init, uint64_t seed, uint64_t stream,
+					int64_t *chosen_dev, gc_status *st);
+
+/* One Lloyd iteration from D.C[cur] (prepared) into D.C[1-cur]; info read
+ * back into D.h_info. */
+gc_code		km_iteration(km_dev &D, int cur, gc_status *st);
 
 #endif
