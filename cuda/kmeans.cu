@@ -1,7 +1,18 @@
 /*
  * kmeans.cu — k-means (Lloyd) on the GPU: gc_kmeans_gpu, with the same
- * result contract as gc_kmeans_cpu (kmeans.c), and hooks for tests and
- * benchmarks.
+ * result contract as gc_kmeans_cpu (kmeans.c), its memory bound and its
+ * phase timings (the entry points of gpu.h), and the driver that runs the
+ * phases: seeding, the Lloyd iterations and the convergence test, n_init
+ * runs, the read-back of the best.  The phases live by concept, as the
+ * CPU's do (kmeans_init.c, kmeans_assign.c, kmeans_update.c):
+ *   kmeans_dev.cuh     km_dev (the device state of one problem), the
+ *                      iteration record, error plumbing, the phases' API
+ *   kmeans_setup.cu    allocation, upload and transpose, feature scales
+ *   kmeans_pp.cu       k-means++ seeding
+ *   kmeans_assign.cu   the assignment kernels and the centres' layout
+ *   kmeans_update.cu   the fixed-point sums, means, empty-cluster re-seeding
+ *   kmeans_stats.cu    inertia, distances, the variance behind tol
+ *   kmeans_hooks.cu    test-only entry points (linked into the GPU tests)
  *
  * Layout.  X is uploaded once and transposed to structure-of-arrays
  * (XT, d rows of n floats), so every kernel reads points coalesced.
@@ -55,10 +66,6 @@
  * anyway returns GC_ENOMEM, which the SQL glue also answers under 'auto'
  * by running on the CPU.
  */
-/* Interim: the test hooks (gc_kmeans_gpu_seed, _step, _bench) still live in
- * this file, so it sees their declarations; they move to kmeans_hooks.cu. */
-#define GC_TESTING 1
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,127 +321,4 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		last_phases.ms_download = gc_now_ms() - t0;
 	}
 	return GC_OK;
-}
-
-extern "C" gc_code
-gc_kmeans_gpu_seed(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
-				   gc_kmeans_init init, uint64_t seed, uint64_t stream,
-				   float *centroids, int64_t *chosen, gc_status *st)
-{
-	km_dev		D;
-	gc_code		rc;
-	int64_t    *ch = nullptr;
-
-	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX)
-		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_seed: bad sizes");
-	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
-		return rc;
-	if (chosen && init == GC_INIT_KMEANSPP)
-		KM_CK(cudaMalloc(&ch, sizeof(int64_t) * k));
-	rc = km_seed(D, ctx, X, init, seed, stream, ch, st);
-	if (rc == GC_OK)
-	{
-		cudaError_t e = cudaMemcpy(centroids, D.C[0], sizeof(float) * (size_t) k * d,
-								   cudaMemcpyDeviceToHost);
-
-		if (e == cudaSuccess && ch)
-			e = cudaMemcpy(chosen, ch, sizeof(int64_t) * k, cudaMemcpyDeviceToHost);
-		if (e != cudaSuccess)
-			rc = km_cuda_fail(st, e, "reading the centres");
-	}
-	cudaFree(ch);
-	return rc;
-}
-
-extern "C" gc_code
-gc_kmeans_gpu_step(const float *X, int64_t n, int d, int k, const float *C_in,
-				   int32_t *labels, float *C_out, double *shift,
-				   int64_t *n_changed, gc_status *st)
-{
-	km_dev		D;
-	gc_code		rc;
-
-	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX)
-		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_step: bad sizes");
-	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
-		return rc;
-	KM_CK(cudaMemcpyAsync(D.C[0], C_in, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
-	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
-	if ((rc = km_prep(D, D.C[0], st)) != GC_OK ||
-		(rc = km_iteration(D, 0, st)) != GC_OK)
-		return rc;
-	KM_CK(cudaMemcpyAsync(labels, D.labels, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, D.s));
-	KM_CK(cudaMemcpyAsync(C_out, D.C[1], sizeof(float) * (size_t) k * d, cudaMemcpyDeviceToHost, D.s));
-	KM_CK(cudaStreamSynchronize(D.s));
-	*shift = D.h_info->shift;
-	*n_changed = (int64_t) D.h_info->changed;
-	return GC_OK;
-}
-
-extern "C" gc_code
-gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
-					int iters, gc_kmeans_gpu_timing *t, gc_status *st)
-{
-	km_dev		D;
-	gc_code		rc;
-	cudaEvent_t e0 = nullptr,
-				e1 = nullptr;
-	float		ms;
-	int			cur = 0;
-
-	memset(t, 0, sizeof(*t));
-	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX || iters < 1)
-		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_bench: bad sizes");
-	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
-		return rc;
-	t->small_path = D.small;
-	t->update_replicas = D.R > 0 ? D.R : (D.XR ? -1 : 0);
-	KM_CK(cudaEventCreate(&e0));
-	KM_CK(cudaEventCreate(&e1));
-	KM_CK(cudaMemcpyAsync(D.C[0], C0, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
-	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
-	rc = km_prep(D, D.C[0], st);
-	/* warm-up */
-	for (int i = 0; i < 3 && rc == GC_OK; i++, cur = 1 - cur)
-		rc = km_iteration(D, cur, st);
-	/* whole iterations, read-back and host test included */
-	if (rc == GC_OK)
-	{
-		KM_CK(cudaEventRecord(e0, D.s));
-		for (int i = 0; i < iters && rc == GC_OK; i++, cur = 1 - cur)
-			rc = km_iteration(D, cur, st);
-		KM_CK(cudaEventRecord(e1, D.s));
-		KM_CK(cudaEventSynchronize(e1));
-		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
-		t->ms_iter = ms / iters;
-		t->empty_seen = D.h_info->n_empty;
-		t->fallback_rows = D.h_info->n_fallback;
-	}
-	/* the phases alone */
-	if (rc == GC_OK)
-	{
-		KM_CK(cudaEventRecord(e0, D.s));
-		for (int i = 0; i < iters && rc == GC_OK; i++)
-			rc = km_assign(D, st);
-		KM_CK(cudaEventRecord(e1, D.s));
-		KM_CK(cudaEventSynchronize(e1));
-		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
-		t->ms_assign = ms / iters;
-	}
-	if (rc == GC_OK)
-	{
-		KM_CK(cudaEventRecord(e0, D.s));
-		for (int i = 0; i < iters && rc == GC_OK; i++)
-		{
-			KM_CK(cudaMemsetAsync(D.gsum, 0, sizeof(unsigned long long) * D.slots, D.s));
-			rc = km_update(D, st);
-		}
-		KM_CK(cudaEventRecord(e1, D.s));
-		KM_CK(cudaEventSynchronize(e1));
-		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
-		t->ms_update = ms / iters;
-	}
-	cudaEventDestroy(e0);
-	cudaEventDestroy(e1);
-	return rc;
 }
