@@ -149,7 +149,10 @@ struct km_dev
 /*
  * The phases of one problem, by file; each enqueues on D.s.  The driver
  * (kmeans.cu) and the test hooks (kmeans_hooks.cu) are built from them.
+ * They are internal to the library: gpuclust.so does not export them (the
+ * objects linked together still see each other).
  */
+#pragma GCC visibility push(hidden)
 
 /* ---- kmeans_setup.cu ---- */
 
@@ -223,5 +226,7 @@ gc_code		km_seed(km_dev &D, const gc_ctx *ctx, const float *X,
 /* One Lloyd iteration from D.C[cur] (prepared) into D.C[1-cur]; info read
  * back into D.h_info. */
 gc_code		km_iteration(km_dev &D, int cur, gc_status *st);
+
+#pragma GCC visibility pop
 
 #endif
