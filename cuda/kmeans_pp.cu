@@ -1,7 +1,7 @@
 /*
- * kmeans_pp.cu — k-means++ seeding and the data variance on the GPU.
+ * kmeans_pp.cu — k-means++ seeding on the GPU.
  *
- * Both reproduce the CPU code bit for bit (kmeans_init.c, kmeans_assign.c):
+ * It reproduces the CPU's gc_km_init_kmeanspp (kmeans_init.c) bit for bit:
  * the same counter-based draws (rng.h), the same float32 distances summed
  * in dimension order with separate multiply and add, and every double sum
  * over the same fixed blocks of GC_KM_BLOCK rows in the same order.  The
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kmeans_gpu.cuh"
+#include "kmeans_dev.cuh"
 #include "rng.h"
 
 #define PP_THREADS 256
@@ -401,105 +401,5 @@ km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 		}
 	}
 	KM_CK(cudaStreamSynchronize(s));
-	return GC_OK;
-}
-
-/* ---- mean feature variance, blocked as gc_km_mean_variance ---- */
-
-/* bsv[b*d + j]: block b's sequential double sum for feature j. */
-__global__ void
-var_blocks(const float *__restrict__ XT, int64_t n, int d, int64_t nb,
-		   const double *mean, double *bsv)
-{
-	int64_t		e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (e < nb * d)
-	{
-		int64_t		b = e % nb;
-		int			j = (int) (e / nb);
-		int64_t		i0 = b * KM_BLOCK,
-					i1 = i0 + KM_BLOCK < n ? i0 + KM_BLOCK : n;
-		const float *x = XT + (int64_t) j * n;
-		double		s = 0.0;
-
-		if (mean == nullptr)
-			for (int64_t i = i0; i < i1; i++)
-				s += (double) x[i];
-		else
-		{
-			const double m = mean[j];
-
-			for (int64_t i = i0; i < i1; i++)
-			{
-				double		t = (double) x[i] - m;
-
-				s += t * t;
-			}
-		}
-		bsv[b * d + j] = s;
-	}
-}
-
-__global__ void
-var_reduce(const double *bsv, int64_t nb, int d, int64_t n, int pass,
-		   double *mean, double *varj, double *out)
-{
-	for (int j = threadIdx.x; j < d; j += blockDim.x)
-	{
-		double		s = 0.0;
-
-		for (int64_t b = 0; b < nb; b++)
-			s += bsv[b * d + j];
-		if (pass == 0)
-			mean[j] = s / (double) n;
-		else
-			varj[j] = s / (double) n;
-	}
-	__syncthreads();
-	if (pass == 1 && threadIdx.x == 0)
-	{
-		double		var = 0.0;
-
-		for (int j = 0; j < d; j++)
-			var += varj[j];
-		*out = var / d;
-	}
-}
-
-gc_code
-km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n, int d,
-						double *out, gc_status *st)
-{
-	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
-	double	   *buf = nullptr;
-	double		h = 0.0;
-	cudaError_t e;
-
-	/* bsv (nb*d), mean (d), varj (d), out (1) */
-	e = cudaMalloc(&buf, sizeof(double) * (nb * d + 2 * (int64_t) d + 1));
-	if (e != cudaSuccess)
-		return km_cuda_fail(st, e, "cudaMalloc (variance)");
-	{
-		double	   *bsv = buf,
-				   *mean = buf + nb * d,
-				   *varj = mean + d,
-				   *o = varj + d;
-		unsigned	g = (unsigned) ((nb * d + 127) / 128);
-
-		for (int pass = 0; pass < 2 && e == cudaSuccess; pass++)
-		{
-			var_blocks<<<g, 128, 0, s>>>(XT, n, d, nb, pass ? mean : nullptr, bsv);
-			var_reduce<<<1, 256, 0, s>>>(bsv, nb, d, n, pass, mean, varj, o);
-			e = cudaGetLastError();
-		}
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(&h, o, sizeof(double), cudaMemcpyDeviceToHost, s);
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(s);
-	}
-	cudaFree(buf);
-	if (e != cudaSuccess)
-		return km_cuda_fail(st, e, "data variance");
-	*out = h;
 	return GC_OK;
 }

@@ -39,6 +39,7 @@
 typedef int64_t (*assign_fn) (const float *, int64_t, int64_t, int,
 							  const float *, int, int32_t *, float *);
 
+#ifdef GC_TESTING
 static int	forced_width;
 
 void
@@ -46,16 +47,19 @@ gc_km_force_width(int w)
 {
 	forced_width = w;
 }
+#endif
 
 static assign_fn
 pick_assign_kernel(void)
 {
+#ifdef GC_TESTING
 	if (forced_width == 4)
 		return assign_block_w4;
 	if (forced_width == 8 && __builtin_cpu_supports("avx2"))
 		return assign_block_w8;
 	if (forced_width == 16 && __builtin_cpu_supports("avx512f"))
 		return assign_block_w16;
+#endif
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f"))
 		return assign_block_w16;

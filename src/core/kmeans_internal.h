@@ -121,8 +121,10 @@ gc_code		gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
 						 const float *d2, const float *C_old, float *C_new,
 						 double *shift, int *n_relocated, gc_status *st);
 
+#ifdef GC_TESTING
 /* Tests only: assignment kernel width 4, 8 or 16 (0: the best the CPU has). */
 void		gc_km_force_width(int w);
+#endif
 
 /*
  * sum_i ||X_i - C_{labels[i]}||² recomputed in double; distance[i] gets the

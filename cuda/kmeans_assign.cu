@@ -1,0 +1,436 @@
+/*
+ * kmeans_assign.cu — the assignment step of the GPU k-means: the nearest
+ * centre of every row, fused with the argmin and the count of changed
+ * labels (no n x k distance matrix), and the centres in the layout it
+ * reads (km_prep).  Both paths give the CPU's labels (gc_km_assign) bit for
+ * bit:
+ *   - d <= 8 (k_assign_small): one thread holds 8 rows in registers and
+ *     scans the centres from shared memory, computing the exact float32
+ *     gc_dist2 (dimension order, separate multiply and add);
+ *   - d > 8 (k_assign_tiled): a register-blocked tile (128 rows x 128
+ *     centres, 8 x 8 per thread, 8 dimensions per stage) accumulates x.c
+ *     with FMA, on rows and centres shifted by the feature means, and
+ *     ranks ||c||² - 2 x.c, keeping the best and second best score per
+ *     row; a row whose two best scores are closer than a rounding bound
+ *     (expansion + the CPU's own rounding) is queued and re-ranked with the
+ *     exact gc_dist2 by k_assign_fallback (about 0.1-0.5% of rows).
+ * The feature means (D.mu) and the row norms (D.xn2) the tiled path reads
+ * are computed once, by km_setup.
+ */
+#include <math.h>
+
+#include "kmeans_dev.cuh"
+
+#define SMALL_P 8				/* rows per thread (direct path) */
+#define SMALL_KT 1024			/* centres per shared-memory tile */
+#define TILE_K 8				/* dimensions per stage */
+
+__device__ __forceinline__ void
+count_changed(int ch, unsigned long long *changed)
+{
+	unsigned	w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
+
+	if ((threadIdx.x & 31) == 0 && w != 0)
+		atomicAdd(changed, (unsigned long long) w);
+}
+
+/*
+ * Exact path, d = D <= 8.  cpk: k centres of W4 float4 each (coordinates,
+ * zero-padded).  Every thread keeps SMALL_P rows in registers.
+ */
+template <int D>
+__global__ void __launch_bounds__(256)
+k_assign_small(const float *__restrict__ XT, int64_t n,
+			   const float4 *__restrict__ cpk, int k,
+			   int32_t *__restrict__ labels, float *__restrict__ d2,
+			   unsigned long long *changed)
+{
+	constexpr int W4 = (D + 3) / 4;
+	__shared__ float4 sc[SMALL_KT * W4];
+	const int64_t base = (int64_t) blockIdx.x * (256 * SMALL_P) + threadIdx.x;
+	float		x[SMALL_P][D];
+	float		best[SMALL_P];
+	int			lab[SMALL_P];
+	int			ch = 0;
+
+#pragma unroll
+	for (int p = 0; p < SMALL_P; p++)
+	{
+		int64_t		i = base + p * 256;
+
+#pragma unroll
+		for (int j = 0; j < D; j++)
+			x[p][j] = i < n ? XT[(int64_t) j * n + i] : 0.0f;
+		best[p] = INFINITY;
+		lab[p] = 0;
+	}
+	for (int c0 = 0; c0 < k; c0 += SMALL_KT)
+	{
+		const int	kt = min(SMALL_KT, k - c0);
+
+		__syncthreads();
+		for (int e = threadIdx.x; e < kt * W4; e += 256)
+			sc[e] = cpk[(int64_t) c0 * W4 + e];
+		__syncthreads();
+#pragma unroll 4
+		for (int c = 0; c < kt; c++)
+		{
+			float		cc[W4 * 4];
+
+#pragma unroll
+			for (int w = 0; w < W4; w++)
+			{
+				float4		v = sc[c * W4 + w];
+
+				cc[4 * w] = v.x;
+				cc[4 * w + 1] = v.y;
+				cc[4 * w + 2] = v.z;
+				cc[4 * w + 3] = v.w;
+			}
+#pragma unroll
+			for (int p = 0; p < SMALL_P; p++)
+			{
+				float		t = __fsub_rn(x[p][0], cc[0]);
+				float		a = __fmul_rn(t, t);
+
+#pragma unroll
+				for (int j = 1; j < D; j++)
+				{
+					t = __fsub_rn(x[p][j], cc[j]);
+					a = __fadd_rn(a, __fmul_rn(t, t));
+				}
+				if (a < best[p])
+				{
+					best[p] = a;
+					lab[p] = c0 + c;
+				}
+			}
+		}
+	}
+#pragma unroll
+	for (int p = 0; p < SMALL_P; p++)
+	{
+		int64_t		i = base + p * 256;
+
+		if (i < n)
+		{
+			ch += labels[i] != lab[p];
+			labels[i] = lab[p];
+			if (d2)
+				d2[i] = best[p];
+		}
+	}
+	count_changed(ch, changed);
+}
+
+/*
+ * Register-blocked path: block = 128 rows x all centres, in tiles of 128
+ * centres; thread (ty, tx) owns rows {4ty..4ty+3, 64+4ty..} and columns
+ * {4tx..4tx+3, 64+4tx..} of each tile.  CT: d x kp centres transposed,
+ * zero-padded; cnrm: ||c||², +inf on the padding.  Rows and centres are
+ * both shifted by mu (the feature means), so that data far from the origin
+ * keeps its precision in the expansion.
+ */
+template <int MINB>
+__global__ void __launch_bounds__(256, MINB)
+k_assign_tiled(const float *__restrict__ XT, int64_t n, int d,
+			   const float *__restrict__ mu,
+			   const float *__restrict__ CT, const float *__restrict__ cnrm,
+			   const float *__restrict__ cmax2, const float *__restrict__ xn2,
+			   int kp, int32_t *__restrict__ labels, km_info *info,
+			   int32_t *__restrict__ fb_rows)
+{
+	__shared__ __align__(16) float As[TILE_K][TILE];
+	__shared__ __align__(16) float Bs[TILE_K][TILE];
+	const int	tid = threadIdx.x,
+				tx = tid & 15,
+				ty = tid >> 4;
+	const int64_t m0 = (int64_t) blockIdx.x * TILE;
+	float		best[8],
+				sec[8];
+	int			bidx[8];
+	int			ch = 0;
+
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+	{
+		best[i] = INFINITY;
+		sec[i] = INFINITY;
+		bidx[i] = 0;
+	}
+	for (int ct = 0; ct < kp; ct += TILE)
+	{
+		float		acc[8][8];
+
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				acc[i][j] = 0.0f;
+		for (int kk = 0; kk < d; kk += TILE_K)
+		{
+#pragma unroll
+			for (int q = 0; q < (TILE_K * TILE) / 256; q++)
+			{
+				int			e = tid + 256 * q;
+				int			kr = e / TILE,
+							m = e % TILE;
+				int			j = kk + kr;
+				int64_t		i = m0 + m;
+
+				As[kr][m] = (j < d && i < n) ? __fsub_rn(XT[(int64_t) j * n + i], mu[j]) : 0.0f;
+				Bs[kr][m] = j < d ? CT[(int64_t) j * kp + ct + m] : 0.0f;
+			}
+			__syncthreads();
+#pragma unroll
+			for (int kr = 0; kr < TILE_K; kr++)
+			{
+				float4		a0 = *(const float4 *) &As[kr][ty * 4];
+				float4		a1 = *(const float4 *) &As[kr][64 + ty * 4];
+				float4		b0 = *(const float4 *) &Bs[kr][tx * 4];
+				float4		b1 = *(const float4 *) &Bs[kr][64 + tx * 4];
+				float		a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+				float		b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+						acc[i][j] = __fmaf_rn(a[i], b[j], acc[i][j]);
+			}
+			__syncthreads();
+		}
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+		{
+			const int	col = ct + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+			const float cn = cnrm[col];
+
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+			{
+				float		s = __fmaf_rn(-2.0f, acc[i][j], cn);
+
+				/* branch-free: second best, index, best */
+				sec[i] = fminf(sec[i], fmaxf(s, best[i]));
+				bidx[i] = s < best[i] ? col : bidx[i];
+				best[i] = fminf(best[i], s);
+			}
+		}
+	}
+	/* Columns were visited in increasing order per thread; combine the 16
+	 * threads of a row group by (score, index). */
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+#pragma unroll
+		for (int off = 8; off >= 1; off >>= 1)
+		{
+			float		os = __shfl_xor_sync(0xffffffffu, best[i], off);
+			float		o2 = __shfl_xor_sync(0xffffffffu, sec[i], off);
+			int			oi = __shfl_xor_sync(0xffffffffu, bidx[i], off);
+
+			if (os < best[i] || (os == best[i] && oi < bidx[i]))
+			{
+				sec[i] = fminf(best[i], o2);
+				best[i] = os;
+				bidx[i] = oi;
+			}
+			else
+				sec[i] = fminf(sec[i], os);
+		}
+
+	/*
+	 * Rows whose two best scores are closer than the rounding bound of the
+	 * expansion plus the CPU's direct formula (first-order bound
+	 * (5d + 12) u A² with A = ||x'|| + max ||c'||, doubled) are re-ranked
+	 * exactly by k_assign_fallback; the others have the CPU's label.
+	 */
+	{
+		const float coef = (float) (12 * d + 48) * 0x1.0p-24f;
+		const float rc = sqrtf(*cmax2);
+
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			if (tx == i)
+			{
+				int64_t		gi = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+
+				if (gi < n)
+				{
+					float		A = sqrtf(xn2[gi]) + rc;
+					float		T = coef * A * A * 1.01f;
+
+					if (sec[i] - best[i] > T)
+					{
+						ch = labels[gi] != bidx[i];
+						labels[gi] = bidx[i];
+					}
+					else
+						fb_rows[atomicAdd(&info->n_fallback, 1u)] = (int32_t) gi;
+				}
+			}
+	}
+	count_changed(ch, &info->changed);
+}
+
+/*
+ * Exact re-ranking of the rows the tiled kernel could not decide: a warp
+ * per row, lanes over centres, gc_dist2 on the unshifted centres CTo
+ * (d x kp), ties to the lowest index.
+ */
+__global__ void __launch_bounds__(256)
+k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
+				  const float *__restrict__ CTo, int kp, int k,
+				  const int32_t *__restrict__ fb_rows, km_info *info,
+				  int32_t *__restrict__ labels)
+{
+	const int	lane = threadIdx.x & 31;
+	const unsigned cnt = info->n_fallback;
+	const unsigned nw = gridDim.x * (blockDim.x / 32);
+
+	for (unsigned w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < cnt; w += nw)
+	{
+		const int64_t row = fb_rows[w];
+		float		best = INFINITY;
+		int			bi = 0;
+
+		for (int c0 = 0; c0 < k; c0 += 32)
+		{
+			const int	c = c0 + lane;
+			float		a = 0.0f;
+
+			if (c < k)
+			{
+				for (int j = 0; j < d; j++)
+				{
+					float		t = __fsub_rn(XT[(int64_t) j * n + row], CTo[(int64_t) j * kp + c]);
+
+					a = __fadd_rn(a, __fmul_rn(t, t));
+				}
+				if (a < best)
+				{
+					best = a;
+					bi = c;
+				}
+			}
+		}
+#pragma unroll
+		for (int off = 16; off >= 1; off >>= 1)
+		{
+			float		ob = __shfl_xor_sync(0xffffffffu, best, off);
+			int			oi = __shfl_xor_sync(0xffffffffu, bi, off);
+
+			if (ob < best || (ob == best && oi < bi))
+			{
+				best = ob;
+				bi = oi;
+			}
+		}
+		if (lane == 0)
+		{
+			if (labels[row] != bi)
+				atomicAdd(&info->changed, 1ull);
+			labels[row] = bi;
+		}
+	}
+}
+
+/* Centres for the exact path: W4 float4 per centre, zero-padded. */
+__global__ void
+k_prep_small(const float *__restrict__ C, int k, int d, int W,
+			 float *__restrict__ cpk)
+{
+	int64_t		e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (e < (int64_t) k * W)
+	{
+		int64_t		c = e / W;
+		int			w = (int) (e % W);
+
+		cpk[e] = w < d ? C[c * d + w] : 0.0f;
+	}
+}
+
+/* Centres for the tiled path: CT (d x kp), shifted by mu, and their
+ * squared norms. */
+__global__ void
+k_prep_tiled(const float *__restrict__ C, const float *__restrict__ mu,
+			 int k, int d, int kp, float *__restrict__ CT,
+			 float *__restrict__ CTo, float *__restrict__ cnrm,
+			 float *cmax2)
+{
+	int			c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c < kp)
+	{
+		float		s = 0.0f;
+
+		for (int j = 0; j < d; j++)
+		{
+			float		o = c < k ? C[(int64_t) c * d + j] : 0.0f;
+			float		v = c < k ? __fsub_rn(o, mu[j]) : 0.0f;
+
+			CT[(int64_t) j * kp + c] = v;
+			CTo[(int64_t) j * kp + c] = o;
+			s = __fmaf_rn(v, v, s);
+		}
+		cnrm[c] = c < k ? s : INFINITY;
+		if (c < k)
+			atomicMax((unsigned *) cmax2, __float_as_uint(s));
+	}
+}
+
+/* ---- host side ---- */
+
+/* The centres C (device, k x d) in the layout the next km_assign reads. */
+gc_code
+km_prep(km_dev &D, const float *C, gc_status *st)
+{
+	if (D.small)
+		k_prep_small<<<blocks_for((int64_t) D.k * D.W, 256), 256, 0, D.s>>>(C, D.k, D.d, D.W, D.cpk);
+	else
+	{
+		KM_CK(cudaMemsetAsync(D.cmax2, 0, sizeof(float), D.s));
+		k_prep_tiled<<<blocks_for(D.kp, 128), 128, 0, D.s>>>(C, D.mu, D.k, D.d, D.kp, D.CT,
+															 D.CTo, D.cnrm, D.cmax2);
+	}
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+/* Assignment from the centres last prepared; counts changes in info. */
+gc_code
+km_assign(km_dev &D, gc_status *st)
+{
+	unsigned long long *ch = &D.info->changed;
+
+	if (D.small)
+	{
+		unsigned	g = blocks_for(D.n, 256 * SMALL_P);
+		const float4 *c = (const float4 *) D.cpk;
+
+		switch (D.d)
+		{
+#define SMALL_CASE(DD) case DD: k_assign_small<DD><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch); break;
+				SMALL_CASE(1) SMALL_CASE(2) SMALL_CASE(3) SMALL_CASE(4)
+				SMALL_CASE(5) SMALL_CASE(6) SMALL_CASE(7) SMALL_CASE(8)
+#undef SMALL_CASE
+			default:
+				return gc_fail(st, GC_EINTERNAL, "GPU k-means: no exact kernel for d = %d", D.d);
+		}
+	}
+	else
+	{
+		KM_CK(cudaMemsetAsync(&D.info->n_fallback, 0, sizeof(unsigned), D.s));
+		auto		kern = D.tiled_minb == 1 ? k_assign_tiled<1> : k_assign_tiled<2>;
+
+		kern<<<blocks_for(D.n, TILE), 256, 0, D.s>>>(D.XT, D.n, D.d, D.mu, D.CT, D.cnrm,
+															   D.cmax2, D.xn2, D.kp, D.labels, D.info,
+															   D.fb_rows);
+		KM_LAUNCHED();
+		k_assign_fallback<<<D.fb_grid, 256, 0, D.s>>>(D.XT, D.n, D.d, D.CTo, D.kp, D.k,
+													  D.fb_rows, D.info, D.labels);
+	}
+	KM_LAUNCHED();
+	return GC_OK;
+}

@@ -1,0 +1,232 @@
+/*
+ * kmeans_dev.cuh — internal to the CUDA k-means (cuda/kmeans*.cu): the
+ * device state of one problem (km_dev), the per-iteration status record,
+ * the error plumbing, and the host functions each phase's file provides to
+ * the driver (kmeans.cu).  Not a public header: the core sees the k-means
+ * GPU only through gpu.h.
+ */
+#ifndef GPUCLUST_KMEANS_DEV_CUH
+#define GPUCLUST_KMEANS_DEV_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "gpu.h"
+extern "C" {
+#include "kmeans_internal.h"
+}
+
+/* Points per fixed-order block: the CPU's blocking (kmeans_internal.h). */
+#define KM_BLOCK GC_KM_BLOCK
+
+/* Most local trials k-means++ draws (2 + ln k, k < 2^31: 23). */
+#define KM_PP_LMAX 24
+
+#define SMALL_D_MAX 8			/* exact direct path up to this d */
+#define TILE 128				/* tiled path: rows and centres per block */
+
+/* The one small record read back per Lloyd iteration. */
+struct km_info
+{
+	unsigned long long changed;	/* rows whose label changed */
+	double		shift;			/* sum of squared centre moves */
+	int			n_empty;		/* clusters with no row */
+	int			moved;			/* some centre coordinate changed */
+	unsigned	n_fallback;		/* tiled path: rows re-ranked exactly */
+	unsigned	pad;
+};
+
+/* A CUDA error as a gc_code: allocation failures are GC_ENOMEM. */
+static inline gc_code
+km_cuda_fail(gc_status *st, cudaError_t e, const char *what)
+{
+	gc_code		c = (e == cudaErrorMemoryAllocation) ? GC_ENOMEM : GC_EDEVICE;
+
+	cudaGetLastError();			/* clear a non-sticky error */
+	return gc_fail(st, c, "GPU k-means: %s: %s (%s)",
+				   c == GC_ENOMEM ? "out of GPU memory" : "CUDA error",
+				   cudaGetErrorString(e), what);
+}
+
+/* In a function returning gc_code with gc_status *st in scope. */
+#define KM_CK(expr) \
+	do { \
+		cudaError_t km_e_ = (expr); \
+		if (km_e_ != cudaSuccess) \
+			return km_cuda_fail(st, km_e_, #expr); \
+	} while (0)
+#define KM_LAUNCHED() KM_CK(cudaGetLastError())
+#define KM_ALLOC(p, count) KM_CK(cudaMalloc(&(p), sizeof(*(p)) * (size_t) (count)))
+
+static inline unsigned
+blocks_for(int64_t n, int t)
+{
+	return (unsigned) ((n + t - 1) / t);
+}
+
+/* Device state of one k-means problem (n, d, k). */
+struct km_dev
+{
+	int64_t		n = 0;
+	int			d = 0,
+				k = 0,
+				kp = 0,
+				W = 0;			/* floats per centre, exact path */
+	bool		small = false;
+	int			R = 0;			/* replicas; 0 = global-atomic update */
+	size_t		upd_smem = 0;
+	int			upd_grid = 0;
+	size_t		slots = 0;
+	int			nsm = 0;		/* the device's multiprocessors */
+	int			smem_optin = 0;	/* its opt-in shared memory per block */
+	cudaStream_t s = nullptr;
+	float	   *XT = nullptr;
+	float	   *XR = nullptr;	/* row-major copy: sort-by-label update only */
+	int32_t    *perm = nullptr;	/* n: rows sorted by label */
+	int		   *lcnt = nullptr;	/* k+1 counts, then k+1 offsets, then k cursors */
+	void	   *scan_tmp = nullptr;
+	size_t		scan_bytes = 0;
+	int32_t    *labels = nullptr;
+	int32_t    *labels_best = nullptr;
+	float	   *C[2] = {nullptr, nullptr};
+	float	   *C_best = nullptr;
+	float	   *cpk = nullptr;
+	float	   *CT = nullptr;
+	float	   *cnrm = nullptr;
+	float	   *CTo = nullptr;
+	float	   *cmax2 = nullptr;
+	int32_t    *fb_rows = nullptr;
+	float	   *xn2 = nullptr;
+	int			fb_grid = 0;
+	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
+	float	   *mu = nullptr;
+	unsigned long long *gsum = nullptr;	/* slots, then km_info */
+	km_info    *info = nullptr;
+	km_info    *h_info = nullptr;	/* pinned */
+	double	   *scale = nullptr;	/* d, then iscale d */
+	double	   *iscale = nullptr;
+	double	   *q = nullptr;	/* n: inertia terms / distances */
+	double	   *bsum = nullptr;
+	double	   *dsum = nullptr;
+	float	   *d2 = nullptr;	/* n, re-seeding */
+	unsigned long long *keys = nullptr;	/* k */
+	int		   *empty = nullptr;	/* k */
+
+	~km_dev()
+	{
+		cudaFree(XT);
+		cudaFree(XR);
+		cudaFree(perm);
+		cudaFree(lcnt);
+		cudaFree(scan_tmp);
+		cudaFree(labels);
+		cudaFree(labels_best);
+		cudaFree(C[0]);
+		cudaFree(C[1]);
+		cudaFree(C_best);
+		cudaFree(cpk);
+		cudaFree(CT);
+		cudaFree(cnrm);
+		cudaFree(CTo);
+		cudaFree(cmax2);
+		cudaFree(fb_rows);
+		cudaFree(xn2);
+		cudaFree(mu);
+		cudaFree(gsum);
+		cudaFree(scale);
+		cudaFree(q);
+		cudaFree(bsum);
+		cudaFree(d2);
+		cudaFree(keys);
+		cudaFree(empty);
+		if (h_info)
+			cudaFreeHost(h_info);
+		if (s)
+			cudaStreamDestroy(s);
+	}
+};
+
+/*
+ * The phases of one problem, by file; each enqueues on D.s.  The driver
+ * (kmeans.cu) and the test hooks (kmeans_hooks.cu) are built from them.
+ * They are internal to the library: gpuclust.so does not export them (the
+ * objects linked together still see each other).
+ */
+#pragma GCC visibility push(hidden)
+
+/* ---- kmeans_setup.cu ---- */
+
+/* Allocates, uploads X (chunked, transposed) and picks the kernels. */
+gc_code		km_setup(km_dev &D, const float *X, int64_t n, int d, int k,
+					 bool keep_best, gc_status *st);
+
+/* ---- kmeans_pp.cu ---- */
+
+/*
+ * k-means++ seeding on the device, bit for bit the CPU's
+ * gc_km_init_kmeanspp (same draws, same float distances, same blocked double
+ * sums): XT is the d x n transposed data; C (k x d, device) receives the
+ * centres, chosen (k, device, may be NULL) the rows.
+ */
+gc_code		km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
+						 int64_t n, int d, int k, uint64_t seed,
+						 uint64_t stream, float *C, int64_t *chosen,
+						 gc_status *st);
+
+/* ---- kmeans_assign.cu ---- */
+
+/* The centres C (device, k x d) in the layout the next km_assign reads. */
+gc_code		km_prep(km_dev &D, const float *C, gc_status *st);
+
+/* Assignment from the centres last prepared; counts changes in info. */
+gc_code		km_assign(km_dev &D, gc_status *st);
+
+/* ---- kmeans_update.cu ---- */
+
+/* The sort-by-label update's buffers, when its sums need them and they
+ * can be had (else D.XR stays NULL: global atomics). */
+void		km_update_alloc(km_dev &D);
+
+/* Which update kernel, its shared memory and grid (D.R, D.upd_*). */
+gc_code		km_update_plan(km_dev &D, gc_status *st);
+
+/* Per-cluster fixed-point sums of the current labels into D.gsum. */
+gc_code		km_update(km_dev &D, gc_status *st);
+
+/* Means of D.gsum into Cnew (C_old for an empty cluster); info: shift,
+ * empty count, moved flag. */
+gc_code		km_finalize(km_dev &D, const float *Cold, float *Cnew,
+						gc_status *st);
+
+/* Re-seeds m empty clusters as the CPU does, then km_finalize again. */
+gc_code		km_reseed(km_dev &D, const float *Cold, float *Cnew, int m,
+					  gc_status *st);
+
+/* ---- kmeans_stats.cu ---- */
+
+/* Inertia of (labels, C) as gc_km_inertia; D.q keeps the per-row terms. */
+gc_code		km_inertia(km_dev &D, const float *C, const int32_t *labels,
+					   double *inertia, gc_status *st);
+
+/* Distances of (labels, C) to out (host, n doubles), enqueued on D.s. */
+gc_code		km_distances(km_dev &D, const float *C, const int32_t *labels,
+						 double *out, gc_status *st);
+
+/* Mean over features of the population variance, as gc_km_mean_variance. */
+gc_code		km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n,
+									int d, double *out, gc_status *st);
+
+/* ---- kmeans.cu (the driver) ---- */
+
+/* Initial centres into D.C[0] (device). */
+gc_code		km_seed(km_dev &D, const gc_ctx *ctx, const float *X,
+					gc_kmeans_init init, uint64_t seed, uint64_t stream,
+					int64_t *chosen_dev, gc_status *st);
+
+/* One Lloyd iteration from D.C[cur] (prepared) into D.C[1-cur]; info read
+ * back into D.h_info. */
+gc_code		km_iteration(km_dev &D, int cur, gc_status *st);
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * kmeans_hooks.cu — the GPU k-means' test-only entry points (declared in
+ * gpu.h under GC_TESTING): the initial centres of one run
+ * (gc_kmeans_gpu_seed), one Lloyd step (gc_kmeans_gpu_step) and the timing
+ * of the phases (gc_kmeans_gpu_bench), built from the same phases as
+ * gc_kmeans_gpu.  The Makefile links cuda/*_hooks.cu into the GPU test
+ * programs only: the extension carries none of them.
+ */
+#define GC_TESTING 1
+
+#include <string.h>
+
+#include "kmeans_dev.cuh"
+
+extern "C" gc_code
+gc_kmeans_gpu_seed(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
+				   gc_kmeans_init init, uint64_t seed, uint64_t stream,
+				   float *centroids, int64_t *chosen, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+	int64_t    *ch = nullptr;
+
+	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_seed: bad sizes");
+	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
+		return rc;
+	if (chosen && init == GC_INIT_KMEANSPP)
+		KM_CK(cudaMalloc(&ch, sizeof(int64_t) * k));
+	rc = km_seed(D, ctx, X, init, seed, stream, ch, st);
+	if (rc == GC_OK)
+	{
+		cudaError_t e = cudaMemcpy(centroids, D.C[0], sizeof(float) * (size_t) k * d,
+								   cudaMemcpyDeviceToHost);
+
+		if (e == cudaSuccess && ch)
+			e = cudaMemcpy(chosen, ch, sizeof(int64_t) * k, cudaMemcpyDeviceToHost);
+		if (e != cudaSuccess)
+			rc = km_cuda_fail(st, e, "reading the centres");
+	}
+	cudaFree(ch);
+	return rc;
+}
+
+extern "C" gc_code
+gc_kmeans_gpu_step(const float *X, int64_t n, int d, int k, const float *C_in,
+				   int32_t *labels, float *C_out, double *shift,
+				   int64_t *n_changed, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+
+	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_step: bad sizes");
+	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
+		return rc;
+	KM_CK(cudaMemcpyAsync(D.C[0], C_in, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
+	if ((rc = km_prep(D, D.C[0], st)) != GC_OK ||
+		(rc = km_iteration(D, 0, st)) != GC_OK)
+		return rc;
+	KM_CK(cudaMemcpyAsync(labels, D.labels, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, D.s));
+	KM_CK(cudaMemcpyAsync(C_out, D.C[1], sizeof(float) * (size_t) k * d, cudaMemcpyDeviceToHost, D.s));
+	KM_CK(cudaStreamSynchronize(D.s));
+	*shift = D.h_info->shift;
+	*n_changed = (int64_t) D.h_info->changed;
+	return GC_OK;
+}
+
+extern "C" gc_code
+gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
+					int iters, gc_kmeans_gpu_timing *t, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+	cudaEvent_t e0 = nullptr,
+				e1 = nullptr;
+	float		ms;
+	int			cur = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX || iters < 1)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_bench: bad sizes");
+	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
+		return rc;
+	t->small_path = D.small;
+	t->update_replicas = D.R > 0 ? D.R : (D.XR ? -1 : 0);
+	KM_CK(cudaEventCreate(&e0));
+	KM_CK(cudaEventCreate(&e1));
+	KM_CK(cudaMemcpyAsync(D.C[0], C0, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
+	rc = km_prep(D, D.C[0], st);
+	/* warm-up */
+	for (int i = 0; i < 3 && rc == GC_OK; i++, cur = 1 - cur)
+		rc = km_iteration(D, cur, st);
+	/* whole iterations, read-back and host test included */
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++, cur = 1 - cur)
+			rc = km_iteration(D, cur, st);
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_iter = ms / iters;
+		t->empty_seen = D.h_info->n_empty;
+		t->fallback_rows = D.h_info->n_fallback;
+	}
+	/* the phases alone */
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++)
+			rc = km_assign(D, st);
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_assign = ms / iters;
+	}
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++)
+		{
+			KM_CK(cudaMemsetAsync(D.gsum, 0, sizeof(unsigned long long) * D.slots, D.s));
+			rc = km_update(D, st);
+		}
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_update = ms / iters;
+	}
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	return rc;
+}

@@ -1,0 +1,528 @@
+/*
+ * kmeans_update.cu — the update step of the GPU k-means: per-cluster sums
+ * of the rows under the current labels, the new means, and the re-seeding
+ * of empty clusters.
+ *
+ * Sums are 64-bit fixed point (each feature scaled by a power of two chosen
+ * from its largest |x| and n so that no sum can overflow: D.scale, set by
+ * km_setup).  Integer sums are exact and order-independent: the update is
+ * deterministic, and the means equal the CPU's double means (gc_km_update)
+ * except where the double sums themselves round.  Three ways to the same
+ * slots, bit for bit, chosen once per problem (km_update_plan):
+ *   - k_update_smem: accumulated in shared memory (replicated per lane group
+ *     when k is small, so a small k does not serialise on a few addresses)
+ *     and flushed with one global atomic per slot and block (64-bit shared
+ *     adds as two 32-bit atomics with carry);
+ *   - when k(d+1) does not fit in shared memory: a counting sort of the
+ *     rows by label and one block per cluster summing its rows from a
+ *     row-major copy of X (k_update_sorted; buffers: km_update_alloc);
+ *   - global atomics (k_update_global) when that copy's memory is not
+ *     there.
+ * k_finalize takes the means (float), the empty-cluster count and the
+ * squared centre shift.  Empty clusters are re-seeded exactly as the CPU
+ * does (rows farthest from their centres, farthest to the lowest empty id)
+ * on an extra, rare path (km_reseed).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include "kmeans_dev.cuh"
+
+#define UPD_THREADS 256
+
+__device__ __forceinline__ unsigned long long
+to_fixed(float x, double scale)
+{
+	return (unsigned long long) __double2ll_rn((double) x * scale);
+}
+
+/*
+ * 64-bit add into shared memory as two native 32-bit atomics (a 64-bit
+ * shared atomic add is a compare-and-swap loop): the low word's carry goes
+ * into the high word.  Exact once every add has landed.
+ */
+__device__ __forceinline__ void
+shared_add64(unsigned long long *p, unsigned long long v)
+{
+	unsigned   *q = (unsigned *) p;
+	const unsigned lo = (unsigned) v;
+	unsigned	hi = (unsigned) (v >> 32);
+	const unsigned old = atomicAdd(q, lo);
+
+	hi += (old + lo) < old;
+	if (hi != 0)
+		atomicAdd(q + 1, hi);
+}
+
+/*
+ * Shared-memory privatised sums: R replicas of k x (d+1) slots (the last
+ * slot counts rows); lane l adds into replica l % R.  Then one global
+ * atomic per slot per block.
+ */
+__global__ void __launch_bounds__(UPD_THREADS)
+k_update_smem(const float *__restrict__ XT, int64_t n, int d,
+			  const int32_t *__restrict__ labels, int k, int R,
+			  const double *__restrict__ scale, unsigned long long *gsum)
+{
+	extern __shared__ unsigned long long sh[];
+	const int	slots = k * (d + 1);
+	unsigned long long *my = sh + (size_t) (threadIdx.x & (R - 1)) * slots;
+
+	for (int e = threadIdx.x; e < R * slots; e += blockDim.x)
+		sh[e] = 0;
+	__syncthreads();
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		unsigned long long *row = my + (size_t) labels[i] * (d + 1);
+
+		for (int j = 0; j < d; j++)
+			shared_add64(row + j, to_fixed(XT[(int64_t) j * n + i], scale[j]));
+		atomicAdd((unsigned *) (row + d), 1u);	/* < 2^32 rows per block */
+	}
+	__syncthreads();
+	for (int e = threadIdx.x; e < slots; e += blockDim.x)
+	{
+		unsigned long long v = 0;
+
+		for (int r = 0; r < R; r++)
+			v += sh[(size_t) r * slots + e];
+		if (v != 0)
+			atomicAdd(gsum + e, v);
+	}
+}
+
+/*
+ * Global atomics: a warp takes 32 consecutive rows, then row by row its
+ * lanes add the features (cached lines of XT are reused across the rows).
+ */
+__global__ void __launch_bounds__(UPD_THREADS)
+k_update_global(const float *__restrict__ XT, int64_t n, int d,
+				const int32_t *__restrict__ labels,
+				const double *__restrict__ scale, unsigned long long *gsum)
+{
+	const int	lane = threadIdx.x & 31;
+	const int64_t nw = (int64_t) gridDim.x * (blockDim.x / 32);
+
+	for (int64_t w = (int64_t) blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+		 w * 32 < n; w += nw)
+	{
+		const int64_t i0 = w * 32;
+		const int	m = (int) (n - i0 < 32 ? n - i0 : 32);
+		int			mylab = lane < m ? labels[i0 + lane] : 0;
+
+		for (int p = 0; p < m; p++)
+		{
+			const int	c = __shfl_sync(0xffffffffu, mylab, p);
+			unsigned long long *row = gsum + (size_t) c * (d + 1);
+
+			for (int j = lane; j < d; j += 32)
+				atomicAdd(row + j, to_fixed(XT[(int64_t) j * n + i0 + p], scale[j]));
+			if (lane == 0)
+				atomicAdd(row + d, 1ull);
+		}
+	}
+}
+
+/*
+ * Sort-by-label update (the large k(d+1) case, in place of the global
+ * atomics): a counting sort of the row numbers by label (warp-aggregated
+ * atomics for the counts and the cursors; the order inside a cluster does
+ * not matter, the sums are integers), then one block per cluster sums its
+ * rows from the row-major copy XR, coalesced, in the same 64-bit fixed
+ * point: the same slots, bit for bit, as the atomic kernels.
+ */
+__global__ void
+k_label_hist(const int32_t *__restrict__ labels, int64_t n, int *cnt)
+{
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		const int	lab = labels[i];
+		const unsigned m = __match_any_sync(__activemask(), lab);
+
+		if ((threadIdx.x & 31) == __ffs(m) - 1)
+			atomicAdd(cnt + lab, __popc(m));
+	}
+}
+
+__global__ void
+k_label_scatter(const int32_t *__restrict__ labels, int64_t n, int *cursor,
+				int32_t *perm)
+{
+	const int	lane = threadIdx.x & 31;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		const int	lab = labels[i];
+		const unsigned m = __match_any_sync(__activemask(), lab);
+		const int	leader = __ffs(m) - 1;
+		int			base = 0;
+
+		if (lane == leader)
+			base = atomicAdd(cursor + lab, __popc(m));
+		base = __shfl_sync(m, base, leader);
+		perm[base + __popc(m & ((1u << lane) - 1))] = (int32_t) i;
+	}
+}
+
+#define SORTED_THREADS 256
+
+__global__ void __launch_bounds__(SORTED_THREADS)
+k_update_sorted(const float *__restrict__ XR, int d,
+				const int32_t *__restrict__ perm, const int *__restrict__ off,
+				const double *__restrict__ scale, unsigned long long *gsum)
+{
+	__shared__ unsigned long long red[SORTED_THREADS];
+	const int	c = blockIdx.x;
+	const int	b = off[c],
+				e = off[c + 1];
+	const int	W = d < SORTED_THREADS ? d : SORTED_THREADS;	/* features per pass */
+	const int	G = SORTED_THREADS / W;	/* row groups */
+	const int	g = threadIdx.x / W,
+				jl = threadIdx.x % W;
+	unsigned long long *out = gsum + (size_t) c * (d + 1);
+
+	for (int j0 = 0; j0 < d; j0 += W)
+	{
+		const int	j = j0 + jl;
+		unsigned long long acc = 0;
+
+		if (g < G && j < d)
+		{
+			const double sc = scale[j];
+			int			r = b + g;
+
+			/* four rows in flight per thread */
+			for (; r + 3 * G < e; r += 4 * G)
+			{
+				const int64_t p0 = perm[r],
+							p1 = perm[r + G],
+							p2 = perm[r + 2 * G],
+							p3 = perm[r + 3 * G];
+				const float x0 = XR[p0 * d + j],
+							x1 = XR[p1 * d + j],
+							x2 = XR[p2 * d + j],
+							x3 = XR[p3 * d + j];
+
+				acc += to_fixed(x0, sc);
+				acc += to_fixed(x1, sc);
+				acc += to_fixed(x2, sc);
+				acc += to_fixed(x3, sc);
+			}
+			for (; r < e; r += G)
+				acc += to_fixed(XR[(int64_t) perm[r] * d + j], sc);
+		}
+		red[threadIdx.x] = acc;
+		__syncthreads();
+		if (threadIdx.x < W && j0 + (int) threadIdx.x < d)
+		{
+			unsigned long long v = 0;
+
+			for (int q = 0; q < G; q++)
+				v += red[q * W + threadIdx.x];
+			out[j0 + threadIdx.x] = v;
+		}
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		out[d] = (unsigned long long) (e - b);
+}
+
+/* Means, shift, empty count, moved flag.  One block of 1024 threads. */
+__global__ void __launch_bounds__(1024)
+k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
+		   const double *__restrict__ iscale, const float *__restrict__ Cold,
+		   float *__restrict__ Cnew, km_info *info)
+{
+	typedef cub::BlockReduce<double, 1024> BRd;
+	typedef cub::BlockReduce<int, 1024> BRi;
+	__shared__ typename BRd::TempStorage td;
+	__shared__ typename BRi::TempStorage ti,
+				tm;
+	double		sh = 0.0;
+	int			ne = 0,
+				mv = 0;
+	const int64_t kd = (int64_t) k * d;
+
+	for (int64_t e = threadIdx.x; e < kd; e += blockDim.x)
+	{
+		const int64_t c = e / d;
+		const int	j = (int) (e % d);
+		const long long cnt = (long long) gsum[c * (d + 1) + d];
+		const float o = Cold[e];
+		float		v = o;
+		double		t;
+
+		if (cnt > 0)
+			v = (float) (((double) (long long) gsum[c * (d + 1) + j] * iscale[j]) /
+						 (double) cnt);
+		Cnew[e] = v;
+		t = (double) v - (double) o;
+		sh += t * t;
+		mv |= __float_as_uint(v) != __float_as_uint(o);
+	}
+	for (int c = threadIdx.x; c < k; c += blockDim.x)
+		ne += gsum[(int64_t) c * (d + 1) + d] == 0;
+	sh = BRd(td).Sum(sh);
+	ne = BRi(ti).Sum(ne);
+	mv = BRi(tm).Reduce(mv, [](int a, int b) { return a | b; });
+	if (threadIdx.x == 0)
+	{
+		info->shift = sh;
+		info->n_empty = ne;
+		info->moved = mv;
+	}
+}
+
+/* d2[i] = gc_dist2(X_i, C_{labels[i]}) (float, exact CPU order). */
+__global__ void
+k_d2(const float *__restrict__ XT, int64_t n, int d,
+	 const float *__restrict__ C, const int32_t *__restrict__ labels,
+	 float *__restrict__ d2)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+	{
+		const float *c = C + (int64_t) labels[i] * d;
+		float		s = 0.0f;
+
+		for (int j = 0; j < d; j++)
+		{
+			float		t = __fsub_rn(XT[(int64_t) j * n + i], c[j]);
+
+			s = __fadd_rn(s, __fmul_rn(t, t));
+		}
+		d2[i] = s;
+	}
+}
+
+/* Largest d2 (ties: lowest row) as a 64-bit key; negative d2 = taken. */
+__global__ void
+k_argmax_d2(const float *__restrict__ d2, int64_t n, unsigned long long *out)
+{
+	typedef cub::BlockReduce<unsigned long long, 256> BR;
+	__shared__ typename BR::TempStorage tmp;
+	unsigned long long key = 0;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		float		v = d2[i];
+
+		if (v >= 0.0f)
+		{
+			unsigned long long kk = ((unsigned long long) __float_as_uint(v) << 32) |
+				(0xffffffffull - (unsigned long long) i);
+
+			key = kk > key ? kk : key;
+		}
+	}
+	key = BR(tmp).Reduce(key, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; });
+	if (threadIdx.x == 0)
+		atomicMax(out, key);
+}
+
+__global__ void
+k_take_row(float *d2, const unsigned long long *key)
+{
+	d2[0xffffffffull - (*key & 0xffffffffull)] = -1.0f;
+}
+
+/*
+ * The CPU's re-seeding on the fixed-point sums: far row p moves from its
+ * cluster to the p-th lowest empty cluster.  keys: m farthest rows.
+ */
+__global__ void
+k_reseed_apply(const float *__restrict__ XT, int64_t n, int d,
+			   const int32_t *__restrict__ labels,
+			   const unsigned long long *__restrict__ keys, int m, int k,
+			   const double *__restrict__ scale, unsigned long long *gsum,
+			   int *empty)
+{
+	if (threadIdx.x == 0)
+	{
+		int			j = 0;
+
+		for (int c = 0; c < k && j < m; c++)
+			if (gsum[(int64_t) c * (d + 1) + d] == 0)
+				empty[j++] = c;
+	}
+	__syncthreads();
+	for (int p = 0; p < m; p++)
+	{
+		const int64_t row = (int64_t) (0xffffffffull - (keys[p] & 0xffffffffull));
+		const int64_t from = (int64_t) labels[row] * (d + 1);
+		const int64_t to = (int64_t) empty[p] * (d + 1);
+
+		for (int j = threadIdx.x; j <= d; j += blockDim.x)
+		{
+			unsigned long long v = j < d ? to_fixed(XT[(int64_t) j * n + row], scale[j]) : 1ull;
+
+			gsum[from + j] -= v;
+			gsum[to + j] += v;
+		}
+		__syncthreads();
+	}
+}
+
+/* ---- host side ---- */
+
+/*
+ * When the sums do not fit in shared memory (see km_update_plan), the
+ * update sorts rows by label and needs a row-major copy of X (D.XR, which
+ * km_setup then uploads into); if that memory is not there, it falls back
+ * to global atomics (D.XR stays NULL).
+ */
+void
+km_update_alloc(km_dev &D)
+{
+	const int64_t n = D.n;
+	const int	d = D.d,
+				k = D.k,
+				optin = D.smem_optin;
+	const size_t one = D.slots * sizeof(unsigned long long);
+
+	if (!(one <= 48 * 1024) && !(one <= (size_t) optin && one <= 160 * 1024) &&
+		!getenv("GPUCLUST_KM_NO_SORTED_UPDATE"))
+	{
+		cudaError_t e = cudaMalloc(&D.XR, sizeof(float) * (size_t) n * d);
+
+		if (e == cudaSuccess)
+			e = cudaMalloc(&D.perm, sizeof(int32_t) * (size_t) n);
+		if (e == cudaSuccess)
+			e = cudaMalloc(&D.lcnt, sizeof(int) * (3 * (size_t) k + 2));
+		if (e == cudaSuccess)
+			e = cub::DeviceScan::ExclusiveSum(nullptr, D.scan_bytes, D.lcnt,
+											  D.lcnt + k + 1, k + 1, D.s);
+		if (e == cudaSuccess)
+			e = cudaMalloc(&D.scan_tmp, D.scan_bytes);
+		if (e != cudaSuccess)
+		{
+			cudaGetLastError();
+			cudaFree(D.XR);
+			cudaFree(D.perm);
+			cudaFree(D.lcnt);
+			cudaFree(D.scan_tmp);
+			D.XR = nullptr;
+			D.perm = nullptr;
+			D.lcnt = nullptr;
+			D.scan_tmp = nullptr;
+		}
+	}
+}
+
+/* Update kernel: privatised in shared memory when it fits. */
+gc_code
+km_update_plan(km_dev &D, gc_status *st)
+{
+	const int64_t n = D.n;
+	const int	nsm = D.nsm,
+				optin = D.smem_optin;
+	const size_t one = D.slots * sizeof(unsigned long long);
+	size_t		budget = 48 * 1024;
+	int			per_sm = 0;
+
+	D.R = 0;
+	if (one <= budget)
+	{
+		D.R = 32;
+		while (D.R > 1 && D.R * one > budget)
+			D.R /= 2;
+	}
+	else if (one <= (size_t) optin && one <= 160 * 1024)
+		D.R = 1;
+	if (D.R > 0)
+	{
+		D.upd_smem = D.R * one;
+		if (D.upd_smem > 48 * 1024)
+			KM_CK(cudaFuncSetAttribute(k_update_smem,
+									   cudaFuncAttributeMaxDynamicSharedMemorySize,
+									   (int) D.upd_smem));
+		KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_update_smem,
+															 UPD_THREADS, D.upd_smem));
+		if (per_sm < 1)
+			D.R = 0;
+	}
+	if (D.R > 0)
+		D.upd_grid = nsm * per_sm;
+	else
+		D.upd_grid = nsm * 8;
+	if ((int64_t) D.upd_grid * UPD_THREADS > n)
+		D.upd_grid = (int) blocks_for(n, UPD_THREADS);
+	if (D.upd_grid < 1)
+		D.upd_grid = 1;
+	return GC_OK;
+}
+
+gc_code
+km_update(km_dev &D, gc_status *st)
+{
+	if (D.R > 0)
+		k_update_smem<<<D.upd_grid, UPD_THREADS, D.upd_smem, D.s>>>(D.XT, D.n, D.d, D.labels,
+																	D.k, D.R, D.scale, D.gsum);
+	else if (D.XR)
+	{
+		int		   *cnt = D.lcnt,
+				   *off = D.lcnt + D.k + 1,
+				   *cursor = D.lcnt + 2 * (D.k + 1);
+		const unsigned g = blocks_for(D.n, 256) < 4096 ? blocks_for(D.n, 256) : 4096;
+
+		KM_CK(cudaMemsetAsync(cnt, 0, sizeof(int) * (D.k + 1), D.s));
+		k_label_hist<<<g, 256, 0, D.s>>>(D.labels, D.n, cnt);
+		KM_LAUNCHED();
+		KM_CK(cub::DeviceScan::ExclusiveSum(D.scan_tmp, D.scan_bytes, cnt, off,
+											D.k + 1, D.s));
+		KM_CK(cudaMemcpyAsync(cursor, off, sizeof(int) * D.k, cudaMemcpyDeviceToDevice, D.s));
+		k_label_scatter<<<g, 256, 0, D.s>>>(D.labels, D.n, cursor, D.perm);
+		KM_LAUNCHED();
+		k_update_sorted<<<D.k, SORTED_THREADS, 0, D.s>>>(D.XR, D.d, D.perm, off,
+														 D.scale, D.gsum);
+	}
+	else
+		k_update_global<<<D.upd_grid, UPD_THREADS, 0, D.s>>>(D.XT, D.n, D.d, D.labels,
+															  D.scale, D.gsum);
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+gc_code
+km_finalize(km_dev &D, const float *Cold, float *Cnew, gc_status *st)
+{
+	k_finalize<<<1, 1024, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, D.info);
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+/*
+ * Re-seeding (rare): the m = n_empty rows farthest from their old centres
+ * move to the empty clusters; then the means are taken again.
+ */
+gc_code
+km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
+{
+	unsigned	g = blocks_for(D.n, 256);
+	unsigned	ga = g < 1024 ? g : 1024;
+
+	if (m > D.k)
+		return gc_fail(st, GC_EINTERNAL, "GPU k-means: %d empty clusters of %d", m, D.k);
+	k_d2<<<g, 256, 0, D.s>>>(D.XT, D.n, D.d, Cold, D.labels, D.d2);
+	KM_LAUNCHED();
+	KM_CK(cudaMemsetAsync(D.keys, 0, sizeof(unsigned long long) * m, D.s));
+	for (int p = 0; p < m; p++)
+	{
+		k_argmax_d2<<<ga, 256, 0, D.s>>>(D.d2, D.n, D.keys + p);
+		KM_LAUNCHED();
+		k_take_row<<<1, 1, 0, D.s>>>(D.d2, D.keys + p);
+		KM_LAUNCHED();
+	}
+	k_reseed_apply<<<1, 256, 0, D.s>>>(D.XT, D.n, D.d, D.labels, D.keys, m, D.k,
+									   D.scale, D.gsum, D.empty);
+	KM_LAUNCHED();
+	return km_finalize(D, Cold, Cnew, st);
+}
