@@ -23,6 +23,12 @@
 #include "launch.cuh"
 #include "metric.h"
 
+/*
+ * Everything here is internal to cuda/: gpuclust.so exports only gpu.h's
+ * entry points (the test programs link the objects and still see it).
+ */
+#pragma GCC visibility push(hidden)
+
 #define DB_THREADS 256
 
 /* ------------------------------------------------------------------ */
@@ -253,5 +259,7 @@ gc_code		db_exclusive_sum(db_dev &D, const int *in, int *out, int64_t n,
 gc_code		db_finish(db_dev &D, int n, const int *rp, const int *perm,
 					  const uint8_t *core, int32_t *labels, uint8_t *is_core,
 					  gc_status *st);
+
+#pragma GCC visibility pop
 
 #endif							/* GPUCLUST_DBSCAN_GPU_CUH */

@@ -5,8 +5,8 @@
  * gc_launch: blocks of per_block items, threads threads each; an empty
  * range launches nothing (a zero-sized grid is a CUDA error, "invalid
  * argument"), so no caller has to remember the empty case.  The k-means
- * kernels (kmeans.cu, kmeans_pp.cu) size every grid from n >= k >= 1, d >= 1
- * or the multiprocessor count, never from a count that can be zero.
+ * kernels (cuda/kmeans*.cu) size every grid from n >= k >= 1, d >= 1 or the
+ * multiprocessor count, never from a count that can be zero.
  */
 #ifndef GPUCLUST_LAUNCH_CUH
 #define GPUCLUST_LAUNCH_CUH

@@ -9,6 +9,8 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 
+#pragma GCC visibility push(hidden)	/* internal to cuda/ */
+
 /*
  * bytes from host src to device dst on stream s.  host_threads threads copy
  * each chunk into the ring while the copy engine moves the one before.
@@ -22,5 +24,7 @@ cudaError_t gc_xfer_h2d(void *dst, const void *src, size_t bytes,
  * once dst holds them. */
 cudaError_t gc_xfer_d2h(void *dst, const void *src, size_t bytes,
 						cudaStream_t s, int host_threads);
+
+#pragma GCC visibility pop
 
 #endif							/* GPUCLUST_TRANSFER_CUH */

@@ -53,8 +53,10 @@ typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
 #define PP_DIST_MIN_D 8
 #define PP_DIST_MAX ((size_t) 64 << 20)
 
+#ifdef GC_TESTING
 /* tests set this to take the recomputing path at any size */
 bool		gc_km_pp_recompute = false;
+#endif
 
 static inline __attribute__((always_inline)) void
 pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,

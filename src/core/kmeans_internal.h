@@ -52,7 +52,11 @@ gc_code		gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n,
 								gc_status *st);
 
 /* Test switch: k-means++ recomputes the winner's distances at any size. */
+#ifdef GC_TESTING
 extern bool gc_km_pp_recompute;
+#else
+#define gc_km_pp_recompute false
+#endif
 
 /*
  * k distinct rows drawn uniformly: draw t gives row floor(u_t * n) (clamped),
