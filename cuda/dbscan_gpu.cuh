@@ -19,6 +19,7 @@
 
 #include <cuda_runtime.h>
 
+#include "check.cuh"
 #include "gpu.h"
 #include "launch.cuh"
 #include "metric.h"
@@ -41,25 +42,8 @@ extern gc_dbscan_gpu_phases db_phases;
 /* GPUCLUST_DB_TRACE=1: each step's end on stderr (debugging hangs). */
 void		db_trace(const char *what, long long v);
 
-/* A CUDA error as a gc_code: allocation failures are GC_ENOMEM. */
-static inline gc_code
-db_cuda_fail(gc_status *st, cudaError_t e, const char *what)
-{
-	gc_code		c = (e == cudaErrorMemoryAllocation) ? GC_ENOMEM : GC_EDEVICE;
-
-	cudaGetLastError();			/* clear a non-sticky error */
-	return gc_fail(st, c, "GPU DBSCAN: %s: %s (%s)",
-				   c == GC_ENOMEM ? "out of GPU memory" : "CUDA error",
-				   cudaGetErrorString(e), what);
-}
-
-/* In a function returning gc_code with gc_status *st in scope. */
-#define DB_CK(expr) \
-	do { \
-		cudaError_t db_e_ = (expr); \
-		if (db_e_ != cudaSuccess) \
-			return db_cuda_fail(st, db_e_, #expr); \
-	} while (0)
+/* In a function returning gc_code with gc_status *st in scope (check.cuh). */
+#define DB_CK(expr) GC_CUDA_CK("GPU DBSCAN", expr)
 
 /*
  * The device resources of one call, released on every path out of it

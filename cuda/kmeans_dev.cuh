@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "check.cuh"
 #include "gpu.h"
 extern "C" {
 #include "kmeans_internal.h"
@@ -36,25 +37,9 @@ struct km_info
 	unsigned	pad;
 };
 
-/* A CUDA error as a gc_code: allocation failures are GC_ENOMEM. */
-static inline gc_code
-km_cuda_fail(gc_status *st, cudaError_t e, const char *what)
-{
-	gc_code		c = (e == cudaErrorMemoryAllocation) ? GC_ENOMEM : GC_EDEVICE;
-
-	cudaGetLastError();			/* clear a non-sticky error */
-	return gc_fail(st, c, "GPU k-means: %s: %s (%s)",
-				   c == GC_ENOMEM ? "out of GPU memory" : "CUDA error",
-				   cudaGetErrorString(e), what);
-}
-
-/* In a function returning gc_code with gc_status *st in scope. */
-#define KM_CK(expr) \
-	do { \
-		cudaError_t km_e_ = (expr); \
-		if (km_e_ != cudaSuccess) \
-			return km_cuda_fail(st, km_e_, #expr); \
-	} while (0)
+/* A CUDA error as a gc_code (check.cuh), named for k-means. */
+#define km_cuda_fail(st, e, what) gc_cuda_fail((st), (e), "GPU k-means", (what))
+#define KM_CK(expr) GC_CUDA_CK("GPU k-means", expr)
 #define KM_LAUNCHED() KM_CK(cudaGetLastError())
 #define KM_ALLOC(p, count) KM_CK(cudaMalloc(&(p), sizeof(*(p)) * (size_t) (count)))
 
