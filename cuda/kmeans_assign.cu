@@ -90,15 +90,11 @@ k_assign_small(const float *__restrict__ XT, int64_t n,
 #pragma unroll
 			for (int p = 0; p < SMALL_P; p++)
 			{
-				float		t = __fsub_rn(x[p][0], cc[0]);
-				float		a = __fmul_rn(t, t);
+				float		a = gc_l2_first(x[p][0], cc[0]);
 
 #pragma unroll
 				for (int j = 1; j < D; j++)
-				{
-					t = __fsub_rn(x[p][j], cc[j]);
-					a = __fadd_rn(a, __fmul_rn(t, t));
-				}
+					a = gc_l2_step(a, x[p][j], cc[j]);
 				if (a < best[p])
 				{
 					best[p] = a;
@@ -302,11 +298,7 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 			if (c < k)
 			{
 				for (int j = 0; j < d; j++)
-				{
-					float		t = __fsub_rn(XT[(int64_t) j * n + row], CTo[(int64_t) j * kp + c]);
-
-					a = __fadd_rn(a, __fmul_rn(t, t));
-				}
+					a = gc_l2_step(a, XT[(int64_t) j * n + row], CTo[(int64_t) j * kp + c]);
 				if (a < best)
 				{
 					best = a;

@@ -27,46 +27,8 @@ pp_dist2(const float *__restrict__ XT, int64_t n, int64_t i, int d,
 	float		s = 0.0f;
 
 	for (int j = 0; j < d; j++)
-	{
-		float		t = __fsub_rn(XT[(int64_t) j * n + i], c[(int64_t) j * cstride]);
-
-		s = __fadd_rn(s, __fmul_rn(t, t));
-	}
+		s = gc_l2_step(s, XT[(int64_t) j * n + i], c[(int64_t) j * cstride]);
 	return s;
-}
-
-/* First row i with prefix(i) > r, else n-1 (pp_search of kmeans_init.c). */
-__device__ int64_t
-pp_search_dev(const double *off, int64_t nb, const float *closest, int64_t n,
-			  double r)
-{
-	int64_t		lo = 0,
-				hi = nb;
-
-	if (!(off[nb] > r))
-		return n - 1;
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-
-		if (off[mid + 1] > r)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	{
-		int64_t		i0 = lo * KM_BLOCK,
-					i1 = i0 + KM_BLOCK < n ? i0 + KM_BLOCK : n;
-		double		local = 0.0;
-
-		for (int64_t i = i0; i < i1; i++)
-		{
-			local += (double) closest[i];
-			if (off[lo] + local > r)
-				return i;
-		}
-		return i1 - 1;
-	}
 }
 
 /*
@@ -91,7 +53,7 @@ pp_draw(const float *XT, int64_t n, int d, const double *off, int64_t nb,
 			uint64_t	ctr = 1 + (uint64_t) (c - 1) * L + t;
 			double		r = gc_rng_uniform(seed, stream, ctr) * off[nb];
 
-			row = pp_search_dev(off, nb, closest, n, r);
+			row = gc_km_pp_search(off, nb, closest, n, r);
 		}
 		cid[t] = row;
 		for (int j = 0; j < d; j++)
@@ -134,11 +96,7 @@ pp_pots(const float *__restrict__ XT, int64_t n, int d,
 #pragma unroll
 				for (int t = 0; t < KM_PP_LMAX; t++)
 					if (t < L)
-					{
-						float		u = __fsub_rn(x, cand[j * KM_PP_LMAX + t]);
-
-						q[t] = __fadd_rn(q[t], __fmul_rn(u, u));
-					}
+						q[t] = gc_l2_step(q[t], x, cand[j * KM_PP_LMAX + t]);
 			}
 #pragma unroll
 			for (int t = 0; t < KM_PP_LMAX; t++)
@@ -191,9 +149,7 @@ pp_terms(const float *__restrict__ XT, int64_t n, int d,
 			for (int t = 0; t < KM_PP_LMAX; t++)
 				if (t < L)
 				{
-					float		u = __fsub_rn(x, cand[j * KM_PP_LMAX + t]);
-
-					q[t] = __fadd_rn(q[t], __fmul_rn(u, u));
+					q[t] = gc_l2_step(q[t], x, cand[j * KM_PP_LMAX + t]);
 				}
 		}
 #pragma unroll

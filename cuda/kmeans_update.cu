@@ -293,11 +293,7 @@ k_d2(const float *__restrict__ XT, int64_t n, int d,
 		float		s = 0.0f;
 
 		for (int j = 0; j < d; j++)
-		{
-			float		t = __fsub_rn(XT[(int64_t) j * n + i], c[j]);
-
-			s = __fadd_rn(s, __fmul_rn(t, t));
-		}
+			s = gc_l2_step(s, XT[(int64_t) j * n + i], c[j]);
 		d2[i] = s;
 	}
 }

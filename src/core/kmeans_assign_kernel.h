@@ -51,14 +51,10 @@ KM_FN(const float *X, int64_t i0, int64_t i1, int d, const float *ct,
 			const float *cc = ct + v * KM_W;
 			vf			c = *(const vf *) cc;
 			/* (c - x)² == (x - c)² bit for bit: IEEE subtraction is symmetric. */
-			vf			t0 = c - x0[0],
-						t1 = c - x1[0],
-						t2 = c - x2[0],
-						t3 = c - x3[0];
-			vf			a0 = t0 * t0,
-						a1 = t1 * t1,
-						a2 = t2 * t2,
-						a3 = t3 * t3;
+			vf			a0 = GC_L2_FIRST_V(c, x0[0]),
+						a1 = GC_L2_FIRST_V(c, x1[0]),
+						a2 = GC_L2_FIRST_V(c, x2[0]),
+						a3 = GC_L2_FIRST_V(c, x3[0]);
 			vi			m0,
 						m1,
 						m2,
@@ -67,14 +63,10 @@ KM_FN(const float *X, int64_t i0, int64_t i1, int d, const float *ct,
 			for (int j = 1; j < d; j++)
 			{
 				c = *(const vf *) (cc + (size_t) j * kpad);
-				t0 = c - x0[j];
-				t1 = c - x1[j];
-				t2 = c - x2[j];
-				t3 = c - x3[j];
-				a0 += t0 * t0;
-				a1 += t1 * t1;
-				a2 += t2 * t2;
-				a3 += t3 * t3;
+				a0 = GC_L2_STEP_V(a0, c, x0[j]);
+				a1 = GC_L2_STEP_V(a1, c, x1[j]);
+				a2 = GC_L2_STEP_V(a2, c, x2[j]);
+				a3 = GC_L2_STEP_V(a3, c, x3[j]);
 			}
 			m0 = a0 < b0;
 			m1 = a1 < b1;

@@ -79,9 +79,7 @@ pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 			for (int v = 0; v < nv; v++)
 				for (int r = 0; r < PP_ROWS; r++)
 				{
-					v8f			t = load8(cand + v * PP_LANES) - X[(i + r) * d];
-
-					s[r][v] = t * t;
+					s[r][v] = GC_L2_FIRST_V(load8(cand + v * PP_LANES), X[(i + r) * d]);
 				}
 			for (int j = 1; j < d; j++)
 				for (int v = 0; v < nv; v++)
@@ -89,11 +87,7 @@ pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 					v8f			c = load8(cand + j * lp + v * PP_LANES);
 
 					for (int r = 0; r < PP_ROWS; r++)
-					{
-						v8f			t = c - X[(i + r) * d + j];
-
-						s[r][v] += t * t;
-					}
+						s[r][v] = GC_L2_STEP_V(s[r][v], c, X[(i + r) * d + j]);
 				}
 		}
 		else
@@ -102,18 +96,10 @@ pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 				const float *x = X + (i + r) * d;
 
 				for (int v = 0; v < nv; v++)
-				{
-					v8f			t = load8(cand + v * PP_LANES) - x[0];
-
-					s[r][v] = t * t;
-				}
+					s[r][v] = GC_L2_FIRST_V(load8(cand + v * PP_LANES), x[0]);
 				for (int j = 1; j < d; j++)
 					for (int v = 0; v < nv; v++)
-					{
-						v8f			t = load8(cand + j * lp + v * PP_LANES) - x[j];
-
-						s[r][v] += t * t;
-					}
+						s[r][v] = GC_L2_STEP_V(s[r][v], load8(cand + j * lp + v * PP_LANES), x[j]);
 			}
 		/* rows in order: each lane's double sum stays sequential */
 		for (int r = 0; r < rows; r++)
@@ -153,18 +139,10 @@ pp_update_closest(const float *X, int64_t i0, int64_t i1, int d,
 		float		q[PP_ROWS];
 
 		for (int r = 0; r < PP_ROWS; r++)
-		{
-			float		t = x[r * d] - c[0];
-
-			q[r] = t * t;
-		}
+			q[r] = gc_l2_first(x[r * d], c[0]);
 		for (int j = 1; j < d; j++)
 			for (int r = 0; r < PP_ROWS; r++)
-			{
-				float		t = x[r * d + j] - c[j];
-
-				q[r] += t * t;
-			}
+				q[r] = gc_l2_step(q[r], x[r * d + j], c[j]);
 		for (int r = 0; r < PP_ROWS; r++)
 			if (q[r] < closest[i + r])
 				closest[i + r] = q[r];
@@ -194,40 +172,6 @@ pp_pots_block(const float *X, int64_t i0, int64_t i1, int d, const float *cand,
 		default:
 			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, dist, 3);
 			break;
-	}
-}
-
-/* First row i with prefix(i) > r (see kmeans_internal.h), else n-1. */
-static int64_t
-pp_search(const double *off, int64_t nb, const float *closest, int64_t n,
-		  double r)
-{
-	int64_t		lo = 0,
-				hi = nb;		/* first b in [lo, hi) with off[b+1] > r */
-
-	if (!(off[nb] > r))
-		return n - 1;
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-
-		if (off[mid + 1] > r)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	{
-		int64_t		i0 = lo * GC_KM_BLOCK,
-					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-		double		local = 0.0;
-
-		for (int64_t i = i0; i < i1; i++)
-		{
-			local += closest[i];
-			if (off[lo] + local > r)
-				return i;
-		}
-		return i1 - 1;			/* unreachable: prefix(i1-1) == off[lo+1] */
 	}
 }
 
@@ -312,7 +256,7 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 			uint64_t	ctr = 1 + (uint64_t) (c - 1) * L + t;
 			double		r = gc_rng_uniform(seed, stream, ctr) * pot;
 
-			cid[t] = pp_search(off, nb, closest, n, r);
+			cid[t] = gc_km_pp_search(off, nb, closest, n, r);
 		}
 		for (int t = 0; t < lp; t++)
 		{

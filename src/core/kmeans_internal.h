@@ -51,6 +51,44 @@ gc_code		gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n,
 								float *centroids, int64_t *chosen,
 								gc_status *st);
 
+/*
+ * The candidate of a k-means++ draw, on the CPU (kmeans_init.c) and the GPU
+ * (cuda/kmeans_pp.cu) alike: the first row i with prefix(i) > r (above),
+ * else n-1.  off: the nb + 1 block offsets; closest: D².
+ */
+GC_HD int64_t
+gc_km_pp_search(const double *off, int64_t nb, const float *closest,
+				int64_t n, double r)
+{
+	int64_t		lo = 0,
+				hi = nb;		/* first b in [lo, hi) with off[b+1] > r */
+
+	if (!(off[nb] > r))
+		return n - 1;
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (off[mid + 1] > r)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	{
+		int64_t		i0 = lo * GC_KM_BLOCK,
+					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+		double		local = 0.0;
+
+		for (int64_t i = i0; i < i1; i++)
+		{
+			local += (double) closest[i];
+			if (off[lo] + local > r)
+				return i;
+		}
+		return i1 - 1;			/* unreachable: prefix(i1-1) == off[lo+1] */
+	}
+}
+
 /* Test switch: k-means++ recomputes the winner's distances at any size. */
 #ifdef GC_TESTING
 extern bool gc_km_pp_recompute;

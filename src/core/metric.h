@@ -1,5 +1,6 @@
 /*
- * metric.h — the one distance of DBSCAN, for the CPU and the GPU alike.
+ * metric.h — the one distance of DBSCAN and k-means, for the CPU and the
+ * GPU alike.
  * Plain C for the core; cuda/ includes it too, and then every function here
  * is __host__ __device__.
  *
@@ -10,8 +11,9 @@
  * intrinsics, which no flag contracts).  So the CPU, its SIMD kernels and
  * the GPU decide dist2 <= eps2 identically, bit for bit.  One step defines
  * it, and everything else is built from that step:
- *   gc_l2_acc, gc_l2_step     s + t², and s + (a - b)²: the step;
- *   GC_L2_STEP_V              the step on GCC vector types (SIMD kernels);
+ *   gc_l2_acc, gc_l2_step     s + t², and s + (a - b)²: the step
+ *   gc_l2_first               (a - b)², the first step from 0;
+ *   GC_L2_STEP_V, _FIRST_V    the steps on GCC vector types (SIMD kernels);
  *   gc_dist2, gc_dist2_upto   the distance, and its early-stopping form;
  *   gc_box_*, gc_boxbox_*     bounds from a point or box to a box, exact in
  *                             float (below);
@@ -76,6 +78,19 @@ gc_l2_step(float s, float a, float b)
 	return gc_l2_acc(s, gc_fsub(a, b));
 }
 
+/* (a - b)^2: the first step, from 0 (0 + x == x for every x >= 0). */
+GC_HD float
+gc_l2_first(float a, float b)
+{
+	float		t = gc_fsub(a, b);
+
+#ifdef __CUDA_ARCH__
+	return __fmul_rn(t, t);
+#else
+	return t * t;
+#endif
+}
+
 /*
  * The step on GCC vector types (v8f, __m256, __m512: lane by lane, the same
  * rounded operations as gc_l2_step; the core's -ffp-contract=off keeps the
@@ -83,6 +98,8 @@ gc_l2_step(float s, float a, float b)
  */
 #define GC_L2_STEP_V(acc, a, b) \
 	__extension__ ({ __typeof__(acc) t_ = (a) - (b); (acc) + t_ * t_; })
+#define GC_L2_FIRST_V(a, b) \
+	__extension__ ({ __typeof__((a) - (b)) t_ = (a) - (b); t_ * t_; })
 
 /* The distance every DBSCAN path compares with gc_eps2(eps). */
 GC_HD float
