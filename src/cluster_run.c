@@ -60,11 +60,11 @@ gc_glue_run_kmeans(gc_device requested, const float *X, int64 n, int d,
 	/* the device is gpuclust.gpu_device_id, made current by the probe */
 	if (chosen == GC_DEVICE_GPU &&
 		gc_kmeans_gpu(&ctx, X, n, d, params, res, &st) != GC_OK)
-		chosen = gpu_failed(requested, &st, "k-means");
+		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_KMEANS));
 	if (chosen == GC_DEVICE_CPU)
 	{
 		if (gc_kmeans_cpu(&ctx, X, n, d, params, res, &st) != GC_OK)
-			gc_glue_report(&st, "k-means");
+			gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
 	}
 	return chosen;
 }
@@ -85,10 +85,10 @@ gc_glue_run_dbscan(gc_device requested, const float *X, int64 n, int d,
 	gc_glue_prepare_threads(&ctx);
 	if (chosen == GC_DEVICE_GPU &&
 		gc_dbscan_gpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
-		chosen = gpu_failed(requested, &st, "DBSCAN");
+		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_DBSCAN));
 	if (chosen == GC_DEVICE_CPU &&
 		gc_dbscan_cpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
-		gc_glue_report(&st, "DBSCAN");
+		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_DBSCAN));
 	return chosen;
 }
 
