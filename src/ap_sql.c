@@ -24,6 +24,8 @@
  * Device: CPU only for now.  'gpu' (argument or gpuclust.device) is an
  * error; 'auto' runs on the CPU.
  *
+ * Arguments and their checks: gc_glue_ap_params (cluster_args.c).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,21 +39,11 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "gpuclust.h"
+#include "cluster_args.h"
 #include "cluster_run.h"
 #include "ingest.h"
 
 PG_FUNCTION_INFO_V1(gpu_affinity_propagation);
-
-enum
-{
-	ARG_SOURCE = 0,
-	ARG_DAMPING,
-	ARG_PREFERENCE,
-	ARG_MAX_ITER,
-	ARG_CONVERGENCE_ITER,
-	ARG_DEVICE
-};
 
 /*
  * bytes as MB with one decimal, for messages: rounded up for what is
@@ -104,6 +96,7 @@ Datum
 gpu_affinity_propagation(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GcArgs		args;
 	gc_ap_params params;
 	gc_ap_result res;
 	gc_device	requested;
@@ -116,49 +109,15 @@ gpu_affinity_propagation(PG_FUNCTION_ARGS)
 				t_ingest = 0,
 				t_compute = 0;
 
-	gc_glue_require_arg(fcinfo, ARG_SOURCE, "source");
-	gc_glue_require_arg(fcinfo, ARG_DAMPING, "damping");
-	gc_glue_require_arg(fcinfo, ARG_MAX_ITER, "max_iter");
-	gc_glue_require_arg(fcinfo, ARG_CONVERGENCE_ITER, "convergence_iter");
-
 	/* cheap checks first: nothing runs when an argument is bad */
-	memset(&params, 0, sizeof(params));
-	params.damping = PG_GETARG_FLOAT8(ARG_DAMPING);
-	params.has_preference = !PG_ARGISNULL(ARG_PREFERENCE);
-	params.preference = params.has_preference ? PG_GETARG_FLOAT8(ARG_PREFERENCE) : 0.0;
-	params.max_iter = PG_GETARG_INT32(ARG_MAX_ITER);
-	params.convergence_iter = PG_GETARG_INT32(ARG_CONVERGENCE_ITER);
-
-	if (isnan(params.damping) || params.damping < 0.5 || params.damping >= 1.0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("damping must be at least 0.5 and less than 1")));
-	if (params.has_preference && (isnan(params.preference) || isinf(params.preference)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("preference must be a finite number"),
-				 errhint("NULL uses the median of the similarities.")));
-	if (params.max_iter < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_iter must be at least 1")));
-	if (params.convergence_iter < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("convergence_iter must be at least 1")));
-	requested = gc_glue_parse_device(fcinfo, ARG_DEVICE);
-	if (requested == GC_DEVICE_GPU)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot run affinity propagation on the GPU"),
-				 errdetail("gpuclust has no GPU implementation of affinity propagation yet."),
-				 errhint("Use device => 'cpu' or 'auto', or set gpuclust.device to 'cpu' or 'auto'.")));
+	gc_glue_args_of_call(fcinfo, &gc_ap_signature, &args);
+	gc_glue_ap_params(&args, &params, &requested);
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_affinity_propagation",
 									ALLOCSET_DEFAULT_SIZES);
-	source = text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE));
+	source = TextDatumGetCString(args.value[GC_ARG_ROWS]);
 	t_start = gc_now_ms();
 	gc_ingest(source, workcxt, &in);
 	t_ingest = gc_now_ms() - t_start;

@@ -2,16 +2,15 @@
  *
  * cluster_run.c
  *	  Running the core on the chosen device (choice, GPU call, fallback to
- *	  the CPU under 'auto'), parameter checks and emitting labels: shared by the set-returning functions (kmeans_sql.c,
- *	  dbscan_sql.c), the window functions (window_sql.c) and the models
- *	  (model_sql.c), so that each runs where the others would for the same
- *	  problem and returns the same labels.
+ *	  the CPU under 'auto') and emitting labels: shared by the
+ *	  set-returning functions (kmeans_sql.c, dbscan_sql.c), the window
+ *	  functions (window_sql.c) and the models (model_sql.c), so that each
+ *	  runs where the others would for the same problem and returns the
+ *	  same labels.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <math.h>
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -119,41 +118,6 @@ gc_glue_gpu_phases(gc_algorithm algo, gc_device ran, char *buf, size_t len)
 }
 
 void
-gc_glue_kmeans_args(FunctionCallInfo fcinfo, gc_kmeans_params *p)
-{
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_SOURCE, "source");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_K, "k");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_MAX_ITER, "max_iter");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_TOL, "tol");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_INIT, "init");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_N_INIT, "n_init");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_SEED, "seed");
-
-	memset(p, 0, sizeof(*p));
-	p->k = PG_GETARG_INT32(GC_KM_ARG_K);
-	p->max_iter = PG_GETARG_INT32(GC_KM_ARG_MAX_ITER);
-	p->tol = PG_GETARG_FLOAT8(GC_KM_ARG_TOL);
-	p->n_init = PG_GETARG_INT32(GC_KM_ARG_N_INIT);
-	p->seed = (uint64_t) PG_GETARG_INT64(GC_KM_ARG_SEED);
-	gc_glue_check_kmeans_params(p);
-	p->init = gc_glue_parse_kmeans_init(text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_INIT)));
-}
-
-void
-gc_glue_check_k_rows(int k, int64 n, const char *hint)
-{
-	if (k > n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must not exceed the number of rows with features"),
-				 errdetail_plural("k is %d, but the source query returned %lld row with non-NULL features.",
-								  "k is %d, but the source query returned %lld rows with non-NULL features.",
-								  (unsigned long) n,
-								  k, (long long) n),
-				 hint ? errhint("%s", hint) : 0));
-}
-
-void
 gc_glue_emit_labels(ReturnSetInfo *rsinfo, const GcInput *in,
 					const int32 *labels, const uint8 *flags)
 {
@@ -184,52 +148,4 @@ gc_glue_emit_labels(ReturnSetInfo *rsinfo, const GcInput *in,
 		if ((i & 0xFFFF) == 0xFFFF)
 			CHECK_FOR_INTERRUPTS();
 	}
-}
-
-gc_kmeans_init
-gc_glue_parse_kmeans_init(const char *s)
-{
-	if (pg_strcasecmp(s, "k-means++") == 0)
-		return GC_INIT_KMEANSPP;
-	if (pg_strcasecmp(s, "random") == 0)
-		return GC_INIT_RANDOM;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid init method \"%s\"", s),
-			 errhint("Valid methods are \"k-means++\" and \"random\".")));
-	pg_unreachable();
-}
-
-void
-gc_glue_check_kmeans_params(const gc_kmeans_params *p)
-{
-	if (p->k < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must be at least 1")));
-	if (p->max_iter < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_iter must be at least 1")));
-	if (isnan(p->tol) || isinf(p->tol) || p->tol < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("tol must be a finite number greater than or equal to 0")));
-	if (p->n_init < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n_init must be at least 1")));
-}
-
-void
-gc_glue_check_dbscan_params(const gc_dbscan_params *p)
-{
-	if (isnan(p->eps) || isinf(p->eps) || p->eps <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("eps must be a finite number greater than 0")));
-	if (p->min_pts < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("min_pts must be at least 1")));
 }

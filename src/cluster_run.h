@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * cluster_run.h
- *	  Running the core on the chosen device, parameter checks, and
- *	  validating one features array: shared by every SQL function.
+ *	  Running the core on the chosen device, and emitting labels: shared by
+ *	  every SQL function.
  *
  *-------------------------------------------------------------------------
  */
@@ -45,26 +45,6 @@ extern void gc_glue_gpu_phases(gc_algorithm algo, gc_device ran, char *buf,
 							   size_t len);
 
 /*
- * The argument positions shared by gpu_kmeans and gpu_kmeans_fit, and the
- * reading and checking of their k-means parameters (NULL is an error).
- */
-enum
-{
-	GC_KM_ARG_SOURCE = 0,
-	GC_KM_ARG_K,
-	GC_KM_ARG_MAX_ITER,
-	GC_KM_ARG_TOL,
-	GC_KM_ARG_INIT,
-	GC_KM_ARG_N_INIT,
-	GC_KM_ARG_SEED,
-	GC_KM_ARG_DEVICE
-};
-extern void gc_glue_kmeans_args(FunctionCallInfo fcinfo, gc_kmeans_params *p);
-
-/* ERROR unless k <= n, the rows with features; hint may be NULL */
-extern void gc_glue_check_k_rows(int k, int64 n, const char *hint);
-
-/*
  * Emits the rows (id, cluster_id, flag) of a labelling in input order into
  * the materialised SRF's tuplestore: GC_NOISE and rows without features
  * get a NULL cluster_id; rows without features a NULL flag too.
@@ -72,15 +52,5 @@ extern void gc_glue_check_k_rows(int k, int64 n, const char *hint);
 struct GcInput;
 extern void gc_glue_emit_labels(ReturnSetInfo *rsinfo, const struct GcInput *in,
 								const int32 *labels, const uint8 *flags);
-
-/* init text of k-means ('k-means++' | 'random'), or an ERROR */
-extern gc_kmeans_init gc_glue_parse_kmeans_init(const char *s);
-
-/*
- * Checks of the k-means parameters gpu_kmeans makes (k, max_iter, tol,
- * n_init), raising its errors.
- */
-extern void gc_glue_check_kmeans_params(const gc_kmeans_params *p);
-extern void gc_glue_check_dbscan_params(const gc_dbscan_params *p);
 
 #endif							/* GPUCLUST_CLUSTER_RUN_H */

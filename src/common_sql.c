@@ -3,8 +3,8 @@
  * common_sql.c
  *	  Helpers shared by the SQL-callable functions: the gc_ctx a core call
  *	  runs with and its threads, the signal mask around the core and CUDA,
- *	  device selection, argument checks, and the mapping of the core's
- *	  gc_status to ereport() (gc_glue_report, the only one).
+ *	  device selection, and the mapping of the core's gc_status to
+ *	  ereport() (gc_glue_report, the only one).
  *
  *-------------------------------------------------------------------------
  */
@@ -148,29 +148,6 @@ gc_device_name(gc_device dev)
 	return "unknown";
 }
 
-/*
- * The device requested by the text argument argno of fcinfo: NULL means the
- * gpuclust.device setting.
- */
-gc_device
-gc_glue_parse_device(FunctionCallInfo fcinfo, int argno)
-{
-	char	   *s;
-	gc_device	dev;
-
-	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
-		return (gc_device) gpuclust_device;
-
-	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (!gc_parse_device(s, &dev))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid device \"%s\"", s),
-				 errhint("Valid devices are \"auto\", \"cpu\" and \"gpu\"; NULL uses the gpuclust.device setting.")));
-	pfree(s);
-	return dev;
-}
-
 /* The name of algo in messages. */
 const char *
 gc_algorithm_name(gc_algorithm algo)
@@ -244,18 +221,4 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 				(errmsg("k-means runs on the CPU"),
 				 errdetail("%s.", note)));
 	return chosen;
-}
-
-/*
- * The SQL functions are not STRICT (device defaults to NULL), so required
- * arguments are checked here: a NULL one is an error, never a silent empty
- * result.
- */
-void
-gc_glue_require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be NULL", argname)));
 }

@@ -6,7 +6,8 @@
  *
  * Rows come back in the source's order.  Noise has a NULL cluster_id and
  * is_core false; a row with NULL features has NULL cluster_id and is_core.
- * A NULL argument other than device is an error.
+ * A NULL argument other than device is an error (gc_glue_dbscan_params,
+ * cluster_args.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -21,24 +22,17 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "gpuclust.h"
+#include "cluster_args.h"
 #include "cluster_run.h"
 #include "ingest.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan);
 
-enum
-{
-	ARG_SOURCE = 0,
-	ARG_EPS,
-	ARG_MIN_PTS,
-	ARG_DEVICE
-};
-
 Datum
 gpu_dbscan(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GcArgs		args;
 	gc_dbscan_params params;
 	gc_device	requested;
 	char	   *source;
@@ -51,21 +45,15 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 				t_ingest,
 				t_compute = 0;
 
-	gc_glue_require_arg(fcinfo, ARG_SOURCE, "source");
-	gc_glue_require_arg(fcinfo, ARG_EPS, "eps");
-	gc_glue_require_arg(fcinfo, ARG_MIN_PTS, "min_pts");
-
-	memset(&params, 0, sizeof(params));
-	params.eps = PG_GETARG_FLOAT8(ARG_EPS);
-	params.min_pts = PG_GETARG_INT32(ARG_MIN_PTS);
-	gc_glue_check_dbscan_params(&params);
-	requested = gc_glue_parse_device(fcinfo, ARG_DEVICE);
+	/* cheap checks first: nothing runs when an argument is bad */
+	gc_glue_args_of_call(fcinfo, &gc_dbscan_signature, &args);
+	gc_glue_dbscan_params(&args, &params, &requested);
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_dbscan",
 									ALLOCSET_DEFAULT_SIZES);
-	source = text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE));
+	source = TextDatumGetCString(args.value[GC_ARG_ROWS]);
 	t_start = gc_now_ms();
 	gc_ingest(source, workcxt, &in);
 	t_ingest = gc_now_ms() - t_start;

@@ -33,7 +33,6 @@ extern void gc_glue_prepare_threads(const gc_ctx *ctx);
 extern void gc_glue_signals_block(sigset_t *old);
 extern void gc_glue_signals_restore(const sigset_t *old);
 extern void gc_glue_report(const gc_status *st, const char *what) pg_attribute_noreturn();
-extern gc_device gc_glue_parse_device(FunctionCallInfo fcinfo, int argno);
 extern gc_code gc_glue_try_choose_device(gc_device requested,
 										 gc_algorithm algo, int64 n, int d,
 										 gc_device *chosen, gc_status *st);
@@ -41,8 +40,6 @@ extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
 									   int64 n, int d);
 extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
 											  int d, int k, int n_init);
-extern void gc_glue_require_arg(FunctionCallInfo fcinfo, int argno,
-								const char *argname);
 extern const char *gc_device_name(gc_device dev);
 extern const char *gc_algorithm_name(gc_algorithm algo);
 

@@ -10,7 +10,8 @@
  * rows unclustered (none for an empty source) without checking k against
  * the row count.
  *
- * Device: gc_glue_choose_kmeans_device (dispatch.c).  Under 'auto', a GPU
+ * Arguments: gc_glue_kmeans_params (cluster_args.c).  Device:
+ * gc_glue_choose_kmeans_device (dispatch.c).  Under 'auto', a GPU
  * run that fails for lack of GPU memory or with a CUDA error is redone on
  * the CPU, with a NOTICE; under 'gpu' that failure is the error.
  * gpuclust.log_timing = on reports ingest / compute / emit times in an INFO.
@@ -28,7 +29,7 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "gpuclust.h"
+#include "cluster_args.h"
 #include "cluster_run.h"
 #include "ingest.h"
 
@@ -39,6 +40,7 @@ Datum
 gpu_kmeans(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GcArgs		args;
 	gc_kmeans_params params;
 	gc_device	requested;
 	gc_device	chosen;
@@ -53,25 +55,23 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 	int			iterations = 0;
 
 	/* cheap checks first: nothing runs when an argument is bad */
-	gc_glue_kmeans_args(fcinfo, &params);
-	requested = gc_glue_parse_device(fcinfo, GC_KM_ARG_DEVICE);
+	gc_glue_args_of_call(fcinfo, &gc_kmeans_signature, &args);
+	gc_glue_kmeans_params(&args, &params, &requested);
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans",
 									ALLOCSET_DEFAULT_SIZES);
-	source = text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_SOURCE));
+	source = TextDatumGetCString(args.value[GC_ARG_ROWS]);
 	t_start = gc_now_ms();
 	gc_ingest(source, workcxt, &in);
 	t_ingest = gc_now_ms() - t_start;
 
 	if (in.n > 0)
-		gc_glue_check_k_rows(params.k, in.n, NULL);
-
-	if (in.n > 0)
 	{
 		gc_kmeans_result res;
 
+		gc_glue_check_k_rows(params.k, in.n, GC_ROWS_QUERY, NULL);
 		labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
 		distance = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(double));
 		memset(&res, 0, sizeof(res));

@@ -40,6 +40,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "cluster_args.h"
 #include "cluster_run.h"
 #include "ingest.h"
 
@@ -55,6 +56,7 @@ PG_FUNCTION_INFO_V1(kmeans_assign_distance);
 Datum
 gpu_kmeans_fit(PG_FUNCTION_ARGS)
 {
+	GcArgs		args;
 	gc_kmeans_params params;
 	gc_device	requested;
 	TupleDesc	tupdesc;
@@ -71,8 +73,8 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	HeapTuple	tuple;
 
 	/* cheap checks first: nothing runs when an argument is bad */
-	gc_glue_kmeans_args(fcinfo, &params);
-	requested = gc_glue_parse_device(fcinfo, GC_KM_ARG_DEVICE);
+	gc_glue_args_of_call(fcinfo, &gc_kmeans_signature, &args);
+	gc_glue_kmeans_params(&args, &params, &requested);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type of gpu_kmeans_fit must be a row type");
@@ -80,9 +82,9 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans_fit",
 									ALLOCSET_DEFAULT_SIZES);
-	gc_ingest(text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_SOURCE)), workcxt, &in);
+	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), workcxt, &in);
 
-	gc_glue_check_k_rows(params.k, in.n,
+	gc_glue_check_k_rows(params.k, in.n, GC_ROWS_QUERY,
 						 in.n == 0 ? "gpu_kmeans_fit needs rows to fit a model to." : NULL);
 
 	memset(&res, 0, sizeof(res));

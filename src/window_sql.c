@@ -21,10 +21,12 @@
  * same order: with ORDER BY in the window, give the SRF's source the same
  * ORDER BY.  NULL features and DBSCAN noise give NULL.
  *
- * The parameters (eps, k, ...) are read from the partition's first row;
- * when an argument is not a constant it is evaluated on every row and must
- * not change within the partition.  A NULL parameter other than device is
- * an error.  Errors about features name the 1-based row number within the
+ * The parameters (eps, k, ...) are read from the partition's first row
+ * and checked by the set-returning form's reader (cluster_args.c), with its
+ * errors; when an argument is not a constant it is evaluated on every row
+ * and must not change within the partition.  A NULL parameter other than
+ * device is an error.  The defaults are the install script's: PostgreSQL
+ * passes every argument to a window function too.  Errors about features name the 1-based row number within the
  * partition, in the window's order (there is no id).
  *
  *-------------------------------------------------------------------------
@@ -40,6 +42,7 @@
 #include "utils/memutils.h"
 #include "windowapi.h"
 
+#include "cluster_args.h"
 #include "cluster_run.h"
 #include "ingest.h"
 
@@ -60,127 +63,100 @@ typedef struct WinPartition
 	int32	   *labels;			/* n_rows, in the partition's memory */
 } WinPartition;
 
-/* One parameter argument of a window function. */
-typedef struct WinParam
+/*
+ * The parameters of a window function call (every argument but the
+ * features), read from the partition's first row.
+ */
+typedef struct WinArgs
 {
-	const char *name;
-	int			argno;
-	bool		nullable;		/* only device */
-	bool		present;		/* the call has this argument */
-	bool		varies;			/* not a constant: checked on every row */
-	Oid			type;
-	bool		byval;
-	Datum		value;			/* row 1's value */
-	bool		isnull;
-} WinParam;
+	GcArgs		args;			/* row 1's values, as the readers take them */
+	bool		varies[GC_MAX_ARGS];	/* not a constant: checked on every row */
+	Oid			type[GC_MAX_ARGS];
+	bool		byval[GC_MAX_ARGS];
+} WinArgs;
 
+/* Whether a (the value of argument argno on some row) equals row 1's. */
 static bool
-param_equal(const WinParam *p, Datum a, bool anull)
+param_equal(const WinArgs *wa, int argno, Datum a, bool anull)
 {
-	if (anull || p->isnull)
-		return anull == p->isnull;
-	if (p->byval)
-		return a == p->value;
-	if (p->type == TEXTOID)
+	Datum		first = wa->args.value[argno];
+
+	if (anull || wa->args.isnull[argno])
+		return anull == wa->args.isnull[argno];
+	if (wa->byval[argno])
+		return a == first;
+	if (wa->type[argno] == TEXTOID)
 	{
 		text	   *x = DatumGetTextPP(a);
-		text	   *y = DatumGetTextPP(p->value);
+		text	   *y = DatumGetTextPP(first);
 
 		return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
 			memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;
 	}
 	elog(ERROR, "unexpected type %u of window function argument \"%s\"",
-		 p->type, p->name);
+		 wa->type[argno], wa->args.sig->arg[argno].name);
 	return false;
 }
 
-static void
-param_require(const WinParam *p, bool isnull)
-{
-	if (isnull && !p->nullable)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be NULL", p->name)));
-}
-
 /*
- * Reads the parameters from the partition's first row (in memory that
- * lasts for the computation: the caller's context).
+ * Reads the parameters of sig from the partition's first row (in memory
+ * that lasts for the computation: the caller's context), checking their
+ * NULLs as the set-returning forms do.
  */
 static void
-params_init(WindowObject winobj, FunctionCallInfo fcinfo, WinParam *params,
-			int nparams)
+params_init(WindowObject winobj, FunctionCallInfo fcinfo,
+			const GcSignature *sig, WinArgs *wa)
 {
-	for (int i = 0; i < nparams; i++)
+	gc_glue_check_nargs(fcinfo, sig);
+	memset(wa, 0, sizeof(*wa));
+	wa->args.sig = sig;
+	for (int argno = GC_ARG_ROWS + 1; argno < sig->nargs; argno++)
 	{
-		WinParam   *p = &params[i];
 		bool		isout;
 		int16		typlen;
 
-		p->present = p->argno < PG_NARGS();
-		if (!p->present)
-		{
-			p->isnull = true;
-			continue;
-		}
-		p->type = get_fn_expr_argtype(fcinfo->flinfo, p->argno);
-		get_typlenbyval(p->type, &typlen, &p->byval);
-		p->varies = !get_fn_expr_arg_stable(fcinfo->flinfo, p->argno);
-		p->value = WinGetFuncArgInPartition(winobj, p->argno, 0,
-											WINDOW_SEEK_HEAD, false,
-											&p->isnull, &isout);
+		wa->type[argno] = get_fn_expr_argtype(fcinfo->flinfo, argno);
+		get_typlenbyval(wa->type[argno], &typlen, &wa->byval[argno]);
+		wa->varies[argno] = !get_fn_expr_arg_stable(fcinfo->flinfo, argno);
+		wa->args.value[argno] =
+			WinGetFuncArgInPartition(winobj, argno, 0, WINDOW_SEEK_HEAD,
+									 false, &wa->args.isnull[argno], &isout);
 		if (isout)
 			elog(ERROR, "partition of a window function has no first row");
-		param_require(p, p->isnull);
-		if (!p->isnull && !p->byval)
-			p->value = datumCopy(p->value, p->byval, typlen);
+		gc_glue_check_arg_null(sig, argno, wa->args.isnull[argno]);
+		if (!wa->args.isnull[argno] && !wa->byval[argno])
+			wa->args.value[argno] = datumCopy(wa->args.value[argno], false,
+											  typlen);
 	}
 }
 
 /* Checks on partition row rowno (0-based) the parameters that may vary. */
 static void
-params_check_row(WindowObject winobj, WinParam *params, int nparams,
-				 int64 rowno)
+params_check_row(WindowObject winobj, const WinArgs *wa, int64 rowno)
 {
-	for (int i = 0; i < nparams; i++)
+	const GcSignature *sig = wa->args.sig;
+
+	for (int argno = GC_ARG_ROWS + 1; argno < sig->nargs; argno++)
 	{
-		WinParam   *p = &params[i];
 		Datum		v;
 		bool		isnull,
 					isout;
 
-		if (!p->present || !p->varies)
+		if (!wa->varies[argno])
 			continue;
-		v = WinGetFuncArgInPartition(winobj, p->argno, rowno,
+		v = WinGetFuncArgInPartition(winobj, argno, rowno,
 									 WINDOW_SEEK_HEAD, false, &isnull, &isout);
-		param_require(p, isnull);
-		if (!param_equal(p, v, isnull))
+		gc_glue_check_arg_null(sig, argno, isnull);
+		if (!param_equal(wa, argno, v, isnull))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"%s\" must be the same for every row of a partition",
-							p->name),
+							sig->arg[argno].name),
 					 errdetail("It differs between partition rows 1 and %lld.",
 							   (long long) rowno + 1),
 					 errhint("The window function clusters the whole partition with one \"%s\"; use PARTITION BY to cluster groups with different parameters.",
-							 p->name)));
+							 sig->arg[argno].name)));
 	}
-}
-
-static gc_device
-param_device(const WinParam *p)
-{
-	gc_device	dev;
-	char	   *s;
-
-	if (!p->present || p->isnull)
-		return (gc_device) gpuclust_device;
-	s = text_to_cstring(DatumGetTextPP(p->value));
-	if (!gc_parse_device(s, &dev))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid device \"%s\"", s),
-				 errhint("Valid devices are \"auto\", \"cpu\" and \"gpu\"; NULL uses the gpuclust.device setting.")));
-	return dev;
 }
 
 /* The features of a partition, packed. */
@@ -198,7 +174,7 @@ typedef struct WinInput
  * with the arrays in workcxt, checking the varying parameters on the way.
  */
 static void
-read_partition(WindowObject winobj, WinParam *params, int nparams,
+read_partition(WindowObject winobj, const WinArgs *wa,
 			   MemoryContext workcxt, WinInput *in)
 {
 	MemoryContext batchcxt;
@@ -250,7 +226,7 @@ read_partition(WindowObject winobj, WinParam *params, int nparams,
 			in->n++;
 		}
 		in->has_features[i] = !isnull;
-		params_check_row(winobj, params, nparams, i);
+		params_check_row(winobj, wa, i);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	MemoryContextDelete(batchcxt);
@@ -314,11 +290,7 @@ gpu_dbscan_window(PG_FUNCTION_ARGS)
 
 	if (!part->ready)
 	{
-		WinParam	params[] = {
-			{.name = "eps", .argno = 1},
-			{.name = "min_pts", .argno = 2},
-			{.name = "device", .argno = 3, .nullable = true},
-		};
+		WinArgs		wa;
 		gc_dbscan_params dp;
 		gc_device	requested;
 		MemoryContext workcxt;
@@ -330,14 +302,10 @@ gpu_dbscan_window(PG_FUNCTION_ARGS)
 										ALLOCSET_DEFAULT_SIZES);
 		oldcxt = MemoryContextSwitchTo(workcxt);
 
-		params_init(winobj, fcinfo, params, lengthof(params));
-		memset(&dp, 0, sizeof(dp));
-		dp.eps = DatumGetFloat8(params[0].value);
-		dp.min_pts = DatumGetInt32(params[1].value);
-		gc_glue_check_dbscan_params(&dp);
-		requested = param_device(&params[2]);
+		params_init(winobj, fcinfo, &gc_dbscan_signature, &wa);
+		gc_glue_dbscan_params(&wa.args, &dp, &requested);
 
-		read_partition(winobj, params, lengthof(params), workcxt, &in);
+		read_partition(winobj, &wa, workcxt, &in);
 		if (in.n > 0)
 		{
 			int32	   *labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
@@ -369,15 +337,7 @@ gpu_kmeans_window(PG_FUNCTION_ARGS)
 
 	if (!part->ready)
 	{
-		WinParam	params[] = {
-			{.name = "k", .argno = 1},
-			{.name = "max_iter", .argno = 2},
-			{.name = "tol", .argno = 3},
-			{.name = "init", .argno = 4},
-			{.name = "n_init", .argno = 5},
-			{.name = "seed", .argno = 6},
-			{.name = "device", .argno = 7, .nullable = true},
-		};
+		WinArgs		wa;
 		gc_kmeans_params kp;
 		gc_device	requested;
 		MemoryContext workcxt;
@@ -389,33 +349,15 @@ gpu_kmeans_window(PG_FUNCTION_ARGS)
 										ALLOCSET_DEFAULT_SIZES);
 		oldcxt = MemoryContextSwitchTo(workcxt);
 
-		params_init(winobj, fcinfo, params, lengthof(params));
-		/* the defaults of the SQL declaration, should a call lack them */
-		memset(&kp, 0, sizeof(kp));
-		kp.k = DatumGetInt32(params[0].value);
-		kp.max_iter = params[1].present ? DatumGetInt32(params[1].value) : 300;
-		kp.tol = params[2].present ? DatumGetFloat8(params[2].value) : 1e-4;
-		kp.n_init = params[4].present ? DatumGetInt32(params[4].value) : 1;
-		kp.seed = params[5].present ? (uint64) DatumGetInt64(params[5].value) : 0;
-		gc_glue_check_kmeans_params(&kp);
-		kp.init = params[3].present ?
-			gc_glue_parse_kmeans_init(text_to_cstring(DatumGetTextPP(params[3].value))) :
-			GC_INIT_KMEANSPP;
-		requested = param_device(&params[6]);
+		params_init(winobj, fcinfo, &gc_kmeans_signature, &wa);
+		gc_glue_kmeans_params(&wa.args, &kp, &requested);
 
-		read_partition(winobj, params, lengthof(params), workcxt, &in);
+		read_partition(winobj, &wa, workcxt, &in);
 		if (in.n > 0)
 		{
 			gc_kmeans_result res;
 
-			if (kp.k > in.n)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("k must not exceed the number of rows with features"),
-						 errdetail_plural("k is %d, but the partition has %lld row with non-NULL features.",
-										  "k is %d, but the partition has %lld rows with non-NULL features.",
-										  (unsigned long) in.n,
-										  kp.k, (long long) in.n)));
+			gc_glue_check_k_rows(kp.k, in.n, GC_ROWS_PARTITION, NULL);
 			memset(&res, 0, sizeof(res));
 			res.labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
 			/* as gpu_kmeans asks for them: the same core path runs */
