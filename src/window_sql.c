@@ -44,7 +44,6 @@
 
 #include "cluster_args.h"
 #include "cluster_run.h"
-#include "ingest.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan_window);
 PG_FUNCTION_INFO_V1(gpu_kmeans_window);
@@ -159,23 +158,14 @@ params_check_row(WindowObject winobj, const WinArgs *wa, int64 rowno)
 	}
 }
 
-/* The features of a partition, packed. */
-typedef struct WinInput
-{
-	int64		n_rows;			/* rows of the partition */
-	int64		n;				/* rows with features = rows of X */
-	int			d;
-	float	   *X;				/* n x d */
-	bool	   *has_features;	/* n_rows */
-} WinInput;
-
 /*
- * Reads argument 0 (the features) of every row of the partition into *in,
- * with the arrays in workcxt, checking the varying parameters on the way.
+ * Reads argument 0 (the features) of every row of the partition into *in
+ * (ids NULL: a partition row has none), with the arrays in workcxt,
+ * checking the varying parameters on the way.
  */
 static void
 read_partition(WindowObject winobj, const WinArgs *wa,
-			   MemoryContext workcxt, WinInput *in)
+			   MemoryContext workcxt, GcInput *in)
 {
 	MemoryContext batchcxt;
 	MemoryContext oldcxt;
@@ -200,8 +190,9 @@ read_partition(WindowObject winobj, const WinArgs *wa,
 		}
 		/* argument evaluation and detoasting allocate in the batch context */
 		oldcxt = MemoryContextSwitchTo(batchcxt);
-		value = WinGetFuncArgInPartition(winobj, 0, i, WINDOW_SEEK_HEAD,
-										 false, &isnull, &isout);
+		value = WinGetFuncArgInPartition(winobj, GC_ARG_ROWS, i,
+										 WINDOW_SEEK_HEAD, false, &isnull,
+										 &isout);
 		if (isout)
 			elog(ERROR, "window partition has no row %lld of %lld",
 				 (long long) i + 1, (long long) in->n_rows);
@@ -222,7 +213,7 @@ read_partition(WindowObject winobj, const WinArgs *wa,
 											   (Size) in->d * sizeof(float));
 			}
 			gc_features(arr, &in->d, in->X + (Size) in->n * (Size) in->d,
-							 "partition row", i + 1);
+						"partition row", i + 1);
 			in->n++;
 		}
 		in->has_features[i] = !isnull;
@@ -232,9 +223,12 @@ read_partition(WindowObject winobj, const WinArgs *wa,
 	MemoryContextDelete(batchcxt);
 }
 
-/* Spreads the n labels of the feature rows over the partition's rows. */
+/*
+ * Spreads the in->n labels of the feature rows over the partition's rows
+ * (labels NULL when there are none).
+ */
 static void
-store_labels(WinPartition *part, const WinInput *in, const int32 *labels)
+store_labels(WinPartition *part, const GcInput *in, const int32 *labels)
 {
 	for (int64 i = 0, j = 0; i < in->n_rows; i++)
 	{
@@ -278,50 +272,97 @@ result_of_row(WindowObject winobj, WinPartition *part, FunctionCallInfo fcinfo)
 	PG_RETURN_INT32(part->labels[pos]);
 }
 
-/* ---------------------------------------------------------------------
- * gpu_dbscan(features, eps, min_pts [, device]) OVER (...)
- * --------------------------------------------------------------------- */
+/*
+ * The computation of one partition's labels, in its own memory: the
+ * parameters (read from row 1), the features, and the run's results.
+ */
+typedef struct WinCall
+{
+	MemoryContext workcxt;
+	WinArgs		params;
+	gc_device	requested;
+	union
+	{
+		gc_kmeans_params kmeans;
+		gc_dbscan_params dbscan;
+	}			p;
+	GcInput		in;
+} WinCall;
 
-Datum
-gpu_dbscan_window(PG_FUNCTION_ARGS)
+/* What a window function clusters with. */
+typedef struct WinAlgo
+{
+	const GcSignature *sig;
+	/* call->p and call->requested from call->params (the reader) */
+	void		(*read_params) (WinCall *call);
+	/* the labels of call->in's rows with features (call->in.n >= 1) */
+	const int32 *(*run) (WinCall *call);
+} WinAlgo;
+
+/*
+ * The label of the current row: the first call in a partition clusters
+ * the partition with algo and keeps its labels.
+ */
+static Datum
+window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
 {
 	WindowObject winobj = PG_WINDOW_OBJECT();
 	WinPartition *part = partition_state(winobj);
 
 	if (!part->ready)
 	{
-		WinArgs		wa;
-		gc_dbscan_params dp;
-		gc_device	requested;
-		MemoryContext workcxt;
+		WinCall		call;
+		const int32 *labels = NULL;
 		MemoryContext oldcxt;
-		WinInput	in;
 
-		workcxt = AllocSetContextCreate(CurrentMemoryContext,
-										"gpu_dbscan window",
-										ALLOCSET_DEFAULT_SIZES);
-		oldcxt = MemoryContextSwitchTo(workcxt);
-
-		params_init(winobj, fcinfo, &gc_dbscan_signature, &wa);
-		gc_glue_dbscan_params(&wa.args, &dp, &requested);
-
-		read_partition(winobj, &wa, workcxt, &in);
-		if (in.n > 0)
-		{
-			int32	   *labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
-			uint8	   *is_core = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(uint8));
-
-			gc_glue_run_dbscan(requested, in.X, in.n, in.d, &dp, labels, is_core);
-			store_labels(part, &in, labels);
-		}
-		else
-			store_labels(part, &in, NULL);
-
+		memset(&call, 0, sizeof(call));
+		call.workcxt = AllocSetContextCreate(CurrentMemoryContext,
+											 "gpuclust window partition",
+											 ALLOCSET_DEFAULT_SIZES);
+		oldcxt = MemoryContextSwitchTo(call.workcxt);
+		params_init(winobj, fcinfo, algo->sig, &call.params);
+		algo->read_params(&call);
+		read_partition(winobj, &call.params, call.workcxt, &call.in);
+		if (call.in.n > 0)
+			labels = algo->run(&call);
+		store_labels(part, &call.in, labels);
 		MemoryContextSwitchTo(oldcxt);
-		MemoryContextDelete(workcxt);
+		MemoryContextDelete(call.workcxt);
 		part->ready = true;
 	}
 	return result_of_row(winobj, part, fcinfo);
+}
+
+/* ---------------------------------------------------------------------
+ * gpu_dbscan(features, eps, min_pts, device) OVER (...)
+ * --------------------------------------------------------------------- */
+
+static void
+dbscan_read_params(WinCall *call)
+{
+	gc_glue_dbscan_params(&call->params.args, &call->p.dbscan,
+						  &call->requested);
+}
+
+static const int32 *
+dbscan_run(WinCall *call)
+{
+	int32	   *labels;
+	uint8	   *is_core;
+
+	gc_glue_run_dbscan(call->requested, &call->in, &call->p.dbscan,
+					   call->workcxt, &labels, &is_core);
+	return labels;
+}
+
+static const WinAlgo win_dbscan = {
+	&gc_dbscan_signature, dbscan_read_params, dbscan_run
+};
+
+Datum
+gpu_dbscan_window(PG_FUNCTION_ARGS)
+{
+	return window_label(fcinfo, &win_dbscan);
 }
 
 /* ---------------------------------------------------------------------
@@ -329,50 +370,31 @@ gpu_dbscan_window(PG_FUNCTION_ARGS)
  *	   OVER (...)
  * --------------------------------------------------------------------- */
 
+static void
+kmeans_read_params(WinCall *call)
+{
+	gc_glue_kmeans_params(&call->params.args, &call->p.kmeans,
+						  &call->requested);
+}
+
+static const int32 *
+kmeans_run(WinCall *call)
+{
+	gc_kmeans_result res;
+
+	gc_glue_check_k_rows(call->p.kmeans.k, call->in.n, GC_ROWS_PARTITION,
+						 NULL);
+	gc_glue_run_kmeans(call->requested, &call->in, &call->p.kmeans,
+					   call->workcxt, &res);
+	return res.labels;
+}
+
+static const WinAlgo win_kmeans = {
+	&gc_kmeans_signature, kmeans_read_params, kmeans_run
+};
+
 Datum
 gpu_kmeans_window(PG_FUNCTION_ARGS)
 {
-	WindowObject winobj = PG_WINDOW_OBJECT();
-	WinPartition *part = partition_state(winobj);
-
-	if (!part->ready)
-	{
-		WinArgs		wa;
-		gc_kmeans_params kp;
-		gc_device	requested;
-		MemoryContext workcxt;
-		MemoryContext oldcxt;
-		WinInput	in;
-
-		workcxt = AllocSetContextCreate(CurrentMemoryContext,
-										"gpu_kmeans window",
-										ALLOCSET_DEFAULT_SIZES);
-		oldcxt = MemoryContextSwitchTo(workcxt);
-
-		params_init(winobj, fcinfo, &gc_kmeans_signature, &wa);
-		gc_glue_kmeans_params(&wa.args, &kp, &requested);
-
-		read_partition(winobj, &wa, workcxt, &in);
-		if (in.n > 0)
-		{
-			gc_kmeans_result res;
-
-			gc_glue_check_k_rows(kp.k, in.n, GC_ROWS_PARTITION, NULL);
-			memset(&res, 0, sizeof(res));
-			res.labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
-			/* as gpu_kmeans asks for them: the same core path runs */
-			res.distance = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(double));
-			res.centroids = MemoryContextAllocHuge(workcxt,
-												   (Size) kp.k * (Size) in.d * sizeof(float));
-			gc_glue_run_kmeans(requested, in.X, in.n, in.d, &kp, &res);
-			store_labels(part, &in, res.labels);
-		}
-		else
-			store_labels(part, &in, NULL);
-
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextDelete(workcxt);
-		part->ready = true;
-	}
-	return result_of_row(winobj, part, fcinfo);
+	return window_label(fcinfo, &win_kmeans);
 }
