@@ -162,25 +162,14 @@ parse_kmeans_init(Datum value)
 	pg_unreachable();
 }
 
+/* ERROR unless argument argno of a, whose value is value, is at least 1 */
 static void
-check_kmeans_params(const gc_kmeans_params *p)
+check_at_least_1(const GcArgs *a, int argno, int64 value)
 {
-	if (p->k < 1)
+	if (value < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must be at least 1")));
-	if (p->max_iter < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_iter must be at least 1")));
-	if (isnan(p->tol) || isinf(p->tol) || p->tol < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("tol must be a finite number greater than or equal to 0")));
-	if (p->n_init < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n_init must be at least 1")));
+				 errmsg("%s must be at least 1", a->sig->arg[argno].name)));
 }
 
 void
@@ -193,7 +182,13 @@ gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p, gc_device *device)
 	p->tol = DatumGetFloat8(a->value[KM_TOL]);
 	p->n_init = DatumGetInt32(a->value[KM_N_INIT]);
 	p->seed = (uint64) DatumGetInt64(a->value[KM_SEED]);
-	check_kmeans_params(p);
+	check_at_least_1(a, KM_K, p->k);
+	check_at_least_1(a, KM_MAX_ITER, p->max_iter);
+	if (isnan(p->tol) || isinf(p->tol) || p->tol < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tol must be a finite number greater than or equal to 0")));
+	check_at_least_1(a, KM_N_INIT, p->n_init);
 	p->init = parse_kmeans_init(a->value[KM_INIT]);
 	*device = arg_device(a);
 }
@@ -209,10 +204,7 @@ gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p, gc_device *device)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("eps must be a finite number greater than 0")));
-	if (p->min_pts < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("min_pts must be at least 1")));
+	check_at_least_1(a, DB_MIN_PTS, p->min_pts);
 	*device = arg_device(a);
 }
 
@@ -242,14 +234,8 @@ gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("preference must be a finite number"),
 				 errhint("NULL uses the median of the similarities.")));
-	if (p->max_iter < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_iter must be at least 1")));
-	if (p->convergence_iter < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("convergence_iter must be at least 1")));
+	check_at_least_1(a, AP_MAX_ITER, p->max_iter);
+	check_at_least_1(a, AP_CONVERGENCE_ITER, p->convergence_iter);
 	*device = arg_device(a);
 	if (*device == GC_DEVICE_GPU)
 		ereport(ERROR,
