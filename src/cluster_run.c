@@ -3,7 +3,8 @@
  * cluster_run.c
  *	  Running each algorithm on the rows of a call (device choice, GPU
  *	  call, fallback to the CPU under 'auto'; affinity propagation's memory
- *	  check and notices): shared by the set-returning functions (kmeans_sql.c, dbscan_sql.c, ap_sql.c), the
+ *	  check and notices): one run function per algorithm, shared by the
+ *	  set-returning functions (kmeans_sql.c, dbscan_sql.c, ap_sql.c), the
  *	  window functions (window_sql.c) and the models (model_sql.c), so that
  *	  each runs where the others would for the same problem and returns the
  *	  same labels.

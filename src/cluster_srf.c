@@ -60,7 +60,8 @@ gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
 	const GcInput *in = &call->in;
 
-	Assert(in->n == 0 || (labels != NULL && (flags == NULL) != (distance == NULL)));
+	Assert(in->n == 0 ||
+		   (labels != NULL && (flags == NULL) != (distance == NULL)));
 	call->ms_compute = lap(call);
 	for (int64 i = 0, j = 0; i < in->n_rows; i++)
 	{

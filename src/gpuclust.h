@@ -9,6 +9,23 @@
  * with a gc_ctx built by gc_glue_ctx() and reports failure through a
  * gc_status that gc_glue_report() turns into an ereport().
  *
+ * The glue, by what it owns:
+ *	  gpuclust.c		module magic, GUCs
+ *	  common_sql.c		core context and threads, signal mask, device
+ *						choice, gc_glue_report
+ *	  ingest.c			source query (SPI) -> float32 matrix, feature checks
+ *	  cluster_args.c	each algorithm's arguments: one reader, all forms
+ *	  cluster_run.c		each algorithm's run: device, fallback, notices
+ *	  cluster_srf.c		the set-returning frame and its one emitter
+ *	  kmeans_sql.c, dbscan_sql.c, ap_sql.c	the set-returning functions
+ *	  window_sql.c		the window functions
+ *	  model_sql.c		gpu_kmeans_fit, kmeans_assign[_distance]
+ *	  info_sql.c		gpuclust_info()
+ * A new parameter goes into the install script (sql/gpuclust--*.sql, its
+ * default there only) and the algorithm's signature and reader in
+ * cluster_args.c; a new algorithm adds a signature and reader, a run
+ * function, and its SQL forms over them.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef GPUCLUST_H

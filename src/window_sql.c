@@ -26,8 +26,12 @@
  * errors; when an argument is not a constant it is evaluated on every row
  * and must not change within the partition.  A NULL parameter other than
  * device is an error.  The defaults are the install script's: PostgreSQL
- * passes every argument to a window function too.  Errors about features name the 1-based row number within the
- * partition, in the window's order (there is no id).
+ * passes every argument to a window function too.  Errors about features
+ * name the 1-based row number within the partition, in the window's order
+ * (there is no id).
+ *
+ * window_label is the one driver; each algorithm gives it its signature,
+ * its reader and its run (WinAlgo).
  *
  *-------------------------------------------------------------------------
  */
