@@ -3,53 +3,15 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION gpuclust" to load this file. \quit
 
-CREATE FUNCTION gpu_kmeans(source text, k int,
-                           max_iter int DEFAULT 300,
-                           tol float8 DEFAULT 1e-4,
-                           init text DEFAULT 'k-means++',
-                           n_init int DEFAULT 1,
-                           seed bigint DEFAULT 0,
-                           device text DEFAULT NULL)
-RETURNS TABLE (id bigint, cluster_id int, distance float8)
-AS 'MODULE_PATHNAME', 'gpu_kmeans'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-
-COMMENT ON FUNCTION gpu_kmeans(text, int, int, float8, text, int, bigint, text) IS
-'k-means clustering of the rows of source, a query returning (id, features): '
-'id smallint, integer or bigint; features real[], double precision[] or a '
-'type with a cast to real[].  Returns each row''s cluster (0 .. k-1) and its '
-'Euclidean distance to the cluster centre, in input order; rows with NULL '
-'features get NULL.  init is ''k-means++'' or ''random''; the best of n_init '
-'runs is kept; the same seed gives the same result.  device is ''auto'', '
-'''cpu'' or ''gpu''; NULL uses gpuclust.device.  Any other NULL argument is '
-'an error.  An empty source returns no rows.';
-
-CREATE FUNCTION gpu_dbscan(source text, eps float8, min_pts int,
-                           device text DEFAULT NULL)
-RETURNS TABLE (id bigint, cluster_id int, is_core boolean)
-AS 'MODULE_PATHNAME', 'gpu_dbscan'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-
-COMMENT ON FUNCTION gpu_dbscan(text, float8, int, text) IS
-'DBSCAN clustering of the rows of source, a query returning (id, features).  '
-'A point is core when at least min_pts points, itself included, lie within '
-'Euclidean distance eps.  Clusters are numbered 0, 1, 2 ... in order of '
-'their first row; noise gets a NULL cluster_id, and rows with NULL features '
-'NULL cluster_id and is_core.  Rows come back in input order.  device is '
-'''auto'', ''cpu'' or ''gpu''; NULL uses gpuclust.device.  Any other NULL '
-'argument is an error.  An empty source returns no rows.';
-
-CREATE FUNCTION gpuclust_info()
-RETURNS TABLE (key text, value text)
-AS 'MODULE_PATHNAME', 'gpuclust_info'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-
-COMMENT ON FUNCTION gpuclust_info() IS
-'Whether gpuclust was built with CUDA, whether the GPU can be used (and why '
-'not), its name, memory and compute capability, and the device ''auto'' '
-'picks for each algorithm.';
-
 -- ---------------------------------------------------------------------
+-- Every clustering function takes the same arguments in each of its forms
+-- (src/cluster_args.c reads them alike): the rows first, then the
+-- parameters, device last.
+--
+-- Set-returning functions and the k-means model fit: the rows are a source
+-- query returning (id, features).  VOLATILE PARALLEL UNSAFE: the query
+-- runs through SPI.
+--
 -- Window functions (window_sql.c): gpu_dbscan(features, eps, min_pts)
 -- OVER (...) and gpu_kmeans(features, k, ...) OVER (...) return each row's
 -- cluster id; PARTITION BY clusters each partition on its own.
@@ -63,50 +25,68 @@ COMMENT ON FUNCTION gpuclust_info() IS
 -- anyway, so this only keeps a parallel scan below the WindowAgg possible).
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpu_dbscan(features real[], eps float8, min_pts int,
-                           device text DEFAULT NULL)
-RETURNS int
-AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE;
+-- ---------------------------------------------------------------------
+-- k-means (kmeans_sql.c, window_sql.c, model_sql.c)
+--
+-- gpu_kmeans(source, ...), its window forms gpu_kmeans(features, ...) OVER
+-- (...) and gpu_kmeans_fit(source, ...) take one parameter list, written
+-- once here with its defaults: CREATE FUNCTION cannot share defaults, so
+-- the four declarations are formatted around it.  The C code has no copy
+-- of the defaults: PostgreSQL passes every argument, the window functions'
+-- included (the planner inserts the defaults).
+-- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpu_dbscan(features float8[], eps float8, min_pts int,
-                           device text DEFAULT NULL)
-RETURNS int
-AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE;
-
-COMMENT ON FUNCTION gpu_dbscan(real[], float8, int, text) IS
-'Window function: DBSCAN of the rows of the window partition, in the '
-'window''s order; returns the row''s cluster (0, 1, 2 ... by first row of '
-'the partition), NULL for noise and for NULL features.  Same labels as the '
-'set-returning gpu_dbscan(source, ...) over the same rows in the same '
-'order.  eps, min_pts and device must be the same on every row of a '
-'partition.';
-COMMENT ON FUNCTION gpu_dbscan(float8[], float8, int, text) IS
-'Window function: DBSCAN of the rows of the window partition; see '
-'gpu_dbscan(real[], float8, int, text).';
-
-CREATE FUNCTION gpu_kmeans(features real[], k int,
+DO $kmeans$
+DECLARE
+    params CONSTANT text := $params$k int,
                            max_iter int DEFAULT 300,
                            tol float8 DEFAULT 1e-4,
                            init text DEFAULT 'k-means++',
                            n_init int DEFAULT 1,
                            seed bigint DEFAULT 0,
-                           device text DEFAULT NULL)
-RETURNS int
-AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE;
+                           device text DEFAULT NULL$params$;
+BEGIN
+    EXECUTE format($sql$
+CREATE FUNCTION gpu_kmeans(source text, %s)
+RETURNS TABLE (id bigint, cluster_id int, distance float8)
+AS 'MODULE_PATHNAME', 'gpu_kmeans'
+LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, params);
 
-CREATE FUNCTION gpu_kmeans(features float8[], k int,
-                           max_iter int DEFAULT 300,
-                           tol float8 DEFAULT 1e-4,
-                           init text DEFAULT 'k-means++',
-                           n_init int DEFAULT 1,
-                           seed bigint DEFAULT 0,
-                           device text DEFAULT NULL)
+    EXECUTE format($sql$
+CREATE FUNCTION gpu_kmeans(features real[], %s)
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE;
+LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, params);
+
+    EXECUTE format($sql$
+CREATE FUNCTION gpu_kmeans(features float8[], %s)
+RETURNS int
+AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
+LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, params);
+
+    EXECUTE format($sql$
+CREATE FUNCTION gpu_kmeans_fit(source text, %s,
+                               OUT centroids real[],
+                               OUT inertia float8,
+                               OUT iterations int,
+                               OUT converged boolean,
+                               OUT n bigint,
+                               OUT d int)
+RETURNS record
+AS 'MODULE_PATHNAME', 'gpu_kmeans_fit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, params);
+END
+$kmeans$;
+
+COMMENT ON FUNCTION gpu_kmeans(text, int, int, float8, text, int, bigint, text) IS
+'k-means clustering of the rows of source, a query returning (id, features): '
+'id smallint, integer or bigint; features real[], double precision[] or a '
+'type with a cast to real[].  Returns each row''s cluster (0 .. k-1) and its '
+'Euclidean distance to the cluster centre, in input order; rows with NULL '
+'features get NULL.  init is ''k-means++'' or ''random''; the best of n_init '
+'runs is kept; the same seed gives the same result.  device is ''auto'', '
+'''cpu'' or ''gpu''; NULL uses gpuclust.device.  Any other NULL argument is '
+'an error.  An empty source returns no rows.';
 
 COMMENT ON FUNCTION gpu_kmeans(real[], int, int, float8, text, int, bigint, text) IS
 'Window function: k-means of the rows of the window partition, in the '
@@ -117,27 +97,6 @@ COMMENT ON FUNCTION gpu_kmeans(real[], int, int, float8, text, int, bigint, text
 COMMENT ON FUNCTION gpu_kmeans(float8[], int, int, float8, text, int, bigint, text) IS
 'Window function: k-means of the rows of the window partition; see '
 'gpu_kmeans(real[], int, int, float8, text, int, bigint, text).';
-
--- ---------------------------------------------------------------------
--- k-means models (model_sql.c)
--- ---------------------------------------------------------------------
-
-CREATE FUNCTION gpu_kmeans_fit(source text, k int,
-                               max_iter int DEFAULT 300,
-                               tol float8 DEFAULT 1e-4,
-                               init text DEFAULT 'k-means++',
-                               n_init int DEFAULT 1,
-                               seed bigint DEFAULT 0,
-                               device text DEFAULT NULL,
-                               OUT centroids real[],
-                               OUT inertia float8,
-                               OUT iterations int,
-                               OUT converged boolean,
-                               OUT n bigint,
-                               OUT d int)
-RETURNS record
-AS 'MODULE_PATHNAME', 'gpu_kmeans_fit'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION gpu_kmeans_fit(text, int, int, float8, text, int, bigint, text) IS
 'Fits k-means to the rows of source, a query returning (id, features), '
@@ -185,6 +144,48 @@ COMMENT ON FUNCTION kmeans_assign_distance(float8[], real[]) IS
 'kmeans_assign_distance(real[], real[]).';
 
 -- ---------------------------------------------------------------------
+-- DBSCAN (dbscan_sql.c, window_sql.c)
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gpu_dbscan(source text, eps float8, min_pts int,
+                           device text DEFAULT NULL)
+RETURNS TABLE (id bigint, cluster_id int, is_core boolean)
+AS 'MODULE_PATHNAME', 'gpu_dbscan'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpu_dbscan(text, float8, int, text) IS
+'DBSCAN clustering of the rows of source, a query returning (id, features).  '
+'A point is core when at least min_pts points, itself included, lie within '
+'Euclidean distance eps.  Clusters are numbered 0, 1, 2 ... in order of '
+'their first row; noise gets a NULL cluster_id, and rows with NULL features '
+'NULL cluster_id and is_core.  Rows come back in input order.  device is '
+'''auto'', ''cpu'' or ''gpu''; NULL uses gpuclust.device.  Any other NULL '
+'argument is an error.  An empty source returns no rows.';
+
+CREATE FUNCTION gpu_dbscan(features real[], eps float8, min_pts int,
+                           device text DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
+LANGUAGE C WINDOW STABLE PARALLEL SAFE;
+
+CREATE FUNCTION gpu_dbscan(features float8[], eps float8, min_pts int,
+                           device text DEFAULT NULL)
+RETURNS int
+AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
+LANGUAGE C WINDOW STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION gpu_dbscan(real[], float8, int, text) IS
+'Window function: DBSCAN of the rows of the window partition, in the '
+'window''s order; returns the row''s cluster (0, 1, 2 ... by first row of '
+'the partition), NULL for noise and for NULL features.  Same labels as the '
+'set-returning gpu_dbscan(source, ...) over the same rows in the same '
+'order.  eps, min_pts and device must be the same on every row of a '
+'partition.';
+COMMENT ON FUNCTION gpu_dbscan(float8[], float8, int, text) IS
+'Window function: DBSCAN of the rows of the window partition; see '
+'gpu_dbscan(real[], float8, int, text).';
+
+-- ---------------------------------------------------------------------
 -- Affinity propagation (ap_sql.c)
 -- ---------------------------------------------------------------------
 
@@ -209,3 +210,17 @@ COMMENT ON FUNCTION gpu_affinity_propagation(text, float8, float8, int, int, tex
 '0, 1, ... by their exemplar''s input position; is_exemplar marks the '
 'exemplars.  Rows with NULL features get NULL.  Needs 24 n^2 bytes, at most '
 'gpuclust.max_matrix_memory.  CPU only: device ''gpu'' is an error.';
+
+-- ---------------------------------------------------------------------
+-- Information (info_sql.c)
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gpuclust_info()
+RETURNS TABLE (key text, value text)
+AS 'MODULE_PATHNAME', 'gpuclust_info'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpuclust_info() IS
+'Whether gpuclust was built with CUDA, whether the GPU can be used (and why '
+'not), its name, memory and compute capability, and the device ''auto'' '
+'picks for each algorithm.';

@@ -1,11 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * cluster_run.c
- *	  Running the core on the chosen device (choice, GPU call, fallback to
- *	  the CPU under 'auto'), parameter checks and emitting labels: shared by the set-returning functions (kmeans_sql.c,
- *	  dbscan_sql.c), the window functions (window_sql.c) and the models
- *	  (model_sql.c), so that each runs where the others would for the same
- *	  problem and returns the same labels.
+ *	  Running each algorithm on the rows of a call (device choice, GPU
+ *	  call, fallback to the CPU under 'auto'; affinity propagation's memory
+ *	  check and notices): one run function per algorithm, shared by the
+ *	  set-returning functions (kmeans_sql.c, dbscan_sql.c, ap_sql.c), the
+ *	  window functions (window_sql.c) and the models (model_sql.c), so that
+ *	  each runs where the others would for the same problem and returns the
+ *	  same labels.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,13 +15,9 @@
 
 #include <math.h>
 
-#include "catalog/pg_type.h"
-#include "miscadmin.h"
-#include "utils/builtins.h"
-#include "utils/tuplestore.h"
+#include "utils/memutils.h"
 
 #include "cluster_run.h"
-#include "ingest.h"
 #include "core/gpu.h"
 
 /*
@@ -42,194 +40,163 @@ gpu_failed(gc_device requested, gc_status *st, const char *what)
 	return GC_DEVICE_CPU;
 }
 
+/* n elements of size bytes each, in cxt (huge: more than 1 GB works) */
+static void *
+alloc_array(MemoryContext cxt, Size n, Size size)
+{
+	return MemoryContextAllocHuge(cxt, n * size);
+}
+
 gc_device
-gc_glue_run_kmeans(gc_device requested, const float *X, int64 n, int d,
-				   const gc_kmeans_params *params, gc_kmeans_result *res)
+gc_glue_run_kmeans(gc_device requested, const GcInput *in,
+				   const gc_kmeans_params *params, MemoryContext cxt,
+				   gc_kmeans_result *res)
 {
 	gc_device	chosen;
 	gc_ctx		ctx;
 	gc_status	st = {GC_OK, ""};
 
-	Assert(n >= 1);
-	chosen = gc_glue_choose_kmeans_device(requested, n, d, params->k,
+	Assert(in->n >= 1 && params->k <= in->n);
+	memset(res, 0, sizeof(*res));
+	res->labels = alloc_array(cxt, in->n, sizeof(int32));
+	/* every form asks for the distances: the same core path runs */
+	res->distance = alloc_array(cxt, in->n, sizeof(double));
+	res->centroids = alloc_array(cxt, (Size) params->k * (Size) in->d,
+								 sizeof(float));
+
+	chosen = gc_glue_choose_kmeans_device(requested, in->n, in->d, params->k,
 										  params->n_init);
 	gc_glue_ctx(&ctx);
-	ctx.n_threads = gc_kmeans_threads(&ctx, n, d, params->k);
+	ctx.n_threads = gc_kmeans_threads(&ctx, in->n, in->d, params->k);
 	/* random init and the host side of the GPU path use OpenMP too */
 	gc_glue_prepare_threads(&ctx);
 	/* the device is gpuclust.gpu_device_id, made current by the probe */
 	if (chosen == GC_DEVICE_GPU &&
-		gc_kmeans_gpu(&ctx, X, n, d, params, res, &st) != GC_OK)
-		chosen = gpu_failed(requested, &st, "k-means");
-	if (chosen == GC_DEVICE_CPU)
-	{
-		if (gc_kmeans_cpu(&ctx, X, n, d, params, res, &st) != GC_OK)
-			gc_glue_report(&st, "k-means");
-	}
+		gc_kmeans_gpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
+		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_KMEANS));
+	if (chosen == GC_DEVICE_CPU &&
+		gc_kmeans_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
+		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
 	return chosen;
 }
 
 gc_device
-gc_glue_run_dbscan(gc_device requested, const float *X, int64 n, int d,
-				   const gc_dbscan_params *params, int32 *labels,
-				   uint8 *is_core)
+gc_glue_run_dbscan(gc_device requested, const GcInput *in,
+				   const gc_dbscan_params *params, MemoryContext cxt,
+				   int32 **labels, uint8 **is_core)
 {
 	gc_device	chosen;
 	gc_ctx		ctx;
 	gc_status	st = {GC_OK, ""};
 
-	Assert(n >= 1);
-	chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, n, d);
+	Assert(in->n >= 1);
+	*labels = alloc_array(cxt, in->n, sizeof(int32));
+	*is_core = alloc_array(cxt, in->n, sizeof(uint8));
+
+	chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, in->n, in->d);
 	gc_glue_ctx(&ctx);
-	ctx.n_threads = gc_dbscan_threads(&ctx, n);
+	ctx.n_threads = gc_dbscan_threads(&ctx, in->n);
 	gc_glue_prepare_threads(&ctx);
 	if (chosen == GC_DEVICE_GPU &&
-		gc_dbscan_gpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
-		chosen = gpu_failed(requested, &st, "DBSCAN");
+		gc_dbscan_gpu(&ctx, in->X, in->n, in->d, params, *labels, *is_core,
+					  &st) != GC_OK)
+		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_DBSCAN));
 	if (chosen == GC_DEVICE_CPU &&
-		gc_dbscan_cpu(&ctx, X, n, d, params, labels, is_core, &st) != GC_OK)
-		gc_glue_report(&st, "DBSCAN");
+		gc_dbscan_cpu(&ctx, in->X, in->n, in->d, params, *labels, *is_core,
+					  &st) != GC_OK)
+		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_DBSCAN));
 	return chosen;
 }
 
-void
-gc_glue_gpu_phases(gc_algorithm algo, gc_device ran, char *buf, size_t len)
+/*
+ * bytes as MB with one decimal, for messages: rounded up for what is
+ * needed, down for what is there, so "needs" always prints above "has"
+ */
+static double
+mb_up(size_t bytes)
 {
-	buf[0] = '\0';
-	if (ran != GC_DEVICE_GPU)
-		return;
-	if (algo == GC_ALGO_KMEANS)
-	{
-		gc_kmeans_gpu_phases ph;
-
-		gc_kmeans_gpu_last_phases(&ph);
-		snprintf(buf, len, " (upload %.1f, init %.1f, lloyd %.1f, download %.1f)",
-				 ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download);
-	}
-	else
-	{
-		gc_dbscan_gpu_phases ph;
-
-		gc_dbscan_gpu_last_phases(&ph);
-		snprintf(buf, len,
-				 " (upload %.1f, cluster %.1f, number %.1f, download %.1f, free %.1f; %s index)",
-				 ph.ms_upload, ph.ms_index + ph.ms_core + ph.ms_union + ph.ms_border,
-				 ph.ms_number, ph.ms_download, ph.ms_free, ph.grid ? "grid" : "brute-force");
-	}
+	return ceil((double) bytes / (1024.0 * 1024.0) * 10.0) / 10.0;
 }
 
-void
-gc_glue_kmeans_args(FunctionCallInfo fcinfo, gc_kmeans_params *p)
+static double
+mb_down(size_t bytes)
 {
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_SOURCE, "source");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_K, "k");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_MAX_ITER, "max_iter");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_TOL, "tol");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_INIT, "init");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_N_INIT, "n_init");
-	gc_glue_require_arg(fcinfo, GC_KM_ARG_SEED, "seed");
-
-	memset(p, 0, sizeof(*p));
-	p->k = PG_GETARG_INT32(GC_KM_ARG_K);
-	p->max_iter = PG_GETARG_INT32(GC_KM_ARG_MAX_ITER);
-	p->tol = PG_GETARG_FLOAT8(GC_KM_ARG_TOL);
-	p->n_init = PG_GETARG_INT32(GC_KM_ARG_N_INIT);
-	p->seed = (uint64_t) PG_GETARG_INT64(GC_KM_ARG_SEED);
-	gc_glue_check_kmeans_params(p);
-	p->init = gc_glue_parse_kmeans_init(text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_INIT)));
+	return floor((double) bytes / (1024.0 * 1024.0) * 10.0) / 10.0;
 }
 
-void
-gc_glue_check_k_rows(int k, int64 n, const char *hint)
+/*
+ * Fail unless affinity propagation of n rows fits both
+ * gpuclust.max_matrix_memory and the memory the server has available.
+ */
+static void
+check_ap_memory(int64 n)
 {
-	if (k > n)
+	size_t		need = gc_ap_mem_bytes(n);
+	size_t		limit = (size_t) gpuclust_max_matrix_memory * 1024 * 1024;
+	size_t		avail;
+
+	if (need > limit)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must not exceed the number of rows with features"),
-				 errdetail_plural("k is %d, but the source query returned %lld row with non-NULL features.",
-								  "k is %d, but the source query returned %lld rows with non-NULL features.",
-								  (unsigned long) n,
-								  k, (long long) n),
-				 hint ? errhint("%s", hint) : 0));
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than gpuclust.max_matrix_memory (%d MB)",
+						(long long) n, mb_up(need), gpuclust_max_matrix_memory),
+				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in gpuclust.max_matrix_memory.",
+						   (long long) gc_ap_max_rows(limit)),
+				 errhint("Raise gpuclust.max_matrix_memory, or cluster fewer rows.")));
+
+	avail = gc_ap_host_memory();
+	if (avail > 0 && need > avail)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than the %.1f MB of memory available on the server",
+						(long long) n, mb_up(need), mb_down(avail)),
+				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in the available memory.",
+						   (long long) gc_ap_max_rows(avail)),
+				 errhint("Cluster fewer rows.")));
 }
 
-void
-gc_glue_emit_labels(ReturnSetInfo *rsinfo, const GcInput *in,
-					const int32 *labels, const uint8 *flags)
+/* The NOTICE of a run that did not iterate, or did not converge. */
+static void
+ap_notice(int64 n, const gc_ap_result *res)
 {
-	for (int64 i = 0, j = 0; i < in->n_rows; i++)
-	{
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
-
-		values[0] = Int64GetDatum(in->ids[i]);
-		if (in->has_features[i])
-		{
-			if (labels[j] == GC_NOISE)
-			{
-				values[1] = (Datum) 0;
-				nulls[1] = true;
-			}
-			else
-				values[1] = Int32GetDatum(labels[j]);
-			values[2] = BoolGetDatum(flags[j] != 0);
-			j++;
-		}
-		else
-		{
-			values[1] = values[2] = (Datum) 0;
-			nulls[1] = nulls[2] = true;
-		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		if ((i & 0xFFFF) == 0xFFFF)
-			CHECK_FOR_INTERRUPTS();
-	}
+	if (res->equal_similarities && n > 1)
+		ereport(NOTICE,
+				(errmsg("all rows are at the same distance from each other"),
+				 res->n_clusters > 1
+				 ? errdetail("Affinity propagation does not iterate: the preference is at least the similarity, so every row is its own exemplar.")
+				 : errdetail("Affinity propagation does not iterate: the preference is below the similarity, so the first row is the one exemplar.")));
+	else if (!res->converged)
+		ereport(NOTICE,
+				(errmsg_plural("affinity propagation did not converge in %d iteration",
+							   "affinity propagation did not converge in %d iterations",
+							   res->iterations, res->iterations),
+				 res->n_clusters > 0
+				 ? errdetail_plural("The %lld exemplar of the last iteration labels the rows; the clusters may be degenerate.",
+									"The %lld exemplars of the last iteration label the rows; the clusters may be degenerate.",
+									(unsigned long) res->n_clusters,
+									(long long) res->n_clusters)
+				 : errdetail("No row became an exemplar: every cluster_id is NULL and every is_exemplar false."),
+				 errhint("Raise max_iter, or damping (up to 0.99) when the messages oscillate.")));
 }
 
-gc_kmeans_init
-gc_glue_parse_kmeans_init(const char *s)
+gc_device
+gc_glue_run_ap(gc_device requested, const GcInput *in,
+			   const gc_ap_params *params, MemoryContext cxt,
+			   gc_ap_result *res)
 {
-	if (pg_strcasecmp(s, "k-means++") == 0)
-		return GC_INIT_KMEANSPP;
-	if (pg_strcasecmp(s, "random") == 0)
-		return GC_INIT_RANDOM;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid init method \"%s\"", s),
-			 errhint("Valid methods are \"k-means++\" and \"random\".")));
-	pg_unreachable();
-}
+	gc_ctx		ctx;
+	gc_status	st = {GC_OK, ""};
 
-void
-gc_glue_check_kmeans_params(const gc_kmeans_params *p)
-{
-	if (p->k < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must be at least 1")));
-	if (p->max_iter < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_iter must be at least 1")));
-	if (isnan(p->tol) || isinf(p->tol) || p->tol < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("tol must be a finite number greater than or equal to 0")));
-	if (p->n_init < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("n_init must be at least 1")));
-}
+	Assert(in->n >= 1 && requested != GC_DEVICE_GPU);
+	check_ap_memory(in->n);
+	memset(res, 0, sizeof(*res));
+	res->labels = alloc_array(cxt, in->n, sizeof(int32));
+	res->is_exemplar = alloc_array(cxt, in->n, sizeof(uint8));
 
-void
-gc_glue_check_dbscan_params(const gc_dbscan_params *p)
-{
-	if (isnan(p->eps) || isinf(p->eps) || p->eps <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("eps must be a finite number greater than 0")));
-	if (p->min_pts < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("min_pts must be at least 1")));
+	gc_glue_ctx(&ctx);
+	gc_glue_prepare_threads(&ctx);
+	if (gc_ap_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
+		gc_glue_report(&st, "affinity propagation");
+	ap_notice(in->n, res);
+	return GC_DEVICE_CPU;
 }

@@ -1,86 +1,42 @@
 /*-------------------------------------------------------------------------
  *
  * cluster_run.h
- *	  Running the core on the chosen device, parameter checks, and
- *	  validating one features array: shared by every SQL function.
+ *	  Running each algorithm on the rows of a call: one run function per
+ *	  algorithm, shared by every SQL form (set-returning, window, model).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef GPUCLUST_CLUSTER_RUN_H
 #define GPUCLUST_CLUSTER_RUN_H
 
-#include "fmgr.h"
-#include "nodes/execnodes.h"
-#include "utils/array.h"
-
 #include "gpuclust.h"
+#include "ingest.h"
 
 /*
- * k-means of X (n >= 1 rows, d columns) on the device gpu_kmeans would use
- * for this problem (gc_glue_choose_kmeans_device), with its fallback: under
- * 'auto', a GPU run that fails for lack of memory or with a CUDA error is
- * redone on the CPU with a NOTICE.  res's arrays are caller-allocated as
- * for gc_kmeans_cpu.  Returns the device that ran.  Errors are raised.
+ * The run functions cluster in's rows with features (in->n >= 1; the
+ * caller has checked the parameters against the rows), allocating the
+ * result arrays (in->n long; k-means: the centroids too) in cxt.  k-means
+ * and DBSCAN run on the device the set-returning form would use for this
+ * problem, with its fallback: under 'auto', a GPU run that fails for lack
+ * of memory or with a CUDA error is redone on the CPU with a NOTICE.  They
+ * return the device that ran.  Errors are raised.
  */
-extern gc_device gc_glue_run_kmeans(gc_device requested, const float *X,
-									int64 n, int d,
+extern gc_device gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 									const gc_kmeans_params *params,
-									gc_kmeans_result *res);
-
-/*
- * DBSCAN of X (n >= 1 rows) on the device gpu_dbscan would use
- * (gc_glue_choose_device), with its fallback to the CPU under 'auto';
- * labels and is_core are n long.  Returns the device that ran.
- */
-extern gc_device gc_glue_run_dbscan(gc_device requested, const float *X,
-									int64 n, int d,
+									MemoryContext cxt, gc_kmeans_result *res);
+extern gc_device gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 									const gc_dbscan_params *params,
-									int32 *labels, uint8 *is_core);
+									MemoryContext cxt, int32 **labels,
+									uint8 **is_core);
 
 /*
- * For gpuclust.log_timing: where the last GPU run of algo spent its time,
- * as " (upload ..., ...)" into buf; empty when the run was not on the GPU.
+ * Affinity propagation runs on the CPU (the argument reader refused
+ * 'gpu'), after checking that its n x n matrices fit
+ * gpuclust.max_matrix_memory and the server's memory; a NOTICE says when
+ * it did not iterate or did not converge.
  */
-extern void gc_glue_gpu_phases(gc_algorithm algo, gc_device ran, char *buf,
-							   size_t len);
-
-/*
- * The argument positions shared by gpu_kmeans and gpu_kmeans_fit, and the
- * reading and checking of their k-means parameters (NULL is an error).
- */
-enum
-{
-	GC_KM_ARG_SOURCE = 0,
-	GC_KM_ARG_K,
-	GC_KM_ARG_MAX_ITER,
-	GC_KM_ARG_TOL,
-	GC_KM_ARG_INIT,
-	GC_KM_ARG_N_INIT,
-	GC_KM_ARG_SEED,
-	GC_KM_ARG_DEVICE
-};
-extern void gc_glue_kmeans_args(FunctionCallInfo fcinfo, gc_kmeans_params *p);
-
-/* ERROR unless k <= n, the rows with features; hint may be NULL */
-extern void gc_glue_check_k_rows(int k, int64 n, const char *hint);
-
-/*
- * Emits the rows (id, cluster_id, flag) of a labelling in input order into
- * the materialised SRF's tuplestore: GC_NOISE and rows without features
- * get a NULL cluster_id; rows without features a NULL flag too.
- */
-struct GcInput;
-extern void gc_glue_emit_labels(ReturnSetInfo *rsinfo, const struct GcInput *in,
-								const int32 *labels, const uint8 *flags);
-
-/* init text of k-means ('k-means++' | 'random'), or an ERROR */
-extern gc_kmeans_init gc_glue_parse_kmeans_init(const char *s);
-
-/*
- * Checks of the k-means parameters gpu_kmeans makes (k, max_iter, tol,
- * n_init), raising its errors.
- */
-extern void gc_glue_check_kmeans_params(const gc_kmeans_params *p);
-extern void gc_glue_check_dbscan_params(const gc_dbscan_params *p);
+extern gc_device gc_glue_run_ap(gc_device requested, const GcInput *in,
+								const gc_ap_params *params,
+								MemoryContext cxt, gc_ap_result *res);
 
 #endif							/* GPUCLUST_CLUSTER_RUN_H */

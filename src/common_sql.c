@@ -2,8 +2,9 @@
  *
  * common_sql.c
  *	  Helpers shared by the SQL-callable functions: the gc_ctx a core call
- *	  runs with, device selection, argument checks, and the mapping of the
- *	  core's gc_status to ereport().
+ *	  runs with and its threads, the signal mask around the core and CUDA,
+ *	  device selection, and the mapping of the core's gc_status to
+ *	  ereport() (gc_glue_report, the only one).
  *
  *-------------------------------------------------------------------------
  */
@@ -84,8 +85,8 @@ gc_glue_prepare_threads(const gc_ctx *ctx)
 }
 
 /*
- * Turn a failed core call into an ERROR.  "what" names the algorithm
- * ("k-means", "DBSCAN") for the message.
+ * Turn a failed core call into an ERROR.  "what" names the algorithm for
+ * the message (gc_algorithm_name, or "affinity propagation").
  */
 void
 gc_glue_report(const gc_status *st, const char *what)
@@ -147,47 +148,49 @@ gc_device_name(gc_device dev)
 	return "unknown";
 }
 
-/*
- * The device requested by the text argument argno of fcinfo: NULL means the
- * gpuclust.device setting.
- */
-gc_device
-gc_glue_parse_device(FunctionCallInfo fcinfo, int argno)
+/* The name of algo in messages. */
+const char *
+gc_algorithm_name(gc_algorithm algo)
 {
-	char	   *s;
-	gc_device	dev;
-
-	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
-		return (gc_device) gpuclust_device;
-
-	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (!gc_parse_device(s, &dev))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid device \"%s\"", s),
-				 errhint("Valid devices are \"auto\", \"cpu\" and \"gpu\"; NULL uses the gpuclust.device setting.")));
-	pfree(s);
-	return dev;
+	switch (algo)
+	{
+		case GC_ALGO_KMEANS:
+			return "k-means";
+		case GC_ALGO_DBSCAN:
+			return "DBSCAN";
+	}
+	return "unknown algorithm";
 }
 
 /*
- * Resolve the requested device to CPU or GPU, or fail with the reason.
- * This may initialise CUDA (probing the GPU), hence the blocked signals.
+ * Resolve the requested device to CPU or GPU (gc_choose_device) into
+ * *chosen, or return the failure in *st.  This may initialise CUDA
+ * (probing the GPU), hence the blocked signals.
  */
+gc_code
+gc_glue_try_choose_device(gc_device requested, gc_algorithm algo, int64 n,
+						  int d, gc_device *chosen, gc_status *st)
+{
+	gc_code		rc;
+	sigset_t	old;
+
+	*chosen = GC_DEVICE_CPU;
+	gc_glue_signals_block(&old);
+	rc = gc_choose_device(requested, algo, n, d, gpuclust_gpu_device_id,
+						  chosen, st);
+	gc_glue_signals_restore(&old);
+	return rc;
+}
+
+/* Resolve the requested device to CPU or GPU, or fail with the reason. */
 gc_device
 gc_glue_choose_device(gc_device requested, gc_algorithm algo, int64 n, int d)
 {
 	gc_status	st = {GC_OK, ""};
-	gc_device	chosen = GC_DEVICE_CPU;
-	gc_code		rc;
-	sigset_t	old;
+	gc_device	chosen;
 
-	gc_glue_signals_block(&old);
-	rc = gc_choose_device(requested, algo, n, d, gpuclust_gpu_device_id,
-						  &chosen, &st);
-	gc_glue_signals_restore(&old);
-	if (rc != GC_OK)
-		gc_glue_report(&st, algo == GC_ALGO_KMEANS ? "k-means" : "DBSCAN");
+	if (gc_glue_try_choose_device(requested, algo, n, d, &chosen, &st) != GC_OK)
+		gc_glue_report(&st, gc_algorithm_name(algo));
 	return chosen;
 }
 
@@ -212,24 +215,10 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 								 note, sizeof(note), &st);
 	gc_glue_signals_restore(&old);
 	if (rc != GC_OK)
-		gc_glue_report(&st, "k-means");
+		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
 	if (note[0] != '\0')
 		ereport(NOTICE,
 				(errmsg("k-means runs on the CPU"),
 				 errdetail("%s.", note)));
 	return chosen;
-}
-
-/*
- * The SQL functions are not STRICT (device defaults to NULL), so required
- * arguments are checked here: a NULL one is an error, never a silent empty
- * result.
- */
-void
-gc_glue_require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be NULL", argname)));
 }

@@ -8,101 +8,51 @@
  * is_core false; a row with NULL features has NULL cluster_id and is_core.
  * A NULL argument other than device is an error.
  *
+ * Arguments: gc_glue_dbscan_params (cluster_args.c); ingest and emitter:
+ * cluster_srf.c.  Device and run: gc_glue_run_dbscan (cluster_run.c), with
+ * the fallback to the CPU under 'auto'.  gpuclust.log_timing = on reports
+ * ingest / compute / emit times in an INFO.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "fmgr.h"
-#include "funcapi.h"
-#include "miscadmin.h"
-#include "utils/builtins.h"
-#include "utils/memutils.h"
-#include "utils/tuplestore.h"
 
-#include "gpuclust.h"
 #include "cluster_run.h"
-#include "ingest.h"
+#include "cluster_srf.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan);
-
-enum
-{
-	ARG_SOURCE = 0,
-	ARG_EPS,
-	ARG_MIN_PTS,
-	ARG_DEVICE
-};
 
 Datum
 gpu_dbscan(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GcSrfCall	call;
 	gc_dbscan_params params;
-	gc_device	requested;
-	char	   *source;
-	MemoryContext workcxt;
-	GcInput		in;
 	int32	   *labels = NULL;
 	uint8	   *is_core = NULL;
-	gc_device	chosen;
-	double		t_start,
-				t_ingest,
-				t_compute = 0;
 
-	gc_glue_require_arg(fcinfo, ARG_SOURCE, "source");
-	gc_glue_require_arg(fcinfo, ARG_EPS, "eps");
-	gc_glue_require_arg(fcinfo, ARG_MIN_PTS, "min_pts");
+	/* cheap checks first: nothing runs when an argument is bad */
+	gc_glue_srf_args(fcinfo, &gc_dbscan_signature, &call);
+	gc_glue_dbscan_params(&call.args, &params, &call.requested);
 
-	memset(&params, 0, sizeof(params));
-	params.eps = PG_GETARG_FLOAT8(ARG_EPS);
-	params.min_pts = PG_GETARG_INT32(ARG_MIN_PTS);
-	gc_glue_check_dbscan_params(&params);
-	requested = gc_glue_parse_device(fcinfo, ARG_DEVICE);
-
-	InitMaterializedSRF(fcinfo, 0);
-
-	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_dbscan",
-									ALLOCSET_DEFAULT_SIZES);
-	source = text_to_cstring(PG_GETARG_TEXT_PP(ARG_SOURCE));
-	t_start = gc_now_ms();
-	gc_ingest(source, workcxt, &in);
-	t_ingest = gc_now_ms() - t_start;
-
-	if (in.n > 0)
-	{
-		labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
-		is_core = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(uint8));
-		t_start = gc_now_ms();
-		chosen = gc_glue_run_dbscan(requested, in.X, in.n, in.d, &params,
-									labels, is_core);
-		t_compute = gc_now_ms() - t_start;
-	}
+	gc_glue_srf_ingest(&call);
+	if (call.in.n > 0)
+		call.ran = gc_glue_run_dbscan(call.requested, &call.in, &params,
+									  call.cxt, &labels, &is_core);
 	else
 	{
 		/* nothing to cluster, but 'gpu' on a machine without one still fails */
-		chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, 0, 0);
+		call.ran = gc_glue_choose_device(call.requested, GC_ALGO_DBSCAN, 0, 0);
 	}
-
-	t_start = gc_now_ms();
-
-	/* the result, in input order */
-	gc_glue_emit_labels(rsinfo, &in, labels, is_core);
+	gc_glue_srf_emit(&call, labels, is_core, NULL);
 
 	if (gpuclust_log_timing)
-	{
-		char		detail[200];
-
-		gc_glue_gpu_phases(GC_ALGO_DBSCAN, in.n > 0 ? chosen : GC_DEVICE_CPU,
-						   detail, sizeof(detail));
-		ereport(INFO,
-				(errmsg("gpu_dbscan: device %s, n %lld, d %d; "
-						"ingest %.1f ms, compute %.1f ms%s, emit %.1f ms",
-						gc_device_name(chosen), (long long) in.n, in.d,
-						t_ingest, t_compute, detail, gc_now_ms() - t_start)));
-	}
-
-	MemoryContextDelete(workcxt);
+		gc_glue_srf_log_timing(&call,
+							   psprintf("gpu_dbscan: device %s, n %lld, d %d",
+										gc_device_name(call.ran),
+										(long long) call.in.n, call.in.d),
+							   gc_glue_srf_gpu_phases(&call, GC_ALGO_DBSCAN));
+	gc_glue_srf_end(&call);
 	return (Datum) 0;
 }

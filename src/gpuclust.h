@@ -9,6 +9,23 @@
  * with a gc_ctx built by gc_glue_ctx() and reports failure through a
  * gc_status that gc_glue_report() turns into an ereport().
  *
+ * The glue, by what it owns:
+ *	  gpuclust.c		module magic, GUCs
+ *	  common_sql.c		core context and threads, signal mask, device
+ *						choice, gc_glue_report
+ *	  ingest.c			source query (SPI) -> float32 matrix, feature checks
+ *	  cluster_args.c	each algorithm's arguments: one reader, all forms
+ *	  cluster_run.c		each algorithm's run: device, fallback, notices
+ *	  cluster_srf.c		the set-returning frame and its one emitter
+ *	  kmeans_sql.c, dbscan_sql.c, ap_sql.c	the set-returning functions
+ *	  window_sql.c		the window functions
+ *	  model_sql.c		gpu_kmeans_fit, kmeans_assign[_distance]
+ *	  info_sql.c		gpuclust_info()
+ * A new parameter goes into the install script (sql/gpuclust--*.sql, its
+ * default there only) and the algorithm's signature and reader in
+ * cluster_args.c; a new algorithm adds a signature and reader, a run
+ * function, and its SQL forms over them.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef GPUCLUST_H
@@ -33,13 +50,14 @@ extern void gc_glue_prepare_threads(const gc_ctx *ctx);
 extern void gc_glue_signals_block(sigset_t *old);
 extern void gc_glue_signals_restore(const sigset_t *old);
 extern void gc_glue_report(const gc_status *st, const char *what) pg_attribute_noreturn();
-extern gc_device gc_glue_parse_device(FunctionCallInfo fcinfo, int argno);
+extern gc_code gc_glue_try_choose_device(gc_device requested,
+										 gc_algorithm algo, int64 n, int d,
+										 gc_device *chosen, gc_status *st);
 extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
 									   int64 n, int d);
 extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
 											  int d, int k, int n_init);
-extern void gc_glue_require_arg(FunctionCallInfo fcinfo, int argno,
-								const char *argname);
 extern const char *gc_device_name(gc_device dev);
+extern const char *gc_algorithm_name(gc_algorithm algo);
 
 #endif							/* GPUCLUST_H */

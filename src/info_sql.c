@@ -40,15 +40,10 @@ static const char *
 auto_device(gc_algorithm algo)
 {
 	gc_status	st = {GC_OK, ""};
-	gc_device	chosen = GC_DEVICE_CPU;
-	gc_code		rc;
-	sigset_t	old;
+	gc_device	chosen;
 
-	gc_glue_signals_block(&old);
-	rc = gc_choose_device(GC_DEVICE_AUTO, algo, 0, 0, gpuclust_gpu_device_id,
-						  &chosen, &st);
-	gc_glue_signals_restore(&old);
-	if (rc != GC_OK)
+	if (gc_glue_try_choose_device(GC_DEVICE_AUTO, algo, 0, 0, &chosen,
+								  &st) != GC_OK)
 		return psprintf("none (%s)", st.message);
 	return gc_device_name(chosen);
 }

@@ -10,125 +10,57 @@
  * rows unclustered (none for an empty source) without checking k against
  * the row count.
  *
- * Device: gc_glue_choose_kmeans_device (dispatch.c).  Under 'auto', a GPU
- * run that fails for lack of GPU memory or with a CUDA error is redone on
- * the CPU, with a NOTICE; under 'gpu' that failure is the error.
- * gpuclust.log_timing = on reports ingest / compute / emit times in an INFO.
+ * Arguments: gc_glue_kmeans_params (cluster_args.c); ingest and emitter:
+ * cluster_srf.c.  Device and run: gc_glue_run_kmeans (cluster_run.c):
+ * under 'auto', a GPU run that fails for lack of GPU memory or with a CUDA
+ * error is redone on the CPU, with a NOTICE; under 'gpu' that failure is
+ * the error.  gpuclust.log_timing = on reports ingest / compute / emit
+ * times in an INFO.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "fmgr.h"
-#include "funcapi.h"
-#include "miscadmin.h"
-#include "utils/builtins.h"
-#include "utils/memutils.h"
-#include "utils/tuplestore.h"
 
-#include "gpuclust.h"
 #include "cluster_run.h"
-#include "ingest.h"
+#include "cluster_srf.h"
 
 PG_FUNCTION_INFO_V1(gpu_kmeans);
-
 
 Datum
 gpu_kmeans(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GcSrfCall	call;
 	gc_kmeans_params params;
-	gc_device	requested;
-	gc_device	chosen;
-	char	   *source;
-	MemoryContext workcxt;
-	GcInput		in;
-	int32	   *labels = NULL;
-	double	   *distance = NULL;
-	double		t_start,
-				t_ingest = 0,
-				t_compute = 0;
-	int			iterations = 0;
+	gc_kmeans_result res = {0};
 
 	/* cheap checks first: nothing runs when an argument is bad */
-	gc_glue_kmeans_args(fcinfo, &params);
-	requested = gc_glue_parse_device(fcinfo, GC_KM_ARG_DEVICE);
+	gc_glue_srf_args(fcinfo, &gc_kmeans_signature, &call);
+	gc_glue_kmeans_params(&call.args, &params, &call.requested);
 
-	InitMaterializedSRF(fcinfo, 0);
-
-	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans",
-									ALLOCSET_DEFAULT_SIZES);
-	source = text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_SOURCE));
-	t_start = gc_now_ms();
-	gc_ingest(source, workcxt, &in);
-	t_ingest = gc_now_ms() - t_start;
-
-	if (in.n > 0)
-		gc_glue_check_k_rows(params.k, in.n, NULL);
-
-	if (in.n > 0)
+	gc_glue_srf_ingest(&call);
+	if (call.in.n > 0)
 	{
-		gc_kmeans_result res;
-
-		labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
-		distance = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(double));
-		memset(&res, 0, sizeof(res));
-		res.labels = labels;
-		res.distance = distance;
-		res.centroids = MemoryContextAllocHuge(workcxt,
-											   (Size) params.k * (Size) in.d * sizeof(float));
-		t_start = gc_now_ms();
-		chosen = gc_glue_run_kmeans(requested, in.X, in.n, in.d, &params, &res);
-		t_compute = gc_now_ms() - t_start;
-		iterations = res.iterations;
+		gc_glue_check_k_rows(params.k, call.in.n, GC_ROWS_QUERY, NULL);
+		call.ran = gc_glue_run_kmeans(call.requested, &call.in, &params,
+									  call.cxt, &res);
 	}
 	else
 	{
 		/* nothing to cluster, but 'gpu' on a machine without one still fails */
-		chosen = gc_glue_choose_kmeans_device(requested, 0, 0, params.k,
-											  params.n_init);
+		call.ran = gc_glue_choose_kmeans_device(call.requested, 0, 0,
+												params.k, params.n_init);
 	}
-	t_start = gc_now_ms();
-
-	/* the result, in input order */
-	for (int64 i = 0, j = 0; i < in.n_rows; i++)
-	{
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
-
-		values[0] = Int64GetDatum(in.ids[i]);
-		if (in.has_features[i])
-		{
-			values[1] = Int32GetDatum(labels[j]);
-			values[2] = Float8GetDatum(distance[j]);
-			j++;
-		}
-		else
-		{
-			values[1] = values[2] = (Datum) 0;
-			nulls[1] = nulls[2] = true;
-		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		if ((i & 0xFFFF) == 0xFFFF)
-			CHECK_FOR_INTERRUPTS();
-	}
+	gc_glue_srf_emit(&call, res.labels, NULL, res.distance);
 
 	if (gpuclust_log_timing)
-	{
-		char		detail[200];
-
-		gc_glue_gpu_phases(GC_ALGO_KMEANS, in.n > 0 ? chosen : GC_DEVICE_CPU,
-						   detail, sizeof(detail));
-		ereport(INFO,
-				(errmsg("gpu_kmeans: device %s, n %lld, d %d, k %d, iterations %d; "
-						"ingest %.1f ms, compute %.1f ms%s, emit %.1f ms",
-						gc_device_name(chosen), (long long) in.n, in.d, params.k,
-						iterations, t_ingest, t_compute, detail,
-						gc_now_ms() - t_start)));
-	}
-
-	MemoryContextDelete(workcxt);
+		gc_glue_srf_log_timing(&call,
+							   psprintf("gpu_kmeans: device %s, n %lld, d %d, k %d, iterations %d",
+										gc_device_name(call.ran),
+										(long long) call.in.n, call.in.d,
+										params.k, res.iterations),
+							   gc_glue_srf_gpu_phases(&call, GC_ALGO_KMEANS));
+	gc_glue_srf_end(&call);
 	return (Datum) 0;
 }

@@ -40,8 +40,8 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "cluster_args.h"
 #include "cluster_run.h"
-#include "ingest.h"
 
 PG_FUNCTION_INFO_V1(gpu_kmeans_fit);
 PG_FUNCTION_INFO_V1(kmeans_assign);
@@ -51,28 +51,49 @@ PG_FUNCTION_INFO_V1(kmeans_assign_distance);
  * gpu_kmeans_fit
  * --------------------------------------------------------------------- */
 
+/*
+ * The k x d centroids C as a two-dimensional real[] (in the current
+ * context; scratch in workcxt).
+ */
+static ArrayType *
+centroids_array(const float *C, int k, int d, MemoryContext workcxt)
+{
+	Datum	   *elems;
+	int			dims[2] = {k, d};
+	int			lbs[2] = {1, 1};
+	MemoryContext oldcxt;
+
+	if ((Size) k * (Size) d > MaxArraySize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("centroids of %d clusters of %d features exceed the maximum array size",
+						k, d)));
+	oldcxt = MemoryContextSwitchTo(workcxt);
+	elems = palloc((Size) k * (Size) d * sizeof(Datum));
+	for (Size i = 0; i < (Size) k * (Size) d; i++)
+		elems[i] = Float4GetDatum(C[i]);
+	MemoryContextSwitchTo(oldcxt);
+	return construct_md_array(elems, NULL, 2, dims, lbs, FLOAT4OID,
+							  sizeof(float4), true, TYPALIGN_INT);
+}
 
 Datum
 gpu_kmeans_fit(PG_FUNCTION_ARGS)
 {
+	GcArgs		args;
 	gc_kmeans_params params;
 	gc_device	requested;
 	TupleDesc	tupdesc;
 	MemoryContext workcxt;
-	MemoryContext oldcxt;
 	GcInput		in;
 	gc_kmeans_result res;
-	Datum	   *elems;
-	int			dims[2];
-	int			lbs[2] = {1, 1};
-	ArrayType  *centroids;
 	Datum		values[6];
 	bool		nulls[6] = {false, false, false, false, false, false};
 	HeapTuple	tuple;
 
 	/* cheap checks first: nothing runs when an argument is bad */
-	gc_glue_kmeans_args(fcinfo, &params);
-	requested = gc_glue_parse_device(fcinfo, GC_KM_ARG_DEVICE);
+	gc_glue_args_of_call(fcinfo, &gc_kmeans_signature, &args);
+	gc_glue_kmeans_params(&args, &params, &requested);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type of gpu_kmeans_fit must be a row type");
@@ -80,36 +101,15 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans_fit",
 									ALLOCSET_DEFAULT_SIZES);
-	gc_ingest(text_to_cstring(PG_GETARG_TEXT_PP(GC_KM_ARG_SOURCE)), workcxt, &in);
+	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), workcxt, &in);
 
-	gc_glue_check_k_rows(params.k, in.n,
+	gc_glue_check_k_rows(params.k, in.n, GC_ROWS_QUERY,
 						 in.n == 0 ? "gpu_kmeans_fit needs rows to fit a model to." : NULL);
-
-	memset(&res, 0, sizeof(res));
-	res.labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
-	/* as gpu_kmeans asks for them: the same core path runs */
-	res.distance = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(double));
-	res.centroids = MemoryContextAllocHuge(workcxt,
-										   (Size) params.k * (Size) in.d * sizeof(float));
-	gc_glue_run_kmeans(requested, in.X, in.n, in.d, &params, &res);
+	gc_glue_run_kmeans(requested, &in, &params, workcxt, &res);
 
 	/* the result: k x d centroids and the fit's statistics */
-	if ((Size) params.k * (Size) in.d > MaxArraySize)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("centroids of %d clusters of %d features exceed the maximum array size",
-						params.k, in.d)));
-	oldcxt = MemoryContextSwitchTo(workcxt);
-	elems = palloc((Size) params.k * (Size) in.d * sizeof(Datum));
-	for (Size i = 0; i < (Size) params.k * (Size) in.d; i++)
-		elems[i] = Float4GetDatum(res.centroids[i]);
-	MemoryContextSwitchTo(oldcxt);
-	dims[0] = params.k;
-	dims[1] = in.d;
-	centroids = construct_md_array(elems, NULL, 2, dims, lbs, FLOAT4OID,
-								   sizeof(float4), true, TYPALIGN_INT);
-
-	values[0] = PointerGetDatum(centroids);
+	values[0] = PointerGetDatum(centroids_array(res.centroids, params.k, in.d,
+												workcxt));
 	values[1] = Float8GetDatum(res.inertia);
 	values[2] = Int32GetDatum(res.iterations);
 	values[3] = BoolGetDatum(res.converged);

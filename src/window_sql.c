@@ -21,11 +21,17 @@
  * same order: with ORDER BY in the window, give the SRF's source the same
  * ORDER BY.  NULL features and DBSCAN noise give NULL.
  *
- * The parameters (eps, k, ...) are read from the partition's first row;
- * when an argument is not a constant it is evaluated on every row and must
- * not change within the partition.  A NULL parameter other than device is
- * an error.  Errors about features name the 1-based row number within the
- * partition, in the window's order (there is no id).
+ * The parameters (eps, k, ...) are read from the partition's first row
+ * and checked by the set-returning form's reader (cluster_args.c), with its
+ * errors; when an argument is not a constant it is evaluated on every row
+ * and must not change within the partition.  A NULL parameter other than
+ * device is an error.  The defaults are the install script's: PostgreSQL
+ * passes every argument to a window function too.  Errors about features
+ * name the 1-based row number within the partition, in the window's order
+ * (there is no id).
+ *
+ * window_label is the one driver; each algorithm gives it its signature,
+ * its reader and its run (WinAlgo).
  *
  *-------------------------------------------------------------------------
  */
@@ -40,8 +46,8 @@
 #include "utils/memutils.h"
 #include "windowapi.h"
 
+#include "cluster_args.h"
 #include "cluster_run.h"
-#include "ingest.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan_window);
 PG_FUNCTION_INFO_V1(gpu_kmeans_window);
@@ -60,146 +66,110 @@ typedef struct WinPartition
 	int32	   *labels;			/* n_rows, in the partition's memory */
 } WinPartition;
 
-/* One parameter argument of a window function. */
-typedef struct WinParam
+/*
+ * The parameters of a window function call (every argument but the
+ * features), read from the partition's first row.
+ */
+typedef struct WinArgs
 {
-	const char *name;
-	int			argno;
-	bool		nullable;		/* only device */
-	bool		present;		/* the call has this argument */
-	bool		varies;			/* not a constant: checked on every row */
-	Oid			type;
-	bool		byval;
-	Datum		value;			/* row 1's value */
-	bool		isnull;
-} WinParam;
+	GcArgs		args;			/* row 1's values, as the readers take them */
+	bool		varies[GC_MAX_ARGS];	/* not a constant: checked on every row */
+	Oid			type[GC_MAX_ARGS];
+	bool		byval[GC_MAX_ARGS];
+} WinArgs;
 
+/* Whether a (the value of argument argno on some row) equals row 1's. */
 static bool
-param_equal(const WinParam *p, Datum a, bool anull)
+param_equal(const WinArgs *wa, int argno, Datum a, bool anull)
 {
-	if (anull || p->isnull)
-		return anull == p->isnull;
-	if (p->byval)
-		return a == p->value;
-	if (p->type == TEXTOID)
+	Datum		first = wa->args.value[argno];
+
+	if (anull || wa->args.isnull[argno])
+		return anull == wa->args.isnull[argno];
+	if (wa->byval[argno])
+		return a == first;
+	if (wa->type[argno] == TEXTOID)
 	{
 		text	   *x = DatumGetTextPP(a);
-		text	   *y = DatumGetTextPP(p->value);
+		text	   *y = DatumGetTextPP(first);
 
 		return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
 			memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;
 	}
 	elog(ERROR, "unexpected type %u of window function argument \"%s\"",
-		 p->type, p->name);
+		 wa->type[argno], wa->args.sig->arg[argno].name);
 	return false;
 }
 
-static void
-param_require(const WinParam *p, bool isnull)
-{
-	if (isnull && !p->nullable)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be NULL", p->name)));
-}
-
 /*
- * Reads the parameters from the partition's first row (in memory that
- * lasts for the computation: the caller's context).
+ * Reads the parameters of sig from the partition's first row (in memory
+ * that lasts for the computation: the caller's context), checking their
+ * NULLs as the set-returning forms do.
  */
 static void
-params_init(WindowObject winobj, FunctionCallInfo fcinfo, WinParam *params,
-			int nparams)
+params_init(WindowObject winobj, FunctionCallInfo fcinfo,
+			const GcSignature *sig, WinArgs *wa)
 {
-	for (int i = 0; i < nparams; i++)
+	gc_glue_check_nargs(fcinfo, sig);
+	memset(wa, 0, sizeof(*wa));
+	wa->args.sig = sig;
+	for (int argno = GC_ARG_ROWS + 1; argno < sig->nargs; argno++)
 	{
-		WinParam   *p = &params[i];
 		bool		isout;
 		int16		typlen;
 
-		p->present = p->argno < PG_NARGS();
-		if (!p->present)
-		{
-			p->isnull = true;
-			continue;
-		}
-		p->type = get_fn_expr_argtype(fcinfo->flinfo, p->argno);
-		get_typlenbyval(p->type, &typlen, &p->byval);
-		p->varies = !get_fn_expr_arg_stable(fcinfo->flinfo, p->argno);
-		p->value = WinGetFuncArgInPartition(winobj, p->argno, 0,
-											WINDOW_SEEK_HEAD, false,
-											&p->isnull, &isout);
+		wa->type[argno] = get_fn_expr_argtype(fcinfo->flinfo, argno);
+		get_typlenbyval(wa->type[argno], &typlen, &wa->byval[argno]);
+		wa->varies[argno] = !get_fn_expr_arg_stable(fcinfo->flinfo, argno);
+		wa->args.value[argno] =
+			WinGetFuncArgInPartition(winobj, argno, 0, WINDOW_SEEK_HEAD,
+									 false, &wa->args.isnull[argno], &isout);
 		if (isout)
 			elog(ERROR, "partition of a window function has no first row");
-		param_require(p, p->isnull);
-		if (!p->isnull && !p->byval)
-			p->value = datumCopy(p->value, p->byval, typlen);
+		gc_glue_check_arg_null(sig, argno, wa->args.isnull[argno]);
+		if (!wa->args.isnull[argno] && !wa->byval[argno])
+			wa->args.value[argno] = datumCopy(wa->args.value[argno], false,
+											  typlen);
 	}
 }
 
 /* Checks on partition row rowno (0-based) the parameters that may vary. */
 static void
-params_check_row(WindowObject winobj, WinParam *params, int nparams,
-				 int64 rowno)
+params_check_row(WindowObject winobj, const WinArgs *wa, int64 rowno)
 {
-	for (int i = 0; i < nparams; i++)
+	const GcSignature *sig = wa->args.sig;
+
+	for (int argno = GC_ARG_ROWS + 1; argno < sig->nargs; argno++)
 	{
-		WinParam   *p = &params[i];
 		Datum		v;
 		bool		isnull,
 					isout;
 
-		if (!p->present || !p->varies)
+		if (!wa->varies[argno])
 			continue;
-		v = WinGetFuncArgInPartition(winobj, p->argno, rowno,
+		v = WinGetFuncArgInPartition(winobj, argno, rowno,
 									 WINDOW_SEEK_HEAD, false, &isnull, &isout);
-		param_require(p, isnull);
-		if (!param_equal(p, v, isnull))
+		gc_glue_check_arg_null(sig, argno, isnull);
+		if (!param_equal(wa, argno, v, isnull))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"%s\" must be the same for every row of a partition",
-							p->name),
+							sig->arg[argno].name),
 					 errdetail("It differs between partition rows 1 and %lld.",
 							   (long long) rowno + 1),
 					 errhint("The window function clusters the whole partition with one \"%s\"; use PARTITION BY to cluster groups with different parameters.",
-							 p->name)));
+							 sig->arg[argno].name)));
 	}
 }
 
-static gc_device
-param_device(const WinParam *p)
-{
-	gc_device	dev;
-	char	   *s;
-
-	if (!p->present || p->isnull)
-		return (gc_device) gpuclust_device;
-	s = text_to_cstring(DatumGetTextPP(p->value));
-	if (!gc_parse_device(s, &dev))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid device \"%s\"", s),
-				 errhint("Valid devices are \"auto\", \"cpu\" and \"gpu\"; NULL uses the gpuclust.device setting.")));
-	return dev;
-}
-
-/* The features of a partition, packed. */
-typedef struct WinInput
-{
-	int64		n_rows;			/* rows of the partition */
-	int64		n;				/* rows with features = rows of X */
-	int			d;
-	float	   *X;				/* n x d */
-	bool	   *has_features;	/* n_rows */
-} WinInput;
-
 /*
- * Reads argument 0 (the features) of every row of the partition into *in,
- * with the arrays in workcxt, checking the varying parameters on the way.
+ * Reads argument 0 (the features) of every row of the partition into *in
+ * (ids NULL: a partition row has none), with the arrays in workcxt,
+ * checking the varying parameters on the way.
  */
 static void
-read_partition(WindowObject winobj, WinParam *params, int nparams,
-			   MemoryContext workcxt, WinInput *in)
+read_partition(WindowObject winobj, const WinArgs *wa,
+			   MemoryContext workcxt, GcInput *in)
 {
 	MemoryContext batchcxt;
 	MemoryContext oldcxt;
@@ -224,8 +194,9 @@ read_partition(WindowObject winobj, WinParam *params, int nparams,
 		}
 		/* argument evaluation and detoasting allocate in the batch context */
 		oldcxt = MemoryContextSwitchTo(batchcxt);
-		value = WinGetFuncArgInPartition(winobj, 0, i, WINDOW_SEEK_HEAD,
-										 false, &isnull, &isout);
+		value = WinGetFuncArgInPartition(winobj, GC_ARG_ROWS, i,
+										 WINDOW_SEEK_HEAD, false, &isnull,
+										 &isout);
 		if (isout)
 			elog(ERROR, "window partition has no row %lld of %lld",
 				 (long long) i + 1, (long long) in->n_rows);
@@ -246,19 +217,22 @@ read_partition(WindowObject winobj, WinParam *params, int nparams,
 											   (Size) in->d * sizeof(float));
 			}
 			gc_features(arr, &in->d, in->X + (Size) in->n * (Size) in->d,
-							 "partition row", i + 1);
+						"partition row", i + 1);
 			in->n++;
 		}
 		in->has_features[i] = !isnull;
-		params_check_row(winobj, params, nparams, i);
+		params_check_row(winobj, wa, i);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	MemoryContextDelete(batchcxt);
 }
 
-/* Spreads the n labels of the feature rows over the partition's rows. */
+/*
+ * Spreads the in->n labels of the feature rows over the partition's rows
+ * (labels NULL when there are none).
+ */
 static void
-store_labels(WinPartition *part, const WinInput *in, const int32 *labels)
+store_labels(WinPartition *part, const GcInput *in, const int32 *labels)
 {
 	for (int64 i = 0, j = 0; i < in->n_rows; i++)
 	{
@@ -302,58 +276,97 @@ result_of_row(WindowObject winobj, WinPartition *part, FunctionCallInfo fcinfo)
 	PG_RETURN_INT32(part->labels[pos]);
 }
 
-/* ---------------------------------------------------------------------
- * gpu_dbscan(features, eps, min_pts [, device]) OVER (...)
- * --------------------------------------------------------------------- */
+/*
+ * The computation of one partition's labels, in its own memory: the
+ * parameters (read from row 1), the features, and the run's results.
+ */
+typedef struct WinCall
+{
+	MemoryContext workcxt;
+	WinArgs		params;
+	gc_device	requested;
+	union
+	{
+		gc_kmeans_params kmeans;
+		gc_dbscan_params dbscan;
+	}			p;
+	GcInput		in;
+} WinCall;
 
-Datum
-gpu_dbscan_window(PG_FUNCTION_ARGS)
+/* What a window function clusters with. */
+typedef struct WinAlgo
+{
+	const GcSignature *sig;
+	/* call->p and call->requested from call->params (the reader) */
+	void		(*read_params) (WinCall *call);
+	/* the labels of call->in's rows with features (call->in.n >= 1) */
+	const int32 *(*run) (WinCall *call);
+} WinAlgo;
+
+/*
+ * The label of the current row: the first call in a partition clusters
+ * the partition with algo and keeps its labels.
+ */
+static Datum
+window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
 {
 	WindowObject winobj = PG_WINDOW_OBJECT();
 	WinPartition *part = partition_state(winobj);
 
 	if (!part->ready)
 	{
-		WinParam	params[] = {
-			{.name = "eps", .argno = 1},
-			{.name = "min_pts", .argno = 2},
-			{.name = "device", .argno = 3, .nullable = true},
-		};
-		gc_dbscan_params dp;
-		gc_device	requested;
-		MemoryContext workcxt;
+		WinCall		call;
+		const int32 *labels = NULL;
 		MemoryContext oldcxt;
-		WinInput	in;
 
-		workcxt = AllocSetContextCreate(CurrentMemoryContext,
-										"gpu_dbscan window",
-										ALLOCSET_DEFAULT_SIZES);
-		oldcxt = MemoryContextSwitchTo(workcxt);
-
-		params_init(winobj, fcinfo, params, lengthof(params));
-		memset(&dp, 0, sizeof(dp));
-		dp.eps = DatumGetFloat8(params[0].value);
-		dp.min_pts = DatumGetInt32(params[1].value);
-		gc_glue_check_dbscan_params(&dp);
-		requested = param_device(&params[2]);
-
-		read_partition(winobj, params, lengthof(params), workcxt, &in);
-		if (in.n > 0)
-		{
-			int32	   *labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
-			uint8	   *is_core = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(uint8));
-
-			gc_glue_run_dbscan(requested, in.X, in.n, in.d, &dp, labels, is_core);
-			store_labels(part, &in, labels);
-		}
-		else
-			store_labels(part, &in, NULL);
-
+		memset(&call, 0, sizeof(call));
+		call.workcxt = AllocSetContextCreate(CurrentMemoryContext,
+											 "gpuclust window partition",
+											 ALLOCSET_DEFAULT_SIZES);
+		oldcxt = MemoryContextSwitchTo(call.workcxt);
+		params_init(winobj, fcinfo, algo->sig, &call.params);
+		algo->read_params(&call);
+		read_partition(winobj, &call.params, call.workcxt, &call.in);
+		if (call.in.n > 0)
+			labels = algo->run(&call);
+		store_labels(part, &call.in, labels);
 		MemoryContextSwitchTo(oldcxt);
-		MemoryContextDelete(workcxt);
+		MemoryContextDelete(call.workcxt);
 		part->ready = true;
 	}
 	return result_of_row(winobj, part, fcinfo);
+}
+
+/* ---------------------------------------------------------------------
+ * gpu_dbscan(features, eps, min_pts, device) OVER (...)
+ * --------------------------------------------------------------------- */
+
+static void
+dbscan_read_params(WinCall *call)
+{
+	gc_glue_dbscan_params(&call->params.args, &call->p.dbscan,
+						  &call->requested);
+}
+
+static const int32 *
+dbscan_run(WinCall *call)
+{
+	int32	   *labels;
+	uint8	   *is_core;
+
+	gc_glue_run_dbscan(call->requested, &call->in, &call->p.dbscan,
+					   call->workcxt, &labels, &is_core);
+	return labels;
+}
+
+static const WinAlgo win_dbscan = {
+	&gc_dbscan_signature, dbscan_read_params, dbscan_run
+};
+
+Datum
+gpu_dbscan_window(PG_FUNCTION_ARGS)
+{
+	return window_label(fcinfo, &win_dbscan);
 }
 
 /* ---------------------------------------------------------------------
@@ -361,76 +374,31 @@ gpu_dbscan_window(PG_FUNCTION_ARGS)
  *	   OVER (...)
  * --------------------------------------------------------------------- */
 
+static void
+kmeans_read_params(WinCall *call)
+{
+	gc_glue_kmeans_params(&call->params.args, &call->p.kmeans,
+						  &call->requested);
+}
+
+static const int32 *
+kmeans_run(WinCall *call)
+{
+	gc_kmeans_result res;
+
+	gc_glue_check_k_rows(call->p.kmeans.k, call->in.n, GC_ROWS_PARTITION,
+						 NULL);
+	gc_glue_run_kmeans(call->requested, &call->in, &call->p.kmeans,
+					   call->workcxt, &res);
+	return res.labels;
+}
+
+static const WinAlgo win_kmeans = {
+	&gc_kmeans_signature, kmeans_read_params, kmeans_run
+};
+
 Datum
 gpu_kmeans_window(PG_FUNCTION_ARGS)
 {
-	WindowObject winobj = PG_WINDOW_OBJECT();
-	WinPartition *part = partition_state(winobj);
-
-	if (!part->ready)
-	{
-		WinParam	params[] = {
-			{.name = "k", .argno = 1},
-			{.name = "max_iter", .argno = 2},
-			{.name = "tol", .argno = 3},
-			{.name = "init", .argno = 4},
-			{.name = "n_init", .argno = 5},
-			{.name = "seed", .argno = 6},
-			{.name = "device", .argno = 7, .nullable = true},
-		};
-		gc_kmeans_params kp;
-		gc_device	requested;
-		MemoryContext workcxt;
-		MemoryContext oldcxt;
-		WinInput	in;
-
-		workcxt = AllocSetContextCreate(CurrentMemoryContext,
-										"gpu_kmeans window",
-										ALLOCSET_DEFAULT_SIZES);
-		oldcxt = MemoryContextSwitchTo(workcxt);
-
-		params_init(winobj, fcinfo, params, lengthof(params));
-		/* the defaults of the SQL declaration, should a call lack them */
-		memset(&kp, 0, sizeof(kp));
-		kp.k = DatumGetInt32(params[0].value);
-		kp.max_iter = params[1].present ? DatumGetInt32(params[1].value) : 300;
-		kp.tol = params[2].present ? DatumGetFloat8(params[2].value) : 1e-4;
-		kp.n_init = params[4].present ? DatumGetInt32(params[4].value) : 1;
-		kp.seed = params[5].present ? (uint64) DatumGetInt64(params[5].value) : 0;
-		gc_glue_check_kmeans_params(&kp);
-		kp.init = params[3].present ?
-			gc_glue_parse_kmeans_init(text_to_cstring(DatumGetTextPP(params[3].value))) :
-			GC_INIT_KMEANSPP;
-		requested = param_device(&params[6]);
-
-		read_partition(winobj, params, lengthof(params), workcxt, &in);
-		if (in.n > 0)
-		{
-			gc_kmeans_result res;
-
-			if (kp.k > in.n)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("k must not exceed the number of rows with features"),
-						 errdetail_plural("k is %d, but the partition has %lld row with non-NULL features.",
-										  "k is %d, but the partition has %lld rows with non-NULL features.",
-										  (unsigned long) in.n,
-										  kp.k, (long long) in.n)));
-			memset(&res, 0, sizeof(res));
-			res.labels = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(int32));
-			/* as gpu_kmeans asks for them: the same core path runs */
-			res.distance = MemoryContextAllocHuge(workcxt, (Size) in.n * sizeof(double));
-			res.centroids = MemoryContextAllocHuge(workcxt,
-												   (Size) kp.k * (Size) in.d * sizeof(float));
-			gc_glue_run_kmeans(requested, in.X, in.n, in.d, &kp, &res);
-			store_labels(part, &in, res.labels);
-		}
-		else
-			store_labels(part, &in, NULL);
-
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextDelete(workcxt);
-		part->ready = true;
-	}
-	return result_of_row(winobj, part, fcinfo);
+	return window_label(fcinfo, &win_kmeans);
 }

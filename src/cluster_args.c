@@ -1,0 +1,270 @@
+/*-------------------------------------------------------------------------
+ *
+ * cluster_args.c
+ *	  The arguments of the clustering functions: each algorithm's signature
+ *	  (names and positions, which may be NULL), the NULL checks, and one
+ *	  reader per algorithm that checks its parameters and the device.
+ *	  Shared by the set-returning functions (kmeans_sql.c, dbscan_sql.c,
+ *	  ap_sql.c), the window functions (window_sql.c) and the model fit
+ *	  (model_sql.c); see cluster_args.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "cluster_args.h"
+
+/* the positions of the parameters (0 is the rows) */
+enum
+{
+	KM_K = 1,
+	KM_MAX_ITER,
+	KM_TOL,
+	KM_INIT,
+	KM_N_INIT,
+	KM_SEED,
+	KM_DEVICE
+};
+
+enum
+{
+	DB_EPS = 1,
+	DB_MIN_PTS,
+	DB_DEVICE
+};
+
+enum
+{
+	AP_DAMPING = 1,
+	AP_PREFERENCE,
+	AP_MAX_ITER,
+	AP_CONVERGENCE_ITER,
+	AP_DEVICE
+};
+
+/*
+ * Position 0 is named for the set-returning forms (a window function's
+ * features may be NULL: the row is left unclustered).
+ */
+const GcSignature gc_kmeans_signature = {
+	.nargs = KM_DEVICE + 1,
+	.arg = {
+		[GC_ARG_ROWS] = {"source"},
+		[KM_K] = {"k"},
+		[KM_MAX_ITER] = {"max_iter"},
+		[KM_TOL] = {"tol"},
+		[KM_INIT] = {"init"},
+		[KM_N_INIT] = {"n_init"},
+		[KM_SEED] = {"seed"},
+		[KM_DEVICE] = {"device", true},
+	},
+};
+
+const GcSignature gc_dbscan_signature = {
+	.nargs = DB_DEVICE + 1,
+	.arg = {
+		[GC_ARG_ROWS] = {"source"},
+		[DB_EPS] = {"eps"},
+		[DB_MIN_PTS] = {"min_pts"},
+		[DB_DEVICE] = {"device", true},
+	},
+};
+
+const GcSignature gc_ap_signature = {
+	.nargs = AP_DEVICE + 1,
+	.arg = {
+		[GC_ARG_ROWS] = {"source"},
+		[AP_DAMPING] = {"damping"},
+		[AP_PREFERENCE] = {"preference", true},
+		[AP_MAX_ITER] = {"max_iter"},
+		[AP_CONVERGENCE_ITER] = {"convergence_iter"},
+		[AP_DEVICE] = {"device", true},
+	},
+};
+
+void
+gc_glue_check_nargs(FunctionCallInfo fcinfo, const GcSignature *sig)
+{
+	if (PG_NARGS() != sig->nargs)
+		elog(ERROR, "function %s called with %d arguments, declared with %d",
+			 get_func_name(fcinfo->flinfo->fn_oid), PG_NARGS(), sig->nargs);
+}
+
+/*
+ * The SQL functions are not STRICT (device defaults to NULL), so required
+ * arguments are checked here: a NULL one is an error, never a silent empty
+ * result.
+ */
+void
+gc_glue_check_arg_null(const GcSignature *sig, int argno, bool isnull)
+{
+	if (isnull && !sig->arg[argno].nullable)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL",
+						sig->arg[argno].name)));
+}
+
+void
+gc_glue_args_of_call(FunctionCallInfo fcinfo, const GcSignature *sig,
+					 GcArgs *a)
+{
+	gc_glue_check_nargs(fcinfo, sig);
+	a->sig = sig;
+	for (int i = 0; i < sig->nargs; i++)
+	{
+		a->isnull[i] = PG_ARGISNULL(i);
+		a->value[i] = PG_GETARG_DATUM(i);
+		gc_glue_check_arg_null(sig, i, a->isnull[i]);
+	}
+}
+
+/* The device argument (the last): NULL means the gpuclust.device setting. */
+static gc_device
+arg_device(const GcArgs *a)
+{
+	int			argno = a->sig->nargs - 1;
+	char	   *s;
+	gc_device	dev;
+
+	if (a->isnull[argno])
+		return (gc_device) gpuclust_device;
+
+	s = text_to_cstring(DatumGetTextPP(a->value[argno]));
+	if (!gc_parse_device(s, &dev))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid device \"%s\"", s),
+				 errhint("Valid devices are \"auto\", \"cpu\" and \"gpu\"; NULL uses the gpuclust.device setting.")));
+	pfree(s);
+	return dev;
+}
+
+/* init text of k-means ('k-means++' | 'random'), or an ERROR */
+static gc_kmeans_init
+parse_kmeans_init(Datum value)
+{
+	char	   *s = text_to_cstring(DatumGetTextPP(value));
+
+	if (pg_strcasecmp(s, "k-means++") == 0)
+		return GC_INIT_KMEANSPP;
+	if (pg_strcasecmp(s, "random") == 0)
+		return GC_INIT_RANDOM;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid init method \"%s\"", s),
+			 errhint("Valid methods are \"k-means++\" and \"random\".")));
+	pg_unreachable();
+}
+
+/* ERROR unless argument argno of a, whose value is value, is at least 1 */
+static void
+check_at_least_1(const GcArgs *a, int argno, int64 value)
+{
+	if (value < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be at least 1", a->sig->arg[argno].name)));
+}
+
+void
+gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p, gc_device *device)
+{
+	Assert(a->sig == &gc_kmeans_signature);
+	memset(p, 0, sizeof(*p));
+	p->k = DatumGetInt32(a->value[KM_K]);
+	p->max_iter = DatumGetInt32(a->value[KM_MAX_ITER]);
+	p->tol = DatumGetFloat8(a->value[KM_TOL]);
+	p->n_init = DatumGetInt32(a->value[KM_N_INIT]);
+	p->seed = (uint64) DatumGetInt64(a->value[KM_SEED]);
+	check_at_least_1(a, KM_K, p->k);
+	check_at_least_1(a, KM_MAX_ITER, p->max_iter);
+	if (isnan(p->tol) || isinf(p->tol) || p->tol < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tol must be a finite number greater than or equal to 0")));
+	check_at_least_1(a, KM_N_INIT, p->n_init);
+	p->init = parse_kmeans_init(a->value[KM_INIT]);
+	*device = arg_device(a);
+}
+
+void
+gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p, gc_device *device)
+{
+	Assert(a->sig == &gc_dbscan_signature);
+	memset(p, 0, sizeof(*p));
+	p->eps = DatumGetFloat8(a->value[DB_EPS]);
+	p->min_pts = DatumGetInt32(a->value[DB_MIN_PTS]);
+	if (isnan(p->eps) || isinf(p->eps) || p->eps <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("eps must be a finite number greater than 0")));
+	check_at_least_1(a, DB_MIN_PTS, p->min_pts);
+	*device = arg_device(a);
+}
+
+/*
+ * Affinity propagation runs on the CPU only for now: 'gpu' (argument or
+ * gpuclust.device) is refused here, before anything runs; 'auto' is the
+ * CPU.
+ */
+void
+gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
+{
+	Assert(a->sig == &gc_ap_signature);
+	memset(p, 0, sizeof(*p));
+	p->damping = DatumGetFloat8(a->value[AP_DAMPING]);
+	p->has_preference = !a->isnull[AP_PREFERENCE];
+	p->preference = p->has_preference ?
+		DatumGetFloat8(a->value[AP_PREFERENCE]) : 0.0;
+	p->max_iter = DatumGetInt32(a->value[AP_MAX_ITER]);
+	p->convergence_iter = DatumGetInt32(a->value[AP_CONVERGENCE_ITER]);
+
+	if (isnan(p->damping) || p->damping < 0.5 || p->damping >= 1.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("damping must be at least 0.5 and less than 1")));
+	if (p->has_preference && (isnan(p->preference) || isinf(p->preference)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("preference must be a finite number"),
+				 errhint("NULL uses the median of the similarities.")));
+	check_at_least_1(a, AP_MAX_ITER, p->max_iter);
+	check_at_least_1(a, AP_CONVERGENCE_ITER, p->convergence_iter);
+	*device = arg_device(a);
+	if (*device == GC_DEVICE_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot run affinity propagation on the GPU"),
+				 errdetail("gpuclust has no GPU implementation of affinity propagation yet."),
+				 errhint("Use device => 'cpu' or 'auto', or set gpuclust.device to 'cpu' or 'auto'.")));
+}
+
+void
+gc_glue_check_k_rows(int k, int64 n, GcRowsOrigin origin, const char *hint)
+{
+	if (k <= n)
+		return;
+	if (origin == GC_ROWS_PARTITION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must not exceed the number of rows with features"),
+				 errdetail_plural("k is %d, but the partition has %lld row with non-NULL features.",
+								  "k is %d, but the partition has %lld rows with non-NULL features.",
+								  (unsigned long) n,
+								  k, (long long) n),
+				 hint ? errhint("%s", hint) : 0));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("k must not exceed the number of rows with features"),
+			 errdetail_plural("k is %d, but the source query returned %lld row with non-NULL features.",
+							  "k is %d, but the source query returned %lld rows with non-NULL features.",
+							  (unsigned long) n,
+							  k, (long long) n),
+			 hint ? errhint("%s", hint) : 0));
+}

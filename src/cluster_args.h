@@ -1,0 +1,102 @@
+/*-------------------------------------------------------------------------
+ *
+ * cluster_args.h
+ *	  The arguments of the clustering functions: one signature per
+ *	  algorithm, shared by all its SQL forms, and one reader per algorithm
+ *	  that checks the parameters and fills the core's parameter struct.
+ *
+ * Every SQL form of an algorithm takes the same arguments at the same
+ * positions: 0 is the rows (the source query of a set-returning function
+ * or a model fit, the features of a window function; each form reads them
+ * its own way), then the parameters, device last.  The values come from
+ * the call itself (gc_glue_args_of_call) or, for a window function, from
+ * its partition's first row (window_sql.c); the same reader checks them
+ * either way, so every form raises the same errors in the same order.
+ *
+ * The defaults are not here: the install script declares them, and
+ * PostgreSQL passes every argument (defaults inserted by the planner, for
+ * window functions too).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUCLUST_CLUSTER_ARGS_H
+#define GPUCLUST_CLUSTER_ARGS_H
+
+#include "fmgr.h"
+
+#include "gpuclust.h"
+
+/* position of the rows (source query or features) */
+#define GC_ARG_ROWS		0
+
+/* the most arguments any clustering function takes */
+#define GC_MAX_ARGS		8
+
+/* One argument of an algorithm's SQL functions. */
+typedef struct GcArgDef
+{
+	const char *name;
+	bool		nullable;		/* NULL has a meaning (device, preference) */
+} GcArgDef;
+
+/* The arguments an algorithm's SQL functions share, by position. */
+typedef struct GcSignature
+{
+	int			nargs;
+	GcArgDef	arg[GC_MAX_ARGS];
+} GcSignature;
+
+extern const GcSignature gc_kmeans_signature;
+extern const GcSignature gc_dbscan_signature;
+extern const GcSignature gc_ap_signature;
+
+/* The values of one call's arguments. */
+typedef struct GcArgs
+{
+	const GcSignature *sig;
+	Datum		value[GC_MAX_ARGS];
+	bool		isnull[GC_MAX_ARGS];
+} GcArgs;
+
+/*
+ * ERROR unless fcinfo passes sig's arguments: a call with another number
+ * of them (a declaration that is not the install script's).
+ */
+extern void gc_glue_check_nargs(FunctionCallInfo fcinfo,
+								const GcSignature *sig);
+
+/* ERROR when argument argno is NULL and sig does not allow it. */
+extern void gc_glue_check_arg_null(const GcSignature *sig, int argno,
+								   bool isnull);
+
+/*
+ * The arguments of a set-returning function or model fit: a's values are
+ * fcinfo's, every NULL checked in order (the source query first).
+ */
+extern void gc_glue_args_of_call(FunctionCallInfo fcinfo,
+								 const GcSignature *sig, GcArgs *a);
+
+/*
+ * The readers: the parameters of a (NULLs already checked) into *p and the
+ * device requested (NULL: gpuclust.device) into *device, each value
+ * checked, with the same errors for every SQL form.
+ */
+extern void gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p,
+								  gc_device *device);
+extern void gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p,
+								  gc_device *device);
+extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
+							  gc_device *device);
+
+/* Where the rows of a call came from, for messages. */
+typedef enum GcRowsOrigin
+{
+	GC_ROWS_QUERY,				/* the source query */
+	GC_ROWS_PARTITION			/* a window function's partition */
+} GcRowsOrigin;
+
+/* ERROR unless k <= n, the rows with features; hint may be NULL */
+extern void gc_glue_check_k_rows(int k, int64 n, GcRowsOrigin origin,
+								 const char *hint);
+
+#endif							/* GPUCLUST_CLUSTER_ARGS_H */
