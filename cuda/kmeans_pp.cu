@@ -62,6 +62,28 @@ pp_draw(const float *XT, int64_t n, int d, const double *off, int64_t nb,
 }
 
 /*
+ * q[t] = gc_dist2(x_i, cand_t) for the L candidates (cand: d x LMAX), the
+ * CPU's float sums.
+ */
+__device__ __forceinline__ void
+pp_row_dist2(const float *__restrict__ XT, int64_t n, int d, int64_t i,
+			 const float *__restrict__ cand, int L, float *q)
+{
+#pragma unroll
+	for (int t = 0; t < KM_PP_LMAX; t++)
+		q[t] = 0.0f;
+	for (int j = 0; j < d; j++)
+	{
+		const float x = XT[(int64_t) j * n + i];
+
+#pragma unroll
+		for (int t = 0; t < KM_PP_LMAX; t++)
+			if (t < L)
+				q[t] = gc_l2_step(q[t], x, cand[j * KM_PP_LMAX + t]);
+	}
+}
+
+/*
  * bs[b*LMAX + t] = sequential double sum, over the rows of block b, of
  * min(closest[i], dist2(X_i, candidate t)).  One CUDA block per block of
  * GC_KM_BLOCK rows: the float terms are computed in parallel, chunk by
@@ -86,18 +108,7 @@ pp_pots(const float *__restrict__ XT, int64_t n, int d,
 			float		q[KM_PP_LMAX];
 			const float cl = closest[i];
 
-#pragma unroll
-			for (int t = 0; t < KM_PP_LMAX; t++)
-				q[t] = 0.0f;
-			for (int j = 0; j < d; j++)
-			{
-				const float x = XT[(int64_t) j * n + i];
-
-#pragma unroll
-				for (int t = 0; t < KM_PP_LMAX; t++)
-					if (t < L)
-						q[t] = gc_l2_step(q[t], x, cand[j * KM_PP_LMAX + t]);
-			}
+			pp_row_dist2(XT, n, d, i, cand, L, q);
 #pragma unroll
 			for (int t = 0; t < KM_PP_LMAX; t++)
 				if (t < L)
@@ -138,20 +149,7 @@ pp_terms(const float *__restrict__ XT, int64_t n, int d,
 		float		q[KM_PP_LMAX];
 		const float cl = closest[i];
 
-#pragma unroll
-		for (int t = 0; t < KM_PP_LMAX; t++)
-			q[t] = 0.0f;
-		for (int j = 0; j < d; j++)
-		{
-			const float x = XT[(int64_t) j * n + i];
-
-#pragma unroll
-			for (int t = 0; t < KM_PP_LMAX; t++)
-				if (t < L)
-				{
-					q[t] = gc_l2_step(q[t], x, cand[j * KM_PP_LMAX + t]);
-				}
-		}
+		pp_row_dist2(XT, n, d, i, cand, L, q);
 #pragma unroll
 		for (int t = 0; t < KM_PP_LMAX; t++)
 			if (t < L)
