@@ -18,7 +18,8 @@
  *   gc_box_*, gc_boxbox_*     bounds from a point or box to a box, exact in
  *                             float (below);
  *   gc_eps2, gc_l2_axis_bound eps² as compared, and a bound on |a_j - b_j|
- *                             for any two neighbours (the grid's cell side).
+ *                             for any two neighbours (the grid's cell side);
+ *   gc_feature_limit          the largest |feature| that keeps it finite.
  * Another metric adds its step and bounds here; the indexes call only these.
  *
  * Why the bounds are exact: rounded subtraction, multiplication of
@@ -152,6 +153,22 @@ static inline double
 gc_l2_axis_bound(float eps2)
 {
 	return sqrt((double) nextafterf(eps2, INFINITY)) * (1.0 + 0x1p-20) + 1e-44;
+}
+
+/*
+ * The largest |feature| in d dimensions, 2^62 / sqrt(d): every squared
+ * difference is then at most (2 * 2^62)^2 / d = 2^126 / d, so gc_dist2 and
+ * every bound here stay finite (below 2^127 even with rounding) on any
+ * device and never overflow to infinity, and any eps whose square
+ * overflows (eps > 1.8e19) exceeds every distance, as its infinite eps2
+ * says.  The glue rejects larger values at ingest (SQLSTATE 22003); the
+ * core expects them rejected.  (k-means and affinity propagation sum in
+ * double or scaled fixed point, and their float distances are these.)
+ */
+static inline double
+gc_feature_limit(int d)
+{
+	return ldexp(1.0, 62) / sqrt((double) (d > 0 ? d : 1));
 }
 
 /* <= gc_dist2(p, q) for every q in [lo, hi]. */
