@@ -92,7 +92,7 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	float	   *Xd;
 	int			ni = (int) n;
 
-	D.host_threads = gc_threads(ctx);
+	D.host_threads = gc_team_adapt(ctx);	/* the copies into the ring */
 	DB_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
 	DB_ALLOC(Xd, (int64_t) n * d);
 	DB_CK(gc_xfer_h2d(Xd, X, sizeof(float) * (size_t) n * d, D.s, D.host_threads));

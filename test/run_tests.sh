@@ -1,7 +1,8 @@
 #!/bin/bash
 # The test command: sets up (test/setup.sh), then runs every test suite —
 # the core's unit tests (plain, then under ASan/UBSan), pg_regress against a
-# throwaway server, pg_cancel_backend from a second session, the comparisons
+# throwaway server, pg_cancel_backend from a second session, clustering
+# beside busy loops (test/load_test.py), the comparisons
 # with scikit-learn on real data (DBSCAN, k-means, affinity propagation), and
 # a pg_cron job in that server (test/cron_test.py) — and ends with one line
 # "N passed, N failed" counting suites.
@@ -31,6 +32,7 @@ regress() {
 }
 suite "pg_regress" regress
 suite "pg_cancel_backend" /usr/bin/python3 test/cancel_test.py
+suite "CPU threads under load" /usr/bin/python3 test/load_test.py
 suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
 suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
 suite "pg_cron job" /usr/bin/python3 test/cron_test.py

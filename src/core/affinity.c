@@ -336,8 +336,8 @@ static gc_code
 ap_select_upper(ap_ws *w, int64_t m, double *out, gc_status *st)
 {
 	const int64_t n = w->n;
-	/* at most 64 histograms of 512 kB */
-	const int	nt = w->nthreads < 64 ? w->nthreads : 64;
+	/* one histogram of 512 kB per thread of the team */
+	const int	nt = w->nthreads;
 	int64_t    *hist = malloc(sizeof(int64_t) * (size_t) nt * AP_RADIX_SIZE);
 	uint64_t	prefix = 0,
 				mask = 0;
@@ -987,7 +987,7 @@ gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	memset(&w, 0, sizeof(w));
 	w.ctx = ctx;
 	w.n = n;
-	w.nthreads = gc_threads(ctx);
+	w.nthreads = gc_team_adapt(ctx);	/* again at every iteration */
 	w.S = ap_alloc_matrix(n);
 	w.R = ap_alloc_matrix(n);
 	w.A = ap_alloc_matrix(n);
@@ -1070,6 +1070,7 @@ gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 		if (w.stop || gc_cancelled(ctx))
 			goto canceled;
+		w.nthreads = gc_team_adapt(ctx);
 		ap_colsum(&w);
 		if (w.stop)
 			goto canceled;

@@ -171,7 +171,7 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
 	j.st = st;
-	j.nthreads = gc_threads(ctx);
+	j.nthreads = gc_team_adapt(ctx);	/* the team for the whole call */
 	if (j.nthreads < 1)
 		j.nthreads = 1;
 	j.X = X;

@@ -69,16 +69,46 @@ gc_cancelled(const gc_ctx *ctx)
 /* A monotonic clock in milliseconds (phase timings, gpuclust.log_timing). */
 double		gc_now_ms(void);
 
-/* memcpy on up to threads OpenMP threads (large copies only). */
+/* memcpy on a team of threads (one for small copies). */
 void		gc_copy(void *dst, const void *src, size_t bytes, int threads);
 
-/* Number of OpenMP threads a call with this ctx uses. */
+/*
+ * The most OpenMP threads a call with this ctx may use: ctx->n_threads, or
+ * the cores this process may use (affinity mask, cgroup CPU quota) when 0.
+ * Per-thread scratch is sized by this.  (team.c)
+ */
 int			gc_threads(const gc_ctx *ctx);
+
+/*
+ * The team for the next parallel regions of a call: gc_threads(ctx)
+ * capped by the cores free right now (other runnable tasks taken out), at
+ * least 1, re-probed at most every 10 ms.  Call it when a call starts and
+ * at its phase or iteration boundaries; every parallel region then uses
+ * num_threads(team) or num_threads(1), nothing else, since libgomp's pool
+ * is resized only here, with every signal blocked (gc_team_set), so that
+ * no thread it creates ever runs a PostgreSQL signal handler.  Results
+ * never depend on the team.  (team.c says why.)
+ */
+int			gc_team_adapt(const gc_ctx *ctx);
+
+/* libgomp's pool resized to team threads with every signal blocked. */
+void		gc_team_set(int team);
+
+/*
+ * The threads of a region over items work items: the team, or one thread
+ * when there is at most one item (a region of one thread leaves libgomp's
+ * pool alone, so this never resizes it).
+ */
+static inline int
+gc_region_threads(int team, int64_t items)
+{
+	return items > 1 ? team : 1;
+}
 
 /*
  * The threads worth giving a k-means (n rows, d, k) or a DBSCAN (n rows):
  * gc_threads(ctx), but fewer for small problems, where OpenMP's barriers
- * cost more than the work they split (common.c says what was measured).
+ * cost more than the work they split (team.c says what was measured).
  * Results never depend on the thread count; the SQL functions set
  * ctx->n_threads to this.
  */

@@ -131,6 +131,14 @@ gc_km_ws_destroy(gc_km_ws *ws)
 	free(ws);
 }
 
+int
+gc_km_team(const gc_ctx *ctx, const gc_km_ws *ws)
+{
+	int			team = gc_team_adapt(ctx);
+
+	return team < ws->nt ? team : ws->nt;
+}
+
 gc_code
 gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 			 int d, const float *C, int k, int32_t *labels, float *d2,
@@ -138,7 +146,7 @@ gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 {
 	const int	kpad = ws->kpad;
 	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
-	const int	nt = (int) min64(ws->nt, nb > 0 ? nb : 1);
+	const int	nt = gc_region_threads(gc_km_team(ctx, ws), nb);
 	assign_fn	kernel = pick_assign_kernel();
 	int64_t		changed = 0;
 	volatile int cancelled = 0;
@@ -178,7 +186,7 @@ gc_km_inertia(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			  double *inertia, gc_status *st)
 {
 	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
-	const int	nt = (int) min64(gc_threads(ctx), nb > 0 ? nb : 1);
+	const int	nt = gc_region_threads(gc_team_adapt(ctx), nb);
 	double	   *bs = malloc(sizeof(double) * (size_t) (nb > 0 ? nb : 1));
 	volatile int cancelled = 0;
 	double		tot = 0.0;
@@ -230,7 +238,7 @@ gc_km_mean_variance(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					double *out, gc_status *st)
 {
 	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
-	const int	nt = (int) min64(gc_threads(ctx), nb > 0 ? nb : 1);
+	const int	nt = gc_region_threads(gc_team_adapt(ctx), nb);
 	double	   *bs = malloc(sizeof(double) * (size_t) (nb > 0 ? nb : 1) * d);
 	double	   *mean = calloc((size_t) d, sizeof(double));
 	volatile int cancelled = 0;

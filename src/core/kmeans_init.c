@@ -183,7 +183,7 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 	const int	L = gc_km_n_local_trials(k);
 	const int	lp = (L + PP_LANES - 1) / PP_LANES * PP_LANES;
 	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
-	const int	nt = gc_threads(ctx);
+	int			nt = gc_region_threads(gc_team_adapt(ctx), nb);
 	float	   *closest = malloc(sizeof(float) * (size_t) n);
 	double	   *off = malloc(sizeof(double) * (size_t) (nb + 1));
 	double	   *bs = malloc(sizeof(double) * (size_t) (nb * lp));
@@ -245,6 +245,7 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 		int			best = 0;
 		double		best_pot = 0.0;
 
+		nt = gc_region_threads(gc_team_adapt(ctx), nb);	/* the load may have changed */
 		if (gc_cancelled(ctx))
 		{
 			rc = gc_fail(st, GC_ECANCEL, "canceled");

@@ -141,6 +141,12 @@ gc_km_ws   *gc_km_ws_create(int64_t n, int d, int k, int n_threads);
 void		gc_km_ws_destroy(gc_km_ws *ws);
 
 /*
+ * The team of a Lloyd step (gc_team_adapt), at most the threads ws was
+ * made for: its per-thread scratch.
+ */
+int			gc_km_team(const gc_ctx *ctx, const gc_km_ws *ws);
+
+/*
  * Assignment: labels[i] = argmin_c gc_dist2(X_i, C_c), ties to the lowest c,
  * d2[i] = that float distance².  *n_changed counts rows whose label differs
  * from the value labels[i] held before (fill labels with -1 first).

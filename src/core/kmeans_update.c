@@ -91,13 +91,16 @@ pick_farthest(gc_km_ws *ws, int64_t n, const float *d2, int m, gc_status *st)
 	return GC_OK;
 }
 
-/* hist[t*k + c] = rows of thread chunk t labelled c; cnt = column sums. */
+/*
+ * hist[t*k + c] = rows of chunk t (of ws->nt fixed chunks) labelled c;
+ * cnt = column sums.  team threads share the chunks.
+ */
 static void
-histogram(gc_km_ws *ws, int64_t n, int k, const int32_t *lab)
+histogram(gc_km_ws *ws, int64_t n, int k, const int32_t *lab, int team)
 {
 	const int	nt = ws->nt;
 
-#pragma omp parallel for num_threads(nt) schedule(static, 1)
+#pragma omp parallel for num_threads(team) schedule(static, 1)
 	for (int t = 0; t < nt; t++)
 	{
 		int64_t    *h = ws->hist + (size_t) t * k;
@@ -122,7 +125,8 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 			 const float *C_old, float *C_new, double *shift,
 			 int *n_relocated, gc_status *st)
 {
-	const int	nt = ws->nt;
+	const int	nt = ws->nt;	/* chunks of the counting sort */
+	const int	team = gc_km_team(ctx, ws);
 	const int32_t *lab = labels;
 	int			n_empty = 0;
 	int64_t		nseg = 0,
@@ -130,7 +134,7 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 	volatile int cancelled = 0;
 	double		sh = 0.0;
 
-	histogram(ws, n, k, lab);
+	histogram(ws, n, k, lab, team);
 
 	/* Re-seed empty clusters with the farthest rows (scikit-learn). */
 	for (int c = 0; c < k; c++)
@@ -147,7 +151,7 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 			if (ws->cnt[c] == 0)
 				ws->lab_eff[ws->far[j++]] = c;
 		lab = ws->lab_eff;
-		histogram(ws, n, k, lab);
+		histogram(ws, n, k, lab, team);
 	}
 	if (n_relocated)
 		*n_relocated = n_empty;
@@ -169,7 +173,7 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 			s += h;
 		}
 	}
-#pragma omp parallel for num_threads(nt) schedule(static, 1)
+#pragma omp parallel for num_threads(team) schedule(static, 1)
 	for (int t = 0; t < nt; t++)
 	{
 		int64_t    *h = ws->hist + (size_t) t * k;
@@ -194,7 +198,7 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 				s + GC_KM_SEGMENT < e ? s + GC_KM_SEGMENT : e};
 	}
 
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 16)
+#pragma omp parallel for num_threads(gc_region_threads(team, nseg)) schedule(dynamic, 16)
 	for (int64_t s = 0; s < nseg; s++)
 	{
 		const gc_km_seg *g = &ws->seg[s];

@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""Clustering calls stay fast when other processes want the cores.
+
+Runs gpu_kmeans (200,000 2-d points, k = 100) and gpu_dbscan (1,000,000 2-d
+points) through SQL on the CPU, with the default thread settings and with
+gpuclust.cpu_threads = 1, first on an idle machine and then while one
+busy loop per core runs beside them.  The compute time of each call comes
+from gpuclust.log_timing (median of three calls).  Passes when, for both:
+  - idle, the default is not slower than one thread (within 15%: noise);
+  - under load, the default takes at most 1.5x the one-thread time under
+    the same load (issue 11's target; it was 8x for k-means when the
+    threads waited for descheduled teammates).
+Also prints the idle speed-up of the compute phase from 1 thread to all.
+Run against a server with the extension installed (libpq environment), by
+test/run_tests.sh; --bench prints the table without judging.
+"""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import psycopg
+
+CALLS = {
+    "k-means 200k x 2-d, k = 100":
+        "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM load_km', 100, seed => 1, device => 'cpu')",
+    "DBSCAN 1M x 2-d":
+        "SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM load_db', 0.02, 10, device => 'cpu')",
+}
+SETUP = [
+    "CREATE EXTENSION IF NOT EXISTS gpuclust",
+    "DROP TABLE IF EXISTS load_km, load_db",
+    # 100 blobs of sd 2 in [0, 100)^2; u(i, k): a uniform number from a hash
+    """CREATE TABLE load_km AS
+       SELECT i AS id, ARRAY[(i % 100) * 7 % 100 + 2 * sqrt(-2 * ln(u1)) * cos(2 * pi() * u2),
+                             (i % 100) * 13 % 100 + 2 * sqrt(-2 * ln(u1)) * sin(2 * pi() * u2)]::real[] AS f
+       FROM (SELECT i, (hashint4(i) + 2147483649.0::float8) / 4294967298.0 AS u1,
+                       (hashint4(i # 77777) + 2147483649.0::float8) / 4294967298.0 AS u2
+             FROM generate_series(1, 200000) i) s""",
+    """CREATE TABLE load_db AS
+       SELECT i AS id, ARRAY[(hashint4(i) + 2147483649.0::float8) / 4294967298.0 * 20,
+                             (hashint4(i # 55555) + 2147483649.0::float8) / 4294967298.0 * 20]::real[] AS f
+       FROM generate_series(1, 1000000) i""",
+    "VACUUM ANALYZE load_km, load_db",
+]
+COMPUTE = re.compile(r"compute ([0-9.]+) ms")
+
+
+def compute_ms(conn, sql, threads):
+    """Median compute ms of three calls (one warm-up)."""
+    notes = []
+    conn.add_notice_handler(lambda d: notes.append(d.message_primary))
+    conn.execute("SET gpuclust.log_timing = on")
+    conn.execute(f"SET gpuclust.cpu_threads = {threads}")
+    times = []
+    for r in range(4):
+        notes.clear()
+        conn.execute(sql)
+        m = [COMPUTE.search(n) for n in notes]
+        m = [float(x.group(1)) for x in m if x]
+        if r > 0 and m:
+            times.append(m[-1])
+    conn.execute("RESET gpuclust.cpu_threads")
+    return statistics.median(times)
+
+
+def measure(conn):
+    out = {}
+    for name, sql in CALLS.items():
+        out[name] = {t: compute_ms(conn, sql, t) for t in (0, 1)}
+    return out
+
+
+def main():
+    bench = "--bench" in sys.argv
+    cores = len(os.sched_getaffinity(0))
+    with psycopg.connect("", autocommit=True) as conn:
+        for s in SETUP:
+            conn.execute(s)
+        idle = measure(conn)
+        loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                 for _ in range(cores)]
+        try:
+            time.sleep(0.5)
+            loaded = measure(conn)
+        finally:
+            for p in loops:
+                p.kill()
+            for p in loops:
+                p.wait()
+        conn.execute("DROP TABLE load_km, load_db")
+
+    passed = failed = 0
+    print(f"{cores} cores; compute ms (median of 3), default threads vs gpuclust.cpu_threads = 1;"
+          f" load: {cores} busy loops")
+    for name in CALLS:
+        i0, i1 = idle[name][0], idle[name][1]
+        l0, l1 = loaded[name][0], loaded[name][1]
+        ok_idle = i0 <= 1.15 * i1
+        ok_load = l0 <= 1.5 * l1
+        print(f"  {name}: idle {i0:.0f} vs {i1:.0f} (speed-up {i1 / i0:.2f}x);"
+              f" under load {l0:.0f} vs {l1:.0f} ({l0 / l1:.2f}x the one-thread time,"
+              f" {l0 / i1:.2f}x its idle time)")
+        if not bench:
+            for what, ok in (("idle: default not slower than one thread", ok_idle),
+                             ("under load: default <= 1.5x one thread", ok_load)):
+                print(f"{'PASS' if ok else 'FAIL'}  {name}: {what}")
+                passed += ok
+                failed += not ok
+    if not bench:
+        print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
