@@ -68,8 +68,6 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 										  params->n_init);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_kmeans_threads(&ctx, in->n, in->d, params->k);
-	/* random init and the host side of the GPU path use OpenMP too */
-	gc_glue_prepare_threads(&ctx);
 	/* the device is gpuclust.gpu_device_id, made current by the probe */
 	if (chosen == GC_DEVICE_GPU &&
 		gc_kmeans_gpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
@@ -96,7 +94,6 @@ gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 	chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, in->n, in->d);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_dbscan_threads(&ctx, in->n);
-	gc_glue_prepare_threads(&ctx);
 	if (chosen == GC_DEVICE_GPU &&
 		gc_dbscan_gpu(&ctx, in->X, in->n, in->d, params, *labels, *is_core,
 					  &st) != GC_OK)
@@ -194,7 +191,6 @@ gc_glue_run_ap(gc_device requested, const GcInput *in,
 	res->is_exemplar = alloc_array(cxt, in->n, sizeof(uint8));
 
 	gc_glue_ctx(&ctx);
-	gc_glue_prepare_threads(&ctx);
 	if (gc_ap_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
 		gc_glue_report(&st, "affinity propagation");
 	ap_notice(in->n, res);

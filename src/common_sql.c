@@ -58,33 +58,6 @@ gc_glue_signals_restore(const sigset_t *old)
 }
 
 /*
- * Start the OpenMP worker threads the core will use with every signal
- * blocked, so that PostgreSQL's signal handlers (SIGINT for cancel, SIGALRM
- * for statement_timeout, SIGTERM ...) only ever run on the backend's own
- * thread.  Worker threads inherit the signal mask of the thread that
- * creates them, and libgomp keeps its pool between parallel regions, so
- * warming the pool up here, at the size the core asks for, is enough.  A
- * region over an existing pool costs microseconds.
- */
-void
-gc_glue_prepare_threads(const gc_ctx *ctx)
-{
-	sigset_t	old;
-	int			nthreads = gc_threads(ctx);
-	volatile int started = 0;
-
-	gc_glue_signals_block(&old);
-	/* not empty: the compiler drops an empty parallel region altogether */
-#pragma omp parallel num_threads(nthreads)
-	{
-#pragma omp atomic
-		started++;
-	}
-	gc_glue_signals_restore(&old);
-	Assert(started >= 1);
-}
-
-/*
  * Turn a failed core call into an ERROR.  "what" names the algorithm for
  * the message (gc_algorithm_name, or "affinity propagation").
  */

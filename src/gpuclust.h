@@ -46,7 +46,6 @@ extern int	gpuclust_max_matrix_memory;	/* MB */
 
 /* common_sql.c */
 extern void gc_glue_ctx(gc_ctx *ctx);
-extern void gc_glue_prepare_threads(const gc_ctx *ctx);
 extern void gc_glue_signals_block(sigset_t *old);
 extern void gc_glue_signals_restore(const sigset_t *old);
 extern void gc_glue_report(const gc_status *st, const char *what) pg_attribute_noreturn();
