@@ -144,13 +144,14 @@ check_ap_memory(int64 n)
 						   (long long) gc_ap_max_rows(limit)),
 				 errhint("Raise gpuclust.max_matrix_memory, or cluster fewer rows.")));
 
-	avail = gc_ap_host_memory();
-	if (avail > 0 && need > avail)
+	/* MemAvailable, or less under a cgroup (v1 or v2) memory limit */
+	avail = gc_host_memory();
+	if (need > avail)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than the %.1f MB of memory available on the server",
 						(long long) n, mb_up(need), mb_down(avail)),
-				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in the available memory.",
+				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in the available memory (the host's MemAvailable, or the room left under the server's cgroup memory limit when that is less).",
 						   (long long) gc_ap_max_rows(avail)),
 				 errhint("Cluster fewer rows.")));
 }
