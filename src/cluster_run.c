@@ -15,6 +15,7 @@
 
 #include <math.h>
 
+#include "miscadmin.h"
 #include "utils/memutils.h"
 
 #include "cluster_run.h"
@@ -125,24 +126,32 @@ mb_down(size_t bytes)
 }
 
 /*
- * Fail unless affinity propagation of n rows fits both
- * gpuclust.max_matrix_memory and the memory the server has available.
+ * Fail unless affinity propagation of n rows fits both the session's
+ * matrix memory limit (gpuclust.matrix_memory, at most
+ * gpuclust.max_matrix_memory) and the memory the server has available.
  */
 static void
 check_ap_memory(int64 n)
 {
+	const char *setting;
+	int			limit_mb = gc_glue_matrix_memory_mb(&setting);
 	size_t		need = gc_ap_mem_bytes(n);
-	size_t		limit = (size_t) gpuclust_max_matrix_memory * 1024 * 1024;
+	size_t		limit = (size_t) limit_mb * 1024 * 1024;
 	size_t		avail;
 
 	if (need > limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than gpuclust.max_matrix_memory (%d MB)",
-						(long long) n, mb_up(need), gpuclust_max_matrix_memory),
-				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in gpuclust.max_matrix_memory.",
-						   (long long) gc_ap_max_rows(limit)),
-				 errhint("Raise gpuclust.max_matrix_memory, or cluster fewer rows.")));
+				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than %s (%d MB)",
+						(long long) n, mb_up(need), setting, limit_mb),
+				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in %s.",
+						   (long long) gc_ap_max_rows(limit), setting),
+				 strcmp(setting, "gpuclust.matrix_memory") == 0 ?
+				 errhint("Raise gpuclust.matrix_memory (up to gpuclust.max_matrix_memory, %d MB), or cluster fewer rows.",
+						 gpuclust_max_matrix_memory) :
+				 superuser() ?
+				 errhint("Raise gpuclust.max_matrix_memory, or cluster fewer rows.") :
+				 errhint("gpuclust.max_matrix_memory is a superuser setting: ask an administrator to raise it, or cluster fewer rows.")));
 
 	/* MemAvailable, or less under a cgroup (v1 or v2) memory limit */
 	avail = gc_host_memory();
