@@ -2,8 +2,9 @@
  *
  * cluster_run.c
  *	  Running each algorithm on the rows of a call (device choice, GPU
- *	  call, fallback to the CPU under 'auto'; affinity propagation's memory
- *	  check and notices): one run function per algorithm, shared by the
+ *	  call, fallback to the CPU under 'auto'; k-means's notice of fewer
+ *	  distinct clusters than k; affinity propagation's memory check and
+ *	  notices): one run function per algorithm, shared by the
  *	  set-returning functions (kmeans_sql.c, dbscan_sql.c, ap_sql.c), the
  *	  window functions (window_sql.c) and the models (model_sql.c), so that
  *	  each runs where the others would for the same problem and returns the
@@ -48,6 +49,38 @@ alloc_array(MemoryContext cxt, Size n, Size size)
 	return MemoryContextAllocHuge(cxt, n * size);
 }
 
+/*
+ * scikit-learn's warning after a fit, as a NOTICE: fewer clusters have rows
+ * than k (rows with fewer than k distinct feature vectors leave the spare
+ * centres on duplicates, where the lower-numbered centre takes every row).
+ * Every k-means form runs through gc_glue_run_kmeans, hence says it.
+ */
+static void
+kmeans_distinct_notice(const int32 *labels, int64 n, int k)
+{
+	bool	   *used;
+	int			m = 0;
+
+	if (k <= 1)
+		return;
+	used = palloc0(k * sizeof(bool));
+	for (int64 i = 0; i < n && m < k; i++)
+		if (labels[i] >= 0 && labels[i] < k && !used[labels[i]])
+		{
+			used[labels[i]] = true;
+			m++;
+		}
+	pfree(used);
+	if (m < k)
+		ereport(NOTICE,
+				(errmsg("number of distinct clusters (%d) found smaller than k (%d)",
+						m, k),
+				 errdetail_plural("%d cluster has no rows. Possibly due to duplicate rows: k-means finds at most as many clusters as there are distinct feature vectors.",
+								  "%d clusters have no rows. Possibly due to duplicate rows: k-means finds at most as many clusters as there are distinct feature vectors.",
+								  k - m, k - m),
+				 errhint("Use a smaller k.")));
+}
+
 gc_device
 gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 				   const gc_kmeans_params *params, MemoryContext cxt,
@@ -78,6 +111,7 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	if (chosen == GC_DEVICE_CPU &&
 		gc_kmeans_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
 		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
+	kmeans_distinct_notice(res->labels, in->n, params->k);
 	return chosen;
 }
 
