@@ -20,8 +20,17 @@ gc_cuda_probe(int device_id, gc_cuda_device_info *info)
 	if (err != cudaSuccess)
 	{
 		info->device_count = 0;
-		snprintf(info->reason, sizeof(info->reason), "CUDA reports: %s",
-				 cudaGetErrorString(err));
+		/*
+		 * Without libcuda.so.1 the runtime says "CUDA driver version is
+		 * insufficient for CUDA runtime version", which reads as if an
+		 * upgrade would help; a driver version of 0 means there is none.
+		 */
+		if (info->driver_version == 0)
+			snprintf(info->reason, sizeof(info->reason),
+					 "no CUDA driver found (libcuda.so.1)");
+		else
+			snprintf(info->reason, sizeof(info->reason), "CUDA reports: %s",
+					 cudaGetErrorString(err));
 		cudaGetLastError();		/* clear the sticky-free error */
 		return;
 	}

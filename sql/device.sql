@@ -103,6 +103,14 @@ FROM (SELECT max(value) FILTER (WHERE key = 'gpu_usable')::boolean AS usable,
              max(value) FILTER (WHERE key = 'gpu_name') AS name
       FROM gpuclust_info()) AS i;
 SELECT value::int > 0 AS has_threads FROM gpuclust_info() WHERE key = 'cpu_threads';
+-- a CUDA build on a machine with no driver at all says so
+SELECT CASE WHEN i.cuda_build AND i.driver IS NULL
+            THEN i.reason = 'no CUDA driver found (libcuda.so.1)'
+            ELSE true END AS no_driver_named
+FROM (SELECT max(value) FILTER (WHERE key = 'cuda_build')::boolean AS cuda_build,
+             max(value) FILTER (WHERE key = 'cuda_driver_version') AS driver,
+             max(value) FILTER (WHERE key = 'gpu_reason') AS reason
+      FROM gpuclust_info()) AS i;
 
 DROP FUNCTION try_gpu(text);
 

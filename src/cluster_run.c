@@ -2,8 +2,9 @@
  *
  * cluster_run.c
  *	  Running each algorithm on the rows of a call (device choice, GPU
- *	  call, fallback to the CPU under 'auto'; affinity propagation's memory
- *	  check and notices): one run function per algorithm, shared by the
+ *	  call, fallback to the CPU under 'auto'; k-means's notice of fewer
+ *	  distinct clusters than k; affinity propagation's memory check and
+ *	  notices): one run function per algorithm, shared by the
  *	  set-returning functions (kmeans_sql.c, dbscan_sql.c, ap_sql.c), the
  *	  window functions (window_sql.c) and the models (model_sql.c), so that
  *	  each runs where the others would for the same problem and returns the
@@ -15,6 +16,7 @@
 
 #include <math.h>
 
+#include "miscadmin.h"
 #include "utils/memutils.h"
 
 #include "cluster_run.h"
@@ -47,6 +49,38 @@ alloc_array(MemoryContext cxt, Size n, Size size)
 	return MemoryContextAllocHuge(cxt, n * size);
 }
 
+/*
+ * scikit-learn's warning after a fit, as a NOTICE: fewer clusters have rows
+ * than k (rows with fewer than k distinct feature vectors leave the spare
+ * centres on duplicates, where the lower-numbered centre takes every row).
+ * Every k-means form runs through gc_glue_run_kmeans, hence says it.
+ */
+static void
+kmeans_distinct_notice(const int32 *labels, int64 n, int k)
+{
+	bool	   *used;
+	int			m = 0;
+
+	if (k <= 1)
+		return;
+	used = palloc0(k * sizeof(bool));
+	for (int64 i = 0; i < n && m < k; i++)
+		if (labels[i] >= 0 && labels[i] < k && !used[labels[i]])
+		{
+			used[labels[i]] = true;
+			m++;
+		}
+	pfree(used);
+	if (m < k)
+		ereport(NOTICE,
+				(errmsg("number of distinct clusters (%d) found smaller than k (%d)",
+						m, k),
+				 errdetail_plural("%d cluster has no rows. Possibly due to duplicate rows: k-means finds at most as many clusters as there are distinct feature vectors.",
+								  "%d clusters have no rows. Possibly due to duplicate rows: k-means finds at most as many clusters as there are distinct feature vectors.",
+								  k - m, k - m),
+				 errhint("Use a smaller k.")));
+}
+
 gc_device
 gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 				   const gc_kmeans_params *params, MemoryContext cxt,
@@ -75,6 +109,7 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	if (chosen == GC_DEVICE_CPU &&
 		gc_kmeans_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
 		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
+	kmeans_distinct_notice(res->labels, in->n, params->k);
 	return chosen;
 }
 
@@ -122,32 +157,41 @@ mb_down(size_t bytes)
 }
 
 /*
- * Fail unless affinity propagation of n rows fits both
- * gpuclust.max_matrix_memory and the memory the server has available.
+ * Fail unless affinity propagation of n rows fits both the session's
+ * matrix memory limit (gpuclust.matrix_memory, at most
+ * gpuclust.max_matrix_memory) and the memory the server has available.
  */
 static void
 check_ap_memory(int64 n)
 {
+	const char *setting;
+	int			limit_mb = gc_glue_matrix_memory_mb(&setting);
 	size_t		need = gc_ap_mem_bytes(n);
-	size_t		limit = (size_t) gpuclust_max_matrix_memory * 1024 * 1024;
+	size_t		limit = (size_t) limit_mb * 1024 * 1024;
 	size_t		avail;
 
 	if (need > limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than gpuclust.max_matrix_memory (%d MB)",
-						(long long) n, mb_up(need), gpuclust_max_matrix_memory),
-				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in gpuclust.max_matrix_memory.",
-						   (long long) gc_ap_max_rows(limit)),
-				 errhint("Raise gpuclust.max_matrix_memory, or cluster fewer rows.")));
+				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than %s (%d MB)",
+						(long long) n, mb_up(need), setting, limit_mb),
+				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in %s.",
+						   (long long) gc_ap_max_rows(limit), setting),
+				 strcmp(setting, "gpuclust.matrix_memory") == 0 ?
+				 errhint("Raise gpuclust.matrix_memory (up to gpuclust.max_matrix_memory, %d MB), or cluster fewer rows.",
+						 gpuclust_max_matrix_memory) :
+				 superuser() ?
+				 errhint("Raise gpuclust.max_matrix_memory, or cluster fewer rows.") :
+				 errhint("gpuclust.max_matrix_memory is a superuser setting: ask an administrator to raise it, or cluster fewer rows.")));
 
-	avail = gc_ap_host_memory();
-	if (avail > 0 && need > avail)
+	/* MemAvailable, or less under a cgroup (v1 or v2) memory limit */
+	avail = gc_host_memory();
+	if (need > avail)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than the %.1f MB of memory available on the server",
 						(long long) n, mb_up(need), mb_down(avail)),
-				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in the available memory.",
+				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in the available memory (the host's MemAvailable, or the room left under the server's cgroup memory limit when that is less).",
 						   (long long) gc_ap_max_rows(avail)),
 				 errhint("Cluster fewer rows.")));
 }

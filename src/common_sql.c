@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * common_sql.c
- *	  Helpers shared by the SQL-callable functions: the gc_ctx a core call
- *	  runs with and its threads, the signal mask around the core and CUDA,
+ *	  Helpers shared by the SQL-callable functions: the effective resource
+ *	  limits (a session's setting capped by the superuser's), the gc_ctx a
+ *	  core call runs with and its threads, the signal mask around the core and CUDA,
  *	  device selection, and the mapping of the core's gc_status to
  *	  ereport() (gc_glue_report, the only one).
  *
@@ -10,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -19,17 +21,58 @@
 #include "gpuclust.h"
 
 /*
- * The context of a core call: thread count from gpuclust.cpu_threads, and
- * the flags the backend's signal handlers raise for a query cancel
+ * The threads a call may use: gpuclust.cpu_threads (the session's wish),
+ * at most gpuclust.max_cpu_threads (the superuser's ceiling), and never
+ * more than the cores (omp_get_num_procs: the CPUs this process may run
+ * on); 0 in either setting means "no bound of its own".  More threads than
+ * cores never speed a CPU-bound call up, and each one delays the polls of
+ * the cancel flags.
+ */
+int
+gc_glue_cpu_threads(void)
+{
+	int			t = omp_get_num_procs();
+
+	if (gpuclust_cpu_threads > 0 && gpuclust_cpu_threads < t)
+		t = gpuclust_cpu_threads;
+	if (gpuclust_max_cpu_threads > 0 && gpuclust_max_cpu_threads < t)
+		t = gpuclust_max_cpu_threads;
+	return Max(t, 1);
+}
+
+/*
+ * The memory limit in MB of an O(n^2) call: gpuclust.matrix_memory (0:
+ * none of the session's own), at most gpuclust.max_matrix_memory.
+ * *setting names the setting that imposes it, for messages.
+ */
+int
+gc_glue_matrix_memory_mb(const char **setting)
+{
+	if (gpuclust_matrix_memory > 0 &&
+		gpuclust_matrix_memory < gpuclust_max_matrix_memory)
+	{
+		*setting = "gpuclust.matrix_memory";
+		return gpuclust_matrix_memory;
+	}
+	*setting = "gpuclust.max_matrix_memory";
+	return gpuclust_max_matrix_memory;
+}
+
+/*
+ * The context of a core call: the thread count (gc_glue_cpu_threads; left
+ * 0, "all cores" to the core, when neither setting bounds it), and the
+ * flags the backend's signal handlers raise for a query cancel
  * (statement_timeout included) or a termination request.  The core polls
  * them and returns GC_ECANCEL; gc_glue_report() then lets
- * CHECK_FOR_INTERRUPTS() raise the proper error.
+ * CHECK_FOR_INTERRUPTS() raise the proper error.  Every core call builds
+ * its gc_ctx here.
  */
 void
 gc_glue_ctx(gc_ctx *ctx)
 {
 	memset(ctx, 0, sizeof(*ctx));
-	ctx->n_threads = gpuclust_cpu_threads;
+	ctx->n_threads = gpuclust_cpu_threads == 0 && gpuclust_max_cpu_threads == 0 ?
+		0 : gc_glue_cpu_threads();
 	ctx->cancel_flags[0] = &QueryCancelPending;
 	ctx->cancel_flags[1] = &ProcDiePending;
 }

@@ -7,6 +7,13 @@
  * postmaster (shared_preload_libraries), and CUDA is not fork-safe.  The
  * GPU is probed lazily, by the backend that first needs it.
  *
+ * Resource ceilings are superuser settings (PGC_SUSET: postgresql.conf,
+ * ALTER SYSTEM, ALTER ROLE/DATABASE by a superuser, or a role granted SET
+ * on the parameter): gpuclust.max_cpu_threads, gpuclust.max_matrix_memory
+ * and gpuclust.gpu_device_id.  Any session may lower the first two for
+ * itself with gpuclust.cpu_threads and gpuclust.matrix_memory (PGC_USERSET),
+ * never raise them: the glue uses the smaller of each pair (common_sql.c).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -22,8 +29,10 @@ PG_MODULE_MAGIC;
 
 int			gpuclust_device = GC_DEVICE_AUTO;
 int			gpuclust_cpu_threads = 0;
+int			gpuclust_max_cpu_threads = 0;
 int			gpuclust_gpu_device_id = 0;
 bool		gpuclust_log_timing = false;
+int			gpuclust_matrix_memory = 0;	/* MB */
 int			gpuclust_max_matrix_memory = 4096;	/* MB */
 
 static const struct config_enum_entry device_options[] = {
@@ -54,10 +63,22 @@ _PG_init(void)
 
 	DefineCustomIntVariable("gpuclust.cpu_threads",
 							"Number of CPU threads a clustering function uses.",
-							"0 uses all cores.",
+							"0 uses as many as allowed.  A call never uses more "
+							"threads than gpuclust.max_cpu_threads allows or "
+							"than there are cores.",
 							&gpuclust_cpu_threads,
-							0, 0, 1024,
+							0, 0, GC_MAX_THREADS_SETTING,
 							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.max_cpu_threads",
+							"Most CPU threads one clustering call may use.",
+							"0 allows all cores.  gpuclust.cpu_threads may "
+							"lower it for a session, never raise it.",
+							&gpuclust_max_cpu_threads,
+							0, 0, GC_MAX_THREADS_SETTING,
+							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
 
@@ -66,7 +87,7 @@ _PG_init(void)
 							NULL,
 							&gpuclust_gpu_device_id,
 							0, 0, 1024,
-							PGC_USERSET,
+							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
 
@@ -88,9 +109,20 @@ _PG_init(void)
 							"gpu_affinity_propagation keeps three n x n double "
 							"precision matrices (24 n^2 bytes); a call that needs "
 							"more fails before allocating them, saying how many "
-							"rows fit.",
+							"rows fit.  gpuclust.matrix_memory may lower it for "
+							"a session, never raise it.",
 							&gpuclust_max_matrix_memory,
 							4096, 1, INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.matrix_memory",
+							"A session's own, lower limit on the working memory of an O(n^2) clustering function.",
+							"0 uses gpuclust.max_matrix_memory; a larger value "
+							"than that is capped by it.",
+							&gpuclust_matrix_memory,
+							0, 0, INT_MAX,
 							PGC_USERSET,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);

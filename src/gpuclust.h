@@ -37,14 +37,26 @@
 
 #include "core/gpuclust_core.h"
 
-/* GUC variables (gpuclust.c) */
+/*
+ * GUC variables (gpuclust.c).  Each resource has a superuser ceiling
+ * (max_*) and a session's wish that can only lower it; use the effective
+ * values (gc_glue_cpu_threads, gc_glue_matrix_memory_mb), never the
+ * variables alone.
+ */
 extern int	gpuclust_device;		/* a gc_device */
-extern int	gpuclust_cpu_threads;	/* 0 = all cores */
+extern int	gpuclust_cpu_threads;	/* 0 = as many as allowed */
+extern int	gpuclust_max_cpu_threads;	/* 0 = all cores */
 extern int	gpuclust_gpu_device_id;
 extern bool gpuclust_log_timing;
+extern int	gpuclust_matrix_memory;	/* MB; 0 = the ceiling */
 extern int	gpuclust_max_matrix_memory;	/* MB */
 
+/* the largest value of the thread settings (the cores bound them anyway) */
+#define GC_MAX_THREADS_SETTING 1024
+
 /* common_sql.c */
+extern int	gc_glue_cpu_threads(void);
+extern int	gc_glue_matrix_memory_mb(const char **setting);
 extern void gc_glue_ctx(gc_ctx *ctx);
 extern void gc_glue_signals_block(sigset_t *old);
 extern void gc_glue_signals_restore(const sigset_t *old);

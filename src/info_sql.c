@@ -8,8 +8,12 @@
  * 'auto' picks for a problem big enough for the GPU (k-means: n·k·d at
  * least auto_kmeans_gpu_min_work; smaller ones run on the CPU).  The GPU
  * is probed here, lazily, in the calling backend: never in _PG_init or the
- * postmaster; the probe is cached per backend, the free memory read anew.  The set of keys is the same on
- * every build; values that do not apply are NULL.
+ * postmaster; the probe is cached per backend, the free memory read anew.
+ * cpu_threads is the effective thread count of a call (gpuclust.cpu_threads
+ * capped by gpuclust.max_cpu_threads and the cores); memory_available_bytes
+ * the memory the O(n^2) check compares with (MemAvailable, or less under a
+ * cgroup limit).  The set of keys is the same on every build; values that do
+ * not apply are NULL.
  *
  *-------------------------------------------------------------------------
  */
@@ -95,7 +99,15 @@ gpuclust_info(PG_FUNCTION_ARGS)
 	put(rsinfo, "auto_device_dbscan", auto_device(GC_ALGO_DBSCAN));
 	put(rsinfo, "auto_kmeans_gpu_min_work",
 		psprintf("%.0f", (double) GC_KMEANS_GPU_MIN_WORK));
+	/* the threads a call may use: the settings, capped by the ceiling and the cores */
 	put(rsinfo, "cpu_threads", psprintf("%d", gc_threads(&ctx)));
+	{
+		size_t		avail = gc_host_memory();
+
+		/* what gpu_affinity_propagation's memory check sees */
+		put(rsinfo, "memory_available_bytes",
+			avail == SIZE_MAX ? NULL : psprintf("%zu", avail));
+	}
 
 	return (Datum) 0;
 }

@@ -26,6 +26,13 @@
  * bytes (an inline value, or the TOAST pointer of an out-of-line one), so
  * scoring a table against one model validates and detoasts it once.
  *
+ * gpuclust.log_timing: gpu_kmeans_fit logs one INFO line per call, as
+ * gpu_kmeans does (emit: building the centroids array).  kmeans_assign and
+ * kmeans_assign_distance log nothing: they are per-row scalars (a line per
+ * row would flood the client, and a scalar has no end-of-statement hook
+ * for a summary; in a parallel plan each worker calls them); time them with
+ * EXPLAIN ANALYZE.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -42,6 +49,7 @@
 
 #include "cluster_args.h"
 #include "cluster_run.h"
+#include "cluster_srf.h"
 
 PG_FUNCTION_INFO_V1(gpu_kmeans_fit);
 PG_FUNCTION_INFO_V1(kmeans_assign);
@@ -90,6 +98,10 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	Datum		values[6];
 	bool		nulls[6] = {false, false, false, false, false, false};
 	HeapTuple	tuple;
+	gc_device	ran;
+	double		t0,
+				t1,
+				t2;
 
 	/* cheap checks first: nothing runs when an argument is bad */
 	gc_glue_args_of_call(fcinfo, &gc_kmeans_signature, &args);
@@ -101,11 +113,14 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans_fit",
 									ALLOCSET_DEFAULT_SIZES);
+	t0 = gc_now_ms();
 	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), workcxt, &in);
+	t1 = gc_now_ms();
 
 	gc_glue_check_k_rows(params.k, in.n, GC_ROWS_QUERY,
 						 in.n == 0 ? "gpu_kmeans_fit needs rows to fit a model to." : NULL);
-	gc_glue_run_kmeans(requested, &in, &params, workcxt, &res);
+	ran = gc_glue_run_kmeans(requested, &in, &params, workcxt, &res);
+	t2 = gc_now_ms();
 
 	/* the result: k x d centroids and the fit's statistics */
 	values[0] = PointerGetDatum(centroids_array(res.centroids, params.k, in.d,
@@ -117,6 +132,21 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	values[5] = Int32GetDatum(in.d);
 	tuple = heap_form_tuple(tupdesc, values, nulls);
 
+	if (gpuclust_log_timing)
+	{
+		/* the set-returning frame's GPU itemisation reads only in.n, ran */
+		GcSrfCall	srf;
+
+		memset(&srf, 0, sizeof(srf));
+		srf.in.n = in.n;
+		srf.ran = ran;
+		ereport(INFO,
+				(errmsg("gpu_kmeans_fit: device %s, n %lld, d %d, k %d, iterations %d; ingest %.1f ms, compute %.1f ms%s, emit %.1f ms",
+						gc_device_name(ran), (long long) in.n, in.d, params.k,
+						res.iterations, t1 - t0, t2 - t1,
+						gc_glue_srf_gpu_phases(&srf, GC_ALGO_KMEANS),
+						gc_now_ms() - t2)));
+	}
 	MemoryContextDelete(workcxt);
 	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
 }

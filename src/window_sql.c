@@ -31,7 +31,10 @@
  * (there is no id).
  *
  * window_label is the one driver; each algorithm gives it its signature,
- * its reader and its run (WinAlgo).
+ * its reader and its run (WinAlgo).  With gpuclust.log_timing on, each
+ * partition logs one INFO line: the device, its rows, and the ms spent
+ * reading the partition (ingest) and clustering it (compute); there is no
+ * emit phase, each row's call returns its label.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +42,7 @@
 
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -48,6 +52,7 @@
 
 #include "cluster_args.h"
 #include "cluster_run.h"
+#include "cluster_srf.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan_window);
 PG_FUNCTION_INFO_V1(gpu_kmeans_window);
@@ -291,6 +296,9 @@ typedef struct WinCall
 		gc_dbscan_params dbscan;
 	}			p;
 	GcInput		in;
+	/* what ran, for gpuclust.log_timing */
+	gc_device	ran;
+	int			iterations;		/* k-means */
 } WinCall;
 
 /* What a window function clusters with. */
@@ -299,9 +307,48 @@ typedef struct WinAlgo
 	const GcSignature *sig;
 	/* call->p and call->requested from call->params (the reader) */
 	void		(*read_params) (WinCall *call);
-	/* the labels of call->in's rows with features (call->in.n >= 1) */
+	/*
+	 * the labels of call->in's rows with features (call->in.n >= 1); sets
+	 * call->ran (and call->iterations)
+	 */
 	const int32 *(*run) (WinCall *call);
+	gc_algorithm algo;
 } WinAlgo;
+
+/*
+ * gpuclust.log_timing's INFO for one partition: as the set-returning
+ * forms' (cluster_srf.c), without an emit phase.
+ */
+static void
+log_partition_timing(const WinAlgo *algo, const WinCall *call,
+					 double ms_ingest, double ms_compute)
+{
+	const char *detail = "";
+	StringInfoData head;
+
+	initStringInfo(&head);
+	appendStringInfo(&head, "%s window: device %s, partition rows %lld, n %lld, d %d",
+					 algo->algo == GC_ALGO_KMEANS ? "gpu_kmeans" : "gpu_dbscan",
+					 call->in.n > 0 ? gc_device_name(call->ran) : "none",
+					 (long long) call->in.n_rows, (long long) call->in.n,
+					 call->in.d);
+	if (algo->algo == GC_ALGO_KMEANS)
+		appendStringInfo(&head, ", k %d, iterations %d", call->p.kmeans.k,
+						 call->iterations);
+	if (call->in.n > 0 && call->ran == GC_DEVICE_GPU)
+	{
+		/* the set-returning frame's itemisation reads only these two */
+		GcSrfCall	srf;
+
+		memset(&srf, 0, sizeof(srf));
+		srf.in.n = call->in.n;
+		srf.ran = call->ran;
+		detail = gc_glue_srf_gpu_phases(&srf, algo->algo);
+	}
+	ereport(INFO,
+			(errmsg("%s; ingest %.1f ms, compute %.1f ms%s",
+					head.data, ms_ingest, ms_compute, detail)));
+}
 
 /*
  * The label of the current row: the first call in a partition clusters
@@ -323,13 +370,20 @@ window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
 		call.workcxt = AllocSetContextCreate(CurrentMemoryContext,
 											 "gpuclust window partition",
 											 ALLOCSET_DEFAULT_SIZES);
+		double		t0,
+					t1;
+
 		oldcxt = MemoryContextSwitchTo(call.workcxt);
+		t0 = gc_now_ms();
 		params_init(winobj, fcinfo, algo->sig, &call.params);
 		algo->read_params(&call);
 		read_partition(winobj, &call.params, call.workcxt, &call.in);
+		t1 = gc_now_ms();
 		if (call.in.n > 0)
 			labels = algo->run(&call);
 		store_labels(part, &call.in, labels);
+		if (gpuclust_log_timing)
+			log_partition_timing(algo, &call, t1 - t0, gc_now_ms() - t1);
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextDelete(call.workcxt);
 		part->ready = true;
@@ -354,13 +408,14 @@ dbscan_run(WinCall *call)
 	int32	   *labels;
 	uint8	   *is_core;
 
-	gc_glue_run_dbscan(call->requested, &call->in, &call->p.dbscan,
-					   call->workcxt, &labels, &is_core);
+	call->ran = gc_glue_run_dbscan(call->requested, &call->in,
+								   &call->p.dbscan, call->workcxt, &labels,
+								   &is_core);
 	return labels;
 }
 
 static const WinAlgo win_dbscan = {
-	&gc_dbscan_signature, dbscan_read_params, dbscan_run
+	&gc_dbscan_signature, dbscan_read_params, dbscan_run, GC_ALGO_DBSCAN
 };
 
 Datum
@@ -388,13 +443,14 @@ kmeans_run(WinCall *call)
 
 	gc_glue_check_k_rows(call->p.kmeans.k, call->in.n, GC_ROWS_PARTITION,
 						 NULL);
-	gc_glue_run_kmeans(call->requested, &call->in, &call->p.kmeans,
-					   call->workcxt, &res);
+	call->ran = gc_glue_run_kmeans(call->requested, &call->in,
+								   &call->p.kmeans, call->workcxt, &res);
+	call->iterations = res.iterations;
 	return res.labels;
 }
 
 static const WinAlgo win_kmeans = {
-	&gc_kmeans_signature, kmeans_read_params, kmeans_run
+	&gc_kmeans_signature, kmeans_read_params, kmeans_run, GC_ALGO_KMEANS
 };
 
 Datum

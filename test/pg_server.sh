@@ -76,9 +76,19 @@ start() {
 	[ -f "$("$PG_CONFIG" --pkglibdir)/pg_cron.so" ] &&
 		cron="-c shared_preload_libraries=pg_cron -c cron.database_name=postgres -c cron.use_background_workers=on"
 	log "starting on $SOCK port $PORT"
-	as_owner "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 \
-		-o "-p $PORT -k $SOCK -c listen_addresses='' -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=30 $cron" \
-		start >&2 || {
+	# The server gets no descriptor but 0-2: one inherited from the caller,
+	# such as the lock of `flock /tmp/gpuclust-pg.lock test/run_tests.sh`,
+	# would stay open in the server (and every process it forks) until it
+	# stops, and keep the lock from everyone else.
+	(
+		for fd in /proc/self/fd/*; do
+			fd=${fd##*/}
+			[ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
+		done
+		as_owner "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 \
+			-o "-p $PORT -k $SOCK -c listen_addresses='' -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=30 $cron" \
+			start >&2
+	) || {
 		tail -n 30 "$LOG" >&2 || true
 		exit 1
 	}

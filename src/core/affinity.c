@@ -79,10 +79,8 @@
  */
 #include <float.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <omp.h>
 
 #include "gpuclust_core.h"
@@ -126,65 +124,6 @@ gc_ap_max_rows(size_t bytes)
 	while (n > 0 && gc_ap_mem_bytes(n) > bytes)
 		n--;
 	return n;
-}
-
-/* A number in bytes from a one-line file (cgroup v2); 0 if none. */
-static uint64_t
-read_u64_file(const char *path)
-{
-	FILE	   *f = fopen(path, "r");
-	unsigned long long v = 0;
-
-	if (f == NULL)
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
-}
-
-size_t
-gc_ap_host_memory(void)
-{
-	FILE	   *f = fopen("/proc/meminfo", "r");
-	char		line[256];
-	uint64_t	avail = 0;
-	uint64_t	cg_max,
-				cg_cur;
-
-	if (f != NULL)
-	{
-		while (fgets(line, sizeof(line), f) != NULL)
-		{
-			unsigned long long kb;
-
-			if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			{
-				avail = (uint64_t) kb * 1024;
-				break;
-			}
-		}
-		fclose(f);
-	}
-	if (avail == 0)
-	{
-		long		pages = sysconf(_SC_AVPHYS_PAGES);
-		long		psize = sysconf(_SC_PAGESIZE);
-
-		if (pages > 0 && psize > 0)
-			avail = (uint64_t) pages * (uint64_t) psize;
-	}
-	/* a cgroup v2 memory limit (containers) */
-	cg_max = read_u64_file("/sys/fs/cgroup/memory.max");	/* "max": 0 */
-	cg_cur = read_u64_file("/sys/fs/cgroup/memory.current");
-	if (cg_max > 0)
-	{
-		uint64_t	room = cg_max > cg_cur ? cg_max - cg_cur : 0;
-
-		if (avail == 0 || room < avail)
-			avail = room;
-	}
-	return avail > SIZE_MAX ? SIZE_MAX : (size_t) avail;
 }
 
 /* ------------------------------------------------------------------ */

@@ -240,12 +240,39 @@ gc_code		gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
  * Memory: gc_ap_mem_bytes(n) is what gc_ap_cpu allocates for n rows (three
  * n x n double matrices plus O(n); SIZE_MAX when that overflows);
  * gc_ap_max_rows(bytes) is the largest n whose gc_ap_mem_bytes fits in
- * bytes; gc_ap_host_memory() is the host's available memory in bytes
- * (MemAvailable; 0 when unknown).  The caller checks before calling.
+ * bytes.  The caller checks before calling, against its limit and
+ * gc_host_memory().
  */
 size_t		gc_ap_mem_bytes(int64_t n);
 int64_t		gc_ap_max_rows(size_t bytes);
-size_t		gc_ap_host_memory(void);
+
+/* ------------------------------------------------------------------ */
+/* Memory available to the process (sysmem.c)                          */
+/* ------------------------------------------------------------------ */
+
+/* No bound known (no file, no limit). */
+#define GC_MEM_UNLIMITED UINT64_MAX
+
+/*
+ * gc_host_memory(): the bytes this process may still allocate: the
+ * smaller of the host's MemAvailable and the room (limit - usage, less
+ * inactive file cache) under every cgroup v1 or v2 memory limit above the
+ * process; SIZE_MAX when nothing is known.  gc_host_memory_at(root) is the
+ * same with every path (/proc/meminfo, /proc/self/cgroup, /sys/fs/cgroup)
+ * read under the directory root ("" for the real system); it and the
+ * parsers below return GC_MEM_UNLIMITED for "no bound".
+ */
+size_t		gc_host_memory(void);
+uint64_t	gc_host_memory_at(const char *root);
+/* MemAvailable of a /proc/meminfo-format file, in bytes */
+uint64_t	gc_meminfo_available(const char *path);
+/* the room under the memory limit of one cgroup directory (version 1 or 2) */
+uint64_t	gc_cgroup_dir_room(const char *dir, int version);
+/*
+ * the smallest room over the cgroups root/proc/self/cgroup lists (v2
+ * "0::/path", v1 "n:...memory...:/path") and all their ancestors
+ */
+uint64_t	gc_cgroup_room(const char *root);
 
 /* ------------------------------------------------------------------ */
 /* Device choice                                                       */
