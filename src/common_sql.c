@@ -11,7 +11,6 @@
  */
 #include "postgres.h"
 
-#include <omp.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -23,15 +22,17 @@
 /*
  * The threads a call may use: gpuclust.cpu_threads (the session's wish),
  * at most gpuclust.max_cpu_threads (the superuser's ceiling), and never
- * more than the cores (omp_get_num_procs: the CPUs this process may run
- * on); 0 in either setting means "no bound of its own".  More threads than
+ * more than the cores this process may use (gc_cores_available: its CPU
+ * affinity and cgroup quota); 0 in either setting means "no bound of its
+ * own".  The core then uses at most this many, fewer while other tasks
+ * keep cores busy (gc_team_adapt).  More threads than
  * cores never speed a CPU-bound call up, and each one delays the polls of
  * the cancel flags.
  */
 int
 gc_glue_cpu_threads(void)
 {
-	int			t = omp_get_num_procs();
+	int			t = gc_cores_available();
 
 	if (gpuclust_cpu_threads > 0 && gpuclust_cpu_threads < t)
 		t = gpuclust_cpu_threads;

@@ -72,6 +72,9 @@ double		gc_now_ms(void);
 /* memcpy on a team of threads (one for small copies). */
 void		gc_copy(void *dst, const void *src, size_t bytes, int threads);
 
+/* The cores this process may use: its affinity mask, its cgroup's CPU quota. */
+int			gc_cores_available(void);
+
 /*
  * The most OpenMP threads a call with this ctx may use: ctx->n_threads, or
  * the cores this process may use (affinity mask, cgroup CPU quota) when 0.

@@ -62,8 +62,8 @@ read_ll(const char *path, int which)
  * its cgroup (v2 cpu.max "quota period", v1 cpu.cfs_quota_us and
  * cpu.cfs_period_us), rounded up.  Read once per process.
  */
-static int
-cores_available(void)
+int
+gc_cores_available(void)
 {
 	static int	cached = 0;
 
@@ -132,7 +132,7 @@ own_runnable(void)
 static int
 cores_free(void)
 {
-	const int	avail = cores_available();
+	const int	avail = gc_cores_available();
 	FILE	   *f = fopen("/proc/loadavg", "r");
 	int			running = 0,
 				total = 0,
@@ -159,7 +159,7 @@ gc_threads(const gc_ctx *ctx)
 {
 	if (ctx != NULL && ctx->n_threads > 0)
 		return ctx->n_threads;
-	return cores_available();
+	return gc_cores_available();
 }
 
 /* libgomp's pool size as last set here (1: no pool yet). */
