@@ -6,7 +6,8 @@
  * their teammates, and a teammate that the kernel has descheduled keeps
  * everyone waiting for a time slice (libgomp also spins while it waits,
  * unless the server runs with OMP_WAIT_POLICY=PASSIVE): with two busy
- * programs on two cores, a two-thread k-means took 11x its one-thread time.
+ * programs on two cores, a two-thread k-means took 11x its idle time and 8x
+ * its one-thread time under the same load.
  * So a call sizes its team from the cores free right now, and again at
  * every phase or iteration boundary (gc_team_adapt):
  *   team = min(gc_threads(ctx), available - others), at least 1,
