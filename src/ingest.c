@@ -34,6 +34,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "core/metric.h"
 #include "ingest.h"
 
 /* rows fetched from the cursor at a time */
@@ -239,6 +240,70 @@ report_nonfinite(const char *what, int64 rowno, int j, double v)
 	pg_unreachable();
 }
 
+float
+gc_feature_bound(int d)
+{
+	static int	last_d = -1;
+	static float last_bound;
+
+	if (d != last_d)
+	{
+		double		limit = gc_feature_limit(d);
+		float		b = (float) limit;
+
+		/* the largest float <= limit: |v| <= b exactly when |v| <= limit */
+		if ((double) b > limit)
+			b = nextafterf(b, 0.0f);
+		last_bound = b;
+		last_d = d;
+	}
+	return last_bound;
+}
+
+void
+gc_report_out_of_range(const char *subj, const char *where, double v, int d)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("%s contain a value out of range at %s", subj, where),
+			 errdetail("|%g| exceeds %g, the largest magnitude of a feature in %d dimension%s (2^62/sqrt(%d)), beyond which squared distances overflow single precision.",
+					   fabs(v), gc_feature_limit(d), d, d == 1 ? "" : "s", d),
+			 errhint("Scale the features down, for example divide them all by a constant.")));
+	pg_unreachable();
+}
+
+/*
+ * The error for the first bad value of src (len values of type float8 or
+ * float4): NaN or infinite, beyond the range of real, or beyond bound.
+ */
+static void
+pg_attribute_noreturn()
+report_bad_value(const void *src, bool is_float8, int len, float bound,
+				 const char *what, int64 rowno)
+{
+	for (int j = 0; j < len; j++)
+	{
+		double		v = is_float8 ? ((const float8 *) src)[j] :
+			(double) ((const float4 *) src)[j];
+		float		f = (float) v;
+
+		if (!isfinite(v))
+			report_nonfinite(what, rowno, j, v);
+		if (isinf(f))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("%s contain a value out of range for type real at position %d",
+							subject(what, rowno), j + 1),
+					 errdetail("Features are computed in single precision; %g exceeds its largest value.",
+							   v)));
+		if (!gc_feature_ok(f, bound))
+			gc_report_out_of_range(subject(what, rowno),
+								   psprintf("position %d", j + 1), f, len);
+	}
+	elog(ERROR, "no bad value in %s", subject(what, rowno));
+	pg_unreachable();
+}
+
 int
 gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 				 int64 rowno)
@@ -246,6 +311,8 @@ gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 	int			ndim = ARR_NDIM(arr);
 	Oid			elemtype = ARR_ELEMTYPE(arr);
 	int			len;
+	float		bound;
+	bool		ok = true;
 
 	if (elemtype != FLOAT4OID && elemtype != FLOAT8OID)
 		elog(ERROR, "unexpected element type %u in %s", elemtype,
@@ -283,42 +350,37 @@ gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 						 errhint("Use NULL for the whole features value to leave a row unclustered.")));
 	}
 
+	/*
+	 * One test per value, gc_feature_ok, which fails for NaN, infinities,
+	 * double values beyond real (they narrow to infinity) and values beyond
+	 * the bound alike; the first failure is then told apart.
+	 */
+	bound = gc_feature_bound(len);
 	if (elemtype == FLOAT8OID)
 	{
 		const float8 *src = (const float8 *) ARR_DATA_PTR(arr);
 
 		for (int j = 0; j < len; j++)
 		{
-			float8		v = src[j];
-			float		f;
+			float		f = (float) src[j];
 
-			if (!isfinite(v))
-				report_nonfinite(what, rowno, j, v);
-			f = (float) v;
-			if (isinf(f))
-				ereport(ERROR,
-						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-						 errmsg("%s contain a value out of range for type real at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features are computed in single precision; %g exceeds its largest value.",
-								   v)));
+			ok &= gc_feature_ok(f, bound);
 			if (dst)
 				dst[j] = f;
 		}
+		if (!ok)
+			report_bad_value(src, true, len, bound, what, rowno);
 	}
 	else
 	{
 		const float4 *src = (const float4 *) ARR_DATA_PTR(arr);
 
 		for (int j = 0; j < len; j++)
-		{
-			float4		v = src[j];
-
-			if (!isfinite(v))
-				report_nonfinite(what, rowno, j, v);
-			if (dst)
-				dst[j] = v;
-		}
+			ok &= gc_feature_ok(src[j], bound);
+		if (!ok)
+			report_bad_value(src, false, len, bound, what, rowno);
+		if (dst)
+			memcpy(dst, src, (Size) len * sizeof(float));
 	}
 	return len;
 }
