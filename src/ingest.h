@@ -67,9 +67,9 @@ gc_feature_ok(float v, float bound)
 /*
  * The error (SQLSTATE 22003) for the value v beyond the range of a feature
  * in d dimensions: "<subj> contain a value out of range at <where>", with
- * the limit in the detail and a hint.
+ * |v| and the bound in the detail (as real prints them) and a hint.
  */
 extern void gc_report_out_of_range(const char *subj, const char *where,
-								   double v, int d) pg_attribute_noreturn();
+								   float v, int d) pg_attribute_noreturn();
 
 #endif							/* GPUCLUST_INGEST_H */
