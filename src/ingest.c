@@ -225,8 +225,16 @@ grow_rows(IngestState *st)
 	{
 		in->ids = first_alloc(st, sizeof(int64), GC_INITIAL_ROWS, maxrows,
 							  &newcap);
-		in->has_features = MemoryContextAllocHuge(st->outcxt,
-												  newcap * sizeof(bool));
+		in->has_features = MemoryContextAllocExtended(st->outcxt, newcap * sizeof(bool),
+													  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (in->has_features == NULL)
+		{
+			/* the estimate's allocation fits once but not twice */
+			pfree(in->ids);
+			newcap = GC_INITIAL_ROWS;
+			in->ids = MemoryContextAllocHuge(st->outcxt, newcap * sizeof(int64));
+			in->has_features = MemoryContextAllocHuge(st->outcxt, newcap * sizeof(bool));
+		}
 	}
 	else
 	{
@@ -857,7 +865,12 @@ gc_ingest(const char *source, MemoryContext outcxt, GcInput *in)
 	SPI_finish();
 	MemoryContextDelete(st.workcxt);
 
-	/* give back the unused tail of the doubled matrix */
+	/* give back the unused tails (of an estimate, or of a doubling) */
 	if (in->n > 0 && st.x_cap > in->n)
 		in->X = repalloc_huge(in->X, (Size) in->n * (Size) in->d * sizeof(float));
+	if (in->n_rows > 0 && st.rows_cap > in->n_rows)
+	{
+		in->ids = repalloc_huge(in->ids, in->n_rows * sizeof(int64));
+		in->has_features = repalloc_huge(in->has_features, in->n_rows * sizeof(bool));
+	}
 }
