@@ -10,6 +10,9 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -53,36 +56,146 @@ gc_glue_srf_ingest(GcSrfCall *call)
 	call->ms_ingest = lap(call);
 }
 
+/*
+ * The result rows are built in place: one minimal tuple per pattern of
+ * NULLs (a row with features and a cluster, a noise row, a row without
+ * features), formed once; each row overwrites its values and the
+ * tuplestore copies it.  That is one allocation per row (the
+ * tuplestore's own copy) and no per-row forming.
+ */
+typedef struct RowTemplate
+{
+	MinimalTuple tup;
+	char	   *data;			/* where its values start */
+	int			off[3];			/* offset of each value in data; -1: NULL */
+} RowTemplate;
+
+/* Forms the template of desc's rows with the given NULLs. */
+static void
+make_template(RowTemplate *t, TupleDesc desc, const bool *nulls)
+{
+	Datum		zeros[3] = {0, 0, 0};
+	uintptr_t	off = 0;
+
+	t->tup = heap_form_minimal_tuple(desc, zeros, (bool *) nulls);
+	t->data = (char *) t->tup + t->tup->t_hoff - MINIMAL_TUPLE_OFFSET;
+	for (int i = 0; i < 3; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		t->off[i] = -1;
+		if (nulls[i])
+			continue;
+		/* as heap_fill_tuple places a fixed-width value */
+		off = att_align_nominal(off, att->attalign);
+		t->off[i] = (int) off;
+		off += att->attlen;
+	}
+}
+
+/* True when desc's columns are (int8, int4, float8 | bool), by value. */
+static bool
+templates_apply(TupleDesc desc, bool flags)
+{
+	if (desc->natts != 3)
+		return false;
+	for (int i = 0; i < 3; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attbyval || att->attlen <= 0)
+			return false;
+	}
+	return TupleDescAttr(desc, 0)->atttypid == INT8OID &&
+		TupleDescAttr(desc, 1)->atttypid == INT4OID &&
+		TupleDescAttr(desc, 2)->atttypid == (flags ? BOOLOID : FLOAT8OID);
+}
+
 void
 gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
 				 const double *distance)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
+	TupleDesc	desc = rsinfo->setDesc;
+	Tuplestorestate *store = rsinfo->setResult;
 	const GcInput *in = &call->in;
+	static const bool pattern_nulls[3][3] = {
+		{false, false, false},	/* a row in a cluster */
+		{false, true, false},	/* noise */
+		{false, true, true}		/* no features */
+	};
+	RowTemplate tpl[3];
+	TupleTableSlot *slot;
+	MemoryContext oldcxt;
 
 	Assert(in->n == 0 ||
 		   (labels != NULL && (flags == NULL) != (distance == NULL)));
 	call->ms_compute = lap(call);
+
+	if (!templates_apply(desc, flags != NULL))
+	{
+		/* a declaration other than the install script's: the general way */
+		for (int64 i = 0, j = 0; i < in->n_rows; i++)
+		{
+			Datum		values[3] = {0, 0, 0};
+			bool		nulls[3] = {false, true, true};
+
+			values[0] = Int64GetDatum(in->ids[i]);
+			if (in->has_features[i])
+			{
+				nulls[1] = labels[j] == GC_NOISE;
+				if (!nulls[1])
+					values[1] = Int32GetDatum(labels[j]);
+				nulls[2] = false;
+				values[2] = flags ? BoolGetDatum(flags[j] != 0) :
+					Float8GetDatum(distance[j]);
+				j++;
+			}
+			tuplestore_putvalues(store, desc, values, nulls);
+			if ((i & 0xFFFF) == 0xFFFF)
+				CHECK_FOR_INTERRUPTS();
+		}
+		call->ms_emit = lap(call);
+		return;
+	}
+
+	oldcxt = MemoryContextSwitchTo(call->cxt);
+	for (int p = 0; p < 3; p++)
+		make_template(&tpl[p], desc, pattern_nulls[p]);
+	slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	MemoryContextSwitchTo(oldcxt);
+
 	for (int64 i = 0, j = 0; i < in->n_rows; i++)
 	{
-		Datum		values[3] = {0, 0, 0};
-		bool		nulls[3] = {false, true, true};
+		RowTemplate *t;
+		int64		id = in->ids[i];
 
-		values[0] = Int64GetDatum(in->ids[i]);
-		if (in->has_features[i])
+		if (!in->has_features[i])
+			t = &tpl[2];
+		else
 		{
-			nulls[1] = labels[j] == GC_NOISE;
-			if (!nulls[1])
-				values[1] = Int32GetDatum(labels[j]);
-			nulls[2] = false;
-			values[2] = flags ? BoolGetDatum(flags[j] != 0) :
-				Float8GetDatum(distance[j]);
+			int32		label = labels[j];
+
+			if (label == GC_NOISE)
+				t = &tpl[1];
+			else
+			{
+				t = &tpl[0];
+				memcpy(t->data + t->off[1], &label, sizeof(int32));
+			}
+			if (flags)
+				t->data[t->off[2]] = flags[j] != 0;
+			else
+				memcpy(t->data + t->off[2], &distance[j], sizeof(double));
 			j++;
 		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		memcpy(t->data + t->off[0], &id, sizeof(int64));
+		ExecStoreMinimalTuple(t->tup, slot, false);
+		tuplestore_puttupleslot(store, slot);
 		if ((i & 0xFFFF) == 0xFFFF)
 			CHECK_FOR_INTERRUPTS();
 	}
+	ExecDropSingleTupleTableSlot(slot);
 	call->ms_emit = lap(call);
 }
 

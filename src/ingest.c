@@ -3,10 +3,22 @@
  * ingest.c
  *	  Read a source query of (id, features) rows into one float32 matrix.
  *
- * The query runs through an SPI cursor fetched in batches, so the whole
- * result is never materialised by SPI: each batch is packed into the
- * matrix and freed.  The matrix, ids and NULL-feature flags grow by
- * doubling with huge allocations, so inputs beyond 1 GB work.
+ * The source must be one statement that only reads: it is prepared first,
+ * and a statement that writes (INSERT, UPDATE, DELETE or MERGE, with or
+ * without RETURNING), a data-modifying WITH clause, a locking clause (FOR
+ * UPDATE / SHARE) or a utility statement is refused before anything runs.
+ * It then runs read-only (SPI's read_only execution, which refuses such a
+ * statement again, inside a read-only transaction state, which stops
+ * functions it calls from writing too).
+ *
+ * The query runs to completion into a DestReceiver of ours, which packs
+ * each row straight from the executor's slot into the matrix: no tuple is
+ * copied or materialised by SPI, features stored inline are read in place
+ * (short ones through one reused buffer), only compressed or out-of-line
+ * ones are detoasted (and freed at once), and nothing is allocated per row
+ * otherwise.  Run to completion, the query may use a parallel plan where
+ * the planner finds it safe.  The matrix, ids and NULL-feature flags grow
+ * by doubling with huge allocations, so inputs beyond 1 GB work.
  *
  * The id column may be smallint, integer or bigint (or a domain over one);
  * the features column real[] or double precision[] (or a domain over one),
@@ -19,28 +31,40 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <float.h>
 #include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "catalog/pg_type.h"
+#include "common/shortest_dec.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
+#include "tcop/dest.h"
+#include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 
+#include "core/metric.h"
 #include "ingest.h"
 
-/* rows fetched from the cursor at a time */
-#define GC_FETCH_BATCH		10000
-/* initial capacities */
+/* rows between interrupt checks in the receiver */
+#define GC_CHECK_ROWS		4096
+/* initial capacities, without an estimate of the rows */
 #define GC_INITIAL_ROWS		1024
 #define GC_INITIAL_X_BYTES	((Size) 1024 * 1024)
+/* matrices from this size on ask for huge pages */
+#define GC_HUGE_ADVICE_BYTES	((Size) 4 * 1024 * 1024)
 
 typedef enum FeatureKind
 {
@@ -51,16 +75,27 @@ typedef enum FeatureKind
 
 typedef struct IngestState
 {
+	DestReceiver pub;			/* first: the executor sends rows here */
 	GcInput    *in;
 	MemoryContext outcxt;		/* where the GcInput arrays live */
+	MemoryContext workcxt;		/* the cast's state; deleted at the end */
 	int64		rows_cap;		/* capacity of ids and has_features */
 	int64		x_cap;			/* capacity of X, in rows */
+	bool		started;		/* the receiver's startup ran */
 	Oid			id_type;		/* INT2OID, INT4OID or INT8OID */
 	FeatureKind kind;
 	Oid			feature_type;	/* the column's declared type */
 	ExprState  *cast_state;		/* FEATURES_CAST: column -> real[] */
 	ExprContext *cast_econtext;
 	int64		cur_id;			/* for the cast's error context */
+	double		est_rows;		/* the planner's estimate of the rows */
+	ErrorContextCallback *base_context; /* gc_ingest's caller's */
+	/* a short-header (1-byte) array, given a 4-byte header and aligned */
+	union
+	{
+		double		align;
+		char		bytes[VARHDRSZ + VARATT_SHORT_MAX];
+	}			shortbuf;
 } IngestState;
 
 /* ---------------------------------------------------------------------
@@ -131,29 +166,88 @@ check_columns(IngestState *st, TupleDesc td)
  * Growth of the output arrays
  * --------------------------------------------------------------------- */
 
+/*
+ * Transparent huge pages for the matrix, where the kernel gives them on
+ * request (enabled = madvise): filling it then takes one page fault per
+ * 2 MB instead of per 4 kB, which is most of what copying the rows costs.
+ * Only the whole pages inside a large allocation of ours are advised.
+ */
+static void
+advise_huge_pages(void *p, Size bytes)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	start = ((uintptr_t) p + page - 1) & ~(page - 1);
+	uintptr_t	end = ((uintptr_t) p + bytes) & ~(page - 1);
+
+	if (bytes >= GC_HUGE_ADVICE_BYTES && end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
+}
+
+/*
+ * The first allocation of an output array of rowbytes per row: for the
+ * rows the planner expects (with a margin), when it expects more than
+ * small_rows and the memory can be had, so that a table's matrix is
+ * allocated once and in huge pages; else for small_rows.  Capped at
+ * maxrows.  Growth beyond doubles.
+ */
+static void *
+first_alloc(IngestState *st, Size rowbytes, int64 small_rows, int64 maxrows,
+			int64 *cap)
+{
+	double		want = st->est_rows + st->est_rows / 16 + 16;
+
+	if (want > (double) small_rows)
+	{
+		int64		rows = want < (double) maxrows ? (int64) want : maxrows;
+		void	   *p = MemoryContextAllocExtended(st->outcxt, (Size) rows * rowbytes,
+												   MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+
+		if (p != NULL)
+		{
+			*cap = rows;
+			return p;
+		}
+	}
+	*cap = Min(small_rows, maxrows);
+	return MemoryContextAllocHuge(st->outcxt, (Size) *cap * rowbytes);
+}
+
 static void
 grow_rows(IngestState *st)
 {
 	GcInput    *in = st->in;
+	int64		maxrows = (int64) (MaxAllocHugeSize / sizeof(int64));
 	int64		newcap;
-
-	newcap = st->rows_cap == 0 ? GC_INITIAL_ROWS : st->rows_cap * 2;
-	if ((Size) newcap > MaxAllocHugeSize / sizeof(int64))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("source query returns too many rows")));
 
 	if (st->rows_cap == 0)
 	{
-		in->ids = MemoryContextAllocHuge(st->outcxt, newcap * sizeof(int64));
-		in->has_features = MemoryContextAllocHuge(st->outcxt, newcap * sizeof(bool));
+		in->ids = first_alloc(st, sizeof(int64), GC_INITIAL_ROWS, maxrows,
+							  &newcap);
+		in->has_features = MemoryContextAllocExtended(st->outcxt, newcap * sizeof(bool),
+													  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (in->has_features == NULL)
+		{
+			/* the estimate's allocation fits once but not twice */
+			pfree(in->ids);
+			newcap = GC_INITIAL_ROWS;
+			in->ids = MemoryContextAllocHuge(st->outcxt, newcap * sizeof(int64));
+			in->has_features = MemoryContextAllocHuge(st->outcxt, newcap * sizeof(bool));
+		}
 	}
 	else
 	{
+		newcap = Min(st->rows_cap * 2, maxrows);
+		if (newcap <= st->rows_cap)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("source query returns too many rows")));
 		in->ids = repalloc_huge(in->ids, newcap * sizeof(int64));
 		in->has_features = repalloc_huge(in->has_features, newcap * sizeof(bool));
 	}
 	st->rows_cap = newcap;
+	advise_huge_pages(in->ids, newcap * sizeof(int64));
 }
 
 static void
@@ -165,22 +259,21 @@ grow_x(IngestState *st)
 	int64		newcap;
 
 	if (st->x_cap == 0)
-		newcap = Max((int64) 16, (int64) (GC_INITIAL_X_BYTES / rowbytes));
+		in->X = first_alloc(st, rowbytes,
+							Max((int64) 16, (int64) (GC_INITIAL_X_BYTES / rowbytes)),
+							maxrows, &newcap);
 	else
-		newcap = st->x_cap * 2;
-	if (newcap > maxrows)
-		newcap = maxrows;
-	if (newcap <= st->x_cap)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("features of the source query exceed the maximum size of %zu bytes",
-						(Size) MaxAllocHugeSize)));
-
-	if (st->x_cap == 0)
-		in->X = MemoryContextAllocHuge(st->outcxt, (Size) newcap * rowbytes);
-	else
+	{
+		newcap = Min(st->x_cap * 2, maxrows);
+		if (newcap <= st->x_cap)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("features of the source query exceed the maximum size of %zu bytes",
+							(Size) MaxAllocHugeSize)));
 		in->X = repalloc_huge(in->X, (Size) newcap * rowbytes);
+	}
 	st->x_cap = newcap;
+	advise_huge_pages(in->X, (Size) newcap * rowbytes);
 }
 
 /* ---------------------------------------------------------------------
@@ -239,6 +332,92 @@ report_nonfinite(const char *what, int64 rowno, int j, double v)
 	pg_unreachable();
 }
 
+float
+gc_feature_bound(int d)
+{
+	static int	last_d = -1;
+	static float last_bound;
+
+	if (d != last_d)
+	{
+		double		limit = gc_feature_limit(d);
+		float		b = (float) limit;
+
+		/* the largest float <= limit: |v| <= b exactly when |v| <= limit */
+		if ((double) b > limit)
+			b = nextafterf(b, 0.0f);
+		last_bound = b;
+		last_d = d;
+	}
+	return last_bound;
+}
+
+void
+gc_report_out_of_range(const char *subj, const char *where, float v, int d)
+{
+	char		value[FLOAT_SHORTEST_DECIMAL_LEN];
+	char		limit[FLOAT_SHORTEST_DECIMAL_LEN];
+
+	/* as real prints them: the value, and the largest one allowed */
+	float_to_shortest_decimal_buf(fabsf(v), value);
+	float_to_shortest_decimal_buf(gc_feature_bound(d), limit);
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("%s contain a value out of range at %s", subj, where),
+			 errdetail("|%s| exceeds %s, the largest magnitude of a feature in %d dimension%s (2^62/sqrt(%d)), beyond which squared distances overflow single precision.",
+					   value, limit, d, d == 1 ? "" : "s", d),
+			 errhint("Scale the features down, for example divide them all by a constant.")));
+	pg_unreachable();
+}
+
+/*
+ * The error for the first bad value of src (len values of type float8 or
+ * float4): NaN or infinite, beyond the range of real, or beyond bound.
+ */
+static void
+pg_attribute_noreturn()
+report_bad_value(const void *src, bool is_float8, int len, float bound,
+				 const char *what, int64 rowno)
+{
+	for (int j = 0; j < len; j++)
+	{
+		double		v = is_float8 ? ((const float8 *) src)[j] :
+			(double) ((const float4 *) src)[j];
+		float		f = (float) v;
+
+		if (!isfinite(v))
+			report_nonfinite(what, rowno, j, v);
+		if (isinf(f))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("%s contain a value out of range for type real at position %d",
+							subject(what, rowno), j + 1),
+					 errdetail("Features are computed in single precision; %g exceeds its largest value.",
+							   v)));
+		if (!gc_feature_ok(f, bound))
+			gc_report_out_of_range(subject(what, rowno),
+								   psprintf("position %d", j + 1), f, len);
+	}
+	elog(ERROR, "no bad value in %s", subject(what, rowno));
+	pg_unreachable();
+}
+
+/* The largest bit pattern of |v[j]|, j < n (sign bits cleared). */
+static inline uint32
+max_abs_bits(const float *v, int n)
+{
+	const uint32 *bits = (const uint32 *) v;
+	uint32		m = 0;
+
+	for (int j = 0; j < n; j++)
+	{
+		uint32		b = bits[j] & 0x7fffffffu;
+
+		m = b > m ? b : m;
+	}
+	return m;
+}
+
 int
 gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 				 int64 rowno)
@@ -246,6 +425,9 @@ gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 	int			ndim = ARR_NDIM(arr);
 	Oid			elemtype = ARR_ELEMTYPE(arr);
 	int			len;
+	float		bound;
+	uint32		bound_bits;
+	uint32		max_bits = 0;
 
 	if (elemtype != FLOAT4OID && elemtype != FLOAT8OID)
 		elog(ERROR, "unexpected element type %u in %s", elemtype,
@@ -283,44 +465,71 @@ gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 						 errhint("Use NULL for the whole features value to leave a row unclustered.")));
 	}
 
+	/*
+	 * Every value passes gc_feature_ok (|v| <= bound; NaN, infinities and
+	 * double values beyond real, which narrow to infinity, fail) exactly
+	 * when the largest bit pattern of the |v| as float is at most bound's:
+	 * for non-negative floats the patterns order as the values do, and
+	 * infinity's and every NaN's lie above every finite one's.  So one
+	 * integer maximum over the row, which vectorises, tests it; the first
+	 * failure is then found and told apart.
+	 */
+	bound = gc_feature_bound(len);
+	memcpy(&bound_bits, &bound, sizeof(bound_bits));
 	if (elemtype == FLOAT8OID)
 	{
 		const float8 *src = (const float8 *) ARR_DATA_PTR(arr);
+		float		buf[64];
 
-		for (int j = 0; j < len; j++)
+		for (int j0 = 0; j0 < len; j0 += lengthof(buf))
 		{
-			float8		v = src[j];
-			float		f;
+			int			m = Min(len - j0, (int) lengthof(buf));
+			float	   *f = dst ? dst + j0 : buf;
 
-			if (!isfinite(v))
-				report_nonfinite(what, rowno, j, v);
-			f = (float) v;
-			if (isinf(f))
-				ereport(ERROR,
-						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-						 errmsg("%s contain a value out of range for type real at position %d",
-								subject(what, rowno), j + 1),
-						 errdetail("Features are computed in single precision; %g exceeds its largest value.",
-								   v)));
-			if (dst)
-				dst[j] = f;
+			for (int j = 0; j < m; j++)
+				f[j] = (float) src[j0 + j];
+			max_bits = Max(max_bits, max_abs_bits(f, m));
 		}
+		if (max_bits > bound_bits)
+			report_bad_value(src, true, len, bound, what, rowno);
 	}
 	else
 	{
 		const float4 *src = (const float4 *) ARR_DATA_PTR(arr);
 
-		for (int j = 0; j < len; j++)
-		{
-			float4		v = src[j];
-
-			if (!isfinite(v))
-				report_nonfinite(what, rowno, j, v);
-			if (dst)
-				dst[j] = v;
-		}
+		max_bits = max_abs_bits(src, len);
+		if (max_bits > bound_bits)
+			report_bad_value(src, false, len, bound, what, rowno);
+		if (dst)
+			memcpy(dst, src, (Size) len * sizeof(float));
 	}
 	return len;
+}
+
+/*
+ * The features value as a flat array: in place when it is stored inline
+ * with a 4-byte header; a short (1-byte header) one copied into st's
+ * buffer; a compressed, out-of-line or expanded one detoasted (a copy the
+ * caller frees).
+ */
+static ArrayType *
+flat_array(IngestState *st, Datum value)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(value);
+
+	if (!VARATT_IS_EXTENDED(v))
+		return (ArrayType *) v;
+	/* (a TOAST pointer has a 1-byte header too) */
+	if (VARATT_IS_SHORT(v) && !VARATT_IS_EXTERNAL(v))
+	{
+		Size		len = VARSIZE_SHORT(v) - VARHDRSZ_SHORT;
+		struct varlena *buf = (struct varlena *) st->shortbuf.bytes;
+
+		SET_VARSIZE(buf, len + VARHDRSZ);
+		memcpy(VARDATA(buf), VARDATA_SHORT(v), len);
+		return (ArrayType *) buf;
+	}
+	return DatumGetArrayTypeP(value);
 }
 
 /* Append the features of the row with id id to X, checking them. */
@@ -328,7 +537,7 @@ static void
 add_features(IngestState *st, int64 id, Datum value)
 {
 	GcInput    *in = st->in;
-	ArrayType  *arr = DatumGetArrayTypeP(value);
+	ArrayType  *arr = flat_array(st, value);
 
 	/* the first row with features fixes d, which sizes X */
 	if (in->d == 0)
@@ -338,23 +547,51 @@ add_features(IngestState *st, int64 id, Datum value)
 	gc_features(arr, &in->d, in->X + (Size) in->n * (Size) in->d,
 				"row with id", id);
 	in->n++;
+	if ((Pointer) arr != DatumGetPointer(value) &&
+		(Pointer) arr != st->shortbuf.bytes)
+		pfree(arr);
 }
 
+/* ---------------------------------------------------------------------
+ * The receiver: the executor sends it the source's rows
+ * --------------------------------------------------------------------- */
+
 static void
-add_row(IngestState *st, HeapTuple tuple, TupleDesc td)
+ingest_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 {
+	IngestState *st = (IngestState *) self;
+	MemoryContext oldcxt;
+
+	/*
+	 * SPI reports errors with the statement as their context; ours name
+	 * the row, and the source's own errors while it runs read as they did
+	 * through a cursor: without it.  (The callbacks above gc_ingest stay.)
+	 */
+	error_context_stack = st->base_context;
+
+	oldcxt = MemoryContextSwitchTo(st->workcxt);
+	check_columns(st, typeinfo);
+	MemoryContextSwitchTo(oldcxt);
+	st->started = true;
+}
+
+static bool
+ingest_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	IngestState *st = (IngestState *) self;
 	GcInput    *in = st->in;
 	Datum		value;
 	bool		isnull;
 	int64		id;
 
-	value = SPI_getbinval(tuple, td, 1, &isnull);
-	if (isnull)
+	slot_getsomeattrs(slot, 2);
+	if (slot->tts_isnull[0])
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("source query returned a NULL id"),
 				 errdetail("Row %lld of the source query has a NULL id.",
 						   (long long) (in->n_rows + 1))));
+	value = slot->tts_values[0];
 	switch (st->id_type)
 	{
 		case INT2OID:
@@ -372,89 +609,268 @@ add_row(IngestState *st, HeapTuple tuple, TupleDesc td)
 		grow_rows(st);
 	in->ids[in->n_rows] = id;
 
-	value = SPI_getbinval(tuple, td, 2, &isnull);
+	value = slot->tts_values[1];
+	isnull = slot->tts_isnull[1];
 	if (!isnull && st->kind == FEATURES_CAST)
 		value = cast_features(st, id, value, &isnull);
-	if (isnull)
-		in->has_features[in->n_rows] = false;
-	else
-	{
+	if (!isnull)
 		add_features(st, id, value);
-		in->has_features[in->n_rows] = true;
-	}
+	if (st->kind == FEATURES_CAST)
+		ResetExprContext(st->cast_econtext);
+	in->has_features[in->n_rows] = !isnull;
 	in->n_rows++;
+
+	if (in->n_rows % GC_CHECK_ROWS == 0)
+		CHECK_FOR_INTERRUPTS();
+	return true;
+}
+
+static void
+ingest_shutdown(DestReceiver *self)
+{
+}
+
+static void
+ingest_destroy(DestReceiver *self)
+{
 }
 
 /* ---------------------------------------------------------------------
  * The query
  * --------------------------------------------------------------------- */
 
-void
-gc_ingest(const char *source, MemoryContext outcxt, GcInput *in)
+/* The rows the plan of plan is expected to return, 0 if unknown. */
+static double
+estimate_rows(SPIPlanPtr plan)
 {
-	IngestState st;
-	MemoryContext batchcxt;
-	MemoryContext oldcxt;
-	SPIPlanPtr	plan;
-	Portal		portal;
-	int			ret;
+	CachedPlan *cplan = SPI_plan_get_cached_plan(plan);
+	double		rows = 0;
 
-	memset(in, 0, sizeof(*in));
-	memset(&st, 0, sizeof(st));
-	st.in = in;
-	st.outcxt = outcxt;
+	if (cplan == NULL)
+		return 0;
+	if (list_length(cplan->stmt_list) == 1)
+	{
+		PlannedStmt *stmt = linitial_node(PlannedStmt, cplan->stmt_list);
 
-	/* per-batch scratch memory: detoasted arrays */
-	batchcxt = AllocSetContextCreate(outcxt, "gpuclust ingest batch",
-									 ALLOCSET_DEFAULT_SIZES);
+		if (stmt->planTree != NULL && stmt->planTree->plan_rows > 0)
+			rows = stmt->planTree->plan_rows;
+	}
+	/* the plan was not saved: no resource owner holds it */
+	ReleaseCachedPlan(cplan, NULL);
+	return rows;
+}
 
-	if ((ret = SPI_connect()) != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(ret));
+/*
+ * source as a table name (an identifier, maybe schema-qualified or quoted,
+ * maybe followed by a semicolon), or NULL when it is not one.
+ */
+static char *
+as_table_name(const char *source)
+{
+	const char *p = source;
+	const char *end;
+	char	   *name;
 
-	/* syntax errors and the like are raised here, as usual */
-	plan = SPI_prepare(source, 0, NULL);
+	while (isspace((unsigned char) *p))
+		p++;
+	end = p + strlen(p);
+	while (end > p && (isspace((unsigned char) end[-1]) || end[-1] == ';'))
+		end--;
+	if (end == p || isdigit((unsigned char) *p) || *p == '.')
+		return NULL;
+	for (const char *c = p; c < end; c++)
+		if (!(isalnum((unsigned char) *c) || *c == '_' || *c == '$' ||
+			  *c == '.' || *c == '"' || IS_HIGHBIT_SET(*c)))
+			return NULL;
+	name = pnstrdup(p, end - p);
+	return name;
+}
+
+/*
+ * SPI_prepare of the source, allowing a parallel plan.  A syntax error of
+ * a source that is a table name gets a hint showing the query form.
+ */
+static SPIPlanPtr
+prepare_source(const char *source)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	SPIPlanPtr	plan = NULL;
+
+	PG_TRY();
+	{
+		plan = SPI_prepare_cursor(source, 0, NULL, CURSOR_OPT_PARALLEL_OK);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		char	   *name;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		name = as_table_name(source);
+		if (edata->sqlerrcode != ERRCODE_SYNTAX_ERROR ||
+			edata->hint != NULL || name == NULL)
+			PG_RE_THROW();
+		FlushErrorState();
+		edata->hint = psprintf("The source is a query, not a table name: pass a query such as 'SELECT id, features FROM %s'.",
+							   name);
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s",
 			 SPI_result_code_string(SPI_result));
+	return plan;
+}
+
+/* A Query, anywhere in the tree, that locks the rows it reads. */
+static bool
+find_locking(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *q = (Query *) node;
+
+		if (q->rowMarks != NIL)
+		{
+			*(Query **) context = q;
+			return true;
+		}
+		return query_tree_walker(q, find_locking, context, 0);
+	}
+	return expression_tree_walker(node, find_locking, context);
+}
+
+static void
+pg_attribute_noreturn()
+refuse_source(const char *what, const char *tag)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			 errmsg("source query must only read, but %s (%s)", what, tag),
+			 errdetail("A clustering function reads its rows from a query that changes nothing."),
+			 errhint("Pass a query such as 'SELECT id, features FROM t'.")));
+	pg_unreachable();
+}
+
+/*
+ * ERROR unless plan is one statement that returns rows and only reads:
+ * checked on its analysed and rewritten queries, before anything runs.
+ */
+static void
+check_source(SPIPlanPtr plan)
+{
+	List	   *sources = SPI_plan_get_plan_sources(plan);
+	CachedPlanSource *ps;
+	ListCell   *lc;
+
+	if (list_length(sources) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("source query must be a single statement that returns rows"),
+				 errhint("Pass a query such as 'SELECT id, features FROM t'.")));
+	ps = (CachedPlanSource *) linitial(sources);
+	foreach(lc, ps->query_list)
+	{
+		Query	   *q = lfirst_node(Query, lc);
+		Query	   *locking = NULL;
+
+		if (q->commandType == CMD_UTILITY)
+			refuse_source("it is a utility statement", CreateCommandName(q->utilityStmt));
+		if (q->commandType != CMD_SELECT)
+			refuse_source("it is a statement that writes", CreateCommandName((Node *) q));
+		if (q->hasModifyingCTE)
+		{
+			const char *tag = "INSERT, UPDATE or DELETE";
+			ListCell   *c;
+
+			foreach(c, q->cteList)
+			{
+				Node	   *cq = ((CommonTableExpr *) lfirst(c))->ctequery;
+
+				if (IsA(cq, Query) && ((Query *) cq)->commandType != CMD_SELECT)
+				{
+					tag = CreateCommandName(cq);
+					break;
+				}
+			}
+			refuse_source("it has a data-modifying WITH clause", tag);
+		}
+		if (find_locking((Node *) q, &locking))
+			refuse_source("it locks the rows it reads", CreateCommandName((Node *) locking));
+	}
 	if (!SPI_is_cursor_plan(plan))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("source query must be a single statement that returns rows"),
 				 errhint("Pass a query such as 'SELECT id, features FROM t'.")));
+}
 
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, false);
-	check_columns(&st, portal->tupDesc);
+void
+gc_ingest(const char *source, MemoryContext outcxt, GcInput *in)
+{
+	IngestState st;
+	SPIPlanPtr	plan;
+	SPIExecuteOptions options;
+	int			nestlevel;
+	int			ret;
 
-	for (;;)
-	{
-		SPITupleTable *tuptable;
-		uint64		nfetched;
+	memset(in, 0, sizeof(*in));
+	memset(&st, 0, sizeof(st));
+	st.pub.receiveSlot = ingest_receive;
+	st.pub.rStartup = ingest_startup;
+	st.pub.rShutdown = ingest_shutdown;
+	st.pub.rDestroy = ingest_destroy;
+	st.pub.mydest = DestNone;
+	st.in = in;
+	st.outcxt = outcxt;
+	st.workcxt = AllocSetContextCreate(outcxt, "gpuclust ingest",
+									   ALLOCSET_SMALL_SIZES);
+	st.base_context = error_context_stack;
 
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, GC_FETCH_BATCH);
-		tuptable = SPI_tuptable;
-		nfetched = SPI_processed;
-		if (tuptable == NULL || nfetched == 0)
-			break;
+	if ((ret = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(ret));
 
-		oldcxt = MemoryContextSwitchTo(batchcxt);
-		for (uint64 i = 0; i < nfetched; i++)
-			add_row(&st, tuptable->vals[i], tuptable->tupdesc);
-		MemoryContextSwitchTo(oldcxt);
+	/* syntax errors and the like are raised here, as usual */
+	plan = prepare_source(source);
+	check_source(plan);
+	/* planned here (generic plan, kept for the run): sizes the matrix */
+	st.est_rows = estimate_rows(plan);
 
-		SPI_freetuptable(tuptable);
-		MemoryContextReset(batchcxt);
-		if (st.cast_econtext != NULL)
-			ResetExprContext(st.cast_econtext);
-	}
+	/*
+	 * Run to completion into the receiver, read-only, in a read-only
+	 * transaction state (restored after; an error restores it too).
+	 */
+	memset(&options, 0, sizeof(options));
+	options.read_only = true;
+	options.dest = &st.pub;
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("transaction_read_only", "on",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	ret = SPI_execute_plan_extended(plan, &options);
+	AtEOXact_GUC(true, nestlevel);
+	error_context_stack = st.base_context;
+	if (ret < 0)
+		elog(ERROR, "SPI_execute_plan_extended failed: %s",
+			 SPI_result_code_string(ret));
+	if (!st.started)
+		elog(ERROR, "source query returned no result description");
 
-	SPI_cursor_close(portal);
 	if (st.cast_econtext != NULL)
 		FreeExprContext(st.cast_econtext, true);
 	SPI_finish();
-	MemoryContextDelete(batchcxt);
+	MemoryContextDelete(st.workcxt);
 
-	/* give back the unused tail of the doubled matrix */
+	/* give back the unused tails (of an estimate, or of a doubling) */
 	if (in->n > 0 && st.x_cap > in->n)
 		in->X = repalloc_huge(in->X, (Size) in->n * (Size) in->d * sizeof(float));
+	if (in->n_rows > 0 && st.rows_cap > in->n_rows)
+	{
+		in->ids = repalloc_huge(in->ids, in->n_rows * sizeof(int64));
+		in->has_features = repalloc_huge(in->has_features, in->n_rows * sizeof(bool));
+	}
 }

@@ -8,6 +8,8 @@
 #ifndef GPUCLUST_INGEST_H
 #define GPUCLUST_INGEST_H
 
+#include <math.h>
+
 #include "utils/array.h"
 
 /*
@@ -36,12 +38,38 @@ extern void gc_ingest(const char *source, MemoryContext outcxt, GcInput *in);
 
 /*
  * Validates one features array (real[] or double precision[]) and writes
- * its values as float32 to dst (when dst is not NULL).  *d is the expected
+ * its values as float32 to dst (when dst is not NULL): one dimension, the
+ * expected length, no NULL, every value finite, within real's range
+ * (double precision) and within gc_feature_bound.  *d is the expected
  * length, or 0 for "any" (then set to the array's length).  Errors name
  * the row as "features of <what> <rowno>" (what = "row with id",
  * "partition row"), or "features" when what is NULL.  Returns the length.
  */
 extern int	gc_features(ArrayType *arr, int *d, float *dst, const char *what,
 						int64 rowno);
+
+/*
+ * The range of a feature in d dimensions: |v| <= gc_feature_bound(d), the
+ * largest float not above gc_feature_limit(d) = 2^62/sqrt(d) (core/metric.h),
+ * so that no squared distance and no bound of the core overflows float32.
+ * gc_feature_ok is the one test of a value (false for NaN and infinities
+ * too); gc_features applies it to every features array (every SQL form),
+ * and kmeans_assign to its centroids.
+ */
+extern float gc_feature_bound(int d);
+
+static inline bool
+gc_feature_ok(float v, float bound)
+{
+	return fabsf(v) <= bound;
+}
+
+/*
+ * The error (SQLSTATE 22003) for the value v beyond the range of a feature
+ * in d dimensions: "<subj> contain a value out of range at <where>", with
+ * |v| and the bound in the detail (as real prints them) and a hint.
+ */
+extern void gc_report_out_of_range(const char *subj, const char *where,
+								   float v, int d) pg_attribute_noreturn();
 
 #endif							/* GPUCLUST_INGEST_H */

@@ -175,6 +175,7 @@ parse_centroids(ArrayType *arr, int *k_out, int *d_out, float **C_out,
 	const float4 *src;
 	bits8	   *bitmap = ARR_NULLBITMAP(arr);
 	float	   *C;
+	float		bound;
 
 	if (ARR_ELEMTYPE(arr) != FLOAT4OID)
 		elog(ERROR, "unexpected element type %u in centroids", ARR_ELEMTYPE(arr));
@@ -192,6 +193,7 @@ parse_centroids(ArrayType *arr, int *k_out, int *d_out, float **C_out,
 	k = ARR_DIMS(arr)[0];
 	d = ARR_DIMS(arr)[1];
 	src = (const float4 *) ARR_DATA_PTR(arr);
+	bound = gc_feature_bound(d);
 	C = MemoryContextAlloc(cxt, (Size) k * (Size) d * sizeof(float));
 	for (int c = 0; c < k; c++)
 		for (int j = 0; j < d; j++)
@@ -205,13 +207,20 @@ parse_centroids(ArrayType *arr, int *k_out, int *d_out, float **C_out,
 								c + 1, j + 1)));
 			/* without NULLs the data is dense: the idx-th value */
 			C[idx] = src[idx];
-			if (isnan(C[idx]) || isinf(C[idx]))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("centroids contain %s at row %d, column %d",
-								isnan(C[idx]) ? "NaN" : "an infinite value",
-								c + 1, j + 1),
-						 errdetail("Centroids must be finite numbers.")));
+			/* the features' own range test: no distance overflows */
+			if (!gc_feature_ok(C[idx], bound))
+			{
+				if (isnan(C[idx]) || isinf(C[idx]))
+					ereport(ERROR,
+							(errcode(ERRCODE_DATA_EXCEPTION),
+							 errmsg("centroids contain %s at row %d, column %d",
+									isnan(C[idx]) ? "NaN" : "an infinite value",
+									c + 1, j + 1),
+							 errdetail("Centroids must be finite numbers.")));
+				gc_report_out_of_range("centroids",
+									   psprintf("row %d, column %d", c + 1, j + 1),
+									   C[idx], d);
+			}
 		}
 	*k_out = k;
 	*d_out = d;
