@@ -47,12 +47,14 @@ gpu_unusable(gc_algorithm algo, int gpu_device_id, size_t *free_mem,
 	gc_cuda_device_info info;
 
 	*free_mem = 0;
-	if (GC_CUDA_BUILD && algo == GC_ALGO_DBSCAN && !GC_DBSCAN_GPU_VERIFIED)
+	if (GC_CUDA_BUILD &&
+		!(algo == GC_ALGO_KMEANS ? GC_KMEANS_GPU_VERIFIED : GC_DBSCAN_GPU_VERIFIED))
 	{
 		/* no need to initialise CUDA to know this */
 		gc_fail(why, GC_EDEVICE,
-				"this build's GPU DBSCAN has not yet passed its tests on a GPU "
-				"(test/gpu/VERIFIED.md)");
+				"this build's GPU %s has not yet passed its tests on a GPU "
+				"(test/gpu/VERIFIED.md)",
+				algo == GC_ALGO_KMEANS ? "k-means" : "DBSCAN");
 		return true;
 	}
 	/* without CUDA, the probe's stub says so */

@@ -80,12 +80,13 @@ typedef struct gc_dbscan_gpu_phases
 #define GC_DBSCAN_GPU_MAX_N (INT32_MAX - 1)
 
 /*
- * Whether this cuda/ tree's DBSCAN has passed its GPU tests, recorded in
- * test/gpu/VERIFIED.md.  0: SQL never reaches gc_dbscan_gpu (dispatch
- * refuses 'gpu' with the reason, 'auto' uses the CPU); the GPU tests and
- * benchmarks call it directly.  Set to 1 in the commit that adds the
- * tree's VERIFIED.md line.
+ * Whether this cuda/ tree's k-means and DBSCAN have passed their GPU tests,
+ * recorded in test/gpu/VERIFIED.md.  0: SQL never reaches that algorithm's
+ * GPU code (dispatch refuses 'gpu' with the reason, 'auto' uses the CPU);
+ * the GPU tests and benchmarks call it directly.  Set to 1 in the commit
+ * that adds the tree's VERIFIED.md line.
  */
+#define GC_KMEANS_GPU_VERIFIED 0
 #define GC_DBSCAN_GPU_VERIFIED 0
 
 #ifdef GPUCLUST_CUDA
