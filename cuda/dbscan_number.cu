@@ -13,22 +13,36 @@
 #include "dbscan_gpu.cuh"
 #include "transfer.cuh"
 
+/*
+ * rootOfRow, coreRow by input row, and minrow[r] = the least row of root
+ * r.  Neighbouring positions mostly share a root (points are in cell
+ * order), so each warp takes the least row per root among its lanes first
+ * and makes one atomic per root: a large cluster would otherwise put
+ * millions of atomics on one address.
+ */
 __global__ void
 k_fin1(const int *__restrict__ rp, const int *__restrict__ perm,
 	   const uint8_t *__restrict__ core, int n, int *rootOfRow,
 	   uint8_t *coreRow, int *minrow)
 {
 	int			pos = blockIdx.x * blockDim.x + threadIdx.x;
+	int			row = INT32_MAX,
+				r = -1;
 
-	if (pos >= n)
-		return;
-	int			row = perm ? perm[pos] : pos;
-	int			r = rp[pos];
+	if (pos < n)
+	{
+		row = perm ? perm[pos] : pos;
+		r = rp[pos];
+		rootOfRow[row] = r;
+		coreRow[row] = core[pos];
+	}
+	/* every lane takes part: blockDim is a multiple of 32 */
+	unsigned	same = __match_any_sync(0xffffffffu, r);
+	int			least = __reduce_min_sync(same, row);
 
-	rootOfRow[row] = r;
-	coreRow[row] = core[pos];
-	if (r >= 0)
-		atomicMin(&minrow[r], row);
+	if (r >= 0 && (threadIdx.x & 31) == __ffs(same) - 1 &&
+		least < *(volatile int *) &minrow[r])
+		atomicMin(&minrow[r], least);
 }
 
 __global__ void
