@@ -8,6 +8,14 @@
 
 #include "gpu.h"
 
+static bool cuda_started = false;	/* a context exists in this process */
+
+extern "C" bool
+gc_cuda_started(void)
+{
+	return cuda_started;
+}
+
 extern "C" void
 gc_cuda_probe(int device_id, gc_cuda_device_info *info)
 {
@@ -60,6 +68,7 @@ gc_cuda_probe(int device_id, gc_cuda_device_info *info)
 		cudaGetLastError();
 		return;
 	}
+	cuda_started = true;
 	snprintf(info->name, sizeof(info->name), "%s", prop.name);
 	info->cc_major = prop.major;
 	info->cc_minor = prop.minor;

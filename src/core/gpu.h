@@ -79,15 +79,6 @@ typedef struct gc_dbscan_gpu_phases
 /* The most points gc_dbscan_gpu takes (int32 positions, one spare). */
 #define GC_DBSCAN_GPU_MAX_N (INT32_MAX - 1)
 
-/*
- * Whether this cuda/ tree's k-means and DBSCAN have passed their GPU tests,
- * recorded in test/gpu/VERIFIED.md.  0: SQL never reaches that algorithm's
- * GPU code (dispatch refuses 'gpu' with the reason, 'auto' uses the CPU);
- * the GPU tests and benchmarks call it directly.  Set to 1 in the commit
- * that adds the tree's VERIFIED.md line.
- */
-#define GC_KMEANS_GPU_VERIFIED 0
-#define GC_DBSCAN_GPU_VERIFIED 0
 
 #ifdef GPUCLUST_CUDA
 
@@ -99,6 +90,12 @@ void		gc_cuda_probe(int device_id, gc_cuda_device_info *info);
  * again on each call.  Makes device_id current when it is usable.
  */
 void		gc_cuda_probe_cached(int device_id, gc_cuda_device_info *info);
+
+/*
+ * Whether this process already holds a CUDA context (a probe reached the
+ * device): its next GPU call pays no start-up.
+ */
+bool		gc_cuda_started(void);
 
 /*
  * k-means on the current CUDA device (cuda/kmeans.cu): the contract of
@@ -156,6 +153,12 @@ static inline void
 gc_cuda_probe_cached(int device_id, gc_cuda_device_info *info)
 {
 	gc_cuda_probe(device_id, info);
+}
+
+static inline bool
+gc_cuda_started(void)
+{
+	return false;
 }
 
 static inline gc_code

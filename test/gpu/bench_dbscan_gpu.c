@@ -336,7 +336,8 @@ main(void)
 	}
 	if (wanted("X"))
 	{
-		static const int64_t ns[] = {10000, 20000, 50000, 100000, 200000, 500000, 1000000, 2000000};
+		static const int64_t ns[] = {1000, 2000, 5000, 10000, 20000, 50000, 100000,
+		200000, 500000, 1000000, 2000000};
 
 		for (int d = 2; d <= 3; d++)
 			for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
@@ -346,7 +347,7 @@ main(void)
 				double		nb = 0.9 * n / 20;
 				char		w[64];
 
-				if (d == 3 && i % 2 == 1)
+				if (d == 3 && n > 1000000)
 					continue;
 				/* 2-d: 30 neighbours in a blob (see A); 3-d: the ball of
 				 * radius eps holds 30 at the blob's centre density */

@@ -473,28 +473,33 @@ errors(void)
 	compare("eps 1e-30", X, 4, 2, 1e-30, 1, GC_DBSCAN_GPU_AUTO, 1);
 }
 
-/* Device choice (dispatch.c) for DBSCAN on a machine with a usable GPU. */
+/*
+ * Device choice (dispatch.c) for DBSCAN on a machine with a usable GPU,
+ * in a process where CUDA already runs (main's probe).
+ */
 static void
 dispatch(void)
 {
 	gc_device	ch;
 	gc_status	st = {0};
-	const bool	v = GC_DBSCAN_GPU_VERIFIED;
 
+	CHECK(gc_cuda_started(), "CUDA started by the probe");
 	CHECK(gc_choose_device(GC_DEVICE_CPU, GC_ALGO_DBSCAN, 1000000, 2, 0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_CPU, "cpu");
 	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000, 2, 0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_CPU, "auto, 1,000 rows: cpu");
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 20000, 3, 0, &ch, &st) == GC_OK &&
+		  ch == GC_DEVICE_GPU, "auto, 20,000 3-d rows, CUDA started: gpu");
 	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000000, 16, 0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_CPU, "auto, 16-d: cpu");
 	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 10000000, 2, 0, &ch, &st) == GC_OK &&
-		  ch == (v ? GC_DEVICE_GPU : GC_DEVICE_CPU), "auto, 10M 2-d: %s", v ? "gpu" : "cpu (unverified)");
+		  ch == GC_DEVICE_GPU, "auto, 10M 2-d: gpu");
 	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, INT64_C(3000000000), 2, 0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_CPU, "auto, 3e9 rows: cpu");
-	CHECK(gc_choose_device(GC_DEVICE_GPU, GC_ALGO_DBSCAN, 10, 5, 0, &ch, &st) ==
-		  (v ? GC_OK : GC_EDEVICE), "gpu, 10 rows: %s", st.message);
+	CHECK(gc_choose_device(GC_DEVICE_GPU, GC_ALGO_DBSCAN, 10, 5, 0, &ch, &st) == GC_OK &&
+		  ch == GC_DEVICE_GPU, "gpu, 10 rows: %s", st.message);
 	CHECK(gc_choose_device(GC_DEVICE_GPU, GC_ALGO_DBSCAN, INT64_C(2000000000), 3, 0, &ch, &st) ==
-		  (v ? GC_ENOMEM : GC_EDEVICE), "gpu, 2e9 rows: %s", st.message);
+		  GC_ENOMEM, "gpu, 2e9 rows: %s", st.message);
 	printf("  dispatch: gpu, 2e9 rows: %s\n", st.message);
 }
 

@@ -341,16 +341,6 @@ test_dispatch(void)
 
 	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, 0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU, "cpu");
-	/* until this tree is verified (VERIFIED.md), SQL never reaches the GPU */
-	if (!GC_KMEANS_GPU_VERIFIED)
-	{
-		CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, 0, &ch, note,
-									  sizeof(note), &st) == GC_EDEVICE, "gpu refused: %s", st.message);
-		CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, 0, &ch, note,
-									  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU,
-			  "auto, large, unverified: cpu");
-		return;
-	}
 	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, 0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "gpu, tiny");
 	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, 0, &ch, note,
