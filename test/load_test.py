@@ -14,7 +14,10 @@ Also prints the idle speed-up of the compute phase from 1 thread to all,
 and the wall time of as many concurrent sessions as cores with the default
 threads against the best fixed count (issue 11: within 1.3x).
 Run against a server with the extension installed (libpq environment), by
-test/run_tests.sh; --bench prints the table without judging.
+test/run_tests.sh; --bench prints the table without judging.  --wide adds
+issue 11's 16-core workload (k-means on 200,000 x 32 features, k = 100, 50
+iterations; slow on 2 cores), --scaling the idle compute time of each call
+at 1, 2, 4 ... all cores.
 """
 import os
 import re
@@ -32,6 +35,20 @@ CALLS = {
     "DBSCAN 1M x 2-d":
         "SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM load_db', 0.02, 10, device => 'cpu')",
 }
+WIDE = ("k-means 200k x 32-d, k = 100, 50 iterations",
+        "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM load_wide', 100, max_iter => 50,"
+        " tol => 0, seed => 1, device => 'cpu')")
+WIDE_SETUP = [
+    "DROP TABLE IF EXISTS load_wide",
+    # 100 blobs in 32-d; coordinates from hashes of (row, column)
+    """CREATE TABLE load_wide AS
+       SELECT i AS id,
+              ARRAY(SELECT (hashint4(i % 100 * 64 + j) % 1000) / 10.0
+                           + (hashint4(i * 64 + j) % 1000) / 500.0
+                    FROM generate_series(1, 32) j)::real[] AS f
+       FROM generate_series(1, 200000) i""",
+    "VACUUM ANALYZE load_wide",
+]
 SETUP = [
     "CREATE EXTENSION IF NOT EXISTS gpuclust",
     "DROP TABLE IF EXISTS load_km, load_db",
@@ -97,9 +114,18 @@ def concurrent_wall(sql, sessions, threads):
 def main():
     bench = "--bench" in sys.argv
     cores = len(os.sched_getaffinity(0))
+    if "--wide" in sys.argv:
+        CALLS[WIDE[0]] = WIDE[1]
     with psycopg.connect("", autocommit=True) as conn:
-        for s in SETUP:
+        for s in SETUP + (WIDE_SETUP if "--wide" in sys.argv else []):
             conn.execute(s)
+        if "--scaling" in sys.argv:
+            counts = sorted({1 << i for i in range(cores.bit_length()) if 1 << i <= cores} | {cores})
+            print(f"idle compute ms (median of 3) by gpuclust.cpu_threads, {cores} cores:")
+            for name, sql in CALLS.items():
+                ms = {t: compute_ms(conn, sql, t) for t in counts}
+                print(f"  {name}: " + ", ".join(f"{t}: {ms[t]:.0f} ms ({ms[1] / ms[t]:.2f}x)"
+                                                for t in counts), flush=True)
         idle = measure(conn)
         loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                  for _ in range(cores)]
@@ -116,7 +142,7 @@ def main():
         conc = {}
         for name, sql in CALLS.items():
             conc[name] = {t: concurrent_wall(sql, cores, t) for t in (0, 1, cores)}
-        conn.execute("DROP TABLE load_km, load_db")
+        conn.execute("DROP TABLE IF EXISTS load_km, load_db, load_wide")
 
     passed = failed = 0
     print(f"{cores} cores; compute ms (median of 3), default threads vs gpuclust.cpu_threads = 1;"
