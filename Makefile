@@ -7,10 +7,12 @@
 #   make gpu-check       GPU tests, compute-sanitizer (needs a GPU, no server)
 #   make gpu-bench       GPU benchmarks (needs a GPU, no server)
 
-EXTENSION   = gpuclust
+# gpuclust_postgis: PostGIS points as features (SQL only, requires postgis;
+# gpuclust itself does not)
+EXTENSION   = gpuclust gpuclust_postgis
 MODULE_big  = gpuclust
-DATA        = $(wildcard sql/gpuclust--*.sql)
-REGRESS     = $(patsubst sql/%.sql,%,$(filter-out sql/gpuclust--%,$(wildcard sql/*.sql)))
+DATA        = $(wildcard $(foreach e,$(EXTENSION),sql/$(e)--*.sql))
+REGRESS     = $(patsubst sql/%.sql,%,$(filter-out $(DATA),$(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --outputdir=test/regress_out
 
 CORE_SRCS   = $(wildcard src/core/*.c)

@@ -44,6 +44,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/params.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
 #include "tcop/dest.h"
@@ -84,10 +85,7 @@ typedef struct IngestState
 	bool		started;		/* the receiver's startup ran */
 	Oid			id_type;		/* INT2OID, INT4OID or INT8OID */
 	FeatureKind kind;
-	Oid			feature_type;	/* the column's declared type */
-	ExprState  *cast_state;		/* FEATURES_CAST: column -> real[] */
-	ExprContext *cast_econtext;
-	int64		cur_id;			/* for the cast's error context */
+	GcFeatureCast cast;			/* FEATURES_CAST: column -> real[] */
 	double		est_rows;		/* the planner's estimate of the rows */
 	ErrorContextCallback *base_context; /* gc_ingest's caller's */
 	/* a short-header (1-byte) array, given a 4-byte header and aligned */
@@ -101,6 +99,22 @@ typedef struct IngestState
 /* ---------------------------------------------------------------------
  * Column checks
  * --------------------------------------------------------------------- */
+
+/*
+ * The idioms for a key that is not an integer (uuid, text ...): the
+ * results carry the id back as bigint, so either the window form, which
+ * returns the cluster beside any column, or a row number as the id.
+ */
+static int
+id_hint(Form_pg_attribute idatt)
+{
+	const char *col = quote_identifier(NameStr(idatt->attname));
+
+	return errhint("For a %s key, use the window form, which returns each row's cluster beside any column: "
+				   "SELECT %s, gpu_dbscan(features, eps, min_pts) OVER (ORDER BY %s) FROM t. "
+				   "Or number the rows (row_number() OVER (ORDER BY %s)) into a temporary table and pass that number as the id.",
+				   format_type_be(idatt->atttypid), col, col, col);
+}
 
 static void
 check_columns(IngestState *st, TupleDesc td)
@@ -125,41 +139,106 @@ check_columns(IngestState *st, TupleDesc td)
 				 errmsg("first column of the source query must be of type smallint, integer or bigint"),
 				 errdetail("Column \"%s\" is of type %s.",
 						   NameStr(idatt->attname),
-						   format_type_be(idatt->atttypid))));
+						   format_type_be(idatt->atttypid)),
+				 id_hint(idatt)));
 	st->id_type = base;
 
 	fatt = TupleDescAttr(td, 1);
-	st->feature_type = fatt->atttypid;
 	base = getBaseType(fatt->atttypid);
 	if (base == FLOAT4ARRAYOID)
 		st->kind = FEATURES_FLOAT4;
 	else if (base == FLOAT8ARRAYOID)
 		st->kind = FEATURES_FLOAT8;
-	else
-	{
-		/* cast each value to real[], as "features::real[]" would */
-		CaseTestExpr *placeholder = makeNode(CaseTestExpr);
-		Node	   *cast;
-
-		placeholder->typeId = fatt->atttypid;
-		placeholder->typeMod = fatt->atttypmod;
-		placeholder->collation = get_typcollation(fatt->atttypid);
-		cast = coerce_to_target_type(NULL, (Node *) placeholder,
-									 fatt->atttypid, FLOAT4ARRAYOID, -1,
-									 COERCION_EXPLICIT,
-									 COERCE_EXPLICIT_CAST, -1);
-		if (cast == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("second column of the source query must be of type real[] or double precision[]"),
-					 errdetail("Column \"%s\" is of type %s, which has no cast to real[].",
-							   NameStr(fatt->attname),
-							   format_type_be(fatt->atttypid))));
-		cast = (Node *) expression_planner((Expr *) cast);
-		st->cast_state = ExecInitExpr((Expr *) cast, NULL);
-		st->cast_econtext = CreateStandaloneExprContext();
+	else if (gc_feature_cast_init(&st->cast, fatt->atttypid, fatt->atttypmod,
+								  "row with id"))
 		st->kind = FEATURES_CAST;
-	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("second column of the source query must be of type real[] or double precision[]"),
+				 errdetail("Column \"%s\" is of type %s, which has no cast to real[].",
+						   NameStr(fatt->attname),
+						   format_type_be(fatt->atttypid))));
+}
+
+/* ---------------------------------------------------------------------
+ * Features of another type: the cast to real[]
+ * --------------------------------------------------------------------- */
+
+bool
+gc_feature_cast_init(GcFeatureCast *c, Oid type, int32 typmod,
+					 const char *what)
+{
+	Param	   *placeholder = makeNode(Param);
+	Node	   *cast;
+
+	/*
+	 * Each value stands in for the placeholder: "$1::real[]".  A Param,
+	 * not a CaseTestExpr, so that the planner inlines a cast function
+	 * written in SQL (gpuclust_postgis's), which it never does around a
+	 * CaseTestExpr.
+	 */
+	placeholder->paramkind = PARAM_EXTERN;
+	placeholder->paramid = 1;
+	placeholder->paramtype = type;
+	placeholder->paramtypmod = typmod;
+	placeholder->paramcollid = get_typcollation(type);
+	placeholder->location = -1;
+	cast = coerce_to_target_type(NULL, (Node *) placeholder, type,
+								 FLOAT4ARRAYOID, -1, COERCION_EXPLICIT,
+								 COERCE_EXPLICIT_CAST, -1);
+	if (cast == NULL)
+		return false;
+	memset(c, 0, sizeof(*c));
+	c->type = type;
+	c->what = what;
+	cast = (Node *) expression_planner((Expr *) cast);
+	c->params = makeParamList(1);
+	c->params->params[0].ptype = type;
+	c->params->params[0].pflags = PARAM_FLAG_CONST;
+	c->state = ExecInitExprWithParams((Expr *) cast, c->params);
+	c->econtext = CreateStandaloneExprContext();
+	c->econtext->ecxt_param_list_info = c->params;
+	return true;
+}
+
+static void
+cast_error_callback(void *arg)
+{
+	GcFeatureCast *c = (GcFeatureCast *) arg;
+
+	errcontext("casting features of type %s of %s %lld to real[]",
+			   format_type_be(c->type), c->what, (long long) c->rowno);
+}
+
+Datum
+gc_feature_cast(GcFeatureCast *c, int64 rowno, Datum value, bool *isnull)
+{
+	ErrorContextCallback errcb;
+	Datum		result;
+
+	/* the previous row's result and scratch go */
+	ResetExprContext(c->econtext);
+	c->rowno = rowno;
+	errcb.callback = cast_error_callback;
+	errcb.arg = c;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	c->params->params[0].value = value;
+	c->params->params[0].isnull = false;
+	result = ExecEvalExprSwitchContext(c->state, c->econtext, isnull);
+
+	error_context_stack = errcb.previous;
+	return result;
+}
+
+void
+gc_feature_cast_end(GcFeatureCast *c)
+{
+	if (c->econtext != NULL)
+		FreeExprContext(c->econtext, true);
+	c->econtext = NULL;
 }
 
 /* ---------------------------------------------------------------------
@@ -279,35 +358,6 @@ grow_x(IngestState *st)
 /* ---------------------------------------------------------------------
  * One row
  * --------------------------------------------------------------------- */
-
-static void
-cast_error_callback(void *arg)
-{
-	IngestState *st = (IngestState *) arg;
-
-	errcontext("casting features of type %s of row with id %lld to real[]",
-			   format_type_be(st->feature_type), (long long) st->cur_id);
-}
-
-static Datum
-cast_features(IngestState *st, int64 id, Datum value, bool *isnull)
-{
-	ErrorContextCallback errcb;
-	Datum		result;
-
-	st->cur_id = id;
-	errcb.callback = cast_error_callback;
-	errcb.arg = st;
-	errcb.previous = error_context_stack;
-	error_context_stack = &errcb;
-
-	st->cast_econtext->caseValue_datum = value;
-	st->cast_econtext->caseValue_isNull = false;
-	result = ExecEvalExprSwitchContext(st->cast_state, st->cast_econtext, isnull);
-
-	error_context_stack = errcb.previous;
-	return result;
-}
 
 /* "features of row with id 7", "features of partition row 3", "features" */
 static char *
@@ -612,11 +662,9 @@ ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 	value = slot->tts_values[1];
 	isnull = slot->tts_isnull[1];
 	if (!isnull && st->kind == FEATURES_CAST)
-		value = cast_features(st, id, value, &isnull);
+		value = gc_feature_cast(&st->cast, id, value, &isnull);
 	if (!isnull)
 		add_features(st, id, value);
-	if (st->kind == FEATURES_CAST)
-		ResetExprContext(st->cast_econtext);
 	in->has_features[in->n_rows] = !isnull;
 	in->n_rows++;
 
@@ -687,8 +735,29 @@ as_table_name(const char *source)
 }
 
 /*
+ * Whether source is a geometry's text form (hex EWKB: a byte order 00 or
+ * 01, a type, coordinates), which is what a geometry passed to the
+ * set-returning form becomes through PostGIS's implicit cast to text.
+ */
+static bool
+is_hex_geometry(const char *source)
+{
+	size_t		len = strlen(source);
+
+	/* the shortest geometry, an empty collection, has 9 bytes */
+	if (len < 18 || len % 2 != 0 || source[0] != '0' ||
+		(source[1] != '0' && source[1] != '1'))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isxdigit((unsigned char) source[i]))
+			return false;
+	return true;
+}
+
+/*
  * SPI_prepare of the source, allowing a parallel plan.  A syntax error of
- * a source that is a table name gets a hint showing the query form.
+ * a source that is a table name, or a geometry, gets a hint showing the
+ * form to use.
  */
 static SPIPlanPtr
 prepare_source(const char *source)
@@ -707,13 +776,18 @@ prepare_source(const char *source)
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
-		name = as_table_name(source);
-		if (edata->sqlerrcode != ERRCODE_SYNTAX_ERROR ||
-			edata->hint != NULL || name == NULL)
+		if (edata->sqlerrcode != ERRCODE_SYNTAX_ERROR || edata->hint != NULL)
+			PG_RE_THROW();
+		if ((name = as_table_name(source)) != NULL)
+			edata->hint = psprintf("The source is a query, not a table name: pass a query such as 'SELECT id, features FROM %s'.",
+								   name);
+		else if (is_hex_geometry(source))
+			edata->hint = pstrdup("The source is a PostGIS geometry in text form: a geometry given to a clustering function without OVER is taken for its source query. "
+								  "Cluster a geometry column with the window form, such as gpu_dbscan(geom, eps, min_pts) OVER (), after CREATE EXTENSION gpuclust_postgis; "
+								  "or pass a query such as 'SELECT id, geom FROM t'.");
+		else
 			PG_RE_THROW();
 		FlushErrorState();
-		edata->hint = psprintf("The source is a query, not a table name: pass a query such as 'SELECT id, features FROM %s'.",
-							   name);
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
@@ -860,8 +934,7 @@ gc_ingest(const char *source, MemoryContext outcxt, GcInput *in)
 	if (!st.started)
 		elog(ERROR, "source query returned no result description");
 
-	if (st.cast_econtext != NULL)
-		FreeExprContext(st.cast_econtext, true);
+	gc_feature_cast_end(&st.cast);
 	SPI_finish();
 	MemoryContextDelete(st.workcxt);
 

@@ -37,6 +37,40 @@ typedef struct GcInput
 extern void gc_ingest(const char *source, MemoryContext outcxt, GcInput *in);
 
 /*
+ * The cast of features of another type to real[] (numeric[], pgvector's
+ * vector, PostGIS's geometry through gpuclust_postgis ...), as
+ * "features::real[]" would cast them: the expression is built once (per
+ * source query, per window partition) and evaluated per row.  An error
+ * raised by the cast names the row in its context: "casting features of
+ * type geometry of <what> <rowno> to real[]" (what as for gc_features).
+ */
+typedef struct GcFeatureCast
+{
+	Oid			type;			/* the type cast from */
+	const char *what;
+	int64		rowno;			/* the row being cast */
+	struct ParamListInfoData *params;	/* $1, the value */
+	struct ExprState *state;
+	struct ExprContext *econtext;
+} GcFeatureCast;
+
+/*
+ * Builds the cast of type (typmod) to real[] in the current memory
+ * context; false when there is none.
+ */
+extern bool gc_feature_cast_init(GcFeatureCast *c, Oid type, int32 typmod,
+								 const char *what);
+
+/*
+ * The non-NULL value of row rowno cast to real[] (*isnull when the cast
+ * gives NULL), valid until the next call or gc_feature_cast_end.
+ */
+extern Datum gc_feature_cast(GcFeatureCast *c, int64 rowno, Datum value,
+							 bool *isnull);
+
+extern void gc_feature_cast_end(GcFeatureCast *c);
+
+/*
  * Validates one features array (real[] or double precision[]) and writes
  * its values as float32 to dst (when dst is not NULL): one dimension, the
  * expected length, no NULL, every value finite, within real's range

@@ -7,7 +7,10 @@
  *	  gpu_kmeans(features, k [, max_iter, tol, init, n_init, seed, device])
  *		  OVER (...)  -> int
  *
- * features is real[] or double precision[].  Each partition is clustered
+ * features is real[] or double precision[], or any type with a cast to
+ * real[], cast as the source query's features are (ingest.c: the cast
+ * expression is built once per partition); gpuclust_postgis declares the
+ * forms for geometry and geography points.  Each partition is clustered
  * on its own.  The first call in a partition reads the whole partition once
  * (WinGetPartitionRowCount, then WinGetFuncArgInPartition row by row from
  * the head), validates and packs the features into one float32 matrix,
@@ -168,16 +171,40 @@ params_check_row(WindowObject winobj, const WinArgs *wa, int64 rowno)
 }
 
 /*
+ * Whether the features argument (of fcinfo's function) needs a cast to
+ * real[]; when it does, *cast is built (in the current memory context).
+ */
+static bool
+features_cast(FunctionCallInfo fcinfo, GcFeatureCast *cast)
+{
+	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, GC_ARG_ROWS);
+	Oid			base = getBaseType(type);
+
+	if (base == FLOAT4ARRAYOID || base == FLOAT8ARRAYOID)
+		return false;
+	if (!gc_feature_cast_init(cast, type, -1, "partition row"))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("features of a window function must be of type real[] or double precision[]"),
+				 errdetail("Argument \"features\" is of type %s, which has no cast to real[].",
+						   format_type_be(type))));
+	return true;
+}
+
+/*
  * Reads argument 0 (the features) of every row of the partition into *in
  * (ids NULL: a partition row has none), with the arrays in workcxt,
- * checking the varying parameters on the way.
+ * checking the varying parameters on the way.  Features of another type
+ * than real[] or double precision[] are cast to real[] first.
  */
 static void
-read_partition(WindowObject winobj, const WinArgs *wa,
-			   MemoryContext workcxt, GcInput *in)
+read_partition(WindowObject winobj, FunctionCallInfo fcinfo,
+			   const WinArgs *wa, MemoryContext workcxt, GcInput *in)
 {
 	MemoryContext batchcxt;
 	MemoryContext oldcxt;
+	GcFeatureCast cast;
+	bool		casting = features_cast(fcinfo, &cast);
 
 	memset(in, 0, sizeof(*in));
 	in->n_rows = WinGetPartitionRowCount(winobj);
@@ -205,6 +232,8 @@ read_partition(WindowObject winobj, const WinArgs *wa,
 		if (isout)
 			elog(ERROR, "window partition has no row %lld of %lld",
 				 (long long) i + 1, (long long) in->n_rows);
+		if (!isnull && casting)
+			value = gc_feature_cast(&cast, i + 1, value, &isnull);
 		if (!isnull)
 		{
 			ArrayType  *arr = DatumGetArrayTypeP(value);
@@ -230,6 +259,8 @@ read_partition(WindowObject winobj, const WinArgs *wa,
 		MemoryContextSwitchTo(oldcxt);
 	}
 	MemoryContextDelete(batchcxt);
+	if (casting)
+		gc_feature_cast_end(&cast);
 }
 
 /*
@@ -377,7 +408,7 @@ window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
 		t0 = gc_now_ms();
 		params_init(winobj, fcinfo, algo->sig, &call.params);
 		algo->read_params(&call);
-		read_partition(winobj, &call.params, call.workcxt, &call.in);
+		read_partition(winobj, fcinfo, &call.params, call.workcxt, &call.in);
 		t1 = gc_now_ms();
 		if (call.in.n > 0)
 			labels = algo->run(&call);
