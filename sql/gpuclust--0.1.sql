@@ -212,6 +212,55 @@ COMMENT ON FUNCTION gpu_affinity_propagation(text, float8, float8, int, int, tex
 'gpuclust.max_matrix_memory.  CPU only: device ''gpu'' is an error.';
 
 -- ---------------------------------------------------------------------
+-- Keyed forms (cluster_args.c, ingest.c): ids of any type
+--
+-- gpu_dbscan(source, id_type anyelement, eps, ...) and likewise for
+-- gpu_kmeans and gpu_affinity_propagation: a NULL of the source's id type
+-- right after the source (NULL::uuid, NULL::text ...) makes the results'
+-- id that type, carried back as the source returned it.  Declared from the
+-- set-returning forms above (same C function, parameters and defaults,
+-- read from the catalog, so that they stay written once); the C function
+-- tells the keyed form by its one more argument.  id_type comes second,
+-- not first: before the source, a NULL::text would let the plain form
+-- take the source for its second parameter.
+-- ---------------------------------------------------------------------
+
+DO $keyed$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN
+        SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
+               pg_get_function_result(p.oid) AS result,
+               pg_get_function_identity_arguments(p.oid) AS ident,
+               p.probin, p.prosrc, p.oid::regprocedure AS plain_form
+        FROM pg_proc p
+        WHERE p.pronamespace = (SELECT oid FROM pg_namespace
+                                WHERE nspname = current_schema())
+          AND p.proname IN ('gpu_dbscan', 'gpu_kmeans', 'gpu_affinity_propagation')
+          AND p.proretset AND p.proargtypes[0] = 'text'::regtype
+        ORDER BY p.proname
+    LOOP
+        IF f.args !~ '^source text, ' OR f.result !~ '^TABLE\(id bigint, ' THEN
+            RAISE EXCEPTION 'unexpected declaration of %', f.plain_form;
+        END IF;
+        EXECUTE format(
+            'CREATE FUNCTION %I(source text, id_type anyelement, %s) RETURNS %s '
+            'AS %L, %L LANGUAGE C VOLATILE PARALLEL UNSAFE',
+            f.proname, substr(f.args, length('source text, ') + 1),
+            regexp_replace(f.result, '^TABLE\(id bigint, ', 'TABLE(id anyelement, '),
+            f.probin, f.prosrc);
+        EXECUTE format(
+            'COMMENT ON FUNCTION %I(text, anyelement, %s) IS %L',
+            f.proname, substr(f.ident, length('source text, ') + 1),
+            format('%s for ids of any type: id_type is a NULL of the source''s '
+                   'id type (NULL::uuid, NULL::text ...), and the results'' id '
+                   'has that type; see %s.', f.proname, f.plain_form));
+    END LOOP;
+END
+$keyed$;
+
+-- ---------------------------------------------------------------------
 -- Information (info_sql.c)
 -- ---------------------------------------------------------------------
 

@@ -114,12 +114,25 @@ void
 gc_glue_args_of_call(FunctionCallInfo fcinfo, const GcSignature *sig,
 					 GcArgs *a)
 {
-	gc_glue_check_nargs(fcinfo, sig);
+	/* the keyed form: id_type (its value unused, NULL as a rule) after the source */
+	bool		keyed = PG_NARGS() == sig->nargs + 1;
+
+	if (!keyed)
+		gc_glue_check_nargs(fcinfo, sig);
 	a->sig = sig;
+	a->id_type = InvalidOid;
+	if (keyed)
+	{
+		a->id_type = get_fn_expr_argtype(fcinfo->flinfo, GC_ARG_ID_TYPE);
+		if (!OidIsValid(a->id_type))
+			elog(ERROR, "could not determine the type of argument id_type");
+	}
 	for (int i = 0; i < sig->nargs; i++)
 	{
-		a->isnull[i] = PG_ARGISNULL(i);
-		a->value[i] = PG_GETARG_DATUM(i);
+		int			argno = keyed && i >= GC_ARG_ID_TYPE ? i + 1 : i;
+
+		a->isnull[i] = PG_ARGISNULL(argno);
+		a->value[i] = PG_GETARG_DATUM(argno);
 		gc_glue_check_arg_null(sig, i, a->isnull[i]);
 	}
 }

@@ -29,6 +29,14 @@
 /* position of the rows (source query or features) */
 #define GC_ARG_ROWS		0
 
+/*
+ * A set-returning function's keyed form (the install script declares one
+ * for each) takes one more argument, id_type anyelement, right after the
+ * source: the results' id is then of the source's own id type (uuid, text
+ * ...).  Its position in the call; the others follow it shifted by one.
+ */
+#define GC_ARG_ID_TYPE	1
+
 /* the most arguments any clustering function takes */
 #define GC_MAX_ARGS		8
 
@@ -54,6 +62,7 @@ extern const GcSignature gc_ap_signature;
 typedef struct GcArgs
 {
 	const GcSignature *sig;
+	Oid			id_type;		/* a keyed call's id type, else InvalidOid */
 	Datum		value[GC_MAX_ARGS];
 	bool		isnull[GC_MAX_ARGS];
 } GcArgs;
@@ -71,7 +80,9 @@ extern void gc_glue_check_arg_null(const GcSignature *sig, int argno,
 
 /*
  * The arguments of a set-returning function or model fit: a's values are
- * fcinfo's, every NULL checked in order (the source query first).
+ * fcinfo's, every NULL checked in order (the source query first).  A keyed
+ * call (GC_ARG_ID_TYPE) sets a->id_type; its values are still by sig's
+ * positions.
  */
 extern void gc_glue_args_of_call(FunctionCallInfo fcinfo,
 								 const GcSignature *sig, GcArgs *a);

@@ -52,7 +52,7 @@ gc_glue_srf_ingest(GcSrfCall *call)
 									  "gpuclust set-returning function",
 									  ALLOCSET_DEFAULT_SIZES);
 	call->t_mark = gc_now_ms();
-	gc_ingest(source, call->cxt, &call->in);
+	gc_ingest(source, call->args.id_type, call->cxt, &call->in);
 	call->ms_ingest = lap(call);
 }
 
@@ -132,15 +132,18 @@ gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
 		   (labels != NULL && (flags == NULL) != (distance == NULL)));
 	call->ms_compute = lap(call);
 
-	if (!templates_apply(desc, flags != NULL))
+	if (in->keys != NULL || !templates_apply(desc, flags != NULL))
 	{
-		/* a declaration other than the install script's: the general way */
+		/*
+		 * A keyed call (ids of the source's own type), or a declaration
+		 * other than the install script's: the general way
+		 */
 		for (int64 i = 0, j = 0; i < in->n_rows; i++)
 		{
 			Datum		values[3] = {0, 0, 0};
 			bool		nulls[3] = {false, true, true};
 
-			values[0] = Int64GetDatum(in->ids[i]);
+			values[0] = in->keys ? in->keys[i] : Int64GetDatum(in->ids[i]);
 			if (in->has_features[i])
 			{
 				nulls[1] = labels[j] == GC_NOISE;

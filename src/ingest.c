@@ -20,7 +20,10 @@
  * the planner finds it safe.  The matrix, ids and NULL-feature flags grow
  * by doubling with huge allocations, so inputs beyond 1 GB work.
  *
- * The id column may be smallint, integer or bigint (or a domain over one);
+ * The id column may be smallint, integer or bigint (or a domain over one),
+ * or, when the caller asks for it (a keyed call: gpu_dbscan(source,
+ * NULL::uuid, ...)), of any type: such ids are copied as they are and
+ * carried back, and the errors name their row by its ordinal;
  * the features column real[] or double precision[] (or a domain over one),
  * or any type with a cast to real[] (numeric[], integer[], pgvector's
  * vector ...), which is applied to each row with an expression built once.
@@ -51,6 +54,7 @@
 #include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -83,7 +87,14 @@ typedef struct IngestState
 	int64		rows_cap;		/* capacity of ids and has_features */
 	int64		x_cap;			/* capacity of X, in rows */
 	bool		started;		/* the receiver's startup ran */
-	Oid			id_type;		/* INT2OID, INT4OID or INT8OID */
+	Oid			id_type;		/* INT2OID, INT4OID or INT8OID; or the
+								 * id_type asked for (gc_ingest) */
+	bool		by_ordinal;		/* ids not integers: ordinals in ids */
+	int16		key_len;		/* keys: the id type's length */
+	bool		key_byval;		/* ... and whether by value */
+	Oid			key_out;		/* its output function, for errors */
+	Datum		cur_key;		/* by_ordinal: the row being read's id */
+	const char *what;			/* "row with id", "source row" */
 	FeatureKind kind;
 	GcFeatureCast cast;			/* FEATURES_CAST: column -> real[] */
 	double		est_rows;		/* the planner's estimate of the rows */
@@ -101,19 +112,17 @@ typedef struct IngestState
  * --------------------------------------------------------------------- */
 
 /*
- * The idioms for a key that is not an integer (uuid, text ...): the
- * results carry the id back as bigint, so either the window form, which
- * returns the cluster beside any column, or a row number as the id.
+ * The keyed form for a key that is not an integer (uuid, text ...): a NULL
+ * of its type after the source query makes the results' id that type.
  */
 static int
 id_hint(Form_pg_attribute idatt)
 {
-	const char *col = quote_identifier(NameStr(idatt->attname));
+	char	   *type = format_type_be(idatt->atttypid);
 
-	return errhint("For a %s key, use the window form, which returns each row's cluster beside any column: "
-				   "SELECT %s, gpu_dbscan(features, eps, min_pts) OVER (ORDER BY %s) FROM t. "
-				   "Or number the rows (row_number() OVER (ORDER BY %s)) into a temporary table and pass that number as the id.",
-				   format_type_be(idatt->atttypid), col, col, col);
+	return errhint("For ids of type %s, pass NULL::%s right after the source query, as in gpu_dbscan('SELECT %s, features FROM t', NULL::%s, eps, min_pts): the results' id is then of type %s.",
+				   type, type, quote_identifier(NameStr(idatt->attname)),
+				   type, type);
 }
 
 static void
@@ -122,6 +131,7 @@ check_columns(IngestState *st, TupleDesc td)
 	Form_pg_attribute idatt;
 	Form_pg_attribute fatt;
 	Oid			base;
+	bool		is_integer;
 
 	if (td->natts != 2)
 		ereport(ERROR,
@@ -133,15 +143,40 @@ check_columns(IngestState *st, TupleDesc td)
 
 	idatt = TupleDescAttr(td, 0);
 	base = getBaseType(idatt->atttypid);
-	if (base != INT2OID && base != INT4OID && base != INT8OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("first column of the source query must be of type smallint, integer or bigint"),
-				 errdetail("Column \"%s\" is of type %s.",
-						   NameStr(idatt->attname),
-						   format_type_be(idatt->atttypid)),
-				 id_hint(idatt)));
-	st->id_type = base;
+	is_integer = base == INT2OID || base == INT4OID || base == INT8OID;
+	/* integer ids name their rows, also where any type will do */
+	if (st->id_type == InvalidOid || (st->id_type == ANYOID && is_integer))
+	{
+		if (!is_integer)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("first column of the source query must be of type smallint, integer or bigint"),
+					 errdetail("Column \"%s\" is of type %s.",
+							   NameStr(idatt->attname),
+							   format_type_be(idatt->atttypid)),
+					 id_hint(idatt)));
+		st->id_type = base;
+	}
+	else
+	{
+		bool		isvarlena;
+
+		if (st->id_type != ANYOID && idatt->atttypid != st->id_type &&
+			base != st->id_type)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("first column of the source query must be of type %s, as id_type is",
+							format_type_be(st->id_type)),
+					 errdetail("Column \"%s\" is of type %s.",
+							   NameStr(idatt->attname),
+							   format_type_be(idatt->atttypid)),
+					 errhint("Pass NULL::%s as id_type, or cast the column in the source query.",
+							 format_type_be(idatt->atttypid))));
+		st->by_ordinal = true;
+		st->what = "source row";
+		get_typlenbyval(idatt->atttypid, &st->key_len, &st->key_byval);
+		getTypeOutputInfo(idatt->atttypid, &st->key_out, &isvarlena);
+	}
 
 	fatt = TupleDescAttr(td, 1);
 	base = getBaseType(fatt->atttypid);
@@ -150,7 +185,7 @@ check_columns(IngestState *st, TupleDesc td)
 	else if (base == FLOAT8ARRAYOID)
 		st->kind = FEATURES_FLOAT8;
 	else if (gc_feature_cast_init(&st->cast, fatt->atttypid, fatt->atttypmod,
-								  "row with id"))
+								  st->what))
 		st->kind = FEATURES_CAST;
 	else
 		ereport(ERROR,
@@ -325,6 +360,10 @@ grow_rows(IngestState *st)
 		in->ids = repalloc_huge(in->ids, newcap * sizeof(int64));
 		in->has_features = repalloc_huge(in->has_features, newcap * sizeof(bool));
 	}
+	if (st->by_ordinal && st->id_type != ANYOID)
+		in->keys = in->keys == NULL ?
+			MemoryContextAllocHuge(st->outcxt, newcap * sizeof(Datum)) :
+			repalloc_huge(in->keys, newcap * sizeof(Datum));
 	st->rows_cap = newcap;
 	advise_huge_pages(in->ids, newcap * sizeof(int64));
 }
@@ -591,11 +630,11 @@ add_features(IngestState *st, int64 id, Datum value)
 
 	/* the first row with features fixes d, which sizes X */
 	if (in->d == 0)
-		(void) gc_features(arr, &in->d, NULL, "row with id", id);
+		(void) gc_features(arr, &in->d, NULL, st->what, id);
 	if (in->n >= st->x_cap)
 		grow_x(st);
 	gc_features(arr, &in->d, in->X + (Size) in->n * (Size) in->d,
-				"row with id", id);
+				st->what, id);
 	in->n++;
 	if ((Pointer) arr != DatumGetPointer(value) &&
 		(Pointer) arr != st->shortbuf.bytes)
@@ -625,6 +664,35 @@ ingest_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 	st->started = true;
 }
 
+/* The context of an error about a row whose id is not an integer. */
+static void
+key_error_callback(void *arg)
+{
+	IngestState *st = (IngestState *) arg;
+
+	errcontext("source row %lld has id %s", (long long) st->in->n_rows + 1,
+			   quote_literal_cstr(OidOutputFunctionCall(st->key_out,
+														st->cur_key)));
+}
+
+/* A copy of the id value in outcxt (detoasted: it outlives the scan). */
+static Datum
+copy_key(IngestState *st, Datum value)
+{
+	MemoryContext oldcxt;
+	Datum		copy;
+
+	if (st->key_byval)
+		return value;
+	oldcxt = MemoryContextSwitchTo(st->outcxt);
+	if (st->key_len == -1)
+		copy = PointerGetDatum(PG_DETOAST_DATUM_COPY(value));
+	else
+		copy = datumCopy(value, false, st->key_len);
+	MemoryContextSwitchTo(oldcxt);
+	return copy;
+}
+
 static bool
 ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 {
@@ -633,6 +701,7 @@ ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 	Datum		value;
 	bool		isnull;
 	int64		id;
+	ErrorContextCallback errcb;
 
 	slot_getsomeattrs(slot, 2);
 	if (slot->tts_isnull[0])
@@ -642,22 +711,28 @@ ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 				 errdetail("Row %lld of the source query has a NULL id.",
 						   (long long) (in->n_rows + 1))));
 	value = slot->tts_values[0];
-	switch (st->id_type)
+	if (st->by_ordinal)
 	{
-		case INT2OID:
-			id = DatumGetInt16(value);
-			break;
-		case INT4OID:
-			id = DatumGetInt32(value);
-			break;
-		default:
-			id = DatumGetInt64(value);
-			break;
+		/* an error names the row by its ordinal, and says its id */
+		id = in->n_rows + 1;
+		st->cur_key = value;
+		errcb.callback = key_error_callback;
+		errcb.arg = st;
+		errcb.previous = error_context_stack;
+		error_context_stack = &errcb;
 	}
+	else if (st->id_type == INT2OID)
+		id = DatumGetInt16(value);
+	else if (st->id_type == INT4OID)
+		id = DatumGetInt32(value);
+	else
+		id = DatumGetInt64(value);
 
 	if (in->n_rows >= st->rows_cap)
 		grow_rows(st);
 	in->ids[in->n_rows] = id;
+	if (in->keys != NULL)
+		in->keys[in->n_rows] = copy_key(st, value);
 
 	value = slot->tts_values[1];
 	isnull = slot->tts_isnull[1];
@@ -666,6 +741,8 @@ ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 	if (!isnull)
 		add_features(st, id, value);
 	in->has_features[in->n_rows] = !isnull;
+	if (st->by_ordinal)
+		error_context_stack = errcb.previous;
 	in->n_rows++;
 
 	if (in->n_rows % GC_CHECK_ROWS == 0)
@@ -884,7 +961,7 @@ check_source(SPIPlanPtr plan)
 }
 
 void
-gc_ingest(const char *source, MemoryContext outcxt, GcInput *in)
+gc_ingest(const char *source, Oid id_type, MemoryContext outcxt, GcInput *in)
 {
 	IngestState st;
 	SPIPlanPtr	plan;
@@ -901,6 +978,8 @@ gc_ingest(const char *source, MemoryContext outcxt, GcInput *in)
 	st.pub.mydest = DestNone;
 	st.in = in;
 	st.outcxt = outcxt;
+	st.id_type = id_type;
+	st.what = "row with id";
 	st.workcxt = AllocSetContextCreate(outcxt, "gpuclust ingest",
 									   ALLOCSET_SMALL_SIZES);
 	st.base_context = error_context_stack;
@@ -945,5 +1024,7 @@ gc_ingest(const char *source, MemoryContext outcxt, GcInput *in)
 	{
 		in->ids = repalloc_huge(in->ids, in->n_rows * sizeof(int64));
 		in->has_features = repalloc_huge(in->has_features, in->n_rows * sizeof(bool));
+		if (in->keys != NULL)
+			in->keys = repalloc_huge(in->keys, in->n_rows * sizeof(Datum));
 	}
 }

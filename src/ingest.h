@@ -17,6 +17,9 @@
  * has id ids[i]; when has_features[i] it is row j of X, where j counts the
  * earlier rows with features.  Rows with NULL features are kept (they come
  * back with a NULL cluster) but are not rows of X.
+ *
+ * Ids of another type than an integer (see gc_ingest's id_type) are kept
+ * as they are in keys[i], and ids[i] is then the row's ordinal (i + 1).
  */
 typedef struct GcInput
 {
@@ -24,7 +27,8 @@ typedef struct GcInput
 	int64		n;				/* rows with features = rows of X */
 	int			d;				/* dimension; 0 when n == 0 */
 	float	   *X;				/* n x d float32, row-major; NULL if n == 0 */
-	int64	   *ids;			/* n_rows ids */
+	int64	   *ids;			/* n_rows ids (or ordinals) */
+	Datum	   *keys;			/* n_rows ids of type id_type, or NULL */
 	bool	   *has_features;	/* n_rows flags */
 } GcInput;
 
@@ -33,8 +37,15 @@ typedef struct GcInput
  * every array allocated in outcxt (huge allocations, so more than 1 GB
  * works).  Every row is validated; bad input raises an ERROR naming the
  * row's id.
+ *
+ * id_type is InvalidOid for integer ids (smallint, integer or bigint, into
+ * ids); a type, for ids of that type (or a domain over it), kept in keys;
+ * ANYOID, for ids of any type that are not kept (a model fit).  Errors name
+ * a row whose id is not an integer by its ordinal, "source row 12", with
+ * its id in the context.
  */
-extern void gc_ingest(const char *source, MemoryContext outcxt, GcInput *in);
+extern void gc_ingest(const char *source, Oid id_type, MemoryContext outcxt,
+					  GcInput *in);
 
 /*
  * The cast of features of another type to real[] (numeric[], pgvector's

@@ -114,7 +114,9 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	workcxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans_fit",
 									ALLOCSET_DEFAULT_SIZES);
 	t0 = gc_now_ms();
-	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), workcxt, &in);
+	/* the ids are not used: any type will do */
+	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID, workcxt,
+			  &in);
 	t1 = gc_now_ms();
 
 	gc_glue_check_k_rows(params.k, in.n, GC_ROWS_QUERY,
