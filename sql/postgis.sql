@@ -1,5 +1,6 @@
 --
--- PostGIS points as features: ARRAY[ST_X(geom), ST_Y(geom)]
+-- PostGIS points as features: ARRAY[ST_X(geom), ST_Y(geom)], and geometry
+-- and geography points as they are with gpuclust_postgis
 -- (skipped where PostGIS is not installed: expected/postgis_1.out)
 --
 SET client_min_messages = warning;
@@ -104,4 +105,125 @@ FROM (VALUES ('POLYGON((0 0, 1 0, 1 1, 0 0))'::geometry)) AS t(g);
 SELECT gpu_dbscan(ARRAY[ST_X(ST_Centroid(g)), ST_Y(ST_Centroid(g))], 1, 1) OVER () AS cluster
 FROM (VALUES ('POLYGON((0 0, 1 0, 1 1, 0 0))'::geometry)) AS t(g);
 
+
+--
+-- geometry and geography points as features, as they are
+--
+-- without gpuclust_postgis a geometry has no cast to real[], and one given
+-- without OVER is taken for a source query: the hints say what to do
+SELECT * FROM gpu_dbscan('SELECT id, geom FROM g_pts', 0.05, 5);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_dbscan((SELECT geom FROM g_pts WHERE id = 1001), 0.05, 5);
+\echo :LAST_ERROR_SQLSTATE
+
+CREATE EXTENSION gpuclust_postgis;
+-- the casts: [x, y], [x, y, z] (M is dropped), a geography's [lon, lat]
+SELECT 'SRID=4326;POINT(13.4 52.5)'::geometry::real[] AS xy,
+       'POINT Z (1 2 3)'::geometry::real[] AS xyz,
+       'POINT ZM (1 2 3 4)'::geometry::real[] AS xyzm,
+       'POINT M (1 2 3)'::geometry::real[] AS xym,
+       'POINT(13.4 52.5)'::geography::real[] AS lonlat,
+       NULL::geometry::real[] AS null;
+
+-- lattice points: every distance is the square root of an integer, none
+-- near eps = 1.5, so single precision and PostGIS's double precision
+-- decide every pair alike; many clusters of every shape, some points
+-- repeated
+CREATE TABLE g_lat AS
+SELECT i AS id,
+       ST_MakePoint(('x' || substr(md5(i::text), 1, 4))::bit(16)::int % 100,
+                    ('x' || substr(md5(i::text), 5, 4))::bit(16)::int % 100) AS geom
+FROM generate_series(1, 3000) AS i;
+
+-- min_pts 2: every point with a neighbour is core, so the clusters are
+-- the components and the partition must be ST_ClusterDBSCAN's exactly:
+-- pairs = gpu = postgis, the same noise.  The window form ...
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE (g IS NULL) <> (p IS NULL)) AS noise_differs,
+       count(DISTINCT (g, p)) FILTER (WHERE g IS NOT NULL) AS pairs,
+       count(DISTINCT g) AS gpu, count(DISTINCT p) AS postgis
+FROM (SELECT gpu_dbscan(geom, 1.5, 2) OVER () AS g,
+             ST_ClusterDBSCAN(geom, 1.5, 2) OVER () AS p
+      FROM g_lat) x;
+-- ... and the set-returning form
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE (d.cluster_id IS NULL) <> (p.c IS NULL)) AS noise_differs,
+       count(DISTINCT (d.cluster_id, p.c)) FILTER (WHERE d.cluster_id IS NOT NULL) AS pairs,
+       count(DISTINCT d.cluster_id) AS gpu, count(DISTINCT p.c) AS postgis
+FROM gpu_dbscan('SELECT id, geom FROM g_lat ORDER BY id', 1.5, 2) d
+JOIN (SELECT id, ST_ClusterDBSCAN(geom, 1.5, 2) OVER () AS c FROM g_lat) p USING (id);
+-- min_pts 5: border points within eps of two clusters may join either
+-- (gpuclust: the nearest core point's; PostGIS: the first to reach
+-- them), so the core points' partition and the noise must agree
+SELECT count(*) FILTER (WHERE (d.cluster_id IS NULL) <> (p.c IS NULL)) AS noise_differs,
+       count(DISTINCT (d.cluster_id, p.c)) FILTER (WHERE d.is_core) AS core_pairs,
+       count(DISTINCT d.cluster_id) AS gpu, count(DISTINCT p.c) AS postgis
+FROM gpu_dbscan('SELECT id, geom FROM g_lat ORDER BY id', 1.5, 5) d
+JOIN (SELECT id, ST_ClusterDBSCAN(geom, 1.5, 5) OVER () AS c FROM g_lat) p USING (id);
+
+-- the cities, per city, with geometry and with geography: as
+-- ST_ClusterDBSCAN, and NULL geometries get a NULL cluster
+SELECT count(*) AS rows, count(*) FILTER (WHERE g IS NULL) AS null_or_noise,
+       count(*) FILTER (WHERE (g IS NULL) <> (p IS NULL)) AS noise_differs,
+       count(*) FILTER (WHERE g IS DISTINCT FROM gg) AS geography_differs,
+       count(DISTINCT (city, g, p)) FILTER (WHERE g IS NOT NULL) AS pairs,
+       count(DISTINCT (city, g)) FILTER (WHERE g IS NOT NULL) AS gpu
+FROM (SELECT city,
+             gpu_dbscan(geom, 0.05, 5) OVER w AS g,
+             gpu_dbscan(geom::geography, 0.05, 5) OVER w AS gg,
+             ST_ClusterDBSCAN(geom, 0.05, 5) OVER w AS p
+      FROM g_pts
+      WINDOW w AS (PARTITION BY city ORDER BY id)) x;
+SELECT city, cluster_id, count(*)
+FROM gpu_dbscan('SELECT id, geom FROM g_pts ORDER BY id', eps => 0.05, min_pts => 5) d
+JOIN g_pts USING (id)
+GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM b.cluster_id) AS geography_differs
+FROM gpu_dbscan('SELECT id, geom::geography FROM g_pts ORDER BY id', 0.05, 5) a
+JOIN gpu_dbscan('SELECT id, geom FROM g_pts ORDER BY id', 0.05, 5) b USING (id);
+
+-- k-means of geometries: the window form beside ST_ClusterKMeans, the
+-- set-returning form, a model and kmeans_assign of a cast point
+SELECT count(DISTINCT (g, p)) AS pairs, count(DISTINCT g) AS gpu, count(DISTINCT p) AS postgis
+FROM (SELECT gpu_kmeans(geom, 3) OVER (ORDER BY id) AS g,
+             ST_ClusterKMeans(geom, 3) OVER (ORDER BY id) AS p
+      FROM g_pts WHERE id < 9000) x;
+SELECT city, count(DISTINCT cluster_id) AS clusters, count(*)
+FROM gpu_kmeans('SELECT id, geom FROM g_pts WHERE id < 9000', 3) k
+JOIN g_pts USING (id) GROUP BY city ORDER BY city;
+SELECT q.name, c.city
+FROM (VALUES ('Potsdam', 'SRID=4326;POINT(13.06 52.39)'::geometry),
+             ('Versailles', 'SRID=4326;POINT(2.13 48.80)'), ('Tivoli', 'SRID=4326;POINT(12.80 41.96)')) AS q(name, geom),
+     (SELECT centroids FROM gpu_kmeans_fit('SELECT id, geom FROM g_pts WHERE id < 9000', 3)) m,
+     LATERAL (SELECT city FROM g_pts
+              WHERE id < 9000
+                AND kmeans_assign(geom::real[], m.centroids) = kmeans_assign(q.geom::real[], m.centroids)
+              LIMIT 1) c
+ORDER BY q.name;
+
+-- 3-D points
+SELECT count(DISTINCT c) AS clusters
+FROM (SELECT gpu_dbscan(ST_MakePoint(i % 2 * 100, 0, i % 3 * 100), 1, 3) OVER () AS c
+      FROM generate_series(1, 60) i) s;
+
+-- a shape that is not a point, or an empty point, is an error naming the
+-- row; the hint offers ST_Centroid
+SELECT * FROM gpu_dbscan($$SELECT id, g FROM (VALUES (1, 'POINT(0 0)'::geometry),
+                           (7, 'POLYGON((0 0, 1 0, 1 1, 0 0))')) v(id, g)$$, 1, 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT gpu_dbscan(g, 1, 1) OVER ()
+FROM (VALUES ('POINT(0 0)'::geometry), ('LINESTRING(0 0, 1 1)')) AS t(g);
+\echo :LAST_ERROR_SQLSTATE
+SELECT gpu_kmeans(g, 1) OVER ()
+FROM (VALUES ('MULTIPOINT((0 0), (1 1))'::geography)) AS t(g);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_kmeans($$SELECT id, g FROM (VALUES (3, 'POINT EMPTY'::geometry)) v(id, g)$$, 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_dbscan($$SELECT 'a' || id, g FROM (VALUES (3, 'POINT EMPTY'::geometry)) v(id, g)$$, NULL::text, 1, 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT gpu_dbscan(ST_Centroid(g), 1, 1) OVER () AS cluster
+FROM (VALUES ('POLYGON((0 0, 1 0, 1 1, 0 0))'::geometry)) AS t(g);
+
+DROP TABLE g_lat;
+DROP EXTENSION gpuclust_postgis;
 DROP TABLE g_pts, g_model;

@@ -40,6 +40,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "common/shortest_dec.h"
 #include "executor/executor.h"
@@ -59,6 +60,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
+#include "utils/syscache.h"
 
 #include "core/metric.h"
 #include "ingest.h"
@@ -193,7 +195,26 @@ check_columns(IngestState *st, TupleDesc td)
 				 errmsg("second column of the source query must be of type real[] or double precision[]"),
 				 errdetail("Column \"%s\" is of type %s, which has no cast to real[].",
 						   NameStr(fatt->attname),
-						   format_type_be(fatt->atttypid))));
+						   format_type_be(fatt->atttypid)),
+				 gc_no_cast_hint(fatt->atttypid)));
+}
+
+int
+gc_no_cast_hint(Oid type)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(getBaseType(type)));
+	bool		postgis = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		const char *name = NameStr(((Form_pg_type) GETSTRUCT(tup))->typname);
+
+		postgis = strcmp(name, "geometry") == 0 || strcmp(name, "geography") == 0;
+		ReleaseSysCache(tup);
+	}
+	if (postgis)
+		return errhint("CREATE EXTENSION gpuclust_postgis adds the casts of PostGIS points to real[].");
+	return 0;
 }
 
 /* ---------------------------------------------------------------------

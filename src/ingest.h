@@ -82,6 +82,13 @@ extern Datum gc_feature_cast(GcFeatureCast *c, int64 rowno, Datum value,
 extern void gc_feature_cast_end(GcFeatureCast *c);
 
 /*
+ * The hint of the error for features of a type with no cast to real[]
+ * (errhint's value, or 0 for none): PostGIS's types get theirs from
+ * gpuclust_postgis.
+ */
+extern int	gc_no_cast_hint(Oid type);
+
+/*
  * Validates one features array (real[] or double precision[]) and writes
  * its values as float32 to dst (when dst is not NULL): one dimension, the
  * expected length, no NULL, every value finite, within real's range

@@ -187,7 +187,8 @@ features_cast(FunctionCallInfo fcinfo, GcFeatureCast *cast)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("features of a window function must be of type real[] or double precision[]"),
 				 errdetail("Argument \"features\" is of type %s, which has no cast to real[].",
-						   format_type_be(type))));
+						   format_type_be(type)),
+				 gc_no_cast_hint(type)));
 	return true;
 }
 
