@@ -68,3 +68,50 @@ FROM generate_series(1, 3) r, generate_series(1, 3000) j GROUP BY r;
 SELECT pg_column_size(f) > 2000 AS toasted FROM wide ORDER BY id LIMIT 1;
 SELECT * FROM gpu_dbscan('SELECT id, f FROM wide ORDER BY id', 1.0, 2);
 DROP TABLE wide;
+
+-- metric => 'cosine': distance 1 - cos(a, b) (pgvector's <=>).  Directions
+-- in 3 groups, rows of any length: the same partition as Euclidean DBSCAN
+-- of the unit rows with eps' = sqrt(2 eps)
+CREATE TABLE cos_pts AS
+SELECT i AS id,
+       ARRAY[(g + 1) * 10 + (hashint4(i) % 100) / 12.0,
+             (3 - g) * 10 + (hashint4(i + 7) % 100) / 12.0,
+             (g % 2) * 10 + (hashint4(i + 13) % 100) / 12.0]::real[]
+         AS f0,
+       1 + (hashint4(i + 99) % 1000 + 1000) / 100.0 AS len
+FROM generate_series(1, 600) i, LATERAL (SELECT i % 3 AS g) s;
+ALTER TABLE cos_pts ADD COLUMN f real[];
+UPDATE cos_pts SET f = ARRAY[f0[1] * len, f0[2] * len, f0[3] * len]::real[];
+CREATE TABLE cos_unit AS
+SELECT id, ARRAY[f[1] / n, f[2] / n, f[3] / n]::real[] AS u
+FROM (SELECT id, f, sqrt(f[1]::float8 * f[1] + f[2]::float8 * f[2] + f[3]::float8 * f[3]) AS n
+      FROM cos_pts) s;
+SELECT count(*) AS rows, count(DISTINCT c.cluster_id) AS clusters,
+       count(*) FILTER (WHERE c.cluster_id IS NULL) AS noise,
+       count(*) FILTER (WHERE c.cluster_id IS DISTINCT FROM e.cluster_id
+                           OR c.is_core <> e.is_core) AS differing
+FROM gpu_dbscan('SELECT id, f FROM cos_pts', 0.001, 5, metric => 'cosine') c
+JOIN gpu_dbscan('SELECT id, u FROM cos_unit', sqrt(2 * 0.001), 5) e USING (id);
+-- lengths do not matter: the unscaled rows give the same clusters
+SELECT count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM b.cluster_id) AS differing
+FROM gpu_dbscan('SELECT id, f FROM cos_pts', 0.001, 5, metric => 'cosine') a
+JOIN gpu_dbscan('SELECT id, f0 FROM cos_pts', 0.001, 5, metric => 'cosine') b USING (id);
+-- the window form, by name and by position
+SELECT count(*) FILTER (WHERE w IS DISTINCT FROM s.cluster_id) AS differing
+FROM (SELECT id, gpu_dbscan(f, 0.001, 5, metric => 'cosine') OVER (ORDER BY id) AS w
+      FROM cos_pts) x
+JOIN gpu_dbscan('SELECT id, f FROM cos_pts ORDER BY id', 0.001, 5, NULL, 'cosine') s USING (id);
+-- the metric's name in any case; euclidean is the default
+SELECT count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM b.cluster_id) AS differing
+FROM gpu_dbscan('SELECT id, f FROM cos_pts', 5.0, 5) a
+JOIN gpu_dbscan('SELECT id, f FROM cos_pts', 5.0, 5, metric => 'EUCLIDEAN') b USING (id);
+-- a zero vector has no cosine distance: an error naming the row
+SELECT * FROM gpu_dbscan($$VALUES (1, ARRAY[1.0, 0.0]), (7, ARRAY[0.0, 0.0])$$, 0.1, 1,
+                         metric => 'cosine');
+SELECT gpu_dbscan(f, 0.1, 1, metric => 'cosine') OVER ()
+FROM (VALUES (ARRAY[1.0, 2.0]::real[]), (NULL), (ARRAY[0.0, 0.0]::real[])) v(f);
+-- inner_product is refused with the reason; an unknown metric, a NULL one
+SELECT * FROM gpu_dbscan('SELECT id, f FROM cos_pts', 0.1, 5, metric => 'inner_product');
+SELECT * FROM gpu_dbscan('SELECT id, f FROM cos_pts', 0.1, 5, metric => 'manhattan');
+SELECT * FROM gpu_dbscan('SELECT id, f FROM cos_pts', 0.1, 5, metric => NULL);
+DROP TABLE cos_pts, cos_unit;

@@ -148,42 +148,47 @@ COMMENT ON FUNCTION kmeans_assign_distance(float8[], real[]) IS
 -- ---------------------------------------------------------------------
 
 CREATE FUNCTION gpu_dbscan(source text, eps float8, min_pts int,
-                           device text DEFAULT NULL)
+                           device text DEFAULT NULL,
+                           metric text DEFAULT 'euclidean')
 RETURNS TABLE (id bigint, cluster_id int, is_core boolean)
 AS 'MODULE_PATHNAME', 'gpu_dbscan'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION gpu_dbscan(text, float8, int, text) IS
+COMMENT ON FUNCTION gpu_dbscan(text, float8, int, text, text) IS
 'DBSCAN clustering of the rows of source, a query returning (id, features).  '
 'A point is core when at least min_pts points, itself included, lie within '
-'Euclidean distance eps.  Clusters are numbered 0, 1, 2 ... in order of '
+'distance eps: Euclidean, or with metric => ''cosine'' the cosine distance '
+'1 - cos(a, b) (pgvector''s <=>; rows with all features 0 are an error).  '
+'Clusters are numbered 0, 1, 2 ... in order of '
 'their first row; noise gets a NULL cluster_id, and rows with NULL features '
 'NULL cluster_id and is_core.  Rows come back in input order.  device is '
 '''auto'', ''cpu'' or ''gpu''; NULL uses gpuclust.device.  Any other NULL '
 'argument is an error.  An empty source returns no rows.';
 
 CREATE FUNCTION gpu_dbscan(features real[], eps float8, min_pts int,
-                           device text DEFAULT NULL)
+                           device text DEFAULT NULL,
+                           metric text DEFAULT 'euclidean')
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
 LANGUAGE C WINDOW STABLE PARALLEL SAFE;
 
 CREATE FUNCTION gpu_dbscan(features float8[], eps float8, min_pts int,
-                           device text DEFAULT NULL)
+                           device text DEFAULT NULL,
+                           metric text DEFAULT 'euclidean')
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
 LANGUAGE C WINDOW STABLE PARALLEL SAFE;
 
-COMMENT ON FUNCTION gpu_dbscan(real[], float8, int, text) IS
+COMMENT ON FUNCTION gpu_dbscan(real[], float8, int, text, text) IS
 'Window function: DBSCAN of the rows of the window partition, in the '
 'window''s order; returns the row''s cluster (0, 1, 2 ... by first row of '
 'the partition), NULL for noise and for NULL features.  Same labels as the '
 'set-returning gpu_dbscan(source, ...) over the same rows in the same '
-'order.  eps, min_pts and device must be the same on every row of a '
+'order.  eps, min_pts, device and metric must be the same on every row of a '
 'partition.';
-COMMENT ON FUNCTION gpu_dbscan(float8[], float8, int, text) IS
+COMMENT ON FUNCTION gpu_dbscan(float8[], float8, int, text, text) IS
 'Window function: DBSCAN of the rows of the window partition; see '
-'gpu_dbscan(real[], float8, int, text).';
+'gpu_dbscan(real[], float8, int, text, text).';
 
 -- ---------------------------------------------------------------------
 -- Affinity propagation (ap_sql.c)

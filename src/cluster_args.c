@@ -35,7 +35,8 @@ enum
 {
 	DB_EPS = 1,
 	DB_MIN_PTS,
-	DB_DEVICE
+	DB_DEVICE,
+	DB_METRIC
 };
 
 enum
@@ -66,12 +67,13 @@ const GcSignature gc_kmeans_signature = {
 };
 
 const GcSignature gc_dbscan_signature = {
-	.nargs = DB_DEVICE + 1,
+	.nargs = DB_METRIC + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[DB_EPS] = {"eps"},
 		[DB_MIN_PTS] = {"min_pts"},
 		[DB_DEVICE] = {"device", true},
+		[DB_METRIC] = {"metric"},
 	},
 };
 
@@ -139,9 +141,8 @@ gc_glue_args_of_call(FunctionCallInfo fcinfo, const GcSignature *sig,
 
 /* The device argument (the last): NULL means the gpuclust.device setting. */
 static gc_device
-arg_device(const GcArgs *a)
+arg_device(const GcArgs *a, int argno)
 {
-	int			argno = a->sig->nargs - 1;
 	char	   *s;
 	gc_device	dev;
 
@@ -156,6 +157,25 @@ arg_device(const GcArgs *a)
 				 errhint("Valid devices are \"auto\", \"cpu\" and \"gpu\"; NULL uses the gpuclust.device setting.")));
 	pfree(s);
 	return dev;
+}
+
+/* metric text, by pgvector's names, or an ERROR */
+static gc_metric
+parse_metric(Datum value)
+{
+	char	   *s = text_to_cstring(DatumGetTextPP(value));
+
+	if (pg_strcasecmp(s, "euclidean") == 0)
+		return GC_METRIC_EUCLIDEAN;
+	if (pg_strcasecmp(s, "cosine") == 0)
+		return GC_METRIC_COSINE;
+	if (pg_strcasecmp(s, "inner_product") == 0)
+		return GC_METRIC_INNER_PRODUCT;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid metric \"%s\"", s),
+			 errhint("Valid metrics are \"euclidean\", \"cosine\" and \"inner_product\" (pgvector's names).")));
+	pg_unreachable();
 }
 
 /* init text of k-means ('k-means++' | 'random'), or an ERROR */
@@ -203,7 +223,7 @@ gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p, gc_device *device)
 				 errmsg("tol must be a finite number greater than or equal to 0")));
 	check_at_least_1(a, KM_N_INIT, p->n_init);
 	p->init = parse_kmeans_init(a->value[KM_INIT]);
-	*device = arg_device(a);
+	*device = arg_device(a, KM_DEVICE);
 }
 
 void
@@ -218,7 +238,14 @@ gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p, gc_device *device)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("eps must be a finite number greater than 0")));
 	check_at_least_1(a, DB_MIN_PTS, p->min_pts);
-	*device = arg_device(a);
+	p->metric = parse_metric(a->value[DB_METRIC]);
+	if (p->metric == GC_METRIC_INNER_PRODUCT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DBSCAN does not support the inner_product metric"),
+				 errdetail("Its distance -a.b is not a metric: a row need not be its own neighbour, and no index can bound it."),
+				 errhint("For unit-length vectors, -a.b <= eps is cosine distance <= eps + 1: use metric => 'cosine'.")));
+	*device = arg_device(a, DB_DEVICE);
 }
 
 /*
@@ -249,7 +276,7 @@ gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 				 errhint("NULL uses the median of the similarities.")));
 	check_at_least_1(a, AP_MAX_ITER, p->max_iter);
 	check_at_least_1(a, AP_CONVERGENCE_ITER, p->convergence_iter);
-	*device = arg_device(a);
+	*device = arg_device(a, AP_DEVICE);
 	if (*device == GC_DEVICE_GPU)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

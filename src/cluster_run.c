@@ -113,6 +113,26 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	return chosen;
 }
 
+/*
+ * How errors name the input row of row j of X: "row with id 7", "source
+ * row 12" (ids of another type: the id is not printed), "partition row 3".
+ */
+static char *
+x_row_name(const GcInput *in, int64 j)
+{
+	int64		i,
+				seen = -1;
+
+	for (i = 0; i < in->n_rows - 1; i++)
+		if (in->has_features[i] && ++seen == j)
+			break;
+	if (in->ids == NULL)
+		return psprintf("partition row %lld", (long long) i + 1);
+	if (in->keys != NULL)
+		return psprintf("source row %lld", (long long) i + 1);
+	return psprintf("row with id %lld", (long long) in->ids[i]);
+}
+
 gc_device
 gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 				   const gc_dbscan_params *params, MemoryContext cxt,
@@ -123,6 +143,17 @@ gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 	gc_status	st = {GC_OK, ""};
 
 	Assert(in->n >= 1);
+	if (params->metric == GC_METRIC_COSINE)
+	{
+		int64		zero = gc_first_zero_row(in->X, in->n, in->d);
+
+		if (zero >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("features of %s are all 0: the cosine distance is undefined",
+							x_row_name(in, zero)),
+					 errhint("Leave zero vectors out of the source, or use metric => 'euclidean'.")));
+	}
 	*labels = alloc_array(cxt, in->n, sizeof(int32));
 	*is_core = alloc_array(cxt, in->n, sizeof(uint8));
 
@@ -130,8 +161,8 @@ gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_dbscan_threads(&ctx, in->n);
 	if (chosen == GC_DEVICE_GPU &&
-		gc_dbscan_gpu(&ctx, in->X, in->n, in->d, params, *labels, *is_core,
-					  &st) != GC_OK)
+		gc_dbscan_on_gpu(&ctx, in->X, in->n, in->d, params, *labels, *is_core,
+						 &st) != GC_OK)
 		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_DBSCAN));
 	if (chosen == GC_DEVICE_CPU &&
 		gc_dbscan_cpu(&ctx, in->X, in->n, in->d, params, *labels, *is_core,

@@ -17,6 +17,13 @@ scikit-learn gives a border point to the first cluster that reaches it, we to
 its nearest core point (ties: lowest input position); the differences are
 counted, and our rule is checked against a brute-force float32 reference.
 
+Cosine DBSCAN (metric => 'cosine' against DBSCAN(metric='cosine')): 20,000
+embedding-like rows (16-d, 20 directions with noise, lengths 0.5 to 20):
+the same core points, partition of the core points, clusters and noise, up
+to rows within rounding of eps (scikit-learn computes 1 - cos in double
+from the rows, we in float32 on the unit rows: metric.h); such rows are
+counted, and must be few.
+
 k-means (n_init 10, k = 10 and k = 100): our inertia (sum of distance²) is at
 most 1.01 × scikit-learn's KMeans(n_init=10, random_state=0).
 
@@ -165,6 +172,71 @@ def compare_dbscan(cur, ids, X):
              f"(allowed: sklearn assigns by discovery order): {moved} of {len(b)}")
 
 
+COS_N, COS_D, COS_CENTRES, COS_EPS, COS_MIN_PTS = 20000, 16, 20, 0.02, 10
+
+
+def compare_dbscan_cosine(cur):
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(COS_CENTRES, COS_D))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    X = centres[rng.integers(0, COS_CENTRES, COS_N)] + rng.normal(scale=0.06, size=(COS_N, COS_D))
+    X *= rng.uniform(0.5, 20.0, size=(COS_N, 1))
+    X = X.astype(np.float32)
+    cur.execute("DROP TABLE IF EXISTS gc_cmp_cos")
+    cur.execute("CREATE TABLE gc_cmp_cos (id int, f real[])")
+    with cur.copy("COPY gc_cmp_cos (id, f) FROM STDIN") as cp:
+        for i in range(COS_N):
+            cp.write_row((i, X[i].tolist()))
+    rows, secs = timed(cur, "SELECT id, cluster_id, is_core FROM gpu_dbscan("
+                       "'SELECT id, f FROM gc_cmp_cos', %s, %s, metric => 'cosine')",
+                       (COS_EPS, COS_MIN_PTS))
+    ours = np.full(COS_N, -2, dtype=np.int64)
+    ours_core = np.zeros(COS_N, dtype=bool)
+    for rid, cid, core in rows:
+        ours[rid] = -1 if cid is None else cid
+        ours_core[rid] = bool(core)
+    t0 = time.perf_counter()
+    sk = DBSCAN(eps=COS_EPS, min_samples=COS_MIN_PTS, metric="cosine", algorithm="brute").fit(X)
+    sk_secs = time.perf_counter() - t0
+    info(f"cosine DBSCAN n={COS_N} d={COS_D} eps={COS_EPS} min_pts={COS_MIN_PTS}: "
+         f"gpu_dbscan {secs*1e3:.0f} ms, sklearn {sk_secs*1e3:.0f} ms")
+    theirs = sk.labels_.astype(np.int64)
+    theirs_core = np.zeros(COS_N, dtype=bool)
+    theirs_core[sk.core_sample_indices_] = True
+
+    # rows with a neighbour within rounding of eps (double cosine distance)
+    X64 = X.astype(np.float64)
+    U64 = X64 / np.linalg.norm(X64, axis=1, keepdims=True)
+    near = np.zeros(COS_N, dtype=bool)
+    for a in range(0, COS_N, 2000):
+        dist = 1.0 - U64[a:a + 2000] @ U64.T
+        near[a:a + 2000] = (np.abs(dist - COS_EPS) < 4e-6).any(axis=1)
+    diff = ours_core != theirs_core
+    check("cosine DBSCAN: same core points, but for rows within rounding of eps",
+          not (diff & ~near).any() and diff.sum() <= 10,
+          f"{ours_core.sum()} ours, {theirs_core.sum()} sklearn, {int(diff.sum())} differ,"
+          f" {int((diff & ~near).sum())} of them not near eps; {int(near.sum())} rows near eps")
+    both = ours_core & theirs_core
+    pairs = set(zip(ours[both].tolist(), theirs[both].tolist()))
+    n_o, n_t = len(set(ours[both].tolist())), len(set(theirs[both].tolist()))
+    check("cosine DBSCAN: same partition of the core points (bijective label map)",
+          len(pairs) == n_o == n_t, f"{len(pairs)} label pairs, {n_o} ours, {n_t} sklearn")
+    # a row's noise status also follows its neighbours' core status
+    explained = near.copy()
+    for p in np.flatnonzero(diff):
+        explained |= (1.0 - U64 @ U64[p]) <= COS_EPS + 4e-6
+    noise_diff = (ours == -1) != (theirs == -1)
+    check("cosine DBSCAN: same noise points, but for rows within rounding of eps"
+          " or beside a core point that is",
+          not (noise_diff & ~explained).any() and noise_diff.sum() <= 10,
+          f"ours {int((ours == -1).sum())}, sklearn {int((theirs == -1).sum())},"
+          f" {int(noise_diff.sum())} differ")
+    check("cosine DBSCAN: clusters and noise are not trivial",
+          n_o >= 10 and 0 < (ours == -1).sum() < COS_N // 2,
+          f"{n_o} clusters, {int((ours == -1).sum())} noise")
+    cur.execute("DROP TABLE gc_cmp_cos")
+
+
 def compare_kmeans(cur, X, k):
     rows, secs = timed(
         cur,
@@ -201,6 +273,11 @@ def main():
             except psycopg.Error as e:
                 conn.rollback()
                 check("DBSCAN: gpu_dbscan runs", False, str(e).strip())
+            try:
+                compare_dbscan_cosine(cur)
+            except psycopg.Error as e:
+                conn.rollback()
+                check("cosine DBSCAN: gpu_dbscan runs", False, str(e).strip())
             for k in KMEANS_KS:
                 try:
                     compare_kmeans(cur, X, k)

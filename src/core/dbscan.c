@@ -11,11 +11,13 @@
 #include <omp.h>
 
 #include "dbscan_internal.h"
+#include "gpu.h"
 #include "union_find.h"
 
 /*
  * gc_dbscan_cpu — DBSCAN with the semantics every device shares:
- *  - neighbours: gc_dist2(a, b) <= gc_eps2(eps), nothing else;
+ *  - neighbours: gc_dist2(a, b) <= gc_eps2(eps), nothing else (cosine:
+ *    the same on the unit rows with fl(2 eps): metric.h);
  *  - core: at least min_pts neighbours, the point itself included;
  *  - clusters: connected components of core points (edges between core
  *    points that are neighbours);
@@ -116,6 +118,90 @@ number_clusters(gc_dbscan_job *j, int32_t *labels)
 	return GC_OK;
 }
 
+int64_t
+gc_first_zero_row(const float *X, int64_t n, int d)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			j = 0;
+
+		while (j < d && X[i * d + j] == 0.0f)
+			j++;
+		if (j == d)
+			return i;
+	}
+	return -1;
+}
+
+void
+gc_unit_rows(const gc_ctx *ctx, const float *X, int64_t n, int d, float *U)
+{
+	const int	team = gc_region_threads(gc_team_adapt(ctx), n / 4096);
+
+#pragma omp parallel for num_threads(team) schedule(static)
+	for (int64_t i = 0; i < n; i++)
+	{
+		const float *x = X + i * d;
+		float	   *u = U + i * d;
+		double		s = 0.0,
+					norm;
+
+		for (int j = 0; j < d; j++)
+			s += (double) x[j] * (double) x[j];
+		norm = sqrt(s);
+		for (int j = 0; j < d; j++)
+			u[j] = norm > 0.0 ? (float) ((double) x[j] / norm) : 0.0f;
+	}
+}
+
+gc_code
+gc_dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			   const gc_dbscan_params *p, const float **rows, float **own,
+			   gc_dbscan_params *euclid, gc_status *st)
+{
+	int64_t		zero;
+
+	*rows = X;
+	*own = NULL;
+	*euclid = *p;
+	if (p->metric != GC_METRIC_COSINE)
+		return GC_OK;
+	/* gc_eps2(sqrt(f)) is f for every float f: the double square is
+	 * within an ulp of f, far inside f's float rounding interval */
+	euclid->metric = GC_METRIC_EUCLIDEAN;
+	euclid->eps = sqrt((double) gc_metric_eps2(GC_METRIC_COSINE, p->eps));
+	if (n == 0)
+		return GC_OK;
+	if ((zero = gc_first_zero_row(X, n, d)) >= 0)
+		return gc_fail(st, GC_EINVAL,
+					   "row %lld has all features 0: its cosine distance is undefined",
+					   (long long) zero + 1);
+	if ((*own = malloc(sizeof(float) * (size_t) n * (size_t) d)) == NULL)
+		return gc_fail(st, GC_ENOMEM, "out of memory for the unit rows of %lld points",
+					   (long long) n);
+	gc_unit_rows(ctx, X, n, d, *own);
+	*rows = *own;
+	return GC_OK;
+}
+
+gc_code
+gc_dbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				 const gc_dbscan_params *p, int32_t *labels, uint8_t *is_core,
+				 gc_status *st)
+{
+	const float *rows;
+	float	   *own;
+	gc_dbscan_params ep;
+	gc_code		rc;
+
+	if ((rc = gc_dbscan_check(ctx, X, n, d, p, labels, is_core, st)) != GC_OK ||
+		(rc = gc_dbscan_rows(ctx, X, n, d, p, &rows, &own, &ep, st)) != GC_OK)
+		return rc;
+	rc = gc_dbscan_gpu(ctx, rows, n, d, &ep, labels, is_core, st);
+	free(own);
+	return rc;
+}
+
 gc_code
 gc_dbscan_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				const gc_dbscan_params *p, const int32_t *labels,
@@ -138,6 +224,8 @@ gc_dbscan_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (p->min_pts < 1)
 		return gc_fail(st, GC_EINVAL, "min_pts must be at least 1, got %lld",
 					   (long long) p->min_pts);
+	if (p->metric != GC_METRIC_EUCLIDEAN && p->metric != GC_METRIC_COSINE)
+		return gc_fail(st, GC_EINVAL, "DBSCAN supports the euclidean and cosine metrics");
 	if (n == 0)
 		return GC_OK;
 	if (X == NULL || labels == NULL || is_core == NULL)
@@ -156,6 +244,8 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_dbscan_job j;
 	gc_code		rc = GC_OK;
 	bool		applied = false;
+	float	   *unit = NULL;	/* the unit rows, for cosine */
+	gc_dbscan_params ep;		/* the Euclidean problem solved */
 
 	if (used != NULL)
 		*used = GC_DBSCAN_INDEX_AUTO;
@@ -174,11 +264,12 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	j.nthreads = gc_team_adapt(ctx);	/* the team for the whole call */
 	if (j.nthreads < 1)
 		j.nthreads = 1;
-	j.X = X;
+	if ((rc = gc_dbscan_rows(ctx, X, n, d, p, &j.X, &unit, &ep, st)) != GC_OK)
+		return rc;
 	j.n = n;
 	j.d = d;
-	j.eps = p->eps;
-	j.eps2 = gc_eps2(p->eps);
+	j.eps = ep.eps;
+	j.eps2 = gc_eps2(ep.eps);
 	j.min_pts = p->min_pts;
 	j.perm = malloc(sizeof(int64_t) * (size_t) n);
 	j.pts = malloc(sizeof(float) * (size_t) n * (size_t) d);
@@ -234,5 +325,6 @@ out:
 	free(j.core);
 	free(j.parent);
 	free(j.croot);
+	free(unit);
 	return rc;
 }

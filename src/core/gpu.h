@@ -129,6 +129,8 @@ void		gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out);
  * threads.  CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device
  * memory runs out); the cancel flags are polled between phases and
  * launches.  At most GC_DBSCAN_GPU_MAX_N points (more: GC_EDEVICE).
+ * Euclidean only: callers go through gc_dbscan_on_gpu (dbscan.c), which
+ * hands it the Euclidean form of any metric (gc_dbscan_rows).
  */
 gc_code		gc_dbscan_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const gc_dbscan_params *p, int32_t *labels,
@@ -205,6 +207,14 @@ gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out)
 }
 
 #endif							/* GPUCLUST_CUDA */
+
+/*
+ * gc_dbscan_gpu for any metric, in every build (dbscan.c): the check, then
+ * gc_dbscan_gpu on gc_dbscan_rows' Euclidean form of the problem.
+ */
+gc_code		gc_dbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+							 const gc_dbscan_params *p, int32_t *labels,
+							 uint8_t *is_core, gc_status *st);
 
 #if defined(GC_TESTING) && defined(GPUCLUST_CUDA)
 

@@ -173,6 +173,7 @@ typedef struct gc_dbscan_params
 {
 	double		eps;			/* > 0, finite */
 	int64_t		min_pts;		/* >= 1, the point itself counts */
+	gc_metric	metric;			/* euclidean (0) or cosine (metric.h) */
 } gc_dbscan_params;
 
 /*
@@ -192,6 +193,28 @@ gc_code		gc_dbscan_check(const gc_ctx *ctx, const float *X, int64_t n,
 							int d, const gc_dbscan_params *p,
 							const int32_t *labels, const uint8_t *is_core,
 							gc_status *st);
+
+/*
+ * Every metric as a Euclidean DBSCAN, the one the indexes and devices
+ * run: *rows and *euclid (metric Euclidean) give the labels of X under p.
+ * Euclidean: X and p.  Cosine: the unit rows (gc_unit_rows, in a new
+ * array *own the caller frees) and eps' with gc_eps2(eps') = fl(2 eps)
+ * exactly (metric.h).  GC_EINVAL naming a zero row, GC_ENOMEM.
+ */
+gc_code		gc_dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						   const gc_dbscan_params *p, const float **rows,
+						   float **own, gc_dbscan_params *euclid, gc_status *st);
+
+/*
+ * U = the unit rows of X (metric.h's cosine): U_j = fl(x_j / |x|), |x| the
+ * double root of the double sum of squares; a zero row stays zero.  X and
+ * U may be the same array.
+ */
+void		gc_unit_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						 float *U);
+
+/* The position of the first row of X whose features are all 0, or -1. */
+int64_t		gc_first_zero_row(const float *X, int64_t n, int d);
 
 /* ------------------------------------------------------------------ */
 /* Affinity propagation                                                */

@@ -102,6 +102,25 @@ gc_l2_first(float a, float b)
 #define GC_L2_FIRST_V(a, b) \
 	__extension__ ({ __typeof__((a) - (b)) t_ = (a) - (b); t_ * t_; })
 
+/*
+ * The metrics, by pgvector's names.  Euclidean is gc_dist2 below.  Cosine
+ * distance 1 - cos(a, b) of two nonzero rows is, in the reals, exactly
+ * |u - v|^2 / 2 for their unit rows u = a/|a|, v = b/|b|; gpuclust
+ * computes it that way, so that it is Euclidean on the unit rows and every
+ * index, bound and device applies unchanged: u_j is the double quotient
+ * a_j / |a| rounded once to float32 (|a| the double root of the double sum
+ * of squares in dimension order: gc_unit_rows), and the neighbour test is
+ * gc_dist2(u, v) <= fl(2 eps) (gc_metric_eps2).  A zero row has no cosine
+ * distance (an error).  Inner product (pgvector's negative inner product)
+ * is not a distance the indexes can bound yet.
+ */
+typedef enum gc_metric
+{
+	GC_METRIC_EUCLIDEAN = 0,
+	GC_METRIC_COSINE,
+	GC_METRIC_INNER_PRODUCT
+} gc_metric;
+
 /* The distance every DBSCAN path compares with gc_eps2(eps). */
 GC_HD float
 gc_dist2(const float *a, const float *b, int d)
@@ -141,6 +160,13 @@ GC_HD float
 gc_eps2(double eps)
 {
 	return (float) (eps * eps);
+}
+
+/* The bound on gc_dist2 (of the rows, or of the unit rows) that eps means. */
+static inline float
+gc_metric_eps2(gc_metric metric, double eps)
+{
+	return metric == GC_METRIC_COSINE ? (float) (2.0 * eps) : gc_eps2(eps);
 }
 
 /*

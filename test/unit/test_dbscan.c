@@ -201,7 +201,7 @@ check_case(const char *what, const float *X, int64_t n, int d, double eps,
 		   gc_dbscan_index idx, int threads)
 {
 	gc_ctx		ctx = {threads, {NULL, NULL}};
-	gc_dbscan_params p = {eps, min_pts};
+	gc_dbscan_params p = {eps, min_pts, GC_METRIC_EUCLIDEAN};
 	gc_status	st;
 	int32_t    *l = malloc(sizeof(int32_t) * (n + 1));
 	uint8_t    *c = malloc(n + 1);
@@ -306,7 +306,7 @@ test_huge_range(uint64_t *rs)
 		int64_t		n = 600;
 		float	   *X = malloc(sizeof(float) * n * d);
 		gc_ctx		ctx = {2, {NULL, NULL}};
-		gc_dbscan_params p = {1e-3, 3};
+		gc_dbscan_params p = {1e-3, 3, GC_METRIC_EUCLIDEAN};
 		gc_status	st;
 		gc_dbscan_index used;
 		int32_t    *l = malloc(sizeof(int32_t) * n);
@@ -420,9 +420,9 @@ test_errors(void)
 	uint8_t		c[4];
 	gc_ctx		ctx = {1, {NULL, NULL}};
 	gc_status	st;
-	gc_dbscan_params ok = {1.5, 2};
-	gc_dbscan_params bad[] = {{0.0, 2}, {-1.0, 2}, {NAN, 2}, {INFINITY, 2},
-	{1.0, 0}, {1.0, -5}};
+	gc_dbscan_params ok = {1.5, 2, GC_METRIC_EUCLIDEAN};
+	gc_dbscan_params bad[] = {{0.0, 2, 0}, {-1.0, 2, 0}, {NAN, 2, 0}, {INFINITY, 2, 0},
+	{1.0, 0, 0}, {1.0, -5, 0}, {1.0, 2, GC_METRIC_INNER_PRODUCT}};
 
 	CHECK(gc_dbscan_cpu(&ctx, X, -1, 2, &ok, l, c, &st) == GC_EINVAL, "n<0");
 	CHECK(gc_dbscan_cpu(&ctx, X, 4, 0, &ok, l, c, &st) == GC_EINVAL, "d<1");
@@ -445,7 +445,7 @@ test_cancel(void)
 	uint8_t    *c = malloc(n);
 	volatile sig_atomic_t flag = 1;
 	gc_ctx		ctx = {2, {NULL, &flag}};
-	gc_dbscan_params p = {0.05, 4};
+	gc_dbscan_params p = {0.05, 4, GC_METRIC_EUCLIDEAN};
 	gc_status	st;
 	uint64_t	s = 42;
 
@@ -487,6 +487,192 @@ test_many_leaves(uint64_t *rs)
 		}
 }
 
+/*
+ * Cosine DBSCAN against its literal definition: neighbours when
+ * 1 - a.b / (|a| |b|) <= eps in double, eps put in the middle of a gap
+ * between the pairs' distances (so that float rounding cannot decide), the
+ * nearest core point by metric.h's definition (the unit rows' gc_dist2).
+ * Directions in blobs, rows at any length; zero rows are an error.
+ */
+static void
+test_cosine(uint64_t *rs)
+{
+	static const int dims[] = {2, 3, 8, 32, 64};
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+		for (int rep = 0; rep < 3; rep++)
+		{
+			const int	d = dims[di];
+			const int64_t n = 100 + (int64_t) (tu_next(rs) % 400);
+			float	   *X = malloc(sizeof(float) * n * d),
+					   *U = malloc(sizeof(float) * n * d);
+			double	   *cd = malloc(sizeof(double) * n * n);
+			double	   *sorted = malloc(sizeof(double) * n * (n - 1) / 2);
+			int32_t    *rl = malloc(sizeof(int32_t) * n),
+					   *l = malloc(sizeof(int32_t) * n);
+			uint8_t    *rc = malloc(n),
+					   *c = malloc(n);
+			int64_t		m = 0,
+						min_pts = 2 + (int64_t) (tu_next(rs) % 6);
+			gc_dbscan_params p = {0, min_pts, GC_METRIC_COSINE};
+			gc_status	st;
+			double		eps = 0;
+			int64_t    *parent = malloc(sizeof(int64_t) * n);
+
+			make_points(X, n, d, SHAPE_BLOBS, rs);
+			for (int64_t i = 0; i < n; i++)
+			{
+				double		len = 0.1 + 100.0 * tu_uniform(rs);
+
+				for (int k = 0; k < d; k++)
+					X[i * d + k] = (float) ((X[i * d + k] - 5.0) * len);
+			}
+			CHECK(gc_first_zero_row(X, n, d) < 0, "cosine: a zero row");
+			gc_unit_rows(NULL, X, n, d, U);
+			for (int64_t i = 0; i < n; i++)
+				for (int64_t k = 0; k < n; k++)
+				{
+					double		ab = 0, aa = 0, bb = 0;
+
+					for (int j = 0; j < d; j++)
+					{
+						ab += (double) X[i * d + j] * X[k * d + j];
+						aa += (double) X[i * d + j] * X[i * d + j];
+						bb += (double) X[k * d + j] * X[k * d + j];
+					}
+					cd[i * n + k] = 1.0 - ab / (sqrt(aa) * sqrt(bb));
+					if (k > i)
+						sorted[m++] = cd[i * n + k];
+				}
+			/* eps: the middle of the widest gap near a low quantile */
+			for (int64_t a = 1; a < m; a++)
+				for (int64_t b = a; b > 0 && sorted[b - 1] > sorted[b]; b--)
+				{
+					double		t = sorted[b];
+
+					sorted[b] = sorted[b - 1];
+					sorted[b - 1] = t;
+				}
+			{
+				/*
+				 * The first gap from a random low quantile on that is wider
+				 * than 8x the float32 error of a unit-row distance (about
+				 * d ulps of 1): no pair's rounded distance crosses eps.
+				 */
+				const double gap = 1e-6 * d;
+				int64_t		t = m / 50 + (int64_t) (tu_next(rs) % (m / 20 + 1));
+
+				while (t + 1 < m && sorted[t + 1] - sorted[t] <= gap)
+					t++;
+				CHECK(t + 1 < m, "cosine d=%d: no gap of %g", d, gap);
+				eps = t + 1 < m ? (sorted[t] + sorted[t + 1]) / 2 : sorted[m - 1] + 1;
+			}
+			p.eps = eps;
+
+			/* the reference, literally */
+			for (int64_t i = 0; i < n; i++)
+			{
+				int64_t		cnt = 0;
+
+				for (int64_t k = 0; k < n; k++)
+					cnt += cd[i * n + k] <= eps;
+				rc[i] = cnt >= min_pts;
+				parent[i] = i;
+			}
+			for (int64_t i = 0; i < n; i++)
+				for (int64_t k = i + 1; k < n; k++)
+					if (rc[i] && rc[k] && cd[i * n + k] <= eps)
+					{
+						int64_t		a = ref_find(parent, i),
+									b = ref_find(parent, k);
+
+						if (a != b)
+							parent[a > b ? a : b] = a > b ? b : a;
+					}
+			{
+				int64_t    *num = malloc(sizeof(int64_t) * n);
+				int32_t		next = 0;
+
+				for (int64_t i = 0; i < n; i++)
+					num[i] = -1;
+				for (int64_t i = 0; i < n; i++)
+				{
+					int64_t		root = -1;
+
+					if (rc[i])
+						root = ref_find(parent, i);
+					else
+					{
+						int64_t		best = -1;
+						float		bd = 0;
+
+						for (int64_t k = 0; k < n; k++)
+						{
+							float		dd = gc_dist2(U + i * d, U + k * d, d);
+
+							if (rc[k] && cd[i * n + k] <= eps && (best < 0 || dd < bd))
+							{
+								best = k;
+								bd = dd;
+							}
+						}
+						root = best < 0 ? -1 : ref_find(parent, best);
+					}
+					if (root < 0)
+						rl[i] = GC_NOISE;
+					else
+					{
+						if (num[root] < 0)
+							num[root] = next++;
+						rl[i] = (int32_t) num[root];
+					}
+				}
+				free(num);
+			}
+			for (int idx = 0; idx < 3; idx++)
+			{
+				gc_dbscan_index ix = idx == 0 ? GC_DBSCAN_INDEX_AUTO :
+					idx == 1 ? GC_DBSCAN_INDEX_KDTREE : GC_DBSCAN_INDEX_GRID;
+				gc_ctx		ctx = {1 + idx % 2, {NULL, NULL}};
+				int64_t		bad = -1;
+
+				if (ix == GC_DBSCAN_INDEX_GRID && d > 3)
+					continue;
+				CHECK(gc_dbscan_cpu_index(&ctx, X, n, d, &p, ix, NULL, l, c, &st) == GC_OK,
+					  "cosine: %s", st.message);
+				for (int64_t i = 0; i < n && bad < 0; i++)
+					if (l[i] != rl[i] || c[i] != rc[i])
+						bad = i;
+				CHECK(bad < 0, "cosine index=%d n=%lld d=%d eps=%.9g min_pts=%lld: row %lld"
+					  " label %d core %d, reference %d core %d", idx, (long long) n, d, eps,
+					  (long long) min_pts, (long long) bad, bad >= 0 ? l[bad] : 0,
+					  bad >= 0 ? c[bad] : 0, bad >= 0 ? rl[bad] : 0, bad >= 0 ? rc[bad] : 0);
+			}
+			ncases++;
+			free(X);
+			free(U);
+			free(cd);
+			free(sorted);
+			free(rl);
+			free(l);
+			free(rc);
+			free(c);
+			free(parent);
+		}
+
+	/* a zero row: an error naming it */
+	{
+		float		X[6] = {1, 0, 0, 0, 0, 1};
+		int32_t		l[3];
+		uint8_t		c[3];
+		gc_dbscan_params p = {0.5, 1, GC_METRIC_COSINE};
+		gc_status	st;
+
+		CHECK(gc_dbscan_cpu(NULL, X, 3, 2, &p, l, c, &st) == GC_EINVAL &&
+			  strstr(st.message, "row 2") != NULL, "cosine zero row: %s", st.message);
+	}
+}
+
 int
 main(void)
 {
@@ -500,6 +686,7 @@ main(void)
 	test_huge_range(&rs);
 	test_underflow(&rs);
 	test_random(&rs);
+	test_cosine(&rs);
 	test_highd_blobs(&rs);
 	test_many_leaves(&rs);
 	printf("test_dbscan: %d random cases\n", ncases);
