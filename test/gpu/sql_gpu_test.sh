@@ -171,6 +171,23 @@ good=$(cat "$OUTDIR"/concurrent_*.log | grep -c '^300000 0$')
 if [ "$good" -eq 40 ]; then echo "ok   40 of 40 concurrent GPU calls equal the CPU"
 else echo "FAIL concurrent: $good of 40 equal the CPU"; cat "$OUTDIR"/concurrent_*.log | grep -v '^300000 0$' | head; fails=$((fails + 1)); fi
 
+echo "== gpu_dbscan metric => 'cosine': device gpu = device cpu"
+for q in "3|0.00002" "16|0.0007"; do
+	d=${q%|*}; eps=${q#*|}
+	r=$($P -c "CREATE TEMP TABLE tc AS SELECT i AS id, ARRAY(SELECT ((hashint4(i % 40 * 100 + j) % 1000) / 100.0
+	             + (hashint4(i * 100 + j) % 1000) / 2000.0) * (1 + (hashint4(-i) % 1000 + 1000) / 100.0)
+	             FROM generate_series(1, $d) j)::real[] AS f FROM generate_series(1, 100000) i" \
+		-c "SELECT count(*) || ' rows, ' || count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id
+		                                                  OR g.is_core IS DISTINCT FROM c.is_core) || ' differing, '
+		          || count(DISTINCT c.cluster_id) || ' clusters, ' || count(*) FILTER (WHERE c.cluster_id IS NULL) || ' noise'
+		    FROM gpu_dbscan('SELECT id, f FROM tc', $eps, 5, device => 'gpu', metric => 'cosine') g
+		    JOIN gpu_dbscan('SELECT id, f FROM tc', $eps, 5, device => 'cpu', metric => 'cosine') c USING (id)" 2>&1)
+	case "$r" in
+		*" rows, 0 differing"*) echo "ok   dbscan cosine 100k ${d}-d eps $eps: $r";;
+		*) echo "FAIL dbscan cosine ${d}-d: $r"; fails=$((fails + 1));;
+	esac
+done
+
 echo "== auto: DBSCAN on the GPU for low-dimensional inputs where it wins end to end"
 # WARM: CUDA already runs in the backend (gpuclust_info() probed it); a
 # cold backend's first call would also pay CUDA's start-up (dispatch.c)

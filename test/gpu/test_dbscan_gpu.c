@@ -474,6 +474,76 @@ errors(void)
 }
 
 /*
+ * metric cosine through gc_dbscan_on_gpu (the Euclidean kernels on the
+ * unit rows) against gc_dbscan_cpu: grid (d <= 3) and brute force, rows of
+ * random lengths; a zero row is an error on both.
+ */
+static void
+cosine(void)
+{
+	static const int dims[] = {2, 3, 16};
+
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+	{
+		const int	d = dims[di];
+		const int64_t n = quick >= 2 ? 400 : quick ? 3000 : 20000;
+		float	   *X = make_data(n, d, K_BLOBS);
+		int32_t    *lc = malloc(sizeof(int32_t) * n),
+				   *lg = malloc(sizeof(int32_t) * n);
+		uint8_t    *cc = malloc(n),
+				   *cg = malloc(n);
+		gc_status	st = {0};
+		uint64_t	rs = (uint64_t) d * 7919;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		len = 0.5 + 20.0 * tu_uniform(&rs);
+
+			for (int k = 0; k < d; k++)
+				X[i * d + k] = (float) (X[i * d + k] * len + (k == 0 ? 0.01 : 0.0));
+		}
+		for (int e = 0; e < 3; e++)
+		{
+			gc_dbscan_params p = {d == 16 ? 0.05 * (e + 1) : 0.002 * (e + 1), 5,
+			GC_METRIC_COSINE};
+			int64_t		ld = 0,
+						cdf = 0,
+						noise = 0,
+						core = 0;
+
+			n_cases++;
+			CHECK(gc_dbscan_cpu(NULL, X, n, d, &p, lc, cc, &st) == GC_OK, "cosine cpu: %s", st.message);
+			CHECK(gc_dbscan_on_gpu(NULL, X, n, d, &p, lg, cg, &st) == GC_OK, "cosine gpu: %s", st.message);
+			for (int64_t i = 0; i < n; i++)
+			{
+				ld += lg[i] != lc[i];
+				cdf += cg[i] != cc[i];
+				noise += lc[i] == GC_NOISE;
+				core += cc[i] != 0;
+			}
+			printf("%-28s n=%-8lld d=%-2d eps=%-10.4g noise=%-7lld core=%-7lld  diff labels=%lld core=%lld\n",
+				   "cosine", (long long) n, d, p.eps, (long long) noise, (long long) core,
+				   (long long) ld, (long long) cdf);
+			CHECK(ld == 0 && cdf == 0, "cosine d=%d eps=%g: %lld labels, %lld core flags differ",
+				  d, p.eps, (long long) ld, (long long) cdf);
+		}
+		{
+			gc_dbscan_params p = {0.1, 2, GC_METRIC_COSINE};
+
+			for (int k = 0; k < d; k++)
+				X[5 * d + k] = 0.0f;
+			CHECK(gc_dbscan_on_gpu(NULL, X, n, d, &p, lg, cg, &st) == GC_EINVAL &&
+				  strstr(st.message, "row 6") != NULL, "cosine zero row on the GPU: %s", st.message);
+		}
+		free(X);
+		free(lc);
+		free(lg);
+		free(cc);
+		free(cg);
+	}
+}
+
+/*
  * Device choice (dispatch.c) for DBSCAN on a machine with a usable GPU,
  * in a process where CUDA already runs (main's probe).
  */
@@ -526,6 +596,7 @@ main(void)
 	errors();
 	dispatch();
 	degenerate();
+	cosine();
 	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
 	{
 		int			d = dims[i];
