@@ -36,7 +36,7 @@ check "auto_device_kmeans is gpu" \
 PGR=$(dirname "$(command -v psql)")/../lib/pgxs/src/test/regress/pg_regress
 if [ -x "$PGR" ]; then
 	echo "== pg_regress (GPU present)"
-	tests=$(ls sql/*.sql | grep -v 'gpuclust--' | xargs -n1 basename | sed 's/\.sql$//')
+	tests=$(ls sql/*.sql | grep -v -- '--' | xargs -n1 basename | sed 's/\.sql$//')
 	mkdir -p "$OUTDIR/regress"
 	if "$PGR" --inputdir=. --outputdir="$OUTDIR/regress" --bindir="$(dirname "$(command -v psql)")" \
 		--dbname=contrib_regression $tests > "$OUTDIR/regress/summary.txt" 2>&1; then
