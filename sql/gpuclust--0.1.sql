@@ -278,3 +278,31 @@ COMMENT ON FUNCTION gpuclust_info() IS
 'Whether gpuclust was built with CUDA, whether the GPU can be used (and why '
 'not), its name, memory and compute capability, and the device ''auto'' '
 'picks for each algorithm.';
+
+-- ---------------------------------------------------------------------
+-- Progress of running calls (progress.c)
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gpuclust_progress_rows()
+RETURNS TABLE (pid int, algorithm text, device text, phase text,
+               iteration bigint, max_iter bigint, rows bigint,
+               points_done bigint, points_total bigint, inertia float8,
+               elapsed_ms float8, userid oid)
+AS 'MODULE_PATHNAME', 'gpuclust_progress'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW gpuclust_progress AS
+SELECT p.pid, p.userid, r.rolname AS usename, p.algorithm, p.device, p.phase,
+       p.iteration, p.max_iter, p.rows, p.points_done, p.points_total,
+       p.inertia, p.elapsed_ms
+FROM gpuclust_progress_rows() p LEFT JOIN pg_roles r ON r.oid = p.userid;
+
+COMMENT ON VIEW gpuclust_progress IS
+'One row per running gpuclust call (when gpuclust is in '
+'shared_preload_libraries; otherwise empty): its pid, role, function, '
+'device (NULL until chosen), phase (ingest, upload, index, init, iterate, '
+'label, emit), iteration of max_iter (k-means, affinity propagation), rows '
+'clustered, DBSCAN''s points done of total, the inertia after the last '
+'k-means iteration, and the time since it started.  Roles without '
+'pg_read_all_stats see their own calls only.';
+GRANT SELECT ON gpuclust_progress TO PUBLIC;

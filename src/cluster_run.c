@@ -20,6 +20,7 @@
 #include "utils/memutils.h"
 
 #include "cluster_run.h"
+#include "progress.h"
 #include "core/gpu.h"
 
 /*
@@ -100,12 +101,16 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 
 	chosen = gc_glue_choose_kmeans_device(requested, in->n, in->d, params->k,
 										  params->n_init);
+	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_kmeans_threads(&ctx, in->n, in->d, params->k);
 	/* the device is gpuclust.gpu_device_id, made current by the probe */
 	if (chosen == GC_DEVICE_GPU &&
 		gc_kmeans_gpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
+	{
 		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_KMEANS));
+		gc_progress_compute(chosen, in->n);
+	}
 	if (chosen == GC_DEVICE_CPU &&
 		gc_kmeans_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
 		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
@@ -158,12 +163,16 @@ gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 	*is_core = alloc_array(cxt, in->n, sizeof(uint8));
 
 	chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, in->n, in->d);
+	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_dbscan_threads(&ctx, in->n);
 	if (chosen == GC_DEVICE_GPU &&
 		gc_dbscan_on_gpu(&ctx, in->X, in->n, in->d, params, *labels, *is_core,
 						 &st) != GC_OK)
+	{
 		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_DBSCAN));
+		gc_progress_compute(chosen, in->n);
+	}
 	if (chosen == GC_DEVICE_CPU &&
 		gc_dbscan_cpu(&ctx, in->X, in->n, in->d, params, *labels, *is_core,
 					  &st) != GC_OK)
@@ -266,6 +275,7 @@ gc_glue_run_ap(gc_device requested, const GcInput *in,
 	res->is_exemplar = alloc_array(cxt, in->n, sizeof(uint8));
 
 	gc_glue_ctx(&ctx);
+	gc_progress_compute(GC_DEVICE_CPU, in->n);
 	if (gc_ap_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
 		gc_glue_report(&st, "affinity propagation");
 	ap_notice(in->n, res);

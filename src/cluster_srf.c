@@ -16,10 +16,12 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
 #include "cluster_srf.h"
+#include "progress.h"
 #include "core/gpu.h"
 
 /* ms since call->t_mark, which restarts */
@@ -47,6 +49,7 @@ gc_glue_srf_ingest(GcSrfCall *call)
 {
 	char	   *source = TextDatumGetCString(call->args.value[GC_ARG_ROWS]);
 
+	gc_progress_begin(get_func_name(call->fcinfo->flinfo->fn_oid));
 	InitMaterializedSRF(call->fcinfo, 0);
 	call->cxt = AllocSetContextCreate(CurrentMemoryContext,
 									  "gpuclust set-returning function",
@@ -131,6 +134,7 @@ gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
 	Assert(in->n == 0 ||
 		   (labels != NULL && (flags == NULL) != (distance == NULL)));
 	call->ms_compute = lap(call);
+	gc_progress_phase(GC_PHASE_EMIT);
 
 	if (in->keys != NULL || !templates_apply(desc, flags != NULL))
 	{
@@ -205,6 +209,7 @@ gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
 void
 gc_glue_srf_end(GcSrfCall *call)
 {
+	gc_progress_end();
 	MemoryContextDelete(call->cxt);
 	call->cxt = NULL;
 }

@@ -18,6 +18,7 @@
 #include "utils/builtins.h"
 
 #include "gpuclust.h"
+#include "progress.h"
 
 /*
  * The threads a call may use: gpuclust.cpu_threads (the session's wish),
@@ -76,6 +77,8 @@ gc_glue_ctx(gc_ctx *ctx)
 		0 : gc_glue_cpu_threads();
 	ctx->cancel_flags[0] = &QueryCancelPending;
 	ctx->cancel_flags[1] = &ProcDiePending;
+	/* reports only while a call has a slot (the library preloaded) */
+	ctx->progress = gc_progress_active() ? gc_progress_sink : NULL;
 }
 
 /*

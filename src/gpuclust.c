@@ -24,6 +24,7 @@
 #include "utils/guc.h"
 
 #include "gpuclust.h"
+#include "progress.h"
 
 PG_MODULE_MAGIC;
 
@@ -128,4 +129,6 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("gpuclust");
+
+	gc_progress_init();
 }

@@ -49,6 +49,7 @@
 
 #include "cluster_args.h"
 #include "cluster_run.h"
+#include "progress.h"
 #include "cluster_srf.h"
 
 PG_FUNCTION_INFO_V1(gpu_kmeans_fit);
@@ -115,6 +116,7 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 									ALLOCSET_DEFAULT_SIZES);
 	t0 = gc_now_ms();
 	/* the ids are not used: any type will do */
+	gc_progress_begin("gpu_kmeans_fit");
 	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID, workcxt,
 			  &in);
 	t1 = gc_now_ms();
@@ -122,6 +124,7 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	gc_glue_check_k_rows(params.k, in.n, GC_ROWS_QUERY,
 						 in.n == 0 ? "gpu_kmeans_fit needs rows to fit a model to." : NULL);
 	ran = gc_glue_run_kmeans(requested, &in, &params, workcxt, &res);
+	gc_progress_end();
 	t2 = gc_now_ms();
 
 	/* the result: k x d centroids and the fit's statistics */

@@ -55,6 +55,7 @@
 
 #include "cluster_args.h"
 #include "cluster_run.h"
+#include "progress.h"
 #include "cluster_srf.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan_window);
@@ -407,6 +408,7 @@ window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
 
 		oldcxt = MemoryContextSwitchTo(call.workcxt);
 		t0 = gc_now_ms();
+		gc_progress_begin(get_func_name(fcinfo->flinfo->fn_oid));
 		params_init(winobj, fcinfo, algo->sig, &call.params);
 		algo->read_params(&call);
 		read_partition(winobj, fcinfo, &call.params, call.workcxt, &call.in);
@@ -414,6 +416,7 @@ window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
 		if (call.in.n > 0)
 			labels = algo->run(&call);
 		store_labels(part, &call.in, labels);
+		gc_progress_end();
 		if (gpuclust_log_timing)
 			log_partition_timing(algo, &call, t1 - t0, gc_now_ms() - t1);
 		MemoryContextSwitchTo(oldcxt);

@@ -70,11 +70,18 @@ start() {
 	fi
 	# A server killed without stop leaves a stale postmaster.pid behind;
 	# pg_ctl start copes with it when the pid is not alive.
-	# pg_cron (test/cron_test.py), when installed: jobs run in background
-	# workers (the server has no TCP listener) in database postgres.
-	local cron=""
-	[ -f "$("$PG_CONFIG" --pkglibdir)/pg_cron.so" ] &&
-		cron="-c shared_preload_libraries=pg_cron -c cron.database_name=postgres -c cron.use_background_workers=on"
+	# Preloaded, when installed: gpuclust (its gpuclust_progress view needs
+	# shared memory: test/progress_test.py) and pg_cron (test/cron_test.py;
+	# jobs run in background workers, the server has no TCP listener, in
+	# database postgres).
+	local libdir preload="" cron=""
+	libdir=$("$PG_CONFIG" --pkglibdir)
+	[ -f "$libdir/gpuclust.so" ] && preload=gpuclust
+	[ -f "$libdir/pg_cron.so" ] && {
+		preload=${preload:+$preload,}pg_cron
+		cron="-c cron.database_name=postgres -c cron.use_background_workers=on"
+	}
+	[ -n "$preload" ] && cron="-c shared_preload_libraries=$preload $cron"
 	log "starting on $SOCK port $PORT"
 	# The server gets no descriptor but 0-2: one inherited from the caller,
 	# such as the lock of `flock /tmp/gpuclust-pg.lock test/run_tests.sh`,

@@ -4,7 +4,8 @@
 # throwaway server, pg_cancel_backend from a second session, clustering
 # beside busy loops (test/load_test.py), the comparisons
 # with scikit-learn on real data (DBSCAN, k-means, affinity propagation), and
-# a pg_cron job in that server (test/cron_test.py) — and ends with one line
+# a pg_cron job in that server (test/cron_test.py), the progress view read
+# from a second session (test/progress_test.py) — and ends with one line
 # "N passed, N failed" counting suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,7 @@ suite "CPU threads under load" /usr/bin/python3 test/load_test.py
 suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
 suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
 suite "pg_cron job" /usr/bin/python3 test/cron_test.py
+suite "gpuclust_progress" /usr/bin/python3 test/progress_test.py
 
 echo
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"

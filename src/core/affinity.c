@@ -1009,6 +1009,7 @@ gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 		if (w.stop || gc_cancelled(ctx))
 			goto canceled;
+		gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, 0, 0, NAN);
 		w.nthreads = gc_team_adapt(ctx);
 		ap_colsum(&w);
 		if (w.stop)

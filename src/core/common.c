@@ -56,3 +56,12 @@ gc_copy(void *dst, const void *src, size_t bytes, int threads)
 		memcpy((char *) dst + lo, (const char *) src + lo, hi - lo);
 	}
 }
+
+const char *
+gc_phase_name(gc_phase phase)
+{
+	static const char *const names[] = {"ingest", "upload", "index", "init",
+	"iterate", "label", "emit"};
+
+	return (unsigned) phase < sizeof(names) / sizeof(names[0]) ? names[phase] : "?";
+}

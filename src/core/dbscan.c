@@ -283,6 +283,7 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		goto out;
 	}
 
+	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
 	if (index != GC_DBSCAN_INDEX_KDTREE && d <= 3)
 	{
 		rc = gc_dbscan_grid_run(&j, &applied);
@@ -300,6 +301,7 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			*used = GC_DBSCAN_INDEX_KDTREE;
 	}
 
+	gc_report(ctx, GC_PHASE_LABEL, 0, 0, n, n, NAN);
 	/* Core points: their own root.  (Non-core ones were set by the index.) */
 #pragma omp parallel for num_threads(j.nthreads) schedule(static)
 	for (int64_t s = 0; s < n; s++)

@@ -42,18 +42,63 @@ typedef struct gc_status
 gc_code		gc_fail(gc_status *st, gc_code code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
+/* The phases of a call, as progress reports them (gc_phase_name). */
+typedef enum gc_phase
+{
+	GC_PHASE_INGEST = 0,		/* reading the source (glue) */
+	GC_PHASE_UPLOAD,			/* to the GPU */
+	GC_PHASE_INDEX,				/* DBSCAN: building the index */
+	GC_PHASE_INIT,				/* k-means: seeding; AP: similarities */
+	GC_PHASE_ITERATE,			/* k-means Lloyd, AP messages, DBSCAN core counts */
+	GC_PHASE_LABEL,				/* final labels */
+	GC_PHASE_EMIT				/* writing the result rows (glue) */
+} gc_phase;
+
+const char *gc_phase_name(gc_phase phase);
+
+/*
+ * One progress report: the phase, the iteration (k-means, AP; 0 before the
+ * first) of at most max_iter, the points done of total (DBSCAN), and the
+ * inertia after the last k-means iteration (NaN when none).
+ */
+typedef struct gc_progress
+{
+	gc_phase	phase;
+	int64_t		iteration,
+				max_iter,
+				done,
+				total;
+	double		inertia;
+} gc_progress;
+
 /*
  * What every call needs besides its data.  cancel_flags point at flags a
  * signal handler may raise (PostgreSQL's QueryCancelPending and
  * ProcDiePending); the core polls them between units of work (at least a few
  * times a second) and returns GC_ECANCEL when one is nonzero.  NULL entries
- * are ignored.
+ * are ignored.  progress, when not NULL, receives reports from the calling
+ * thread only, at most once per iteration or phase (gc_report).
  */
 typedef struct gc_ctx
 {
 	int			n_threads;		/* 0 = all cores */
 	const volatile sig_atomic_t *cancel_flags[2];
+	void		(*progress) (void *arg, const gc_progress *p);
+	void	   *progress_arg;
 } gc_ctx;
+
+/* Reports p to ctx's progress sink, if any. */
+static inline void
+gc_report(const gc_ctx *ctx, gc_phase phase, int64_t iteration,
+		  int64_t max_iter, int64_t done, int64_t total, double inertia)
+{
+	if (ctx != NULL && ctx->progress != NULL)
+	{
+		gc_progress p = {phase, iteration, max_iter, done, total, inertia};
+
+		ctx->progress(ctx->progress_arg, &p);
+	}
+}
 
 static inline bool
 gc_cancelled(const gc_ctx *ctx)

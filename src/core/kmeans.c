@@ -13,6 +13,25 @@
 
 #include "kmeans_internal.h"
 
+/*
+ * The inertia of the last assignment (the sum of d2), for progress reports:
+ * at most every 100 ms (*last: when it was last summed), else NaN, so that
+ * reporting costs at most 1% of a call.
+ */
+static double
+progress_inertia(const float *d2, int64_t n, double *last)
+{
+	double		now = gc_now_ms(),
+				s = 0.0;
+
+	if (now - *last < 100.0)
+		return NAN;
+	for (int64_t i = 0; i < n; i++)
+		s += d2[i];
+	*last = gc_now_ms();
+	return s;
+}
+
 /* One seeding + Lloyd run; writes labels and C, fills inertia/iter/conv. */
 static gc_code
 kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
@@ -24,7 +43,9 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 	gc_code		rc;
 	bool		moved = true;
 	int			it;
+	double		last_inertia_ms = 0.0;
 
+	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, p->n_init, NAN);
 	if (p->init == GC_INIT_RANDOM)
 		rc = gc_km_init_random(ctx, X, n, d, k, p->seed,
 							   GC_KM_STREAM_RANDOM + (uint64_t) run, *C, NULL, st);
@@ -52,6 +73,9 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 							  &shift, NULL, st);
 		if (rc != GC_OK)
 			return rc;
+		if (ctx != NULL && ctx->progress != NULL)
+			gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, p->n_init,
+					  progress_inertia(d2, n, &last_inertia_ms));
 		moved = memcmp(*C, *Cn, sizeof(float) * (size_t) k * d) != 0;
 		tmp = *C;
 		*C = *Cn;
