@@ -409,6 +409,72 @@ gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
 									gc_device *chosen, char *note,
 									size_t note_len, gc_status *st);
 
+/* ------------------------------------------------------------------ */
+/* Tools for choosing parameters and reading clusters                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * k-distances (kdistance.c).  kdist2[i] = the k-th smallest gc_dist2 from
+ * row i to every row of X, the row itself included (so k = 1 gives 0):
+ * row i is a DBSCAN core point at min_pts = k exactly when kdist2[i] <=
+ * gc_eps2(eps).  Exact, on the kd-tree of kdtree.h (any d); 1 <= k <= n.
+ * kdist2 is n long, caller-allocated, in input order.
+ */
+gc_code		gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n,
+							 int d, int64_t k, float *kdist2, gc_status *st);
+
+/*
+ * The knee of the ascending curve y[0..n-1] (n >= 1): the index maximising
+ * x' - y' where x' = i/(n-1) and y' = (y[i]-y[0])/(y[n-1]-y[0]), i.e. the
+ * point farthest below the chord from the first point to the last, in the
+ * unit square; the lowest such index on ties; 0 when n <= 2 or the curve is
+ * flat.
+ */
+int64_t		gc_knee_index(const double *y, int64_t n);
+
+/*
+ * Silhouette (silhouette.c), scikit-learn's silhouette_score: rows with
+ * label < 0 are left out; labels are 0 .. m-1.  For row i of a cluster of
+ * size > 1, a = mean distance to the other rows of its cluster, b = the
+ * smallest mean distance to another cluster's rows, s = (b - a) / max(a, b)
+ * (0 when both are 0); s = 0 in a cluster of one row.  The score is the
+ * mean of s.  Distances are Euclidean, in double precision from the float32
+ * features.  With 0 < sample_size < the labelled rows, only sample_size of
+ * them, drawn uniformly without replacement by rng.h keyed by seed, are
+ * scored among themselves (as silhouette_score(sample_size=...) does).
+ * GC_EINVAL unless the (sampled) rows have 2 <= clusters <= rows - 1.
+ * O(r^2 d) time for r scored rows, O(r + threads * m) memory.
+ */
+typedef struct gc_silhouette_result
+{
+	double		score;
+	int64_t		rows;			/* rows scored */
+	int64_t		clusters;		/* clusters among them */
+	bool		sampled;
+} gc_silhouette_result;
+
+gc_code		gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n,
+							  int d, const int32_t *labels, int32_t m,
+							  int64_t sample_size, uint64_t seed,
+							  gc_silhouette_result *res, gc_status *st);
+
+/* The rows chosen by a sample: sample_size positions of 0..n-1, ascending. */
+gc_code		gc_sample_rows(int64_t n, int64_t sample_size, uint64_t seed,
+						   int64_t *out, gc_status *st);
+
+/*
+ * Cluster summaries (cluster_summary.c): for labels 0 .. m-1 (rows with
+ * label < 0 left out), sizes[c], centres[c*d + j] the mean of feature j in
+ * double, radius[c] the largest and mean_dist[c] the mean Euclidean
+ * distance (double) of the cluster's rows to its centre.  Arrays of m (and
+ * m*d), caller-allocated; an empty cluster gets size 0 and NaN elsewhere.
+ */
+gc_code		gc_cluster_summary_cpu(const gc_ctx *ctx, const float *X,
+								   int64_t n, int d, const int32_t *labels,
+								   int32_t m, int64_t *sizes, double *centres,
+								   double *radius, double *mean_dist,
+								   gc_status *st);
+
 #ifdef __cplusplus
 }
 #endif
