@@ -75,8 +75,22 @@ CREATE FUNCTION gpu_kmeans_fit(source text, %s,
 RETURNS record
 AS 'MODULE_PATHNAME', 'gpu_kmeans_fit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, params);
+
+    -- the elbow: k-means for every k in [k_min, k_max], one ingest (elbow_sql.c)
+    EXECUTE format($sql$
+CREATE FUNCTION gpu_kmeans_elbow(source text, k_min int, k_max int, %s)
+RETURNS TABLE (k int, inertia float8, iterations int, converged boolean)
+AS 'MODULE_PATHNAME', 'gpu_kmeans_elbow'
+LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$,
+        substr(params, length('k int,') + 1));
 END
 $kmeans$;
+
+COMMENT ON FUNCTION gpu_kmeans_elbow(text, int, int, int, float8, text, int, bigint, text) IS
+'Choosing k by the elbow: the source is read once, then k-means runs for '
+'every k from k_min to k_max with the other arguments of gpu_kmeans_fit, '
+'returning each k''s inertia (sum of squared distances), iterations and '
+'convergence: the row for k is what gpu_kmeans_fit(source, k, ...) returns.';
 
 COMMENT ON FUNCTION gpu_kmeans(text, int, int, float8, text, int, bigint, text) IS
 'k-means clustering of the rows of source, a query returning (id, features): '
@@ -306,3 +320,51 @@ COMMENT ON VIEW gpuclust_progress IS
 'k-means iteration, and the time since it started.  Roles without '
 'pg_read_all_stats see their own calls only.';
 GRANT SELECT ON gpuclust_progress TO PUBLIC;
+
+-- ---------------------------------------------------------------------
+-- Choosing eps and k, reading clusters (kdistance_sql.c, elbow_sql.c,
+-- labelling_sql.c)
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gpu_kdistance(source text, k int, quantiles int DEFAULT NULL)
+RETURNS TABLE (rank bigint, fraction float8, kdistance float8, is_knee boolean)
+AS 'MODULE_PATHNAME', 'gpu_kdistance'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpu_kdistance(text, int, int) IS
+'Choosing DBSCAN''s eps: every row''s Euclidean distance to its k-th nearest '
+'row, the row itself counted first (so a row is core at min_pts = k exactly '
+'when its k-distance is at most eps), sorted ascending (rank 1 .. n, '
+'fraction (rank - 1) / (n - 1)).  is_knee marks the knee of the curve, the '
+'suggested eps.  quantiles q returns only the ranks 1 + round(i (n - 1) / q), '
+'i = 0 .. q, and the knee.';
+
+CREATE FUNCTION gpu_silhouette(source text, labels_query text,
+                               sample_size int DEFAULT NULL,
+                               seed bigint DEFAULT 0,
+                               OUT silhouette float8,
+                               OUT n bigint,
+                               OUT clusters bigint,
+                               OUT sampled boolean)
+RETURNS record
+AS 'MODULE_PATHNAME', 'gpu_silhouette'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpu_silhouette(text, text, int, bigint) IS
+'The mean silhouette coefficient (scikit-learn''s silhouette_score) of the '
+'labelling labels_query returns as (id, label) for the rows of source; rows '
+'with a NULL label, or none, are noise and not scored.  Exact up to 20,000 '
+'labelled rows when sample_size is NULL; otherwise on a sample of '
+'sample_size (NULL: 20,000) rows drawn by seed.';
+
+CREATE FUNCTION gpu_cluster_centers(source text, labels_query text)
+RETURNS TABLE (cluster_id bigint, size bigint, centroid float8[],
+               radius float8, mean_distance float8)
+AS 'MODULE_PATHNAME', 'gpu_cluster_centers'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION gpu_cluster_centers(text, text) IS
+'For each label of the labelling labels_query returns as (id, label) for the '
+'rows of source, in ascending order: its rows, their mean (centroid), and '
+'the largest (radius) and mean Euclidean distance of its rows to it.  Rows '
+'with a NULL label, or none, are noise and left out.';

@@ -48,6 +48,31 @@ enum
 	AP_DEVICE
 };
 
+enum
+{
+	KD_K = 1,
+	KD_QUANTILES
+};
+
+enum
+{
+	SIL_LABELS = 1,
+	SIL_SAMPLE_SIZE,
+	SIL_SEED
+};
+
+enum
+{
+	EL_K_MIN = 1,
+	EL_K_MAX,
+	EL_MAX_ITER,
+	EL_TOL,
+	EL_INIT,
+	EL_N_INIT,
+	EL_SEED,
+	EL_DEVICE
+};
+
 /*
  * Position 0 is named for the set-returning forms (a window function's
  * features may be NULL: the row is left unclustered).
@@ -86,6 +111,48 @@ const GcSignature gc_ap_signature = {
 		[AP_MAX_ITER] = {"max_iter"},
 		[AP_CONVERGENCE_ITER] = {"convergence_iter"},
 		[AP_DEVICE] = {"device", true},
+	},
+};
+
+const GcSignature gc_kdistance_signature = {
+	.nargs = KD_QUANTILES + 1,
+	.arg = {
+		[GC_ARG_ROWS] = {"source"},
+		[KD_K] = {"k"},
+		[KD_QUANTILES] = {"quantiles", true},
+	},
+};
+
+const GcSignature gc_silhouette_signature = {
+	.nargs = SIL_SEED + 1,
+	.arg = {
+		[GC_ARG_ROWS] = {"source"},
+		[SIL_LABELS] = {"labels_query"},
+		[SIL_SAMPLE_SIZE] = {"sample_size", true},
+		[SIL_SEED] = {"seed"},
+	},
+};
+
+const GcSignature gc_centers_signature = {
+	.nargs = SIL_LABELS + 1,
+	.arg = {
+		[GC_ARG_ROWS] = {"source"},
+		[SIL_LABELS] = {"labels_query"},
+	},
+};
+
+const GcSignature gc_elbow_signature = {
+	.nargs = EL_DEVICE + 1,
+	.arg = {
+		[GC_ARG_ROWS] = {"source"},
+		[EL_K_MIN] = {"k_min"},
+		[EL_K_MAX] = {"k_max"},
+		[EL_MAX_ITER] = {"max_iter"},
+		[EL_TOL] = {"tol"},
+		[EL_INIT] = {"init"},
+		[EL_N_INIT] = {"n_init"},
+		[EL_SEED] = {"seed"},
+		[EL_DEVICE] = {"device", true},
 	},
 };
 
@@ -283,6 +350,71 @@ gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 				 errmsg("cannot run affinity propagation on the GPU"),
 				 errdetail("gpuclust has no GPU implementation of affinity propagation yet."),
 				 errhint("Use device => 'cpu' or 'auto', or set gpuclust.device to 'cpu' or 'auto'.")));
+}
+
+void
+gc_glue_kdistance_params(const GcArgs *a, int64 *k, int32 *quantiles)
+{
+	Assert(a->sig == &gc_kdistance_signature);
+	*k = DatumGetInt32(a->value[KD_K]);
+	check_at_least_1(a, KD_K, *k);
+	*quantiles = 0;
+	if (!a->isnull[KD_QUANTILES])
+	{
+		*quantiles = DatumGetInt32(a->value[KD_QUANTILES]);
+		if (*quantiles < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("quantiles must be at least 1"),
+					 errhint("NULL returns every row's k-distance; q returns the q + 1 quantiles 0, 1/q, ..., 1.")));
+	}
+}
+
+void
+gc_glue_silhouette_params(const GcArgs *a, int64 *sample_size, uint64 *seed)
+{
+	Assert(a->sig == &gc_silhouette_signature);
+	*sample_size = 0;
+	if (!a->isnull[SIL_SAMPLE_SIZE])
+	{
+		*sample_size = DatumGetInt32(a->value[SIL_SAMPLE_SIZE]);
+		if (*sample_size < 2)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("sample_size must be at least 2"),
+					 errhint("NULL scores every row up to %d rows and a sample of that many beyond.",
+							 GC_SILHOUETTE_EXACT_ROWS)));
+	}
+	*seed = (uint64) DatumGetInt64(a->value[SIL_SEED]);
+}
+
+void
+gc_glue_elbow_params(const GcArgs *a, int *k_min, int *k_max,
+					 gc_kmeans_params *p, gc_device *device)
+{
+	GcArgs		km;
+
+	Assert(a->sig == &gc_elbow_signature);
+	*k_min = DatumGetInt32(a->value[EL_K_MIN]);
+	*k_max = DatumGetInt32(a->value[EL_K_MAX]);
+	check_at_least_1(a, EL_K_MIN, *k_min);
+	if (*k_max < *k_min)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k_max must be at least k_min"),
+				 errdetail("k_min is %d, k_max %d.", *k_min, *k_max)));
+	/* the k-means parameters, read as gpu_kmeans reads them, k = k_max */
+	memset(&km, 0, sizeof(km));
+	km.sig = &gc_kmeans_signature;
+	km.id_type = InvalidOid;
+	km.value[GC_ARG_ROWS] = a->value[GC_ARG_ROWS];
+	km.value[KM_K] = a->value[EL_K_MAX];
+	for (int i = EL_MAX_ITER; i <= EL_DEVICE; i++)
+	{
+		km.value[i - 1] = a->value[i];
+		km.isnull[i - 1] = a->isnull[i];
+	}
+	gc_glue_kmeans_params(&km, p, device);
 }
 
 void

@@ -38,7 +38,7 @@
 #define GC_ARG_ID_TYPE	1
 
 /* the most arguments any clustering function takes */
-#define GC_MAX_ARGS		8
+#define GC_MAX_ARGS		9
 
 /* One argument of an algorithm's SQL functions. */
 typedef struct GcArgDef
@@ -57,6 +57,10 @@ typedef struct GcSignature
 extern const GcSignature gc_kmeans_signature;
 extern const GcSignature gc_dbscan_signature;
 extern const GcSignature gc_ap_signature;
+extern const GcSignature gc_kdistance_signature;
+extern const GcSignature gc_silhouette_signature;
+extern const GcSignature gc_centers_signature;
+extern const GcSignature gc_elbow_signature;
 
 /* The values of one call's arguments. */
 typedef struct GcArgs
@@ -98,6 +102,21 @@ extern void gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p,
 								  gc_device *device);
 extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
 							  gc_device *device);
+
+/*
+ * The tools for choosing parameters (kdistance_sql.c, labelling_sql.c,
+ * elbow_sql.c).  gpu_kdistance: k >= 1, quantiles NULL (every row: 0) or
+ * >= 1.  gpu_silhouette: sample_size NULL (0: the default rule) or >= 2,
+ * and the seed.  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
+ * parameters (max_iter ... device), checked by gc_glue_kmeans_params as
+ * for gpu_kmeans (p->k is k_max).
+ */
+extern void gc_glue_kdistance_params(const GcArgs *a, int64 *k,
+									 int32 *quantiles);
+extern void gc_glue_silhouette_params(const GcArgs *a, int64 *sample_size,
+									  uint64 *seed);
+extern void gc_glue_elbow_params(const GcArgs *a, int *k_min, int *k_max,
+								 gc_kmeans_params *p, gc_device *device);
 
 /* Where the rows of a call came from, for messages. */
 typedef enum GcRowsOrigin

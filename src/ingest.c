@@ -982,6 +982,29 @@ check_source(SPIPlanPtr plan)
 }
 
 void
+gc_run_readonly_query(const char *query)
+{
+	SPIPlanPtr	plan;
+	SPIExecuteOptions options;
+	int			nestlevel;
+	int			ret;
+
+	plan = prepare_source(query);
+	check_source(plan);
+	memset(&options, 0, sizeof(options));
+	options.read_only = true;
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("transaction_read_only", "on",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	ret = SPI_execute_plan_extended(plan, &options);
+	AtEOXact_GUC(true, nestlevel);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_plan_extended failed: %s",
+			 SPI_result_code_string(ret));
+}
+
+void
 gc_ingest(const char *source, Oid id_type, MemoryContext outcxt, GcInput *in)
 {
 	IngestState st;

@@ -48,6 +48,13 @@ extern void gc_ingest(const char *source, Oid id_type, MemoryContext outcxt,
 					  GcInput *in);
 
 /*
+ * Runs query (a labels query ...) into SPI_tuptable, SPI connected by the
+ * caller: refused as a source query is unless it is one statement that
+ * only reads, and run read-only in a read-only transaction state.
+ */
+extern void gc_run_readonly_query(const char *query);
+
+/*
  * The cast of features of another type to real[] (numeric[], pgvector's
  * vector, PostGIS's geometry through gpuclust_postgis ...), as
  * "features::real[]" would cast them: the expression is built once (per

@@ -1,0 +1,138 @@
+/*-------------------------------------------------------------------------
+ *
+ * kdistance_sql.c
+ *	  gpu_kdistance(source, k, quantiles)
+ *	  RETURNS TABLE (rank bigint, fraction float8, kdistance float8,
+ *					 is_knee boolean)
+ *
+ * Choosing DBSCAN's eps (Ester et al., 1996): every row's distance to its
+ * k-th nearest row, the row itself counted first (kdistance.c), sorted
+ * ascending; rank 1 .. n, fraction (rank - 1) / (n - 1).  A row is a core
+ * point of gpu_dbscan(eps => kdistance, min_pts => k) exactly when its
+ * k-distance is at most eps: kdistance is sqrt of the float32 gc_dist2,
+ * computed in double, so that eps * eps rounds back to it.  is_knee marks
+ * one row: the knee of the sorted curve, gc_knee_index (the point farthest
+ * below the chord from the first to the last, in the unit square), the
+ * suggested eps.  With quantiles q, only the rows at ranks
+ * 1 + round(i (n - 1) / q), i = 0 .. q (each once), and the knee's row.
+ * An empty source returns no rows; rows with NULL features are left out.
+ * CPU only for now (the GPU path comes with a GPU verification).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+
+#include "cluster_args.h"
+#include "gpuclust.h"
+#include "ingest.h"
+
+PG_FUNCTION_INFO_V1(gpu_kdistance);
+
+static int
+cmp_float(const void *a, const void *b)
+{
+	float		x = *(const float *) a,
+				y = *(const float *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+put_row(ReturnSetInfo *rsinfo, int64 pos, int64 n, double dist, bool knee)
+{
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	values[0] = Int64GetDatum(pos + 1);
+	values[1] = Float8GetDatum(n > 1 ? (double) pos / (double) (n - 1) : 0.0);
+	values[2] = Float8GetDatum(dist);
+	values[3] = BoolGetDatum(knee);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+Datum
+gpu_kdistance(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GcArgs		args;
+	int64		k;
+	int32		quantiles;
+	MemoryContext cxt;
+	GcInput		in;
+	float	   *kd2;
+	double	   *y;
+	int64		knee;
+	gc_ctx		ctx;
+	gc_status	st = {GC_OK, ""};
+	double		t0,
+				t1,
+				t2;
+
+	/* cheap checks first: nothing runs when an argument is bad */
+	gc_glue_args_of_call(fcinfo, &gc_kdistance_signature, &args);
+	gc_glue_kdistance_params(&args, &k, &quantiles);
+
+	InitMaterializedSRF(fcinfo, 0);
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kdistance",
+								ALLOCSET_DEFAULT_SIZES);
+	t0 = gc_now_ms();
+	/* the ids are not used: any type will do */
+	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID, cxt, &in);
+	t1 = gc_now_ms();
+	if (in.n == 0)
+	{
+		MemoryContextDelete(cxt);
+		return (Datum) 0;
+	}
+	gc_glue_check_k_rows((int) k, in.n, GC_ROWS_QUERY, NULL);
+
+	kd2 = MemoryContextAllocHuge(cxt, in.n * sizeof(float));
+	y = MemoryContextAllocHuge(cxt, in.n * sizeof(double));
+	gc_glue_ctx(&ctx);
+	ctx.n_threads = gc_dbscan_threads(&ctx, in.n);
+	if (gc_kdistance_cpu(&ctx, in.X, in.n, in.d, k, kd2, &st) != GC_OK)
+		gc_glue_report(&st, "k-distance");
+	qsort(kd2, in.n, sizeof(float), cmp_float);
+	for (int64 i = 0; i < in.n; i++)
+		y[i] = sqrt((double) kd2[i]);
+	knee = gc_knee_index(y, in.n);
+	t2 = gc_now_ms();
+
+	if (quantiles == 0)
+	{
+		for (int64 i = 0; i < in.n; i++)
+			put_row(rsinfo, i, in.n, y[i], i == knee);
+	}
+	else
+	{
+		int64		last = -1;
+
+		for (int32 q = 0; q <= quantiles; q++)
+		{
+			int64		pos = (int64) floor((double) q * (double) (in.n - 1) /
+											(double) quantiles + 0.5);
+
+			if (knee > last && knee < pos)
+				put_row(rsinfo, knee, in.n, y[knee], true);
+			if (pos > last)
+				put_row(rsinfo, pos, in.n, y[pos], pos == knee);
+			last = Max(last, pos);
+		}
+	}
+	if (gpuclust_log_timing)
+		ereport(INFO,
+				(errmsg("gpu_kdistance: device cpu, n %lld, d %d, k %lld; ingest %.1f ms, compute %.1f ms, emit %.1f ms",
+						(long long) in.n, in.d, (long long) k, t1 - t0,
+						t2 - t1, gc_now_ms() - t2)));
+	MemoryContextDelete(cxt);
+	return (Datum) 0;
+}
