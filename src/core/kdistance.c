@@ -25,7 +25,7 @@
 #include "kdtree.h"
 
 #define KD_LEAF_SIZE 16
-#define KD_CANCEL_EVERY 1024
+#define KD_CANCEL_EVERY 128
 
 /* Sift the new root value down a max-heap of size k. */
 static inline void
