@@ -27,6 +27,17 @@ counted, and must be few.
 k-means (n_init 10, k = 10 and k = 100): our inertia (sum of distance²) is at
 most 1.01 × scikit-learn's KMeans(n_init=10, random_state=0).
 
+k-distances (gpu_kdistance against NearestNeighbors(n_neighbors=k)
+.kneighbors on its training set, whose first neighbour is the row itself,
+column k - 1): on 20,000 3-d integer rows, where every float32 step is exact,
+the sorted k-distances equal scikit-learn's rounded to float32 bit for bit;
+on the world cities (k = 10 = min_pts) they are counted equal in float32,
+and the rest must be within float32 rounding (ours sums in float32, as DBSCAN
+decides, scikit-learn's kd-tree in double).
+
+Silhouette (gpu_silhouette against silhouette_score): the first 5,000 cities
+labelled by gpu_kmeans (k = 8) and by gpu_dbscan (noise left out), to 1e-6.
+
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on any failure.
 """
 import os
@@ -37,6 +48,8 @@ import numpy as np
 import psycopg
 from scipy.spatial import cKDTree
 from sklearn.cluster import DBSCAN, KMeans
+from sklearn.metrics import silhouette_score
+from sklearn.neighbors import NearestNeighbors
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cities import N_CITIES, fetch_features, load_cities  # noqa: E402
@@ -259,6 +272,63 @@ def compare_kmeans(cur, X, k):
           if ours is not None else "no inertia")
 
 
+def compare_kdistance(cur, X):
+    # integer rows: every float32 difference, square and sum is exact
+    rng = np.random.default_rng(17)
+    Z = rng.integers(0, 300, size=(20000, 3)).astype(np.float32)
+    cur.execute("CREATE TEMP TABLE gc_cmp_int AS SELECT i AS id, ARRAY[x, y, z]::real[] AS f "
+                "FROM unnest(%s::int[], %s::real[], %s::real[], %s::real[]) AS t(i, x, y, z)",
+                (list(range(len(Z))), Z[:, 0].tolist(), Z[:, 1].tolist(), Z[:, 2].tolist()))
+    for k in (1, 2, 10, 50):
+        cur.execute("SELECT kdistance FROM gpu_kdistance('SELECT id, f FROM gc_cmp_int', %s::int) "
+                    "ORDER BY rank", (k,))
+        ours = np.array([r[0] for r in cur.fetchall()], dtype=np.float64).astype(np.float32)
+        d, _ = NearestNeighbors(n_neighbors=k).fit(Z).kneighbors(Z)
+        theirs = np.sort(d[:, k - 1]).astype(np.float32)
+        check(f"k-distance k={k}, 20,000 3-d integer rows: = NearestNeighbors, float32 bit for bit",
+              len(ours) == len(theirs) and np.array_equal(ours, theirs),
+              f"{int((ours != theirs).sum()) if len(ours) == len(theirs) else 'length'} differ")
+    cur.execute("DROP TABLE gc_cmp_int")
+
+    k = MIN_PTS
+    rows, secs = timed(cur, f"SELECT kdistance FROM gpu_kdistance('SELECT id, features FROM {TABLE}', {k}) ORDER BY rank")
+    ours = np.array([r[0] for r in rows], dtype=np.float64)
+    t0 = time.perf_counter()
+    d, _ = NearestNeighbors(n_neighbors=k).fit(X).kneighbors(X)
+    sk_secs = time.perf_counter() - t0
+    theirs = np.sort(d[:, k - 1])
+    o32, t32 = ours.astype(np.float32), theirs.astype(np.float32)
+    same = int((o32 == t32).sum())
+    rel = float(np.max(np.abs(ours - theirs) / np.maximum(theirs, 1e-30))) if len(ours) == len(theirs) else 1.0
+    info(f"k-distance k={k} on {len(X)} cities: gpu_kdistance {secs*1e3:.0f} ms, NearestNeighbors {sk_secs*1e3:.0f} ms; "
+         f"{same} of {len(X)} equal in float32, largest relative difference {rel:.2e}")
+    check(f"k-distance k={k}, world cities: equal in float32 but for float32 rounding (relative <= 2^-21)",
+          len(ours) == len(theirs) and rel <= 2.0 ** -21, f"{same} of {len(X)} equal, max relative {rel:.2e}")
+
+
+def compare_silhouette(cur, ids, X):
+    src = f"SELECT id, features FROM {TABLE} WHERE id <= {int(ids[4999])}"
+    sub = X[:5000].astype(np.float64)
+    pos = {int(i): j for j, i in enumerate(ids[:5000])}
+    for name, labels_sql in (
+            ("gpu_kmeans k=8", f"SELECT id, cluster_id FROM gpu_kmeans($${src}$$, 8, seed => 1)"),
+            ("gpu_dbscan, noise left out", f"SELECT id, cluster_id FROM gpu_dbscan($${src}$$, 1.0, 5)")):
+        cur.execute(labels_sql)
+        lab = np.full(5000, -1, dtype=np.int64)
+        for i, c in cur.fetchall():
+            if c is not None:
+                lab[pos[int(i)]] = c
+        keep = lab >= 0
+        (ours, n, _, sampled), = timed(cur, "SELECT * FROM gpu_silhouette(%s, %s)", (src, labels_sql))[0]
+        t0 = time.perf_counter()
+        theirs = silhouette_score(sub[keep], lab[keep])
+        sk_secs = time.perf_counter() - t0
+        info(f"silhouette {name}: ours {ours:.12f}, sklearn {theirs:.12f} ({sk_secs*1e3:.0f} ms)")
+        check(f"silhouette {name}, 5,000 cities: = silhouette_score to 1e-6",
+              abs(ours - theirs) <= 1e-6 and n == int(keep.sum()) and not sampled,
+              f"ours {ours:.9f}, sklearn {theirs:.9f}, {n} rows")
+
+
 def main():
     with psycopg.connect("", autocommit=False) as conn:
         with conn.cursor() as cur:
@@ -278,6 +348,16 @@ def main():
             except psycopg.Error as e:
                 conn.rollback()
                 check("cosine DBSCAN: gpu_dbscan runs", False, str(e).strip())
+            try:
+                compare_kdistance(cur, X)
+            except psycopg.Error as e:
+                conn.rollback()
+                check("k-distance: gpu_kdistance runs", False, str(e).strip())
+            try:
+                compare_silhouette(cur, ids, X)
+            except psycopg.Error as e:
+                conn.rollback()
+                check("silhouette: gpu_silhouette runs", False, str(e).strip())
             for k in KMEANS_KS:
                 try:
                     compare_kmeans(cur, X, k)
