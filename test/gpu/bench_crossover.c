@@ -88,7 +88,7 @@ main(void)
 		gc_kmeans_params p = {k, 20, 1e-4, GC_INIT_KMEANSPP, 1, 1};
 		gc_kmeans_result r1 = {L1, D1, C1, 0, 0, 0},
 					r2 = {L2, D2, C2, 0, 0, 0};
-		gc_ctx		ctx = {0, {NULL, NULL}};
+		gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {NULL, NULL}};
 		gc_status	st = {0};
 		double		tc = 1e30,
 					tg = 1e30;

@@ -108,7 +108,7 @@ bench_fits(uint64_t *s)
 		float	   *C = malloc(sizeof(float) * (size_t) k * d);
 		gc_kmeans_params p = {k, F[w].max_iter, F[w].tol, F[w].init, 1, 1};
 		gc_kmeans_result r = {lab, dist, C, 0, 0, 0};
-		gc_ctx		ctx = {0, {NULL, NULL}};
+		gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {NULL, NULL}};
 		gc_status	st = {0};
 		gc_kmeans_gpu_phases ph;
 		double		t0,

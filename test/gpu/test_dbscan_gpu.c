@@ -454,7 +454,7 @@ errors(void)
 				bad_mp = {1.0, 0},
 				nan_eps = {NAN, 2};
 	volatile sig_atomic_t flag = 1;
-	gc_ctx		ctx = {0, {&flag, NULL}};
+	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {&flag, NULL}};
 
 	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &bad_eps, l, c, &st) == GC_EINVAL, "eps 0");
 	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &nan_eps, l, c, &st) == GC_EINVAL, "eps nan");

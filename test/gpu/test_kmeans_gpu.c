@@ -315,7 +315,7 @@ test_errors(void)
 	gc_kmeans_result r = {lab, NULL, C, 0, 0, 0};
 	gc_status	st = {0};
 	volatile sig_atomic_t flag = 1;
-	gc_ctx		ctx = {0, {&flag, NULL}};
+	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {&flag, NULL}};
 
 	p.k = 11;
 	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "k > n");

@@ -356,7 +356,7 @@ static gc_code
 run_ap(const float *X, int64_t n, int d, const gc_ap_params *p, int threads,
 	   fit *f, gc_status *st)
 {
-	gc_ctx		ctx = {threads, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = threads, .cancel_flags = {NULL, NULL}};
 
 	f->labels = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
 	f->ex = malloc(n > 0 ? n : 1);
@@ -746,7 +746,7 @@ test_cancel(void)
 	gc_ap_result r = {0};
 	/* never converges: convergence_iter > max_iter */
 	gc_ap_params p = {0.9, false, 0, 1000000, 1000001};
-	gc_ctx		ctx = {2, {&cancel_flag, NULL}};
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {&cancel_flag, NULL}};
 	gc_status	st = {0};
 	pthread_t	th;
 	double		t0;

@@ -200,7 +200,7 @@ check_case(const char *what, const float *X, int64_t n, int d, double eps,
 		   int64_t min_pts, const int32_t *rl, const uint8_t *rc,
 		   gc_dbscan_index idx, int threads)
 {
-	gc_ctx		ctx = {threads, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = threads, .cancel_flags = {NULL, NULL}};
 	gc_dbscan_params p = {eps, min_pts, GC_METRIC_EUCLIDEAN};
 	gc_status	st;
 	int32_t    *l = malloc(sizeof(int32_t) * (n + 1));
@@ -305,7 +305,7 @@ test_huge_range(uint64_t *rs)
 	{
 		int64_t		n = 600;
 		float	   *X = malloc(sizeof(float) * n * d);
-		gc_ctx		ctx = {2, {NULL, NULL}};
+		gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
 		gc_dbscan_params p = {1e-3, 3, GC_METRIC_EUCLIDEAN};
 		gc_status	st;
 		gc_dbscan_index used;
@@ -418,7 +418,7 @@ test_errors(void)
 	float		X[8] = {0, 0, 1, 1, 2, 2, 3, 3};
 	int32_t		l[4];
 	uint8_t		c[4];
-	gc_ctx		ctx = {1, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = 1, .cancel_flags = {NULL, NULL}};
 	gc_status	st;
 	gc_dbscan_params ok = {1.5, 2, GC_METRIC_EUCLIDEAN};
 	gc_dbscan_params bad[] = {{0.0, 2, 0}, {-1.0, 2, 0}, {NAN, 2, 0}, {INFINITY, 2, 0},
@@ -444,7 +444,7 @@ test_cancel(void)
 	int32_t    *l = malloc(sizeof(int32_t) * n);
 	uint8_t    *c = malloc(n);
 	volatile sig_atomic_t flag = 1;
-	gc_ctx		ctx = {2, {NULL, &flag}};
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, &flag}};
 	gc_dbscan_params p = {0.05, 4, GC_METRIC_EUCLIDEAN};
 	gc_status	st;
 	uint64_t	s = 42;
@@ -633,7 +633,7 @@ test_cosine(uint64_t *rs)
 			{
 				gc_dbscan_index ix = idx == 0 ? GC_DBSCAN_INDEX_AUTO :
 					idx == 1 ? GC_DBSCAN_INDEX_KDTREE : GC_DBSCAN_INDEX_GRID;
-				gc_ctx		ctx = {1 + idx % 2, {NULL, NULL}};
+				gc_ctx		ctx = {.n_threads = 1 + idx % 2, .cancel_flags = {NULL, NULL}};
 				int64_t		bad = -1;
 
 				if (ix == GC_DBSCAN_INDEX_GRID && d > 3)

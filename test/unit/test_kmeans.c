@@ -169,7 +169,7 @@ static void
 do_fit(fit *f, const float *X, int64_t n, int d, const gc_kmeans_params *p,
 	   int threads)
 {
-	gc_ctx		ctx = {threads, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = threads, .cancel_flags = {NULL, NULL}};
 	gc_status	st = {0};
 
 	f->labels = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
@@ -260,7 +260,7 @@ test_fit_shape(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 static void
 test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
 {
-	gc_ctx		ctx = {2, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
 	gc_status	st = {0};
 	float	   *X = make_data(n, d, kind);
 	float	   *C = malloc(sizeof(float) * k * d);
@@ -386,7 +386,7 @@ test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
 static void
 test_empty_constructed(void)
 {
-	gc_ctx		ctx = {2, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
 	gc_status	st = {0};
 	float		X[] = {0, 0, 1, 0, 0, 1, 10, 10, 11, 10};
 	float		C[] = {0, 0, 1000, 1000, 10, 10};
@@ -411,7 +411,7 @@ test_empty_constructed(void)
 static void
 test_kmeanspp_reference(int64_t n, int d, int k, data_kind kind, int threads)
 {
-	gc_ctx		ctx = {threads, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = threads, .cancel_flags = {NULL, NULL}};
 	gc_status	st = {0};
 	float	   *X = make_data(n, d, kind);
 	float	   *C = malloc(sizeof(float) * k * d);
@@ -440,7 +440,7 @@ test_kmeanspp_reference(int64_t n, int d, int k, data_kind kind, int threads)
 static void
 test_random_init(int64_t n, int d, int k)
 {
-	gc_ctx		ctx = {2, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
 	gc_status	st = {0};
 	float	   *X = make_data(n, d, DATA_UNIFORM);
 	float	   *C = malloc(sizeof(float) * k * d);
@@ -528,7 +528,7 @@ test_cancel(void)
 	float	   *C = malloc(sizeof(float) * 2000 * d);
 	gc_kmeans_result r = {lab, NULL, C, 0, 0, false};
 	gc_kmeans_params p = {2000, 300, 0, GC_INIT_KMEANSPP, 1, 1};
-	gc_ctx		ctx = {2, {&cancel_flag, NULL}};
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {&cancel_flag, NULL}};
 	gc_status	st = {0};
 	pthread_t	th;
 	double		t0;

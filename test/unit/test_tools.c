@@ -47,7 +47,7 @@ test_kdistance(uint64_t *rs)
 
 			for (int ki = 0; ki < 4; ki++)
 			{
-				gc_ctx		ctx = {1 + (int) (tu_next(rs) % 3), {NULL, NULL}};
+				gc_ctx		ctx = {.n_threads = 1 + (int) (tu_next(rs) % 3), .cancel_flags = {NULL, NULL}};
 				gc_status	st;
 				int64_t		bad = 0;
 
@@ -88,7 +88,7 @@ test_kdistance_core(uint64_t *rs)
 	int32_t    *l = malloc(sizeof(int32_t) * n);
 	uint8_t    *core = malloc(n);
 	gc_status	st;
-	gc_ctx		ctx = {2, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
 	int64_t		k = 7,
 				bad = 0;
 	double		eps;
@@ -196,7 +196,7 @@ test_silhouette(uint64_t *rs)
 		int32_t    *l = malloc(sizeof(int32_t) * n);
 		int64_t    *rows = malloc(sizeof(int64_t) * n);
 		int64_t		r = 0;
-		gc_ctx		ctx = {1 + rep % 3, {NULL, NULL}};
+		gc_ctx		ctx = {.n_threads = 1 + rep % 3, .cancel_flags = {NULL, NULL}};
 		gc_silhouette_result res;
 		gc_status	st;
 		double		want;
@@ -246,7 +246,7 @@ test_silhouette_errors(void)
 	gc_silhouette_result res;
 	gc_status	st;
 	volatile sig_atomic_t flag = 1;
-	gc_ctx		cancel = {1, {&flag, NULL}};
+	gc_ctx		cancel = {.n_threads = 1, .cancel_flags = {&flag, NULL}};
 
 	CHECK(gc_silhouette_cpu(NULL, X, 4, 2, one, 1, 0, 0, &res, &st) == GC_EINVAL,
 		  "one cluster");
