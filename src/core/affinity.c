@@ -218,18 +218,7 @@ ap_similarities(ap_ws *w, const float *X, int d)
 			const float *xi = X + (size_t) i * d;
 
 			for (int64_t j = 0; j < n; j++)
-			{
-				const float *xj = X + (size_t) j * d;
-				double		s = 0.0;
-
-				for (int k = 0; k < d; k++)
-				{
-					double		t = (double) xi[k] - (double) xj[k];
-
-					s += t * t;
-				}
-				Si[j] = -s;
-			}
+				Si[j] = -gc_dist2_f64(xi, X + (size_t) j * d, d);
 		}
 	}
 

@@ -35,6 +35,7 @@ gc_cluster_summary_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	memset(mean_dist, 0, sizeof(double) * (size_t) m);
 	for (int32_t c = 0; c < m; c++)
 		radius[c] = 0.0;
+	gc_report(ctx, GC_PHASE_ITERATE, 0, 0, 0, 0, NAN);
 	for (int64_t i = 0; i < n; i++)
 	{
 		int32_t		c = labels[i];

@@ -47,9 +47,10 @@ typedef enum gc_phase
 {
 	GC_PHASE_INGEST = 0,		/* reading the source (glue) */
 	GC_PHASE_UPLOAD,			/* to the GPU */
-	GC_PHASE_INDEX,				/* DBSCAN: building the index */
+	GC_PHASE_INDEX,				/* DBSCAN, k-distances: building the index */
 	GC_PHASE_INIT,				/* k-means: seeding; AP: similarities */
-	GC_PHASE_ITERATE,			/* k-means Lloyd, AP messages, DBSCAN core counts */
+	GC_PHASE_ITERATE,			/* k-means Lloyd, AP messages, DBSCAN core
+								 * counts, k-distance queries, silhouette rows */
 	GC_PHASE_LABEL,				/* final labels */
 	GC_PHASE_EMIT				/* writing the result rows (glue) */
 } gc_phase;
@@ -100,6 +101,29 @@ gc_report(const gc_ctx *ctx, gc_phase phase, int64_t iteration,
 	}
 }
 
+/*
+ * The progress of a parallel loop over total items (a phase with points
+ * done of total): gc_loop_progress_start reports the phase with none done;
+ * each thread adds the items it finished with gc_loop_progress_add, and
+ * the calling thread (OpenMP thread 0: caller true) reports the count at
+ * most once per 1% of the items; gc_loop_progress_end reports all done.
+ * Nothing is counted when ctx has no progress sink.  (common.c)
+ */
+typedef struct gc_loop_progress
+{
+	const gc_ctx *ctx;
+	gc_phase	phase;
+	int64_t		total;
+	int64_t		done;			/* added by every thread (atomic) */
+	int64_t		next;			/* the caller reports from this count on */
+} gc_loop_progress;
+
+void		gc_loop_progress_start(gc_loop_progress *lp, const gc_ctx *ctx,
+								   gc_phase phase, int64_t total);
+void		gc_loop_progress_add(gc_loop_progress *lp, int64_t items,
+								 bool caller);
+void		gc_loop_progress_end(gc_loop_progress *lp);
+
 static inline bool
 gc_cancelled(const gc_ctx *ctx)
 {
@@ -110,6 +134,9 @@ gc_cancelled(const gc_ctx *ctx)
 			return true;
 	return false;
 }
+
+/* qsort's comparison of int64_t values, ascending. */
+int			gc_cmp_int64(const void *a, const void *b);
 
 /* A monotonic clock in milliseconds (phase timings, gpuclust.log_timing). */
 double		gc_now_ms(void);

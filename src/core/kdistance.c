@@ -17,15 +17,21 @@
  * farther (gc_box_mindist2, an exact lower bound of gc_dist2) than the
  * heap's largest when the heap is full.  A skipped node holds no distance
  * below the k-th, so the result is exact, whatever the thread count.
+ *
+ * The cancel flags are polled before every query (a query costs far more
+ * than the poll, and with a large k one query may take milliseconds);
+ * progress: the index phase, then the queries as points done of n.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 
 #include "gpuclust_core.h"
 #include "kdtree.h"
 
 #define KD_LEAF_SIZE 16
-#define KD_CANCEL_EVERY 128
+#define KD_CHUNK 128			/* queries a thread takes at a time */
 
 /* Sift the new root value down a max-heap of size k. */
 static inline void
@@ -138,6 +144,7 @@ gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	int			stop = 0;
 	bool		nomem = false;
 	gc_code		rc;
+	gc_loop_progress lp;
 
 	st->code = GC_OK;
 	st->message[0] = '\0';
@@ -158,6 +165,7 @@ gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		free(pts);
 		return gc_fail(st, GC_ENOMEM, "out of memory for the k-distances");
 	}
+	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
 	rc = gc_kdtree_build(&t, X, n, d, KD_LEAF_SIZE, team, ctx, perm, pts, st);
 	if (rc != GC_OK)
 	{
@@ -166,11 +174,13 @@ gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return rc;
 	}
 
-	team = gc_region_threads(gc_team_adapt(ctx), n / KD_CANCEL_EVERY);
+	gc_loop_progress_start(&lp, ctx, GC_PHASE_ITERATE, n);
+	team = gc_region_threads(gc_team_adapt(ctx), n / KD_CHUNK);
 #pragma omp parallel num_threads(team)
 	{
 		float	   *heap = malloc(sizeof(float) * (size_t) k);
 		int64_t    *stack = malloc(sizeof(int64_t) * (size_t) (2 * t.depth + 4));
+		const bool	caller = omp_get_thread_num() == 0;
 
 		if (heap == NULL || stack == NULL)
 		{
@@ -178,21 +188,24 @@ gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 		}
 #pragma omp for schedule(dynamic, 1)
-		for (int64_t c = 0; c < (n + KD_CANCEL_EVERY - 1) / KD_CANCEL_EVERY; c++)
+		for (int64_t c = 0; c < (n + KD_CHUNK - 1) / KD_CHUNK; c++)
 		{
-			int64_t		s0 = c * KD_CANCEL_EVERY,
-						s1 = s0 + KD_CANCEL_EVERY < n ? s0 + KD_CANCEL_EVERY : n;
+			int64_t		s0 = c * KD_CHUNK,
+						s1 = s0 + KD_CHUNK < n ? s0 + KD_CHUNK : n;
 
-			if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
-				continue;
-			if (gc_cancelled(ctx))
-			{
-				__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-				continue;
-			}
 			for (int64_t s = s0; s < s1; s++)
+			{
+				if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
+					break;
+				if (gc_cancelled(ctx))
+				{
+					__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+					break;
+				}
 				kdist2[perm[s]] = kth_distance(&t, pts, pts + s * d, k, heap,
 											   stack);
+			}
+			gc_loop_progress_add(&lp, s1 - s0, caller);
 		}
 		free(heap);
 		free(stack);
@@ -205,6 +218,7 @@ gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					   (long long) k);
 	if (stop)
 		return gc_fail(st, GC_ECANCEL, "canceled");
+	gc_loop_progress_end(&lp);
 	return GC_OK;
 }
 

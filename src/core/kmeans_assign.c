@@ -207,14 +207,8 @@ gc_km_inertia(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		{
 			const float *x = X + i * d;
 			const float *c = C + (size_t) labels[i] * d;
-			double		q = 0.0;
+			double		q = gc_dist2_f64(x, c, d);
 
-			for (int j = 0; j < d; j++)
-			{
-				double		t = (double) x[j] - (double) c[j];
-
-				q += t * t;
-			}
 			if (distance)
 				distance[i] = sqrt(q);
 			s += q;

@@ -15,6 +15,8 @@
  *   gc_l2_first               (a - b)², the first step from 0;
  *   GC_L2_STEP_V, _FIRST_V    the steps on GCC vector types (SIMD kernels);
  *   gc_dist2, gc_dist2_upto   the distance, and its early-stopping form;
+ *   gc_dist2_f64              the same distance in double, for results
+ *                             reported rather than compared with eps;
  *   gc_box_*, gc_boxbox_*     bounds from a point or box to a box, exact in
  *                             float (below);
  *   gc_eps2, gc_l2_axis_bound eps² as compared, and a bound on |a_j - b_j|
@@ -151,6 +153,27 @@ gc_dist2_upto(const float *a, const float *b, int d, float lim)
 			s = gc_l2_step(s, a[j], b[j]);
 		if (s > lim)
 			return s;
+	}
+	return s;
+}
+
+/*
+ * The squared Euclidean distance of two float32 rows in double precision:
+ * each difference exact in double, squared and summed in double in
+ * dimension order.  Where a result is reported in double rather than
+ * compared with eps: affinity propagation's similarities, the k-means
+ * distance and inertia, the silhouette.
+ */
+GC_HD double
+gc_dist2_f64(const float *a, const float *b, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+	{
+		double		t = (double) a[j] - (double) b[j];
+
+		s += t * t;
 	}
 	return s;
 }

@@ -8,7 +8,8 @@
  * scored rows sums the Euclidean distances to each cluster (double
  * precision: each difference of float32 features is exact in double, the
  * squares and sums rounded in double, then sqrt), in a per-thread array of
- * m sums: O(r^2 d) time, O(r + threads * m) memory.  a(i) is the sum over
+ * m sums: O(r^2 d) time, O(r + threads * m) memory.  The cancel flags are
+ * polled before every row; progress: rows scored of r.  a(i) is the sum over
  * i's own cluster divided by its size - 1, b(i) the smallest sum over size
  * among the other non-empty clusters; s(i) = (b - a) / max(a, b), 0 when
  * both are 0 (scikit-learn's nan_to_num) and in a cluster of one row.  The
@@ -24,20 +25,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 
 #include "gpuclust_core.h"
 #include "rng.h"
 
 #define SIL_STREAM 0x51u		/* the generator's stream for sampling */
-
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t		x = *(const int64_t *) a,
-				y = *(const int64_t *) b;
-
-	return x < y ? -1 : x > y;
-}
 
 gc_code
 gc_sample_rows(int64_t n, int64_t sample_size, uint64_t seed, int64_t *out,
@@ -65,24 +58,10 @@ gc_sample_rows(int64_t n, int64_t sample_size, uint64_t seed, int64_t *out,
 		idx[i] = idx[j];
 		idx[j] = tmp;
 	}
-	qsort(idx, (size_t) sample_size, sizeof(int64_t), cmp_i64);
+	qsort(idx, (size_t) sample_size, sizeof(int64_t), gc_cmp_int64);
 	memcpy(out, idx, sizeof(int64_t) * (size_t) sample_size);
 	free(idx);
 	return GC_OK;
-}
-
-static inline double
-dist_f64(const float *a, const float *b, int d)
-{
-	double		s = 0.0;
-
-	for (int j = 0; j < d; j++)
-	{
-		double		t = (double) a[j] - (double) b[j];
-
-		s += t * t;
-	}
-	return sqrt(s);
 }
 
 gc_code
@@ -100,6 +79,7 @@ gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	int			stop = 0;
 	bool		nomem = false;
 	double		total = 0.0;
+	gc_loop_progress lp;
 
 	st->code = GC_OK;
 	st->message[0] = '\0';
@@ -179,10 +159,12 @@ gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	for (int64_t i = 0; i < r; i++)
 		lab[i] = labels[rows[i]];
 
+	gc_loop_progress_start(&lp, ctx, GC_PHASE_ITERATE, r);
 	team = gc_region_threads(gc_team_adapt(ctx), r);
 #pragma omp parallel num_threads(team)
 	{
 		double	   *sum = malloc(sizeof(double) * (size_t) (m > 0 ? m : 1));
+		const bool	caller = omp_get_thread_num() == 0;
 
 		if (sum == NULL)
 		{
@@ -199,24 +181,25 @@ gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 			if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
 				continue;
-			if ((i & 63) == 0 && gc_cancelled(ctx))
+			if (gc_cancelled(ctx))
 			{
 				__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 				continue;
 			}
 			if (size[li] == 1)
-			{
 				s[i] = 0.0;
-				continue;
+			else
+			{
+				memset(sum, 0, sizeof(double) * (size_t) m);
+				for (int64_t j = 0; j < r; j++)
+					sum[lab[j]] += sqrt(gc_dist2_f64(xi, X + rows[j] * d, d));
+				a = sum[li] / (double) (size[li] - 1);
+				for (int32_t c = 0; c < m; c++)
+					if (c != li && size[c] > 0 && sum[c] / (double) size[c] < b)
+						b = sum[c] / (double) size[c];
+				s[i] = (a > b ? a : b) > 0.0 ? (b - a) / (a > b ? a : b) : 0.0;
 			}
-			memset(sum, 0, sizeof(double) * (size_t) m);
-			for (int64_t j = 0; j < r; j++)
-				sum[lab[j]] += dist_f64(xi, X + rows[j] * d, d);
-			a = sum[li] / (double) (size[li] - 1);
-			for (int32_t c = 0; c < m; c++)
-				if (c != li && size[c] > 0 && sum[c] / (double) size[c] < b)
-					b = sum[c] / (double) size[c];
-			s[i] = (a > b ? a : b) > 0.0 ? (b - a) / (a > b ? a : b) : 0.0;
+			gc_loop_progress_add(&lp, 1, caller);
 		}
 		free(sum);
 	}
@@ -230,6 +213,7 @@ gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return gc_fail(st, GC_ENOMEM, "out of memory for the per-thread sums");
 	if (stop)
 		return gc_fail(st, GC_ECANCEL, "canceled");
+	gc_loop_progress_end(&lp);
 	res->score = total / (double) r;
 	return GC_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 
 #include "gpuclust_core.h"
 #include "testutil.h"
@@ -328,6 +329,81 @@ test_cluster_summary(uint64_t *rs)
 	}
 }
 
+/* A progress sink that records what it is told, and by which thread. */
+typedef struct progress_log
+{
+	int			reports;
+	int			other_thread;	/* reports from a thread other than 0 */
+	int			not_ascending;	/* a report with fewer done than the last */
+	gc_phase	last_phase;
+	int64_t		last_done,
+				last_total;
+	bool		saw_index;
+} progress_log;
+
+static void
+log_progress(void *arg, const gc_progress *p)
+{
+	progress_log *log = arg;
+
+	log->reports++;
+	log->other_thread += omp_get_thread_num() != 0;
+	if (p->phase == GC_PHASE_INDEX)
+		log->saw_index = true;
+	if (p->phase == log->last_phase && p->done < log->last_done)
+		log->not_ascending++;
+	log->last_phase = p->phase;
+	log->last_done = p->done;
+	log->last_total = p->total;
+}
+
+/*
+ * The k-distances and the silhouette report from the calling thread only,
+ * their points (rows) done of total ascending, at most about once per 1%,
+ * and all done at the end.
+ */
+static void
+test_progress(uint64_t *rs)
+{
+	int64_t		n = 5000;
+	int			d = 3;
+	float	   *X = tu_make_data(rs, n, d, DATA_BLOBS, 4);
+	float	   *kd = malloc(sizeof(float) * n);
+	int32_t    *l = malloc(sizeof(int32_t) * n);
+	gc_status	st;
+	gc_silhouette_result res;
+
+	for (int threads = 1; threads <= 4; threads *= 2)
+	{
+		progress_log log = {0};
+		gc_ctx		ctx = {.n_threads = threads, .cancel_flags = {NULL, NULL},
+		.progress = log_progress, .progress_arg = &log};
+
+		CHECK(gc_kdistance_cpu(&ctx, X, n, d, 7, kd, &st) == GC_OK, "%s", st.message);
+		CHECK(log.saw_index && log.last_phase == GC_PHASE_ITERATE &&
+			  log.last_done == n && log.last_total == n,
+			  "k-distance progress ends with all %lld points done (got %lld of %lld)",
+			  (long long) n, (long long) log.last_done, (long long) log.last_total);
+		CHECK(log.other_thread == 0 && log.not_ascending == 0 && log.reports <= 104,
+			  "k-distance progress: %d reports, %d from other threads, %d descending",
+			  log.reports, log.other_thread, log.not_ascending);
+
+		memset(&log, 0, sizeof(log));
+		for (int64_t i = 0; i < n; i++)
+			l[i] = (int32_t) (i % 3);
+		CHECK(gc_silhouette_cpu(&ctx, X, n, d, l, 3, 2000, 1, &res, &st) == GC_OK,
+			  "%s", st.message);
+		CHECK(log.last_phase == GC_PHASE_ITERATE && log.last_done == 2000 &&
+			  log.last_total == 2000 && log.other_thread == 0 &&
+			  log.not_ascending == 0 && log.reports <= 104,
+			  "silhouette progress: %d reports, last %lld of %lld", log.reports,
+			  (long long) log.last_done, (long long) log.last_total);
+	}
+	free(X);
+	free(kd);
+	free(l);
+}
+
 int
 main(void)
 {
@@ -342,5 +418,6 @@ main(void)
 	test_silhouette(&rs);
 	test_silhouette_errors();
 	test_cluster_summary(&rs);
+	test_progress(&rs);
 	return test_summary("test_tools");
 }
