@@ -853,12 +853,25 @@ is_hex_geometry(const char *source)
 }
 
 /*
- * SPI_prepare of the source, allowing a parallel plan.  A syntax error of
- * a source that is a table name, or a geometry, gets a hint showing the
- * form to use.
+ * What a query given as text is for, in messages: a source query of (id,
+ * features), or a labels query of (id, label).
+ */
+typedef struct QueryRole
+{
+	const char *name;
+	const char *example;		/* a query that does it */
+} QueryRole;
+
+static const QueryRole source_role = {"source query", "SELECT id, features FROM t"};
+static const QueryRole labels_role = {"labels query", "SELECT id, cluster_id FROM gpu_dbscan(...)"};
+
+/*
+ * SPI_prepare of a query, allowing a parallel plan.  A syntax error of a
+ * source that is a table name, or a geometry, gets a hint showing the form
+ * to use.
  */
 static SPIPlanPtr
-prepare_source(const char *source)
+prepare_source(const char *source, const QueryRole *role)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	SPIPlanPtr	plan = NULL;
@@ -874,7 +887,8 @@ prepare_source(const char *source)
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_SYNTAX_ERROR || edata->hint != NULL)
+		if (edata->sqlerrcode != ERRCODE_SYNTAX_ERROR || edata->hint != NULL ||
+			role != &source_role)
 			PG_RE_THROW();
 		if ((name = as_table_name(source)) != NULL)
 			edata->hint = psprintf("The source is a query, not a table name: pass a query such as 'SELECT id, features FROM %s'.",
@@ -918,13 +932,13 @@ find_locking(Node *node, void *context)
 
 static void
 pg_attribute_noreturn()
-refuse_source(const char *what, const char *tag)
+refuse_source(const QueryRole *role, const char *what, const char *tag)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-			 errmsg("source query must only read, but %s (%s)", what, tag),
+			 errmsg("%s must only read, but %s (%s)", role->name, what, tag),
 			 errdetail("A clustering function reads its rows from a query that changes nothing."),
-			 errhint("Pass a query such as 'SELECT id, features FROM t'.")));
+			 errhint("Pass a query such as '%s'.", role->example)));
 	pg_unreachable();
 }
 
@@ -933,7 +947,7 @@ refuse_source(const char *what, const char *tag)
  * checked on its analysed and rewritten queries, before anything runs.
  */
 static void
-check_source(SPIPlanPtr plan)
+check_source(SPIPlanPtr plan, const QueryRole *role)
 {
 	List	   *sources = SPI_plan_get_plan_sources(plan);
 	CachedPlanSource *ps;
@@ -942,8 +956,9 @@ check_source(SPIPlanPtr plan)
 	if (list_length(sources) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("source query must be a single statement that returns rows"),
-				 errhint("Pass a query such as 'SELECT id, features FROM t'.")));
+				 errmsg("%s must be a single statement that returns rows",
+						role->name),
+				 errhint("Pass a query such as '%s'.", role->example)));
 	ps = (CachedPlanSource *) linitial(sources);
 	foreach(lc, ps->query_list)
 	{
@@ -951,9 +966,9 @@ check_source(SPIPlanPtr plan)
 		Query	   *locking = NULL;
 
 		if (q->commandType == CMD_UTILITY)
-			refuse_source("it is a utility statement", CreateCommandName(q->utilityStmt));
+			refuse_source(role, "it is a utility statement", CreateCommandName(q->utilityStmt));
 		if (q->commandType != CMD_SELECT)
-			refuse_source("it is a statement that writes", CreateCommandName((Node *) q));
+			refuse_source(role, "it is a statement that writes", CreateCommandName((Node *) q));
 		if (q->hasModifyingCTE)
 		{
 			const char *tag = "INSERT, UPDATE or DELETE";
@@ -969,39 +984,52 @@ check_source(SPIPlanPtr plan)
 					break;
 				}
 			}
-			refuse_source("it has a data-modifying WITH clause", tag);
+			refuse_source(role, "it has a data-modifying WITH clause", tag);
 		}
 		if (find_locking((Node *) q, &locking))
-			refuse_source("it locks the rows it reads", CreateCommandName((Node *) locking));
+			refuse_source(role, "it locks the rows it reads", CreateCommandName((Node *) locking));
 	}
 	if (!SPI_is_cursor_plan(plan))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("source query must be a single statement that returns rows"),
-				 errhint("Pass a query such as 'SELECT id, features FROM t'.")));
+				 errmsg("%s must be a single statement that returns rows",
+						role->name),
+				 errhint("Pass a query such as '%s'.", role->example)));
 }
 
-void
-gc_run_readonly_query(const char *query)
+/*
+ * Runs plan (checked by check_source) to completion into dest: read-only
+ * (SPI's read_only execution), in a read-only transaction state (restored
+ * after; an error restores it too).  ERROR when SPI fails.
+ */
+static void
+run_readonly(SPIPlanPtr plan, DestReceiver *dest)
 {
-	SPIPlanPtr	plan;
 	SPIExecuteOptions options;
 	int			nestlevel;
 	int			ret;
 
-	plan = prepare_source(query);
-	check_source(plan);
 	memset(&options, 0, sizeof(options));
 	options.read_only = true;
+	options.dest = dest;
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("transaction_read_only", "on",
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	ret = SPI_execute_plan_extended(plan, &options);
 	AtEOXact_GUC(true, nestlevel);
-	if (ret != SPI_OK_SELECT)
+	if (ret < 0)
 		elog(ERROR, "SPI_execute_plan_extended failed: %s",
 			 SPI_result_code_string(ret));
+}
+
+void
+gc_run_labels_query(const char *query, DestReceiver *dest)
+{
+	SPIPlanPtr	plan = prepare_source(query, &labels_role);
+
+	check_source(plan, &labels_role);
+	run_readonly(plan, dest);
 }
 
 void
@@ -1009,8 +1037,6 @@ gc_ingest(const char *source, Oid id_type, MemoryContext outcxt, GcInput *in)
 {
 	IngestState st;
 	SPIPlanPtr	plan;
-	SPIExecuteOptions options;
-	int			nestlevel;
 	int			ret;
 
 	memset(in, 0, sizeof(*in));
@@ -1032,28 +1058,14 @@ gc_ingest(const char *source, Oid id_type, MemoryContext outcxt, GcInput *in)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(ret));
 
 	/* syntax errors and the like are raised here, as usual */
-	plan = prepare_source(source);
-	check_source(plan);
+	plan = prepare_source(source, &source_role);
+	check_source(plan, &source_role);
 	/* planned here (generic plan, kept for the run): sizes the matrix */
 	st.est_rows = estimate_rows(plan);
 
-	/*
-	 * Run to completion into the receiver, read-only, in a read-only
-	 * transaction state (restored after; an error restores it too).
-	 */
-	memset(&options, 0, sizeof(options));
-	options.read_only = true;
-	options.dest = &st.pub;
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("transaction_read_only", "on",
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	ret = SPI_execute_plan_extended(plan, &options);
-	AtEOXact_GUC(true, nestlevel);
+	/* run to completion into the receiver */
+	run_readonly(plan, &st.pub);
 	error_context_stack = st.base_context;
-	if (ret < 0)
-		elog(ERROR, "SPI_execute_plan_extended failed: %s",
-			 SPI_result_code_string(ret));
 	if (!st.started)
 		elog(ERROR, "source query returned no result description");
 

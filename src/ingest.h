@@ -10,6 +10,7 @@
 
 #include <math.h>
 
+#include "tcop/dest.h"
 #include "utils/array.h"
 
 /*
@@ -48,11 +49,11 @@ extern void gc_ingest(const char *source, Oid id_type, MemoryContext outcxt,
 					  GcInput *in);
 
 /*
- * Runs query (a labels query ...) into SPI_tuptable, SPI connected by the
- * caller: refused as a source query is unless it is one statement that
+ * Runs a labels query (labels.c) to completion into dest, SPI connected by
+ * the caller: refused as a source query is unless it is one statement that
  * only reads, and run read-only in a read-only transaction state.
  */
-extern void gc_run_readonly_query(const char *query);
+extern void gc_run_labels_query(const char *query, DestReceiver *dest);
 
 /*
  * The cast of features of another type to real[] (numeric[], pgvector's
