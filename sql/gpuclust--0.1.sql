@@ -316,7 +316,8 @@ COMMENT ON VIEW gpuclust_progress IS
 'shared_preload_libraries; otherwise empty): its pid, role, function, '
 'device (NULL until chosen), phase (ingest, upload, index, init, iterate, '
 'label, emit), iteration of max_iter (k-means, affinity propagation), rows '
-'clustered, DBSCAN''s points done of total, the inertia after the last '
+'clustered, the points done of total (DBSCAN, gpu_kdistance''s queries, '
+'gpu_silhouette''s rows scored), the inertia after the last '
 'k-means iteration, and the time since it started.  Roles without '
 'pg_read_all_stats see their own calls only.';
 GRANT SELECT ON gpuclust_progress TO PUBLIC;
@@ -326,22 +327,24 @@ GRANT SELECT ON gpuclust_progress TO PUBLIC;
 -- labelling_sql.c)
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpu_kdistance(source text, k int, quantiles int DEFAULT NULL)
+CREATE FUNCTION gpu_kdistance(source text, k int, quantiles int DEFAULT NULL,
+                              device text DEFAULT NULL)
 RETURNS TABLE (rank bigint, fraction float8, kdistance float8, is_knee boolean)
 AS 'MODULE_PATHNAME', 'gpu_kdistance'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION gpu_kdistance(text, int, int) IS
+COMMENT ON FUNCTION gpu_kdistance(text, int, int, text) IS
 'Choosing DBSCAN''s eps: every row''s Euclidean distance to its k-th nearest '
 'row, the row itself counted first (so a row is core at min_pts = k exactly '
 'when its k-distance is at most eps), sorted ascending (rank 1 .. n, '
 'fraction (rank - 1) / (n - 1)).  is_knee marks the knee of the curve, the '
 'suggested eps.  quantiles q returns only the ranks 1 + round(i (n - 1) / q), '
-'i = 0 .. q, and the knee.';
+'i = 0 .. q, and the knee.  CPU only for now: device ''gpu'' is an error.';
 
 CREATE FUNCTION gpu_silhouette(source text, labels_query text,
                                sample_size int DEFAULT NULL,
                                seed bigint DEFAULT 0,
+                               device text DEFAULT NULL,
                                OUT silhouette float8,
                                OUT n bigint,
                                OUT clusters bigint,
@@ -350,12 +353,13 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'gpu_silhouette'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION gpu_silhouette(text, text, int, bigint) IS
+COMMENT ON FUNCTION gpu_silhouette(text, text, int, bigint, text) IS
 'The mean silhouette coefficient (scikit-learn''s silhouette_score) of the '
 'labelling labels_query returns as (id, label) for the rows of source; rows '
 'with a NULL label, or none, are noise and not scored.  Exact up to 20,000 '
 'labelled rows when sample_size is NULL; otherwise on a sample of '
-'sample_size (NULL: 20,000) rows drawn by seed.';
+'sample_size (NULL: 20,000) rows drawn by seed.  CPU only for now: device '
+'''gpu'' is an error.';
 
 CREATE FUNCTION gpu_cluster_centers(source text, labels_query text)
 RETURNS TABLE (cluster_id bigint, size bigint, centroid float8[],
@@ -367,4 +371,4 @@ COMMENT ON FUNCTION gpu_cluster_centers(text, text) IS
 'For each label of the labelling labels_query returns as (id, label) for the '
 'rows of source, in ascending order: its rows, their mean (centroid), and '
 'the largest (radius) and mean Euclidean distance of its rows to it.  Rows '
-'with a NULL label, or none, are noise and left out.';
+'with a NULL label, or none, are noise and left out.  Runs on the CPU.';

@@ -44,11 +44,30 @@ SELECT * FROM gpu_kdistance('SELECT 1, ARRAY[1]::real[] WHERE false', 3);
 SELECT rank, kdistance FROM gpu_kdistance('SELECT i, CASE WHEN i = 2 THEN NULL ELSE ARRAY[i]::real[] END FROM generate_series(1, 4) i', 2);
 -- errors
 SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 0);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', NULL);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 101);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 3, quantiles => 0);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kdistance('DELETE FROM tool_grid RETURNING id, f', 3);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kdistance('SELECT id, ARRAY[''NaN''::real] FROM tool_grid', 3);
+\echo :LAST_ERROR_SQLSTATE
+-- CPU only for now: 'gpu' (argument or gpuclust.device) fails before the
+-- source is read; 'cpu' and 'auto' run on the CPU
+SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'cpu');
+SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'auto');
+SELECT * FROM gpu_kdistance('SELECT 1/0, ARRAY[1]::real[]', 1, device => 'gpu');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'tpu');
+\echo :LAST_ERROR_SQLSTATE
+SET gpuclust.device = 'gpu';
+SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'cpu');
+RESET gpuclust.device;
 
 -- silhouette: two halves of the grid
 SELECT round(silhouette::numeric, 12), n, clusters, sampled
@@ -66,17 +85,45 @@ FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FRO
 SELECT n, sampled FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid', sample_size => 100);
 -- errors
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, 0 FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, id FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, id % 2 FROM tool_grid', sample_size => 1);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', NULL);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, ''a''::text FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id + 1000, id % 2 FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT 5, 1 UNION ALL SELECT 5, 0');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT NULL::int, 1');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT 1, ARRAY[1]::real[] UNION ALL SELECT 1, ARRAY[2]::real[]', 'SELECT 1, 1');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'DELETE FROM tool_grid RETURNING id, 1');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, 1 FROM tool_grid FOR UPDATE');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, 1 FROM tool_grid; SELECT 1, 2');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELEC id, 1');
+\echo :LAST_ERROR_SQLSTATE
+-- CPU only for now
+SELECT n, clusters FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid', device => 'cpu');
+SELECT * FROM gpu_silhouette('SELECT 1/0, ARRAY[1]::real[]', 'SELECT 1, 1', device => 'gpu');
+\echo :LAST_ERROR_SQLSTATE
+SET gpuclust.device = 'gpu';
+SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
+RESET gpuclust.device;
+-- labels of a domain over an integer type
+CREATE DOMAIN tool_label AS int CHECK (VALUE >= 0);
+SELECT n, clusters FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, ((id % 10) / 5)::tool_label FROM tool_grid');
+DROP DOMAIN tool_label;
 
 -- cluster summaries: centroid, size, radius of each label, noise left out
 SELECT * FROM gpu_cluster_centers('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid');
@@ -93,6 +140,7 @@ JOIN (SELECT (id > 150)::int AS cluster_id, count(*) AS size, avg(f[1]::float8) 
 SELECT cluster_id, size, centroid FROM gpu_cluster_centers('SELECT id, f FROM tool_grid', 'SELECT id, -7 FROM tool_grid WHERE id < 3');
 SELECT * FROM gpu_cluster_centers('SELECT id, f FROM tool_grid', 'SELECT id, NULL::int FROM tool_grid');
 SELECT * FROM gpu_cluster_centers('SELECT id, f FROM tool_grid', 'SELECT id + 1000, 1 FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
 
 -- the elbow: one ingest, gpu_kmeans_fit's inertia for each k
 SELECT e.k, e.inertia = f.inertia AS same_as_fit, e.iterations = f.iterations AS same_iterations
@@ -103,10 +151,15 @@ SELECT k, inertia FROM gpu_kmeans_elbow('SELECT id, f FROM tool_grid', 1, 2);
 SELECT * FROM gpu_kmeans_elbow('SELECT 1, ARRAY[1]::real[] WHERE false', 1, 3);
 -- errors
 SELECT * FROM gpu_kmeans_elbow('SELECT id, f FROM tool_grid', 0, 3);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kmeans_elbow('SELECT id, f FROM tool_grid', 4, 3);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kmeans_elbow('SELECT id, f FROM tool_grid', 2, 101);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kmeans_elbow('SELECT id, f FROM tool_grid', 1, 3, init => 'nope');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kmeans_elbow('SELECT id, f FROM tool_grid', 1, NULL);
+\echo :LAST_ERROR_SQLSTATE
 
 -- cancel: statement_timeout stops the O(n^2) silhouette and a large k-distance
 SELECT setseed(0.25);
@@ -115,7 +168,9 @@ SELECT i AS id, ARRAY(SELECT random()::real FROM generate_series(1, 16) WHERE i 
 FROM generate_series(1, 100000) AS i;
 SET statement_timeout = '1s';
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_big', 'SELECT id, id % 7 FROM tool_big', sample_size => 100000);
+\echo :LAST_ERROR_SQLSTATE
 SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_big', 20000);
+\echo :LAST_ERROR_SQLSTATE
 RESET statement_timeout;
 SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2);
 

@@ -51,14 +51,16 @@ enum
 enum
 {
 	KD_K = 1,
-	KD_QUANTILES
+	KD_QUANTILES,
+	KD_DEVICE
 };
 
 enum
 {
 	SIL_LABELS = 1,
 	SIL_SAMPLE_SIZE,
-	SIL_SEED
+	SIL_SEED,
+	SIL_DEVICE
 };
 
 enum
@@ -115,21 +117,23 @@ const GcSignature gc_ap_signature = {
 };
 
 const GcSignature gc_kdistance_signature = {
-	.nargs = KD_QUANTILES + 1,
+	.nargs = KD_DEVICE + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[KD_K] = {"k"},
 		[KD_QUANTILES] = {"quantiles", true},
+		[KD_DEVICE] = {"device", true},
 	},
 };
 
 const GcSignature gc_silhouette_signature = {
-	.nargs = SIL_SEED + 1,
+	.nargs = SIL_DEVICE + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[SIL_LABELS] = {"labels_query"},
 		[SIL_SAMPLE_SIZE] = {"sample_size", true},
 		[SIL_SEED] = {"seed"},
+		[SIL_DEVICE] = {"device", true},
 	},
 };
 
@@ -226,6 +230,25 @@ arg_device(const GcArgs *a, int argno)
 	return dev;
 }
 
+/*
+ * The device argument of a computation that runs on the CPU only for now
+ * (what names it in messages): 'gpu' (the argument, or gpuclust.device
+ * when it is NULL) is refused before anything runs; 'auto' means the CPU.
+ */
+static gc_device
+cpu_only_device(const GcArgs *a, int argno, const char *what)
+{
+	gc_device	device = arg_device(a, argno);
+
+	if (device == GC_DEVICE_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot run %s on the GPU", what),
+				 errdetail("gpuclust has no GPU implementation of %s yet.", what),
+				 errhint("Use device => 'cpu' or 'auto', or set gpuclust.device to 'cpu' or 'auto'.")));
+	return device;
+}
+
 /* metric text, by pgvector's names, or an ERROR */
 static gc_metric
 parse_metric(Datum value)
@@ -315,11 +338,7 @@ gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p, gc_device *device)
 	*device = arg_device(a, DB_DEVICE);
 }
 
-/*
- * Affinity propagation runs on the CPU only for now: 'gpu' (argument or
- * gpuclust.device) is refused here, before anything runs; 'auto' is the
- * CPU.
- */
+/* Affinity propagation runs on the CPU only for now (cpu_only_device). */
 void
 gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 {
@@ -343,17 +362,12 @@ gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 				 errhint("NULL uses the median of the similarities.")));
 	check_at_least_1(a, AP_MAX_ITER, p->max_iter);
 	check_at_least_1(a, AP_CONVERGENCE_ITER, p->convergence_iter);
-	*device = arg_device(a, AP_DEVICE);
-	if (*device == GC_DEVICE_GPU)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot run affinity propagation on the GPU"),
-				 errdetail("gpuclust has no GPU implementation of affinity propagation yet."),
-				 errhint("Use device => 'cpu' or 'auto', or set gpuclust.device to 'cpu' or 'auto'.")));
+	*device = cpu_only_device(a, AP_DEVICE, "affinity propagation");
 }
 
 void
-gc_glue_kdistance_params(const GcArgs *a, int64 *k, int32 *quantiles)
+gc_glue_kdistance_params(const GcArgs *a, int64 *k, int32 *quantiles,
+						 gc_device *device)
 {
 	Assert(a->sig == &gc_kdistance_signature);
 	*k = DatumGetInt32(a->value[KD_K]);
@@ -368,10 +382,12 @@ gc_glue_kdistance_params(const GcArgs *a, int64 *k, int32 *quantiles)
 					 errmsg("quantiles must be at least 1"),
 					 errhint("NULL returns every row's k-distance; q returns the q + 1 quantiles 0, 1/q, ..., 1.")));
 	}
+	*device = cpu_only_device(a, KD_DEVICE, "the k-distances");
 }
 
 void
-gc_glue_silhouette_params(const GcArgs *a, int64 *sample_size, uint64 *seed)
+gc_glue_silhouette_params(const GcArgs *a, int64 *sample_size, uint64 *seed,
+						  gc_device *device)
 {
 	Assert(a->sig == &gc_silhouette_signature);
 	*sample_size = 0;
@@ -386,6 +402,7 @@ gc_glue_silhouette_params(const GcArgs *a, int64 *sample_size, uint64 *seed)
 							 GC_SILHOUETTE_EXACT_ROWS)));
 	}
 	*seed = (uint64) DatumGetInt64(a->value[SIL_SEED]);
+	*device = cpu_only_device(a, SIL_DEVICE, "the silhouette");
 }
 
 void

@@ -107,14 +107,16 @@ extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
  * The tools for choosing parameters (kdistance_sql.c, labelling_sql.c,
  * elbow_sql.c).  gpu_kdistance: k >= 1, quantiles NULL (every row: 0) or
  * >= 1.  gpu_silhouette: sample_size NULL (0: the default rule) or >= 2,
- * and the seed.  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
+ * and the seed.  Both run on the CPU only for now: device 'gpu' (or
+ * gpuclust.device 'gpu' when NULL) is an error (0A000), as for affinity
+ * propagation.  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
  * parameters (max_iter ... device), checked by gc_glue_kmeans_params as
  * for gpu_kmeans (p->k is k_max).
  */
 extern void gc_glue_kdistance_params(const GcArgs *a, int64 *k,
-									 int32 *quantiles);
+									 int32 *quantiles, gc_device *device);
 extern void gc_glue_silhouette_params(const GcArgs *a, int64 *sample_size,
-									  uint64 *seed);
+									  uint64 *seed, gc_device *device);
 extern void gc_glue_elbow_params(const GcArgs *a, int *k_min, int *k_max,
 								 gc_kmeans_params *p, gc_device *device);
 

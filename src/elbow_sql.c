@@ -13,6 +13,8 @@
  * what gpu_kmeans_fit(source, k, ...) returns.  Each k is one core call,
  * which polls the cancel flags; k values above the rows with features are
  * an error before anything runs.  An empty source returns no rows.
+ * gpuclust_progress shows the call as gpu_kmeans_elbow: its ingest, then
+ * each k's k-means (init, iterate: iteration of max_iter), emit.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +30,7 @@
 
 #include "cluster_args.h"
 #include "cluster_run.h"
+#include "progress.h"
 
 PG_FUNCTION_INFO_V1(gpu_kmeans_elbow);
 
@@ -51,6 +54,7 @@ gpu_kmeans_elbow(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kmeans_elbow",
 								ALLOCSET_DEFAULT_SIZES);
+	gc_progress_begin("gpu_kmeans_elbow");
 	/* the ids are not used: any type will do */
 	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID, cxt, &in);
 	if (in.n == 0)
@@ -58,6 +62,7 @@ gpu_kmeans_elbow(PG_FUNCTION_ARGS)
 		/* nothing to fit, but 'gpu' on a machine without one still fails */
 		(void) gc_glue_choose_kmeans_device(requested, 0, 0, k_max,
 											params.n_init);
+		gc_progress_end();
 		MemoryContextDelete(cxt);
 		return (Datum) 0;
 	}
@@ -82,6 +87,7 @@ gpu_kmeans_elbow(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
 		MemoryContextReset(runcxt);
 	}
+	gc_progress_end();
 	MemoryContextDelete(cxt);
 	return (Datum) 0;
 }

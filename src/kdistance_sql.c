@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * kdistance_sql.c
- *	  gpu_kdistance(source, k, quantiles)
+ *	  gpu_kdistance(source, k, quantiles, device)
  *	  RETURNS TABLE (rank bigint, fraction float8, kdistance float8,
  *					 is_knee boolean)
  *
@@ -16,7 +16,10 @@
  * suggested eps.  With quantiles q, only the rows at ranks
  * 1 + round(i (n - 1) / q), i = 0 .. q (each once), and the knee's row.
  * An empty source returns no rows; rows with NULL features are left out.
- * CPU only for now (the GPU path comes with a GPU verification).
+ * CPU only for now: device 'gpu' is an error (0A000) until a GPU path has
+ * passed its GPU tests.  gpuclust_progress shows the call: ingest, index
+ * (the kd-tree), iterate (the queries, points done of total), label (the
+ * sort and the knee), emit.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +37,7 @@
 #include "cluster_args.h"
 #include "gpuclust.h"
 #include "ingest.h"
+#include "progress.h"
 
 PG_FUNCTION_INFO_V1(gpu_kdistance);
 
@@ -66,6 +70,7 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 	GcArgs		args;
 	int64		k;
 	int32		quantiles;
+	gc_device	device;		/* 'auto' or 'cpu': the CPU */
 	MemoryContext cxt;
 	GcInput		in;
 	float	   *kd2;
@@ -79,17 +84,19 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 
 	/* cheap checks first: nothing runs when an argument is bad */
 	gc_glue_args_of_call(fcinfo, &gc_kdistance_signature, &args);
-	gc_glue_kdistance_params(&args, &k, &quantiles);
+	gc_glue_kdistance_params(&args, &k, &quantiles, &device);
 
 	InitMaterializedSRF(fcinfo, 0);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_kdistance",
 								ALLOCSET_DEFAULT_SIZES);
 	t0 = gc_now_ms();
+	gc_progress_begin("gpu_kdistance");
 	/* the ids are not used: any type will do */
 	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID, cxt, &in);
 	t1 = gc_now_ms();
 	if (in.n == 0)
 	{
+		gc_progress_end();
 		MemoryContextDelete(cxt);
 		return (Datum) 0;
 	}
@@ -97,15 +104,18 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 
 	kd2 = MemoryContextAllocHuge(cxt, in.n * sizeof(float));
 	y = MemoryContextAllocHuge(cxt, in.n * sizeof(double));
+	gc_progress_compute(GC_DEVICE_CPU, in.n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_dbscan_threads(&ctx, in.n);
 	if (gc_kdistance_cpu(&ctx, in.X, in.n, in.d, k, kd2, &st) != GC_OK)
 		gc_glue_report(&st, "k-distance");
+	gc_progress_phase(GC_PHASE_LABEL);
 	qsort(kd2, in.n, sizeof(float), cmp_float);
 	for (int64 i = 0; i < in.n; i++)
 		y[i] = sqrt((double) kd2[i]);
 	knee = gc_knee_index(y, in.n);
 	t2 = gc_now_ms();
+	gc_progress_phase(GC_PHASE_EMIT);
 
 	if (quantiles == 0)
 	{
@@ -133,6 +143,7 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 				(errmsg("gpu_kdistance: device cpu, n %lld, d %d, k %lld; ingest %.1f ms, compute %.1f ms, emit %.1f ms",
 						(long long) in.n, in.d, (long long) k, t1 - t0,
 						t2 - t1, gc_now_ms() - t2)));
+	gc_progress_end();
 	MemoryContextDelete(cxt);
 	return (Datum) 0;
 }

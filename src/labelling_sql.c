@@ -4,7 +4,7 @@
  *	  Reading a labelling of a source query's rows (any: gpu_kmeans's,
  *	  gpu_dbscan's with its noise, a user's own):
  *
- *	  gpu_silhouette(source, labels_query, sample_size, seed)
+ *	  gpu_silhouette(source, labels_query, sample_size, seed, device)
  *		RETURNS (silhouette float8, rows bigint, clusters bigint,
  *				 sampled boolean)
  *	  gpu_cluster_centers(source, labels_query)
@@ -19,7 +19,11 @@
  * labelled rows, or sample_size is at least their number; otherwise on a
  * sample of sample_size (NULL: GC_SILHOUETTE_EXACT_ROWS) rows drawn by
  * seed.  gpu_cluster_centers returns one row per label, in ascending order
- * (cluster_summary.c).  CPU only for now.
+ * (cluster_summary.c).  Both run on the CPU: gpu_silhouette's device
+ * 'gpu' is an error (0A000) until a GPU path has passed its GPU tests;
+ * gpu_cluster_centers, O(n d), has no device argument.  gpuclust_progress
+ * shows both: ingest (the source, then the labels), iterate (the
+ * silhouette: rows scored of total), emit.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,19 +41,27 @@
 #include "cluster_args.h"
 #include "gpuclust.h"
 #include "labels.h"
+#include "progress.h"
 
 PG_FUNCTION_INFO_V1(gpu_silhouette);
 PG_FUNCTION_INFO_V1(gpu_cluster_centers);
 
-/* The source's rows and their labels, in cxt. */
+/*
+ * The source's rows and their labels, in cxt, for the call of function
+ * (its progress starts here); then ctx for the compute on the CPU.
+ */
 static void
-read_labelling(const GcArgs *args, MemoryContext cxt, GcInput *in,
-			   int32 **labels, int32 *m, int64 **values)
+read_labelling(const char *function, const GcArgs *args, MemoryContext cxt,
+			   GcInput *in, int32 **labels, int32 *m, int64 **values,
+			   gc_ctx *ctx)
 {
+	gc_progress_begin(function);
 	gc_ingest(TextDatumGetCString(args->value[GC_ARG_ROWS]), InvalidOid, cxt,
 			  in);
 	gc_read_labels(TextDatumGetCString(args->value[1]), in, cxt, labels, m,
 				   values);
+	gc_progress_compute(GC_DEVICE_CPU, in->n);
+	gc_glue_ctx(ctx);
 }
 
 Datum
@@ -58,6 +70,7 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 	GcArgs		args;
 	int64		sample_size;
 	uint64		seed;
+	gc_device	device;			/* 'auto' or 'cpu': the CPU */
 	TupleDesc	tupdesc;
 	MemoryContext cxt;
 	GcInput		in;
@@ -74,20 +87,20 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 	double		t0 = gc_now_ms();
 
 	gc_glue_args_of_call(fcinfo, &gc_silhouette_signature, &args);
-	gc_glue_silhouette_params(&args, &sample_size, &seed);
+	gc_glue_silhouette_params(&args, &sample_size, &seed, &device);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type of gpu_silhouette must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_silhouette",
 								ALLOCSET_DEFAULT_SIZES);
-	read_labelling(&args, cxt, &in, &labels, &m, &values);
+	read_labelling("gpu_silhouette", &args, cxt, &in, &labels, &m, &values,
+				   &ctx);
 	for (int64 j = 0; j < in.n; j++)
 		labelled += labels[j] >= 0;
 	if (sample_size == 0 && labelled > GC_SILHOUETTE_EXACT_ROWS)
 		sample_size = GC_SILHOUETTE_EXACT_ROWS;
 
-	gc_glue_ctx(&ctx);
 	if (gc_silhouette_cpu(&ctx, in.X, in.n, in.d, labels, m, sample_size,
 						  seed, &res, &st) != GC_OK)
 	{
@@ -108,6 +121,7 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 	out[2] = Int64GetDatum(res.clusters);
 	out[3] = BoolGetDatum(res.sampled);
 	tuple = heap_form_tuple(tupdesc, out, nulls);
+	gc_progress_end();
 	if (gpuclust_log_timing)
 		ereport(INFO,
 				(errmsg("gpu_silhouette: device cpu, n %lld, d %d, rows scored %lld; %.1f ms",
@@ -140,9 +154,11 @@ gpu_cluster_centers(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_cluster_centers",
 								ALLOCSET_DEFAULT_SIZES);
-	read_labelling(&args, cxt, &in, &labels, &m, &values);
+	read_labelling("gpu_cluster_centers", &args, cxt, &in, &labels, &m,
+				   &values, &ctx);
 	if (m == 0)
 	{
+		gc_progress_end();
 		MemoryContextDelete(cxt);
 		return (Datum) 0;
 	}
@@ -154,10 +170,10 @@ gpu_cluster_centers(PG_FUNCTION_ARGS)
 	elems = palloc(in.d * sizeof(Datum));
 	MemoryContextSwitchTo(oldcxt);
 
-	gc_glue_ctx(&ctx);
 	if (gc_cluster_summary_cpu(&ctx, in.X, in.n, in.d, labels, m, sizes,
 							   centres, radius, mean_dist, &st) != GC_OK)
 		gc_glue_report(&st, "cluster summary");
+	gc_progress_phase(GC_PHASE_EMIT);
 
 	for (int32 c = 0; c < m; c++)
 	{
@@ -175,6 +191,7 @@ gpu_cluster_centers(PG_FUNCTION_ARGS)
 		out[4] = Float8GetDatum(mean_dist[c]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
 	}
+	gc_progress_end();
 	MemoryContextDelete(cxt);
 	return (Datum) 0;
 }

@@ -17,6 +17,11 @@
  * A slot is cleared when its call returns and at the end of the
  * transaction, so a call that fails leaves nothing behind.
  *
+ * A call made inside another's query (gpu_silhouette's labels query of
+ * gpu_dbscan, a source query that calls gpu_kmeans) is not shown: the slot
+ * stays the outer call's, which shows phase ingest meanwhile, and the
+ * inner call neither writes nor clears it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -60,6 +65,7 @@ typedef struct ProgressSlot
 
 static ProgressSlot *slots = NULL;	/* MaxBackends of them, or NULL */
 static ProgressSlot *mine = NULL;	/* this backend's, while a call runs */
+static int	depth = 0;			/* calls running, the outer one first */
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static bool xact_callback_registered = false;
@@ -114,7 +120,10 @@ progress_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PARALLEL_COMMIT)
+	{
+		depth = 1;				/* nested calls end with the outer one */
 		gc_progress_end();
+	}
 }
 
 void
@@ -123,12 +132,18 @@ gc_progress_begin(const char *algorithm)
 	if (slots == NULL || MyBackendId == InvalidBackendId ||
 		MyBackendId > MaxBackends)
 		return;
+	if (mine != NULL)
+	{
+		depth++;				/* a call inside the outer one's query */
+		return;
+	}
 	if (!xact_callback_registered)
 	{
 		RegisterXactCallback(progress_xact_callback, NULL);
 		xact_callback_registered = true;
 	}
 	mine = &slots[MyBackendId - 1];
+	depth = 1;
 	BEGIN_WRITE();
 	mine->pid = MyProcPid;
 	mine->userid = GetUserId();
@@ -148,7 +163,7 @@ gc_progress_begin(const char *algorithm)
 void
 gc_progress_compute(gc_device device, int64 rows)
 {
-	if (mine == NULL)
+	if (mine == NULL || depth > 1)
 		return;
 	BEGIN_WRITE();
 	mine->device = device;
@@ -161,7 +176,7 @@ gc_progress_compute(gc_device device, int64 rows)
 void
 gc_progress_phase(gc_phase phase)
 {
-	if (mine == NULL)
+	if (mine == NULL || depth > 1)
 		return;
 	BEGIN_WRITE();
 	mine->phase = phase;
@@ -172,7 +187,7 @@ void
 gc_progress_sink(void *arg, const gc_progress *p)
 {
 	(void) arg;
-	if (mine == NULL)
+	if (mine == NULL || depth > 1)
 		return;
 	BEGIN_WRITE();
 	mine->phase = p->phase;
@@ -188,7 +203,7 @@ gc_progress_sink(void *arg, const gc_progress *p)
 bool
 gc_progress_active(void)
 {
-	return mine != NULL;
+	return mine != NULL && depth == 1;
 }
 
 void
@@ -196,10 +211,16 @@ gc_progress_end(void)
 {
 	if (mine == NULL)
 		return;
+	if (depth > 1)
+	{
+		depth--;
+		return;
+	}
 	BEGIN_WRITE();
 	mine->pid = 0;
 	END_WRITE();
 	mine = NULL;
+	depth = 0;
 }
 
 /* A consistent copy of slot s into *out (the change-counter protocol). */

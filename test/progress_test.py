@@ -4,11 +4,16 @@
 Against a server with gpuclust in shared_preload_libraries (test/pg_server.sh
 preloads it).  One session runs a long k-means (its source computes 300,000
 8-d rows, so that ingest takes a while too), then a DBSCAN and an affinity
-propagation; a second session polls the view every 10 ms.  Checks:
+propagation, then the tools (gpu_kdistance, gpu_silhouette whose labels
+query runs gpu_kmeans, gpu_kmeans_elbow); a second session polls the view
+every 10 ms.  Checks:
   - the call's row appears with its pid, function, device and rows, and its
     phase advances: ingest, then iterate with a growing iteration of
     max_iter and an inertia that does not rise, DBSCAN's points of its rows,
-    affinity propagation's iterations;
+    affinity propagation's iterations; gpu_kdistance's index, then its
+    queries' points done of total, growing; gpu_silhouette's rows scored of
+    its sample, growing, and the call inside its labels query not shown
+    apart from it; gpu_kmeans_elbow's k-means iterations under its name;
   - the row is gone when the call returns, and when it fails;
   - a role without pg_read_all_stats sees its own calls only; with it, all.
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on a failure.
@@ -29,6 +34,18 @@ DBSCAN = ("SELECT count(*) FROM gpu_dbscan('SELECT i, ARRAY[(i::bigint * 7919 % 
           " FROM generate_series(1, 400000) i', 0.05, 5, device => 'cpu')")
 AP = ("SELECT count(*) FROM gpu_affinity_propagation('SELECT i, ARRAY[sin(i), cos(i * 1.3)]"
       " FROM generate_series(1, 3000) i', max_iter => 100, convergence_iter => 100)")
+
+# 8-d rows computed by the source (the k-means one's) for the tools
+ROWS8 = ("SELECT i, ARRAY[(i % 97) * 1.0, (i % 89) * 1.0, (i % 83) * 1.0, (i % 79) * 1.0,"
+         " sin(i), cos(i), (i % 7) * 1.0, (i % 11) * 1.0]::real[] FROM generate_series(1, {n}) i")
+KDIST = (f"SELECT count(*) FROM gpu_kdistance($${ROWS8.format(n=200000)}$$, 20, quantiles => 10,"
+         f" device => 'cpu')")
+SIL_SAMPLE = 12000
+SILHOUETTE = (f"SELECT silhouette FROM gpu_silhouette($${ROWS8.format(n=40000)}$$,"
+              f" $$SELECT id, cluster_id FROM gpu_kmeans('{ROWS8.format(n=40000)}', 4, seed => 1,"
+              f" device => 'cpu')$$, sample_size => {SIL_SAMPLE})")
+ELBOW = (f"SELECT count(*) FROM gpu_kmeans_elbow($${ROWS8.format(n=100000)}$$, 2, 5, max_iter => 25,"
+         f" tol => 0, device => 'cpu')")
 
 passed = failed = 0
 
@@ -122,6 +139,35 @@ def main():
     check("affinity propagation: its iterations of max_iter 100",
           len(its) > 0 and its == sorted(its) and all(r[4] == 100 for r in seen if r[2] == "iterate"),
           f"iterations seen {sorted(set(its))[:5]} ...")
+
+    # the tools: k-distances, silhouette (with a k-means inside), elbow
+    seen, after = watch(KDIST)
+    phases = [r[2] for r in seen]
+    done = [r[6] for r in seen if r[2] == "iterate"]
+    check("gpu_kdistance: index, then its queries' points done of total, growing",
+          all(r[0] == "gpu_kdistance" for r in seen) and "index" in phases and "iterate" in phases
+          and phases.index("index") < phases.index("iterate") and len(set(done)) >= 3
+          and done == sorted(done) and all(r[7] == 200000 for r in seen if r[2] == "iterate"),
+          f"phases {sorted(set(phases))}, {len(set(done))} counts seen, up to {max(done, default=0)}")
+    check("gpu_kdistance: gone when the call returns", after == 0)
+
+    seen, after = watch(SILHOUETTE)
+    done = [r[6] for r in seen if r[2] == "iterate"]
+    check("gpu_silhouette: its rows scored of the sample, growing",
+          len(set(done)) >= 3 and done == sorted(done) and
+          all(r[7] == SIL_SAMPLE for r in seen if r[2] == "iterate"),
+          f"{len(set(done))} counts seen, up to {max(done, default=0)}")
+    check("gpu_silhouette: the k-means of its labels query is not shown apart",
+          len(seen) > 0 and all(r[0] == "gpu_silhouette" for r in seen),
+          f"functions {sorted(set(r[0] for r in seen))}")
+    check("gpu_silhouette: gone when the call returns", after == 0)
+
+    seen, after = watch(ELBOW)
+    check("gpu_kmeans_elbow: its k-means iterations of max_iter 25, under its name",
+          len(seen) > 0 and all(r[0] == "gpu_kmeans_elbow" for r in seen) and
+          any(r[2] == "iterate" and r[4] == 25 and r[3] >= 1 for r in seen),
+          f"phases {sorted(set(r[2] for r in seen))}")
+    check("gpu_kmeans_elbow: gone when the call returns", after == 0)
 
     # a failed call leaves nothing behind
     with psycopg.connect("", autocommit=True) as c:
