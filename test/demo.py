@@ -19,6 +19,7 @@ from cities import load_cities  # noqa: E402
 
 OUT = os.path.join(HERE, "out", "world_clusters.png")
 EPS, MIN_PTS, K = 0.25, 10, 50
+EUROPE = (-11.0, 32.0, 35.0, 61.0)     # lon min, max, lat min, max of the inset
 
 DBSCAN_SQL = ("CREATE TEMP TABLE dbscan_result AS SELECT * FROM gpu_dbscan("
               f"'SELECT id, features FROM world_cities', eps => {EPS}, min_pts => {MIN_PTS})")
@@ -102,6 +103,11 @@ def main():
             cur.execute("SELECT c.lon, c.lat, d.cluster_id, k.cluster_id FROM world_cities c"
                         " JOIN dbscan_result d USING (id) JOIN kmeans_result k USING (id)")
             rows = cur.fetchall()
+            # the k-means centres: the mean of each cluster's cities (k-means
+            # stops when these means move less than tol)
+            cur.execute("SELECT avg(c.lon), avg(c.lat) FROM world_cities c"
+                        " JOIN kmeans_result k USING (id) GROUP BY k.cluster_id")
+            centres = np.array(cur.fetchall(), dtype=float)
             cur.execute("DROP TABLE dbscan_result, kmeans_result")
         conn.commit()
 
@@ -109,11 +115,27 @@ def main():
     lat = np.array([r[1] for r in rows])
     db = np.array([-1 if r[2] is None else r[2] for r in rows])
     km = np.array([r[3] for r in rows])
-    plot(lon, lat, db, km, nc, noise)
+    big, share, in_europe = largest_cluster(lon, lat, db)
+    print(f"\nthe largest DBSCAN cluster ({big}) holds {100 * share:.1f}% of all cities,"
+          f" {'most of them' if in_europe else 'but most not'} in Europe"
+          f" (lon {EUROPE[0]:g}..{EUROPE[1]:g}, lat {EUROPE[2]:g}..{EUROPE[3]:g})")
+    plot(lon, lat, db, km, nc, noise, centres)
     print(f"\nmap: {OUT}")
 
 
-def plot(lon, lat, db, km, nc, noise):
+def largest_cluster(lon, lat, db):
+    """The largest DBSCAN cluster: its id, its share of all cities, and
+    whether most of it lies in the EUROPE box."""
+    if not (db >= 0).any():
+        return -1, 0.0, False
+    big = int(np.bincount(db[db >= 0]).argmax())
+    m = db == big
+    inside = ((lon[m] >= EUROPE[0]) & (lon[m] <= EUROPE[1]) &
+              (lat[m] >= EUROPE[2]) & (lat[m] <= EUROPE[3])).mean()
+    return big, float(m.mean()), bool(inside > 0.5)
+
+
+def plot(lon, lat, db, km, nc, noise, centres):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -121,25 +143,54 @@ def plot(lon, lat, db, km, nc, noise):
     # a categorical palette, shuffled so that neighbouring ids differ
     base = np.vstack([plt.get_cmap(m)(np.linspace(0, 1, 20 if m.startswith("tab20") else 8))
                       for m in ("tab20", "tab20b", "Dark2", "Set1")])[:, :3]
-    # no greys: grey means noise
-    base = base[base.max(1) - base.min(1) > 0.15]
+    # no greys (grey means noise), no pale colours (they vanish on white:
+    # contrast with white at least 2.5, by WCAG's relative luminance) and
+    # none as dark as the noise
+    lin = np.where(base <= 0.03928, base / 12.92, ((base + 0.055) / 1.055) ** 2.4)
+    lum = lin @ np.array([0.2126, 0.7152, 0.0722])
+    base = base[(base.max(1) - base.min(1) > 0.15) & (1.05 / (lum + 0.05) >= 2.5) & (lum >= 0.07)]
     rng = np.random.default_rng(7)
 
     def colours(labels, n):
         pal = base[rng.permutation(len(base))]
         return pal[np.mod(labels, len(pal))] if n else np.zeros((len(labels), 3))
 
+    NOISE = "#404040"           # dark grey: reads on white, and no cluster is grey
     fig, axes = plt.subplots(2, 1, figsize=(14, 13), dpi=110)
     ax = axes[0]
     nm = db < 0
-    ax.scatter(lon[nm], lat[nm], s=0.6, c="#c8c8c8", linewidths=0, label=f"noise ({noise:,})")
-    ax.scatter(lon[~nm], lat[~nm], s=0.8, c=colours(db[~nm], nc), linewidths=0)
+    dbc = np.zeros((len(db), 3))
+    dbc[~nm] = colours(db[~nm], nc)
+
+    def dbscan_points(a, s):
+        a.scatter(lon[nm], lat[nm], s=s * 0.6, c=NOISE, linewidths=0, label=f"noise ({noise:,})")
+        a.scatter(lon[~nm], lat[~nm], s=s, c=dbc[~nm], linewidths=0)
+
+    dbscan_points(ax, 0.8)
     ax.set_title(f"gpu_dbscan(eps {EPS}°, min_pts {MIN_PTS}): {nc} clusters,"
-                 f" {noise:,} noise cities (grey)", fontsize=13)
-    ax.legend(loc="lower left", markerscale=10, frameon=False)
+                 f" {noise:,} noise cities (dark grey)", fontsize=13)
+    # the legend in the empty South Atlantic, clear of the inset
+    ax.legend(loc="lower left", bbox_to_anchor=(0.36, 0.0), markerscale=10, frameon=False)
+    # Europe, where the largest cluster spans most of the continent: an
+    # inset over the empty South Pacific (lon -178..-84, lat -57..1), its
+    # share of the cities counted from the labels
+    big, share, in_europe = largest_cluster(lon, lat, db)
+    ins = ax.inset_axes([0.005, 0.01, 0.26, 0.43])
+    dbscan_points(ins, 3.0)
+    ins.set_xlim(*EUROPE[:2])
+    ins.set_ylim(*EUROPE[2:])
+    ins.set_aspect("equal")
+    ins.set_xticks([])
+    ins.set_yticks([])
+    ins.set_title(f"Europe: one cluster holds {100 * share:.0f}% of all cities"
+                  if in_europe else "Europe", fontsize=10)
+    ax.indicate_inset_zoom(ins, edgecolor="black", lw=0.8)
     ax = axes[1]
     ax.scatter(lon, lat, s=0.6, c=colours(km, K), linewidths=0)
-    ax.set_title(f"gpu_kmeans(k {K})", fontsize=13)
+    ax.scatter(centres[:, 0], centres[:, 1], s=60, marker="X", c="black",
+               edgecolors="white", linewidths=0.8, label=f"the {len(centres)} centres")
+    ax.legend(loc="lower left", frameon=False)
+    ax.set_title(f"gpu_kmeans(k {K}): centres marked", fontsize=13)
     for ax in axes:
         ax.set_xlim(-180, 180)
         ax.set_ylim(-58, 78)
