@@ -36,7 +36,8 @@
 #include "dbscan_gpu.cuh"
 #include "transfer.cuh"
 
-gc_dbscan_gpu_phases db_phases;
+/* per thread: the GPU worker runs jobs on several */
+thread_local gc_dbscan_gpu_phases db_phases;
 
 /* GPUCLUST_DB_TRACE=1: each step's end on stderr (debugging hangs). */
 static int	trace_on = -1;

@@ -37,7 +37,7 @@
 /* ------------------------------------------------------------------ */
 
 /* The phases of the current (or last) call (dbscan.cu). */
-extern gc_dbscan_gpu_phases db_phases;
+extern thread_local gc_dbscan_gpu_phases db_phases;
 
 /* GPUCLUST_DB_TRACE=1: each step's end on stderr (debugging hangs). */
 void		db_trace(const char *what, long long v);

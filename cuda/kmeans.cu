@@ -72,8 +72,11 @@
 
 #include "kmeans_dev.cuh"
 
-/* Phases of the last gc_kmeans_gpu call (gc_kmeans_gpu_last_phases). */
-static gc_kmeans_gpu_phases last_phases;
+/*
+ * Phases of this thread's last gc_kmeans_gpu call (gc_kmeans_gpu_last_phases;
+ * the GPU worker runs jobs on several threads).
+ */
+static thread_local gc_kmeans_gpu_phases last_phases;
 
 static gc_code
 km_read_info(km_dev &D, gc_status *st)

@@ -372,3 +372,26 @@ COMMENT ON FUNCTION gpu_cluster_centers(text, text) IS
 'rows of source, in ascending order: its rows, their mean (centroid), and '
 'the largest (radius) and mean Euclidean distance of its rows to it.  Rows '
 'with a NULL label, or none, are noise and left out.  Runs on the CPU.';
+
+-- ---------------------------------------------------------------------
+-- The GPU worker's jobs (info_sql.c; the worker: gpuworker.c)
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION gpuclust_gpu_jobs_rows()
+RETURNS TABLE (pid int, algorithm text, n bigint, d int, state text,
+               gpu_memory_bytes bigint, elapsed_ms float8,
+               running_ms float8)
+AS 'MODULE_PATHNAME', 'gpuclust_gpu_jobs'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW gpuclust_gpu_jobs AS
+SELECT * FROM gpuclust_gpu_jobs_rows();
+
+COMMENT ON VIEW gpuclust_gpu_jobs IS
+'The GPU worker''s queued and running jobs (when gpuclust is in '
+'shared_preload_libraries with gpuclust.gpu_worker on; otherwise empty): '
+'the pid of the backend that asked, the function, rows and features, '
+'queued or running, the GPU memory it holds or waits for, the time since '
+'it was queued, and since it started.  Roles without pg_read_all_stats '
+'see their own jobs only.';
+GRANT SELECT ON gpuclust_gpu_jobs TO PUBLIC;

@@ -20,6 +20,7 @@
 #include "utils/memutils.h"
 
 #include "cluster_run.h"
+#include "gpujob.h"
 #include "progress.h"
 #include "core/gpu.h"
 
@@ -104,9 +105,9 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_kmeans_threads(&ctx, in->n, in->d, params->k);
-	/* the device is gpuclust.gpu_device_id, made current by the probe */
+	/* the GPU worker's device, or gpuclust.gpu_device_id made current by the probe */
 	if (chosen == GC_DEVICE_GPU &&
-		gc_kmeans_gpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
+		gc_gpu_run_kmeans(&ctx, in, params, res, &st) != GC_OK)
 	{
 		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_KMEANS));
 		gc_progress_compute(chosen, in->n);
@@ -167,8 +168,7 @@ gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_dbscan_threads(&ctx, in->n);
 	if (chosen == GC_DEVICE_GPU &&
-		gc_dbscan_on_gpu(&ctx, in->X, in->n, in->d, params, *labels, *is_core,
-						 &st) != GC_OK)
+		gc_gpu_run_dbscan(&ctx, in, params, *labels, *is_core, &st) != GC_OK)
 	{
 		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_DBSCAN));
 		gc_progress_compute(chosen, in->n);

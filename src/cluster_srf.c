@@ -21,8 +21,8 @@
 #include "utils/tuplestore.h"
 
 #include "cluster_srf.h"
+#include "gpujob.h"
 #include "progress.h"
-#include "core/gpu.h"
 
 /* ms since call->t_mark, which restarts */
 static double
@@ -223,7 +223,7 @@ gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
 	{
 		gc_kmeans_gpu_phases ph;
 
-		gc_kmeans_gpu_last_phases(&ph);
+		gc_gpu_last_kmeans_phases(&ph);
 		return psprintf(" (upload %.1f, init %.1f, lloyd %.1f, download %.1f)",
 						ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download);
 	}
@@ -231,7 +231,7 @@ gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
 	{
 		gc_dbscan_gpu_phases ph;
 
-		gc_dbscan_gpu_last_phases(&ph);
+		gc_gpu_last_dbscan_phases(&ph);
 		return psprintf(" (upload %.1f, cluster %.1f, number %.1f, download %.1f, free %.1f; %s index)",
 						ph.ms_upload, ph.ms_index + ph.ms_core + ph.ms_union + ph.ms_border,
 						ph.ms_number, ph.ms_download, ph.ms_free,

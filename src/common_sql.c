@@ -18,6 +18,7 @@
 #include "utils/builtins.h"
 
 #include "gpuclust.h"
+#include "gpujob.h"
 #include "progress.h"
 
 /*
@@ -193,11 +194,12 @@ gc_glue_try_choose_device(gc_device requested, gc_algorithm algo, int64 n,
 {
 	gc_code		rc;
 	sigset_t	old;
+	gc_gpu		gpu;
 
 	*chosen = GC_DEVICE_CPU;
+	gc_glue_gpu(&gpu);
 	gc_glue_signals_block(&old);
-	rc = gc_choose_device(requested, algo, n, d, gpuclust_gpu_device_id,
-						  chosen, st);
+	rc = gc_choose_device(requested, algo, n, d, &gpu, chosen, st);
 	gc_glue_signals_restore(&old);
 	return rc;
 }
@@ -228,10 +230,11 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 	gc_code		rc;
 	sigset_t	old;
 	char		note[256];
+	gc_gpu		gpu;
 
+	gc_glue_gpu(&gpu);
 	gc_glue_signals_block(&old);
-	rc = gc_choose_device_kmeans(requested, n, d, k, n_init,
-								 gpuclust_gpu_device_id, &chosen,
+	rc = gc_choose_device_kmeans(requested, n, d, k, n_init, &gpu, &chosen,
 								 note, sizeof(note), &st);
 	gc_glue_signals_restore(&old);
 	if (rc != GC_OK)

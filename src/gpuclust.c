@@ -4,8 +4,10 @@
  *	  Module entry point: PG_MODULE_MAGIC and the gpuclust.* GUCs.
  *
  * _PG_init never touches CUDA: the library may be loaded into the
- * postmaster (shared_preload_libraries), and CUDA is not fork-safe.  The
- * GPU is probed lazily, by the backend that first needs it.
+ * postmaster (shared_preload_libraries), and CUDA is not fork-safe.  When
+ * preloaded it registers the GPU worker (gpuworker.c), which alone creates
+ * a CUDA context; otherwise the GPU is probed lazily, by the backend that
+ * first needs it.
  *
  * Resource ceilings are superuser settings (PGC_SUSET: postgresql.conf,
  * ALTER SYSTEM, ALTER ROLE/DATABASE by a superuser, or a role granted SET
@@ -24,6 +26,7 @@
 #include "utils/guc.h"
 
 #include "gpuclust.h"
+#include "gpuworker.h"
 #include "progress.h"
 
 PG_MODULE_MAGIC;
@@ -35,6 +38,9 @@ int			gpuclust_gpu_device_id = 0;
 bool		gpuclust_log_timing = false;
 int			gpuclust_matrix_memory = 0;	/* MB */
 int			gpuclust_max_matrix_memory = 4096;	/* MB */
+bool		gpuclust_gpu_worker = true;
+int			gpuclust_gpu_worker_jobs = 4;
+bool		gpuclust_gpu_worker_emulate = false;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GC_DEVICE_AUTO, false},
@@ -128,7 +134,44 @@ _PG_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("gpuclust.gpu_worker",
+							 "Runs every backend's GPU jobs in one background worker.",
+							 "With shared_preload_libraries = 'gpuclust', a "
+							 "background worker creates the CUDA context once and "
+							 "runs the GPU work of all backends, which then hold "
+							 "no CUDA context of their own.  Off, or without "
+							 "preloading, each backend that uses the GPU creates "
+							 "its own context.",
+							 &gpuclust_gpu_worker,
+							 true,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.gpu_worker_jobs",
+							"Most GPU jobs the GPU worker runs at once.",
+							"Queued jobs start in arrival order when one of "
+							"these is free and their GPU memory fits.",
+							&gpuclust_gpu_worker_jobs,
+							4, 1, GC_WORKER_MAX_JOBS,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuclust.gpu_worker_emulate",
+							 "For tests: the GPU worker runs its jobs on the CPU.",
+							 "The worker then acts as if it owned a GPU of 1 GB "
+							 "whose jobs run the CPU's code, so that the hand-off, "
+							 "the queue and cancellation can be tested on a "
+							 "machine without a GPU.",
+							 &gpuclust_gpu_worker_emulate,
+							 false,
+							 PGC_POSTMASTER,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("gpuclust");
 
 	gc_progress_init();
+	gc_worker_init();
 }

@@ -21,6 +21,8 @@
  *	  window_sql.c		the window functions
  *	  model_sql.c		gpu_kmeans_fit, kmeans_assign[_distance]
  *	  info_sql.c		gpuclust_info()
+ *	  gpuworker.c		the GPU worker (background worker) and its jobs
+ *	  gpujob.c			a backend's GPU: dispatch's view, runs, the hand-off
  * A new parameter goes into the install script (sql/gpuclust--*.sql, its
  * default there only) and the algorithm's signature and reader in
  * cluster_args.c; a new algorithm adds a signature and reader, a run
@@ -50,6 +52,9 @@ extern int	gpuclust_gpu_device_id;
 extern bool gpuclust_log_timing;
 extern int	gpuclust_matrix_memory;	/* MB; 0 = the ceiling */
 extern int	gpuclust_max_matrix_memory;	/* MB */
+extern bool gpuclust_gpu_worker;	/* preloaded: a GPU worker (postmaster) */
+extern int	gpuclust_gpu_worker_jobs;	/* jobs it runs at once */
+extern bool gpuclust_gpu_worker_emulate;	/* tests: its jobs on the CPU */
 
 /* the largest value of the thread settings (the cores bound them anyway) */
 #define GC_MAX_THREADS_SETTING 1024

@@ -21,13 +21,72 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "catalog/pg_authid.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "gpuclust.h"
+#include "gpuworker.h"
 #include "core/gpu.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_info);
+PG_FUNCTION_INFO_V1(gpuclust_gpu_jobs);
+
+/* A copy of the worker's state, and its queue's length. */
+typedef struct WorkerInfo
+{
+	GcWorkerState state;
+	int			pid;
+	gc_cuda_device_info info;
+	size_t		budget,
+				free_mem;
+	int			queued,
+				running;
+} WorkerInfo;
+
+static bool
+worker_info(WorkerInfo *w)
+{
+	memset(w, 0, sizeof(*w));
+	if (gc_worker == NULL)
+		return false;
+	SpinLockAcquire(&gc_worker->mutex);
+	w->state = gc_worker->state;
+	w->pid = gc_worker->pid;
+	w->info = gc_worker->info;
+	w->budget = gc_worker->budget;
+	w->free_mem = gc_worker->free_mem;
+	SpinLockRelease(&gc_worker->mutex);
+	for (int i = 0; i < gc_worker->njobs; i++)
+	{
+		uint32		s = pg_atomic_read_u32(&gc_worker->jobs[i].state);
+
+		w->queued += s == GC_JOB_QUEUED;
+		w->running += s == GC_JOB_RUNNING;
+	}
+	return true;
+}
+
+static const char *
+worker_state_name(GcWorkerState s)
+{
+	switch (s)
+	{
+		case GC_WORKER_READY:
+			return "running";
+		case GC_WORKER_NO_GPU:
+			return "running, no GPU";
+		case GC_WORKER_STARTING:
+			return "starting";
+		case GC_WORKER_NONE:
+		case GC_WORKER_EXITED:
+			break;
+	}
+	return "not running";
+}
 
 static void
 put(ReturnSetInfo *rsinfo, const char *key, const char *value)
@@ -63,13 +122,30 @@ gpuclust_info(PG_FUNCTION_ARGS)
 
 	{
 		gc_cuda_device_info info;
-		sigset_t	old;
+		WorkerInfo	w;
 
-		/* the probe may initialise CUDA, which starts threads */
 		memset(&info, 0, sizeof(info));
-		gc_glue_signals_block(&old);
-		gc_cuda_probe_cached(gpuclust_gpu_device_id, &info);
-		gc_glue_signals_restore(&old);
+		if (worker_info(&w))
+		{
+			/* the worker's probe: a backend never starts CUDA then */
+			info = w.info;
+			info.free_mem = w.free_mem;
+			if (w.state != GC_WORKER_READY && w.state != GC_WORKER_NO_GPU)
+			{
+				info.usable = false;
+				snprintf(info.reason, sizeof(info.reason),
+						 "the gpuclust GPU worker is not running");
+			}
+		}
+		else
+		{
+			sigset_t	old;
+
+			/* the probe may initialise CUDA, which starts threads */
+			gc_glue_signals_block(&old);
+			gc_cuda_probe_cached(gpuclust_gpu_device_id, &info);
+			gc_glue_signals_restore(&old);
+		}
 
 		put(rsinfo, "cuda_build", GC_CUDA_BUILD ? "true" : "false");
 		put(rsinfo, "cuda_runtime_version",
@@ -92,6 +168,19 @@ gpuclust_info(PG_FUNCTION_ARGS)
 			info.usable ? psprintf("%zu", info.free_mem) : NULL);
 		put(rsinfo, "gpu_compute_capability",
 			info.usable ? psprintf("%d.%d", info.cc_major, info.cc_minor) : NULL);
+
+		put(rsinfo, "gpu_worker", gc_worker == NULL ?
+			(gpuclust_gpu_worker ? "off (gpuclust is not in shared_preload_libraries)" :
+			 "off (gpuclust.gpu_worker = off)") : worker_state_name(w.state));
+		put(rsinfo, "gpu_worker_pid",
+			gc_worker != NULL && w.pid != 0 ? psprintf("%d", w.pid) : NULL);
+		put(rsinfo, "gpu_worker_memory_budget_bytes",
+			gc_worker != NULL && w.state == GC_WORKER_READY ?
+			psprintf("%zu", w.budget) : NULL);
+		put(rsinfo, "gpu_worker_jobs_queued",
+			gc_worker != NULL ? psprintf("%d", w.queued) : NULL);
+		put(rsinfo, "gpu_worker_jobs_running",
+			gc_worker != NULL ? psprintf("%d", w.running) : NULL);
 	}
 
 	put(rsinfo, "device_setting", gc_device_name((gc_device) gpuclust_device));
@@ -109,5 +198,67 @@ gpuclust_info(PG_FUNCTION_ARGS)
 			avail == SIZE_MAX ? NULL : psprintf("%zu", avail));
 	}
 
+	return (Datum) 0;
+}
+
+/*
+ * gpuclust_gpu_jobs(): the GPU worker's queued and running jobs, in arrival
+ * order: every backend's for roles with pg_read_all_stats, else the
+ * caller's own (as gpuclust_progress).
+ */
+Datum
+gpuclust_gpu_jobs(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	TimestampTz now = GetCurrentTimestamp();
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (gc_worker == NULL)
+		return (Datum) 0;
+	for (int i = 0; i < gc_worker->njobs; i++)
+	{
+		GcJob	   *j = &gc_worker->jobs[i];
+		uint32		s = pg_atomic_read_u32(&j->state);
+		Datum		values[8];
+		bool		nulls[8] = {0};
+		int			pid;
+		Oid			userid;
+		gc_algorithm algo;
+		int64		n;
+		int			d;
+		size_t		mem;
+		TimestampTz queued_at,
+					started_at;
+
+		if (s != GC_JOB_QUEUED && s != GC_JOB_RUNNING)
+			continue;
+		pg_read_barrier();
+		pid = j->pid;
+		userid = j->userid;
+		algo = j->algo;
+		n = j->n;
+		d = j->d;
+		mem = j->mem;
+		queued_at = j->queued_at;
+		started_at = j->started_at;
+		pg_read_barrier();
+		if (pg_atomic_read_u32(&j->state) != s)
+			continue;			/* changed while read: it is gone or moved on */
+		if (!all && userid != GetUserId())
+			continue;
+		values[0] = Int32GetDatum(pid);
+		values[1] = CStringGetTextDatum(algo == GC_ALGO_KMEANS ? "gpu_kmeans" : "gpu_dbscan");
+		values[2] = Int64GetDatum(n);
+		values[3] = Int32GetDatum(d);
+		values[4] = CStringGetTextDatum(s == GC_JOB_QUEUED ? "queued" : "running");
+		values[5] = Int64GetDatum((int64) mem);
+		values[6] = Float8GetDatum((double) (now - queued_at) / 1000.0);
+		if (s == GC_JOB_RUNNING)
+			values[7] = Float8GetDatum((double) (now - started_at) / 1000.0);
+		else
+			nulls[7] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 	return (Datum) 0;
 }

@@ -63,6 +63,7 @@
 #include "utils/syscache.h"
 
 #include "core/metric.h"
+#include "gpujob.h"
 #include "ingest.h"
 
 /* rows between interrupt checks in the receiver */
@@ -389,6 +390,36 @@ grow_rows(IngestState *st)
 	advise_huge_pages(in->ids, newcap * sizeof(int64));
 }
 
+/*
+ * X in shared memory when the GPU worker takes jobs (gc_job_shared_alloc):
+ * the worker reads it where ingest wrote it.  The first segment is sized
+ * as first_alloc sizes X; a larger one replaces it as X grows.  NULL (X
+ * stays private) when there is no room.
+ */
+static float *
+shared_x(IngestState *st, int64 rows)
+{
+	GcInput    *in = st->in;
+	GcShared   *old = in->x_shared;
+	float	   *X;
+
+	X = gc_job_shared_alloc(st->outcxt, (Size) rows * (Size) in->d * sizeof(float),
+							&in->x_shared);
+	if (X == NULL)
+	{
+		in->x_shared = old;
+		return NULL;
+	}
+	if (old != NULL)
+	{
+		memcpy(X, in->X, (Size) in->n * (Size) in->d * sizeof(float));
+		gc_job_shared_free(old);
+	}
+	st->x_cap = rows;
+	in->X = X;
+	return X;
+}
+
 static void
 grow_x(IngestState *st)
 {
@@ -398,9 +429,15 @@ grow_x(IngestState *st)
 	int64		newcap;
 
 	if (st->x_cap == 0)
-		in->X = first_alloc(st, rowbytes,
-							Max((int64) 16, (int64) (GC_INITIAL_X_BYTES / rowbytes)),
-							maxrows, &newcap);
+	{
+		double		want = st->est_rows + st->est_rows / 16 + 16;
+		int64		small = Max((int64) 16, (int64) (GC_INITIAL_X_BYTES / rowbytes));
+
+		if (shared_x(st, want > (double) small && want < (double) maxrows ?
+					 (int64) want : small) != NULL)
+			return;
+		in->X = first_alloc(st, rowbytes, small, maxrows, &newcap);
+	}
 	else
 	{
 		newcap = Min(st->x_cap * 2, maxrows);
@@ -409,7 +446,20 @@ grow_x(IngestState *st)
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("features of the source query exceed the maximum size of %zu bytes",
 							(Size) MaxAllocHugeSize)));
-		in->X = repalloc_huge(in->X, (Size) newcap * rowbytes);
+		if (in->x_shared != NULL && shared_x(st, newcap) != NULL)
+			return;
+		if (in->x_shared != NULL)
+		{
+			/* no room for a larger segment: on in private memory */
+			float	   *X = MemoryContextAllocHuge(st->outcxt, (Size) newcap * rowbytes);
+
+			memcpy(X, in->X, (Size) in->n * rowbytes);
+			gc_job_shared_free(in->x_shared);
+			in->x_shared = NULL;
+			in->X = X;
+		}
+		else
+			in->X = repalloc_huge(in->X, (Size) newcap * rowbytes);
 	}
 	st->x_cap = newcap;
 	advise_huge_pages(in->X, (Size) newcap * rowbytes);
@@ -1074,7 +1124,7 @@ gc_ingest(const char *source, Oid id_type, MemoryContext outcxt, GcInput *in)
 	MemoryContextDelete(st.workcxt);
 
 	/* give back the unused tails (of an estimate, or of a doubling) */
-	if (in->n > 0 && st.x_cap > in->n)
+	if (in->n > 0 && st.x_cap > in->n && in->x_shared == NULL)
 		in->X = repalloc_huge(in->X, (Size) in->n * (Size) in->d * sizeof(float));
 	if (in->n_rows > 0 && st.rows_cap > in->n_rows)
 	{

@@ -31,6 +31,8 @@ typedef struct GcInput
 	int64	   *ids;			/* n_rows ids (or ordinals) */
 	Datum	   *keys;			/* n_rows ids of type id_type, or NULL */
 	bool	   *has_features;	/* n_rows flags */
+	struct GcShared *x_shared;	/* X's shared memory for the GPU worker
+								 * (gpujob.h), or NULL: X is private */
 } GcInput;
 
 /*

@@ -36,27 +36,54 @@ gc_parse_device(const char *s, gc_device *out)
 	return true;
 }
 
-/*
- * Why the GPU cannot run algo; false when it can.  *free_mem receives the
- * free device memory (bytes) when the GPU is usable.
- */
+/* This process's own GPU: the probe is cached per process (gpu.h). */
 static bool
-gpu_unusable(gc_algorithm algo, int gpu_device_id, size_t *free_mem,
-			 gc_status *why)
+local_warm(const gc_gpu *gpu)
+{
+	(void) gpu;
+	return gc_cuda_started();
+}
+
+static void
+local_probe(const gc_gpu *gpu, gc_gpu_state *out)
 {
 	gc_cuda_device_info info;
 
-	(void) algo;
-	*free_mem = 0;
+	memset(out, 0, sizeof(*out));
 	/* without CUDA, the probe's stub says so */
-	gc_cuda_probe_cached(gpu_device_id, &info);
-	if (!info.usable)
+	gc_cuda_probe_cached(gpu->device_id, &info);
+	out->usable = info.usable;
+	if (info.usable)
+		out->mem = info.free_mem;
+	else
+		snprintf(out->reason, sizeof(out->reason),
+				 GC_CUDA_BUILD ? "no usable GPU: %s" : "%s", info.reason);
+}
+
+void
+gc_gpu_local(gc_gpu *gpu, int device_id)
+{
+	gpu->device_id = device_id;
+	gpu->warm = local_warm;
+	gpu->probe = local_probe;
+}
+
+/*
+ * Why the GPU cannot run a call; false when it can.  *mem receives the
+ * memory a call may use (bytes) when the GPU is usable.
+ */
+static bool
+gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
+{
+	gc_gpu_state s;
+
+	gpu->probe(gpu, &s);
+	*mem = s.mem;
+	if (!s.usable)
 	{
-		gc_fail(why, GC_EDEVICE, GC_CUDA_BUILD ? "no usable GPU: %s" : "%s",
-				info.reason);
+		gc_fail(why, GC_EDEVICE, "%s", s.reason);
 		return true;
 	}
-	*free_mem = info.free_mem;
 	return false;
 }
 
@@ -109,7 +136,7 @@ dbscan_gpu_worth(int64_t n, int d, bool started)
  */
 static gc_code
 choose_device_dbscan(gc_device requested, int64_t n, int d,
-					 int gpu_device_id, gc_device *chosen, gc_status *st)
+					 const gc_gpu *gpu, gc_device *chosen, gc_status *st)
 {
 	gc_status	why = {GC_OK, ""};
 	size_t		free_mem = 0,
@@ -118,9 +145,9 @@ choose_device_dbscan(gc_device requested, int64_t n, int d,
 	*chosen = GC_DEVICE_CPU;
 	if (requested == GC_DEVICE_CPU)
 		return GC_OK;
-	if (requested != GC_DEVICE_GPU && !dbscan_gpu_worth(n, d, gc_cuda_started()))
+	if (requested != GC_DEVICE_GPU && !dbscan_gpu_worth(n, d, gpu->warm(gpu)))
 		return GC_OK;
-	if (gpu_unusable(GC_ALGO_DBSCAN, gpu_device_id, &free_mem, &why))
+	if (gpu_unusable(gpu, &free_mem, &why))
 	{
 		if (requested == GC_DEVICE_GPU)
 			return gc_fail(st, GC_EDEVICE, "%s", why.message);
@@ -132,7 +159,7 @@ choose_device_dbscan(gc_device requested, int64_t n, int d,
 		if (requested == GC_DEVICE_GPU)
 			return gc_fail(st, GC_ENOMEM,
 						   "DBSCAN needs about %zu MiB of GPU memory, but GPU %d has %zu MiB free",
-						   need >> 20, gpu_device_id, free_mem >> 20);
+						   need >> 20, gpu->device_id, free_mem >> 20);
 		return GC_OK;
 	}
 	*chosen = GC_DEVICE_GPU;
@@ -141,13 +168,13 @@ choose_device_dbscan(gc_device requested, int64_t n, int d,
 
 gc_code
 gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
-				 int gpu_device_id, gc_device *chosen, gc_status *st)
+				 const gc_gpu *gpu, gc_device *chosen, gc_status *st)
 {
 	gc_status	why = {GC_OK, ""};
 	size_t		free_mem;
 
 	if (algo == GC_ALGO_DBSCAN)
-		return choose_device_dbscan(requested, n, d, gpu_device_id, chosen, st);
+		return choose_device_dbscan(requested, n, d, gpu, chosen, st);
 	(void) n;
 	(void) d;
 	switch (requested)
@@ -156,13 +183,13 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 			*chosen = GC_DEVICE_CPU;
 			return GC_OK;
 		case GC_DEVICE_GPU:
-			if (gpu_unusable(algo, gpu_device_id, &free_mem, &why))
+			if (gpu_unusable(gpu, &free_mem, &why))
 				return gc_fail(st, GC_EDEVICE, "%s", why.message);
 			*chosen = GC_DEVICE_GPU;
 			return GC_OK;
 		case GC_DEVICE_AUTO:
 		default:
-			*chosen = gpu_unusable(algo, gpu_device_id, &free_mem, &why) ?
+			*chosen = gpu_unusable(gpu, &free_mem, &why) ?
 				GC_DEVICE_CPU : GC_DEVICE_GPU;
 			return GC_OK;
 	}
@@ -170,7 +197,7 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 
 gc_code
 gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
-						int n_init, int gpu_device_id, gc_device *chosen,
+						int n_init, const gc_gpu *gpu, gc_device *chosen,
 						char *note, size_t note_len, gc_status *st)
 {
 	gc_status	why = {GC_OK, ""};
@@ -185,7 +212,7 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 	if (requested != GC_DEVICE_GPU &&
 		(double) n * (double) k * (double) d < GC_KMEANS_GPU_MIN_WORK)
 		return GC_OK;			/* small: the CPU wins; CUDA untouched */
-	if (gpu_unusable(GC_ALGO_KMEANS, gpu_device_id, &free_mem, &why))
+	if (gpu_unusable(gpu, &free_mem, &why))
 	{
 		if (requested == GC_DEVICE_GPU)
 			return gc_fail(st, GC_EDEVICE, "%s", why.message);
@@ -197,11 +224,11 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 		if (requested == GC_DEVICE_GPU)
 			return gc_fail(st, GC_ENOMEM,
 						   "k-means needs about %zu MiB of GPU memory, but GPU %d has %zu MiB free",
-						   need >> 20, gpu_device_id, free_mem >> 20);
+						   need >> 20, gpu->device_id, free_mem >> 20);
 		if (note != NULL && note_len > 0)
 			snprintf(note, note_len,
 					 "k-means needs about %zu MiB of GPU memory, but GPU %d has %zu MiB free",
-					 need >> 20, gpu_device_id, free_mem >> 20);
+					 need >> 20, gpu->device_id, free_mem >> 20);
 		return GC_OK;
 	}
 	*chosen = GC_DEVICE_GPU;

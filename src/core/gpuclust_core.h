@@ -400,8 +400,32 @@ typedef enum gc_algorithm
 	GC_ALGO_DBSCAN
 } gc_algorithm;
 
+/*
+ * What dispatch knows of the GPU, asked lazily (a small problem under
+ * 'auto' never asks).  Two sources give the same answers: this process's
+ * own CUDA (gc_gpu_local) and the server's GPU worker (the glue's
+ * gpujob.c), whose context is always warm and whose jobs wait for memory.
+ */
+typedef struct gc_gpu_state
+{
+	bool		usable;
+	char		reason[200];	/* why not, when !usable */
+	size_t		mem;			/* bytes a call may use (free memory) */
+} gc_gpu_state;
+
+typedef struct gc_gpu
+{
+	int			device_id;		/* gpuclust.gpu_device_id, for messages */
+	/* a GPU call would pay no CUDA start-up */
+	bool		(*warm) (const struct gc_gpu *gpu);
+	void		(*probe) (const struct gc_gpu *gpu, gc_gpu_state *out);
+} gc_gpu;
+
+/* The GPU of this process (gpu.h's cached probe), device device_id. */
+void		gc_gpu_local(gc_gpu *gpu, int device_id);
+
 gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
-							 int64_t n, int d, int gpu_device_id,
+							 int64_t n, int d, const gc_gpu *gpu,
 							 gc_device *chosen, gc_status *st);
 
 /*
@@ -432,7 +456,7 @@ gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
  * GPU.  gc_choose_device(GC_ALGO_KMEANS) answers for a problem big enough.
  */
 gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
-									int k, int n_init, int gpu_device_id,
+									int k, int n_init, const gc_gpu *gpu,
 									gc_device *chosen, char *note,
 									size_t note_len, gc_status *st);
 

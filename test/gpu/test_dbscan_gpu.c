@@ -552,23 +552,25 @@ dispatch(void)
 {
 	gc_device	ch;
 	gc_status	st = {0};
+	gc_gpu		g0;
 
+	gc_gpu_local(&g0, 0);
 	CHECK(gc_cuda_started(), "CUDA started by the probe");
-	CHECK(gc_choose_device(GC_DEVICE_CPU, GC_ALGO_DBSCAN, 1000000, 2, 0, &ch, &st) == GC_OK &&
+	CHECK(gc_choose_device(GC_DEVICE_CPU, GC_ALGO_DBSCAN, 1000000, 2, &g0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_CPU, "cpu");
-	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000, 2, 0, &ch, &st) == GC_OK &&
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000, 2, &g0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_CPU, "auto, 1,000 rows: cpu");
-	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 20000, 3, 0, &ch, &st) == GC_OK &&
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 20000, 3, &g0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_GPU, "auto, 20,000 3-d rows, CUDA started: gpu");
-	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000000, 16, 0, &ch, &st) == GC_OK &&
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000000, 16, &g0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_CPU, "auto, 16-d: cpu");
-	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 10000000, 2, 0, &ch, &st) == GC_OK &&
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 10000000, 2, &g0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_GPU, "auto, 10M 2-d: gpu");
-	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, INT64_C(3000000000), 2, 0, &ch, &st) == GC_OK &&
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, INT64_C(3000000000), 2, &g0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_CPU, "auto, 3e9 rows: cpu");
-	CHECK(gc_choose_device(GC_DEVICE_GPU, GC_ALGO_DBSCAN, 10, 5, 0, &ch, &st) == GC_OK &&
+	CHECK(gc_choose_device(GC_DEVICE_GPU, GC_ALGO_DBSCAN, 10, 5, &g0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_GPU, "gpu, 10 rows: %s", st.message);
-	CHECK(gc_choose_device(GC_DEVICE_GPU, GC_ALGO_DBSCAN, INT64_C(2000000000), 3, 0, &ch, &st) ==
+	CHECK(gc_choose_device(GC_DEVICE_GPU, GC_ALGO_DBSCAN, INT64_C(2000000000), 3, &g0, &ch, &st) ==
 		  GC_ENOMEM, "gpu, 2e9 rows: %s", st.message);
 	printf("  dispatch: gpu, 2e9 rows: %s\n", st.message);
 }

@@ -338,24 +338,28 @@ test_dispatch(void)
 	gc_status	st = {0};
 	char		note[256];
 	gc_cuda_device_info info;
+	gc_gpu		g0,
+				g1000;
 
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, 0, &ch, note,
+	gc_gpu_local(&g0, 0);
+	gc_gpu_local(&g1000, 1000);
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU, "cpu");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, 0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "gpu, tiny");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, 0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] == '\0', "auto, tiny: cpu");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, 0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "auto, large: gpu");
 	/* more than any GPU's memory: gpu refuses, auto runs on the CPU and says why */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 1000, 100, 1, 0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 1000, 100, 1, &g0, &ch,
 								  note, sizeof(note), &st) == GC_ENOMEM, "gpu, too big: %s", st.message);
 	printf("  gpu, too big: %s\n", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 1000, 100, 1, 0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 1000, 100, 1, &g0, &ch,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] != '\0', "auto, too big: cpu with a note");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, 1000, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, &g1000, &ch, note,
 								  sizeof(note), &st) == GC_EDEVICE, "gpu, no such device");
 	printf("  gpu, device 1000: %s\n", st.message);
 	gc_cuda_probe_cached(0, &info);

@@ -1,0 +1,473 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpujob.c
+ *	  A backend's side of the GPU: what dispatch sees, the GPU runs, and
+ *	  the hand-off of a job to the GPU worker (protocol: gpuworker.h).
+ *
+ * With the worker, a GPU run puts the job in this backend's slot: the
+ * matrix stays where ingest wrote it (a DSM segment, gc_job_shared_alloc)
+ * or, from a window partition, is copied once into the outputs' segment;
+ * the parameters go into the slot.  The backend then sleeps on its latch
+ * (wait event Extension), waking every GC_JOB_POLL_MS to copy the job's
+ * progress into gpuclust_progress and to notice a worker that is gone.
+ * Cancel, statement_timeout and termination take the job back or cancel
+ * it (abandon), and raise as usual.  The outputs are copied from the
+ * segment into the caller's arrays.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/statvfs.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/dsm_impl.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "gpujob.h"
+#include "gpuworker.h"
+#include "ingest.h"
+#include "progress.h"
+
+/* how often a waiting backend looks at its job besides its latch */
+#define GC_JOB_POLL_MS 250
+
+/* room left in /dev/shm beside a segment of ours */
+#define GC_SHM_MARGIN ((uint64) 64 << 20)
+
+/* ---------------------------------------------------------------------
+ * The GPU dispatch sees
+ * --------------------------------------------------------------------- */
+
+bool
+gc_job_worker_configured(void)
+{
+	return gc_worker != NULL;
+}
+
+static bool
+worker_warm(const gc_gpu *gpu)
+{
+	(void) gpu;
+	return true;				/* the worker's context is up */
+}
+
+static void
+worker_probe(const gc_gpu *gpu, gc_gpu_state *out)
+{
+	GcWorkerState state;
+
+	memset(out, 0, sizeof(*out));
+	SpinLockAcquire(&gc_worker->mutex);
+	state = gc_worker->state;
+	out->mem = gc_worker->budget;
+	if (state == GC_WORKER_NO_GPU)
+		snprintf(out->reason, sizeof(out->reason),
+				 "the gpuclust GPU worker has no usable GPU: %s",
+				 gc_worker->info.reason);
+	SpinLockRelease(&gc_worker->mutex);
+	out->usable = state == GC_WORKER_READY;
+	if (state != GC_WORKER_READY && state != GC_WORKER_NO_GPU)
+		snprintf(out->reason, sizeof(out->reason),
+				 "the gpuclust GPU worker is not running (it restarts within %d seconds)",
+				 GC_WORKER_RESTART_S + 1);
+	(void) gpu;
+}
+
+void
+gc_glue_gpu(gc_gpu *gpu)
+{
+	if (gc_worker == NULL)
+	{
+		gc_gpu_local(gpu, gpuclust_gpu_device_id);
+		return;
+	}
+	gpu->device_id = gpuclust_gpu_device_id;
+	gpu->warm = worker_warm;
+	gpu->probe = worker_probe;
+}
+
+/* ---------------------------------------------------------------------
+ * Shared memory for the matrix
+ * --------------------------------------------------------------------- */
+
+static void
+shared_release(void *arg)
+{
+	GcShared   *s = (GcShared *) arg;
+
+	if (s->seg != NULL)
+		dsm_detach(s->seg);
+	s->seg = NULL;
+}
+
+/* Whether a DSM segment of bytes fits (posix DSM lives in /dev/shm). */
+static bool
+shm_has_room(Size bytes)
+{
+	struct statvfs fs;
+
+	if (dynamic_shared_memory_type != DSM_IMPL_POSIX)
+		return true;
+	if (statvfs("/dev/shm", &fs) != 0)
+		return true;			/* let dsm_create say what is wrong */
+	return (uint64) fs.f_bavail * fs.f_frsize >= (uint64) bytes + GC_SHM_MARGIN;
+}
+
+/* A segment of bytes, or NULL when /dev/shm or the segment slots are full. */
+static dsm_segment *
+create_segment(Size bytes)
+{
+	if (!shm_has_room(bytes))
+		return NULL;
+	return dsm_create(Max(bytes, 1), DSM_CREATE_NULL_IF_MAXSEGMENTS);
+}
+
+void *
+gc_job_shared_alloc(MemoryContext cxt, Size bytes, GcShared **shared)
+{
+	GcShared   *s;
+
+	*shared = NULL;
+	if (gc_worker == NULL || gc_worker->state != GC_WORKER_READY)
+		return NULL;
+	s = MemoryContextAllocZero(cxt, sizeof(GcShared));
+	if ((s->seg = create_segment(bytes)) == NULL)
+	{
+		pfree(s);
+		return NULL;
+	}
+	/* mapped for cxt's life, not the resource owner's */
+	dsm_pin_mapping(s->seg);
+	s->cb.func = shared_release;
+	s->cb.arg = s;
+	MemoryContextRegisterResetCallback(cxt, &s->cb);
+	*shared = s;
+	return dsm_segment_address(s->seg);
+}
+
+void
+gc_job_shared_free(GcShared *shared)
+{
+	shared_release(shared);
+}
+
+/* ---------------------------------------------------------------------
+ * The hand-off
+ * --------------------------------------------------------------------- */
+
+static gc_kmeans_gpu_phases last_kmeans;
+static gc_dbscan_gpu_phases last_dbscan;
+static bool kmeans_by_worker,
+			dbscan_by_worker;
+static bool exit_callback_registered = false;
+
+static GcJob *
+my_job(void)
+{
+	Assert(MyBackendId != InvalidBackendId && MyBackendId <= gc_worker->njobs);
+	return &gc_worker->jobs[MyBackendId - 1];
+}
+
+static void
+set_worker_latch(void)
+{
+	int			procno;
+	bool		running;
+
+	SpinLockAcquire(&gc_worker->mutex);
+	procno = gc_worker->procno;
+	running = gc_worker->pid != 0;
+	SpinLockRelease(&gc_worker->mutex);
+	if (running)
+		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
+}
+
+/*
+ * This backend stops waiting for its job: takes it back while queued,
+ * frees it when done, else cancels it and leaves it to the worker.
+ */
+static void
+abandon(GcJob *j)
+{
+	uint32		s;
+
+	if (j->pid != MyProcPid)
+		return;
+	pg_atomic_write_u32(&j->abandoned, 1);
+	j->cancel = 1;
+	pg_memory_barrier();
+	s = GC_JOB_QUEUED;
+	if (pg_atomic_compare_exchange_u32(&j->state, &s, GC_JOB_FREE))
+		return;
+	s = GC_JOB_DONE;
+	if (pg_atomic_compare_exchange_u32(&j->state, &s, GC_JOB_FREE))
+		return;
+	set_worker_latch();			/* running: the worker frees it */
+}
+
+static void
+backend_exit(int code, Datum arg)
+{
+	if (gc_worker != NULL && MyBackendId != InvalidBackendId &&
+		pg_atomic_read_u32(&my_job()->state) != GC_JOB_FREE)
+		abandon(my_job());
+}
+
+static bool
+worker_ready(void)
+{
+	GcWorkerState s;
+
+	SpinLockAcquire(&gc_worker->mutex);
+	s = gc_worker->state;
+	SpinLockRelease(&gc_worker->mutex);
+	return s == GC_WORKER_READY;
+}
+
+/* Sleeps until the latch is set or GC_JOB_POLL_MS pass; raises interrupts. */
+static void
+job_sleep(void)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 GC_JOB_POLL_MS, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * Queues j (its fields filled but for the queue's) and waits for its end.
+ * GC_OK or the job's failure in st; GC_EDEVICE when the worker is not
+ * running.  Interrupts raise, after abandon.
+ */
+static gc_code
+submit_and_wait(GcJob *j, gc_status *st)
+{
+	uint32		s = GC_JOB_FREE;
+	gc_progress last = {0};
+
+	if (!exit_callback_registered)
+	{
+		before_shmem_exit(backend_exit, (Datum) 0);
+		exit_callback_registered = true;
+	}
+	j->pid = MyProcPid;
+	j->userid = GetUserId();
+	j->procno = MyProc->pgprocno;
+	j->cancel = 0;
+	pg_atomic_write_u32(&j->abandoned, 0);
+	pg_atomic_write_u32(&j->progress_count, 0);
+	j->queued_at = GetCurrentTimestamp();
+	j->seq = pg_atomic_fetch_add_u64(&gc_worker->next_seq, 1);
+	pg_write_barrier();
+	if (!pg_atomic_compare_exchange_u32(&j->state, &s, GC_JOB_QUEUED))
+		elog(ERROR, "gpuclust: GPU job slot of backend %d is busy", MyBackendId);
+	set_worker_latch();
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			gc_progress p;
+
+			s = pg_atomic_read_u32(&j->state);
+			if (s == GC_JOB_DONE)
+				break;
+			if (s == GC_JOB_QUEUED && !worker_ready())
+			{
+				uint32		queued = GC_JOB_QUEUED;
+
+				if (pg_atomic_compare_exchange_u32(&j->state, &queued, GC_JOB_FREE))
+					return gc_fail(st, GC_EDEVICE,
+								   "the gpuclust GPU worker is not running");
+			}
+			if (gc_job_read_progress(j, &p) &&
+				memcmp(&p, &last, sizeof(p)) != 0)
+			{
+				gc_progress_sink(NULL, &p);
+				last = p;
+			}
+			job_sleep();
+		}
+	}
+	PG_CATCH();
+	{
+		abandon(j);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	pg_read_barrier();
+	*st = j->status;
+	return st->code;
+}
+
+/* Waits (interruptibly) until the worker has let go of an abandoned job. */
+static void
+wait_slot_free(GcJob *j)
+{
+	while (pg_atomic_read_u32(&j->state) != GC_JOB_FREE)
+	{
+		if (!worker_ready() && j->pid == MyProcPid)
+			abandon(j);
+		job_sleep();
+	}
+}
+
+/*
+ * The outputs' segment of job j (out_bytes), with X copied in after them
+ * unless it already lives in a segment; NULL with st set when there is no
+ * room.
+ */
+static dsm_segment *
+job_segments(GcJob *j, const GcInput *in, Size out_bytes, gc_status *st)
+{
+	Size		x_bytes = (Size) in->n * (Size) in->d * sizeof(float);
+	Size		x_off = MAXALIGN(out_bytes);
+	dsm_segment *out;
+
+	dsm_segment *xs = in->x_shared != NULL ? in->x_shared->seg : NULL;
+	Size		bytes = xs != NULL ? out_bytes : x_off + x_bytes;
+
+	if ((out = create_segment(bytes)) == NULL)
+	{
+		gc_fail(st, GC_ENOMEM,
+				"no room in shared memory for the GPU worker's job (%zu MiB; posix shared memory lives in /dev/shm)",
+				(bytes >> 20) + 1);
+		return NULL;
+	}
+	j->out_seg = dsm_segment_handle(out);
+	if (xs != NULL)
+	{
+		j->x_seg = dsm_segment_handle(xs);
+		j->x_off = (char *) in->X - (char *) dsm_segment_address(xs);
+	}
+	else
+	{
+		j->x_seg = j->out_seg;
+		j->x_off = x_off;
+		memcpy((char *) dsm_segment_address(out) + x_off, in->X, x_bytes);
+	}
+	return out;
+}
+
+static void
+job_common(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
+{
+	j->algo = algo;
+	j->n = in->n;
+	j->d = in->d;
+	j->threads = ctx->n_threads;
+}
+
+gc_code
+gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
+				  const gc_kmeans_params *p, gc_kmeans_result *res,
+				  gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+	char	   *o;
+	Size		k = p->k,
+				n = in->n;
+
+	kmeans_by_worker = gc_worker != NULL;
+	if (gc_worker == NULL)
+		return gc_kmeans_gpu(ctx, in->X, in->n, in->d, p, res, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	job_common(j, GC_ALGO_KMEANS, ctx, in);
+	j->p.kmeans = *p;
+	j->mem = gc_kmeans_gpu_mem_bytes(in->n, in->d, p->k, p->n_init);
+	j->out_labels = 0;
+	j->out_second = MAXALIGN(n * sizeof(int32));
+	j->out_centroids = j->out_second + MAXALIGN(n * sizeof(double));
+	if ((out = job_segments(j, in, j->out_centroids + k * in->d * sizeof(float),
+							st)) == NULL)
+		return st->code;
+	if (submit_and_wait(j, st) == GC_OK)
+	{
+		o = dsm_segment_address(out);
+		memcpy(res->labels, o + j->out_labels, n * sizeof(int32));
+		if (res->distance != NULL)
+			memcpy(res->distance, o + j->out_second, n * sizeof(double));
+		memcpy(res->centroids, o + j->out_centroids, k * in->d * sizeof(float));
+		res->inertia = j->kmeans.inertia;
+		res->iterations = j->kmeans.iterations;
+		res->converged = j->kmeans.converged;
+		last_kmeans = j->phases.kmeans;
+	}
+	if (pg_atomic_read_u32(&j->state) == GC_JOB_DONE)
+	{
+		uint32		done = GC_JOB_DONE;
+
+		(void) pg_atomic_compare_exchange_u32(&j->state, &done, GC_JOB_FREE);
+	}
+	dsm_detach(out);
+	return st->code;
+}
+
+gc_code
+gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
+				  const gc_dbscan_params *p, int32 *labels, uint8 *is_core,
+				  gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+	char	   *o;
+	Size		n = in->n;
+
+	dbscan_by_worker = gc_worker != NULL;
+	if (gc_worker == NULL)
+		return gc_dbscan_on_gpu(ctx, in->X, in->n, in->d, p, labels, is_core,
+								st);
+
+	j = my_job();
+	wait_slot_free(j);
+	job_common(j, GC_ALGO_DBSCAN, ctx, in);
+	j->p.dbscan = *p;
+	j->mem = gc_dbscan_gpu_mem_bytes(in->n, in->d);
+	j->out_labels = 0;
+	j->out_second = MAXALIGN(n * sizeof(int32));
+	j->out_centroids = 0;
+	if ((out = job_segments(j, in, j->out_second + n, st)) == NULL)
+		return st->code;
+	if (submit_and_wait(j, st) == GC_OK)
+	{
+		o = dsm_segment_address(out);
+		memcpy(labels, o + j->out_labels, n * sizeof(int32));
+		memcpy(is_core, o + j->out_second, n);
+		last_dbscan = j->phases.dbscan;
+	}
+	if (pg_atomic_read_u32(&j->state) == GC_JOB_DONE)
+	{
+		uint32		done = GC_JOB_DONE;
+
+		(void) pg_atomic_compare_exchange_u32(&j->state, &done, GC_JOB_FREE);
+	}
+	dsm_detach(out);
+	return st->code;
+}
+
+void
+gc_gpu_last_kmeans_phases(gc_kmeans_gpu_phases *out)
+{
+	if (kmeans_by_worker)
+		*out = last_kmeans;
+	else
+		gc_kmeans_gpu_last_phases(out);
+}
+
+void
+gc_gpu_last_dbscan_phases(gc_dbscan_gpu_phases *out)
+{
+	if (dbscan_by_worker)
+		*out = last_dbscan;
+	else
+		gc_dbscan_gpu_last_phases(out);
+}

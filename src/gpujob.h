@@ -1,0 +1,65 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpujob.h
+ *	  A backend's side of the GPU (gpujob.c): the GPU that dispatch sees,
+ *	  the GPU runs themselves (through the GPU worker when the server has
+ *	  one, else in this backend), the shared memory that ingest writes the
+ *	  matrix into, and the phases of the last GPU run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUCLUST_GPUJOB_H
+#define GPUCLUST_GPUJOB_H
+
+#include "storage/dsm.h"
+
+#include "gpuclust.h"
+#include "core/gpu.h"
+
+struct GcInput;
+
+/* Whether the server's GPU worker runs this backend's GPU calls. */
+extern bool gc_job_worker_configured(void);
+
+/*
+ * The GPU as dispatch sees it: the worker's (its state, its device's
+ * memory budget; always warm), or this backend's own CUDA when there is
+ * no worker.  Neither initialises CUDA here until a call needs it, and the
+ * worker's never does in a backend.
+ */
+extern void gc_glue_gpu(gc_gpu *gpu);
+
+/*
+ * Shared memory for a matrix the worker will read: a DSM segment of bytes,
+ * mapped until cxt is reset or deleted, or until gc_job_shared_free.
+ * NULL when no worker takes jobs, or the shared memory (/dev/shm) has no
+ * room for it.
+ */
+typedef struct GcShared
+{
+	MemoryContextCallback cb;
+	dsm_segment *seg;			/* NULL once detached */
+} GcShared;
+
+extern void *gc_job_shared_alloc(MemoryContext cxt, Size bytes,
+								 GcShared **shared);
+extern void gc_job_shared_free(GcShared *shared);
+
+/*
+ * The GPU runs of k-means and DBSCAN on in's rows, the contract of
+ * gc_kmeans_gpu / gc_dbscan_on_gpu: through the worker when configured
+ * (waiting interruptibly; cancel and statement_timeout cancel the job),
+ * else in this backend.
+ */
+extern gc_code gc_gpu_run_kmeans(const gc_ctx *ctx, const struct GcInput *in,
+								 const gc_kmeans_params *p,
+								 gc_kmeans_result *res, gc_status *st);
+extern gc_code gc_gpu_run_dbscan(const gc_ctx *ctx, const struct GcInput *in,
+								 const gc_dbscan_params *p, int32 *labels,
+								 uint8 *is_core, gc_status *st);
+
+/* The phases of this backend's last GPU run of each algorithm. */
+extern void gc_gpu_last_kmeans_phases(gc_kmeans_gpu_phases *out);
+extern void gc_gpu_last_dbscan_phases(gc_dbscan_gpu_phases *out);
+
+#endif							/* GPUCLUST_GPUJOB_H */

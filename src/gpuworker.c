@@ -1,0 +1,604 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpuworker.c
+ *	  The GPU worker: a background worker that owns the GPU and runs every
+ *	  backend's GPU jobs (the protocol is in gpuworker.h).
+ *
+ * The worker probes the GPU once (creating the CUDA context), then loops on
+ * its latch: it reaps the jobs whose threads have ended, and starts queued
+ * jobs in arrival order while the oldest one's GPU memory fits what running
+ * jobs leave of the budget (the free memory at start, less
+ * GC_WORKER_HEADROOM) and fewer than gpuclust.gpu_worker_jobs run.  Each
+ * job runs on a thread of its own (signals blocked) through the same core
+ * entry points as a backend would call (gc_kmeans_gpu, gc_dbscan_on_gpu),
+ * on a CUDA stream of its own; the context, the pinned staging ring
+ * (transfer.cu) and the device's memory pool stay from job to job.  Only
+ * the main thread calls PostgreSQL (latches, DSM, the job slots' states);
+ * a job's thread writes its result into its Running entry and sets the
+ * main thread's latch.
+ *
+ * SIGTERM (a shutdown, or pg_terminate_backend) raises the cancel flag of
+ * every running job, waits up to GC_WORKER_STOP_MS for their threads, and
+ * exits with status 1, failing every job still queued or running; the
+ * postmaster restarts the worker GC_WORKER_RESTART_S seconds later (but
+ * not at shutdown).  A worker with no usable GPU stays up and says why
+ * (gpuclust_info), so that 'auto' runs on the CPU at once and 'gpu' fails
+ * with the reason.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "gpuclust.h"
+#include "gpuworker.h"
+
+/* how long a stopping worker waits for its running jobs to see the cancel */
+#define GC_WORKER_STOP_MS 5000
+
+GcWorkerShared *gc_worker = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+worker_shmem_size(void)
+{
+	return add_size(offsetof(GcWorkerShared, jobs),
+					mul_size(MaxBackends, sizeof(GcJob)));
+}
+
+static void
+worker_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(worker_shmem_size());
+}
+
+static void
+worker_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	gc_worker = ShmemInitStruct("gpuclust GPU worker", worker_shmem_size(),
+								&found);
+	if (!found)
+	{
+		memset(gc_worker, 0, worker_shmem_size());
+		SpinLockInit(&gc_worker->mutex);
+		gc_worker->state = GC_WORKER_NONE;
+		gc_worker->njobs = MaxBackends;
+		pg_atomic_init_u64(&gc_worker->next_seq, 1);
+		for (int i = 0; i < MaxBackends; i++)
+		{
+			pg_atomic_init_u32(&gc_worker->jobs[i].state, GC_JOB_FREE);
+			pg_atomic_init_u32(&gc_worker->jobs[i].abandoned, 0);
+			pg_atomic_init_u32(&gc_worker->jobs[i].progress_count, 0);
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+gc_worker_init(void)
+{
+	BackgroundWorker bgw;
+
+	if (!process_shared_preload_libraries_in_progress || !gpuclust_gpu_worker)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = worker_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = worker_shmem_startup;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	bgw.bgw_start_time = BgWorkerStart_PostmasterStart;
+	bgw.bgw_restart_time = GC_WORKER_RESTART_S;
+	strlcpy(bgw.bgw_library_name, "gpuclust", BGW_MAXLEN);
+	strlcpy(bgw.bgw_function_name, "gpuclust_gpu_worker_main", BGW_MAXLEN);
+	strlcpy(bgw.bgw_name, "gpuclust GPU worker", BGW_MAXLEN);
+	strlcpy(bgw.bgw_type, "gpuclust GPU worker", BGW_MAXLEN);
+	RegisterBackgroundWorker(&bgw);
+}
+
+/* ---------------------------------------------------------------------
+ * Progress of a job (its thread writes, the backend reads)
+ * --------------------------------------------------------------------- */
+
+static void
+job_progress(void *arg, const gc_progress *p)
+{
+	GcJob	   *j = (GcJob *) arg;
+
+	pg_atomic_fetch_add_u32(&j->progress_count, 1);
+	pg_write_barrier();
+	j->progress = *p;
+	pg_write_barrier();
+	pg_atomic_fetch_add_u32(&j->progress_count, 1);
+}
+
+bool
+gc_job_read_progress(GcJob *j, gc_progress *out)
+{
+	for (int tries = 0; tries < 1000; tries++)
+	{
+		uint32		before = pg_atomic_read_u32(&j->progress_count);
+
+		pg_read_barrier();
+		*out = j->progress;
+		pg_read_barrier();
+		if (before == pg_atomic_read_u32(&j->progress_count) &&
+			(before & 1) == 0)
+			return before != 0;
+	}
+	return false;
+}
+
+/* ---------------------------------------------------------------------
+ * The jobs this worker runs
+ * --------------------------------------------------------------------- */
+
+typedef struct Running
+{
+	bool		used;
+	pthread_t	thread;
+	GcJob	   *job;
+	dsm_segment *x_seg,
+			   *out_seg;
+	const float *X;
+	char	   *out;
+	gc_ctx		ctx;
+	/* written by the thread, read by the main thread once it has ended */
+	gc_status	status;
+	gc_kmeans_result kmeans;
+	gc_kmeans_gpu_phases km_phases;
+	gc_dbscan_gpu_phases db_phases;
+	pg_atomic_uint32 ended;
+} Running;
+
+static Running *runs;			/* njobs of them, by slot */
+static volatile sig_atomic_t stopping = 0;	/* every job's second cancel flag */
+static int	device_id;
+
+static Latch *
+proc_latch(int procno)
+{
+	return &ProcGlobal->allProcs[procno].procLatch;
+}
+
+/* A job's thread: the core call, then the main thread's latch. */
+static void *
+job_thread(void *arg)
+{
+	Running    *r = (Running *) arg;
+	GcJob	   *j = r->job;
+	gc_cuda_device_info info;
+
+	memset(&r->status, 0, sizeof(r->status));
+	memset(&info, 0, sizeof(info));
+	info.usable = true;
+	/* the CUDA device is per thread: make the worker's current */
+	if (!gpuclust_gpu_worker_emulate)
+		gc_cuda_probe_cached(device_id, &info);
+	if (!info.usable)
+		gc_fail(&r->status, GC_EDEVICE, "%s", info.reason);
+	else if (j->algo == GC_ALGO_KMEANS)
+	{
+		memset(&r->kmeans, 0, sizeof(r->kmeans));
+		r->kmeans.labels = (int32_t *) (r->out + j->out_labels);
+		r->kmeans.distance = (double *) (r->out + j->out_second);
+		r->kmeans.centroids = (float *) (r->out + j->out_centroids);
+		if (gpuclust_gpu_worker_emulate)
+			(void) gc_kmeans_cpu(&r->ctx, r->X, j->n, j->d, &j->p.kmeans,
+								 &r->kmeans, &r->status);
+		else
+		{
+			(void) gc_kmeans_gpu(&r->ctx, r->X, j->n, j->d, &j->p.kmeans,
+								 &r->kmeans, &r->status);
+			gc_kmeans_gpu_last_phases(&r->km_phases);
+		}
+	}
+	else
+	{
+		int32_t    *labels = (int32_t *) (r->out + j->out_labels);
+		uint8_t    *is_core = (uint8_t *) (r->out + j->out_second);
+
+		if (gpuclust_gpu_worker_emulate)
+			(void) gc_dbscan_cpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,
+								 labels, is_core, &r->status);
+		else
+		{
+			(void) gc_dbscan_on_gpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,
+									labels, is_core, &r->status);
+			gc_dbscan_gpu_last_phases(&r->db_phases);
+		}
+	}
+	pg_write_barrier();
+	pg_atomic_write_u32(&r->ended, 1);
+	SetLatch(MyLatch);
+	return NULL;
+}
+
+/*
+ * The end of job j: its status, then DONE (the backend's latch is set) or,
+ * when the backend has stopped waiting, FREE.
+ */
+static void
+finish_job(GcJob *j, const gc_status *st)
+{
+	j->status = *st;
+	pg_write_barrier();
+	if (pg_atomic_read_u32(&j->abandoned))
+	{
+		uint32		running = GC_JOB_RUNNING;
+
+		if (pg_atomic_compare_exchange_u32(&j->state, &running, GC_JOB_FREE))
+			return;
+	}
+	{
+		uint32		running = GC_JOB_RUNNING;
+
+		if (!pg_atomic_compare_exchange_u32(&j->state, &running, GC_JOB_DONE))
+			return;
+	}
+	SetLatch(proc_latch(j->procno));
+	pg_memory_barrier();
+	if (pg_atomic_read_u32(&j->abandoned))
+	{
+		uint32		done = GC_JOB_DONE;
+
+		/* the backend may have freed it first: one of the two CAS wins */
+		(void) pg_atomic_compare_exchange_u32(&j->state, &done, GC_JOB_FREE);
+	}
+}
+
+static void
+release_memory(size_t mem)
+{
+	SpinLockAcquire(&gc_worker->mutex);
+	gc_worker->reserved -= mem;
+	gc_worker->running--;
+	SpinLockRelease(&gc_worker->mutex);
+}
+
+/* The jobs whose threads have ended: results to their slots. */
+static void
+reap(void)
+{
+	for (int i = 0; i < gc_worker->njobs; i++)
+	{
+		Running    *r = &runs[i];
+		GcJob	   *j = r->job;
+
+		if (!r->used || !pg_atomic_read_u32(&r->ended))
+			continue;
+		pg_read_barrier();
+		pthread_join(r->thread, NULL);
+		if (j->algo == GC_ALGO_KMEANS)
+		{
+			j->kmeans.inertia = r->kmeans.inertia;
+			j->kmeans.iterations = r->kmeans.iterations;
+			j->kmeans.converged = r->kmeans.converged;
+			j->phases.kmeans = r->km_phases;
+		}
+		else
+			j->phases.dbscan = r->db_phases;
+		if (r->x_seg != r->out_seg)
+			dsm_detach(r->x_seg);
+		dsm_detach(r->out_seg);
+		r->used = false;
+		release_memory(j->mem);
+		finish_job(j, &r->status);
+	}
+}
+
+/* The queued job that arrived first, or NULL. */
+static GcJob *
+oldest_queued(void)
+{
+	GcJob	   *best = NULL;
+
+	for (int i = 0; i < gc_worker->njobs; i++)
+	{
+		GcJob	   *j = &gc_worker->jobs[i];
+
+		if (pg_atomic_read_u32(&j->state) == GC_JOB_QUEUED)
+		{
+			pg_read_barrier();
+			if (best == NULL || j->seq < best->seq)
+				best = j;
+		}
+	}
+	return best;
+}
+
+/* Takes queued job j (false: its backend took it back). */
+static bool
+take(GcJob *j)
+{
+	uint32		queued = GC_JOB_QUEUED;
+
+	if (!pg_atomic_compare_exchange_u32(&j->state, &queued, GC_JOB_RUNNING))
+		return false;
+	j->started_at = GetCurrentTimestamp();
+	j->generation = gc_worker->generation;
+	return true;
+}
+
+/* Fails queued job j at once with st. */
+static void
+refuse(GcJob *j, const gc_status *st)
+{
+	if (take(j))
+		finish_job(j, st);
+}
+
+/*
+ * Starts queued jobs in arrival order while the oldest fits (memory and
+ * gpuclust.gpu_worker_jobs); with no usable GPU, fails them with the
+ * reason.
+ */
+static void
+admit(void)
+{
+	GcJob	   *j;
+
+	while ((j = oldest_queued()) != NULL)
+	{
+		gc_status	st = {GC_OK, ""};
+		Running    *r = &runs[j - gc_worker->jobs];
+		sigset_t	all,
+					old;
+		bool		fits;
+
+		if (gc_worker->state != GC_WORKER_READY)
+		{
+			gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker has no usable GPU: %s",
+					gc_worker->info.reason);
+			refuse(j, &st);
+			continue;
+		}
+		if (j->mem > gc_worker->budget)
+		{
+			gc_fail(&st, GC_ENOMEM,
+					"%s needs about %zu MiB of GPU memory, but the GPU worker's GPU %d has %zu MiB for jobs",
+					gc_algorithm_name(j->algo), j->mem >> 20, device_id,
+					gc_worker->budget >> 20);
+			refuse(j, &st);
+			continue;
+		}
+		SpinLockAcquire(&gc_worker->mutex);
+		fits = gc_worker->running < gpuclust_gpu_worker_jobs &&
+			gc_worker->reserved + j->mem <= gc_worker->budget;
+		SpinLockRelease(&gc_worker->mutex);
+		if (!fits || r->used)
+			return;				/* arrival order: the others wait too */
+		if (!take(j))
+			continue;
+
+		memset(r, 0, sizeof(*r));
+		r->job = j;
+		r->out_seg = dsm_attach(j->out_seg);
+		r->x_seg = j->x_seg == j->out_seg ? r->out_seg : dsm_attach(j->x_seg);
+		if (r->out_seg == NULL || r->x_seg == NULL)
+		{
+			/* the backend has gone, its segments with it */
+			if (r->out_seg != NULL)
+				dsm_detach(r->out_seg);
+			if (r->x_seg != NULL && r->x_seg != r->out_seg)
+				dsm_detach(r->x_seg);
+			gc_fail(&st, GC_ECANCEL, "the job's data are gone");
+			finish_job(j, &st);
+			continue;
+		}
+		r->X = (const float *) ((char *) dsm_segment_address(r->x_seg) + j->x_off);
+		r->out = dsm_segment_address(r->out_seg);
+		r->ctx.n_threads = j->threads;
+		r->ctx.cancel_flags[0] = &j->cancel;
+		r->ctx.cancel_flags[1] = &stopping;
+		r->ctx.progress = job_progress;
+		r->ctx.progress_arg = j;
+		pg_atomic_init_u32(&r->ended, 0);
+		r->used = true;
+
+		SpinLockAcquire(&gc_worker->mutex);
+		gc_worker->reserved += j->mem;
+		gc_worker->running++;
+		SpinLockRelease(&gc_worker->mutex);
+
+		/* the thread and CUDA's own threads must not take our signals */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		if (pthread_create(&r->thread, NULL, job_thread, r) != 0)
+		{
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			r->used = false;
+			if (r->x_seg != r->out_seg)
+				dsm_detach(r->x_seg);
+			dsm_detach(r->out_seg);
+			release_memory(j->mem);
+			gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker could not start a thread");
+			finish_job(j, &st);
+			continue;
+		}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+}
+
+/*
+ * gpuclust.gpu_worker_emulate (tests on machines without a GPU): the
+ * worker runs its jobs with the CPU's core functions, on a "device" of
+ * GC_WORKER_EMULATED_MEM bytes, so that the hand-off, the queue, cancel and
+ * the worker's exit are tested where no GPU is.
+ */
+static void
+emulated_device(gc_cuda_device_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->usable = true;
+	info->device_count = 1;
+	info->device_id = device_id;
+	snprintf(info->name, sizeof(info->name),
+			 "the CPU (gpuclust.gpu_worker_emulate)");
+	info->total_mem = info->free_mem = GC_WORKER_EMULATED_MEM;
+}
+
+/* The free memory of the device, for gpuclust_info. */
+static void
+read_free_memory(void)
+{
+	gc_cuda_device_info info;
+	sigset_t	all,
+				old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	gc_cuda_probe_cached(device_id, &info);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	SpinLockAcquire(&gc_worker->mutex);
+	gc_worker->free_mem = info.usable ? info.free_mem : 0;
+	SpinLockRelease(&gc_worker->mutex);
+}
+
+/*
+ * At exit (SIGTERM, postmaster death, an error): every job still queued
+ * or running fails, so that no backend waits for a worker that is gone.
+ */
+static void
+worker_exit(int code, Datum arg)
+{
+	gc_status	st;
+
+	stopping = 1;
+	gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker exited");
+	SpinLockAcquire(&gc_worker->mutex);
+	gc_worker->state = GC_WORKER_EXITED;
+	gc_worker->pid = 0;
+	SpinLockRelease(&gc_worker->mutex);
+	for (int i = 0; i < gc_worker->njobs; i++)
+	{
+		GcJob	   *j = &gc_worker->jobs[i];
+		uint32		s = pg_atomic_read_u32(&j->state);
+
+		if (s == GC_JOB_QUEUED)
+			refuse(j, &st);
+		else if (s == GC_JOB_RUNNING)
+			finish_job(j, &st);
+	}
+}
+
+/* Waits up to GC_WORKER_STOP_MS for the running jobs to end. */
+static void
+stop_jobs(void)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													GC_WORKER_STOP_MS);
+
+	stopping = 1;
+	for (;;)
+	{
+		bool		any = false;
+
+		reap();
+		for (int i = 0; i < gc_worker->njobs; i++)
+			any |= runs[i].used;
+		if (!any || GetCurrentTimestamp() >= until)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+void
+gpuclust_gpu_worker_main(Datum arg)
+{
+	gc_cuda_device_info info;
+	sigset_t	all,
+				old;
+
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	device_id = gpuclust_gpu_device_id;
+	runs = MemoryContextAllocZero(TopMemoryContext,
+								  sizeof(Running) * gc_worker->njobs);
+	SpinLockAcquire(&gc_worker->mutex);
+	gc_worker->state = GC_WORKER_STARTING;
+	gc_worker->pid = MyProcPid;
+	gc_worker->procno = MyProc->pgprocno;
+	gc_worker->generation++;
+	gc_worker->started_at = GetCurrentTimestamp();
+	gc_worker->reserved = 0;
+	gc_worker->running = 0;
+	SpinLockRelease(&gc_worker->mutex);
+	before_shmem_exit(worker_exit, (Datum) 0);
+
+	if (gpuclust_gpu_worker_emulate)
+		emulated_device(&info);
+	else
+	{
+		/* CUDA starts threads of its own: they must not take our signals */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		gc_cuda_probe_cached(device_id, &info);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+
+	SpinLockAcquire(&gc_worker->mutex);
+	gc_worker->info = info;
+	gc_worker->free_mem = info.usable ? info.free_mem : 0;
+	gc_worker->budget = gpuclust_gpu_worker_emulate ? info.free_mem :
+		info.usable && info.free_mem > GC_WORKER_HEADROOM ?
+		info.free_mem - GC_WORKER_HEADROOM : 0;
+	gc_worker->state = info.usable ? GC_WORKER_READY : GC_WORKER_NO_GPU;
+	SpinLockRelease(&gc_worker->mutex);
+	if (info.usable)
+		ereport(LOG,
+				(errmsg("gpuclust GPU worker started on GPU %d (%s), %zu MiB for jobs",
+						device_id, info.name, gc_worker->budget >> 20)));
+	else
+		ereport(LOG,
+				(errmsg("gpuclust GPU worker started without a GPU: %s",
+						info.reason)));
+
+	for (;;)
+	{
+		if (ShutdownRequestPending)
+			break;
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		reap();
+		admit();
+		if (gc_worker->state == GC_WORKER_READY && !gpuclust_gpu_worker_emulate)
+			read_free_memory();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	stop_jobs();
+	proc_exit(1);				/* restarted after GC_WORKER_RESTART_S */
+}

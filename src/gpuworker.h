@@ -1,0 +1,153 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpuworker.h
+ *	  The GPU worker: one background worker owns the GPU for the whole
+ *	  server (gpuworker.c), and backends hand it their GPU jobs (gpujob.c).
+ *
+ * With shared_preload_libraries = 'gpuclust' and gpuclust.gpu_worker = on
+ * (the default), the worker creates the CUDA context once and runs every
+ * backend's k-means and DBSCAN GPU jobs; no backend initialises CUDA.
+ * Without preloading, each backend uses its own context, lazily, as before.
+ *
+ * The hand-off, through the shared memory of this header:
+ *	  - a backend owns one job slot (by MyBackendId).  It puts the float32
+ *		matrix in a DSM segment (ingest writes it there directly), the
+ *		outputs' segment beside it, the parameters in the slot, and queues
+ *		the job (FREE -> QUEUED, an arrival number, the worker's latch);
+ *	  - the worker starts queued jobs in arrival order when their GPU memory
+ *		fits its budget (QUEUED -> RUNNING), each on a thread of its own with
+ *		its own CUDA stream, so jobs overlap when memory allows;
+ *	  - when a job's thread ends the worker detaches its segments, writes
+ *		the status (RUNNING -> DONE) and sets the backend's latch; the
+ *		backend reads the outputs and frees the slot (DONE -> FREE).
+ * A backend that stops waiting (cancel, statement timeout, exit) takes its
+ * queued job back (QUEUED -> FREE) or raises the job's cancel flag, which
+ * the core polls between iterations, and leaves the slot "abandoned": the
+ * worker frees it when the job's thread has ended.  Every state change is
+ * a compare-and-swap, so the two sides never both own a slot.
+ *
+ * A worker that exits fails every queued and running job ("the gpuclust GPU
+ * worker exited") and the postmaster starts a new one after
+ * GC_WORKER_RESTART_S seconds; meanwhile 'auto' runs on the CPU and 'gpu'
+ * fails with that reason.  A backend's wait honours cancel and
+ * statement_timeout whatever the worker does.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUCLUST_GPUWORKER_H
+#define GPUCLUST_GPUWORKER_H
+
+#include "datatype/timestamp.h"
+#include "port/atomics.h"
+#include "storage/dsm.h"
+#include "storage/spin.h"
+
+#include "core/gpu.h"
+
+/* seconds before the postmaster restarts a worker that exited */
+#define GC_WORKER_RESTART_S 2
+
+/* GPU memory the worker leaves unbudgeted (other processes, the allocator) */
+#define GC_WORKER_HEADROOM ((size_t) 256 << 20)
+
+/* the memory of gpuclust.gpu_worker_emulate's "device" */
+#define GC_WORKER_EMULATED_MEM ((size_t) 1 << 30)
+
+/* the most jobs the worker runs at once (gpuclust.gpu_worker_jobs) */
+#define GC_WORKER_MAX_JOBS 64
+
+typedef enum GcWorkerState
+{
+	GC_WORKER_NONE = 0,			/* not started (or not configured) */
+	GC_WORKER_STARTING,			/* probing the GPU */
+	GC_WORKER_READY,			/* owns a usable GPU, takes jobs */
+	GC_WORKER_NO_GPU,			/* running, but no usable GPU: reason says why */
+	GC_WORKER_EXITED			/* exited; the postmaster restarts it */
+} GcWorkerState;
+
+typedef enum GcJobState
+{
+	GC_JOB_FREE = 0,
+	GC_JOB_QUEUED,
+	GC_JOB_RUNNING,
+	GC_JOB_DONE
+} GcJobState;
+
+/* One backend's job. */
+typedef struct GcJob
+{
+	pg_atomic_uint32 state;		/* a GcJobState; changed by CAS only */
+	pg_atomic_uint32 abandoned; /* the backend stopped waiting */
+	volatile sig_atomic_t cancel;	/* polled by the core */
+
+	/* set by the backend before QUEUED */
+	uint64		seq;			/* arrival number */
+	int			pid;			/* the backend's */
+	Oid			userid;
+	int			procno;			/* the backend's PGPROC, for its latch */
+	gc_algorithm algo;
+	int64		n;
+	int			d;
+	int			threads;		/* host threads (copies) */
+	size_t		mem;			/* GPU memory it needs (bytes) */
+	TimestampTz queued_at;
+	dsm_handle	x_seg;			/* X (n x d float32) at x_off */
+	Size		x_off;
+	dsm_handle	out_seg;		/* the outputs, at out_* offsets */
+	Size		out_labels,
+				out_second,		/* k-means: distance; DBSCAN: is_core */
+				out_centroids;	/* k-means */
+	union
+	{
+		gc_kmeans_params kmeans;
+		gc_dbscan_params dbscan;
+	}			p;
+
+	/* set by the worker */
+	TimestampTz started_at;
+	uint32		generation;		/* of the worker that took it */
+	gc_status	status;
+	gc_kmeans_result kmeans;	/* the scalars; pointers unused */
+	union
+	{
+		gc_kmeans_gpu_phases kmeans;
+		gc_dbscan_gpu_phases dbscan;
+	}			phases;
+	/* progress from the job's thread (change-counted; odd while written) */
+	pg_atomic_uint32 progress_count;
+	gc_progress progress;
+} GcJob;
+
+typedef struct GcWorkerShared
+{
+	slock_t		mutex;			/* protects the worker fields below */
+	GcWorkerState state;
+	int			pid;
+	int			procno;			/* its PGPROC, for its latch */
+	uint32		generation;		/* worker starts so far */
+	TimestampTz started_at;
+	gc_cuda_device_info info;	/* the probe at start (reason when no GPU) */
+	size_t		budget;			/* GPU memory for jobs */
+	size_t		reserved;		/* of it, held by running jobs */
+	size_t		free_mem;		/* cudaMemGetInfo, last read */
+	int			running;
+	int			max_jobs;
+
+	pg_atomic_uint64 next_seq;	/* arrival numbers */
+	int			njobs;			/* MaxBackends */
+	GcJob		jobs[FLEXIBLE_ARRAY_MEMBER];
+} GcWorkerShared;
+
+/* gpuworker.c: the shared state (NULL when the worker is not configured) */
+extern GcWorkerShared *gc_worker;
+
+/* In _PG_init: registers the worker and its shared memory when preloaded. */
+extern void gc_worker_init(void);
+
+/* The worker's entry point (bgw_function_name). */
+extern PGDLLEXPORT void gpuclust_gpu_worker_main(Datum arg);
+
+/* A consistent copy of job j's progress; false when none was reported. */
+extern bool gc_job_read_progress(GcJob *j, gc_progress *out);
+
+#endif							/* GPUCLUST_GPUWORKER_H */
