@@ -40,7 +40,8 @@ int			gpuclust_matrix_memory = 0;	/* MB */
 int			gpuclust_max_matrix_memory = 4096;	/* MB */
 bool		gpuclust_gpu_worker = true;
 int			gpuclust_gpu_worker_jobs = 4;
-bool		gpuclust_gpu_worker_emulate = false;
+int			gpuclust_gpu_worker_emulate = 0;	/* MB */
+int			gpuclust_gpu_worker_memory = 0;	/* MB */
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GC_DEVICE_AUTO, false},
@@ -158,17 +159,31 @@ _PG_init(void)
 							0,
 							NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("gpuclust.gpu_worker_emulate",
-							 "For tests: the GPU worker runs its jobs on the CPU.",
-							 "The worker then acts as if it owned a GPU of 1 GB "
-							 "whose jobs run the CPU's code, so that the hand-off, "
-							 "the queue and cancellation can be tested on a "
-							 "machine without a GPU.",
-							 &gpuclust_gpu_worker_emulate,
-							 false,
-							 PGC_POSTMASTER,
-							 GUC_NOT_IN_SAMPLE,
-							 NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuclust.gpu_worker_memory",
+							"Most GPU memory the GPU worker's jobs may hold at once.",
+							"0 (the default) allows the device's free memory when "
+							"the worker started, less a margin.  Jobs wait in "
+							"arrival order until theirs fits; a job that needs "
+							"more than this fails under device 'gpu' and runs on "
+							"the CPU under 'auto'.",
+							&gpuclust_gpu_worker_memory,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.gpu_worker_emulate",
+							"For tests: the GPU worker runs its jobs on the CPU, on a GPU of this much memory.",
+							"0 (the default) uses the real GPU.  Otherwise the "
+							"worker acts as if it owned a GPU of this size whose "
+							"jobs run the CPU's code, so that the hand-off, the "
+							"queue and cancellation can be tested on a machine "
+							"without a GPU.",
+							&gpuclust_gpu_worker_emulate,
+							0, 0, INT_MAX,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("gpuclust");
 

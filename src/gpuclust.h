@@ -54,7 +54,8 @@ extern int	gpuclust_matrix_memory;	/* MB; 0 = the ceiling */
 extern int	gpuclust_max_matrix_memory;	/* MB */
 extern bool gpuclust_gpu_worker;	/* preloaded: a GPU worker (postmaster) */
 extern int	gpuclust_gpu_worker_jobs;	/* jobs it runs at once */
-extern bool gpuclust_gpu_worker_emulate;	/* tests: its jobs on the CPU */
+extern int	gpuclust_gpu_worker_memory;	/* MB; 0: the free memory */
+extern int	gpuclust_gpu_worker_emulate;	/* MB; tests: its jobs on the CPU */
 
 /* the largest value of the thread settings (the cores bound them anyway) */
 #define GC_MAX_THREADS_SETTING 1024

@@ -176,6 +176,7 @@ typedef struct Running
 } Running;
 
 static Running *runs;			/* njobs of them, by slot */
+static size_t device_mem;		/* the device's memory for jobs at start */
 static volatile sig_atomic_t stopping = 0;	/* every job's second cancel flag */
 static int	device_id;
 
@@ -293,6 +294,9 @@ reap(void)
 			continue;
 		pg_read_barrier();
 		pthread_join(r->thread, NULL);
+		/* cancelled by the worker's exit, not by its backend */
+		if (r->status.code == GC_ECANCEL && stopping && !j->cancel)
+			gc_fail(&r->status, GC_EDEVICE, "the gpuclust GPU worker exited");
 		if (j->algo == GC_ALGO_KMEANS)
 		{
 			j->kmeans.inertia = r->kmeans.inertia;
@@ -447,7 +451,7 @@ admit(void)
 /*
  * gpuclust.gpu_worker_emulate (tests on machines without a GPU): the
  * worker runs its jobs with the CPU's core functions, on a "device" of
- * GC_WORKER_EMULATED_MEM bytes, so that the hand-off, the queue, cancel and
+ * that many MB, so that the hand-off, the queue, cancel and
  * the worker's exit are tested where no GPU is.
  */
 static void
@@ -459,7 +463,16 @@ emulated_device(gc_cuda_device_info *info)
 	info->device_id = device_id;
 	snprintf(info->name, sizeof(info->name),
 			 "the CPU (gpuclust.gpu_worker_emulate)");
-	info->total_mem = info->free_mem = GC_WORKER_EMULATED_MEM;
+	info->total_mem = info->free_mem = (size_t) gpuclust_gpu_worker_emulate << 20;
+}
+
+/* The GPU memory jobs may hold: the device's, at most gpuclust.gpu_worker_memory. */
+static size_t
+budget(void)
+{
+	size_t		cap = (size_t) gpuclust_gpu_worker_memory << 20;
+
+	return gpuclust_gpu_worker_memory > 0 && cap < device_mem ? cap : device_mem;
 }
 
 /* The free memory of the device, for gpuclust_info. */
@@ -568,9 +581,10 @@ gpuclust_gpu_worker_main(Datum arg)
 	SpinLockAcquire(&gc_worker->mutex);
 	gc_worker->info = info;
 	gc_worker->free_mem = info.usable ? info.free_mem : 0;
-	gc_worker->budget = gpuclust_gpu_worker_emulate ? info.free_mem :
+	device_mem = gpuclust_gpu_worker_emulate ? info.free_mem :
 		info.usable && info.free_mem > GC_WORKER_HEADROOM ?
 		info.free_mem - GC_WORKER_HEADROOM : 0;
+	gc_worker->budget = budget();
 	gc_worker->state = info.usable ? GC_WORKER_READY : GC_WORKER_NO_GPU;
 	SpinLockRelease(&gc_worker->mutex);
 	if (info.usable)
@@ -590,6 +604,9 @@ gpuclust_gpu_worker_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			SpinLockAcquire(&gc_worker->mutex);
+			gc_worker->budget = budget();
+			SpinLockRelease(&gc_worker->mutex);
 		}
 		reap();
 		admit();

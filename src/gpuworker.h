@@ -50,9 +50,6 @@
 /* GPU memory the worker leaves unbudgeted (other processes, the allocator) */
 #define GC_WORKER_HEADROOM ((size_t) 256 << 20)
 
-/* the memory of gpuclust.gpu_worker_emulate's "device" */
-#define GC_WORKER_EMULATED_MEM ((size_t) 1 << 30)
-
 /* the most jobs the worker runs at once (gpuclust.gpu_worker_jobs) */
 #define GC_WORKER_MAX_JOBS 64
 

@@ -15,7 +15,8 @@
 # Everything lives under GPUCLUST_PG_DIR (default /tmp/gpuclust_pg); the
 # server listens only on a Unix socket in that directory, port
 # GPUCLUST_PG_PORT (default 54329).  PG_CONFIG picks the PostgreSQL
-# installation (default: pg_config on PATH).
+# installation (default: pg_config on PATH).  GPUCLUST_PG_OPTS adds server
+# options (test/worker_test.py: "-c gpuclust.gpu_worker_emulate=512MB").
 set -euo pipefail
 
 BASE=${GPUCLUST_PG_DIR:-/tmp/gpuclust_pg}
@@ -93,7 +94,7 @@ start() {
 			[ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
 		done
 		as_owner "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 \
-			-o "-p $PORT -k $SOCK -c listen_addresses='' -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=30 $cron" \
+			-o "-p $PORT -k $SOCK -c listen_addresses='' -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=30 $cron ${GPUCLUST_PG_OPTS:-}" \
 			start >&2
 	) || {
 		tail -n 30 "$LOG" >&2 || true

@@ -5,7 +5,8 @@
 # beside busy loops (test/load_test.py), the comparisons
 # with scikit-learn on real data (DBSCAN, k-means, affinity propagation), and
 # a pg_cron job in that server (test/cron_test.py), the progress view read
-# from a second session (test/progress_test.py) — and ends with one line
+# from a second session (test/progress_test.py), the GPU worker's hand-off,
+# queue, cancellation and failures (test/worker_test.py) — and ends with one line
 # "N passed, N failed" counting suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,7 @@ suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
 suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
 suite "pg_cron job" /usr/bin/python3 test/cron_test.py
 suite "gpuclust_progress" /usr/bin/python3 test/progress_test.py
+suite "GPU worker" /usr/bin/python3 test/worker_test.py
 
 echo
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"

@@ -36,6 +36,9 @@ gc_parse_device(const char *s, gc_device *out)
 	return true;
 }
 
+/* Headroom left free beside the estimate (other users, the allocator). */
+#define GPU_MEM_HEADROOM ((size_t) 64 << 20)
+
 /* This process's own GPU: the probe is cached per process (gpu.h). */
 static bool
 local_warm(const gc_gpu *gpu)
@@ -54,7 +57,8 @@ local_probe(const gc_gpu *gpu, gc_gpu_state *out)
 	gc_cuda_probe_cached(gpu->device_id, &info);
 	out->usable = info.usable;
 	if (info.usable)
-		out->mem = info.free_mem;
+		out->mem = info.free_mem > GPU_MEM_HEADROOM ?
+			info.free_mem - GPU_MEM_HEADROOM : 0;
 	else
 		snprintf(out->reason, sizeof(out->reason),
 				 GC_CUDA_BUILD ? "no usable GPU: %s" : "%s", info.reason);
@@ -86,9 +90,6 @@ gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
 	}
 	return false;
 }
-
-/* Headroom left free beside the estimate (other users, the allocator). */
-#define GPU_MEM_HEADROOM ((size_t) 64 << 20)
 
 /*
  * DBSCAN under 'auto': the GPU for d <= 3 (its grid index) when its whole
@@ -154,7 +155,7 @@ choose_device_dbscan(gc_device requested, int64_t n, int d,
 		return GC_OK;
 	}
 	need = gc_dbscan_gpu_mem_bytes(n, d);
-	if (need + GPU_MEM_HEADROOM > free_mem)
+	if (need > free_mem)
 	{
 		if (requested == GC_DEVICE_GPU)
 			return gc_fail(st, GC_ENOMEM,
@@ -219,7 +220,7 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 		return GC_OK;
 	}
 	need = gc_kmeans_gpu_mem_bytes(n, d, k, n_init);
-	if (need + GPU_MEM_HEADROOM > free_mem)
+	if (need > free_mem)
 	{
 		if (requested == GC_DEVICE_GPU)
 			return gc_fail(st, GC_ENOMEM,
