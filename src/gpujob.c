@@ -76,7 +76,14 @@ worker_probe(const gc_gpu *gpu, gc_gpu_state *out)
 		snprintf(out->reason, sizeof(out->reason),
 				 "the gpuclust GPU worker is not running (it restarts within %d seconds)",
 				 GC_WORKER_RESTART_S + 1);
-	(void) gpu;
+	else if (out->usable && gpu->device_id != gc_worker->info.device_id)
+	{
+		/* the worker's device is the server's setting, read at its start */
+		out->usable = false;
+		snprintf(out->reason, sizeof(out->reason),
+				 "gpuclust.gpu_device_id is %d, but the gpuclust GPU worker runs on GPU %d (set it in postgresql.conf and restart the server)",
+				 gpu->device_id, gc_worker->info.device_id);
+	}
 }
 
 void

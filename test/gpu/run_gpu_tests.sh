@@ -16,7 +16,13 @@
 #   crossover        bench_crossover: CPU vs GPU k-means whole calls
 #   sql              test/gpu/sql_gpu_test.sh in a real server started from
 #                    .carry/ (../shared/tools/pg-bundle make .carry, after
-#                    make install, then carry .carry)
+#                    make install, then carry .carry), gpuclust preloaded
+#                    so that the GPU worker runs every GPU call
+#                    (SQL_PRELOAD=0: not preloaded, contexts per backend)
+#   worker           test/worker_test.py --gpu in that server: the worker's
+#                    hand-off, queue, cancellation and failures on the GPU
+#   worker-bench     test/gpu/bench_worker.py: 16 sessions, first-call
+#                    latency and idle GPU memory, worker vs per-backend
 # Every stage runs under a time limit.  Logs go to $OUT (when set) or
 # test/out.  Exit status: nonzero if any stage failed.
 set -uo pipefail
@@ -93,18 +99,42 @@ crossover)
 	echo "== bench_crossover"
 	timeout 400 $B/bench_crossover 2>&1 | tee "$OUTDIR/crossover.log" || rc=1
 	;;
-sql)
+sql|worker|worker-bench)
 	# the extension as installed here, in a real server: the bundle made by
-	# ../shared/tools/pg-bundle make .carry (after make install), carried
-	echo "== sql_gpu_test (server from .carry/pg-bundle.tar.xz)"
+	# ../shared/tools/pg-bundle make .carry (after make install), carried,
+	# with gpuclust preloaded (its GPU worker on; SQL_PRELOAD=0: not
+	# preloaded, each backend its own CUDA context)
+	echo "== $s (server from .carry/pg-bundle.tar.xz)"
 	if [ ! -f .carry/pg-bundle.tar.xz ]; then
 		echo "no .carry/pg-bundle.tar.xz"; rc=1; continue
 	fi
+	bash .carry/pg-bundle stop >/dev/null 2>&1
 	env=$(timeout 120 bash .carry/pg-bundle start .carry) || { echo "$env"; rc=1; continue; }
-	( eval "$env"; timeout "${SQL_TIMEOUT:-540}" test/gpu/sql_gpu_test.sh ) > "$OUTDIR/sql_gpu_test.log" 2>&1
-	r=$?; [ $r -eq 0 ] || rc=1
-	grep -E "^(ok|FAIL)|sql_gpu_test:|timed out" "$OUTDIR/sql_gpu_test.log"
-	[ $r -eq 124 ] && echo "sql_gpu_test timed out"
+	ctl="su pgrun -c 'LD_LIBRARY_PATH=/opt/pgb/syslib:/usr/local/cuda/lib64 /opt/pgb/lib/postgresql/15/bin/pg_ctl -D /tmp/pgb-data -w -l /tmp/pgb.log"
+	if [ "${SQL_PRELOAD:-1}" = 1 ]; then
+		( eval "$env"; psql -X -q -c "ALTER SYSTEM SET shared_preload_libraries = 'gpuclust'" ) &&
+			timeout 120 bash -c "$ctl -m fast restart'" >/dev/null || { echo "restart failed"; rc=1; continue; }
+	fi
+	case $s in
+	sql)
+		( eval "$env"; timeout "${SQL_TIMEOUT:-540}" test/gpu/sql_gpu_test.sh ) > "$OUTDIR/sql_gpu_test.log" 2>&1
+		r=$?
+		grep -E "^(ok|FAIL)|sql_gpu_test:|timed out" "$OUTDIR/sql_gpu_test.log";;
+	worker)
+		( eval "$env"; timeout "${WORKER_TIMEOUT:-400}" python3 test/worker_test.py --gpu \
+			--stop-cmd "$ctl -m fast stop'" --start-cmd "$ctl -o \"-k /tmp -p 5432 -c listen_addresses=\" start'" ) \
+			> "$OUTDIR/worker_test.log" 2>&1
+		r=$?
+		cat "$OUTDIR/worker_test.log";;
+	worker-bench)
+		( eval "$env"; timeout "${WORKER_BENCH_TIMEOUT:-500}" python3 test/gpu/bench_worker.py \
+			--restart-cmd "$ctl -m fast restart'" ) > "$OUTDIR/bench_worker.log" 2>&1
+		r=$?
+		cat "$OUTDIR/bench_worker.log";;
+	esac
+	[ $r -eq 0 ] || rc=1
+	[ $r -eq 124 ] && echo "$s timed out"
+	tail -5 /tmp/pgb.log
 	bash .carry/pg-bundle stop >/dev/null 2>&1
 	;;
 *)

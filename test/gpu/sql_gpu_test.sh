@@ -190,8 +190,11 @@ done
 
 echo "== auto: DBSCAN on the GPU for low-dimensional inputs where it wins end to end"
 # WARM: CUDA already runs in the backend (gpuclust_info() probed it); a
-# cold backend's first call would also pay CUDA's start-up (dispatch.c)
-for q in "cold|t3|cpu" "warm|t3|gpu" "warm|t3 WHERE id <= 5000|cpu" "cold|t3 WHERE id <= 5000|cpu"; do
+# cold backend's first call would also pay CUDA's start-up (dispatch.c).
+# With the GPU worker every backend is warm: its context is the worker's.
+cold_t3=cpu
+[ "$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'gpu_worker'")" = running ] && cold_t3=gpu
+for q in "cold|t3|$cold_t3" "warm|t3|gpu" "warm|t3 WHERE id <= 5000|cpu" "cold|t3 WHERE id <= 5000|cpu"; do
 	IFS='|' read -r state src dev <<< "$q"
 	warm=""; [ "$state" = warm ] && warm="SELECT count(*) FROM gpuclust_info()"
 	r=$($P -c "SET gpuclust.log_timing = on" ${warm:+-c "$warm"} -c "SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM $src', 0.3, 8)" 2>&1)
