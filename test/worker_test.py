@@ -443,6 +443,8 @@ def main():
     ap.add_argument("--start-cmd")
     args = ap.parse_args()
     if args.gpu:
+        with connect() as c:
+            c.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
         w = Work(True)
         protocol_checks(w, True, args.stop_cmd, args.start_cmd)
         gpu_only_checks(w)
