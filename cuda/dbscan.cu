@@ -94,12 +94,14 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	int			ni = (int) n;
 
 	D.host_threads = gc_team_adapt(ctx);	/* the copies into the ring */
+	gc_report(ctx, GC_PHASE_UPLOAD, 0, 0, 0, n, NAN);
 	DB_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
 	DB_ALLOC(Xd, (int64_t) n * d);
 	DB_CK(gc_xfer_h2d(Xd, X, sizeof(float) * (size_t) n * d, D.s, D.host_threads));
 	DB_CK(cudaStreamSynchronize(D.s));
 	db_phases.ms_upload = gc_now_ms() - t0;
 	db_trace("uploaded; n", n);
+	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
 
 	if (index != DB_INDEX_BRUTE && d <= 3)
 	{
@@ -117,6 +119,7 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		if (used != NULL)
 			*used = DB_INDEX_BRUTE;
 	}
+	gc_report(ctx, GC_PHASE_LABEL, 0, 0, n, n, NAN);
 	t0 = gc_now_ms();
 	D.release();
 	db_phases.ms_free = gc_now_ms() - t0;

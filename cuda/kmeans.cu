@@ -156,6 +156,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	double		t0 = gc_now_ms(),
 				t1;
 
+	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, p->n_init, NAN);
 	rc = km_seed(D, ctx, X, p->init, p->seed,
 				 (p->init == GC_INIT_RANDOM ? GC_KM_STREAM_RANDOM : GC_KM_STREAM_KMEANSPP) +
 				 (uint64_t) run, nullptr, st);
@@ -179,6 +180,8 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 			return rc;
 		moved = D.h_info->moved != 0;
 		cur = 1 - cur;
+		/* the inertia is summed on the CPU path only: not reported here */
+		gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, p->n_init, NAN);
 		if (D.h_info->changed == 0 || D.h_info->shift <= tol_scaled)
 		{
 			*converged = true;
@@ -270,6 +273,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		double		t0 = gc_now_ms();
 
 		memset(&last_phases, 0, sizeof(last_phases));
+		gc_report(ctx, GC_PHASE_UPLOAD, 0, p->max_iter, 0, p->n_init, NAN);
 		if ((rc = km_setup(D, X, n, d, p->k, keep, st)) != GC_OK)
 			return rc;
 		last_phases.ms_upload = gc_now_ms() - t0;

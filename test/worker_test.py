@@ -160,7 +160,8 @@ class Work:
     def long(self, device="gpu", algo="kmeans"):
         """A call that runs until cancelled (tol 0, a huge max_iter)."""
         return (f"SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM w_long', {self.k_long},"
-                f" max_iter => {self.long_iter}, tol => 0, init => 'random', device => '{device}')")
+                f" max_iter => {self.long_iter}, tol => 0, init => 'random', n_init => 1000,"
+                f" device => '{device}')")
 
     def auto_long(self):
         """A call 'auto' sends to the GPU (n k d >= 5e8), short enough to redo on the CPU."""
