@@ -198,9 +198,12 @@ gc_glue_try_choose_device(gc_device requested, gc_algorithm algo, int64 n,
 
 	*chosen = GC_DEVICE_CPU;
 	gc_glue_gpu(&gpu);
-	gc_glue_signals_block(&old);
+	/* a probe of this backend's own CUDA may start threads; the worker's may wait */
+	if (!gc_job_worker_configured())
+		gc_glue_signals_block(&old);
 	rc = gc_choose_device(requested, algo, n, d, &gpu, chosen, st);
-	gc_glue_signals_restore(&old);
+	if (!gc_job_worker_configured())
+		gc_glue_signals_restore(&old);
 	return rc;
 }
 
@@ -233,10 +236,12 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 	gc_gpu		gpu;
 
 	gc_glue_gpu(&gpu);
-	gc_glue_signals_block(&old);
+	if (!gc_job_worker_configured())
+		gc_glue_signals_block(&old);
 	rc = gc_choose_device_kmeans(requested, n, d, k, n_init, &gpu, &chosen,
 								 note, sizeof(note), &st);
-	gc_glue_signals_restore(&old);
+	if (!gc_job_worker_configured())
+		gc_glue_signals_restore(&old);
 	if (rc != GC_OK)
 		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
 	if (note[0] != '\0')

@@ -37,6 +37,12 @@
 /* how often a waiting backend looks at its job besides its latch */
 #define GC_JOB_POLL_MS 250
 
+/*
+ * How long a call waits for a worker that is starting or restarting
+ * (the postmaster restarts it GC_WORKER_RESTART_S seconds after an exit)
+ */
+#define GC_WORKER_SETTLE_MS ((GC_WORKER_RESTART_S + 3) * 1000)
+
 /* room left in /dev/shm beside a segment of ours */
 #define GC_SHM_MARGIN ((uint64) 64 << 20)
 
@@ -57,12 +63,35 @@ worker_warm(const gc_gpu *gpu)
 	return true;				/* the worker's context is up */
 }
 
+GcWorkerState
+gc_job_worker_settled(void)
+{
+	GcWorkerState state;
+	int			waited = 0;
+
+	for (;;)
+	{
+		SpinLockAcquire(&gc_worker->mutex);
+		state = gc_worker->state;
+		SpinLockRelease(&gc_worker->mutex);
+		if (state == GC_WORKER_READY || state == GC_WORKER_NO_GPU ||
+			waited >= GC_WORKER_SETTLE_MS)
+			return state;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 50, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		waited += 50;
+	}
+}
+
 static void
 worker_probe(const gc_gpu *gpu, gc_gpu_state *out)
 {
 	GcWorkerState state;
 
 	memset(out, 0, sizeof(*out));
+	(void) gc_job_worker_settled();
 	SpinLockAcquire(&gc_worker->mutex);
 	state = gc_worker->state;
 	out->mem = gc_worker->budget;

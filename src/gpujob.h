@@ -14,12 +14,19 @@
 #include "storage/dsm.h"
 
 #include "gpuclust.h"
+#include "gpuworker.h"
 #include "core/gpu.h"
 
 struct GcInput;
 
 /* Whether the server's GPU worker runs this backend's GPU calls. */
 extern bool gc_job_worker_configured(void);
+
+/*
+ * The worker's state once it is settled: while it starts or restarts, the
+ * caller waits (interruptibly) a few seconds for it to run.
+ */
+extern GcWorkerState gc_job_worker_settled(void);
 
 /*
  * The GPU as dispatch sees it: the worker's (its state, its device's

@@ -29,6 +29,7 @@
 #include "utils/tuplestore.h"
 
 #include "gpuclust.h"
+#include "gpujob.h"
 #include "gpuworker.h"
 #include "core/gpu.h"
 
@@ -53,6 +54,7 @@ worker_info(WorkerInfo *w)
 	memset(w, 0, sizeof(*w));
 	if (gc_worker == NULL)
 		return false;
+	(void) gc_job_worker_settled();
 	SpinLockAcquire(&gc_worker->mutex);
 	w->state = gc_worker->state;
 	w->pid = gc_worker->pid;
