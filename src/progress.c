@@ -168,7 +168,7 @@ gc_progress_compute(gc_device device, int64 rows)
 	BEGIN_WRITE();
 	mine->device = device;
 	mine->rows = rows;
-	/* a GPU call reports no finer phases: 'upload' until it is back */
+	/* a GPU call starts with the upload; its code reports the rest */
 	mine->phase = device == GC_DEVICE_GPU ? GC_PHASE_UPLOAD : GC_PHASE_INIT;
 	END_WRITE();
 }
