@@ -409,7 +409,7 @@ typedef enum gc_algorithm
 typedef struct gc_gpu_state
 {
 	bool		usable;
-	char		reason[200];	/* why not, when !usable */
+	char		reason[256];	/* why not, when !usable */
 	size_t		mem;			/* bytes a call may use (free memory) */
 } gc_gpu_state;
 
