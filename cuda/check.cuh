@@ -31,4 +31,25 @@ gc_cuda_fail(gc_status *st, cudaError_t e, const char *who, const char *what)
 			return gc_cuda_fail(st, gc_e_, who, #expr); \
 	} while (0)
 
+/*
+ * Device memory of a call comes from the device's memory pool, in the
+ * order of the call's stream s (cudaMallocAsync / cudaFreeAsync): no
+ * allocation or release waits for the whole device, so calls on other
+ * streams (the GPU worker's jobs) run on, and a process that asked to keep
+ * memory (gc_cuda_keep_memory: the worker) reuses it from call to call.
+ * Every use of such memory is on s, or on the host after s synchronised.
+ */
+static inline cudaError_t
+gc_dalloc(void **p, size_t bytes, cudaStream_t s)
+{
+	return cudaMallocAsync(p, bytes > 0 ? bytes : 1, s);
+}
+
+static inline void
+gc_dfree(void *p, cudaStream_t s)
+{
+	if (p != nullptr)
+		cudaFreeAsync(p, s);
+}
+
 #endif							/* GPUCLUST_CHECK_CUH */

@@ -69,9 +69,9 @@ struct db_dev
 		if (s)
 			cudaStreamSynchronize(s);
 		for (void *p : allocs)
-			cudaFree(p);
+			gc_dfree(p, s);
 		allocs.clear();
-		cudaFree(cub_tmp);
+		gc_dfree(cub_tmp, s);
 		cub_tmp = nullptr;
 		cub_bytes = 0;
 		if (s)
@@ -84,7 +84,7 @@ struct db_dev
 	{
 		void	   *v = nullptr;
 		double		t0 = gc_now_ms();
-		cudaError_t e = cudaMalloc(&v, sizeof(T) * (size_t) (count > 0 ? count : 1));
+		cudaError_t e = gc_dalloc(&v, sizeof(T) * (size_t) (count > 0 ? count : 1), s);
 
 		db_phases.ms_alloc += gc_now_ms() - t0;
 		if (e == cudaSuccess)
@@ -100,10 +100,10 @@ struct db_dev
 			return cudaSuccess;
 		double		t0 = gc_now_ms();
 
-		cudaFree(cub_tmp);
+		gc_dfree(cub_tmp, s);
 		cub_tmp = nullptr;
 		cub_bytes = 0;
-		cudaError_t e = cudaMalloc(&cub_tmp, bytes);
+		cudaError_t e = gc_dalloc(&cub_tmp, bytes, s);
 
 		db_phases.ms_alloc += gc_now_ms() - t0;
 		if (e == cudaSuccess)

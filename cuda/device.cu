@@ -17,6 +17,20 @@ gc_cuda_started(void)
 }
 
 extern "C" void
+gc_cuda_keep_memory(size_t bytes)
+{
+	int			dev;
+	cudaMemPool_t pool;
+	uint64_t	threshold = bytes;
+
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+		cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
+		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+								&threshold) != cudaSuccess)
+		cudaGetLastError();		/* no pool: memory is released as before */
+}
+
+extern "C" void
 gc_cuda_probe(int device_id, gc_cuda_device_info *info)
 {
 	memset(info, 0, sizeof(*info));

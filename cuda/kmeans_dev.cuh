@@ -41,7 +41,7 @@ struct km_info
 #define km_cuda_fail(st, e, what) gc_cuda_fail((st), (e), "GPU k-means", (what))
 #define KM_CK(expr) GC_CUDA_CK("GPU k-means", expr)
 #define KM_LAUNCHED() KM_CK(cudaGetLastError())
-#define KM_ALLOC(p, count) KM_CK(cudaMalloc(&(p), sizeof(*(p)) * (size_t) (count)))
+#define KM_ALLOC(p, count) KM_CK(gc_dalloc((void **) &(p), sizeof(*(p)) * (size_t) (count), D.s))
 
 static inline unsigned
 blocks_for(int64_t n, int t)
@@ -99,31 +99,31 @@ struct km_dev
 
 	~km_dev()
 	{
-		cudaFree(XT);
-		cudaFree(XR);
-		cudaFree(perm);
-		cudaFree(lcnt);
-		cudaFree(scan_tmp);
-		cudaFree(labels);
-		cudaFree(labels_best);
-		cudaFree(C[0]);
-		cudaFree(C[1]);
-		cudaFree(C_best);
-		cudaFree(cpk);
-		cudaFree(CT);
-		cudaFree(cnrm);
-		cudaFree(CTo);
-		cudaFree(cmax2);
-		cudaFree(fb_rows);
-		cudaFree(xn2);
-		cudaFree(mu);
-		cudaFree(gsum);
-		cudaFree(scale);
-		cudaFree(q);
-		cudaFree(bsum);
-		cudaFree(d2);
-		cudaFree(keys);
-		cudaFree(empty);
+		gc_dfree(XT, s);
+		gc_dfree(XR, s);
+		gc_dfree(perm, s);
+		gc_dfree(lcnt, s);
+		gc_dfree(scan_tmp, s);
+		gc_dfree(labels, s);
+		gc_dfree(labels_best, s);
+		gc_dfree(C[0], s);
+		gc_dfree(C[1], s);
+		gc_dfree(C_best, s);
+		gc_dfree(cpk, s);
+		gc_dfree(CT, s);
+		gc_dfree(cnrm, s);
+		gc_dfree(CTo, s);
+		gc_dfree(cmax2, s);
+		gc_dfree(fb_rows, s);
+		gc_dfree(xn2, s);
+		gc_dfree(mu, s);
+		gc_dfree(gsum, s);
+		gc_dfree(scale, s);
+		gc_dfree(q, s);
+		gc_dfree(bsum, s);
+		gc_dfree(d2, s);
+		gc_dfree(keys, s);
+		gc_dfree(empty, s);
 		if (h_info)
 			cudaFreeHost(h_info);
 		if (s)

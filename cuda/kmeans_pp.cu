@@ -260,16 +260,17 @@ struct pp_buffers
 	float	   *cand = nullptr;
 	int		   *best = nullptr;
 	float	   *terms = nullptr;	/* L x n, the two-step potentials */
+	cudaStream_t s = nullptr;	/* the call's: frees in its order */
 
 	~pp_buffers()
 	{
-		cudaFree(terms);
-		cudaFree(closest);
-		cudaFree(off);
-		cudaFree(bs);
-		cudaFree(cid);
-		cudaFree(cand);
-		cudaFree(best);
+		gc_dfree(terms, s);
+		gc_dfree(closest, s);
+		gc_dfree(off, s);
+		gc_dfree(bs, s);
+		gc_dfree(cid, s);
+		gc_dfree(cand, s);
+		gc_dfree(best, s);
 	}
 };
 }
@@ -287,12 +288,13 @@ km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 
 	if (L > KM_PP_LMAX)
 		return gc_fail(st, GC_EINTERNAL, "k-means++: %d local trials exceed %d", L, KM_PP_LMAX);
-	KM_CK(cudaMalloc(&b.closest, sizeof(float) * n));
-	KM_CK(cudaMalloc(&b.off, sizeof(double) * (nb + 1)));
-	KM_CK(cudaMalloc(&b.bs, sizeof(double) * nb * KM_PP_LMAX));
-	KM_CK(cudaMalloc(&b.cid, sizeof(int64_t) * KM_PP_LMAX));
-	KM_CK(cudaMalloc(&b.cand, sizeof(float) * (size_t) d * KM_PP_LMAX));
-	KM_CK(cudaMalloc(&b.best, sizeof(int)));
+	b.s = s;
+	KM_CK(gc_dalloc((void **) &b.closest, sizeof(float) * n, s));
+	KM_CK(gc_dalloc((void **) &b.off, sizeof(double) * (nb + 1), s));
+	KM_CK(gc_dalloc((void **) &b.bs, sizeof(double) * nb * KM_PP_LMAX, s));
+	KM_CK(gc_dalloc((void **) &b.cid, sizeof(int64_t) * KM_PP_LMAX, s));
+	KM_CK(gc_dalloc((void **) &b.cand, sizeof(float) * (size_t) d * KM_PP_LMAX, s));
+	KM_CK(gc_dalloc((void **) &b.best, sizeof(int), s));
 	/*
 	 * The two-step potentials when pp_pots's n / GC_KM_BLOCK blocks would
 	 * not fill the GPU (measured on an H200: 1M rows, d = 128, k = 1000,
@@ -306,7 +308,7 @@ km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 		KM_CK(cudaGetDevice(&dev));
 		KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
 		if (nb < 4 * (int64_t) nsm && !getenv("GPUCLUST_KM_PP_FUSED") &&
-			cudaMalloc(&b.terms, sizeof(float) * (size_t) n * L) != cudaSuccess)
+			gc_dalloc((void **) &b.terms, sizeof(float) * (size_t) n * L, s) != cudaSuccess)
 		{
 			cudaGetLastError();
 			b.terms = nullptr;

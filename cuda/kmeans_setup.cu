@@ -177,7 +177,7 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 	}
 	KM_ALLOC(D.mu, d);
 	/* gsum (slots) followed by the info record, one memset per iteration. */
-	KM_CK(cudaMalloc(&D.gsum, sizeof(unsigned long long) * D.slots + sizeof(km_info)));
+	KM_CK(gc_dalloc((void **) &D.gsum, sizeof(unsigned long long) * D.slots + sizeof(km_info), D.s));
 	D.info = (km_info *) (D.gsum + D.slots);
 	KM_CK(cudaMallocHost(&D.h_info, sizeof(km_info)));
 	KM_ALLOC(D.scale, 2 * d);
@@ -239,7 +239,7 @@ km_upload_staged(km_dev &D, const float *X, gc_status *st)
 		chunk = 1;
 	if (chunk > n)
 		chunk = n;
-	KM_CK(cudaMalloc(&stage, sizeof(float) * (size_t) chunk * d));
+	KM_CK(gc_dalloc((void **) &stage, sizeof(float) * (size_t) chunk * d, D.s));
 	e = cudaSuccess;
 	for (int64_t r0 = 0; r0 < n && e == cudaSuccess; r0 += chunk)
 	{
@@ -256,7 +256,7 @@ km_upload_staged(km_dev &D, const float *X, gc_status *st)
 		if (e == cudaSuccess)
 			e = cudaStreamSynchronize(D.s);	/* stage is reused */
 	}
-	cudaFree(stage);
+	gc_dfree(stage, D.s);
 	if (e != cudaSuccess)
 		return km_cuda_fail(st, e, "uploading the data");
 	return GC_OK;
@@ -343,9 +343,9 @@ km_features(km_dev &D, gc_status *st)
 		free(hs);
 		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
 	}
-	e = cudaMalloc(&amax, sizeof(unsigned) * d);
+	e = gc_dalloc((void **) &amax, sizeof(unsigned) * d, D.s);
 	if (e == cudaSuccess)
-		e = cudaMalloc(&part, sizeof(double) * gx * d);
+		e = gc_dalloc((void **) &part, sizeof(double) * gx * d, D.s);
 	if (e == cudaSuccess)
 		e = km_feature_pass(D, amax, part, gx, h);
 	if (e == cudaSuccess)
@@ -356,8 +356,8 @@ km_features(km_dev &D, gc_status *st)
 	}
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(D.s);
-	cudaFree(amax);
-	cudaFree(part);
+	gc_dfree(amax, D.s);
+	gc_dfree(part, D.s);
 	free(h);
 	free(hs);
 	if (e != cudaSuccess)

@@ -182,7 +182,7 @@ km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n, int d,
 	cudaError_t e;
 
 	/* bsv (nb*d), mean (d), varj (d), out (1) */
-	e = cudaMalloc(&buf, sizeof(double) * (nb * d + 2 * (int64_t) d + 1));
+	e = gc_dalloc((void **) &buf, sizeof(double) * (nb * d + 2 * (int64_t) d + 1), s);
 	if (e != cudaSuccess)
 		return km_cuda_fail(st, e, "cudaMalloc (variance)");
 	{
@@ -203,7 +203,7 @@ km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n, int d,
 		if (e == cudaSuccess)
 			e = cudaStreamSynchronize(s);
 	}
-	cudaFree(buf);
+	gc_dfree(buf, s);
 	if (e != cudaSuccess)
 		return km_cuda_fail(st, e, "data variance");
 	*out = h;

@@ -387,24 +387,24 @@ km_update_alloc(km_dev &D)
 	if (!(one <= 48 * 1024) && !(one <= (size_t) optin && one <= 160 * 1024) &&
 		!getenv("GPUCLUST_KM_NO_SORTED_UPDATE"))
 	{
-		cudaError_t e = cudaMalloc(&D.XR, sizeof(float) * (size_t) n * d);
+		cudaError_t e = gc_dalloc((void **) &D.XR, sizeof(float) * (size_t) n * d, D.s);
 
 		if (e == cudaSuccess)
-			e = cudaMalloc(&D.perm, sizeof(int32_t) * (size_t) n);
+			e = gc_dalloc((void **) &D.perm, sizeof(int32_t) * (size_t) n, D.s);
 		if (e == cudaSuccess)
-			e = cudaMalloc(&D.lcnt, sizeof(int) * (3 * (size_t) k + 2));
+			e = gc_dalloc((void **) &D.lcnt, sizeof(int) * (3 * (size_t) k + 2), D.s);
 		if (e == cudaSuccess)
 			e = cub::DeviceScan::ExclusiveSum(nullptr, D.scan_bytes, D.lcnt,
 											  D.lcnt + k + 1, k + 1, D.s);
 		if (e == cudaSuccess)
-			e = cudaMalloc(&D.scan_tmp, D.scan_bytes);
+			e = gc_dalloc((void **) &D.scan_tmp, D.scan_bytes, D.s);
 		if (e != cudaSuccess)
 		{
 			cudaGetLastError();
-			cudaFree(D.XR);
-			cudaFree(D.perm);
-			cudaFree(D.lcnt);
-			cudaFree(D.scan_tmp);
+			gc_dfree(D.XR, D.s);
+			gc_dfree(D.perm, D.s);
+			gc_dfree(D.lcnt, D.s);
+			gc_dfree(D.scan_tmp, D.s);
 			D.XR = nullptr;
 			D.perm = nullptr;
 			D.lcnt = nullptr;

@@ -12,7 +12,8 @@
  * job runs on a thread of its own (signals blocked) through the same core
  * entry points as a backend would call (gc_kmeans_gpu, gc_dbscan_on_gpu),
  * on a CUDA stream of its own; the context, the pinned staging ring
- * (transfer.cu) and the device's memory pool stay from job to job.  Only
+ * (transfer.cu) and device memory (CUDA's stream-ordered pool, kept up to
+ * the budget: gc_cuda_keep_memory) stay from job to job.  Only
  * the main thread calls PostgreSQL (latches, DSM, the job slots' states);
  * a job's thread writes its result into its Running entry and sets the
  * main thread's latch.
@@ -587,6 +588,13 @@ gpuclust_gpu_worker_main(Datum arg)
 	gc_worker->budget = budget();
 	gc_worker->state = info.usable ? GC_WORKER_READY : GC_WORKER_NO_GPU;
 	SpinLockRelease(&gc_worker->mutex);
+	if (info.usable && !gpuclust_gpu_worker_emulate)
+	{
+		/* device buffers stay in CUDA's pool from job to job */
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		gc_cuda_keep_memory(device_mem);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	if (info.usable)
 		ereport(LOG,
 				(errmsg("gpuclust GPU worker started on GPU %d (%s), %zu MiB for jobs",

@@ -98,6 +98,15 @@ void		gc_cuda_probe_cached(int device_id, gc_cuda_device_info *info);
 bool		gc_cuda_started(void);
 
 /*
+ * Keep up to bytes of device memory in the current device's memory pool
+ * when calls release it (check.cuh's gc_dalloc), so that later calls reuse
+ * it instead of asking the driver again: the GPU worker, whose jobs follow
+ * one another.  By default the pool gives memory back at each
+ * synchronisation.
+ */
+void		gc_cuda_keep_memory(size_t bytes);
+
+/*
  * k-means on the current CUDA device (cuda/kmeans.cu): the contract of
  * gc_kmeans_cpu (same arguments, same validation, same result fields; the
  * returned labels and distances refer to the returned centroids).  The
@@ -161,6 +170,12 @@ static inline bool
 gc_cuda_started(void)
 {
 	return false;
+}
+
+static inline void
+gc_cuda_keep_memory(size_t bytes)
+{
+	(void) bytes;
 }
 
 static inline gc_code
