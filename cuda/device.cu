@@ -31,6 +31,18 @@ gc_cuda_keep_memory(size_t bytes)
 }
 
 extern "C" void
+gc_cuda_trim_memory(void)
+{
+	int			dev;
+	cudaMemPool_t pool;
+
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+		cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
+		cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
+		cudaGetLastError();
+}
+
+extern "C" void
 gc_cuda_probe(int device_id, gc_cuda_device_info *info)
 {
 	memset(info, 0, sizeof(*info));

@@ -48,6 +48,9 @@
 #include "gpuclust.h"
 #include "gpuworker.h"
 
+/* after this long without jobs the worker gives its pooled GPU memory back */
+#define GC_WORKER_TRIM_MS 5000
+
 /* how long a stopping worker waits for its running jobs to see the cancel */
 #define GC_WORKER_STOP_MS 5000
 
@@ -476,6 +479,35 @@ budget(void)
 	return gpuclust_gpu_worker_memory > 0 && cap < device_mem ? cap : device_mem;
 }
 
+/*
+ * Device memory stays in CUDA's pool while jobs follow one another; after
+ * GC_WORKER_TRIM_MS without any, it goes back to the driver, so that an
+ * idle server holds little more than the context.
+ */
+static void
+trim_when_idle(void)
+{
+	static TimestampTz busy_at = 0;
+	static bool trimmed = true;
+	TimestampTz now = GetCurrentTimestamp();
+	sigset_t	all,
+				old;
+
+	if (gc_worker->running > 0 || oldest_queued() != NULL)
+	{
+		busy_at = now;
+		trimmed = false;
+		return;
+	}
+	if (trimmed || !TimestampDifferenceExceeds(busy_at, now, GC_WORKER_TRIM_MS))
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	gc_cuda_trim_memory();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	trimmed = true;
+}
+
 /* The free memory of the device, for gpuclust_info. */
 static void
 read_free_memory(void)
@@ -619,7 +651,10 @@ gpuclust_gpu_worker_main(Datum arg)
 		reap();
 		admit();
 		if (gc_worker->state == GC_WORKER_READY && !gpuclust_gpu_worker_emulate)
+		{
+			trim_when_idle();
 			read_free_memory();
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

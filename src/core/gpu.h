@@ -106,6 +106,9 @@ bool		gc_cuda_started(void);
  */
 void		gc_cuda_keep_memory(size_t bytes);
 
+/* Gives the memory kept in the current device's pool back to the driver. */
+void		gc_cuda_trim_memory(void);
+
 /*
  * k-means on the current CUDA device (cuda/kmeans.cu): the contract of
  * gc_kmeans_cpu (same arguments, same validation, same result fields; the
@@ -176,6 +179,11 @@ static inline void
 gc_cuda_keep_memory(size_t bytes)
 {
 	(void) bytes;
+}
+
+static inline void
+gc_cuda_trim_memory(void)
+{
 }
 
 static inline gc_code
