@@ -222,11 +222,13 @@ gc_glue_choose_device(gc_device requested, gc_algorithm algo, int64 n, int d)
 /*
  * The device of a k-means call (gc_choose_device_kmeans): 'auto' weighs the
  * problem's size and the GPU's free memory, and says in a NOTICE when a
- * usable GPU was passed over for lack of memory.
+ * usable GPU was passed over for lack of memory.  gpu_lacks (NULL, or what
+ * the call uses that the GPU k-means has not: gc_kmeans_gpu_lacks) keeps
+ * 'auto' on the CPU and makes 'gpu' an error.
  */
 gc_device
 gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
-							 int n_init)
+							 int n_init, const char *gpu_lacks)
 {
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen = GC_DEVICE_CPU;
@@ -238,8 +240,8 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 	gc_glue_gpu(&gpu);
 	if (!gc_job_worker_configured())
 		gc_glue_signals_block(&old);
-	rc = gc_choose_device_kmeans(requested, n, d, k, n_init, &gpu, &chosen,
-								 note, sizeof(note), &st);
+	rc = gc_choose_device_kmeans(requested, n, d, k, n_init, gpu_lacks, &gpu,
+								 &chosen, note, sizeof(note), &st);
 	if (!gc_job_worker_configured())
 		gc_glue_signals_restore(&old);
 	if (rc != GC_OK)

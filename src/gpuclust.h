@@ -73,7 +73,8 @@ extern gc_code gc_glue_try_choose_device(gc_device requested,
 extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
 									   int64 n, int d);
 extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
-											  int d, int k, int n_init);
+											  int d, int k, int n_init,
+											  const char *gpu_lacks);
 extern const char *gc_device_name(gc_device dev);
 extern const char *gc_algorithm_name(gc_algorithm algo);
 

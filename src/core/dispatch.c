@@ -7,7 +7,9 @@
  * k-means on the GPU when the problem is big enough for the GPU to win
  * (GC_KMEANS_GPU_MIN_WORK), a GPU is usable and its free memory holds the
  * problem; otherwise on the CPU, with a note saying why when a usable GPU
- * was passed over for lack of memory.  DBSCAN under 'auto' runs on the
+ * was passed over for lack of memory.  A k-means call that uses what only
+ * the CPU k-means has (sample weights, initial centroids) runs on the CPU
+ * under 'auto' and fails under 'gpu'.  DBSCAN under 'auto' runs on the
  * GPU where it wins end to end (dbscan_gpu_worth: d <= 3, n large enough).
  *
  * The GPU is probed lazily (never before a call needs it: a small problem
@@ -196,10 +198,21 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 	}
 }
 
+const char *
+gc_kmeans_gpu_lacks(const gc_kmeans_params *p)
+{
+	if (p->weights != NULL)
+		return "sample weights";
+	if (p->init == GC_INIT_CENTROIDS)
+		return "initial centroids";
+	return NULL;
+}
+
 gc_code
 gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
-						int n_init, const gc_gpu *gpu, gc_device *chosen,
-						char *note, size_t note_len, gc_status *st)
+						int n_init, const char *gpu_lacks, const gc_gpu *gpu,
+						gc_device *chosen, char *note, size_t note_len,
+						gc_status *st)
 {
 	gc_status	why = {GC_OK, ""};
 	size_t		free_mem = 0,
@@ -210,6 +223,13 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 	*chosen = GC_DEVICE_CPU;
 	if (requested == GC_DEVICE_CPU)
 		return GC_OK;
+	if (gpu_lacks != NULL)
+	{
+		/* the CPU has it: 'auto' runs there, 'gpu' cannot run at all */
+		if (requested == GC_DEVICE_GPU)
+			return gc_fail(st, GC_EDEVICE, "the GPU k-means has no %s", gpu_lacks);
+		return GC_OK;
+	}
 	if (requested != GC_DEVICE_GPU &&
 		(double) n * (double) k * (double) d < GC_KMEANS_GPU_MIN_WORK)
 		return GC_OK;			/* small: the CPU wins; CUDA untouched */

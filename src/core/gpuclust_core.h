@@ -197,9 +197,32 @@ int			gc_dbscan_threads(const gc_ctx *ctx, int64_t n);
 typedef enum gc_kmeans_init
 {
 	GC_INIT_KMEANSPP = 0,		/* greedy k-means++, as scikit-learn */
-	GC_INIT_RANDOM				/* k distinct rows drawn uniformly */
+	GC_INIT_RANDOM,				/* k distinct rows drawn uniformly */
+	GC_INIT_CENTROIDS			/* init_centroids, as given (one run) */
 } gc_kmeans_init;
 
+/* The largest sample weight: the largest float (no weighted sum overflows). */
+#define GC_KMEANS_MAX_WEIGHT 3.40282346638528859811704183484516925e+38
+
+/*
+ * The parameters of a k-means call.  The last two are CPU-only: the GPU
+ * k-means has neither, and dispatch never sends a call using them there
+ * (gc_choose_device_kmeans's gpu_lacks).
+ *
+ * init_centroids (init GC_INIT_CENTROIDS): the k initial centres, k x
+ * init_d row-major, init_d == d, every value finite and within
+ * gc_feature_limit(d).  As scikit-learn with an array init, there is one
+ * run whatever n_init says (the runs would all be the same).
+ *
+ * weights: one per row, finite, 0 <= w <= GC_KMEANS_MAX_WEIGHT, at least
+ * k of them positive; NULL: every row weighs 1.  As scikit-learn 1.2's
+ * sample_weight: centres are weighted means, the inertia is the weighted
+ * sum of squared distances (which picks the best of n_init runs), and a
+ * cluster is empty (re-seeded) when its rows' weights sum to 0.  The
+ * seeding and the variance that scales tol are unweighted, as in
+ * scikit-learn 1.2.  Where scikit-learn would re-seed an empty cluster with
+ * a row of weight 0, the farthest row of positive weight is taken instead.
+ */
 typedef struct gc_kmeans_params
 {
 	int			k;				/* 1 <= k <= n */
@@ -208,6 +231,9 @@ typedef struct gc_kmeans_params
 	gc_kmeans_init init;
 	int			n_init;			/* >= 1; the run of lowest inertia is kept */
 	uint64_t	seed;
+	const float *init_centroids;	/* GC_INIT_CENTROIDS: k x init_d */
+	int			init_d;
+	const double *weights;		/* n sample weights, or NULL */
 } gc_kmeans_params;
 
 typedef struct gc_kmeans_result
@@ -228,8 +254,9 @@ gc_code		gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 /*
  * The checks (and messages) every k-means path makes before it starts:
- * clears st, validates the parameters, k <= n and the arrays, and resets
- * res's inertia, iterations and converged.
+ * clears st, validates the parameters, k <= n, the arrays, the initial
+ * centroids and the weights, and resets res's inertia, iterations and
+ * converged.
  */
 gc_code		gc_kmeans_check(const float *X, int64_t n, int d,
 							const gc_kmeans_params *p, gc_kmeans_result *res,
@@ -454,11 +481,20 @@ gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
  * is usable; when the GPU's free memory is too small, the CPU with a note
  * (note, note_len; empty otherwise) the caller shows as a NOTICE; else the
  * GPU.  gc_choose_device(GC_ALGO_KMEANS) answers for a problem big enough.
+ *
+ * gpu_lacks: NULL, or what the call uses that the GPU k-means does not have
+ * ("sample weights", "initial centroids"; gc_kmeans_gpu_lacks): then AUTO
+ * is the CPU and GPU is GC_EDEVICE ("the GPU k-means has no <gpu_lacks>"),
+ * decided before anything probes the GPU.
  */
 gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
-									int k, int n_init, const gc_gpu *gpu,
-									gc_device *chosen, char *note,
-									size_t note_len, gc_status *st);
+									int k, int n_init, const char *gpu_lacks,
+									const gc_gpu *gpu, gc_device *chosen,
+									char *note, size_t note_len,
+									gc_status *st);
+
+/* What p uses that the GPU k-means lacks, for gc_choose_device_kmeans: NULL if nothing. */
+const char *gc_kmeans_gpu_lacks(const gc_kmeans_params *p);
 
 /* ------------------------------------------------------------------ */
 /* Tools for choosing parameters and reading clusters                  */

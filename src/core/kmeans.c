@@ -6,6 +6,9 @@
  * centroids: when the last update moved the centres, one more assignment
  * step is run (as scikit-learn does), so a later kmeans_assign over the
  * returned centroids gives the same labels.
+ *
+ * Given initial centroids make one run; sample weights weigh the means and
+ * the inertia (gpuclust_core.h says what scikit-learn 1.2 does alike).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,6 +36,13 @@ progress_inertia(const float *d2, int64_t n, double *last)
 }
 
 /* One seeding + Lloyd run; writes labels and C, fills inertia/iter/conv. */
+/* The runs: n_init, one with given centroids (scikit-learn's n_init=1 for an array init) */
+static inline int
+kmeans_runs(const gc_kmeans_params *p)
+{
+	return p->init == GC_INIT_CENTROIDS ? 1 : p->n_init;
+}
+
 static gc_code
 kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 		   const gc_kmeans_params *p, int run, double tol_scaled,
@@ -45,8 +55,13 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 	int			it;
 	double		last_inertia_ms = 0.0;
 
-	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, p->n_init, NAN);
-	if (p->init == GC_INIT_RANDOM)
+	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, kmeans_runs(p), NAN);
+	if (p->init == GC_INIT_CENTROIDS)
+	{
+		memcpy(*C, p->init_centroids, sizeof(float) * (size_t) k * d);
+		rc = GC_OK;
+	}
+	else if (p->init == GC_INIT_RANDOM)
 		rc = gc_km_init_random(ctx, X, n, d, k, p->seed,
 							   GC_KM_STREAM_RANDOM + (uint64_t) run, *C, NULL, st);
 	else
@@ -74,7 +89,7 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 		if (rc != GC_OK)
 			return rc;
 		if (ctx != NULL && ctx->progress != NULL)
-			gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, p->n_init,
+			gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, kmeans_runs(p),
 					  progress_inertia(d2, n, &last_inertia_ms));
 		moved = memcmp(*C, *Cn, sizeof(float) * (size_t) k * d) != 0;
 		tmp = *C;
@@ -103,7 +118,51 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 		if (rc != GC_OK)
 			return rc;
 	}
-	return gc_km_inertia(ctx, X, n, d, *C, labels, NULL, inertia, st);
+	return gc_km_inertia_w(ctx, X, n, d, *C, labels, p->weights, NULL,
+						   inertia, st);
+}
+
+/* The initial centroids: finite, within the features' range. */
+static gc_code
+check_init_centroids(const gc_kmeans_params *p, int d, gc_status *st)
+{
+	const double limit = gc_feature_limit(d);
+
+	if (p->init_centroids == NULL)
+		return gc_fail(st, GC_EINVAL, "k-means: init is centroids, but none are given");
+	if (p->init_d != d)
+		return gc_fail(st, GC_EINVAL,
+					   "k-means: the initial centroids have %d columns, the rows %d features",
+					   p->init_d, d);
+	for (size_t i = 0; i < (size_t) p->k * d; i++)
+		if (!(fabs((double) p->init_centroids[i]) <= limit))
+			return gc_fail(st, GC_EINVAL,
+						   "k-means: initial centroid %zu, column %zu is %g: not finite, or beyond %g",
+						   i / d + 1, i % d + 1, (double) p->init_centroids[i], limit);
+	return GC_OK;
+}
+
+/* The weights: finite, in [0, GC_KMEANS_MAX_WEIGHT], at least k positive. */
+static gc_code
+check_weights(const gc_kmeans_params *p, int64_t n, gc_status *st)
+{
+	int64_t		positive = 0;
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		w = p->weights[i];
+
+		if (!(w >= 0.0 && w <= GC_KMEANS_MAX_WEIGHT))
+			return gc_fail(st, GC_EINVAL,
+						   "k-means: the weight of row %lld is %g; weights must be finite numbers from 0 to %g",
+						   (long long) i, w, GC_KMEANS_MAX_WEIGHT);
+		positive += w > 0.0;
+	}
+	if (positive < p->k)
+		return gc_fail(st, GC_EINVAL,
+					   "k-means: k (%d) must not exceed the number of rows of positive weight (%lld)",
+					   p->k, (long long) positive);
+	return GC_OK;
 }
 
 gc_code
@@ -129,7 +188,8 @@ gc_kmeans_check(const float *X, int64_t n, int d, const gc_kmeans_params *p,
 		return gc_fail(st, GC_EINVAL, "k-means: n_init must be at least 1, got %d", p->n_init);
 	if (!(p->tol >= 0.0) || isinf(p->tol))
 		return gc_fail(st, GC_EINVAL, "k-means: tol must be a finite number >= 0, got %g", p->tol);
-	if (p->init != GC_INIT_KMEANSPP && p->init != GC_INIT_RANDOM)
+	if (p->init != GC_INIT_KMEANSPP && p->init != GC_INIT_RANDOM &&
+		p->init != GC_INIT_CENTROIDS)
 		return gc_fail(st, GC_EINVAL, "k-means: unknown init method %d", (int) p->init);
 	res->inertia = 0.0;
 	res->iterations = 0;
@@ -142,6 +202,10 @@ gc_kmeans_check(const float *X, int64_t n, int d, const gc_kmeans_params *p,
 					   p->k, (long long) n);
 	if (X == NULL || res->labels == NULL || res->centroids == NULL)
 		return gc_fail(st, GC_EINVAL, "k-means: missing input or output array");
+	if (p->init == GC_INIT_CENTROIDS && check_init_centroids(p, d, st) != GC_OK)
+		return st->code;
+	if (p->weights != NULL && check_weights(p, n, st) != GC_OK)
+		return st->code;
 	return GC_OK;
 }
 
@@ -156,6 +220,7 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	int32_t    *lab = NULL;
 	double		tol_scaled = 0.0;
 	gc_code		rc = GC_OK;
+	const int	runs = kmeans_runs(p);
 
 	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
 		return rc;
@@ -171,10 +236,12 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	}
 
 	ws = gc_km_ws_create(n, d, p->k, gc_threads(ctx));
+	if (ws != NULL)
+		ws->weights = p->weights;
 	C = malloc(sizeof(float) * (size_t) p->k * d);
 	Cn = malloc(sizeof(float) * (size_t) p->k * d);
 	d2 = malloc(sizeof(float) * (size_t) n);
-	lab = p->n_init > 1 ? malloc(sizeof(int32_t) * (size_t) n) : res->labels;
+	lab = runs > 1 ? malloc(sizeof(int32_t) * (size_t) n) : res->labels;
 	if (ws == NULL || C == NULL || Cn == NULL || d2 == NULL || lab == NULL)
 	{
 		rc = gc_fail(st, GC_ENOMEM, "k-means: out of memory (%lld rows, %d dimensions, k = %d)",
@@ -182,7 +249,7 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		goto done;
 	}
 
-	for (int run = 0; run < p->n_init; run++)
+	for (int run = 0; run < runs; run++)
 	{
 		double		inertia;
 		int			iters = 0;

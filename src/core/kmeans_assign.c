@@ -102,10 +102,14 @@ gc_km_ws_create(int64_t n, int d, int k, int n_threads)
 	ws->partial = malloc(sizeof(double) * (size_t) ws->max_part * d);
 	ws->far = malloc(sizeof(int64_t) * (size_t) k);
 	ws->tsum = malloc(sizeof(double) * (size_t) ws->nt * d);
+	ws->pcnt = malloc(sizeof(int64_t) * (size_t) k);
+	ws->phist = malloc(sizeof(int64_t) * (size_t) k * ws->nt);
+	ws->pw = malloc(sizeof(double) * (size_t) ws->max_part);
 	if (ws->ct == NULL || ws->lab_eff == NULL || ws->order == NULL ||
 		ws->cnt == NULL || ws->start == NULL || ws->hist == NULL ||
 		ws->seg == NULL || ws->partial == NULL || ws->far == NULL ||
-		ws->tsum == NULL)
+		ws->tsum == NULL || ws->pcnt == NULL || ws->phist == NULL ||
+		ws->pw == NULL)
 	{
 		gc_km_ws_destroy(ws);
 		return NULL;
@@ -128,6 +132,9 @@ gc_km_ws_destroy(gc_km_ws *ws)
 	free(ws->partial);
 	free(ws->far);
 	free(ws->tsum);
+	free(ws->pcnt);
+	free(ws->phist);
+	free(ws->pw);
 	free(ws);
 }
 
@@ -185,6 +192,15 @@ gc_km_inertia(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			  const float *C, const int32_t *labels, double *distance,
 			  double *inertia, gc_status *st)
 {
+	return gc_km_inertia_w(ctx, X, n, d, C, labels, NULL, distance, inertia,
+						   st);
+}
+
+gc_code
+gc_km_inertia_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				const float *C, const int32_t *labels, const double *weights,
+				double *distance, double *inertia, gc_status *st)
+{
 	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
 	const int	nt = gc_region_threads(gc_team_adapt(ctx), nb);
 	double	   *bs = malloc(sizeof(double) * (size_t) (nb > 0 ? nb : 1));
@@ -211,7 +227,7 @@ gc_km_inertia(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 			if (distance)
 				distance[i] = sqrt(q);
-			s += q;
+			s += weights ? weights[i] * q : q;
 		}
 		bs[b] = s;
 	}

@@ -135,8 +135,14 @@ typedef struct gc_km_ws
 	int64_t		max_part;
 	int64_t    *far;			/* k: rows chosen for re-seeding */
 	double	   *tsum;			/* nt x d: per-thread sums */
+	/* sample weights (set by the caller; NULL: every row weighs 1) */
+	const double *weights;		/* n */
+	int64_t    *pcnt;			/* k: rows of positive weight */
+	int64_t    *phist;			/* nt x k: the same per chunk */
+	double	   *pw;				/* max_part: weight sums of partial segments */
 } gc_km_ws;
 
+/* Working memory for (n, d, k, n_threads), unweighted (ws->weights NULL). */
 gc_km_ws   *gc_km_ws_create(int64_t n, int d, int k, int n_threads);
 void		gc_km_ws_destroy(gc_km_ws *ws);
 
@@ -158,10 +164,13 @@ gc_code		gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
 
 /*
  * Update: C_new = mean of each cluster's rows (double sums, rounded to
- * float).  Empty clusters are re-seeded as scikit-learn does: the rows
- * farthest from their centres (by d2; ties: lowest row) are moved, the
- * farthest to the lowest empty cluster id, and become its centre; a cluster
- * left with no row keeps its centre from C_old.  *shift = sum of squared
+ * float); with ws->weights, the weighted mean sum(w x) / sum(w), each sum
+ * in double with the same fixed order.  Empty clusters (no row; with
+ * weights: no row of positive weight) are re-seeded as scikit-learn does:
+ * the rows farthest from their centres (by d2; ties: lowest row; with
+ * weights: among the rows of positive weight) are moved, the farthest to
+ * the lowest empty cluster id, and become its centre; a cluster left with
+ * no row (no weight) keeps its centre from C_old.  *shift = sum of squared
  * centre moves (double); *n_relocated = clusters re-seeded (may be NULL).
  */
 gc_code		gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
@@ -176,11 +185,16 @@ void		gc_km_force_width(int w);
 
 /*
  * sum_i ||X_i - C_{labels[i]}||² recomputed in double; distance[i] gets the
- * square root of each term when not NULL.
+ * square root of each term when not NULL.  gc_km_inertia_w weighs term i by
+ * weights[i] (NULL: 1); the distances stay unweighted.
  */
 gc_code		gc_km_inertia(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const float *C, const int32_t *labels,
 						  double *distance, double *inertia, gc_status *st);
+gc_code		gc_km_inertia_w(const gc_ctx *ctx, const float *X, int64_t n,
+							int d, const float *C, const int32_t *labels,
+							const double *weights, double *distance,
+							double *inertia, gc_status *st);
 
 /* Mean over features of the (population) variance of X, in double. */
 gc_code		gc_km_mean_variance(const gc_ctx *ctx, const float *X, int64_t n,

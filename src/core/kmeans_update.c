@@ -7,6 +7,9 @@
  * whatever the threads); each cluster's members are then summed in double,
  * sequentially within fixed segments of GC_KM_SEGMENT rows, and the segment
  * sums added in order.  Segments also spread one big cluster over threads.
+ * With sample weights (ws->weights), each segment also sums its weights,
+ * the rows are summed as w * x, and a mean is the weighted sum over the
+ * weight sum: the same fixed order, so the same result on any thread count.
  */
 #include <omp.h>
 #include <stdlib.h>
@@ -37,11 +40,14 @@ cmp_farthest_first(const void *pa, const void *pb)
 }
 
 /*
- * ws->far[0..m-1] = the m rows farthest from their centres, farthest first.
- * A min-heap (root = least far) of size m over one sequential scan.
+ * ws->far[0..*found-1] = the m rows farthest from their centres, farthest
+ * first (fewer when fewer rows qualify); with weights, rows of weight 0 are
+ * not candidates (their cluster would have no weight either).  A min-heap
+ * (root = least far) of size m over one sequential scan.
  */
 static gc_code
-pick_farthest(gc_km_ws *ws, int64_t n, const float *d2, int m, gc_status *st)
+pick_farthest(gc_km_ws *ws, int64_t n, const float *d2, int m, int *found,
+			  gc_status *st)
 {
 	far_row    *h = malloc(sizeof(far_row) * (size_t) m);
 	int			size = 0;
@@ -52,6 +58,9 @@ pick_farthest(gc_km_ws *ws, int64_t n, const float *d2, int m, gc_status *st)
 	{
 		far_row		x = {d2[i], i};
 		int			p;
+
+		if (ws->weights != NULL && !(ws->weights[i] > 0.0))
+			continue;
 
 		if (size < m)
 		{
@@ -87,36 +96,93 @@ pick_farthest(gc_km_ws *ws, int64_t n, const float *d2, int m, gc_status *st)
 	qsort(h, (size_t) size, sizeof(far_row), cmp_farthest_first);
 	for (int j = 0; j < size; j++)
 		ws->far[j] = h[j].row;
+	*found = size;
 	free(h);
 	return GC_OK;
 }
 
 /*
  * hist[t*k + c] = rows of chunk t (of ws->nt fixed chunks) labelled c;
- * cnt = column sums.  team threads share the chunks.
+ * cnt = column sums; pcnt = the rows of positive weight among them (cnt
+ * without weights).  team threads share the chunks.
  */
 static void
 histogram(gc_km_ws *ws, int64_t n, int k, const int32_t *lab, int team)
 {
 	const int	nt = ws->nt;
+	const double *w = ws->weights;
 
 #pragma omp parallel for num_threads(team) schedule(static, 1)
 	for (int t = 0; t < nt; t++)
 	{
 		int64_t    *h = ws->hist + (size_t) t * k;
+		int64_t    *ph = ws->phist + (size_t) t * k;
 
 		memset(h, 0, sizeof(int64_t) * (size_t) k);
-		for (int64_t i = n * t / nt; i < n * (t + 1) / nt; i++)
-			h[lab[i]]++;
+		if (w == NULL)
+			for (int64_t i = n * t / nt; i < n * (t + 1) / nt; i++)
+				h[lab[i]]++;
+		else
+		{
+			memset(ph, 0, sizeof(int64_t) * (size_t) k);
+			for (int64_t i = n * t / nt; i < n * (t + 1) / nt; i++)
+			{
+				h[lab[i]]++;
+				ph[lab[i]] += w[i] > 0.0;
+			}
+		}
 	}
 	for (int c = 0; c < k; c++)
 	{
-		int64_t		s = 0;
+		int64_t		s = 0,
+					ps = 0;
 
 		for (int t = 0; t < nt; t++)
+		{
 			s += ws->hist[(size_t) t * k + c];
+			if (w != NULL)
+				ps += ws->phist[(size_t) t * k + c];
+		}
 		ws->cnt[c] = s;
+		ws->pcnt[c] = w != NULL ? ps : s;
 	}
+}
+
+/*
+ * The sums of segment g: sum[j] = sum of its rows' x_j (weighted: w x_j),
+ * in order, in double; returns its weight (unweighted: its row count).
+ */
+static double
+segment_sums(const gc_km_ws *ws, const gc_km_seg *g, const float *X, int d,
+			 double *sum)
+{
+	const double *w = ws->weights;
+	double		wsum = 0.0;
+
+	for (int j = 0; j < d; j++)
+		sum[j] = 0.0;
+	if (w == NULL)
+	{
+		for (int64_t r = g->begin; r < g->end; r++)
+		{
+			const float *x = X + ws->order[r] * d;
+
+			for (int j = 0; j < d; j++)
+				sum[j] += (double) x[j];
+		}
+		return (double) (g->end - g->begin);
+	}
+	for (int64_t r = g->begin; r < g->end; r++)
+	{
+		const int64_t row = ws->order[r];
+		const float *x = X + row * d;
+		const double wr = w[row];
+
+		wsum += wr;
+		for (int j = 0; j < d; j++)
+			sum[j] += wr * (double) x[j];
+	}
+	return wsum;
 }
 
 gc_code
@@ -138,18 +204,20 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 
 	/* Re-seed empty clusters with the farthest rows (scikit-learn). */
 	for (int c = 0; c < k; c++)
-		n_empty += ws->cnt[c] == 0;
+		n_empty += ws->pcnt[c] == 0;
 	if (n_empty > 0)
 	{
-		gc_code		rc = pick_farthest(ws, n, d2, n_empty, st);
+		int			n_far = 0;
+		gc_code		rc = pick_farthest(ws, n, d2, n_empty, &n_far, st);
 		int			j = 0;
 
 		if (rc != GC_OK)
 			return rc;
 		memcpy(ws->lab_eff, labels, sizeof(int32_t) * (size_t) n);
-		for (int c = 0; c < k && j < n_empty; c++)
-			if (ws->cnt[c] == 0)
+		for (int c = 0; c < k && j < n_far; c++)
+			if (ws->pcnt[c] == 0)
 				ws->lab_eff[ws->far[j++]] = c;
+		n_empty = j;
 		lab = ws->lab_eff;
 		histogram(ws, n, k, lab, team);
 	}
@@ -202,7 +270,8 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 	for (int64_t s = 0; s < nseg; s++)
 	{
 		const gc_km_seg *g = &ws->seg[s];
-		double	   *sum;
+		double	   *sum,
+					wsum;
 
 		if (cancelled || ((s & 63) == 0 && gc_cancelled(ctx)))
 		{
@@ -211,19 +280,12 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 		}
 		sum = g->slot >= 0 ? ws->partial + (size_t) g->slot * d
 			: ws->tsum + (size_t) omp_get_thread_num() * d;
-		for (int j = 0; j < d; j++)
-			sum[j] = 0.0;
-		for (int64_t r = g->begin; r < g->end; r++)
-		{
-			const float *x = X + ws->order[r] * d;
-
+		wsum = segment_sums(ws, g, X, d, sum);
+		if (g->slot >= 0)
+			ws->pw[g->slot] = wsum;
+		else if (ws->pcnt[g->cluster] > 0)
 			for (int j = 0; j < d; j++)
-				sum[j] += (double) x[j];
-		}
-		if (g->slot < 0)
-			for (int j = 0; j < d; j++)
-				C_new[(size_t) g->cluster * d + j] =
-					(float) (sum[j] / (double) (g->end - g->begin));
+				C_new[(size_t) g->cluster * d + j] = (float) (sum[j] / wsum);
 	}
 	if (cancelled)
 		return gc_fail(st, GC_ECANCEL, "canceled");
@@ -241,21 +303,30 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 		}
 		while (e < nseg && ws->seg[e].cluster == g->cluster)
 			e++;
-		for (int j = 0; j < d; j++)
+		if (ws->pcnt[g->cluster] > 0)
 		{
-			double		v = 0.0;
+			double		tw = 0.0;	/* unweighted: the count, exactly */
 
 			for (int64_t q = s; q < e; q++)
-				v += ws->partial[(size_t) ws->seg[q].slot * d + j];
-			C_new[(size_t) g->cluster * d + j] =
-				(float) (v / (double) ws->cnt[g->cluster]);
+				tw += ws->pw[ws->seg[q].slot];
+			for (int j = 0; j < d; j++)
+			{
+				double		v = 0.0;
+
+				for (int64_t q = s; q < e; q++)
+					v += ws->partial[(size_t) ws->seg[q].slot * d + j];
+				C_new[(size_t) g->cluster * d + j] = (float) (v / tw);
+			}
 		}
 		s = e;
 	}
 
-	/* Clusters left with no row keep their centre; never divide by zero. */
+	/*
+	 * Clusters left with no row (or no weight) keep their centre; never
+	 * divide by zero.
+	 */
 	for (int c = 0; c < k; c++)
-		if (ws->cnt[c] == 0)
+		if (ws->pcnt[c] == 0)
 			memcpy(C_new + (size_t) c * d, C_old + (size_t) c * d,
 				   sizeof(float) * d);
 

@@ -85,7 +85,8 @@ main(void)
 				   *L2 = malloc(sizeof(int32_t) * n);
 		double	   *D1 = malloc(sizeof(double) * n),
 				   *D2 = malloc(sizeof(double) * n);
-		gc_kmeans_params p = {k, 20, 1e-4, GC_INIT_KMEANSPP, 1, 1};
+		gc_kmeans_params p = {.k = k, .max_iter = 20, .tol = 1e-4,
+			.init = GC_INIT_KMEANSPP, .n_init = 1, .seed = 1};
 		gc_kmeans_result r1 = {L1, D1, C1, 0, 0, 0},
 					r2 = {L2, D2, C2, 0, 0, 0};
 		gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {NULL, NULL}};

@@ -106,7 +106,8 @@ bench_fits(uint64_t *s)
 		int32_t    *lab = malloc(sizeof(int32_t) * n);
 		double	   *dist = malloc(sizeof(double) * n);
 		float	   *C = malloc(sizeof(float) * (size_t) k * d);
-		gc_kmeans_params p = {k, F[w].max_iter, F[w].tol, F[w].init, 1, 1};
+		gc_kmeans_params p = {.k = k, .max_iter = F[w].max_iter, .tol = F[w].tol,
+			.init = F[w].init, .n_init = 1, .seed = 1};
 		gc_kmeans_result r = {lab, dist, C, 0, 0, 0};
 		gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {NULL, NULL}};
 		gc_status	st = {0};

@@ -221,7 +221,8 @@ test_full(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 		  double tol)
 {
 	float	   *X = make_data(n, d, kind);
-	gc_kmeans_params p = {k, 300, tol, init, n_init, tu_next(&rs)};
+	gc_kmeans_params p = {.k = k, .max_iter = 300, .tol = tol,
+		.init = init, .n_init = n_init, .seed = tu_next(&rs)};
 	gc_kmeans_result rc_,
 				rg;
 	gc_status	st = {0};
@@ -311,7 +312,8 @@ test_errors(void)
 	float		X[20] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
 	int32_t		lab[10];
 	float		C[20];
-	gc_kmeans_params p = {3, 10, 1e-4, GC_INIT_KMEANSPP, 1, 1};
+	gc_kmeans_params p = {.k = 3, .max_iter = 10, .tol = 1e-4,
+		.init = GC_INIT_KMEANSPP, .n_init = 1, .seed = 1};
 	gc_kmeans_result r = {lab, NULL, C, 0, 0, 0};
 	gc_status	st = {0};
 	volatile sig_atomic_t flag = 1;
@@ -343,23 +345,30 @@ test_dispatch(void)
 
 	gc_gpu_local(&g0, 0);
 	gc_gpu_local(&g1000, 1000);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU, "cpu");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, &g0, &ch, note,
+	/* what only the CPU k-means has: auto is the CPU, gpu refuses */
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, "sample weights", &g0, &ch,
+								  note, sizeof(note), &st) == GC_EDEVICE &&
+		  strstr(st.message, "sample weights") != NULL, "gpu, weights: %s", st.message);
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, "initial centroids", &g0, &ch,
+								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
+		  note[0] == '\0', "auto, initial centroids: cpu");
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, NULL, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "gpu, tiny");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, NULL, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] == '\0', "auto, tiny: cpu");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "auto, large: gpu");
 	/* more than any GPU's memory: gpu refuses, auto runs on the CPU and says why */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 1000, 100, 1, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 1000, 100, 1, NULL, &g0, &ch,
 								  note, sizeof(note), &st) == GC_ENOMEM, "gpu, too big: %s", st.message);
 	printf("  gpu, too big: %s\n", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 1000, 100, 1, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 1000, 100, 1, NULL, &g0, &ch,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] != '\0', "auto, too big: cpu with a note");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, &g1000, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, NULL, &g1000, &ch, note,
 								  sizeof(note), &st) == GC_EDEVICE, "gpu, no such device");
 	printf("  gpu, device 1000: %s\n", st.message);
 	gc_cuda_probe_cached(0, &info);

@@ -15,6 +15,11 @@
 
 static uint64_t rs;				/* test data generator state */
 
+/* k-means parameters, without initial centroids or weights */
+#define KM_PARAMS(k_, max_iter_, tol_, init_, n_init_, seed_) \
+	{.k = (k_), .max_iter = (max_iter_), .tol = (tol_), .init = (init_), \
+	 .n_init = (n_init_), .seed = (seed_)}
+
 /* ---- data: testutil.h's generator, 1 to 12 blob centres ---- */
 
 static float *
@@ -46,19 +51,32 @@ ref_argmin(const float *x, const float *C, int k, int d, float *best_out)
 	return lab;
 }
 
+/* The inertia, each row's term weighted by w[i] (w NULL: 1). */
 static double
-ref_inertia(const float *X, int64_t n, int d, const float *C, const int32_t *lab)
+ref_inertia_w(const float *X, int64_t n, int d, const float *C,
+			  const int32_t *lab, const double *w)
 {
 	double		s = 0.0;
 
 	for (int64_t i = 0; i < n; i++)
+	{
+		double		q = 0.0;
+
 		for (int j = 0; j < d; j++)
 		{
 			double		t = (double) X[i * d + j] - (double) C[(size_t) lab[i] * d + j];
 
-			s += t * t;
+			q += t * t;
 		}
+		s += w ? w[i] * q : q;
+	}
 	return s;
+}
+
+static double
+ref_inertia(const float *X, int64_t n, int d, const float *C, const int32_t *lab)
+{
+	return ref_inertia_w(X, n, d, C, lab, NULL);
 }
 
 static bool
@@ -206,7 +224,7 @@ test_fit_shape(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 			   int n_init, double tol)
 {
 	float	   *X = make_data(n, d, kind);
-	gc_kmeans_params p = {k, 100, tol, init, n_init, tu_next(&rs)};
+	gc_kmeans_params p = KM_PARAMS(k, 100, tol, init, n_init, tu_next(&rs));
 	fit			f1,
 				f2,
 				f3;
@@ -256,9 +274,39 @@ test_fit_shape(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 	free(X);
 }
 
-/* Lloyd driven step by step against brute force; inertia never increases. */
+/*
+ * Sample weights for n rows: none (NULL), or random ones in [0, 4) with
+ * about a third of them 0 when zeros, else in (0, 4).
+ */
+static double *
+make_weights(int64_t n, bool zeros)
+{
+	double	   *w = malloc(sizeof(double) * n);
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		u = tu_uniform(&rs);
+
+		w[i] = zeros && u < 1.0 / 3 ? 0.0 : 4.0 * tu_uniform(&rs) + (zeros ? 0.0 : 1e-3);
+	}
+	return w;
+}
+
+/*
+ * Lloyd driven step by step against brute force; inertia never increases.
+ * weights: none, positive, or with zeros (the update then takes the
+ * weighted means, and only rows of positive weight re-seed).
+ */
+typedef enum
+{
+	W_NONE,
+	W_POSITIVE,
+	W_ZEROS
+} weight_kind;
+
 static void
-test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
+test_lloyd_steps_w(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
+				   weight_kind wk)
 {
 	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
 	gc_status	st = {0};
@@ -270,6 +318,9 @@ test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
 	int64_t    *cnt = malloc(sizeof(int64_t) * k);
 	double	   *sum = malloc(sizeof(double) * k * d);
 	gc_km_ws   *ws = gc_km_ws_create(n, d, k, 2);
+	double	   *w = wk == W_NONE ? NULL : make_weights(n, wk == W_ZEROS);
+	double	   *wsum = malloc(sizeof(double) * k);
+	int64_t		positive = 0;
 	uint64_t	seed = tu_next(&rs);
 	double		prev = INFINITY;
 	int64_t		bad_lab = 0,
@@ -278,13 +329,18 @@ test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
 				rises = 0;
 	int			relocated_total = 0;
 
+	ws->weights = w;
+	for (int64_t i = 0; i < n; i++)
+		positive += w == NULL || w[i] > 0;
+	if (positive < k)
+		k = (int) positive;		/* a fit would refuse it */
 	if (init == GC_INIT_RANDOM)
 		gc_km_init_random(&ctx, X, n, d, k, seed, 3, C, NULL, &st);
 	else
 		gc_km_init_kmeanspp(&ctx, X, n, d, k, seed, 3, C, NULL, &st);
 	for (int64_t i = 0; i < n; i++)
 		lab[i] = -1;
-	for (int it = 0; it < 30; it++)
+	for (int it = 0; it < 30 && k > 0; it++)
 	{
 		int64_t		changed,
 					ref_changed = 0;
@@ -304,7 +360,7 @@ test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
 			bad_lab += ref_argmin(X + i * d, C, k, d, &q) != lab[i];
 			bad_d2 += q != d2[i];
 		}
-		inertia = ref_inertia(X, n, d, C, lab);
+		inertia = ref_inertia_w(X, n, d, C, lab, w);
 		rises += inertia > prev * (1 + 1e-6) + 1e-9;
 		prev = inertia;
 
@@ -313,42 +369,49 @@ test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
 		relocated_total += nrel;
 		memset(cnt, 0, sizeof(int64_t) * k);
 		memset(sum, 0, sizeof(double) * k * d);
+		memset(wsum, 0, sizeof(double) * k);
 		{
 			int32_t    *eff = malloc(sizeof(int32_t) * n);
 			char	   *taken = calloc(n, 1);
 			int			j = 0;
 			int			n_empty = 0;
 
+			/* empty: no row of positive weight (unweighted: no row) */
 			memcpy(eff, lab, sizeof(int32_t) * n);
 			for (int64_t i = 0; i < n; i++)
-				cnt[lab[i]]++;
+				cnt[lab[i]] += w == NULL || w[i] > 0;
 			for (int c = 0; c < k; c++)
 				n_empty += cnt[c] == 0;
 			CHECK(nrel == n_empty, "relocated %d, empty %d", nrel, n_empty);
 			for (int c = 0; c < k; c++)
 				if (cnt[c] == 0)
 				{
-					/* j-th farthest row: largest d2, ties to the lowest row */
+					/*
+					 * j-th farthest row of positive weight: largest d2, ties
+					 * to the lowest row
+					 */
 					int64_t		far = -1;
 
 					for (int64_t i = 0; i < n; i++)
-						if (!taken[i] && (far < 0 || d2[i] > d2[far]))
+						if (!taken[i] && (w == NULL || w[i] > 0) &&
+							(far < 0 || d2[i] > d2[far]))
 							far = i;
 					taken[far] = 1;
 					eff[far] = c;
 					j++;
 				}
-			memset(cnt, 0, sizeof(int64_t) * k);
 			for (int64_t i = 0; i < n; i++)
 			{
-				cnt[eff[i]]++;
+				double		wi = w ? w[i] : 1.0;
+
+				wsum[eff[i]] += wi;
 				for (int jj = 0; jj < d; jj++)
-					sum[(size_t) eff[i] * d + jj] += X[i * d + jj];
+					sum[(size_t) eff[i] * d + jj] += wi * X[i * d + jj];
 			}
 			for (int c = 0; c < k; c++)
 				for (int jj = 0; jj < d; jj++)
 				{
-					double		ref = cnt[c] ? sum[(size_t) c * d + jj] / cnt[c] : C[(size_t) c * d + jj];
+					double		ref = wsum[c] > 0 ? sum[(size_t) c * d + jj] / wsum[c] : C[(size_t) c * d + jj];
 					double		got = Cn[(size_t) c * d + jj];
 
 					bad_c += fabs(got - ref) > 1e-5 * (1 + fabs(ref));
@@ -363,16 +426,18 @@ test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
 			Cn = t;
 		}
 	}
-	CHECK(bad_lab == 0, "n=%lld d=%d k=%d %s: %lld labels differ from brute force",
-		  (long long) n, d, k, data_name[kind], (long long) bad_lab);
+	CHECK(bad_lab == 0, "n=%lld d=%d k=%d %s w%d: %lld labels differ from brute force",
+		  (long long) n, d, k, data_name[kind], wk, (long long) bad_lab);
 	CHECK(bad_d2 == 0, "n=%lld d=%d k=%d: %lld d2 differ", (long long) n, d, k, (long long) bad_d2);
-	CHECK(bad_c == 0, "n=%lld d=%d k=%d %s: %lld centre coordinates differ from the mean",
-		  (long long) n, d, k, data_name[kind], (long long) bad_c);
-	CHECK(rises == 0, "n=%lld d=%d k=%d %s: inertia rose %lld times",
-		  (long long) n, d, k, data_name[kind], (long long) rises);
+	CHECK(bad_c == 0, "n=%lld d=%d k=%d %s w%d: %lld centre coordinates differ from the mean",
+		  (long long) n, d, k, data_name[kind], wk, (long long) bad_c);
+	CHECK(rises == 0, "n=%lld d=%d k=%d %s w%d: inertia rose %lld times",
+		  (long long) n, d, k, data_name[kind], wk, (long long) rises);
 	if (kind == DATA_DUPLICATES && init == GC_INIT_RANDOM && k > 12)
 		CHECK(relocated_total > 0, "n=%lld k=%d: no empty cluster was re-seeded", (long long) n, k);
 	gc_km_ws_destroy(ws);
+	free(w);
+	free(wsum);
 	free(X);
 	free(C);
 	free(Cn);
@@ -380,6 +445,12 @@ test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
 	free(lab);
 	free(cnt);
 	free(sum);
+}
+
+static void
+test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
+{
+	test_lloyd_steps_w(n, d, k, kind, init, W_NONE);
 }
 
 /* A centre far from every row is emptied and re-seeded at the farthest row. */
@@ -487,7 +558,7 @@ test_invalid(void)
 	int32_t		lab[4];
 	float		C[8];
 	gc_kmeans_result r = {lab, NULL, C, 0, 0, false};
-	gc_kmeans_params ok = {2, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0};
+	gc_kmeans_params ok = KM_PARAMS(2, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0);
 	gc_status	st;
 	struct
 	{
@@ -496,15 +567,15 @@ test_invalid(void)
 		int			d;
 		int64_t		n;
 	}			cases[] = {
-		{"k=0", {0, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
-		{"k>n", {5, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
-		{"max_iter=0", {2, 0, 1e-4, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
-		{"n_init=0", {2, 10, 1e-4, GC_INIT_KMEANSPP, 0, 0}, 2, 4},
-		{"tol<0", {2, 10, -1, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
-		{"tol=NaN", {2, 10, NAN, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
-		{"tol=inf", {2, 10, INFINITY, GC_INIT_KMEANSPP, 1, 0}, 2, 4},
-		{"d=0", {2, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0}, 0, 4},
-		{"bad init", {2, 10, 1e-4, (gc_kmeans_init) 7, 1, 0}, 2, 4},
+		{"k=0", KM_PARAMS(0, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0), 2, 4},
+		{"k>n", KM_PARAMS(5, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0), 2, 4},
+		{"max_iter=0", KM_PARAMS(2, 0, 1e-4, GC_INIT_KMEANSPP, 1, 0), 2, 4},
+		{"n_init=0", KM_PARAMS(2, 10, 1e-4, GC_INIT_KMEANSPP, 0, 0), 2, 4},
+		{"tol<0", KM_PARAMS(2, 10, -1, GC_INIT_KMEANSPP, 1, 0), 2, 4},
+		{"tol=NaN", KM_PARAMS(2, 10, NAN, GC_INIT_KMEANSPP, 1, 0), 2, 4},
+		{"tol=inf", KM_PARAMS(2, 10, INFINITY, GC_INIT_KMEANSPP, 1, 0), 2, 4},
+		{"d=0", KM_PARAMS(2, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0), 0, 4},
+		{"bad init", KM_PARAMS(2, 10, 1e-4, (gc_kmeans_init) 7, 1, 0), 2, 4},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -527,7 +598,7 @@ test_cancel(void)
 	int32_t    *lab = malloc(sizeof(int32_t) * n);
 	float	   *C = malloc(sizeof(float) * 2000 * d);
 	gc_kmeans_result r = {lab, NULL, C, 0, 0, false};
-	gc_kmeans_params p = {2000, 300, 0, GC_INIT_KMEANSPP, 1, 1};
+	gc_kmeans_params p = KM_PARAMS(2000, 300, 0, GC_INIT_KMEANSPP, 1, 1);
 	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {&cancel_flag, NULL}};
 	gc_status	st = {0};
 	pthread_t	th;
@@ -574,7 +645,7 @@ test_k_equals_n(void)
 	const int64_t n = 37;
 	const int	d = 3;
 	float	   *X = make_data(n, d, DATA_UNIFORM);
-	gc_kmeans_params p = {(int) n, 50, 1e-4, GC_INIT_KMEANSPP, 2, 5};
+	gc_kmeans_params p = KM_PARAMS((int) n, 50, 1e-4, GC_INIT_KMEANSPP, 2, 5);
 	fit			f;
 
 	do_fit(&f, X, n, d, &p, 2);
