@@ -219,9 +219,13 @@ typedef enum gc_kmeans_init
  * sample_weight: centres are weighted means, the inertia is the weighted
  * sum of squared distances (which picks the best of n_init runs), and a
  * cluster is empty (re-seeded) when its rows' weights sum to 0.  The
- * seeding and the variance that scales tol are unweighted, as in
- * scikit-learn 1.2.  Where scikit-learn would re-seed an empty cluster with
- * a row of weight 0, the farthest row of positive weight is taken instead.
+ * seeding is weighted as in scikit-learn >= 1.3 (k-means++: the first
+ * centre in proportion to w, the trials to w D², the trials' potentials
+ * weighted; random: rows in proportion to w, without replacement), so a
+ * row of weight 0 is never a seed; the variance that scales tol is
+ * unweighted, as in scikit-learn.  Where scikit-learn would re-seed an
+ * empty cluster with a row of weight 0, the farthest row of positive
+ * weight is taken instead.
  */
 typedef struct gc_kmeans_params
 {

@@ -62,12 +62,13 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 		rc = GC_OK;
 	}
 	else if (p->init == GC_INIT_RANDOM)
-		rc = gc_km_init_random(ctx, X, n, d, k, p->seed,
-							   GC_KM_STREAM_RANDOM + (uint64_t) run, *C, NULL, st);
-	else
-		rc = gc_km_init_kmeanspp(ctx, X, n, d, k, p->seed,
-								 GC_KM_STREAM_KMEANSPP + (uint64_t) run, *C,
+		rc = gc_km_init_random_w(ctx, X, n, d, k, p->weights, p->seed,
+								 GC_KM_STREAM_RANDOM + (uint64_t) run, *C,
 								 NULL, st);
+	else
+		rc = gc_km_init_kmeanspp_w(ctx, X, n, d, k, p->weights, p->seed,
+								   GC_KM_STREAM_KMEANSPP + (uint64_t) run, *C,
+								   NULL, st);
 	if (rc != GC_OK)
 		return rc;
 

@@ -5,6 +5,12 @@
  * uses a fixed blocking (kmeans_internal.h documents the exact mapping), so
  * the centres depend on (seed, stream, data) only — not on the thread count,
  * and the GPU can reproduce them.
+ *
+ * With sample weights (the _w forms; CPU only), the draws are weighted as
+ * scikit-learn (>= 1.3) weighs them: the first k-means++ centre and the
+ * random rows with probability proportional to the weight, the k-means++
+ * trials proportional to w D², and a trial's potential is sum w min(D², .).
+ * Rows of weight 0 are never drawn.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -60,8 +66,8 @@ bool		gc_km_pp_recompute = false;
 
 static inline __attribute__((always_inline)) void
 pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
-				 const float *cand, const float *closest, double *out,
-				 float *dist, const int nv)
+				 const float *cand, const float *closest, const double *w,
+				 double *out, float *dist, const int nv)
 {
 	const int	lp = nv * PP_LANES;
 	v8d			acc[PP_MAX_LP / PP_LANES];
@@ -115,7 +121,10 @@ pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 					memcpy(dist + (i - i0 + r) * lp + v * PP_LANES, &s[r][v], sizeof(v8f));
 				v8f			mn = (v8f) (((v8i) s[r][v] & m) | ((v8i) c & ~m));
 
-				acc[v] += __builtin_convertvector(mn, v8d);
+				if (w != NULL)
+					acc[v] += __builtin_convertvector(mn, v8d) * w[i + r];
+				else
+					acc[v] += __builtin_convertvector(mn, v8d);
 			}
 		}
 	}
@@ -159,26 +168,100 @@ pp_update_closest(const float *X, int64_t i0, int64_t i1, int d,
 __attribute__((target_clones("avx512f", "avx2", "default")))
 static void
 pp_pots_block(const float *X, int64_t i0, int64_t i1, int d, const float *cand,
-			  int lp, const float *closest, double *out, float *dist)
+			  int lp, const float *closest, const double *w, double *out,
+			  float *dist)
 {
 	switch (lp / PP_LANES)
 	{
 		case 1:
-			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, dist, 1);
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, w, out, dist, 1);
 			break;
 		case 2:
-			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, dist, 2);
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, w, out, dist, 2);
 			break;
 		default:
-			pp_pots_block_nv(X, i0, i1, d, cand, closest, out, dist, 3);
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, w, out, dist, 3);
 			break;
 	}
+}
+
+/*
+ * The first row i of positive weight with cumsum(w)[i] > r: the weighted
+ * draw of a row (r = u * sum w).  The last row of positive weight when
+ * rounding leaves r at or beyond the sum.
+ */
+static int64_t
+weighted_row(const double *w, int64_t n, double r)
+{
+	double		cum = 0.0;
+	int64_t		last = n - 1;
+
+	for (int64_t i = 0; i < n; i++)
+		if (w[i] > 0.0)
+		{
+			cum += w[i];
+			last = i;
+			if (cum > r)
+				return i;
+		}
+	return last;
+}
+
+/*
+ * gc_km_pp_search over the weighted terms w D²: the first row i with
+ * off[b] + (sum of w D² from the block's start to i) > r, which has w > 0;
+ * else the last row of positive weight.
+ */
+static int64_t
+pp_search_w(const double *off, int64_t nb, const float *closest,
+			const double *w, int64_t n, double r)
+{
+	int64_t		lo = 0,
+				hi = nb;
+
+	if (off[nb] > r)
+	{
+		while (lo < hi)
+		{
+			int64_t		mid = lo + (hi - lo) / 2;
+
+			if (off[mid + 1] > r)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		{
+			int64_t		i0 = lo * GC_KM_BLOCK,
+						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+			double		local = 0.0;
+
+			for (int64_t i = i0; i < i1; i++)
+			{
+				local += w[i] * (double) closest[i];
+				if (w[i] > 0.0 && off[lo] + local > r)
+					return i;
+			}
+		}
+	}
+	for (int64_t i = n - 1; i > 0; i--)
+		if (w[i] > 0.0)
+			return i;
+	return 0;
 }
 
 gc_code
 gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 					uint64_t seed, uint64_t stream, float *centroids,
 					int64_t *chosen, gc_status *st)
+{
+	return gc_km_init_kmeanspp_w(ctx, X, n, d, k, NULL, seed, stream,
+								 centroids, chosen, st);
+}
+
+gc_code
+gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					  int k, const double *w, uint64_t seed, uint64_t stream,
+					  float *centroids, int64_t *chosen, gc_status *st)
 {
 	const int	L = gc_km_n_local_trials(k);
 	const int	lp = (L + PP_LANES - 1) / PP_LANES * PP_LANES;
@@ -202,8 +285,17 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 		goto done;
 	}
 
-	/* First centre: uniform row. */
-	first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+	/* First centre: uniform row (weighted: in proportion to the weight). */
+	if (w != NULL)
+	{
+		double		total = 0.0;
+
+		for (int64_t i = 0; i < n; i++)
+			total += w[i];
+		first = weighted_row(w, n, gc_rng_uniform(seed, stream, 0) * total);
+	}
+	else
+		first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
 	if (first >= n)
 		first = n - 1;
 	memcpy(centroids, X + first * d, sizeof(float) * d);
@@ -226,7 +318,7 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 		for (int64_t i = i0; i < i1; i++)
 		{
 			closest[i] = gc_dist2(X + i * d, centroids, d);
-			s += closest[i];
+			s += w != NULL ? w[i] * (double) closest[i] : (double) closest[i];
 		}
 		bs[b * lp] = s;
 	}
@@ -257,7 +349,8 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 			uint64_t	ctr = 1 + (uint64_t) (c - 1) * L + t;
 			double		r = gc_rng_uniform(seed, stream, ctr) * pot;
 
-			cid[t] = gc_km_pp_search(off, nb, closest, n, r);
+			cid[t] = w != NULL ? pp_search_w(off, nb, closest, w, n, r)
+				: gc_km_pp_search(off, nb, closest, n, r);
 		}
 		for (int t = 0; t < lp; t++)
 		{
@@ -279,7 +372,7 @@ gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 				cancelled = 1;
 				continue;
 			}
-			pp_pots_block(X, i0, i1, d, cand, lp, closest, bs + b * lp,
+			pp_pots_block(X, i0, i1, d, cand, lp, closest, w, bs + b * lp,
 						  dist != NULL ? dist + i0 * lp : NULL);
 		}
 		if (cancelled)
@@ -342,9 +435,92 @@ gc_km_init_random(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 				  uint64_t seed, uint64_t stream, float *centroids,
 				  int64_t *chosen, gc_status *st)
 {
-	uint64_t   *taken = calloc((size_t) (n + 63) / 64, sizeof(uint64_t));
+	return gc_km_init_random_w(ctx, X, n, d, k, NULL, seed, stream, centroids,
+							   chosen, st);
+}
+
+/*
+ * k distinct rows, each draw in proportion to the weights of the rows not
+ * yet taken (numpy's choice(n, k, replace=False, p=w / sum w), which
+ * scikit-learn's weighted random init calls): a Fenwick tree of the weights,
+ * a taken row's weight removed from it.
+ */
+static gc_code
+init_random_weighted(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					 int k, const double *w, uint64_t seed, uint64_t stream,
+					 float *centroids, int64_t *chosen, gc_status *st)
+{
+	double	   *tree = calloc((size_t) n + 1, sizeof(double));
+	char	   *taken = calloc((size_t) n + 1, 1);
+	int64_t		top = 1;
+
+	if (tree == NULL || taken == NULL || n < 1)
+	{
+		free(tree);
+		free(taken);
+		return gc_fail(st, GC_ENOMEM, "out of memory in random seeding");
+	}
+	for (int64_t i = 1; i <= n; i++)
+	{
+		int64_t		parent = i + (i & -i);
+
+		tree[i] += w[i - 1];
+		if (parent <= n)
+			tree[parent] += tree[i];
+	}
+	while (top * 2 <= n)
+		top *= 2;
+	for (int c = 0; c < k; c++)
+	{
+		double		total = 0.0,
+					r;
+		int64_t		pos = 0,
+					i;
+
+		if (gc_cancelled(ctx))
+		{
+			free(tree);
+			free(taken);
+			return gc_fail(st, GC_ECANCEL, "canceled");
+		}
+		for (int64_t j = n; j > 0; j -= j & -j)
+			total += tree[j];
+		r = gc_rng_uniform(seed, stream, (uint64_t) c) * total;
+		/* the last pos whose prefix sum is <= r: row pos is drawn */
+		for (int64_t step = top; step > 0; step /= 2)
+			if (pos + step <= n && tree[pos + step] <= r)
+			{
+				pos += step;
+				r -= tree[pos];
+			}
+		i = pos < n ? pos : n - 1;
+		/* rounding may land on a row taken or of weight 0: the next one not */
+		for (int64_t m = 0; m < n && (taken[i] || !(w[i] > 0.0)); m++)
+			i = i + 1 < n ? i + 1 : 0;
+		taken[i] = 1;
+		for (int64_t j = i + 1; j <= n; j += j & -j)
+			tree[j] -= w[i];
+		memcpy(centroids + (size_t) c * d, X + i * d, sizeof(float) * d);
+		if (chosen)
+			chosen[c] = i;
+	}
+	free(tree);
+	free(taken);
+	return GC_OK;
+}
+
+gc_code
+gc_km_init_random_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					int k, const double *w, uint64_t seed, uint64_t stream,
+					float *centroids, int64_t *chosen, gc_status *st)
+{
+	uint64_t   *taken;
 	uint64_t	ctr = 0;
 
+	if (w != NULL)
+		return init_random_weighted(ctx, X, n, d, k, w, seed, stream,
+									centroids, chosen, st);
+	taken = calloc((size_t) (n + 63) / 64, sizeof(uint64_t));
 	if (taken == NULL)
 		return gc_fail(st, GC_ENOMEM, "out of memory in random seeding");
 	for (int c = 0; c < k;)

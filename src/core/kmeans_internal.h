@@ -52,6 +52,20 @@ gc_code		gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n,
 								gc_status *st);
 
 /*
+ * The same, weighted by w (n weights >= 0, at least k positive; NULL: the
+ * unweighted draws above, bit for bit), as scikit-learn >= 1.3: the first
+ * centre is the first row of positive weight whose weight prefix sum
+ * exceeds u * sum w; the terms of the potential and of prefix(i) are
+ * w_i D²(i), and a trial is the first row of positive weight past r.  CPU
+ * only.
+ */
+gc_code		gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X,
+								  int64_t n, int d, int k, const double *w,
+								  uint64_t seed, uint64_t stream,
+								  float *centroids, int64_t *chosen,
+								  gc_status *st);
+
+/*
  * The candidate of a k-means++ draw, on the CPU (kmeans_init.c) and the GPU
  * (cuda/kmeans_pp.cu) alike: the first row i with prefix(i) > r (above),
  * else n-1.  off: the nb + 1 block offsets; closest: D².
@@ -104,6 +118,16 @@ gc_code		gc_km_init_random(const gc_ctx *ctx, const float *X, int64_t n,
 							  int d, int k, uint64_t seed, uint64_t stream,
 							  float *centroids, int64_t *chosen,
 							  gc_status *st);
+
+/*
+ * The same, weighted by w (NULL: gc_km_init_random): draw c (counter c)
+ * takes a row not yet taken with probability proportional to its weight,
+ * as numpy's choice(n, k, replace=False, p=w / sum w) does.  CPU only.
+ */
+gc_code		gc_km_init_random_w(const gc_ctx *ctx, const float *X, int64_t n,
+								int d, int k, const double *w, uint64_t seed,
+								uint64_t stream, float *centroids,
+								int64_t *chosen, gc_status *st);
 
 /* ---- Lloyd steps (kmeans_assign.c, kmeans_update.c) ---- */
 

@@ -85,10 +85,17 @@ rel_close(double a, double b, double rel)
 	return fabs(a - b) <= rel * fmax(fabs(a), fabs(b)) + 1e-300;
 }
 
-/* Sequential k-means++ with the documented draws and blocking. */
+/*
+ * Sequential k-means++ with the documented draws and blocking; weighted by
+ * w (NULL: unweighted) as gc_km_init_kmeanspp_w documents it: the first
+ * centre the first row of positive weight whose weight prefix exceeds
+ * u * sum w, the terms w D², a trial the first row of positive weight past
+ * r (else the last of positive weight).
+ */
+#define W_(i) (w ? w[i] : 1.0)
 static void
-ref_kmeanspp(const float *X, int64_t n, int d, int k, uint64_t seed,
-			 uint64_t stream, int64_t *chosen)
+ref_kmeanspp(const float *X, int64_t n, int d, int k, const double *w,
+			 uint64_t seed, uint64_t stream, int64_t *chosen)
 {
 	const int	L = 2 + (int) floor(log((double) k));
 	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
@@ -96,7 +103,29 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, uint64_t seed,
 	float	   *tmp = malloc(sizeof(float) * n);
 	double	   *off = malloc(sizeof(double) * (nb + 1));
 	int64_t		first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+	int64_t		last_pos = n - 1;
 
+	if (w)
+	{
+		double		tot = 0.0,
+					cum = 0.0,
+					r;
+
+		for (int64_t i = 0; i < n; i++)
+			tot += w[i];
+		r = gc_rng_uniform(seed, stream, 0) * tot;
+		first = -1;
+		for (int64_t i = 0; i < n; i++)
+			if (w[i] > 0)
+			{
+				last_pos = i;
+				cum += w[i];
+				if (first < 0 && cum > r)
+					first = i;
+			}
+		if (first < 0)
+			first = last_pos;
+	}
 	if (first >= n)
 		first = n - 1;
 	chosen[0] = first;
@@ -114,16 +143,16 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, uint64_t seed,
 			double		s = 0.0;
 
 			for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
-				s += cl[i];
+				s += W_(i) * cl[i];
 			off[b + 1] = off[b] + s;
 		}
 		for (int t = 0; t < L; t++)
 		{
 			double		r = gc_rng_uniform(seed, stream, 1 + (uint64_t) (c - 1) * L + t) * off[nb];
-			int64_t		cid = n - 1;
+			int64_t		cid = last_pos;
 			double		pot = 0.0;
 
-			for (int64_t b = 0; b < nb && cid == n - 1; b++)
+			for (int64_t b = 0; b < nb && cid == last_pos; b++)
 			{
 				double		local = 0.0;
 
@@ -131,8 +160,8 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, uint64_t seed,
 					continue;
 				for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
 				{
-					local += cl[i];
-					if (off[b] + local > r)
+					local += W_(i) * cl[i];
+					if (W_(i) > 0 && off[b] + local > r)
 					{
 						cid = i;
 						break;
@@ -148,7 +177,7 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, uint64_t seed,
 				{
 					float		q = gc_dist2(X + i * d, X + cid * d, d);
 
-					s += q < cl[i] ? q : cl[i];
+					s += W_(i) * (q < cl[i] ? q : cl[i]);
 				}
 				pot += s;
 			}
@@ -493,7 +522,7 @@ test_kmeanspp_reference(int64_t n, int d, int k, data_kind kind, int threads)
 				badc = 0;
 
 	CHECK(gc_km_init_kmeanspp(&ctx, X, n, d, k, seed, 7, C, got, &st) == GC_OK, "kmeans++ rc");
-	ref_kmeanspp(X, n, d, k, seed, 7, want);
+	ref_kmeanspp(X, n, d, k, NULL, seed, 7, want);
 	for (int c = 0; c < k; c++)
 	{
 		bad += got[c] != want[c];
@@ -506,6 +535,344 @@ test_kmeanspp_reference(int64_t n, int d, int k, data_kind kind, int threads)
 	free(C);
 	free(got);
 	free(want);
+}
+
+
+/*
+ * Weighted k-means++ against the weighted reference; rows of weight 0 are
+ * never seeds; weights all 1 give the unweighted seeds bit for bit.
+ */
+static void
+test_kmeanspp_weighted(int64_t n, int d, int k, data_kind kind, int threads)
+{
+	gc_ctx		ctx = {threads, {NULL, NULL}};
+	gc_status	st = {0};
+	float	   *X = make_data(n, d, kind);
+	float	   *C = malloc(sizeof(float) * k * d);
+	int64_t    *got = malloc(sizeof(int64_t) * k);
+	int64_t    *want = malloc(sizeof(int64_t) * k);
+	double	   *w = make_weights(n, true);
+	double	   *ones = malloc(sizeof(double) * n);
+	uint64_t	seed = tu_next(&rs);
+	int64_t		positive = 0;
+	int			bad = 0,
+				zero = 0;
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		ones[i] = 1.0;
+		positive += w[i] > 0;
+	}
+	if (k > positive)
+		k = (int) positive;
+	CHECK(gc_km_init_kmeanspp_w(&ctx, X, n, d, k, w, seed, 7, C, got, &st) == GC_OK,
+		  "weighted kmeans++ rc: %s", st.message);
+	ref_kmeanspp(X, n, d, k, w, seed, 7, want);
+	for (int c = 0; c < k; c++)
+	{
+		bad += got[c] != want[c];
+		zero += !(w[got[c]] > 0);
+	}
+	CHECK(bad == 0, "weighted k-means++ n=%lld d=%d k=%d %s: %d of %d centres differ from the reference",
+		  (long long) n, d, k, data_name[kind], bad, k);
+	CHECK(zero == 0, "weighted k-means++: %d seeds of weight 0", zero);
+	/* weights all 1: the unweighted draws */
+	CHECK(gc_km_init_kmeanspp_w(&ctx, X, n, d, k, ones, seed, 7, C, got, &st) == GC_OK, "rc");
+	ref_kmeanspp(X, n, d, k, NULL, seed, 7, want);
+	bad = 0;
+	for (int c = 0; c < k; c++)
+		bad += got[c] != want[c];
+	CHECK(bad == 0, "k-means++ with weights 1: %d of %d centres differ from the unweighted", bad, k);
+	free(X);
+	free(C);
+	free(got);
+	free(want);
+	free(w);
+	free(ones);
+}
+
+/*
+ * The weighted draws' distribution: the first k-means++ centre and a
+ * weighted random row are drawn in proportion to the weight (4 rows,
+ * weights 0, 1, 2, 5; 16000 seeds; each frequency within 0.015 of w / 8,
+ * about 4 standard deviations).  Random seeding without replacement: k
+ * distinct rows, all of positive weight.
+ */
+static void
+test_weighted_draws(void)
+{
+	const float X[4] = {0, 1, 2, 3};
+	const double w[4] = {0, 1, 2, 5};
+	const int	N = 16000;
+	int			pp[4] = {0},
+				rnd[4] = {0};
+	gc_ctx		ctx = {1, {NULL, NULL}};
+	gc_status	st = {0};
+	float		C[4];
+	int64_t		got[4];
+	uint64_t	base = tu_next(&rs);
+
+	for (int s = 0; s < N; s++)
+	{
+		gc_km_init_kmeanspp_w(&ctx, X, 4, 1, 1, w, base + s, 3, C, got, &st);
+		pp[got[0]]++;
+		gc_km_init_random_w(&ctx, X, 4, 1, 1, w, base + s, 3, C, got, &st);
+		rnd[got[0]]++;
+	}
+	for (int i = 0; i < 4; i++)
+	{
+		CHECK(fabs((double) pp[i] / N - w[i] / 8) < 0.015,
+			  "weighted k-means++ first centre: row %d drawn %d of %d times, weight %g of 8", i, pp[i], N, w[i]);
+		CHECK(fabs((double) rnd[i] / N - w[i] / 8) < 0.015,
+			  "weighted random row: row %d drawn %d of %d times, weight %g of 8", i, rnd[i], N, w[i]);
+	}
+	for (int r = 0; r < 20; r++)
+	{
+		int64_t		n = 1 + (int64_t) (tu_next(&rs) % 3000);
+		float	   *Y = make_data(n, 2, DATA_UNIFORM);
+		double	   *ww = make_weights(n, r % 2 == 0);
+		int64_t		positive = 0;
+		int			k;
+		float	   *CC;
+		int64_t    *ch;
+		char	   *seen = calloc(n, 1);
+		int			dup = 0,
+					zero = 0;
+
+		/* a few huge weights: draws without replacement still end */
+		if (r % 4 == 1)
+			for (int j = 0; j < 3; j++)
+				ww[tu_next(&rs) % n] = 1e30;
+		for (int64_t i = 0; i < n; i++)
+			positive += ww[i] > 0;
+		if (positive == 0)
+		{
+			free(Y);
+			free(ww);
+			free(seen);
+			continue;
+		}
+		k = 1 + (int) (tu_next(&rs) % (uint64_t) positive);
+		CC = malloc(sizeof(float) * 2 * k);
+		ch = malloc(sizeof(int64_t) * k);
+		CHECK(gc_km_init_random_w(&ctx, Y, n, 2, k, ww, tu_next(&rs), 5, CC, ch, &st) == GC_OK,
+			  "weighted random rc");
+		for (int c = 0; c < k; c++)
+		{
+			dup += seen[ch[c]];
+			seen[ch[c]] = 1;
+			zero += !(ww[ch[c]] > 0);
+		}
+		CHECK(dup == 0 && zero == 0, "weighted random n=%lld k=%d: %d repeated, %d of weight 0",
+			  (long long) n, k, dup, zero);
+		free(Y);
+		free(ww);
+		free(seen);
+		free(CC);
+		free(ch);
+	}
+}
+
+/*
+ * Integer weights are multiplicities: a fit of X weighted by w (0 to 3)
+ * from given centroids equals the fit of X with row i repeated w_i times
+ * (labels of the same rows, centroids and inertia within rounding).
+ */
+static void
+test_weights_as_duplicates(int64_t n, int d, int k, data_kind kind)
+{
+	float	   *X = make_data(n, d, kind);
+	double	   *w = malloc(sizeof(double) * n);
+	float	   *Xd;
+	float	   *C0 = malloc(sizeof(float) * k * d);
+	int64_t		nd = 0,
+				positive = 0;
+	int64_t    *src;
+	gc_kmeans_params pw = KM_PARAMS(k, 100, 0.0, GC_INIT_CENTROIDS, 3, tu_next(&rs));
+	gc_kmeans_params pd;
+	fit			fw,
+				fd;
+	int64_t		bad_lab = 0,
+				bad_c = 0;
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		w[i] = (double) (tu_next(&rs) % 4);
+		nd += (int64_t) w[i];
+		positive += w[i] > 0;
+	}
+	if (positive < k)
+	{
+		w[0] = 1;
+		for (int64_t i = 0; i < n && positive < k; i++)
+			if (w[i] == 0)
+			{
+				w[i] = 1;
+				nd++;
+				positive++;
+			}
+	}
+	Xd = malloc(sizeof(float) * (nd > 0 ? nd : 1) * d);
+	src = malloc(sizeof(int64_t) * (nd > 0 ? nd : 1));
+	nd = 0;
+	for (int64_t i = 0; i < n; i++)
+		for (int r = 0; r < (int) w[i]; r++)
+		{
+			memcpy(Xd + nd * d, X + i * d, sizeof(float) * d);
+			src[nd++] = i;
+		}
+	/* the initial centres: k rows of positive weight, as given centroids */
+	for (int c = 0, i = 0; c < k; i++)
+		if (w[i] > 0)
+			memcpy(C0 + (size_t) (c++) * d, X + (size_t) i * d, sizeof(float) * d);
+	pw.init_centroids = C0;
+	pw.init_d = d;
+	pw.weights = w;
+	pd = pw;
+	pd.weights = NULL;
+	do_fit(&fw, X, n, d, &pw, 2);
+	do_fit(&fd, Xd, nd, d, &pd, 3);
+	CHECK(fw.rc == GC_OK && fd.rc == GC_OK, "weights as duplicates: fits failed");
+	if (fw.rc == GC_OK && fd.rc == GC_OK)
+	{
+		for (int64_t j = 0; j < nd; j++)
+			bad_lab += fd.labels[j] != fw.labels[src[j]];
+		for (int c = 0; c < k * d; c++)
+			bad_c += fabsf(fw.C[c] - fd.C[c]) > 1e-4f * (1 + fabsf(fd.C[c]));
+		CHECK(bad_lab == 0 && bad_c == 0 && rel_close(fw.r.inertia, fd.r.inertia, 1e-6),
+			  "weights as duplicates n=%lld d=%d k=%d %s: %lld labels and %lld centre values differ, inertia %.17g vs %.17g",
+			  (long long) n, d, k, data_name[kind], (long long) bad_lab, (long long) bad_c,
+			  fw.r.inertia, fd.r.inertia);
+		CHECK(fabs(fw.r.inertia - ref_inertia_w(X, n, d, fw.C, fw.labels, w)) <=
+			  1e-9 * (1 + fw.r.inertia), "weighted inertia differs from brute force");
+	}
+	free_fit(&fw);
+	free_fit(&fd);
+	free(X);
+	free(Xd);
+	free(w);
+	free(C0);
+	free(src);
+}
+
+/*
+ * Given initial centroids: the fit starts there (one run whatever n_init;
+ * from a fit's own centroids it stops at once with the same labels), and
+ * its first step is the brute-force assignment to them.
+ */
+static void
+test_init_centroids(int64_t n, int d, int k, data_kind kind)
+{
+	float	   *X = make_data(n, d, kind);
+	gc_kmeans_params p = KM_PARAMS(k, 300, 0.0, GC_INIT_KMEANSPP, 2, tu_next(&rs));
+	gc_kmeans_params q;
+	fit			f,
+				g,
+				h;
+	int64_t		bad = 0;
+
+	do_fit(&f, X, n, d, &p, 2);
+	q = p;
+	q.init = GC_INIT_CENTROIDS;
+	q.init_centroids = f.C;
+	q.init_d = d;
+	q.n_init = 5;
+	do_fit(&g, X, n, d, &q, 2);
+	CHECK(g.rc == GC_OK && g.r.iterations <= 2 &&
+		  memcmp(f.labels, g.labels, sizeof(int32_t) * n) == 0 &&
+		  rel_close(f.r.inertia, g.r.inertia, 1e-9),
+		  "init from a fit's centroids n=%lld d=%d k=%d: %d iterations, inertia %g vs %g",
+		  (long long) n, d, k, g.r.iterations, g.r.inertia, f.r.inertia);
+	/*
+	 * One iteration from the last k rows: the centres are the means of the
+	 * brute-force assignment to them (no cluster is empty: each has its row)
+	 */
+	q.init_centroids = X + (n - k) * d;
+	q.max_iter = 1;
+	do_fit(&h, X, n, d, &q, 3);
+	CHECK(h.rc == GC_OK && h.r.iterations == 1, "one iteration from given centroids");
+	if (h.rc == GC_OK && kind != DATA_DUPLICATES)
+	{
+		double	   *sum = calloc((size_t) k * d, sizeof(double));
+		int64_t    *cnt = calloc(k, sizeof(int64_t));
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			int			c = ref_argmin(X + i * d, X + (n - k) * d, k, d, NULL);
+
+			cnt[c]++;
+			for (int j = 0; j < d; j++)
+				sum[(size_t) c * d + j] += X[i * d + j];
+		}
+		for (int c = 0; c < k; c++)
+			for (int j = 0; j < d; j++)
+				bad += cnt[c] > 0 &&
+					fabs(h.C[(size_t) c * d + j] - sum[(size_t) c * d + j] / cnt[c]) >
+					1e-5 * (1 + fabs(sum[(size_t) c * d + j] / cnt[c]));
+		CHECK(bad == 0, "one step from given centroids n=%lld d=%d k=%d: %lld centre values differ from the brute-force means",
+			  (long long) n, d, k, (long long) bad);
+		free(sum);
+		free(cnt);
+	}
+	free_fit(&f);
+	free_fit(&g);
+	free_fit(&h);
+	free(X);
+}
+
+static void
+test_invalid_init_weights(void)
+{
+	float		X[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	float		C0[4] = {0, 1, 2, 3};
+	float		Cbad[4] = {0, NAN, 2, 3};
+	float		Cbig[4] = {0, 1, 2, 3e38f};
+	double		wneg[4] = {1, -1, 1, 1};
+	double		wnan[4] = {1, 1, NAN, 1};
+	double		winf[4] = {1, 1, INFINITY, 1};
+	double		wzero[4] = {0, 0, 0, 1};
+	double		wok[4] = {0, 2, 0, 1};
+	int32_t		lab[4];
+	float		C[8];
+	gc_kmeans_result r = {lab, NULL, C, 0, 0, false};
+	gc_status	st;
+	gc_kmeans_params p;
+	struct
+	{
+		const char *what;
+		const float *init;
+		int			init_d;
+		const double *w;
+		const char *msg;
+	}			cases[] = {
+		{"no centroids", NULL, 2, NULL, "none are given"},
+		{"init_d", C0, 1, NULL, "columns"},
+		{"NaN centroid", Cbad, 2, NULL, "not finite"},
+		{"huge centroid", Cbig, 2, NULL, "beyond"},
+		{"negative weight", NULL, 0, wneg, "row 1"},
+		{"NaN weight", NULL, 0, wnan, "row 2"},
+		{"infinite weight", NULL, 0, winf, "row 2"},
+		{"one positive weight", NULL, 0, wzero, "positive weight"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		p = (gc_kmeans_params) KM_PARAMS(2, 10, 1e-4,
+										 cases[i].w ? GC_INIT_KMEANSPP : GC_INIT_CENTROIDS, 1, 0);
+		p.init_centroids = cases[i].init;
+		p.init_d = cases[i].init_d;
+		p.weights = cases[i].w;
+		memset(&st, 0, sizeof(st));
+		CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_EINVAL &&
+			  strstr(st.message, cases[i].msg) != NULL,
+			  "%s: not GC_EINVAL with '%s' (message '%s')", cases[i].what, cases[i].msg, st.message);
+	}
+	p = (gc_kmeans_params) KM_PARAMS(2, 10, 1e-4, GC_INIT_KMEANSPP, 3, 0);
+	p.weights = wok;
+	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_OK && lab[1] != lab[3] &&
+		  C[0] == 2 && C[1] == 3 ? true : C[2] == 2 && C[3] == 3,
+		  "two rows of positive weight, k = 2: each its own centre (%s)", st.message);
+	CHECK(r.inertia == 0.0, "weighted inertia of exact centres: %g", r.inertia);
 }
 
 static void
@@ -685,6 +1052,32 @@ main(void)
 	gc_km_pp_recompute = false;
 	test_random_init(1000, 3, 17);
 	test_random_init(64, 2, 64);
+
+	/* sample weights and given initial centroids */
+	test_invalid_init_weights();
+	test_weighted_draws();
+	test_kmeanspp_weighted(1000, 2, 10, DATA_BLOBS, 2);
+	test_kmeanspp_weighted(9000, 3, 40, DATA_UNIFORM, 2);	/* several blocks */
+	test_kmeanspp_weighted(5000, 5, 1500, DATA_BLOBS, 2);	/* 16 lanes */
+	test_kmeanspp_weighted(9001, 32, 500, DATA_BLOBS, 2);	/* kept distances */
+	test_kmeanspp_weighted(200, 4, 30, DATA_DUPLICATES, 1);
+	gc_km_pp_recompute = true;
+	test_kmeanspp_weighted(3001, 8, 300, DATA_UNIFORM, 2);
+	gc_km_pp_recompute = false;
+	for (int r = 0; r < 12; r++)
+	{
+		int			d = dims[tu_next(&rs) % 9];
+		int64_t		n = 20 + (int64_t) (tu_next(&rs) % 3000);
+		int			k = 1 + (int) (tu_next(&rs) % 30);
+
+		test_lloyd_steps_w(n, d, k, (data_kind) (r % 3), r % 2 ? GC_INIT_RANDOM : GC_INIT_KMEANSPP,
+						   r % 2 ? W_ZEROS : W_POSITIVE);
+		/* (duplicated rows tie: re-seeding would differ, as in scikit-learn) */
+		test_weights_as_duplicates(10 + (int64_t) (tu_next(&rs) % 2000), d, 1 + (int) (tu_next(&rs) % 12),
+								   r % 2 ? DATA_BLOBS : DATA_UNIFORM);
+		test_init_centroids(50 + (int64_t) (tu_next(&rs) % 3000), d, 1 + (int) (tu_next(&rs) % 20),
+							(data_kind) (r % 3));
+	}
 
 	/* Lloyd step by step */
 	for (int r = 0; r < 14; r++)
