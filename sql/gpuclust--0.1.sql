@@ -44,7 +44,8 @@ DECLARE
                            init text DEFAULT 'k-means++',
                            n_init int DEFAULT 1,
                            seed bigint DEFAULT 0,
-                           device text DEFAULT NULL$params$;
+                           device text DEFAULT NULL,
+                           init_centroids real[] DEFAULT NULL$params$;
 BEGIN
     EXECUTE format($sql$
 CREATE FUNCTION gpu_kmeans(source text, %s)
@@ -86,33 +87,38 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$,
 END
 $kmeans$;
 
-COMMENT ON FUNCTION gpu_kmeans_elbow(text, int, int, int, float8, text, int, bigint, text) IS
+COMMENT ON FUNCTION gpu_kmeans_elbow(text, int, int, int, float8, text, int, bigint, text, real[]) IS
 'Choosing k by the elbow: the source is read once, then k-means runs for '
 'every k from k_min to k_max with the other arguments of gpu_kmeans_fit, '
 'returning each k''s inertia (sum of squared distances), iterations and '
 'convergence: the row for k is what gpu_kmeans_fit(source, k, ...) returns.';
 
-COMMENT ON FUNCTION gpu_kmeans(text, int, int, float8, text, int, bigint, text) IS
+COMMENT ON FUNCTION gpu_kmeans(text, int, int, float8, text, int, bigint, text, real[]) IS
 'k-means clustering of the rows of source, a query returning (id, features): '
 'id smallint, integer or bigint; features real[], double precision[] or a '
 'type with a cast to real[].  Returns each row''s cluster (0 .. k-1) and its '
 'Euclidean distance to the cluster centre, in input order; rows with NULL '
-'features get NULL.  init is ''k-means++'' or ''random''; the best of n_init '
-'runs is kept; the same seed gives the same result.  device is ''auto'', '
-'''cpu'' or ''gpu''; NULL uses gpuclust.device.  Any other NULL argument is '
-'an error.  An empty source returns no rows.';
+'features get NULL.  A third source column, (id, features, weight), gives '
+'sample weights (>= 0; scikit-learn''s sample_weight).  init is '
+'''k-means++'', ''random'', or a query returning the k initial centroids '
+'(one features column); init_centroids gives them as a k x d real[] '
+'instead (one run then, whatever n_init); the best of n_init runs is kept; '
+'the same seed gives the same result.  device is ''auto'', ''cpu'' or '
+'''gpu''; NULL uses gpuclust.device; weights and given centroids run on the '
+'CPU (''gpu'' is an error).  Any other NULL argument is an error.  An empty '
+'source returns no rows.';
 
-COMMENT ON FUNCTION gpu_kmeans(real[], int, int, float8, text, int, bigint, text) IS
+COMMENT ON FUNCTION gpu_kmeans(real[], int, int, float8, text, int, bigint, text, real[]) IS
 'Window function: k-means of the rows of the window partition, in the '
 'window''s order; returns the row''s cluster (0 .. k-1), NULL for NULL '
 'features.  Same labels as the set-returning gpu_kmeans(source, ...) over '
 'the same rows in the same order with the same arguments.  The parameters '
 'must be the same on every row of a partition.';
-COMMENT ON FUNCTION gpu_kmeans(float8[], int, int, float8, text, int, bigint, text) IS
+COMMENT ON FUNCTION gpu_kmeans(float8[], int, int, float8, text, int, bigint, text, real[]) IS
 'Window function: k-means of the rows of the window partition; see '
-'gpu_kmeans(real[], int, int, float8, text, int, bigint, text).';
+'gpu_kmeans(real[], int, int, float8, text, int, bigint, text, real[]).';
 
-COMMENT ON FUNCTION gpu_kmeans_fit(text, int, int, float8, text, int, bigint, text) IS
+COMMENT ON FUNCTION gpu_kmeans_fit(text, int, int, float8, text, int, bigint, text, real[]) IS
 'Fits k-means to the rows of source, a query returning (id, features), '
 'exactly as gpu_kmeans(source, ...) clusters them, and returns the model: '
 'centroids (a k x d real[], row c is the centre of cluster c), inertia (sum '

@@ -28,7 +28,8 @@ enum
 	KM_INIT,
 	KM_N_INIT,
 	KM_SEED,
-	KM_DEVICE
+	KM_DEVICE,
+	KM_INIT_CENTROIDS			/* after device: older calls keep their positions */
 };
 
 enum
@@ -72,7 +73,8 @@ enum
 	EL_INIT,
 	EL_N_INIT,
 	EL_SEED,
-	EL_DEVICE
+	EL_DEVICE,
+	EL_INIT_CENTROIDS			/* k-means' list after k: always NULL here */
 };
 
 /*
@@ -80,7 +82,7 @@ enum
  * features may be NULL: the row is left unclustered).
  */
 const GcSignature gc_kmeans_signature = {
-	.nargs = KM_DEVICE + 1,
+	.nargs = KM_INIT_CENTROIDS + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[KM_K] = {"k"},
@@ -90,6 +92,7 @@ const GcSignature gc_kmeans_signature = {
 		[KM_N_INIT] = {"n_init"},
 		[KM_SEED] = {"seed"},
 		[KM_DEVICE] = {"device", true},
+		[KM_INIT_CENTROIDS] = {"init_centroids", true},
 	},
 };
 
@@ -146,7 +149,7 @@ const GcSignature gc_centers_signature = {
 };
 
 const GcSignature gc_elbow_signature = {
-	.nargs = EL_DEVICE + 1,
+	.nargs = EL_INIT_CENTROIDS + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[EL_K_MIN] = {"k_min"},
@@ -157,6 +160,7 @@ const GcSignature gc_elbow_signature = {
 		[EL_N_INIT] = {"n_init"},
 		[EL_SEED] = {"seed"},
 		[EL_DEVICE] = {"device", true},
+		[EL_INIT_CENTROIDS] = {"init_centroids", true},
 	},
 };
 
@@ -210,7 +214,7 @@ gc_glue_args_of_call(FunctionCallInfo fcinfo, const GcSignature *sig,
 	}
 }
 
-/* The device argument (the last): NULL means the gpuclust.device setting. */
+/* The device argument (at argno): NULL means the gpuclust.device setting. */
 static gc_device
 arg_device(const GcArgs *a, int argno)
 {
@@ -268,20 +272,30 @@ parse_metric(Datum value)
 	pg_unreachable();
 }
 
-/* init text of k-means ('k-means++' | 'random'), or an ERROR */
+/*
+ * init text of k-means: 'k-means++' | 'random', or a query returning the
+ * initial centroids (GC_INIT_CENTROIDS, the query in *query): text with a
+ * space or a parenthesis in it.  Anything else is an ERROR.
+ */
 static gc_kmeans_init
-parse_kmeans_init(Datum value)
+parse_kmeans_init(Datum value, char **query)
 {
 	char	   *s = text_to_cstring(DatumGetTextPP(value));
 
+	*query = NULL;
 	if (pg_strcasecmp(s, "k-means++") == 0)
 		return GC_INIT_KMEANSPP;
 	if (pg_strcasecmp(s, "random") == 0)
 		return GC_INIT_RANDOM;
+	if (strpbrk(s, " \t\n\r(") != NULL)
+	{
+		*query = s;
+		return GC_INIT_CENTROIDS;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid init method \"%s\"", s),
-			 errhint("Valid methods are \"k-means++\" and \"random\".")));
+			 errhint("Valid methods are \"k-means++\" and \"random\"; to start from given centroids, pass init_centroids => a k x d real[], or init => a query returning them, as in init => 'SELECT features FROM centres ORDER BY id'.")));
 	pg_unreachable();
 }
 
@@ -296,7 +310,8 @@ check_at_least_1(const GcArgs *a, int argno, int64 value)
 }
 
 void
-gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p, gc_device *device)
+gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p, gc_device *device,
+					  char **init_query)
 {
 	Assert(a->sig == &gc_kmeans_signature);
 	memset(p, 0, sizeof(*p));
@@ -312,8 +327,25 @@ gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p, gc_device *device)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("tol must be a finite number greater than or equal to 0")));
 	check_at_least_1(a, KM_N_INIT, p->n_init);
-	p->init = parse_kmeans_init(a->value[KM_INIT]);
+	p->init = parse_kmeans_init(a->value[KM_INIT], init_query);
 	*device = arg_device(a, KM_DEVICE);
+	if (!a->isnull[KM_INIT_CENTROIDS])
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(a->value[KM_INIT_CENTROIDS]);
+		float	   *C;
+
+		if (p->init != GC_INIT_KMEANSPP)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("init and init_centroids cannot both be given"),
+					 errdetail("init_centroids are the initial centres; init is \"%s\".",
+							   TextDatumGetCString(a->value[KM_INIT])),
+					 errhint("Leave init at its default with init_centroids.")));
+		(void) gc_glue_parse_centroids(arr, "init_centroids", p->k,
+									   &p->init_d, &C, CurrentMemoryContext);
+		p->init = GC_INIT_CENTROIDS;
+		p->init_centroids = C;
+	}
 }
 
 void
@@ -410,6 +442,7 @@ gc_glue_elbow_params(const GcArgs *a, int *k_min, int *k_max,
 					 gc_kmeans_params *p, gc_device *device)
 {
 	GcArgs		km;
+	char	   *init_query;
 
 	Assert(a->sig == &gc_elbow_signature);
 	*k_min = DatumGetInt32(a->value[EL_K_MIN]);
@@ -426,12 +459,25 @@ gc_glue_elbow_params(const GcArgs *a, int *k_min, int *k_max,
 	km.id_type = InvalidOid;
 	km.value[GC_ARG_ROWS] = a->value[GC_ARG_ROWS];
 	km.value[KM_K] = a->value[EL_K_MAX];
-	for (int i = EL_MAX_ITER; i <= EL_DEVICE; i++)
+	for (int i = EL_MAX_ITER; i < a->sig->nargs; i++)
 	{
 		km.value[i - 1] = a->value[i];
 		km.isnull[i - 1] = a->isnull[i];
 	}
-	gc_glue_kmeans_params(&km, p, device);
+	/* initial centroids are k of them: no one set serves every k */
+	if (!a->isnull[EL_INIT_CENTROIDS])
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gpu_kmeans_elbow takes no init_centroids"),
+				 errdetail("Initial centroids fix k; the elbow runs every k from k_min to k_max."),
+				 errhint("Use init => 'k-means++' or 'random'.")));
+	gc_glue_kmeans_params(&km, p, device, &init_query);
+	if (init_query != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gpu_kmeans_elbow takes no init query"),
+				 errdetail("Initial centroids fix k; the elbow runs every k from k_min to k_max."),
+				 errhint("Use init => 'k-means++' or 'random'.")));
 }
 
 void

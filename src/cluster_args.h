@@ -38,7 +38,7 @@
 #define GC_ARG_ID_TYPE	1
 
 /* the most arguments any clustering function takes */
-#define GC_MAX_ARGS		9
+#define GC_MAX_ARGS		10
 
 /* One argument of an algorithm's SQL functions. */
 typedef struct GcArgDef
@@ -95,9 +95,15 @@ extern void gc_glue_args_of_call(FunctionCallInfo fcinfo,
  * The readers: the parameters of a (NULLs already checked) into *p and the
  * device requested (NULL: gpuclust.device) into *device, each value
  * checked, with the same errors for every SQL form.
+ *
+ * k-means: init_centroids (a k x d real[]) are read and checked here
+ * (gc_glue_parse_centroids; p->init GC_INIT_CENTROIDS, in the current
+ * context); init given as a query sets p->init to GC_INIT_CENTROIDS with
+ * no centroids yet and *init_query to the query (else NULL), which the
+ * caller runs (gc_glue_kmeans_init_query) or refuses.
  */
 extern void gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p,
-								  gc_device *device);
+								  gc_device *device, char **init_query);
 extern void gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p,
 								  gc_device *device);
 extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
@@ -110,8 +116,9 @@ extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
  * and the seed.  Both run on the CPU only for now: device 'gpu' (or
  * gpuclust.device 'gpu' when NULL) is an error (0A000), as for affinity
  * propagation.  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
- * parameters (max_iter ... device), checked by gc_glue_kmeans_params as
- * for gpu_kmeans (p->k is k_max).
+ * parameters after k, checked by gc_glue_kmeans_params as for gpu_kmeans
+ * (p->k is k_max), less initial centroids (an array or an init query fix
+ * k: 22023).
  */
 extern void gc_glue_kdistance_params(const GcArgs *a, int64 *k,
 									 int32 *quantiles, gc_device *device);

@@ -83,16 +83,67 @@ kmeans_distinct_notice(const int32 *labels, int64 n, int k)
 				 errhint("Use a smaller k.")));
 }
 
+void
+gc_glue_kmeans_init_query(const char *init_query, gc_kmeans_params *p,
+						  MemoryContext cxt)
+{
+	GcInput		cin;
+
+	gc_ingest_centroids(init_query, cxt, &cin);
+	if (cin.n != p->k)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("init query returned %lld row%s, but k is %d",
+						(long long) cin.n, cin.n == 1 ? "" : "s", p->k),
+				 errdetail("The init query returns the k initial centroids, one row of features each.")));
+	p->init = GC_INIT_CENTROIDS;
+	p->init_centroids = cin.X;
+	p->init_d = cin.d;
+}
+
+/* With weights, the rows of positive weight must be at least k. */
+static void
+check_k_weights(int k, const GcInput *in)
+{
+	int64		positive = 0;
+
+	for (int64 i = 0; i < in->n; i++)
+		positive += in->weights[i] > 0.0;
+	if (positive < k)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must not exceed the number of rows with a positive weight"),
+				 errdetail_plural("k is %d, but %lld row with features has a positive weight.",
+								  "k is %d, but %lld rows with features have a positive weight.",
+								  (unsigned long) positive, k, (long long) positive)));
+}
+
 gc_device
 gc_glue_run_kmeans(gc_device requested, const GcInput *in,
-				   const gc_kmeans_params *params, MemoryContext cxt,
+				   const gc_kmeans_params *params_in, MemoryContext cxt,
 				   gc_kmeans_result *res)
 {
 	gc_device	chosen;
 	gc_ctx		ctx;
 	gc_status	st = {GC_OK, ""};
+	gc_kmeans_params p = *params_in;
+	const gc_kmeans_params *params = &p;
 
 	Assert(in->n >= 1 && params->k <= in->n);
+	if (p.init == GC_INIT_CENTROIDS)
+	{
+		if (p.init_centroids == NULL)
+			elog(ERROR, "k-means: the init query was not run");
+		if (p.init_d != in->d)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the initial centroids have %d feature%s, but the rows have %d",
+							p.init_d, p.init_d == 1 ? "" : "s", in->d),
+					 errdetail("The initial centroids are k rows of as many features as the rows to cluster.")));
+	}
+	p.weights = in->weights;
+	if (p.weights != NULL)
+		check_k_weights(p.k, in);
 	memset(res, 0, sizeof(*res));
 	res->labels = alloc_array(cxt, in->n, sizeof(int32));
 	/* every form asks for the distances: the same core path runs */
@@ -101,7 +152,8 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 								 sizeof(float));
 
 	chosen = gc_glue_choose_kmeans_device(requested, in->n, in->d, params->k,
-										  params->n_init);
+										  params->n_init,
+										  gc_kmeans_gpu_lacks(params));
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_kmeans_threads(&ctx, in->n, in->d, params->k);

@@ -21,9 +21,26 @@
  * of memory or with a CUDA error is redone on the CPU with a NOTICE.  They
  * return the device that ran.  Errors are raised.
  */
+/*
+ * k-means also checks the initial centroids' d against the rows' (22023)
+ * and, with sample weights (in->weights, passed to the core), that k rows
+ * have a positive weight (22023); a call using what the GPU k-means lacks
+ * (gc_kmeans_gpu_lacks) runs on the CPU under 'auto' and is refused under
+ * 'gpu' (0A000).
+ */
 extern gc_device gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 									const gc_kmeans_params *params,
 									MemoryContext cxt, gc_kmeans_result *res);
+/*
+ * k-means's init given as a query (gc_glue_kmeans_params's init_query):
+ * runs it (gc_ingest_centroids) and sets p's initial centroids, in cxt;
+ * an ERROR unless it returns k rows.  The set-returning form and the model
+ * fit call it after reading the source; the window form refuses an init
+ * query.
+ */
+extern void gc_glue_kmeans_init_query(const char *init_query,
+									  gc_kmeans_params *p, MemoryContext cxt);
+
 extern gc_device gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 									const gc_dbscan_params *params,
 									MemoryContext cxt, int32 **labels,

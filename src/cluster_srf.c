@@ -55,7 +55,10 @@ gc_glue_srf_ingest(GcSrfCall *call)
 									  "gpuclust set-returning function",
 									  ALLOCSET_DEFAULT_SIZES);
 	call->t_mark = gc_now_ms();
-	gc_ingest(source, call->args.id_type, call->cxt, &call->in);
+	/* k-means takes sample weights, a third column */
+	gc_ingest(source, call->args.id_type,
+			  call->args.sig == &gc_kmeans_signature ? GC_INGEST_WEIGHTS : 0,
+			  call->cxt, &call->in);
 	call->ms_ingest = lap(call);
 }
 

@@ -2,7 +2,7 @@
  *
  * elbow_sql.c
  *	  gpu_kmeans_elbow(source, k_min, k_max, max_iter, tol, init, n_init,
- *					   seed, device)
+ *					   seed, device, init_centroids)
  *	  RETURNS TABLE (k int, inertia float8, iterations int,
  *					 converged boolean)
  *
@@ -10,7 +10,9 @@
  * k-means runs for every k from k_min to k_max through the same run as
  * gpu_kmeans_fit (gc_glue_run_kmeans: device choice per k, the core's
  * public k-means), with the same parameters and seed, so the row for k is
- * what gpu_kmeans_fit(source, k, ...) returns.  Each k is one core call,
+ * what gpu_kmeans_fit(source, k, ...) returns, sample weights (a third
+ * source column) included; initial centroids, which fix k, are refused
+ * (init_centroids is there only as the k-means list has it).  Each k is one core call,
  * which polls the cancel flags; k values above the rows with features are
  * an error before anything runs.  An empty source returns no rows.
  * gpuclust_progress shows the call as gpu_kmeans_elbow: its ingest, then
@@ -56,12 +58,15 @@ gpu_kmeans_elbow(PG_FUNCTION_ARGS)
 								ALLOCSET_DEFAULT_SIZES);
 	gc_progress_begin("gpu_kmeans_elbow");
 	/* the ids are not used: any type will do */
-	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID, cxt, &in);
+	/* weighted as gpu_kmeans_fit weighs them (a third column) */
+	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID,
+			  GC_INGEST_WEIGHTS, cxt, &in);
 	if (in.n == 0)
 	{
 		/* nothing to fit, but 'gpu' on a machine without one still fails */
 		(void) gc_glue_choose_kmeans_device(requested, 0, 0, k_max,
-											params.n_init);
+											params.n_init,
+											gc_kmeans_gpu_lacks(&params));
 		gc_progress_end();
 		MemoryContextDelete(cxt);
 		return (Datum) 0;

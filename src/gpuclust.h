@@ -36,6 +36,7 @@
 #include <signal.h>
 
 #include "fmgr.h"
+#include "utils/array.h"
 
 #include "core/gpuclust_core.h"
 
@@ -76,6 +77,11 @@ extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
 											  int d, int k, int n_init,
 											  const char *gpu_lacks);
 extern const char *gc_device_name(gc_device dev);
+
+/* model_sql.c: a k x d real[] of centroids, checked (see there) */
+extern int	gc_glue_parse_centroids(ArrayType *arr, const char *what,
+									int expect_k, int *d_out, float **C_out,
+									MemoryContext cxt);
 extern const char *gc_algorithm_name(gc_algorithm algo);
 
 #endif							/* GPUCLUST_H */

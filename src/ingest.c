@@ -56,6 +56,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/float.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -97,7 +98,12 @@ typedef struct IngestState
 	bool		key_byval;		/* ... and whether by value */
 	Oid			key_out;		/* its output function, for errors */
 	Datum		cur_key;		/* by_ordinal: the row being read's id */
-	const char *what;			/* "row with id", "source row" */
+	const char *what;			/* "row with id", "source row", "init row" */
+	bool		centroids;		/* gc_ingest_centroids: (features) rows */
+	int			flags;			/* GC_INGEST_* */
+	int			fcol;			/* the features' column */
+	int			wcol;			/* the weights' column, or -1 */
+	Oid			wtype;			/* its base type */
 	FeatureKind kind;
 	GcFeatureCast cast;			/* FEATURES_CAST: column -> real[] */
 	double		est_rows;		/* the planner's estimate of the rows */
@@ -128,6 +134,26 @@ id_hint(Form_pg_attribute idatt)
 				   type, type);
 }
 
+/* The weight column (the third), of a numeric type. */
+static void
+check_weight_column(IngestState *st, TupleDesc td)
+{
+	Form_pg_attribute watt = TupleDescAttr(td, 2);
+	Oid			base = getBaseType(watt->atttypid);
+
+	if (base != INT2OID && base != INT4OID && base != INT8OID &&
+		base != FLOAT4OID && base != FLOAT8OID && base != NUMERICOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("third column of the source query, the sample weight, must be of a numeric type"),
+				 errdetail("Column \"%s\" is of type %s.",
+						   NameStr(watt->attname),
+						   format_type_be(watt->atttypid)),
+				 errhint("Cast it to double precision in the source query.")));
+	st->wcol = 2;
+	st->wtype = base;
+}
+
 static void
 check_columns(IngestState *st, TupleDesc td)
 {
@@ -136,7 +162,32 @@ check_columns(IngestState *st, TupleDesc td)
 	Oid			base;
 	bool		is_integer;
 
-	if (td->natts != 2)
+	st->fcol = 1;
+	st->wcol = -1;
+	if (st->centroids)
+	{
+		if (td->natts != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("init query must return exactly one column, the features of each initial centroid"),
+					 errdetail_plural("The query returns %d column.",
+									  "The query returns %d columns.",
+									  td->natts, td->natts),
+					 errhint("Pass a query such as 'SELECT features FROM centres ORDER BY id'.")));
+		st->fcol = 0;
+		fatt = TupleDescAttr(td, 0);
+		goto features;
+	}
+	if (td->natts == 3 && (st->flags & GC_INGEST_WEIGHTS))
+		check_weight_column(st, td);
+	else if (td->natts != 2 && (st->flags & GC_INGEST_WEIGHTS))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("source query must return two columns, (id, features), or three, (id, features, weight)"),
+				 errdetail_plural("The query returns %d column.",
+								  "The query returns %d columns.",
+								  td->natts, td->natts)));
+	else if (td->natts != 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("source query must return exactly two columns, (id, features)"),
@@ -182,6 +233,7 @@ check_columns(IngestState *st, TupleDesc td)
 	}
 
 	fatt = TupleDescAttr(td, 1);
+features:
 	base = getBaseType(fatt->atttypid);
 	if (base == FLOAT4ARRAYOID)
 		st->kind = FEATURES_FLOAT4;
@@ -193,6 +245,8 @@ check_columns(IngestState *st, TupleDesc td)
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 st->centroids ?
+				 errmsg("the column of the init query must be of type real[] or double precision[]") :
 				 errmsg("second column of the source query must be of type real[] or double precision[]"),
 				 errdetail("Column \"%s\" is of type %s, which has no cast to real[].",
 						   NameStr(fatt->attname),
@@ -420,6 +474,19 @@ shared_x(IngestState *st, int64 rows)
 	return X;
 }
 
+/* The weights (with a weight column) as long as X's capacity. */
+static void
+grow_weights(IngestState *st)
+{
+	GcInput    *in = st->in;
+
+	if (st->wcol < 0)
+		return;
+	in->weights = in->weights == NULL ?
+		MemoryContextAllocHuge(st->outcxt, (Size) st->x_cap * sizeof(double)) :
+		repalloc_huge(in->weights, (Size) st->x_cap * sizeof(double));
+}
+
 static void
 grow_x(IngestState *st)
 {
@@ -433,9 +500,14 @@ grow_x(IngestState *st)
 		double		want = st->est_rows + st->est_rows / 16 + 16;
 		int64		small = Max((int64) 16, (int64) (GC_INITIAL_X_BYTES / rowbytes));
 
-		if (shared_x(st, want > (double) small && want < (double) maxrows ?
+		/* (an init query's few centroids stay private) */
+		if (!st->centroids &&
+			shared_x(st, want > (double) small && want < (double) maxrows ?
 					 (int64) want : small) != NULL)
+		{
+			grow_weights(st);
 			return;
+		}
 		in->X = first_alloc(st, rowbytes, small, maxrows, &newcap);
 	}
 	else
@@ -447,7 +519,10 @@ grow_x(IngestState *st)
 					 errmsg("features of the source query exceed the maximum size of %zu bytes",
 							(Size) MaxAllocHugeSize)));
 		if (in->x_shared != NULL && shared_x(st, newcap) != NULL)
+		{
+			grow_weights(st);
 			return;
+		}
 		if (in->x_shared != NULL)
 		{
 			/* no room for a larger segment: on in private memory */
@@ -462,6 +537,7 @@ grow_x(IngestState *st)
 			in->X = repalloc_huge(in->X, (Size) newcap * rowbytes);
 	}
 	st->x_cap = newcap;
+	grow_weights(st);
 	advise_huge_pages(in->X, (Size) newcap * rowbytes);
 }
 
@@ -764,6 +840,50 @@ copy_key(IngestState *st, Datum value)
 	return copy;
 }
 
+/* The sample weight of the row just added to X (row rowno, for errors). */
+static void
+add_weight(IngestState *st, int64 rowno, Datum value, bool isnull)
+{
+	double		w;
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source query returned a NULL weight"),
+				 errdetail("The %s %lld has features but a NULL weight.",
+						   st->what, (long long) rowno),
+				 errhint("Weigh it 0 to leave it out of the centres, or NULL its features to leave it unclustered.")));
+	switch (st->wtype)
+	{
+		case INT2OID:
+			w = DatumGetInt16(value);
+			break;
+		case INT4OID:
+			w = DatumGetInt32(value);
+			break;
+		case INT8OID:
+			w = (double) DatumGetInt64(value);
+			break;
+		case FLOAT4OID:
+			w = DatumGetFloat4(value);
+			break;
+		case FLOAT8OID:
+			w = DatumGetFloat8(value);
+			break;
+		default:
+			w = DatumGetFloat8(DirectFunctionCall1(numeric_float8, value));
+			break;
+	}
+	if (!(w >= 0.0 && w <= FLT_MAX))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid weight %s of the %s %lld",
+						float8out_internal(w), st->what, (long long) rowno),
+				 errdetail("Sample weights must be finite numbers from 0 to %g (the largest real), as scikit-learn's sample_weight; a row of weight 0 is clustered but moves no centre.",
+						   (double) FLT_MAX)));
+	st->in->weights[st->in->n - 1] = w;
+}
+
 static bool
 ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 {
@@ -774,7 +894,19 @@ ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 	int64		id;
 	ErrorContextCallback errcb;
 
-	slot_getsomeattrs(slot, 2);
+	if (st->centroids)
+	{
+		/* (features): numbered 1, 2 ... */
+		slot_getsomeattrs(slot, 1);
+		id = in->n_rows + 1;
+		if (slot->tts_isnull[0])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("init query returned NULL features"),
+					 errdetail("Row %lld of the init query is NULL.", (long long) id)));
+		goto features;
+	}
+	slot_getsomeattrs(slot, st->wcol >= 0 ? 3 : 2);
 	if (slot->tts_isnull[0])
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -805,12 +937,25 @@ ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 	if (in->keys != NULL)
 		in->keys[in->n_rows] = copy_key(st, value);
 
-	value = slot->tts_values[1];
-	isnull = slot->tts_isnull[1];
+features:
+	if (in->n_rows >= st->rows_cap)
+		grow_rows(st);
+	value = slot->tts_values[st->fcol];
+	isnull = slot->tts_isnull[st->fcol];
 	if (!isnull && st->kind == FEATURES_CAST)
 		value = gc_feature_cast(&st->cast, id, value, &isnull);
 	if (!isnull)
+	{
 		add_features(st, id, value);
+		if (st->wcol >= 0)
+			add_weight(st, id, slot->tts_values[st->wcol],
+					   slot->tts_isnull[st->wcol]);
+	}
+	else if (st->centroids)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("init query returned NULL features"),
+				 errdetail("Row %lld of the init query is NULL.", (long long) id)));
 	in->has_features[in->n_rows] = !isnull;
 	if (st->by_ordinal)
 		error_context_stack = errcb.previous;
@@ -904,7 +1049,8 @@ is_hex_geometry(const char *source)
 
 /*
  * What a query given as text is for, in messages: a source query of (id,
- * features), or a labels query of (id, label).
+ * features), a labels query of (id, label), or k-means' init query of
+ * (features).
  */
 typedef struct QueryRole
 {
@@ -914,6 +1060,7 @@ typedef struct QueryRole
 
 static const QueryRole source_role = {"source query", "SELECT id, features FROM t"};
 static const QueryRole labels_role = {"labels query", "SELECT id, cluster_id FROM gpu_dbscan(...)"};
+static const QueryRole init_role = {"init query", "SELECT features FROM centres ORDER BY id"};
 
 /*
  * SPI_prepare of a query, allowing a parallel plan.  A syntax error of a
@@ -1082,8 +1229,25 @@ gc_run_labels_query(const char *query, DestReceiver *dest)
 	run_readonly(plan, dest);
 }
 
+static void ingest_run(const char *source, Oid id_type, int flags,
+					   bool centroids, MemoryContext outcxt, GcInput *in);
+
 void
-gc_ingest(const char *source, Oid id_type, MemoryContext outcxt, GcInput *in)
+gc_ingest(const char *source, Oid id_type, int flags, MemoryContext outcxt,
+		  GcInput *in)
+{
+	ingest_run(source, id_type, flags, false, outcxt, in);
+}
+
+void
+gc_ingest_centroids(const char *init_query, MemoryContext outcxt, GcInput *in)
+{
+	ingest_run(init_query, ANYOID, 0, true, outcxt, in);
+}
+
+static void
+ingest_run(const char *source, Oid id_type, int flags, bool centroids,
+		   MemoryContext outcxt, GcInput *in)
 {
 	IngestState st;
 	SPIPlanPtr	plan;
@@ -1099,7 +1263,9 @@ gc_ingest(const char *source, Oid id_type, MemoryContext outcxt, GcInput *in)
 	st.in = in;
 	st.outcxt = outcxt;
 	st.id_type = id_type;
-	st.what = "row with id";
+	st.flags = flags;
+	st.centroids = centroids;
+	st.what = centroids ? "init row" : "row with id";
 	st.workcxt = AllocSetContextCreate(outcxt, "gpuclust ingest",
 									   ALLOCSET_SMALL_SIZES);
 	st.base_context = error_context_stack;
@@ -1108,8 +1274,8 @@ gc_ingest(const char *source, Oid id_type, MemoryContext outcxt, GcInput *in)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(ret));
 
 	/* syntax errors and the like are raised here, as usual */
-	plan = prepare_source(source, &source_role);
-	check_source(plan, &source_role);
+	plan = prepare_source(source, centroids ? &init_role : &source_role);
+	check_source(plan, centroids ? &init_role : &source_role);
 	/* planned here (generic plan, kept for the run): sizes the matrix */
 	st.est_rows = estimate_rows(plan);
 
@@ -1133,4 +1299,6 @@ gc_ingest(const char *source, Oid id_type, MemoryContext outcxt, GcInput *in)
 		if (in->keys != NULL)
 			in->keys = repalloc_huge(in->keys, in->n_rows * sizeof(Datum));
 	}
+	if (in->weights != NULL && st.x_cap > in->n)
+		in->weights = repalloc_huge(in->weights, Max(in->n, 1) * sizeof(double));
 }

@@ -33,7 +33,11 @@ typedef struct GcInput
 	bool	   *has_features;	/* n_rows flags */
 	struct GcShared *x_shared;	/* X's shared memory for the GPU worker
 								 * (gpujob.h), or NULL: X is private */
+	double	   *weights;		/* n sample weights (rows of X), or NULL */
 } GcInput;
+
+/* gc_ingest's flags */
+#define GC_INGEST_WEIGHTS	0x01	/* (id, features, weight) allowed */
 
 /*
  * Run source (one statement returning (id, features)) and fill *in, with
@@ -47,8 +51,25 @@ typedef struct GcInput
  * a row whose id is not an integer by its ordinal, "source row 12", with
  * its id in the context.
  */
-extern void gc_ingest(const char *source, Oid id_type, MemoryContext outcxt,
-					  GcInput *in);
+extern void gc_ingest(const char *source, Oid id_type, int flags,
+					  MemoryContext outcxt, GcInput *in);
+
+/*
+ * With GC_INGEST_WEIGHTS (k-means), the source may return a third column,
+ * the rows' sample weights (smallint, integer, bigint, real, double
+ * precision or numeric): in->weights then holds one per row of X.  A row
+ * with features and a NULL weight (22004), or a negative, NaN, infinite
+ * or larger-than-real weight (22023), is an error naming the row.
+ */
+
+/*
+ * The initial centroids of k-means from init_query, a query of one column
+ * of features (types as the source's): in->X holds them in its row order,
+ * in->n of them, every one checked as a source row's features ("features
+ * of init row 2"); a NULL is an error.  Run as the source is, read-only.
+ */
+extern void gc_ingest_centroids(const char *init_query, MemoryContext outcxt,
+								GcInput *in);
 
 /*
  * Runs a labels query (labels.c) to completion into dest, SPI connected by

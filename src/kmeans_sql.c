@@ -1,8 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * kmeans_sql.c
- *	  gpu_kmeans(source, k, max_iter, tol, init, n_init, seed, device)
+ *	  gpu_kmeans(source, k, max_iter, tol, init, n_init, seed, device,
+ *				 init_centroids)
  *	  RETURNS TABLE (id bigint, cluster_id int, distance float8)
+ *
+ * The source returns (id, features) or (id, features, weight): sample
+ * weights weigh the centres and the inertia (the CPU k-means only).  init
+ * may be a query returning the initial centroids, run after the source.
  *
  * Rows come back in the source's order; a row with NULL features has NULL
  * cluster_id and distance.  A NULL argument other than device is an error.
@@ -34,15 +39,18 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 	GcSrfCall	call;
 	gc_kmeans_params params;
 	gc_kmeans_result res = {0};
+	char	   *init_query;
 
 	/* cheap checks first: nothing runs when an argument is bad */
 	gc_glue_srf_args(fcinfo, &gc_kmeans_signature, &call);
-	gc_glue_kmeans_params(&call.args, &params, &call.requested);
+	gc_glue_kmeans_params(&call.args, &params, &call.requested, &init_query);
 
 	gc_glue_srf_ingest(&call);
 	if (call.in.n > 0)
 	{
 		gc_glue_check_k_rows(params.k, call.in.n, GC_ROWS_QUERY, NULL);
+		if (init_query != NULL)
+			gc_glue_kmeans_init_query(init_query, &params, call.cxt);
 		call.ran = gc_glue_run_kmeans(call.requested, &call.in, &params,
 									  call.cxt, &res);
 	}
@@ -50,7 +58,8 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 	{
 		/* nothing to cluster, but 'gpu' on a machine without one still fails */
 		call.ran = gc_glue_choose_kmeans_device(call.requested, 0, 0,
-												params.k, params.n_init);
+												params.k, params.n_init,
+												gc_kmeans_gpu_lacks(&params));
 	}
 	gc_glue_srf_emit(&call, res.labels, NULL, res.distance);
 

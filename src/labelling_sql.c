@@ -56,8 +56,8 @@ read_labelling(const char *function, const GcArgs *args, MemoryContext cxt,
 			   gc_ctx *ctx)
 {
 	gc_progress_begin(function);
-	gc_ingest(TextDatumGetCString(args->value[GC_ARG_ROWS]), InvalidOid, cxt,
-			  in);
+	gc_ingest(TextDatumGetCString(args->value[GC_ARG_ROWS]), InvalidOid, 0,
+			  cxt, in);
 	gc_read_labels(TextDatumGetCString(args->value[1]), in, cxt, labels, m,
 				   values);
 	gc_progress_compute(GC_DEVICE_CPU, in->n);

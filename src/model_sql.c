@@ -3,7 +3,8 @@
  * model_sql.c
  *	  k-means models: fit once, score rows later.
  *
- *	  gpu_kmeans_fit(source, k, max_iter, tol, init, n_init, seed, device)
+ *	  gpu_kmeans_fit(source, k, max_iter, tol, init, n_init, seed, device,
+ *					 init_centroids)
  *		RETURNS (centroids real[], inertia float8, iterations int,
  *				 converged boolean, n bigint, d int)
  *	  kmeans_assign(features, centroids) RETURNS int
@@ -103,10 +104,11 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	double		t0,
 				t1,
 				t2;
+	char	   *init_query;
 
 	/* cheap checks first: nothing runs when an argument is bad */
 	gc_glue_args_of_call(fcinfo, &gc_kmeans_signature, &args);
-	gc_glue_kmeans_params(&args, &params, &requested);
+	gc_glue_kmeans_params(&args, &params, &requested, &init_query);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type of gpu_kmeans_fit must be a row type");
@@ -117,12 +119,14 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	t0 = gc_now_ms();
 	/* the ids are not used: any type will do */
 	gc_progress_begin("gpu_kmeans_fit");
-	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID, workcxt,
-			  &in);
+	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID,
+			  GC_INGEST_WEIGHTS, workcxt, &in);
 	t1 = gc_now_ms();
 
 	gc_glue_check_k_rows(params.k, in.n, GC_ROWS_QUERY,
 						 in.n == 0 ? "gpu_kmeans_fit needs rows to fit a model to." : NULL);
+	if (init_query != NULL)
+		gc_glue_kmeans_init_query(init_query, &params, workcxt);
 	ran = gc_glue_run_kmeans(requested, &in, &params, workcxt, &res);
 	gc_progress_end();
 	t2 = gc_now_ms();
@@ -170,9 +174,17 @@ typedef struct CentroidCache
 	float	   *C;				/* k x d, row-major */
 } CentroidCache;
 
-static void
-parse_centroids(ArrayType *arr, int *k_out, int *d_out, float **C_out,
-				MemoryContext cxt)
+/*
+ * The k x d centroids of arr (a two-dimensional real[]) into *C_out
+ * (allocated in cxt), d into *d_out; returns k.  what names them in the
+ * errors ("centroids", "init_centroids"); expect_k > 0 requires k rows.
+ * Errors: not two-dimensional (2202E), NULLs (22004), NaN or infinities
+ * (22000), values beyond the features' range (22003, gc_feature_ok), a k
+ * other than expect_k (22023).
+ */
+int
+gc_glue_parse_centroids(ArrayType *arr, const char *what, int expect_k,
+						int *d_out, float **C_out, MemoryContext cxt)
 {
 	int			ndim = ARR_NDIM(arr);
 	int			k,
@@ -187,16 +199,22 @@ parse_centroids(ArrayType *arr, int *k_out, int *d_out, float **C_out,
 	if (ndim == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("centroids are an empty array"),
+				 errmsg("%s are an empty array", what),
 				 errdetail("Centroids are a two-dimensional array of k rows of d features, as gpu_kmeans_fit returns them.")));
 	if (ndim != 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("centroids must be a two-dimensional array"),
+				 errmsg("%s must be a two-dimensional array", what),
 				 errdetail("The array has %d dimension%s; centroids are k rows of d features, as gpu_kmeans_fit returns them, e.g. '{{0,0},{10,0}}'.",
 						   ndim, ndim == 1 ? "" : "s")));
 	k = ARR_DIMS(arr)[0];
 	d = ARR_DIMS(arr)[1];
+	if (expect_k > 0 && k != expect_k)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s have %d row%s, but k is %d", what, k,
+						k == 1 ? "" : "s", expect_k),
+				 errdetail("The initial centroids are k rows of d features, one per cluster.")));
 	src = (const float4 *) ARR_DATA_PTR(arr);
 	bound = gc_feature_bound(d);
 	C = MemoryContextAlloc(cxt, (Size) k * (Size) d * sizeof(float));
@@ -208,8 +226,8 @@ parse_centroids(ArrayType *arr, int *k_out, int *d_out, float **C_out,
 			if (bitmap && (bitmap[idx / 8] & (1 << (idx % 8))) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("centroids contain a NULL at row %d, column %d",
-								c + 1, j + 1)));
+						 errmsg("%s contain a NULL at row %d, column %d",
+								what, c + 1, j + 1)));
 			/* without NULLs the data is dense: the idx-th value */
 			C[idx] = src[idx];
 			/* the features' own range test: no distance overflows */
@@ -218,18 +236,18 @@ parse_centroids(ArrayType *arr, int *k_out, int *d_out, float **C_out,
 				if (isnan(C[idx]) || isinf(C[idx]))
 					ereport(ERROR,
 							(errcode(ERRCODE_DATA_EXCEPTION),
-							 errmsg("centroids contain %s at row %d, column %d",
+							 errmsg("%s contain %s at row %d, column %d", what,
 									isnan(C[idx]) ? "NaN" : "an infinite value",
 									c + 1, j + 1),
 							 errdetail("Centroids must be finite numbers.")));
-				gc_report_out_of_range("centroids",
+				gc_report_out_of_range(what,
 									   psprintf("row %d, column %d", c + 1, j + 1),
 									   C[idx], d);
 			}
 		}
-	*k_out = k;
 	*d_out = d;
 	*C_out = C;
+	return k;
 }
 
 /* The centroids of argument argno, from the cache when it holds them. */
@@ -263,7 +281,8 @@ get_centroids(FunctionCallInfo fcinfo, int argno)
 	cache->keylen = 0;
 
 	arr = DatumGetArrayTypeP(PointerGetDatum(raw));
-	parse_centroids(arr, &cache->k, &cache->d, &cache->C, cxt);
+	cache->k = gc_glue_parse_centroids(arr, "centroids", 0, &cache->d,
+									   &cache->C, cxt);
 	if (cacheable)
 	{
 		cache->key = MemoryContextAlloc(cxt, rawlen);

@@ -460,15 +460,28 @@ gpu_dbscan_window(PG_FUNCTION_ARGS)
 }
 
 /* ---------------------------------------------------------------------
- * gpu_kmeans(features, k, max_iter, tol, init, n_init, seed, device)
- *	   OVER (...)
+ * gpu_kmeans(features, k, max_iter, tol, init, n_init, seed, device,
+ *			  init_centroids) OVER (...)
  * --------------------------------------------------------------------- */
 
+/*
+ * init_centroids (an array) work here; an init query does not: a window
+ * function runs no query (it is PARALLEL SAFE and reads only its
+ * partition).
+ */
 static void
 kmeans_read_params(WinCall *call)
 {
+	char	   *init_query;
+
 	gc_glue_kmeans_params(&call->params.args, &call->p.kmeans,
-						  &call->requested);
+						  &call->requested, &init_query);
+	if (init_query != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the window form of gpu_kmeans takes no init query"),
+				 errdetail("init is \"%s\".", init_query),
+				 errhint("Pass the centroids as an array: init_centroids => (SELECT array_agg(features ORDER BY id) FROM centres).")));
 }
 
 static const int32 *
