@@ -87,7 +87,7 @@ SELECT * FROM gpu_kmeans('SELECT 1/0, ARRAY[1.0]', 1);
 -- columns of the source
 SELECT * FROM gpu_kmeans('SELECT 1', 1);
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM gpu_kmeans('SELECT 1, ARRAY[1.0], 3', 1);
+SELECT * FROM gpu_kmeans('SELECT 1, ARRAY[1.0], 3, 4', 1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kmeans('SELECT 1.5 AS id, ARRAY[1.0]', 1);
 \echo :LAST_ERROR_SQLSTATE

@@ -97,10 +97,11 @@ param_equal(const WinArgs *wa, int argno, Datum a, bool anull)
 		return anull == wa->args.isnull[argno];
 	if (wa->byval[argno])
 		return a == first;
-	if (wa->type[argno] == TEXTOID)
+	if (wa->type[argno] == TEXTOID || wa->type[argno] == FLOAT4ARRAYOID)
 	{
-		text	   *x = DatumGetTextPP(a);
-		text	   *y = DatumGetTextPP(first);
+		/* text, or init_centroids: the same bytes (detoasted) */
+		struct varlena *x = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(a));
+		struct varlena *y = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(first));
 
 		return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
 			memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;

@@ -38,6 +38,13 @@ decides, scikit-learn's kd-tree in double).
 Silhouette (gpu_silhouette against silhouette_score): the first 5,000 cities
 labelled by gpu_kmeans (k = 8) and by gpu_dbscan (noise left out), to 1e-6.
 
+Weighted k-means (sample weights = the cities' population, zeros included;
+k = 10 and k = 100): from the same given initial centroids (init_centroids,
+KMeans(init=C0, n_init=1, sample_weight=w)), at least 99.9% of the labels
+agree and the weighted inertia (sum of w × distance², float64, from each
+side's own centres and labels) is within 1e-4 of scikit-learn's; with
+k-means++ (n_init 10) our weighted inertia is at most 1.01 × scikit-learn's.
+
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on any failure.
 """
 import os
@@ -329,6 +336,61 @@ def compare_silhouette(cur, ids, X):
               f"ours {ours:.9f}, sklearn {theirs:.9f}, {n} rows")
 
 
+KMEANS_W_AGREE = 0.999
+KMEANS_W_REL = 1e-4
+
+
+def weighted_inertia(X64, w, C, labels):
+    return float((w * ((X64 - C[labels]) ** 2).sum(axis=1)).sum())
+
+
+def compare_weighted_kmeans(cur, ids, X, w, k):
+    X64 = X.astype(np.float64)
+    # the initial centres: k distinct rows of positive weight, by a fixed draw
+    rng = np.random.default_rng(k)
+    pos = np.flatnonzero(w > 0)
+    C0 = X[np.sort(rng.choice(pos, size=k, replace=False))]
+    c0_sql = "{" + ",".join("{%r,%r}" % (float(a), float(b)) for a, b in C0) + "}"
+    src = f"SELECT id, features, population::float8 FROM {TABLE} ORDER BY id"
+    rows, secs = timed(
+        cur, "SELECT id, cluster_id FROM gpu_kmeans(%s, %s, 300, 1e-4, init_centroids => %s)",
+        (src, k, c0_sql))
+    ours = dict(rows)
+    lab = np.array([ours[i] for i in ids], dtype=np.int64)
+    cur.execute("SELECT centroids, inertia FROM gpu_kmeans_fit(%s, %s, 300, 1e-4,"
+                " init_centroids => %s)", (src, k, c0_sql))
+    cent, fit_inertia = cur.fetchone()
+    C = np.array(cent, dtype=np.float64)
+    t0 = time.perf_counter()
+    km = KMeans(n_clusters=k, init=C0, n_init=1, tol=1e-4, max_iter=300,
+                algorithm="lloyd").fit(X, sample_weight=w)
+    sk_secs = time.perf_counter() - t0
+    ours_in = weighted_inertia(X64, w, C, lab)
+    theirs = weighted_inertia(X64, w, km.cluster_centers_.astype(np.float64), km.labels_)
+    agree = float((lab == km.labels_).mean())
+    info(f"weighted k-means k={k}, given centroids: gpu_kmeans {secs*1e3:.0f} ms, "
+         f"sklearn {sk_secs*1e3:.0f} ms ({km.n_iter_} iterations); labels agree {agree:.6f}, "
+         f"weighted inertia ours {ours_in:.10g}, sklearn {theirs:.10g}")
+    check(f"weighted k-means k={k}, given centroids: labels agree >= {KMEANS_W_AGREE}",
+          agree >= KMEANS_W_AGREE, f"{agree:.6f}, {int((lab != km.labels_).sum())} differ")
+    check(f"weighted k-means k={k}, given centroids: weighted inertia within {KMEANS_W_REL}",
+          abs(ours_in - theirs) <= KMEANS_W_REL * theirs,
+          f"ours {ours_in:.10g}, sklearn {theirs:.10g}, ratio {ours_in / theirs:.8f}")
+    check(f"weighted k-means k={k}: the fit's inertia is the weighted sum",
+          abs(fit_inertia - ours_in) <= 1e-6 * ours_in,
+          f"fit {fit_inertia:.10g}, recomputed {ours_in:.10g}")
+    # k-means++ (weighted seeding), best of n_init
+    rows, secs = timed(
+        cur, "SELECT inertia FROM gpu_kmeans_fit(%s, %s, 300, 1e-4, 'k-means++', %s, 0)",
+        (src, k, KMEANS_N_INIT))
+    ours_pp = rows[0][0]
+    km = KMeans(n_clusters=k, n_init=KMEANS_N_INIT, random_state=0).fit(X, sample_weight=w)
+    theirs_pp = weighted_inertia(X64, w, km.cluster_centers_.astype(np.float64), km.labels_)
+    check(f"weighted k-means k={k}, k-means++ n_init={KMEANS_N_INIT}: weighted inertia <= {KMEANS_SLACK} x sklearn",
+          ours_pp <= KMEANS_SLACK * theirs_pp,
+          f"ours {ours_pp:.6g}, sklearn {theirs_pp:.6g}, ratio {ours_pp / theirs_pp:.4f}")
+
+
 def main():
     with psycopg.connect("", autocommit=False) as conn:
         with conn.cursor() as cur:
@@ -364,6 +426,15 @@ def main():
                 except psycopg.Error as e:
                     conn.rollback()
                     check(f"k-means k={k}: gpu_kmeans runs", False, str(e).strip())
+            cur.execute(f"SELECT population::float8 FROM {TABLE} ORDER BY id")
+            w = np.array([r[0] for r in cur.fetchall()], dtype=np.float64)
+            info(f"weights: population, {int((w == 0).sum())} of {len(w)} zero")
+            for k in KMEANS_KS:
+                try:
+                    compare_weighted_kmeans(cur, ids, X, w, k)
+                except psycopg.Error as e:
+                    conn.rollback()
+                    check(f"weighted k-means k={k}: gpu_kmeans runs", False, str(e).strip())
             conn.rollback()
             cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
         conn.commit()
