@@ -869,8 +869,10 @@ test_invalid_init_weights(void)
 	}
 	p = (gc_kmeans_params) KM_PARAMS(2, 10, 1e-4, GC_INIT_KMEANSPP, 3, 0);
 	p.weights = wok;
+	/* rows 1 (2,3) and 3 (6,7) weigh; rows 0 and 2 weigh 0 */
 	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_OK && lab[1] != lab[3] &&
-		  C[0] == 2 && C[1] == 3 ? true : C[2] == 2 && C[3] == 3,
+		  C[lab[1] * 2] == 2 && C[lab[1] * 2 + 1] == 3 &&
+		  C[lab[3] * 2] == 6 && C[lab[3] * 2 + 1] == 7,
 		  "two rows of positive weight, k = 2: each its own centre (%s)", st.message);
 	CHECK(r.inertia == 0.0, "weighted inertia of exact centres: %g", r.inertia);
 }
