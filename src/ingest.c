@@ -894,16 +894,13 @@ ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 	int64		id;
 	ErrorContextCallback errcb;
 
+	if (in->n_rows >= st->rows_cap)
+		grow_rows(st);
 	if (st->centroids)
 	{
-		/* (features): numbered 1, 2 ... */
+		/* (features): numbered 1, 2 ...; NULL features are an error below */
 		slot_getsomeattrs(slot, 1);
 		id = in->n_rows + 1;
-		if (slot->tts_isnull[0])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("init query returned NULL features"),
-					 errdetail("Row %lld of the init query is NULL.", (long long) id)));
 		goto features;
 	}
 	slot_getsomeattrs(slot, st->wcol >= 0 ? 3 : 2);
@@ -931,15 +928,11 @@ ingest_receive(TupleTableSlot *slot, DestReceiver *self)
 	else
 		id = DatumGetInt64(value);
 
-	if (in->n_rows >= st->rows_cap)
-		grow_rows(st);
 	in->ids[in->n_rows] = id;
 	if (in->keys != NULL)
 		in->keys[in->n_rows] = copy_key(st, value);
 
 features:
-	if (in->n_rows >= st->rows_cap)
-		grow_rows(st);
 	value = slot->tts_values[st->fcol];
 	isnull = slot->tts_isnull[st->fcol];
 	if (!isnull && st->kind == FEATURES_CAST)

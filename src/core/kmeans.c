@@ -35,7 +35,6 @@ progress_inertia(const float *d2, int64_t n, double *last)
 	return s;
 }
 
-/* One seeding + Lloyd run; writes labels and C, fills inertia/iter/conv. */
 /* The runs: n_init, one with given centroids (scikit-learn's n_init=1 for an array init) */
 static inline int
 kmeans_runs(const gc_kmeans_params *p)
@@ -43,6 +42,7 @@ kmeans_runs(const gc_kmeans_params *p)
 	return p->init == GC_INIT_CENTROIDS ? 1 : p->n_init;
 }
 
+/* One seeding + Lloyd run; writes labels and C, fills inertia/iter/conv. */
 static gc_code
 kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 		   const gc_kmeans_params *p, int run, double tol_scaled,

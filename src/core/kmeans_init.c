@@ -216,31 +216,18 @@ static int64_t
 pp_search_w(const double *off, int64_t nb, const float *closest,
 			const double *w, int64_t n, double r)
 {
-	int64_t		lo = 0,
-				hi = nb;
-
 	if (off[nb] > r)
 	{
-		while (lo < hi)
-		{
-			int64_t		mid = lo + (hi - lo) / 2;
+		const int64_t lo = gc_km_pp_block(off, nb, r),
+					i0 = lo * GC_KM_BLOCK,
+					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+		double		local = 0.0;
 
-			if (off[mid + 1] > r)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
+		for (int64_t i = i0; i < i1; i++)
 		{
-			int64_t		i0 = lo * GC_KM_BLOCK,
-						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-			double		local = 0.0;
-
-			for (int64_t i = i0; i < i1; i++)
-			{
-				local += w[i] * (double) closest[i];
-				if (w[i] > 0.0 && off[lo] + local > r)
-					return i;
-			}
+			local += w[i] * (double) closest[i];
+			if (w[i] > 0.0 && off[lo] + local > r)
+				return i;
 		}
 	}
 	for (int64_t i = n - 1; i > 0; i--)

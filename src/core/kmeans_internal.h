@@ -66,19 +66,15 @@ gc_code		gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X,
 								  gc_status *st);
 
 /*
- * The candidate of a k-means++ draw, on the CPU (kmeans_init.c) and the GPU
- * (cuda/kmeans_pp.cu) alike: the first row i with prefix(i) > r (above),
- * else n-1.  off: the nb + 1 block offsets; closest: D².
+ * The block of a k-means++ draw: the first b < nb with off[b+1] > r, given
+ * off[nb] > r (off: the nb + 1 block offsets of the prefix sums).
  */
 GC_HD int64_t
-gc_km_pp_search(const double *off, int64_t nb, const float *closest,
-				int64_t n, double r)
+gc_km_pp_block(const double *off, int64_t nb, double r)
 {
 	int64_t		lo = 0,
 				hi = nb;		/* first b in [lo, hi) with off[b+1] > r */
 
-	if (!(off[nb] > r))
-		return n - 1;
 	while (lo < hi)
 	{
 		int64_t		mid = lo + (hi - lo) / 2;
@@ -88,7 +84,22 @@ gc_km_pp_search(const double *off, int64_t nb, const float *closest,
 		else
 			lo = mid + 1;
 	}
+	return lo;
+}
+
+/*
+ * The candidate of a k-means++ draw, on the CPU (kmeans_init.c) and the GPU
+ * (cuda/kmeans_pp.cu) alike: the first row i with prefix(i) > r (above),
+ * else n-1.  off: the nb + 1 block offsets; closest: D².
+ */
+GC_HD int64_t
+gc_km_pp_search(const double *off, int64_t nb, const float *closest,
+				int64_t n, double r)
+{
+	if (!(off[nb] > r))
+		return n - 1;
 	{
+		const int64_t lo = gc_km_pp_block(off, nb, r);
 		int64_t		i0 = lo * GC_KM_BLOCK,
 					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
 		double		local = 0.0;
