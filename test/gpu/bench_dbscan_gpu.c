@@ -187,7 +187,7 @@ static void
 run(const char *tag, const char *what, const float *X, int64_t n, int d,
 	double eps, int64_t min_pts, int R, int Rcpu)
 {
-	gc_dbscan_params p = {eps, min_pts};
+	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts};
 	int32_t    *lc = malloc(sizeof(int32_t) * n),
 			   *lg = malloc(sizeof(int32_t) * n);
 	uint8_t    *cc = malloc(n),

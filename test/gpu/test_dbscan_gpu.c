@@ -157,7 +157,7 @@ static int
 compare(const char *what, const float *X, int64_t n, int d, double eps,
 		int64_t min_pts, gc_dbscan_gpu_index_kind index, int repeat)
 {
-	gc_dbscan_params p = {eps, min_pts};
+	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts};
 	int32_t    *lc = malloc(sizeof(int32_t) * (n + 1)),
 			   *lg = malloc(sizeof(int32_t) * (n + 1)),
 			   *l2 = malloc(sizeof(int32_t) * (n + 1));
@@ -332,7 +332,7 @@ cities(void)
 	pclose(f);
 	CHECK(n == 135233, "cities: %lld rows", (long long) n);
 
-	gc_dbscan_params p = {0.25, 10};
+	gc_dbscan_params p = {.eps = 0.25, .min_pts = 10};
 	int32_t    *lg = malloc(sizeof(int32_t) * n);
 	uint8_t    *cg = malloc(n);
 	gc_status	st = {0};
@@ -449,10 +449,10 @@ errors(void)
 	int32_t		l[4];
 	uint8_t		c[4];
 	gc_status	st = {0};
-	gc_dbscan_params p = {1.0, 2};
-	gc_dbscan_params bad_eps = {0.0, 2},
-				bad_mp = {1.0, 0},
-				nan_eps = {NAN, 2};
+	gc_dbscan_params p = {.eps = 1.0, .min_pts = 2};
+	gc_dbscan_params bad_eps = {.eps = 0.0, .min_pts = 2},
+				bad_mp = {.eps = 1.0, .min_pts = 0},
+				nan_eps = {.eps = NAN, .min_pts = 2};
 	volatile sig_atomic_t flag = 1;
 	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {&flag, NULL}};
 

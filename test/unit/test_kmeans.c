@@ -545,7 +545,7 @@ test_kmeanspp_reference(int64_t n, int d, int k, data_kind kind, int threads)
 static void
 test_kmeanspp_weighted(int64_t n, int d, int k, data_kind kind, int threads)
 {
-	gc_ctx		ctx = {threads, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = threads, .cancel_flags = {NULL, NULL}};
 	gc_status	st = {0};
 	float	   *X = make_data(n, d, kind);
 	float	   *C = malloc(sizeof(float) * k * d);
@@ -606,7 +606,7 @@ test_weighted_draws(void)
 	const int	N = 16000;
 	int			pp[4] = {0},
 				rnd[4] = {0};
-	gc_ctx		ctx = {1, {NULL, NULL}};
+	gc_ctx		ctx = {.n_threads = 1, .cancel_flags = {NULL, NULL}};
 	gc_status	st = {0};
 	float		C[4];
 	int64_t		got[4];
