@@ -411,9 +411,14 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	Size		k = p->k,
 				n = in->n;
 
-	kmeans_by_worker = gc_worker != NULL;
-	if (gc_worker == NULL)
-		return gc_kmeans_gpu(ctx, in->X, in->n, in->d, p, res, st);
+	/*
+	 * In this backend; so also a call using what the GPU k-means lacks,
+	 * which gc_kmeans_on_gpu refuses (p's weights and centroids are this
+	 * backend's memory: never the worker's job)
+	 */
+	kmeans_by_worker = gc_worker != NULL && gc_kmeans_gpu_lacks(p) == NULL;
+	if (!kmeans_by_worker)
+		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, p, res, st);
 
 	j = my_job();
 	wait_slot_free(j);

@@ -54,7 +54,8 @@ extern void gc_job_shared_free(GcShared *shared);
 
 /*
  * The GPU runs of k-means and DBSCAN on in's rows, the contract of
- * gc_kmeans_gpu / gc_dbscan_on_gpu: through the worker when configured
+ * gc_kmeans_on_gpu / gc_dbscan_on_gpu: through the worker when configured
+ * (never a k-means call using what the GPU k-means lacks: refused here)
  * (waiting interruptibly; cancel and statement_timeout cancel the job),
  * else in this backend.
  */

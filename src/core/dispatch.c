@@ -209,6 +209,18 @@ gc_kmeans_gpu_lacks(const gc_kmeans_params *p)
 }
 
 gc_code
+gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				 const gc_kmeans_params *p, gc_kmeans_result *res,
+				 gc_status *st)
+{
+	const char *lacks = gc_kmeans_gpu_lacks(p);
+
+	if (lacks != NULL)
+		return gc_fail(st, GC_EDEVICE, "the GPU k-means has no %s", lacks);
+	return gc_kmeans_gpu(ctx, X, n, d, p, res, st);
+}
+
+gc_code
 gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 						int n_init, const char *gpu_lacks, const gc_gpu *gpu,
 						gc_device *chosen, char *note, size_t note_len,

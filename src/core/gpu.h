@@ -239,6 +239,15 @@ gc_code		gc_dbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 							 const gc_dbscan_params *p, int32_t *labels,
 							 uint8_t *is_core, gc_status *st);
 
+/*
+ * gc_kmeans_gpu for the calls it can run, in every build (dispatch.c):
+ * GC_EDEVICE, "the GPU k-means has no ...", for a call using what it lacks
+ * (gc_kmeans_gpu_lacks), which it would otherwise ignore.
+ */
+gc_code		gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
+							 int d, const gc_kmeans_params *p,
+							 gc_kmeans_result *res, gc_status *st);
+
 #if defined(GC_TESTING) && defined(GPUCLUST_CUDA)
 
 /* ---- test-only entry points (cuda/<name>_hooks.cu) ---- */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "gpuclust_core.h"
+#include "gpu.h"
 #include "kmeans_internal.h"
 #include "rng.h"
 #include "testutil.h"
@@ -875,6 +876,14 @@ test_invalid_init_weights(void)
 		  C[lab[3] * 2] == 6 && C[lab[3] * 2 + 1] == 7,
 		  "two rows of positive weight, k = 2: each its own centre (%s)", st.message);
 	CHECK(r.inertia == 0.0, "weighted inertia of exact centres: %g", r.inertia);
+	/* the GPU k-means has neither: refused before anything runs, any build */
+	CHECK(gc_kmeans_on_gpu(NULL, X, 4, 2, &p, &r, &st) == GC_EDEVICE &&
+		  strstr(st.message, "sample weights") != NULL, "weights on the GPU: %s", st.message);
+	p = (gc_kmeans_params) KM_PARAMS(2, 10, 1e-4, GC_INIT_CENTROIDS, 1, 0);
+	p.init_centroids = C0;
+	p.init_d = 2;
+	CHECK(gc_kmeans_on_gpu(NULL, X, 4, 2, &p, &r, &st) == GC_EDEVICE &&
+		  strstr(st.message, "initial centroids") != NULL, "init on the GPU: %s", st.message);
 }
 
 static void
