@@ -44,26 +44,28 @@ DECLARE
                            init text DEFAULT 'k-means++',
                            n_init int DEFAULT 1,
                            seed bigint DEFAULT 0,
-                           device text DEFAULT NULL,
-                           init_centroids real[] DEFAULT NULL$params$;
+                           device text DEFAULT NULL$params$;
+    -- given initial centroids fix k: every form but the elbow's
+    one_k CONSTANT text := params || $one_k$,
+                           init_centroids real[] DEFAULT NULL$one_k$;
 BEGIN
     EXECUTE format($sql$
 CREATE FUNCTION gpu_kmeans(source text, %s)
 RETURNS TABLE (id bigint, cluster_id int, distance float8)
 AS 'MODULE_PATHNAME', 'gpu_kmeans'
-LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, params);
+LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k);
 
     EXECUTE format($sql$
 CREATE FUNCTION gpu_kmeans(features real[], %s)
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, params);
+LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k);
 
     EXECUTE format($sql$
 CREATE FUNCTION gpu_kmeans(features float8[], %s)
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, params);
+LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k);
 
     EXECUTE format($sql$
 CREATE FUNCTION gpu_kmeans_fit(source text, %s,
@@ -75,7 +77,7 @@ CREATE FUNCTION gpu_kmeans_fit(source text, %s,
                                OUT d int)
 RETURNS record
 AS 'MODULE_PATHNAME', 'gpu_kmeans_fit'
-LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, params);
+LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k);
 
     -- the elbow: k-means for every k in [k_min, k_max], one ingest (elbow_sql.c)
     EXECUTE format($sql$
@@ -87,7 +89,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$,
 END
 $kmeans$;
 
-COMMENT ON FUNCTION gpu_kmeans_elbow(text, int, int, int, float8, text, int, bigint, text, real[]) IS
+COMMENT ON FUNCTION gpu_kmeans_elbow(text, int, int, int, float8, text, int, bigint, text) IS
 'Choosing k by the elbow: the source is read once, then k-means runs for '
 'every k from k_min to k_max with the other arguments of gpu_kmeans_fit, '
 'returning each k''s inertia (sum of squared distances), iterations and '

@@ -92,6 +92,13 @@ SELECT count(*) AS rows, count(*) FILTER (WHERE k.cluster_id <> kmeans_assign(kf
 FROM gpu_kmeans('SELECT id, f, w FROM kf', 3, seed => 4) k
 JOIN kf USING (id), gpu_kmeans_fit('SELECT id, f, w FROM kf', 3, seed => 4) m;
 
+-- the elbow weighs rows as the fit does; given centroids fix k: none there
+SELECT e.k, round(e.inertia::numeric, 6) = round(f.inertia::numeric, 6) AS same_as_fit
+FROM gpu_kmeans_elbow('SELECT id, f, w FROM kf', 2, 4, seed => 2) e,
+     LATERAL gpu_kmeans_fit('SELECT id, f, w FROM kf', e.k, seed => 2) f ORDER BY 1;
+SELECT * FROM gpu_kmeans_elbow('SELECT id, f FROM kf', 2, 3, init => 'SELECT c FROM kf_centres');
+\echo :LAST_ERROR_SQLSTATE
+
 -- devices: 'auto' runs weights and given centroids on the CPU; 'gpu' is refused
 SELECT count(*) FROM gpu_kmeans('SELECT id, f, w FROM kf', 3, device => 'auto');
 SELECT count(*) FROM gpu_kmeans('SELECT id, f, w FROM kf', 3, device => 'gpu');

@@ -73,8 +73,7 @@ enum
 	EL_INIT,
 	EL_N_INIT,
 	EL_SEED,
-	EL_DEVICE,
-	EL_INIT_CENTROIDS			/* k-means' list after k: always NULL here */
+	EL_DEVICE
 };
 
 /*
@@ -149,7 +148,7 @@ const GcSignature gc_centers_signature = {
 };
 
 const GcSignature gc_elbow_signature = {
-	.nargs = EL_INIT_CENTROIDS + 1,
+	.nargs = EL_DEVICE + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[EL_K_MIN] = {"k_min"},
@@ -160,7 +159,6 @@ const GcSignature gc_elbow_signature = {
 		[EL_N_INIT] = {"n_init"},
 		[EL_SEED] = {"seed"},
 		[EL_DEVICE] = {"device", true},
-		[EL_INIT_CENTROIDS] = {"init_centroids", true},
 	},
 };
 
@@ -459,18 +457,13 @@ gc_glue_elbow_params(const GcArgs *a, int *k_min, int *k_max,
 	km.id_type = InvalidOid;
 	km.value[GC_ARG_ROWS] = a->value[GC_ARG_ROWS];
 	km.value[KM_K] = a->value[EL_K_MAX];
-	for (int i = EL_MAX_ITER; i < a->sig->nargs; i++)
+	for (int i = EL_MAX_ITER; i <= EL_DEVICE; i++)
 	{
 		km.value[i - 1] = a->value[i];
 		km.isnull[i - 1] = a->isnull[i];
 	}
-	/* initial centroids are k of them: no one set serves every k */
-	if (!a->isnull[EL_INIT_CENTROIDS])
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("gpu_kmeans_elbow takes no init_centroids"),
-				 errdetail("Initial centroids fix k; the elbow runs every k from k_min to k_max."),
-				 errhint("Use init => 'k-means++' or 'random'.")));
+	/* no initial centroids: k of them fix k, and the elbow runs every k */
+	km.isnull[KM_INIT_CENTROIDS] = true;
 	gc_glue_kmeans_params(&km, p, device, &init_query);
 	if (init_query != NULL)
 		ereport(ERROR,

@@ -117,8 +117,8 @@ extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
  * gpuclust.device 'gpu' when NULL) is an error (0A000), as for affinity
  * propagation.  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
  * parameters after k, checked by gc_glue_kmeans_params as for gpu_kmeans
- * (p->k is k_max), less initial centroids (an array or an init query fix
- * k: 22023).
+ * (p->k is k_max), less initial centroids (the elbow has no
+ * init_centroids, and an init query is 22023: centroids fix k).
  */
 extern void gc_glue_kdistance_params(const GcArgs *a, int64 *k,
 									 int32 *quantiles, gc_device *device);

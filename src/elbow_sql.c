@@ -2,7 +2,7 @@
  *
  * elbow_sql.c
  *	  gpu_kmeans_elbow(source, k_min, k_max, max_iter, tol, init, n_init,
- *					   seed, device, init_centroids)
+ *					   seed, device)
  *	  RETURNS TABLE (k int, inertia float8, iterations int,
  *					 converged boolean)
  *
@@ -11,8 +11,8 @@
  * gpu_kmeans_fit (gc_glue_run_kmeans: device choice per k, the core's
  * public k-means), with the same parameters and seed, so the row for k is
  * what gpu_kmeans_fit(source, k, ...) returns, sample weights (a third
- * source column) included; initial centroids, which fix k, are refused
- * (init_centroids is there only as the k-means list has it).  Each k is one core call,
+ * source column) included; initial centroids, which fix k, are not taken
+ * (no init_centroids; an init query is an error).  Each k is one core call,
  * which polls the cancel flags; k values above the rows with features are
  * an error before anything runs.  An empty source returns no rows.
  * gpuclust_progress shows the call as gpu_kmeans_elbow: its ingest, then
