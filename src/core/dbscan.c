@@ -118,42 +118,6 @@ number_clusters(gc_dbscan_job *j, int32_t *labels)
 	return GC_OK;
 }
 
-int64_t
-gc_first_zero_row(const float *X, int64_t n, int d)
-{
-	for (int64_t i = 0; i < n; i++)
-	{
-		int			j = 0;
-
-		while (j < d && X[i * d + j] == 0.0f)
-			j++;
-		if (j == d)
-			return i;
-	}
-	return -1;
-}
-
-void
-gc_unit_rows(const gc_ctx *ctx, const float *X, int64_t n, int d, float *U)
-{
-	const int	team = gc_region_threads(gc_team_adapt(ctx), n / 4096);
-
-#pragma omp parallel for num_threads(team) schedule(static)
-	for (int64_t i = 0; i < n; i++)
-	{
-		const float *x = X + i * d;
-		float	   *u = U + i * d;
-		double		s = 0.0,
-					norm;
-
-		for (int j = 0; j < d; j++)
-			s += (double) x[j] * (double) x[j];
-		norm = sqrt(s);
-		for (int j = 0; j < d; j++)
-			u[j] = norm > 0.0 ? (float) ((double) x[j] / norm) : 0.0f;
-	}
-}
-
 gc_code
 gc_dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			   const gc_dbscan_params *p, const float **rows, float **own,

@@ -8,9 +8,10 @@
  * (GC_KMEANS_GPU_MIN_WORK), a GPU is usable and its free memory holds the
  * problem; otherwise on the CPU, with a note saying why when a usable GPU
  * was passed over for lack of memory.  A k-means call that uses what only
- * the CPU k-means has (sample weights, initial centroids) runs on the CPU
- * under 'auto' and fails under 'gpu'.  DBSCAN under 'auto' runs on the
- * GPU where it wins end to end (dbscan_gpu_worth: d <= 3, n large enough).
+ * the CPU k-means has (sample weights, initial centroids, the cosine
+ * metric) runs on the CPU under 'auto' and fails under 'gpu'.  DBSCAN
+ * under 'auto' runs on the GPU where it wins end to end (dbscan_gpu_worth:
+ * d <= 3, n large enough).
  *
  * The GPU is probed lazily (never before a call needs it: a small problem
  * under 'auto' does not initialise CUDA at all) and the probe is cached per
@@ -205,6 +206,8 @@ gc_kmeans_gpu_lacks(const gc_kmeans_params *p)
 		return "sample weights";
 	if (p->init == GC_INIT_CENTROIDS)
 		return "initial centroids";
+	if (p->metric != GC_METRIC_EUCLIDEAN)
+		return "cosine metric";
 	return NULL;
 }
 

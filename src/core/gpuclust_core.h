@@ -191,6 +191,21 @@ int			gc_kmeans_threads(const gc_ctx *ctx, int64_t n, int d, int k);
 int			gc_dbscan_threads(const gc_ctx *ctx, int64_t n);
 
 /* ------------------------------------------------------------------ */
+/* The rows of the cosine metric (metric.c), DBSCAN's and k-means'     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * U = the unit rows of X (metric.h's cosine, gc_unit_row): U_j =
+ * fl(x_j / |x|), |x| the double root of the double sum of squares; a zero
+ * row stays zero.  X and U may be the same array.
+ */
+void		gc_unit_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						 float *U);
+
+/* The position of the first row of X whose features are all 0, or -1. */
+int64_t		gc_first_zero_row(const float *X, int64_t n, int d);
+
+/* ------------------------------------------------------------------ */
 /* k-means                                                             */
 /* ------------------------------------------------------------------ */
 
@@ -205,9 +220,9 @@ typedef enum gc_kmeans_init
 #define GC_KMEANS_MAX_WEIGHT 3.40282346638528859811704183484516925e+38
 
 /*
- * The parameters of a k-means call.  The last two are CPU-only: the GPU
- * k-means has neither, and dispatch never sends a call using them there
- * (gc_choose_device_kmeans's gpu_lacks).
+ * The parameters of a k-means call.  The last three are CPU-only: the GPU
+ * k-means has none of them, and dispatch never sends a call using them
+ * there (gc_choose_device_kmeans's gpu_lacks, gc_kmeans_on_gpu).
  *
  * init_centroids (init GC_INIT_CENTROIDS): the k initial centres, k x
  * init_d row-major, init_d == d, every value finite and within
@@ -238,7 +253,50 @@ typedef struct gc_kmeans_params
 	const float *init_centroids;	/* GC_INIT_CENTROIDS: k x init_d */
 	int			init_d;
 	const double *weights;		/* n sample weights, or NULL */
+	gc_metric	metric;			/* euclidean (0) or cosine: below */
 } gc_kmeans_params;
+
+/*
+ * metric GC_METRIC_COSINE is spherical k-means (Dhillon & Modha), CPU only
+ * like the weights: every row is replaced by its unit row (gc_unit_rows; a
+ * zero row is GC_EINVAL), and the Euclidean k-means runs on the unit rows
+ * with unit centres: a row goes to the centre of largest cosine, which is
+ * the nearest unit centre (|u - c|^2 = 2 - 2 cos), assigned by the same
+ * kernel and tie rule, always against the unit rows of the current centres
+ * (gc_unit_row), as kmeans_assign(..., 'cosine') scores them; a centre is
+ * the (weighted) mean of its members' unit rows, normalized (a mean of 0,
+ * members that cancel exactly, keeps the old centre, as an empty cluster
+ * does); given initial centroids are normalized first (a zero one is
+ * GC_EINVAL).  k-means++ runs on the unit rows unchanged, so it draws in
+ * proportion to the squared Euclidean distance of the unit rows, i.e. to
+ * the cosine distance 1 - cos to the nearest centre (Endo & Miyamoto's
+ * spherical k-means++); random draws rows as ever.  tol scales with the
+ * variance of the unit rows; an empty cluster takes the rows of largest
+ * cosine distance.  The distance is the cosine distance q / 2, q the double
+ * sum of squared differences of the unit row and the unit centre
+ * (gc_dist2_f64; metric.h: 1 - cos in the reals), and the inertia the
+ * (weighted) sum of cosine distances, not of their squares: what spherical
+ * k-means lowers at each step (gc_km_distance, gc_km_cost); it also picks
+ * the best of n_init runs.
+ */
+
+/*
+ * The distance column from q, gc_dist2_f64 of the row and its centre (under
+ * cosine: of the unit row and the unit centre): Euclidean sqrt(q), cosine
+ * q / 2.
+ */
+static inline double
+gc_km_distance(double q, gc_metric metric)
+{
+	return metric == GC_METRIC_COSINE ? q / 2.0 : sqrt(q);
+}
+
+/* A row's term in the inertia from q: Euclidean q (distance²), cosine q / 2. */
+static inline double
+gc_km_cost(double q, gc_metric metric)
+{
+	return metric == GC_METRIC_COSINE ? q / 2.0 : q;
+}
 
 typedef struct gc_kmeans_result
 {
@@ -307,17 +365,6 @@ gc_code		gc_dbscan_check(const gc_ctx *ctx, const float *X, int64_t n,
 gc_code		gc_dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						   const gc_dbscan_params *p, const float **rows,
 						   float **own, gc_dbscan_params *euclid, gc_status *st);
-
-/*
- * U = the unit rows of X (metric.h's cosine): U_j = fl(x_j / |x|), |x| the
- * double root of the double sum of squares; a zero row stays zero.  X and
- * U may be the same array.
- */
-void		gc_unit_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
-						 float *U);
-
-/* The position of the first row of X whose features are all 0, or -1. */
-int64_t		gc_first_zero_row(const float *X, int64_t n, int d);
 
 /* ------------------------------------------------------------------ */
 /* Affinity propagation                                                */
@@ -487,9 +534,10 @@ gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
  * GPU.  gc_choose_device(GC_ALGO_KMEANS) answers for a problem big enough.
  *
  * gpu_lacks: NULL, or what the call uses that the GPU k-means does not have
- * ("sample weights", "initial centroids"; gc_kmeans_gpu_lacks): then AUTO
- * is the CPU and GPU is GC_EDEVICE ("the GPU k-means has no <gpu_lacks>"),
- * decided before anything probes the GPU.
+ * ("sample weights", "initial centroids", "cosine metric";
+ * gc_kmeans_gpu_lacks): then AUTO is the CPU and GPU is GC_EDEVICE ("the
+ * GPU k-means has no <gpu_lacks>"), decided before anything probes the
+ * GPU.
  */
 gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
 									int k, int n_init, const char *gpu_lacks,

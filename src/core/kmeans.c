@@ -9,6 +9,8 @@
  *
  * Given initial centroids make one run; sample weights weigh the means and
  * the inertia (gpuclust_core.h says what scikit-learn 1.2 does alike).
+ * The cosine metric (spherical k-means, gpuclust_core.h) runs all of this
+ * on the unit rows, with the centres normalized.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -42,11 +44,28 @@ kmeans_runs(const gc_kmeans_params *p)
 	return p->init == GC_INIT_CENTROIDS ? 1 : p->n_init;
 }
 
-/* One seeding + Lloyd run; writes labels and C, fills inertia/iter/conv. */
+/*
+ * The centres rows are assigned to: C, or under cosine the unit rows of C
+ * (into Cu), exactly as kmeans_assign(..., 'cosine') scores a model.
+ */
+static const float *
+assign_centres(const gc_kmeans_params *p, int d, const float *C, float *Cu)
+{
+	if (p->metric != GC_METRIC_COSINE)
+		return C;
+	for (int c = 0; c < p->k; c++)
+		(void) gc_unit_row(C + (size_t) c * d, d, Cu + (size_t) c * d);
+	return Cu;
+}
+
+/*
+ * One seeding + Lloyd run over X (under cosine, the unit rows); writes
+ * labels and C, fills inertia/iter/conv.  Cu: k x d scratch.
+ */
 static gc_code
 kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 		   const gc_kmeans_params *p, int run, double tol_scaled,
-		   int32_t *labels, float *d2, float **C, float **Cn,
+		   int32_t *labels, float *d2, float **C, float **Cn, float *Cu,
 		   double *inertia, int *iterations, bool *converged, gc_status *st)
 {
 	const int	k = p->k;
@@ -58,7 +77,11 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, kmeans_runs(p), NAN);
 	if (p->init == GC_INIT_CENTROIDS)
 	{
-		memcpy(*C, p->init_centroids, sizeof(float) * (size_t) k * d);
+		/* spherical: the given centres normalized (none is 0: checked) */
+		if (p->metric == GC_METRIC_COSINE)
+			gc_unit_rows(ctx, p->init_centroids, k, d, *C);
+		else
+			memcpy(*C, p->init_centroids, sizeof(float) * (size_t) k * d);
 		rc = GC_OK;
 	}
 	else if (p->init == GC_INIT_RANDOM)
@@ -83,7 +106,8 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 
 		if (gc_cancelled(ctx))
 			return gc_fail(st, GC_ECANCEL, "canceled");
-		rc = gc_km_assign(ctx, ws, X, n, d, *C, k, labels, d2, &changed, st);
+		rc = gc_km_assign(ctx, ws, X, n, d, assign_centres(p, d, *C, Cu), k,
+						  labels, d2, &changed, st);
 		if (rc == GC_OK)
 			rc = gc_km_update(ctx, ws, X, n, d, k, labels, d2, *C, *Cn,
 							  &shift, NULL, st);
@@ -91,7 +115,8 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 			return rc;
 		if (ctx != NULL && ctx->progress != NULL)
 			gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, kmeans_runs(p),
-					  progress_inertia(d2, n, &last_inertia_ms));
+					  gc_km_cost(progress_inertia(d2, n, &last_inertia_ms),
+								 p->metric));
 		moved = memcmp(*C, *Cn, sizeof(float) * (size_t) k * d) != 0;
 		tmp = *C;
 		*C = *Cn;
@@ -115,12 +140,13 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 	/* Labels must match the centroids we return. */
 	if (moved)
 	{
-		rc = gc_km_assign(ctx, ws, X, n, d, *C, k, labels, d2, NULL, st);
+		rc = gc_km_assign(ctx, ws, X, n, d, assign_centres(p, d, *C, Cu), k,
+						  labels, d2, NULL, st);
 		if (rc != GC_OK)
 			return rc;
 	}
-	return gc_km_inertia_w(ctx, X, n, d, *C, labels, p->weights, NULL,
-						   inertia, st);
+	return gc_km_inertia_w(ctx, X, n, d, assign_centres(p, d, *C, Cu), labels,
+						   p->weights, p->metric, NULL, inertia, st);
 }
 
 /* The initial centroids: finite, within the features' range. */
@@ -140,6 +166,25 @@ check_init_centroids(const gc_kmeans_params *p, int d, gc_status *st)
 			return gc_fail(st, GC_EINVAL,
 						   "k-means: initial centroid %zu, column %zu is %g: not finite, or beyond %g",
 						   i / d + 1, i % d + 1, (double) p->init_centroids[i], limit);
+	return GC_OK;
+}
+
+/* Under cosine: no zero row, no zero initial centroid. */
+static gc_code
+check_cosine(const float *X, int64_t n, int d, const gc_kmeans_params *p,
+			 gc_status *st)
+{
+	int64_t		zero = gc_first_zero_row(X, n, d);
+
+	if (zero >= 0)
+		return gc_fail(st, GC_EINVAL,
+					   "k-means: row %lld has all features 0: its cosine distance is undefined",
+					   (long long) zero);
+	if (p->init == GC_INIT_CENTROIDS &&
+		(zero = gc_first_zero_row(p->init_centroids, p->k, d)) >= 0)
+		return gc_fail(st, GC_EINVAL,
+					   "k-means: initial centroid %lld is all 0: its cosine distance is undefined",
+					   (long long) zero + 1);
 	return GC_OK;
 }
 
@@ -192,6 +237,10 @@ gc_kmeans_check(const float *X, int64_t n, int d, const gc_kmeans_params *p,
 	if (p->init != GC_INIT_KMEANSPP && p->init != GC_INIT_RANDOM &&
 		p->init != GC_INIT_CENTROIDS)
 		return gc_fail(st, GC_EINVAL, "k-means: unknown init method %d", (int) p->init);
+	if (p->metric != GC_METRIC_EUCLIDEAN && p->metric != GC_METRIC_COSINE)
+		return gc_fail(st, GC_EINVAL,
+					   "k-means: metric %d is not supported (euclidean or cosine)",
+					   (int) p->metric);
 	res->inertia = 0.0;
 	res->iterations = 0;
 	res->converged = true;
@@ -207,6 +256,8 @@ gc_kmeans_check(const float *X, int64_t n, int d, const gc_kmeans_params *p,
 		return st->code;
 	if (p->weights != NULL && check_weights(p, n, st) != GC_OK)
 		return st->code;
+	if (p->metric == GC_METRIC_COSINE && check_cosine(X, n, d, p, st) != GC_OK)
+		return st->code;
 	return GC_OK;
 }
 
@@ -217,7 +268,10 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_km_ws   *ws = NULL;
 	float	   *C = NULL,
 			   *Cn = NULL,
-			   *d2 = NULL;
+			   *Cu = NULL,
+			   *d2 = NULL,
+			   *U = NULL;
+	const float *rows = X;		/* what is clustered: X, or its unit rows */
 	int32_t    *lab = NULL;
 	double		tol_scaled = 0.0;
 	gc_code		rc = GC_OK;
@@ -226,24 +280,37 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
 		return rc;
 
+	if (p->metric == GC_METRIC_COSINE)
+	{
+		if ((U = malloc(sizeof(float) * (size_t) n * (size_t) d)) == NULL)
+			return gc_fail(st, GC_ENOMEM, "k-means: out of memory for the unit rows of %lld rows",
+						   (long long) n);
+		gc_unit_rows(ctx, X, n, d, U);
+		rows = U;
+	}
 	if (p->tol > 0.0)
 	{
 		double		mv;
 
-		rc = gc_km_mean_variance(ctx, X, n, d, &mv, st);
+		rc = gc_km_mean_variance(ctx, rows, n, d, &mv, st);
 		if (rc != GC_OK)
-			return rc;
+			goto done;
 		tol_scaled = p->tol * mv;
 	}
 
 	ws = gc_km_ws_create(n, d, p->k, gc_threads(ctx));
 	if (ws != NULL)
+	{
 		ws->weights = p->weights;
+		ws->unit_centres = p->metric == GC_METRIC_COSINE;
+	}
 	C = malloc(sizeof(float) * (size_t) p->k * d);
 	Cn = malloc(sizeof(float) * (size_t) p->k * d);
+	Cu = malloc(sizeof(float) * (size_t) p->k * d);
 	d2 = malloc(sizeof(float) * (size_t) n);
 	lab = runs > 1 ? malloc(sizeof(int32_t) * (size_t) n) : res->labels;
-	if (ws == NULL || C == NULL || Cn == NULL || d2 == NULL || lab == NULL)
+	if (ws == NULL || C == NULL || Cn == NULL || Cu == NULL || d2 == NULL ||
+		lab == NULL)
 	{
 		rc = gc_fail(st, GC_ENOMEM, "k-means: out of memory (%lld rows, %d dimensions, k = %d)",
 					 (long long) n, d, p->k);
@@ -256,8 +323,8 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		int			iters = 0;
 		bool		conv = false;
 
-		rc = kmeans_run(ctx, ws, X, n, d, p, run, tol_scaled, lab, d2, &C, &Cn,
-						&inertia, &iters, &conv, st);
+		rc = kmeans_run(ctx, ws, rows, n, d, p, run, tol_scaled, lab, d2, &C,
+						&Cn, Cu, &inertia, &iters, &conv, st);
 		if (rc != GC_OK)
 			goto done;
 		/* Strictly lower, as scikit-learn: ties keep the earlier run. */
@@ -276,15 +343,19 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	{
 		double		inertia;
 
-		rc = gc_km_inertia(ctx, X, n, d, res->centroids, res->labels,
-						   res->distance, &inertia, st);
+		rc = gc_km_inertia_w(ctx, rows, n, d,
+							 assign_centres(p, d, res->centroids, Cu),
+							 res->labels, NULL, p->metric, res->distance,
+							 &inertia, st);
 	}
 
 done:
 	gc_km_ws_destroy(ws);
 	free(C);
 	free(Cn);
+	free(Cu);
 	free(d2);
+	free(U);
 	if (lab != res->labels)
 		free(lab);
 	return rc;

@@ -192,14 +192,15 @@ gc_km_inertia(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			  const float *C, const int32_t *labels, double *distance,
 			  double *inertia, gc_status *st)
 {
-	return gc_km_inertia_w(ctx, X, n, d, C, labels, NULL, distance, inertia,
-						   st);
+	return gc_km_inertia_w(ctx, X, n, d, C, labels, NULL, GC_METRIC_EUCLIDEAN,
+						   distance, inertia, st);
 }
 
 gc_code
 gc_km_inertia_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				const float *C, const int32_t *labels, const double *weights,
-				double *distance, double *inertia, gc_status *st)
+				gc_metric metric, double *distance, double *inertia,
+				gc_status *st)
 {
 	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
 	const int	nt = gc_region_threads(gc_team_adapt(ctx), nb);
@@ -221,13 +222,13 @@ gc_km_inertia_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		}
 		for (int64_t i = b * GC_KM_BLOCK; i < min64(n, (b + 1) * GC_KM_BLOCK); i++)
 		{
-			const float *x = X + i * d;
-			const float *c = C + (size_t) labels[i] * d;
-			double		q = gc_dist2_f64(x, c, d);
+			const double q = gc_dist2_f64(X + i * d,
+										  C + (size_t) labels[i] * d, d);
+			const double cost = gc_km_cost(q, metric);
 
 			if (distance)
-				distance[i] = sqrt(q);
-			s += weights ? weights[i] * q : q;
+				distance[i] = gc_km_distance(q, metric);
+			s += weights ? weights[i] * cost : cost;
 		}
 		bs[b] = s;
 	}

@@ -172,6 +172,8 @@ typedef struct gc_km_ws
 	double	   *tsum;			/* nt x d: per-thread sums */
 	/* sample weights (set by the caller; NULL: every row weighs 1) */
 	const double *weights;		/* n */
+	/* spherical k-means (set by the caller): the update normalizes */
+	bool		unit_centres;
 	int64_t    *pcnt;			/* k: rows of positive weight */
 	int64_t    *phist;			/* nt x k: the same per chunk */
 	double	   *pw;				/* max_part: weight sums of partial segments */
@@ -205,7 +207,9 @@ gc_code		gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
  * the rows farthest from their centres (by d2; ties: lowest row; with
  * weights: among the rows of positive weight) are moved, the farthest to
  * the lowest empty cluster id, and become its centre; a cluster left with
- * no row (no weight) keeps its centre from C_old.  *shift = sum of squared
+ * no row (no weight) keeps its centre from C_old.  With ws->unit_centres
+ * (spherical k-means) each new centre is normalized (gc_unit_row), and a
+ * mean of 0 keeps its centre from C_old too.  *shift = sum of squared
  * centre moves (double); *n_relocated = clusters re-seeded (may be NULL).
  */
 gc_code		gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
@@ -221,15 +225,18 @@ void		gc_km_force_width(int w);
 /*
  * sum_i ||X_i - C_{labels[i]}||² recomputed in double; distance[i] gets the
  * square root of each term when not NULL.  gc_km_inertia_w weighs term i by
- * weights[i] (NULL: 1); the distances stay unweighted.
+ * weights[i] (NULL: 1), the distances staying unweighted, and takes the
+ * metric: under cosine (X and C unit rows) the terms and the distances are
+ * the cosine distances (gc_km_cost, gc_km_distance).
  */
 gc_code		gc_km_inertia(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const float *C, const int32_t *labels,
 						  double *distance, double *inertia, gc_status *st);
 gc_code		gc_km_inertia_w(const gc_ctx *ctx, const float *X, int64_t n,
 							int d, const float *C, const int32_t *labels,
-							const double *weights, double *distance,
-							double *inertia, gc_status *st);
+							const double *weights, gc_metric metric,
+							double *distance, double *inertia,
+							gc_status *st);
 
 /* Mean over features of the (population) variance of X, in double. */
 gc_code		gc_km_mean_variance(const gc_ctx *ctx, const float *X, int64_t n,

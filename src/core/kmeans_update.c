@@ -323,10 +323,13 @@ gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 
 	/*
 	 * Clusters left with no row (or no weight) keep their centre; never
-	 * divide by zero.
+	 * divide by zero.  Spherical: the means normalized, and one of 0 (no
+	 * direction) keeps its centre too.
 	 */
 	for (int c = 0; c < k; c++)
-		if (ws->pcnt[c] == 0)
+		if (ws->pcnt[c] == 0 ||
+			(ws->unit_centres &&
+			 gc_unit_row(C_new + (size_t) c * d, d, C_new + (size_t) c * d) == 0.0))
 			memcpy(C_new + (size_t) c * d, C_old + (size_t) c * d,
 				   sizeof(float) * d);
 

@@ -123,6 +123,26 @@ typedef enum gc_metric
 	GC_METRIC_INNER_PRODUCT
 } gc_metric;
 
+/*
+ * u = the unit row of x (the cosine metric's rows, above): u_j the double
+ * quotient x_j / |x| rounded once to float32, |x| the double root of the
+ * double sum of squares in dimension order.  Returns |x|; a zero row
+ * (|x| = 0) leaves u all 0.  x and u may be the same array.  Host only.
+ */
+static inline double
+gc_unit_row(const float *x, int d, float *u)
+{
+	double		s = 0.0,
+				norm;
+
+	for (int j = 0; j < d; j++)
+		s += (double) x[j] * (double) x[j];
+	norm = sqrt(s);
+	for (int j = 0; j < d; j++)
+		u[j] = norm > 0.0 ? (float) ((double) x[j] / norm) : 0.0f;
+	return norm;
+}
+
 /* The distance every DBSCAN path compares with gc_eps2(eps). */
 GC_HD float
 gc_dist2(const float *a, const float *b, int d)

@@ -886,6 +886,413 @@ test_invalid_init_weights(void)
 		  strstr(st.message, "initial centroids") != NULL, "init on the GPU: %s", st.message);
 }
 
+/* ---- spherical k-means (metric cosine) against brute force ---- */
+
+/* The unit row of x, written out: x_j / sqrt(sum x²), in double, rounded once. */
+static void
+ref_unit(const float *x, int d, float *u)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+		s += (double) x[j] * (double) x[j];
+	for (int j = 0; j < d; j++)
+		u[j] = (float) ((double) x[j] / sqrt(s));
+}
+
+static void
+ref_unit_rows(const float *X, int64_t n, int d, float *U)
+{
+	for (int64_t i = 0; i < n; i++)
+		ref_unit(X + i * d, d, U + i * d);
+}
+
+static bool
+ref_is_zero(const float *x, int d)
+{
+	for (int j = 0; j < d; j++)
+		if (x[j] != 0.0f)
+			return false;
+	return true;
+}
+
+/* Data without zero rows (cosine needs a direction everywhere). */
+static float *
+make_directions(int64_t n, int d, data_kind kind)
+{
+	float	   *X = make_data(n, d, kind);
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			j = 0;
+
+		while (j < d && X[i * d + j] == 0.0f)
+			j++;
+		if (j == d)
+			X[i * d] = 1.0f;
+	}
+	return X;
+}
+
+/* 1 - cos(x, c) in double from the raw values. */
+static double
+ref_cosine_distance(const float *x, const float *c, int d)
+{
+	double		xc = 0.0,
+				xx = 0.0,
+				cc = 0.0;
+
+	for (int j = 0; j < d; j++)
+	{
+		xc += (double) x[j] * c[j];
+		xx += (double) x[j] * x[j];
+		cc += (double) c[j] * c[j];
+	}
+	return 1.0 - xc / (sqrt(xx) * sqrt(cc));
+}
+
+/*
+ * What every spherical fit must satisfy, by brute force: unit centres;
+ * each label the argmin over the unit rows of the returned centres (the
+ * largest cosine, ties to the lowest centre); each distance q / 2 of the
+ * unit row and unit centre, within rounding of 1 - cos; the inertia the
+ * weighted sum of the distances.  Counts the failures into bad[4].
+ */
+static void
+check_spherical_fit(const fit *f, const float *X, const float *U, int64_t n,
+					int d, int k, const double *w, int64_t bad[4])
+{
+	float	   *Cu = malloc(sizeof(float) * k * d);
+	double		inertia = 0.0;
+
+	ref_unit_rows(f->C, k, d, Cu);
+	for (int c = 0; c < k; c++)
+	{
+		double		nn = 0.0;
+
+		for (int j = 0; j < d; j++)
+			nn += (double) f->C[(size_t) c * d + j] * f->C[(size_t) c * d + j];
+		bad[0] += fabs(sqrt(nn) - 1.0) > 1e-6;
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		int32_t		c = ref_argmin(U + i * d, Cu, k, d, NULL);
+		double		q = 0.0;
+
+		bad[1] += c != f->labels[i];
+		for (int j = 0; j < d; j++)
+		{
+			double		t = (double) U[i * d + j] - (double) Cu[(size_t) f->labels[i] * d + j];
+
+			q += t * t;
+		}
+		bad[2] += !rel_close(f->dist[i], q / 2, 1e-12) ||
+			fabs(f->dist[i] - ref_cosine_distance(X + i * d, f->C + (size_t) f->labels[i] * d, d)) > 1e-5;
+		inertia += (w ? w[i] : 1.0) * f->dist[i];
+	}
+	bad[3] += !rel_close(f->r.inertia, inertia, 1e-9);
+	free(Cu);
+}
+
+/*
+ * Spherical Lloyd step by step from given centroids (each step a fit of
+ * max_iter 1 from the last step's centres, so no rounding carries over):
+ * the new centres are the unit rows of the (weighted) means of the unit
+ * rows assigned to the unit rows of the old ones, by brute force; the
+ * given centroids are scaled by powers of two, which the normalization
+ * removes exactly.
+ */
+static void
+test_spherical_steps(int64_t n, int d, int k, data_kind kind, weight_kind wk)
+{
+	float	   *X = make_directions(n, d, kind);
+	float	   *U = malloc(sizeof(float) * n * d);
+	float	   *C = malloc(sizeof(float) * k * d);
+	float	   *Ca = malloc(sizeof(float) * k * d);
+	float	   *mean = malloc(sizeof(float) * d);
+	double	   *sum = malloc(sizeof(double) * k * d);
+	double	   *wsum = malloc(sizeof(double) * k);
+	double	   *w = wk == W_NONE ? NULL : make_weights(n, wk == W_ZEROS);
+	float	   *C0 = malloc(sizeof(float) * k * d);
+	float	   *d2 = malloc(sizeof(float) * n);
+	int32_t    *lab = malloc(sizeof(int32_t) * n);
+	int64_t    *cnt = malloc(sizeof(int64_t) * k);
+	char	   *taken = malloc(n);
+	int64_t		bad[4] = {0, 0, 0, 0},
+				bad_c = 0;
+	int			relocated = 0,
+				steps = 8;
+
+	ref_unit_rows(X, n, d, U);
+	/* the initial centres: k rows of positive weight, scaled by 2^e */
+	for (int c = 0, i = 0; c < k; i++)
+	{
+		if (i == n)
+		{
+			k = c;				/* too few rows weigh: a fit would refuse */
+			break;
+		}
+		if (w == NULL || w[i] > 0)
+		{
+			float		sc = ldexpf(1.0f, (int) (tu_next(&rs) % 21) - 10);
+
+			for (int j = 0; j < d; j++)
+				C[(size_t) c * d + j] = X[(size_t) i * d + j] * sc;
+			c++;
+		}
+	}
+	for (int step = 0; step < steps && k > 0; step++)
+	{
+		gc_kmeans_params p = KM_PARAMS(k, 1, 0.0, GC_INIT_CENTROIDS, 1, 0);
+		fit			f;
+
+		p.metric = GC_METRIC_COSINE;
+		p.init_centroids = C;
+		p.init_d = d;
+		p.weights = w;
+		do_fit(&f, X, n, d, &p, 1 + step % 2);
+		CHECK(f.rc == GC_OK, "spherical step: rc %d", f.rc);
+		if (f.rc != GC_OK)
+		{
+			free_fit(&f);
+			break;
+		}
+		check_spherical_fit(&f, X, U, n, d, k, w, bad);
+
+		/*
+		 * The step by brute force: the given centres normalized (C0), the
+		 * rows assigned to the unit rows of those (Ca); empty clusters (no
+		 * weight) take the farthest rows of positive weight, farthest to
+		 * the lowest cluster (ties: lowest row); the new centres are the
+		 * normalized means, a mean of 0 keeping its C0 centre.
+		 */
+		ref_unit_rows(C, k, d, C0);
+		ref_unit_rows(C0, k, d, Ca);
+		memset(sum, 0, sizeof(double) * k * d);
+		memset(wsum, 0, sizeof(double) * k);
+		memset(taken, 0, n);
+		for (int64_t i = 0; i < n; i++)
+			lab[i] = ref_argmin(U + i * d, Ca, k, d, &d2[i]);
+		for (int c = 0; c < k; c++)
+			cnt[c] = 0;
+		for (int64_t i = 0; i < n; i++)
+			cnt[lab[i]] += w == NULL || w[i] > 0;
+		for (int c = 0; c < k; c++)
+			if (cnt[c] == 0)
+			{
+				int64_t		far = -1;
+
+				for (int64_t i = 0; i < n; i++)
+					if (!taken[i] && (w == NULL || w[i] > 0) && (far < 0 || d2[i] > d2[far]))
+						far = i;
+				taken[far] = 1;
+				lab[far] = c;
+				relocated++;
+			}
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		wi = w ? w[i] : 1.0;
+
+			wsum[lab[i]] += wi;
+			for (int j = 0; j < d; j++)
+				sum[(size_t) lab[i] * d + j] += wi * U[i * d + j];
+		}
+		for (int c = 0; c < k; c++)
+		{
+			for (int j = 0; j < d; j++)
+				mean[j] = (float) (sum[(size_t) c * d + j] / wsum[c]);
+			if (ref_is_zero(mean, d))
+				memcpy(mean, C0 + (size_t) c * d, sizeof(float) * d);
+			else
+				ref_unit(mean, d, mean);
+			for (int j = 0; j < d; j++)
+				bad_c += fabs(f.C[(size_t) c * d + j] - mean[j]) > 1e-5;
+		}
+		memcpy(C, f.C, sizeof(float) * k * d);
+		free_fit(&f);
+	}
+	CHECK(bad[0] + bad[1] + bad[2] + bad[3] == 0,
+		  "spherical steps n=%lld d=%d k=%d %s w%d: %lld centres not unit, %lld labels not the largest cosine, %lld distances, %lld inertias wrong",
+		  (long long) n, d, k, data_name[kind], wk, (long long) bad[0], (long long) bad[1],
+		  (long long) bad[2], (long long) bad[3]);
+	CHECK(bad_c == 0, "spherical steps n=%lld d=%d k=%d %s w%d: %lld centre values differ from the normalized mean",
+		  (long long) n, d, k, data_name[kind], wk, (long long) bad_c);
+	if (kind == DATA_DUPLICATES && k > 12)
+		CHECK(relocated > 0, "spherical steps n=%lld k=%d: no empty cluster was re-seeded", (long long) n, k);
+	free(C0);
+	free(d2);
+	free(lab);
+	free(cnt);
+	free(taken);
+	free(X);
+	free(U);
+	free(C);
+	free(Ca);
+	free(mean);
+	free(sum);
+	free(wsum);
+	free(w);
+}
+
+/*
+ * Whole spherical fits: brute-force properties; the same on 1 and 2
+ * threads; unchanged, bit for bit, when rows are scaled by powers of two
+ * (only directions count); k-means++ is the reference k-means++ on the unit
+ * rows (a fit from those rows, given as centroids, is the same fit); a fit
+ * converged on labels has centres that are the normalized means.
+ */
+static void
+test_spherical_fit(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
+				   weight_kind wk)
+{
+	float	   *X = make_directions(n, d, kind);
+	float	   *X2 = malloc(sizeof(float) * n * d);
+	float	   *U = malloc(sizeof(float) * n * d);
+	float	   *C0 = malloc(sizeof(float) * k * d);
+	int64_t    *chosen = malloc(sizeof(int64_t) * k);
+	double	   *w = wk == W_NONE ? NULL : make_weights(n, wk == W_ZEROS);
+	gc_kmeans_params p = KM_PARAMS(k, 300, 0.0, init, 1, tu_next(&rs));
+	fit			f1,
+				f2,
+				f3,
+				f4;
+	int64_t		bad[4] = {0, 0, 0, 0},
+				positive = 0,
+				bad_c = 0;
+
+	if (w != NULL && !(w[0] > 0))
+		w[0] = 1;				/* some row weighs */
+	for (int64_t i = 0; i < n; i++)
+		positive += w == NULL || w[i] > 0;
+	if (positive < k)
+		k = (int) positive;		/* a fit would refuse more */
+	p.k = k;
+	p.metric = GC_METRIC_COSINE;
+	p.weights = w;
+	ref_unit_rows(X, n, d, U);
+	for (int64_t i = 0; i < n; i++)
+	{
+		float		sc = ldexpf(1.0f, (int) (tu_next(&rs) % 41) - 20);
+
+		for (int j = 0; j < d; j++)
+			X2[i * d + j] = X[i * d + j] * sc;
+	}
+	do_fit(&f1, X, n, d, &p, 1);
+	do_fit(&f2, X, n, d, &p, 2);
+	do_fit(&f3, X2, n, d, &p, 2);
+	CHECK(f1.rc == GC_OK, "spherical fit n=%lld d=%d k=%d: rc %d", (long long) n, d, k, f1.rc);
+	if (f1.rc == GC_OK)
+	{
+		check_spherical_fit(&f1, X, U, n, d, k, w, bad);
+		CHECK(bad[0] + bad[1] + bad[2] + bad[3] == 0,
+			  "spherical fit n=%lld d=%d k=%d %s init=%d w%d: %lld centres not unit, %lld labels not the largest cosine, %lld distances, %lld inertias wrong",
+			  (long long) n, d, k, data_name[kind], init, wk, (long long) bad[0], (long long) bad[1],
+			  (long long) bad[2], (long long) bad[3]);
+		if (f1.r.converged)
+		{
+			/* converged on labels (tol 0): the centres are the normalized means */
+			double	   *sum = calloc((size_t) k * d, sizeof(double));
+			double	   *ws = calloc(k, sizeof(double));
+			float	   *mean = malloc(sizeof(float) * d);
+
+			for (int64_t i = 0; i < n; i++)
+			{
+				ws[f1.labels[i]] += w ? w[i] : 1.0;
+				for (int j = 0; j < d; j++)
+					sum[(size_t) f1.labels[i] * d + j] += (w ? w[i] : 1.0) * U[i * d + j];
+			}
+			for (int c = 0; c < k; c++)
+				if (ws[c] > 0)
+				{
+					for (int j = 0; j < d; j++)
+						mean[j] = (float) (sum[(size_t) c * d + j] / ws[c]);
+					ref_unit(mean, d, mean);
+					for (int j = 0; j < d; j++)
+						bad_c += fabs(f1.C[(size_t) c * d + j] - mean[j]) > 1e-5;
+				}
+			CHECK(bad_c == 0, "spherical fit n=%lld d=%d k=%d %s: %lld centre values differ from the normalized means",
+				  (long long) n, d, k, data_name[kind], (long long) bad_c);
+			free(sum);
+			free(ws);
+			free(mean);
+		}
+	}
+	CHECK(same_fit(&f1, &f2, n, k, d), "spherical fit n=%lld d=%d k=%d: 1 and 2 threads differ",
+		  (long long) n, d, k);
+	CHECK(same_fit(&f1, &f3, n, k, d), "spherical fit n=%lld d=%d k=%d %s: rows scaled by powers of 2 differ",
+		  (long long) n, d, k, data_name[kind]);
+	if (init == GC_INIT_KMEANSPP)
+	{
+		/* the seeds: the reference k-means++ on the unit rows, run 0's stream */
+		gc_kmeans_params q = p;
+
+		ref_kmeanspp(U, n, d, k, w, p.seed, GC_KM_STREAM_KMEANSPP, chosen);
+		for (int c = 0; c < k; c++)
+			memcpy(C0 + (size_t) c * d, X + chosen[c] * d, sizeof(float) * d);
+		q.init = GC_INIT_CENTROIDS;
+		q.init_centroids = C0;
+		q.init_d = d;
+		do_fit(&f4, X, n, d, &q, 2);
+		CHECK(same_fit(&f1, &f4, n, k, d),
+			  "spherical fit n=%lld d=%d k=%d %s w%d: k-means++ is not the reference on the unit rows",
+			  (long long) n, d, k, data_name[kind], wk);
+		free_fit(&f4);
+	}
+	free_fit(&f1);
+	free_fit(&f2);
+	free_fit(&f3);
+	free(X);
+	free(X2);
+	free(U);
+	free(C0);
+	free(chosen);
+	free(w);
+}
+
+/* Spherical k-means: its errors, and a cluster whose unit rows cancel. */
+static void
+test_spherical_cases(void)
+{
+	float		X[8] = {1, 0, -1, 0, 0, 2, 0, 3};
+	float		Xz[8] = {1, 0, 0, 0, 0, 2, 0, 3};
+	float		C0[4] = {0, -5, 0, 1};
+	float		Cz[4] = {0, 0, 0, 1};
+	int32_t		lab[4];
+	float		C[4];
+	double		dist[4];
+	gc_kmeans_result r = {lab, dist, C, 0, 0, false};
+	gc_status	st = {0};
+	gc_kmeans_params p = KM_PARAMS(2, 10, 1e-4, GC_INIT_CENTROIDS, 1, 0);
+
+	p.metric = GC_METRIC_COSINE;
+	p.init_centroids = C0;
+	p.init_d = 2;
+	/*
+	 * (1,0) and (-1,0) are as close to (0,-1) as to (0,1): the lower centre
+	 * takes both, their mean is 0 and it keeps its (normalized) centre
+	 */
+	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_OK &&
+		  lab[0] == 0 && lab[1] == 0 && lab[2] == 1 && lab[3] == 1 &&
+		  C[0] == 0 && C[1] == -1 && C[2] == 0 && C[3] == 1 && r.converged,
+		  "cancelling unit rows: labels %d %d %d %d, centres (%g,%g) (%g,%g) (%s)",
+		  lab[0], lab[1], lab[2], lab[3], C[0], C[1], C[2], C[3], st.message);
+	CHECK(dist[0] == 1 && dist[1] == 1 && dist[2] == 0 && r.inertia == 2,
+		  "cancelling unit rows: distances %g %g %g, inertia %g", dist[0], dist[1], dist[2], r.inertia);
+	CHECK(gc_kmeans_cpu(NULL, Xz, 4, 2, &p, &r, &st) == GC_EINVAL &&
+		  strstr(st.message, "row 1 has all features 0") != NULL, "zero row: %s", st.message);
+	p.init_centroids = Cz;
+	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_EINVAL &&
+		  strstr(st.message, "initial centroid 1 is all 0") != NULL, "zero centroid: %s", st.message);
+	p.init_centroids = C0;
+	p.metric = GC_METRIC_INNER_PRODUCT;
+	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_EINVAL &&
+		  strstr(st.message, "not supported") != NULL, "inner product: %s", st.message);
+	p = (gc_kmeans_params) KM_PARAMS(2, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0);
+	p.metric = GC_METRIC_COSINE;
+	CHECK(gc_kmeans_on_gpu(NULL, X, 4, 2, &p, &r, &st) == GC_EDEVICE &&
+		  strstr(st.message, "cosine metric") != NULL, "cosine on the GPU: %s", st.message);
+}
+
 static void
 test_random_init(int64_t n, int d, int k)
 {
@@ -1088,6 +1495,20 @@ main(void)
 								   r % 2 ? DATA_BLOBS : DATA_UNIFORM);
 		test_init_centroids(50 + (int64_t) (tu_next(&rs) % 3000), d, 1 + (int) (tu_next(&rs) % 20),
 							(data_kind) (r % 3));
+	}
+
+	/* spherical k-means (metric cosine) */
+	test_spherical_cases();
+	for (int r = 0; r < 12; r++)
+	{
+		int			d = dims[tu_next(&rs) % 9];
+		int64_t		n = 20 + (int64_t) (tu_next(&rs) % 3000);
+		int			k = 1 + (int) (tu_next(&rs) % 30);
+
+		test_spherical_steps(n, d < 2 ? 2 : d, k, (data_kind) (r % 4), (weight_kind) (r % 3));
+		test_spherical_fit(20 + (int64_t) (tu_next(&rs) % 3000), d < 2 ? 2 : d,
+						   1 + (int) (tu_next(&rs) % 20), (data_kind) (r % 4),
+						   r % 2 ? GC_INIT_RANDOM : GC_INIT_KMEANSPP, (weight_kind) ((r + 1) % 3));
 	}
 
 	/* Lloyd step by step */
