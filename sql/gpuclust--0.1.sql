@@ -48,24 +48,27 @@ DECLARE
     -- given initial centroids fix k: every form but the elbow's
     one_k CONSTANT text := params || $one_k$,
                            init_centroids real[] DEFAULT NULL$one_k$;
+    -- last, in every form
+    metric_arg CONSTANT text := $metric$,
+                           metric text DEFAULT 'euclidean'$metric$;
 BEGIN
     EXECUTE format($sql$
 CREATE FUNCTION gpu_kmeans(source text, %s)
 RETURNS TABLE (id bigint, cluster_id int, distance float8)
 AS 'MODULE_PATHNAME', 'gpu_kmeans'
-LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k);
+LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k || metric_arg);
 
     EXECUTE format($sql$
 CREATE FUNCTION gpu_kmeans(features real[], %s)
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k);
+LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k || metric_arg);
 
     EXECUTE format($sql$
 CREATE FUNCTION gpu_kmeans(features float8[], %s)
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k);
+LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k || metric_arg);
 
     EXECUTE format($sql$
 CREATE FUNCTION gpu_kmeans_fit(source text, %s,
@@ -77,7 +80,7 @@ CREATE FUNCTION gpu_kmeans_fit(source text, %s,
                                OUT d int)
 RETURNS record
 AS 'MODULE_PATHNAME', 'gpu_kmeans_fit'
-LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k);
+LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k || metric_arg);
 
     -- the elbow: k-means for every k in [k_min, k_max], one ingest (elbow_sql.c)
     EXECUTE format($sql$
@@ -85,83 +88,94 @@ CREATE FUNCTION gpu_kmeans_elbow(source text, k_min int, k_max int, %s)
 RETURNS TABLE (k int, inertia float8, iterations int, converged boolean)
 AS 'MODULE_PATHNAME', 'gpu_kmeans_elbow'
 LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$,
-        substr(params, length('k int,') + 1));
+        substr(params, length('k int,') + 1) || metric_arg);
 END
 $kmeans$;
 
-COMMENT ON FUNCTION gpu_kmeans_elbow(text, int, int, int, float8, text, int, bigint, text) IS
+COMMENT ON FUNCTION gpu_kmeans_elbow(text, int, int, int, float8, text, int, bigint, text, text) IS
 'Choosing k by the elbow: the source is read once, then k-means runs for '
 'every k from k_min to k_max with the other arguments of gpu_kmeans_fit, '
-'returning each k''s inertia (sum of squared distances), iterations and '
-'convergence: the row for k is what gpu_kmeans_fit(source, k, ...) returns.';
+'returning each k''s inertia (sum of squared distances; of cosine '
+'distances under metric => ''cosine''), iterations and convergence: the '
+'row for k is what gpu_kmeans_fit(source, k, ...) returns.';
 
-COMMENT ON FUNCTION gpu_kmeans(text, int, int, float8, text, int, bigint, text, real[]) IS
+COMMENT ON FUNCTION gpu_kmeans(text, int, int, float8, text, int, bigint, text, real[], text) IS
 'k-means clustering of the rows of source, a query returning (id, features): '
 'id smallint, integer or bigint; features real[], double precision[] or a '
 'type with a cast to real[].  Returns each row''s cluster (0 .. k-1) and its '
-'Euclidean distance to the cluster centre, in input order; rows with NULL '
-'features get NULL.  A third source column, (id, features, weight), gives '
-'sample weights (>= 0; scikit-learn''s sample_weight).  init is '
+'distance to the cluster centre, in input order; rows with NULL features '
+'get NULL.  metric is ''euclidean'' or ''cosine'' (spherical k-means: '
+'unit-length rows and centres, the cosine distance 1 - cos; rows with all '
+'features 0 are an error).  A third source column, (id, features, weight), '
+'gives sample weights (>= 0; scikit-learn''s sample_weight).  init is '
 '''k-means++'', ''random'', or a query returning the k initial centroids '
 '(one features column); init_centroids gives them as a k x d real[] '
 'instead (one run then, whatever n_init); the best of n_init runs is kept; '
 'the same seed gives the same result.  device is ''auto'', ''cpu'' or '
-'''gpu''; NULL uses gpuclust.device; weights and given centroids run on the '
-'CPU (''gpu'' is an error).  Any other NULL argument is an error.  An empty '
+'''gpu''; NULL uses gpuclust.device; weights, given centroids and the cosine '
+'metric run on the CPU (''gpu'' is an error).  Any other NULL argument is an error.  An empty '
 'source returns no rows.';
 
-COMMENT ON FUNCTION gpu_kmeans(real[], int, int, float8, text, int, bigint, text, real[]) IS
+COMMENT ON FUNCTION gpu_kmeans(real[], int, int, float8, text, int, bigint, text, real[], text) IS
 'Window function: k-means of the rows of the window partition, in the '
 'window''s order; returns the row''s cluster (0 .. k-1), NULL for NULL '
 'features.  Same labels as the set-returning gpu_kmeans(source, ...) over '
 'the same rows in the same order with the same arguments.  The parameters '
 'must be the same on every row of a partition.';
-COMMENT ON FUNCTION gpu_kmeans(float8[], int, int, float8, text, int, bigint, text, real[]) IS
+COMMENT ON FUNCTION gpu_kmeans(float8[], int, int, float8, text, int, bigint, text, real[], text) IS
 'Window function: k-means of the rows of the window partition; see '
-'gpu_kmeans(real[], int, int, float8, text, int, bigint, text, real[]).';
+'gpu_kmeans(real[], int, int, float8, text, int, bigint, text, real[], text).';
 
-COMMENT ON FUNCTION gpu_kmeans_fit(text, int, int, float8, text, int, bigint, text, real[]) IS
+COMMENT ON FUNCTION gpu_kmeans_fit(text, int, int, float8, text, int, bigint, text, real[], text) IS
 'Fits k-means to the rows of source, a query returning (id, features), '
 'exactly as gpu_kmeans(source, ...) clusters them, and returns the model: '
-'centroids (a k x d real[], row c is the centre of cluster c), inertia (sum '
-'of squared distances), iterations and converged of the kept run, and n '
+'centroids (a k x d real[], row c is the centre of cluster c; unit length '
+'under metric => ''cosine''), inertia (sum of squared distances; of cosine '
+'distances under cosine), iterations and converged of the kept run, and n '
 '(rows with features) and d (features per row).  Needs at least k rows with '
-'features.  Score rows with kmeans_assign(features, centroids).';
+'features.  Score rows with kmeans_assign(features, centroids), '
+'kmeans_assign(features, centroids, ''cosine'') for a cosine model.';
 
-CREATE FUNCTION kmeans_assign(features real[], centroids real[])
+CREATE FUNCTION kmeans_assign(features real[], centroids real[],
+                              metric text DEFAULT 'euclidean')
 RETURNS int
 AS 'MODULE_PATHNAME', 'kmeans_assign'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION kmeans_assign(features float8[], centroids real[])
+CREATE FUNCTION kmeans_assign(features float8[], centroids real[],
+                              metric text DEFAULT 'euclidean')
 RETURNS int
 AS 'MODULE_PATHNAME', 'kmeans_assign'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-COMMENT ON FUNCTION kmeans_assign(real[], real[]) IS
+COMMENT ON FUNCTION kmeans_assign(real[], real[], text) IS
 'The 0-based index of the centroid (a row of the k x d array centroids, as '
 'gpu_kmeans_fit returns it) nearest to features, by the distance k-means '
-'itself uses (float32 sum of squared differences in dimension order); ties '
-'go to the lowest index.  For the rows a model was fitted on it returns the '
-'fit''s labels.';
-COMMENT ON FUNCTION kmeans_assign(float8[], real[]) IS
+'itself uses (float32 sum of squared differences in dimension order; under '
+'metric => ''cosine'', of the unit-length features and centroids, as '
+'spherical k-means assigns); ties go to the lowest index.  For the rows a '
+'model was fitted on, with the fit''s metric, it returns the fit''s labels.';
+COMMENT ON FUNCTION kmeans_assign(float8[], real[], text) IS
 'kmeans_assign for double precision features (narrowed to real first, as '
-'the clustering functions do); see kmeans_assign(real[], real[]).';
+'the clustering functions do); see kmeans_assign(real[], real[], text).';
 
-CREATE FUNCTION kmeans_assign_distance(features real[], centroids real[])
+CREATE FUNCTION kmeans_assign_distance(features real[], centroids real[],
+                                       metric text DEFAULT 'euclidean')
 RETURNS float8
 AS 'MODULE_PATHNAME', 'kmeans_assign_distance'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION kmeans_assign_distance(features float8[], centroids real[])
+CREATE FUNCTION kmeans_assign_distance(features float8[], centroids real[],
+                                       metric text DEFAULT 'euclidean')
 RETURNS float8
 AS 'MODULE_PATHNAME', 'kmeans_assign_distance'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-COMMENT ON FUNCTION kmeans_assign_distance(real[], real[]) IS
-'The Euclidean distance from features to the centroid kmeans_assign picks, '
-'computed in double precision as gpu_kmeans''s distance column.';
-COMMENT ON FUNCTION kmeans_assign_distance(float8[], real[]) IS
+COMMENT ON FUNCTION kmeans_assign_distance(real[], real[], text) IS
+'The distance from features to the centroid kmeans_assign picks (Euclidean, '
+'or the cosine distance under metric => ''cosine''), computed in double '
+'precision as gpu_kmeans''s distance column.';
+COMMENT ON FUNCTION kmeans_assign_distance(float8[], real[], text) IS
 'kmeans_assign_distance for double precision features; see '
 'kmeans_assign_distance(real[], real[]).';
 

@@ -29,7 +29,8 @@ enum
 	KM_N_INIT,
 	KM_SEED,
 	KM_DEVICE,
-	KM_INIT_CENTROIDS			/* after device: older calls keep their positions */
+	KM_INIT_CENTROIDS,			/* after device: older calls keep their positions */
+	KM_METRIC
 };
 
 enum
@@ -73,7 +74,8 @@ enum
 	EL_INIT,
 	EL_N_INIT,
 	EL_SEED,
-	EL_DEVICE
+	EL_DEVICE,
+	EL_METRIC					/* k-means' KM_METRIC (no init_centroids between) */
 };
 
 /*
@@ -81,7 +83,7 @@ enum
  * features may be NULL: the row is left unclustered).
  */
 const GcSignature gc_kmeans_signature = {
-	.nargs = KM_INIT_CENTROIDS + 1,
+	.nargs = KM_METRIC + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[KM_K] = {"k"},
@@ -92,6 +94,7 @@ const GcSignature gc_kmeans_signature = {
 		[KM_SEED] = {"seed"},
 		[KM_DEVICE] = {"device", true},
 		[KM_INIT_CENTROIDS] = {"init_centroids", true},
+		[KM_METRIC] = {"metric"},
 	},
 };
 
@@ -148,7 +151,7 @@ const GcSignature gc_centers_signature = {
 };
 
 const GcSignature gc_elbow_signature = {
-	.nargs = EL_DEVICE + 1,
+	.nargs = EL_METRIC + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[EL_K_MIN] = {"k_min"},
@@ -159,6 +162,7 @@ const GcSignature gc_elbow_signature = {
 		[EL_N_INIT] = {"n_init"},
 		[EL_SEED] = {"seed"},
 		[EL_DEVICE] = {"device", true},
+		[EL_METRIC] = {"metric"},
 	},
 };
 
@@ -307,6 +311,20 @@ check_at_least_1(const GcArgs *a, int argno, int64 value)
 				 errmsg("%s must be at least 1", a->sig->arg[argno].name)));
 }
 
+gc_metric
+gc_glue_kmeans_metric(Datum value)
+{
+	gc_metric	metric = parse_metric(value);
+
+	if (metric == GC_METRIC_INNER_PRODUCT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("k-means does not support the inner_product metric"),
+				 errdetail("Its distance -a.b is not a metric: a row need not be nearest to itself, and no centre minimises it (a centre moved farther out along the cluster's mean always lowers it), so k-means with it is ill-defined."),
+				 errhint("For embeddings, metric => 'cosine' is spherical k-means: the inner product of unit-length rows with unit-length centres.")));
+	return metric;
+}
+
 void
 gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p, gc_device *device,
 					  char **init_query)
@@ -325,6 +343,7 @@ gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p, gc_device *device,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("tol must be a finite number greater than or equal to 0")));
 	check_at_least_1(a, KM_N_INIT, p->n_init);
+	p->metric = gc_glue_kmeans_metric(a->value[KM_METRIC]);
 	p->init = parse_kmeans_init(a->value[KM_INIT], init_query);
 	*device = arg_device(a, KM_DEVICE);
 	if (!a->isnull[KM_INIT_CENTROIDS])
@@ -464,6 +483,7 @@ gc_glue_elbow_params(const GcArgs *a, int *k_min, int *k_max,
 	}
 	/* no initial centroids: k of them fix k, and the elbow runs every k */
 	km.isnull[KM_INIT_CENTROIDS] = true;
+	km.value[KM_METRIC] = a->value[EL_METRIC];
 	gc_glue_kmeans_params(&km, p, device, &init_query);
 	if (init_query != NULL)
 		ereport(ERROR,

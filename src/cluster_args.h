@@ -102,6 +102,11 @@ extern void gc_glue_args_of_call(FunctionCallInfo fcinfo,
  * no centroids yet and *init_query to the query (else NULL), which the
  * caller runs (gc_glue_kmeans_init_query) or refuses.
  */
+/*
+ * The metric of k-means (kmeans_assign's too): 'euclidean' or 'cosine';
+ * 'inner_product' is refused (0A000), any other name is 22023.
+ */
+extern gc_metric gc_glue_kmeans_metric(Datum value);
 extern void gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p,
 								  gc_device *device, char **init_query);
 extern void gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p,
@@ -117,8 +122,8 @@ extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
  * gpuclust.device 'gpu' when NULL) is an error (0A000), as for affinity
  * propagation.  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
  * parameters after k, checked by gc_glue_kmeans_params as for gpu_kmeans
- * (p->k is k_max), less initial centroids (the elbow has no
- * init_centroids, and an init query is 22023: centroids fix k).
+ * (p->k is k_max), metric included, less initial centroids (the elbow
+ * has no init_centroids, and an init query is 22023: centroids fix k).
  */
 extern void gc_glue_kdistance_params(const GcArgs *a, int64 *k,
 									 int32 *quantiles, gc_device *device);

@@ -52,6 +52,40 @@ alloc_array(MemoryContext cxt, Size n, Size size)
 }
 
 /*
+ * How errors name the input row of row j of X: "row with id 7", "source
+ * row 12" (ids of another type: the id is not printed), "partition row 3".
+ */
+static char *
+x_row_name(const GcInput *in, int64 j)
+{
+	int64		i,
+				seen = -1;
+
+	for (i = 0; i < in->n_rows - 1; i++)
+		if (in->has_features[i] && ++seen == j)
+			break;
+	if (in->ids == NULL)
+		return psprintf("partition row %lld", (long long) i + 1);
+	if (in->keys != NULL)
+		return psprintf("source row %lld", (long long) i + 1);
+	return psprintf("row with id %lld", (long long) in->ids[i]);
+}
+
+/* Under the cosine metric: no row of X may be all 0 (22000, naming it). */
+static void
+check_no_zero_row(const GcInput *in)
+{
+	int64		zero = gc_first_zero_row(in->X, in->n, in->d);
+
+	if (zero >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("features of %s are all 0: the cosine distance is undefined",
+						x_row_name(in, zero)),
+				 errhint("Leave zero vectors out of the source, or use metric => 'euclidean'.")));
+}
+
+/*
  * scikit-learn's warning after a fit, as a NOTICE: fewer clusters have rows
  * than k (rows with fewer than k distinct feature vectors leave the spare
  * centres on duplicates, where the lower-numbered centre takes every row).
@@ -128,6 +162,7 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	gc_status	st = {GC_OK, ""};
 	gc_kmeans_params p = *params_in;
 	const gc_kmeans_params *params = &p;
+	int64		zero;
 
 	Assert(in->n >= 1 && params->k <= in->n);
 	if (p.init == GC_INIT_CENTROIDS)
@@ -140,6 +175,17 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 					 errmsg("the initial centroids have %d feature%s, but the rows have %d",
 							p.init_d, p.init_d == 1 ? "" : "s", in->d),
 					 errdetail("The initial centroids are k rows of as many features as the rows to cluster.")));
+	}
+	if (p.metric == GC_METRIC_COSINE)
+	{
+		check_no_zero_row(in);
+		if (p.init == GC_INIT_CENTROIDS &&
+			(zero = gc_first_zero_row(p.init_centroids, p.k, p.init_d)) >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("initial centroid %lld is all 0: the cosine distance is undefined",
+							(long long) zero + 1),
+					 errdetail("Under metric => 'cosine' every initial centroid needs a direction.")));
 	}
 	p.weights = in->weights;
 	if (p.weights != NULL)
@@ -171,26 +217,6 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	return chosen;
 }
 
-/*
- * How errors name the input row of row j of X: "row with id 7", "source
- * row 12" (ids of another type: the id is not printed), "partition row 3".
- */
-static char *
-x_row_name(const GcInput *in, int64 j)
-{
-	int64		i,
-				seen = -1;
-
-	for (i = 0; i < in->n_rows - 1; i++)
-		if (in->has_features[i] && ++seen == j)
-			break;
-	if (in->ids == NULL)
-		return psprintf("partition row %lld", (long long) i + 1);
-	if (in->keys != NULL)
-		return psprintf("source row %lld", (long long) i + 1);
-	return psprintf("row with id %lld", (long long) in->ids[i]);
-}
-
 gc_device
 gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 				   const gc_dbscan_params *params, MemoryContext cxt,
@@ -202,16 +228,7 @@ gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 
 	Assert(in->n >= 1);
 	if (params->metric == GC_METRIC_COSINE)
-	{
-		int64		zero = gc_first_zero_row(in->X, in->n, in->d);
-
-		if (zero >= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("features of %s are all 0: the cosine distance is undefined",
-							x_row_name(in, zero)),
-					 errhint("Leave zero vectors out of the source, or use metric => 'euclidean'.")));
-	}
+		check_no_zero_row(in);
 	*labels = alloc_array(cxt, in->n, sizeof(int32));
 	*is_core = alloc_array(cxt, in->n, sizeof(uint8));
 

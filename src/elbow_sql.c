@@ -2,7 +2,7 @@
  *
  * elbow_sql.c
  *	  gpu_kmeans_elbow(source, k_min, k_max, max_iter, tol, init, n_init,
- *					   seed, device)
+ *					   seed, device, metric)
  *	  RETURNS TABLE (k int, inertia float8, iterations int,
  *					 converged boolean)
  *

@@ -2,12 +2,13 @@
  *
  * kmeans_sql.c
  *	  gpu_kmeans(source, k, max_iter, tol, init, n_init, seed, device,
- *				 init_centroids)
+ *				 init_centroids, metric)
  *	  RETURNS TABLE (id bigint, cluster_id int, distance float8)
  *
  * The source returns (id, features) or (id, features, weight): sample
  * weights weigh the centres and the inertia (the CPU k-means only).  init
  * may be a query returning the initial centroids, run after the source.
+ * metric 'cosine' is spherical k-means (the CPU k-means only).
  *
  * Rows come back in the source's order; a row with NULL features has NULL
  * cluster_id and distance.  A NULL argument other than device is an error.

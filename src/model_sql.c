@@ -4,11 +4,11 @@
  *	  k-means models: fit once, score rows later.
  *
  *	  gpu_kmeans_fit(source, k, max_iter, tol, init, n_init, seed, device,
- *					 init_centroids)
+ *					 init_centroids, metric)
  *		RETURNS (centroids real[], inertia float8, iterations int,
  *				 converged boolean, n bigint, d int)
- *	  kmeans_assign(features, centroids) RETURNS int
- *	  kmeans_assign_distance(features, centroids) RETURNS float8
+ *	  kmeans_assign(features, centroids, metric) RETURNS int
+ *	  kmeans_assign_distance(features, centroids, metric) RETURNS float8
  *
  * gpu_kmeans_fit runs exactly what gpu_kmeans runs (same ingest, checks,
  * device choice and core call) and returns the model instead of the
@@ -20,8 +20,11 @@
  * core's own distance (gc_dist2: float32 sum of squared differences in
  * dimension order, no FMA) with ties to the lowest index, so for the rows
  * a model was fitted on it returns the fit's labels (on the CPU: bit for
- * bit).  kmeans_assign_distance returns the Euclidean distance to that
- * centroid, computed in double as gpu_kmeans's distance column is.
+ * bit).  kmeans_assign_distance returns the distance to that centroid,
+ * computed in double as gpu_kmeans's distance column is.  Under metric
+ * 'cosine' both compare the unit rows of the features and of the centroids
+ * (gc_unit_row), as spherical k-means assigns: a cosine model's rows get
+ * the fit's labels when scored with 'cosine'.
  *
  * The parsed centroids are cached in fn_extra, keyed by the argument's
  * bytes (an inline value, or the TOAST pointer of an out-of-line one), so
@@ -172,6 +175,7 @@ typedef struct CentroidCache
 	int			k;
 	int			d;
 	float	   *C;				/* k x d, row-major */
+	float	   *U;				/* their unit rows (cosine), or NULL: not yet */
 } CentroidCache;
 
 /*
@@ -251,7 +255,7 @@ gc_glue_parse_centroids(ArrayType *arr, const char *what, int expect_k,
 }
 
 /* The centroids of argument argno, from the cache when it holds them. */
-static const CentroidCache *
+static CentroidCache *
 get_centroids(FunctionCallInfo fcinfo, int argno)
 {
 	struct varlena *raw = (struct varlena *) PG_GETARG_POINTER(argno);
@@ -276,8 +280,11 @@ get_centroids(FunctionCallInfo fcinfo, int argno)
 		pfree(cache->key);
 	if (cache->C)
 		pfree(cache->C);
+	if (cache->U)
+		pfree(cache->U);
 	cache->key = NULL;
 	cache->C = NULL;
+	cache->U = NULL;
 	cache->keylen = 0;
 
 	arr = DatumGetArrayTypeP(PointerGetDatum(raw));
@@ -295,19 +302,50 @@ get_centroids(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
+ * The unit rows of the centroids (cosine), made once per cached model; a
+ * centroid whose values are all 0 has no direction (22000).
+ */
+static const float *
+unit_centroids(FunctionCallInfo fcinfo, CentroidCache *m)
+{
+	if (m->U == NULL)
+	{
+		float	   *U = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt,
+										   Max((Size) m->k * m->d, 1) * sizeof(float));
+
+		for (int c = 0; c < m->k; c++)
+			if (gc_unit_row(m->C + (Size) c * m->d, m->d, U + (Size) c * m->d) == 0.0)
+			{
+				pfree(U);
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_EXCEPTION),
+						 errmsg("centroid row %d is all 0: the cosine distance is undefined", c + 1),
+						 errdetail("Under metric => 'cosine' every centroid needs a direction.")));
+			}
+		m->U = U;
+	}
+	return m->U;
+}
+
+/*
  * The nearest centroid to the features of argument 0 (real[] or double
- * precision[]); *x receives the features as float32 (d long).
+ * precision[]) under the metric of argument 2; *x receives the features as
+ * float32 (d long; under cosine their unit row), *C the centroids compared
+ * (under cosine their unit rows).
  */
 static int
-nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x)
+nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x,
+		const float **C, gc_metric *metric)
 {
-	const CentroidCache *m = get_centroids(fcinfo, 1);
+	CentroidCache *m = get_centroids(fcinfo, 1);
 	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(0);
 	int			len = 0;
 	float	   *f;
+	const float *cc = m->C;
 	int			best = 0;
 	float		best_d2;
 
+	*metric = gc_glue_kmeans_metric(PG_GETARG_DATUM(2));
 	if (ARR_NDIM(arr) == 1 && ARR_DIMS(arr)[0] != m->d)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
@@ -317,12 +355,22 @@ nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x)
 	f = palloc(Max(m->d, 1) * sizeof(float));
 	len = gc_features(arr, &len, f, NULL, 0);
 	Assert(len == m->d);
+	if (*metric == GC_METRIC_COSINE)
+	{
+		/* spherical k-means assigns unit rows to unit centres */
+		cc = unit_centroids(fcinfo, m);
+		if (gc_unit_row(f, m->d, f) == 0.0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("features are all 0: the cosine distance is undefined"),
+					 errhint("Leave zero vectors out, or use metric => 'euclidean'.")));
+	}
 
 	/* exactly the core's assignment: gc_dist2, strict <, lowest index */
-	best_d2 = gc_dist2(f, m->C, m->d);
+	best_d2 = gc_dist2(f, cc, m->d);
 	for (int c = 1; c < m->k; c++)
 	{
-		float		d2 = gc_dist2(f, m->C + (Size) c * m->d, m->d);
+		float		d2 = gc_dist2(f, cc + (Size) c * m->d, m->d);
 
 		if (d2 < best_d2)
 		{
@@ -332,6 +380,7 @@ nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x)
 	}
 	*model = m;
 	*x = f;
+	*C = cc;
 	return best;
 }
 
@@ -340,7 +389,9 @@ kmeans_assign(PG_FUNCTION_ARGS)
 {
 	const CentroidCache *m;
 	float	   *x;
-	int			c = nearest(fcinfo, &m, &x);
+	const float *C;
+	gc_metric	metric;
+	int			c = nearest(fcinfo, &m, &x, &C, &metric);
 
 	pfree(x);
 	PG_RETURN_INT32(c);
@@ -351,17 +402,13 @@ kmeans_assign_distance(PG_FUNCTION_ARGS)
 {
 	const CentroidCache *m;
 	float	   *x;
-	int			c = nearest(fcinfo, &m, &x);
-	const float *cc = m->C + (Size) c * m->d;
-	double		q = 0.0;
+	const float *C;
+	gc_metric	metric;
+	int			c = nearest(fcinfo, &m, &x, &C, &metric);
+	/* as the core computes gpu_kmeans's distance column */
+	double		dist = gc_km_distance(gc_dist2_f64(x, C + (Size) c * m->d, m->d),
+									  metric);
 
-	/* as gc_km_inertia computes gpu_kmeans's distance column */
-	for (int j = 0; j < m->d; j++)
-	{
-		double		t = (double) x[j] - (double) cc[j];
-
-		q += t * t;
-	}
 	pfree(x);
-	PG_RETURN_FLOAT8(sqrt(q));
+	PG_RETURN_FLOAT8(dist);
 }

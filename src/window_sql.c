@@ -462,7 +462,7 @@ gpu_dbscan_window(PG_FUNCTION_ARGS)
 
 /* ---------------------------------------------------------------------
  * gpu_kmeans(features, k, max_iter, tol, init, n_init, seed, device,
- *			  init_centroids) OVER (...)
+ *			  init_centroids, metric) OVER (...)
  * --------------------------------------------------------------------- */
 
 /*
