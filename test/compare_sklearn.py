@@ -45,6 +45,16 @@ agree and the weighted inertia (sum of w × distance², float64, from each
 side's own centres and labels) is within 1e-4 of scikit-learn's; with
 k-means++ (n_init 10) our weighted inertia is at most 1.01 × scikit-learn's.
 
+Spherical k-means (metric => 'cosine', 20,000 16-d rows around 20 directions
+at lengths 0.5 to 20): scikit-learn has no spherical k-means (KMeans on
+L2-normalized rows differs from it by not normalizing the centres, which
+changes the assignment), so from the same given initial centroids it is
+compared with a small numpy spherical Lloyd in float64 (argmax cosine,
+normalized means, until no label changes): at least 99.9% of the labels
+agree, the sum of cosine distances is within 1e-5 and the centres within
+1e-4; with k-means++ (n_init 10) our sum of cosine distances is at most 1.01
+× that of KMeans(n_init=10) on the unit rows, its centres normalized.
+
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on any failure.
 """
 import os
@@ -195,18 +205,26 @@ def compare_dbscan(cur, ids, X):
 COS_N, COS_D, COS_CENTRES, COS_EPS, COS_MIN_PTS = 20000, 16, 20, 0.02, 10
 
 
-def compare_dbscan_cosine(cur):
-    rng = np.random.default_rng(7)
-    centres = rng.normal(size=(COS_CENTRES, COS_D))
+def embeddings_table(cur, table, seed, n, d, directions, noise):
+    """n float32 rows of d values around random unit directions (Gaussian
+    noise of the given scale), at lengths 0.5 to 20, loaded into table
+    (id int, f real[]); returns them and the generator, to draw on."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(directions, d))
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    X = centres[rng.integers(0, COS_CENTRES, COS_N)] + rng.normal(scale=0.06, size=(COS_N, COS_D))
-    X *= rng.uniform(0.5, 20.0, size=(COS_N, 1))
+    X = centres[rng.integers(0, directions, n)] + rng.normal(scale=noise, size=(n, d))
+    X *= rng.uniform(0.5, 20.0, size=(n, 1))
     X = X.astype(np.float32)
-    cur.execute("DROP TABLE IF EXISTS gc_cmp_cos")
-    cur.execute("CREATE TABLE gc_cmp_cos (id int, f real[])")
-    with cur.copy("COPY gc_cmp_cos (id, f) FROM STDIN") as cp:
-        for i in range(COS_N):
+    cur.execute(f"DROP TABLE IF EXISTS {table}")
+    cur.execute(f"CREATE TABLE {table} (id int, f real[])")
+    with cur.copy(f"COPY {table} (id, f) FROM STDIN") as cp:
+        for i in range(n):
             cp.write_row((i, X[i].tolist()))
+    return X, rng
+
+
+def compare_dbscan_cosine(cur):
+    X, _ = embeddings_table(cur, "gc_cmp_cos", 7, COS_N, COS_D, COS_CENTRES, 0.06)
     rows, secs = timed(cur, "SELECT id, cluster_id, is_core FROM gpu_dbscan("
                        "'SELECT id, f FROM gc_cmp_cos', %s, %s, metric => 'cosine')",
                        (COS_EPS, COS_MIN_PTS))
@@ -391,6 +409,89 @@ def compare_weighted_kmeans(cur, ids, X, w, k):
           f"ours {ours_pp:.6g}, sklearn {theirs_pp:.6g}, ratio {ours_pp / theirs_pp:.4f}")
 
 
+SPH_N = 20000
+SPH_D = 16
+SPH_CENTRES = 20
+SPH_K = 20
+SPH_AGREE = 0.999
+SPH_REL = 1e-5
+
+
+def spherical_lloyd(U, C0, w=None, max_iter=300):
+    """Spherical k-means (Dhillon & Modha) in float64: rows U of unit length,
+    centres normalized means; stops when no label changes (tol 0)."""
+    C = C0 / np.linalg.norm(C0, axis=1, keepdims=True)
+    labels = None
+    for it in range(max_iter):
+        new = np.argmax(U @ C.T, axis=1)
+        if labels is not None and np.array_equal(new, labels):
+            break
+        labels = new
+        M = np.zeros_like(C)
+        np.add.at(M, labels, U if w is None else U * w[:, None])
+        norm = np.linalg.norm(M, axis=1, keepdims=True)
+        keep = norm[:, 0] > 0
+        C[keep] = M[keep] / norm[keep]
+    return C, labels, it + 1
+
+
+def cosine_objective(U, C, labels):
+    """sum of 1 - cos(row, its centre), centres normalized, float64"""
+    Cn = C / np.linalg.norm(C, axis=1, keepdims=True)
+    return float((1.0 - np.einsum("ij,ij->i", U, Cn[labels])).sum())
+
+
+def compare_spherical_kmeans(cur):
+    X, rng = embeddings_table(cur, "gc_cmp_sph", 11, SPH_N, SPH_D, SPH_CENTRES, 0.25)
+    X64 = X.astype(np.float64)
+    U = X64 / np.linalg.norm(X64, axis=1, keepdims=True)
+    # the same initial centres on both sides: k rows by a fixed draw
+    C0 = X[np.sort(rng.choice(SPH_N, size=SPH_K, replace=False))]
+    c0_sql = "{" + ",".join("{" + ",".join(repr(float(v)) for v in row) + "}" for row in C0) + "}"
+    rows, secs = timed(cur, "SELECT id, cluster_id, distance FROM gpu_kmeans('SELECT id, f FROM gc_cmp_sph', "
+                       "%s, 300, 0, init_centroids => %s, metric => 'cosine')", (SPH_K, c0_sql))
+    lab = np.zeros(SPH_N, dtype=np.int64)
+    dist = np.zeros(SPH_N)
+    for rid, cid, dd in rows:
+        lab[rid], dist[rid] = cid, dd
+    cur.execute("SELECT centroids, inertia, iterations FROM gpu_kmeans_fit('SELECT id, f FROM gc_cmp_sph', "
+                "%s, 300, 0, init_centroids => %s, metric => 'cosine')", (SPH_K, c0_sql))
+    cent, inertia, iters = cur.fetchone()
+    C = np.array(cent, dtype=np.float64)
+    t0 = time.perf_counter()
+    Cr, labr, itr = spherical_lloyd(U, C0.astype(np.float64))
+    ref_secs = time.perf_counter() - t0
+    ours_obj, ref_obj = cosine_objective(U, C, lab), cosine_objective(U, Cr, labr)
+    agree = float((lab == labr).mean())
+    info(f"spherical k-means n={SPH_N} d={SPH_D} k={SPH_K} from given centroids: gpu_kmeans {secs*1e3:.0f} ms "
+         f"({iters} iterations), numpy spherical Lloyd {ref_secs*1e3:.0f} ms ({itr} iterations); labels agree "
+         f"{agree:.6f}; sum of cosine distances ours {ours_obj:.10g}, numpy {ref_obj:.10g}")
+    check(f"spherical k-means k={SPH_K}, given centroids: labels agree with numpy spherical Lloyd >= {SPH_AGREE}",
+          agree >= SPH_AGREE, f"{agree:.6f}, {int((lab != labr).sum())} differ")
+    check(f"spherical k-means k={SPH_K}, given centroids: sum of cosine distances within {SPH_REL} of numpy's",
+          abs(ours_obj - ref_obj) <= SPH_REL * ref_obj, f"ours {ours_obj:.10g}, numpy {ref_obj:.10g}")
+    check(f"spherical k-means k={SPH_K}: unit centres, the same centres as numpy's within 1e-4",
+          np.abs(np.linalg.norm(C, axis=1) - 1).max() <= 1e-6 and np.abs(C - Cr).max() <= 1e-4,
+          f"max |norm - 1| {np.abs(np.linalg.norm(C, axis=1) - 1).max():.2e}, max centre difference {np.abs(C - Cr).max():.2e}")
+    check(f"spherical k-means k={SPH_K}: distance = 1 - cos, inertia = their sum",
+          np.abs(dist - (1.0 - np.einsum("ij,ij->i", U, (C / np.linalg.norm(C, axis=1, keepdims=True))[lab]))).max() <= 1e-6
+          and abs(inertia - dist.sum()) <= 1e-9 * dist.sum(),
+          f"fit inertia {inertia:.10g}, sum of distances {dist.sum():.10g}")
+    # k-means++ (n_init 10) against scikit-learn's KMeans on the unit rows,
+    # both judged by the spherical objective (sklearn's centres normalized,
+    # each row to its largest cosine): only the centre normalization differs
+    rows, _ = timed(cur, "SELECT inertia FROM gpu_kmeans_fit('SELECT id, f FROM gc_cmp_sph', "
+                    "%s, 300, 1e-4, 'k-means++', %s, 0, metric => 'cosine')", (SPH_K, KMEANS_N_INIT))
+    ours_pp = rows[0][0]
+    km = KMeans(n_clusters=SPH_K, n_init=KMEANS_N_INIT, random_state=0).fit(U)
+    Ck = km.cluster_centers_ / np.linalg.norm(km.cluster_centers_, axis=1, keepdims=True)
+    theirs_pp = cosine_objective(U, Ck, np.argmax(U @ Ck.T, axis=1))
+    check(f"spherical k-means k={SPH_K}, k-means++ n_init={KMEANS_N_INIT}: sum of cosine distances <= "
+          f"{KMEANS_SLACK} x KMeans on the unit rows",
+          ours_pp <= KMEANS_SLACK * theirs_pp, f"ours {ours_pp:.6g}, sklearn {theirs_pp:.6g}, ratio {ours_pp / theirs_pp:.4f}")
+    cur.execute("DROP TABLE gc_cmp_sph")
+
+
 def main():
     with psycopg.connect("", autocommit=False) as conn:
         with conn.cursor() as cur:
@@ -426,6 +527,11 @@ def main():
                 except psycopg.Error as e:
                     conn.rollback()
                     check(f"k-means k={k}: gpu_kmeans runs", False, str(e).strip())
+            try:
+                compare_spherical_kmeans(cur)
+            except psycopg.Error as e:
+                conn.rollback()
+                check("spherical k-means: gpu_kmeans runs", False, str(e).strip())
             cur.execute(f"SELECT population::float8 FROM {TABLE} ORDER BY id")
             w = np.array([r[0] for r in cur.fetchall()], dtype=np.float64)
             info(f"weights: population, {int((w == 0).sum())} of {len(w)} zero")
