@@ -448,14 +448,17 @@ def compare_spherical_kmeans(cur):
     # the same initial centres on both sides: k rows by a fixed draw
     C0 = X[np.sort(rng.choice(SPH_N, size=SPH_K, replace=False))]
     c0_sql = "{" + ",".join("{" + ",".join(repr(float(v)) for v in row) + "}" for row in C0) + "}"
+    # named: positionally an integer k (a smallint to psycopg) would pick the keyed form
     rows, secs = timed(cur, "SELECT id, cluster_id, distance FROM gpu_kmeans('SELECT id, f FROM gc_cmp_sph', "
-                       "%s, 300, 0, init_centroids => %s, metric => 'cosine')", (SPH_K, c0_sql))
+                       "k => %s, max_iter => 300, tol => 0, init_centroids => %s, metric => 'cosine')",
+                       (SPH_K, c0_sql))
     lab = np.zeros(SPH_N, dtype=np.int64)
     dist = np.zeros(SPH_N)
     for rid, cid, dd in rows:
         lab[rid], dist[rid] = cid, dd
     cur.execute("SELECT centroids, inertia, iterations FROM gpu_kmeans_fit('SELECT id, f FROM gc_cmp_sph', "
-                "%s, 300, 0, init_centroids => %s, metric => 'cosine')", (SPH_K, c0_sql))
+                "k => %s, max_iter => 300, tol => 0, init_centroids => %s, metric => 'cosine')",
+                (SPH_K, c0_sql))
     cent, inertia, iters = cur.fetchone()
     C = np.array(cent, dtype=np.float64)
     t0 = time.perf_counter()
