@@ -185,26 +185,19 @@ gc_algorithm_name(gc_algorithm algo)
 
 /*
  * Resolve the requested device to CPU or GPU (gc_choose_device) into
- * *chosen, or return the failure in *st.  This may initialise CUDA
- * (probing the GPU), hence the blocked signals.
+ * *chosen, or return the failure in *st.  The GPU is gc_glue_gpu's: a
+ * probe of this backend's own CUDA blocks signals while CUDA starts; the
+ * worker's may wait, interruptibly, for the worker to start.
  */
 gc_code
 gc_glue_try_choose_device(gc_device requested, gc_algorithm algo, int64 n,
 						  int d, gc_device *chosen, gc_status *st)
 {
-	gc_code		rc;
-	sigset_t	old;
 	gc_gpu		gpu;
 
 	*chosen = GC_DEVICE_CPU;
 	gc_glue_gpu(&gpu);
-	/* a probe of this backend's own CUDA may start threads; the worker's may wait */
-	if (!gc_job_worker_configured())
-		gc_glue_signals_block(&old);
-	rc = gc_choose_device(requested, algo, n, d, &gpu, chosen, st);
-	if (!gc_job_worker_configured())
-		gc_glue_signals_restore(&old);
-	return rc;
+	return gc_choose_device(requested, algo, n, d, &gpu, chosen, st);
 }
 
 /* Resolve the requested device to CPU or GPU, or fail with the reason. */
@@ -233,17 +226,12 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen = GC_DEVICE_CPU;
 	gc_code		rc;
-	sigset_t	old;
 	char		note[256];
 	gc_gpu		gpu;
 
 	gc_glue_gpu(&gpu);
-	if (!gc_job_worker_configured())
-		gc_glue_signals_block(&old);
 	rc = gc_choose_device_kmeans(requested, n, d, k, n_init, gpu_lacks, &gpu,
 								 &chosen, note, sizeof(note), &st);
-	if (!gc_job_worker_configured())
-		gc_glue_signals_restore(&old);
 	if (rc != GC_OK)
 		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
 	if (note[0] != '\0')

@@ -50,12 +50,6 @@
  * The GPU dispatch sees
  * --------------------------------------------------------------------- */
 
-bool
-gc_job_worker_configured(void)
-{
-	return gc_worker != NULL;
-}
-
 static bool
 worker_warm(const gc_gpu *gpu)
 {
@@ -400,6 +394,16 @@ job_common(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
 	j->threads = ctx->n_threads;
 }
 
+/* After the results are read: the slot freed, the outputs' segment unmapped. */
+static void
+job_release(GcJob *j, dsm_segment *out)
+{
+	uint32		done = GC_JOB_DONE;
+
+	(void) pg_atomic_compare_exchange_u32(&j->state, &done, GC_JOB_FREE);
+	dsm_detach(out);
+}
+
 gc_code
 gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 				  const gc_kmeans_params *p, gc_kmeans_result *res,
@@ -443,13 +447,7 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 		res->converged = j->kmeans.converged;
 		last_kmeans = j->phases.kmeans;
 	}
-	if (pg_atomic_read_u32(&j->state) == GC_JOB_DONE)
-	{
-		uint32		done = GC_JOB_DONE;
-
-		(void) pg_atomic_compare_exchange_u32(&j->state, &done, GC_JOB_FREE);
-	}
-	dsm_detach(out);
+	job_release(j, out);
 	return st->code;
 }
 
@@ -485,13 +483,7 @@ gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
 		memcpy(is_core, o + j->out_second, n);
 		last_dbscan = j->phases.dbscan;
 	}
-	if (pg_atomic_read_u32(&j->state) == GC_JOB_DONE)
-	{
-		uint32		done = GC_JOB_DONE;
-
-		(void) pg_atomic_compare_exchange_u32(&j->state, &done, GC_JOB_FREE);
-	}
-	dsm_detach(out);
+	job_release(j, out);
 	return st->code;
 }
 

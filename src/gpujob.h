@@ -19,9 +19,6 @@
 
 struct GcInput;
 
-/* Whether the server's GPU worker runs this backend's GPU calls. */
-extern bool gc_job_worker_configured(void);
-
 /*
  * The worker's state once it is settled: while it starts or restarts, the
  * caller waits (interruptibly) a few seconds for it to run.

@@ -276,6 +276,17 @@ finish_job(GcJob *j, const gc_status *st)
 	}
 }
 
+/* Unmaps the segments of running job r (X may live in the outputs' one). */
+static void
+detach_segments(Running *r)
+{
+	if (r->x_seg != NULL && r->x_seg != r->out_seg)
+		dsm_detach(r->x_seg);
+	if (r->out_seg != NULL)
+		dsm_detach(r->out_seg);
+	r->x_seg = r->out_seg = NULL;
+}
+
 static void
 release_memory(size_t mem)
 {
@@ -310,9 +321,7 @@ reap(void)
 		}
 		else
 			j->phases.dbscan = r->db_phases;
-		if (r->x_seg != r->out_seg)
-			dsm_detach(r->x_seg);
-		dsm_detach(r->out_seg);
+		detach_segments(r);
 		r->used = false;
 		release_memory(j->mem);
 		finish_job(j, &r->status);
@@ -374,8 +383,7 @@ admit(void)
 	{
 		gc_status	st = {GC_OK, ""};
 		Running    *r = &runs[j - gc_worker->jobs];
-		sigset_t	all,
-					old;
+		sigset_t	old;
 		bool		fits;
 
 		if (gc_worker->state != GC_WORKER_READY)
@@ -410,10 +418,7 @@ admit(void)
 		if (r->out_seg == NULL || r->x_seg == NULL)
 		{
 			/* the backend has gone, its segments with it */
-			if (r->out_seg != NULL)
-				dsm_detach(r->out_seg);
-			if (r->x_seg != NULL && r->x_seg != r->out_seg)
-				dsm_detach(r->x_seg);
+			detach_segments(r);
 			gc_fail(&st, GC_ECANCEL, "the job's data are gone");
 			finish_job(j, &st);
 			continue;
@@ -434,21 +439,18 @@ admit(void)
 		SpinLockRelease(&gc_worker->mutex);
 
 		/* the thread and CUDA's own threads must not take our signals */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
+		gc_glue_signals_block(&old);
 		if (pthread_create(&r->thread, NULL, job_thread, r) != 0)
 		{
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			gc_glue_signals_restore(&old);
 			r->used = false;
-			if (r->x_seg != r->out_seg)
-				dsm_detach(r->x_seg);
-			dsm_detach(r->out_seg);
+			detach_segments(r);
 			release_memory(j->mem);
 			gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker could not start a thread");
 			finish_job(j, &st);
 			continue;
 		}
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		gc_glue_signals_restore(&old);
 	}
 }
 
@@ -490,8 +492,7 @@ trim_when_idle(void)
 	static TimestampTz busy_at = 0;
 	static bool trimmed = true;
 	TimestampTz now = GetCurrentTimestamp();
-	sigset_t	all,
-				old;
+	sigset_t	old;
 
 	if (gc_worker->running > 0 || oldest_queued() != NULL)
 	{
@@ -501,10 +502,9 @@ trim_when_idle(void)
 	}
 	if (trimmed || !TimestampDifferenceExceeds(busy_at, now, GC_WORKER_TRIM_MS))
 		return;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	gc_glue_signals_block(&old);
 	gc_cuda_trim_memory();
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	gc_glue_signals_restore(&old);
 	trimmed = true;
 }
 
@@ -513,13 +513,11 @@ static void
 read_free_memory(void)
 {
 	gc_cuda_device_info info;
-	sigset_t	all,
-				old;
+	sigset_t	old;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	gc_glue_signals_block(&old);
 	gc_cuda_probe_cached(device_id, &info);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	gc_glue_signals_restore(&old);
 	SpinLockAcquire(&gc_worker->mutex);
 	gc_worker->free_mem = info.usable ? info.free_mem : 0;
 	SpinLockRelease(&gc_worker->mutex);
@@ -579,8 +577,7 @@ void
 gpuclust_gpu_worker_main(Datum arg)
 {
 	gc_cuda_device_info info;
-	sigset_t	all,
-				old;
+	sigset_t	old;
 
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -605,10 +602,9 @@ gpuclust_gpu_worker_main(Datum arg)
 	else
 	{
 		/* CUDA starts threads of its own: they must not take our signals */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
+		gc_glue_signals_block(&old);
 		gc_cuda_probe_cached(device_id, &info);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		gc_glue_signals_restore(&old);
 	}
 
 	SpinLockAcquire(&gc_worker->mutex);
@@ -623,9 +619,9 @@ gpuclust_gpu_worker_main(Datum arg)
 	if (info.usable && !gpuclust_gpu_worker_emulate)
 	{
 		/* device buffers stay in CUDA's pool from job to job */
-		pthread_sigmask(SIG_SETMASK, &all, &old);
+		gc_glue_signals_block(&old);
 		gc_cuda_keep_memory(device_mem);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		gc_glue_signals_restore(&old);
 	}
 	if (info.usable)
 		ereport(LOG,

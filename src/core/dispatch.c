@@ -17,6 +17,8 @@
  * under 'auto' does not initialise CUDA at all) and the probe is cached per
  * process, i.e. per backend; the free memory is read again on every call.
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <strings.h>
 
@@ -54,10 +56,18 @@ static void
 local_probe(const gc_gpu *gpu, gc_gpu_state *out)
 {
 	gc_cuda_device_info info;
+	sigset_t	all,
+				old;
 
 	memset(out, 0, sizeof(*out));
-	/* without CUDA, the probe's stub says so */
+	/*
+	 * Without CUDA, the probe's stub says so.  The first probe starts CUDA,
+	 * whose threads must not take the caller's signals.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	gc_cuda_probe_cached(gpu->device_id, &info);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	out->usable = info.usable;
 	if (info.usable)
 		out->mem = info.free_mem > GPU_MEM_HEADROOM ?
