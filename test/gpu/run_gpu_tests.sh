@@ -11,7 +11,14 @@
 #   sanitize         compute-sanitizer memcheck, initcheck, synccheck and
 #                    racecheck (SANITIZE_TOOLS) over the quick sets of
 #                    SANITIZE_BINS (default both tests; racecheck: tiny sets)
-#   bench            PyTorch baseline (bench_kmeans.py), then bench_kmeans
+#   bench            k-means per iteration (issue 13's table, with FP32,
+#                    TF32 and memory rooflines) and whole fits: the
+#                    baselines on the same data (bench_kmeans.py: PyTorch,
+#                    and flash-kmeans fp32/fp16 when .vendor/flash_kmeans
+#                    was carried: test/gpu/fetch_vendor.sh makes it here;
+#                    carry [".vendor"]), then bench_kmeans.  About 2-4
+#                    minutes; at most KM_BASELINE_TIMEOUT (200) +
+#                    KM_BENCH_TIMEOUT (220) s
 #   dbscan-bench     bench_dbscan_gpu: GPU vs CPU table (BENCH_ONLY=A,B,...)
 #   crossover        bench_crossover: CPU vs GPU k-means whole calls
 #   sql              test/gpu/sql_gpu_test.sh in a real server started from
@@ -19,6 +26,10 @@
 #                    make install, then carry .carry), gpuclust preloaded
 #                    so that the GPU worker runs every GPU call
 #                    (SQL_PRELOAD=0: not preloaded, contexts per backend)
+#   sql-bench        test/gpu/sql_kmeans_timing.sh in that server: gpu_kmeans
+#                    on 1M rows x 32, k = 100, 3 calls on 'gpu' and one on
+#                    'cpu', log_timing's ingest / upload / init / Lloyd /
+#                    download / emit as a table
 #   worker           test/worker_test.py --gpu in that server: the worker's
 #                    hand-off, queue, cancellation and failures on the GPU
 #   worker-bench     test/gpu/bench_worker.py: 16 sessions, first-call
@@ -87,9 +98,20 @@ sanitize)
 	done
 	;;
 bench)
+	echo "== bench_kmeans: baselines (bench_kmeans.py; $OUTDIR/baselines.txt)"
+	if [ -f .vendor/flash_kmeans/VERSION ]; then
+		echo "  $(cat .vendor/flash_kmeans/VERSION) from .vendor"
+	else
+		echo "  flash-kmeans not carried (test/gpu/fetch_vendor.sh, then carry .vendor)"
+	fi
+	PYTHONUNBUFFERED=1 timeout "${KM_BASELINE_TIMEOUT:-200}" python3 test/gpu/bench_kmeans.py "$OUTDIR/baselines.txt" \
+		2>&1 | tee "$OUTDIR/bench_baselines.log"
+	r=${PIPESTATUS[0]}
+	[ $r -eq 0 ] || echo "  (baselines: exit $r$([ $r -eq 124 ] && echo ", timed out after ${KM_BASELINE_TIMEOUT:-200}s"); the table shows what they wrote)"
 	echo "== bench_kmeans"
-	PYTHONUNBUFFERED=1 timeout 300 python3 test/gpu/bench_kmeans.py "$OUTDIR/torch_ms.txt" || echo "(torch baseline failed)"
-	timeout "${KM_BENCH_TIMEOUT:-400}" $B/bench_kmeans "$OUTDIR/torch_ms.txt" 2>&1 | tee "$OUTDIR/bench.log" || rc=1
+	timeout "${KM_BENCH_TIMEOUT:-220}" $B/bench_kmeans "$OUTDIR/baselines.txt" 2>&1 | tee "$OUTDIR/bench.log"
+	r=${PIPESTATUS[0]}
+	[ $r -eq 0 ] || { echo "  (bench_kmeans: exit $r$([ $r -eq 124 ] && echo ", timed out after ${KM_BENCH_TIMEOUT:-220}s"))"; rc=1; }
 	;;
 dbscan-bench)
 	echo "== bench_dbscan_gpu"
@@ -99,7 +121,7 @@ crossover)
 	echo "== bench_crossover"
 	timeout 400 $B/bench_crossover 2>&1 | tee "$OUTDIR/crossover.log" || rc=1
 	;;
-sql|worker|worker-bench)
+sql|sql-bench|worker|worker-bench)
 	# the extension as installed here, in a real server: the bundle made by
 	# ../shared/tools/pg-bundle make .carry (after make install), carried,
 	# with gpuclust preloaded (its GPU worker on; SQL_PRELOAD=0: not
@@ -120,6 +142,10 @@ sql|worker|worker-bench)
 		( eval "$env"; timeout "${SQL_TIMEOUT:-540}" test/gpu/sql_gpu_test.sh ) > "$OUTDIR/sql_gpu_test.log" 2>&1
 		r=$?
 		grep -E "^(ok|FAIL)|sql_gpu_test:|timed out" "$OUTDIR/sql_gpu_test.log";;
+	sql-bench)
+		( eval "$env"; timeout "${SQL_BENCH_TIMEOUT:-300}" test/gpu/sql_kmeans_timing.sh ) > "$OUTDIR/sql_bench.log" 2>&1
+		r=$?
+		cat "$OUTDIR/sql_bench.log";;
 	worker)
 		( eval "$env"; timeout "${WORKER_TIMEOUT:-400}" python3 test/worker_test.py --gpu \
 			--stop-cmd "$ctl -m fast stop'" --start-cmd "$ctl -o \"-k /tmp -p 5432 -c listen_addresses=\" start'" ) \
