@@ -454,7 +454,7 @@ faiss_fit(const float *X, bench_row *w)
 
 /* what limits a row that missed its target, in one sentence or two */
 static void
-explain_miss(const bench_row *w, const roofs *r, double ours, double fp32_peak)
+explain_miss(const bench_row *w, const roofs *r, double ours)
 {
 	const gc_kmeans_gpu_timing *t = &w->t;
 	double		rest = fmax(0, t->ms_iter - t->ms_assign - t->ms_update);
@@ -506,7 +506,6 @@ explain_miss(const bench_row *w, const roofs *r, double ours, double fp32_peak)
 		printf(" Per-iteration overhead outside the assign and update kernels limits it.");
 	printf(" Best roofline (max of TF32 and memory): %s ms per iteration, %.0f%% of ours.\n",
 		   fmt3(a, sizeof(a), best), 100 * best / t->ms_iter);
-	(void) fp32_peak;
 }
 
 int
@@ -666,7 +665,7 @@ main(int argc, char **argv)
 			}
 			else if (ours > w->target)
 			{
-				explain_miss(w, &r, ours, peak);
+				explain_miss(w, &r, ours);
 				missed++;
 			}
 		}
