@@ -203,6 +203,27 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, const double *w,
 }
 
 
+/* D2, lab: each row's nearest of the m candidate rows cid (ties: lowest). */
+static void
+ref_nearest(const float *X, int64_t n, int d, const int64_t *cid, int64_t m,
+			float *D2, int32_t *lab)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		D2[i] = INFINITY;
+		for (int64_t c = 0; c < m; c++)
+		{
+			float		q = gc_dist2(X + i * d, X + cid[c] * d, d);
+
+			if (q < D2[i])
+			{
+				D2[i] = q;
+				lab[i] = (int32_t) c;
+			}
+		}
+	}
+}
+
 /*
  * k-means|| as kmeans_internal.h defines it, straightforwardly: naive
  * distances and argmins, the blocked phi, the draws' formula, then
@@ -227,23 +248,8 @@ ref_kmeans_par(const float *X, int64_t n, int d, int k, const double *w,
 	for (int r = 1; r <= 20 && (r <= 5 || m < k); r++)
 	{
 		double		phi = 0.0;
-		int64_t		m0 = m;
 
-		/* D² and lab from scratch: argmin over all candidates so far */
-		for (int64_t i = 0; i < n; i++)
-		{
-			D2[i] = INFINITY;
-			for (int64_t c = 0; c < m; c++)
-			{
-				float		q = gc_dist2(X + i * d, X + cid[c] * d, d);
-
-				if (q < D2[i])
-				{
-					D2[i] = q;
-					lab[i] = (int32_t) c;
-				}
-			}
-		}
+		ref_nearest(X, n, d, cid, m, D2, lab);
 		for (int64_t b = 0; b < nb; b++)
 		{
 			double		s = 0.0;
@@ -258,22 +264,8 @@ ref_kmeans_par(const float *X, int64_t n, int d, int k, const double *w,
 			if (gc_rng_uniform(seed, stream, 1 + (uint64_t) (r - 1) * n + i) <
 				(ell * (W_(i) * (double) D2[i])) / phi)
 				cid[m++] = i;
-		(void) m0;
 	}
-	for (int64_t i = 0; i < n; i++)
-	{
-		D2[i] = INFINITY;
-		for (int64_t c = 0; c < m; c++)
-		{
-			float		q = gc_dist2(X + i * d, X + cid[c] * d, d);
-
-			if (q < D2[i])
-			{
-				D2[i] = q;
-				lab[i] = (int32_t) c;
-			}
-		}
-	}
+	ref_nearest(X, n, d, cid, m, D2, lab);
 	if (m < k)
 		ref_kmeanspp(X, n, d, k, w, seed, stream, chosen);
 	else
