@@ -1713,6 +1713,31 @@ main(void)
 	test_fit_shape(20000, 2, 2, DATA_BLOBS, GC_INIT_KMEANSPP, 1, 1e-4);	/* segments */
 	test_fit_shape(20000, 16, 100, DATA_BLOBS, GC_INIT_KMEANSPP, 1, 1e-4);
 	test_fit_shape(3000, 3, 60, DATA_DUPLICATES, GC_INIT_RANDOM, 3, 0.0);
+	/* k-means|| and auto in whole fits (auto at k >= 256 is k-means||) */
+	test_fit_shape(5000, 4, 30, DATA_BLOBS, GC_INIT_KMEANS_PARALLEL, 2, 1e-4);
+	test_fit_shape(2000, 3, 40, DATA_DUPLICATES, GC_INIT_KMEANS_PARALLEL, 1, 0.0);
+	test_fit_shape(3000, 2, 300, DATA_UNIFORM, GC_INIT_AUTO, 1, 1e-4);
+	{
+		gc_kmeans_params pa = KM_PARAMS(300, 5, 1e-4, GC_INIT_AUTO, 1, 77),
+					pp = KM_PARAMS(300, 5, 1e-4, GC_INIT_KMEANS_PARALLEL, 1, 77),
+					p3 = KM_PARAMS(30, 5, 1e-4, GC_INIT_AUTO, 2, 78),
+					p4 = KM_PARAMS(30, 5, 1e-4, GC_INIT_KMEANSPP, 2, 78);
+		float	   *X = make_data(3000, 3, DATA_BLOBS);
+		fit			fa,
+					fp;
+
+		do_fit(&fa, X, 3000, 3, &pa, 2);
+		do_fit(&fp, X, 3000, 3, &pp, 2);
+		CHECK(same_fit(&fa, &fp, 3000, 300, 3), "auto at k = 300 is not k-means||");
+		free_fit(&fa);
+		free_fit(&fp);
+		do_fit(&fa, X, 3000, 3, &p3, 2);
+		do_fit(&fp, X, 3000, 3, &p4, 2);
+		CHECK(same_fit(&fa, &fp, 3000, 30, 3), "auto at k = 30 is not k-means++");
+		free_fit(&fa);
+		free_fit(&fp);
+		free(X);
+	}
 
 	test_cancel();
 	return test_summary("test_kmeans");
