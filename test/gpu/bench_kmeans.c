@@ -159,7 +159,7 @@ bench_fits(uint64_t *s)
 					 ph.ms_init <= 0.2 * fit ? "met" : "MISSED");
 		printf("| n=%lld d=%d k=%d | %s | %.1f | %.1f | %.1f (%d) | %.3f | %.1f | %.1f | %.0f%% | %s |\n",
 			   (long long) n, d, k, F[w].init == GC_INIT_RANDOM ? "random" :
-			   F[w].init == GC_INIT_KMEANS_PARALLEL ? "k-means||" : "k-means++",
+			   F[w].init == GC_INIT_KMEANS_PARALLEL ? "k-means\\|\\|" : "k-means++",
 			   ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.total_iterations,
 			   ph.ms_lloyd / (ph.total_iterations > 0 ? ph.total_iterations : 1),
 			   ph.ms_download, tot, 100.0 * ph.ms_init / fit, tgt);
