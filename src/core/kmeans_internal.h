@@ -22,7 +22,8 @@
 
 /*
  * Random streams (see rng.h): run r of n_init draws from stream
- * r + GC_KM_STREAM_KMEANSPP or r + GC_KM_STREAM_RANDOM.
+ * r + GC_KM_STREAM_KMEANSPP, r + GC_KM_STREAM_RANDOM or
+ * r + GC_KM_STREAM_KMEANSPAR (gc_km_init_stream).
  */
 #define GC_KM_STREAM_KMEANSPP UINT64_C(0)
 #define GC_KM_STREAM_RANDOM   (UINT64_C(1) << 32)
