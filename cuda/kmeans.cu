@@ -8,7 +8,8 @@
  *   kmeans_dev.cuh     km_dev (the device state of one problem), the
  *                      iteration record, error plumbing, the phases' API
  *   kmeans_setup.cu    allocation, upload and transpose, feature scales
- *   kmeans_pp.cu       k-means++ seeding
+ *   kmeans_pp.cu       k-means++ seeding (also weighted: k-means||'s reduction)
+ *   kmeans_par.cu      k-means|| seeding
  *   kmeans_assign.cu   the assignment kernels and the centres' layout
  *   kmeans_update.cu   the fixed-point sums, means, empty-cluster re-seeding
  *   kmeans_stats.cu    inertia, distances, the variance behind tol
@@ -54,8 +55,10 @@
  * Empty clusters are re-seeded exactly as the CPU does (rows farthest from
  * their centres, farthest to the lowest empty id) on an extra, rare path.
  *
- * Seeding: k-means++ runs on the device (kmeans_pp.cu) and reproduces the
- * CPU's centres bit for bit; random seeding calls the CPU's own function.
+ * Seeding: k-means++ (kmeans_pp.cu) and k-means|| (kmeans_par.cu) run on
+ * the device and reproduce the CPU's centres bit for bit; random seeding
+ * calls the CPU's own function; 'auto' resolves as on the CPU
+ * (gc_km_init_resolve, k only).
  * The final inertia and distances are the CPU's blocked double sums.
  *
  * Memory.  X stays resident on the device (XT, plus XR for the sorted
@@ -112,7 +115,10 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 	return GC_OK;
 }
 
-/* Initial centres into D.C[0] (device). */
+/*
+ * Initial centres into D.C[0] (device), init resolved (gc_km_init_resolve):
+ * random, k-means|| or k-means++.
+ */
 gc_code
 km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 		uint64_t seed, uint64_t stream, int64_t *chosen_dev, gc_status *st)
@@ -138,6 +144,9 @@ km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 		free(h);
 		return rc;
 	}
+	if (init == GC_INIT_KMEANS_PARALLEL)
+		return km_par_device(ctx, D.s, D.XT, D.n, D.d, D.k, seed, stream, D.C[0],
+							 chosen_dev, st);
 	return km_pp_device(ctx, D.s, D.XT, D.n, D.d, D.k, seed, stream, D.C[0],
 						chosen_dev, st);
 }
@@ -157,9 +166,11 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 				t1;
 
 	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, p->n_init, NAN);
-	rc = km_seed(D, ctx, X, p->init, p->seed,
-				 (p->init == GC_INIT_RANDOM ? GC_KM_STREAM_RANDOM : GC_KM_STREAM_KMEANSPP) +
-				 (uint64_t) run, nullptr, st);
+	{
+		const gc_kmeans_init init = gc_km_init_resolve(p->init, D.n, D.d, D.k);
+
+		rc = km_seed(D, ctx, X, init, p->seed, gc_km_init_stream(init, run), nullptr, st);
+	}
 	if (rc != GC_OK)
 		return rc;
 	KM_CK(cudaStreamSynchronize(D.s));
@@ -246,8 +257,9 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
 	else
 		b += fmin(64.0 * 1024 * 1024, nn * dd * 4);	/* staging */
 	b += 512 * dd * 8;			/* absmax partials */
-	b += nn * 4 + nb * (8 + 8 * KM_PP_LMAX) + dd * 4 * KM_PP_LMAX;	/* k-means++ */
-	b += nn * 4 * (3 + log(kk));	/* its terms, L = 2 + ln k (random init: unused) */
+	b += nb * (8 + 8 * KM_PP_LMAX) + dd * 4 * KM_PP_LMAX;	/* k-means++ */
+	b += nn * 4.25 * (3 + log(kk));	/* its terms and checkpoints, L = 2 + ln k */
+	b += nn * 17 + 3 * (1 + 2 * GC_KM_PAR_ROUNDS * kk) * dd * 4;	/* k-means||, ~10k candidates */
 	b += nb * dd * 8;			/* variance */
 	b += 40 * 2.0 * 1024 * 1024;	/* rounding of ~40 allocations */
 	return (size_t) (b * 1.02);

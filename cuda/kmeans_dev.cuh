@@ -23,6 +23,76 @@ extern "C" {
 /* Most local trials k-means++ draws (2 + ln k, k < 2^31: 23). */
 #define KM_PP_LMAX 24
 
+/* Rows between the checkpoints of a block's running sum (kmeans_pp.cu). */
+#define KM_CK_ROWS 32
+#define KM_CK_PER_BLOCK (KM_BLOCK / KM_CK_ROWS)
+
+/*
+ * The sequential double sum of one fixed block's terms, rows i0 .. i1-1,
+ * exactly as the CPU adds them (acc = 0; acc += term, row after row), by
+ * one thread: the term is w[i] * (double) t[i], or (double) t[i] when w is
+ * NULL.  The one dependent chain is the whole cost, so the loads run a
+ * group of KM_CK_ROWS ahead of it.  ck (may be NULL) gets the running sum
+ * after every KM_CK_ROWS rows (the last: after the last row), so that a
+ * search of the prefix sums can start from the checkpoint before it.  One
+ * thread per chain: with many blocks all chains run at once.
+ */
+__device__ __forceinline__ double
+km_block_chain(const float *__restrict__ t, const double *__restrict__ w,
+			   int64_t i0, int64_t i1, double *ck)
+{
+	double		acc = 0.0;
+	int64_t		i = i0;
+	float		cur[KM_CK_ROWS];
+
+	if (i + KM_CK_ROWS <= i1)
+	{
+#pragma unroll
+		for (int u = 0; u < KM_CK_ROWS; u++)
+			cur[u] = t[i + u];
+	}
+	for (; i + KM_CK_ROWS <= i1; i += KM_CK_ROWS)
+	{
+		float		nxt[KM_CK_ROWS];
+		const bool	more = i + 2 * KM_CK_ROWS <= i1;
+
+		if (more)
+		{
+#pragma unroll
+			for (int u = 0; u < KM_CK_ROWS; u++)
+				nxt[u] = t[i + KM_CK_ROWS + u];
+		}
+		if (w != nullptr)
+		{
+#pragma unroll
+			for (int u = 0; u < KM_CK_ROWS; u++)
+				acc += w[i + u] * (double) cur[u];
+		}
+		else
+		{
+#pragma unroll
+			for (int u = 0; u < KM_CK_ROWS; u++)
+				acc += (double) cur[u];
+		}
+		if (ck != nullptr)
+			ck[(i - i0) / KM_CK_ROWS] = acc;
+		if (more)
+		{
+#pragma unroll
+			for (int u = 0; u < KM_CK_ROWS; u++)
+				cur[u] = nxt[u];
+		}
+	}
+	if (i < i1)
+	{
+		for (int64_t r = i; r < i1; r++)
+			acc += w != nullptr ? w[r] * (double) t[r] : (double) t[r];
+		if (ck != nullptr)
+			ck[(i - i0) / KM_CK_ROWS] = acc;
+	}
+	return acc;
+}
+
 #define SMALL_D_MAX 8			/* exact direct path up to this d */
 #define TILE 128				/* tiled path: rows and centres per block */
 
@@ -157,6 +227,31 @@ gc_code		km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
 						 int64_t n, int d, int k, uint64_t seed,
 						 uint64_t stream, float *C, int64_t *chosen,
 						 gc_status *st);
+
+/*
+ * The same weighted, as gc_km_init_kmeanspp_w: w (device, n doubles >= 0,
+ * at least k positive) and the same weights on the host (w_host: the
+ * first centre, gc_km_weighted_first, and the last row of positive
+ * weight).  w NULL: km_pp_device.
+ */
+gc_code		km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT,
+						   int64_t n, int d, int k, const double *w,
+						   const double *w_host, uint64_t seed,
+						   uint64_t stream, float *C, int64_t *chosen,
+						   gc_status *st);
+
+/* ---- kmeans_par.cu ---- */
+
+/*
+ * k-means|| seeding on the device, bit for bit the CPU's
+ * gc_km_init_kmeans_par (unweighted): XT the d x n transposed data; C
+ * (k x d, device) receives the centres, chosen (k, device, may be NULL)
+ * the rows.
+ */
+gc_code		km_par_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
+						  int64_t n, int d, int k, uint64_t seed,
+						  uint64_t stream, float *C, int64_t *chosen,
+						  gc_status *st);
 
 /* ---- kmeans_assign.cu ---- */
 

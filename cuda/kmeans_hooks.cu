@@ -25,7 +25,8 @@ gc_kmeans_gpu_seed(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_seed: bad sizes");
 	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
 		return rc;
-	if (chosen && init == GC_INIT_KMEANSPP)
+	init = gc_km_init_resolve(init, n, d, k);
+	if (chosen && (init == GC_INIT_KMEANSPP || init == GC_INIT_KMEANS_PARALLEL))
 		KM_CK(cudaMalloc(&ch, sizeof(int64_t) * k));
 	rc = km_seed(D, ctx, X, init, seed, stream, ch, st);
 	if (rc == GC_OK)

@@ -1,14 +1,35 @@
 /*
- * kmeans_pp.cu — k-means++ seeding on the GPU.
+ * kmeans_pp.cu — k-means++ seeding on the GPU, unweighted and weighted.
  *
- * It reproduces the CPU's gc_km_init_kmeanspp (kmeans_init.c) bit for bit:
- * the same counter-based draws (rng.h), the same float32 distances summed
- * in dimension order with separate multiply and add, and every double sum
- * over the same fixed blocks of GC_KM_BLOCK rows in the same order.  The
- * sequential parts (a double sum inside one block, the running offsets
- * over blocks) run on one thread each; everything else is parallel.  The
- * seeding loop runs entirely on the device: the host only enqueues, and
- * synchronises every few centres to poll the cancel flags.
+ * It reproduces the CPU's gc_km_init_kmeanspp(_w) (kmeans_init.c) bit for
+ * bit: the same counter-based draws (rng.h), the same float32 distances
+ * summed in dimension order with separate multiply and add, and every
+ * double sum over the same fixed blocks of GC_KM_BLOCK rows in the same
+ * order.  A double sum in a fixed order is one dependent chain; the work
+ * here is to run nothing but those chains serially, from on-chip memory,
+ * and everything else in parallel.  Per centre, four kernels:
+ *
+ *   pp_draw    the L trials: r = u * pot; the block by binary search of
+ *              the offsets, then the running sum's checkpoint (every 32
+ *              rows, kept by pp_bsums) by binary search, then at most 32
+ *              steps of the chain from that checkpoint; the trials' rows
+ *              gathered as the candidates (d x LMAX).
+ *   pp_terms   terms[t][i] = min(closest[i], gc_dist2(x_i, cand_t)), one
+ *              thread per row (one pass over X for all L trials), in place:
+ *              closest is the row terms[best] of the previous centre (the
+ *              winner's terms are the new D²), read by the thread that
+ *              then overwrites its own row's terms.
+ *   pp_bsums   one thread per (fixed block, trial) adds the block's terms
+ *              in row order (km_block_chain), its loads a group ahead of
+ *              the chain, and keeps the checkpoints; every chain of the
+ *              centre runs at once (nb x L threads).
+ *   pp_select  one warp per trial: the prefix of its block sums (which is
+ *              the potential, and the next centre's offsets if it wins),
+ *              then the lowest potential wins (ties: the earliest trial);
+ *              the winner's index stays on the device for the next centre.
+ *
+ * The host only enqueues; it synchronises every 16 centres to poll the
+ * cancel flags.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,337 +39,313 @@
 #include "rng.h"
 
 #define PP_THREADS 256
+#define PP_SUM_THREADS 64		/* chains per CUDA block: spread over the SMs */
 
-/* gc_dist2 of row i (of XT) and centre c: float, dimension order, no FMA. */
-__device__ __forceinline__ float
-pp_dist2(const float *__restrict__ XT, int64_t n, int64_t i, int d,
-		 const float *__restrict__ c, int cstride)
+namespace
 {
-	float		s = 0.0f;
+/* The device state of one seeding, shared by its kernels. */
+struct pp_state
+{
+	const float *XT;
+	int64_t		n;
+	int			d;
+	int64_t		nb;
+	const double *w;			/* NULL: unweighted */
+	int64_t		wlast;			/* the last row of positive weight */
+	float	   *terms;			/* L x n */
+	double	   *bs;				/* L x nb block sums */
+	double	   *ck;				/* L x nb x KM_CK_PER_BLOCK checkpoints */
+	double	   *offc;			/* L x (nb + 1) prefix sums */
+	int64_t    *cid;			/* LMAX trial rows */
+	float	   *cand;			/* d x LMAX */
+	int		   *best;			/* the last winner */
+};
+}
 
-	for (int j = 0; j < d; j++)
-		s = gc_l2_step(s, XT[(int64_t) j * n + i], c[(int64_t) j * cstride]);
-	return s;
+/* The term of row i: w_i * (double) D²_i, or (double) D²_i. */
+__device__ __forceinline__ double
+pp_term(const pp_state &P, const float *closest, int64_t i)
+{
+	return P.w != nullptr ? P.w[i] * (double) closest[i] : (double) closest[i];
+}
+
+/*
+ * The trial of r: gc_km_pp_search (unweighted) or pp_search_w (weighted)
+ * of kmeans_init.c, over the winner's offsets, checkpoints and terms.
+ */
+__device__ int64_t
+pp_search(const pp_state &P, int best, double r)
+{
+	const double *off = P.offc + (int64_t) best * (P.nb + 1);
+	const float *closest = P.terms + (int64_t) best * P.n;
+
+	if (off[P.nb] > r)
+	{
+		const int64_t lo = gc_km_pp_block(off, P.nb, r),
+					i0 = lo * KM_BLOCK,
+					i1 = i0 + KM_BLOCK < P.n ? i0 + KM_BLOCK : P.n;
+		const double *ck = P.ck + ((int64_t) best * P.nb + lo) * KM_CK_PER_BLOCK;
+		const int	nck = (int) ((i1 - i0 + KM_CK_ROWS - 1) / KM_CK_ROWS);
+		int			a = 0,
+					b = nck - 1;	/* first checkpoint s with off + ck[s] > r */
+
+		while (a < b)
+		{
+			int			mid = (a + b) / 2;
+
+			if (off[lo] + ck[mid] > r)
+				b = mid;
+			else
+				a = mid + 1;
+		}
+		{
+			double		local = a > 0 ? ck[a - 1] : 0.0;
+			int64_t		j0 = i0 + (int64_t) a * KM_CK_ROWS,
+						j1 = j0 + KM_CK_ROWS < i1 ? j0 + KM_CK_ROWS : i1;
+
+			for (int64_t i = j0; i < j1; i++)
+			{
+				local += pp_term(P, closest, i);
+				if ((P.w == nullptr || P.w[i] > 0.0) && off[lo] + local > r)
+					return i;
+			}
+		}
+		if (P.w == nullptr)
+			return i1 - 1;		/* unreachable: prefix(i1-1) == off[lo+1] */
+	}
+	return P.w == nullptr ? P.n - 1 : P.wlast;
 }
 
 /*
  * Candidates of centre c (c >= 1): lane t < L draws counter 1+(c-1)L+t.
- * For c == 0 the single candidate is row `first`.  cand is d x LMAX.
- */
-__global__ void
-pp_draw(const float *XT, int64_t n, int d, const double *off, int64_t nb,
-		const float *closest, uint64_t seed, uint64_t stream, int c, int L,
-		int64_t first, int64_t *cid, float *cand)
-{
-	int			t = threadIdx.x;
-
-	if (t < L)
-	{
-		int64_t		row;
-
-		if (c == 0)
-			row = first;
-		else
-		{
-			uint64_t	ctr = 1 + (uint64_t) (c - 1) * L + t;
-			double		r = gc_rng_uniform(seed, stream, ctr) * off[nb];
-
-			row = gc_km_pp_search(off, nb, closest, n, r);
-		}
-		cid[t] = row;
-		for (int j = 0; j < d; j++)
-			cand[j * KM_PP_LMAX + t] = XT[(int64_t) j * n + row];
-	}
-}
-
-/*
- * q[t] = gc_dist2(x_i, cand_t) for the L candidates (cand: d x LMAX), the
- * CPU's float sums.
- */
-__device__ __forceinline__ void
-pp_row_dist2(const float *__restrict__ XT, int64_t n, int d, int64_t i,
-			 const float *__restrict__ cand, int L, float *q)
-{
-#pragma unroll
-	for (int t = 0; t < KM_PP_LMAX; t++)
-		q[t] = 0.0f;
-	for (int j = 0; j < d; j++)
-	{
-		const float x = XT[(int64_t) j * n + i];
-
-#pragma unroll
-		for (int t = 0; t < KM_PP_LMAX; t++)
-			if (t < L)
-				q[t] = gc_l2_step(q[t], x, cand[j * KM_PP_LMAX + t]);
-	}
-}
-
-/*
- * bs[b*LMAX + t] = sequential double sum, over the rows of block b, of
- * min(closest[i], dist2(X_i, candidate t)).  One CUDA block per block of
- * GC_KM_BLOCK rows: the float terms are computed in parallel, chunk by
- * chunk, into shared memory, and lane t adds them up in row order.
+ * For c == 0 the single candidate is row `first`.
  */
 __global__ void __launch_bounds__(PP_THREADS)
-pp_pots(const float *__restrict__ XT, int64_t n, int d,
-		const float *__restrict__ cand, int L,
-		const float *__restrict__ closest, double *bs)
+pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
 {
-	__shared__ float term[KM_PP_LMAX][PP_THREADS];
-	const int64_t i0 = (int64_t) blockIdx.x * KM_BLOCK;
-	const int64_t i1 = i0 + KM_BLOCK < n ? i0 + KM_BLOCK : n;
-	double		acc = 0.0;
+	__shared__ int64_t rows[KM_PP_LMAX];
 
-	for (int64_t ch = i0; ch < i1; ch += PP_THREADS)
-	{
-		int64_t		i = ch + threadIdx.x;
-
-		if (i < i1)
-		{
-			float		q[KM_PP_LMAX];
-			const float cl = closest[i];
-
-			pp_row_dist2(XT, n, d, i, cand, L, q);
-#pragma unroll
-			for (int t = 0; t < KM_PP_LMAX; t++)
-				if (t < L)
-					term[t][threadIdx.x] = q[t] < cl ? q[t] : cl;
-		}
-		__syncthreads();
-		if (threadIdx.x < L)
-		{
-			int			m = (int) (i1 - ch < PP_THREADS ? i1 - ch : PP_THREADS);
-
-			for (int r = 0; r < m; r++)
-				acc += (double) term[threadIdx.x][r];
-		}
-		__syncthreads();
-	}
 	if (threadIdx.x < L)
-		bs[(int64_t) blockIdx.x * KM_PP_LMAX + threadIdx.x] = acc;
+	{
+		const int	t = threadIdx.x;
+		int64_t		row = first;
+
+		if (c > 0)
+		{
+			const int	best = *P.best;
+			uint64_t	ctr = 1 + (uint64_t) (c - 1) * L + t;
+			double		r = gc_rng_uniform(seed, stream, ctr) *
+				P.offc[(int64_t) best * (P.nb + 1) + P.nb];
+
+			row = pp_search(P, best, r);
+		}
+		rows[t] = row;
+		P.cid[t] = row;
+	}
+	__syncthreads();
+	for (int e = threadIdx.x; e < P.d * L; e += blockDim.x)
+	{
+		const int	j = e / L,
+					t = e % L;
+
+		P.cand[j * KM_PP_LMAX + t] = P.XT[(int64_t) j * P.n + rows[t]];
+	}
 }
 
 /*
- * The same potentials in two fully parallel steps (pp_pots runs only
- * n / GC_KM_BLOCK blocks, too few to fill the GPU, and serialises each
- * chunk's sum): pp_terms writes every row's term for every candidate,
- * terms[t*n + i] = min(closest[i], gc_dist2(x_i, cand_t)) computed exactly
- * as pp_pots does; pp_bsums has one thread per (block, candidate) add the
- * block's terms in row order, in double, as pp_pots's lane t does.  Same
- * bits, about n*L*4 bytes of scratch.
+ * terms[t][i] = min(closest[i], gc_dist2(x_i, cand_t)) for t < L, where
+ * closest is terms[best] (c > 0) or +inf (c == 0): the thread of row i
+ * reads its closest before it writes its row's terms.
  */
-__global__ void __launch_bounds__(256)
-pp_terms(const float *__restrict__ XT, int64_t n, int d,
-		 const float *__restrict__ cand, int L,
-		 const float *__restrict__ closest, float *__restrict__ terms)
+__global__ void __launch_bounds__(PP_THREADS)
+pp_terms(pp_state P, int L, int c)
 {
 	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 
-	if (i < n)
+	if (i < P.n)
 	{
+		const float cl = c == 0 ? INFINITY : P.terms[(int64_t) *P.best * P.n + i];
 		float		q[KM_PP_LMAX];
-		const float cl = closest[i];
 
-		pp_row_dist2(XT, n, d, i, cand, L, q);
+#pragma unroll
+		for (int t = 0; t < KM_PP_LMAX; t++)
+			q[t] = 0.0f;
+		for (int j = 0; j < P.d; j++)
+		{
+			const float x = P.XT[(int64_t) j * P.n + i];
+
+#pragma unroll
+			for (int t = 0; t < KM_PP_LMAX; t++)
+				if (t < L)
+					q[t] = gc_l2_step(q[t], x, P.cand[j * KM_PP_LMAX + t]);
+		}
 #pragma unroll
 		for (int t = 0; t < KM_PP_LMAX; t++)
 			if (t < L)
-				terms[(int64_t) t * n + i] = q[t] < cl ? q[t] : cl;
+				P.terms[(int64_t) t * P.n + i] = q[t] < cl ? q[t] : cl;
 	}
 }
 
-__global__ void
-pp_bsums(const float *__restrict__ terms, int64_t n, int64_t nb, int L,
-		 double *bs)
+/* bs[t][b] and its checkpoints: one thread per (block b, trial t). */
+__global__ void __launch_bounds__(PP_SUM_THREADS)
+pp_bsums(pp_state P, int L)
 {
 	const int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 
-	if (e < nb * L)
+	if (e < P.nb * L)
 	{
-		const int	t = (int) (e / nb);
-		const int64_t b = e % nb;
+		const int	t = (int) (e / P.nb);
+		const int64_t b = e % P.nb;
 		const int64_t i0 = b * KM_BLOCK,
-					i1 = i0 + KM_BLOCK < n ? i0 + KM_BLOCK : n;
-		const float *p = terms + (int64_t) t * n;
-		double		acc = 0.0;
+					i1 = i0 + KM_BLOCK < P.n ? i0 + KM_BLOCK : P.n;
 
-		for (int64_t i = i0; i < i1; i++)
-			acc += (double) p[i];
-		bs[b * KM_PP_LMAX + t] = acc;
+		P.bs[e] = km_block_chain(P.terms + (int64_t) t * P.n, P.w, i0, i1,
+								 P.ck + e * KM_CK_PER_BLOCK);
 	}
 }
 
 /*
- * Potential of each candidate (blocks summed in order), the best one
- * (lowest; ties: earliest trial), the new offsets, and centre c.
+ * Warp t: offc[t][0] = 0, offc[t][b+1] = offc[t][b] + bs[t][b] (the
+ * potential is offc[t][nb]); then the winner, centre c and its row.
  */
 __global__ void
-pp_select(const double *bs, int64_t nb, int L, double *off, const int64_t *cid,
-		  const float *cand, int d, float *C, int c, int64_t *chosen,
-		  int *best_out)
+pp_select(pp_state P, int L, float *C, int c, int64_t *chosen)
 {
-	__shared__ double pot[KM_PP_LMAX];
+	__shared__ double stage[KM_PP_LMAX][32];
 	__shared__ int best_s;
-	int			t = threadIdx.x;
+	const int	t = threadIdx.x / 32,
+				lane = threadIdx.x % 32;
 
 	if (t < L)
 	{
-		double		p = 0.0;
+		const double *bs = P.bs + (int64_t) t * P.nb;
+		double	   *off = P.offc + (int64_t) t * (P.nb + 1);
+		double		acc = 0.0;
 
-		for (int64_t b = 0; b < nb; b++)
-			p += bs[b * KM_PP_LMAX + t];
-		pot[t] = p;
+		if (lane == 0)
+			off[0] = 0.0;
+		for (int64_t b0 = 0; b0 < P.nb; b0 += 32)
+		{
+			const int	m = P.nb - b0 < 32 ? (int) (P.nb - b0) : 32;
+
+			if (lane < m)
+				stage[t][lane] = bs[b0 + lane];
+			__syncwarp();
+			if (lane == 0)
+				for (int u = 0; u < m; u++)
+				{
+					acc += stage[t][u];
+					off[b0 + u + 1] = acc;
+				}
+			__syncwarp();
+		}
 	}
 	__syncthreads();
-	if (t == 0)
+	if (threadIdx.x == 0)
 	{
 		int			best = 0;
-		double		bp = pot[0];
+		double		bp = P.offc[P.nb];
 
 		for (int u = 1; u < L; u++)
-			if (pot[u] < bp)
+		{
+			double		p = P.offc[(int64_t) u * (P.nb + 1) + P.nb];
+
+			if (p < bp)
 			{
 				best = u;
-				bp = pot[u];
+				bp = p;
 			}
+		}
 		best_s = best;
-		*best_out = best;
+		*P.best = best;
 		if (chosen)
-			chosen[c] = cid[best];
-		off[0] = 0.0;
-		for (int64_t b = 0; b < nb; b++)
-			off[b + 1] = off[b] + bs[b * KM_PP_LMAX + best];
+			chosen[c] = P.cid[best];
 	}
 	__syncthreads();
-	for (int j = t; j < d; j += blockDim.x)
-		C[(int64_t) c * d + j] = cand[j * KM_PP_LMAX + best_s];
-}
-
-/* closest[i] = min(closest[i], gc_dist2(X_i, C_c)). */
-__global__ void
-pp_closest(const float *__restrict__ XT, int64_t n, int d,
-		   const float *__restrict__ Cc, float *closest)
-{
-	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-	{
-		float		q = pp_dist2(XT, n, i, d, Cc, 1);
-
-		if (q < closest[i])
-			closest[i] = q;
-	}
-}
-
-__global__ void
-fill_float(float *p, int64_t n, float v)
-{
-	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-		p[i] = v;
+	for (int j = threadIdx.x; j < P.d; j += blockDim.x)
+		C[(int64_t) c * P.d + j] = P.cand[j * KM_PP_LMAX + best_s];
 }
 
 namespace
 {
 struct pp_buffers
 {
-	float	   *closest = nullptr;
-	double	   *off = nullptr;
-	double	   *bs = nullptr;
-	int64_t    *cid = nullptr;
-	float	   *cand = nullptr;
-	int		   *best = nullptr;
-	float	   *terms = nullptr;	/* L x n, the two-step potentials */
+	pp_state	P = {};
 	cudaStream_t s = nullptr;	/* the call's: frees in its order */
 
 	~pp_buffers()
 	{
-		gc_dfree(terms, s);
-		gc_dfree(closest, s);
-		gc_dfree(off, s);
-		gc_dfree(bs, s);
-		gc_dfree(cid, s);
-		gc_dfree(cand, s);
-		gc_dfree(best, s);
+		gc_dfree(P.terms, s);
+		gc_dfree(P.bs, s);
+		gc_dfree(P.ck, s);
+		gc_dfree(P.offc, s);
+		gc_dfree(P.cid, s);
+		gc_dfree(P.cand, s);
+		gc_dfree(P.best, s);
 	}
 };
 }
 
-gc_code
-km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
-			 int d, int k, uint64_t seed, uint64_t stream, float *C,
-			 int64_t *chosen, gc_status *st)
+static gc_code
+pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
+	   int k, const double *w, const double *w_host, uint64_t seed,
+	   uint64_t stream, float *C, int64_t *chosen, gc_status *st)
 {
 	const int	L = gc_km_n_local_trials(k);
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
-	const unsigned nblk = (unsigned) ((n + 255) / 256);
-	pp_buffers	b;
+	const unsigned nblk = (unsigned) ((n + PP_THREADS - 1) / PP_THREADS);
+	pp_buffers	B;
+	pp_state   &P = B.P;
 	int64_t		first;
 
 	if (L > KM_PP_LMAX)
 		return gc_fail(st, GC_EINTERNAL, "k-means++: %d local trials exceed %d", L, KM_PP_LMAX);
-	b.s = s;
-	KM_CK(gc_dalloc((void **) &b.closest, sizeof(float) * n, s));
-	KM_CK(gc_dalloc((void **) &b.off, sizeof(double) * (nb + 1), s));
-	KM_CK(gc_dalloc((void **) &b.bs, sizeof(double) * nb * KM_PP_LMAX, s));
-	KM_CK(gc_dalloc((void **) &b.cid, sizeof(int64_t) * KM_PP_LMAX, s));
-	KM_CK(gc_dalloc((void **) &b.cand, sizeof(float) * (size_t) d * KM_PP_LMAX, s));
-	KM_CK(gc_dalloc((void **) &b.best, sizeof(int), s));
-	/*
-	 * The two-step potentials when pp_pots's n / GC_KM_BLOCK blocks would
-	 * not fill the GPU (measured on an H200: 1M rows, d = 128, k = 1000,
-	 * k-means++ 1.80 -> 1.48 s; with 4M and 10M rows, slightly slower than
-	 * pp_pots) and their scratch can be had.
-	 */
-	{
-		int			dev = 0,
-					nsm = 0;
+	B.s = s;
+	P.XT = XT;
+	P.n = n;
+	P.d = d;
+	P.nb = nb;
+	P.w = w;
+	P.wlast = n - 1;
+	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * L, s));
+	KM_CK(gc_dalloc((void **) &P.bs, sizeof(double) * (size_t) nb * L, s));
+	KM_CK(gc_dalloc((void **) &P.ck, sizeof(double) * (size_t) nb * L * KM_CK_PER_BLOCK, s));
+	KM_CK(gc_dalloc((void **) &P.offc, sizeof(double) * (size_t) (nb + 1) * L, s));
+	KM_CK(gc_dalloc((void **) &P.cid, sizeof(int64_t) * KM_PP_LMAX, s));
+	KM_CK(gc_dalloc((void **) &P.cand, sizeof(float) * (size_t) d * KM_PP_LMAX, s));
+	KM_CK(gc_dalloc((void **) &P.best, sizeof(int), s));
+	KM_CK(cudaMemsetAsync(P.best, 0, sizeof(int), s));
 
-		KM_CK(cudaGetDevice(&dev));
-		KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-		if (nb < 4 * (int64_t) nsm && !getenv("GPUCLUST_KM_PP_FUSED") &&
-			gc_dalloc((void **) &b.terms, sizeof(float) * (size_t) n * L, s) != cudaSuccess)
-		{
-			cudaGetLastError();
-			b.terms = nullptr;
-		}
+	if (w != nullptr)
+	{
+		first = gc_km_weighted_first(w_host, n, seed, stream);
+		for (int64_t i = n - 1; i >= 0; i--)
+			if (w_host[i] > 0.0)
+			{
+				P.wlast = i;
+				break;
+			}
+	}
+	else
+	{
+		first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+		if (first >= n)
+			first = n - 1;
 	}
 
-	first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
-	if (first >= n)
-		first = n - 1;
-
-	/* Centre 0: one "candidate" against closest = +inf gives D² and sums. */
-	fill_float<<<nblk, 256, 0, s>>>(b.closest, n, INFINITY);
-	KM_LAUNCHED();
+	/* Centre 0: one "candidate", row first, against closest = +inf. */
 	for (int c = 0; c < k; c++)
 	{
 		const int	Lc = c == 0 ? 1 : L;
 
-		pp_draw<<<1, 32, 0, s>>>(XT, n, d, b.off, nb, b.closest, seed, stream,
-								 c, Lc, first, b.cid, b.cand);
+		pp_draw<<<1, PP_THREADS, 0, s>>>(P, seed, stream, c, Lc, first);
 		KM_LAUNCHED();
-		if (b.terms)
-		{
-			pp_terms<<<nblk, 256, 0, s>>>(XT, n, d, b.cand, Lc, b.closest, b.terms);
-			KM_LAUNCHED();
-			pp_bsums<<<(unsigned) ((nb * Lc + 127) / 128), 128, 0, s>>>(b.terms, n, nb,
-																		 Lc, b.bs);
-		}
-		else
-			pp_pots<<<(unsigned) nb, PP_THREADS, 0, s>>>(XT, n, d, b.cand, Lc,
-														  b.closest, b.bs);
+		pp_terms<<<nblk, PP_THREADS, 0, s>>>(P, Lc, c);
 		KM_LAUNCHED();
-		pp_select<<<1, 128, 0, s>>>(b.bs, nb, Lc, b.off, b.cid, b.cand, d, C,
-									c, chosen, b.best);
+		pp_bsums<<<blocks_for(nb * Lc, PP_SUM_THREADS), PP_SUM_THREADS, 0, s>>>(P, Lc);
 		KM_LAUNCHED();
-		if (c + 1 < k)
-		{
-			pp_closest<<<nblk, 256, 0, s>>>(XT, n, d, C + (size_t) c * d,
-											b.closest);
-			KM_LAUNCHED();
-		}
+		pp_select<<<1, 32 * KM_PP_LMAX, 0, s>>>(P, Lc, C, c, chosen);
+		KM_LAUNCHED();
 		if ((c & 15) == 15)
 		{
 			KM_CK(cudaStreamSynchronize(s));
@@ -358,4 +355,22 @@ km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 	}
 	KM_CK(cudaStreamSynchronize(s));
 	return GC_OK;
+}
+
+gc_code
+km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
+			 int d, int k, uint64_t seed, uint64_t stream, float *C,
+			 int64_t *chosen, gc_status *st)
+{
+	return pp_run(ctx, s, XT, n, d, k, nullptr, nullptr, seed, stream, C,
+				  chosen, st);
+}
+
+gc_code
+km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
+			   int d, int k, const double *w, const double *w_host,
+			   uint64_t seed, uint64_t stream, float *C, int64_t *chosen,
+			   gc_status *st)
+{
+	return pp_run(ctx, s, XT, n, d, k, w, w_host, seed, stream, C, chosen, st);
 }

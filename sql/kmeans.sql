@@ -41,6 +41,30 @@ FROM gpu_kmeans('SELECT id, f FROM km_pts', 3, 100, 1e-6, 'K-Means++', 1, 5, 'au
 SELECT * FROM km_partition('SELECT id, f FROM km_pts WHERE id < 20', 2, init => 'random');
 SELECT * FROM km_partition('SELECT id, f FROM km_pts WHERE id < 20', 2, init => 'RANDOM', n_init => 4, seed => 99);
 
+-- init k-means|| (Bahmani et al.) and auto: the three grids
+SELECT * FROM km_partition('SELECT id, f FROM km_pts', 3, init => 'k-means||');
+SELECT * FROM km_partition('SELECT id, f FROM km_pts', 3, init => 'K-Means||', n_init => 3, seed => 11);
+SELECT * FROM km_partition('SELECT id, f FROM km_pts', 3, init => 'auto', seed => 5);
+-- auto is k-means++ below k = 256 and k-means|| from k = 256: the same
+-- results; k-means||, same seed, same result; k = n
+SELECT count(*) AS differing FROM (
+  (SELECT * FROM gpu_kmeans('SELECT id, f FROM km_pts', 5, init => 'auto', seed => 42)
+   EXCEPT ALL
+   SELECT * FROM gpu_kmeans('SELECT id, f FROM km_pts', 5, init => 'k-means++', seed => 42))
+  UNION ALL
+  (SELECT * FROM gpu_kmeans('SELECT i, ARRAY[i % 97, i % 89]::real[] FROM generate_series(1, 1500) i',
+                            256, init => 'auto', seed => 3, max_iter => 3)
+   EXCEPT ALL
+   SELECT * FROM gpu_kmeans('SELECT i, ARRAY[i % 97, i % 89]::real[] FROM generate_series(1, 1500) i',
+                            256, init => 'k-means||', seed => 3, max_iter => 3))
+  UNION ALL
+  (SELECT * FROM gpu_kmeans('SELECT id, f FROM km_pts', 4, init => 'k-means||', n_init => 2, seed => -8)
+   EXCEPT ALL
+   SELECT * FROM gpu_kmeans('SELECT id, f FROM km_pts', 4, init => 'k-means||', n_init => 2, seed => -8))
+) AS d;
+SELECT count(DISTINCT cluster_id), max(distance)
+FROM gpu_kmeans('SELECT id, f FROM km_pts WHERE id < 5', 5, init => 'k-means||');
+
 -- max_iter 1: one assignment step, every row labelled
 SELECT count(*), bool_and(cluster_id BETWEEN 0 AND 2), bool_and(distance >= 0)
 FROM gpu_kmeans('SELECT id, f FROM km_pts', 3, max_iter => 1);

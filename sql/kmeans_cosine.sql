@@ -30,6 +30,10 @@ WHERE cluster_id = (SELECT mode() WITHIN GROUP (ORDER BY cluster_id)
 -- the metric's name is case-insensitive, as DBSCAN's
 SELECT count(DISTINCT cluster_id) FROM gpu_kmeans('SELECT id, f FROM kc', 3, metric => 'Cosine');
 
+-- k-means|| on the unit rows: one cluster per direction too
+SELECT count(DISTINCT cluster_id) AS clusters, count(DISTINCT (cluster_id, id / 100)) AS pairs
+FROM gpu_kmeans('SELECT id, f FROM kc', 3, metric => 'cosine', init => 'k-means||', seed => 2);
+
 -- the model: unit centres; inertia the sum of the cosine distances
 CREATE TABLE kc_fit AS
 SELECT * FROM gpu_kmeans_fit('SELECT id, f FROM kc', 3, metric => 'cosine', seed => 1);

@@ -56,6 +56,10 @@ ORDER BY id LIMIT 3;
 SELECT (SELECT array_agg(cluster_id ORDER BY id) FROM gpu_kmeans('SELECT id, f, w FROM kf', 3, seed => 9, n_init => 3)) =
        (SELECT array_agg(cluster_id ORDER BY id) FROM gpu_kmeans('SELECT id, f, w FROM kf', 3, seed => 9, n_init => 3)) AS deterministic;
 SELECT count(DISTINCT cluster_id) FROM gpu_kmeans('SELECT id, f, w FROM kf', 3, init => 'random', seed => 3);
+-- k-means|| weighs its draws and candidates by the weights too
+SELECT count(DISTINCT cluster_id) FROM gpu_kmeans('SELECT id, f, w FROM kf', 3, init => 'k-means||', seed => 3);
+SELECT (SELECT array_agg(cluster_id ORDER BY id) FROM gpu_kmeans('SELECT id, f, w FROM kf', 3, init => 'k-means||', seed => 4)) =
+       (SELECT array_agg(cluster_id ORDER BY id) FROM gpu_kmeans('SELECT id, f, w FROM kf', 3, init => 'k-means||', seed => 4)) AS deterministic;
 
 -- initial centroids: clusters numbered as the given centres
 SELECT cluster_id, min(id), max(id) FROM gpu_kmeans('SELECT id, f FROM kf', 3,

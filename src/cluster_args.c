@@ -275,7 +275,8 @@ parse_metric(Datum value)
 }
 
 /*
- * init text of k-means: 'k-means++' | 'random', or a query returning the
+ * init text of k-means: 'k-means++' | 'random' | 'k-means||' | 'auto' (the
+ * core resolves it: gc_km_init_resolve), or a query returning the
  * initial centroids (GC_INIT_CENTROIDS, the query in *query): text with a
  * space or a parenthesis in it.  Anything else is an ERROR.
  */
@@ -289,6 +290,10 @@ parse_kmeans_init(Datum value, char **query)
 		return GC_INIT_KMEANSPP;
 	if (pg_strcasecmp(s, "random") == 0)
 		return GC_INIT_RANDOM;
+	if (pg_strcasecmp(s, "k-means||") == 0)
+		return GC_INIT_KMEANS_PARALLEL;
+	if (pg_strcasecmp(s, "auto") == 0)
+		return GC_INIT_AUTO;
 	if (strpbrk(s, " \t\n\r(") != NULL)
 	{
 		*query = s;
@@ -297,7 +302,7 @@ parse_kmeans_init(Datum value, char **query)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid init method \"%s\"", s),
-			 errhint("Valid methods are \"k-means++\" and \"random\"; to start from given centroids, pass init_centroids => a k x d real[], or init => a query returning them, as in init => 'SELECT features FROM centres ORDER BY id'.")));
+			 errhint("Valid methods are \"k-means++\", \"k-means||\", \"random\" and \"auto\"; to start from given centroids, pass init_centroids => a k x d real[], or init => a query returning them, as in init => 'SELECT features FROM centres ORDER BY id'.")));
 	pg_unreachable();
 }
 
@@ -490,7 +495,7 @@ gc_glue_elbow_params(const GcArgs *a, int *k_min, int *k_max,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("gpu_kmeans_elbow takes no init query"),
 				 errdetail("Initial centroids fix k; the elbow runs every k from k_min to k_max."),
-				 errhint("Use init => 'k-means++' or 'random'.")));
+				 errhint("Use init => 'k-means++', 'k-means||', 'random' or 'auto'.")));
 }
 
 void

@@ -253,7 +253,8 @@ gc_code		gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 /* ---- test-only entry points (cuda/<name>_hooks.cu) ---- */
 
 /* The initial centres of one run (stream as kmeans_internal.h); chosen
- * (k rows, may be NULL) is filled for k-means++ only. */
+ * (k rows, may be NULL) is filled for k-means++ and k-means|| only; init
+ * GC_INIT_AUTO resolves as gc_km_init_resolve. */
 gc_code		gc_kmeans_gpu_seed(const gc_ctx *ctx, const float *X, int64_t n,
 							   int d, int k, gc_kmeans_init init, uint64_t seed,
 							   uint64_t stream, float *centroids,

@@ -213,7 +213,9 @@ typedef enum gc_kmeans_init
 {
 	GC_INIT_KMEANSPP = 0,		/* greedy k-means++, as scikit-learn */
 	GC_INIT_RANDOM,				/* k distinct rows drawn uniformly */
-	GC_INIT_CENTROIDS			/* init_centroids, as given (one run) */
+	GC_INIT_CENTROIDS,			/* init_centroids, as given (one run) */
+	GC_INIT_KMEANS_PARALLEL,	/* k-means|| (Bahmani et al.), kmeans_internal.h */
+	GC_INIT_AUTO				/* k-means|| when k >= GC_KM_AUTO_PARALLEL_K, else k-means++ */
 } gc_kmeans_init;
 
 /* The largest sample weight: the largest float (no weighted sum overflows). */

@@ -84,14 +84,21 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 			memcpy(*C, p->init_centroids, sizeof(float) * (size_t) k * d);
 		rc = GC_OK;
 	}
-	else if (p->init == GC_INIT_RANDOM)
-		rc = gc_km_init_random_w(ctx, X, n, d, k, p->weights, p->seed,
-								 GC_KM_STREAM_RANDOM + (uint64_t) run, *C,
-								 NULL, st);
 	else
-		rc = gc_km_init_kmeanspp_w(ctx, X, n, d, k, p->weights, p->seed,
-								   GC_KM_STREAM_KMEANSPP + (uint64_t) run, *C,
-								   NULL, st);
+	{
+		const gc_kmeans_init init = gc_km_init_resolve(p->init, n, d, k);
+		const uint64_t stream = gc_km_init_stream(init, run);
+
+		if (init == GC_INIT_RANDOM)
+			rc = gc_km_init_random_w(ctx, X, n, d, k, p->weights, p->seed,
+									 stream, *C, NULL, st);
+		else if (init == GC_INIT_KMEANS_PARALLEL)
+			rc = gc_km_init_kmeans_par_w(ctx, X, n, d, k, p->weights, p->seed,
+										 stream, *C, NULL, st);
+		else
+			rc = gc_km_init_kmeanspp_w(ctx, X, n, d, k, p->weights, p->seed,
+									   stream, *C, NULL, st);
+	}
 	if (rc != GC_OK)
 		return rc;
 
@@ -235,7 +242,8 @@ gc_kmeans_check(const float *X, int64_t n, int d, const gc_kmeans_params *p,
 	if (!(p->tol >= 0.0) || isinf(p->tol))
 		return gc_fail(st, GC_EINVAL, "k-means: tol must be a finite number >= 0, got %g", p->tol);
 	if (p->init != GC_INIT_KMEANSPP && p->init != GC_INIT_RANDOM &&
-		p->init != GC_INIT_CENTROIDS)
+		p->init != GC_INIT_CENTROIDS && p->init != GC_INIT_KMEANS_PARALLEL &&
+		p->init != GC_INIT_AUTO)
 		return gc_fail(st, GC_EINVAL, "k-means: unknown init method %d", (int) p->init);
 	if (p->metric != GC_METRIC_EUCLIDEAN && p->metric != GC_METRIC_COSINE)
 		return gc_fail(st, GC_EINVAL,

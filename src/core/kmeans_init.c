@@ -1,5 +1,6 @@
 /*
- * kmeans_init.c — k-means seeding: greedy k-means++ and uniform random rows.
+ * kmeans_init.c — k-means seeding: greedy k-means++, k-means|| and uniform
+ * random rows.
  *
  * Every draw comes from the counter-based generator of rng.h, and every sum
  * uses a fixed blocking (kmeans_internal.h documents the exact mapping), so
@@ -207,6 +208,18 @@ weighted_row(const double *w, int64_t n, double r)
 	return last;
 }
 
+int64_t
+gc_km_weighted_first(const double *w, int64_t n, uint64_t seed, uint64_t stream)
+{
+	double		total = 0.0;
+	int64_t		first;
+
+	for (int64_t i = 0; i < n; i++)
+		total += w[i];
+	first = weighted_row(w, n, gc_rng_uniform(seed, stream, 0) * total);
+	return first < n ? first : n - 1;
+}
+
 /*
  * gc_km_pp_search over the weighted terms w D²: the first row i with
  * off[b] + (sum of w D² from the block's start to i) > r, which has w > 0;
@@ -274,13 +287,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 	/* First centre: uniform row (weighted: in proportion to the weight). */
 	if (w != NULL)
-	{
-		double		total = 0.0;
-
-		for (int64_t i = 0; i < n; i++)
-			total += w[i];
-		first = weighted_row(w, n, gc_rng_uniform(seed, stream, 0) * total);
-	}
+		first = gc_km_weighted_first(w, n, seed, stream);
 	else
 		first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
 	if (first >= n)
@@ -532,4 +539,253 @@ gc_km_init_random_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	}
 	free(taken);
 	return GC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* k-means|| (kmeans_internal.h defines it)                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * D² and lab take candidates m0 .. m1-1 (rows cid[m0 .. m1-1] of X): the
+ * exact argmin of gc_km_assign over the new ones (ties: lowest), then a
+ * strictly smaller distance moves the row, so lab stays the lowest nearest.
+ */
+static gc_code
+par_take(const gc_ctx *ctx, const float *X, int64_t n, int d,
+		 const int64_t *cid, int64_t m0, int64_t m1, float *D2, int32_t *lab,
+		 int32_t *nl, float *nd, gc_status *st)
+{
+	const int	kk = (int) (m1 - m0);
+	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
+	gc_km_ws   *ws = gc_km_ws_create(n, d, kk, gc_team_adapt(ctx));
+	float	   *C = malloc(sizeof(float) * (size_t) kk * d);
+	gc_code		rc;
+
+	if (ws == NULL || C == NULL)
+	{
+		gc_km_ws_destroy(ws);
+		free(C);
+		return gc_fail(st, GC_ENOMEM, "out of memory in k-means|| seeding");
+	}
+	for (int c = 0; c < kk; c++)
+		memcpy(C + (size_t) c * d, X + cid[m0 + c] * d, sizeof(float) * d);
+	rc = gc_km_assign(ctx, ws, X, n, d, C, kk, nl, nd, NULL, st);
+	if (rc == GC_OK)
+	{
+		const int	nt = gc_region_threads(gc_team_adapt(ctx), nb);
+
+#pragma omp parallel for num_threads(nt) schedule(static)
+		for (int64_t i = 0; i < n; i++)
+			if (nd[i] < D2[i])
+			{
+				D2[i] = nd[i];
+				lab[i] = (int32_t) m0 + nl[i];
+			}
+	}
+	gc_km_ws_destroy(ws);
+	free(C);
+	return rc;
+}
+
+gc_code
+gc_km_init_kmeans_par(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					  int k, uint64_t seed, uint64_t stream, float *centroids,
+					  int64_t *chosen, gc_status *st)
+{
+	return gc_km_init_kmeans_par_w(ctx, X, n, d, k, NULL, seed, stream,
+								   centroids, chosen, st);
+}
+
+gc_code
+gc_km_init_kmeans_par_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						int k, const double *w, uint64_t seed, uint64_t stream,
+						float *centroids, int64_t *chosen, gc_status *st)
+{
+	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
+	const double ell = GC_KM_PAR_OVERSAMPLE * (double) k;
+	float	   *D2 = malloc(sizeof(float) * (size_t) n);
+	float	   *nd = malloc(sizeof(float) * (size_t) n);
+	int32_t    *lab = malloc(sizeof(int32_t) * (size_t) n);
+	int32_t    *nl = malloc(sizeof(int32_t) * (size_t) n);
+	char	   *keep = malloc((size_t) n);
+	double	   *bs = malloc(sizeof(double) * (size_t) nb);
+	int64_t    *cid = NULL;
+	int64_t		m = 0,
+				cap = 0;
+	float	   *cand = NULL;
+	double	   *cw = NULL;
+	int64_t    *cch = NULL;
+	volatile int cancelled = 0;
+	gc_code		rc = GC_OK;
+
+	if (D2 == NULL || nd == NULL || lab == NULL || nl == NULL || keep == NULL || bs == NULL)
+	{
+		rc = gc_fail(st, GC_ENOMEM, "out of memory in k-means|| seeding");
+		goto done;
+	}
+
+	/* Candidate 0: k-means++'s first centre. */
+	cap = 1024;
+	cid = malloc(sizeof(int64_t) * (size_t) cap);
+	if (cid == NULL)
+	{
+		rc = gc_fail(st, GC_ENOMEM, "out of memory in k-means|| seeding");
+		goto done;
+	}
+	if (w != NULL)
+		cid[0] = gc_km_weighted_first(w, n, seed, stream);
+	else
+	{
+		cid[0] = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+		if (cid[0] >= n)
+			cid[0] = n - 1;
+	}
+	m = 1;
+	for (int64_t i = 0; i < n; i++)
+		D2[i] = INFINITY;
+	if ((rc = par_take(ctx, X, n, d, cid, 0, 1, D2, lab, nl, nd, st)) != GC_OK)
+		goto done;
+
+	for (int r = 1; r <= GC_KM_PAR_MAX_ROUNDS; r++)
+	{
+		const int	nt = gc_region_threads(gc_team_adapt(ctx), nb);
+		double		phi = 0.0;
+		int64_t		m0 = m;
+
+		if (r > GC_KM_PAR_ROUNDS && m >= k)
+			break;
+		if (gc_cancelled(ctx))
+		{
+			rc = gc_fail(st, GC_ECANCEL, "canceled");
+			goto done;
+		}
+		/* phi: k-means++'s blocked double sum of the terms */
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+		for (int64_t b = 0; b < nb; b++)
+		{
+			int64_t		i0 = b * GC_KM_BLOCK,
+						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+			double		s = 0.0;
+
+			for (int64_t i = i0; i < i1; i++)
+				s += w != NULL ? w[i] * (double) D2[i] : (double) D2[i];
+			bs[b] = s;
+		}
+		for (int64_t b = 0; b < nb; b++)
+			phi += bs[b];
+		if (!(phi > 0.0))
+			break;
+		/* the draws, independent per row */
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+		for (int64_t b = 0; b < nb; b++)
+		{
+			int64_t		i0 = b * GC_KM_BLOCK,
+						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+
+			if (cancelled || gc_cancelled(ctx))
+			{
+				cancelled = 1;
+				continue;
+			}
+			for (int64_t i = i0; i < i1; i++)
+				keep[i] = (char) gc_km_par_keep(seed, stream, r, n, i, ell,
+												w != NULL ? w[i] * (double) D2[i] : (double) D2[i],
+												phi);
+		}
+		if (cancelled)
+		{
+			rc = gc_fail(st, GC_ECANCEL, "canceled");
+			goto done;
+		}
+		for (int64_t i = 0; i < n; i++)
+			if (keep[i])
+			{
+				if (m == cap)
+				{
+					int64_t    *p = realloc(cid, sizeof(int64_t) * (size_t) cap * 2);
+
+					if (p == NULL)
+					{
+						rc = gc_fail(st, GC_ENOMEM, "out of memory in k-means|| seeding");
+						goto done;
+					}
+					cid = p;
+					cap *= 2;
+				}
+				cid[m++] = i;
+			}
+		if (m > INT32_MAX / 2)
+		{
+			rc = gc_fail(st, GC_ENOMEM, "k-means||: too many candidates");
+			goto done;
+		}
+		if (m > m0 &&
+			(rc = par_take(ctx, X, n, d, cid, m0, m, D2, lab, nl, nd, st)) != GC_OK)
+			goto done;
+	}
+
+	if (m < k)
+	{
+		/* fewer than k candidates: k-means++ over all the rows */
+		rc = gc_km_init_kmeanspp_w(ctx, X, n, d, k, w, seed, stream,
+								   centroids, chosen, st);
+		goto done;
+	}
+
+	/* the candidates' weights: rows (weights) nearest each, in row order */
+	cand = malloc(sizeof(float) * (size_t) m * d);
+	cw = calloc((size_t) m, sizeof(double));
+	cch = malloc(sizeof(int64_t) * (size_t) k);
+	if (cand == NULL || cw == NULL || cch == NULL)
+	{
+		rc = gc_fail(st, GC_ENOMEM, "out of memory in k-means|| seeding");
+		goto done;
+	}
+	for (int64_t i = 0; i < n; i++)
+		cw[lab[i]] += w != NULL ? w[i] : 1.0;
+	for (int64_t c = 0; c < m; c++)
+		memcpy(cand + (size_t) c * d, X + cid[c] * d, sizeof(float) * d);
+	rc = gc_km_init_kmeanspp_w(ctx, cand, m, d, k, cw, seed,
+							   stream + GC_KM_PAR_REDUCE_STREAM, centroids,
+							   cch, st);
+	if (rc == GC_OK && chosen != NULL)
+		for (int c = 0; c < k; c++)
+			chosen[c] = cid[cch[c]];
+
+done:
+	free(D2);
+	free(nd);
+	free(lab);
+	free(nl);
+	free(keep);
+	free(bs);
+	free(cid);
+	free(cand);
+	free(cw);
+	free(cch);
+	return rc;
+}
+
+gc_kmeans_init
+gc_km_init_resolve(gc_kmeans_init init, int64_t n, int d, int k)
+{
+	(void) n;
+	(void) d;
+	if (init != GC_INIT_AUTO)
+		return init;
+	return k >= GC_KM_AUTO_PARALLEL_K ? GC_INIT_KMEANS_PARALLEL : GC_INIT_KMEANSPP;
+}
+
+uint64_t
+gc_km_init_stream(gc_kmeans_init init, int run)
+{
+	switch (init)
+	{
+		case GC_INIT_RANDOM:
+			return GC_KM_STREAM_RANDOM + (uint64_t) run;
+		case GC_INIT_KMEANS_PARALLEL:
+			return GC_KM_STREAM_KMEANSPAR + (uint64_t) run;
+		default:
+			return GC_KM_STREAM_KMEANSPP + (uint64_t) run;
+	}
 }

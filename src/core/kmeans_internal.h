@@ -12,6 +12,7 @@
 #define GPUCLUST_KMEANS_INTERNAL_H
 
 #include "gpuclust_core.h"
+#include "rng.h"
 
 /* Points per block of every parallel loop and fixed-order reduction. */
 #define GC_KM_BLOCK 4096
@@ -21,10 +22,18 @@
 
 /*
  * Random streams (see rng.h): run r of n_init draws from stream
- * r + GC_KM_STREAM_KMEANSPP or r + GC_KM_STREAM_RANDOM.
+ * r + GC_KM_STREAM_KMEANSPP, r + GC_KM_STREAM_RANDOM or
+ * r + GC_KM_STREAM_KMEANSPAR (gc_km_init_stream).
  */
 #define GC_KM_STREAM_KMEANSPP UINT64_C(0)
 #define GC_KM_STREAM_RANDOM   (UINT64_C(1) << 32)
+#define GC_KM_STREAM_KMEANSPAR (UINT64_C(2) << 32)
+
+/*
+ * k-means|| (gc_km_init_kmeans_par) reduces its candidates with k-means++
+ * drawing from its own stream + GC_KM_PAR_REDUCE_STREAM.
+ */
+#define GC_KM_PAR_REDUCE_STREAM (UINT64_C(1) << 48)
 
 /* ---- seeding (kmeans_init.c) ---- */
 
@@ -139,6 +148,81 @@ gc_code		gc_km_init_random_w(const gc_ctx *ctx, const float *X, int64_t n,
 								int d, int k, const double *w, uint64_t seed,
 								uint64_t stream, float *centroids,
 								int64_t *chosen, gc_status *st);
+
+/*
+ * The first row of positive weight whose weight prefix sum (a sequential
+ * double sum from row 0) exceeds u * sum w, u = gc_rng_uniform(seed,
+ * stream, 0), sum w sequential too; the last row of positive weight when
+ * rounding leaves none.  The first centre of weighted k-means++.
+ */
+int64_t		gc_km_weighted_first(const double *w, int64_t n, uint64_t seed,
+								 uint64_t stream);
+
+/*
+ * k-means|| (Bahmani, Moseley, Vattani, Kumar, Vassilvitskii 2012,
+ * "Scalable k-means++"), drawing from gc_rng_uniform(seed, stream, .):
+ *
+ *  1. candidate 0 is k-means++'s first centre (counter 0; weighted:
+ *     gc_km_weighted_first).  D²(i) is the float32 gc_dist2 from row i to
+ *     its nearest candidate, lab(i) that candidate (ties: lowest index).
+ *  2. Round r = 1, 2, ...: phi = sum_i w_i D²(i) with k-means++'s fixed
+ *     blocking (sequential double sums over blocks of GC_KM_BLOCK rows,
+ *     the blocks added in order; w_i = 1 without weights; the term is
+ *     w_i * (double) D²(i)).  Stop if phi is not > 0.  Row i is kept iff
+ *       gc_rng_uniform(seed, stream, 1 + (r-1)*n + i) < (ell * t_i) / phi,
+ *     ell = GC_KM_PAR_OVERSAMPLE * k, t_i = the row's term (double ops in
+ *     that order); the kept rows become the next candidates in row order
+ *     (a candidate, or a copy of one, has D² = 0: never kept again).  Then
+ *     D² and lab take the new candidates in index order, a strictly
+ *     smaller distance moving the row (so lab is the lowest nearest).
+ *     Rounds run while r <= GC_KM_PAR_ROUNDS, or while fewer than k
+ *     candidates are found and r <= GC_KM_PAR_MAX_ROUNDS.
+ *  3. With m >= k candidates: candidate c weighs the number of rows with
+ *     lab == c (weighted: the sum of their w, a sequential double sum in
+ *     row order), and the centres are gc_km_init_kmeanspp_w over the m
+ *     candidate rows with those weights, seed, and stream +
+ *     GC_KM_PAR_REDUCE_STREAM.  With m < k (fewer than k distinct rows
+ *     of positive weight, or bad luck in all the rounds): the centres are
+ *     gc_km_init_kmeanspp_w over all the rows, the same seed and stream.
+ *
+ * chosen (may be NULL) gets the k centres' rows of X.  Threads do not
+ * change the result; the GPU (cuda/kmeans_par.cu) reproduces it bit for
+ * bit (unweighted).
+ */
+#define GC_KM_PAR_ROUNDS 5
+#define GC_KM_PAR_MAX_ROUNDS 20
+#define GC_KM_PAR_OVERSAMPLE 2.0
+
+gc_code		gc_km_init_kmeans_par_w(const gc_ctx *ctx, const float *X,
+									int64_t n, int d, int k, const double *w,
+									uint64_t seed, uint64_t stream,
+									float *centroids, int64_t *chosen,
+									gc_status *st);
+gc_code		gc_km_init_kmeans_par(const gc_ctx *ctx, const float *X,
+								  int64_t n, int d, int k, uint64_t seed,
+								  uint64_t stream, float *centroids,
+								  int64_t *chosen, gc_status *st);
+
+/* k-means|| round r's draw for row i of term t (step 2 above): kept? */
+GC_HD int
+gc_km_par_keep(uint64_t seed, uint64_t stream, int r, int64_t n, int64_t i,
+			   double ell, double t, double phi)
+{
+	return gc_rng_uniform(seed, stream, 1 + (uint64_t) (r - 1) * (uint64_t) n + (uint64_t) i) <
+		(ell * t) / phi;
+}
+
+/*
+ * init 'auto': k-means|| for k >= GC_KM_AUTO_PARALLEL_K, else k-means++.
+ * It depends on k only, so the CPU and the GPU pick alike (and give the
+ * same centres for the same seed).
+ */
+#define GC_KM_AUTO_PARALLEL_K 256
+
+gc_kmeans_init gc_km_init_resolve(gc_kmeans_init init, int64_t n, int d, int k);
+
+/* The stream of run `run` of a resolved init (k-means++, random, k-means||). */
+uint64_t	gc_km_init_stream(gc_kmeans_init init, int run);
 
 /* ---- Lloyd steps (kmeans_assign.c, kmeans_update.c) ---- */
 

@@ -4,7 +4,7 @@
  *
  *   gpuclust-cli dbscan --input FILE [--dim D] --eps E --min-pts M
  *   gpuclust-cli kmeans --input FILE [--dim D] --k K [--max-iter N] [--tol T]
- *                       [--init k-means++|random] [--n-init N] [--seed S]
+ *                       [--init k-means++ (or k-means||, random, auto)] [--n-init N] [--seed S]
  *   common options:     [--threads T] [--labels OUT] [--repeat R]
  *                       [--cols C1,C2,...]  (CSV only: 0-based columns to use)
  *                       [--centroids OUT]   (k-means: k*d float32, raw)
@@ -42,7 +42,7 @@ usage(void)
 			"usage:\n"
 			"  gpuclust-cli dbscan --input FILE [--dim D] --eps E --min-pts M [options]\n"
 			"  gpuclust-cli kmeans --input FILE [--dim D] --k K [--max-iter N] [--tol T]\n"
-			"               [--init k-means++|random] [--n-init N] [--seed S] [options]\n"
+			"               [--init k-means++ (or k-means||, random, auto)] [--n-init N] [--seed S] [options]\n"
 			"options: --threads T (0 = all cores)  --repeat R  --labels OUT (int32 raw)\n"
 			"         --cols C1,C2,... (CSV: 0-based columns)  --centroids OUT (k-means,\n"
 			"         float32 raw)  --core OUT (DBSCAN, uint8 raw)\n"
@@ -431,8 +431,12 @@ main(int argc, char **argv)
 				kp.init = GC_INIT_KMEANSPP;
 			else if (strcasecmp(v, "random") == 0)
 				kp.init = GC_INIT_RANDOM;
+			else if (strcasecmp(v, "k-means||") == 0)
+				kp.init = GC_INIT_KMEANS_PARALLEL;
+			else if (strcasecmp(v, "auto") == 0)
+				kp.init = GC_INIT_AUTO;
 			else
-				die("--init: k-means++ or random, not %s", v);
+				die("--init: k-means++, k-means||, random or auto, not %s", v);
 		}
 		else if (strcmp(o, "--n-init") == 0)
 			kp.n_init = (int) arg_ll(o, v);

@@ -80,7 +80,9 @@ now_ms(void)
  * Whole fits through gc_kmeans_gpu, phases from gc_kmeans_gpu_last_phases:
  * the issue's three workloads with k-means++ (init <= 20% of the fit), and
  * FAISS's reference workload (n=1M, d=256, k=20000, 25 iterations, random
- * init; whole fit <= 6 s).
+ * init; whole fit <= 6 s); then the three again with k-means||, and the
+ * SQL example's shape (1M x 32, k = 100) with each, so that every shape
+ * shows the init ms of both seedings.
  */
 static void
 bench_fits(uint64_t *s)
@@ -99,16 +101,23 @@ bench_fits(uint64_t *s)
 		{4000000, 32, 256, 300, GC_INIT_KMEANSPP, 1e-4, 0},
 		{1000000, 128, 1000, 300, GC_INIT_KMEANSPP, 1e-4, 0},
 		{1000000, 256, 20000, 25, GC_INIT_RANDOM, 0.0, 6000},
+		/* the seedings side by side: k-means|| on the same shapes */
+		{10000000, 2, 100, 300, GC_INIT_KMEANS_PARALLEL, 1e-4, 0},
+		{4000000, 32, 256, 300, GC_INIT_KMEANS_PARALLEL, 1e-4, 0},
+		{1000000, 128, 1000, 300, GC_INIT_KMEANS_PARALLEL, 1e-4, 0},
+		{1000000, 32, 100, 300, GC_INIT_KMEANSPP, 1e-4, 0},
+		{1000000, 32, 100, 300, GC_INIT_KMEANS_PARALLEL, 1e-4, 0},
 	};
+	const int	nf = (int) (sizeof(F) / sizeof(F[0]));
 
 	printf("\n| fit | init | upload ms | init ms | Lloyd ms (iterations) | ms/iter | download ms | whole call ms | init / fit | target |\n");
 	printf("|---|---|---|---|---|---|---|---|---|---|\n");
-	for (int w = 0; w < 4; w++)
+	for (int w = 0; w < nf; w++)
 	{
 		int64_t		n = F[w].n;
 		int			d = F[w].d,
 					k = F[w].k;
-		float	   *X = w < 3 ? make_blobs(n, d, k, s, NULL) : malloc(sizeof(float) * n * d);
+		float	   *X = F[w].target_ms == 0 ? make_blobs(n, d, k, s, NULL) : malloc(sizeof(float) * n * d);
 		int32_t    *lab = malloc(sizeof(int32_t) * n);
 		double	   *dist = malloc(sizeof(double) * n);
 		float	   *C = malloc(sizeof(float) * (size_t) k * d);
@@ -124,7 +133,7 @@ bench_fits(uint64_t *s)
 		char		tgt[96];
 
 		/* FAISS's workload: uniform data, which keeps moving for 25 iterations */
-		if (w == 3)
+		if (F[w].target_ms > 0)
 			for (int64_t i = 0; i < n * d; i++)
 				X[i] = (float) unif(s);
 		t0 = now_ms();
@@ -155,7 +164,8 @@ bench_fits(uint64_t *s)
 			snprintf(tgt, sizeof(tgt), "init <= 20%% %s",
 					 ph.ms_init <= 0.2 * fit ? "met" : "MISSED");
 		printf("| n=%lld d=%d k=%d | %s | %.1f | %.1f | %.1f (%d) | %.3f | %.1f | %.1f | %.0f%% | %s |\n",
-			   (long long) n, d, k, F[w].init == GC_INIT_RANDOM ? "random" : "k-means++",
+			   (long long) n, d, k, F[w].init == GC_INIT_RANDOM ? "random" :
+			   F[w].init == GC_INIT_KMEANS_PARALLEL ? "k-means\\|\\|" : "k-means++",
 			   ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.total_iterations,
 			   ph.ms_lloyd / (ph.total_iterations > 0 ? ph.total_iterations : 1),
 			   ph.ms_download, tot, 100.0 * ph.ms_init / fit, tgt);

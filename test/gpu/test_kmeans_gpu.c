@@ -2,8 +2,9 @@
  * test_kmeans_gpu.c — the GPU k-means (cuda/kmeans.cu) against the CPU path
  * (src/core/kmeans*.c), on fresh random data of many shapes.  Needs a GPU.
  *
- *   seeding   k-means++ and random: the GPU's initial centres and rows equal
- *             the CPU's bit for bit, for the same seed and stream;
+ *   seeding   k-means++, random, k-means|| and auto: the GPU's initial
+ *             centres and rows equal the CPU's bit for bit, for the same
+ *             seed and stream, d 1 to 128, k 1 to 1000, duplicates;
  *   one step  from the same centres: labels (all equal: both GPU paths
  *             reproduce the CPU's float32 argmin), changed count, and the
  *             centres and shift against the CPU update of the GPU's labels;
@@ -88,9 +89,18 @@ dist2d(const float *a, const float *b, int d)
 }
 
 /* ---- seeding ---- */
+static const char *const init_name[] = {"k-means++", "random", "centroids", "k-means||", "auto"};
+
+/*
+ * The same seed and stream give bit-identical centres (and, for k-means++
+ * and k-means||, rows) on the CPU (gc_km_init_*) and the GPU
+ * (gc_kmeans_gpu_seed), for every init; 'auto' as its resolution.
+ */
 static void
 test_seed(int64_t n, int d, int k, int kind)
 {
+	static const gc_kmeans_init inits[] = {GC_INIT_KMEANSPP, GC_INIT_RANDOM,
+	GC_INIT_KMEANS_PARALLEL, GC_INIT_AUTO};
 	float	   *X = make_data(n, d, kind);
 	float	   *Cc = malloc(sizeof(float) * k * d),
 			   *Cg = malloc(sizeof(float) * k * d);
@@ -99,33 +109,41 @@ test_seed(int64_t n, int d, int k, int kind)
 	uint64_t	seed = tu_next(&rs);
 	gc_status	st = {0};
 
-	for (int init = 0; init < 2; init++)
+	for (int v = 0; v < 4; v++)
 	{
-		uint64_t	stream = init == 0 ? GC_KM_STREAM_KMEANSPP + 1 : GC_KM_STREAM_RANDOM;
+		const gc_kmeans_init init = inits[v],
+					res = gc_km_init_resolve(init, n, d, k);
+		uint64_t	stream = gc_km_init_stream(res, 1);
+		bool		rows = res != GC_INIT_RANDOM;
 		gc_code		a,
 					b;
 
+		if (k * (double) n * d * (res == GC_INIT_KMEANSPP ? 2 + log(k) : 10) > 4e10)
+			continue;			/* the CPU's seeding would take too long */
 		memset(Cg, 0xff, sizeof(float) * k * d);
 		memset(rg, 0xff, sizeof(int64_t) * k);
-		if (init == 0)
+		if (res == GC_INIT_KMEANSPP)
 			a = gc_km_init_kmeanspp(NULL, X, n, d, k, seed, stream, Cc, rc_, &st);
-		else
+		else if (res == GC_INIT_RANDOM)
 			a = gc_km_init_random(NULL, X, n, d, k, seed, stream, Cc, rc_, &st);
-		b = gc_kmeans_gpu_seed(NULL, X, n, d, k, init == 0 ? GC_INIT_KMEANSPP : GC_INIT_RANDOM,
-							   seed, stream, Cg, init == 0 ? rg : NULL, &st);
-		CHECK(a == GC_OK && b == GC_OK, "seed n=%lld d=%d k=%d: %s", (long long) n, d, k, st.message);
+		else
+			a = gc_km_init_kmeans_par(NULL, X, n, d, k, seed, stream, Cc, rc_, &st);
+		b = gc_kmeans_gpu_seed(NULL, X, n, d, k, init, seed, stream, Cg, rows ? rg : NULL, &st);
+		CHECK(a == GC_OK && b == GC_OK, "seed %s n=%lld d=%d k=%d: %s", init_name[init],
+			  (long long) n, d, k, st.message);
 		if (a != GC_OK || b != GC_OK)
 			continue;
 		CHECK(memcmp(Cc, Cg, sizeof(float) * k * d) == 0,
-			  "%s centres differ (n=%lld d=%d k=%d)", init == 0 ? "k-means++" : "random",
-			  (long long) n, d, k);
-		if (init == 0)
+			  "%s centres differ (n=%lld d=%d k=%d kind %d)", init_name[init],
+			  (long long) n, d, k, kind);
+		if (rows)
 		{
 			int			same = 1;
 
 			for (int c = 0; c < k; c++)
 				same &= rc_[c] == rg[c];
-			CHECK(same, "k-means++ rows differ (n=%lld d=%d k=%d)", (long long) n, d, k);
+			CHECK(same, "%s rows differ (n=%lld d=%d k=%d kind %d)", init_name[init],
+				  (long long) n, d, k, kind);
 		}
 	}
 	free(X);
@@ -414,10 +432,20 @@ main(void)
 	test_seed(1000, 2, 10, 0);
 	test_seed(30011, 3, 50, 1);
 	test_seed(9000, 17, 33, 0);
+	test_seed(5000, 9, 300, 3);	/* duplicates: few distinct rows */
 	if (!quick)
 	{
+		static const int sd[] = {1, 2, 3, 8, 9, 32, 128};
+		static const int sk[] = {1, 2, 100, 1000};
+
 		test_seed(100000, 64, 100, 0);
 		test_seed(50000, 1, 7, 2);
+		for (int i = 0; i < 7; i++)
+			for (int j = 0; j < 4; j++)
+				test_seed(sk[j] >= 1000 ? 20011 : 40009, sd[i], sk[j], (i + j) % 4);
+		test_seed(3000, 4, 1000, 3);
+		test_seed(1000, 3, 1000, 1);	/* k = n */
+		test_seed(300000, 8, 100, 0);	/* many fixed blocks */
 	}
 
 	{
@@ -447,6 +475,11 @@ main(void)
 		}
 	}
 	test_full(20000, 2, 9, 0, GC_INIT_RANDOM, 3, 1e-4);
+	/* k-means|| and auto (k >= 256: k-means||) in whole fits */
+	test_full(30000, 5, 50, 1, GC_INIT_KMEANS_PARALLEL, 2, 1e-4);
+	test_full(20000, 33, 20, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4);
+	test_full(20000, 8, 300, 0, GC_INIT_AUTO, 1, 1e-4);
+	test_full(5000, 3, 12, 3, GC_INIT_KMEANS_PARALLEL, 2, 1e-4);	/* duplicates */
 	test_full(10000, 12, 20, 0, GC_INIT_RANDOM, 2, 0.0);
 	/* duplicates: random init picks equal rows, so clusters go empty */
 	test_full(3000, 2, 12, 3, GC_INIT_RANDOM, 2, 1e-4);

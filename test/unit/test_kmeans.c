@@ -202,6 +202,94 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, const double *w,
 	free(off);
 }
 
+
+/* D2, lab: each row's nearest of the m candidate rows cid (ties: lowest). */
+static void
+ref_nearest(const float *X, int64_t n, int d, const int64_t *cid, int64_t m,
+			float *D2, int32_t *lab)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		D2[i] = INFINITY;
+		for (int64_t c = 0; c < m; c++)
+		{
+			float		q = gc_dist2(X + i * d, X + cid[c] * d, d);
+
+			if (q < D2[i])
+			{
+				D2[i] = q;
+				lab[i] = (int32_t) c;
+			}
+		}
+	}
+}
+
+/*
+ * k-means|| as kmeans_internal.h defines it, straightforwardly: naive
+ * distances and argmins, the blocked phi, the draws' formula, then
+ * ref_kmeanspp over the weighted candidates (or over all rows when fewer
+ * than k).
+ */
+static void
+ref_kmeans_par(const float *X, int64_t n, int d, int k, const double *w,
+			   uint64_t seed, uint64_t stream, int64_t *chosen)
+{
+	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
+	const double ell = 2.0 * k;
+	float	   *D2 = malloc(sizeof(float) * n);
+	int32_t    *lab = malloc(sizeof(int32_t) * n);
+	int64_t    *cid = malloc(sizeof(int64_t) * n);
+	int64_t		m = 1;
+	int64_t		first;
+
+	/* the first: ref_kmeanspp's first centre (k = 1 draws only it) */
+	ref_kmeanspp(X, n, d, 1, w, seed, stream, &first);
+	cid[0] = first;
+	for (int r = 1; r <= 20 && (r <= 5 || m < k); r++)
+	{
+		double		phi = 0.0;
+
+		ref_nearest(X, n, d, cid, m, D2, lab);
+		for (int64_t b = 0; b < nb; b++)
+		{
+			double		s = 0.0;
+
+			for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
+				s += W_(i) * (double) D2[i];
+			phi += s;
+		}
+		if (!(phi > 0.0))
+			break;
+		for (int64_t i = 0; i < n; i++)
+			if (gc_rng_uniform(seed, stream, 1 + (uint64_t) (r - 1) * n + i) <
+				(ell * (W_(i) * (double) D2[i])) / phi)
+				cid[m++] = i;
+	}
+	ref_nearest(X, n, d, cid, m, D2, lab);
+	if (m < k)
+		ref_kmeanspp(X, n, d, k, w, seed, stream, chosen);
+	else
+	{
+		float	   *cand = malloc(sizeof(float) * m * d);
+		double	   *cw = calloc(m, sizeof(double));
+		int64_t    *cch = malloc(sizeof(int64_t) * k);
+
+		for (int64_t i = 0; i < n; i++)
+			cw[lab[i]] += W_(i);
+		for (int64_t c = 0; c < m; c++)
+			memcpy(cand + c * d, X + cid[c] * d, sizeof(float) * d);
+		ref_kmeanspp(cand, m, d, k, cw, seed, stream + GC_KM_PAR_REDUCE_STREAM, cch);
+		for (int c = 0; c < k; c++)
+			chosen[c] = cid[cch[c]];
+		free(cand);
+		free(cw);
+		free(cch);
+	}
+	free(D2);
+	free(lab);
+	free(cid);
+}
+
 /* ---- tests ---- */
 
 typedef struct fit
@@ -538,6 +626,67 @@ test_kmeanspp_reference(int64_t n, int d, int k, data_kind kind, int threads)
 	free(want);
 }
 
+
+static double *make_weights(int64_t n, bool zeros);
+
+/*
+ * k-means|| against ref_kmeans_par (weighted when weighted), the centres
+ * the chosen rows; the same on 1 and 3 threads.
+ */
+static void
+test_kmeans_par_reference(int64_t n, int d, int k, data_kind kind, bool weighted)
+{
+	gc_ctx		ctx1 = {.n_threads = 1, .cancel_flags = {NULL, NULL}},
+				ctx3 = {.n_threads = 3, .cancel_flags = {NULL, NULL}};
+	gc_status	st = {0};
+	float	   *X = make_data(n, d, kind);
+	float	   *C = malloc(sizeof(float) * k * d),
+			   *C3 = malloc(sizeof(float) * k * d);
+	int64_t    *got = malloc(sizeof(int64_t) * k),
+			   *got3 = malloc(sizeof(int64_t) * k),
+			   *want = malloc(sizeof(int64_t) * k);
+	double	   *w = weighted ? make_weights(n, true) : NULL;
+	uint64_t	seed = tu_next(&rs),
+				stream = GC_KM_STREAM_KMEANSPAR + tu_next(&rs) % 5;
+	int			bad = 0,
+				badc = 0,
+				zero = 0;
+
+	if (w)
+	{
+		int64_t		positive = 0;
+
+		for (int64_t i = 0; i < n; i++)
+			positive += w[i] > 0;
+		if (k > positive)
+			k = (int) positive;
+	}
+	CHECK(gc_km_init_kmeans_par_w(&ctx1, X, n, d, k, w, seed, stream, C, got, &st) == GC_OK,
+		  "k-means|| rc: %s", st.message);
+	CHECK(gc_km_init_kmeans_par_w(&ctx3, X, n, d, k, w, seed, stream, C3, got3, &st) == GC_OK,
+		  "k-means|| rc: %s", st.message);
+	ref_kmeans_par(X, n, d, k, w, seed, stream, want);
+	for (int c = 0; c < k; c++)
+	{
+		bad += got[c] != want[c];
+		badc += memcmp(C + (size_t) c * d, X + got[c] * d, sizeof(float) * d) != 0;
+		zero += w && !(w[got[c]] > 0);
+	}
+	CHECK(bad == 0, "k-means|| n=%lld d=%d k=%d %s%s: %d of %d centres differ from the reference",
+		  (long long) n, d, k, data_name[kind], w ? " weighted" : "", bad, k);
+	CHECK(badc == 0, "k-means|| centres are not the chosen rows");
+	CHECK(zero == 0, "k-means||: %d seeds of weight 0", zero);
+	CHECK(memcmp(got, got3, sizeof(int64_t) * k) == 0 &&
+		  memcmp(C, C3, sizeof(float) * k * d) == 0,
+		  "k-means|| n=%lld d=%d k=%d: 1 and 3 threads differ", (long long) n, d, k);
+	free(X);
+	free(C);
+	free(C3);
+	free(got);
+	free(got3);
+	free(want);
+	free(w);
+}
 
 /*
  * Weighted k-means++ against the weighted reference; rows of weight 0 are
@@ -1471,6 +1620,21 @@ main(void)
 	test_random_init(1000, 3, 17);
 	test_random_init(64, 2, 64);
 
+	/* k-means|| against its reference, 1 and 3 threads */
+	test_kmeans_par_reference(1000, 2, 10, DATA_BLOBS, false);
+	test_kmeans_par_reference(9000, 3, 40, DATA_UNIFORM, false);	/* several blocks */
+	test_kmeans_par_reference(5000, 9, 300, DATA_BLOBS, false);	/* many candidates */
+	test_kmeans_par_reference(300, 4, 30, DATA_DUPLICATES, false);	/* few distinct rows */
+	test_kmeans_par_reference(40, 3, 40, DATA_UNIFORM, false);	/* k = n */
+	test_kmeans_par_reference(20, 1, 1, DATA_UNIFORM, false);
+	test_kmeans_par_reference(4001, 32, 50, DATA_GRID, false);
+	test_kmeans_par_reference(2000, 5, 25, DATA_BLOBS, true);
+	test_kmeans_par_reference(9000, 3, 40, DATA_UNIFORM, true);
+	test_kmeans_par_reference(300, 4, 12, DATA_DUPLICATES, true);
+	for (int r = 0; r < 6; r++)
+		test_kmeans_par_reference(1 + (int64_t) (tu_next(&rs) % 3000) + 40, dims[tu_next(&rs) % 9],
+								  1 + (int) (tu_next(&rs) % 40), (data_kind) (r % 4), r % 2);
+
 	/* sample weights and given initial centroids */
 	test_invalid_init_weights();
 	test_weighted_draws();
@@ -1549,6 +1713,31 @@ main(void)
 	test_fit_shape(20000, 2, 2, DATA_BLOBS, GC_INIT_KMEANSPP, 1, 1e-4);	/* segments */
 	test_fit_shape(20000, 16, 100, DATA_BLOBS, GC_INIT_KMEANSPP, 1, 1e-4);
 	test_fit_shape(3000, 3, 60, DATA_DUPLICATES, GC_INIT_RANDOM, 3, 0.0);
+	/* k-means|| and auto in whole fits (auto at k >= 256 is k-means||) */
+	test_fit_shape(5000, 4, 30, DATA_BLOBS, GC_INIT_KMEANS_PARALLEL, 2, 1e-4);
+	test_fit_shape(2000, 3, 40, DATA_DUPLICATES, GC_INIT_KMEANS_PARALLEL, 1, 0.0);
+	test_fit_shape(3000, 2, 300, DATA_UNIFORM, GC_INIT_AUTO, 1, 1e-4);
+	{
+		gc_kmeans_params pa = KM_PARAMS(300, 5, 1e-4, GC_INIT_AUTO, 1, 77),
+					pp = KM_PARAMS(300, 5, 1e-4, GC_INIT_KMEANS_PARALLEL, 1, 77),
+					p3 = KM_PARAMS(30, 5, 1e-4, GC_INIT_AUTO, 2, 78),
+					p4 = KM_PARAMS(30, 5, 1e-4, GC_INIT_KMEANSPP, 2, 78);
+		float	   *X = make_data(3000, 3, DATA_BLOBS);
+		fit			fa,
+					fp;
+
+		do_fit(&fa, X, 3000, 3, &pa, 2);
+		do_fit(&fp, X, 3000, 3, &pp, 2);
+		CHECK(same_fit(&fa, &fp, 3000, 300, 3), "auto at k = 300 is not k-means||");
+		free_fit(&fa);
+		free_fit(&fp);
+		do_fit(&fa, X, 3000, 3, &p3, 2);
+		do_fit(&fp, X, 3000, 3, &p4, 2);
+		CHECK(same_fit(&fa, &fp, 3000, 30, 3), "auto at k = 30 is not k-means++");
+		free_fit(&fa);
+		free_fit(&fp);
+		free(X);
+	}
 
 	test_cancel();
 	return test_summary("test_kmeans");

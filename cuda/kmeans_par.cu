@@ -1,0 +1,363 @@
+/*
+ * kmeans_par.cu — k-means|| seeding on the GPU (Bahmani et al. 2012).
+ *
+ * It reproduces the CPU's gc_km_init_kmeans_par (kmeans_init.c, defined
+ * in kmeans_internal.h) bit for bit, unweighted:
+ *
+ *   par_take    D² and the nearest candidate of every row take a batch of
+ *               new candidates: the exact float32 gc_dist2 (dimension
+ *               order, separate multiply and add), candidates in index
+ *               order, a strictly smaller distance moving the row, so the
+ *               lowest nearest candidate wins ties, as the CPU's argmin.
+ *               One thread per row; the batch's coordinates staged through
+ *               shared memory, 32 candidates x 32 dimensions at a time.
+ *   par_bsum    phi's block sums: km_block_chain, the CPU's sequential
+ *               double sums over the fixed blocks; the host adds the
+ *               blocks in order (their count is small).
+ *   par_flags   round r's draws, one thread per row (gc_km_par_keep, the
+ *               counter 1 + (r-1) n + i).
+ *   the kept rows in row order: cub::DeviceSelect::Flagged.
+ *   par_count   the rows nearest each candidate (integer atomics: exact).
+ *
+ * Then weighted k-means++ over the candidates, on the device too
+ * (km_pp_device_w, bit for bit gc_km_init_kmeanspp_w), from the
+ * candidates' rows gathered into their own d x m transposed matrix.
+ * With fewer than k candidates: km_pp_device over all the rows, as the
+ * CPU falls back.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include "kmeans_dev.cuh"
+#include "rng.h"
+
+#define PAR_THREADS 256
+#define PAR_TC 32				/* candidates per shared tile */
+#define PAR_DC 32				/* dimensions per shared tile */
+
+/*
+ * Rows take candidates m0 .. m0+mc-1, whose coordinates are CT (d x ldc,
+ * column c - m0): D2[i] = min, lab[i] = the lowest nearest (init: from
+ * D² = +inf).
+ */
+__global__ void __launch_bounds__(PAR_THREADS)
+par_take(const float *__restrict__ XT, int64_t n, int d,
+		 const float *__restrict__ CT, int64_t ldc, int m0, int mc, bool init,
+		 float *__restrict__ D2, int32_t *__restrict__ lab)
+{
+	__shared__ float cs[PAR_DC][PAR_TC];
+	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	float		best = init || i >= n ? INFINITY : D2[i];
+	int32_t		bl = init || i >= n ? 0 : lab[i];
+
+	for (int c0 = 0; c0 < mc; c0 += PAR_TC)
+	{
+		const int	tc = mc - c0 < PAR_TC ? mc - c0 : PAR_TC;
+		float		q[PAR_TC];
+
+#pragma unroll
+		for (int t = 0; t < PAR_TC; t++)
+			q[t] = 0.0f;
+		for (int j0 = 0; j0 < d; j0 += PAR_DC)
+		{
+			const int	dc = d - j0 < PAR_DC ? d - j0 : PAR_DC;
+
+			__syncthreads();
+			for (int e = threadIdx.x; e < PAR_DC * PAR_TC; e += blockDim.x)
+			{
+				const int	j = e / PAR_TC,
+							t = e % PAR_TC;
+
+				cs[j][t] = j < dc && t < tc ? CT[(int64_t) (j0 + j) * ldc + c0 + t] : 0.0f;
+			}
+			__syncthreads();
+			if (i < n)
+				for (int j = 0; j < dc; j++)
+				{
+					const float x = XT[(int64_t) (j0 + j) * n + i];
+
+#pragma unroll
+					for (int t = 0; t < PAR_TC; t++)
+						q[t] = gc_l2_step(q[t], x, cs[j][t]);
+				}
+		}
+		if (i < n)
+			for (int t = 0; t < tc; t++)
+				if (q[t] < best)
+				{
+					best = q[t];
+					bl = m0 + c0 + t;
+				}
+	}
+	if (i < n)
+	{
+		D2[i] = best;
+		lab[i] = bl;
+	}
+}
+
+/* phi's block sums: bs[b] = the sequential double sum of block b's D². */
+__global__ void __launch_bounds__(64)
+par_bsum(const float *__restrict__ D2, int64_t n, int64_t nb, double *bs)
+{
+	const int64_t b = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (b < nb)
+		bs[b] = km_block_chain(D2, nullptr, b * KM_BLOCK,
+							   (b + 1) * KM_BLOCK < n ? (b + 1) * KM_BLOCK : n, nullptr);
+}
+
+/* Round r's draws. */
+__global__ void
+par_flags(const float *__restrict__ D2, int64_t n, uint64_t seed,
+		  uint64_t stream, int r, double ell, double phi, uint8_t *flags)
+{
+	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		flags[i] = (uint8_t) gc_km_par_keep(seed, stream, r, n, i, ell,
+											(double) D2[i], phi);
+}
+
+/* CT[j][c] = XT[j][rows[c]] for c < m (CT: d x ldc). */
+__global__ void
+par_gather(const float *__restrict__ XT, int64_t n, int d,
+		   const int32_t *__restrict__ rows, int m, float *CT, int64_t ldc)
+{
+	const int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (e < (int64_t) m * d)
+	{
+		const int	j = (int) (e / m),
+					c = (int) (e % m);
+
+		CT[(int64_t) j * ldc + c] = XT[(int64_t) j * n + rows[c]];
+	}
+}
+
+__global__ void
+par_count(const int32_t *__restrict__ lab, int64_t n, unsigned *cnt)
+{
+	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		atomicAdd(cnt + lab[i], 1u);
+}
+
+/* chosen[c] = rows[local[c]]. */
+__global__ void
+par_rows(const int64_t *__restrict__ local, const int32_t *__restrict__ rows,
+		 int k, int64_t *chosen)
+{
+	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c < k)
+		chosen[c] = rows[local[c]];
+}
+
+namespace
+{
+struct par_buffers
+{
+	cudaStream_t s = nullptr;
+	float	   *D2 = nullptr;
+	int32_t    *lab = nullptr;
+	uint8_t    *flags = nullptr;
+	int32_t    *sel = nullptr;	/* the kept rows of a round */
+	int32_t    *nsel = nullptr;
+	int32_t    *rows = nullptr;	/* every candidate's row */
+	double	   *bs = nullptr;
+	void	   *tmp = nullptr;
+	float	   *CT = nullptr;	/* a batch's or all candidates' coordinates */
+	unsigned   *cnt = nullptr;
+	double	   *w = nullptr;
+	int64_t    *local = nullptr;
+
+	~par_buffers()
+	{
+		gc_dfree(D2, s);
+		gc_dfree(lab, s);
+		gc_dfree(flags, s);
+		gc_dfree(sel, s);
+		gc_dfree(nsel, s);
+		gc_dfree(rows, s);
+		gc_dfree(bs, s);
+		gc_dfree(tmp, s);
+		gc_dfree(CT, s);
+		gc_dfree(cnt, s);
+		gc_dfree(w, s);
+		gc_dfree(local, s);
+	}
+};
+}
+
+/* The coordinates of candidates rows[m0 .. m1-1] into B.CT (reallocated). */
+static gc_code
+par_gather_batch(par_buffers &B, const float *XT, int64_t n, int d, int m0,
+				 int m1, gc_status *st)
+{
+	const int	m = m1 - m0;
+	cudaStream_t s = B.s;
+
+	gc_dfree(B.CT, s);
+	B.CT = nullptr;
+	KM_CK(gc_dalloc((void **) &B.CT, sizeof(float) * (size_t) m * d, s));
+	par_gather<<<blocks_for((int64_t) m * d, 256), 256, 0, s>>>(XT, n, d, B.rows + m0, m,
+																  B.CT, m);
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+gc_code
+km_par_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
+			  int d, int k, uint64_t seed, uint64_t stream, float *C,
+			  int64_t *chosen, gc_status *st)
+{
+	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
+	const double ell = GC_KM_PAR_OVERSAMPLE * (double) k;
+	const unsigned nblk = blocks_for(n, PAR_THREADS);
+	par_buffers B;
+	double	   *hbs = (double *) malloc(sizeof(double) * (size_t) nb);
+	int32_t		first;
+	int			m = 1;
+	size_t		tmp_bytes = 0;
+	gc_code		rc;
+
+	B.s = s;
+	if (hbs == NULL)
+		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	/* (hbs is freed on every return below by this guard) */
+	struct hfree
+	{
+		double	   *p;
+		~hfree() { free(p); }
+	}			hguard = {hbs};
+
+	KM_CK(gc_dalloc((void **) &B.D2, sizeof(float) * (size_t) n, s));
+	KM_CK(gc_dalloc((void **) &B.lab, sizeof(int32_t) * (size_t) n, s));
+	KM_CK(gc_dalloc((void **) &B.flags, (size_t) n, s));
+	KM_CK(gc_dalloc((void **) &B.sel, sizeof(int32_t) * (size_t) n, s));
+	KM_CK(gc_dalloc((void **) &B.nsel, sizeof(int32_t), s));
+	KM_CK(gc_dalloc((void **) &B.rows, sizeof(int32_t) * (size_t) n, s));
+	KM_CK(gc_dalloc((void **) &B.bs, sizeof(double) * (size_t) nb, s));
+	KM_CK(cub::DeviceSelect::Flagged(nullptr, tmp_bytes, thrust::counting_iterator<int32_t>(0),
+									 B.flags, B.sel, B.nsel, (int64_t) n, s));
+	KM_CK(gc_dalloc(&B.tmp, tmp_bytes, s));
+
+	/* Candidate 0: k-means++'s first centre. */
+	first = (int32_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+	if (first >= n)
+		first = (int32_t) (n - 1);
+	KM_CK(cudaMemcpyAsync(B.rows, &first, sizeof(int32_t), cudaMemcpyHostToDevice, s));
+	if ((rc = par_gather_batch(B, XT, n, d, 0, 1, st)) != GC_OK)
+		return rc;
+	/* D² = +inf, then the first candidate */
+	par_take<<<nblk, PAR_THREADS, 0, s>>>(XT, n, d, B.CT, 1, 0, 1, true, B.D2, B.lab);
+	KM_LAUNCHED();
+
+	for (int r = 1; r <= GC_KM_PAR_MAX_ROUNDS; r++)
+	{
+		double		phi = 0.0;
+		int32_t		ns = 0;
+
+		if (r > GC_KM_PAR_ROUNDS && m >= k)
+			break;
+		par_bsum<<<blocks_for(nb, 64), 64, 0, s>>>(B.D2, n, nb, B.bs);
+		KM_LAUNCHED();
+		KM_CK(cudaMemcpyAsync(hbs, B.bs, sizeof(double) * (size_t) nb, cudaMemcpyDeviceToHost, s));
+		KM_CK(cudaStreamSynchronize(s));
+		if (gc_cancelled(ctx))
+			return gc_fail(st, GC_ECANCEL, "canceled");
+		for (int64_t b = 0; b < nb; b++)
+			phi += hbs[b];
+		if (!(phi > 0.0))
+			break;
+		par_flags<<<nblk, PAR_THREADS, 0, s>>>(B.D2, n, seed, stream, r, ell, phi, B.flags);
+		KM_LAUNCHED();
+		KM_CK(cub::DeviceSelect::Flagged(B.tmp, tmp_bytes, thrust::counting_iterator<int32_t>(0),
+										 B.flags, B.sel, B.nsel, (int64_t) n, s));
+		KM_CK(cudaMemcpyAsync(&ns, B.nsel, sizeof(int32_t), cudaMemcpyDeviceToHost, s));
+		KM_CK(cudaStreamSynchronize(s));
+		if (ns == 0)
+			continue;
+		if ((int64_t) m + ns > n)
+			return gc_fail(st, GC_EINTERNAL, "k-means||: more candidates than rows");
+		KM_CK(cudaMemcpyAsync(B.rows + m, B.sel, sizeof(int32_t) * (size_t) ns,
+							  cudaMemcpyDeviceToDevice, s));
+		if ((rc = par_gather_batch(B, XT, n, d, m, m + ns, st)) != GC_OK)
+			return rc;
+		par_take<<<nblk, PAR_THREADS, 0, s>>>(XT, n, d, B.CT, ns, m, ns, false, B.D2, B.lab);
+		KM_LAUNCHED();
+		m += ns;
+	}
+
+	if (m < k)
+		return km_pp_device(ctx, s, XT, n, d, k, seed, stream, C, chosen, st);
+
+	/* The candidates' weights, and weighted k-means++ over them. */
+	{
+		unsigned   *hcnt = (unsigned *) malloc(sizeof(unsigned) * (size_t) m);
+		double	   *hw = (double *) malloc(sizeof(double) * (size_t) m);
+		cudaError_t e;
+
+		if (hcnt == NULL || hw == NULL)
+		{
+			free(hcnt);
+			free(hw);
+			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+		}
+		e = gc_dalloc((void **) &B.cnt, sizeof(unsigned) * (size_t) m, s);
+		if (e == cudaSuccess)
+			e = cudaMemsetAsync(B.cnt, 0, sizeof(unsigned) * (size_t) m, s);
+		if (e == cudaSuccess)
+		{
+			par_count<<<nblk, PAR_THREADS, 0, s>>>(B.lab, n, B.cnt);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(hcnt, B.cnt, sizeof(unsigned) * (size_t) m,
+								cudaMemcpyDeviceToHost, s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s);
+		for (int c = 0; e == cudaSuccess && c < m; c++)
+			hw[c] = (double) hcnt[c];
+		if (e == cudaSuccess)
+			e = gc_dalloc((void **) &B.w, sizeof(double) * (size_t) m, s);
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(B.w, hw, sizeof(double) * (size_t) m, cudaMemcpyHostToDevice, s);
+		free(hcnt);
+		if (e != cudaSuccess)
+		{
+			free(hw);
+			return km_cuda_fail(st, e, "k-means|| candidate weights");
+		}
+		if ((rc = par_gather_batch(B, XT, n, d, 0, m, st)) != GC_OK)
+		{
+			free(hw);
+			return rc;
+		}
+		if (chosen != nullptr &&
+			(e = gc_dalloc((void **) &B.local, sizeof(int64_t) * (size_t) k, s)) != cudaSuccess)
+		{
+			free(hw);
+			return km_cuda_fail(st, e, "k-means|| chosen rows");
+		}
+		rc = km_pp_device_w(ctx, s, B.CT, m, d, k, B.w, hw, seed,
+							stream + GC_KM_PAR_REDUCE_STREAM, C, B.local, st);
+		/* km_pp_device_w synchronised: hw is no longer read */
+		free(hw);
+		if (rc != GC_OK)
+			return rc;
+		if (chosen != nullptr)
+		{
+			par_rows<<<blocks_for(k, 256), 256, 0, s>>>(B.local, B.rows, k, chosen);
+			KM_LAUNCHED();
+			KM_CK(cudaStreamSynchronize(s));
+		}
+	}
+	return GC_OK;
+}
