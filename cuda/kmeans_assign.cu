@@ -325,6 +325,8 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 			labels[row] = bi;
 		}
 	}
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		info->fb_total += cnt;
 }
 
 /* Centres for the exact path: W4 float4 per centre, zero-padded. */
@@ -414,15 +416,34 @@ km_assign(km_dev &D, gc_status *st)
 	else
 	{
 		KM_CK(cudaMemsetAsync(&D.info->n_fallback, 0, sizeof(unsigned), D.s));
-		auto		kern = D.tiled_minb == 1 ? k_assign_tiled<1> : k_assign_tiled<2>;
+		if (D.screen)
+		{
+			gc_code		rc = km_screen(D, nullptr, st);
 
-		kern<<<blocks_for(D.n, TILE), 256, 0, D.s>>>(D.XT, D.n, D.d, D.mu, D.CT, D.cnrm,
-															   D.cmax2, D.xn2, D.kp, D.labels, D.info,
-															   D.fb_rows);
-		KM_LAUNCHED();
-		k_assign_fallback<<<D.fb_grid, 256, 0, D.s>>>(D.XT, D.n, D.d, D.CTo, D.kp, D.k,
-													  D.fb_rows, D.info, D.labels);
+			if (rc != GC_OK)
+				return rc;
+		}
+		else
+		{
+			auto		kern = D.tiled_minb == 1 ? k_assign_tiled<1> : k_assign_tiled<2>;
+
+			kern<<<blocks_for(D.n, TILE), 256, 0, D.s>>>(D.XT, D.n, D.d, D.mu, D.CT, D.cnrm,
+														 D.cmax2, D.xn2, D.kp, D.labels, D.info,
+														 D.fb_rows);
+			KM_LAUNCHED();
+		}
+		return km_rerank(D, st);
 	}
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+/* The exact re-rank of the rows the last screen queued (d > 8). */
+gc_code
+km_rerank(km_dev &D, gc_status *st)
+{
+	k_assign_fallback<<<D.fb_grid, 256, 0, D.s>>>(D.XT, D.n, D.d, D.CTo, D.kp, D.k,
+												  D.fb_rows, D.info, D.labels);
 	KM_LAUNCHED();
 	return GC_OK;
 }

@@ -25,6 +25,7 @@ extern "C" {
 
 #define SMALL_D_MAX 8			/* exact direct path up to this d */
 #define TILE 128				/* tiled path: rows and centres per block */
+#define SCREEN_D_MAX 256		/* tensor-core screen up to this d */
 
 /* The one small record read back per Lloyd iteration. */
 struct km_info
@@ -33,8 +34,8 @@ struct km_info
 	double		shift;			/* sum of squared centre moves */
 	int			n_empty;		/* clusters with no row */
 	int			moved;			/* some centre coordinate changed */
-	unsigned	n_fallback;		/* tiled path: rows re-ranked exactly */
-	unsigned	pad;
+	unsigned	n_fallback;		/* rows queued for the exact re-rank (one km_assign) */
+	unsigned	fb_total;		/* rows re-ranked this iteration (every km_assign) */
 };
 
 /* A CUDA error as a gc_code (check.cuh), named for k-means. */
@@ -84,6 +85,11 @@ struct km_dev
 	float	   *xn2 = nullptr;
 	int			fb_grid = 0;
 	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
+	int			screen = 0;		/* 0: FP32 tiled kernel; 1: tf32; 3: 3xtf32 */
+	bool		screen_auto = false;	/* tf32 -> 3xtf32 when too many re-ranks */
+	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
+	size_t		screen_smem = 0;
+	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
 	float	   *mu = nullptr;
 	unsigned long long *gsum = nullptr;	/* slots, then km_info */
 	km_info    *info = nullptr;
@@ -165,6 +171,20 @@ gc_code		km_prep(km_dev &D, const float *C, gc_status *st);
 
 /* Assignment from the centres last prepared; counts changes in info. */
 gc_code		km_assign(km_dev &D, gc_status *st);
+
+/* The exact re-rank of the rows the last screen queued (d > 8). */
+gc_code		km_rerank(km_dev &D, gc_status *st);
+
+/* ---- kmeans_screen.cu ---- */
+
+/* The tensor-core screen's mode and occupancy (D.screen, D.dpad ...). */
+gc_code		km_screen_plan(km_dev &D, gc_status *st);
+
+/* The screen over D's rows into D.labels and the re-rank queue. */
+gc_code		km_screen(km_dev &D, float *dbg, gc_status *st);
+
+/* After an iteration that re-ranked `reranked` of `rows` rows. */
+void		km_screen_adapt(km_dev &D, unsigned long long reranked, int64_t rows);
 
 /* ---- kmeans_update.cu ---- */
 
