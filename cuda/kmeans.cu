@@ -240,7 +240,7 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
 	if (d <= SMALL_D_MAX)
 		b += kk * ((d + 3) / 4 * 4) * 4;
 	else
-		b += (2 * dd + 32) * kp * 4 + kp * 4 + nn * 8;	/* CT (d padded to 32), CTo, cnrm, fb_rows, xn2 */
+		b += (4 * dd + 96) * kp * 4 + kp * 4 + nn * 8;	/* CT, CTf, CTt (d padded to 32), CTo, cnrm, fb_rows, xn2 */
 	b += slots8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
 	if (!(slots8 <= 48 * 1024) && !(slots8 <= 160 * 1024))
 		b += nn * dd * 4 + nn * 4 + 3 * kk * 4 + (1 << 20);	/* XR, perm, counts, scan */

@@ -80,13 +80,16 @@ struct km_dev
 	float	   *CT = nullptr;
 	float	   *cnrm = nullptr;
 	float	   *CTo = nullptr;
+	float	   *CTf = nullptr;	/* screen: CT in fragment order, float */
+	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 */
 	float	   *cmax2 = nullptr;
 	int32_t    *fb_rows = nullptr;
 	float	   *xn2 = nullptr;
 	int			fb_grid = 0;
 	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
 	int			screen = 0;		/* 0: FP32 tiled kernel; 1: tf32; 3: 3xtf32 */
-	bool		screen_auto = false;	/* tf32 -> 3xtf32 when too many re-ranks */
+	bool		screen_auto = false;	/* tf32 <-> 3xtf32 by the re-rank count */
+	int			screen_probe = 0;	/* iterations in 3xtf32 since the switch */
 	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
@@ -119,6 +122,8 @@ struct km_dev
 		gc_dfree(CT, s);
 		gc_dfree(cnrm, s);
 		gc_dfree(CTo, s);
+		gc_dfree(CTf, s);
+		gc_dfree(CTt, s);
 		gc_dfree(cmax2, s);
 		gc_dfree(fb_rows, s);
 		gc_dfree(xn2, s);
@@ -179,6 +184,9 @@ gc_code		km_rerank(km_dev &D, gc_status *st);
 
 /* The tensor-core screen's mode and occupancy (D.screen, D.dpad ...). */
 gc_code		km_screen_plan(km_dev &D, gc_status *st);
+
+/* The prepared centres in the screen's fragment order (km_prep). */
+gc_code		km_screen_prep(km_dev &D, gc_status *st);
 
 /* The screen over D's rows into D.labels and the re-rank queue. */
 gc_code		km_screen(km_dev &D, float *dbg, gc_status *st);

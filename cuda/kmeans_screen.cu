@@ -42,18 +42,19 @@
  * measures |ŝ - s| against the bound on random and adversarial data
  * (gc_kmeans_gpu_screen_scores).
  *
- * The mode.  Each run starts in tf32; when an iteration re-ranks more than
- * 1/16 of the rows (the exact re-rank of a row costs about as much CUDA-core
- * work as 20-40 rows of tensor-core screen), the rest of the call screens in
- * 3xtf32, whose window is smaller.  GPUCLUST_KM_SCREEN=fp32|tf32|3xtf32
+ * The mode.  A call starts in tf32; when an iteration re-ranks more than
+ * 1/16 of the rows (the exact re-rank of a row costs about as much as 10-20
+ * rows of tensor-core screen), the next SC_PROBE iterations screen in
+ * 3xtf32, whose window is about 10x smaller, then tf32 is tried again.  GPUCLUST_KM_SCREEN=fp32|tf32|3xtf32
  * fixes the mode (fp32: the FP32 tiled kernel of kmeans_assign.cu).
  *
  * The kernel.  A block takes SC_BM = 128 rows and keeps them, shifted, in
- * shared memory for the whole scan (dpad x 136 floats, dpad = d rounded up to
- * SC_BK); the centres stream through two cp.async stages of SC_BK x 128;
+ * shared memory for the whole scan (dpad x 128 floats, dpad = d rounded up
+ * to SC_BK); the centres stream through two cp.async stages of SC_BK x 128;
  * 8 warps as 2 (rows) x 4 (centres), a warp tile of 64 x 32 as 4 x 4
- * m16n8k8 mma, 64 accumulators per thread; the row pitch of 136 floats makes
- * every fragment load conflict-free.  After each tile of 128 centres the
+ * m16n8k8 mma, 64 accumulators per thread.  Both operands are kept in the
+ * mma's fragment order (below), so every fragment is one 16-byte load
+ * without bank conflicts.  After each tile of 128 centres the
  * scores go straight into each thread's running best / second best of its
  * 8 rows; at the end the 4 lanes and the 4 warps that share a row combine
  * by (score, index), and thread r of the block decides row r.
@@ -67,8 +68,8 @@
 #define SC_BM 128				/* rows per block */
 #define SC_BN 128				/* centres per tile */
 #define SC_BK 32				/* dimensions per centre stage */
-#define SC_PITCH 136			/* floats per shared row: conflict-free fragments */
 #define SC_THREADS 256
+#define SC_PROBE 4				/* 3xtf32 iterations before tf32 is tried again */
 
 __device__ __forceinline__ uint32_t
 to_tf32(float x)
@@ -134,22 +135,71 @@ merge_best(float os, float o2, int oi, float &best, float &sec, int &bidx)
 }
 
 /*
- * MODE 1: tf32, MODE 3: 3xtf32.  CT: dpad x kp shifted centres (rows d..dpad
- * zero, columns k..kp zero); cnrm: ||c'||², +inf on the padding.  coef: the
- * bound's factor of M² (with its margin).  dbg (tests): every score, n x kp.
+ * The fragment order.  A k-step of mma m16n8k8 gives lane (g, t) = (lane/4,
+ * lane%4) the A values (row g, dim t), (g+8, t), (g, t+4), (g+8, t+4) and
+ * the B values (dim t, centre g), (dim t+4, centre g).  Both operands are
+ * stored in that order, so a lane reads its fragments with 16-byte loads
+ * (a warp reads 512 contiguous bytes: no bank conflict):
+ *   A (shared, per block): [dim/8][row/16][lane][4];
+ *   B (global, km_screen_prep): [dim/8][centre/16][lane][4], the 4 being
+ *     (b0, b1) of the even 8 centres, then of the odd 8; a stage of SC_BK
+ *     dims x 128 centres is SC_BK/8 contiguous runs of 4 KiB.
+ * In tf32 mode both hold the TF32-rounded values (rounded once: in the
+ * block's fill, in km_screen_prep); in 3xtf32 mode the float values, split
+ * into big and small parts as they are loaded.
+ */
+__device__ __forceinline__ int
+a_frag_index(int j, int m)
+{
+	const int	kin = j & 7,
+				rin = m & 15;
+	const int	lane = (rin & 7) * 4 + (kin & 3);
+
+	return (((j >> 3) * (SC_BM / 16) + (m >> 4)) * 32 + lane) * 4 + (rin >> 3) + 2 * (kin >> 2);
+}
+
+/* CTf/CTt (fragment order) from CT (dpad x kp, row-major); one thread per
+ * element. */
+__global__ void
+k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
+			  float *__restrict__ CTf, float *__restrict__ CTt)
+{
+	const int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (e < (int64_t) dpad * kp)
+	{
+		const int	j = (int) (e / kp),
+					c = (int) (e % kp);
+		const int	kin = j & 7,
+					c8 = c >> 3;
+		const int	lane = (c & 7) * 4 + (kin & 3);
+		const int64_t idx = (((int64_t) (j >> 3) * (kp / 16) + (c8 >> 1)) * 32 + lane) * 4 +
+			(c8 & 1) * 2 + (kin >> 2);
+		const float v = CT[e];
+
+		CTf[idx] = v;
+		CTt[idx] = __uint_as_float(to_tf32(v));
+	}
+}
+
+/*
+ * MODE 1: tf32, MODE 3: 3xtf32.  CTB: the centres in fragment order (CTt
+ * for tf32, CTf for 3xtf32; dims d..dpad and centres k..kp zero); cnrm:
+ * ||c'||², +inf on the padding.  coef: the bound's factor of M² (with its
+ * margin).  DBG (tests): every score into dbg, n x kp.
  */
 template <int MODE, int MINB, bool DBG>
 __global__ void __launch_bounds__(SC_THREADS, MINB)
 k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
-				const float *__restrict__ mu, const float *__restrict__ CT,
+				const float *__restrict__ mu, const float *__restrict__ CTB,
 				const float *__restrict__ cnrm, const float *__restrict__ cmax2,
 				const float *__restrict__ xn2, int kp, float coef,
 				int32_t *__restrict__ labels, km_info *info,
 				int32_t *__restrict__ fb_rows, float *__restrict__ dbg)
 {
 	extern __shared__ float4 sc_smem[];
-	float	   *As = (float *) sc_smem;	/* dpad x SC_PITCH: dimension j, row m */
-	float	   *Bs = As + (size_t) dpad * SC_PITCH;	/* 2 x SC_BK x SC_PITCH */
+	float	   *As = (float *) sc_smem;	/* dpad x SC_BM, fragment order */
+	float	   *Bs = As + (size_t) dpad * SC_BM;	/* 2 stages of SC_BK x SC_BN */
 	const int	tid = threadIdx.x,
 				lane = tid & 31,
 				warp = tid >> 5;
@@ -169,31 +219,35 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 
 	/* stage `st` <- the centres of step `step` (tile step / nkc, chunk % nkc) */
 	auto load_b = [&](int step, int st) {
-		const int	ct = (step / nkc) * SC_BN,
-					k0 = (step % nkc) * SC_BK;
-		float	   *dst = Bs + (size_t) st * SC_BK * SC_PITCH;
+		const int	tile = step / nkc,
+					kb0 = (step % nkc) * (SC_BK / 8);
+		float	   *dst = Bs + (size_t) st * SC_BK * SC_BN;
 
 #pragma unroll
 		for (int q = 0; q < (SC_BK * SC_BN / 4) / SC_THREADS; q++)
 		{
-			const int	e = tid + q * SC_THREADS;
-			const int	r = e / (SC_BN / 4),
-						c4 = e % (SC_BN / 4);
+			const int	e = tid + q * SC_THREADS;	/* 16-byte chunk */
+			const int	kb = e / (SC_BN / 16 * 32),	/* 256 chunks per 8 dims */
+						w = e % (SC_BN / 16 * 32);
 
-			cp_async16(dst + r * SC_PITCH + c4 * 4, CT + (int64_t) (k0 + r) * kp + ct + c4 * 4);
+			cp_async16(dst + (size_t) e * 4,
+					   CTB + (((int64_t) (kb0 + kb) * (kp / 16) + tile * (SC_BN / 16)) * 32) * 4 + w * 4);
 		}
 		cp_async_commit();
 	};
 
 	load_b(0, 0);
-	/* the block's rows, shifted, resident for the whole scan */
+	/* the block's rows, shifted (and rounded to TF32 in tf32 mode), resident */
 	for (int e = tid; e < dpad * SC_BM; e += SC_THREADS)
 	{
 		const int	j = e / SC_BM,
 					m = e % SC_BM;
 		const int64_t i = m0 + m;
+		float		v = (j < d && i < n) ? __fsub_rn(XT[(int64_t) j * n + i], mu[j]) : 0.0f;
 
-		As[j * SC_PITCH + m] = (j < d && i < n) ? __fsub_rn(XT[(int64_t) j * n + i], mu[j]) : 0.0f;
+		if (MODE == 1)
+			v = __uint_as_float(to_tf32(v));
+		As[a_frag_index(j, m)] = v;
 	}
 #pragma unroll
 	for (int r = 0; r < 8; r++)
@@ -207,7 +261,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	{
 		const int	kc = step % nkc,
 					k0 = kc * SC_BK;
-		const float *Bst = Bs + (size_t) (step & 1) * SC_BK * SC_PITCH;
+		const float *Bst = Bs + (size_t) (step & 1) * SC_BK * SC_BN;
 		const int	ksteps = min(SC_BK, d8 - k0) / 8;
 
 		if (step + 1 < nsteps)
@@ -231,38 +285,61 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 #pragma unroll 1
 		for (int ks = 0; ks < ksteps; ks++)
 		{
-			const float *a_lo = As + (k0 + ks * 8 + t) * SC_PITCH + wm * 64 + g;
-			const float *a_hi = a_lo + 4 * SC_PITCH;
-			const float *b_lo = Bst + (ks * 8 + t) * SC_PITCH + wn * 32 + g;
-			const float *b_hi = b_lo + 4 * SC_PITCH;
+			const float4 *af = (const float4 *) As + ((k0 / 8 + ks) * (SC_BM / 16) + wm * 4) * 32 + lane;
+			const float4 *bf = (const float4 *) Bst + (ks * (SC_BN / 16) + wn * 2) * 32 + lane;
 			uint32_t	a[4][4];
 			uint32_t	as[4][4];
+			float		bv[8];
 
 #pragma unroll
 			for (int mt = 0; mt < 4; mt++)
 			{
-				const float v[4] = {a_lo[mt * 16], a_lo[mt * 16 + 8], a_hi[mt * 16], a_hi[mt * 16 + 8]};
+				const float4 v = af[mt * 32];
+				const float vv[4] = {v.x, v.y, v.z, v.w};
 
 #pragma unroll
 				for (int q = 0; q < 4; q++)
 				{
-					a[mt][q] = to_tf32(v[q]);
-					if (MODE == 3)
-						as[mt][q] = to_tf32(__fsub_rn(v[q], __uint_as_float(a[mt][q])));
+					if (MODE == 1)
+						a[mt][q] = __float_as_uint(vv[q]);
+					else
+					{
+						a[mt][q] = to_tf32(vv[q]);
+						as[mt][q] = to_tf32(__fsub_rn(vv[q], __uint_as_float(a[mt][q])));
+					}
 				}
+			}
+			{
+				const float4 v0 = bf[0],
+							v1 = bf[32];
+
+				bv[0] = v0.x;
+				bv[1] = v0.y;
+				bv[2] = v0.z;
+				bv[3] = v0.w;
+				bv[4] = v1.x;
+				bv[5] = v1.y;
+				bv[6] = v1.z;
+				bv[7] = v1.w;
 			}
 #pragma unroll
 			for (int nt = 0; nt < 4; nt++)
 			{
-				const float w0 = b_lo[nt * 8],
-							w1 = b_hi[nt * 8];
-				const uint32_t b0 = to_tf32(w0),
-							b1 = to_tf32(w1);
+				uint32_t	b0,
+							b1;
 
-				if (MODE == 3)
+				if (MODE == 1)
 				{
-					const uint32_t s0 = to_tf32(__fsub_rn(w0, __uint_as_float(b0))),
-								s1 = to_tf32(__fsub_rn(w1, __uint_as_float(b1)));
+					b0 = __float_as_uint(bv[2 * nt]);
+					b1 = __float_as_uint(bv[2 * nt + 1]);
+				}
+				else
+				{
+					b0 = to_tf32(bv[2 * nt]);
+					b1 = to_tf32(bv[2 * nt + 1]);
+
+					const uint32_t s0 = to_tf32(__fsub_rn(bv[2 * nt], __uint_as_float(b0))),
+								s1 = to_tf32(__fsub_rn(bv[2 * nt + 1], __uint_as_float(b1)));
 
 #pragma unroll
 					for (int mt = 0; mt < 4; mt++)
@@ -424,7 +501,7 @@ km_screen_plan(km_dev &D, gc_status *st)
 	D.screen = env && strcmp(env, "3xtf32") == 0 ? 3 : 1;
 	D.screen_auto = !(env && (strcmp(env, "tf32") == 0 || strcmp(env, "3xtf32") == 0));
 	D.dpad = (D.d + SC_BK - 1) / SC_BK * SC_BK;
-	D.screen_smem = sizeof(float) * (size_t) (D.dpad + 2 * SC_BK) * SC_PITCH;
+	D.screen_smem = sizeof(float) * (size_t) (D.dpad + 2 * SC_BK) * SC_BM;
 	D.screen_minb = 1;
 	for (int v = 0; v < 5; v++)
 	{
@@ -447,12 +524,24 @@ km_screen_plan(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
-/* After an iteration: too many rows re-ranked in tf32 -> 3xtf32. */
+/*
+ * After an iteration: more than 1/16 of the rows re-ranked in tf32 ->
+ * 3xtf32; after SC_PROBE iterations in 3xtf32, tf32 is tried again (the
+ * first iterations, from centres that are rows of the data, often have far
+ * more close rows than the later ones).
+ */
 void
 km_screen_adapt(km_dev &D, unsigned long long reranked, int64_t rows)
 {
-	if (D.screen == 1 && D.screen_auto && reranked * 16 > (unsigned long long) rows)
+	if (!D.screen_auto)
+		return;
+	if (D.screen == 1 && reranked * 16 > (unsigned long long) rows)
+	{
 		D.screen = 3;
+		D.screen_probe = 0;
+	}
+	else if (D.screen == 3 && ++D.screen_probe >= SC_PROBE)
+		D.screen = 1;
 }
 
 /* The screen over D's rows into D.labels and the re-rank queue
@@ -463,12 +552,25 @@ km_screen(km_dev &D, float *dbg, gc_status *st)
 	const float coef = screen_coef(D.screen, D.d);
 	const unsigned grid = blocks_for(D.n, SC_BM);
 	const int	minb = D.screen == 1 && !dbg ? D.screen_minb : 1;
+	const float *ctb = D.screen == 1 ? D.CTt : D.CTf;
 	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
-		(void *) &D.mu, (void *) &D.CT, (void *) &D.cnrm, (void *) &D.cmax2,
+		(void *) &D.mu, (void *) &ctb, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
 		(void *) &D.info, (void *) &D.fb_rows, (void *) &dbg};
 
 	KM_CK(cudaLaunchKernel(screen_kernel(D.screen, minb, dbg != nullptr), dim3(grid),
 						   dim3(SC_THREADS), args, D.screen_smem, D.s));
+	return GC_OK;
+}
+
+/* The prepared centres (CT, after k_prep_tiled) in the screen's fragment
+ * order, float and TF32. */
+gc_code
+km_screen_prep(km_dev &D, gc_status *st)
+{
+	const int64_t e = (int64_t) D.dpad * D.kp;
+
+	k_screen_prep<<<blocks_for(e, 256), 256, 0, D.s>>>(D.CT, D.dpad, D.kp, D.CTf, D.CTt);
+	KM_LAUNCHED();
 	return GC_OK;
 }

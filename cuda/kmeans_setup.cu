@@ -173,6 +173,11 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 		KM_CK(cudaMemsetAsync(D.CT, 0, sizeof(float) * D.dpad * D.kp, D.s));	/* rows d.. */
 		KM_ALLOC(D.cnrm, D.kp);
 		KM_ALLOC(D.CTo, (int64_t) d * D.kp);
+		if (D.screen)
+		{
+			KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
+			KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
+		}
 		KM_ALLOC(D.cmax2, 1);
 		KM_ALLOC(D.fb_rows, n);
 		KM_ALLOC(D.xn2, n);
