@@ -24,15 +24,16 @@
  *               centres from shared memory, computing the exact float32
  *               gc_dist2 (dimension order, separate multiply and add), so
  *               the labels equal the CPU's bit for bit;
- *             - d > 8: a register-blocked tile (128 rows x 128 centres,
- *               8 x 8 per thread, 8 dimensions per stage) accumulates x.c
- *               with FMA, on rows and centres shifted by the feature means,
- *               and ranks ||c||² - 2 x.c, keeping the best and second
- *               best score per row; a row whose two best scores are closer
- *               than a rounding bound (expansion + the CPU's own rounding)
- *               is queued and re-ranked with the exact gc_dist2 by
- *               k_assign_fallback (about 0.1-0.5% of rows), so this path
- *               too gives the CPU's labels.
+ *             - 8 < d <= 256: a tensor-core screen (kmeans_screen.cu):
+ *               x.c on TF32 mma (3xTF32 when too many rows are close),
+ *               on rows and centres shifted by the feature means, fused
+ *               with the best and second best score per row; a row whose
+ *               two best scores are within the derived rounding bound
+ *               (screen + the CPU's own rounding) is queued and re-ranked
+ *               with the exact gc_dist2 by k_assign_fallback (about 0.5%
+ *               of rows), so this path too gives the CPU's labels;
+ *             - d > 256: the same with a register-blocked FP32 tile
+ *               (128 rows x 128 centres, FMA) in place of the screen.
  *   update    per-cluster sums in 64-bit fixed point (each feature scaled by
  *             a power of two chosen from its largest |x| and n so no sum can
  *             overflow), accumulated in shared memory (replicated per lane
@@ -40,9 +41,10 @@
  *             few addresses) and flushed with one global atomic per slot
  *             and block (64-bit shared adds as two 32-bit atomics with
  *             carry); when k(d+1) does not fit in shared memory, a
- *             counting sort of the rows by label and one block per cluster
- *             summing its rows from a row-major copy of X (global atomics
- *             when that copy's memory is not there).  Integer sums are exact and
+ *             counting sort of the rows by label, then runs of the sorted
+ *             rows summed from a row-major copy of X with one atomic per
+ *             feature and label change (global atomics when that copy's
+ *             memory is not there).  Integer sums are exact and
  *             order-independent: the update is deterministic, and the
  *             means equal the CPU's double means except where the double
  *             sums themselves round.

@@ -148,16 +148,6 @@ merge_best(float os, float o2, int oi, float &best, float &sec, int &bidx)
  * block's fill, in km_screen_prep); in 3xtf32 mode the float values, split
  * into big and small parts as they are loaded.
  */
-__device__ __forceinline__ int
-a_frag_index(int j, int m)
-{
-	const int	kin = j & 7,
-				rin = m & 15;
-	const int	lane = (rin & 7) * 4 + (kin & 3);
-
-	return (((j >> 3) * (SC_BM / 16) + (m >> 4)) * 32 + lane) * 4 + (rin >> 3) + 2 * (kin >> 2);
-}
-
 /* CTf/CTt (fragment order) from CT (dpad x kp, row-major); one thread per
  * element. */
 __global__ void
@@ -237,17 +227,59 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	};
 
 	load_b(0, 0);
-	/* the block's rows, shifted (and rounded to TF32 in tf32 mode), resident */
-	for (int e = tid; e < dpad * SC_BM; e += SC_THREADS)
+	/*
+	 * The block's rows, shifted (and rounded to TF32 in tf32 mode), resident:
+	 * each thread fills whole 16-byte fragment slots (conflict-free stores),
+	 * four slots' loads in flight before their stores.
+	 */
 	{
-		const int	j = e / SC_BM,
-					m = e % SC_BM;
-		const int64_t i = m0 + m;
-		float		v = (j < d && i < n) ? __fsub_rn(XT[(int64_t) j * n + i], mu[j]) : 0.0f;
+		const int	nslots = dpad * SC_BM / 4;
 
-		if (MODE == 1)
-			v = __uint_as_float(to_tf32(v));
-		As[a_frag_index(j, m)] = v;
+		for (int s0 = tid; s0 < nslots; s0 += 4 * SC_THREADS)
+		{
+			float		v[4][4];
+
+#pragma unroll
+			for (int u = 0; u < 4; u++)
+			{
+				const int	sl = s0 + u * SC_THREADS;	/* slot: [dim/8][row/16][lane] */
+				const int	ln = sl & 31,
+							mt16 = (sl >> 5) & (SC_BM / 16 - 1),
+							kb = sl / (32 * (SC_BM / 16));
+				const int	j0 = kb * 8 + (ln & 3),
+							r0 = mt16 * 16 + (ln >> 2);
+
+#pragma unroll
+				for (int q = 0; q < 4; q++)
+				{
+					const int	j = j0 + 4 * (q >> 1);
+					const int64_t i = m0 + r0 + 8 * (q & 1);
+
+					v[u][q] = (sl < nslots && j < d && i < n) ? XT[(int64_t) j * n + i] : 0.0f;
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < 4; u++)
+			{
+				const int	sl = s0 + u * SC_THREADS;
+				const int	kb = sl / (32 * (SC_BM / 16)),
+							j0 = kb * 8 + (sl & 3);
+				float		w[4];
+
+				if (sl >= nslots)
+					break;
+#pragma unroll
+				for (int q = 0; q < 4; q++)
+				{
+					const int	j = j0 + 4 * (q >> 1);
+
+					w[q] = j < d ? __fsub_rn(v[u][q], mu[j]) : 0.0f;
+					if (MODE == 1)
+						w[q] = __uint_as_float(to_tf32(w[q]));
+				}
+				((float4 *) As)[sl] = make_float4(w[0], w[1], w[2], w[3]);
+			}
+		}
 	}
 #pragma unroll
 	for (int r = 0; r < 8; r++)
