@@ -287,11 +287,13 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 				  const int32_t *__restrict__ fb_rows, km_info *info,
 				  int32_t *__restrict__ labels)
 {
-	extern __shared__ float rr_x[];	/* RB x d */
+	extern __shared__ float4 rr_x4[];	/* RB rows of dp4 = d rounded up to 4 */
+	float	   *rr_x = (float *) rr_x4;
 	__shared__ float rbest[RB][RR_THREADS / 32];
 	__shared__ int ridx[RB][RR_THREADS / 32];
 	const int	lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
+	const int	dp4 = (d + 3) & ~3;
 	const unsigned cnt = info->n_fallback;
 
 	for (unsigned g0 = blockIdx.x * RB; g0 < cnt; g0 += gridDim.x * RB)
@@ -301,12 +303,12 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 		int			bi[RB];
 
 		__syncthreads();		/* rr_x, rbest of the last group read */
-		for (int e = threadIdx.x; e < RB * d; e += RR_THREADS)
+		for (int e = threadIdx.x; e < RB * dp4; e += RR_THREADS)
 		{
-			const int	r = e / d,
-						j = e % d;
+			const int	r = e / dp4,
+						j = e % dp4;
 
-			rr_x[e] = r < m ? XT[(int64_t) j * n + fb_rows[g0 + r]] : 0.0f;
+			rr_x[e] = r < m && j < d ? XT[(int64_t) j * n + fb_rows[g0 + r]] : 0.0f;
 		}
 		__syncthreads();
 #pragma unroll
@@ -318,18 +320,29 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 		for (int c = threadIdx.x; c < k; c += RR_THREADS)
 		{
 			float		a[RB];
-			const float cv0 = CTo[c];
 
+			/* gc_dist2 from 0: 0 + (x - c)² is (x - c)² exactly */
 #pragma unroll
 			for (int r = 0; r < RB; r++)
-				a[r] = gc_l2_first(rr_x[r * d], cv0);
-			for (int j = 1; j < d; j++)
+				a[r] = 0.0f;
+			for (int j0 = 0; j0 < d; j0 += 4)
 			{
-				const float cv = CTo[(int64_t) j * kp + c];
+				float		cv[4];
 
 #pragma unroll
+				for (int u = 0; u < 4; u++)
+					cv[u] = j0 + u < d ? CTo[(int64_t) (j0 + u) * kp + c] : 0.0f;
+#pragma unroll
 				for (int r = 0; r < RB; r++)
-					a[r] = gc_l2_step(a[r], rr_x[r * d + j], cv);
+				{
+					const float4 x4 = rr_x4[(r * dp4 + j0) / 4];
+					const float xv[4] = {x4.x, x4.y, x4.z, x4.w};
+
+#pragma unroll
+					for (int u = 0; u < 4; u++)
+						if (j0 + u < d)
+							a[r] = gc_l2_step(a[r], xv[u], cv[u]);
+				}
 			}
 #pragma unroll
 			for (int r = 0; r < RB; r++)
@@ -500,7 +513,7 @@ gc_code
 km_rerank(km_dev &D, gc_status *st)
 {
 	/* RB rows per block while their coordinates take at most 32 KiB */
-	const size_t row_bytes = sizeof(float) * D.d;
+	const size_t row_bytes = sizeof(float) * ((D.d + 3) & ~3);
 
 	if (8 * row_bytes <= 32768)
 		k_assign_fallback<8><<<D.fb_grid, RR_THREADS, 8 * row_bytes, D.s>>>(

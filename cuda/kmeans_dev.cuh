@@ -102,6 +102,7 @@ struct km_dev
 	double	   *q = nullptr;	/* n: inertia terms / distances */
 	double	   *bsum = nullptr;
 	double	   *dsum = nullptr;
+	double	   *fin_part = nullptr;	/* km_finalize's partials: 512 doubles, 1024 ints */
 	float	   *d2 = nullptr;	/* n, re-seeding */
 	unsigned long long *keys = nullptr;	/* k */
 	int		   *empty = nullptr;	/* k */
@@ -132,6 +133,7 @@ struct km_dev
 		gc_dfree(scale, s);
 		gc_dfree(q, s);
 		gc_dfree(bsum, s);
+		gc_dfree(fin_part, s);
 		gc_dfree(d2, s);
 		gc_dfree(keys, s);
 		gc_dfree(empty, s);

@@ -191,6 +191,7 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 	D.iscale = D.scale + d;
 	KM_ALLOC(D.q, n);
 	KM_ALLOC(D.bsum, nb + 1);
+	KM_ALLOC(D.fin_part, 1024);
 	D.dsum = D.bsum + nb;
 	KM_ALLOC(D.d2, n);
 	KM_ALLOC(D.keys, k);

@@ -266,14 +266,22 @@ segment_rows(int d)
 	return G * max(1, min(32, SEG_MAX_ROWS / G));
 }
 
-/* Means, shift, empty count, moved flag.  One block of 1024 threads. */
-__global__ void __launch_bounds__(1024)
+/*
+ * Means, shift, empty count, moved flag: k_finalize spreads the k x d means
+ * over up to FIN_BLOCKS blocks, each leaving its partial shift (double),
+ * empty count and moved flag in part; k_finalize_sum adds the partials in
+ * a fixed tree (deterministic for a given k x d).
+ */
+#define FIN_THREADS 256
+#define FIN_BLOCKS 512
+
+__global__ void __launch_bounds__(FIN_THREADS)
 k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
 		   const double *__restrict__ iscale, const float *__restrict__ Cold,
-		   float *__restrict__ Cnew, km_info *info)
+		   float *__restrict__ Cnew, double *part)
 {
-	typedef cub::BlockReduce<double, 1024> BRd;
-	typedef cub::BlockReduce<int, 1024> BRi;
+	typedef cub::BlockReduce<double, FIN_THREADS> BRd;
+	typedef cub::BlockReduce<int, FIN_THREADS> BRi;
 	__shared__ typename BRd::TempStorage td;
 	__shared__ typename BRi::TempStorage ti,
 				tm;
@@ -281,8 +289,9 @@ k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
 	int			ne = 0,
 				mv = 0;
 	const int64_t kd = (int64_t) k * d;
+	const int64_t stride = (int64_t) gridDim.x * blockDim.x;
 
-	for (int64_t e = threadIdx.x; e < kd; e += blockDim.x)
+	for (int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; e < kd; e += stride)
 	{
 		const int64_t c = e / d;
 		const int	j = (int) (e % d);
@@ -299,8 +308,38 @@ k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
 		sh += t * t;
 		mv |= __float_as_uint(v) != __float_as_uint(o);
 	}
-	for (int c = threadIdx.x; c < k; c += blockDim.x)
-		ne += gsum[(int64_t) c * (d + 1) + d] == 0;
+	for (int64_t c = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; c < k; c += stride)
+		ne += gsum[c * (d + 1) + d] == 0;
+	sh = BRd(td).Sum(sh);
+	ne = BRi(ti).Sum(ne);
+	mv = BRi(tm).Reduce(mv, [](int a, int b) { return a | b; });
+	if (threadIdx.x == 0)
+	{
+		part[blockIdx.x] = sh;
+		((int *) (part + FIN_BLOCKS))[2 * blockIdx.x] = ne;
+		((int *) (part + FIN_BLOCKS))[2 * blockIdx.x + 1] = mv;
+	}
+}
+
+__global__ void __launch_bounds__(FIN_THREADS)
+k_finalize_sum(const double *__restrict__ part, int nb, km_info *info)
+{
+	typedef cub::BlockReduce<double, FIN_THREADS> BRd;
+	typedef cub::BlockReduce<int, FIN_THREADS> BRi;
+	__shared__ typename BRd::TempStorage td;
+	__shared__ typename BRi::TempStorage ti,
+				tm;
+	const int  *pi = (const int *) (part + FIN_BLOCKS);
+	double		sh = 0.0;
+	int			ne = 0,
+				mv = 0;
+
+	for (int b = threadIdx.x; b < nb; b += FIN_THREADS)
+	{
+		sh += part[b];
+		ne += pi[2 * b];
+		mv |= pi[2 * b + 1];
+	}
 	sh = BRd(td).Sum(sh);
 	ne = BRi(ti).Sum(ne);
 	mv = BRi(tm).Reduce(mv, [](int a, int b) { return a | b; });
@@ -525,7 +564,13 @@ km_update(km_dev &D, gc_status *st)
 gc_code
 km_finalize(km_dev &D, const float *Cold, float *Cnew, gc_status *st)
 {
-	k_finalize<<<1, 1024, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, D.info);
+	const int64_t kd = (int64_t) D.k * D.d;
+	const int	nb = (int) (blocks_for(kd, FIN_THREADS) < FIN_BLOCKS ? blocks_for(kd, FIN_THREADS)
+							: FIN_BLOCKS);
+
+	k_finalize<<<nb, FIN_THREADS, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, D.fin_part);
+	KM_LAUNCHED();
+	k_finalize_sum<<<1, FIN_THREADS, 0, D.s>>>(D.fin_part, nb, D.info);
 	KM_LAUNCHED();
 	return GC_OK;
 }
