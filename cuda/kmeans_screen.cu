@@ -190,6 +190,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	extern __shared__ float4 sc_smem[];
 	float	   *As = (float *) sc_smem;	/* dpad x SC_BM, fragment order */
 	float	   *Bs = As + (size_t) dpad * SC_BM;	/* 2 stages of SC_BK x SC_BN */
+	float	   *Cn = Bs + 2 * SC_BK * SC_BN;	/* 2 x SC_BN: ||c'||² of a tile, by parity */
 	const int	tid = threadIdx.x,
 				lane = tid & 31,
 				warp = tid >> 5;
@@ -223,6 +224,8 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			cp_async16(dst + (size_t) e * 4,
 					   CTB + (((int64_t) (kb0 + kb) * (kp / 16) + tile * (SC_BN / 16)) * 32) * 4 + w * 4);
 		}
+		if (kb0 == 0 && tid < SC_BN / 4)
+			cp_async16(Cn + (tile & 1) * SC_BN + tid * 4, cnrm + (int64_t) tile * SC_BN + tid * 4);
 		cp_async_commit();
 	};
 
@@ -314,75 +317,91 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 					for (int q = 0; q < 4; q++)
 						acc[mt][nt][q] = 0.0f;
 		}
-#pragma unroll 1
-		for (int ks = 0; ks < ksteps; ks++)
 		{
-			const float4 *af = (const float4 *) As + ((k0 / 8 + ks) * (SC_BM / 16) + wm * 4) * 32 + lane;
-			const float4 *bf = (const float4 *) Bst + (ks * (SC_BN / 16) + wn * 2) * 32 + lane;
-			uint32_t	a[4][4];
-			uint32_t	as[4][4];
-			float		bv[8];
+			const float4 *af0 = (const float4 *) As + ((k0 / 8) * (SC_BM / 16) + wm * 4) * 32 + lane;
+			const float4 *bf0 = (const float4 *) Bst + (wn * 2) * 32 + lane;
+			/* one k-step of 8 dimensions: 4 x 4 mma (x3 in 3xtf32) */
+			auto kstep = [&](int ks) {
+			const float4 *af = af0 + ks * (SC_BM / 16 * 32);
+				const float4 *bf = bf0 + ks * (SC_BN / 16 * 32);
+				uint32_t	a[4][4];
+				uint32_t	as[4][4];
+				float		bv[8];
 
-#pragma unroll
-			for (int mt = 0; mt < 4; mt++)
-			{
-				const float4 v = af[mt * 32];
-				const float vv[4] = {v.x, v.y, v.z, v.w};
-
-#pragma unroll
-				for (int q = 0; q < 4; q++)
-				{
-					if (MODE == 1)
-						a[mt][q] = __float_as_uint(vv[q]);
-					else
-					{
-						a[mt][q] = to_tf32(vv[q]);
-						as[mt][q] = to_tf32(__fsub_rn(vv[q], __uint_as_float(a[mt][q])));
-					}
-				}
-			}
-			{
-				const float4 v0 = bf[0],
-							v1 = bf[32];
-
-				bv[0] = v0.x;
-				bv[1] = v0.y;
-				bv[2] = v0.z;
-				bv[3] = v0.w;
-				bv[4] = v1.x;
-				bv[5] = v1.y;
-				bv[6] = v1.z;
-				bv[7] = v1.w;
-			}
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-			{
-				uint32_t	b0,
-							b1;
-
-				if (MODE == 1)
-				{
-					b0 = __float_as_uint(bv[2 * nt]);
-					b1 = __float_as_uint(bv[2 * nt + 1]);
-				}
-				else
-				{
-					b0 = to_tf32(bv[2 * nt]);
-					b1 = to_tf32(bv[2 * nt + 1]);
-
-					const uint32_t s0 = to_tf32(__fsub_rn(bv[2 * nt], __uint_as_float(b0))),
-								s1 = to_tf32(__fsub_rn(bv[2 * nt + 1], __uint_as_float(b1)));
-
-#pragma unroll
-					for (int mt = 0; mt < 4; mt++)
-					{
-						mma_tf32(acc[mt][nt], as[mt], b0, b1);
-						mma_tf32(acc[mt][nt], a[mt], s0, s1);
-					}
-				}
 #pragma unroll
 				for (int mt = 0; mt < 4; mt++)
-					mma_tf32(acc[mt][nt], a[mt], b0, b1);
+				{
+					const float4 v = af[mt * 32];
+					const float vv[4] = {v.x, v.y, v.z, v.w};
+
+#pragma unroll
+					for (int q = 0; q < 4; q++)
+					{
+						if (MODE == 1)
+							a[mt][q] = __float_as_uint(vv[q]);
+						else
+						{
+							a[mt][q] = to_tf32(vv[q]);
+							as[mt][q] = to_tf32(__fsub_rn(vv[q], __uint_as_float(a[mt][q])));
+						}
+					}
+				}
+				{
+					const float4 v0 = bf[0],
+								v1 = bf[32];
+
+					bv[0] = v0.x;
+					bv[1] = v0.y;
+					bv[2] = v0.z;
+					bv[3] = v0.w;
+					bv[4] = v1.x;
+					bv[5] = v1.y;
+					bv[6] = v1.z;
+					bv[7] = v1.w;
+				}
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+				{
+					uint32_t	b0,
+								b1;
+
+					if (MODE == 1)
+					{
+						b0 = __float_as_uint(bv[2 * nt]);
+						b1 = __float_as_uint(bv[2 * nt + 1]);
+					}
+					else
+					{
+						b0 = to_tf32(bv[2 * nt]);
+						b1 = to_tf32(bv[2 * nt + 1]);
+
+						const uint32_t s0 = to_tf32(__fsub_rn(bv[2 * nt], __uint_as_float(b0))),
+									s1 = to_tf32(__fsub_rn(bv[2 * nt + 1], __uint_as_float(b1)));
+
+#pragma unroll
+						for (int mt = 0; mt < 4; mt++)
+						{
+							mma_tf32(acc[mt][nt], as[mt], b0, b1);
+							mma_tf32(acc[mt][nt], a[mt], s0, s1);
+						}
+					}
+#pragma unroll
+					for (int mt = 0; mt < 4; mt++)
+						mma_tf32(acc[mt][nt], a[mt], b0, b1);
+				}
+			};
+
+			if (ksteps == SC_BK / 8)
+			{
+#pragma unroll
+				for (int ks = 0; ks < SC_BK / 8; ks++)
+					kstep(ks);
+			}
+			else
+			{
+#pragma unroll 1
+				for (int ks = 0; ks < ksteps; ks++)
+					kstep(ks);
 			}
 		}
 		if (kc == nkc - 1)
@@ -398,7 +417,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				for (int e = 0; e < 2; e++)
 				{
 					const int	col = ct + nt * 8 + e;
-					const float cn = cnrm[col];
+					const float cn = Cn[((step / nkc) & 1) * SC_BN + wn * 32 + 2 * t + nt * 8 + e];
 
 #pragma unroll
 					for (int mt = 0; mt < 4; mt++)
@@ -533,7 +552,7 @@ km_screen_plan(km_dev &D, gc_status *st)
 	D.screen = env && strcmp(env, "3xtf32") == 0 ? 3 : 1;
 	D.screen_auto = !(env && (strcmp(env, "tf32") == 0 || strcmp(env, "3xtf32") == 0));
 	D.dpad = (D.d + SC_BK - 1) / SC_BK * SC_BK;
-	D.screen_smem = sizeof(float) * (size_t) (D.dpad + 2 * SC_BK) * SC_BM;
+	D.screen_smem = sizeof(float) * ((size_t) (D.dpad + 2 * SC_BK) * SC_BM + 2 * SC_BN);
 	D.screen_minb = 1;
 	for (int v = 0; v < 5; v++)
 	{
