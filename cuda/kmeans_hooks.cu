@@ -141,6 +141,27 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
 		t->ms_update = ms / iters;
 	}
+	/* the means and the centres' layout (what else an iteration runs) */
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++)
+			rc = km_finalize(D, D.C[cur], D.C[1 - cur], st);
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_finalize = ms / iters;
+	}
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++)
+			rc = km_prep(D, D.C[cur], st);
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_prep = ms / iters;
+	}
 	cudaEventDestroy(e0);
 	cudaEventDestroy(e1);
 	return rc;

@@ -272,6 +272,8 @@ typedef struct gc_kmeans_gpu_timing
 	double		ms_assign;		/* the assignment kernel alone */
 	double		ms_update;		/* the update (sums) kernel alone */
 	double		ms_rerank;		/* of ms_assign: the exact re-rank (d > 8) */
+	double		ms_finalize;	/* the means, shift and empty count */
+	double		ms_prep;		/* the centres in the layout assign reads */
 	int			small_path;		/* 1: exact path (d <= 8) */
 	int			update_replicas;	/* 0: global atomics */
 	int			empty_seen;

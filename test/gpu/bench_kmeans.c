@@ -250,9 +250,9 @@ main(int argc, char **argv)
 			continue;
 		}
 		roof = fmax(bytes / bw, flops / peak) * 1e3;
-		printf("| n=%lld d=%d k=%d (%s, re-rank %.3f ms, update %s, re-ranked rows %lld) | %.3f | %.3f | %.3f | %.0f MB | %.3g | %.3f | %.2f | %.3f | %.2fx | <= %.1f ms %s |\n",
+		printf("| n=%lld d=%d k=%d (%s, re-rank %.3f ms, finalize %.3f ms, prep %.3f ms, update %s, re-ranked rows %lld) | %.3f | %.3f | %.3f | %.0f MB | %.3g | %.3f | %.2f | %.3f | %.2fx | <= %.1f ms %s |\n",
 			   (long long) n, d, k, t.small_path ? "exact path" : t.screen_mode == 1 ? "tf32 screen"
-			   : t.screen_mode == 3 ? "3xtf32 screen" : "FP32 tiled path", t.ms_rerank,
+			   : t.screen_mode == 3 ? "3xtf32 screen" : "FP32 tiled path", t.ms_rerank, t.ms_finalize, t.ms_prep,
 			   t.update_replicas > 0 ? "smem" : t.update_replicas < 0 ? "sort by label" : "global atomics", (long long) t.fallback_rows,
 			   t.ms_iter, t.ms_assign, t.ms_update, bytes / 1e6, flops, roof,
 			   roof / t.ms_iter, torch_ms[w], torch_ms[w] / t.ms_iter, W[w].target,
