@@ -98,7 +98,16 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 	{
 		KM_CK(cudaEventRecord(e0, D.s));
 		for (int i = 0; i < iters && rc == GC_OK; i++, cur = 1 - cur)
+		{
+			const int	mode = D.screen;
+
 			rc = km_iteration(D, cur, st);
+			if (i < 32)
+			{
+				t->iter_mode[i] = mode;
+				t->iter_reranked[i] = D.h_info->fb_total;
+			}
+		}
 		KM_CK(cudaEventRecord(e1, D.s));
 		KM_CK(cudaEventSynchronize(e1));
 		KM_CK(cudaEventElapsedTime(&ms, e0, e1));

@@ -274,6 +274,8 @@ typedef struct gc_kmeans_gpu_timing
 	double		ms_rerank;		/* of ms_assign: the exact re-rank (d > 8) */
 	double		ms_finalize;	/* the means, shift and empty count */
 	double		ms_prep;		/* the centres in the layout assign reads */
+	int			iter_mode[32];	/* the timed iterations: screen mode of each */
+	int64_t		iter_reranked[32];	/* and its re-ranked rows */
 	int			small_path;		/* 1: exact path (d <= 8) */
 	int			update_replicas;	/* 0: global atomics */
 	int			empty_seen;

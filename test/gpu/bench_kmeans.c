@@ -257,6 +257,13 @@ main(int argc, char **argv)
 			   t.ms_iter, t.ms_assign, t.ms_update, bytes / 1e6, flops, roof,
 			   roof / t.ms_iter, torch_ms[w], torch_ms[w] / t.ms_iter, W[w].target,
 			   t.ms_iter <= W[w].target ? "met" : "MISSED");
+		if (getenv("BENCH_ITER_MODES"))
+		{
+			printf("  iterations (mode:re-ranked):");
+			for (int i = 0; i < 20; i++)
+				printf(" %d:%lld", t.iter_mode[i], (long long) t.iter_reranked[i]);
+			printf("\n");
+		}
 		fflush(stdout);
 		free(X);
 		free(C0);
