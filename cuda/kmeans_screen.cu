@@ -43,9 +43,11 @@
  * (gc_kmeans_gpu_screen_scores).
  *
  * The mode.  A call starts in tf32; when an iteration re-ranks more than
- * 1/16 of the rows (the exact re-rank of a row costs about as much as 10-20
- * rows of tensor-core screen), the next SC_PROBE iterations screen in
- * 3xtf32, whose window is about 10x smaller, then tf32 is tried again.  GPUCLUST_KM_SCREEN=fp32|tf32|3xtf32
+ * 1/10 of the rows (the exact re-rank of a row costs about as much as 18
+ * rows of tf32 screen, and a row of 3xtf32 screen about 2.7, measured at
+ * d = 128, k = 1000), the next SC_PROBE iterations screen in 3xtf32, whose
+ * window is about 10x smaller, then tf32 is tried again.
+ * GPUCLUST_KM_SCREEN=fp32|tf32|3xtf32
  * fixes the mode (fp32: the FP32 tiled kernel of kmeans_assign.cu).
  *
  * The kernel.  A block takes SC_BM = 128 rows and keeps them, shifted, in
@@ -576,7 +578,7 @@ km_screen_plan(km_dev &D, gc_status *st)
 }
 
 /*
- * After an iteration: more than 1/16 of the rows re-ranked in tf32 ->
+ * After an iteration: more than 1/10 of the rows re-ranked in tf32 ->
  * 3xtf32; after SC_PROBE iterations in 3xtf32, tf32 is tried again (the
  * first iterations, from centres that are rows of the data, often have far
  * more close rows than the later ones).
@@ -586,7 +588,7 @@ km_screen_adapt(km_dev &D, unsigned long long reranked, int64_t rows)
 {
 	if (!D.screen_auto)
 		return;
-	if (D.screen == 1 && reranked * 16 > (unsigned long long) rows)
+	if (D.screen == 1 && reranked * 10 > (unsigned long long) rows)
 	{
 		D.screen = 3;
 		D.screen_probe = 0;
