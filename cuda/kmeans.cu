@@ -101,7 +101,6 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 		(rc = km_prep(D, D.C[1 - cur], st)) != GC_OK ||
 		(rc = km_read_info(D, st)) != GC_OK)
 		return rc;
-	km_screen_adapt(D, D.h_info->fb_total, D.n);
 	if (D.h_info->n_empty > 0)
 	{
 		unsigned long long changed = D.h_info->changed;
@@ -242,7 +241,7 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
 	if (d <= SMALL_D_MAX)
 		b += kk * ((d + 3) / 4 * 4) * 4;
 	else
-		b += (4 * dd + 96) * kp * 4 + kp * 4 + nn * 8;	/* CT, CTf, CTt (d padded to 32), CTo, cnrm, fb_rows, xn2 */
+		b += (4 * dd + 96) * kp * 4 + kp * 4 + nn * 12;	/* CT, CTf, CTt (d padded to 32), CTo, cnrm, fb_rows, fb_rows2, xn2 */
 	b += slots8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
 	if (!(slots8 <= 48 * 1024) && !(slots8 <= 160 * 1024))
 		b += nn * dd * 4 + nn * 4 + 3 * kk * 4 + (1 << 20);	/* XR, perm, counts, scan */

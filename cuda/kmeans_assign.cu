@@ -284,8 +284,8 @@ template <int RB>
 __global__ void __launch_bounds__(RR_THREADS)
 k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 				  const float *__restrict__ CTo, int kp, int k,
-				  const int32_t *__restrict__ fb_rows, km_info *info,
-				  int32_t *__restrict__ labels)
+				  const int32_t *__restrict__ fb_rows, const unsigned *n_rows,
+				  km_info *info, int32_t *__restrict__ labels)
 {
 	extern __shared__ float4 rr_x4[];	/* RB rows of dp4 = d rounded up to 4 */
 	float	   *rr_x = (float *) rr_x4;
@@ -294,7 +294,7 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 	const int	lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
 	const int	dp4 = (d + 3) & ~3;
-	const unsigned cnt = info->n_fallback;
+	const unsigned cnt = *n_rows;
 
 	for (unsigned g0 = blockIdx.x * RB; g0 < cnt; g0 += gridDim.x * RB)
 	{
@@ -488,8 +488,15 @@ km_assign(km_dev &D, gc_status *st)
 		KM_CK(cudaMemsetAsync(&D.info->n_fallback, 0, sizeof(unsigned), D.s));
 		if (D.screen)
 		{
-			gc_code		rc = km_screen(D, nullptr, st);
+			gc_code		rc = km_screen(D, D.screen, nullptr, nullptr, D.fb_rows,
+									   &D.info->n_fallback, nullptr, st);
 
+			if (rc == GC_OK && D.screen_cascade)
+			{
+				KM_CK(cudaMemsetAsync(&D.info->n_fallback2, 0, sizeof(unsigned), D.s));
+				rc = km_screen(D, 3, D.fb_rows, &D.info->n_fallback, D.fb_rows2,
+							   &D.info->n_fallback2, nullptr, st);
+			}
 			if (rc != GC_OK)
 				return rc;
 		}
@@ -508,19 +515,23 @@ km_assign(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
-/* The exact re-rank of the rows the last screen queued (d > 8). */
+/* The exact re-rank of the rows the last screen left (d > 8): the 3xtf32
+ * re-screen's queue after a cascade, else the first screen's. */
 gc_code
 km_rerank(km_dev &D, gc_status *st)
 {
+	const int32_t *rows = D.screen_cascade ? D.fb_rows2 : D.fb_rows;
+	const unsigned *cnt = D.screen_cascade ? &D.info->n_fallback2 : &D.info->n_fallback;
+
 	/* RB rows per block while their coordinates take at most 32 KiB */
 	const size_t row_bytes = sizeof(float) * ((D.d + 3) & ~3);
 
 	if (8 * row_bytes <= 32768)
 		k_assign_fallback<8><<<D.fb_grid, RR_THREADS, 8 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, D.fb_rows, D.info, D.labels);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
 	else if (2 * row_bytes <= 32768)
 		k_assign_fallback<2><<<D.fb_grid, RR_THREADS, 2 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, D.fb_rows, D.info, D.labels);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
 	else
 	{
 		if (row_bytes > 48 * 1024)
@@ -528,7 +539,7 @@ km_rerank(km_dev &D, gc_status *st)
 									   cudaFuncAttributeMaxDynamicSharedMemorySize,
 									   (int) row_bytes));
 		k_assign_fallback<1><<<D.fb_grid, RR_THREADS, row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, D.fb_rows, D.info, D.labels);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
 	}
 	KM_LAUNCHED();
 	return GC_OK;

@@ -34,8 +34,10 @@ struct km_info
 	double		shift;			/* sum of squared centre moves */
 	int			n_empty;		/* clusters with no row */
 	int			moved;			/* some centre coordinate changed */
-	unsigned	n_fallback;		/* rows queued for the exact re-rank (one km_assign) */
-	unsigned	fb_total;		/* rows re-ranked this iteration (every km_assign) */
+	unsigned	n_fallback;		/* rows the first screen left (one km_assign) */
+	unsigned	fb_total;		/* rows re-ranked exactly this iteration (every km_assign) */
+	unsigned	n_fallback2;	/* rows the 3xtf32 re-screen left (one km_assign) */
+	unsigned	fb_screen;		/* rows re-screened in 3xtf32 this iteration */
 };
 
 /* A CUDA error as a gc_code (check.cuh), named for k-means. */
@@ -84,12 +86,12 @@ struct km_dev
 	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 */
 	float	   *cmax2 = nullptr;
 	int32_t    *fb_rows = nullptr;
+	int32_t    *fb_rows2 = nullptr;	/* screen: the rows the 3xtf32 re-screen left */
 	float	   *xn2 = nullptr;
 	int			fb_grid = 0;
 	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
 	int			screen = 0;		/* 0: FP32 tiled kernel; 1: tf32; 3: 3xtf32 */
-	bool		screen_auto = false;	/* tf32 <-> 3xtf32 by the re-rank count */
-	int			screen_probe = 0;	/* iterations in 3xtf32 since the switch */
+	bool		screen_cascade = false;	/* tf32, then 3xtf32 on the rows it leaves */
 	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
@@ -127,6 +129,7 @@ struct km_dev
 		gc_dfree(CTt, s);
 		gc_dfree(cmax2, s);
 		gc_dfree(fb_rows, s);
+		gc_dfree(fb_rows2, s);
 		gc_dfree(xn2, s);
 		gc_dfree(mu, s);
 		gc_dfree(gsum, s);
@@ -179,7 +182,7 @@ gc_code		km_prep(km_dev &D, const float *C, gc_status *st);
 /* Assignment from the centres last prepared; counts changes in info. */
 gc_code		km_assign(km_dev &D, gc_status *st);
 
-/* The exact re-rank of the rows the last screen queued (d > 8). */
+/* The exact re-rank of the rows the last screen left (d > 8). */
 gc_code		km_rerank(km_dev &D, gc_status *st);
 
 /* ---- kmeans_screen.cu ---- */
@@ -190,11 +193,14 @@ gc_code		km_screen_plan(km_dev &D, gc_status *st);
 /* The prepared centres in the screen's fragment order (km_prep). */
 gc_code		km_screen_prep(km_dev &D, gc_status *st);
 
-/* The screen over D's rows into D.labels and the re-rank queue. */
-gc_code		km_screen(km_dev &D, float *dbg, gc_status *st);
-
-/* After an iteration that re-ranked `reranked` of `rows` rows. */
-void		km_screen_adapt(km_dev &D, unsigned long long reranked, int64_t rows);
+/*
+ * The screen in `mode` over D's rows (rows_in NULL) or over the *n_in rows
+ * listed in rows_in, into D.labels and the queue rows_out / *n_out of the
+ * rows it cannot decide; dbg (tests): every score.
+ */
+gc_code		km_screen(km_dev &D, int mode, const int32_t *rows_in,
+					  const unsigned *n_in, int32_t *rows_out, unsigned *n_out,
+					  float *dbg, gc_status *st);
 
 /* ---- kmeans_update.cu ---- */
 

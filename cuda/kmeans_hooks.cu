@@ -99,12 +99,10 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 		KM_CK(cudaEventRecord(e0, D.s));
 		for (int i = 0; i < iters && rc == GC_OK; i++, cur = 1 - cur)
 		{
-			const int	mode = D.screen;
-
 			rc = km_iteration(D, cur, st);
 			if (i < 32)
 			{
-				t->iter_mode[i] = mode;
+				t->iter_rescreened[i] = D.h_info->fb_screen;
 				t->iter_reranked[i] = D.h_info->fb_total;
 			}
 		}
@@ -114,7 +112,7 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 		t->ms_iter = ms / iters;
 		t->empty_seen = D.h_info->n_empty;
 		t->fallback_rows = D.h_info->fb_total;
-		t->screen_mode = D.screen;
+		t->screen_mode = D.screen_cascade ? 13 : D.screen;
 	}
 	/* the phases alone */
 	if (rc == GC_OK)
@@ -193,13 +191,13 @@ gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
 	if (D.screen == 0)
 		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_screen_scores: no tensor-core screen for d = %d", d);
 	D.screen = mode;
-	D.screen_auto = false;
+	D.screen_cascade = false;
 	KM_CK(cudaMemcpyAsync(D.C[0], C, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
 	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
 	KM_CK(cudaMemsetAsync(D.info, 0, sizeof(km_info), D.s));
 	KM_CK(cudaMalloc(&dbg, sizeof(float) * (size_t) n * D.kp));
 	if ((rc = km_prep(D, D.C[0], st)) == GC_OK)
-		rc = km_screen(D, dbg, st);
+		rc = km_screen(D, mode, nullptr, nullptr, D.fb_rows, &D.info->n_fallback, dbg, st);
 	h = (float *) malloc(sizeof(float) * (size_t) n * D.kp);
 	if (rc == GC_OK && h == nullptr)
 		rc = gc_fail(st, GC_ENOMEM, "out of memory");

@@ -42,13 +42,15 @@
  * measures |ŝ - s| against the bound on random and adversarial data
  * (gc_kmeans_gpu_screen_scores).
  *
- * The mode.  A call starts in tf32; when an iteration re-ranks more than
- * 1/10 of the rows (the exact re-rank of a row costs about as much as 18
- * rows of tf32 screen, and a row of 3xtf32 screen about 2.7, measured at
- * d = 128, k = 1000), the next SC_PROBE iterations screen in 3xtf32, whose
- * window is about 10x smaller, then tf32 is tried again.
- * GPUCLUST_KM_SCREEN=fp32|tf32|3xtf32
- * fixes the mode (fp32: the FP32 tiled kernel of kmeans_assign.cu).
+ * The cascade.  Every row is screened in tf32; the rows it leaves are
+ * screened again in 3xtf32 (the same kernel over a list of rows), and only
+ * the rows that one leaves go to the exact re-rank.  Measured at d = 128,
+ * k = 1000 (1M rows) and d = 256, k = 20000 (FAISS's uniform rows): tf32
+ * leaves 0.56% and 3.4% of the rows, 3xtf32 about a tenth of those; a row
+ * costs about 2.7 rows of tf32 screen in 3xtf32 and 18 in the exact
+ * re-rank.
+ * GPUCLUST_KM_SCREEN=tf32|3xtf32 screens once in that mode, =fp32 takes
+ * the FP32 tiled kernel of kmeans_assign.cu (tests and benchmarks).
  *
  * The kernel.  A block takes SC_BM = 128 rows and keeps them, shifted, in
  * shared memory for the whole scan (dpad x 128 floats, dpad = d rounded up
@@ -71,7 +73,6 @@
 #define SC_BN 128				/* centres per tile */
 #define SC_BK 32				/* dimensions per centre stage */
 #define SC_THREADS 256
-#define SC_PROBE 4				/* 3xtf32 iterations before tf32 is tried again */
 
 __device__ __forceinline__ uint32_t
 to_tf32(float x)
@@ -186,8 +187,9 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				const float *__restrict__ mu, const float *__restrict__ CTB,
 				const float *__restrict__ cnrm, const float *__restrict__ cmax2,
 				const float *__restrict__ xn2, int kp, float coef,
-				int32_t *__restrict__ labels, km_info *info,
-				int32_t *__restrict__ fb_rows, float *__restrict__ dbg)
+				int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
+				const unsigned *n_in, int32_t *__restrict__ rows_out,
+				unsigned *n_out, km_info *info, float *__restrict__ dbg)
 {
 	extern __shared__ float4 sc_smem[];
 	float	   *As = (float *) sc_smem;	/* dpad x SC_BM, fragment order */
@@ -209,6 +211,13 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	int			bidx[8];
 	float		acc[4][4][4];
 	int			ch = 0;
+	/* the rows: m0 + m of all n, or the listed rows_in[m0 + m] */
+	const int64_t nrows = rows_in ? (int64_t) *n_in : n;
+
+	if (m0 >= nrows)
+		return;					/* a re-screen's grid is sized for every row */
+	if (rows_in && blockIdx.x == 0 && tid == 0)
+		atomicAdd(&info->fb_screen, (unsigned) nrows);
 
 	/* stage `st` <- the centres of step `step` (tile step / nkc, chunk % nkc) */
 	auto load_b = [&](int step, int st) {
@@ -258,9 +267,16 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				for (int q = 0; q < 4; q++)
 				{
 					const int	j = j0 + 4 * (q >> 1);
-					const int64_t i = m0 + r0 + 8 * (q & 1);
+					const int64_t m = m0 + r0 + 8 * (q & 1);
 
-					v[u][q] = (sl < nslots && j < d && i < n) ? XT[(int64_t) j * n + i] : 0.0f;
+					if (sl < nslots && j < d && m < nrows)
+					{
+						const int64_t i = rows_in ? rows_in[m] : m;
+
+						v[u][q] = XT[(int64_t) j * n + i];
+					}
+					else
+						v[u][q] = 0.0f;
 				}
 			}
 #pragma unroll
@@ -481,16 +497,15 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				ri[wn * SC_BM + row] = bidx[r];
 			}
 		__syncthreads();
-		if (tid < SC_BM)
+		if (tid < SC_BM && m0 + tid < nrows)
 		{
-			const int64_t gi = m0 + tid;
+			const int64_t gi = rows_in ? rows_in[m0 + tid] : m0 + tid;
 			float		b = rb[tid],
 						s2 = rs[tid];
 			int			bi = ri[tid];
 
 			for (int w = 1; w < 4; w++)
 				merge_best(rb[w * SC_BM + tid], rs[w * SC_BM + tid], ri[w * SC_BM + tid], b, s2, bi);
-			if (gi < n)
 			{
 				const float M = sqrtf(xn2[gi]) + sqrtf(*cmax2);
 
@@ -500,7 +515,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 					labels[gi] = bi;
 				}
 				else
-					fb_rows[atomicAdd(&info->n_fallback, 1u)] = (int32_t) gi;
+					rows_out[atomicAdd(n_out, 1u)] = (int32_t) gi;
 			}
 		}
 	}
@@ -548,11 +563,11 @@ km_screen_plan(km_dev &D, gc_status *st)
 	const char *env = getenv("GPUCLUST_KM_SCREEN");
 
 	D.screen = 0;
-	D.screen_auto = false;
+	D.screen_cascade = false;
 	if (D.small || D.d > SCREEN_D_MAX || (env && strcmp(env, "fp32") == 0))
 		return GC_OK;
 	D.screen = env && strcmp(env, "3xtf32") == 0 ? 3 : 1;
-	D.screen_auto = !(env && (strcmp(env, "tf32") == 0 || strcmp(env, "3xtf32") == 0));
+	D.screen_cascade = !(env && (strcmp(env, "tf32") == 0 || strcmp(env, "3xtf32") == 0));
 	D.dpad = (D.d + SC_BK - 1) / SC_BK * SC_BK;
 	D.screen_smem = sizeof(float) * ((size_t) (D.dpad + 2 * SC_BK) * SC_BM + 2 * SC_BN);
 	D.screen_minb = 1;
@@ -578,40 +593,26 @@ km_screen_plan(km_dev &D, gc_status *st)
 }
 
 /*
- * After an iteration: more than 1/10 of the rows re-ranked in tf32 ->
- * 3xtf32; after SC_PROBE iterations in 3xtf32, tf32 is tried again (the
- * first iterations, from centres that are rows of the data, often have far
- * more close rows than the later ones).
+ * The screen in `mode` over D's rows (rows_in NULL) or over the *n_in rows
+ * listed in rows_in (the grid covers n rows; blocks past *n_in return at
+ * once), into D.labels and the queue rows_out / *n_out (zeroed by the
+ * caller); dbg (tests): every score, n x kp.
  */
-void
-km_screen_adapt(km_dev &D, unsigned long long reranked, int64_t rows)
-{
-	if (!D.screen_auto)
-		return;
-	if (D.screen == 1 && reranked * 10 > (unsigned long long) rows)
-	{
-		D.screen = 3;
-		D.screen_probe = 0;
-	}
-	else if (D.screen == 3 && ++D.screen_probe >= SC_PROBE)
-		D.screen = 1;
-}
-
-/* The screen over D's rows into D.labels and the re-rank queue
- * (n_fallback zeroed by the caller); dbg (tests): every score, n x kp. */
 gc_code
-km_screen(km_dev &D, float *dbg, gc_status *st)
+km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
+		  int32_t *rows_out, unsigned *n_out, float *dbg, gc_status *st)
 {
-	const float coef = screen_coef(D.screen, D.d);
+	const float coef = screen_coef(mode, D.d);
 	const unsigned grid = blocks_for(D.n, SC_BM);
-	const int	minb = D.screen == 1 && !dbg ? D.screen_minb : 1;
-	const float *ctb = D.screen == 1 ? D.CTt : D.CTf;
+	const int	minb = mode == 1 && !dbg ? D.screen_minb : 1;
+	const float *ctb = mode == 1 ? D.CTt : D.CTf;
 	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
 		(void *) &D.mu, (void *) &ctb, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
-		(void *) &D.info, (void *) &D.fb_rows, (void *) &dbg};
+		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out,
+		(void *) &D.info, (void *) &dbg};
 
-	KM_CK(cudaLaunchKernel(screen_kernel(D.screen, minb, dbg != nullptr), dim3(grid),
+	KM_CK(cudaLaunchKernel(screen_kernel(mode, minb, dbg != nullptr), dim3(grid),
 						   dim3(SC_THREADS), args, D.screen_smem, D.s));
 	return GC_OK;
 }

@@ -180,6 +180,8 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 		}
 		KM_ALLOC(D.cmax2, 1);
 		KM_ALLOC(D.fb_rows, n);
+		if (D.screen_cascade)
+			KM_ALLOC(D.fb_rows2, n);
 		KM_ALLOC(D.xn2, n);
 	}
 	KM_ALLOC(D.mu, d);

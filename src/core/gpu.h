@@ -274,13 +274,13 @@ typedef struct gc_kmeans_gpu_timing
 	double		ms_rerank;		/* of ms_assign: the exact re-rank (d > 8) */
 	double		ms_finalize;	/* the means, shift and empty count */
 	double		ms_prep;		/* the centres in the layout assign reads */
-	int			iter_mode[32];	/* the timed iterations: screen mode of each */
-	int64_t		iter_reranked[32];	/* and its re-ranked rows */
+	int64_t		iter_rescreened[32];	/* the timed iterations: rows re-screened in 3xtf32 */
+	int64_t		iter_reranked[32];	/* and rows re-ranked exactly */
 	int			small_path;		/* 1: exact path (d <= 8) */
 	int			update_replicas;	/* 0: global atomics */
 	int			empty_seen;
 	int64_t		fallback_rows;	/* tiled path: rows re-ranked exactly (last iteration) */
-	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32 (last iteration) */
+	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32, 13 tf32 then 3xtf32 */
 } gc_kmeans_gpu_timing;
 
 /*

@@ -264,7 +264,7 @@ main(int argc, char **argv)
 		}
 		roof = fmax(bytes / bw, flops / peak) * 1e3;
 		printf("| n=%lld d=%d k=%d (%s, re-rank %.3f ms, finalize %.3f ms, prep %.3f ms, update %s, re-ranked rows %lld) | %.3f | %.3f | %.3f | %.0f MB | %.3g | %.3f | %.2f | %.3f | %.2fx | <= %.1f ms %s |\n",
-			   (long long) n, d, k, t.small_path ? "exact path" : t.screen_mode == 1 ? "tf32 screen"
+			   (long long) n, d, k, t.small_path ? "exact path" : t.screen_mode == 13 ? "tf32 + 3xtf32 screen" : t.screen_mode == 1 ? "tf32 screen"
 			   : t.screen_mode == 3 ? "3xtf32 screen" : "FP32 tiled path", t.ms_rerank, t.ms_finalize, t.ms_prep,
 			   t.update_replicas > 0 ? "smem" : t.update_replicas < 0 ? "sort by label" : "global atomics", (long long) t.fallback_rows,
 			   t.ms_iter, t.ms_assign, t.ms_update, bytes / 1e6, flops, roof,
@@ -272,9 +272,9 @@ main(int argc, char **argv)
 			   w < 3 ? W[w].target : 40.0, t.ms_iter <= (w < 3 ? W[w].target : 40.0) ? "met" : "MISSED");
 		if (getenv("BENCH_ITER_MODES"))
 		{
-			printf("  iterations (mode:re-ranked):");
+			printf("  iterations (re-screened:re-ranked):");
 			for (int i = 0; i < 20; i++)
-				printf(" %d:%lld", t.iter_mode[i], (long long) t.iter_reranked[i]);
+				printf(" %lld:%lld", (long long) t.iter_rescreened[i], (long long) t.iter_reranked[i]);
 			printf("\n");
 		}
 		fflush(stdout);
