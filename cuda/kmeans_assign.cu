@@ -491,7 +491,7 @@ km_assign(km_dev &D, gc_status *st)
 			gc_code		rc = km_screen(D, D.screen, nullptr, nullptr, D.fb_rows,
 									   &D.info->n_fallback, nullptr, st);
 
-			if (rc == GC_OK && D.screen_cascade)
+			if (rc == GC_OK && D.screen_cascade && D.cascade_now)
 			{
 				KM_CK(cudaMemsetAsync(&D.info->n_fallback2, 0, sizeof(unsigned), D.s));
 				rc = km_screen(D, 3, D.fb_rows, &D.info->n_fallback, D.fb_rows2,
@@ -520,8 +520,9 @@ km_assign(km_dev &D, gc_status *st)
 gc_code
 km_rerank(km_dev &D, gc_status *st)
 {
-	const int32_t *rows = D.screen_cascade ? D.fb_rows2 : D.fb_rows;
-	const unsigned *cnt = D.screen_cascade ? &D.info->n_fallback2 : &D.info->n_fallback;
+	const bool	cascade = D.screen && D.screen_cascade && D.cascade_now;
+	const int32_t *rows = cascade ? D.fb_rows2 : D.fb_rows;
+	const unsigned *cnt = cascade ? &D.info->n_fallback2 : &D.info->n_fallback;
 
 	/* RB rows per block while their coordinates take at most 32 KiB */
 	const size_t row_bytes = sizeof(float) * ((D.d + 3) & ~3);

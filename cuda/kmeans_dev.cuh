@@ -91,7 +91,8 @@ struct km_dev
 	int			fb_grid = 0;
 	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
 	int			screen = 0;		/* 0: FP32 tiled kernel; 1: tf32; 3: 3xtf32 */
-	bool		screen_cascade = false;	/* tf32, then 3xtf32 on the rows it leaves */
+	bool		screen_cascade = false;	/* tf32, then 3xtf32 on the rows it leaves ... */
+	bool		cascade_now = true;	/* ... in this iteration (km_screen_adapt) */
 	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
@@ -192,6 +193,10 @@ gc_code		km_screen_plan(km_dev &D, gc_status *st);
 
 /* The prepared centres in the screen's fragment order (km_prep). */
 gc_code		km_screen_prep(km_dev &D, gc_status *st);
+
+/* After an iteration (its record in D.h_info): whether the next one
+ * re-screens in 3xtf32. */
+void		km_screen_adapt(km_dev &D);
 
 /*
  * The screen in `mode` over D's rows (rows_in NULL) or over the *n_in rows

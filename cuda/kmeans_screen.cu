@@ -44,11 +44,14 @@
  *
  * The cascade.  Every row is screened in tf32; the rows it leaves are
  * screened again in 3xtf32 (the same kernel over a list of rows), and only
- * the rows that one leaves go to the exact re-rank.  Measured at d = 128,
- * k = 1000 (1M rows) and d = 256, k = 20000 (FAISS's uniform rows): tf32
- * leaves 0.56% and 3.4% of the rows, 3xtf32 about a tenth of those; a row
- * costs about 2.7 rows of tf32 screen in 3xtf32 and 18 in the exact
- * re-rank.
+ * the rows that one leaves go to the exact re-rank.  A row costs about 2.7
+ * rows of tf32 screen in 3xtf32 and 18 in the exact re-rank, but the
+ * re-screen of a few rows takes as long as a block's whole scan, so it
+ * runs only while the last iteration's tf32 screen left more than 1% of the
+ * rows (and in the first).  Measured on an H100: d = 128, k = 1000 (1M
+ * blobs): tf32 leaves 0.56% of the rows, near ties that 3xtf32 leaves
+ * too; d = 256, k = 20000 (FAISS's 1M uniform rows): tf32 leaves 3.4%,
+ * 3xtf32 a tenth of those (per iteration 133 -> 104 ms).
  * GPUCLUST_KM_SCREEN=tf32|3xtf32 screens once in that mode, =fp32 takes
  * the FP32 tiled kernel of kmeans_assign.cu (tests and benchmarks).
  *
@@ -590,6 +593,18 @@ km_screen_plan(km_dev &D, gc_status *st)
 			D.screen_minb = 2;
 	}
 	return GC_OK;
+}
+
+/* After an iteration: re-screen in the next one when this one's tf32
+ * screen left more than 1% of the rows (the cascade, above). */
+void
+km_screen_adapt(km_dev &D)
+{
+	const km_info *h = D.h_info;
+	const unsigned long long left = D.cascade_now ? h->fb_screen : h->fb_total;
+
+	if (D.screen_cascade)
+		D.cascade_now = left * 100 > (unsigned long long) D.n;
 }
 
 /*
