@@ -25,15 +25,16 @@
  *               centres from shared memory, computing the exact float32
  *               gc_dist2 (dimension order, separate multiply and add), so
  *               the labels equal the CPU's bit for bit;
- *             - d > 8: a register-blocked tile (128 rows x 128 centres,
- *               8 x 8 per thread, 8 dimensions per stage) accumulates x.c
- *               with FMA, on rows and centres shifted by the feature means,
- *               and ranks ||c||² - 2 x.c, keeping the best and second
- *               best score per row; a row whose two best scores are closer
- *               than a rounding bound (expansion + the CPU's own rounding)
- *               is queued and re-ranked with the exact gc_dist2 by
- *               k_assign_fallback (about 0.1-0.5% of rows), so this path
- *               too gives the CPU's labels.
+ *             - 8 < d <= 256: a tensor-core screen (kmeans_screen.cu):
+ *               x.c on TF32 mma (3xTF32 when too many rows are close),
+ *               on rows and centres shifted by the feature means, fused
+ *               with the best and second best score per row; a row whose
+ *               two best scores are within the derived rounding bound
+ *               (screen + the CPU's own rounding) is queued and re-ranked
+ *               with the exact gc_dist2 by k_assign_fallback (about 0.5%
+ *               of rows), so this path too gives the CPU's labels;
+ *             - d > 256: the same with a register-blocked FP32 tile
+ *               (128 rows x 128 centres, FMA) in place of the screen.
  *   update    per-cluster sums in 64-bit fixed point (each feature scaled by
  *             a power of two chosen from its largest |x| and n so no sum can
  *             overflow), accumulated in shared memory (replicated per lane
@@ -41,9 +42,10 @@
  *             few addresses) and flushed with one global atomic per slot
  *             and block (64-bit shared adds as two 32-bit atomics with
  *             carry); when k(d+1) does not fit in shared memory, a
- *             counting sort of the rows by label and one block per cluster
- *             summing its rows from a row-major copy of X (global atomics
- *             when that copy's memory is not there).  Integer sums are exact and
+ *             counting sort of the rows by label, then runs of the sorted
+ *             rows summed from a row-major copy of X with one atomic per
+ *             feature and label change (global atomics when that copy's
+ *             memory is not there).  Integer sums are exact and
  *             order-independent: the update is deterministic, and the
  *             means equal the CPU's double means except where the double
  *             sums themselves round.
@@ -102,6 +104,7 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 		(rc = km_prep(D, D.C[1 - cur], st)) != GC_OK ||
 		(rc = km_read_info(D, st)) != GC_OK)
 		return rc;
+	km_screen_adapt(D);
 	if (D.h_info->n_empty > 0)
 	{
 		unsigned long long changed = D.h_info->changed;
@@ -250,7 +253,7 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
 	if (d <= SMALL_D_MAX)
 		b += kk * ((d + 3) / 4 * 4) * 4;
 	else
-		b += 2 * dd * kp * 4 + kp * 4 + nn * 8;	/* CT, CTo, cnrm, fb_rows, xn2 */
+		b += (4 * dd + 96) * kp * 4 + kp * 4 + nn * 12;	/* CT, CTf, CTt (d padded to 32), CTo, cnrm, fb_rows, fb_rows2, xn2 */
 	b += slots8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
 	if (!(slots8 <= 48 * 1024) && !(slots8 <= 160 * 1024))
 		b += nn * dd * 4 + nn * 4 + 3 * kk * 4 + (1 << 20);	/* XR, perm, counts, scan */

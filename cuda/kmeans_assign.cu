@@ -13,7 +13,8 @@
  *     ranks ||c||² - 2 x.c, keeping the best and second best score per
  *     row; a row whose two best scores are closer than a rounding bound
  *     (expansion + the CPU's own rounding) is queued and re-ranked with the
- *     exact gc_dist2 by k_assign_fallback (about 0.1-0.5% of rows).
+ *     exact gc_dist2 by k_assign_fallback (about 0.1-0.5% of rows, RB at a
+ *     time per block).
  * The feature means (D.mu) and the row norms (D.xn2) the tiled path reads
  * are computed once, by km_setup.
  */
@@ -270,61 +271,129 @@ k_assign_tiled(const float *__restrict__ XT, int64_t n, int d,
 }
 
 /*
- * Exact re-ranking of the rows the tiled kernel could not decide: a warp
- * per row, lanes over centres, gc_dist2 on the unshifted centres CTo
- * (d x kp), ties to the lowest index.
+ * Exact re-ranking of the rows the screen could not decide: a block takes
+ * RB queued rows at a time (their coordinates in shared memory), each
+ * thread a strided set of centres, in increasing order, with RB distance
+ * chains per centre (each centre's coordinates are read once for the RB
+ * rows); gc_dist2 on the unshifted centres CTo (d x kp), ties to the lowest
+ * index; then the block's best per row by (distance, index).
  */
-__global__ void __launch_bounds__(256)
+#define RR_THREADS 256
+
+template <int RB>
+__global__ void __launch_bounds__(RR_THREADS)
 k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 				  const float *__restrict__ CTo, int kp, int k,
-				  const int32_t *__restrict__ fb_rows, km_info *info,
-				  int32_t *__restrict__ labels)
+				  const int32_t *__restrict__ fb_rows, const unsigned *n_rows,
+				  km_info *info, int32_t *__restrict__ labels)
 {
-	const int	lane = threadIdx.x & 31;
-	const unsigned cnt = info->n_fallback;
-	const unsigned nw = gridDim.x * (blockDim.x / 32);
+	extern __shared__ float4 rr_x4[];	/* RB rows of dp4 = d rounded up to 4 */
+	float	   *rr_x = (float *) rr_x4;
+	__shared__ float rbest[RB][RR_THREADS / 32];
+	__shared__ int ridx[RB][RR_THREADS / 32];
+	const int	lane = threadIdx.x & 31,
+				warp = threadIdx.x >> 5;
+	const int	dp4 = (d + 3) & ~3;
+	const unsigned cnt = *n_rows;
 
-	for (unsigned w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; w < cnt; w += nw)
+	for (unsigned g0 = blockIdx.x * RB; g0 < cnt; g0 += gridDim.x * RB)
 	{
-		const int64_t row = fb_rows[w];
-		float		best = INFINITY;
-		int			bi = 0;
+		const int	m = cnt - g0 < RB ? (int) (cnt - g0) : RB;
+		float		best[RB];
+		int			bi[RB];
 
-		for (int c0 = 0; c0 < k; c0 += 32)
+		__syncthreads();		/* rr_x, rbest of the last group read */
+		for (int e = threadIdx.x; e < RB * dp4; e += RR_THREADS)
 		{
-			const int	c = c0 + lane;
-			float		a = 0.0f;
+			const int	r = e / dp4,
+						j = e % dp4;
 
-			if (c < k)
+			rr_x[e] = r < m && j < d ? XT[(int64_t) j * n + fb_rows[g0 + r]] : 0.0f;
+		}
+		__syncthreads();
+#pragma unroll
+		for (int r = 0; r < RB; r++)
+		{
+			best[r] = INFINITY;
+			bi[r] = 0;
+		}
+		for (int c = threadIdx.x; c < k; c += RR_THREADS)
+		{
+			float		a[RB];
+
+			/* gc_dist2 from 0: 0 + (x - c)² is (x - c)² exactly */
+#pragma unroll
+			for (int r = 0; r < RB; r++)
+				a[r] = 0.0f;
+			for (int j0 = 0; j0 < d; j0 += 4)
 			{
-				for (int j = 0; j < d; j++)
-					a = gc_l2_step(a, XT[(int64_t) j * n + row], CTo[(int64_t) j * kp + c]);
-				if (a < best)
+				float		cv[4];
+
+#pragma unroll
+				for (int u = 0; u < 4; u++)
+					cv[u] = j0 + u < d ? CTo[(int64_t) (j0 + u) * kp + c] : 0.0f;
+#pragma unroll
+				for (int r = 0; r < RB; r++)
 				{
-					best = a;
-					bi = c;
+					const float4 x4 = rr_x4[(r * dp4 + j0) / 4];
+					const float xv[4] = {x4.x, x4.y, x4.z, x4.w};
+
+#pragma unroll
+					for (int u = 0; u < 4; u++)
+						if (j0 + u < d)
+							a[r] = gc_l2_step(a[r], xv[u], cv[u]);
 				}
 			}
+#pragma unroll
+			for (int r = 0; r < RB; r++)
+				if (a[r] < best[r])
+				{
+					best[r] = a[r];
+					bi[r] = c;
+				}
 		}
 #pragma unroll
-		for (int off = 16; off >= 1; off >>= 1)
+		for (int r = 0; r < RB; r++)
 		{
-			float		ob = __shfl_xor_sync(0xffffffffu, best, off);
-			int			oi = __shfl_xor_sync(0xffffffffu, bi, off);
-
-			if (ob < best || (ob == best && oi < bi))
+#pragma unroll
+			for (int off = 16; off >= 1; off >>= 1)
 			{
-				best = ob;
-				bi = oi;
+				const float ob = __shfl_xor_sync(0xffffffffu, best[r], off);
+				const int	oi = __shfl_xor_sync(0xffffffffu, bi[r], off);
+
+				if (ob < best[r] || (ob == best[r] && oi < bi[r]))
+				{
+					best[r] = ob;
+					bi[r] = oi;
+				}
+			}
+			if (lane == 0)
+			{
+				rbest[r][warp] = best[r];
+				ridx[r][warp] = bi[r];
 			}
 		}
-		if (lane == 0)
+		__syncthreads();
+		if (threadIdx.x < m)
 		{
-			if (labels[row] != bi)
+			const int	r = threadIdx.x;
+			const int64_t row = fb_rows[g0 + r];
+			float		b = rbest[r][0];
+			int			x = ridx[r][0];
+
+			for (int w = 1; w < RR_THREADS / 32; w++)
+				if (rbest[r][w] < b || (rbest[r][w] == b && ridx[r][w] < x))
+				{
+					b = rbest[r][w];
+					x = ridx[r][w];
+				}
+			if (labels[row] != x)
 				atomicAdd(&info->changed, 1ull);
-			labels[row] = bi;
+			labels[row] = x;
 		}
 	}
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		info->fb_total += cnt;
 }
 
 /* Centres for the exact path: W4 float4 per centre, zero-padded. */
@@ -385,6 +454,9 @@ km_prep(km_dev &D, const float *C, gc_status *st)
 		KM_CK(cudaMemsetAsync(D.cmax2, 0, sizeof(float), D.s));
 		k_prep_tiled<<<blocks_for(D.kp, 128), 128, 0, D.s>>>(C, D.mu, D.k, D.d, D.kp, D.CT,
 															 D.CTo, D.cnrm, D.cmax2);
+		KM_LAUNCHED();
+		if (D.screen)
+			return km_screen_prep(D, st);
 	}
 	KM_LAUNCHED();
 	return GC_OK;
@@ -414,14 +486,61 @@ km_assign(km_dev &D, gc_status *st)
 	else
 	{
 		KM_CK(cudaMemsetAsync(&D.info->n_fallback, 0, sizeof(unsigned), D.s));
-		auto		kern = D.tiled_minb == 1 ? k_assign_tiled<1> : k_assign_tiled<2>;
+		if (D.screen)
+		{
+			gc_code		rc = km_screen(D, D.screen, nullptr, nullptr, D.fb_rows,
+									   &D.info->n_fallback, nullptr, st);
 
-		kern<<<blocks_for(D.n, TILE), 256, 0, D.s>>>(D.XT, D.n, D.d, D.mu, D.CT, D.cnrm,
-															   D.cmax2, D.xn2, D.kp, D.labels, D.info,
-															   D.fb_rows);
-		KM_LAUNCHED();
-		k_assign_fallback<<<D.fb_grid, 256, 0, D.s>>>(D.XT, D.n, D.d, D.CTo, D.kp, D.k,
-													  D.fb_rows, D.info, D.labels);
+			if (rc == GC_OK && D.screen_cascade && D.cascade_now)
+			{
+				KM_CK(cudaMemsetAsync(&D.info->n_fallback2, 0, sizeof(unsigned), D.s));
+				rc = km_screen(D, 3, D.fb_rows, &D.info->n_fallback, D.fb_rows2,
+							   &D.info->n_fallback2, nullptr, st);
+			}
+			if (rc != GC_OK)
+				return rc;
+		}
+		else
+		{
+			auto		kern = D.tiled_minb == 1 ? k_assign_tiled<1> : k_assign_tiled<2>;
+
+			kern<<<blocks_for(D.n, TILE), 256, 0, D.s>>>(D.XT, D.n, D.d, D.mu, D.CT, D.cnrm,
+														 D.cmax2, D.xn2, D.kp, D.labels, D.info,
+														 D.fb_rows);
+			KM_LAUNCHED();
+		}
+		return km_rerank(D, st);
+	}
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+/* The exact re-rank of the rows the last screen left (d > 8): the 3xtf32
+ * re-screen's queue after a cascade, else the first screen's. */
+gc_code
+km_rerank(km_dev &D, gc_status *st)
+{
+	const bool	cascade = D.screen && D.screen_cascade && D.cascade_now;
+	const int32_t *rows = cascade ? D.fb_rows2 : D.fb_rows;
+	const unsigned *cnt = cascade ? &D.info->n_fallback2 : &D.info->n_fallback;
+
+	/* RB rows per block while their coordinates take at most 32 KiB */
+	const size_t row_bytes = sizeof(float) * ((D.d + 3) & ~3);
+
+	if (8 * row_bytes <= 32768)
+		k_assign_fallback<8><<<D.fb_grid, RR_THREADS, 8 * row_bytes, D.s>>>(
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
+	else if (2 * row_bytes <= 32768)
+		k_assign_fallback<2><<<D.fb_grid, RR_THREADS, 2 * row_bytes, D.s>>>(
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
+	else
+	{
+		if (row_bytes > 48 * 1024)
+			KM_CK(cudaFuncSetAttribute(k_assign_fallback<1>,
+									   cudaFuncAttributeMaxDynamicSharedMemorySize,
+									   (int) row_bytes));
+		k_assign_fallback<1><<<D.fb_grid, RR_THREADS, row_bytes, D.s>>>(
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
 	}
 	KM_LAUNCHED();
 	return GC_OK;

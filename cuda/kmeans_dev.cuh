@@ -95,6 +95,7 @@ km_block_chain(const float *__restrict__ t, const double *__restrict__ w,
 
 #define SMALL_D_MAX 8			/* exact direct path up to this d */
 #define TILE 128				/* tiled path: rows and centres per block */
+#define SCREEN_D_MAX 256		/* tensor-core screen up to this d */
 
 /* The one small record read back per Lloyd iteration. */
 struct km_info
@@ -103,8 +104,10 @@ struct km_info
 	double		shift;			/* sum of squared centre moves */
 	int			n_empty;		/* clusters with no row */
 	int			moved;			/* some centre coordinate changed */
-	unsigned	n_fallback;		/* tiled path: rows re-ranked exactly */
-	unsigned	pad;
+	unsigned	n_fallback;		/* rows the first screen left (one km_assign) */
+	unsigned	fb_total;		/* rows re-ranked exactly this iteration (every km_assign) */
+	unsigned	n_fallback2;	/* rows the 3xtf32 re-screen left (one km_assign) */
+	unsigned	fb_screen;		/* rows re-screened in 3xtf32 this iteration */
 };
 
 /* A CUDA error as a gc_code (check.cuh), named for k-means. */
@@ -149,11 +152,20 @@ struct km_dev
 	float	   *CT = nullptr;
 	float	   *cnrm = nullptr;
 	float	   *CTo = nullptr;
+	float	   *CTf = nullptr;	/* screen: CT in fragment order, float */
+	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 */
 	float	   *cmax2 = nullptr;
 	int32_t    *fb_rows = nullptr;
+	int32_t    *fb_rows2 = nullptr;	/* screen: the rows the 3xtf32 re-screen left */
 	float	   *xn2 = nullptr;
 	int			fb_grid = 0;
 	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
+	int			screen = 0;		/* 0: FP32 tiled kernel; 1: tf32; 3: 3xtf32 */
+	bool		screen_cascade = false;	/* tf32, then 3xtf32 on the rows it leaves ... */
+	bool		cascade_now = true;	/* ... in this iteration (km_screen_adapt) */
+	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
+	size_t		screen_smem = 0;
+	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
 	float	   *mu = nullptr;
 	unsigned long long *gsum = nullptr;	/* slots, then km_info */
 	km_info    *info = nullptr;
@@ -163,6 +175,7 @@ struct km_dev
 	double	   *q = nullptr;	/* n: inertia terms / distances */
 	double	   *bsum = nullptr;
 	double	   *dsum = nullptr;
+	double	   *fin_part = nullptr;	/* km_finalize's partials: 512 doubles, 1024 ints */
 	float	   *d2 = nullptr;	/* n, re-seeding */
 	unsigned long long *keys = nullptr;	/* k */
 	int		   *empty = nullptr;	/* k */
@@ -183,14 +196,18 @@ struct km_dev
 		gc_dfree(CT, s);
 		gc_dfree(cnrm, s);
 		gc_dfree(CTo, s);
+		gc_dfree(CTf, s);
+		gc_dfree(CTt, s);
 		gc_dfree(cmax2, s);
 		gc_dfree(fb_rows, s);
+		gc_dfree(fb_rows2, s);
 		gc_dfree(xn2, s);
 		gc_dfree(mu, s);
 		gc_dfree(gsum, s);
 		gc_dfree(scale, s);
 		gc_dfree(q, s);
 		gc_dfree(bsum, s);
+		gc_dfree(fin_part, s);
 		gc_dfree(d2, s);
 		gc_dfree(keys, s);
 		gc_dfree(empty, s);
@@ -260,6 +277,30 @@ gc_code		km_prep(km_dev &D, const float *C, gc_status *st);
 
 /* Assignment from the centres last prepared; counts changes in info. */
 gc_code		km_assign(km_dev &D, gc_status *st);
+
+/* The exact re-rank of the rows the last screen left (d > 8). */
+gc_code		km_rerank(km_dev &D, gc_status *st);
+
+/* ---- kmeans_screen.cu ---- */
+
+/* The tensor-core screen's mode and occupancy (D.screen, D.dpad ...). */
+gc_code		km_screen_plan(km_dev &D, gc_status *st);
+
+/* The prepared centres in the screen's fragment order (km_prep). */
+gc_code		km_screen_prep(km_dev &D, gc_status *st);
+
+/* After an iteration (its record in D.h_info): whether the next one
+ * re-screens in 3xtf32. */
+void		km_screen_adapt(km_dev &D);
+
+/*
+ * The screen in `mode` over D's rows (rows_in NULL) or over the *n_in rows
+ * listed in rows_in, into D.labels and the queue rows_out / *n_out of the
+ * rows it cannot decide; dbg (tests): every score.
+ */
+gc_code		km_screen(km_dev &D, int mode, const int32_t *rows_in,
+					  const unsigned *n_in, int32_t *rows_out, unsigned *n_out,
+					  float *dbg, gc_status *st);
 
 /* ---- kmeans_update.cu ---- */
 

@@ -99,13 +99,21 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 	{
 		KM_CK(cudaEventRecord(e0, D.s));
 		for (int i = 0; i < iters && rc == GC_OK; i++, cur = 1 - cur)
+		{
 			rc = km_iteration(D, cur, st);
+			if (i < 32)
+			{
+				t->iter_rescreened[i] = D.h_info->fb_screen;
+				t->iter_reranked[i] = D.h_info->fb_total;
+			}
+		}
 		KM_CK(cudaEventRecord(e1, D.s));
 		KM_CK(cudaEventSynchronize(e1));
 		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
 		t->ms_iter = ms / iters;
 		t->empty_seen = D.h_info->n_empty;
-		t->fallback_rows = D.h_info->n_fallback;
+		t->fallback_rows = D.h_info->fb_total;
+		t->screen_mode = D.screen_cascade ? 13 : D.screen;
 	}
 	/* the phases alone */
 	if (rc == GC_OK)
@@ -117,6 +125,16 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 		KM_CK(cudaEventSynchronize(e1));
 		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
 		t->ms_assign = ms / iters;
+	}
+	if (rc == GC_OK && !D.small)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++)
+			rc = km_rerank(D, st);
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_rerank = ms / iters;
 	}
 	if (rc == GC_OK)
 	{
@@ -131,7 +149,75 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
 		t->ms_update = ms / iters;
 	}
+	/* the means and the centres' layout (what else an iteration runs) */
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++)
+			rc = km_finalize(D, D.C[cur], D.C[1 - cur], st);
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_finalize = ms / iters;
+	}
+	if (rc == GC_OK)
+	{
+		KM_CK(cudaEventRecord(e0, D.s));
+		for (int i = 0; i < iters && rc == GC_OK; i++)
+			rc = km_prep(D, D.C[cur], st);
+		KM_CK(cudaEventRecord(e1, D.s));
+		KM_CK(cudaEventSynchronize(e1));
+		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
+		t->ms_prep = ms / iters;
+	}
 	cudaEventDestroy(e0);
 	cudaEventDestroy(e1);
+	return rc;
+}
+
+extern "C" gc_code
+gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
+							const float *C, int mode, float *scores,
+							float *mu, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+	float	   *dbg = nullptr;
+	float	   *h = nullptr;
+
+	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX || (mode != 1 && mode != 3))
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_screen_scores: bad arguments");
+	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
+		return rc;
+	if (D.screen == 0)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_screen_scores: no tensor-core screen for d = %d", d);
+	D.screen = mode;
+	D.screen_cascade = false;
+	KM_CK(cudaMemcpyAsync(D.C[0], C, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
+	KM_CK(cudaMemsetAsync(D.info, 0, sizeof(km_info), D.s));
+	KM_CK(cudaMalloc(&dbg, sizeof(float) * (size_t) n * D.kp));
+	if ((rc = km_prep(D, D.C[0], st)) == GC_OK)
+		rc = km_screen(D, mode, nullptr, nullptr, D.fb_rows, &D.info->n_fallback, dbg, st);
+	h = (float *) malloc(sizeof(float) * (size_t) n * D.kp);
+	if (rc == GC_OK && h == nullptr)
+		rc = gc_fail(st, GC_ENOMEM, "out of memory");
+	if (rc == GC_OK)
+	{
+		cudaError_t e = cudaMemcpyAsync(h, dbg, sizeof(float) * (size_t) n * D.kp,
+										cudaMemcpyDeviceToHost, D.s);
+
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(mu, D.mu, sizeof(float) * d, cudaMemcpyDeviceToHost, D.s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(D.s);
+		if (e != cudaSuccess)
+			rc = km_cuda_fail(st, e, "reading the scores");
+	}
+	if (rc == GC_OK)
+		for (int64_t i = 0; i < n; i++)
+			memcpy(scores + i * k, h + i * D.kp, sizeof(float) * k);
+	free(h);
+	cudaFree(dbg);
 	return rc;
 }

@@ -125,6 +125,7 @@ km_dims(km_dev &D, int64_t n, int d, int k)
 	D.small = d <= SMALL_D_MAX;
 	D.W = (d + 3) / 4 * 4;
 	D.kp = (k + TILE - 1) / TILE * TILE;
+	D.dpad = d;
 	D.slots = (size_t) k * (d + 1);
 }
 
@@ -168,11 +169,19 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 		KM_ALLOC(D.cpk, (int64_t) k * D.W);
 	else
 	{
-		KM_ALLOC(D.CT, (int64_t) d * D.kp);
+		KM_ALLOC(D.CT, (int64_t) D.dpad * D.kp);
+		KM_CK(cudaMemsetAsync(D.CT, 0, sizeof(float) * D.dpad * D.kp, D.s));	/* rows d.. */
 		KM_ALLOC(D.cnrm, D.kp);
 		KM_ALLOC(D.CTo, (int64_t) d * D.kp);
+		if (D.screen)
+		{
+			KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
+			KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
+		}
 		KM_ALLOC(D.cmax2, 1);
 		KM_ALLOC(D.fb_rows, n);
+		if (D.screen_cascade)
+			KM_ALLOC(D.fb_rows2, n);
 		KM_ALLOC(D.xn2, n);
 	}
 	KM_ALLOC(D.mu, d);
@@ -184,6 +193,7 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 	D.iscale = D.scale + d;
 	KM_ALLOC(D.q, n);
 	KM_ALLOC(D.bsum, nb + 1);
+	KM_ALLOC(D.fin_part, 1024);
 	D.dsum = D.bsum + nb;
 	KM_ALLOC(D.d2, n);
 	KM_ALLOC(D.keys, k);
@@ -374,6 +384,7 @@ km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
 
 	km_dims(D, n, d, k);
 	if ((rc = km_open(D, st)) != GC_OK ||
+		(rc = km_screen_plan(D, st)) != GC_OK ||
 		(rc = km_alloc(D, keep_best, st)) != GC_OK)
 		return rc;
 	km_update_alloc(D);

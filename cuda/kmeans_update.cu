@@ -14,8 +14,9 @@
  *     and flushed with one global atomic per slot and block (64-bit shared
  *     adds as two 32-bit atomics with carry);
  *   - when k(d+1) does not fit in shared memory: a counting sort of the
- *     rows by label and one block per cluster summing its rows from a
- *     row-major copy of X (k_update_sorted; buffers: km_update_alloc);
+ *     rows by label, then runs of the sorted rows summed from a row-major
+ *     copy of X, one global atomic per feature where the label changes
+ *     (k_update_segments; buffers: km_update_alloc);
  *   - global atomics (k_update_global) when that copy's memory is not
  *     there.
  * k_finalize takes the means (float), the empty-cluster count and the
@@ -131,9 +132,7 @@ k_update_global(const float *__restrict__ XT, int64_t n, int d,
  * Sort-by-label update (the large k(d+1) case, in place of the global
  * atomics): a counting sort of the row numbers by label (warp-aggregated
  * atomics for the counts and the cursors; the order inside a cluster does
- * not matter, the sums are integers), then one block per cluster sums its
- * rows from the row-major copy XR, coalesced, in the same 64-bit fixed
- * point: the same slots, bit for bit, as the atomic kernels.
+ * not matter, the sums are integers), then k_update_segments.
  */
 __global__ void
 k_label_hist(const int32_t *__restrict__ labels, int64_t n, int *cnt)
@@ -170,77 +169,119 @@ k_label_scatter(const int32_t *__restrict__ labels, int64_t n, int *cursor,
 	}
 }
 
-#define SORTED_THREADS 256
+/*
+ * The sums of the rows sorted by label, in segments: a block takes a run of
+ * the sorted rows (their numbers and labels staged in shared memory), a
+ * group of W threads (one per feature) a sub-run of SR rows; a thread adds
+ * its feature of consecutive rows in registers and flushes the sum with one
+ * global atomic whenever the label changes (a sub-run spans few clusters).
+ * The rows are read from the row-major copy XR, coalesced across the
+ * group, eight in flight per thread.  Integer sums: the same slots, bit for
+ * bit, as the other kernels, however the runs are cut.  The counts come
+ * from the sort's histogram (k_counts).
+ */
+#define SEG_THREADS 256
+#define SEG_MAX_ROWS 1024		/* rows per block */
 
-__global__ void __launch_bounds__(SORTED_THREADS)
-k_update_sorted(const float *__restrict__ XR, int d,
-				const int32_t *__restrict__ perm, const int *__restrict__ off,
-				const double *__restrict__ scale, unsigned long long *gsum)
+__global__ void __launch_bounds__(SEG_THREADS)
+k_update_segments(const float *__restrict__ XR, int64_t n, int d,
+				  const int32_t *__restrict__ perm,
+				  const int32_t *__restrict__ labels,
+				  const double *__restrict__ scale, unsigned long long *gsum)
 {
-	__shared__ unsigned long long red[SORTED_THREADS];
-	const int	c = blockIdx.x;
-	const int	b = off[c],
-				e = off[c + 1];
-	const int	W = d < SORTED_THREADS ? d : SORTED_THREADS;	/* features per pass */
-	const int	G = SORTED_THREADS / W;	/* row groups */
+	__shared__ int32_t srow[SEG_MAX_ROWS];
+	__shared__ int32_t slab[SEG_MAX_ROWS];
+	const int	W = d < SEG_THREADS ? d : SEG_THREADS;
+	const int	G = SEG_THREADS / W;
+	const int	SR = max(1, min(32, SEG_MAX_ROWS / G));
+	const int64_t b0 = (int64_t) blockIdx.x * G * SR;
+	const int	nb = (int) min((int64_t) G * SR, n - b0);
 	const int	g = threadIdx.x / W,
 				jl = threadIdx.x % W;
-	unsigned long long *out = gsum + (size_t) c * (d + 1);
 
-	for (int j0 = 0; j0 < d; j0 += W)
+	for (int e = threadIdx.x; e < nb; e += SEG_THREADS)
 	{
-		const int	j = j0 + jl;
-		unsigned long long acc = 0;
+		const int32_t row = perm[b0 + e];
 
-		if (g < G && j < d)
+		srow[e] = row;
+		slab[e] = labels[row];
+	}
+	__syncthreads();
+	if (g >= G || g * SR >= nb)
+		return;
+	{
+		const int	e0 = g * SR,
+					e1 = min(e0 + SR, nb);
+
+		for (int j = jl; j < d; j += W)
 		{
 			const double sc = scale[j];
-			int			r = b + g;
+			int			cur = slab[e0];
+			unsigned long long acc = 0;
 
-			/* four rows in flight per thread */
-			for (; r + 3 * G < e; r += 4 * G)
+			for (int e = e0; e < e1; e += 8)
 			{
-				const int64_t p0 = perm[r],
-							p1 = perm[r + G],
-							p2 = perm[r + 2 * G],
-							p3 = perm[r + 3 * G];
-				const float x0 = XR[p0 * d + j],
-							x1 = XR[p1 * d + j],
-							x2 = XR[p2 * d + j],
-							x3 = XR[p3 * d + j];
+				float		x[8];
 
-				acc += to_fixed(x0, sc);
-				acc += to_fixed(x1, sc);
-				acc += to_fixed(x2, sc);
-				acc += to_fixed(x3, sc);
+#pragma unroll
+				for (int u = 0; u < 8; u++)
+					x[u] = e + u < e1 ? XR[(int64_t) srow[e + u] * d + j] : 0.0f;
+#pragma unroll
+				for (int u = 0; u < 8; u++)
+					if (e + u < e1)
+					{
+						const int	lab = slab[e + u];
+
+						if (lab != cur)
+						{
+							atomicAdd(gsum + (size_t) cur * (d + 1) + j, acc);
+							acc = 0;
+							cur = lab;
+						}
+						acc += to_fixed(x[u], sc);
+					}
 			}
-			for (; r < e; r += G)
-				acc += to_fixed(XR[(int64_t) perm[r] * d + j], sc);
+			atomicAdd(gsum + (size_t) cur * (d + 1) + j, acc);
 		}
-		red[threadIdx.x] = acc;
-		__syncthreads();
-		if (threadIdx.x < W && j0 + (int) threadIdx.x < d)
-		{
-			unsigned long long v = 0;
-
-			for (int q = 0; q < G; q++)
-				v += red[q * W + threadIdx.x];
-			out[j0 + threadIdx.x] = v;
-		}
-		__syncthreads();
 	}
-	if (threadIdx.x == 0)
-		out[d] = (unsigned long long) (e - b);
 }
 
-/* Means, shift, empty count, moved flag.  One block of 1024 threads. */
-__global__ void __launch_bounds__(1024)
+/* The counts' slots from the sort's histogram. */
+__global__ void
+k_counts(const int *__restrict__ cnt, int k, int d, unsigned long long *gsum)
+{
+	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c < k)
+		gsum[(size_t) c * (d + 1) + d] = (unsigned long long) cnt[c];
+}
+
+/* Rows per block of k_update_segments (as the kernel computes it). */
+static int
+segment_rows(int d)
+{
+	const int	W = d < SEG_THREADS ? d : SEG_THREADS;
+	const int	G = SEG_THREADS / W;
+
+	return G * max(1, min(32, SEG_MAX_ROWS / G));
+}
+
+/*
+ * Means, shift, empty count, moved flag: k_finalize spreads the k x d means
+ * over up to FIN_BLOCKS blocks, each leaving its partial shift (double),
+ * empty count and moved flag in part; k_finalize_sum adds the partials in
+ * a fixed tree (deterministic for a given k x d).
+ */
+#define FIN_THREADS 256
+#define FIN_BLOCKS 512
+
+__global__ void __launch_bounds__(FIN_THREADS)
 k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
 		   const double *__restrict__ iscale, const float *__restrict__ Cold,
-		   float *__restrict__ Cnew, km_info *info)
+		   float *__restrict__ Cnew, double *part)
 {
-	typedef cub::BlockReduce<double, 1024> BRd;
-	typedef cub::BlockReduce<int, 1024> BRi;
+	typedef cub::BlockReduce<double, FIN_THREADS> BRd;
+	typedef cub::BlockReduce<int, FIN_THREADS> BRi;
 	__shared__ typename BRd::TempStorage td;
 	__shared__ typename BRi::TempStorage ti,
 				tm;
@@ -248,8 +289,9 @@ k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
 	int			ne = 0,
 				mv = 0;
 	const int64_t kd = (int64_t) k * d;
+	const int64_t stride = (int64_t) gridDim.x * blockDim.x;
 
-	for (int64_t e = threadIdx.x; e < kd; e += blockDim.x)
+	for (int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; e < kd; e += stride)
 	{
 		const int64_t c = e / d;
 		const int	j = (int) (e % d);
@@ -266,8 +308,38 @@ k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
 		sh += t * t;
 		mv |= __float_as_uint(v) != __float_as_uint(o);
 	}
-	for (int c = threadIdx.x; c < k; c += blockDim.x)
-		ne += gsum[(int64_t) c * (d + 1) + d] == 0;
+	for (int64_t c = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; c < k; c += stride)
+		ne += gsum[c * (d + 1) + d] == 0;
+	sh = BRd(td).Sum(sh);
+	ne = BRi(ti).Sum(ne);
+	mv = BRi(tm).Reduce(mv, [](int a, int b) { return a | b; });
+	if (threadIdx.x == 0)
+	{
+		part[blockIdx.x] = sh;
+		((int *) (part + FIN_BLOCKS))[2 * blockIdx.x] = ne;
+		((int *) (part + FIN_BLOCKS))[2 * blockIdx.x + 1] = mv;
+	}
+}
+
+__global__ void __launch_bounds__(FIN_THREADS)
+k_finalize_sum(const double *__restrict__ part, int nb, km_info *info)
+{
+	typedef cub::BlockReduce<double, FIN_THREADS> BRd;
+	typedef cub::BlockReduce<int, FIN_THREADS> BRi;
+	__shared__ typename BRd::TempStorage td;
+	__shared__ typename BRi::TempStorage ti,
+				tm;
+	const int  *pi = (const int *) (part + FIN_BLOCKS);
+	double		sh = 0.0;
+	int			ne = 0,
+				mv = 0;
+
+	for (int b = threadIdx.x; b < nb; b += FIN_THREADS)
+	{
+		sh += part[b];
+		ne += pi[2 * b];
+		mv |= pi[2 * b + 1];
+	}
 	sh = BRd(td).Sum(sh);
 	ne = BRi(ti).Sum(ne);
 	mv = BRi(tm).Reduce(mv, [](int a, int b) { return a | b; });
@@ -477,8 +549,10 @@ km_update(km_dev &D, gc_status *st)
 		KM_CK(cudaMemcpyAsync(cursor, off, sizeof(int) * D.k, cudaMemcpyDeviceToDevice, D.s));
 		k_label_scatter<<<g, 256, 0, D.s>>>(D.labels, D.n, cursor, D.perm);
 		KM_LAUNCHED();
-		k_update_sorted<<<D.k, SORTED_THREADS, 0, D.s>>>(D.XR, D.d, D.perm, off,
-														 D.scale, D.gsum);
+		k_update_segments<<<blocks_for(D.n, segment_rows(D.d)), SEG_THREADS, 0, D.s>>>(
+			D.XR, D.n, D.d, D.perm, D.labels, D.scale, D.gsum);
+		KM_LAUNCHED();
+		k_counts<<<blocks_for(D.k, 256), 256, 0, D.s>>>(cnt, D.k, D.d, D.gsum);
 	}
 	else
 		k_update_global<<<D.upd_grid, UPD_THREADS, 0, D.s>>>(D.XT, D.n, D.d, D.labels,
@@ -490,7 +564,13 @@ km_update(km_dev &D, gc_status *st)
 gc_code
 km_finalize(km_dev &D, const float *Cold, float *Cnew, gc_status *st)
 {
-	k_finalize<<<1, 1024, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, D.info);
+	const int64_t kd = (int64_t) D.k * D.d;
+	const int	nb = (int) (blocks_for(kd, FIN_THREADS) < FIN_BLOCKS ? blocks_for(kd, FIN_THREADS)
+							: FIN_BLOCKS);
+
+	k_finalize<<<nb, FIN_THREADS, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, D.fin_part);
+	KM_LAUNCHED();
+	k_finalize_sum<<<1, FIN_THREADS, 0, D.s>>>(D.fin_part, nb, D.info);
 	KM_LAUNCHED();
 	return GC_OK;
 }

@@ -272,11 +272,27 @@ typedef struct gc_kmeans_gpu_timing
 	double		ms_iter;		/* a whole Lloyd iteration, read-back included */
 	double		ms_assign;		/* the assignment kernel alone */
 	double		ms_update;		/* the update (sums) kernel alone */
+	double		ms_rerank;		/* of ms_assign: the exact re-rank (d > 8) */
+	double		ms_finalize;	/* the means, shift and empty count */
+	double		ms_prep;		/* the centres in the layout assign reads */
+	int64_t		iter_rescreened[32];	/* the timed iterations: rows re-screened in 3xtf32 */
+	int64_t		iter_reranked[32];	/* and rows re-ranked exactly */
 	int			small_path;		/* 1: exact path (d <= 8) */
 	int			update_replicas;	/* 0: global atomics */
 	int			empty_seen;
 	int64_t		fallback_rows;	/* tiled path: rows re-ranked exactly (last iteration) */
+	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32, 13 tf32 then 3xtf32 */
 } gc_kmeans_gpu_timing;
+
+/*
+ * The tensor-core screen's scores (cuda/kmeans_screen.cu) of every row and
+ * centre, ||c'||² - 2 x'.c' with x' = x - mu and c' = c - mu as the kernel
+ * forms them: scores (n x k), mu (d, the shift).  mode 1: tf32, 3: 3xtf32.
+ * GC_EINVAL when d has no screen (d <= 8 or d > 256).
+ */
+gc_code		gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
+										const float *C, int mode, float *scores,
+										float *mu, gc_status *st);
 
 /* Times iters Lloyd iterations from C0 (after 3 warm-up iterations). */
 gc_code		gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k,

@@ -15,6 +15,12 @@
  *             centres; every output written (outputs are poisoned first);
  *   re-seeding data with many duplicate rows and random init, which makes
  *             empty clusters: GPU = CPU;
+ *   screen    the tensor-core screen (d > 8, cuda/kmeans_screen.cu): every
+ *             score within the derived bound of the exact ||c'||² - 2x'.c'
+ *             (tf32 and 3xtf32; the largest error as a fraction of the
+ *             bound is printed); one step's labels equal the CPU's in each
+ *             mode (tf32, 3xtf32 and the FP32 tiled kernel), on near ties
+ *             too (centre pairs 1 ulp apart, rows on and between them);
  *   errors    bad parameters (GC_EINVAL), cancel flag (GC_ECANCEL), n = 0.
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
@@ -233,6 +239,178 @@ test_step(int64_t n, int d, int k, int kind)
 	free(d2);
 }
 
+/* ---- the tensor-core screen ---- */
+
+/*
+ * Every screened score against the exact s = ||c'||² - 2 x'.c' (x' = x - mu,
+ * c' = c - mu in float, as the kernel forms them; s in long double): the
+ * error must stay within (kappa/2 + (d + 1.01) u) M², M = ||x'|| + max ||c'||
+ * (kmeans_screen.cu's derivation, restated here).
+ */
+static void
+test_screen_bound(int64_t n, int d, int k, int kind, int mode)
+{
+	float	   *X = make_data(n, d, kind);
+	float	   *C = malloc(sizeof(float) * k * d),
+			   *S = malloc(sizeof(float) * n * k),
+			   *cp = malloc(sizeof(float) * k * d),
+			   mu[512];
+	long double *cn = malloc(sizeof(long double) * k);
+	const double u = 0x1.0p-24;
+	const double kappa = mode == 3 ? 12 * u + 12.0 * d * u : 0x1.0p-10 + 0x1.0p-22 + 4.0 * d * u;
+	const double coef = kappa / 2 + (d + 1.01) * u;
+	gc_status	st = {0};
+	double		cmax = 0,
+				worst = 0,
+				mean_ratio = 0;
+	int64_t		over = 0;
+
+	gc_km_init_kmeanspp(NULL, X, n, d, k, tu_next(&rs), 0, C, NULL, &st);
+	if (gc_kmeans_gpu_screen_scores(X, n, d, k, C, mode, S, mu, &st) != GC_OK)
+	{
+		CHECK(0, "screen scores n=%lld d=%d k=%d: %s", (long long) n, d, k, st.message);
+		goto out;
+	}
+	for (int c = 0; c < k; c++)
+	{
+		long double q = 0;
+
+		for (int j = 0; j < d; j++)
+		{
+			cp[c * d + j] = C[c * d + j] - mu[j];
+			q += (long double) cp[c * d + j] * cp[c * d + j];
+		}
+		cn[c] = q;
+		if (sqrt((double) q) > cmax)
+			cmax = sqrt((double) q);
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		float		xp[512];
+		long double xn = 0;
+		double		M;
+
+		for (int j = 0; j < d; j++)
+		{
+			xp[j] = X[i * d + j] - mu[j];
+			xn += (long double) xp[j] * xp[j];
+		}
+		M = sqrt((double) xn) + cmax;
+		for (int c = 0; c < k; c++)
+		{
+			long double dot = 0,
+						sx;
+			double		e;
+
+			for (int j = 0; j < d; j++)
+				dot += (long double) xp[j] * cp[c * d + j];
+			sx = cn[c] - 2 * dot;
+			e = fabs((double) ((long double) S[i * k + c] - sx)) / (coef * M * M);
+			mean_ratio += e;
+			if (e > worst)
+				worst = e;
+			over += !(e <= 1.0);
+		}
+	}
+	CHECK(over == 0, "screen %s n=%lld d=%d k=%d kind=%d: %lld scores beyond the bound (worst %.3g x)",
+		  mode == 3 ? "3xtf32" : "tf32", (long long) n, d, k, kind, (long long) over, worst);
+	printf("  screen %-6s n=%-6lld d=%-3d k=%-4d kind=%d: |error| / bound: max %.3g, mean %.3g\n",
+		   mode == 3 ? "3xtf32" : "tf32", (long long) n, d, k, kind, worst,
+		   mean_ratio / ((double) n * k));
+out:
+	free(X);
+	free(C);
+	free(S);
+	free(cp);
+	free(cn);
+}
+
+/*
+ * Near ties: centres in pairs 1 ulp apart in one coordinate, at an offset;
+ * rows on a centre, or on it plus noise far below the bound.  One step's
+ * labels must equal the CPU's gc_km_assign in the current screen mode.
+ */
+static void
+test_ties(int64_t n, int d, int k, double off)
+{
+	float	   *X = malloc(sizeof(float) * n * d),
+			   *C = malloc(sizeof(float) * k * d),
+			   *Cg = malloc(sizeof(float) * k * d);
+	int32_t    *lc = malloc(sizeof(int32_t) * n),
+			   *lg = malloc(sizeof(int32_t) * n);
+	gc_km_ws   *ws = gc_km_ws_create(n, d, k, 0);
+	gc_status	st = {0};
+	int64_t		chc = 0,
+				chg = 0,
+				diff = 0;
+	double		shg;
+
+	for (int c = 0; c < k; c++)
+		for (int j = 0; j < d; j++)
+			C[c * d + j] = (c & 1) ? C[(c - 1) * d + j] : (float) (off + 20.0 * tu_uniform(&rs) - 10.0);
+	for (int c = 1; c < k; c += 2)
+		C[c * d + (c / 2) % d] = nextafterf(C[c * d + (c / 2) % d], INFINITY);
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			c = (int) (tu_uniform(&rs) * k);
+
+		for (int j = 0; j < d; j++)
+			X[i * d + j] = C[c * d + j] + ((i & 1) ? (float) (1e-6 * (tu_uniform(&rs) - 0.5)) : 0.0f);
+	}
+	for (int64_t i = 0; i < n; i++)
+		lc[i] = -1;
+	CHECK(gc_km_assign(NULL, ws, X, n, d, C, k, lc, NULL, &chc, &st) == GC_OK, "cpu assign");
+	CHECK(gc_kmeans_gpu_step(X, n, d, k, C, lg, Cg, &shg, &chg, &st) == GC_OK,
+		  "gpu step: %s", st.message);
+	for (int64_t i = 0; i < n; i++)
+		diff += lg[i] != lc[i];
+	CHECK(diff == 0, "ties %s n=%lld d=%d k=%d off=%g: %lld labels differ",
+		  getenv("GPUCLUST_KM_SCREEN"), (long long) n, d, k, off, (long long) diff);
+	printf("  ties   %-6s n=%-6lld d=%-3d k=%-4d off=%g: labels differ %lld\n",
+		   getenv("GPUCLUST_KM_SCREEN"), (long long) n, d, k, off, (long long) diff);
+	gc_km_ws_destroy(ws);
+	free(X);
+	free(C);
+	free(Cg);
+	free(lc);
+	free(lg);
+}
+
+static void
+test_screen(void)
+{
+	static const char *modes[] = {"tf32", "3xtf32", "fp32"};
+	static const int bshapes[][3] = {
+		/* n, d, k (kind: 0, 1, 2 each) */
+		{3000, 9, 17}, {2000, 32, 256}, {1500, 128, 300}, {1000, 256, 129}, {2000, 100, 1000},
+	};
+	static const int sshapes[][4] = {
+		{20000, 16, 130, 1}, {15000, 33, 256, 0}, {8000, 64, 40, 2}, {6000, 130, 300, 0},
+		{30000, 256, 200, 1}, {100000, 32, 256, 1}, {50000, 128, 1000, 0},
+	};
+
+	for (int m = 1; m <= 3; m += 2)
+		for (unsigned s = 0; s < sizeof(bshapes) / sizeof(bshapes[0]); s++)
+			for (int kind = 0; kind < 3; kind++)
+			{
+				if (quick && (s > 1 || kind > 0))
+					continue;
+				test_screen_bound(bshapes[s][0], bshapes[s][1], bshapes[s][2], kind, m);
+			}
+	for (int m = 0; m < 3; m++)
+	{
+		setenv("GPUCLUST_KM_SCREEN", modes[m], 1);
+		for (unsigned s = 0; s < sizeof(sshapes) / sizeof(sshapes[0]); s++)
+			if (!quick || sshapes[s][0] <= 20000)
+				test_step(sshapes[s][0], sshapes[s][1], sshapes[s][2], sshapes[s][3]);
+		test_ties(4000, 12, 64, 0.0);
+		test_ties(4000, 40, 200, 1000.0);
+		if (!quick)
+			test_ties(20000, 128, 500, 100.0);
+	}
+	unsetenv("GPUCLUST_KM_SCREEN");
+}
+
 /* ---- full run ---- */
 static void
 test_full(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
@@ -429,6 +607,7 @@ main(void)
 		return test_summary("test_kmeans_gpu");
 	}
 
+	test_screen();
 	test_seed(1000, 2, 10, 0);
 	test_seed(30011, 3, 50, 1);
 	test_seed(9000, 17, 33, 0);

@@ -1,0 +1,645 @@
+/*
+ * kmeans_screen.cu — the tensor-core screen of the GPU k-means'
+ * assignment (SMALL_D_MAX < d <= SCREEN_D_MAX): the nearest centre of every
+ * row from x.c products on the tensor cores (TF32 mma.sync), fused with the
+ * argmin (no n x k matrix is written), kept exact by a rounding bound and
+ * the exact re-rank of kmeans_assign.cu (k_assign_fallback).
+ *
+ * The score.  Rows and centres are shifted by the feature means mu (as the
+ * FP32 tiled kernel does): x' = fl(x - mu), c' = fl(c - mu).  A centre's
+ * score is s_j = ||c'_j||² - 2 x'.c'_j, which orders centres as ||x' - c'_j||²
+ * does.  The block keeps, per row, the best and the second best screened
+ * score ŝ.
+ *
+ * The products.  TF32 keeps 10 mantissa bits (u_t = 2^-11 when rounded to
+ * nearest, cvt.rna).  Two modes:
+ *   tf32    one mma per product: x~ c~ with x~ = rna(x'), c~ = rna(c');
+ *   3xtf32  the split a = big + small (big = rna(a), small = rna(a - big),
+ *           |a - big - small| <= 2^-22 |a|) and three mma per product:
+ *           small.big + big.small + big.big (the small.small term dropped).
+ *
+ * The bound (u = 2^-24, M = ||x'|| + max_j ||c'_j||).  For every centre j:
+ *   |x~.c~ - x'.c'| <= kappa ||x'|| ||c'_j||, with
+ *     tf32:   kappa = 2^-10 + 2^-22 (the two inputs' rounding)
+ *                     + 4 d u (the tensor core's float accumulation: the
+ *                       products are exact, the sums of each k-step are
+ *                       aligned and may truncate: <= 2u per addition, taken
+ *                       twice for the alignment of a k-step's terms);
+ *     3xtf32: kappa = 12 u (the dropped term and the split's remainders)
+ *                     + 3 * 4 d u (three accumulations);
+ *   ||c'_j||² (fma chain, k_prep_tiled) is off by at most d u ||c'_j||²,
+ *   the score's fma by u |ŝ_j|, so |ŝ_j - s_j| <= (kappa/2 + (d + 1.01) u) M²
+ *   (||x'|| ||c'_j|| <= M²/4, ||c'_j||² <= M², |ŝ_j| <= 1.01 M²).
+ * The CPU's distance D_j = gc_dist2(x, c_j) (float, dimension order) is
+ * within (d + 2) u ||x - c_j||² of the exact ||x - c_j||², and shifting
+ * moves that by at most 2u M² : |D_j - (||x'||² + s_j)| <= (d + 4) u M².
+ * So for every j other than the screened best b,
+ *   D_j - D_b >= (ŝ_sec - ŝ_b) - T,  T = (kappa + (4d + 10.02) u) M²,
+ * and when ŝ_sec - ŝ_b > T the CPU's label is b (strictly nearer: no tie).
+ * A row under the bound goes to k_assign_fallback, which ranks every
+ * centre with the CPU's exact float distance.  The kernel evaluates T with
+ * 5% to spare for the float rounding of M and T themselves.  test_kmeans_gpu
+ * measures |ŝ - s| against the bound on random and adversarial data
+ * (gc_kmeans_gpu_screen_scores).
+ *
+ * The cascade.  Every row is screened in tf32; the rows it leaves are
+ * screened again in 3xtf32 (the same kernel over a list of rows), and only
+ * the rows that one leaves go to the exact re-rank.  A row costs about 2.7
+ * rows of tf32 screen in 3xtf32 and 18 in the exact re-rank, but the
+ * re-screen of a few rows takes as long as a block's whole scan, so it
+ * runs only while the last iteration's tf32 screen left more than 1% of the
+ * rows (and in the first).  Measured on an H100: d = 128, k = 1000 (1M
+ * blobs): tf32 leaves 0.56% of the rows, near ties that 3xtf32 leaves
+ * too; d = 256, k = 20000 (FAISS's 1M uniform rows): tf32 leaves 3.4%,
+ * 3xtf32 a tenth of those (per iteration 133 -> 104 ms).
+ * GPUCLUST_KM_SCREEN=tf32|3xtf32 screens once in that mode, =fp32 takes
+ * the FP32 tiled kernel of kmeans_assign.cu (tests and benchmarks).
+ *
+ * The kernel.  A block takes SC_BM = 128 rows and keeps them, shifted, in
+ * shared memory for the whole scan (dpad x 128 floats, dpad = d rounded up
+ * to SC_BK); the centres stream through two cp.async stages of SC_BK x 128;
+ * 8 warps as 2 (rows) x 4 (centres), a warp tile of 64 x 32 as 4 x 4
+ * m16n8k8 mma, 64 accumulators per thread.  Both operands are kept in the
+ * mma's fragment order (below), so every fragment is one 16-byte load
+ * without bank conflicts.  After each tile of 128 centres the
+ * scores go straight into each thread's running best / second best of its
+ * 8 rows; at the end the 4 lanes and the 4 warps that share a row combine
+ * by (score, index), and thread r of the block decides row r.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kmeans_dev.cuh"
+
+#define SC_BM 128				/* rows per block */
+#define SC_BN 128				/* centres per tile */
+#define SC_BK 32				/* dimensions per centre stage */
+#define SC_THREADS 256
+
+__device__ __forceinline__ uint32_t
+to_tf32(float x)
+{
+	uint32_t	r;
+
+	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+	return r;
+}
+
+/* d = a(16x8, row) b(8x8, col) + d, TF32 in, FP32 accumulate. */
+__device__ __forceinline__ void
+mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+				 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+				 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void
+cp_async16(float *smem, const float *gmem)
+{
+	unsigned	s = (unsigned) __cvta_generic_to_shared(smem);
+
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void
+cp_async_commit()
+{
+	asm volatile("cp.async.commit_group;");
+}
+
+template <int N>
+__device__ __forceinline__ void
+cp_async_wait()
+{
+	asm volatile("cp.async.wait_group %0;" :: "n"(N));
+}
+
+/* (score, index) running best and second best; ties keep the lower index
+ * (the first seen, as columns arrive in increasing order per thread). */
+__device__ __forceinline__ void
+keep_best(float s, int col, float &best, float &sec, int &bidx)
+{
+	sec = fminf(sec, fmaxf(s, best));
+	bidx = s < best ? col : bidx;
+	best = fminf(best, s);
+}
+
+__device__ __forceinline__ void
+merge_best(float os, float o2, int oi, float &best, float &sec, int &bidx)
+{
+	if (os < best || (os == best && oi < bidx))
+	{
+		sec = fminf(best, o2);
+		best = os;
+		bidx = oi;
+	}
+	else
+		sec = fminf(sec, os);
+}
+
+/*
+ * The fragment order.  A k-step of mma m16n8k8 gives lane (g, t) = (lane/4,
+ * lane%4) the A values (row g, dim t), (g+8, t), (g, t+4), (g+8, t+4) and
+ * the B values (dim t, centre g), (dim t+4, centre g).  Both operands are
+ * stored in that order, so a lane reads its fragments with 16-byte loads
+ * (a warp reads 512 contiguous bytes: no bank conflict):
+ *   A (shared, per block): [dim/8][row/16][lane][4];
+ *   B (global, km_screen_prep): [dim/8][centre/16][lane][4], the 4 being
+ *     (b0, b1) of the even 8 centres, then of the odd 8; a stage of SC_BK
+ *     dims x 128 centres is SC_BK/8 contiguous runs of 4 KiB.
+ * In tf32 mode both hold the TF32-rounded values (rounded once: in the
+ * block's fill, in km_screen_prep); in 3xtf32 mode the float values, split
+ * into big and small parts as they are loaded.
+ */
+/* CTf/CTt (fragment order) from CT (dpad x kp, row-major); one thread per
+ * element. */
+__global__ void
+k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
+			  float *__restrict__ CTf, float *__restrict__ CTt)
+{
+	const int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (e < (int64_t) dpad * kp)
+	{
+		const int	j = (int) (e / kp),
+					c = (int) (e % kp);
+		const int	kin = j & 7,
+					c8 = c >> 3;
+		const int	lane = (c & 7) * 4 + (kin & 3);
+		const int64_t idx = (((int64_t) (j >> 3) * (kp / 16) + (c8 >> 1)) * 32 + lane) * 4 +
+			(c8 & 1) * 2 + (kin >> 2);
+		const float v = CT[e];
+
+		CTf[idx] = v;
+		CTt[idx] = __uint_as_float(to_tf32(v));
+	}
+}
+
+/*
+ * MODE 1: tf32, MODE 3: 3xtf32.  CTB: the centres in fragment order (CTt
+ * for tf32, CTf for 3xtf32; dims d..dpad and centres k..kp zero); cnrm:
+ * ||c'||², +inf on the padding.  coef: the bound's factor of M² (with its
+ * margin).  DBG (tests): every score into dbg, n x kp.
+ */
+template <int MODE, int MINB, bool DBG>
+__global__ void __launch_bounds__(SC_THREADS, MINB)
+k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
+				const float *__restrict__ mu, const float *__restrict__ CTB,
+				const float *__restrict__ cnrm, const float *__restrict__ cmax2,
+				const float *__restrict__ xn2, int kp, float coef,
+				int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
+				const unsigned *n_in, int32_t *__restrict__ rows_out,
+				unsigned *n_out, km_info *info, float *__restrict__ dbg)
+{
+	extern __shared__ float4 sc_smem[];
+	float	   *As = (float *) sc_smem;	/* dpad x SC_BM, fragment order */
+	float	   *Bs = As + (size_t) dpad * SC_BM;	/* 2 stages of SC_BK x SC_BN */
+	float	   *Cn = Bs + 2 * SC_BK * SC_BN;	/* 2 x SC_BN: ||c'||² of a tile, by parity */
+	const int	tid = threadIdx.x,
+				lane = tid & 31,
+				warp = tid >> 5;
+	const int	wm = warp >> 2,	/* rows wm*64 .. +63 */
+				wn = warp & 3;	/* centres wn*32 .. +31 of a tile */
+	const int	g = lane >> 2,
+				t = lane & 3;
+	const int64_t m0 = (int64_t) blockIdx.x * SC_BM;
+	const int	nkc = dpad / SC_BK;
+	const int	nsteps = (kp / SC_BN) * nkc;
+	const int	d8 = (d + 7) & ~7;
+	float		best[8],
+				sec[8];
+	int			bidx[8];
+	float		acc[4][4][4];
+	int			ch = 0;
+	/* the rows: m0 + m of all n, or the listed rows_in[m0 + m] */
+	const int64_t nrows = rows_in ? (int64_t) *n_in : n;
+
+	if (m0 >= nrows)
+		return;					/* a re-screen's grid is sized for every row */
+	if (rows_in && blockIdx.x == 0 && tid == 0)
+		atomicAdd(&info->fb_screen, (unsigned) nrows);
+
+	/* stage `st` <- the centres of step `step` (tile step / nkc, chunk % nkc) */
+	auto load_b = [&](int step, int st) {
+		const int	tile = step / nkc,
+					kb0 = (step % nkc) * (SC_BK / 8);
+		float	   *dst = Bs + (size_t) st * SC_BK * SC_BN;
+
+#pragma unroll
+		for (int q = 0; q < (SC_BK * SC_BN / 4) / SC_THREADS; q++)
+		{
+			const int	e = tid + q * SC_THREADS;	/* 16-byte chunk */
+			const int	kb = e / (SC_BN / 16 * 32),	/* 256 chunks per 8 dims */
+						w = e % (SC_BN / 16 * 32);
+
+			cp_async16(dst + (size_t) e * 4,
+					   CTB + (((int64_t) (kb0 + kb) * (kp / 16) + tile * (SC_BN / 16)) * 32) * 4 + w * 4);
+		}
+		if (kb0 == 0 && tid < SC_BN / 4)
+			cp_async16(Cn + (tile & 1) * SC_BN + tid * 4, cnrm + (int64_t) tile * SC_BN + tid * 4);
+		cp_async_commit();
+	};
+
+	load_b(0, 0);
+	/*
+	 * The block's rows, shifted (and rounded to TF32 in tf32 mode), resident:
+	 * each thread fills whole 16-byte fragment slots (conflict-free stores),
+	 * four slots' loads in flight before their stores.
+	 */
+	{
+		const int	nslots = dpad * SC_BM / 4;
+
+		for (int s0 = tid; s0 < nslots; s0 += 4 * SC_THREADS)
+		{
+			float		v[4][4];
+
+#pragma unroll
+			for (int u = 0; u < 4; u++)
+			{
+				const int	sl = s0 + u * SC_THREADS;	/* slot: [dim/8][row/16][lane] */
+				const int	ln = sl & 31,
+							mt16 = (sl >> 5) & (SC_BM / 16 - 1),
+							kb = sl / (32 * (SC_BM / 16));
+				const int	j0 = kb * 8 + (ln & 3),
+							r0 = mt16 * 16 + (ln >> 2);
+
+#pragma unroll
+				for (int q = 0; q < 4; q++)
+				{
+					const int	j = j0 + 4 * (q >> 1);
+					const int64_t m = m0 + r0 + 8 * (q & 1);
+
+					if (sl < nslots && j < d && m < nrows)
+					{
+						const int64_t i = rows_in ? rows_in[m] : m;
+
+						v[u][q] = XT[(int64_t) j * n + i];
+					}
+					else
+						v[u][q] = 0.0f;
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < 4; u++)
+			{
+				const int	sl = s0 + u * SC_THREADS;
+				const int	kb = sl / (32 * (SC_BM / 16)),
+							j0 = kb * 8 + (sl & 3);
+				float		w[4];
+
+				if (sl >= nslots)
+					break;
+#pragma unroll
+				for (int q = 0; q < 4; q++)
+				{
+					const int	j = j0 + 4 * (q >> 1);
+
+					w[q] = j < d ? __fsub_rn(v[u][q], mu[j]) : 0.0f;
+					if (MODE == 1)
+						w[q] = __uint_as_float(to_tf32(w[q]));
+				}
+				((float4 *) As)[sl] = make_float4(w[0], w[1], w[2], w[3]);
+			}
+		}
+	}
+#pragma unroll
+	for (int r = 0; r < 8; r++)
+	{
+		best[r] = INFINITY;
+		sec[r] = INFINITY;
+		bidx[r] = 0;
+	}
+
+	for (int step = 0; step < nsteps; step++)
+	{
+		const int	kc = step % nkc,
+					k0 = kc * SC_BK;
+		const float *Bst = Bs + (size_t) (step & 1) * SC_BK * SC_BN;
+		const int	ksteps = min(SC_BK, d8 - k0) / 8;
+
+		if (step + 1 < nsteps)
+		{
+			load_b(step + 1, (step + 1) & 1);
+			cp_async_wait<1>();
+		}
+		else
+			cp_async_wait<0>();
+		__syncthreads();
+		if (kc == 0)
+		{
+#pragma unroll
+			for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+					for (int q = 0; q < 4; q++)
+						acc[mt][nt][q] = 0.0f;
+		}
+		{
+			const float4 *af0 = (const float4 *) As + ((k0 / 8) * (SC_BM / 16) + wm * 4) * 32 + lane;
+			const float4 *bf0 = (const float4 *) Bst + (wn * 2) * 32 + lane;
+			/* one k-step of 8 dimensions: 4 x 4 mma (x3 in 3xtf32) */
+			auto kstep = [&](int ks) {
+			const float4 *af = af0 + ks * (SC_BM / 16 * 32);
+				const float4 *bf = bf0 + ks * (SC_BN / 16 * 32);
+				uint32_t	a[4][4];
+				uint32_t	as[4][4];
+				float		bv[8];
+
+#pragma unroll
+				for (int mt = 0; mt < 4; mt++)
+				{
+					const float4 v = af[mt * 32];
+					const float vv[4] = {v.x, v.y, v.z, v.w};
+
+#pragma unroll
+					for (int q = 0; q < 4; q++)
+					{
+						if (MODE == 1)
+							a[mt][q] = __float_as_uint(vv[q]);
+						else
+						{
+							a[mt][q] = to_tf32(vv[q]);
+							as[mt][q] = to_tf32(__fsub_rn(vv[q], __uint_as_float(a[mt][q])));
+						}
+					}
+				}
+				{
+					const float4 v0 = bf[0],
+								v1 = bf[32];
+
+					bv[0] = v0.x;
+					bv[1] = v0.y;
+					bv[2] = v0.z;
+					bv[3] = v0.w;
+					bv[4] = v1.x;
+					bv[5] = v1.y;
+					bv[6] = v1.z;
+					bv[7] = v1.w;
+				}
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+				{
+					uint32_t	b0,
+								b1;
+
+					if (MODE == 1)
+					{
+						b0 = __float_as_uint(bv[2 * nt]);
+						b1 = __float_as_uint(bv[2 * nt + 1]);
+					}
+					else
+					{
+						b0 = to_tf32(bv[2 * nt]);
+						b1 = to_tf32(bv[2 * nt + 1]);
+
+						const uint32_t s0 = to_tf32(__fsub_rn(bv[2 * nt], __uint_as_float(b0))),
+									s1 = to_tf32(__fsub_rn(bv[2 * nt + 1], __uint_as_float(b1)));
+
+#pragma unroll
+						for (int mt = 0; mt < 4; mt++)
+						{
+							mma_tf32(acc[mt][nt], as[mt], b0, b1);
+							mma_tf32(acc[mt][nt], a[mt], s0, s1);
+						}
+					}
+#pragma unroll
+					for (int mt = 0; mt < 4; mt++)
+						mma_tf32(acc[mt][nt], a[mt], b0, b1);
+				}
+			};
+
+			if (ksteps == SC_BK / 8)
+			{
+#pragma unroll
+				for (int ks = 0; ks < SC_BK / 8; ks++)
+					kstep(ks);
+			}
+			else
+			{
+#pragma unroll 1
+				for (int ks = 0; ks < ksteps; ks++)
+					kstep(ks);
+			}
+		}
+		if (kc == nkc - 1)
+		{
+			/* this tile's scores into the running best of the thread's rows:
+			 * row (mt, h) = wm*64 + mt*16 + g + 8h, centre (nt, e) = ct +
+			 * wn*32 + nt*8 + 2t + e; acc[mt][nt][2h + e] */
+			const int	ct = (step / nkc) * SC_BN + wn * 32 + 2 * t;
+
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+				for (int e = 0; e < 2; e++)
+				{
+					const int	col = ct + nt * 8 + e;
+					const float cn = Cn[((step / nkc) & 1) * SC_BN + wn * 32 + 2 * t + nt * 8 + e];
+
+#pragma unroll
+					for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+						for (int h = 0; h < 2; h++)
+						{
+							const float s = __fmaf_rn(-2.0f, acc[mt][nt][2 * h + e], cn);
+
+							keep_best(s, col, best[mt * 2 + h], sec[mt * 2 + h], bidx[mt * 2 + h]);
+						}
+				}
+			if (DBG)
+			{
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+					for (int e = 0; e < 2; e++)
+#pragma unroll
+						for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+							for (int h = 0; h < 2; h++)
+							{
+								const int64_t gi = m0 + wm * 64 + mt * 16 + g + 8 * h;
+								const int	col = ct + nt * 8 + e;
+
+								if (gi < n)
+									dbg[gi * kp + col] = __fmaf_rn(-2.0f, acc[mt][nt][2 * h + e], cnrm[col]);
+							}
+			}
+		}
+		__syncthreads();		/* the stage read here is refilled next step */
+	}
+
+	/* the 4 lanes of a row group, then the 4 warps of a row, by (score, index) */
+#pragma unroll
+	for (int r = 0; r < 8; r++)
+#pragma unroll
+		for (int off = 1; off <= 2; off <<= 1)
+		{
+			const float os = __shfl_xor_sync(0xffffffffu, best[r], off),
+						o2 = __shfl_xor_sync(0xffffffffu, sec[r], off);
+			const int	oi = __shfl_xor_sync(0xffffffffu, bidx[r], off);
+
+			merge_best(os, o2, oi, best[r], sec[r], bidx[r]);
+		}
+	{
+		float	   *rb = Bs;		/* 4 x SC_BM best, then sec; then indices */
+		float	   *rs = Bs + 4 * SC_BM;
+		int		   *ri = (int *) (Bs + 8 * SC_BM);
+
+		if (t == 0)
+#pragma unroll
+			for (int r = 0; r < 8; r++)
+			{
+				const int	row = wm * 64 + (r >> 1) * 16 + g + 8 * (r & 1);
+
+				rb[wn * SC_BM + row] = best[r];
+				rs[wn * SC_BM + row] = sec[r];
+				ri[wn * SC_BM + row] = bidx[r];
+			}
+		__syncthreads();
+		if (tid < SC_BM && m0 + tid < nrows)
+		{
+			const int64_t gi = rows_in ? rows_in[m0 + tid] : m0 + tid;
+			float		b = rb[tid],
+						s2 = rs[tid];
+			int			bi = ri[tid];
+
+			for (int w = 1; w < 4; w++)
+				merge_best(rb[w * SC_BM + tid], rs[w * SC_BM + tid], ri[w * SC_BM + tid], b, s2, bi);
+			{
+				const float M = sqrtf(xn2[gi]) + sqrtf(*cmax2);
+
+				if (s2 - b > coef * M * M)
+				{
+					ch = labels[gi] != bi;
+					labels[gi] = bi;
+				}
+				else
+					rows_out[atomicAdd(n_out, 1u)] = (int32_t) gi;
+			}
+		}
+	}
+	{
+		unsigned	w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
+
+		if (lane == 0 && w != 0)
+			atomicAdd(&info->changed, (unsigned long long) w);
+	}
+}
+
+/* ---- host side ---- */
+
+/* The kernel of a mode: tf32 with 1 or 2 blocks per SM (128 registers
+ * without spills), 3xtf32 with 1 (2 would spill); the tests' variant
+ * writes every score. */
+static const void *
+screen_kernel(int mode, int minb, bool dbg)
+{
+	if (dbg)
+		return mode == 3 ? (const void *) k_assign_screen<3, 1, true>
+			: (const void *) k_assign_screen<1, 1, true>;
+	if (mode == 3)
+		return (const void *) k_assign_screen<3, 1, false>;
+	return minb == 2 ? (const void *) k_assign_screen<1, 2, false>
+		: (const void *) k_assign_screen<1, 1, false>;
+}
+
+/* The bound's factor of M² for a mode (the header above), with 5% for the
+ * rounding of M and T in float. */
+static float
+screen_coef(int mode, int d)
+{
+	const double u = 0x1.0p-24;
+	const double kappa = mode == 3 ? 12 * u + 12.0 * d * u
+		: 0x1.0p-10 + 0x1.0p-22 + 4.0 * d * u;
+
+	return (float) ((kappa + (4.0 * d + 10.02) * u) * 1.05);
+}
+
+/* Picks the screen's mode and occupancy for D (km_setup, after km_dims). */
+gc_code
+km_screen_plan(km_dev &D, gc_status *st)
+{
+	const char *env = getenv("GPUCLUST_KM_SCREEN");
+
+	D.screen = 0;
+	D.screen_cascade = false;
+	if (D.small || D.d > SCREEN_D_MAX || (env && strcmp(env, "fp32") == 0))
+		return GC_OK;
+	D.screen = env && strcmp(env, "3xtf32") == 0 ? 3 : 1;
+	D.screen_cascade = !(env && (strcmp(env, "tf32") == 0 || strcmp(env, "3xtf32") == 0));
+	D.dpad = (D.d + SC_BK - 1) / SC_BK * SC_BK;
+	D.screen_smem = sizeof(float) * ((size_t) (D.dpad + 2 * SC_BK) * SC_BM + 2 * SC_BN);
+	D.screen_minb = 1;
+	for (int v = 0; v < 5; v++)
+	{
+		static const int modes[5] = {1, 1, 3, 1, 3},
+					minbs[5] = {1, 2, 1, 1, 1};
+		const void *f = screen_kernel(modes[v], minbs[v], v >= 3);
+		int			per_sm = 0;
+
+		KM_CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+								   (int) D.screen_smem));
+		KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, SC_THREADS,
+															 D.screen_smem));
+		if (per_sm < 1)
+			return gc_fail(st, GC_EINTERNAL,
+						   "GPU k-means: the tensor-core screen does not fit (d = %d, %zu bytes of shared memory)",
+						   D.d, D.screen_smem);
+		if (v == 1 && per_sm >= 2)
+			D.screen_minb = 2;
+	}
+	return GC_OK;
+}
+
+/* After an iteration: re-screen in the next one when this one's tf32
+ * screen left more than 1% of the rows (the cascade, above). */
+void
+km_screen_adapt(km_dev &D)
+{
+	const km_info *h = D.h_info;
+	const unsigned long long left = D.cascade_now ? h->fb_screen : h->fb_total;
+
+	if (D.screen_cascade)
+		D.cascade_now = left * 100 > (unsigned long long) D.n;
+}
+
+/*
+ * The screen in `mode` over D's rows (rows_in NULL) or over the *n_in rows
+ * listed in rows_in (the grid covers n rows; blocks past *n_in return at
+ * once), into D.labels and the queue rows_out / *n_out (zeroed by the
+ * caller); dbg (tests): every score, n x kp.
+ */
+gc_code
+km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
+		  int32_t *rows_out, unsigned *n_out, float *dbg, gc_status *st)
+{
+	const float coef = screen_coef(mode, D.d);
+	const unsigned grid = blocks_for(D.n, SC_BM);
+	const int	minb = mode == 1 && !dbg ? D.screen_minb : 1;
+	const float *ctb = mode == 1 ? D.CTt : D.CTf;
+	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
+		(void *) &D.mu, (void *) &ctb, (void *) &D.cnrm, (void *) &D.cmax2,
+		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
+		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out,
+		(void *) &D.info, (void *) &dbg};
+
+	KM_CK(cudaLaunchKernel(screen_kernel(mode, minb, dbg != nullptr), dim3(grid),
+						   dim3(SC_THREADS), args, D.screen_smem, D.s));
+	return GC_OK;
+}
+
+/* The prepared centres (CT, after k_prep_tiled) in the screen's fragment
+ * order, float and TF32. */
+gc_code
+km_screen_prep(km_dev &D, gc_status *st)
+{
+	const int64_t e = (int64_t) D.dpad * D.kp;
+
+	k_screen_prep<<<blocks_for(e, 256), 256, 0, D.s>>>(D.CT, D.dpad, D.kp, D.CTf, D.CTt);
+	KM_LAUNCHED();
+	return GC_OK;
+}
