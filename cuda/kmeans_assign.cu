@@ -524,10 +524,14 @@ km_rerank(km_dev &D, gc_status *st)
 	const int32_t *rows = cascade ? D.fb_rows2 : D.fb_rows;
 	const unsigned *cnt = cascade ? &D.info->n_fallback2 : &D.info->n_fallback;
 
-	/* RB rows per block while their coordinates take at most 32 KiB */
+	/* RB rows per block (each centre's coordinates read once for them) while
+	 * their coordinates take at most 32 KiB */
 	const size_t row_bytes = sizeof(float) * ((D.d + 3) & ~3);
 
-	if (8 * row_bytes <= 32768)
+	if (32 * row_bytes <= 32768)
+		k_assign_fallback<32><<<D.fb_grid, RR_THREADS, 32 * row_bytes, D.s>>>(
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
+	else if (8 * row_bytes <= 32768)
 		k_assign_fallback<8><<<D.fb_grid, RR_THREADS, 8 * row_bytes, D.s>>>(
 			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
 	else if (2 * row_bytes <= 32768)
