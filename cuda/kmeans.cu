@@ -268,6 +268,42 @@ gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out)
 	*out = last_phases;
 }
 
+/* Whether the update sorts rows by label (km_update_alloc's test). */
+static bool
+km_sorted_update(int d, int k)
+{
+	const double slots8 = (double) k * (d + 1) * 8;
+
+	return !(slots8 <= 48 * 1024) && !(slots8 <= 160 * 1024);
+}
+
+/*
+ * What both paths allocate for (n, d, k): labels and d2 (n each), the best
+ * run's, the centres in both layouts, the sums, scales, means and block
+ * sums; rows: the rows of the tiled path's per-row scratch (xn2, fb_rows).
+ */
+static double
+km_common_bytes(int64_t n, int d, int k, int n_init, int64_t rows)
+{
+	const double nn = (double) n,
+				dd = (double) d,
+				kk = (double) k;
+	const double nb = (double) ((n + KM_BLOCK - 1) / KM_BLOCK + 1);
+	const double kp = (double) ((k + TILE - 1) / TILE * TILE);
+	double		b = 0;
+
+	b += nn * (4 + 4);			/* labels, d2 */
+	if (n_init > 1)
+		b += nn * 4 + kk * dd * 4;	/* labels_best, C_best */
+	b += 2 * kk * dd * 4;		/* C[2] */
+	if (d <= SMALL_D_MAX)
+		b += kk * ((d + 3) / 4 * 4) * 4;
+	else
+		b += 2 * dd * kp * 4 + kp * 4 + (double) rows * 8;	/* CT, CTo, cnrm; fb_rows, xn2 */
+	b += kk * (dd + 1) * 8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
+	return b;
+}
+
 /*
  * What km_setup, k-means++ (kmeans_pp.cu), the variance and the final
  * read-back allocate, with room for the allocator's rounding: an upper
@@ -282,39 +318,20 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
 				dd = (double) d,
 				kk = (double) k;
 	const double nb = (double) ((n + KM_BLOCK - 1) / KM_BLOCK + 1);
-	const double kp = (double) ((k + TILE - 1) / TILE * TILE);
-	const double slots8 = kk * (dd + 1) * 8;
-	double		b = 0;
+	double		b = km_common_bytes(n, d, k, n_init, n);
 
 	b += nn * dd * 4;			/* XT */
-	b += nn * (4 + 8 + 4);		/* labels, q, d2 */
-	if (n_init > 1)
-		b += nn * 4 + kk * dd * 4;	/* labels_best, C_best */
-	b += 2 * kk * dd * 4;		/* C[2] */
-	if (d <= SMALL_D_MAX)
-		b += kk * ((d + 3) / 4 * 4) * 4;
-	else
-		b += 2 * dd * kp * 4 + kp * 4 + nn * 8;	/* CT, CTo, cnrm, fb_rows, xn2 */
-	b += slots8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
-	if (!(slots8 <= 48 * 1024) && !(slots8 <= 160 * 1024))
+	b += nn * 8;				/* q */
+	if (km_sorted_update(d, k))
 		b += nn * dd * 4 + nn * 4 + 3 * kk * 4 + (1 << 20);	/* XR, perm, counts, scan */
 	else
 		b += fmin(64.0 * 1024 * 1024, nn * dd * 4);	/* staging */
-	b += 512 * dd * 8;			/* absmax partials */
+	b += 512 * dd * 8;			/* feature maxima */
 	b += nn * 4 + nb * (8 + 8 * KM_PP_LMAX) + dd * 4 * KM_PP_LMAX;	/* k-means++ */
 	b += nn * 4 * (3 + log(kk));	/* its terms, L = 2 + ln k (random init: unused) */
 	b += nb * dd * 8;			/* variance */
 	b += 40 * 2.0 * 1024 * 1024;	/* rounding of ~40 allocations */
 	return (size_t) (b * 1.02);
-}
-
-/* Whether the update sorts rows by label (km_update_alloc's test). */
-static bool
-km_sorted_update(int d, int k)
-{
-	const double slots8 = (double) k * (d + 1) * 8;
-
-	return !(slots8 <= 48 * 1024) && !(slots8 <= 160 * 1024);
 }
 
 /*
@@ -325,23 +342,12 @@ km_sorted_update(int d, int k)
 static double
 km_stream_bytes(int64_t n, int d, int k, int n_init, int64_t c)
 {
-	const double nn = (double) n,
-				dd = (double) d,
+	const double dd = (double) d,
 				kk = (double) k,
 				cc = (double) c;
 	const double nb = (double) ((n + KM_BLOCK - 1) / KM_BLOCK + 1);
-	const double kp = (double) ((k + TILE - 1) / TILE * TILE);
-	double		b = 0;
+	double		b = km_common_bytes(n, d, k, n_init, c);
 
-	b += nn * (4 + 4);			/* labels, d2 */
-	if (n_init > 1)
-		b += nn * 4 + kk * dd * 4;	/* labels_best, C_best */
-	b += 2 * kk * dd * 4;		/* C[2] */
-	if (d <= SMALL_D_MAX)
-		b += kk * ((d + 3) / 4 * 4) * 4;
-	else
-		b += 2 * dd * kp * 4 + kp * 4 + cc * 8;	/* CT, CTo, cnrm; xn2, fb_rows */
-	b += kk * (dd + 1) * 8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
 	b += (nb * dd + 2 * dd + 1) * 8 + dd * 4;	/* variance, means; maxima */
 	b += cc * dd * 4 * 3 + cc * 8;	/* two upload buffers, XTc; q */
 	if (km_sorted_update(d, k))

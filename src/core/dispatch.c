@@ -279,10 +279,13 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 			return gc_fail(st, GC_EDEVICE, "%s", why.message);
 		return GC_OK;
 	}
-	/* resident when it fits, else streamed in chunks: what does not fit even so */
+	/*
+	 * resident when it fits, else streamed in chunks: what does not fit
+	 * even so (no rows: nothing is allocated)
+	 */
 	gc_kmeans_gpu_plan_for(n, d, k, n_init, free_mem, &plan);
 	need = plan.bytes;
-	if (!plan.fits || n > INT32_MAX)
+	if (n > 0 && (!plan.fits || n > INT32_MAX))
 	{
 		char		msg[256];
 

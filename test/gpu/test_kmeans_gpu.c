@@ -429,9 +429,9 @@ test_stream_plan(void)
 		   (long long) pl.chunks, (long long) pl.chunk_rows, pl.bytes / 1048576.0);
 	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, (size_t) 1 << 20, &pl);
 	CHECK(!pl.fits && pl.bytes > ((size_t) 1 << 20), "plan: not even streamed in 1 MiB");
-	gc_kmeans_gpu_plan_for(INT64_C(400000000), 32, 100, 1, (size_t) 76 << 30, &pl);
-	CHECK(pl.fits && pl.streamed, "plan: 400M x 32 streamed in 76 GiB");
-	printf("  plan 400M x 32, k 100 in 76 GiB: %lld chunks of %lld rows, %.1f MiB\n",
+	gc_kmeans_gpu_plan_for(INT64_C(640000000), 32, 100, 1, (size_t) 76 << 30, &pl);
+	CHECK(pl.fits && pl.streamed, "plan: 640M x 32 streamed in 76 GiB");
+	printf("  plan 640M x 32, k 100 in 76 GiB: %lld chunks of %lld rows, %.1f MiB\n",
 		   (long long) pl.chunks, (long long) pl.chunk_rows, pl.bytes / 1048576.0);
 	/* a budget too small for the call itself */
 	p.gpu_mem = (size_t) 1 << 20;
