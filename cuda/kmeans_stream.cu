@@ -18,7 +18,9 @@
  *                the phases' kernels run unchanged), records freed[b].
  * So the host's copy of chunk c+1, the upload of chunk c and the work on
  * chunk c-1 overlap; the events are blocking-sync (a waiting thread sleeps).
- * The cancel flags are polled before every chunk.
+ * The cancel flags are polled before every chunk.  A problem of one chunk
+ * (the data fit, but not with the resident path's scratch) is uploaded by
+ * its first pass only, and stays.  D.passes counts the uploads.
  *
  * Every result equals the resident path's bit for bit: chunks start at
  * multiples of KM_BLOCK, so the fixed-order double sums (feature means,
@@ -48,6 +50,7 @@ struct km_stream
 	cudaStream_t cs = nullptr;	/* the uploads */
 	cudaEvent_t up[2] = {nullptr, nullptr};	/* upload of buffer b done */
 	cudaEvent_t freed[2] = {nullptr, nullptr};	/* work on buffer b done */
+	bool		loaded = false;	/* one chunk: uploaded and transposed, kept */
 };
 
 void
@@ -159,6 +162,15 @@ km_pass(km_dev &D, F &&work, gc_status *st)
 			rc = gc_fail(st, GC_ECANCEL, "canceled");
 			break;
 		}
+		if (S.loaded)
+		{
+			/* the one chunk is still on the device (buffer 0, XTc) */
+			km_dev		V = D;
+
+			km_chunk_view(D, r0, rows, b, V);
+			rc = work(V, r0);
+			continue;
+		}
 		e = cudaEventSynchronize(S.up[b]);	/* h[b] is free */
 		if (e != cudaSuccess)
 			break;
@@ -193,7 +205,9 @@ km_pass(km_dev &D, F &&work, gc_status *st)
 			rc = km_cuda_fail(st, e, "streaming the data");
 		return rc;
 	}
-	D.passes++;
+	if (!S.loaded)
+		D.passes++;				/* uploads of the data */
+	S.loaded = D.nchunks == 1;
 	D.ms_passes += gc_now_ms() - t0;
 	return GC_OK;
 }

@@ -19,7 +19,8 @@
  *             distances, iterations and convergence equal the resident
  *             run's bit for bit, in several chunks (n not a multiple of
  *             the chunk; d <= 8 and the tiled path; the sort-by-label
- *             update; n_init > 1; tol 0 and > 0; empty-cluster re-seeding);
+ *             update; n_init > 1; tol 0 and > 0; empty-cluster re-seeding;
+ *             one chunk, uploaded once);
  *             the plan (gc_kmeans_gpu_plan_for) and cancel between chunks;
  *   errors    bad parameters (GC_EINVAL), cancel flag (GC_ECANCEL), n = 0.
  *
@@ -376,10 +377,13 @@ test_stream(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 			lab += rr.labels[i] == rs_.labels[i];
 			dist += memcmp(&rr.distance[i], &rs_.distance[i], sizeof(double)) == 0;
 		}
-		CHECK(ph.chunks >= 2 && ph.chunk_rows % GC_KM_BLOCK == 0 &&
+		/* several chunks, but for a forced chunk of all the rows */
+		CHECK(ph.chunks >= (chunk >= n ? 1 : 2) && ph.chunk_rows % GC_KM_BLOCK == 0 &&
 			  ph.chunks == (n + ph.chunk_rows - 1) / ph.chunk_rows,
 			  "stream n=%lld d=%d k=%d: %lld chunks of %lld rows", (long long) n, d, k,
 			  (long long) ph.chunks, (long long) ph.chunk_rows);
+		/* one chunk is uploaded once and stays */
+		CHECK(ph.chunks > 1 || ph.passes == 1, "stream: one chunk uploaded %d times", ph.passes);
 		CHECK(lab == n, "stream n=%lld d=%d k=%d: labels equal on %lld of %lld",
 			  (long long) n, d, k, (long long) lab, (long long) n);
 		CHECK(dist == n, "stream n=%lld d=%d k=%d: distances equal on %lld of %lld",
@@ -628,6 +632,8 @@ main(void)
 				quick ? 2 * GC_KM_BLOCK : 9 * GC_KM_BLOCK, 0);	/* sort-by-label update */
 	test_stream(quick ? 30000 : 100000, 7, 300, 2, GC_INIT_KMEANSPP, 1, 1e-4,
 				3 * GC_KM_BLOCK, 0);
+	/* one chunk: the data fit, the resident path's scratch does not */
+	test_stream(30000, 12, 20, 0, GC_INIT_KMEANSPP, 2, 1e-4, 8 * GC_KM_BLOCK, 0);
 	/* duplicates: empty clusters re-seeded across chunks */
 	test_stream(20000, 2, 12, 3, GC_INIT_RANDOM, 2, 1e-4, GC_KM_BLOCK, 0);
 	test_stream(20000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, 2 * GC_KM_BLOCK, 0);
