@@ -508,10 +508,10 @@ test_dispatch(void)
 	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "auto, large: gpu");
 	/* more than any GPU's memory: gpu refuses, auto runs on the CPU and says why */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 20000, 100, 1, NULL, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 40000, 100, 1, NULL, &g0, &ch,
 								  note, sizeof(note), &st) == GC_ENOMEM, "gpu, too big: %s", st.message);
 	printf("  gpu, too big: %s\n", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 20000, 100, 1, NULL, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 40000, 100, 1, NULL, &g0, &ch,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] != '\0', "auto, too big: cpu with a note");
 	/* larger than the GPU's memory but streamed: the GPU */
