@@ -13,6 +13,8 @@
  *   kmeans_assign.cu   the assignment kernels and the centres' layout
  *   kmeans_update.cu   the fixed-point sums, means, empty-cluster re-seeding
  *   kmeans_stats.cu    inertia, distances, the variance behind tol
+ *   kmeans_stream.cu   the streamed path: data larger than the device
+ *                      memory, uploaded in chunks on every pass
  *   kmeans_hooks.cu    test-only entry points (linked into the GPU tests)
  *
  * Layout.  X is uploaded once and transposed to structure-of-arrays
@@ -63,13 +65,21 @@
  * (gc_km_init_resolve, k only).
  * The final inertia and distances are the CPU's blocked double sums.
  *
- * Memory.  X stays resident on the device (XT, plus XR for the sorted
- * update) for the whole call; it is not streamed.  gc_kmeans_gpu_mem_bytes
- * bounds what a call allocates, and dispatch (src/core/dispatch.c) sends a
- * problem that does not fit the free GPU memory to the CPU under 'auto'
- * (with a NOTICE) and refuses it under 'gpu'; an allocation that fails
- * anyway returns GC_ENOMEM, which the SQL glue also answers under 'auto'
- * by running on the CPU.
+ * Memory.  The call's budget is p->gpu_mem (the caller's: dispatch's
+ * probe, gpuclust.gpu_memory_limit, the GPU worker's admission), or the
+ * free device memory when that is 0.  When gc_kmeans_gpu_mem_bytes fits
+ * it, X stays resident on the device (XT, plus XR for the sorted update)
+ * for the whole call.  Otherwise the call is streamed (kmeans_stream.cu):
+ * X stays on the host and every pass over it (the feature statistics, the
+ * variance behind tol, each Lloyd iteration, the final inertia, the
+ * distances) uploads it in chunks through pinned double buffers, with the
+ * same results bit for bit; seeding then runs the CPU's own function on
+ * the host (the same centres as the device's k-means++, by construction).
+ * gc_kmeans_gpu_plan_for says which and how large the chunks are, and
+ * dispatch (src/core/dispatch.c) sends a problem that does not fit even
+ * streamed to the CPU under 'auto' (with a NOTICE) and refuses it under
+ * 'gpu'; an allocation that fails anyway returns GC_ENOMEM, which the SQL
+ * glue also answers under 'auto' by running on the CPU.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -82,6 +92,15 @@
  * the GPU worker runs jobs on several threads).
  */
 static thread_local gc_kmeans_gpu_phases last_phases;
+
+/* gc_kmeans_gpu_force_chunk (tests): stream in chunks of this many rows. */
+thread_local int64_t km_force_chunk = 0;
+
+/* Headroom left beside the plan when the budget is the free memory. */
+#define KM_FREE_HEADROOM ((size_t) 64 << 20)
+
+/* The largest chunk of X a streamed call uploads at once. */
+#define KM_CHUNK_MAX_BYTES ((double) (256 << 20))
 
 static gc_code
 km_read_info(km_dev &D, gc_status *st)
@@ -98,8 +117,11 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 	gc_code		rc;
 
 	KM_CK(cudaMemsetAsync(D.gsum, 0, sizeof(unsigned long long) * D.slots + sizeof(km_info), D.s));
-	if ((rc = km_assign(D, st)) != GC_OK ||
-		(rc = km_update(D, st)) != GC_OK ||
+	if (D.streamed)
+		rc = km_stream_assign_update(D, cur, st);
+	else if ((rc = km_assign(D, st)) == GC_OK)
+		rc = km_update(D, st);
+	if (rc != GC_OK ||
 		(rc = km_finalize(D, D.C[cur], D.C[1 - cur], st)) != GC_OK ||
 		(rc = km_prep(D, D.C[1 - cur], st)) != GC_OK ||
 		(rc = km_read_info(D, st)) != GC_OK)
@@ -119,6 +141,30 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 }
 
 /*
+ * The CPU's own seeding of init on the host matrix: what the device's
+ * seeding reproduces, so the centres are the same by construction.  Random
+ * seeding always runs here; every init does when X is streamed (not
+ * resident on the device).
+ */
+static gc_code
+km_seed_host(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
+			 gc_kmeans_init init, uint64_t seed, uint64_t stream, float *C,
+			 gc_status *st)
+{
+	switch (init)
+	{
+		case GC_INIT_RANDOM:
+			return gc_km_init_random(ctx, X, n, d, k, seed, stream, C, NULL, st);
+		case GC_INIT_KMEANSPP:
+			return gc_km_init_kmeanspp(ctx, X, n, d, k, seed, stream, C, NULL, st);
+		case GC_INIT_KMEANS_PARALLEL:
+			return gc_km_init_kmeans_par(ctx, X, n, d, k, seed, stream, C, NULL, st);
+		default:
+			return gc_fail(st, GC_EINTERNAL, "GPU k-means: no seeding %d", (int) init);
+	}
+}
+
+/*
  * Initial centres into D.C[0] (device), init resolved (gc_km_init_resolve):
  * random, k-means|| or k-means++.
  */
@@ -126,14 +172,14 @@ gc_code
 km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 		uint64_t seed, uint64_t stream, int64_t *chosen_dev, gc_status *st)
 {
-	if (init == GC_INIT_RANDOM)
+	if (init == GC_INIT_RANDOM || D.streamed)
 	{
 		float	   *h = (float *) malloc(sizeof(float) * (size_t) D.k * D.d);
 		gc_code		rc;
 
 		if (h == NULL)
 			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
-		rc = gc_km_init_random(ctx, X, D.n, D.d, D.k, seed, stream, h, NULL, st);
+		rc = km_seed_host(ctx, X, D.n, D.d, D.k, init, seed, stream, h, st);
 		if (rc == GC_OK)
 		{
 			cudaError_t e = cudaMemcpyAsync(D.C[0], h, sizeof(float) * (size_t) D.k * D.d,
@@ -204,17 +250,28 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		}
 	}
 	*iterations = it;
+	/* C[cur] is already prepared; when it moved, labels must match it. */
 	if (moved)
-	{
-		/* C[cur] is already prepared; labels must match it. */
 		KM_CK(cudaMemsetAsync(D.info, 0, sizeof(km_info), D.s));
-		if ((rc = km_assign(D, st)) != GC_OK)
-			return rc;
-	}
 	*cur_out = cur;
-	rc = km_inertia(D, D.C[cur], D.labels, inertia, st);
+	if (D.streamed)
+		rc = km_stream_inertia(D, D.C[cur], D.labels, moved, inertia, st);
+	else if (!moved || (rc = km_assign(D, st)) == GC_OK)
+		rc = km_inertia(D, D.C[cur], D.labels, inertia, st);
 	last_phases.ms_lloyd += gc_now_ms() - t1;
 	return rc;
+}
+
+/* The budget of a call given none: the free device memory, less a margin. */
+gc_code
+km_free_budget(size_t *budget, gc_status *st)
+{
+	size_t		fr = 0,
+				tot = 0;
+
+	KM_CK(cudaMemGetInfo(&fr, &tot));
+	*budget = fr > KM_FREE_HEADROOM ? fr - KM_FREE_HEADROOM : 0;
+	return GC_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -225,6 +282,42 @@ extern "C" void
 gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out)
 {
 	*out = last_phases;
+}
+
+/* Whether the update sorts rows by label (km_update_alloc's test). */
+static bool
+km_sorted_update(int d, int k)
+{
+	const double slots8 = (double) k * (d + 1) * 8;
+
+	return !(slots8 <= 48 * 1024) && !(slots8 <= 160 * 1024);
+}
+
+/*
+ * What both paths allocate for (n, d, k): labels and d2 (n each), the best
+ * run's, the centres in both layouts, the sums, scales, means and block
+ * sums; rows: the rows of the tiled path's per-row scratch (xn2, fb_rows).
+ */
+static double
+km_common_bytes(int64_t n, int d, int k, int n_init, int64_t rows)
+{
+	const double nn = (double) n,
+				dd = (double) d,
+				kk = (double) k;
+	const double nb = (double) ((n + KM_BLOCK - 1) / KM_BLOCK + 1);
+	const double kp = (double) ((k + TILE - 1) / TILE * TILE);
+	double		b = 0;
+
+	b += nn * (4 + 4);			/* labels, d2 */
+	if (n_init > 1)
+		b += nn * 4 + kk * dd * 4;	/* labels_best, C_best */
+	b += 2 * kk * dd * 4;		/* C[2] */
+	if (d <= SMALL_D_MAX)
+		b += kk * ((d + 3) / 4 * 4) * 4;
+	else
+		b += (4 * dd + 96) * kp * 4 + kp * 4 + (double) rows * 12;	/* CT, CTf, CTt (d padded to 32), CTo, cnrm; fb_rows, fb_rows2, xn2 */
+	b += kk * (dd + 1) * 8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
+	return b;
 }
 
 /*
@@ -241,31 +334,97 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
 				dd = (double) d,
 				kk = (double) k;
 	const double nb = (double) ((n + KM_BLOCK - 1) / KM_BLOCK + 1);
-	const double kp = (double) ((k + TILE - 1) / TILE * TILE);
-	const double slots8 = kk * (dd + 1) * 8;
-	double		b = 0;
+	double		b = km_common_bytes(n, d, k, n_init, n);
 
 	b += nn * dd * 4;			/* XT */
-	b += nn * (4 + 8 + 4);		/* labels, q, d2 */
-	if (n_init > 1)
-		b += nn * 4 + kk * dd * 4;	/* labels_best, C_best */
-	b += 2 * kk * dd * 4;		/* C[2] */
-	if (d <= SMALL_D_MAX)
-		b += kk * ((d + 3) / 4 * 4) * 4;
-	else
-		b += (4 * dd + 96) * kp * 4 + kp * 4 + nn * 12;	/* CT, CTf, CTt (d padded to 32), CTo, cnrm, fb_rows, fb_rows2, xn2 */
-	b += slots8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
-	if (!(slots8 <= 48 * 1024) && !(slots8 <= 160 * 1024))
+	b += nn * 8;				/* q */
+	if (km_sorted_update(d, k))
 		b += nn * dd * 4 + nn * 4 + 3 * kk * 4 + (1 << 20);	/* XR, perm, counts, scan */
 	else
 		b += fmin(64.0 * 1024 * 1024, nn * dd * 4);	/* staging */
-	b += 512 * dd * 8;			/* absmax partials */
+	b += 512 * dd * 8;			/* feature maxima */
 	b += nb * (8 + 8 * KM_PP_LMAX) + dd * 4 * KM_PP_LMAX;	/* k-means++ */
 	b += nn * 4.25 * (3 + log(kk));	/* its terms and checkpoints, L = 2 + ln k */
 	b += nn * 17 + 3 * (1 + 2 * GC_KM_PAR_ROUNDS * kk) * dd * 4;	/* k-means||, ~10k candidates */
 	b += nb * dd * 8;			/* variance */
 	b += 40 * 2.0 * 1024 * 1024;	/* rounding of ~40 allocations */
 	return (size_t) (b * 1.02);
+}
+
+/*
+ * What a streamed call allocates with chunks of c rows (km_alloc with no
+ * per-row arrays, km_update_alloc, km_stream_open, the feature pass'
+ * scratch), with room for the allocator's rounding: an upper bound.
+ */
+static double
+km_stream_bytes(int64_t n, int d, int k, int n_init, int64_t c)
+{
+	const double dd = (double) d,
+				kk = (double) k,
+				cc = (double) c;
+	const double nb = (double) ((n + KM_BLOCK - 1) / KM_BLOCK + 1);
+	double		b = km_common_bytes(n, d, k, n_init, c);
+
+	b += (nb * dd + 2 * dd + 1) * 8 + dd * 4;	/* variance, means; maxima */
+	b += cc * dd * 4 * 3 + cc * 8;	/* two upload buffers, XTc; q */
+	if (km_sorted_update(d, k))
+		b += cc * 4 + 3 * kk * 4 + (1 << 20);	/* perm, counts, scan */
+	b += kk * dd * 4;			/* re-seeding: the far rows */
+	b += 32 * 2.0 * 1024 * 1024;	/* rounding of ~30 allocations */
+	return b * 1.02;
+}
+
+extern "C" void
+gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, size_t budget,
+					   gc_kmeans_gpu_plan *out)
+{
+	const int64_t blk = KM_BLOCK;
+	const int64_t nr = (n + blk - 1) / blk * blk;	/* n rounded up */
+	int64_t		cmax = (int64_t) (KM_CHUNK_MAX_BYTES / (4.0 * (d > 0 ? d : 1))) / blk * blk,
+				c;
+
+	memset(out, 0, sizeof(*out));
+	out->bytes = gc_kmeans_gpu_mem_bytes(n, d, k, n_init);
+	if (km_force_chunk <= 0 && out->bytes <= budget)
+	{
+		out->fits = true;
+		return;
+	}
+	out->streamed = true;
+	if (cmax < blk)
+		cmax = blk;
+	if (cmax > nr)
+		cmax = nr;
+	if (km_force_chunk > 0)
+	{
+		c = (km_force_chunk + blk - 1) / blk * blk;
+		if (c > nr)
+			c = nr;
+	}
+	else
+	{
+		/* the largest multiple of KM_BLOCK that fits: bytes grow with c */
+		const double fixed = km_stream_bytes(n, d, k, n_init, 0),
+					per_row = km_stream_bytes(n, d, k, n_init, 1) - fixed;
+
+		c = fixed >= (double) budget ? 0 :
+			(int64_t) (((double) budget - fixed) / per_row) / blk * blk;
+		if (c > cmax)
+			c = cmax;
+		while (c >= blk && km_stream_bytes(n, d, k, n_init, c) > (double) budget)
+			c -= blk;
+	}
+	if (c < blk)
+	{
+		out->bytes = (size_t) km_stream_bytes(n, d, k, n_init, blk);
+		out->chunk_rows = blk;
+		out->chunks = (n + blk - 1) / blk;
+		return;
+	}
+	out->fits = true;
+	out->chunk_rows = c;
+	out->chunks = (n + c - 1) / c;
+	out->bytes = (size_t) km_stream_bytes(n, d, k, n_init, c);
 }
 
 extern "C" gc_code
@@ -286,17 +445,34 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		const bool	keep = p->n_init > 1;
 		int			best_cur = 0;
 		double		t0 = gc_now_ms();
+		size_t		budget = p->gpu_mem;
+		gc_kmeans_gpu_plan plan;
 
 		memset(&last_phases, 0, sizeof(last_phases));
+		if (budget == 0 && (rc = km_free_budget(&budget, st)) != GC_OK)
+			return rc;
+		gc_kmeans_gpu_plan_for(n, d, p->k, p->n_init, budget, &plan);
+		if (!plan.fits)
+			return gc_fail(st, GC_ENOMEM,
+						   "GPU k-means: needs at least %zu MiB of GPU memory, even streaming its rows, but may use %zu MiB",
+						   (plan.bytes >> 20) + 1, budget >> 20);
 		gc_report(ctx, GC_PHASE_UPLOAD, 0, p->max_iter, 0, p->n_init, NAN);
-		if ((rc = km_setup(D, X, n, d, p->k, keep, st)) != GC_OK)
+		if ((rc = km_setup(D, X, n, d, p->k, keep, st,
+						   plan.streamed ? plan.chunk_rows : 0, ctx)) != GC_OK)
 			return rc;
 		last_phases.ms_upload = gc_now_ms() - t0;
+		last_phases.chunks = plan.streamed ? plan.chunks : 0;
+		last_phases.chunk_rows = plan.streamed ? plan.chunk_rows : 0;
 		if (p->tol > 0.0)
 		{
 			double		mv;
 
-			if ((rc = km_mean_variance_device(D.s, D.XT, n, d, &mv, st)) != GC_OK)
+			/* the means (pass 0) came with the features */
+			if (D.streamed)
+				rc = km_stream_variance(D, &mv, st);
+			else if ((rc = km_var_blocks(D, 0, 1, st)) == GC_OK)
+				rc = km_var_reduce(D, 1, &mv, st);
+			if (rc != GC_OK)
 				return rc;
 			tol_scaled = p->tol * mv;
 		}
@@ -336,11 +512,15 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			KM_CK(cudaMemcpyAsync(res->centroids, C, sizeof(float) * (size_t) p->k * d,
 								  cudaMemcpyDeviceToHost, D.s));
 			if (res->distance != NULL &&
-				(rc = km_distances(D, C, lab, res->distance, st)) != GC_OK)
+				(rc = D.streamed ? km_stream_distances(D, C, lab, res->distance, st) :
+				 km_distances(D, C, lab, res->distance, st)) != GC_OK)
 				return rc;
 			KM_CK(cudaStreamSynchronize(D.s));
 		}
 		last_phases.ms_download = gc_now_ms() - t0;
+		last_phases.passes = D.passes;
+		last_phases.ms_passes = D.ms_passes;
+		last_phases.gb_streamed = (double) D.passes * (double) n * d * 4 / 1e9;
 	}
 	return GC_OK;
 }

@@ -122,7 +122,22 @@ blocks_for(int64_t n, int t)
 	return (unsigned) ((n + t - 1) / t);
 }
 
-/* Device state of one k-means problem (n, d, k). */
+struct km_stream;				/* the streamed path's buffers (kmeans_stream.cu) */
+struct km_dev;
+
+/* Waits for the streamed path's copies and frees its buffers (none: no-op). */
+void		km_stream_free(km_dev &D) __attribute__((visibility("hidden")));
+
+/*
+ * Device state of one k-means problem (n, d, k).
+ *
+ * Streamed (kmeans_stream.cu): X stays on the host (hX) and each pass
+ * uploads it in nchunks chunks of chunk rows; the per-row arrays the
+ * kernels read (XT, q, xn2, fb_rows, perm, XR) then hold one chunk, and
+ * the phases run on a chunk view: a copy of km_dev (is_view: it owns
+ * nothing) whose n, XT, labels, d2 and per-row arrays are the chunk's.  A
+ * new per-row array must be set in km_chunk_view (kmeans_stream.cu).
+ */
 struct km_dev
 {
 	int64_t		n = 0;
@@ -179,9 +194,26 @@ struct km_dev
 	float	   *d2 = nullptr;	/* n, re-seeding */
 	unsigned long long *keys = nullptr;	/* k */
 	int		   *empty = nullptr;	/* k */
+	double	   *vbuf = nullptr;	/* variance: nb x d block sums, then varj (d), out (1) */
+	double	   *mean = nullptr;	/* d: the feature means (double), in vbuf */
+	bool		sorted_upd = false;	/* sort-by-label update (XR, perm) */
+
+	/* streamed */
+	bool		is_view = false;	/* a chunk view: owns nothing */
+	bool		streamed = false;
+	int64_t		chunk = 0;		/* rows per chunk (a multiple of KM_BLOCK) */
+	int64_t		nchunks = 0;
+	const float *hX = nullptr;	/* the host matrix */
+	const gc_ctx *ctx = nullptr;	/* cancel flags, host threads */
+	km_stream  *S = nullptr;
+	int			passes = 0;		/* passes over X so far */
+	double		ms_passes = 0.0;
 
 	~km_dev()
 	{
+		if (is_view)
+			return;
+		km_stream_free(*this);
 		gc_dfree(XT, s);
 		gc_dfree(XR, s);
 		gc_dfree(perm, s);
@@ -211,6 +243,7 @@ struct km_dev
 		gc_dfree(d2, s);
 		gc_dfree(keys, s);
 		gc_dfree(empty, s);
+		gc_dfree(vbuf, s);
 		if (h_info)
 			cudaFreeHost(h_info);
 		if (s)
@@ -228,9 +261,31 @@ struct km_dev
 
 /* ---- kmeans_setup.cu ---- */
 
-/* Allocates, uploads X (chunked, transposed) and picks the kernels. */
+/*
+ * Allocates, uploads X (chunked, transposed), takes the feature statistics
+ * and picks the kernels.  chunk > 0: streamed in chunks of that many rows
+ * (a multiple of KM_BLOCK; ctx: the cancel flags and host threads of the
+ * passes): X is not uploaded but read by one pass.
+ */
 gc_code		km_setup(km_dev &D, const float *X, int64_t n, int d, int k,
-					 bool keep_best, gc_status *st);
+					 bool keep_best, gc_status *st, int64_t chunk = 0,
+					 const gc_ctx *ctx = nullptr);
+
+/* XT[j*ld + r0 + r] = in[r*d + j] for rows rows (device, on D.s). */
+gc_code		km_transpose(km_dev &D, const float *in, int64_t rows, float *XT,
+						 int64_t ld, int64_t r0, gc_status *st);
+
+/* The feature pass over V's rows: largest |x| per feature into amax (d
+ * device bits, atomicMax) and the means' block sums (km_var_blocks). */
+gc_code		km_features_rows(km_dev &V, int64_t r0, unsigned *amax,
+							 gc_status *st);
+
+/* After km_features_rows over every row: D.mean, D.mu, the scales, and
+ * (resident, tiled path) D.xn2.  amax: device scratch (d). */
+gc_code		km_features_finish(km_dev &D, unsigned *amax, gc_status *st);
+
+/* V.xn2 = the shifted row norms of V's rows (tiled path). */
+gc_code		km_rownorm(km_dev &V, gc_status *st);
 
 /* ---- kmeans_pp.cu ---- */
 
@@ -319,7 +374,12 @@ gc_code		km_update(km_dev &D, gc_status *st);
 gc_code		km_finalize(km_dev &D, const float *Cold, float *Cnew,
 						gc_status *st);
 
-/* Re-seeds m empty clusters as the CPU does, then km_finalize again. */
+/* V.d2 = gc_dist2 of V's rows to their centres in C (re-seeding). */
+gc_code		km_d2(km_dev &V, const float *C, gc_status *st);
+
+/* Re-seeds m empty clusters as the CPU does, then km_finalize again.
+ * Streamed: D.d2 already holds the distances to Cold (km_d2 per chunk),
+ * and the far rows are read from the host matrix. */
 gc_code		km_reseed(km_dev &D, const float *Cold, float *Cnew, int m,
 					  gc_status *st);
 
@@ -329,15 +389,59 @@ gc_code		km_reseed(km_dev &D, const float *Cold, float *Cnew, int m,
 gc_code		km_inertia(km_dev &D, const float *C, const int32_t *labels,
 					   double *inertia, gc_status *st);
 
-/* Distances of (labels, C) to out (host, n doubles), enqueued on D.s. */
-gc_code		km_distances(km_dev &D, const float *C, const int32_t *labels,
+/* The inertia's block sums of V's rows (from row r0 of the problem; labels:
+ * V's rows') into D.bsum; then km_inertia_total sums the blocks. */
+gc_code		km_inertia_rows(km_dev &V, const float *C, const int32_t *labels,
+							int64_t r0, gc_status *st);
+gc_code		km_inertia_total(km_dev &D, double *inertia, gc_status *st);
+
+/* Distances of (labels, C) to out (host, V.n doubles), enqueued on V.s. */
+gc_code		km_distances(km_dev &V, const float *C, const int32_t *labels,
 						 double *out, gc_status *st);
 
-/* Mean over features of the population variance, as gc_km_mean_variance. */
-gc_code		km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n,
-									int d, double *out, gc_status *st);
+/*
+ * The variance behind tol, blocked as gc_km_mean_variance: pass 0 sums
+ * the features, pass 1 the squared deviations from D.mean, over V's rows
+ * (from row r0) into the block sums D.vbuf; km_var_reduce then takes
+ * D.mean (pass 0) or the mean variance into *out (pass 1, host).
+ */
+gc_code		km_var_blocks(km_dev &V, int64_t r0, int pass, gc_status *st);
+gc_code		km_var_reduce(km_dev &D, int pass, double *out, gc_status *st);
+
+/* ---- kmeans_stream.cu (the streamed path) ---- */
+
+/* The streamed buffers (two pinned host and device chunk buffers, the
+ * chunk's transposed rows and per-row scratch, a copy stream). */
+gc_code		km_stream_open(km_dev &D, gc_status *st);
+
+/* The feature pass over every chunk (km_features_rows, _finish). */
+gc_code		km_stream_features(km_dev &D, gc_status *st);
+
+/* The variance behind tol: a pass (pass 0 came with the features). */
+gc_code		km_stream_variance(km_dev &D, double *out, gc_status *st);
+
+/* The assignment and update of an iteration from D.C[cur] (prepared),
+ * streamed: one pass (assign, d2 for re-seeding, update per chunk). */
+gc_code		km_stream_assign_update(km_dev &D, int cur, gc_status *st);
+
+/* The inertia of (labels, C) in one pass; assign first: the labels are
+ * re-assigned from the prepared centres in the same pass. */
+gc_code		km_stream_inertia(km_dev &D, const float *C, int32_t *labels,
+							  bool assign_first, double *inertia,
+							  gc_status *st);
+
+/* The distances of (labels, C) to out (host, n), in one pass. */
+gc_code		km_stream_distances(km_dev &D, const float *C,
+								const int32_t *labels, double *out,
+								gc_status *st);
 
 /* ---- kmeans.cu (the driver) ---- */
+
+/* Tests (gc_kmeans_gpu_force_chunk): stream in chunks of this many rows. */
+extern thread_local int64_t km_force_chunk;
+
+/* The budget of a call given none: the free device memory, less a margin. */
+gc_code		km_free_budget(size_t *budget, gc_status *st);
 
 /* Initial centres into D.C[0] (device). */
 gc_code		km_seed(km_dev &D, const gc_ctx *ctx, const float *X,

@@ -8,9 +8,16 @@
  */
 #define GC_TESTING 1
 
+#include <math.h>
 #include <string.h>
 
 #include "kmeans_dev.cuh"
+
+extern "C" void
+gc_kmeans_gpu_force_chunk(int64_t rows)
+{
+	km_force_chunk = rows;
+}
 
 extern "C" gc_code
 gc_kmeans_gpu_seed(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
@@ -220,4 +227,53 @@ gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
 	free(h);
 	cudaFree(dbg);
 	return rc;
+}
+
+extern "C" gc_code
+gc_kmeans_gpu_stream_bench(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						   int k, const float *C0, int iters, size_t budget,
+						   gc_kmeans_gpu_stream_timing *t, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+	gc_kmeans_gpu_plan plan;
+	int			cur = 0;
+	double		t0,
+				sum = 0.0;
+
+	memset(t, 0, sizeof(*t));
+	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX || iters < 1)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_stream_bench: bad sizes");
+	if (budget == 0 && (rc = km_free_budget(&budget, st)) != GC_OK)
+		return rc;
+	gc_kmeans_gpu_plan_for(n, d, k, 1, budget, &plan);
+	if (!plan.fits || !plan.streamed)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_stream_bench: the problem %s in %zu MiB",
+					   plan.fits ? "fits resident" : "does not fit even streamed", budget >> 20);
+	t0 = gc_now_ms();
+	if ((rc = km_setup(D, X, n, d, k, false, st, plan.chunk_rows, ctx)) != GC_OK)
+		return rc;
+	t->ms_setup = gc_now_ms() - t0;
+	t->chunks = plan.chunks;
+	t->chunk_rows = plan.chunk_rows;
+	t->small_path = D.small;
+	t->update_replicas = D.R > 0 ? D.R : (D.sorted_upd ? -1 : 0);
+	KM_CK(cudaMemcpyAsync(D.C[0], C0, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
+	if ((rc = km_prep(D, D.C[0], st)) != GC_OK)
+		return rc;
+	t->ms_iter_min = INFINITY;
+	for (int i = 0; i < iters; i++, cur = 1 - cur)
+	{
+		double		ms;
+
+		t0 = gc_now_ms();
+		if ((rc = km_iteration(D, cur, st)) != GC_OK)
+			return rc;
+		ms = gc_now_ms() - t0;
+		sum += ms;
+		t->ms_iter_min = ms < t->ms_iter_min ? ms : t->ms_iter_min;
+	}
+	t->ms_iter = sum / iters;
+	return GC_OK;
 }

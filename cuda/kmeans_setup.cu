@@ -7,9 +7,13 @@
  * call), and takes in one pass over XT what the later phases need of the
  * features: the fixed-point scales of the update's sums (a power of two per
  * feature, from its largest |x| and n, so that no sum can overflow), the
- * feature means by which the tiled assignment shifts rows and centres, and
- * the shifted row norms of its rounding bound.  The update's own choices
- * and buffers are kmeans_update.cu's (km_update_alloc, km_update_plan).
+ * feature means by which the tiled assignment shifts rows and centres (the
+ * double means of the variance behind tol, blocked as the CPU's, rounded
+ * to float), and the shifted row norms of its rounding bound.  The pass
+ * runs over any range of rows (km_features_rows), so that a streamed
+ * problem (kmeans_stream.cu) takes the same statistics chunk by chunk.
+ * The update's own choices and buffers are kmeans_update.cu's
+ * (km_update_alloc, km_update_plan).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -49,47 +53,30 @@ k_transpose(const float *__restrict__ in, int64_t rows, int d,
 
 /*
  * amax[j] = bits of max |x| over feature j (non-negative floats order as
- * ints); part[j*gridDim.x + b] = block b's double sum of feature j (fixed
- * grid and tree: deterministic).
+ * ints; a maximum, so any grid and any split of the rows give the same).
  */
 __global__ void
-k_absmax(const float *__restrict__ XT, int64_t n, unsigned *amax, double *part)
+k_absmax(const float *__restrict__ XT, int64_t n, unsigned *amax)
 {
 	const float *x = XT + (int64_t) blockIdx.y * n;
 	float		m = 0.0f;
-	double		sum = 0.0;
 
 	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
 		 i += (int64_t) gridDim.x * blockDim.x)
-	{
 		m = fmaxf(m, fabsf(x[i]));
-		sum += (double) x[i];
-	}
 	typedef cub::BlockReduce<float, 256> BR;
-	typedef cub::BlockReduce<double, 256> BRd;
 	__shared__ typename BR::TempStorage tmp;
-	__shared__ typename BRd::TempStorage tmpd;
 	m = BR(tmp).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
-	sum = BRd(tmpd).Sum(sum);
 	if (threadIdx.x == 0)
-	{
 		atomicMax(amax + blockIdx.y, __float_as_uint(m));
-		part[(int64_t) blockIdx.y * gridDim.x + blockIdx.x] = sum;
-	}
 }
 
-/* mu[j] = mean of feature j (the shift of the tiled path), from part. */
+/* mu[j] = the mean of feature j (the shift of the tiled path). */
 __global__ void
-k_mu(const double *part, int g, int d, int64_t n, float *mu)
+k_mu(const double *mean, int d, float *mu)
 {
 	for (int j = threadIdx.x; j < d; j += blockDim.x)
-	{
-		double		s = 0.0;
-
-		for (int b = 0; b < g; b++)
-			s += part[(int64_t) j * g + b];
-		mu[j] = (float) (s / (double) n);
-	}
+		mu[j] = (float) mean[j];
 }
 
 /* xn2[i] = ||x_i - mu||² as the tiled kernel sees the row. */
@@ -156,7 +143,11 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 				k = D.k;
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
 
-	KM_ALLOC(D.XT, (int64_t) n * d);
+	/* streamed: the per-row arrays of one chunk are km_stream_open's */
+	const int64_t nr = D.streamed ? 0 : n;
+
+	if (!D.streamed)
+		KM_ALLOC(D.XT, (int64_t) n * d);
 	KM_ALLOC(D.labels, n);
 	if (keep_best)
 	{
@@ -179,10 +170,13 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 			KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
 		}
 		KM_ALLOC(D.cmax2, 1);
-		KM_ALLOC(D.fb_rows, n);
-		if (D.screen_cascade)
-			KM_ALLOC(D.fb_rows2, n);
-		KM_ALLOC(D.xn2, n);
+		if (nr > 0)
+		{
+			KM_ALLOC(D.fb_rows, nr);
+			if (D.screen_cascade)
+				KM_ALLOC(D.fb_rows2, nr);
+			KM_ALLOC(D.xn2, nr);
+		}
 	}
 	KM_ALLOC(D.mu, d);
 	/* gsum (slots) followed by the info record, one memset per iteration. */
@@ -191,13 +185,28 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 	KM_CK(cudaMallocHost(&D.h_info, sizeof(km_info)));
 	KM_ALLOC(D.scale, 2 * d);
 	D.iscale = D.scale + d;
-	KM_ALLOC(D.q, n);
+	if (nr > 0)
+		KM_ALLOC(D.q, nr);
 	KM_ALLOC(D.bsum, nb + 1);
 	KM_ALLOC(D.fin_part, 1024);
 	D.dsum = D.bsum + nb;
 	KM_ALLOC(D.d2, n);
 	KM_ALLOC(D.keys, k);
 	KM_ALLOC(D.empty, k);
+	/* the variance's block sums (nb x d), varj (d), out (1); the means (d) */
+	KM_ALLOC(D.vbuf, nb * d + 2 * (int64_t) d + 1);
+	D.mean = D.vbuf + nb * d + d + 1;
+	return GC_OK;
+}
+
+gc_code
+km_transpose(km_dev &D, const float *in, int64_t rows, float *XT, int64_t ld,
+			 int64_t r0, gc_status *st)
+{
+	dim3		g(blocks_for(rows, 32), blocks_for(D.d, 32));
+
+	k_transpose<<<g, dim3(32, 8), 0, D.s>>>(in, rows, D.d, XT, ld, r0);
+	KM_LAUNCHED();
 	return GC_OK;
 }
 
@@ -272,41 +281,25 @@ km_upload_staged(km_dev &D, const float *X, gc_status *st)
 	return GC_OK;
 }
 
-/*
- * The pass over XT: largest |x| of each feature into h (host, d; the bits
- * of a non-negative float), the feature means into D.mu and, for the tiled
- * path, the shifted row norms into D.xn2.  amax (d) and part (gx x d) are
- * device scratch.
- */
-static cudaError_t
-km_feature_pass(km_dev &D, unsigned *amax, double *part, unsigned gx,
-				unsigned *h)
+/* The feature pass over V's rows (from row r0 of the problem). */
+gc_code
+km_features_rows(km_dev &V, int64_t r0, unsigned *amax, gc_status *st)
 {
-	const int64_t n = D.n;
-	const int	d = D.d;
-	cudaError_t e;
+	const unsigned gx0 = blocks_for(V.n, 256 * 8);
+	const unsigned gx = gx0 < 512 ? gx0 : 512;
 
-	e = cudaMemsetAsync(amax, 0, sizeof(unsigned) * d, D.s);
-	if (e == cudaSuccess)
-	{
-		k_absmax<<<dim3(gx, d), 256, 0, D.s>>>(D.XT, n, amax, part);
-		e = cudaGetLastError();
-	}
-	if (e == cudaSuccess)
-	{
-		k_mu<<<1, 256, 0, D.s>>>(part, (int) gx, d, n, D.mu);
-		e = cudaGetLastError();
-	}
-	if (e == cudaSuccess && !D.small)
-	{
-		k_rownorm<<<blocks_for(n, 256), 256, 0, D.s>>>(D.XT, n, d, D.mu, D.xn2);
-		e = cudaGetLastError();
-	}
-	if (e == cudaSuccess)
-		e = cudaMemcpyAsync(h, amax, sizeof(unsigned) * d, cudaMemcpyDeviceToHost, D.s);
-	if (e == cudaSuccess)
-		e = cudaStreamSynchronize(D.s);
-	return e;
+	k_absmax<<<dim3(gx, V.d), 256, 0, V.s>>>(V.XT, V.n, amax);
+	KM_LAUNCHED();
+	return km_var_blocks(V, r0, 0, st);
+}
+
+/* The shifted row norms of V's rows (tiled path). */
+gc_code
+km_rownorm(km_dev &V, gc_status *st)
+{
+	k_rownorm<<<blocks_for(V.n, 256), 256, 0, V.s>>>(V.XT, V.n, V.d, V.mu, V.xn2);
+	KM_LAUNCHED();
+	return GC_OK;
 }
 
 /* Fixed-point scales: 2^s_j with n * max|x_j| * 2^s_j <= 2^61; hs (2d):
@@ -333,19 +326,19 @@ km_scales_from_amax(const unsigned *h, int d, int64_t n, double *hs)
 	}
 }
 
-/* The feature statistics: D.scale and D.iscale, D.mu, D.xn2. */
-static gc_code
-km_features(km_dev &D, gc_status *st)
+/*
+ * After the feature pass over every row (amax: its device maxima): the
+ * means (D.mean, D.mu), the scales (D.scale, D.iscale) and, resident on
+ * the tiled path, the row norms (D.xn2).
+ */
+gc_code
+km_features_finish(km_dev &D, unsigned *amax, gc_status *st)
 {
-	const int64_t n = D.n;
 	const int	d = D.d;
-	unsigned   *amax = nullptr;
-	double	   *part = nullptr;
-	const unsigned gx0 = blocks_for(n, 256 * 8);
-	const unsigned gx = gx0 < 512 ? gx0 : 512;
 	unsigned   *h = (unsigned *) malloc(sizeof(unsigned) * d);
 	double	   *hs = (double *) malloc(sizeof(double) * 2 * d);
-	cudaError_t e;
+	gc_code		rc;
+	cudaError_t e = cudaSuccess;
 
 	if (h == NULL || hs == NULL)
 	{
@@ -353,41 +346,84 @@ km_features(km_dev &D, gc_status *st)
 		free(hs);
 		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
 	}
-	e = gc_dalloc((void **) &amax, sizeof(unsigned) * d, D.s);
-	if (e == cudaSuccess)
-		e = gc_dalloc((void **) &part, sizeof(double) * gx * d, D.s);
-	if (e == cudaSuccess)
-		e = km_feature_pass(D, amax, part, gx, h);
-	if (e == cudaSuccess)
+	rc = km_var_reduce(D, 0, nullptr, st);
+	if (rc == GC_OK)
 	{
-		km_scales_from_amax(h, d, n, hs);
-		e = cudaMemcpyAsync(D.scale, hs, sizeof(double) * 2 * d,
-							cudaMemcpyHostToDevice, D.s);
+		k_mu<<<1, 256, 0, D.s>>>(D.mean, d, D.mu);
+		e = cudaGetLastError();
+		if (e == cudaSuccess && !D.small && !D.streamed)
+		{
+			k_rownorm<<<blocks_for(D.n, 256), 256, 0, D.s>>>(D.XT, D.n, d, D.mu, D.xn2);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(h, amax, sizeof(unsigned) * d, cudaMemcpyDeviceToHost, D.s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(D.s);
+		if (e == cudaSuccess)
+		{
+			km_scales_from_amax(h, d, D.n, hs);
+			e = cudaMemcpyAsync(D.scale, hs, sizeof(double) * 2 * d,
+								cudaMemcpyHostToDevice, D.s);
+		}
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(D.s);
+		if (e != cudaSuccess)
+			rc = km_cuda_fail(st, e, "feature scales");
 	}
-	if (e == cudaSuccess)
-		e = cudaStreamSynchronize(D.s);
-	gc_dfree(amax, D.s);
-	gc_dfree(part, D.s);
 	free(h);
 	free(hs);
-	if (e != cudaSuccess)
-		return km_cuda_fail(st, e, "feature scales");
-	return GC_OK;
+	return rc;
+}
+
+/* The feature statistics of the resident XT. */
+static gc_code
+km_features(km_dev &D, gc_status *st)
+{
+	unsigned   *amax = nullptr;
+	gc_code		rc;
+
+	KM_CK(gc_dalloc((void **) &amax, sizeof(unsigned) * D.d, D.s));
+	{
+		cudaError_t e = cudaMemsetAsync(amax, 0, sizeof(unsigned) * D.d, D.s);
+
+		rc = e == cudaSuccess ? km_features_rows(D, 0, amax, st) :
+			km_cuda_fail(st, e, "feature scales");
+	}
+	if (rc == GC_OK)
+		rc = km_features_finish(D, amax, st);
+	gc_dfree(amax, D.s);
+	return rc;
 }
 
 /* Allocates, uploads X (chunked, transposed) and picks the kernels. */
 gc_code
 km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
-		 gc_status *st)
+		 gc_status *st, int64_t chunk, const gc_ctx *ctx)
 {
 	gc_code		rc;
 
 	km_dims(D, n, d, k);
+	if (chunk > 0)
+	{
+		D.streamed = true;
+		D.chunk = chunk;
+		D.nchunks = (n + chunk - 1) / chunk;
+		D.hX = X;
+		D.ctx = ctx;
+	}
 	if ((rc = km_open(D, st)) != GC_OK ||
 		(rc = km_screen_plan(D, st)) != GC_OK ||
 		(rc = km_alloc(D, keep_best, st)) != GC_OK)
 		return rc;
 	km_update_alloc(D);
+	if (D.streamed)
+	{
+		if ((rc = km_stream_open(D, st)) != GC_OK ||
+			(rc = km_stream_features(D, st)) != GC_OK)
+			return rc;
+		return km_update_plan(D, st);
+	}
 	rc = D.XR ? km_upload_rowmajor(D, X, st) : km_upload_staged(D, X, st);
 	if (rc != GC_OK || (rc = km_features(D, st)) != GC_OK)
 		return rc;

@@ -73,17 +73,30 @@ k_sqrt(double *q, int64_t n)
 		q[i] = sqrt(q[i]);
 }
 
-/* Inertia of (labels, C) as gc_km_inertia; q keeps the per-row terms. */
+/*
+ * The block sums of V's rows' terms: V's rows start at row r0 of the
+ * problem, a multiple of KM_BLOCK (the chunks of the streamed path), so
+ * its blocks are the problem's blocks r0 / KM_BLOCK on.
+ */
 gc_code
-km_inertia(km_dev &D, const float *C, const int32_t *labels, double *inertia,
-		   gc_status *st)
+km_inertia_rows(km_dev &V, const float *C, const int32_t *labels, int64_t r0,
+				gc_status *st)
+{
+	const int64_t nb = (V.n + KM_BLOCK - 1) / KM_BLOCK;
+
+	k_inertia_terms<<<blocks_for(V.n, 256), 256, 0, V.s>>>(V.XT, V.n, V.d, C, labels, V.q);
+	KM_LAUNCHED();
+	k_block_sums<<<blocks_for(nb, 64), 64, 0, V.s>>>(V.q, V.n, V.bsum + r0 / KM_BLOCK);
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+/* The blocks summed in order, as gc_km_inertia. */
+gc_code
+km_inertia_total(km_dev &D, double *inertia, gc_status *st)
 {
 	const int64_t nb = (D.n + KM_BLOCK - 1) / KM_BLOCK;
 
-	k_inertia_terms<<<blocks_for(D.n, 256), 256, 0, D.s>>>(D.XT, D.n, D.d, C, labels, D.q);
-	KM_LAUNCHED();
-	k_block_sums<<<blocks_for(nb, 64), 64, 0, D.s>>>(D.q, D.n, D.bsum);
-	KM_LAUNCHED();
 	k_seq_sum<<<1, 1, 0, D.s>>>(D.bsum, nb, D.dsum);
 	KM_LAUNCHED();
 	KM_CK(cudaMemcpyAsync(inertia, D.dsum, sizeof(double), cudaMemcpyDeviceToHost, D.s));
@@ -91,22 +104,32 @@ km_inertia(km_dev &D, const float *C, const int32_t *labels, double *inertia,
 	return GC_OK;
 }
 
-/* Distances of (labels, C) into out (host, n doubles): the square roots of
- * km_inertia's terms, copied on D.s (the caller synchronises). */
+/* Inertia of (labels, C) as gc_km_inertia; q keeps the per-row terms. */
 gc_code
-km_distances(km_dev &D, const float *C, const int32_t *labels, double *out,
-			 gc_status *st)
+km_inertia(km_dev &D, const float *C, const int32_t *labels, double *inertia,
+		   gc_status *st)
 {
-	const int64_t n = D.n;
-	double		dummy;
 	gc_code		rc;
 
-	if ((rc = km_inertia(D, C, labels, &dummy, st)) != GC_OK)
+	if ((rc = km_inertia_rows(D, C, labels, 0, st)) != GC_OK)
 		return rc;
-	k_sqrt<<<blocks_for(n, 256), 256, 0, D.s>>>(D.q, n);
+	return km_inertia_total(D, inertia, st);
+}
+
+/* Distances of (labels, C) into out (host, V.n doubles): the square roots
+ * of km_inertia's terms, copied on V.s (the caller synchronises). */
+gc_code
+km_distances(km_dev &V, const float *C, const int32_t *labels, double *out,
+			 gc_status *st)
+{
+	const int64_t n = V.n;
+
+	k_inertia_terms<<<blocks_for(n, 256), 256, 0, V.s>>>(V.XT, n, V.d, C, labels, V.q);
 	KM_LAUNCHED();
-	KM_CK(cudaMemcpyAsync(out, D.q, sizeof(double) * n,
-						  cudaMemcpyDeviceToHost, D.s));
+	k_sqrt<<<blocks_for(n, 256), 256, 0, V.s>>>(V.q, n);
+	KM_LAUNCHED();
+	KM_CK(cudaMemcpyAsync(out, V.q, sizeof(double) * n,
+						  cudaMemcpyDeviceToHost, V.s));
 	return GC_OK;
 }
 
@@ -172,40 +195,34 @@ var_reduce(const double *bsv, int64_t nb, int d, int64_t n, int pass,
 	}
 }
 
+/* The block sums of one pass over V's rows (from row r0, a multiple of
+ * KM_BLOCK): the problem's blocks r0 / KM_BLOCK on. */
 gc_code
-km_mean_variance_device(cudaStream_t s, const float *XT, int64_t n, int d,
-						double *out, gc_status *st)
+km_var_blocks(km_dev &V, int64_t r0, int pass, gc_status *st)
 {
-	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
-	double	   *buf = nullptr;
-	double		h = 0.0;
-	cudaError_t e;
+	const int64_t nb = (V.n + KM_BLOCK - 1) / KM_BLOCK;
+	const unsigned g = (unsigned) ((nb * V.d + 127) / 128);
 
-	/* bsv (nb*d), mean (d), varj (d), out (1) */
-	e = gc_dalloc((void **) &buf, sizeof(double) * (nb * d + 2 * (int64_t) d + 1), s);
-	if (e != cudaSuccess)
-		return km_cuda_fail(st, e, "cudaMalloc (variance)");
+	var_blocks<<<g, 128, 0, V.s>>>(V.XT, V.n, V.d, nb, pass ? V.mean : nullptr,
+								   V.vbuf + (r0 / KM_BLOCK) * V.d);
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+/* After a pass over every row: D.mean (pass 0), or *out (pass 1, host). */
+gc_code
+km_var_reduce(km_dev &D, int pass, double *out, gc_status *st)
+{
+	const int64_t nb = (D.n + KM_BLOCK - 1) / KM_BLOCK;
+	double	   *varj = D.vbuf + nb * D.d,
+			   *o = varj + D.d;
+
+	var_reduce<<<1, 256, 0, D.s>>>(D.vbuf, nb, D.d, D.n, pass, D.mean, varj, o);
+	KM_LAUNCHED();
+	if (pass == 1)
 	{
-		double	   *bsv = buf,
-				   *mean = buf + nb * d,
-				   *varj = mean + d,
-				   *o = varj + d;
-		unsigned	g = (unsigned) ((nb * d + 127) / 128);
-
-		for (int pass = 0; pass < 2 && e == cudaSuccess; pass++)
-		{
-			var_blocks<<<g, 128, 0, s>>>(XT, n, d, nb, pass ? mean : nullptr, bsv);
-			var_reduce<<<1, 256, 0, s>>>(bsv, nb, d, n, pass, mean, varj, o);
-			e = cudaGetLastError();
-		}
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(&h, o, sizeof(double), cudaMemcpyDeviceToHost, s);
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(s);
+		KM_CK(cudaMemcpyAsync(out, o, sizeof(double), cudaMemcpyDeviceToHost, D.s));
+		KM_CK(cudaStreamSynchronize(D.s));
 	}
-	gc_dfree(buf, s);
-	if (e != cudaSuccess)
-		return km_cuda_fail(st, e, "data variance");
-	*out = h;
 	return GC_OK;
 }

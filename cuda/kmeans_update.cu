@@ -26,6 +26,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_scan.cuh>
@@ -246,14 +247,15 @@ k_update_segments(const float *__restrict__ XR, int64_t n, int d,
 	}
 }
 
-/* The counts' slots from the sort's histogram. */
+/* The counts' slots from the sort's histogram (added: a streamed pass
+ * sums chunk after chunk). */
 __global__ void
 k_counts(const int *__restrict__ cnt, int k, int d, unsigned long long *gsum)
 {
 	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (c < k)
-		gsum[(size_t) c * (d + 1) + d] = (unsigned long long) cnt[c];
+		gsum[(size_t) c * (d + 1) + d] += (unsigned long long) cnt[c];
 }
 
 /* Rows per block of k_update_segments (as the kernel computes it). */
@@ -404,10 +406,12 @@ k_take_row(float *d2, const unsigned long long *key)
 
 /*
  * The CPU's re-seeding on the fixed-point sums: far row p moves from its
- * cluster to the p-th lowest empty cluster.  keys: m farthest rows.
+ * cluster to the p-th lowest empty cluster.  keys: m farthest rows; their
+ * features from XT, or (streamed: XT is not resident) from far, m x d.
  */
 __global__ void
 k_reseed_apply(const float *__restrict__ XT, int64_t n, int d,
+			   const float *__restrict__ far,
 			   const int32_t *__restrict__ labels,
 			   const unsigned long long *__restrict__ keys, int m, int k,
 			   const double *__restrict__ scale, unsigned long long *gsum,
@@ -430,7 +434,9 @@ k_reseed_apply(const float *__restrict__ XT, int64_t n, int d,
 
 		for (int j = threadIdx.x; j <= d; j += blockDim.x)
 		{
-			unsigned long long v = j < d ? to_fixed(XT[(int64_t) j * n + row], scale[j]) : 1ull;
+			const float x = j >= d ? 0.0f : far ? far[(int64_t) p * d + j] :
+				XT[(int64_t) j * n + row];
+			unsigned long long v = j < d ? to_fixed(x, scale[j]) : 1ull;
 
 			gsum[from + j] -= v;
 			gsum[to + j] += v;
@@ -459,10 +465,13 @@ km_update_alloc(km_dev &D)
 	if (!(one <= 48 * 1024) && !(one <= (size_t) optin && one <= 160 * 1024) &&
 		!getenv("GPUCLUST_KM_NO_SORTED_UPDATE"))
 	{
-		cudaError_t e = gc_dalloc((void **) &D.XR, sizeof(float) * (size_t) n * d, D.s);
+		/* streamed: a chunk's rows, whose upload buffer is its XR */
+		const int64_t rows = D.streamed ? D.chunk : n;
+		cudaError_t e = D.streamed ? cudaSuccess :
+			gc_dalloc((void **) &D.XR, sizeof(float) * (size_t) n * d, D.s);
 
 		if (e == cudaSuccess)
-			e = gc_dalloc((void **) &D.perm, sizeof(int32_t) * (size_t) n, D.s);
+			e = gc_dalloc((void **) &D.perm, sizeof(int32_t) * (size_t) rows, D.s);
 		if (e == cudaSuccess)
 			e = gc_dalloc((void **) &D.lcnt, sizeof(int) * (3 * (size_t) k + 2), D.s);
 		if (e == cudaSuccess)
@@ -482,6 +491,8 @@ km_update_alloc(km_dev &D)
 			D.lcnt = nullptr;
 			D.scan_tmp = nullptr;
 		}
+		else
+			D.sorted_upd = true;
 	}
 }
 
@@ -575,6 +586,54 @@ km_finalize(km_dev &D, const float *Cold, float *Cnew, gc_status *st)
 	return GC_OK;
 }
 
+gc_code
+km_d2(km_dev &V, const float *C, gc_status *st)
+{
+	k_d2<<<blocks_for(V.n, 256), 256, 0, V.s>>>(V.XT, V.n, V.d, C, V.labels, V.d2);
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+/*
+ * Streamed: the features of the m far rows (keys, device) from the host
+ * matrix into far (device, m x d).
+ */
+static gc_code
+km_far_rows(km_dev &D, int m, float *far, gc_status *st)
+{
+	unsigned long long *hk = (unsigned long long *) malloc(sizeof(*hk) * m);
+	float	   *hr = (float *) malloc(sizeof(float) * (size_t) m * D.d);
+	cudaError_t e;
+
+	if (hk == NULL || hr == NULL)
+	{
+		free(hk);
+		free(hr);
+		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	}
+	e = cudaMemcpyAsync(hk, D.keys, sizeof(*hk) * m, cudaMemcpyDeviceToHost, D.s);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(D.s);
+	if (e == cudaSuccess)
+	{
+		for (int p = 0; p < m; p++)
+		{
+			const int64_t row = (int64_t) (0xffffffffull - (hk[p] & 0xffffffffull));
+
+			memcpy(hr + (size_t) p * D.d, D.hX + row * D.d, sizeof(float) * D.d);
+		}
+		e = cudaMemcpyAsync(far, hr, sizeof(float) * (size_t) m * D.d,
+							cudaMemcpyHostToDevice, D.s);
+	}
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(D.s);
+	free(hk);
+	free(hr);
+	if (e != cudaSuccess)
+		return km_cuda_fail(st, e, "reading the rows of re-seeding");
+	return GC_OK;
+}
+
 /*
  * Re-seeding (rare): the m = n_empty rows farthest from their old centres
  * move to the empty clusters; then the means are taken again.
@@ -584,11 +643,13 @@ km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
 {
 	unsigned	g = blocks_for(D.n, 256);
 	unsigned	ga = g < 1024 ? g : 1024;
+	float	   *far = nullptr;
+	gc_code		rc;
 
 	if (m > D.k)
 		return gc_fail(st, GC_EINTERNAL, "GPU k-means: %d empty clusters of %d", m, D.k);
-	k_d2<<<g, 256, 0, D.s>>>(D.XT, D.n, D.d, Cold, D.labels, D.d2);
-	KM_LAUNCHED();
+	if (!D.streamed && (rc = km_d2(D, Cold, st)) != GC_OK)
+		return rc;
 	KM_CK(cudaMemsetAsync(D.keys, 0, sizeof(unsigned long long) * m, D.s));
 	for (int p = 0; p < m; p++)
 	{
@@ -597,8 +658,18 @@ km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
 		k_take_row<<<1, 1, 0, D.s>>>(D.d2, D.keys + p);
 		KM_LAUNCHED();
 	}
-	k_reseed_apply<<<1, 256, 0, D.s>>>(D.XT, D.n, D.d, D.labels, D.keys, m, D.k,
+	if (D.streamed)
+	{
+		KM_CK(gc_dalloc((void **) &far, sizeof(float) * (size_t) m * D.d, D.s));
+		if ((rc = km_far_rows(D, m, far, st)) != GC_OK)
+		{
+			gc_dfree(far, D.s);
+			return rc;
+		}
+	}
+	k_reseed_apply<<<1, 256, 0, D.s>>>(D.XT, D.n, D.d, far, D.labels, D.keys, m, D.k,
 									   D.scale, D.gsum, D.empty);
+	gc_dfree(far, D.s);
 	KM_LAUNCHED();
 	return km_finalize(D, Cold, Cnew, st);
 }

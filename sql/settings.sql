@@ -56,6 +56,8 @@ SET gpuclust.max_matrix_memory = '8GB';
 SET gpuclust.max_matrix_memory = '1MB';
 SET gpuclust.gpu_device_id = 1;
 \echo :LAST_ERROR_SQLSTATE
+SET gpuclust.gpu_memory_limit = '1GB';
+\echo :LAST_ERROR_SQLSTATE
 SELECT set_config('gpuclust.max_cpu_threads', '4', false);
 SHOW gpuclust.max_cpu_threads;
 -- asking for more threads than the ceiling gets the ceiling
@@ -70,6 +72,17 @@ SET gpuclust.log_timing = off;
 RESET gpuclust.device;
 RESET ROLE;
 RESET gpuclust.max_cpu_threads;
+
+-- the GPU memory limit: a superuser setting, shown by gpuclust_info()
+SELECT value IS NULL AS no_gpu_limit FROM gpuclust_info() WHERE key = 'gpu_memory_limit_bytes';
+SET gpuclust.gpu_memory_limit = '100MB';
+SHOW gpuclust.gpu_memory_limit;
+SELECT value FROM gpuclust_info() WHERE key = 'gpu_memory_limit_bytes';
+-- on the CPU the limit changes nothing
+SELECT count(*), count(DISTINCT cluster_id)
+FROM gpu_kmeans('SELECT i, ARRAY[i % 3] FROM generate_series(1, 3000) i', 3, device => 'cpu');
+SET gpuclust.gpu_memory_limit = -1;
+RESET gpuclust.gpu_memory_limit;
 
 -- matrix memory: the smaller of the session's limit and the ceiling
 SET gpuclust.max_matrix_memory = '1MB';

@@ -227,6 +227,11 @@ gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
 		gc_kmeans_gpu_phases ph;
 
 		gc_gpu_last_kmeans_phases(&ph);
+		if (ph.chunks > 0)
+			return psprintf(" (upload %.1f, init %.1f, lloyd %.1f, download %.1f; streamed in %lld chunks of %lld rows, %d passes, %.1f GB in %.1f ms)",
+							ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download,
+							(long long) ph.chunks, (long long) ph.chunk_rows,
+							ph.passes, ph.gb_streamed, ph.ms_passes);
 		return psprintf(" (upload %.1f, init %.1f, lloyd %.1f, download %.1f)",
 						ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download);
 	}

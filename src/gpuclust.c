@@ -11,8 +11,8 @@
  *
  * Resource ceilings are superuser settings (PGC_SUSET: postgresql.conf,
  * ALTER SYSTEM, ALTER ROLE/DATABASE by a superuser, or a role granted SET
- * on the parameter): gpuclust.max_cpu_threads, gpuclust.max_matrix_memory
- * and gpuclust.gpu_device_id.  Any session may lower the first two for
+ * on the parameter): gpuclust.max_cpu_threads, gpuclust.max_matrix_memory,
+ * gpuclust.gpu_device_id and gpuclust.gpu_memory_limit.  Any session may lower the first two for
  * itself with gpuclust.cpu_threads and gpuclust.matrix_memory (PGC_USERSET),
  * never raise them: the glue uses the smaller of each pair (common_sql.c).
  *
@@ -42,6 +42,7 @@ bool		gpuclust_gpu_worker = true;
 int			gpuclust_gpu_worker_jobs = 4;
 int			gpuclust_gpu_worker_emulate = 0;	/* MB */
 int			gpuclust_gpu_worker_memory = 0;	/* MB */
+int			gpuclust_gpu_memory_limit = 0;	/* MB */
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GC_DEVICE_AUTO, false},
@@ -169,6 +170,21 @@ _PG_init(void)
 							&gpuclust_gpu_worker_memory,
 							0, 0, INT_MAX,
 							PGC_SIGHUP,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.gpu_memory_limit",
+							"Most GPU memory one clustering call may use.",
+							"0 (the default) allows the GPU's free memory (with "
+							"the GPU worker, its budget for jobs).  A k-means "
+							"whose data do not fit streams its rows to the GPU "
+							"in chunks on every iteration, with the same results; "
+							"a call that does not fit even so, and a DBSCAN that "
+							"does not fit, runs on the CPU under device 'auto' "
+							"and fails under 'gpu'.",
+							&gpuclust_gpu_memory_limit,
+							0, 0, INT_MAX,
+							PGC_SUSET,
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 

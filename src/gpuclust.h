@@ -57,6 +57,7 @@ extern bool gpuclust_gpu_worker;	/* preloaded: a GPU worker (postmaster) */
 extern int	gpuclust_gpu_worker_jobs;	/* jobs it runs at once */
 extern int	gpuclust_gpu_worker_memory;	/* MB; 0: the free memory */
 extern int	gpuclust_gpu_worker_emulate;	/* MB; tests: its jobs on the CPU */
+extern int	gpuclust_gpu_memory_limit;	/* MB; 0: no limit (the free memory) */
 
 /* the largest value of the thread settings (the cores bound them anyway) */
 #define GC_MAX_THREADS_SETTING 1024

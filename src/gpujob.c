@@ -113,13 +113,14 @@ void
 gc_glue_gpu(gc_gpu *gpu)
 {
 	if (gc_worker == NULL)
-	{
 		gc_gpu_local(gpu, gpuclust_gpu_device_id);
-		return;
+	else
+	{
+		gpu->device_id = gpuclust_gpu_device_id;
+		gpu->warm = worker_warm;
+		gpu->probe = worker_probe;
 	}
-	gpu->device_id = gpuclust_gpu_device_id;
-	gpu->warm = worker_warm;
-	gpu->probe = worker_probe;
+	gpu->mem_limit = (size_t) gpuclust_gpu_memory_limit << 20;
 }
 
 /* ---------------------------------------------------------------------
@@ -414,6 +415,17 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	char	   *o;
 	Size		k = p->k,
 				n = in->n;
+	gc_kmeans_params pm = *p;
+	gc_kmeans_gpu_plan plan;
+	gc_gpu		gpu;
+
+	/*
+	 * The GPU memory the call may use, which decides whether it streams
+	 * its rows (gc_kmeans_gpu_plan_for): the free memory here, or the
+	 * worker's budget, at most gpuclust.gpu_memory_limit.
+	 */
+	gc_glue_gpu(&gpu);
+	pm.gpu_mem = gc_gpu_budget(&gpu);
 
 	/*
 	 * In this backend; so also a call using what the GPU k-means lacks,
@@ -422,13 +434,15 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	 */
 	kmeans_by_worker = gc_worker != NULL && gc_kmeans_gpu_lacks(p) == NULL;
 	if (!kmeans_by_worker)
-		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, p, res, st);
+		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, &pm, res, st);
 
 	j = my_job();
 	wait_slot_free(j);
 	job_common(j, GC_ALGO_KMEANS, ctx, in);
-	j->p.kmeans = *p;
-	j->mem = gc_kmeans_gpu_mem_bytes(in->n, in->d, p->k, p->n_init);
+	/* the worker plans with the same budget: what it admits is what runs */
+	j->p.kmeans = pm;
+	gc_kmeans_gpu_plan_for(in->n, in->d, p->k, p->n_init, pm.gpu_mem, &plan);
+	j->mem = plan.bytes;
 	j->out_labels = 0;
 	j->out_second = MAXALIGN(n * sizeof(int32));
 	j->out_centroids = j->out_second + MAXALIGN(n * sizeof(double));

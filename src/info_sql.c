@@ -186,6 +186,8 @@ gpuclust_info(PG_FUNCTION_ARGS)
 	}
 
 	put(rsinfo, "device_setting", gc_device_name((gc_device) gpuclust_device));
+	put(rsinfo, "gpu_memory_limit_bytes", gpuclust_gpu_memory_limit > 0 ?
+		psprintf("%zu", (size_t) gpuclust_gpu_memory_limit << 20) : NULL);
 	put(rsinfo, "auto_device_kmeans", auto_device(GC_ALGO_KMEANS));
 	put(rsinfo, "auto_device_dbscan", auto_device(GC_ALGO_DBSCAN));
 	put(rsinfo, "auto_kmeans_gpu_min_work",

@@ -5,9 +5,11 @@
  * (k-means, DBSCAN), and otherwise fails with the reason: no CUDA in this
  * build, no driver, no device, too little free GPU memory.  'auto' runs
  * k-means on the GPU when the problem is big enough for the GPU to win
- * (GC_KMEANS_GPU_MIN_WORK), a GPU is usable and its free memory holds the
- * problem; otherwise on the CPU, with a note saying why when a usable GPU
- * was passed over for lack of memory.  A k-means call that uses what only
+ * (GC_KMEANS_GPU_MIN_WORK), a GPU is usable and its free memory (at most
+ * gc_gpu.mem_limit: gpuclust.gpu_memory_limit) holds the problem, resident
+ * or streamed in chunks of rows (gc_kmeans_gpu_plan_for); otherwise on the
+ * CPU, with a note saying why when a usable GPU was passed over for lack
+ * of memory.  A k-means call that uses what only
  * the CPU k-means has (sample weights, initial centroids, the cosine
  * metric) runs on the CPU under 'auto' and fails under 'gpu'.  DBSCAN
  * under 'auto' runs on the GPU where it wins end to end (dbscan_gpu_worth:
@@ -18,6 +20,7 @@
  * process, i.e. per backend; the free memory is read again on every call.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <strings.h>
@@ -81,13 +84,15 @@ void
 gc_gpu_local(gc_gpu *gpu, int device_id)
 {
 	gpu->device_id = device_id;
+	gpu->mem_limit = 0;
 	gpu->warm = local_warm;
 	gpu->probe = local_probe;
 }
 
 /*
  * Why the GPU cannot run a call; false when it can.  *mem receives the
- * memory a call may use (bytes) when the GPU is usable.
+ * memory a call may use (bytes) when the GPU is usable: the probe's, at
+ * most gpu->mem_limit.
  */
 static bool
 gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
@@ -95,7 +100,7 @@ gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
 	gc_gpu_state s;
 
 	gpu->probe(gpu, &s);
-	*mem = s.mem;
+	*mem = gpu->mem_limit > 0 && gpu->mem_limit < s.mem ? gpu->mem_limit : s.mem;
 	if (!s.usable)
 	{
 		gc_fail(why, GC_EDEVICE, "%s", s.reason);
@@ -233,6 +238,15 @@ gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	return gc_kmeans_gpu(ctx, X, n, d, p, res, st);
 }
 
+size_t
+gc_gpu_budget(const gc_gpu *gpu)
+{
+	gc_status	why = {GC_OK, ""};
+	size_t		mem = 0;
+
+	return gpu_unusable(gpu, &mem, &why) ? 0 : mem;
+}
+
 gc_code
 gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 						int n_init, const char *gpu_lacks, const gc_gpu *gpu,
@@ -242,6 +256,7 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 	gc_status	why = {GC_OK, ""};
 	size_t		free_mem = 0,
 				need;
+	gc_kmeans_gpu_plan plan;
 
 	if (note != NULL && note_len > 0)
 		note[0] = '\0';
@@ -264,17 +279,27 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 			return gc_fail(st, GC_EDEVICE, "%s", why.message);
 		return GC_OK;
 	}
-	need = gc_kmeans_gpu_mem_bytes(n, d, k, n_init);
-	if (need > free_mem)
+	/*
+	 * resident when it fits, else streamed in chunks: what does not fit
+	 * even so (no rows: nothing is allocated)
+	 */
+	gc_kmeans_gpu_plan_for(n, d, k, n_init, free_mem, &plan);
+	need = plan.bytes;
+	if (n > 0 && (!plan.fits || n > INT32_MAX))
 	{
+		char		msg[256];
+
+		if (n > INT32_MAX)
+			snprintf(msg, sizeof(msg), "the GPU k-means takes at most %d rows",
+					 INT32_MAX);
+		else
+			snprintf(msg, sizeof(msg),
+					 "k-means needs at least %zu MiB of GPU memory (streaming its rows in chunks), but GPU %d has %zu MiB for it",
+					 (need >> 20) + 1, gpu->device_id, free_mem >> 20);
 		if (requested == GC_DEVICE_GPU)
-			return gc_fail(st, GC_ENOMEM,
-						   "k-means needs about %zu MiB of GPU memory, but GPU %d has %zu MiB free",
-						   need >> 20, gpu->device_id, free_mem >> 20);
+			return gc_fail(st, GC_ENOMEM, "%s", msg);
 		if (note != NULL && note_len > 0)
-			snprintf(note, note_len,
-					 "k-means needs about %zu MiB of GPU memory, but GPU %d has %zu MiB free",
-					 need >> 20, gpu->device_id, free_mem >> 20);
+			snprintf(note, note_len, "%s", msg);
 		return GC_OK;
 	}
 	*chosen = GC_DEVICE_GPU;

@@ -57,7 +57,36 @@ typedef struct gc_kmeans_gpu_phases
 	double		ms_lloyd;		/* Lloyd iterations and final inertia (all runs) */
 	double		ms_download;	/* labels, centres, distances back to the host */
 	int			total_iterations;	/* over all n_init runs */
+	/* streamed (X larger than the call's GPU memory: gc_kmeans_gpu_plan) */
+	int64_t		chunks;			/* chunks per pass over X; 0: X resident */
+	int64_t		chunk_rows;		/* rows per chunk */
+	int			passes;			/* passes over X (uploads of every chunk) */
+	double		ms_passes;		/* of the phases above: in those passes */
+	double		gb_streamed;	/* host-to-device bytes of those passes, 1e9 */
 } gc_kmeans_gpu_phases;
+
+/*
+ * How gc_kmeans_gpu runs a problem in a budget of device memory
+ * (gc_kmeans_gpu_plan_for): with X resident (its whole footprint,
+ * gc_kmeans_gpu_mem_bytes, fits), else streamed: X stays in host memory
+ * and every pass over it (the feature statistics, each Lloyd iteration,
+ * the final inertia and distances) uploads it in chunks of chunk_rows rows
+ * (a multiple of GC_KM_BLOCK, so every fixed-order double sum is
+ * unchanged) through two pinned buffers, the copy of one chunk overlapping
+ * the work on the other; only O(n) small arrays (labels, the distances
+ * behind empty-cluster re-seeding; the best run's labels when n_init > 1)
+ * and O(k d) stay on the device.  Results are bit for bit those of the
+ * resident path.  fits is false when not even chunks of GC_KM_BLOCK rows
+ * fit.
+ */
+typedef struct gc_kmeans_gpu_plan
+{
+	bool		fits;
+	bool		streamed;
+	int64_t		chunk_rows;		/* streamed: rows per chunk */
+	int64_t		chunks;			/* streamed: chunks per pass */
+	size_t		bytes;			/* device memory the call allocates (an upper bound) */
+} gc_kmeans_gpu_plan;
 
 /* The phases add up to ms_total but for the stream's creation and the checks. */
 typedef struct gc_dbscan_gpu_phases
@@ -127,6 +156,16 @@ gc_code		gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
  * CUDA context).  Dispatch compares it with the free memory.
  */
 size_t		gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init);
+
+/*
+ * The plan of gc_kmeans_gpu for a problem in budget bytes of device memory
+ * (gc_kmeans_params.gpu_mem): resident when gc_kmeans_gpu_mem_bytes fits,
+ * else streamed in the largest chunks that fit (at most 256 MiB of X per
+ * chunk); out->bytes is what the call allocates, which dispatch and the
+ * GPU worker's admission count.
+ */
+void		gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init,
+								   size_t budget, gc_kmeans_gpu_plan *out);
 
 void		gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out);
 
@@ -199,6 +238,15 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
 {
 	(void) n, (void) d, (void) k, (void) n_init;
 	return 0;
+}
+
+static inline void
+gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, size_t budget,
+					   gc_kmeans_gpu_plan *out)
+{
+	(void) n, (void) d, (void) k, (void) n_init, (void) budget;
+	memset(out, 0, sizeof(*out));
+	out->fits = true;
 }
 
 static inline void
@@ -294,10 +342,41 @@ gc_code		gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
 										const float *C, int mode, float *scores,
 										float *mu, gc_status *st);
 
+/*
+ * Forces gc_kmeans_gpu calls of this thread to stream X in chunks of rows
+ * rows (rounded up to a multiple of GC_KM_BLOCK), whatever their budget; 0
+ * restores the plan.
+ */
+void		gc_kmeans_gpu_force_chunk(int64_t rows);
+
 /* Times iters Lloyd iterations from C0 (after 3 warm-up iterations). */
 gc_code		gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k,
 								const float *C0, int iters,
 								gc_kmeans_gpu_timing *t, gc_status *st);
+
+typedef struct gc_kmeans_gpu_stream_timing
+{
+	double		ms_setup;		/* allocation, buffers and the feature pass (one pass) */
+	double		ms_iter;		/* a streamed Lloyd iteration (one pass), mean */
+	double		ms_iter_min;	/* the fastest */
+	int64_t		chunks;			/* per pass */
+	int64_t		chunk_rows;
+	int			small_path;		/* 1: exact path (d <= 8) */
+	int			update_replicas;	/* 0: global atomics, -1: sort by label */
+} gc_kmeans_gpu_stream_timing;
+
+/*
+ * Times iters streamed Lloyd iterations from C0 (host clock, each ends
+ * with its read-back) with budget bytes of GPU memory (0: the free
+ * memory); GC_EINVAL when the problem fits resident in it (and no chunk is
+ * forced).
+ */
+gc_code		gc_kmeans_gpu_stream_bench(const gc_ctx *ctx, const float *X,
+									   int64_t n, int d, int k,
+									   const float *C0, int iters,
+									   size_t budget,
+									   gc_kmeans_gpu_stream_timing *t,
+									   gc_status *st);
 
 /* Which index a GPU DBSCAN uses: force one. */
 typedef enum gc_dbscan_gpu_index_kind

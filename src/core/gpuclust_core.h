@@ -256,6 +256,14 @@ typedef struct gc_kmeans_params
 	int			init_d;
 	const double *weights;		/* n sample weights, or NULL */
 	gc_metric	metric;			/* euclidean (0) or cosine: below */
+	/*
+	 * GPU only (the CPU ignores it): the device memory the call may use,
+	 * bytes; 0: the device's free memory when the call starts.  A problem
+	 * whose data do not fit it is streamed in chunks of rows
+	 * (gc_kmeans_gpu_plan_for, gpu.h).  The caller has checked that this
+	 * much is there (dispatch's probe, the GPU worker's admission).
+	 */
+	size_t		gpu_mem;
 } gc_kmeans_params;
 
 /*
@@ -496,13 +504,20 @@ typedef struct gc_gpu_state
 typedef struct gc_gpu
 {
 	int			device_id;		/* gpuclust.gpu_device_id, for messages */
+	size_t		mem_limit;		/* most bytes a call may use (0: no limit but
+								 * the probe's): gpuclust.gpu_memory_limit */
 	/* a GPU call would pay no CUDA start-up */
 	bool		(*warm) (const struct gc_gpu *gpu);
 	void		(*probe) (const struct gc_gpu *gpu, gc_gpu_state *out);
 } gc_gpu;
 
-/* The GPU of this process (gpu.h's cached probe), device device_id. */
+/* The GPU of this process (gpu.h's cached probe), device device_id; no
+ * mem_limit. */
 void		gc_gpu_local(gc_gpu *gpu, int device_id);
+
+/* The bytes a GPU call may use: the probe's, at most gpu->mem_limit; 0
+ * when the GPU is unusable. */
+size_t		gc_gpu_budget(const gc_gpu *gpu);
 
 gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
 							 int64_t n, int d, const gc_gpu *gpu,
@@ -528,8 +543,9 @@ gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
 
 /*
  * The device of one k-means call.  CPU: always.  GPU: the GPU, or
- * GC_EDEVICE (no usable GPU, with the reason) or GC_ENOMEM (the problem,
- * gc_kmeans_gpu_mem_bytes, does not fit the free GPU memory).  AUTO: the
+ * GC_EDEVICE (no usable GPU, with the reason) or GC_ENOMEM (the problem
+ * does not fit the GPU memory it may use (gc_gpu_budget) even streamed in
+ * chunks, gc_kmeans_gpu_plan_for; or n > INT32_MAX).  AUTO: the
  * CPU when n·k·d < GC_KMEANS_GPU_MIN_WORK (without touching CUDA) or no GPU
  * is usable; when the GPU's free memory is too small, the CPU with a note
  * (note, note_len; empty otherwise) the caller shows as a NOTICE; else the

@@ -21,6 +21,10 @@
 #                    KM_BENCH_TIMEOUT (220) s
 #   dbscan-bench     bench_dbscan_gpu: GPU vs CPU table (BENCH_ONLY=A,B,...)
 #   crossover        bench_crossover: CPU vs GPU k-means whole calls
+#   stream-bench     bench_kmeans_stream: k-means on data larger than the
+#                    GPU (640M x 32 float32 = 82 GB in host memory, streamed
+#                    in chunks): rows/s per iteration, H2D GB/s vs pinned
+#                    (STREAM_BENCH_ARGS="n d k iters" to change it)
 #   sql              test/gpu/sql_gpu_test.sh in a real server started from
 #                    .carry/ (../shared/tools/pg-bundle make .carry, after
 #                    make install, then carry .carry), gpuclust preloaded
@@ -120,6 +124,12 @@ dbscan-bench)
 crossover)
 	echo "== bench_crossover"
 	timeout 400 $B/bench_crossover 2>&1 | tee "$OUTDIR/crossover.log" || rc=1
+	;;
+stream-bench)
+	echo "== bench_kmeans_stream"
+	# shellcheck disable=SC2086
+	timeout "${STREAM_BENCH_TIMEOUT:-240}" $B/bench_kmeans_stream ${STREAM_BENCH_ARGS:-} 2>&1 |
+		tee "$OUTDIR/bench_stream.log" || rc=1
 	;;
 sql|sql-bench|worker|worker-bench)
 	# the extension as installed here, in a real server: the bundle made by

@@ -8,8 +8,10 @@
 # seed), 'auto' picks the GPU for a large problem and the CPU for a small
 # one, gpu_dbscan on the GPU returns the CPU's labels and core flags (many
 # shapes, the edge cases, 8 concurrent sessions), and 'auto' runs DBSCAN
-# on the GPU for large 2-d/3-d inputs only; then times gpu_kmeans end to
-# end on a 1M-row table (d = 32, k = 100) and gpu_dbscan on a 10M-row 2-d
+# on the GPU for large 2-d/3-d inputs only; gpu_kmeans on a 1M-row table
+# (d = 32, k = 100) under gpuclust.gpu_memory_limit = 100MB streams it in
+# several chunks and equals the unlimited GPU run bit for bit and the CPU
+# row for row; then times gpu_kmeans end to end on that table and gpu_dbscan on a 10M-row 2-d
 # table (SQL_SKIP_10M=1 skips it) on both devices, with
 # gpuclust.log_timing's breakdown.
 # Logs to $OUT (or test/out).  Exit status: the number of failed checks.
@@ -222,6 +224,38 @@ $P -c "VACUUM ANALYZE big"
 echo "table: $($P -c 'SELECT count(*) FROM big') rows, $(awk "BEGIN{print $(date +%s.%N) - $t0}") s to make"
 r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM big', 100, max_iter => 5)" 2>&1)
 echo "$r" | grep -q "device gpu" && echo "ok   auto, n*k*d = 3.2e9: gpu" || { echo "FAIL auto large: $r"; fails=$((fails + 1)); }
+
+echo "== 1M rows, d = 32, k = 100, streamed in chunks: gpuclust.gpu_memory_limit = 100MB"
+# the 1M rows need about 300 MB resident; under the limit the GPU k-means
+# streams them in chunks on every pass: labels and distances equal the
+# unlimited GPU run's bit for bit, and the CPU's labels row for row
+for q in "gpu|0" "cpu|"; do
+	IFS='|' read -r ref exact <<< "$q"
+	r=$($P -c "SET gpuclust.log_timing = on" -c "CREATE TEMP TABLE ref AS
+			SELECT * FROM gpu_kmeans('SELECT id, f FROM big', 100, max_iter => 100, seed => 3, device => '$ref')" \
+		-c "SET gpuclust.gpu_memory_limit = '100MB'" \
+		-c "SELECT (count(*) = 1000000 AND count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id) = 0
+		           ${exact:+AND max(abs(g.distance - c.distance)) = 0})::text
+		|| ' rows ' || count(*) || ', labels differing ' || count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id)
+		|| ', max |distance diff| ' || max(abs(g.distance - c.distance))
+		FROM gpu_kmeans('SELECT id, f FROM big', 100, max_iter => 100, seed => 3, device => 'gpu') g
+		JOIN ref c USING (id)" 2>&1)
+	res=$(echo "$r" | grep -E '^(true|false)')
+	chunks=$(echo "$r" | grep -o 'streamed in [0-9]* chunks of [0-9]* rows, [0-9]* passes, [0-9.]* GB in [0-9.]* ms')
+	case "$res" in
+		true*) if [ -n "$chunks" ] && ! echo "$chunks" | grep -q '^streamed in 1 chunks'; then
+				echo "ok   1M x 32 streamed ($chunks) = $ref:${res#true}"
+			else echo "FAIL 1M x 32 streamed = $ref: not streamed in several chunks: $r"; fails=$((fails + 1)); fi;;
+		*) echo "FAIL 1M x 32 streamed = $ref: $r"; fails=$((fails + 1));;
+	esac
+	echo "$r" | grep INFO | sed 's/^/     /'
+done
+r=$($P -c "SET gpuclust.gpu_memory_limit = '1MB'" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM big', 100, max_iter => 2, device => 'gpu')" 2>&1)
+echo "$r" | grep -q "streaming its rows" && echo "ok   gpu_memory_limit = 1MB: 'gpu' refused: $(echo "$r" | grep -E 'ERROR|DETAIL' | tr '\n' ' ')" \
+	|| { echo "FAIL gpu_memory_limit = 1MB: $r"; fails=$((fails + 1)); }
+r=$($P -c "SET gpuclust.gpu_memory_limit = '1MB'" -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM big', 100, max_iter => 2)" 2>&1)
+echo "$r" | grep -q "device cpu" && echo "ok   gpu_memory_limit = 1MB: 'auto' runs on the CPU" \
+	|| { echo "FAIL gpu_memory_limit = 1MB, auto: $r"; fails=$((fails + 1)); }
 cat > /tmp/timing.sql <<'SQL'
 \timing on
 SET gpuclust.log_timing = on;

@@ -21,6 +21,14 @@
  *             bound is printed); one step's labels equal the CPU's in each
  *             mode (tf32, 3xtf32 and the FP32 tiled kernel), on near ties
  *             too (centre pairs 1 ulp apart, rows on and between them);
+ *   streamed  X larger than the call's GPU memory (gc_kmeans_gpu_force_chunk,
+ *             or a small gpu_mem budget): labels, centroids, inertia,
+ *             distances, iterations and convergence equal the resident
+ *             run's bit for bit, in several chunks (n not a multiple of
+ *             the chunk; d <= 8 and the tiled path; the sort-by-label
+ *             update; n_init > 1; tol 0 and > 0; empty-cluster re-seeding;
+ *             one chunk, uploaded once);
+ *             the plan (gc_kmeans_gpu_plan_for) and cancel between chunks;
  *   errors    bad parameters (GC_EINVAL), cancel flag (GC_ECANCEL), n = 0.
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
@@ -502,6 +510,144 @@ done:
 	free(rg.centroids);
 }
 
+/* ---- streamed = resident, bit for bit ---- */
+static void
+km_alloc_result(gc_kmeans_result *r, int64_t n, int d, int k)
+{
+	r->labels = malloc(sizeof(int32_t) * n);
+	r->distance = malloc(sizeof(double) * n);
+	r->centroids = malloc(sizeof(float) * k * d);
+	/* poison */
+	memset(r->labels, 0xa5, sizeof(int32_t) * n);
+	memset(r->distance, 0xff, sizeof(double) * n);
+	memset(r->centroids, 0xff, sizeof(float) * k * d);
+	r->inertia = NAN;
+	r->iterations = -7;
+}
+
+static void
+km_free_result(gc_kmeans_result *r)
+{
+	free(r->labels);
+	free(r->distance);
+	free(r->centroids);
+}
+
+/*
+ * chunk > 0: streamed in chunks of that many rows (forced); chunk == 0:
+ * through the plan, with budget bytes of GPU memory (gpu_mem).
+ */
+static void
+test_stream(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
+			double tol, int64_t chunk, size_t budget)
+{
+	float	   *X = make_data(n, d, kind);
+	gc_kmeans_params p = {.k = k, .max_iter = 300, .tol = tol,
+		.init = init, .n_init = n_init, .seed = tu_next(&rs)};
+	gc_kmeans_result rr,
+				rs_;
+	gc_kmeans_gpu_phases ph;
+	gc_status	st = {0};
+	gc_code		a,
+				b;
+	int64_t		lab = 0,
+				dist = 0;
+
+	km_alloc_result(&rr, n, d, k);
+	km_alloc_result(&rs_, n, d, k);
+	gc_kmeans_gpu_force_chunk(0);
+	a = gc_kmeans_gpu(NULL, X, n, d, &p, &rr, &st);
+	CHECK(a == GC_OK, "stream: resident run n=%lld d=%d k=%d: %s", (long long) n, d, k, st.message);
+	gc_kmeans_gpu_last_phases(&ph);
+	CHECK(ph.chunks == 0, "stream: the resident run streamed (%lld chunks)", (long long) ph.chunks);
+	gc_kmeans_gpu_force_chunk(chunk);
+	p.gpu_mem = budget;
+	b = gc_kmeans_gpu(NULL, X, n, d, &p, &rs_, &st);
+	gc_kmeans_gpu_force_chunk(0);
+	CHECK(b == GC_OK, "stream: streamed run n=%lld d=%d k=%d: %s", (long long) n, d, k, st.message);
+	gc_kmeans_gpu_last_phases(&ph);
+	if (a == GC_OK && b == GC_OK)
+	{
+		for (int64_t i = 0; i < n; i++)
+		{
+			lab += rr.labels[i] == rs_.labels[i];
+			dist += memcmp(&rr.distance[i], &rs_.distance[i], sizeof(double)) == 0;
+		}
+		/* several chunks, but for a forced chunk of all the rows */
+		CHECK(ph.chunks >= (chunk >= n ? 1 : 2) && ph.chunk_rows % GC_KM_BLOCK == 0 &&
+			  ph.chunks == (n + ph.chunk_rows - 1) / ph.chunk_rows,
+			  "stream n=%lld d=%d k=%d: %lld chunks of %lld rows", (long long) n, d, k,
+			  (long long) ph.chunks, (long long) ph.chunk_rows);
+		/* one chunk is uploaded once and stays */
+		CHECK(ph.chunks > 1 || ph.passes == 1, "stream: one chunk uploaded %d times", ph.passes);
+		CHECK(lab == n, "stream n=%lld d=%d k=%d: labels equal on %lld of %lld",
+			  (long long) n, d, k, (long long) lab, (long long) n);
+		CHECK(dist == n, "stream n=%lld d=%d k=%d: distances equal on %lld of %lld",
+			  (long long) n, d, k, (long long) dist, (long long) n);
+		CHECK(memcmp(rr.centroids, rs_.centroids, sizeof(float) * k * d) == 0,
+			  "stream n=%lld d=%d k=%d: centroids differ", (long long) n, d, k);
+		CHECK(memcmp(&rr.inertia, &rs_.inertia, sizeof(double)) == 0,
+			  "stream n=%lld d=%d k=%d: inertia %.17g vs resident %.17g",
+			  (long long) n, d, k, rs_.inertia, rr.inertia);
+		CHECK(rr.iterations == rs_.iterations && rr.converged == rs_.converged,
+			  "stream n=%lld d=%d k=%d: iterations %d/%d, converged %d/%d", (long long) n, d, k,
+			  rs_.iterations, rr.iterations, rs_.converged, rr.converged);
+		printf("  stream n=%-7lld d=%-3d k=%-4d kind=%d init=%d n_init=%d tol=%g: %lld chunks of %lld rows "
+			   "(%s), %d passes, iters %d, labels/distances equal %lld/%lld of %lld\n",
+			   (long long) n, d, k, kind, (int) init, n_init, tol, (long long) ph.chunks,
+			   (long long) ph.chunk_rows, chunk > 0 ? "forced" : "planned", ph.passes,
+			   rs_.iterations, (long long) lab, (long long) dist, (long long) n);
+	}
+	free(X);
+	km_free_result(&rr);
+	km_free_result(&rs_);
+}
+
+/* The plan, and cancel between the chunks of a streamed pass. */
+static void
+test_stream_plan(void)
+{
+	gc_kmeans_gpu_plan pl;
+	float	   *X = make_data(50000, 4, 0);
+	gc_kmeans_params p = {.k = 5, .max_iter = 10, .tol = 1e-4,
+		.init = GC_INIT_RANDOM, .n_init = 1, .seed = 3};
+	gc_kmeans_result r;
+	gc_status	st = {0};
+	volatile sig_atomic_t flag = 1;
+	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {&flag, NULL}};
+
+	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, (size_t) 80 << 30, &pl);
+	CHECK(pl.fits && !pl.streamed && pl.bytes == gc_kmeans_gpu_mem_bytes(1000000, 32, 100, 1),
+		  "plan: resident in 80 GiB");
+	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, (size_t) 100 << 20, &pl);
+	CHECK(pl.fits && pl.streamed && pl.chunk_rows % GC_KM_BLOCK == 0 && pl.chunks >= 2 &&
+		  pl.bytes <= ((size_t) 100 << 20) &&
+		  pl.chunks == (1000000 + pl.chunk_rows - 1) / pl.chunk_rows,
+		  "plan: streamed in 100 MiB: %lld chunks of %lld rows, %zu bytes",
+		  (long long) pl.chunks, (long long) pl.chunk_rows, pl.bytes);
+	printf("  plan 1M x 32, k 100 in 100 MiB: %lld chunks of %lld rows, %.1f MiB\n",
+		   (long long) pl.chunks, (long long) pl.chunk_rows, pl.bytes / 1048576.0);
+	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, (size_t) 1 << 20, &pl);
+	CHECK(!pl.fits && pl.bytes > ((size_t) 1 << 20), "plan: not even streamed in 1 MiB");
+	gc_kmeans_gpu_plan_for(INT64_C(640000000), 32, 100, 1, (size_t) 76 << 30, &pl);
+	CHECK(pl.fits && pl.streamed, "plan: 640M x 32 streamed in 76 GiB");
+	printf("  plan 640M x 32, k 100 in 76 GiB: %lld chunks of %lld rows, %.1f MiB\n",
+		   (long long) pl.chunks, (long long) pl.chunk_rows, pl.bytes / 1048576.0);
+	/* a budget too small for the call itself */
+	p.gpu_mem = (size_t) 1 << 20;
+	km_alloc_result(&r, 50000, 4, 5);
+	CHECK(gc_kmeans_gpu(NULL, X, 50000, 4, &p, &r, &st) == GC_ENOMEM,
+		  "stream: 1 MiB budget: %s", st.message);
+	printf("  1 MiB budget: %s\n", st.message);
+	p.gpu_mem = 0;
+	gc_kmeans_gpu_force_chunk(GC_KM_BLOCK);
+	CHECK(gc_kmeans_gpu(&ctx, X, 50000, 4, &p, &r, &st) == GC_ECANCEL,
+		  "stream: cancel: %d %s", st.code, st.message);
+	gc_kmeans_gpu_force_chunk(0);
+	km_free_result(&r);
+	free(X);
+}
+
 static void
 test_errors(void)
 {
@@ -558,12 +704,30 @@ test_dispatch(void)
 	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "auto, large: gpu");
 	/* more than any GPU's memory: gpu refuses, auto runs on the CPU and says why */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 1000, 100, 1, NULL, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 40000, 100, 1, NULL, &g0, &ch,
 								  note, sizeof(note), &st) == GC_ENOMEM, "gpu, too big: %s", st.message);
 	printf("  gpu, too big: %s\n", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 1000, 100, 1, NULL, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 40000, 100, 1, NULL, &g0, &ch,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] != '\0', "auto, too big: cpu with a note");
+	/* larger than the GPU's memory but streamed: the GPU */
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 100, 100, 1, NULL, &g0, &ch,
+								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
+		  "gpu, 2e9 x 100 streamed: %s", st.message);
+	/* gpuclust.gpu_memory_limit (gc_gpu.mem_limit): streamed within it, or the CPU */
+	g0.mem_limit = (size_t) 100 << 20;
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
+								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
+		  "auto, 100 MiB limit: gpu (streamed)");
+	g0.mem_limit = (size_t) 16 << 20;
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
+								  sizeof(note), &st) == GC_ENOMEM, "gpu, 16 MiB limit: %s", st.message);
+	printf("  gpu, 16 MiB limit: %s\n", st.message);
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
+								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU && note[0] != '\0',
+		  "auto, 16 MiB limit: cpu with a note");
+	CHECK(gc_gpu_budget(&g0) == ((size_t) 16 << 20), "budget: the limit");
+	g0.mem_limit = 0;
 	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, NULL, &g1000, &ch, note,
 								  sizeof(note), &st) == GC_EDEVICE, "gpu, no such device");
 	printf("  gpu, device 1000: %s\n", st.message);
@@ -604,6 +768,8 @@ main(void)
 		test_step(2000, 200, 110, 0);	/* sort-by-label update */
 		test_full(2000, 3, 4, 0, GC_INIT_KMEANSPP, 1, 1e-3);
 		test_full(2000, 12, 6, 0, GC_INIT_KMEANSPP, 1, 1e-3);
+		test_stream(10000, 3, 4, 0, GC_INIT_KMEANSPP, 1, 1e-3, GC_KM_BLOCK, 0);
+		test_stream(10000, 12, 6, 3, GC_INIT_RANDOM, 2, 1e-3, GC_KM_BLOCK, 0);
 		return test_summary("test_kmeans_gpu");
 	}
 
@@ -665,6 +831,24 @@ main(void)
 	test_full(3000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4);
 	test_step(4000, 3, 9, 3);
 	test_step(4000, 10, 9, 3);
+
+	/* streamed = resident (forced chunks, or a budget that needs them) */
+	test_stream_plan();
+	test_stream(quick ? 60000 : 1000000, 2, 20, 0, GC_INIT_KMEANSPP, 1, 1e-4,
+				quick ? 3 * GC_KM_BLOCK : 61 * GC_KM_BLOCK, 0);
+	test_stream(quick ? 50000 : 1000000, 32, 100, 0, GC_INIT_KMEANSPP, 1, 1e-4,
+				quick ? 2 * GC_KM_BLOCK : 0, quick ? 0 : (size_t) 100 << 20);
+	test_stream(quick ? 40000 : 300000, 12, 40, 1, GC_INIT_RANDOM, 3, 0.0,
+				7 * GC_KM_BLOCK + 5, 0);
+	test_stream(quick ? 20000 : 200000, 200, 120, 0, GC_INIT_KMEANSPP, 2, 1e-4,
+				quick ? 2 * GC_KM_BLOCK : 9 * GC_KM_BLOCK, 0);	/* sort-by-label update */
+	test_stream(quick ? 30000 : 100000, 7, 300, 2, GC_INIT_KMEANSPP, 1, 1e-4,
+				3 * GC_KM_BLOCK, 0);
+	/* one chunk: the data fit, the resident path's scratch does not */
+	test_stream(30000, 12, 20, 0, GC_INIT_KMEANSPP, 2, 1e-4, 8 * GC_KM_BLOCK, 0);
+	/* duplicates: empty clusters re-seeded across chunks */
+	test_stream(20000, 2, 12, 3, GC_INIT_RANDOM, 2, 1e-4, GC_KM_BLOCK, 0);
+	test_stream(20000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, 2 * GC_KM_BLOCK, 0);
 
 	return test_summary("test_kmeans_gpu");
 }
