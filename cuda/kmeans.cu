@@ -10,7 +10,9 @@
  *   kmeans_setup.cu    allocation, upload and transpose, feature scales
  *   kmeans_pp.cu       k-means++ seeding (also weighted: k-means||'s reduction)
  *   kmeans_par.cu      k-means|| seeding
- *   kmeans_assign.cu   the assignment kernels and the centres' layout
+ *   kmeans_assign.cu   the assignment kernels, the exact re-rank and the
+ *                      centres' layout
+ *   kmeans_screen.cu   the tensor-core screen of the assignment (8 < d <= 256)
  *   kmeans_update.cu   the fixed-point sums, means, empty-cluster re-seeding
  *   kmeans_stats.cu    inertia, distances, the variance behind tol
  *   kmeans_stream.cu   the streamed path: data larger than the device
@@ -20,7 +22,7 @@
  * Layout.  X is uploaded once and transposed to structure-of-arrays
  * (XT, d rows of n floats), so every kernel reads points coalesced.
  *
- * One Lloyd iteration is five kernels and one 32-byte read-back:
+ * One Lloyd iteration is a few kernels and one small read-back (km_info):
  *   assign    nearest centre of every row, fused with the argmin and the
  *             count of changed labels (no n x k distance matrix):
  *             - d <= 8: one thread holds 8 rows in registers and scans the
