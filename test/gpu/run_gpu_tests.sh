@@ -24,7 +24,9 @@
 #   stream-bench     bench_kmeans_stream: k-means on data larger than the
 #                    GPU (640M x 32 float32 = 82 GB in host memory, streamed
 #                    in chunks): rows/s per iteration, H2D GB/s vs pinned
-#                    (STREAM_BENCH_ARGS="n d k iters" to change it)
+#                    (STREAM_BENCH_ARGS="n d k iters" to change it), then
+#                    flash-kmeans's kmeans_largeN on the same shape
+#                    (bench_kmeans_largeN.py; .vendor carried)
 #   sql              test/gpu/sql_gpu_test.sh in a real server started from
 #                    .carry/ (../shared/tools/pg-bundle make .carry, after
 #                    make install, then carry .carry), gpuclust preloaded
@@ -130,6 +132,10 @@ stream-bench)
 	# shellcheck disable=SC2086
 	timeout "${STREAM_BENCH_TIMEOUT:-240}" $B/bench_kmeans_stream ${STREAM_BENCH_ARGS:-} 2>&1 |
 		tee "$OUTDIR/bench_stream.log" || rc=1
+	# flash-kmeans's streamed kmeans_largeN on the same shape (when carried)
+	# shellcheck disable=SC2086
+	timeout "${STREAM_BENCH_TIMEOUT:-240}" python3 test/gpu/bench_kmeans_largeN.py \
+		${STREAM_BENCH_ARGS:-640000000 32 100 5} 2>&1 | tee -a "$OUTDIR/bench_stream.log"
 	;;
 sql|sql-bench|worker|worker-bench)
 	# the extension as installed here, in a real server: the bundle made by
