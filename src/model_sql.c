@@ -342,7 +342,7 @@ nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x,
 	int			len = 0;
 	float	   *f;
 	const float *cc = m->C;
-	int			best = 0;
+	int			best;
 	float		best_d2;
 
 	*metric = gc_glue_kmeans_metric(PG_GETARG_DATUM(2));
@@ -367,17 +367,7 @@ nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x,
 	}
 
 	/* exactly the core's assignment: gc_dist2, strict <, lowest index */
-	best_d2 = gc_dist2(f, cc, m->d);
-	for (int c = 1; c < m->k; c++)
-	{
-		float		d2 = gc_dist2(f, cc + (Size) c * m->d, m->d);
-
-		if (d2 < best_d2)
-		{
-			best_d2 = d2;
-			best = c;
-		}
-	}
+	best = gc_km_nearest(f, cc, m->k, m->d, &best_d2);
 	*model = m;
 	*x = f;
 	*C = cc;
