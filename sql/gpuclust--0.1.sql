@@ -433,28 +433,28 @@ CREATE TYPE kmeans_step_result AS (
 
 CREATE FUNCTION kmeans_step_transfn(internal, real[], real[])
 RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
-LANGUAGE C PARALLEL SAFE;
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION kmeans_step_transfn(internal, float8[], real[])
 RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
-LANGUAGE C PARALLEL SAFE;
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION kmeans_step_transfn(internal, real[], real[], bigint)
 RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
-LANGUAGE C PARALLEL SAFE;
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION kmeans_step_transfn(internal, float8[], real[], bigint)
 RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
-LANGUAGE C PARALLEL SAFE;
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION kmeans_step_combine(internal, internal)
 RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_combine'
-LANGUAGE C PARALLEL SAFE;
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION kmeans_step_serialize(internal)
 RETURNS bytea AS 'MODULE_PATHNAME', 'kmeans_step_serialize'
-LANGUAGE C STRICT PARALLEL SAFE;
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION kmeans_step_deserialize(bytea, internal)
 RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_deserialize'
-LANGUAGE C STRICT PARALLEL SAFE;
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION kmeans_step_final(internal)
 RETURNS kmeans_step_result AS 'MODULE_PATHNAME', 'kmeans_step_final'
-LANGUAGE C PARALLEL SAFE;
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 CREATE AGGREGATE kmeans_step(features real[], centroids real[]) (
     SFUNC = kmeans_step_transfn, STYPE = internal,
@@ -485,6 +485,25 @@ COMMENT ON AGGREGATE kmeans_step(real[], real[]) IS
 'Combinable and serializable: parallel query runs it in parallel workers.  '
 'NULL centroids: one centre at the origin (the rows'' count and mean).  With '
 'an id argument, errors name the row.';
+
+COMMENT ON AGGREGATE kmeans_step(float8[], real[]) IS
+'kmeans_step for double precision features (narrowed to real first); see kmeans_step(real[], real[]).';
+COMMENT ON AGGREGATE kmeans_step(real[], real[], bigint) IS
+'kmeans_step(features, centroids) whose errors name the row by id; see kmeans_step(real[], real[]).';
+COMMENT ON AGGREGATE kmeans_step(float8[], real[], bigint) IS
+'kmeans_step(features, centroids) whose errors name the row by id; see kmeans_step(real[], real[]).';
+COMMENT ON FUNCTION kmeans_step_transfn(internal, real[], real[]) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(internal, float8[], real[]) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(internal, real[], real[], bigint) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(internal, float8[], real[], bigint) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_combine(internal, internal) IS
+'kmeans_step''s combine function: adds two partial states over the same centroids.';
+COMMENT ON FUNCTION kmeans_step_serialize(internal) IS
+'kmeans_step''s state as bytea, for parallel workers (and Citus).';
+COMMENT ON FUNCTION kmeans_step_deserialize(bytea, internal) IS
+'kmeans_step''s state from bytea.';
+COMMENT ON FUNCTION kmeans_step_final(internal) IS
+'kmeans_step''s final function: the new centres and the iteration''s statistics.';
 
 CREATE FUNCTION gpu_kmeans_distributed(source text, k int, max_iter int DEFAULT 300,
                                        tol float8 DEFAULT 1e-4, init text DEFAULT 'random',
