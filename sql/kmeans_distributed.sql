@@ -23,9 +23,12 @@ FROM (SELECT kmeans_step(f, '{{1,1},{9,1},{1,9}}') AS s FROM kd_pts) q;
 SELECT (kmeans_step(f::float8[], '{{1,1},{9,1},{1,9}}', id)).centroids FROM kd_pts;
 -- centroids NULL: the rows' count and mean
 SELECT (s).centroids, (s).counts FROM (SELECT kmeans_step(f, NULL) AS s FROM kd_pts) q;
--- a centre with no row keeps its given centre
+-- a centre with no row is re-seeded with the row farthest from its centre
+-- (ties: the lowest id), which leaves its cluster, as gpu_kmeans re-seeds
 SELECT (s).centroids, (s).counts
-FROM (SELECT kmeans_step(f, '{{1,1},{9,1},{1,9},{100,100}}') AS s FROM kd_pts) q;
+FROM (SELECT kmeans_step(f, '{{1,1},{9,1},{1,9},{100,100}}', id) AS s FROM kd_pts) q;
+SELECT (s).centroids, (s).counts
+FROM (SELECT kmeans_step(f, '{{1,1},{9,1},{1,9},{100,100},{-100,-100}}', id) AS s FROM kd_pts) q;
 -- NULL features are not clustered; no row at all gives NULL
 SELECT (kmeans_step(f, '{{0,0}}')).n FROM (SELECT NULL::real[] AS f UNION ALL SELECT '{1,1}') t;
 SELECT kmeans_step(f, '{{0,0}}') IS NULL AS empty FROM kd_pts WHERE false;
@@ -56,6 +59,13 @@ SELECT d.centroids = f.centroids AS same_centroids, d.iterations = f.iterations 
        abs(d.inertia - f.inertia) < 1e-9 AS same_inertia
 FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 3, init_centroids => '{{1,1},{9,1},{1,9}}') d,
      gpu_kmeans_fit('SELECT id, f FROM kd_pts', 3, init_centroids => '{{1,1},{9,1},{1,9}}') f;
+-- an empty cluster re-seeded as gpu_kmeans_fit re-seeds it
+SELECT d.centroids = f.centroids AS same_centroids, d.iterations = f.iterations AS same_iterations,
+       d.centroids
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts ORDER BY id', 4,
+                            init_centroids => '{{1,1},{9,1},{1,9},{100,100}}') d,
+     gpu_kmeans_fit('SELECT id, f FROM kd_pts ORDER BY id', 4,
+                    init_centroids => '{{1,1},{9,1},{1,9},{100,100}}') f;
 -- random seeding draws the rows gpu_kmeans's random init draws (same seed, same order)
 SELECT d.centroids = f.centroids AS same_centroids, d.iterations = f.iterations AS same_iterations
 FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts ORDER BY id', 3, seed => 7) d,

@@ -19,8 +19,11 @@
  * inertia).  The state is internal with serialize / deserialize (a bytea)
  * and a combine function, all PARALLEL SAFE: parallel query (and Citus)
  * run the partial aggregate where the rows are and combine the partials.
- * The final function divides: the new centres (a centre with no row keeps
- * its given one), their squared shift, the counts and hashes.
+ * The final function divides: the new centres, their squared shift, the
+ * counts and hashes.  A centre with no row is re-seeded as the core
+ * re-seeds it (gc_km_update): the state also keeps the k rows farthest
+ * from their centres (ties: the lowest id), and the farthest moves to the
+ * lowest empty cluster; a cluster left with no row keeps its centre.
  *
  * Centroids NULL: one centre at the origin of the rows' dimension (the
  * driver's first pass, the rows' count and mean).
@@ -69,6 +72,19 @@ PG_FUNCTION_INFO_V1(kmeans_step_deserialize);
 PG_FUNCTION_INFO_V1(kmeans_step_final);
 PG_FUNCTION_INFO_V1(gpu_kmeans_distributed);
 
+/*
+ * A candidate for re-seeding an empty cluster: a row, its distance² to its
+ * centre (float, as the core's d2) and its label; features in far_x[slot].
+ */
+typedef struct FarRow
+{
+	float		d2;
+	int32		label;
+	int32		slot;
+	int32		pad;
+	int64		id;
+} FarRow;
+
 /* The aggregate's state, in the aggregate context. */
 typedef struct KmStep
 {
@@ -81,6 +97,9 @@ typedef struct KmStep
 	double	   *sums;			/* k x d */
 	int64	   *counts;			/* k */
 	uint64	   *members;		/* k: sums of the rows' hashes, mod 2^64 */
+	int32		nfar;			/* the k rows farthest from their centres: */
+	FarRow	   *far;			/* a min-heap, the least far at the root */
+	float	   *far_x;			/* k x d */
 	float	   *x;				/* d: the row */
 } KmStep;
 
@@ -96,8 +115,74 @@ step_new(MemoryContext cxt, int k, int d, bool origin)
 	s->sums = MemoryContextAllocZero(cxt, sizeof(double) * (Size) k * d);
 	s->counts = MemoryContextAllocZero(cxt, sizeof(int64) * k);
 	s->members = MemoryContextAllocZero(cxt, sizeof(uint64) * k);
+	s->far = MemoryContextAllocZero(cxt, sizeof(FarRow) * k);
+	s->far_x = MemoryContextAllocZero(cxt, sizeof(float) * (Size) k * d);
 	s->x = MemoryContextAllocZero(cxt, sizeof(float) * d);
 	return s;
+}
+
+/*
+ * a is farther than b: the core's rule (kmeans_update.c), larger d2, ties
+ * to the lower row; here the lower id (the row order of a source in id
+ * order).
+ */
+static inline bool
+farther(const FarRow *a, const FarRow *b)
+{
+	return a->d2 > b->d2 || (a->d2 == b->d2 && a->id < b->id);
+}
+
+/*
+ * Offer a row to the k farthest: kept when fewer than k are, or when it is
+ * farther than the least far (replacing it).
+ */
+static void
+far_offer(KmStep *s, float d2, int label, int64 id, const float *x)
+{
+	FarRow		r = {d2, label, 0, 0, id};
+	int			p;
+
+	if (s->nfar < s->k)
+	{
+		r.slot = s->nfar;
+		p = s->nfar++;
+		while (p > 0 && farther(&s->far[(p - 1) / 2], &r))
+		{
+			s->far[p] = s->far[(p - 1) / 2];
+			p = (p - 1) / 2;
+		}
+	}
+	else if (farther(&r, &s->far[0]))
+	{
+		r.slot = s->far[0].slot;
+		p = 0;
+		for (;;)
+		{
+			int			c = 2 * p + 1;
+
+			if (c >= s->nfar)
+				break;
+			if (c + 1 < s->nfar && farther(&s->far[c], &s->far[c + 1]))
+				c++;
+			if (!farther(&r, &s->far[c]))
+				break;
+			s->far[p] = s->far[c];
+			p = c;
+		}
+	}
+	else
+		return;
+	s->far[p] = r;
+	memcpy(s->far_x + (Size) r.slot * s->d, x, sizeof(float) * s->d);
+}
+
+static int
+cmp_farthest_first(const void *pa, const void *pb)
+{
+	const FarRow *a = pa,
+			   *b = pb;
+
+	return farther(a, b) ? -1 : farther(b, a) ? 1 : 0;
 }
 
 /* The hash of a row's float32 features (its members term). */
@@ -216,6 +301,7 @@ kmeans_step_transfn(PG_FUNCTION_ARGS)
 	s->members[c] += row_hash(s->x, s->d);
 	s->inertia += gc_dist2_f64(s->x, s->C + (Size) c * s->d, s->d);
 	s->n++;
+	far_offer(s, d2, c, id, s->x);
 	PG_RETURN_POINTER(s);
 }
 
@@ -240,6 +326,9 @@ kmeans_step_combine(PG_FUNCTION_ARGS)
 		memcpy(a->sums, b->sums, sizeof(double) * (Size) b->k * b->d);
 		memcpy(a->counts, b->counts, sizeof(int64) * b->k);
 		memcpy(a->members, b->members, sizeof(uint64) * b->k);
+		a->nfar = b->nfar;
+		memcpy(a->far, b->far, sizeof(FarRow) * b->nfar);
+		memcpy(a->far_x, b->far_x, sizeof(float) * (Size) b->k * b->d);
 		PG_RETURN_POINTER(a);
 	}
 	if (a->origin != b->origin || a->k != b->k)
@@ -261,17 +350,31 @@ kmeans_step_combine(PG_FUNCTION_ARGS)
 	}
 	a->n += b->n;
 	a->inertia += b->inertia;
+	for (int i = 0; i < b->nfar; i++)
+		far_offer(a, b->far[i].d2, b->far[i].label, b->far[i].id,
+				  b->far_x + (Size) b->far[i].slot * b->d);
 	PG_RETURN_POINTER(a);
 }
 
-/* Serialized: k, d, origin, n, inertia, then C, sums, counts, members. */
+/*
+ * Serialized: k, d, origin, nfar, n, inertia, then C, sums, counts,
+ * members, the nfar far rows and their features (in heap order).
+ */
+#define KM_HEADER (4 * sizeof(int32) + sizeof(int64) + sizeof(double))
+static inline Size
+serial_size(int k, int d, int nfar)
+{
+	return KM_HEADER + (Size) k * d * (sizeof(float) + sizeof(double)) +
+		(Size) k * 2 * sizeof(int64) +
+		(Size) nfar * (sizeof(FarRow) + sizeof(float) * d);
+}
+
 Datum
 kmeans_step_serialize(PG_FUNCTION_ARGS)
 {
 	KmStep	   *s = (KmStep *) PG_GETARG_POINTER(0);
 	Size		kd = (Size) s->k * s->d;
-	Size		len = 3 * sizeof(int32) + sizeof(int64) + sizeof(double) +
-		kd * (sizeof(float) + sizeof(double)) + (Size) s->k * 2 * sizeof(int64);
+	Size		len = serial_size(s->k, s->d, s->nfar);
 	bytea	   *out = palloc(VARHDRSZ + len);
 	char	   *p = VARDATA(out);
 	int32		origin = s->origin;
@@ -280,12 +383,16 @@ kmeans_step_serialize(PG_FUNCTION_ARGS)
 	PUT(&s->k, sizeof(int32));
 	PUT(&s->d, sizeof(int32));
 	PUT(&origin, sizeof(int32));
+	PUT(&s->nfar, sizeof(int32));
 	PUT(&s->n, sizeof(int64));
 	PUT(&s->inertia, sizeof(double));
 	PUT(s->C, kd * sizeof(float));
 	PUT(s->sums, kd * sizeof(double));
 	PUT(s->counts, (Size) s->k * sizeof(int64));
 	PUT(s->members, (Size) s->k * sizeof(uint64));
+	PUT(s->far, (Size) s->nfar * sizeof(FarRow));
+	for (int i = 0; i < s->nfar; i++)
+		PUT(s->far_x + (Size) s->far[i].slot * s->d, sizeof(float) * s->d);
 #undef PUT
 	SET_VARSIZE(out, VARHDRSZ + len);
 	PG_RETURN_BYTEA_P(out);
@@ -300,25 +407,26 @@ kmeans_step_deserialize(PG_FUNCTION_ARGS)
 	Size		len = VARSIZE_ANY_EXHDR(in);
 	int32		k,
 				d,
-				origin;
+				origin,
+				nfar;
 	KmStep	   *s;
 	Size		kd;
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		elog(ERROR, "kmeans_step_deserialize called in non-aggregate context");
-	if (len < 3 * sizeof(int32))
+	if (len < KM_HEADER)
 		elog(ERROR, "invalid kmeans_step state");
 	memcpy(&k, p, sizeof(int32));
 	memcpy(&d, p + sizeof(int32), sizeof(int32));
 	memcpy(&origin, p + 2 * sizeof(int32), sizeof(int32));
-	if (k < 1 || d < 1)
+	memcpy(&nfar, p + 3 * sizeof(int32), sizeof(int32));
+	if (k < 1 || d < 1 || nfar < 0 || nfar > k ||
+		len != serial_size(k, d, nfar))
 		elog(ERROR, "invalid kmeans_step state");
 	kd = (Size) k * d;
-	if (len != 3 * sizeof(int32) + sizeof(int64) + sizeof(double) +
-		kd * (sizeof(float) + sizeof(double)) + (Size) k * 2 * sizeof(int64))
-		elog(ERROR, "invalid kmeans_step state");
 	s = step_new(aggcxt, k, d, origin != 0);
-	p += 3 * sizeof(int32);
+	s->nfar = nfar;
+	p += 4 * sizeof(int32);
 #define GET(dst, bytes) (memcpy((dst), p, (bytes)), p += (bytes))
 	GET(&s->n, sizeof(int64));
 	GET(&s->inertia, sizeof(double));
@@ -326,6 +434,12 @@ kmeans_step_deserialize(PG_FUNCTION_ARGS)
 	GET(s->sums, kd * sizeof(double));
 	GET(s->counts, (Size) k * sizeof(int64));
 	GET(s->members, (Size) k * sizeof(uint64));
+	GET(s->far, (Size) nfar * sizeof(FarRow));
+	for (int i = 0; i < nfar; i++)
+	{
+		s->far[i].slot = i;
+		GET(s->far_x + (Size) i * d, sizeof(float) * d);
+	}
 #undef GET
 	PG_RETURN_POINTER(s);
 }
@@ -357,6 +471,10 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 	int			dims[2];
 	int			lbs[2] = {1, 1};
 	double		shift = 0.0;
+	int64	   *cnt;
+	double	   *sums;
+	FarRow	   *far;
+	int			j = 0;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
@@ -365,16 +483,47 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type of kmeans_step_final must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
+	/*
+	 * Empty clusters re-seeded as the core's gc_km_update does: the rows
+	 * farthest from their centres, the farthest to the lowest empty
+	 * cluster, move there (their old cluster loses them).
+	 */
+	cnt = palloc(sizeof(int64) * s->k);
+	memcpy(cnt, s->counts, sizeof(int64) * s->k);
+	sums = s->sums;
+	far = palloc(sizeof(FarRow) * Max(s->nfar, 1));
+	memcpy(far, s->far, sizeof(FarRow) * s->nfar);	/* the state stays as is */
+	qsort(far, s->nfar, sizeof(FarRow), cmp_farthest_first);
+	for (int c = 0; c < s->k && j < s->nfar; c++)
+		if (s->counts[c] == 0)
+		{
+			const FarRow *r = &far[j++];
+			const float *x = s->far_x + (Size) r->slot * s->d;
+
+			if (sums == s->sums)
+			{
+				sums = palloc(sizeof(double) * (Size) s->k * s->d);
+				memcpy(sums, s->sums, sizeof(double) * (Size) s->k * s->d);
+			}
+			for (int t = 0; t < s->d; t++)
+			{
+				sums[(Size) r->label * s->d + t] -= (double) x[t];
+				sums[(Size) c * s->d + t] = (double) x[t];
+			}
+			cnt[r->label]--;
+			cnt[c] = 1;
+		}
+
 	e = palloc(sizeof(Datum) * (Size) s->k * s->d);
 	for (int c = 0; c < s->k; c++)
-		for (int j = 0; j < s->d; j++)
+		for (int t = 0; t < s->d; t++)
 		{
-			Size		i = (Size) c * s->d + j;
-			float		v = s->counts[c] > 0 ?
-				(float) (s->sums[i] / (double) s->counts[c]) : s->C[i];
-			double		t = (double) v - (double) s->C[i];
+			Size		i = (Size) c * s->d + t;
+			float		v = cnt[c] > 0 ?
+				(float) (sums[i] / (double) cnt[c]) : s->C[i];
+			double		dv = (double) v - (double) s->C[i];
 
-			shift += t * t;
+			shift += dv * dv;
 			e[i] = Float4GetDatum(v);
 		}
 	dims[0] = s->k;
@@ -649,14 +798,6 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		changed = it == 0 ||
 			memcmp(st.counts, prev.counts, sizeof(int64) * k) != 0 ||
 			memcmp(st.members, prev.members, sizeof(uint64) * k) != 0;
-		for (int c = 0; c < k; c++)
-			if (st.counts[c] == 0)
-			{
-				ereport(NOTICE,
-						(errmsg("cluster %d has no rows in iteration %d: it keeps its centre", c, it + 1),
-						 errdetail("gpu_kmeans re-seeds an empty cluster with the farthest row; gpu_kmeans_distributed does not yet, so the two may differ from here on.")));
-				break;
-			}
 		C = st.centroids;
 		prev = st;
 		if (!changed || st.shift <= tol_scaled)

@@ -24,7 +24,8 @@ centroids, on every row), the centroids at most one float32 step apart
 (README: "k-means over partitioned / distributed tables"), and the inertia
 within 1e-9 relative.  Random seeding (init => 'random', seed) over a source
 in id order is checked the same way against gpu_kmeans_fit(init =>
-'random', same seed).
+'random', same seed), and so is a start with three centres far from every
+row, whose empty clusters are re-seeded as gpu_kmeans re-seeds them.
 
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on any failure.
 """
@@ -186,9 +187,21 @@ def main():
             check(f"k = {k}: n and d", par["n"] == len(X) and par["d"] == D,
                   f"n {par['n']}, d {par['d']}")
 
-        # random seeding: the rows gpu_kmeans's random init draws
-        cur.execute(PARALLEL)
+        # empty clusters: three centres far from every row, re-seeded with the
+        # farthest rows (ties: lowest position, here the lowest id)
+        C0 = X[rng.choice(len(X), size=20, replace=False)].copy()
+        C0[[3, 9, 15]] = np.float32(500.0)
+        C0[9] = -500
         ordered = f"SELECT id, f FROM {TABLE} ORDER BY id"
+        q = ("SELECT * FROM gpu_kmeans_distributed(%s, 20, tol => 1e-6, "
+             "init_centroids => %s::real[])")
+        cur.execute(PARALLEL)
+        par = model(cur, q, (ordered, centroids_literal(C0)))
+        fit = model(cur, "SELECT * FROM gpu_kmeans_fit(%s, 20, tol => 1e-6, "
+                    "init_centroids => %s::real[], device => 'cpu')", (ordered, centroids_literal(C0)))
+        compare(cur, "3 empty clusters re-seeded, parallel vs gpu_kmeans_fit", par, fit)
+
+        # random seeding: the rows gpu_kmeans's random init draws
         par = model(cur, "SELECT * FROM gpu_kmeans_distributed(%s, 30, tol => 1e-6, seed => 11)",
                     (ordered,))
         fit = model(cur, "SELECT * FROM gpu_kmeans_fit(%s, 30, tol => 1e-6, init => 'random', "
