@@ -42,6 +42,24 @@ SELECT aggcombinefn, aggserialfn, aggdeserialfn, aggfinalfn
 FROM pg_aggregate WHERE aggfnoid = 'kmeans_step(real[], real[], bigint)'::regprocedure;
 SELECT DISTINCT proparallel FROM pg_proc WHERE proname LIKE 'kmeans_step%';
 
+-- a partitioned table: with enable_partitionwise_aggregate, one partial
+-- aggregate per partition, combined; the same result up to the order of
+-- the double sums (the inertia's last bits)
+CREATE TABLE kd_part (id int, f real[]) PARTITION BY RANGE (id);
+CREATE TABLE kd_part1 PARTITION OF kd_part FOR VALUES FROM (0) TO (15);
+CREATE TABLE kd_part2 PARTITION OF kd_part FOR VALUES FROM (15) TO (100);
+INSERT INTO kd_part SELECT * FROM kd_pts;
+SET enable_partitionwise_aggregate = on;
+EXPLAIN (COSTS OFF) SELECT kmeans_step(f, '{{1,1},{9,1},{1,9}}', id) FROM kd_part;
+SELECT a.centroids = b.centroids AND a.counts = b.counts AND a.members = b.members AND
+       a.n = b.n AND abs(a.inertia / b.inertia - 1) < 1e-12 AS same_step
+FROM (SELECT (kmeans_step(f, '{{1,1},{9,1},{1,9}}', id)).* FROM kd_part) a,
+     (SELECT (kmeans_step(f, '{{1,1},{9,1},{1,9}}', id)).* FROM kd_pts) b;
+SELECT centroids, iterations FROM gpu_kmeans_distributed('SELECT id, f FROM kd_part', 3,
+                                                        init_centroids => '{{1,1},{9,1},{1,9}}');
+RESET enable_partitionwise_aggregate;
+DROP TABLE kd_part;
+
 -- errors, naming the row when the id is given
 SELECT kmeans_step(f, '{{1,1,1}}', id) FROM kd_pts;
 SELECT kmeans_step(f, '{{1,1,1}}') FROM kd_pts;
