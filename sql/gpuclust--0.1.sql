@@ -428,7 +428,8 @@ CREATE TYPE kmeans_step_result AS (
     inertia float8,       -- sum of squared distances to the given centres
     shift float8,         -- sum of squared moves of the centres
     n bigint,             -- rows aggregated
-    members bigint[]      -- per centre, an order-independent hash of its rows
+    members bigint[],     -- per centre, an order-independent hash of its rows
+    cost float8           -- sum of the float32 squared distances (k-means++'s potential)
 );
 
 CREATE FUNCTION kmeans_step_transfn(internal, real[], real[])
@@ -506,7 +507,7 @@ COMMENT ON FUNCTION kmeans_step_final(internal) IS
 'kmeans_step''s final function: the new centres and the iteration''s statistics.';
 
 CREATE FUNCTION gpu_kmeans_distributed(source text, k int, max_iter int DEFAULT 300,
-                                       tol float8 DEFAULT 1e-4, init text DEFAULT 'random',
+                                       tol float8 DEFAULT 1e-4, init text DEFAULT 'k-means||',
                                        seed bigint DEFAULT 0, init_centroids real[] DEFAULT NULL,
                                        OUT centroids real[], OUT inertia float8,
                                        OUT iterations int, OUT converged boolean,
@@ -518,7 +519,26 @@ LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION gpu_kmeans_distributed(text, int, int, float8, text, bigint, real[]) IS
 'k-means as repeated kmeans_step aggregates over the source query (id, '
 'features), each of which parallel query can run in parallel workers; '
-'returns the model as gpu_kmeans_fit does.  From the same initial centres '
-'(init_centroids, or init => ''random'' from the same seed over a source in '
-'a fixed order) its centres equal gpu_kmeans_fit''s up to the order of the '
-'double sums; label the rows with kmeans_assign.';
+'returns the model as gpu_kmeans_fit does.  Seeds with k-means|| (rounds of '
+'per-row sampling) or ''random'', or starts from init_centroids.  From the '
+'same initial centres (init_centroids, or init => ''random'' from the same '
+'seed over a source in a fixed order) its centres equal gpu_kmeans_fit''s up '
+'to the order of the double sums; label the rows with kmeans_assign.';
+
+CREATE FUNCTION kmeans_parallel_sample(features real[], centroids real[], id bigint,
+                                       seed bigint, round int, n bigint, ell float8, phi float8)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'kmeans_parallel_sample'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kmeans_parallel_sample(features float8[], centroids real[], id bigint,
+                                       seed bigint, round int, n bigint, ell float8, phi float8)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'kmeans_parallel_sample'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION kmeans_parallel_sample(real[], real[], bigint, bigint, int, bigint, float8, float8) IS
+'k-means|| sampling of one row (gpu_kmeans_distributed): true when the row''s '
+'own uniform draw, keyed by seed, round, n and id as the core''s k-means|| '
+'keys it by position, is below ell times its float distance squared to the '
+'nearest centroid over phi.';
+COMMENT ON FUNCTION kmeans_parallel_sample(float8[], real[], bigint, bigint, int, bigint, float8, float8) IS
+'kmeans_parallel_sample for double precision features.';

@@ -86,7 +86,7 @@ FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts ORDER BY id', 4,
                     init_centroids => '{{1,1},{9,1},{1,9},{100,100}}') f;
 -- random seeding draws the rows gpu_kmeans's random init draws (same seed, same order)
 SELECT d.centroids = f.centroids AS same_centroids, d.iterations = f.iterations AS same_iterations
-FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts ORDER BY id', 3, seed => 7) d,
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts ORDER BY id', 3, init => 'random', seed => 7) d,
      gpu_kmeans_fit('SELECT id, f FROM kd_pts ORDER BY id', 3, init => 'random', seed => 7, device => 'cpu') f;
 
 -- a harder problem: 3000 random points in 5-d, k = 12, tol 0 (to convergence)
@@ -96,7 +96,7 @@ SELECT i AS id,
              FROM generate_series(1, 5) j)::real[] AS f
 FROM generate_series(1, 3000) i;
 WITH d AS (SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_rand ORDER BY id', 12,
-                                               tol => 0, seed => 3)),
+                                               tol => 0, init => 'random', seed => 3)),
      f AS (SELECT * FROM gpu_kmeans_fit('SELECT id, f FROM kd_rand ORDER BY id', 12, tol => 0,
                                         init => 'random', seed => 3, device => 'cpu'))
 SELECT d.iterations = f.iterations AS same_iterations, d.converged, f.converged,
@@ -106,6 +106,27 @@ SELECT d.iterations = f.iterations AS same_iterations, d.converged, f.converged,
         WHERE kmeans_assign(p.f, d.centroids) <> kmeans_assign(p.f, f.centroids)) AS label_diff
 FROM d, f;
 
+-- k-means|| (the default): the core's k-means|| with each row's draw keyed
+-- by its id, so the same seeds in any row order (then the Lloyd iterations,
+-- up to the order of the sums)
+SELECT centroids, iterations, converged
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 3, seed => 1);
+SELECT a.iterations = b.iterations AND
+       (SELECT max(abs(x - y)) FROM unnest(a.centroids, b.centroids) AS u(x, y)) < 1e-5
+       AS same_in_any_order
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_rand ORDER BY id', 12, seed => 5) a,
+     gpu_kmeans_distributed('SELECT id, f FROM kd_rand ORDER BY id DESC', 12, seed => 5) b;
+-- ids that are the rows' 0-based positions: gpu_kmeans's k-means||
+SELECT d.iterations = f.iterations AS same_iterations,
+       (SELECT max(abs(x - y)) FROM unnest(d.centroids, f.centroids) AS u(x, y)) < 1e-5 AS same_centroids
+FROM gpu_kmeans_distributed('SELECT id - 1, f FROM kd_rand ORDER BY id', 12, seed => 5) d,
+     gpu_kmeans_fit('SELECT id - 1, f FROM kd_rand ORDER BY id', 12, init => 'k-means||',
+                    seed => 5, device => 'cpu') f;
+-- the sampling scalar
+SELECT count(*) FILTER (WHERE kmeans_parallel_sample(f, '{{0,0}}', id, 1, 1, 27, 1e9, 1)) AS all_sampled,
+       count(*) FILTER (WHERE kmeans_parallel_sample(f, '{{0,0}}', id, 1, 1, 27, 0, 1)) AS none_sampled
+FROM kd_pts;
+
 -- errors of the driver
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 28);
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts WHERE false', 2);
@@ -113,6 +134,10 @@ SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 0);
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, max_iter => 0);
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, tol => -1);
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, init => 'k-means++');
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, init => 'kmeans');
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, init => 'random',
+                                     init_centroids => '{{0,0},{1,1}}');
+SELECT * FROM gpu_kmeans_distributed('SELECT id, ''{1,1}''::real[] FROM kd_pts', 2);
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', NULL);
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, init_centroids => '{{0,0}}');
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 1, init_centroids => '{{0,0,0}}');

@@ -54,6 +54,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/params.h"
+#include "nodes/primnodes.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -91,8 +92,10 @@ typedef struct KmStep
 	int32		k;
 	int32		d;
 	bool		origin;			/* centroids NULL: one centre at 0 */
+	bool		fixed;			/* centroids a constant or query parameter */
 	int64		n;				/* rows aggregated */
 	double		inertia;
+	double		cost;			/* sum of the float d2 (k-means++'s potential) */
 	float	   *C;				/* k x d given centres */
 	double	   *sums;			/* k x d */
 	int64	   *counts;			/* k */
@@ -228,6 +231,24 @@ step_features(KmStep *s, ArrayType *arr, bool has_id, int64 id)
 	(void) gc_features(arr, &d, s->x, has_id ? "row with id" : NULL, id);
 }
 
+/*
+ * Whether the centroids argument is the same in every row by construction:
+ * a constant, or a parameter of the query (the driver's $1); then it is
+ * read once, otherwise compared in every row.
+ */
+static bool
+centroids_fixed(FunctionCallInfo fcinfo)
+{
+	Aggref	   *ag = AggGetAggref(fcinfo);
+	Node	   *e;
+
+	if (ag == NULL || list_length(ag->args) < 2)
+		return false;
+	e = (Node *) ((TargetEntry *) lsecond(ag->args))->expr;
+	return IsA(e, Const) ||
+		(IsA(e, Param) && ((Param *) e)->paramkind == PARAM_EXTERN);
+}
+
 Datum
 kmeans_step_transfn(PG_FUNCTION_ARGS)
 {
@@ -276,10 +297,11 @@ kmeans_step_transfn(PG_FUNCTION_ARGS)
 			memcpy(s->C, C, sizeof(float) * (Size) k * d);
 			pfree(C);
 		}
+		s->fixed = centroids_fixed(fcinfo);
 	}
 	else if (PG_ARGISNULL(2) != s->origin)
 		centroids_differ();
-	else if (!s->origin)
+	else if (!s->origin && !s->fixed)
 	{
 		/*
 		 * The same centres in every row: compared by value (a pointer may be
@@ -300,6 +322,7 @@ kmeans_step_transfn(PG_FUNCTION_ARGS)
 	s->counts[c]++;
 	s->members[c] += row_hash(s->x, s->d);
 	s->inertia += gc_dist2_f64(s->x, s->C + (Size) c * s->d, s->d);
+	s->cost += (double) d2;
 	s->n++;
 	far_offer(s, d2, c, id, s->x);
 	PG_RETURN_POINTER(s);
@@ -322,6 +345,7 @@ kmeans_step_combine(PG_FUNCTION_ARGS)
 		a = step_new(aggcxt, b->k, b->d, b->origin);
 		a->n = b->n;
 		a->inertia = b->inertia;
+		a->cost = b->cost;
 		memcpy(a->C, b->C, sizeof(float) * (Size) b->k * b->d);
 		memcpy(a->sums, b->sums, sizeof(double) * (Size) b->k * b->d);
 		memcpy(a->counts, b->counts, sizeof(int64) * b->k);
@@ -350,6 +374,7 @@ kmeans_step_combine(PG_FUNCTION_ARGS)
 	}
 	a->n += b->n;
 	a->inertia += b->inertia;
+	a->cost += b->cost;
 	for (int i = 0; i < b->nfar; i++)
 		far_offer(a, b->far[i].d2, b->far[i].label, b->far[i].id,
 				  b->far_x + (Size) b->far[i].slot * b->d);
@@ -357,10 +382,10 @@ kmeans_step_combine(PG_FUNCTION_ARGS)
 }
 
 /*
- * Serialized: k, d, origin, nfar, n, inertia, then C, sums, counts,
+ * Serialized: k, d, origin, nfar, n, inertia, cost, then C, sums, counts,
  * members, the nfar far rows and their features (in heap order).
  */
-#define KM_HEADER (4 * sizeof(int32) + sizeof(int64) + sizeof(double))
+#define KM_HEADER (4 * sizeof(int32) + sizeof(int64) + 2 * sizeof(double))
 static inline Size
 serial_size(int k, int d, int nfar)
 {
@@ -386,6 +411,7 @@ kmeans_step_serialize(PG_FUNCTION_ARGS)
 	PUT(&s->nfar, sizeof(int32));
 	PUT(&s->n, sizeof(int64));
 	PUT(&s->inertia, sizeof(double));
+	PUT(&s->cost, sizeof(double));
 	PUT(s->C, kd * sizeof(float));
 	PUT(s->sums, kd * sizeof(double));
 	PUT(s->counts, (Size) s->k * sizeof(int64));
@@ -430,6 +456,7 @@ kmeans_step_deserialize(PG_FUNCTION_ARGS)
 #define GET(dst, bytes) (memcpy((dst), p, (bytes)), p += (bytes))
 	GET(&s->n, sizeof(int64));
 	GET(&s->inertia, sizeof(double));
+	GET(&s->cost, sizeof(double));
 	GET(s->C, kd * sizeof(float));
 	GET(s->sums, kd * sizeof(double));
 	GET(s->counts, (Size) k * sizeof(int64));
@@ -456,6 +483,27 @@ int8_array(const int64 *v, int n)
 						   TYPALIGN_DOUBLE);
 }
 
+/* The float32 rows of a k x d real[] (checked when it was made). */
+static const float *
+array_rows(ArrayType *a)
+{
+	return (const float *) ARR_DATA_PTR(a);
+}
+
+/* A k x d real[] of the k x d floats C. */
+static ArrayType *
+rows_array(const float *C, int k, int d)
+{
+	Datum	   *e = palloc(sizeof(Datum) * (Size) k * d);
+	int			dims[2] = {k, d};
+	int			lbs[2] = {1, 1};
+
+	for (Size i = 0; i < (Size) k * d; i++)
+		e[i] = Float4GetDatum(C[i]);
+	return construct_md_array(e, NULL, 2, dims, lbs, FLOAT4OID, sizeof(float4),
+							  true, TYPALIGN_INT);
+}
+
 /*
  * The new centres: the double mean of each centre's rows rounded to
  * float32 (the core's gc_km_update), the given centre when it has none.
@@ -465,11 +513,9 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 {
 	KmStep	   *s;
 	TupleDesc	tupdesc;
-	Datum		values[6];
-	bool		nulls[6] = {false, false, false, false, false, false};
-	Datum	   *e;
-	int			dims[2];
-	int			lbs[2] = {1, 1};
+	Datum		values[7];
+	bool		nulls[7] = {false, false, false, false, false, false, false};
+	float	   *Cn;
 	double		shift = 0.0;
 	int64	   *cnt;
 	double	   *sums;
@@ -514,28 +560,24 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 			cnt[c] = 1;
 		}
 
-	e = palloc(sizeof(Datum) * (Size) s->k * s->d);
+	Cn = palloc(sizeof(float) * (Size) s->k * s->d);
 	for (int c = 0; c < s->k; c++)
 		for (int t = 0; t < s->d; t++)
 		{
 			Size		i = (Size) c * s->d + t;
-			float		v = cnt[c] > 0 ?
-				(float) (sums[i] / (double) cnt[c]) : s->C[i];
-			double		dv = (double) v - (double) s->C[i];
+			double		dv;
 
+			Cn[i] = cnt[c] > 0 ? (float) (sums[i] / (double) cnt[c]) : s->C[i];
+			dv = (double) Cn[i] - (double) s->C[i];
 			shift += dv * dv;
-			e[i] = Float4GetDatum(v);
 		}
-	dims[0] = s->k;
-	dims[1] = s->d;
-	values[0] = PointerGetDatum(construct_md_array(e, NULL, 2, dims, lbs,
-												   FLOAT4OID, sizeof(float4),
-												   true, TYPALIGN_INT));
+	values[0] = PointerGetDatum(rows_array(Cn, s->k, s->d));
 	values[1] = PointerGetDatum(int8_array(s->counts, s->k));
 	values[2] = Float8GetDatum(s->inertia);
 	values[3] = Float8GetDatum(shift);
 	values[4] = Int64GetDatum(s->n);
 	values[5] = PointerGetDatum(int8_array((const int64 *) s->members, s->k));
+	values[6] = Float8GetDatum(s->cost);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -551,6 +593,7 @@ typedef struct StepOut
 	int64	   *counts;
 	uint64	   *members;
 	double		inertia;
+	double		cost;
 	double		shift;
 	int64		n;
 	int			k;
@@ -603,25 +646,27 @@ run_step(SPIPlanPtr plan, ArrayType *C, MemoryContext cxt, StepOut *out)
 	out->inertia = DatumGetFloat8(GetAttributeByNum(r, 3, &isnull));
 	out->shift = DatumGetFloat8(GetAttributeByNum(r, 4, &isnull));
 	out->n = DatumGetInt64(GetAttributeByNum(r, 5, &isnull));
+	out->cost = DatumGetFloat8(GetAttributeByNum(r, 7, &isnull));
 	MemoryContextSwitchTo(old);
 	SPI_freetuptable(SPI_tuptable);
 }
 
-/* The k rows of the source (rows with features, in its order) at rows[]. */
+/*
+ * The k rows at positions rows[] among the source's rows with features, in
+ * its order, or by_id in the order of their ids (then of their features).
+ */
 static ArrayType *
-fetch_rows(const char *source, const int64 *rows, int k, int d,
+fetch_rows(const char *source, bool by_id, const int64 *rows, int k, int d,
 		   MemoryContext cxt)
 {
-	char	   *q = psprintf("SELECT q.o, q.f FROM (SELECT row_number() OVER () - 1 AS o, s.f "
+	char	   *q = psprintf("SELECT q.o, q.f FROM (SELECT row_number() OVER (%s) - 1 AS o, s.f "
 							 "FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL) q WHERE q.o = ANY ($1)",
-							 source);
+							 by_id ? "ORDER BY s.id, s.f" : "", source);
 	Oid			types[1] = {INT8ARRAYOID};
 	SPIPlanPtr	plan = SPI_prepare_cursor(q, 1, types, CURSOR_OPT_PARALLEL_OK);
 	ParamListInfo params = makeParamList(1);
 	float	   *C = MemoryContextAllocZero(cxt, sizeof(float) * (Size) k * d);
-	int			dims[2] = {k, d};
-	int			lbs[2] = {1, 1};
-	Datum	   *e;
+	ArrayType  *result;
 	MemoryContext old;
 
 	if (plan == NULL)
@@ -654,12 +699,128 @@ fetch_rows(const char *source, const int64 *rows, int k, int d,
 	}
 	SPI_freetuptable(SPI_tuptable);
 	old = MemoryContextSwitchTo(cxt);
-	e = palloc(sizeof(Datum) * (Size) k * d);
-	for (Size i = 0; i < (Size) k * d; i++)
-		e[i] = Float4GetDatum(C[i]);
+	result = rows_array(C, k, d);
 	MemoryContextSwitchTo(old);
-	return construct_md_array(e, NULL, 2, dims, lbs, FLOAT4OID, sizeof(float4),
-							  true, TYPALIGN_INT);
+	return result;
+}
+
+/*
+ * k-means|| as the core defines it (kmeans_internal.h, gc_km_init_kmeans_par),
+ * over the rows where they are: candidate 0 is the row at k-means++'s first
+ * draw (stream GC_KM_STREAM_KMEANSPAR, counter 0) among the rows in id
+ * order; each round r keeps a row when gc_km_par_keep(seed, stream, r, n,
+ * id, ell, D², phi) says so (kmeans_parallel_sample, per row: the row's id
+ * in place of its position), phi being kmeans_step's cost (the sum of the
+ * float D²) over the candidates so far, and adds the kept rows in id
+ * order; the rounds run while r <= GC_KM_PAR_ROUNDS, or while fewer than k
+ * candidates are found and r <= GC_KM_PAR_MAX_ROUNDS.  The candidates weigh
+ * their nearest rows (kmeans_step's counts, ties to the lowest index, as
+ * the core's lab) and the core's weighted k-means++ picks k of them (stream
+ * + GC_KM_PAR_REDUCE_STREAM).  When the ids are the rows' 0-based positions
+ * this is the core's k-means|| (up to the order of phi's double sum).
+ */
+static ArrayType *
+kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
+					 int k, int64 seed, MemoryContext cxt)
+{
+	Oid			types[6] = {FLOAT4ARRAYOID, INT8OID, INT4OID, INT8OID, FLOAT8OID, FLOAT8OID};
+	char	   *q = psprintf("SELECT s.f FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL AND "
+							 "kmeans_parallel_sample(s.f, $1, s.id, $2, $3, $4, $5, $6) ORDER BY s.id, s.f",
+							 source);
+	SPIPlanPtr	pick = SPI_prepare_cursor(q, 6, types, CURSOR_OPT_PARALLEL_OK);
+	const uint64 stream = GC_KM_STREAM_KMEANSPAR;
+	int64		first;
+	gc_status	gs = {GC_OK, ""};
+	gc_ctx		ctx;
+	StepOut		st;
+	ArrayType  *cand;
+	int			m = 1;
+	float	   *Cc,
+			   *out;
+	double	   *w;
+	int			positive = 0;
+
+	if (pick == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	gc_glue_ctx(&ctx);
+	if (gc_km_random_rows(&ctx, n, 1, (uint64) seed, stream, &first, &gs) != GC_OK)
+		gc_glue_report(&gs, "k-means");
+	cand = fetch_rows(source, true, &first, 1, d, cxt);
+	run_step(step, cand, cxt, &st);
+	for (int r = 1; r <= GC_KM_PAR_MAX_ROUNDS; r++)
+	{
+		ParamListInfo params = makeParamList(6);
+		MemoryContext old;
+
+		if ((r > GC_KM_PAR_ROUNDS && m >= k) || !(st.cost > 0.0))
+			break;
+		params->params[0].value = PointerGetDatum(cand);
+		params->params[0].ptype = FLOAT4ARRAYOID;
+		params->params[1].value = Int64GetDatum(seed);
+		params->params[1].ptype = INT8OID;
+		params->params[2].value = Int32GetDatum(r);
+		params->params[2].ptype = INT4OID;
+		params->params[3].value = Int64GetDatum(n);
+		params->params[3].ptype = INT8OID;
+		params->params[4].value = Float8GetDatum(GC_KM_PAR_OVERSAMPLE * (double) k);
+		params->params[4].ptype = FLOAT8OID;
+		params->params[5].value = Float8GetDatum(st.cost);
+		params->params[5].ptype = FLOAT8OID;
+		for (int i = 0; i < 6; i++)
+		{
+			params->params[i].isnull = false;
+			params->params[i].pflags = PARAM_FLAG_CONST;
+		}
+		CHECK_FOR_INTERRUPTS();
+		gc_run_readonly(pick, params);
+		if (SPI_processed == 0)
+			continue;
+		if ((uint64) m + SPI_processed > (uint64) (MaxAllocSize / sizeof(float) / d))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("k-means|| sampled too many candidates")));
+		old = MemoryContextSwitchTo(cxt);
+		Cc = palloc(sizeof(float) * (Size) (m + SPI_processed) * d);
+		MemoryContextSwitchTo(old);
+		memcpy(Cc, array_rows(cand), sizeof(float) * (Size) m * d);
+		for (uint64 t = 0; t < SPI_processed; t++)
+		{
+			bool		isnull;
+			ArrayType  *f = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[t],
+															 SPI_tuptable->tupdesc, 1, &isnull));
+			int			dd = d;
+
+			(void) gc_features(f, &dd, Cc + (Size) (m + t) * d, NULL, 0);
+		}
+		m += (int) SPI_processed;
+		SPI_freetuptable(SPI_tuptable);
+		old = MemoryContextSwitchTo(cxt);
+		cand = rows_array(Cc, m, d);
+		MemoryContextSwitchTo(old);
+		run_step(step, cand, cxt, &st);
+	}
+
+	/* the candidates weighted by their rows, and k of them by k-means++ */
+	w = palloc(sizeof(double) * m);
+	for (int c = 0; c < m; c++)
+		positive += (w[c] = (double) st.counts[c]) > 0.0;
+	if (positive < k)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k-means|| found %d distinct candidate centres, fewer than k (%d)",
+						positive, k),
+				 errhint("Use init => 'random', or a smaller k.")));
+	out = palloc(sizeof(float) * (Size) k * d);
+	if (gc_km_init_kmeanspp_w(&ctx, array_rows(cand), m, d, k, w, (uint64) seed,
+							  stream + GC_KM_PAR_REDUCE_STREAM, out, NULL, &gs) != GC_OK)
+		gc_glue_report(&gs, "k-means");
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		ArrayType  *C = rows_array(out, k, d);
+
+		MemoryContextSwitchTo(old);
+		return C;
+	}
 }
 
 /* ERROR when argument i is NULL. */
@@ -723,11 +884,17 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("tol must be a finite number >= 0, got %g", tol)));
-	if (strcmp(init, "random") != 0)
+	if (strcmp(init, "random") != 0 && strcmp(init, "k-means||") != 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				(errcode(strcmp(init, "k-means++") == 0 ?
+						 ERRCODE_FEATURE_NOT_SUPPORTED : ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("gpu_kmeans_distributed has no init '%s'", init),
-				 errdetail("It seeds with init => 'random' (the rows gpu_kmeans's random init draws from the same seed) or starts from init_centroids; k-means|| seeding is not there yet.")));
+				 errdetail("It seeds with init => 'k-means||' (k-means++ in a few rounds of sampling, each one pass over the rows) or 'random' (the rows gpu_kmeans's random init draws from the same seed), or starts from init_centroids; k-means++ is sequential (one pass per centre).")));
+	if (!PG_ARGISNULL(6) && strcmp(init, "k-means||") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("init and init_centroids both choose the initial centroids"),
+				 errhint("Leave init at its default ('k-means||') with init_centroids.")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type of gpu_kmeans_distributed must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
@@ -775,6 +942,8 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 
 	if (given != NULL)
 		C = given;
+	else if (strcmp(init, "k-means||") == 0)
+		C = kmeans_parallel_init(source, plan, n, d, k, seed, cxt);
 	else
 	{
 		int64	   *rows = palloc(sizeof(int64) * k);
@@ -785,7 +954,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		if (gc_km_random_rows(&ctx, n, k, (uint64) seed, GC_KM_STREAM_RANDOM,
 							  rows, &gs) != GC_OK)
 			gc_glue_report(&gs, "k-means");
-		C = fetch_rows(source, rows, k, d, cxt);
+		C = fetch_rows(source, false, rows, k, d, cxt);
 	}
 
 	/* Lloyd's iterations, stopping as the core's kmeans_run stops */

@@ -26,6 +26,11 @@ within 1e-9 relative.  Random seeding (init => 'random', seed) over a source
 in id order is checked the same way against gpu_kmeans_fit(init =>
 'random', same seed), and so is a start with three centres far from every
 row, whose empty clusters are re-seeded as gpu_kmeans re-seeds them.
+k-means|| seeding (k = 40, ids the rows' 0-based positions): the parallel
+run equals the serial run and gpu_kmeans_fit(init => 'k-means||') within
+the tolerance (its draws are keyed by row id, the core's by position), its
+sampling queries run in workers, and its inertia is at most 1.05 x
+gpu_kmeans_fit's k-means++.
 
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on any failure.
 """
@@ -132,7 +137,7 @@ def nested_plans(conn, run):
         result = run()
     finally:
         conn.execute("RESET client_min_messages; SET auto_explain.log_min_duration = -1")
-    return result, [p for p in logs if "kmeans_step(" in p]
+    return result, logs
 
 
 def main():
@@ -165,6 +170,7 @@ def main():
             cur.execute(PARALLEL)
             t0 = time.perf_counter()
             par, plans = nested_plans(conn, lambda: model(cur, q, (source, k, lit)))
+            plans = [p for p in plans if "kmeans_step(" in p]
             t_par = time.perf_counter() - t0
             workers = [int(m) for p in plans for m in re.findall(r"Workers Launched: (\d+)", p)]
             check(f"k = {k}: every query of the parallel driver ran a Partial Aggregate in workers",
@@ -202,11 +208,41 @@ def main():
         compare(cur, "3 empty clusters re-seeded, parallel vs gpu_kmeans_fit", par, fit)
 
         # random seeding: the rows gpu_kmeans's random init draws
-        par = model(cur, "SELECT * FROM gpu_kmeans_distributed(%s, 30, tol => 1e-6, seed => 11)",
-                    (ordered,))
+        par = model(cur, "SELECT * FROM gpu_kmeans_distributed(%s, 30, tol => 1e-6, "
+                    "init => 'random', seed => 11)", (ordered,))
         fit = model(cur, "SELECT * FROM gpu_kmeans_fit(%s, 30, tol => 1e-6, init => 'random', "
                     "seed => 11, device => 'cpu')", (ordered,))
         compare(cur, "random seeding, parallel vs gpu_kmeans_fit", par, fit)
+
+        # k-means|| (the default): its sampling is keyed by row id, so the
+        # seeds, and then the fit up to the tolerance, are those of a serial
+        # run; with ids that are the 0-based positions, those of gpu_kmeans's
+        # k-means|| too
+        source = f"SELECT id - 1, f FROM {TABLE} ORDER BY id"
+        q = "SELECT * FROM gpu_kmeans_distributed(%s, 40, tol => 1e-6, seed => 5)"
+        cur.execute(PARALLEL)
+        t0 = time.perf_counter()
+        par, plans = nested_plans(conn, lambda: model(cur, q, (source,)))
+        t_par = time.perf_counter() - t0
+        samples = [p for p in plans if "kmeans_parallel_sample" in p]
+        cur.execute(SERIAL)
+        t0 = time.perf_counter()
+        ser = model(cur, q, (source,))
+        t_ser = time.perf_counter() - t0
+        pp = model(cur, "SELECT * FROM gpu_kmeans_fit(%s, 40, tol => 1e-6, seed => 5, "
+                   "device => 'cpu')", (source,))
+        kp = model(cur, "SELECT * FROM gpu_kmeans_fit(%s, 40, tol => 1e-6, seed => 5, "
+                   "init => 'k-means||', device => 'cpu')", (source,))
+        info(f"k-means|| k = 40: {par['iterations']} iterations, parallel {t_par:.2f} s, "
+             f"serial {t_ser:.2f} s; inertia {par['inertia']:.6g}, gpu_kmeans_fit k-means++ "
+             f"{pp['inertia']:.6g} ({pp['iterations']} iterations)")
+        check("k-means||: sampling rounds ran in parallel workers",
+              len(samples) >= 1 and all("Workers Launched: 0" not in p and "Workers Launched" in p
+                                        for p in samples), f"{len(samples)} sampling queries")
+        compare(cur, "k-means||, parallel vs not parallel", par, ser)
+        compare(cur, "k-means||, parallel vs gpu_kmeans_fit(init => 'k-means||')", par, kp)
+        check("k-means||: inertia at most 1.05 x gpu_kmeans_fit's k-means++",
+              par["inertia"] <= 1.05 * pp["inertia"], f"ratio {par['inertia'] / pp['inertia']:.4f}")
         cur.execute(f"DROP TABLE {TABLE}")
 
     print(f"{passed} passed, {failed} failed")
