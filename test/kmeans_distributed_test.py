@@ -34,6 +34,7 @@ gpu_kmeans_fit's k-means++.
 
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on any failure.
 """
+import os
 import re
 import sys
 import time
@@ -41,29 +42,16 @@ import time
 import numpy as np
 import psycopg
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_sklearn as report  # noqa: E402  (its check / info and counts)
+
+check, info = report.check, report.info
+
 TABLE = "gc_kd_rows"
 N_BLOB, N_UNIFORM, D, BLOBS = 120_000, 2_000, 8, 24
 PARALLEL = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
             "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 4")
 SERIAL = "SET max_parallel_workers_per_gather = 0"
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-    print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail else ""),
-          flush=True)
-    return ok
-
-
-def info(msg):
-    print(f"INFO  {msg}", flush=True)
-
 
 def make_rows():
     rng = np.random.default_rng(18)
@@ -245,8 +233,8 @@ def main():
               par["inertia"] <= 1.05 * pp["inertia"], f"ratio {par['inertia'] / pp['inertia']:.4f}")
         cur.execute(f"DROP TABLE {TABLE}")
 
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    print(f"{report.passed} passed, {report.failed} failed")
+    return 0 if report.failed == 0 else 1
 
 
 if __name__ == "__main__":
