@@ -419,3 +419,126 @@ COMMENT ON VIEW gpuclust_gpu_jobs IS
 'it was queued, and since it started.  Roles without pg_read_all_stats '
 'see their own jobs only.';
 GRANT SELECT ON gpuclust_gpu_jobs TO PUBLIC;
+
+-- k-means as a combinable aggregate (one Lloyd iteration), and its driver
+
+CREATE TYPE kmeans_step_result AS (
+    centroids real[],     -- k x d: the new centres (a centre with no row keeps its given one)
+    counts bigint[],      -- rows per centre
+    inertia float8,       -- sum of squared distances to the given centres
+    shift float8,         -- sum of squared moves of the centres
+    n bigint,             -- rows aggregated
+    members bigint[],     -- per centre, an order-independent hash of its rows
+    cost float8           -- sum of the float32 squared distances (k-means++'s potential)
+);
+
+CREATE FUNCTION kmeans_step_transfn(internal, real[], real[])
+RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_transfn(internal, float8[], real[])
+RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_transfn(internal, real[], real[], bigint)
+RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_transfn(internal, float8[], real[], bigint)
+RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_combine(internal, internal)
+RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_combine'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_serialize(internal)
+RETURNS bytea AS 'MODULE_PATHNAME', 'kmeans_step_serialize'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_deserialize(bytea, internal)
+RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_deserialize'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_final(internal)
+RETURNS kmeans_step_result AS 'MODULE_PATHNAME', 'kmeans_step_final'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_step(features real[], centroids real[]) (
+    SFUNC = kmeans_step_transfn, STYPE = internal,
+    COMBINEFUNC = kmeans_step_combine,
+    SERIALFUNC = kmeans_step_serialize, DESERIALFUNC = kmeans_step_deserialize,
+    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE kmeans_step(features float8[], centroids real[]) (
+    SFUNC = kmeans_step_transfn, STYPE = internal,
+    COMBINEFUNC = kmeans_step_combine,
+    SERIALFUNC = kmeans_step_serialize, DESERIALFUNC = kmeans_step_deserialize,
+    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE kmeans_step(features real[], centroids real[], id bigint) (
+    SFUNC = kmeans_step_transfn, STYPE = internal,
+    COMBINEFUNC = kmeans_step_combine,
+    SERIALFUNC = kmeans_step_serialize, DESERIALFUNC = kmeans_step_deserialize,
+    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE kmeans_step(features float8[], centroids real[], id bigint) (
+    SFUNC = kmeans_step_transfn, STYPE = internal,
+    COMBINEFUNC = kmeans_step_combine,
+    SERIALFUNC = kmeans_step_serialize, DESERIALFUNC = kmeans_step_deserialize,
+    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
+
+COMMENT ON AGGREGATE kmeans_step(real[], real[]) IS
+'One k-means (Lloyd) iteration over the rows from the k x d centroids: each '
+'row goes to its nearest centroid exactly as kmeans_assign assigns it, and '
+'the result has the new centres (double means rounded to real), the counts, '
+'the inertia, the squared shift and a hash of each cluster''s rows.  '
+'Combinable and serializable: parallel query runs it in parallel workers.  '
+'NULL centroids: one centre at the origin (the rows'' count and mean).  With '
+'an id argument, errors name the row.';
+
+COMMENT ON AGGREGATE kmeans_step(float8[], real[]) IS
+'kmeans_step for double precision features (narrowed to real first); see kmeans_step(real[], real[]).';
+COMMENT ON AGGREGATE kmeans_step(real[], real[], bigint) IS
+'kmeans_step(features, centroids) whose errors name the row by id; see kmeans_step(real[], real[]).';
+COMMENT ON AGGREGATE kmeans_step(float8[], real[], bigint) IS
+'kmeans_step(features, centroids) whose errors name the row by id; see kmeans_step(real[], real[]).';
+COMMENT ON FUNCTION kmeans_step_transfn(internal, real[], real[]) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(internal, float8[], real[]) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(internal, real[], real[], bigint) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(internal, float8[], real[], bigint) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_combine(internal, internal) IS
+'kmeans_step''s combine function: adds two partial states over the same centroids.';
+COMMENT ON FUNCTION kmeans_step_serialize(internal) IS
+'kmeans_step''s state as bytea, for parallel workers (and Citus).';
+COMMENT ON FUNCTION kmeans_step_deserialize(bytea, internal) IS
+'kmeans_step''s state from bytea.';
+COMMENT ON FUNCTION kmeans_step_final(internal) IS
+'kmeans_step''s final function: the new centres and the iteration''s statistics.';
+
+CREATE FUNCTION gpu_kmeans_distributed(source text, k int, max_iter int DEFAULT 300,
+                                       tol float8 DEFAULT 1e-4, init text DEFAULT 'k-means||',
+                                       seed bigint DEFAULT 0, init_centroids real[] DEFAULT NULL,
+                                       OUT centroids real[], OUT inertia float8,
+                                       OUT iterations int, OUT converged boolean,
+                                       OUT n bigint, OUT d int)
+RETURNS record
+AS 'MODULE_PATHNAME', 'gpu_kmeans_distributed'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION gpu_kmeans_distributed(text, int, int, float8, text, bigint, real[]) IS
+'k-means as repeated kmeans_step aggregates over the source query (id, '
+'features), each of which parallel query can run in parallel workers; '
+'returns the model as gpu_kmeans_fit does.  Seeds with k-means|| (rounds of '
+'per-row sampling) or ''random'', or starts from init_centroids.  From the '
+'same initial centres (init_centroids, or init => ''random'' from the same '
+'seed over a source in a fixed order) its centres equal gpu_kmeans_fit''s up '
+'to the order of the double sums; label the rows with kmeans_assign.';
+
+CREATE FUNCTION kmeans_parallel_sample(features real[], centroids real[], id bigint,
+                                       seed bigint, round int, n bigint, ell float8, phi float8)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'kmeans_parallel_sample'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION kmeans_parallel_sample(features float8[], centroids real[], id bigint,
+                                       seed bigint, round int, n bigint, ell float8, phi float8)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'kmeans_parallel_sample'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION kmeans_parallel_sample(real[], real[], bigint, bigint, int, bigint, float8, float8) IS
+'k-means|| sampling of one row (gpu_kmeans_distributed): true when the row''s '
+'own uniform draw, keyed by seed, round, n and id as the core''s k-means|| '
+'keys it by position, is below ell times its float distance squared to the '
+'nearest centroid over phi.';
+COMMENT ON FUNCTION kmeans_parallel_sample(float8[], real[], bigint, bigint, int, bigint, float8, float8) IS
+'kmeans_parallel_sample for double precision features.';

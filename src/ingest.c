@@ -1193,7 +1193,7 @@ check_source(SPIPlanPtr plan, const QueryRole *role)
  * after; an error restores it too).  ERROR when SPI fails.
  */
 static void
-run_readonly(SPIPlanPtr plan, DestReceiver *dest)
+run_readonly(SPIPlanPtr plan, ParamListInfo params, DestReceiver *dest)
 {
 	SPIExecuteOptions options;
 	int			nestlevel;
@@ -1201,6 +1201,7 @@ run_readonly(SPIPlanPtr plan, DestReceiver *dest)
 
 	memset(&options, 0, sizeof(options));
 	options.read_only = true;
+	options.params = params;
 	options.dest = dest;
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("transaction_read_only", "on",
@@ -1219,7 +1220,24 @@ gc_run_labels_query(const char *query, DestReceiver *dest)
 	SPIPlanPtr	plan = prepare_source(query, &labels_role);
 
 	check_source(plan, &labels_role);
-	run_readonly(plan, dest);
+	run_readonly(plan, NULL, dest);
+}
+
+int
+gc_check_source_query(const char *source)
+{
+	SPIPlanPtr	plan = prepare_source(source, &source_role);
+	CachedPlanSource *ps;
+
+	check_source(plan, &source_role);
+	ps = (CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan));
+	return ps->resultDesc ? ps->resultDesc->natts : 0;
+}
+
+void
+gc_run_readonly(SPIPlanPtr plan, ParamListInfo params)
+{
+	run_readonly(plan, params, NULL);
 }
 
 static void ingest_run(const char *source, Oid id_type, int flags,
@@ -1273,7 +1291,7 @@ ingest_run(const char *source, Oid id_type, int flags, bool centroids,
 	st.est_rows = estimate_rows(plan);
 
 	/* run to completion into the receiver */
-	run_readonly(plan, &st.pub);
+	run_readonly(plan, NULL, &st.pub);
 	error_context_stack = st.base_context;
 	if (!st.started)
 		elog(ERROR, "source query returned no result description");

@@ -79,6 +79,19 @@ extern void gc_ingest_centroids(const char *init_query, MemoryContext outcxt,
 extern void gc_run_labels_query(const char *query, DestReceiver *dest);
 
 /*
+ * The checks of a source query (one statement that only reads), for a
+ * caller that then runs its own query over it (kmeans_step_sql.c):
+ * gc_check_source_query raises the errors gc_ingest raises before running,
+ * and returns the number of columns.
+ * gc_run_readonly runs a prepared plan with params read-only, as sources
+ * run, its rows in SPI_tuptable (SPI connected by the caller).
+ */
+struct _SPI_plan;
+struct ParamListInfoData;
+extern int	gc_check_source_query(const char *source);
+extern void gc_run_readonly(struct _SPI_plan *plan, struct ParamListInfoData *params);
+
+/*
  * The cast of features of another type to real[] (numeric[], pgvector's
  * vector, PostGIS's geometry through gpuclust_postgis ...), as
  * "features::real[]" would cast them: the expression is built once (per

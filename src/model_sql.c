@@ -55,10 +55,13 @@
 #include "cluster_run.h"
 #include "progress.h"
 #include "cluster_srf.h"
+#include "core/kmeans_internal.h"
+#include "core/rng.h"
 
 PG_FUNCTION_INFO_V1(gpu_kmeans_fit);
 PG_FUNCTION_INFO_V1(kmeans_assign);
 PG_FUNCTION_INFO_V1(kmeans_assign_distance);
+PG_FUNCTION_INFO_V1(kmeans_parallel_sample);
 
 /* ---------------------------------------------------------------------
  * gpu_kmeans_fit
@@ -329,23 +332,24 @@ unit_centroids(FunctionCallInfo fcinfo, CentroidCache *m)
 
 /*
  * The nearest centroid to the features of argument 0 (real[] or double
- * precision[]) under the metric of argument 2; *x receives the features as
- * float32 (d long; under cosine their unit row), *C the centroids compared
- * (under cosine their unit rows).
+ * precision[]) under the metric of argument metric_arg (< 0: euclidean);
+ * *x receives the features as float32 (d long; under cosine their unit
+ * row), *C the centroids compared (under cosine their unit rows), *d2 the
+ * float distance² to the nearest.
  */
 static int
-nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x,
-		const float **C, gc_metric *metric)
+nearest(FunctionCallInfo fcinfo, int metric_arg, const CentroidCache **model,
+		float **x, const float **C, gc_metric *metric, float *d2)
 {
 	CentroidCache *m = get_centroids(fcinfo, 1);
 	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(0);
 	int			len = 0;
 	float	   *f;
 	const float *cc = m->C;
-	int			best = 0;
-	float		best_d2;
+	int			best;
 
-	*metric = gc_glue_kmeans_metric(PG_GETARG_DATUM(2));
+	*metric = metric_arg < 0 ? GC_METRIC_EUCLIDEAN :
+		gc_glue_kmeans_metric(PG_GETARG_DATUM(metric_arg));
 	if (ARR_NDIM(arr) == 1 && ARR_DIMS(arr)[0] != m->d)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
@@ -367,17 +371,7 @@ nearest(FunctionCallInfo fcinfo, const CentroidCache **model, float **x,
 	}
 
 	/* exactly the core's assignment: gc_dist2, strict <, lowest index */
-	best_d2 = gc_dist2(f, cc, m->d);
-	for (int c = 1; c < m->k; c++)
-	{
-		float		d2 = gc_dist2(f, cc + (Size) c * m->d, m->d);
-
-		if (d2 < best_d2)
-		{
-			best_d2 = d2;
-			best = c;
-		}
-	}
+	best = gc_km_nearest(f, cc, m->k, m->d, d2);
 	*model = m;
 	*x = f;
 	*C = cc;
@@ -391,7 +385,8 @@ kmeans_assign(PG_FUNCTION_ARGS)
 	float	   *x;
 	const float *C;
 	gc_metric	metric;
-	int			c = nearest(fcinfo, &m, &x, &C, &metric);
+	float		d2;
+	int			c = nearest(fcinfo, 2, &m, &x, &C, &metric, &d2);
 
 	pfree(x);
 	PG_RETURN_INT32(c);
@@ -404,11 +399,36 @@ kmeans_assign_distance(PG_FUNCTION_ARGS)
 	float	   *x;
 	const float *C;
 	gc_metric	metric;
-	int			c = nearest(fcinfo, &m, &x, &C, &metric);
+	float		d2;
+	int			c = nearest(fcinfo, 2, &m, &x, &C, &metric, &d2);
 	/* as the core computes gpu_kmeans's distance column */
 	double		dist = gc_km_distance(gc_dist2_f64(x, C + (Size) c * m->d, m->d),
 									  metric);
 
 	pfree(x);
 	PG_RETURN_FLOAT8(dist);
+}
+
+/*
+ * kmeans_parallel_sample(features, centroids, id, seed, round, n, ell, phi):
+ * whether k-means|| keeps the row in this round, by the core's rule
+ * (gc_km_par_keep, stream GC_KM_STREAM_KMEANSPAR) with the row's id in
+ * place of its position and D² its float distance² to the nearest
+ * centroid: the row's own draw, wherever it is scanned.
+ */
+Datum
+kmeans_parallel_sample(PG_FUNCTION_ARGS)
+{
+	const CentroidCache *m;
+	float	   *x;
+	const float *C;
+	gc_metric	metric;
+	float		d2;
+
+	(void) nearest(fcinfo, -1, &m, &x, &C, &metric, &d2);
+	pfree(x);
+	PG_RETURN_BOOL(gc_km_par_keep((uint64) PG_GETARG_INT64(3), GC_KM_STREAM_KMEANSPAR,
+								  PG_GETARG_INT32(4), PG_GETARG_INT64(5),
+								  PG_GETARG_INT64(2), PG_GETARG_FLOAT8(6),
+								  (double) d2, PG_GETARG_FLOAT8(7)));
 }

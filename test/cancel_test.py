@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """pg_cancel_backend stops a long clustering call promptly.
 
-One session runs gpu_kmeans with a million restarts and gpu_dbscan over a
-slow source; another cancels it after a second with pg_cancel_backend.  The
-call must end with SQLSTATE 57014 within 2 s of the cancel, and the session
+One session runs gpu_kmeans with a million restarts, and
+gpu_kmeans_distributed and gpu_dbscan over a slow source; another cancels
+each after a second with pg_cancel_backend.  The call must end with SQLSTATE 57014 within 2 s of the cancel, and the session
 must go on working.  Run against a server with the extension installed
 (libpq environment variables), by test/run_tests.sh.
 """
@@ -19,6 +19,10 @@ CALLS = {
         "SELECT count(*) FROM gpu_kmeans('SELECT i, ARRAY[i % 1000, i % 7]::real[] "
         "FROM generate_series(1, 100000) i', 50, max_iter => 1000000, tol => 0, "
         "n_init => 1000000, device => 'cpu')",
+    "distributed k-means (the kmeans_step passes)":
+        "SELECT * FROM gpu_kmeans_distributed('SELECT i, ARRAY[i % 1000, i % 7]::real[] "
+        "FROM generate_series(1, 100000) i WHERE pg_sleep(0.00001) IS NOT NULL', 50, "
+        "max_iter => 1000000, tol => 0)",
     "DBSCAN (reading the source)":
         "SELECT count(*) FROM gpu_dbscan('SELECT i, ARRAY[i] FROM generate_series(1, 100000) i "
         "WHERE pg_sleep(0.001) IS NOT NULL', 1, 1)",

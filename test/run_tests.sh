@@ -3,7 +3,9 @@
 # the core's unit tests (plain, then under ASan/UBSan), pg_regress against a
 # throwaway server, pg_cancel_backend from a second session, clustering
 # beside busy loops (test/load_test.py), the comparisons
-# with scikit-learn on real data (DBSCAN, k-means, affinity propagation), and
+# with scikit-learn on real data (DBSCAN, k-means, affinity propagation), the
+# k-means aggregate under parallel query against the single-node k-means
+# (test/kmeans_distributed_test.py), and
 # a pg_cron job in that server (test/cron_test.py), the progress view read
 # from a second session (test/progress_test.py), the GPU worker's hand-off,
 # queue, cancellation and failures (test/worker_test.py) — and ends with one line
@@ -37,6 +39,7 @@ suite "pg_cancel_backend" /usr/bin/python3 test/cancel_test.py
 suite "CPU threads under load" /usr/bin/python3 test/load_test.py
 suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
 suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
+suite "k-means aggregate under parallel query" /usr/bin/python3 test/kmeans_distributed_test.py
 suite "pg_cron job" /usr/bin/python3 test/cron_test.py
 suite "gpuclust_progress" /usr/bin/python3 test/progress_test.py
 suite "GPU worker" /usr/bin/python3 test/worker_test.py

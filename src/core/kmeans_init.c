@@ -504,17 +504,12 @@ init_random_weighted(const gc_ctx *ctx, const float *X, int64_t n, int d,
 }
 
 gc_code
-gc_km_init_random_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
-					int k, const double *w, uint64_t seed, uint64_t stream,
-					float *centroids, int64_t *chosen, gc_status *st)
+gc_km_random_rows(const gc_ctx *ctx, int64_t n, int k, uint64_t seed,
+				  uint64_t stream, int64_t *rows, gc_status *st)
 {
-	uint64_t   *taken;
+	uint64_t   *taken = calloc((size_t) (n + 63) / 64, sizeof(uint64_t));
 	uint64_t	ctr = 0;
 
-	if (w != NULL)
-		return init_random_weighted(ctx, X, n, d, k, w, seed, stream,
-									centroids, chosen, st);
-	taken = calloc((size_t) (n + 63) / 64, sizeof(uint64_t));
 	if (taken == NULL)
 		return gc_fail(st, GC_ENOMEM, "out of memory in random seeding");
 	for (int c = 0; c < k;)
@@ -532,13 +527,33 @@ gc_km_init_random_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		if (taken[i / 64] & (UINT64_C(1) << (i % 64)))
 			continue;
 		taken[i / 64] |= UINT64_C(1) << (i % 64);
-		memcpy(centroids + (size_t) c * d, X + i * d, sizeof(float) * d);
-		if (chosen)
-			chosen[c] = i;
-		c++;
+		rows[c++] = i;
 	}
 	free(taken);
 	return GC_OK;
+}
+
+gc_code
+gc_km_init_random_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					int k, const double *w, uint64_t seed, uint64_t stream,
+					float *centroids, int64_t *chosen, gc_status *st)
+{
+	int64_t    *rows;
+	gc_code		rc;
+
+	if (w != NULL)
+		return init_random_weighted(ctx, X, n, d, k, w, seed, stream,
+									centroids, chosen, st);
+	rows = chosen != NULL ? chosen : malloc(sizeof(int64_t) * (size_t) k);
+	if (rows == NULL)
+		return gc_fail(st, GC_ENOMEM, "out of memory in random seeding");
+	rc = gc_km_random_rows(ctx, n, k, seed, stream, rows, st);
+	if (rc == GC_OK)
+		for (int c = 0; c < k; c++)
+			memcpy(centroids + (size_t) c * d, X + rows[c] * d, sizeof(float) * d);
+	if (rows != chosen)
+		free(rows);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */

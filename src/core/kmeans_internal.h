@@ -140,6 +140,15 @@ gc_code		gc_km_init_random(const gc_ctx *ctx, const float *X, int64_t n,
 							  gc_status *st);
 
 /*
+ * The rows gc_km_init_random draws, without the rows themselves: rows[c]
+ * (0-based, of n) is the row of centre c.  The distributed k-means
+ * (kmeans_step_sql.c) seeds from the same rows of a source in a fixed order.
+ */
+gc_code		gc_km_random_rows(const gc_ctx *ctx, int64_t n, int k,
+							  uint64_t seed, uint64_t stream, int64_t *rows,
+							  gc_status *st);
+
+/*
  * The same, weighted by w (NULL: gc_km_init_random): draw c (counter c)
  * takes a row not yet taken with probability proportional to its weight,
  * as numpy's choice(n, k, replace=False, p=w / sum w) does.  CPU only.

@@ -156,6 +156,32 @@ gc_dist2(const float *a, const float *b, int d)
 }
 
 /*
+ * The k-means assignment of one row: the index of the nearest of the k
+ * centres C (k x d) by gc_dist2, strict <, so ties go to the lowest index;
+ * *best_d2 gets that distance.  The vector kernel of gc_km_assign gives the
+ * same labels; kmeans_assign and the kmeans_step aggregate call this.
+ */
+static inline int
+gc_km_nearest(const float *x, const float *C, int k, int d, float *best_d2)
+{
+	int			best = 0;
+	float		bd = gc_dist2(x, C, d);
+
+	for (int c = 1; c < k; c++)
+	{
+		float		d2 = gc_dist2(x, C + (size_t) c * d, d);
+
+		if (d2 < bd)
+		{
+			bd = d2;
+			best = c;
+		}
+	}
+	*best_d2 = bd;
+	return best;
+}
+
+/*
  * gc_dist2(a, b, d) when it is <= lim; otherwise some value > lim (stops
  * early: partial sums of non-negative terms never decrease in float).
  */

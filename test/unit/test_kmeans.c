@@ -1479,6 +1479,21 @@ test_random_init(int64_t n, int d, int k)
 	}
 	CHECK(dup == 0, "random init n=%lld k=%d: %d rows not distinct", (long long) n, k, dup);
 	CHECK(bad == 0, "random init n=%lld k=%d: %d rows differ from the documented draws", (long long) n, k, bad);
+
+	/* the draws alone (the distributed driver's), and the init without chosen */
+	{
+		int64_t    *rows = malloc(sizeof(int64_t) * k);
+		float	   *C2 = malloc(sizeof(float) * k * d);
+
+		CHECK(gc_km_random_rows(&ctx, n, k, seed, 9, rows, &st) == GC_OK &&
+			  memcmp(rows, got, sizeof(int64_t) * k) == 0,
+			  "gc_km_random_rows n=%lld k=%d: the rows of gc_km_init_random", (long long) n, k);
+		CHECK(gc_km_init_random(&ctx, X, n, d, k, seed, 9, C2, NULL, &st) == GC_OK &&
+			  memcmp(C, C2, sizeof(float) * k * d) == 0,
+			  "random init n=%lld k=%d: the same centres without chosen", (long long) n, k);
+		free(rows);
+		free(C2);
+	}
 	free(X);
 	free(C);
 	free(got);

@@ -1,0 +1,160 @@
+--
+-- k-means as a combinable aggregate (kmeans_step) and its driver
+-- (gpu_kmeans_distributed)
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpuclust;
+RESET client_min_messages;
+SET extra_float_digits = 0;
+\set SHOW_CONTEXT errors
+
+-- three well-separated 3x3 grids (spacing 0.1) around (0,0), (10,0), (0,10)
+CREATE TABLE kd_pts AS
+SELECT (c * 10 + j)::int AS id,
+       ARRAY[cx + (j % 3) * 0.1, cy + (j / 3) * 0.1]::real[] AS f
+FROM (VALUES (0, 0.0, 0.0), (1, 10.0, 0.0), (2, 0.0, 10.0)) AS c(c, cx, cy),
+     generate_series(0, 8) AS j;
+
+-- one iteration from given centres: new centres, counts, inertia, shift
+SELECT (s).centroids, (s).counts, round((s).inertia::numeric, 4) AS inertia,
+       round((s).shift::numeric, 4) AS shift, (s).n, array_length((s).members, 1) AS k
+FROM (SELECT kmeans_step(f, '{{1,1},{9,1},{1,9}}') AS s FROM kd_pts) q;
+-- double precision features, and the id form, give the same
+SELECT (kmeans_step(f::float8[], '{{1,1},{9,1},{1,9}}', id)).centroids FROM kd_pts;
+-- centroids NULL: the rows' count and mean
+SELECT (s).centroids, (s).counts FROM (SELECT kmeans_step(f, NULL) AS s FROM kd_pts) q;
+-- a centre with no row is re-seeded with the row farthest from its centre
+-- (ties: the lowest id), which leaves its cluster, as gpu_kmeans re-seeds
+SELECT (s).centroids, (s).counts
+FROM (SELECT kmeans_step(f, '{{1,1},{9,1},{1,9},{100,100}}', id) AS s FROM kd_pts) q;
+SELECT (s).centroids, (s).counts
+FROM (SELECT kmeans_step(f, '{{1,1},{9,1},{1,9},{100,100},{-100,-100}}', id) AS s FROM kd_pts) q;
+-- NULL features are not clustered; no row at all gives NULL
+SELECT (kmeans_step(f, '{{0,0}}')).n FROM (SELECT NULL::real[] AS f UNION ALL SELECT '{1,1}') t;
+SELECT kmeans_step(f, '{{0,0}}') IS NULL AS empty FROM kd_pts WHERE false;
+-- the members hash: same rows, same hash, whatever the order
+SELECT (SELECT (kmeans_step(f, '{{1,1},{9,1},{1,9}}')).members FROM (SELECT * FROM kd_pts ORDER BY id) a) =
+       (SELECT (kmeans_step(f, '{{1,1},{9,1},{1,9}}')).members FROM (SELECT * FROM kd_pts ORDER BY id DESC) b)
+       AS same_members;
+
+-- the aggregate is combinable and serializable, parallel safe
+SELECT aggcombinefn, aggserialfn, aggdeserialfn, aggfinalfn
+FROM pg_aggregate WHERE aggfnoid = 'kmeans_step(real[], real[], bigint)'::regprocedure;
+SELECT DISTINCT proparallel FROM pg_proc WHERE proname LIKE 'kmeans_step%';
+
+-- a partitioned table: with enable_partitionwise_aggregate, one partial
+-- aggregate per partition, combined; the same result up to the order of
+-- the double sums (the inertia's last bits)
+CREATE TABLE kd_part (id int, f real[]) PARTITION BY RANGE (id);
+CREATE TABLE kd_part1 PARTITION OF kd_part FOR VALUES FROM (0) TO (15);
+CREATE TABLE kd_part2 PARTITION OF kd_part FOR VALUES FROM (15) TO (100);
+INSERT INTO kd_part SELECT * FROM kd_pts;
+SET enable_partitionwise_aggregate = on;
+EXPLAIN (COSTS OFF) SELECT kmeans_step(f, '{{1,1},{9,1},{1,9}}', id) FROM kd_part;
+SELECT a.centroids = b.centroids AND a.counts = b.counts AND a.members = b.members AND
+       a.n = b.n AND abs(a.inertia / b.inertia - 1) < 1e-12 AS same_step
+FROM (SELECT (kmeans_step(f, '{{1,1},{9,1},{1,9}}', id)).* FROM kd_part) a,
+     (SELECT (kmeans_step(f, '{{1,1},{9,1},{1,9}}', id)).* FROM kd_pts) b;
+SELECT centroids, iterations FROM gpu_kmeans_distributed('SELECT id, f FROM kd_part', 3,
+                                                        init_centroids => '{{1,1},{9,1},{1,9}}');
+RESET enable_partitionwise_aggregate;
+DROP TABLE kd_part;
+
+-- errors, naming the row when the id is given
+SELECT kmeans_step(f, '{{1,1,1}}', id) FROM kd_pts;
+SELECT kmeans_step(f, '{{1,1,1}}') FROM kd_pts;
+SELECT kmeans_step(CASE WHEN id = 4 THEN '{1,NaN}' ELSE f END, '{{0,0}}', id) FROM kd_pts;
+SELECT kmeans_step(CASE WHEN id = 5 THEN '{1,NULL}' ELSE f END, '{{0,0}}', id) FROM kd_pts;
+SELECT kmeans_step(f, '{{0,0}}', NULL) FROM kd_pts;
+SELECT kmeans_step(f, '{0,0}') FROM kd_pts;
+SELECT kmeans_step(f, '{{0,NaN}}') FROM kd_pts;
+SELECT kmeans_step(f, CASE WHEN id = 3 THEN '{{1,1}}' ELSE '{{0,0}}' END::real[]) FROM kd_pts;
+
+-- the driver: the model of gpu_kmeans_fit, from the same initial centres
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 3,
+                                     init_centroids => '{{1,1},{9,1},{1,9}}');
+SELECT d.centroids = f.centroids AS same_centroids, d.iterations = f.iterations AS same_iterations,
+       abs(d.inertia - f.inertia) < 1e-9 AS same_inertia
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 3, init_centroids => '{{1,1},{9,1},{1,9}}') d,
+     gpu_kmeans_fit('SELECT id, f FROM kd_pts', 3, init_centroids => '{{1,1},{9,1},{1,9}}') f;
+-- an empty cluster re-seeded as gpu_kmeans_fit re-seeds it
+SELECT d.centroids = f.centroids AS same_centroids, d.iterations = f.iterations AS same_iterations,
+       d.centroids
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts ORDER BY id', 4,
+                            init_centroids => '{{1,1},{9,1},{1,9},{100,100}}') d,
+     gpu_kmeans_fit('SELECT id, f FROM kd_pts ORDER BY id', 4,
+                    init_centroids => '{{1,1},{9,1},{1,9},{100,100}}') f;
+-- random seeding draws the rows gpu_kmeans's random init draws (same seed, same order)
+SELECT d.centroids = f.centroids AS same_centroids, d.iterations = f.iterations AS same_iterations
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts ORDER BY id', 3, init => 'random', seed => 7) d,
+     gpu_kmeans_fit('SELECT id, f FROM kd_pts ORDER BY id', 3, init => 'random', seed => 7, device => 'cpu') f;
+
+-- a harder problem: 3000 random points in 5-d, k = 12, tol 0 (to convergence)
+CREATE TABLE kd_rand AS
+SELECT i AS id,
+       ARRAY(SELECT ((i * 2654435761 + j * 40503) % 10007) / 1000.0
+             FROM generate_series(1, 5) j)::real[] AS f
+FROM generate_series(1, 3000) i;
+WITH d AS (SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_rand ORDER BY id', 12,
+                                               tol => 0, init => 'random', seed => 3)),
+     f AS (SELECT * FROM gpu_kmeans_fit('SELECT id, f FROM kd_rand ORDER BY id', 12, tol => 0,
+                                        init => 'random', seed => 3, device => 'cpu'))
+SELECT d.iterations = f.iterations AS same_iterations, d.converged, f.converged,
+       (SELECT max(abs(a - b)) FROM unnest(d.centroids, f.centroids) AS u(a, b)) < 1e-5 AS centroids_close,
+       abs(d.inertia / f.inertia - 1) < 1e-9 AS same_inertia,
+       (SELECT count(*) FROM kd_rand p
+        WHERE kmeans_assign(p.f, d.centroids) <> kmeans_assign(p.f, f.centroids)) AS label_diff
+FROM d, f;
+
+-- k-means|| (the default): the core's k-means|| with each row's draw keyed
+-- by its id, so the same seeds in any row order (then the Lloyd iterations,
+-- up to the order of the sums)
+SELECT centroids, iterations, converged
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 3, seed => 1);
+SELECT a.iterations = b.iterations AND
+       (SELECT max(abs(x - y)) FROM unnest(a.centroids, b.centroids) AS u(x, y)) < 1e-5
+       AS same_in_any_order
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_rand ORDER BY id', 12, seed => 5) a,
+     gpu_kmeans_distributed('SELECT id, f FROM kd_rand ORDER BY id DESC', 12, seed => 5) b;
+-- ids that are the rows' 0-based positions: gpu_kmeans's k-means||
+SELECT d.iterations = f.iterations AS same_iterations,
+       (SELECT max(abs(x - y)) FROM unnest(d.centroids, f.centroids) AS u(x, y)) < 1e-5 AS same_centroids
+FROM gpu_kmeans_distributed('SELECT id - 1, f FROM kd_rand ORDER BY id', 12, seed => 5) d,
+     gpu_kmeans_fit('SELECT id - 1, f FROM kd_rand ORDER BY id', 12, init => 'k-means||',
+                    seed => 5, device => 'cpu') f;
+-- the sampling scalar
+SELECT count(*) FILTER (WHERE kmeans_parallel_sample(f, '{{0,0}}', id, 1, 1, 27, 1e9, 1)) AS all_sampled,
+       count(*) FILTER (WHERE kmeans_parallel_sample(f, '{{0,0}}', id, 1, 1, 27, 0, 1)) AS none_sampled
+FROM kd_pts;
+
+-- errors of the driver
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 28);
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts WHERE false', 2);
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 0);
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, max_iter => 0);
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, tol => -1);
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, init => 'k-means++');
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, init => 'kmeans');
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, init => 'random',
+                                     init_centroids => '{{0,0},{1,1}}');
+SELECT * FROM gpu_kmeans_distributed('SELECT id, ''{1,1}''::real[] FROM kd_pts', 2);
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', NULL);
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 2, init_centroids => '{{0,0}}');
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 1, init_centroids => '{{0,0,0}}');
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f, 1 FROM kd_pts', 2);
+SELECT * FROM gpu_kmeans_distributed('DELETE FROM kd_pts RETURNING id, f', 2);
+SELECT * FROM gpu_kmeans_distributed('kd_pts', 2);
+SELECT * FROM gpu_kmeans_distributed('SELECT id, CASE WHEN id = 12 THEN ''{1,2,3}'' ELSE f END FROM kd_pts', 2);
+SELECT * FROM gpu_kmeans_distributed('SELECT NULL::int, f FROM kd_pts', 2);
+
+-- statement_timeout cancels it between (or within) its passes
+CREATE TABLE kd_big AS
+SELECT i AS id, ARRAY[random(), random(), random(), random()]::real[] AS f
+FROM generate_series(1, 200000) i;
+SET statement_timeout = '300ms';
+\set SHOW_CONTEXT never
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_big', 50, tol => 0);
+\set SHOW_CONTEXT errors
+RESET statement_timeout;
+
+DROP TABLE kd_pts, kd_rand, kd_big;
