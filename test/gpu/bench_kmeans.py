@@ -181,6 +181,20 @@ flash = None
 FLASH_NOTE = "not carried"
 
 
+def flash_on_path(vendor):
+    """VENDOR on sys.path for flash_kmeans, with a stand-in tqdm when none is
+    installed (flash-kmeans imports trange; unused in the timed paths)."""
+    sys.path.insert(0, vendor)
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        import types
+        stub = types.ModuleType("tqdm")
+        stub.trange = lambda *a, **kw: range(*a)
+        stub.tqdm = lambda it=None, *a, **kw: it
+        sys.modules["tqdm"] = stub
+
+
 def load_flash(vendor):
     """flash-kmeans's batch_kmeans_Euclid from VENDOR/flash_kmeans, or None
     with FLASH_NOTE saying why."""
@@ -192,15 +206,7 @@ def load_flash(vendor):
         FLASH_NOTE = "not carried"
         print(f"flash-kmeans: not carried (no {vendor}/flash_kmeans; test/gpu/fetch_vendor.sh)", file=sys.stderr)
         return
-    sys.path.insert(0, vendor)
-    try:
-        import tqdm  # noqa: F401  (flash-kmeans imports trange; unused in the timed path)
-    except ImportError:
-        import types
-        stub = types.ModuleType("tqdm")
-        stub.trange = lambda *a, **kw: range(*a)
-        stub.tqdm = lambda it=None, *a, **kw: it
-        sys.modules["tqdm"] = stub
+    flash_on_path(vendor)
     try:
         # the module itself, not the package's __init__, which silently falls
         # back to a PyTorch implementation when Triton fails to import

@@ -20,7 +20,6 @@ ITERS timed iterations (tol 0: all of them run).  Prints one table row.
 import os
 import sys
 import time
-import types
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,15 +35,8 @@ def main():
               f"(no {vendor}/flash_kmeans; test/gpu/fetch_vendor.sh) |")
         return 0
     import torch
-    sys.path.insert(0, vendor)
-    if "tqdm" not in sys.modules:
-        try:
-            import tqdm  # noqa: F401
-        except ImportError:
-            stub = types.ModuleType("tqdm")
-            stub.trange = lambda *a, **kw: range(*a)
-            stub.tqdm = lambda it=None, *a, **kw: it
-            sys.modules["tqdm"] = stub
+    from bench_kmeans import flash_on_path
+    flash_on_path(vendor)
     from flash_kmeans.kmeans_large import kmeans_largeN
 
     t0 = time.time()
