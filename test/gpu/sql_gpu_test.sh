@@ -21,6 +21,7 @@ OUTDIR=${OUT:-test/out}
 mkdir -p "$OUTDIR"
 fails=0
 P="psql -X -q -v ON_ERROR_STOP=1 -At"
+. test/gpu/big_table.sh
 check() {	# name, sql that returns 't' on success
 	local r
 	r=$($P -c "$2" 2>&1)
@@ -212,16 +213,7 @@ echo "$r" | grep -q "cannot run k-means on the GPU" && echo "ok   gpuclust.gpu_d
 	|| { echo "FAIL gpu_device_id: $r"; fails=$((fails + 1)); }
 
 echo "== 1M rows, d = 32, k = 100: end to end"
-$P -c "DROP TABLE IF EXISTS big" -c "CREATE UNLOGGED TABLE big (id bigint, f real[])"
-t0=$(date +%s.%N)
-for p in $(seq 0 15); do
-	$P -c "INSERT INTO big SELECT i, ARRAY(SELECT ((((i % 400) * 7919 + j * 104729) % 2000) / 100.0
-	                     + (hashint4(i * 100 + j) % 1000) / 1000.0)::real FROM generate_series(1, 32) j)
-	       FROM generate_series($p * 62500 + 1, ($p + 1) * 62500) i" &
-done
-wait
-$P -c "VACUUM ANALYZE big"
-echo "table: $($P -c 'SELECT count(*) FROM big') rows, $(awk "BEGIN{print $(date +%s.%N) - $t0}") s to make"
+make_big_table
 r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM big', 100, max_iter => 5)" 2>&1)
 echo "$r" | grep -q "device gpu" && echo "ok   auto, n*k*d = 3.2e9: gpu" || { echo "FAIL auto large: $r"; fails=$((fails + 1)); }
 

@@ -14,20 +14,12 @@ cd "$(dirname "$0")/../.."
 OUTDIR=${OUT:-test/out}
 mkdir -p "$OUTDIR"
 P="psql -X -q -v ON_ERROR_STOP=1 -At"
+. test/gpu/big_table.sh
 
 $P -c 'CREATE EXTENSION IF NOT EXISTS gpuclust' || exit 1
 rows=$($P -c "SELECT count(*) FROM big" 2>/dev/null)
 if [ "$rows" != 1000000 ]; then
-	t0=$(date +%s.%N)
-	$P -c "DROP TABLE IF EXISTS big" -c "CREATE UNLOGGED TABLE big (id bigint, f real[])" || exit 1
-	for p in $(seq 0 15); do
-		$P -c "INSERT INTO big SELECT i, ARRAY(SELECT ((((i % 400) * 7919 + j * 104729) % 2000) / 100.0
-		                     + (hashint4(i * 100 + j) % 1000) / 1000.0)::real FROM generate_series(1, 32) j)
-		       FROM generate_series($p * 62500 + 1, ($p + 1) * 62500) i" &
-	done
-	wait
-	$P -c "VACUUM ANALYZE big"
-	echo "table big: $($P -c 'SELECT count(*) FROM big') rows x 32, made in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s"
+	make_big_table || exit 1
 fi
 call="SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM big', 100, max_iter => 100, seed => 3, device => '%s');"
 {
