@@ -432,50 +432,62 @@ CREATE TYPE kmeans_step_result AS (
     cost float8           -- sum of the float32 squared distances (k-means++'s potential)
 );
 
-CREATE FUNCTION kmeans_step_transfn(internal, real[], real[])
-RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
-LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_transfn(internal, float8[], real[])
-RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
-LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_transfn(internal, real[], real[], bigint)
-RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
-LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_transfn(internal, float8[], real[], bigint)
-RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
-LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_combine(internal, internal)
-RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_combine'
-LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_serialize(internal)
-RETURNS bytea AS 'MODULE_PATHNAME', 'kmeans_step_serialize'
+-- The state: one flat value (kmeans_step_sql.c), not internal, so that
+-- Citus moves it (its worker_partial_agg sends the type's text form from
+-- each shard to the coordinator); parallel query ships it as any value.
+CREATE TYPE kmeans_step_state;
+CREATE FUNCTION kmeans_step_state_in(cstring)
+RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_state_in'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_deserialize(bytea, internal)
-RETURNS internal AS 'MODULE_PATHNAME', 'kmeans_step_deserialize'
+CREATE FUNCTION kmeans_step_state_out(kmeans_step_state)
+RETURNS cstring AS 'MODULE_PATHNAME', 'kmeans_step_state_out'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_final(internal)
+CREATE TYPE kmeans_step_state (
+    INPUT = kmeans_step_state_in, OUTPUT = kmeans_step_state_out,
+    INTERNALLENGTH = VARIABLE, ALIGNMENT = double);
+COMMENT ON TYPE kmeans_step_state IS
+'kmeans_step''s state: per centre the count, double sums, a hash of its rows, '
+'and the rows farthest from their centres.  Its text form (base64, in the '
+'server''s byte order) is what Citus sends from the shards to the coordinator.';
+COMMENT ON FUNCTION kmeans_step_state_in(cstring) IS
+'kmeans_step_state from its text form, checked.';
+COMMENT ON FUNCTION kmeans_step_state_out(kmeans_step_state) IS
+'kmeans_step_state''s text form.';
+
+CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[])
+RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[])
+RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[], bigint)
+RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint)
+RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_combine(kmeans_step_state, kmeans_step_state)
+RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_combine'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_final(kmeans_step_state)
 RETURNS kmeans_step_result AS 'MODULE_PATHNAME', 'kmeans_step_final'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 CREATE AGGREGATE kmeans_step(features real[], centroids real[]) (
-    SFUNC = kmeans_step_transfn, STYPE = internal,
+    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
     COMBINEFUNC = kmeans_step_combine,
-    SERIALFUNC = kmeans_step_serialize, DESERIALFUNC = kmeans_step_deserialize,
     FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
 CREATE AGGREGATE kmeans_step(features float8[], centroids real[]) (
-    SFUNC = kmeans_step_transfn, STYPE = internal,
+    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
     COMBINEFUNC = kmeans_step_combine,
-    SERIALFUNC = kmeans_step_serialize, DESERIALFUNC = kmeans_step_deserialize,
     FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
 CREATE AGGREGATE kmeans_step(features real[], centroids real[], id bigint) (
-    SFUNC = kmeans_step_transfn, STYPE = internal,
+    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
     COMBINEFUNC = kmeans_step_combine,
-    SERIALFUNC = kmeans_step_serialize, DESERIALFUNC = kmeans_step_deserialize,
     FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
 CREATE AGGREGATE kmeans_step(features float8[], centroids real[], id bigint) (
-    SFUNC = kmeans_step_transfn, STYPE = internal,
+    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
     COMBINEFUNC = kmeans_step_combine,
-    SERIALFUNC = kmeans_step_serialize, DESERIALFUNC = kmeans_step_deserialize,
     FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
 
 COMMENT ON AGGREGATE kmeans_step(real[], real[]) IS
@@ -483,7 +495,8 @@ COMMENT ON AGGREGATE kmeans_step(real[], real[]) IS
 'row goes to its nearest centroid exactly as kmeans_assign assigns it, and '
 'the result has the new centres (double means rounded to real), the counts, '
 'the inertia, the squared shift and a hash of each cluster''s rows.  '
-'Combinable and serializable: parallel query runs it in parallel workers.  '
+'Combinable, with a state of its own type: parallel query runs it in parallel '
+'workers, and Citus on the shards of a distributed table.  '
 'NULL centroids: one centre at the origin (the rows'' count and mean).  With '
 'an id argument, errors name the row.';
 
@@ -493,17 +506,14 @@ COMMENT ON AGGREGATE kmeans_step(real[], real[], bigint) IS
 'kmeans_step(features, centroids) whose errors name the row by id; see kmeans_step(real[], real[]).';
 COMMENT ON AGGREGATE kmeans_step(float8[], real[], bigint) IS
 'kmeans_step(features, centroids) whose errors name the row by id; see kmeans_step(real[], real[]).';
-COMMENT ON FUNCTION kmeans_step_transfn(internal, real[], real[]) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_transfn(internal, float8[], real[]) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_transfn(internal, real[], real[], bigint) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_transfn(internal, float8[], real[], bigint) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_combine(internal, internal) IS
-'kmeans_step''s combine function: adds two partial states over the same centroids.';
-COMMENT ON FUNCTION kmeans_step_serialize(internal) IS
-'kmeans_step''s state as bytea, for parallel workers (and Citus).';
-COMMENT ON FUNCTION kmeans_step_deserialize(bytea, internal) IS
-'kmeans_step''s state from bytea.';
-COMMENT ON FUNCTION kmeans_step_final(internal) IS
+COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[]) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[]) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[], bigint) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_combine(kmeans_step_state, kmeans_step_state) IS
+'kmeans_step''s combine function: adds two partial states over the same centroids '
+'(parallel workers'', or Citus shards'').';
+COMMENT ON FUNCTION kmeans_step_final(kmeans_step_state) IS
 'kmeans_step''s final function: the new centres and the iteration''s statistics.';
 
 CREATE FUNCTION gpu_kmeans_distributed(source text, k int, max_iter int DEFAULT 300,

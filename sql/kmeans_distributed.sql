@@ -37,9 +37,23 @@ SELECT (SELECT (kmeans_step(f, '{{1,1},{9,1},{1,9}}')).members FROM (SELECT * FR
        (SELECT (kmeans_step(f, '{{1,1},{9,1},{1,9}}')).members FROM (SELECT * FROM kd_pts ORDER BY id DESC) b)
        AS same_members;
 
--- the aggregate is combinable and serializable, parallel safe
-SELECT aggcombinefn, aggserialfn, aggdeserialfn, aggfinalfn
+-- the aggregate is combinable, parallel safe, and its state a type of its
+-- own, not internal (Citus ships only such states, in their text form)
+SELECT aggcombinefn, aggtranstype::regtype, aggserialfn, aggfinalfn
 FROM pg_aggregate WHERE aggfnoid = 'kmeans_step(real[], real[], bigint)'::regprocedure;
+-- the state's text form (base64, little-endian here), read back and
+-- checked: centres 1 and 10 on a line, rows 2 and 4 (ids 2, 4) at the
+-- first; the empty second is re-seeded with the farther row (4)
+SELECT (kmeans_step_final(s)).* FROM (SELECT 'kms1:AQAAAAIAAAABAAAAAAAAAAIAAAACAAAAAAAAAAAAAAAAACRAAAAAAAAAJEAAAAAAAAAYQAAAAAAAAAAAAgAAAAAAAAAAAAAAAAAAAAsAAAAAAAAAAAAAAAAAAAAAAIA/AAAAAAAAAAAAAAAAAgAAAAAAAAAAABBBAAAAAAEAAAAAAAAABAAAAAAAAAAAAIA/AAAgQQAAAEAAAIBA'::kmeans_step_state AS s) q;
+SELECT 'kms1:AQAAAAIAAAABAAAAAAAAAAIAAAACAAAAAAAAAAAAAAAAACRAAAAAAAAAJEAAAAAAAAAYQAAAAAAAAAAAAgAAAAAAAAAAAAAAAAAAAAsAAAAAAAAAAAAAAAAAAAAAAIA/AAAAAAAAAAAAAAAAAgAAAAAAAAAAABBBAAAAAAEAAAAAAAAABAAAAAAAAAAAAIA/AAAgQQAAAEAAAIBA'::kmeans_step_state::text
+     = 'kms1:AQAAAAIAAAABAAAAAAAAAAIAAAACAAAAAAAAAAAAAAAAACRAAAAAAAAAJEAAAAAAAAAYQAAAAAAAAAAAAgAAAAAAAAAAAAAAAAAAAAsAAAAAAAAAAAAAAAAAAAAAAIA/AAAAAAAAAAAAAAAAAgAAAAAAAAAAABBBAAAAAAEAAAAAAAAABAAAAAAAAAAAAIA/AAAgQQAAAEAAAIBA' AS round_trip;
+-- what is not a state: 22P02
+SELECT 'abc'::kmeans_step_state;
+SELECT 'kms1:not base64!'::kmeans_step_state;
+SELECT 'kms1:AQAAAAIAAAA='::kmeans_step_state;
+-- 3 far rows for k = 2, a far row in slot 5
+SELECT 'kms1:AQAAAAIAAAABAAAAAAAAAAMAAAACAAAAAAAAAAAAAAAAACRAAAAAAAAAJEAAAAAAAAAYQAAAAAAAAAAAAgAAAAAAAAAAAAAAAAAAAAsAAAAAAAAAAAAAAAAAAAAAAIA/AAAAAAAAAAAAAAAAAgAAAAAAAAAAABBBAAAAAAEAAAAAAAAABAAAAAAAAAAAAIA/AAAgQQAAAEAAAIBA'::kmeans_step_state;
+SELECT 'kms1:AQAAAAIAAAABAAAAAAAAAAIAAAACAAAAAAAAAAAAAAAAACRAAAAAAAAAJEAAAAAAAAAYQAAAAAAAAAAAAgAAAAAAAAAAAAAAAAAAAAsAAAAAAAAAAAAAAAAAAAAAAIA/AAAAAAAAAAAAAAAAAgAAAAAAAAAAABBBAAAAAAUAAAAAAAAABAAAAAAAAAAAAIA/AAAgQQAAAEAAAIBA'::kmeans_step_state;
 SELECT DISTINCT proparallel FROM pg_proc WHERE proname LIKE 'kmeans_step%';
 
 -- a partitioned table: with enable_partitionwise_aggregate, one partial

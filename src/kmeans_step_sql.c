@@ -16,14 +16,21 @@
  * as kmeans_assign and gc_km_assign), and the state keeps per centre the
  * row count, the double sums of the features, an order-independent hash of
  * its rows (members), and the double inertia (gc_dist2_f64, as the core's
- * inertia).  The state is internal with serialize / deserialize (a bytea)
- * and a combine function, all PARALLEL SAFE: parallel query (and Citus)
- * run the partial aggregate where the rows are and combine the partials.
- * The final function divides: the new centres, their squared shift, the
- * counts and hashes.  A centre with no row is re-seeded as the core
- * re-seeds it (gc_km_update): the state also keeps the k rows farthest
- * from their centres (ties: the lowest id), and the farthest moves to the
- * lowest empty cluster; a cluster left with no row keeps its centre.
+ * inertia).  The state is one flat value of the SQL type kmeans_step_state
+ * (a varlena; its text form is base64), with a combine function, all
+ * PARALLEL SAFE: parallel query ships it from its workers as any value,
+ * and Citus, which moves only states of a real type (its
+ * worker_partial_agg sends the state type's text form from each shard to
+ * the coordinator, whose coord_combine_agg reads it back and combines; an
+ * internal state makes it pull every row to the coordinator instead), runs
+ * the partial aggregate on the shards.  The transition and combine
+ * functions change the state in place, as float8_accum does, in the
+ * aggregate context only.  The final function divides: the new centres,
+ * their squared shift, the counts and hashes.  A centre with no row is
+ * re-seeded as the core re-seeds it (gc_km_update): the state also keeps
+ * the k rows farthest from their centres (ties: the lowest id), and the
+ * farthest moves to the lowest empty cluster; a cluster left with no row
+ * keeps its centre.
  *
  * Centroids NULL: one centre at the origin of the rows' dimension (the
  * driver's first pass, the rows' count and mean).
@@ -49,6 +56,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "common/base64.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -68,8 +76,8 @@
 
 PG_FUNCTION_INFO_V1(kmeans_step_transfn);
 PG_FUNCTION_INFO_V1(kmeans_step_combine);
-PG_FUNCTION_INFO_V1(kmeans_step_serialize);
-PG_FUNCTION_INFO_V1(kmeans_step_deserialize);
+PG_FUNCTION_INFO_V1(kmeans_step_state_in);
+PG_FUNCTION_INFO_V1(kmeans_step_state_out);
 PG_FUNCTION_INFO_V1(kmeans_step_final);
 PG_FUNCTION_INFO_V1(gpu_kmeans_distributed);
 
@@ -86,42 +94,74 @@ typedef struct FarRow
 	int64		id;
 } FarRow;
 
-/* The aggregate's state, in the aggregate context. */
+/*
+ * The aggregate's state, one varlena (kmeans_step_state): this header,
+ * then (8-aligned, in this order) double sums[k x d], int64 counts[k],
+ * uint64 members[k] (sums of the rows' hashes, mod 2^64), FarRow far[k]
+ * (the k rows farthest from their centres, a min-heap with the least far
+ * at the root, nfar of them), float C[k x d] (the given centres) and
+ * float far_x[k x d] (the far rows' features, by slot).
+ */
 typedef struct KmStep
 {
+	int32		vl_len_;		/* varlena header (do not touch directly) */
+	int32		version;		/* KM_STATE_VERSION */
 	int32		k;
 	int32		d;
-	bool		origin;			/* centroids NULL: one centre at 0 */
-	bool		fixed;			/* centroids a constant or query parameter */
+	int32		flags;			/* KM_ORIGIN | KM_FIXED */
+	int32		nfar;
 	int64		n;				/* rows aggregated */
 	double		inertia;
 	double		cost;			/* sum of the float d2 (k-means++'s potential) */
-	float	   *C;				/* k x d given centres */
-	double	   *sums;			/* k x d */
-	int64	   *counts;			/* k */
-	uint64	   *members;		/* k: sums of the rows' hashes, mod 2^64 */
-	int32		nfar;			/* the k rows farthest from their centres: */
-	FarRow	   *far;			/* a min-heap, the least far at the root */
-	float	   *far_x;			/* k x d */
-	float	   *x;				/* d: the row */
 } KmStep;
 
-static KmStep *
-step_new(MemoryContext cxt, int k, int d, bool origin)
-{
-	KmStep	   *s = MemoryContextAllocZero(cxt, sizeof(KmStep));
+#define KM_STATE_VERSION 1
+#define KM_ORIGIN	0x1			/* centroids NULL: one centre at 0 */
+#define KM_FIXED	0x2			/* centroids a constant or query parameter */
 
+static inline double *km_sums(KmStep *s) { return (double *) (s + 1); }
+static inline int64 *km_counts(KmStep *s) { return (int64 *) (km_sums(s) + (Size) s->k * s->d); }
+static inline uint64 *km_members(KmStep *s) { return (uint64 *) (km_counts(s) + s->k); }
+static inline FarRow *km_far(KmStep *s) { return (FarRow *) (km_members(s) + s->k); }
+static inline float *km_C(KmStep *s) { return (float *) (km_far(s) + s->k); }
+static inline float *km_far_x(KmStep *s) { return km_C(s) + (Size) s->k * s->d; }
+
+/* The state's size for k centres of d features; 0 beyond a varlena's. */
+static Size
+km_size(int k, int d)
+{
+	double		bytes = sizeof(KmStep) +
+		(double) k * d * (sizeof(double) + 2 * sizeof(float)) +
+		(double) k * (2 * sizeof(int64) + sizeof(FarRow));
+
+	return bytes <= (double) MaxAllocSize ? (Size) bytes : 0;
+}
+
+/* A new state, zeroed, in the current memory context. */
+static KmStep *
+step_new(int k, int d, int flags)
+{
+	Size		size = km_size(k, d);
+	KmStep	   *s;
+
+	if (size == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("kmeans_step's state for %d centroids of %d features exceeds 1 GB", k, d)));
+	s = palloc0(size);
+	SET_VARSIZE(s, size);
+	s->version = KM_STATE_VERSION;
 	s->k = k;
 	s->d = d;
-	s->origin = origin;
-	s->C = MemoryContextAllocZero(cxt, sizeof(float) * (Size) k * d);
-	s->sums = MemoryContextAllocZero(cxt, sizeof(double) * (Size) k * d);
-	s->counts = MemoryContextAllocZero(cxt, sizeof(int64) * k);
-	s->members = MemoryContextAllocZero(cxt, sizeof(uint64) * k);
-	s->far = MemoryContextAllocZero(cxt, sizeof(FarRow) * k);
-	s->far_x = MemoryContextAllocZero(cxt, sizeof(float) * (Size) k * d);
-	s->x = MemoryContextAllocZero(cxt, sizeof(float) * d);
+	s->flags = flags;
 	return s;
+}
+
+/* The state argument i, detoasted (NULL when SQL NULL). */
+static KmStep *
+step_arg(FunctionCallInfo fcinfo, int i)
+{
+	return PG_ARGISNULL(i) ? NULL : (KmStep *) PG_DETOAST_DATUM(PG_GETARG_DATUM(i));
 }
 
 /*
@@ -142,6 +182,7 @@ farther(const FarRow *a, const FarRow *b)
 static void
 far_offer(KmStep *s, float d2, int label, int64 id, const float *x)
 {
+	FarRow	   *far = km_far(s);
 	FarRow		r = {d2, label, 0, 0, id};
 	int			p;
 
@@ -149,15 +190,15 @@ far_offer(KmStep *s, float d2, int label, int64 id, const float *x)
 	{
 		r.slot = s->nfar;
 		p = s->nfar++;
-		while (p > 0 && farther(&s->far[(p - 1) / 2], &r))
+		while (p > 0 && farther(&far[(p - 1) / 2], &r))
 		{
-			s->far[p] = s->far[(p - 1) / 2];
+			far[p] = far[(p - 1) / 2];
 			p = (p - 1) / 2;
 		}
 	}
-	else if (farther(&r, &s->far[0]))
+	else if (farther(&r, &far[0]))
 	{
-		r.slot = s->far[0].slot;
+		r.slot = far[0].slot;
 		p = 0;
 		for (;;)
 		{
@@ -165,18 +206,18 @@ far_offer(KmStep *s, float d2, int label, int64 id, const float *x)
 
 			if (c >= s->nfar)
 				break;
-			if (c + 1 < s->nfar && farther(&s->far[c], &s->far[c + 1]))
+			if (c + 1 < s->nfar && farther(&far[c], &far[c + 1]))
 				c++;
-			if (!farther(&r, &s->far[c]))
+			if (!farther(&r, &far[c]))
 				break;
-			s->far[p] = s->far[c];
+			far[p] = far[c];
 			p = c;
 		}
 	}
 	else
 		return;
-	s->far[p] = r;
-	memcpy(s->far_x + (Size) r.slot * s->d, x, sizeof(float) * s->d);
+	far[p] = r;
+	memcpy(km_far_x(s) + (Size) r.slot * s->d, x, sizeof(float) * s->d);
 }
 
 static int
@@ -214,13 +255,13 @@ centroids_differ(void)
 			 errdetail("One aggregate is one k-means iteration from one set of centres.")));
 }
 
-/* The row's features into s->x, checked; the row named by its id if given. */
+/* The row's features into x, checked; the row named by its id if given. */
 static void
-step_features(KmStep *s, ArrayType *arr, bool has_id, int64 id)
+step_features(const KmStep *s, ArrayType *arr, bool has_id, int64 id, float *x)
 {
 	int			d = s->d;
 
-	if (ARR_NDIM(arr) == 1 && ARR_DIMS(arr)[0] != s->d && !s->origin)
+	if (ARR_NDIM(arr) == 1 && ARR_DIMS(arr)[0] != s->d && !(s->flags & KM_ORIGIN))
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 has_id ?
@@ -228,13 +269,15 @@ step_features(KmStep *s, ArrayType *arr, bool has_id, int64 id)
 						(long long) id, ARR_DIMS(arr)[0], s->d) :
 				 errmsg("features have %d elements, but the centroids have %d columns",
 						ARR_DIMS(arr)[0], s->d)));
-	(void) gc_features(arr, &d, s->x, has_id ? "row with id" : NULL, id);
+	(void) gc_features(arr, &d, x, has_id ? "row with id" : NULL, id);
 }
 
 /*
  * Whether the centroids argument is the same in every row by construction:
  * a constant, or a parameter of the query (the driver's $1); then it is
- * read once, otherwise compared in every row.
+ * read once, otherwise compared in every row.  On a Citus worker the
+ * aggregate runs inside worker_partial_agg(kmeans_step, ROW(features,
+ * centroids [, id])), whose Aggref this is: the row's second field.
  */
 static bool
 centroids_fixed(FunctionCallInfo fcinfo)
@@ -245,25 +288,46 @@ centroids_fixed(FunctionCallInfo fcinfo)
 	if (ag == NULL || list_length(ag->args) < 2)
 		return false;
 	e = (Node *) ((TargetEntry *) lsecond(ag->args))->expr;
+	if (IsA(e, RowExpr))
+	{
+		List	   *fields = ((RowExpr *) e)->args;
+
+		if (list_length(fields) < 2)
+			return false;
+		e = (Node *) lsecond(fields);
+	}
 	return IsA(e, Const) ||
 		(IsA(e, Param) && ((Param *) e)->paramkind == PARAM_EXTERN);
 }
 
+/*
+ * The transition function: the state is created (in the current, per-row
+ * context: the executor copies it to the aggregate's) at the first row
+ * with features, then changed in place.
+ */
 Datum
 kmeans_step_transfn(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt;
-	KmStep	   *s = PG_ARGISNULL(0) ? NULL : (KmStep *) PG_GETARG_POINTER(0);
+	KmStep	   *s;
 	bool		has_id = PG_NARGS() > 3;
 	int64		id = 0;
 	ArrayType  *arr;
 	int			c;
 	float		d2;
+	float		xbuf[128];
+	float	   *x;
+	double	   *sums;
+	const float *C;
 
-	if (!AggCheckCallContext(fcinfo, &aggcxt))
+	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "kmeans_step_transfn called in non-aggregate context");
+	s = step_arg(fcinfo, 0);
 	if (PG_ARGISNULL(1))
+	{
+		if (s == NULL)
+			PG_RETURN_NULL();
 		PG_RETURN_POINTER(s);	/* NULL features: not clustered */
+	}
 	if (has_id)
 	{
 		if (PG_ARGISNULL(3))
@@ -277,31 +341,32 @@ kmeans_step_transfn(PG_FUNCTION_ARGS)
 
 	if (s == NULL)
 	{
+		int			fixed = centroids_fixed(fcinfo) ? KM_FIXED : 0;
+
 		if (PG_ARGISNULL(2))
 		{
 			int			d = 0;
 
 			/* the first row gives the dimension */
 			(void) gc_features(arr, &d, NULL, has_id ? "row with id" : NULL, id);
-			s = step_new(aggcxt, 1, d, true);
+			s = step_new(1, d, KM_ORIGIN | fixed);
 		}
 		else
 		{
-			float	   *C;
+			float	   *Cg;
 			int			d;
 			int			k = gc_glue_parse_centroids(PG_GETARG_ARRAYTYPE_P(2),
-													"centroids", 0, &d, &C,
-													aggcxt);
+													"centroids", 0, &d, &Cg,
+													CurrentMemoryContext);
 
-			s = step_new(aggcxt, k, d, false);
-			memcpy(s->C, C, sizeof(float) * (Size) k * d);
-			pfree(C);
+			s = step_new(k, d, fixed);
+			memcpy(km_C(s), Cg, sizeof(float) * (Size) k * d);
+			pfree(Cg);
 		}
-		s->fixed = centroids_fixed(fcinfo);
 	}
-	else if (PG_ARGISNULL(2) != s->origin)
+	else if (PG_ARGISNULL(2) != ((s->flags & KM_ORIGIN) != 0))
 		centroids_differ();
-	else if (!s->origin && !s->fixed)
+	else if (!(s->flags & (KM_ORIGIN | KM_FIXED)))
 	{
 		/*
 		 * The same centres in every row: compared by value (a pointer may be
@@ -311,51 +376,49 @@ kmeans_step_transfn(PG_FUNCTION_ARGS)
 
 		if (ARR_NDIM(ca) != 2 || ARR_DIMS(ca)[0] != s->k ||
 			ARR_DIMS(ca)[1] != s->d || ARR_HASNULL(ca) ||
-			memcmp(ARR_DATA_PTR(ca), s->C, sizeof(float) * (Size) s->k * s->d) != 0)
+			ARR_ELEMTYPE(ca) != FLOAT4OID ||
+			memcmp(ARR_DATA_PTR(ca), km_C(s), sizeof(float) * (Size) s->k * s->d) != 0)
 			centroids_differ();
 	}
 
-	step_features(s, arr, has_id, id);
-	c = gc_km_nearest(s->x, s->C, s->k, s->d, &d2);
+	x = s->d <= lengthof(xbuf) ? xbuf : palloc(sizeof(float) * s->d);
+	step_features(s, arr, has_id, id, x);
+	C = km_C(s);
+	c = gc_km_nearest(x, C, s->k, s->d, &d2);
+	sums = km_sums(s) + (Size) c * s->d;
 	for (int j = 0; j < s->d; j++)
-		s->sums[(Size) c * s->d + j] += (double) s->x[j];
-	s->counts[c]++;
-	s->members[c] += row_hash(s->x, s->d);
-	s->inertia += gc_dist2_f64(s->x, s->C + (Size) c * s->d, s->d);
+		sums[j] += (double) x[j];
+	km_counts(s)[c]++;
+	km_members(s)[c] += row_hash(x, s->d);
+	s->inertia += gc_dist2_f64(x, C + (Size) c * s->d, s->d);
 	s->cost += (double) d2;
 	s->n++;
-	far_offer(s, d2, c, id, s->x);
+	far_offer(s, d2, c, id, x);
 	PG_RETURN_POINTER(s);
 }
 
+/* The combine function: b added to a, in place. */
 Datum
 kmeans_step_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcxt;
-	KmStep	   *a = PG_ARGISNULL(0) ? NULL : (KmStep *) PG_GETARG_POINTER(0);
-	KmStep	   *b = PG_ARGISNULL(1) ? NULL : (KmStep *) PG_GETARG_POINTER(1);
+	KmStep	   *a,
+			   *b;
+	FarRow	   *far;
+	float	   *far_x;
 
-	if (!AggCheckCallContext(fcinfo, &aggcxt))
+	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "kmeans_step_combine called in non-aggregate context");
+	a = step_arg(fcinfo, 0);
+	b = step_arg(fcinfo, 1);
 	if (b == NULL)
-		PG_RETURN_POINTER(a);
-	if (a == NULL)
 	{
-		/* a copy of b in the aggregate context */
-		a = step_new(aggcxt, b->k, b->d, b->origin);
-		a->n = b->n;
-		a->inertia = b->inertia;
-		a->cost = b->cost;
-		memcpy(a->C, b->C, sizeof(float) * (Size) b->k * b->d);
-		memcpy(a->sums, b->sums, sizeof(double) * (Size) b->k * b->d);
-		memcpy(a->counts, b->counts, sizeof(int64) * b->k);
-		memcpy(a->members, b->members, sizeof(uint64) * b->k);
-		a->nfar = b->nfar;
-		memcpy(a->far, b->far, sizeof(FarRow) * b->nfar);
-		memcpy(a->far_x, b->far_x, sizeof(float) * (Size) b->k * b->d);
+		if (a == NULL)
+			PG_RETURN_NULL();
 		PG_RETURN_POINTER(a);
 	}
-	if (a->origin != b->origin || a->k != b->k)
+	if (a == NULL)
+		PG_RETURN_POINTER(b);	/* the executor copies it to its context */
+	if ((a->flags & KM_ORIGIN) != (b->flags & KM_ORIGIN) || a->k != b->k)
 		centroids_differ();
 	if (a->d != b->d)
 		ereport(ERROR,
@@ -363,111 +426,113 @@ kmeans_step_combine(PG_FUNCTION_ARGS)
 				 errmsg("features have %d elements in one part of kmeans_step and %d in another",
 						b->d, a->d),
 				 errdetail("All rows must have as many features as the first row with features.")));
-	if (memcmp(a->C, b->C, sizeof(float) * (Size) a->k * a->d) != 0)
+	if (memcmp(km_C(a), km_C(b), sizeof(float) * (Size) a->k * a->d) != 0)
 		centroids_differ();
 	for (Size i = 0; i < (Size) a->k * a->d; i++)
-		a->sums[i] += b->sums[i];
+		km_sums(a)[i] += km_sums(b)[i];
 	for (int c = 0; c < a->k; c++)
 	{
-		a->counts[c] += b->counts[c];
-		a->members[c] += b->members[c];
+		km_counts(a)[c] += km_counts(b)[c];
+		km_members(a)[c] += km_members(b)[c];
 	}
 	a->n += b->n;
 	a->inertia += b->inertia;
 	a->cost += b->cost;
+	far = km_far(b);
+	far_x = km_far_x(b);
 	for (int i = 0; i < b->nfar; i++)
-		far_offer(a, b->far[i].d2, b->far[i].label, b->far[i].id,
-				  b->far_x + (Size) b->far[i].slot * b->d);
+		far_offer(a, far[i].d2, far[i].label, far[i].id,
+				  far_x + (Size) far[i].slot * b->d);
 	PG_RETURN_POINTER(a);
 }
 
 /*
- * Serialized: k, d, origin, nfar, n, inertia, cost, then C, sums, counts,
- * members, the nfar far rows and their features (in heap order).
+ * kmeans_step_state's text form: "kms1:" and the state's bytes after its
+ * varlena header in base64 (in the server's byte order), what Citus's
+ * worker_partial_agg sends to the coordinator.
  */
-#define KM_HEADER (4 * sizeof(int32) + sizeof(int64) + 2 * sizeof(double))
-static inline Size
-serial_size(int k, int d, int nfar)
-{
-	return KM_HEADER + (Size) k * d * (sizeof(float) + sizeof(double)) +
-		(Size) k * 2 * sizeof(int64) +
-		(Size) nfar * (sizeof(FarRow) + sizeof(float) * d);
-}
+#define KM_TEXT_PREFIX "kms1:"
 
 Datum
-kmeans_step_serialize(PG_FUNCTION_ARGS)
+kmeans_step_state_out(PG_FUNCTION_ARGS)
 {
-	KmStep	   *s = (KmStep *) PG_GETARG_POINTER(0);
-	Size		kd = (Size) s->k * s->d;
-	Size		len = serial_size(s->k, s->d, s->nfar);
-	bytea	   *out = palloc(VARHDRSZ + len);
-	char	   *p = VARDATA(out);
-	int32		origin = s->origin;
+	KmStep	   *s = (KmStep *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
+	int			len = VARSIZE(s) - VARHDRSZ;
+	int			plen = strlen(KM_TEXT_PREFIX);
+	char	   *out = palloc(plen + pg_b64_enc_len(len) + 1);
+	int			n;
 
-#define PUT(src, bytes) (memcpy(p, (src), (bytes)), p += (bytes))
-	PUT(&s->k, sizeof(int32));
-	PUT(&s->d, sizeof(int32));
-	PUT(&origin, sizeof(int32));
-	PUT(&s->nfar, sizeof(int32));
-	PUT(&s->n, sizeof(int64));
-	PUT(&s->inertia, sizeof(double));
-	PUT(&s->cost, sizeof(double));
-	PUT(s->C, kd * sizeof(float));
-	PUT(s->sums, kd * sizeof(double));
-	PUT(s->counts, (Size) s->k * sizeof(int64));
-	PUT(s->members, (Size) s->k * sizeof(uint64));
-	PUT(s->far, (Size) s->nfar * sizeof(FarRow));
-	for (int i = 0; i < s->nfar; i++)
-		PUT(s->far_x + (Size) s->far[i].slot * s->d, sizeof(float) * s->d);
-#undef PUT
-	SET_VARSIZE(out, VARHDRSZ + len);
-	PG_RETURN_BYTEA_P(out);
+	memcpy(out, KM_TEXT_PREFIX, plen);
+	n = pg_b64_encode((const char *) s + VARHDRSZ, len, out + plen, pg_b64_enc_len(len));
+	if (n < 0)
+		elog(ERROR, "could not encode a kmeans_step state");
+	out[plen + n] = '\0';
+	PG_RETURN_CSTRING(out);
 }
 
-Datum
-kmeans_step_deserialize(PG_FUNCTION_ARGS)
+static void
+pg_attribute_noreturn()
+bad_state(const char *why)
 {
-	MemoryContext aggcxt;
-	bytea	   *in = PG_GETARG_BYTEA_PP(0);
-	const char *p = VARDATA_ANY(in);
-	Size		len = VARSIZE_ANY_EXHDR(in);
-	int32		k,
-				d,
-				origin,
-				nfar;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			 errmsg("invalid kmeans_step state: %s", why),
+			 errdetail("A kmeans_step_state is one made by kmeans_step (its text form, as Citus sends it between nodes) of this gpuclust build and byte order.")));
+}
+
+/*
+ * Reads a state back, and checks everything the functions index by (k, d,
+ * nfar, the far rows' slots and labels, the heap order), so that no value
+ * of the type can make them read or write outside it.
+ */
+Datum
+kmeans_step_state_in(PG_FUNCTION_ARGS)
+{
+	const char *str = PG_GETARG_CSTRING(0);
+	int			plen = strlen(KM_TEXT_PREFIX);
+	int			slen;
+	int			cap;
+	char	   *buf;
+	int			len;
+	KmStep		h;
 	KmStep	   *s;
-	Size		kd;
+	FarRow	   *far;
+	bool	   *used;
 
-	if (!AggCheckCallContext(fcinfo, &aggcxt))
-		elog(ERROR, "kmeans_step_deserialize called in non-aggregate context");
-	if (len < KM_HEADER)
-		elog(ERROR, "invalid kmeans_step state");
-	memcpy(&k, p, sizeof(int32));
-	memcpy(&d, p + sizeof(int32), sizeof(int32));
-	memcpy(&origin, p + 2 * sizeof(int32), sizeof(int32));
-	memcpy(&nfar, p + 3 * sizeof(int32), sizeof(int32));
-	if (k < 1 || d < 1 || nfar < 0 || nfar > k ||
-		len != serial_size(k, d, nfar))
-		elog(ERROR, "invalid kmeans_step state");
-	kd = (Size) k * d;
-	s = step_new(aggcxt, k, d, origin != 0);
-	s->nfar = nfar;
-	p += 4 * sizeof(int32);
-#define GET(dst, bytes) (memcpy((dst), p, (bytes)), p += (bytes))
-	GET(&s->n, sizeof(int64));
-	GET(&s->inertia, sizeof(double));
-	GET(&s->cost, sizeof(double));
-	GET(s->C, kd * sizeof(float));
-	GET(s->sums, kd * sizeof(double));
-	GET(s->counts, (Size) k * sizeof(int64));
-	GET(s->members, (Size) k * sizeof(uint64));
-	GET(s->far, (Size) nfar * sizeof(FarRow));
-	for (int i = 0; i < nfar; i++)
+	if (strncmp(str, KM_TEXT_PREFIX, plen) != 0)
+		bad_state("it does not start with \"" KM_TEXT_PREFIX "\"");
+	str += plen;
+	slen = strlen(str);
+	cap = pg_b64_dec_len(slen);
+	buf = palloc(VARHDRSZ + cap + 1);
+	len = pg_b64_decode(str, slen, buf + VARHDRSZ, cap);
+	if (len < 0)
+		bad_state("not base64");
+	if (len < (int) (sizeof(KmStep) - VARHDRSZ))
+		bad_state("too short");
+	memcpy((char *) &h + VARHDRSZ, buf + VARHDRSZ, sizeof(KmStep) - VARHDRSZ);
+	if (h.version != KM_STATE_VERSION)
+		bad_state("another version");
+	if (h.k < 1 || h.d < 1 || (h.flags & ~(KM_ORIGIN | KM_FIXED)) != 0 ||
+		((h.flags & KM_ORIGIN) && h.k != 1) || h.nfar < 0 || h.nfar > h.k ||
+		h.n < 0 || km_size(h.k, h.d) != (Size) len + VARHDRSZ)
+		bad_state("inconsistent sizes");
+	/* the varlena, aligned (palloc's) */
+	s = palloc(VARHDRSZ + len);
+	memcpy((char *) s + VARHDRSZ, buf + VARHDRSZ, len);
+	SET_VARSIZE(s, VARHDRSZ + len);
+	pfree(buf);
+	far = km_far(s);
+	used = palloc0(sizeof(bool) * s->k);
+	for (int i = 0; i < s->nfar; i++)
 	{
-		s->far[i].slot = i;
-		GET(s->far_x + (Size) i * d, sizeof(float) * d);
+		if (far[i].slot < 0 || far[i].slot >= s->k || used[far[i].slot] ||
+			far[i].label < 0 || far[i].label >= s->k ||
+			(i > 0 && farther(&far[(i - 1) / 2], &far[i])))
+			bad_state("its farthest rows are inconsistent");
+		used[far[i].slot] = true;
 	}
-#undef GET
+	pfree(used);
 	PG_RETURN_POINTER(s);
 }
 
@@ -507,27 +572,33 @@ rows_array(const float *C, int k, int d)
 /*
  * The new centres: the double mean of each centre's rows rounded to
  * float32 (the core's gc_km_update), the given centre when it has none.
+ * The state stays as it is (a window aggregate goes on with it).
  */
 Datum
 kmeans_step_final(PG_FUNCTION_ARGS)
 {
-	KmStep	   *s;
+	KmStep	   *s = step_arg(fcinfo, 0);
 	TupleDesc	tupdesc;
 	Datum		values[7];
 	bool		nulls[7] = {false, false, false, false, false, false, false};
 	float	   *Cn;
+	const float *C,
+			   *far_x;
 	double		shift = 0.0;
+	const int64 *counts;
 	int64	   *cnt;
 	double	   *sums;
 	FarRow	   *far;
 	int			j = 0;
 
-	if (PG_ARGISNULL(0))
+	if (s == NULL)
 		PG_RETURN_NULL();
-	s = (KmStep *) PG_GETARG_POINTER(0);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type of kmeans_step_final must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
+	C = km_C(s);
+	far_x = km_far_x(s);
+	counts = km_counts(s);
 
 	/*
 	 * Empty clusters re-seeded as the core's gc_km_update does: the rows
@@ -535,21 +606,21 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 	 * cluster, move there (their old cluster loses them).
 	 */
 	cnt = palloc(sizeof(int64) * s->k);
-	memcpy(cnt, s->counts, sizeof(int64) * s->k);
-	sums = s->sums;
+	memcpy(cnt, counts, sizeof(int64) * s->k);
+	sums = km_sums(s);
 	far = palloc(sizeof(FarRow) * Max(s->nfar, 1));
-	memcpy(far, s->far, sizeof(FarRow) * s->nfar);	/* the state stays as is */
+	memcpy(far, km_far(s), sizeof(FarRow) * s->nfar);
 	qsort(far, s->nfar, sizeof(FarRow), cmp_farthest_first);
 	for (int c = 0; c < s->k && j < s->nfar; c++)
-		if (s->counts[c] == 0)
+		if (counts[c] == 0)
 		{
 			const FarRow *r = &far[j++];
-			const float *x = s->far_x + (Size) r->slot * s->d;
+			const float *x = far_x + (Size) r->slot * s->d;
 
-			if (sums == s->sums)
+			if (sums == km_sums(s))
 			{
 				sums = palloc(sizeof(double) * (Size) s->k * s->d);
-				memcpy(sums, s->sums, sizeof(double) * (Size) s->k * s->d);
+				memcpy(sums, km_sums(s), sizeof(double) * (Size) s->k * s->d);
 			}
 			for (int t = 0; t < s->d; t++)
 			{
@@ -567,16 +638,16 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 			Size		i = (Size) c * s->d + t;
 			double		dv;
 
-			Cn[i] = cnt[c] > 0 ? (float) (sums[i] / (double) cnt[c]) : s->C[i];
-			dv = (double) Cn[i] - (double) s->C[i];
+			Cn[i] = cnt[c] > 0 ? (float) (sums[i] / (double) cnt[c]) : C[i];
+			dv = (double) Cn[i] - (double) C[i];
 			shift += dv * dv;
 		}
 	values[0] = PointerGetDatum(rows_array(Cn, s->k, s->d));
-	values[1] = PointerGetDatum(int8_array(s->counts, s->k));
+	values[1] = PointerGetDatum(int8_array(counts, s->k));
 	values[2] = Float8GetDatum(s->inertia);
 	values[3] = Float8GetDatum(shift);
 	values[4] = Int64GetDatum(s->n);
-	values[5] = PointerGetDatum(int8_array((const int64 *) s->members, s->k));
+	values[5] = PointerGetDatum(int8_array((const int64 *) km_members(s), s->k));
 	values[6] = Float8GetDatum(s->cost);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -16,7 +16,9 @@
 # server listens only on a Unix socket in that directory, port
 # GPUCLUST_PG_PORT (default 54329).  PG_CONFIG picks the PostgreSQL
 # installation (default: pg_config on PATH).  GPUCLUST_PG_OPTS adds server
-# options (test/worker_test.py: "-c gpuclust.gpu_worker_emulate=512MB").
+# options (test/worker_test.py: "-c gpuclust.gpu_worker_emulate=512MB");
+# GPUCLUST_PG_PRELOAD names libraries preloaded before the others
+# (test/citus_cluster.sh: citus, which must come first).
 set -euo pipefail
 
 BASE=${GPUCLUST_PG_DIR:-/tmp/gpuclust_pg}
@@ -75,9 +77,9 @@ start() {
 	# shared memory: test/progress_test.py) and pg_cron (test/cron_test.py;
 	# jobs run in background workers, the server has no TCP listener, in
 	# database postgres).
-	local libdir preload="" cron=""
+	local libdir preload=${GPUCLUST_PG_PRELOAD:-} cron=""
 	libdir=$("$PG_CONFIG" --pkglibdir)
-	[ -f "$libdir/gpuclust.so" ] && preload=gpuclust
+	[ -f "$libdir/gpuclust.so" ] && preload=${preload:+$preload,}gpuclust
 	[ -f "$libdir/pg_cron.so" ] && {
 		preload=${preload:+$preload,}pg_cron
 		cron="-c cron.database_name=postgres -c cron.use_background_workers=on"
