@@ -670,8 +670,43 @@ typedef struct StepOut
 	int			k;
 } StepOut;
 
+/*
+ * The driver's current pass, named in the context of an error in it (a
+ * Citus worker lost mid-run, a cancel): "gpu_kmeans_distributed: Lloyd
+ * iteration 7".
+ */
+typedef struct DriverPass
+{
+	const char *what;
+	int			round;			/* 1-based, or 0 */
+} DriverPass;
+
 static void
-run_step(SPIPlanPtr plan, ArrayType *C, MemoryContext cxt, StepOut *out)
+driver_context(void *arg)
+{
+	const DriverPass *p = arg;
+
+	if (p->round > 0)
+		errcontext("gpu_kmeans_distributed: %s %d", p->what, p->round);
+	else
+		errcontext("gpu_kmeans_distributed: %s", p->what);
+}
+
+/* One pass of the driver: gc_run_readonly with the pass as error context. */
+static void
+run_pass(const DriverPass *pass, SPIPlanPtr plan, ParamListInfo params)
+{
+	ErrorContextCallback errcb = {.previous = error_context_stack,
+	.callback = driver_context,.arg = (void *) pass};
+
+	error_context_stack = &errcb;
+	gc_run_readonly(plan, params);
+	error_context_stack = errcb.previous;
+}
+
+static void
+run_step(const DriverPass *pass, SPIPlanPtr plan, ArrayType *C,
+		 MemoryContext cxt, StepOut *out)
 {
 	ParamListInfo params = makeParamList(1);
 	HeapTupleHeader r;
@@ -687,7 +722,7 @@ run_step(SPIPlanPtr plan, ArrayType *C, MemoryContext cxt, StepOut *out)
 	params->params[0].isnull = C == NULL;
 	params->params[0].pflags = PARAM_FLAG_CONST;
 	params->params[0].ptype = FLOAT4ARRAYOID;
-	gc_run_readonly(plan, params);
+	run_pass(pass, plan, params);
 	if (SPI_processed != 1)
 		elog(ERROR, "kmeans_step returned %llu rows", (unsigned long long) SPI_processed);
 	v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -727,8 +762,8 @@ run_step(SPIPlanPtr plan, ArrayType *C, MemoryContext cxt, StepOut *out)
  * its order, or by_id in the order of their ids (then of their features).
  */
 static ArrayType *
-fetch_rows(const char *source, bool by_id, const int64 *rows, int k, int d,
-		   MemoryContext cxt)
+fetch_rows(const DriverPass *pass, const char *source, bool by_id,
+		   const int64 *rows, int k, int d, MemoryContext cxt)
 {
 	char	   *q = psprintf("SELECT q.o, q.f FROM (SELECT row_number() OVER (%s) - 1 AS o, s.f "
 							 "FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL) q WHERE q.o = ANY ($1)",
@@ -746,7 +781,7 @@ fetch_rows(const char *source, bool by_id, const int64 *rows, int k, int d,
 	params->params[0].isnull = false;
 	params->params[0].pflags = PARAM_FLAG_CONST;
 	params->params[0].ptype = INT8ARRAYOID;
-	gc_run_readonly(plan, params);
+	run_pass(pass, plan, params);
 	if (SPI_processed != (uint64) k)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -794,6 +829,8 @@ static ArrayType *
 kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 					 int k, int64 seed, MemoryContext cxt)
 {
+	DriverPass	pass = {"k-means|| seeding, its first candidate", 0};
+
 	Oid			types[6] = {FLOAT4ARRAYOID, INT8OID, INT4OID, INT8OID, FLOAT8OID, FLOAT8OID};
 	char	   *q = psprintf("SELECT s.f FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL AND "
 							 "kmeans_parallel_sample(s.f, $1, s.id, $2, $3, $4, $5, $6) ORDER BY s.id, s.f",
@@ -816,8 +853,8 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 	gc_glue_ctx(&ctx);
 	if (gc_km_random_rows(&ctx, n, 1, (uint64) seed, stream, &first, &gs) != GC_OK)
 		gc_glue_report(&gs, "k-means");
-	cand = fetch_rows(source, true, &first, 1, d, cxt);
-	run_step(step, cand, cxt, &st);
+	cand = fetch_rows(&pass, source, true, &first, 1, d, cxt);
+	run_step(&pass, step, cand, cxt, &st);
 	for (int r = 1; r <= GC_KM_PAR_MAX_ROUNDS; r++)
 	{
 		ParamListInfo params = makeParamList(6);
@@ -825,6 +862,7 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 
 		if ((r > GC_KM_PAR_ROUNDS && m >= k) || !(st.cost > 0.0))
 			break;
+		pass = (DriverPass) {"k-means|| seeding, round", r};
 		params->params[0].value = PointerGetDatum(cand);
 		params->params[0].ptype = FLOAT4ARRAYOID;
 		params->params[1].value = Int64GetDatum(seed);
@@ -843,7 +881,7 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 			params->params[i].pflags = PARAM_FLAG_CONST;
 		}
 		CHECK_FOR_INTERRUPTS();
-		gc_run_readonly(pick, params);
+		run_pass(&pass, pick, params);
 		if (SPI_processed == 0)
 			continue;
 		if ((uint64) m + SPI_processed > (uint64) (MaxAllocSize / sizeof(float) / d))
@@ -868,7 +906,7 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 		old = MemoryContextSwitchTo(cxt);
 		cand = rows_array(Cc, m, d);
 		MemoryContextSwitchTo(old);
-		run_step(step, cand, cxt, &st);
+		run_step(&pass, step, cand, cxt, &st);
 	}
 
 	/* the candidates weighted by their rows, and k of them by k-means++ */
@@ -930,6 +968,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	bool		converged = false;
 	Datum		values[6];
 	bool		nulls[6] = {false, false, false, false, false, false};
+	DriverPass	pass = {"the pass for the rows' count and mean", 0};
 
 	not_null(fcinfo, 0, "source");
 	not_null(fcinfo, 1, "k");
@@ -995,7 +1034,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 
 	/* the rows' count and mean, then the variance about the mean */
-	run_step(plan, NULL, cxt, &st);
+	run_step(&pass, plan, NULL, cxt, &st);
 	n = st.empty ? 0 : st.n;
 	gc_glue_check_k_rows(k, n, GC_ROWS_QUERY,
 						 n == 0 ? "gpu_kmeans_distributed needs rows to fit a model to." : NULL);
@@ -1007,7 +1046,8 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 						ARR_DIMS(given)[1], d)));
 	if (tol > 0.0)
 	{
-		run_step(plan, st.centroids, cxt, &st);
+		pass = (DriverPass) {"the pass for the rows' variance", 0};
+		run_step(&pass, plan, st.centroids, cxt, &st);
 		tol_scaled = tol * (st.inertia / ((double) n * d));
 	}
 
@@ -1025,7 +1065,8 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		if (gc_km_random_rows(&ctx, n, k, (uint64) seed, GC_KM_STREAM_RANDOM,
 							  rows, &gs) != GC_OK)
 			gc_glue_report(&gs, "k-means");
-		C = fetch_rows(source, false, rows, k, d, cxt);
+		pass = (DriverPass) {"random seeding", 0};
+		C = fetch_rows(&pass, source, false, rows, k, d, cxt);
 	}
 
 	/* Lloyd's iterations, stopping as the core's kmeans_run stops */
@@ -1034,7 +1075,8 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	{
 		bool		changed;
 
-		run_step(plan, C, cxt, &st);
+		pass = (DriverPass) {"Lloyd iteration", it + 1};
+		run_step(&pass, plan, C, cxt, &st);
 		changed = it == 0 ||
 			memcmp(st.counts, prev.counts, sizeof(int64) * k) != 0 ||
 			memcmp(st.members, prev.members, sizeof(uint64) * k) != 0;
@@ -1049,7 +1091,8 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	}
 
 	/* the inertia of the returned centres */
-	run_step(plan, C, cxt, &st);
+	pass = (DriverPass) {"the pass for the final inertia", 0};
+	run_step(&pass, plan, C, cxt, &st);
 	SPI_finish();
 
 	MemoryContextSwitchTo(callcxt);
