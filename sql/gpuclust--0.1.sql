@@ -532,7 +532,8 @@ COMMENT ON FUNCTION gpu_kmeans_distributed(text, int, int, float8, text, bigint,
 'returns the model as gpu_kmeans_fit does.  Seeds with k-means|| (rounds of '
 'per-row sampling) or ''random'', or starts from init_centroids.  From the '
 'same initial centres (init_centroids, or init => ''random'' from the same '
-'seed over a source in a fixed order) its centres equal gpu_kmeans_fit''s up '
+'seed, which draws among the rows in id order, over a source in id order) its '
+'centres equal gpu_kmeans_fit''s up '
 'to the order of the double sums; label the rows with kmeans_assign.';
 
 CREATE FUNCTION kmeans_parallel_sample(features real[], centroids real[], id bigint,

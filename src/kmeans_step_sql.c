@@ -758,16 +758,19 @@ run_step(const DriverPass *pass, SPIPlanPtr plan, ArrayType *C,
 }
 
 /*
- * The k rows at positions rows[] among the source's rows with features, in
- * its order, or by_id in the order of their ids (then of their features).
+ * The k rows at positions rows[] among the source's rows with features in
+ * the order of their ids (then of their features).  Not the source's own
+ * order: a plan need not keep it (Citus concatenates its shards' rows, each
+ * shard sorted by the source's ORDER BY), the ids' order is the same
+ * whatever the plan.
  */
 static ArrayType *
-fetch_rows(const DriverPass *pass, const char *source, bool by_id,
-		   const int64 *rows, int k, int d, MemoryContext cxt)
+fetch_rows(const DriverPass *pass, const char *source, const int64 *rows,
+		   int k, int d, MemoryContext cxt)
 {
-	char	   *q = psprintf("SELECT q.o, q.f FROM (SELECT row_number() OVER (%s) - 1 AS o, s.f "
-							 "FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL) q WHERE q.o = ANY ($1)",
-							 by_id ? "ORDER BY s.id, s.f" : "", source);
+	char	   *q = psprintf("SELECT q.o, q.f FROM (SELECT row_number() OVER (ORDER BY s.id, s.f) - 1 AS o, "
+							 "s.f FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL) q WHERE q.o = ANY ($1)",
+							 source);
 	Oid			types[1] = {INT8ARRAYOID};
 	SPIPlanPtr	plan = SPI_prepare_cursor(q, 1, types, CURSOR_OPT_PARALLEL_OK);
 	ParamListInfo params = makeParamList(1);
@@ -788,7 +791,7 @@ fetch_rows(const DriverPass *pass, const char *source, bool by_id,
 				 errmsg("the source query returned other rows when read again"),
 				 errdetail("Random seeding reads %d chosen rows again, and found %llu.",
 						   k, (unsigned long long) SPI_processed),
-				 errhint("Give the source an ORDER BY, and run it on data that does not change meanwhile.")));
+				 errhint("Run it on data that does not change meanwhile.")));
 	for (uint64 t = 0; t < SPI_processed; t++)
 	{
 		bool		isnull;
@@ -853,7 +856,7 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 	gc_glue_ctx(&ctx);
 	if (gc_km_random_rows(&ctx, n, 1, (uint64) seed, stream, &first, &gs) != GC_OK)
 		gc_glue_report(&gs, "k-means");
-	cand = fetch_rows(&pass, source, true, &first, 1, d, cxt);
+	cand = fetch_rows(&pass, source, &first, 1, d, cxt);
 	run_step(&pass, step, cand, cxt, &st);
 	for (int r = 1; r <= GC_KM_PAR_MAX_ROUNDS; r++)
 	{
@@ -1066,7 +1069,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 							  rows, &gs) != GC_OK)
 			gc_glue_report(&gs, "k-means");
 		pass = (DriverPass) {"random seeding", 0};
-		C = fetch_rows(&pass, source, false, rows, k, d, cxt);
+		C = fetch_rows(&pass, source, rows, k, d, cxt);
 	}
 
 	/* Lloyd's iterations, stopping as the core's kmeans_run stops */

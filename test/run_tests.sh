@@ -5,7 +5,9 @@
 # beside busy loops (test/load_test.py), the comparisons
 # with scikit-learn on real data (DBSCAN, k-means, affinity propagation), the
 # k-means aggregate under parallel query against the single-node k-means
-# (test/kmeans_distributed_test.py), and
+# (test/kmeans_distributed_test.py), the same over a 3-node Citus cluster
+# on localhost (test/citus_test.py: builds Citus once from ../shared/vendor
+# into ~/.cache, says "skipped: no Citus" where there is none), and
 # a pg_cron job in that server (test/cron_test.py), the progress view read
 # from a second session (test/progress_test.py), the GPU worker's hand-off,
 # queue, cancellation and failures (test/worker_test.py) — and ends with one line
@@ -40,6 +42,7 @@ suite "CPU threads under load" /usr/bin/python3 test/load_test.py
 suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
 suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
 suite "k-means aggregate under parallel query" /usr/bin/python3 test/kmeans_distributed_test.py
+suite "k-means over Citus" /usr/bin/python3 test/citus_test.py
 suite "pg_cron job" /usr/bin/python3 test/cron_test.py
 suite "gpuclust_progress" /usr/bin/python3 test/progress_test.py
 suite "GPU worker" /usr/bin/python3 test/worker_test.py
