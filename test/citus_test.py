@@ -226,6 +226,14 @@ def run_checks(ports, installed):
               "coord_combine_agg(" in plan and tasks == [str(shards[0])],
               f"task count {tasks}")
 
+        # shards with no row give no state (NULL partials): the same step as one node's
+        step = ("SELECT (s).centroids, (s).counts, (s).n FROM (SELECT kmeans_step(f, %s::real[], id) AS s "
+                "FROM {} WHERE id <= 3) q")
+        a = cur.execute(step.format(TABLE), (lit,)).fetchone()
+        b = cur.execute(step.format(LOCAL), (lit,)).fetchone()
+        check("a step over 3 rows (some shards without a row) = the same step on one node",
+              a == b and a[2] == 3, f"n {a[2]} / {b[2]}")
+
         # a) distributed k-means = single-node k-means from the same centres
         q = ("SELECT * FROM gpu_kmeans_distributed(%s, %s, tol => 1e-6, "
              "init_centroids => %s::real[])")
