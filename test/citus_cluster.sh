@@ -101,17 +101,8 @@ build() {
 	c=$(cache_dir "$t")
 	if [ -f "$c/built" ]; then echo "$c"; return 0; fi
 	# ../shared/vendor/README.md: the packages Citus builds with
-	local packages=(libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev
-	                libselinux1-dev libxslt1-dev libpam0g-dev libreadline-dev) missing=() p
-	for p in "${packages[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-	done
-	if [ ${#missing[@]} -gt 0 ]; then
-		log "installing ${missing[*]}"
-		local sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
-		$sudo_cmd apt-get update -qq >&2
-		DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >&2
-	fi
+	test/apt_install.sh build-essential "postgresql-server-dev-$PG_MAJOR" libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev \
+		libselinux1-dev libxslt1-dev libpam0g-dev libreadline-dev
 	log "building $(basename "$t") once into $c (a few minutes)"
 	rm -rf "$c"
 	mkdir -p "$c"
@@ -151,7 +142,7 @@ make_tree() {
 	rm -f "$ROOT$sharedir"/extension/gpuclust* "$ROOT$sharedir"/extension/citus* \
 		"$ROOT$sharedir"/extension/columnar* "$ROOT$sharedir"/extension/pg_cron*
 	cp -a "$c/stage/." "$ROOT/"
-	make -s install DESTDIR="$ROOT" PG_CONFIG="$SYS_PG_CONFIG" >/dev/null
+	make -s install DESTDIR="$ROOT" PG_CONFIG="$SYS_PG_CONFIG" ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null
 	chmod -R a+rX "$DIR"
 }
 

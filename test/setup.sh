@@ -9,16 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential postgresql-15 postgresql-server-dev-15
           postgresql-15-postgis-3 postgresql-15-cron
           python3-numpy python3-sklearn python3-psycopg python3-matplotlib)
-missing=()
-for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "setup: installing ${missing[*]}"
-	sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
-	$sudo_cmd apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+test/apt_install.sh "${packages[@]}"
 
 export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 make -s config ${USE_CUDA:+USE_CUDA=$USE_CUDA}
