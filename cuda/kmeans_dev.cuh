@@ -169,6 +169,7 @@ struct km_dev
 	float	   *CTo = nullptr;
 	float	   *CTf = nullptr;	/* screen: CT in fragment order, float */
 	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 */
+	float	   *CTw = nullptr;	/* wgmma screen: CT in its swizzled slabs, TF32 */
 	float	   *cmax2 = nullptr;
 	int32_t    *fb_rows = nullptr;
 	int32_t    *fb_rows2 = nullptr;	/* screen: the rows the 3xtf32 re-screen left */
@@ -181,6 +182,8 @@ struct km_dev
 	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
+	int			screen_wg = 0;	/* tf32 screen on wgmma (kmeans_wgmma.cu): its stages; 0 none */
+	size_t		wg_smem = 0;
 	float	   *mu = nullptr;
 	unsigned long long *gsum = nullptr;	/* slots, then km_info */
 	km_info    *info = nullptr;
@@ -230,6 +233,7 @@ struct km_dev
 		gc_dfree(CTo, s);
 		gc_dfree(CTf, s);
 		gc_dfree(CTt, s);
+		gc_dfree(CTw, s);
 		gc_dfree(cmax2, s);
 		gc_dfree(fb_rows, s);
 		gc_dfree(fb_rows2, s);
@@ -356,6 +360,23 @@ void		km_screen_adapt(km_dev &D);
 gc_code		km_screen(km_dev &D, int mode, const int32_t *rows_in,
 					  const unsigned *n_in, int32_t *rows_out, unsigned *n_out,
 					  float *dbg, gc_status *st);
+
+/* The bound's factor of M² for a screen mode (1 tf32, 3 3xtf32) at d, with
+ * 5% for the float rounding of M and the bound. */
+float		km_screen_coef(int mode, int d);
+
+/* ---- kmeans_wgmma.cu ---- */
+
+/* After km_screen_plan: the tf32 screen on wgmma where this build and
+ * device have it (D.screen_wg, D.wg_smem). */
+gc_code		km_wg_plan(km_dev &D, gc_status *st);
+
+/* The prepared centres (CT) in the wgmma screen's layout (D.CTw). */
+gc_code		km_wg_prep(km_dev &D, gc_status *st);
+
+/* The tf32 screen of every row on wgmma (km_screen's, when D.screen_wg). */
+gc_code		km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out,
+						 float *dbg, gc_status *st);
 
 /* ---- kmeans_update.cu ---- */
 

@@ -168,6 +168,8 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 		{
 			KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
 			KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
+			if (D.screen_wg)
+				KM_ALLOC(D.CTw, (int64_t) D.dpad * D.kp);
 		}
 		KM_ALLOC(D.cmax2, 1);
 		if (nr > 0)

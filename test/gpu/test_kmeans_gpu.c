@@ -15,12 +15,15 @@
  *             centres; every output written (outputs are poisoned first);
  *   re-seeding data with many duplicate rows and random init, which makes
  *             empty clusters: GPU = CPU;
- *   screen    the tensor-core screen (d > 8, cuda/kmeans_screen.cu): every
- *             score within the derived bound of the exact ||c'||² - 2x'.c'
- *             (tf32 and 3xtf32; the largest error as a fraction of the
- *             bound is printed); one step's labels equal the CPU's in each
- *             mode (tf32, 3xtf32 and the FP32 tiled kernel), on near ties
- *             too (centre pairs 1 ulp apart, rows on and between them);
+ *   screen    the tensor-core screen (d > 8, cuda/kmeans_screen.cu and,
+ *             on an H100/H200, cuda/kmeans_wgmma.cu): every score within
+ *             the derived bound of the exact ||c'||² - 2x'.c' (tf32 on
+ *             wgmma where there is one, tf32 on mma.sync, 3xtf32; the
+ *             largest error as a fraction of the bound is printed); one
+ *             step's labels equal the CPU's in each mode (tf32, the
+ *             default cascade on mma.sync, 3xtf32, the FP32 tiled kernel),
+ *             on near ties too (centre pairs 1 ulp apart, rows on and
+ *             between them);
  *   streamed  X larger than the call's GPU memory (gc_kmeans_gpu_force_chunk,
  *             or a small gpu_mem budget): labels, centroids, inertia,
  *             distances, iterations and convergence equal the resident
@@ -322,8 +325,9 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 	}
 	CHECK(over == 0, "screen %s n=%lld d=%d k=%d kind=%d: %lld scores beyond the bound (worst %.3g x)",
 		  mode == 3 ? "3xtf32" : "tf32", (long long) n, d, k, kind, (long long) over, worst);
-	printf("  screen %-6s n=%-6lld d=%-3d k=%-4d kind=%d: |error| / bound: max %.3g, mean %.3g\n",
-		   mode == 3 ? "3xtf32" : "tf32", (long long) n, d, k, kind, worst,
+	printf("  screen %-6s%s n=%-6lld d=%-3d k=%-4d kind=%d: |error| / bound: max %.3g, mean %.3g\n",
+		   mode == 3 ? "3xtf32" : "tf32", getenv("GPUCLUST_KM_SCREEN") ? " (mma)" : "",
+		   (long long) n, d, k, kind, worst,
 		   mean_ratio / ((double) n * k));
 out:
 	free(X);
@@ -387,7 +391,9 @@ test_ties(int64_t n, int d, int k, double off)
 static void
 test_screen(void)
 {
-	static const char *modes[] = {"tf32", "3xtf32", "fp32"};
+	/* tf32: one screen, on wgmma where the device has it; mma: the default
+	 * cascade with the mma.sync screen */
+	static const char *modes[] = {"tf32", "3xtf32", "fp32", "mma"};
 	static const int bshapes[][3] = {
 		/* n, d, k (kind: 0, 1, 2 each) */
 		{3000, 9, 17}, {2000, 32, 256}, {1500, 128, 300}, {1000, 256, 129}, {2000, 100, 1000},
@@ -397,15 +403,21 @@ test_screen(void)
 		{30000, 256, 200, 1}, {100000, 32, 256, 1}, {50000, 128, 1000, 0},
 	};
 
-	for (int m = 1; m <= 3; m += 2)
+	/* m = 1: tf32 (wgmma where there is one), 3: 3xtf32, 0: tf32 on mma.sync */
+	for (int m = 1; m >= 0; m = m == 1 ? 3 : m == 3 ? 0 : -1)
+	{
+		if (m == 0)
+			setenv("GPUCLUST_KM_SCREEN", "mma", 1);
 		for (unsigned s = 0; s < sizeof(bshapes) / sizeof(bshapes[0]); s++)
 			for (int kind = 0; kind < 3; kind++)
 			{
 				if (quick && (s > 1 || kind > 0))
 					continue;
-				test_screen_bound(bshapes[s][0], bshapes[s][1], bshapes[s][2], kind, m);
+				test_screen_bound(bshapes[s][0], bshapes[s][1], bshapes[s][2], kind, m ? m : 1);
 			}
-	for (int m = 0; m < 3; m++)
+		unsetenv("GPUCLUST_KM_SCREEN");
+	}
+	for (int m = 0; m < 4; m++)
 	{
 		setenv("GPUCLUST_KM_SCREEN", modes[m], 1);
 		for (unsigned s = 0; s < sizeof(sshapes) / sizeof(sshapes[0]); s++)
