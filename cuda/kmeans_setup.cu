@@ -171,7 +171,7 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 			if (D.screen_wg)
 				KM_ALLOC(D.CTw, (int64_t) D.dpad * D.kp);
 		}
-		KM_ALLOC(D.cmax2, 1);
+		KM_ALLOC(D.cmax2, 2);	/* max ||c'||², max ||c' - TF32(c')||² */
 		if (nr > 0)
 		{
 			KM_ALLOC(D.fb_rows, nr);

@@ -52,6 +52,14 @@
 #define WG_THREADS 256
 #define WG_SLAB (WG_BN * WG_BK) /* floats of a stage (16 KiB) */
 
+/*
+ * Up to this d kmeans_screen.cu's mma.sync kernel is the faster on an
+ * H100 (4M x 32, k = 256: 1.15 ms a screen against 1.66): with one or two
+ * stages per tile this kernel's tensor work is short and each tile's
+ * wait for its products and its epilogue are exposed.
+ */
+#define WG_D_MIN 64
+
 /* Float index of (row r, dimension k < 32) in a 128-byte-swizzled slab. */
 __host__ __device__ __forceinline__ int
 sw128(int r, int k)
@@ -154,7 +162,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			   const float *__restrict__ mu, const float *__restrict__ CW,
 			   const float *__restrict__ cnrm, const float *__restrict__ cmax2,
-			   const float *__restrict__ xn2, int kp, float coef,
+			   const float *__restrict__ xn2, int kp, float coefm, float coefr,
 			   int32_t *__restrict__ labels, int32_t *__restrict__ rows_out,
 			   unsigned *n_out, km_info *info, float *__restrict__ dbg)
 {
@@ -164,6 +172,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	const uint32_t pad = (1024u - (raw & 1023u)) & 1023u;
 	float	   *As = (float *) ((char *) wg_smem + pad);	/* nkc slabs of 128 rows */
 	float	   *Bs = As + (size_t) dpad * WG_BM;	/* NST slabs of 128 centres */
+	float	   *dxs = Bs + (size_t) NST * WG_SLAB;	/* ||x' - x~||² of the rows */
 	const uint32_t sA = raw + pad,
 				sB = sA + (uint32_t) (dpad * WG_BM * 4);
 	const int	tid = threadIdx.x,
@@ -204,6 +213,9 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 #pragma unroll
 	for (int s = 0; s < NST - 1; s++)
 		load_b(s);
+	if (tid < WG_BM)
+		dxs[tid] = 0.0f;
+	__syncthreads();
 
 	/*
 	 * The block's rows, shifted and rounded to TF32: 16-byte slot (r, q) =
@@ -240,7 +252,8 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				const int	sl = s0 + u * WG_THREADS;
 				const int	r = sl & (WG_BM - 1),
 							q = sl / WG_BM;
-				float		w[4];
+				float		w[4],
+							res = 0.0f;
 
 				if (sl >= nslots)
 					break;
@@ -248,11 +261,15 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				for (int e = 0; e < 4; e++)
 				{
 					const int	j = 4 * q + e;
+					const float x = j < d ? __fsub_rn(v[u][e], mu[j]) : 0.0f;
 
-					w[e] = j < d ? __uint_as_float(to_tf32(__fsub_rn(v[u][e], mu[j]))) : 0.0f;
+					w[e] = __uint_as_float(to_tf32(x));
+					res = __fmaf_rn(__fsub_rn(x, w[e]), __fsub_rn(x, w[e]), res);
 				}
 				((float4 *) As)[((q / 8) * WG_BM + r) * 8 + ((q & 7) ^ (r & 7))] =
 					make_float4(w[0], w[1], w[2], w[3]);
+				if (res != 0.0f)
+					atomicAdd(&dxs[r], res);
 			}
 		}
 	}
@@ -323,9 +340,13 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 		if (t == 0 && r0 + 8 * h < n)
 		{
 			const int64_t gi = r0 + 8 * h;
-			const float M = sqrtf(xn2[gi]) + sqrtf(*cmax2);
+			const float xn = sqrtf(xn2[gi]),
+						cm = sqrtf(cmax2[0]),
+						dc = sqrtf(cmax2[1]),
+						dx = sqrtf(dxs[gi - m0]);
+			const float M = xn + cm;
 
-			if (sec[h] - best[h] > coef * M * M)
+			if (sec[h] - best[h] > coefm * M * M + coefr * (xn * dc + dx * (cm + dc)))
 			{
 				ch += labels[gi] != bidx[h];
 				labels[gi] = bidx[h];
@@ -358,7 +379,35 @@ wg_kernel(int nst, bool dbg)
 static size_t
 wg_smem_bytes(int dpad, int nst)
 {
-	return 1024 + sizeof(float) * ((size_t) dpad * WG_BM + (size_t) nst * WG_SLAB);
+	return 1024 + sizeof(float) * ((size_t) dpad * WG_BM + (size_t) nst * WG_SLAB + WG_BM);
+}
+
+/*
+ * The bound (kmeans_screen.cu's header) with the rounding of the operands
+ * measured instead of bounded: x' = x~ + dx and c'_j = c~_j + dc_j exactly
+ * (x~, c~ the TF32 values), so
+ *   |x~.c~_j - x'.c'_j| <= ||x~|| ||dc_j|| + ||dx|| ||c~_j|| + ||dx|| ||dc_j||,
+ * where kmeans_screen.cu takes ||dx|| <= 2^-11 ||x'|| (and the same for
+ * c'): the rounding errors of TF32's 10 bits are mostly smaller than half
+ * an ulp, and ||x'|| and max ||c'|| are rarely equal, so the measured form
+ * is about half as wide and fewer rows go to the re-screen.  With
+ * E = (1 + 2^-11) (||x'|| dC + ||dx|| C) + ||dx|| dC + 4du ||x~|| C~ (dC =
+ * max_j ||dc_j||, C = max_j ||c'_j||; the accumulation term as before) the
+ * decision threshold is
+ *   T = 4E + (4d + 10.02) u M²
+ *     <= coefr (||x'|| dC + ||dx|| (C + dC)) + coefm M²,
+ * coefr = 4 (1 + 2^-11), coefm = (4d (1 + 2^-10) + 4d + 10.02) u (using
+ * 4 ||x'|| C <= M²), both with 5% for the float rounding of the norms and
+ * of T.  ||dx||² is summed in the block's fill, dC² in k_prep_tiled
+ * (cmax2[1]).
+ */
+static void
+wg_coefs(int d, float *coefm, float *coefr)
+{
+	const double u = 0x1.0p-24;
+
+	*coefm = (float) (1.05 * (4.0 * d * (1 + 0x1.0p-10) + 4.0 * d + 10.02) * u);
+	*coefr = (float) (1.05 * 4.0 * (1 + 0x1.0p-11));
 }
 
 /* Whether this build runs the kernel on the current device (cached per
@@ -405,21 +454,22 @@ km_wg_probe(gc_status *st, gc_code *rc)
 
 /*
  * After km_screen_plan: D.screen_wg (the stages, 0: none) and D.wg_smem.
- * The kernel takes D's tf32 screen where the build and the device have it,
- * unless GPUCLUST_KM_SCREEN says mma (kmeans_screen.cu's kernel) or a mode
- * other than the default tf32; 3 stages where the blocks per SM stay as
- * many as with 2.
+ * The kernel takes D's tf32 screen where the build and the device have it
+ * and d > WG_D_MIN; GPUCLUST_KM_SCREEN=wgmma takes it at every d, =mma
+ * never (nor the modes other than tf32).  3 stages where the blocks per SM
+ * stay as many as with 2.
  */
 gc_code
 km_wg_plan(km_dev &D, gc_status *st)
 {
 	const char *env = getenv("GPUCLUST_KM_SCREEN");
+	const bool	force = env && strcmp(env, "wgmma") == 0;
 	int			best_per_sm = 0;
 	gc_code		rc;
 
 	D.screen_wg = 0;
 	if (D.screen != 1 || D.kp % WG_BN != 0 || D.dpad % WG_BK != 0 ||
-		(env && strcmp(env, "tf32") != 0))
+		(env && !force && strcmp(env, "tf32") != 0) || (!force && D.d <= WG_D_MIN))
 		return GC_OK;
 	if (!km_wg_probe(st, &rc))
 		return rc;
@@ -460,12 +510,14 @@ km_wg_prep(km_dev &D, gc_status *st)
 gc_code
 km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out, float *dbg, gc_status *st)
 {
-	const float coef = km_screen_coef(1, D.d);
+	float		coefm,
+				coefr;
 	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
 		(void *) &D.mu, (void *) &D.CTw, (void *) &D.cnrm, (void *) &D.cmax2,
-		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
+		(void *) &D.xn2, (void *) &D.kp, (void *) &coefm, (void *) &coefr, (void *) &D.labels,
 		(void *) &rows_out, (void *) &n_out, (void *) &D.info, (void *) &dbg};
 
+	wg_coefs(D.d, &coefm, &coefr);
 	KM_CK(cudaLaunchKernel(wg_kernel(D.screen_wg, dbg != nullptr), dim3(blocks_for(D.n, WG_BM)),
 						   dim3(WG_THREADS), args, D.wg_smem, D.s));
 	return GC_OK;

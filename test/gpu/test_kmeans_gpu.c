@@ -38,6 +38,7 @@
  * set (for compute-sanitizer), =2 a tiny one (for racecheck).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,11 +253,27 @@ test_step(int64_t n, int d, int k, int kind)
 
 /* ---- the tensor-core screen ---- */
 
+/* TF32 rounding as cvt.rna.tf32.f32: to 10 mantissa bits, ties away. */
+static float
+tf32_rna(float x)
+{
+	uint32_t	b;
+
+	memcpy(&b, &x, 4);
+	if ((b & 0x7f800000u) != 0x7f800000u)
+		b = (b + 0x1000u) & 0xffffe000u;
+	memcpy(&x, &b, 4);
+	return x;
+}
+
 /*
  * Every screened score against the exact s = ||c'||² - 2 x'.c' (x' = x - mu,
  * c' = c - mu in float, as the kernel forms them; s in long double): the
  * error must stay within (kappa/2 + (d + 1.01) u) M², M = ||x'|| + max ||c'||
- * (kmeans_screen.cu's derivation, restated here).
+ * (kmeans_screen.cu's derivation, restated here); in tf32 also within the
+ * half of kmeans_wgmma.cu's measured form, 2E + (d + 1.01) u M², E =
+ * (1 + 2^-11) (||x'|| dC + ||dx|| C) + ||dx|| dC + 4du (1 + 2^-10) ||x'|| C
+ * (dx = x' - TF32(x'), dC = max ||c' - TF32(c')||, C = max ||c'||).
  */
 static void
 test_screen_bound(int64_t n, int d, int k, int kind, int mode)
@@ -272,8 +289,11 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 	const double coef = kappa / 2 + (d + 1.01) * u;
 	gc_status	st = {0};
 	double		cmax = 0,
+				dcmax = 0,
 				worst = 0,
+				worst_r = 0,
 				mean_ratio = 0;
+	int64_t		over_r = 0;
 	int64_t		over = 0;
 
 	gc_km_init_kmeanspp(NULL, X, n, d, k, tu_next(&rs), 0, C, NULL, &st);
@@ -284,29 +304,39 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 	}
 	for (int c = 0; c < k; c++)
 	{
-		long double q = 0;
+		long double q = 0,
+					r = 0;
 
 		for (int j = 0; j < d; j++)
 		{
 			cp[c * d + j] = C[c * d + j] - mu[j];
 			q += (long double) cp[c * d + j] * cp[c * d + j];
+			r += powl((long double) cp[c * d + j] - tf32_rna(cp[c * d + j]), 2);
 		}
 		cn[c] = q;
 		if (sqrt((double) q) > cmax)
 			cmax = sqrt((double) q);
+		if (sqrt((double) r) > dcmax)
+			dcmax = sqrt((double) r);
 	}
 	for (int64_t i = 0; i < n; i++)
 	{
 		float		xp[512];
-		long double xn = 0;
-		double		M;
+		long double xn = 0,
+					dx = 0;
+		double		M,
+					rb;
 
 		for (int j = 0; j < d; j++)
 		{
 			xp[j] = X[i * d + j] - mu[j];
 			xn += (long double) xp[j] * xp[j];
+			dx += powl((long double) xp[j] - tf32_rna(xp[j]), 2);
 		}
 		M = sqrt((double) xn) + cmax;
+		rb = 2 * ((1 + 0x1.0p-11) * (sqrt((double) xn) * dcmax + sqrt((double) dx) * cmax) +
+				  sqrt((double) dx) * dcmax + 4.0 * d * u * (1 + 0x1.0p-10) * sqrt((double) xn) * cmax) +
+			(d + 1.01) * u * M * M;
 		for (int c = 0; c < k; c++)
 		{
 			long double dot = 0,
@@ -321,14 +351,25 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 			if (e > worst)
 				worst = e;
 			over += !(e <= 1.0);
+			if (mode == 1)
+			{
+				const double er = fabs((double) ((long double) S[i * k + c] - sx)) / rb;
+
+				if (er > worst_r)
+					worst_r = er;
+				over_r += !(er <= 1.0);
+			}
 		}
 	}
 	CHECK(over == 0, "screen %s n=%lld d=%d k=%d kind=%d: %lld scores beyond the bound (worst %.3g x)",
 		  mode == 3 ? "3xtf32" : "tf32", (long long) n, d, k, kind, (long long) over, worst);
-	printf("  screen %-6s%s n=%-6lld d=%-3d k=%-4d kind=%d: |error| / bound: max %.3g, mean %.3g\n",
-		   mode == 3 ? "3xtf32" : "tf32", getenv("GPUCLUST_KM_SCREEN") ? " (mma)" : "",
+	if (mode == 1)
+		CHECK(over_r == 0, "screen tf32 n=%lld d=%d k=%d kind=%d: %lld scores beyond the measured-rounding bound (worst %.3g x)",
+			  (long long) n, d, k, kind, (long long) over_r, worst_r);
+	printf("  screen %-6s %-6s n=%-6lld d=%-3d k=%-4d kind=%d: |error| / bound: max %.3g, mean %.3g; / measured-rounding bound: max %.3g\n",
+		   mode == 3 ? "3xtf32" : "tf32", getenv("GPUCLUST_KM_SCREEN") ? getenv("GPUCLUST_KM_SCREEN") : "",
 		   (long long) n, d, k, kind, worst,
-		   mean_ratio / ((double) n * k));
+		   mean_ratio / ((double) n * k), worst_r);
 out:
 	free(X);
 	free(C);
@@ -391,9 +432,9 @@ test_ties(int64_t n, int d, int k, double off)
 static void
 test_screen(void)
 {
-	/* tf32: one screen, on wgmma where the device has it; mma: the default
-	 * cascade with the mma.sync screen */
-	static const char *modes[] = {"tf32", "3xtf32", "fp32", "mma"};
+	/* tf32: one screen (on wgmma where the device has it and d > 64);
+	 * mma, wgmma: the default cascade with that kernel's screen at every d */
+	static const char *modes[] = {"tf32", "3xtf32", "fp32", "mma", "wgmma"};
 	static const int bshapes[][3] = {
 		/* n, d, k (kind: 0, 1, 2 each) */
 		{3000, 9, 17}, {2000, 32, 256}, {1500, 128, 300}, {1000, 256, 129}, {2000, 100, 1000},
@@ -403,21 +444,27 @@ test_screen(void)
 		{30000, 256, 200, 1}, {100000, 32, 256, 1}, {50000, 128, 1000, 0},
 	};
 
-	/* m = 1: tf32 (wgmma where there is one), 3: 3xtf32, 0: tf32 on mma.sync */
-	for (int m = 1; m >= 0; m = m == 1 ? 3 : m == 3 ? 0 : -1)
+	/* tf32 (the default kernel for d), 3xtf32, tf32 on mma.sync and on wgmma */
+	static const struct
 	{
-		if (m == 0)
-			setenv("GPUCLUST_KM_SCREEN", "mma", 1);
+		int			mode;
+		const char *env;
+	}			bounds[] = {{1, NULL}, {3, NULL}, {1, "mma"}, {1, "wgmma"}};
+
+	for (unsigned b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++)
+	{
+		if (bounds[b].env)
+			setenv("GPUCLUST_KM_SCREEN", bounds[b].env, 1);
 		for (unsigned s = 0; s < sizeof(bshapes) / sizeof(bshapes[0]); s++)
 			for (int kind = 0; kind < 3; kind++)
 			{
 				if (quick && (s > 1 || kind > 0))
 					continue;
-				test_screen_bound(bshapes[s][0], bshapes[s][1], bshapes[s][2], kind, m ? m : 1);
+				test_screen_bound(bshapes[s][0], bshapes[s][1], bshapes[s][2], kind, bounds[b].mode);
 			}
 		unsetenv("GPUCLUST_KM_SCREEN");
 	}
-	for (int m = 0; m < 4; m++)
+	for (int m = 0; m < 5; m++)
 	{
 		setenv("GPUCLUST_KM_SCREEN", modes[m], 1);
 		for (unsigned s = 0; s < sizeof(sshapes) / sizeof(sshapes[0]); s++)
