@@ -60,6 +60,9 @@
  */
 #define WG_D_MIN 64
 
+/* The fill gives thread t rows t % WG_BM only (the rows' rounding sums). */
+static_assert(WG_THREADS == 2 * WG_BM, "two threads fill each row");
+
 /* Float index of (row r, dimension k < 32) in a 128-byte-swizzled slab. */
 __host__ __device__ __forceinline__ int
 sw128(int r, int k)
@@ -172,7 +175,6 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	const uint32_t pad = (1024u - (raw & 1023u)) & 1023u;
 	float	   *As = (float *) ((char *) wg_smem + pad);	/* nkc slabs of 128 rows */
 	float	   *Bs = As + (size_t) dpad * WG_BM;	/* NST slabs of 128 centres */
-	float	   *dxs = Bs + (size_t) NST * WG_SLAB;	/* ||x' - x~||² of the rows */
 	const uint32_t sA = raw + pad,
 				sB = sA + (uint32_t) (dpad * WG_BM * 4);
 	const int	tid = threadIdx.x,
@@ -190,6 +192,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				sec[2];
 	int			bidx[2];
 	int			ch = 0;
+	float		dx2 = 0.0f;		/* of row tid % 128 (the only row it fills), its part of ||x' - x~||² */
 
 	/* stage step % NST <- slab `step` of CW (an empty group past the end,
 	 * so that every step waits for the same count) */
@@ -213,9 +216,6 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 #pragma unroll
 	for (int s = 0; s < NST - 1; s++)
 		load_b(s);
-	if (tid < WG_BM)
-		dxs[tid] = 0.0f;
-	__syncthreads();
 
 	/*
 	 * The block's rows, shifted and rounded to TF32: 16-byte slot (r, q) =
@@ -252,8 +252,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				const int	sl = s0 + u * WG_THREADS;
 				const int	r = sl & (WG_BM - 1),
 							q = sl / WG_BM;
-				float		w[4],
-							res = 0.0f;
+				float		w[4];
 
 				if (sl >= nslots)
 					break;
@@ -264,12 +263,10 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 					const float x = j < d ? __fsub_rn(v[u][e], mu[j]) : 0.0f;
 
 					w[e] = __uint_as_float(to_tf32(x));
-					res = __fmaf_rn(__fsub_rn(x, w[e]), __fsub_rn(x, w[e]), res);
+					dx2 = __fmaf_rn(__fsub_rn(x, w[e]), __fsub_rn(x, w[e]), dx2);
 				}
 				((float4 *) As)[((q / 8) * WG_BM + r) * 8 + ((q & 7) ^ (r & 7))] =
 					make_float4(w[0], w[1], w[2], w[3]);
-				if (res != 0.0f)
-					atomicAdd(&dxs[r], res);
 			}
 		}
 	}
@@ -324,6 +321,12 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 		}
 	}
 
+	/* the rows' ||x' - x~||², in the stages' room (threads t and t + 128
+	 * filled row t) */
+	__syncthreads();
+	Bs[tid] = dx2;
+	__syncthreads();
+
 	/* the 4 lanes of a row, by (score, index); lane t = 0 decides it */
 #pragma unroll
 	for (int h = 0; h < 2; h++)
@@ -343,7 +346,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			const float xn = sqrtf(xn2[gi]),
 						cm = sqrtf(cmax2[0]),
 						dc = sqrtf(cmax2[1]),
-						dx = sqrtf(dxs[gi - m0]);
+						dx = sqrtf(Bs[gi - m0] + Bs[gi - m0 + WG_BM]);
 			const float M = xn + cm;
 
 			if (sec[h] - best[h] > coefm * M * M + coefr * (xn * dc + dx * (cm + dc)))
@@ -379,7 +382,7 @@ wg_kernel(int nst, bool dbg)
 static size_t
 wg_smem_bytes(int dpad, int nst)
 {
-	return 1024 + sizeof(float) * ((size_t) dpad * WG_BM + (size_t) nst * WG_SLAB + WG_BM);
+	return 1024 + sizeof(float) * ((size_t) dpad * WG_BM + (size_t) nst * WG_SLAB);
 }
 
 /*
