@@ -13,6 +13,7 @@
  *   kmeans_assign.cu   the assignment kernels, the exact re-rank and the
  *                      centres' layout
  *   kmeans_screen.cu   the tensor-core screen of the assignment (8 < d <= 256)
+ *   kmeans_wgmma.cu    its TF32 screen on Hopper's wgmma (H100/H200, d > 64)
  *   kmeans_update.cu   the fixed-point sums, means, empty-cluster re-seeding
  *   kmeans_stats.cu    inertia, distances, the variance behind tol
  *   kmeans_stream.cu   the streamed path: data larger than the device
@@ -30,7 +31,9 @@
  *               gc_dist2 (dimension order, separate multiply and add), so
  *               the labels equal the CPU's bit for bit;
  *             - 8 < d <= 256: a tensor-core screen (kmeans_screen.cu):
- *               x.c on TF32 mma (3xTF32 when too many rows are close),
+ *               x.c on TF32 mma (3xTF32 when too many rows are close;
+ *               the TF32 pass on wgmma on an H100/H200 at d > 64,
+ *               kmeans_wgmma.cu),
  *               on rows and centres shifted by the feature means, fused
  *               with the best and second best score per row; a row whose
  *               two best scores are within the derived rounding bound
