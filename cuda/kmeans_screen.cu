@@ -429,15 +429,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	/* the 4 lanes of a row group, then the 4 warps of a row, by (score, index) */
 #pragma unroll
 	for (int r = 0; r < 8; r++)
-#pragma unroll
-		for (int off = 1; off <= 2; off <<= 1)
-		{
-			const float os = __shfl_xor_sync(0xffffffffu, best[r], off),
-						o2 = __shfl_xor_sync(0xffffffffu, sec[r], off);
-			const int	oi = __shfl_xor_sync(0xffffffffu, bidx[r], off);
-
-			merge_best(os, o2, oi, best[r], sec[r], bidx[r]);
-		}
+		merge_quad(best[r], sec[r], bidx[r]);
 	{
 		float	   *rb = Bs;		/* 4 x SC_BM best, then sec; then indices */
 		float	   *rs = Bs + 4 * SC_BM;

@@ -331,15 +331,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 #pragma unroll
 	for (int h = 0; h < 2; h++)
 	{
-#pragma unroll
-		for (int off = 1; off <= 2; off <<= 1)
-		{
-			const float os = __shfl_xor_sync(0xffffffffu, best[h], off),
-						o2 = __shfl_xor_sync(0xffffffffu, sec[h], off);
-			const int	oi = __shfl_xor_sync(0xffffffffu, bidx[h], off);
-
-			merge_best(os, o2, oi, best[h], sec[h], bidx[h]);
-		}
+		merge_quad(best[h], sec[h], bidx[h]);
 		if (t == 0 && r0 + 8 * h < n)
 		{
 			const int64_t gi = r0 + 8 * h;

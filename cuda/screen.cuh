@@ -62,4 +62,20 @@ merge_best(float os, float o2, int oi, float &best, float &sec, int &bidx)
 		sec = fminf(sec, os);
 }
 
+/* The running best of a row held by the 4 lanes of a quad (lane % 4 = 0..3,
+ * the mma accumulators' column groups): every lane ends with the merge. */
+__device__ __forceinline__ void
+merge_quad(float &best, float &sec, int &bidx)
+{
+#pragma unroll
+	for (int off = 1; off <= 2; off <<= 1)
+	{
+		const float os = __shfl_xor_sync(0xffffffffu, best, off),
+					o2 = __shfl_xor_sync(0xffffffffu, sec, off);
+		const int	oi = __shfl_xor_sync(0xffffffffu, bidx, off);
+
+		merge_best(os, o2, oi, best, sec, bidx);
+	}
+}
+
 #endif							/* GPUCLUST_SCREEN_CUH */
