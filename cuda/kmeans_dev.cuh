@@ -168,8 +168,8 @@ struct km_dev
 	float	   *cnrm = nullptr;
 	float	   *CTo = nullptr;
 	float	   *CTf = nullptr;	/* screen: CT in fragment order, float */
-	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 */
-	float	   *CTw = nullptr;	/* wgmma screen: CT in its swizzled slabs, TF32 */
+	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 (not with screen_wg) */
+	float	   *CTw = nullptr;	/* wgmma screen: CT in its swizzled slabs, TF32 (screen_wg) */
 	float	   *cmax2 = nullptr;	/* 2: max ||c'_j||², max ||c'_j - TF32(c'_j)||² */
 	int32_t    *fb_rows = nullptr;
 	int32_t    *fb_rows2 = nullptr;	/* screen: the rows the 3xtf32 re-screen left */

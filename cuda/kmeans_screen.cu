@@ -109,7 +109,8 @@ mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
  * into big and small parts as they are loaded.
  */
 /* CTf/CTt (fragment order) from CT (dpad x kp, row-major); one thread per
- * element. */
+ * element.  CTt NULL: the tf32 pass runs on wgmma (kmeans_wgmma.cu's own
+ * layout), only the 3xtf32 re-screen reads this file's. */
 __global__ void
 k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
 			  float *__restrict__ CTf, float *__restrict__ CTt)
@@ -128,7 +129,8 @@ k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
 		const float v = CT[e];
 
 		CTf[idx] = v;
-		CTt[idx] = __uint_as_float(to_tf32(v));
+		if (CTt)
+			CTt[idx] = __uint_as_float(to_tf32(v));
 	}
 }
 
@@ -570,6 +572,10 @@ km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
 	const unsigned grid = blocks_for(D.n, SC_BM);
 	const int	minb = mode == 1 && !dbg ? D.screen_minb : 1;
 	const float *ctb = mode == 1 ? D.CTt : D.CTf;
+
+	if (ctb == nullptr)			/* mode 1 over listed rows with the wgmma screen: no caller */
+		return gc_fail(st, GC_EINTERNAL, "GPU k-means: no centres prepared for the %s screen",
+					   mode == 1 ? "tf32" : "3xtf32");
 	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
 		(void *) &D.mu, (void *) &ctb, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,

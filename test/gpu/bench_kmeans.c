@@ -549,7 +549,7 @@ main(int argc, char **argv)
 				tf32;
 	struct cudaDeviceProp prop;
 	uint64_t	s = 12345;
-	char		c1[160],
+	char		c1[320],
 				c2[160],
 				c3[160],
 				c4[160],
