@@ -58,11 +58,13 @@
  *             sums themselves round.
  *   finalize  means (float), empty-cluster count, squared centre shift.
  *   prep      the centres in the layout the next assign reads.
- *   read-back {changed, shift, n_empty, moved}: the convergence test
- *             (scikit-learn's: labels unchanged, or shift <= tol * mean
- *             feature variance) and the cancel poll happen on the host.
+ *   read-back {changed, shift, n_empty, relocated, moved}: the
+ *             convergence test (scikit-learn's: labels unchanged with no
+ *             cluster re-seeded, or shift <= tol * mean feature variance)
+ *             and the cancel poll happen on the host.
  * Empty clusters are re-seeded exactly as the CPU does (rows farthest from
- * their centres, farthest to the lowest empty id) on an extra, rare path.
+ * their centres, farthest to the lowest empty id; never a row on its
+ * centre) on an extra, rare path.
  *
  * Seeding: k-means++ (kmeans_pp.cu) and k-means|| (kmeans_par.cu) run on
  * the device and reproduce the CPU's centres bit for bit; random seeding
@@ -247,7 +249,9 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		cur = 1 - cur;
 		/* the inertia is summed on the CPU path only: not reported here */
 		gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, p->n_init, NAN);
-		if (D.h_info->changed == 0 || D.h_info->shift <= tol_scaled)
+		/* as kmeans_run: a step that re-seeds is not converged on labels */
+		if ((D.h_info->changed == 0 && D.h_info->relocated == 0) ||
+			D.h_info->shift <= tol_scaled)
 		{
 			*converged = true;
 			it++;

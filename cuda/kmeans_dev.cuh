@@ -103,6 +103,7 @@ struct km_info
 	unsigned long long changed;	/* rows whose label changed */
 	double		shift;			/* sum of squared centre moves */
 	int			n_empty;		/* clusters with no row */
+	int			relocated;		/* of those, re-seeded with a row (km_reseed) */
 	int			moved;			/* some centre coordinate changed */
 	unsigned	n_fallback;		/* rows the first screen left (one km_assign) */
 	unsigned	fb_total;		/* rows re-ranked exactly this iteration (every km_assign) */
@@ -398,9 +399,10 @@ gc_code		km_finalize(km_dev &D, const float *Cold, float *Cnew,
 /* V.d2 = gc_dist2 of V's rows to their centres in C (re-seeding). */
 gc_code		km_d2(km_dev &V, const float *C, gc_status *st);
 
-/* Re-seeds m empty clusters as the CPU does, then km_finalize again.
- * Streamed: D.d2 already holds the distances to Cold (km_d2 per chunk),
- * and the far rows are read from the host matrix. */
+/* Re-seeds m empty clusters as the CPU does (only rows off their centre:
+ * fewer when fewer rows are; the count in info's relocated), then
+ * km_finalize again.  Streamed: D.d2 already holds the distances to Cold
+ * (km_d2 per chunk), and the far rows are read from the host matrix. */
 gc_code		km_reseed(km_dev &D, const float *Cold, float *Cnew, int m,
 					  gc_status *st);
 

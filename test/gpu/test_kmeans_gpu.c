@@ -14,7 +14,8 @@
  *             GPU's own labels and centres; labels match the returned
  *             centres; every output written (outputs are poisoned first);
  *   re-seeding data with many duplicate rows and random init, which makes
- *             empty clusters: GPU = CPU;
+ *             empty clusters: GPU = CPU; hand-made steps (a row on its
+ *             centre seeds no cluster): GPU = CPU bit for bit;
  *   screen    the tensor-core screen (d > 8, cuda/kmeans_screen.cu and,
  *             on an H100/H200, cuda/kmeans_wgmma.cu): every score within
  *             the derived bound of the exact ||c'||² - 2x'.c' (tf32 on
@@ -249,6 +250,65 @@ test_step(int64_t n, int d, int k, int kind)
 	free(lc);
 	free(lg);
 	free(d2);
+}
+
+/*
+ * Re-seeding in hand-made steps, the CPU update the reference bit for
+ * bit: an empty cluster takes the farthest row off its centre (d2 > 0),
+ * never one on its centre, so empty clusters past the rows off their
+ * centres keep their centres (the device's keys run out).
+ */
+static void
+test_reseed_steps(void)
+{
+	static const struct
+	{
+		int			n,
+					k,
+					nrel;
+		float		X[7],
+					C[4],
+					want[4];
+	}			cases[] = {
+		/* the 100s tie to centre 1; centre 2 takes row 2 (d2 4), not a 100 */
+		{7, 3, 1, {100, 100, 0, 1, 2, 3, 4}, {2, 100, 100}, {2.5f, 100, 0}},
+		/* three empty clusters, one row off its centre */
+		{3, 4, 1, {0, 0, 5}, {0, 0, 0, 0}, {0, 5, 0, 0}},
+		/* every row on its centre: nothing to re-seed */
+		{4, 3, 0, {0, 0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+	};
+
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++)
+	{
+		const int	n = cases[t].n,
+					k = cases[t].k;
+		gc_km_ws   *ws = gc_km_ws_create(n, 1, k, 0);
+		gc_status	st = {0};
+		int32_t		lc[7],
+					lg[7];
+		float		d2[7],
+					Cc[4],
+					Cg[4];
+		double		shc = 0,
+					shg = 0;
+		int64_t		chc = 0,
+					chg = 0;
+		int			nrel = -1;
+
+		for (int i = 0; i < n; i++)
+			lc[i] = -1;
+		gc_km_assign(NULL, ws, cases[t].X, n, 1, cases[t].C, k, lc, d2, &chc, &st);
+		gc_km_update(NULL, ws, cases[t].X, n, 1, k, lc, d2, cases[t].C, Cc, &shc, &nrel, &st);
+		CHECK(nrel == cases[t].nrel && memcmp(Cc, cases[t].want, sizeof(float) * k) == 0,
+			  "re-seeding case %zu: cpu re-seeded %d, want %d", t, nrel, cases[t].nrel);
+		CHECK(gc_kmeans_gpu_step(cases[t].X, n, 1, k, cases[t].C, lg, Cg, &shg, &chg, &st) == GC_OK,
+			  "re-seeding case %zu: gpu step: %s", t, st.message);
+		CHECK(memcmp(lg, lc, sizeof(int32_t) * n) == 0 && memcmp(Cg, Cc, sizeof(float) * k) == 0 &&
+			  shg == shc && chg == chc,
+			  "re-seeding case %zu: gpu step differs from the cpu (centre 0: %g vs %g, shift %g vs %g)",
+			  t, Cg[0], Cc[0], shg, shc);
+		gc_km_ws_destroy(ws);
+	}
 }
 
 /* ---- the tensor-core screen ---- */
@@ -890,6 +950,7 @@ main(void)
 	test_full(3000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4);
 	test_step(4000, 3, 9, 3);
 	test_step(4000, 10, 9, 3);
+	test_reseed_steps();
 
 	/* streamed = resident (forced chunks, or a budget that needs them) */
 	test_stream_plan();
