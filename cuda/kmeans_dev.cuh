@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <cuda_pipeline.h>
+
 #include "check.cuh"
 #include "gpu.h"
 extern "C" {
@@ -29,68 +31,74 @@ extern "C" {
 
 /*
  * The sequential double sum of one fixed block's terms, rows i0 .. i1-1,
- * exactly as the CPU adds them (acc = 0; acc += term, row after row), by
- * one thread: the term is w[i] * (double) t[i], or (double) t[i] when w is
- * NULL.  The one dependent chain is the whole cost, so the loads run a
- * group of KM_CK_ROWS ahead of it.  ck (may be NULL) gets the running sum
- * after every KM_CK_ROWS rows (the last: after the last row), so that a
- * search of the prefix sums can start from the checkpoint before it.  One
- * thread per chain: with many blocks all chains run at once.
+ * exactly as the CPU adds them (acc = 0; acc += term, row after row): the
+ * term is w[i] * (double) t[i], or (double) t[i] when w is NULL.  ck (may
+ * be NULL) gets the running sum after every KM_CK_ROWS rows (the last:
+ * after the last row), so that a search of the prefix sums can start from
+ * the checkpoint before it.
+ *
+ * One warp per chain; all 32 lanes call it, and all get the sum.  The one
+ * dependent chain of additions is the whole cost, so lane 0 adds while the
+ * warp copies the next KM_CHAIN_ROWS terms (and weights) into shared
+ * memory with cp.async, a chunk ahead: the chain never waits on global
+ * memory.  buf: this warp's KM_CHAIN_SMEM(w != NULL) bytes of shared
+ * memory, 16-byte aligned.
  */
+#define KM_CHAIN_ROWS 512
+#define KM_CHAIN_WARPS 2		/* chains (warps) per CUDA block */
+#define KM_CHAIN_SMEM(weighted) \
+	((size_t) 2 * KM_CHAIN_ROWS * (sizeof(float) + ((weighted) ? sizeof(double) : 0)))
+
+__device__ __forceinline__ void
+km_chain_fetch(const float *__restrict__ t, const double *__restrict__ w,
+			   int64_t r0, int64_t r1, float *tb, double *wb)
+{
+	for (int64_t r = r0 + (threadIdx.x & 31); r < r1; r += 32)
+	{
+		__pipeline_memcpy_async(tb + (r - r0), t + r, sizeof(float));
+		if (w != nullptr)
+			__pipeline_memcpy_async(wb + (r - r0), w + r, sizeof(double));
+	}
+	__pipeline_commit();
+}
+
 __device__ __forceinline__ double
 km_block_chain(const float *__restrict__ t, const double *__restrict__ w,
-			   int64_t i0, int64_t i1, double *ck)
+			   int64_t i0, int64_t i1, double *ck, void *buf)
 {
+	float	   *tb = (float *) buf;	/* 2 x KM_CHAIN_ROWS */
+	double	   *wb = (double *) (tb + 2 * KM_CHAIN_ROWS);
+	const int	lane = threadIdx.x & 31;
 	double		acc = 0.0;
-	int64_t		i = i0;
-	float		cur[KM_CK_ROWS];
 
-	if (i + KM_CK_ROWS <= i1)
+	km_chain_fetch(t, w, i0, i0 + KM_CHAIN_ROWS < i1 ? i0 + KM_CHAIN_ROWS : i1, tb, wb);
+	for (int64_t g0 = i0, h = 0; g0 < i1; g0 += KM_CHAIN_ROWS, h ^= 1)
 	{
-#pragma unroll
-		for (int u = 0; u < KM_CK_ROWS; u++)
-			cur[u] = t[i + u];
-	}
-	for (; i + KM_CK_ROWS <= i1; i += KM_CK_ROWS)
-	{
-		float		nxt[KM_CK_ROWS];
-		const bool	more = i + 2 * KM_CK_ROWS <= i1;
+		const int64_t g1 = g0 + KM_CHAIN_ROWS < i1 ? g0 + KM_CHAIN_ROWS : i1,
+					n1 = g1 + KM_CHAIN_ROWS < i1 ? g1 + KM_CHAIN_ROWS : i1;
 
-		if (more)
+		/* the next chunk in flight (maybe none: an empty group), this one here */
+		km_chain_fetch(t, w, g1, n1, tb + (1 - h) * KM_CHAIN_ROWS,
+					   wb + (1 - h) * KM_CHAIN_ROWS);
+		__pipeline_wait_prior(1);
+		__syncwarp();
+		if (lane == 0)
 		{
-#pragma unroll
-			for (int u = 0; u < KM_CK_ROWS; u++)
-				nxt[u] = t[i + KM_CK_ROWS + u];
+			const float *tc = tb + h * KM_CHAIN_ROWS;
+			const double *wc = wb + h * KM_CHAIN_ROWS;
+			const int	len = (int) (g1 - g0);
+
+#pragma unroll 32
+			for (int u = 0; u < len; u++)
+			{
+				acc += w != nullptr ? wc[u] * (double) tc[u] : (double) tc[u];
+				if (ck != nullptr && ((u + 1) % KM_CK_ROWS == 0 || g0 + u + 1 == i1))
+					ck[(g0 - i0 + u) / KM_CK_ROWS] = acc;
+			}
 		}
-		if (w != nullptr)
-		{
-#pragma unroll
-			for (int u = 0; u < KM_CK_ROWS; u++)
-				acc += w[i + u] * (double) cur[u];
-		}
-		else
-		{
-#pragma unroll
-			for (int u = 0; u < KM_CK_ROWS; u++)
-				acc += (double) cur[u];
-		}
-		if (ck != nullptr)
-			ck[(i - i0) / KM_CK_ROWS] = acc;
-		if (more)
-		{
-#pragma unroll
-			for (int u = 0; u < KM_CK_ROWS; u++)
-				cur[u] = nxt[u];
-		}
+		__syncwarp();			/* this chunk's buffer is free for the one after next */
 	}
-	if (i < i1)
-	{
-		for (int64_t r = i; r < i1; r++)
-			acc += w != nullptr ? w[r] * (double) t[r] : (double) t[r];
-		if (ck != nullptr)
-			ck[(i - i0) / KM_CK_ROWS] = acc;
-	}
-	return acc;
+	return __shfl_sync(0xffffffffu, acc, 0);
 }
 
 #define SMALL_D_MAX 8			/* exact direct path up to this d */
@@ -320,12 +328,11 @@ gc_code		km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT,
 
 /*
  * k-means|| seeding on the device, bit for bit the CPU's
- * gc_km_init_kmeans_par (unweighted): XT the d x n transposed data; C
- * (k x d, device) receives the centres, chosen (k, device, may be NULL)
- * the rows.
+ * gc_km_init_kmeans_par (unweighted), over D's resident rows (after
+ * km_setup), through D's assignment step; D.C[1] is its scratch.  C (k x d,
+ * device) receives the centres, chosen (k, device, may be NULL) the rows.
  */
-gc_code		km_par_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
-						  int64_t n, int d, int k, uint64_t seed,
+gc_code		km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed,
 						  uint64_t stream, float *C, int64_t *chosen,
 						  gc_status *st);
 

@@ -19,10 +19,10 @@
  *              closest is the row terms[best] of the previous centre (the
  *              winner's terms are the new D²), read by the thread that
  *              then overwrites its own row's terms.
- *   pp_bsums   one thread per (fixed block, trial) adds the block's terms
- *              in row order (km_block_chain), its loads a group ahead of
- *              the chain, and keeps the checkpoints; every chain of the
- *              centre runs at once (nb x L threads).
+ *   pp_bsums   one warp per (fixed block, trial) adds the block's terms
+ *              in row order (km_block_chain: one lane adds from shared
+ *              memory while the warp copies the next chunk in), and keeps
+ *              the checkpoints; the chains of the centre run at once.
  *   pp_select  one warp per trial: the prefix of its block sums (which is
  *              the potential, and the next centre's offsets if it wins),
  *              then the lowest potential wins (ties: the earliest trial);
@@ -39,7 +39,6 @@
 #include "rng.h"
 
 #define PP_THREADS 256
-#define PP_SUM_THREADS 64		/* chains per CUDA block: spread over the SMs */
 
 namespace
 {
@@ -186,11 +185,12 @@ pp_terms(pp_state P, int L, int c)
 	}
 }
 
-/* bs[t][b] and its checkpoints: one thread per (block b, trial t). */
-__global__ void __launch_bounds__(PP_SUM_THREADS)
+/* bs[t][b] and its checkpoints: one warp per (block b, trial t). */
+__global__ void __launch_bounds__(32 * KM_CHAIN_WARPS)
 pp_bsums(pp_state P, int L)
 {
-	const int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	extern __shared__ __align__(16) unsigned char pp_chain_buf[];
+	const int64_t e = (int64_t) blockIdx.x * KM_CHAIN_WARPS + threadIdx.x / 32;
 
 	if (e < P.nb * L)
 	{
@@ -198,9 +198,12 @@ pp_bsums(pp_state P, int L)
 		const int64_t b = e % P.nb;
 		const int64_t i0 = b * KM_BLOCK,
 					i1 = i0 + KM_BLOCK < P.n ? i0 + KM_BLOCK : P.n;
+		const double bsum = km_block_chain(P.terms + (int64_t) t * P.n, P.w, i0, i1,
+										   P.ck + e * KM_CK_PER_BLOCK,
+										   pp_chain_buf + threadIdx.x / 32 * KM_CHAIN_SMEM(P.w != nullptr));
 
-		P.bs[e] = km_block_chain(P.terms + (int64_t) t * P.n, P.w, i0, i1,
-								 P.ck + e * KM_CK_PER_BLOCK);
+		if ((threadIdx.x & 31) == 0)
+			P.bs[e] = bsum;
 	}
 }
 
@@ -342,7 +345,8 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 		KM_LAUNCHED();
 		pp_terms<<<nblk, PP_THREADS, 0, s>>>(P, Lc, c);
 		KM_LAUNCHED();
-		pp_bsums<<<blocks_for(nb * Lc, PP_SUM_THREADS), PP_SUM_THREADS, 0, s>>>(P, Lc);
+		pp_bsums<<<blocks_for(nb * Lc, KM_CHAIN_WARPS), 32 * KM_CHAIN_WARPS,
+			KM_CHAIN_WARPS * KM_CHAIN_SMEM(w != nullptr), s>>>(P, Lc);
 		KM_LAUNCHED();
 		pp_select<<<1, 32 * KM_PP_LMAX, 0, s>>>(P, Lc, C, c, chosen);
 		KM_LAUNCHED();
