@@ -88,12 +88,22 @@ km_block_chain(const float *__restrict__ t, const double *__restrict__ w,
 			const double *wc = wb + h * KM_CHAIN_ROWS;
 			const int	len = (int) (g1 - g0);
 
-#pragma unroll 32
-			for (int u = 0; u < len; u++)
+			/* groups of KM_CK_ROWS: their terms into registers, then the adds */
+			for (int u0 = 0; u0 < len; u0 += KM_CK_ROWS)
 			{
-				acc += w != nullptr ? wc[u] * (double) tc[u] : (double) tc[u];
-				if (ck != nullptr && ((u + 1) % KM_CK_ROWS == 0 || g0 + u + 1 == i1))
-					ck[(g0 - i0 + u) / KM_CK_ROWS] = acc;
+				const int	m = len - u0 < KM_CK_ROWS ? len - u0 : KM_CK_ROWS;
+				double		v[KM_CK_ROWS];
+
+#pragma unroll
+				for (int u = 0; u < KM_CK_ROWS; u++)
+					v[u] = u >= m ? 0.0 : w != nullptr ? wc[u0 + u] * (double) tc[u0 + u] :
+						(double) tc[u0 + u];
+#pragma unroll
+				for (int u = 0; u < KM_CK_ROWS; u++)
+					if (u < m)
+						acc += v[u];
+				if (ck != nullptr)
+					ck[(g0 - i0 + u0) / KM_CK_ROWS] = acc;
 			}
 		}
 		__syncwarp();			/* this chunk's buffer is free for the one after next */

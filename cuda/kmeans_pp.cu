@@ -39,6 +39,7 @@
 #include "rng.h"
 
 #define PP_THREADS 256
+#define PP_TERMS_DC 8			/* pp_terms: dimensions loaded at once */
 
 namespace
 {
@@ -169,14 +170,24 @@ pp_terms(pp_state P, int L, int c)
 #pragma unroll
 		for (int t = 0; t < KM_PP_LMAX; t++)
 			q[t] = 0.0f;
-		for (int j = 0; j < P.d; j++)
+		/* PP_TERMS_DC dimensions' loads in flight at once per thread: the
+		 * pass is bound by memory, and for a few rows by its latency */
+		for (int j0 = 0; j0 < P.d; j0 += PP_TERMS_DC)
 		{
-			const float x = P.XT[(int64_t) j * P.n + i];
+			float		x[PP_TERMS_DC];
 
 #pragma unroll
-			for (int t = 0; t < KM_PP_LMAX; t++)
-				if (t < L)
-					q[t] = gc_l2_step(q[t], x, P.cand[j * KM_PP_LMAX + t]);
+			for (int u = 0; u < PP_TERMS_DC; u++)
+				x[u] = j0 + u < P.d ? P.XT[(int64_t) (j0 + u) * P.n + i] : 0.0f;
+#pragma unroll
+			for (int u = 0; u < PP_TERMS_DC; u++)
+				if (j0 + u < P.d)
+				{
+#pragma unroll
+					for (int t = 0; t < KM_PP_LMAX; t++)
+						if (t < L)
+							q[t] = gc_l2_step(q[t], x[u], P.cand[(j0 + u) * KM_PP_LMAX + t]);
+				}
 		}
 #pragma unroll
 		for (int t = 0; t < KM_PP_LMAX; t++)
