@@ -143,20 +143,25 @@ pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
 		P.cid[t] = row;
 	}
 	__syncthreads();
-	for (int e = threadIdx.x; e < P.d * L; e += blockDim.x)
+	/* every column written: pp_terms computes whole groups of 4 trials */
+	for (int e = threadIdx.x; e < P.d * KM_PP_LMAX; e += blockDim.x)
 	{
-		const int	j = e / L,
-					t = e % L;
+		const int	j = e / KM_PP_LMAX,
+					t = e % KM_PP_LMAX;
 
-		P.cand[j * KM_PP_LMAX + t] = P.XT[(int64_t) j * P.n + rows[t]];
+		P.cand[e] = t < L ? P.XT[(int64_t) j * P.n + rows[t]] : 0.0f;
 	}
 }
 
 /*
  * terms[t][i] = min(closest[i], gc_dist2(x_i, cand_t)) for t < L, where
  * closest is terms[best] (c > 0) or +inf (c == 0): the thread of row i
- * reads its closest before it writes its row's terms.
+ * reads its closest before it writes its row's terms.  LT (a multiple of
+ * 4, >= L) trials are computed, a dimension's candidates read as float4:
+ * no test of L in the inner loop, and the loop's instructions stay under
+ * the pass's memory time.
  */
+template <int LT>
 __global__ void __launch_bounds__(PP_THREADS)
 pp_terms(pp_state P, int L, int c)
 {
@@ -165,10 +170,10 @@ pp_terms(pp_state P, int L, int c)
 	if (i < P.n)
 	{
 		const float cl = c == 0 ? INFINITY : P.terms[(int64_t) *P.best * P.n + i];
-		float		q[KM_PP_LMAX];
+		float		q[LT];
 
 #pragma unroll
-		for (int t = 0; t < KM_PP_LMAX; t++)
+		for (int t = 0; t < LT; t++)
 			q[t] = 0.0f;
 		/* PP_TERMS_DC dimensions' loads in flight at once per thread: the
 		 * pass is bound by memory, and for a few rows by its latency */
@@ -183,17 +188,41 @@ pp_terms(pp_state P, int L, int c)
 			for (int u = 0; u < PP_TERMS_DC; u++)
 				if (j0 + u < P.d)
 				{
+					const float4 *cv = (const float4 *) (P.cand + (j0 + u) * KM_PP_LMAX);
+
 #pragma unroll
-					for (int t = 0; t < KM_PP_LMAX; t++)
-						if (t < L)
-							q[t] = gc_l2_step(q[t], x[u], P.cand[(j0 + u) * KM_PP_LMAX + t]);
+					for (int v = 0; v < LT / 4; v++)
+					{
+						const float4 cc = cv[v];
+
+						q[4 * v] = gc_l2_step(q[4 * v], x[u], cc.x);
+						q[4 * v + 1] = gc_l2_step(q[4 * v + 1], x[u], cc.y);
+						q[4 * v + 2] = gc_l2_step(q[4 * v + 2], x[u], cc.z);
+						q[4 * v + 3] = gc_l2_step(q[4 * v + 3], x[u], cc.w);
+					}
 				}
 		}
 #pragma unroll
-		for (int t = 0; t < KM_PP_LMAX; t++)
+		for (int t = 0; t < LT; t++)
 			if (t < L)
 				P.terms[(int64_t) t * P.n + i] = q[t] < cl ? q[t] : cl;
 	}
+}
+
+/* pp_terms for the smallest LT that covers L trials. */
+static void
+pp_terms_launch(const pp_state &P, int L, int c, unsigned grid, cudaStream_t s)
+{
+	if (L <= 4)
+		pp_terms<4><<<grid, PP_THREADS, 0, s>>>(P, L, c);
+	else if (L <= 8)
+		pp_terms<8><<<grid, PP_THREADS, 0, s>>>(P, L, c);
+	else if (L <= 12)
+		pp_terms<12><<<grid, PP_THREADS, 0, s>>>(P, L, c);
+	else if (L <= 16)
+		pp_terms<16><<<grid, PP_THREADS, 0, s>>>(P, L, c);
+	else
+		pp_terms<KM_PP_LMAX><<<grid, PP_THREADS, 0, s>>>(P, L, c);
 }
 
 /* bs[t][b] and its checkpoints: one warp per (block b, trial t). */
@@ -354,7 +383,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 
 		pp_draw<<<1, PP_THREADS, 0, s>>>(P, seed, stream, c, Lc, first);
 		KM_LAUNCHED();
-		pp_terms<<<nblk, PP_THREADS, 0, s>>>(P, Lc, c);
+		pp_terms_launch(P, Lc, c, nblk, s);
 		KM_LAUNCHED();
 		pp_bsums<<<blocks_for(nb * Lc, KM_CHAIN_WARPS), 32 * KM_CHAIN_WARPS,
 			KM_CHAIN_WARPS * KM_CHAIN_SMEM(w != nullptr), s>>>(P, Lc);
