@@ -30,85 +30,104 @@ extern "C" {
 #define KM_CK_PER_BLOCK (KM_BLOCK / KM_CK_ROWS)
 
 /*
- * The sequential double sum of one fixed block's terms, rows i0 .. i1-1,
- * exactly as the CPU adds them (acc = 0; acc += term, row after row): the
- * term is w[i] * (double) t[i], or (double) t[i] when w is NULL.  ck (may
- * be NULL) gets the running sum after every KM_CK_ROWS rows (the last:
- * after the last row), so that a search of the prefix sums can start from
- * the checkpoint before it.
+ * The sequential double sums of fixed blocks of terms, each exactly as the
+ * CPU adds one block, rows i0 .. i1-1 (acc = 0; acc += term, row after
+ * row): the term is w[i] * (double) t[i], or (double) t[i] when w is NULL.
+ * The one dependent chain of additions per block is the whole cost (8
+ * cycles a double addition on an H100), so each lane of a warp runs one
+ * block's chain, 32 chains at once, and the warp copies their next rows
+ * into shared memory with cp.async, KM_CHAIN_STAGES - 1 stages ahead:
+ * a chain never waits on global memory, and the copies are coalesced (32
+ * consecutive rows of one block per instruction).
  *
- * One warp per chain; all 32 lanes call it, and all get the sum.  The one
- * dependent chain of additions is the whole cost, so lane 0 adds while the
- * warp copies the next KM_CHAIN_ROWS terms (and weights) into shared
- * memory with cp.async, a chunk ahead: the chain never waits on global
- * memory.  buf: this warp's KM_CHAIN_SMEM(w != NULL) bytes of shared
- * memory, 16-byte aligned.
+ * km_block_chains: all 32 lanes call it; lane l sums block b0 + l of
+ * t[0 .. n-1] (blocks of KM_BLOCK rows, the last one short; lanes with
+ * b0 + l >= nb return 0).  ck (may be NULL): block b0 + l's checkpoints
+ * at ck + l * KM_CK_PER_BLOCK, the running sum after every KM_CK_ROWS rows
+ * (the last: after the last row), so that a search of the prefix sums can
+ * start from the checkpoint before it.  buf: this warp's
+ * KM_CHAIN_SMEM(w != NULL) bytes of shared memory, 16-byte aligned.
  */
-#define KM_CHAIN_ROWS 512
-#define KM_CHAIN_WARPS 2		/* chains (warps) per CUDA block */
+#define KM_CHAIN_ROWS 64		/* rows of a stage: two checkpoint groups */
+#define KM_CHAIN_STAGES 3
+#define KM_CHAIN_PITCH (KM_CHAIN_ROWS + 1)	/* lanes read distinct banks */
 #define KM_CHAIN_SMEM(weighted) \
-	((size_t) 2 * KM_CHAIN_ROWS * (sizeof(float) + ((weighted) ? sizeof(double) : 0)))
+	((size_t) KM_CHAIN_STAGES * 32 * KM_CHAIN_PITCH * \
+	 (sizeof(float) + ((weighted) ? sizeof(double) : 0)))
 
+/* Stage st of the warp's chains into buffer st % KM_CHAIN_STAGES (one
+ * commit group, maybe empty). */
 __device__ __forceinline__ void
-km_chain_fetch(const float *__restrict__ t, const double *__restrict__ w,
-			   int64_t r0, int64_t r1, float *tb, double *wb)
+km_chains_fetch(const float *__restrict__ t, const double *__restrict__ w,
+				int64_t n, int64_t b0, int nact, int st, float *tb, double *wb)
 {
-	for (int64_t r = r0 + (threadIdx.x & 31); r < r1; r += 32)
+	const int	lane = threadIdx.x & 31,
+				h = st % KM_CHAIN_STAGES;
+
+#pragma unroll 4
+	for (int c = 0; c < nact; c++)
 	{
-		__pipeline_memcpy_async(tb + (r - r0), t + r, sizeof(float));
-		if (w != nullptr)
-			__pipeline_memcpy_async(wb + (r - r0), w + r, sizeof(double));
+		const int64_t i0 = (b0 + c) * KM_BLOCK,
+					len = n - i0 < KM_BLOCK ? n - i0 : KM_BLOCK;
+		float	   *tr = tb + ((int64_t) h * 32 + c) * KM_CHAIN_PITCH;
+		double	   *wr = wb + ((int64_t) h * 32 + c) * KM_CHAIN_PITCH;
+
+#pragma unroll
+		for (int u = lane; u < KM_CHAIN_ROWS; u += 32)
+		{
+			const int64_t r = (int64_t) st * KM_CHAIN_ROWS + u;
+
+			if (r < len)
+			{
+				__pipeline_memcpy_async(tr + u, t + i0 + r, sizeof(float));
+				if (w != nullptr)
+					__pipeline_memcpy_async(wr + u, w + i0 + r, sizeof(double));
+			}
+		}
 	}
 	__pipeline_commit();
 }
 
 __device__ __forceinline__ double
-km_block_chain(const float *__restrict__ t, const double *__restrict__ w,
-			   int64_t i0, int64_t i1, double *ck, void *buf)
+km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
+				int64_t n, int64_t nb, int64_t b0, double *ck, void *buf)
 {
-	float	   *tb = (float *) buf;	/* 2 x KM_CHAIN_ROWS */
-	double	   *wb = (double *) (tb + 2 * KM_CHAIN_ROWS);
 	const int	lane = threadIdx.x & 31;
+	const int	nact = nb - b0 < 32 ? (int) (nb - b0) : 32;
+	const int64_t first = n - b0 * KM_BLOCK < KM_BLOCK ? n - b0 * KM_BLOCK : KM_BLOCK;
+	const int	nst = (int) ((first + KM_CHAIN_ROWS - 1) / KM_CHAIN_ROWS);
+	const int64_t mine = lane < nact ? n - (b0 + lane) * KM_BLOCK : 0;
+	const int	len = (int) (mine < KM_BLOCK ? mine : KM_BLOCK);
+	float	   *tb = (float *) buf;
+	double	   *wb = (double *) (tb + KM_CHAIN_STAGES * 32 * KM_CHAIN_PITCH);
 	double		acc = 0.0;
 
-	km_chain_fetch(t, w, i0, i0 + KM_CHAIN_ROWS < i1 ? i0 + KM_CHAIN_ROWS : i1, tb, wb);
-	for (int64_t g0 = i0, h = 0; g0 < i1; g0 += KM_CHAIN_ROWS, h ^= 1)
+	for (int st = 0; st < KM_CHAIN_STAGES - 1; st++)
+		km_chains_fetch(t, w, n, b0, nact, st, tb, wb);
+	for (int st = 0; st < nst; st++)
 	{
-		const int64_t g1 = g0 + KM_CHAIN_ROWS < i1 ? g0 + KM_CHAIN_ROWS : i1,
-					n1 = g1 + KM_CHAIN_ROWS < i1 ? g1 + KM_CHAIN_ROWS : i1;
+		const int	h = st % KM_CHAIN_STAGES,
+					m = len - st * KM_CHAIN_ROWS;	/* my rows in this stage */
+		const float *tr = tb + ((int64_t) h * 32 + lane) * KM_CHAIN_PITCH;
+		const double *wr = wb + ((int64_t) h * 32 + lane) * KM_CHAIN_PITCH;
 
-		/* the next chunk in flight (maybe none: an empty group), this one here */
-		km_chain_fetch(t, w, g1, n1, tb + (1 - h) * KM_CHAIN_ROWS,
-					   wb + (1 - h) * KM_CHAIN_ROWS);
-		__pipeline_wait_prior(1);
+		/* the stage STAGES - 1 ahead in flight (an empty group past the end) */
+		km_chains_fetch(t, w, n, b0, nact, st + KM_CHAIN_STAGES - 1, tb, wb);
+		__pipeline_wait_prior(KM_CHAIN_STAGES - 1);
 		__syncwarp();
-		if (lane == 0)
+#pragma unroll
+		for (int g = 0; g < KM_CHAIN_ROWS / KM_CK_ROWS; g++)
 		{
-			const float *tc = tb + h * KM_CHAIN_ROWS;
-			const double *wc = wb + h * KM_CHAIN_ROWS;
-			const int	len = (int) (g1 - g0);
-
-			/* groups of KM_CK_ROWS: their terms into registers, then the adds */
-			for (int u0 = 0; u0 < len; u0 += KM_CK_ROWS)
-			{
-				const int	m = len - u0 < KM_CK_ROWS ? len - u0 : KM_CK_ROWS;
-				double		v[KM_CK_ROWS];
-
 #pragma unroll
-				for (int u = 0; u < KM_CK_ROWS; u++)
-					v[u] = u >= m ? 0.0 : w != nullptr ? wc[u0 + u] * (double) tc[u0 + u] :
-						(double) tc[u0 + u];
-#pragma unroll
-				for (int u = 0; u < KM_CK_ROWS; u++)
-					if (u < m)
-						acc += v[u];
-				if (ck != nullptr)
-					ck[(g0 - i0 + u0) / KM_CK_ROWS] = acc;
-			}
+			for (int u = g * KM_CK_ROWS; u < (g + 1) * KM_CK_ROWS; u++)
+				if (u < m)
+					acc += w != nullptr ? wr[u] * (double) tr[u] : (double) tr[u];
+			if (ck != nullptr && g * KM_CK_ROWS < m)
+				ck[(int64_t) lane * KM_CK_PER_BLOCK + st * (KM_CHAIN_ROWS / KM_CK_ROWS) + g] = acc;
 		}
-		__syncwarp();			/* this chunk's buffer is free for the one after next */
+		__syncwarp();			/* this buffer is refilled STAGES - 1 stages on */
 	}
-	return __shfl_sync(0xffffffffu, acc, 0);
+	return acc;
 }
 
 #define SMALL_D_MAX 8			/* exact direct path up to this d */

@@ -6,7 +6,7 @@
  *
  *   par_merge   the first candidate: D² of every row, the exact float32
  *               gc_dist2 (dimension order, separate multiply and add).
- *   par_bsum    phi's block sums: km_block_chain, the CPU's sequential
+ *   par_bsum    phi's block sums: km_block_chains, the CPU's sequential
  *               double sums over the fixed blocks; the host adds the
  *               blocks in order (their count is small).
  *   par_flags   round r's draws, one thread per row (gc_km_par_keep, the
@@ -75,23 +75,17 @@ par_merge(const float *__restrict__ XT, int64_t n, int d,
 	}
 }
 
-/* phi's block sums: bs[b] = the sequential double sum of block b's D²,
- * one warp per block. */
-__global__ void __launch_bounds__(32 * KM_CHAIN_WARPS)
+/* phi's block sums: bs[b] = the sequential double sum of block b's D², a
+ * lane per block (km_block_chains). */
+__global__ void __launch_bounds__(32)
 par_bsum(const float *__restrict__ D2, int64_t n, int64_t nb, double *bs)
 {
 	extern __shared__ __align__(16) unsigned char par_chain_buf[];
-	const int64_t b = (int64_t) blockIdx.x * KM_CHAIN_WARPS + threadIdx.x / 32;
+	const int64_t b0 = (int64_t) blockIdx.x * 32;
+	const double sum = km_block_chains(D2, nullptr, n, nb, b0, nullptr, par_chain_buf);
 
-	if (b < nb)
-	{
-		const double sum = km_block_chain(D2, nullptr, b * KM_BLOCK,
-										  (b + 1) * KM_BLOCK < n ? (b + 1) * KM_BLOCK : n,
-										  nullptr, par_chain_buf + threadIdx.x / 32 * KM_CHAIN_SMEM(false));
-
-		if ((threadIdx.x & 31) == 0)
-			bs[b] = sum;
-	}
+	if (b0 + threadIdx.x < nb)
+		bs[b0 + threadIdx.x] = sum;
 }
 
 /* Round r's draws. */
@@ -306,8 +300,7 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 
 		if (r > GC_KM_PAR_ROUNDS && m >= k)
 			break;
-		par_bsum<<<blocks_for(nb, KM_CHAIN_WARPS), 32 * KM_CHAIN_WARPS,
-			KM_CHAIN_WARPS * KM_CHAIN_SMEM(false), s>>>(B.D2, n, nb, B.bs);
+		par_bsum<<<blocks_for(nb, 32), 32, KM_CHAIN_SMEM(false), s>>>(B.D2, n, nb, B.bs);
 		KM_LAUNCHED();
 		KM_CK(cudaMemcpyAsync(hbs, B.bs, sizeof(double) * (size_t) nb, cudaMemcpyDeviceToHost, s));
 		KM_CK(cudaStreamSynchronize(s));

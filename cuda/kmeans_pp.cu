@@ -19,10 +19,10 @@
  *              closest is the row terms[best] of the previous centre (the
  *              winner's terms are the new D²), read by the thread that
  *              then overwrites its own row's terms.
- *   pp_bsums   one warp per (fixed block, trial) adds the block's terms
- *              in row order (km_block_chain: one lane adds from shared
- *              memory while the warp copies the next chunk in), and keeps
- *              the checkpoints; the chains of the centre run at once.
+ *   pp_bsums   one thread per (fixed block, trial) adds the block's
+ *              terms in row order (km_block_chains: 32 chains a warp, from
+ *              shared memory, the next rows copied in ahead), and keeps the
+ *              checkpoints; the chains of the centre run at once.
  *   pp_select  one warp per trial: the prefix of its block sums (which is
  *              the potential, and the next centre's offsets if it wins),
  *              then the lowest potential wins (ties: the earliest trial);
@@ -225,26 +225,23 @@ pp_terms_launch(const pp_state &P, int L, int c, unsigned grid, cudaStream_t s)
 		pp_terms<KM_PP_LMAX><<<grid, PP_THREADS, 0, s>>>(P, L, c);
 }
 
-/* bs[t][b] and its checkpoints: one warp per (block b, trial t). */
-__global__ void __launch_bounds__(32 * KM_CHAIN_WARPS)
+/*
+ * bs[t][b] and its checkpoints: one CUDA block (a warp) per 32 fixed
+ * blocks of one trial, a lane per chain (km_block_chains).
+ */
+__global__ void __launch_bounds__(32)
 pp_bsums(pp_state P, int L)
 {
 	extern __shared__ __align__(16) unsigned char pp_chain_buf[];
-	const int64_t e = (int64_t) blockIdx.x * KM_CHAIN_WARPS + threadIdx.x / 32;
+	const int64_t wpt = (P.nb + 31) / 32;	/* warps per trial */
+	const int	t = (int) (blockIdx.x / wpt);
+	const int64_t b0 = (blockIdx.x % wpt) * 32,
+				e = (int64_t) t * P.nb + b0;	/* the first chain */
+	const double sum = km_block_chains(P.terms + (int64_t) t * P.n, P.w, P.n, P.nb, b0,
+									   P.ck + e * KM_CK_PER_BLOCK, pp_chain_buf);
 
-	if (e < P.nb * L)
-	{
-		const int	t = (int) (e / P.nb);
-		const int64_t b = e % P.nb;
-		const int64_t i0 = b * KM_BLOCK,
-					i1 = i0 + KM_BLOCK < P.n ? i0 + KM_BLOCK : P.n;
-		const double bsum = km_block_chain(P.terms + (int64_t) t * P.n, P.w, i0, i1,
-										   P.ck + e * KM_CK_PER_BLOCK,
-										   pp_chain_buf + threadIdx.x / 32 * KM_CHAIN_SMEM(P.w != nullptr));
-
-		if ((threadIdx.x & 31) == 0)
-			P.bs[e] = bsum;
-	}
+	if (b0 + threadIdx.x < P.nb)
+		P.bs[e + threadIdx.x] = sum;
 }
 
 /*
@@ -337,6 +334,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	const int	L = gc_km_n_local_trials(k);
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
 	const unsigned nblk = (unsigned) ((n + PP_THREADS - 1) / PP_THREADS);
+	const size_t chain_smem = KM_CHAIN_SMEM(w != nullptr);
 	pp_buffers	B;
 	pp_state   &P = B.P;
 	int64_t		first;
@@ -376,6 +374,10 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 			first = n - 1;
 	}
 
+	if (chain_smem > 48 * 1024)
+		KM_CK(cudaFuncSetAttribute(pp_bsums, cudaFuncAttributeMaxDynamicSharedMemorySize,
+								   (int) chain_smem));
+
 	/* Centre 0: one "candidate", row first, against closest = +inf. */
 	for (int c = 0; c < k; c++)
 	{
@@ -385,8 +387,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 		KM_LAUNCHED();
 		pp_terms_launch(P, Lc, c, nblk, s);
 		KM_LAUNCHED();
-		pp_bsums<<<blocks_for(nb * Lc, KM_CHAIN_WARPS), 32 * KM_CHAIN_WARPS,
-			KM_CHAIN_WARPS * KM_CHAIN_SMEM(w != nullptr), s>>>(P, Lc);
+		pp_bsums<<<(unsigned) (Lc * ((nb + 31) / 32)), 32, chain_smem, s>>>(P, Lc);
 		KM_LAUNCHED();
 		pp_select<<<1, 32 * KM_PP_LMAX, 0, s>>>(P, Lc, C, c, chosen);
 		KM_LAUNCHED();
