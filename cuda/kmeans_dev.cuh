@@ -36,53 +36,51 @@ extern "C" {
  * The one dependent chain of additions per block is the whole cost (8
  * cycles a double addition on an H100), so each lane of a warp runs one
  * block's chain, 32 chains at once, and the warp copies their next rows
- * into shared memory with cp.async, KM_CHAIN_STAGES - 1 stages ahead:
- * a chain never waits on global memory, and the copies are coalesced (32
- * consecutive rows of one block per instruction).
+ * into shared memory with cp.async (16 bytes, 4 rows, a copy), STAGES - 1
+ * stages ahead: a chain never waits on global memory, and a lane reads its
+ * chain's rows 4 at a time, so that a row costs little more than its
+ * conversion and its addition.
  *
  * km_block_chains: all 32 lanes call it; lane l sums block b0 + l of
  * t[0 .. n-1] (blocks of KM_BLOCK rows, the last one short; lanes with
- * b0 + l >= nb return 0).  ck (may be NULL): block b0 + l's checkpoints
- * at ck + l * KM_CK_PER_BLOCK, the running sum after every KM_CK_ROWS rows
+ * b0 + l >= nb return 0).  t: 16-byte aligned and readable (any value) up
+ * to n rounded up to 4.  ck (may be NULL): block b0 + l's checkpoints at
+ * ck + l * KM_CK_PER_BLOCK, the running sum after every KM_CK_ROWS rows
  * (the last: after the last row), so that a search of the prefix sums can
  * start from the checkpoint before it.  buf: this warp's
  * KM_CHAIN_SMEM(w != NULL) bytes of shared memory, 16-byte aligned.
  */
 #define KM_CHAIN_ROWS 64		/* rows of a stage: two checkpoint groups */
 #define KM_CHAIN_STAGES 3
-#define KM_CHAIN_PITCH (KM_CHAIN_ROWS + 1)	/* lanes read distinct banks */
+#define KM_CHAIN_TP 68			/* floats a chain's stage: 16-byte rows; the */
+#define KM_CHAIN_WP 66			/* doubles: 8 lanes' 16-byte reads on distinct banks */
 #define KM_CHAIN_SMEM(weighted) \
-	((size_t) KM_CHAIN_STAGES * 32 * KM_CHAIN_PITCH * \
-	 (sizeof(float) + ((weighted) ? sizeof(double) : 0)))
+	((size_t) KM_CHAIN_STAGES * 32 * \
+	 (KM_CHAIN_TP * sizeof(float) + ((weighted) ? KM_CHAIN_WP * sizeof(double) : 0)))
 
-/* Stage st of the warp's chains into buffer st % KM_CHAIN_STAGES (one
+/* Stage st of the warp's nact chains into buffer st % KM_CHAIN_STAGES (one
  * commit group, maybe empty). */
 __device__ __forceinline__ void
 km_chains_fetch(const float *__restrict__ t, const double *__restrict__ w,
 				int64_t n, int64_t b0, int nact, int st, float *tb, double *wb)
 {
-	const int	lane = threadIdx.x & 31,
-				h = st % KM_CHAIN_STAGES;
+	const int	h = st % KM_CHAIN_STAGES;
 
 #pragma unroll 4
-	for (int c = 0; c < nact; c++)
+	for (int q = threadIdx.x & 31; q < nact * (KM_CHAIN_ROWS / 4); q += 32)
 	{
+		const int	c = q / (KM_CHAIN_ROWS / 4),
+					u = q % (KM_CHAIN_ROWS / 4) * 4;
 		const int64_t i0 = (b0 + c) * KM_BLOCK,
-					len = n - i0 < KM_BLOCK ? n - i0 : KM_BLOCK;
-		float	   *tr = tb + ((int64_t) h * 32 + c) * KM_CHAIN_PITCH;
-		double	   *wr = wb + ((int64_t) h * 32 + c) * KM_CHAIN_PITCH;
+					r = (int64_t) st * KM_CHAIN_ROWS + u;
 
-#pragma unroll
-		for (int u = lane; u < KM_CHAIN_ROWS; u += 32)
+		if (r < n - i0 && r < KM_BLOCK)
 		{
-			const int64_t r = (int64_t) st * KM_CHAIN_ROWS + u;
-
-			if (r < len)
-			{
-				__pipeline_memcpy_async(tr + u, t + i0 + r, sizeof(float));
-				if (w != nullptr)
-					__pipeline_memcpy_async(wr + u, w + i0 + r, sizeof(double));
-			}
+			__pipeline_memcpy_async(tb + ((int64_t) h * 32 + c) * KM_CHAIN_TP + u, t + i0 + r, 16);
+			if (w != nullptr)
+				for (int v = 0; v < 4 && r + v < n - i0; v++)
+					__pipeline_memcpy_async(wb + ((int64_t) h * 32 + c) * KM_CHAIN_WP + u + v,
+											w + i0 + r + v, sizeof(double));
 		}
 	}
 	__pipeline_commit();
@@ -99,7 +97,7 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 	const int64_t mine = lane < nact ? n - (b0 + lane) * KM_BLOCK : 0;
 	const int	len = (int) (mine < KM_BLOCK ? mine : KM_BLOCK);
 	float	   *tb = (float *) buf;
-	double	   *wb = (double *) (tb + KM_CHAIN_STAGES * 32 * KM_CHAIN_PITCH);
+	double	   *wb = (double *) (tb + KM_CHAIN_STAGES * 32 * KM_CHAIN_TP);
 	double		acc = 0.0;
 
 	for (int st = 0; st < KM_CHAIN_STAGES - 1; st++)
@@ -108,8 +106,8 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 	{
 		const int	h = st % KM_CHAIN_STAGES,
 					m = len - st * KM_CHAIN_ROWS;	/* my rows in this stage */
-		const float *tr = tb + ((int64_t) h * 32 + lane) * KM_CHAIN_PITCH;
-		const double *wr = wb + ((int64_t) h * 32 + lane) * KM_CHAIN_PITCH;
+		const float *tr = tb + ((int64_t) h * 32 + lane) * KM_CHAIN_TP;
+		const double *wr = wb + ((int64_t) h * 32 + lane) * KM_CHAIN_WP;
 
 		/* the stage STAGES - 1 ahead in flight (an empty group past the end) */
 		km_chains_fetch(t, w, n, b0, nact, st + KM_CHAIN_STAGES - 1, tb, wb);
@@ -118,11 +116,46 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 #pragma unroll
 		for (int g = 0; g < KM_CHAIN_ROWS / KM_CK_ROWS; g++)
 		{
+			const int	u0 = g * KM_CK_ROWS;
+
+			if (m >= u0 + KM_CK_ROWS)
+			{
+				/* a whole group: its rows 4 at a time, then the additions */
+				float4		v[KM_CK_ROWS / 4];
+
 #pragma unroll
-			for (int u = g * KM_CK_ROWS; u < (g + 1) * KM_CK_ROWS; u++)
-				if (u < m)
+				for (int q = 0; q < KM_CK_ROWS / 4; q++)
+					v[q] = *(const float4 *) (tr + u0 + 4 * q);
+				if (w != nullptr)
+				{
+#pragma unroll
+					for (int q = 0; q < KM_CK_ROWS / 4; q++)
+					{
+						const double2 wa = *(const double2 *) (wr + u0 + 4 * q),
+									wc = *(const double2 *) (wr + u0 + 4 * q + 2);
+
+						acc += wa.x * (double) v[q].x;
+						acc += wa.y * (double) v[q].y;
+						acc += wc.x * (double) v[q].z;
+						acc += wc.y * (double) v[q].w;
+					}
+				}
+				else
+				{
+#pragma unroll
+					for (int q = 0; q < KM_CK_ROWS / 4; q++)
+					{
+						acc += (double) v[q].x;
+						acc += (double) v[q].y;
+						acc += (double) v[q].z;
+						acc += (double) v[q].w;
+					}
+				}
+			}
+			else
+				for (int u = u0; u < m; u++)	/* the block's last rows */
 					acc += w != nullptr ? wr[u] * (double) tr[u] : (double) tr[u];
-			if (ck != nullptr && g * KM_CK_ROWS < m)
+			if (ck != nullptr && u0 < m)
 				ck[(int64_t) lane * KM_CK_PER_BLOCK + st * (KM_CHAIN_ROWS / KM_CK_ROWS) + g] = acc;
 		}
 		__syncwarp();			/* this buffer is refilled STAGES - 1 stages on */

@@ -272,7 +272,9 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 		~hfree() { free(p); }
 	}			hguard = {hbs};
 
-	KM_CK(gc_dalloc((void **) &B.D2, sizeof(float) * (size_t) n, s));
+	/* D²: rounded up to 4 floats, the padding 0 (km_block_chains reads it) */
+	KM_CK(gc_dalloc((void **) &B.D2, sizeof(float) * (size_t) ((n + 3) / 4 * 4), s));
+	KM_CK(cudaMemsetAsync(B.D2, 0, sizeof(float) * (size_t) ((n + 3) / 4 * 4), s));
 	KM_CK(gc_dalloc((void **) &B.lab, sizeof(int32_t) * (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.flags, (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.sel, sizeof(int32_t) * (size_t) n, s));

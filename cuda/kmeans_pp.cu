@@ -40,6 +40,7 @@
 
 #define PP_THREADS 256
 #define PP_TERMS_DC 8			/* pp_terms: dimensions loaded at once */
+#define PP_CS_DIMS 64			/* pp_terms: candidates' dimensions in shared memory */
 
 namespace
 {
@@ -52,7 +53,8 @@ struct pp_state
 	int64_t		nb;
 	const double *w;			/* NULL: unweighted */
 	int64_t		wlast;			/* the last row of positive weight */
-	float	   *terms;			/* L x n */
+	int64_t		ld;				/* terms' row stride: n rounded up to 4 */
+	float	   *terms;			/* L x ld (the padding 0) */
 	double	   *bs;				/* L x nb block sums */
 	double	   *ck;				/* L x nb x KM_CK_PER_BLOCK checkpoints */
 	double	   *offc;			/* L x (nb + 1) prefix sums */
@@ -77,7 +79,7 @@ __device__ int64_t
 pp_search(const pp_state &P, int best, double r)
 {
 	const double *off = P.offc + (int64_t) best * (P.nb + 1);
-	const float *closest = P.terms + (int64_t) best * P.n;
+	const float *closest = P.terms + (int64_t) best * P.ld;
 
 	if (off[P.nb] > r)
 	{
@@ -165,35 +167,43 @@ template <int LT>
 __global__ void __launch_bounds__(PP_THREADS)
 pp_terms(pp_state P, int L, int c)
 {
+	__shared__ float4 cs[PP_CS_DIMS][LT / 4];	/* a chunk of the candidates */
 	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < P.n)
-	{
-		const float cl = c == 0 ? INFINITY : P.terms[(int64_t) *P.best * P.n + i];
-		float		q[LT];
+	const bool	row = i < P.n;
+	const float cl = c == 0 || !row ? INFINITY : P.terms[(int64_t) *P.best * P.ld + i];
+	float		q[LT];
 
 #pragma unroll
-		for (int t = 0; t < LT; t++)
-			q[t] = 0.0f;
+	for (int t = 0; t < LT; t++)
+		q[t] = 0.0f;
+	for (int jc = 0; jc < P.d; jc += PP_CS_DIMS)
+	{
+		const int	dc = P.d - jc < PP_CS_DIMS ? P.d - jc : PP_CS_DIMS;
+
+		__syncthreads();
+		for (int e = threadIdx.x; e < dc * (LT / 4); e += blockDim.x)
+			cs[e / (LT / 4)][e % (LT / 4)] =
+				((const float4 *) (P.cand + (int64_t) (jc + e / (LT / 4)) * KM_PP_LMAX))[e % (LT / 4)];
+		__syncthreads();
+		if (!row)
+			continue;
 		/* PP_TERMS_DC dimensions' loads in flight at once per thread: the
 		 * pass is bound by memory, and for a few rows by its latency */
-		for (int j0 = 0; j0 < P.d; j0 += PP_TERMS_DC)
+		for (int j0 = 0; j0 < dc; j0 += PP_TERMS_DC)
 		{
 			float		x[PP_TERMS_DC];
 
 #pragma unroll
 			for (int u = 0; u < PP_TERMS_DC; u++)
-				x[u] = j0 + u < P.d ? P.XT[(int64_t) (j0 + u) * P.n + i] : 0.0f;
+				x[u] = j0 + u < dc ? P.XT[(int64_t) (jc + j0 + u) * P.n + i] : 0.0f;
 #pragma unroll
 			for (int u = 0; u < PP_TERMS_DC; u++)
-				if (j0 + u < P.d)
+				if (j0 + u < dc)
 				{
-					const float4 *cv = (const float4 *) (P.cand + (j0 + u) * KM_PP_LMAX);
-
 #pragma unroll
 					for (int v = 0; v < LT / 4; v++)
 					{
-						const float4 cc = cv[v];
+						const float4 cc = cs[j0 + u][v];
 
 						q[4 * v] = gc_l2_step(q[4 * v], x[u], cc.x);
 						q[4 * v + 1] = gc_l2_step(q[4 * v + 1], x[u], cc.y);
@@ -202,27 +212,34 @@ pp_terms(pp_state P, int L, int c)
 					}
 				}
 		}
+	}
+	if (row)
+	{
 #pragma unroll
 		for (int t = 0; t < LT; t++)
 			if (t < L)
-				P.terms[(int64_t) t * P.n + i] = q[t] < cl ? q[t] : cl;
+				P.terms[(int64_t) t * P.ld + i] = q[t] < cl ? q[t] : cl;
 	}
 }
 
-/* pp_terms for the smallest LT that covers L trials. */
+/* pp_terms for the smallest LT that covers L trials; blocks of 64 rows
+ * when 256 would leave SMs idle (k-means||'s candidates). */
 static void
-pp_terms_launch(const pp_state &P, int L, int c, unsigned grid, cudaStream_t s)
+pp_terms_launch(const pp_state &P, int L, int c, int nsm, cudaStream_t s)
 {
+	const int	bt = P.n < (int64_t) nsm * PP_THREADS * 2 ? 64 : PP_THREADS;
+	const unsigned grid = blocks_for(P.n, bt);
+
 	if (L <= 4)
-		pp_terms<4><<<grid, PP_THREADS, 0, s>>>(P, L, c);
+		pp_terms<4><<<grid, bt, 0, s>>>(P, L, c);
 	else if (L <= 8)
-		pp_terms<8><<<grid, PP_THREADS, 0, s>>>(P, L, c);
+		pp_terms<8><<<grid, bt, 0, s>>>(P, L, c);
 	else if (L <= 12)
-		pp_terms<12><<<grid, PP_THREADS, 0, s>>>(P, L, c);
+		pp_terms<12><<<grid, bt, 0, s>>>(P, L, c);
 	else if (L <= 16)
-		pp_terms<16><<<grid, PP_THREADS, 0, s>>>(P, L, c);
+		pp_terms<16><<<grid, bt, 0, s>>>(P, L, c);
 	else
-		pp_terms<KM_PP_LMAX><<<grid, PP_THREADS, 0, s>>>(P, L, c);
+		pp_terms<KM_PP_LMAX><<<grid, bt, 0, s>>>(P, L, c);
 }
 
 /*
@@ -237,7 +254,7 @@ pp_bsums(pp_state P, int L)
 	const int	t = (int) (blockIdx.x / wpt);
 	const int64_t b0 = (blockIdx.x % wpt) * 32,
 				e = (int64_t) t * P.nb + b0;	/* the first chain */
-	const double sum = km_block_chains(P.terms + (int64_t) t * P.n, P.w, P.n, P.nb, b0,
+	const double sum = km_block_chains(P.terms + (int64_t) t * P.ld, P.w, P.n, P.nb, b0,
 									   P.ck + e * KM_CK_PER_BLOCK, pp_chain_buf);
 
 	if (b0 + threadIdx.x < P.nb)
@@ -333,8 +350,9 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 {
 	const int	L = gc_km_n_local_trials(k);
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
-	const unsigned nblk = (unsigned) ((n + PP_THREADS - 1) / PP_THREADS);
 	const size_t chain_smem = KM_CHAIN_SMEM(w != nullptr);
+	int			dev = 0,
+				nsm = 1;
 	pp_buffers	B;
 	pp_state   &P = B.P;
 	int64_t		first;
@@ -348,7 +366,9 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	P.nb = nb;
 	P.w = w;
 	P.wlast = n - 1;
-	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * L, s));
+	P.ld = (n + 3) / 4 * 4;
+	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) P.ld * L, s));
+	KM_CK(cudaMemsetAsync(P.terms, 0, sizeof(float) * (size_t) P.ld * L, s));
 	KM_CK(gc_dalloc((void **) &P.bs, sizeof(double) * (size_t) nb * L, s));
 	KM_CK(gc_dalloc((void **) &P.ck, sizeof(double) * (size_t) nb * L * KM_CK_PER_BLOCK, s));
 	KM_CK(gc_dalloc((void **) &P.offc, sizeof(double) * (size_t) (nb + 1) * L, s));
@@ -374,6 +394,8 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 			first = n - 1;
 	}
 
+	KM_CK(cudaGetDevice(&dev));
+	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
 	if (chain_smem > 48 * 1024)
 		KM_CK(cudaFuncSetAttribute(pp_bsums, cudaFuncAttributeMaxDynamicSharedMemorySize,
 								   (int) chain_smem));
@@ -385,7 +407,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 
 		pp_draw<<<1, PP_THREADS, 0, s>>>(P, seed, stream, c, Lc, first);
 		KM_LAUNCHED();
-		pp_terms_launch(P, Lc, c, nblk, s);
+		pp_terms_launch(P, Lc, c, nsm, s);
 		KM_LAUNCHED();
 		pp_bsums<<<(unsigned) (Lc * ((nb + 31) / 32)), 32, chain_smem, s>>>(P, Lc);
 		KM_LAUNCHED();
