@@ -41,9 +41,9 @@ extern "C" {
  * chain's rows 4 at a time, so that a row costs little more than its
  * conversion and its addition.
  *
- * km_block_chains: all 32 lanes call it; lane l sums block b0 + l of
+ * km_block_chains<W>: all 32 lanes call it; lane l sums block b0 + l of
  * t[0 .. n-1] (blocks of KM_BLOCK rows, the last one short; lanes with
- * b0 + l >= nb return 0).  t: 16-byte aligned and readable (any value) up
+ * b0 + l >= nb return 0), weighted by w when W.  t: 16-byte aligned and readable (any value) up
  * to n rounded up to 4.  ck (may be NULL): block b0 + l's checkpoints at
  * ck + l * KM_CK_PER_BLOCK, the running sum after every KM_CK_ROWS rows
  * (the last: after the last row), so that a search of the prefix sums can
@@ -58,34 +58,53 @@ extern "C" {
 	((size_t) KM_CHAIN_STAGES * 32 * \
 	 (KM_CHAIN_TP * sizeof(float) + ((weighted) ? KM_CHAIN_WP * sizeof(double) : 0)))
 
-/* Stage st of the warp's nact chains into buffer st % KM_CHAIN_STAGES (one
- * commit group, maybe empty). */
+/*
+ * Stage st of the warp's nact chains into buffer st % KM_CHAIN_STAGES (one
+ * commit group, maybe empty).  Lane l copies rows u .. u+3, u = 4 (l % 16),
+ * of chains l / 16 + 2j, j < 16: one base pointer, constant offsets.
+ * Every row below n of a chain is copied (t's padding makes the 16-byte
+ * copy of a block's last rows legal); rows of a stage past a chain's end
+ * are not read.
+ */
+template <bool W>
 __device__ __forceinline__ void
 km_chains_fetch(const float *__restrict__ t, const double *__restrict__ w,
 				int64_t n, int64_t b0, int nact, int st, float *tb, double *wb)
 {
-	const int	h = st % KM_CHAIN_STAGES;
+	const int	lane = threadIdx.x & 31,
+				h = st % KM_CHAIN_STAGES,
+				c0 = lane / 16,
+				u = lane % 16 * 4;
+	const int64_t r = (int64_t) st * KM_CHAIN_ROWS + u;	/* row in the block */
+	const int64_t i = (b0 + c0) * KM_BLOCK + r;	/* its index in t, chain c0 */
+	float	   *ts = tb + ((int64_t) h * 32 + c0) * KM_CHAIN_TP + u;
+	double	   *ws = wb + ((int64_t) h * 32 + c0) * KM_CHAIN_WP + u;
 
-#pragma unroll 4
-	for (int q = threadIdx.x & 31; q < nact * (KM_CHAIN_ROWS / 4); q += 32)
+	if (r < KM_BLOCK)
 	{
-		const int	c = q / (KM_CHAIN_ROWS / 4),
-					u = q % (KM_CHAIN_ROWS / 4) * 4;
-		const int64_t i0 = (b0 + c) * KM_BLOCK,
-					r = (int64_t) st * KM_CHAIN_ROWS + u;
-
-		if (r < n - i0 && r < KM_BLOCK)
+#pragma unroll
+		for (int j = 0; j < 16; j++)
 		{
-			__pipeline_memcpy_async(tb + ((int64_t) h * 32 + c) * KM_CHAIN_TP + u, t + i0 + r, 16);
-			if (w != nullptr)
-				for (int v = 0; v < 4 && r + v < n - i0; v++)
-					__pipeline_memcpy_async(wb + ((int64_t) h * 32 + c) * KM_CHAIN_WP + u + v,
-											w + i0 + r + v, sizeof(double));
+			const int64_t ij = i + (int64_t) j * 2 * KM_BLOCK;
+
+			if (c0 + 2 * j < nact && ij < n)
+			{
+				__pipeline_memcpy_async(ts + j * 2 * KM_CHAIN_TP, t + ij, 16);
+				if (W)
+				{
+#pragma unroll
+					for (int v = 0; v < 4; v++)
+						if (ij + v < n)
+							__pipeline_memcpy_async(ws + j * 2 * KM_CHAIN_WP + v, w + ij + v,
+													sizeof(double));
+				}
+			}
 		}
 	}
 	__pipeline_commit();
 }
 
+template <bool W>
 __device__ __forceinline__ double
 km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 				int64_t n, int64_t nb, int64_t b0, double *ck, void *buf)
@@ -101,7 +120,7 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 	double		acc = 0.0;
 
 	for (int st = 0; st < KM_CHAIN_STAGES - 1; st++)
-		km_chains_fetch(t, w, n, b0, nact, st, tb, wb);
+		km_chains_fetch<W>(t, w, n, b0, nact, st, tb, wb);
 	for (int st = 0; st < nst; st++)
 	{
 		const int	h = st % KM_CHAIN_STAGES,
@@ -110,7 +129,7 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 		const double *wr = wb + ((int64_t) h * 32 + lane) * KM_CHAIN_WP;
 
 		/* the stage STAGES - 1 ahead in flight (an empty group past the end) */
-		km_chains_fetch(t, w, n, b0, nact, st + KM_CHAIN_STAGES - 1, tb, wb);
+		km_chains_fetch<W>(t, w, n, b0, nact, st + KM_CHAIN_STAGES - 1, tb, wb);
 		__pipeline_wait_prior(KM_CHAIN_STAGES - 1);
 		__syncwarp();
 #pragma unroll
@@ -126,10 +145,10 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 #pragma unroll
 				for (int q = 0; q < KM_CK_ROWS / 4; q++)
 					v[q] = *(const float4 *) (tr + u0 + 4 * q);
-				if (w != nullptr)
-				{
 #pragma unroll
-					for (int q = 0; q < KM_CK_ROWS / 4; q++)
+				for (int q = 0; q < KM_CK_ROWS / 4; q++)
+				{
+					if (W)
 					{
 						const double2 wa = *(const double2 *) (wr + u0 + 4 * q),
 									wc = *(const double2 *) (wr + u0 + 4 * q + 2);
@@ -139,11 +158,7 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 						acc += wc.x * (double) v[q].z;
 						acc += wc.y * (double) v[q].w;
 					}
-				}
-				else
-				{
-#pragma unroll
-					for (int q = 0; q < KM_CK_ROWS / 4; q++)
+					else
 					{
 						acc += (double) v[q].x;
 						acc += (double) v[q].y;
@@ -154,7 +169,7 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 			}
 			else
 				for (int u = u0; u < m; u++)	/* the block's last rows */
-					acc += w != nullptr ? wr[u] * (double) tr[u] : (double) tr[u];
+					acc += W ? wr[u] * (double) tr[u] : (double) tr[u];
 			if (ck != nullptr && u0 < m)
 				ck[(int64_t) lane * KM_CK_PER_BLOCK + st * (KM_CHAIN_ROWS / KM_CK_ROWS) + g] = acc;
 		}

@@ -82,7 +82,7 @@ par_bsum(const float *__restrict__ D2, int64_t n, int64_t nb, double *bs)
 {
 	extern __shared__ __align__(16) unsigned char par_chain_buf[];
 	const int64_t b0 = (int64_t) blockIdx.x * 32;
-	const double sum = km_block_chains(D2, nullptr, n, nb, b0, nullptr, par_chain_buf);
+	const double sum = km_block_chains<false>(D2, nullptr, n, nb, b0, nullptr, par_chain_buf);
 
 	if (b0 + threadIdx.x < nb)
 		bs[b0 + threadIdx.x] = sum;
@@ -284,6 +284,9 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 	KM_CK(cub::DeviceSelect::Flagged(nullptr, tmp_bytes, thrust::counting_iterator<int32_t>(0),
 									 B.flags, B.sel, B.nsel, (int64_t) n, s));
 	KM_CK(gc_dalloc(&B.tmp, tmp_bytes, s));
+
+	/* (the assignment counts label changes: no uninitialised reads) */
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * (size_t) n, s));
 
 	/* Candidate 0: k-means++'s first centre; D² = its distance. */
 	first = (int32_t) (gc_rng_uniform(seed, stream, 0) * (double) n);

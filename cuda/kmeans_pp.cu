@@ -246,6 +246,7 @@ pp_terms_launch(const pp_state &P, int L, int c, int nsm, cudaStream_t s)
  * bs[t][b] and its checkpoints: one CUDA block (a warp) per 32 fixed
  * blocks of one trial, a lane per chain (km_block_chains).
  */
+template <bool W>
 __global__ void __launch_bounds__(32)
 pp_bsums(pp_state P, int L)
 {
@@ -254,8 +255,8 @@ pp_bsums(pp_state P, int L)
 	const int	t = (int) (blockIdx.x / wpt);
 	const int64_t b0 = (blockIdx.x % wpt) * 32,
 				e = (int64_t) t * P.nb + b0;	/* the first chain */
-	const double sum = km_block_chains(P.terms + (int64_t) t * P.ld, P.w, P.n, P.nb, b0,
-									   P.ck + e * KM_CK_PER_BLOCK, pp_chain_buf);
+	const double sum = km_block_chains<W>(P.terms + (int64_t) t * P.ld, P.w, P.n, P.nb, b0,
+										  P.ck + e * KM_CK_PER_BLOCK, pp_chain_buf);
 
 	if (b0 + threadIdx.x < P.nb)
 		P.bs[e + threadIdx.x] = sum;
@@ -268,7 +269,7 @@ pp_bsums(pp_state P, int L)
 __global__ void
 pp_select(pp_state P, int L, float *C, int c, int64_t *chosen)
 {
-	__shared__ double stage[KM_PP_LMAX][32];
+	__shared__ double stage[KM_PP_LMAX][2][32];
 	__shared__ int best_s;
 	const int	t = threadIdx.x / 32,
 				lane = threadIdx.x % 32;
@@ -281,17 +282,23 @@ pp_select(pp_state P, int L, float *C, int c, int64_t *chosen)
 
 		if (lane == 0)
 			off[0] = 0.0;
-		for (int64_t b0 = 0; b0 < P.nb; b0 += 32)
+		/* 32 block sums at a time, the next 32 copied in while lane 0 adds */
+		if (lane < P.nb)
+			__pipeline_memcpy_async(&stage[t][0][lane], bs + lane, sizeof(double));
+		__pipeline_commit();
+		for (int64_t b0 = 0, h = 0; b0 < P.nb; b0 += 32, h ^= 1)
 		{
 			const int	m = P.nb - b0 < 32 ? (int) (P.nb - b0) : 32;
 
-			if (lane < m)
-				stage[t][lane] = bs[b0 + lane];
+			if (b0 + 32 + lane < P.nb)
+				__pipeline_memcpy_async(&stage[t][1 - h][lane], bs + b0 + 32 + lane, sizeof(double));
+			__pipeline_commit();
+			__pipeline_wait_prior(1);
 			__syncwarp();
 			if (lane == 0)
 				for (int u = 0; u < m; u++)
 				{
-					acc += stage[t][u];
+					acc += stage[t][h][u];
 					off[b0 + u + 1] = acc;
 				}
 			__syncwarp();
@@ -397,7 +404,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	KM_CK(cudaGetDevice(&dev));
 	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
 	if (chain_smem > 48 * 1024)
-		KM_CK(cudaFuncSetAttribute(pp_bsums, cudaFuncAttributeMaxDynamicSharedMemorySize,
+		KM_CK(cudaFuncSetAttribute(pp_bsums<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 								   (int) chain_smem));
 
 	/* Centre 0: one "candidate", row first, against closest = +inf. */
@@ -409,7 +416,8 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 		KM_LAUNCHED();
 		pp_terms_launch(P, Lc, c, nsm, s);
 		KM_LAUNCHED();
-		pp_bsums<<<(unsigned) (Lc * ((nb + 31) / 32)), 32, chain_smem, s>>>(P, Lc);
+		(w != nullptr ? pp_bsums<true> : pp_bsums<false>)
+			<<<(unsigned) (Lc * ((nb + 31) / 32)), 32, chain_smem, s>>>(P, Lc);
 		KM_LAUNCHED();
 		pp_select<<<1, 32 * KM_PP_LMAX, 0, s>>>(P, Lc, C, c, chosen);
 		KM_LAUNCHED();
