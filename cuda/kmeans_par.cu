@@ -285,8 +285,10 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 									 B.flags, B.sel, B.nsel, (int64_t) n, s));
 	KM_CK(gc_dalloc(&B.tmp, tmp_bytes, s));
 
-	/* (the assignment counts label changes: no uninitialised reads) */
+	/* the assignment compares with the labels and counts into the info
+	 * record: both set (the fit resets them after seeding) */
 	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * (size_t) n, s));
+	KM_CK(cudaMemsetAsync(D.info, 0, sizeof(km_info), s));
 
 	/* Candidate 0: k-means++'s first centre; D² = its distance. */
 	first = (int32_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
