@@ -145,27 +145,29 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 #pragma unroll
 				for (int q = 0; q < KM_CK_ROWS / 4; q++)
 					v[q] = *(const float4 *) (tr + u0 + 4 * q);
+				double		e[KM_CK_ROWS];	/* the terms, off the chain */
+
 #pragma unroll
 				for (int q = 0; q < KM_CK_ROWS / 4; q++)
 				{
+					e[4 * q] = (double) v[q].x;
+					e[4 * q + 1] = (double) v[q].y;
+					e[4 * q + 2] = (double) v[q].z;
+					e[4 * q + 3] = (double) v[q].w;
 					if (W)
 					{
 						const double2 wa = *(const double2 *) (wr + u0 + 4 * q),
 									wc = *(const double2 *) (wr + u0 + 4 * q + 2);
 
-						acc += wa.x * (double) v[q].x;
-						acc += wa.y * (double) v[q].y;
-						acc += wc.x * (double) v[q].z;
-						acc += wc.y * (double) v[q].w;
-					}
-					else
-					{
-						acc += (double) v[q].x;
-						acc += (double) v[q].y;
-						acc += (double) v[q].z;
-						acc += (double) v[q].w;
+						e[4 * q] = wa.x * e[4 * q];
+						e[4 * q + 1] = wa.y * e[4 * q + 1];
+						e[4 * q + 2] = wc.x * e[4 * q + 2];
+						e[4 * q + 3] = wc.y * e[4 * q + 3];
 					}
 				}
+#pragma unroll
+				for (int u = 0; u < KM_CK_ROWS; u++)
+					acc += e[u];
 			}
 			else
 				for (int u = u0; u < m; u++)	/* the block's last rows */
