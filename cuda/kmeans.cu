@@ -201,8 +201,7 @@ km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 		return rc;
 	}
 	if (init == GC_INIT_KMEANS_PARALLEL)
-		return km_par_device(ctx, D.s, D.XT, D.n, D.d, D.k, seed, stream, D.C[0],
-							 chosen_dev, st);
+		return km_par_device(D, ctx, seed, stream, D.C[0], chosen_dev, st);
 	return km_pp_device(ctx, D.s, D.XT, D.n, D.d, D.k, seed, stream, D.C[0],
 						chosen_dev, st);
 }

@@ -8,6 +8,9 @@
  *
  *   bench_kmeans [baselines.txt]
  *
+ * BENCH_ONLY_FITS=1: the whole fits alone; BENCH_FITS=ab...: only those
+ * fits (a the first of bench_fits's list); BENCH_NO_FITS=1: no fits.
+ *
  * baselines.txt: bench_kmeans.py's lines "NAME N D K VALUE [NOTE]" (its
  * docstring), timed on the same data (make_blobs, make_uniform: its numpy
  * generator equals these bit for bit; test/gpu/check_bench_data.py checks
@@ -114,6 +117,8 @@ bench_fits(uint64_t *s)
 	printf("|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int w = 0; w < nf; w++)
 	{
+		if (getenv("BENCH_FITS") && !strchr(getenv("BENCH_FITS"), 'a' + w))
+			continue;			/* BENCH_FITS=ab...: those fits only (a: the first) */
 		int64_t		n = F[w].n;
 		int			d = F[w].d,
 					k = F[w].k;
@@ -570,6 +575,12 @@ main(int argc, char **argv)
 	tpc = tf32_per_clk_sm(major, minor);
 	peak = (double) nsm * 128 * 2 * clk * 1e3;
 	tf32 = (double) nsm * tpc * clk * 1e3;
+	if (getenv("BENCH_ONLY_FITS"))
+	{
+		/* the whole fits alone (the seedings' times) */
+		bench_fits(&s);
+		return 0;
+	}
 	bw = measure_bw();
 	printf("device: %s (sm_%d%d), %d SMs, %.0f MHz (its reported clock); measured copy %.2f TB/s (bytes read + written)\n",
 		   prop.name, major, minor, nsm, clk / 1e3, bw / 1e12);

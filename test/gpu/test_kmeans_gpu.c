@@ -910,6 +910,8 @@ main(void)
 		test_seed(3000, 4, 1000, 3);
 		test_seed(1000, 3, 1000, 1);	/* k = n */
 		test_seed(300000, 8, 100, 0);	/* many fixed blocks */
+		test_seed(5000, 300, 20, 0);	/* d > 256: k-means||'s FP32 tiled batches */
+		test_seed(4001, 257, 40, 3);
 	}
 
 	{
