@@ -272,8 +272,8 @@ test_reseed_steps(void)
 	}			cases[] = {
 		/* the 100s tie to centre 1; centre 2 takes row 2 (d2 4), not a 100 */
 		{7, 3, 1, {100, 100, 0, 1, 2, 3, 4}, {2, 100, 100}, {2.5f, 100, 0}},
-		/* three empty clusters, one row off its centre */
-		{3, 4, 1, {0, 0, 5}, {0, 0, 0, 0}, {0, 5, 0, 0}},
+		/* three empty clusters, one row off its centre (k <= n, as a fit) */
+		{4, 4, 1, {0, 0, 0, 5}, {0, 0, 0, 0}, {0, 5, 0, 0}},
 		/* every row on its centre: nothing to re-seed */
 		{4, 3, 0, {0, 0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
 	};
