@@ -50,12 +50,14 @@ OBJS       += $(CU_OBJS)
 GC_CUDA_DEF = -DGPUCLUST_CUDA
 # The one place the CUDA flags are set, for the extension and the GPU tests
 # alike.  -fmad=false: no FMA contraction, so the GPU decides dist² <= eps²
-# as the CPU does.  Machine code for CUDA_ARCHS (default sm_80 and sm_90)
-# plus PTX of the last for later GPUs; NVCC_EXTRA adds flags (-Xptxas -v).
-CUDA_ARCHS ?= 80 90
+# as the CPU does.  Machine code for CUDA_ARCHS (default sm_80 and sm_90a:
+# Hopper's own features, wgmma, run only on H100/H200) plus PTX of the last
+# without the "a" for later GPUs; NVCC_EXTRA adds flags (-Xptxas -v).
+CUDA_ARCHS ?= 80 90a
+CUDA_PTX    = $(subst a,,$(lastword $(CUDA_ARCHS)))
 NVCC_FLAGS  = -O3 -std=c++17 -Xcompiler -fPIC -fmad=false -DGPUCLUST_CUDA -Isrc/core \
               $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
-              -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS)) \
+              -gencode arch=compute_$(CUDA_PTX),code=compute_$(CUDA_PTX) \
               $(NVCC_EXTRA)
 # Static runtime: the library loads on servers with no CUDA installed.
 CUDA_LINK   = -L$(CUDA_LIB) -lcudart_static -ldl -lrt -lpthread -lstdc++

@@ -13,6 +13,7 @@
  *   kmeans_assign.cu   the assignment kernels, the exact re-rank and the
  *                      centres' layout
  *   kmeans_screen.cu   the tensor-core screen of the assignment (8 < d <= 256)
+ *   kmeans_wgmma.cu    its TF32 screen on Hopper's wgmma (H100/H200, d > 64)
  *   kmeans_update.cu   the fixed-point sums, means, empty-cluster re-seeding
  *   kmeans_stats.cu    inertia, distances, the variance behind tol
  *   kmeans_stream.cu   the streamed path: data larger than the device
@@ -30,7 +31,9 @@
  *               gc_dist2 (dimension order, separate multiply and add), so
  *               the labels equal the CPU's bit for bit;
  *             - 8 < d <= 256: a tensor-core screen (kmeans_screen.cu):
- *               x.c on TF32 mma (3xTF32 when too many rows are close),
+ *               x.c on TF32 mma (3xTF32 when too many rows are close;
+ *               the TF32 pass on wgmma on an H100/H200 at d > 64,
+ *               kmeans_wgmma.cu),
  *               on rows and centres shifted by the feature means, fused
  *               with the best and second best score per row; a row whose
  *               two best scores are within the derived rounding bound
@@ -55,11 +58,13 @@
  *             sums themselves round.
  *   finalize  means (float), empty-cluster count, squared centre shift.
  *   prep      the centres in the layout the next assign reads.
- *   read-back {changed, shift, n_empty, moved}: the convergence test
- *             (scikit-learn's: labels unchanged, or shift <= tol * mean
- *             feature variance) and the cancel poll happen on the host.
+ *   read-back {changed, shift, n_empty, relocated, moved}: the
+ *             convergence test (scikit-learn's: labels unchanged with no
+ *             cluster re-seeded, or shift <= tol * mean feature variance)
+ *             and the cancel poll happen on the host.
  * Empty clusters are re-seeded exactly as the CPU does (rows farthest from
- * their centres, farthest to the lowest empty id) on an extra, rare path.
+ * their centres, farthest to the lowest empty id; never a row on its
+ * centre) on an extra, rare path.
  *
  * Seeding: k-means++ (kmeans_pp.cu) and k-means|| (kmeans_par.cu) run on
  * the device and reproduce the CPU's centres bit for bit; random seeding
@@ -196,8 +201,7 @@ km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 		return rc;
 	}
 	if (init == GC_INIT_KMEANS_PARALLEL)
-		return km_par_device(ctx, D.s, D.XT, D.n, D.d, D.k, seed, stream, D.C[0],
-							 chosen_dev, st);
+		return km_par_device(D, ctx, seed, stream, D.C[0], chosen_dev, st);
 	return km_pp_device(ctx, D.s, D.XT, D.n, D.d, D.k, seed, stream, D.C[0],
 						chosen_dev, st);
 }
@@ -244,7 +248,9 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		cur = 1 - cur;
 		/* the inertia is summed on the CPU path only: not reported here */
 		gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, p->n_init, NAN);
-		if (D.h_info->changed == 0 || D.h_info->shift <= tol_scaled)
+		/* as kmeans_run: a step that re-seeds is not converged on labels */
+		if ((D.h_info->changed == 0 && D.h_info->relocated == 0) ||
+			D.h_info->shift <= tol_scaled)
 		{
 			*converged = true;
 			it++;
@@ -317,7 +323,7 @@ km_common_bytes(int64_t n, int d, int k, int n_init, int64_t rows)
 	if (d <= SMALL_D_MAX)
 		b += kk * ((d + 3) / 4 * 4) * 4;
 	else
-		b += (4 * dd + 96) * kp * 4 + kp * 4 + (double) rows * 12;	/* CT, CTf, CTt (d padded to 32), CTo, cnrm; fb_rows, fb_rows2, xn2 */
+		b += (4 * dd + 96) * kp * 4 + kp * 4 + (double) rows * 12;	/* CT, CTf, CTt or CTw (d padded to 32), CTo, cnrm; fb_rows, fb_rows2, xn2 */
 	b += kk * (dd + 1) * 8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
 	return b;
 }

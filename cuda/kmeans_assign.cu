@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "kmeans_dev.cuh"
+#include "screen.cuh"
 
 #define SMALL_P 8				/* rows per thread (direct path) */
 #define SMALL_KT 1024			/* centres per shared-memory tile */
@@ -413,7 +414,8 @@ k_prep_small(const float *__restrict__ C, int k, int d, int W,
 }
 
 /* Centres for the tiled path: CT (d x kp), shifted by mu, and their
- * squared norms. */
+ * squared norms; cmax2: the largest of those, then the largest squared
+ * norm of a centre's TF32 rounding error (the wgmma screen's bound). */
 __global__ void
 k_prep_tiled(const float *__restrict__ C, const float *__restrict__ mu,
 			 int k, int d, int kp, float *__restrict__ CT,
@@ -424,20 +426,26 @@ k_prep_tiled(const float *__restrict__ C, const float *__restrict__ mu,
 
 	if (c < kp)
 	{
-		float		s = 0.0f;
+		float		s = 0.0f,
+					r = 0.0f;
 
 		for (int j = 0; j < d; j++)
 		{
 			float		o = c < k ? C[(int64_t) c * d + j] : 0.0f;
 			float		v = c < k ? __fsub_rn(o, mu[j]) : 0.0f;
+			float		e = __fsub_rn(v, __uint_as_float(to_tf32(v)));
 
 			CT[(int64_t) j * kp + c] = v;
 			CTo[(int64_t) j * kp + c] = o;
 			s = __fmaf_rn(v, v, s);
+			r = __fmaf_rn(e, e, r);
 		}
 		cnrm[c] = c < k ? s : INFINITY;
 		if (c < k)
+		{
 			atomicMax((unsigned *) cmax2, __float_as_uint(s));
+			atomicMax((unsigned *) cmax2 + 1, __float_as_uint(r));
+		}
 	}
 }
 
@@ -451,7 +459,7 @@ km_prep(km_dev &D, const float *C, gc_status *st)
 		k_prep_small<<<blocks_for((int64_t) D.k * D.W, 256), 256, 0, D.s>>>(C, D.k, D.d, D.W, D.cpk);
 	else
 	{
-		KM_CK(cudaMemsetAsync(D.cmax2, 0, sizeof(float), D.s));
+		KM_CK(cudaMemsetAsync(D.cmax2, 0, 2 * sizeof(float), D.s));
 		k_prep_tiled<<<blocks_for(D.kp, 128), 128, 0, D.s>>>(C, D.mu, D.k, D.d, D.kp, D.CT,
 															 D.CTo, D.cnrm, D.cmax2);
 		KM_LAUNCHED();

@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <cuda_pipeline.h>
+
 #include "check.cuh"
 #include "gpu.h"
 extern "C" {
@@ -28,67 +30,152 @@ extern "C" {
 #define KM_CK_PER_BLOCK (KM_BLOCK / KM_CK_ROWS)
 
 /*
- * The sequential double sum of one fixed block's terms, rows i0 .. i1-1,
- * exactly as the CPU adds them (acc = 0; acc += term, row after row), by
- * one thread: the term is w[i] * (double) t[i], or (double) t[i] when w is
- * NULL.  The one dependent chain is the whole cost, so the loads run a
- * group of KM_CK_ROWS ahead of it.  ck (may be NULL) gets the running sum
- * after every KM_CK_ROWS rows (the last: after the last row), so that a
- * search of the prefix sums can start from the checkpoint before it.  One
- * thread per chain: with many blocks all chains run at once.
+ * The sequential double sums of fixed blocks of terms, each exactly as the
+ * CPU adds one block, rows i0 .. i1-1 (acc = 0; acc += term, row after
+ * row): the term is w[i] * (double) t[i], or (double) t[i] when w is NULL.
+ * The one dependent chain of additions per block is the whole cost (8
+ * cycles a double addition on an H100), so each lane of a warp runs one
+ * block's chain, 32 chains at once, and the warp copies their next rows
+ * into shared memory with cp.async (16 bytes, 4 rows, a copy), STAGES - 1
+ * stages ahead: a chain never waits on global memory, and a lane reads its
+ * chain's rows 4 at a time, so that a row costs little more than its
+ * conversion and its addition.
+ *
+ * km_block_chains<W>: all 32 lanes call it; lane l sums block b0 + l of
+ * t[0 .. n-1] (blocks of KM_BLOCK rows, the last one short; lanes with
+ * b0 + l >= nb return 0), weighted by w when W.  t: 16-byte aligned and readable (any value) up
+ * to n rounded up to 4.  ck (may be NULL): block b0 + l's checkpoints at
+ * ck + l * KM_CK_PER_BLOCK, the running sum after every KM_CK_ROWS rows
+ * (the last: after the last row), so that a search of the prefix sums can
+ * start from the checkpoint before it.  buf: this warp's
+ * KM_CHAIN_SMEM(w != NULL) bytes of shared memory, 16-byte aligned.
  */
-__device__ __forceinline__ double
-km_block_chain(const float *__restrict__ t, const double *__restrict__ w,
-			   int64_t i0, int64_t i1, double *ck)
+#define KM_CHAIN_ROWS 64		/* rows of a stage: two checkpoint groups */
+#define KM_CHAIN_STAGES 3
+#define KM_CHAIN_TP 68			/* floats a chain's stage: 16-byte rows; the */
+#define KM_CHAIN_WP 66			/* doubles: 8 lanes' 16-byte reads on distinct banks */
+#define KM_CHAIN_SMEM(weighted) \
+	((size_t) KM_CHAIN_STAGES * 32 * \
+	 (KM_CHAIN_TP * sizeof(float) + ((weighted) ? KM_CHAIN_WP * sizeof(double) : 0)))
+
+/*
+ * Stage st of the warp's nact chains into buffer st % KM_CHAIN_STAGES (one
+ * commit group, maybe empty).  Lane l copies rows u .. u+3, u = 4 (l % 16),
+ * of chains l / 16 + 2j, j < 16: one base pointer, constant offsets.
+ * Every row below n of a chain is copied (t's padding makes the 16-byte
+ * copy of a block's last rows legal); rows of a stage past a chain's end
+ * are not read.
+ */
+template <bool W>
+__device__ __forceinline__ void
+km_chains_fetch(const float *__restrict__ t, const double *__restrict__ w,
+				int64_t n, int64_t b0, int nact, int st, float *tb, double *wb)
 {
+	const int	lane = threadIdx.x & 31,
+				h = st % KM_CHAIN_STAGES,
+				c0 = lane / 16,
+				u = lane % 16 * 4;
+	const int64_t r = (int64_t) st * KM_CHAIN_ROWS + u;	/* row in the block */
+	const int64_t i = (b0 + c0) * KM_BLOCK + r;	/* its index in t, chain c0 */
+	float	   *ts = tb + ((int64_t) h * 32 + c0) * KM_CHAIN_TP + u;
+	double	   *ws = wb + ((int64_t) h * 32 + c0) * KM_CHAIN_WP + u;
+
+	if (r < KM_BLOCK)
+	{
+#pragma unroll
+		for (int j = 0; j < 16; j++)
+		{
+			const int64_t ij = i + (int64_t) j * 2 * KM_BLOCK;
+
+			if (c0 + 2 * j < nact && ij < n)
+			{
+				__pipeline_memcpy_async(ts + j * 2 * KM_CHAIN_TP, t + ij, 16);
+				if (W)
+				{
+#pragma unroll
+					for (int v = 0; v < 4; v++)
+						if (ij + v < n)
+							__pipeline_memcpy_async(ws + j * 2 * KM_CHAIN_WP + v, w + ij + v,
+													sizeof(double));
+				}
+			}
+		}
+	}
+	__pipeline_commit();
+}
+
+template <bool W>
+__device__ __forceinline__ double
+km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
+				int64_t n, int64_t nb, int64_t b0, double *ck, void *buf)
+{
+	const int	lane = threadIdx.x & 31;
+	const int	nact = nb - b0 < 32 ? (int) (nb - b0) : 32;
+	const int64_t first = n - b0 * KM_BLOCK < KM_BLOCK ? n - b0 * KM_BLOCK : KM_BLOCK;
+	const int	nst = (int) ((first + KM_CHAIN_ROWS - 1) / KM_CHAIN_ROWS);
+	const int64_t mine = lane < nact ? n - (b0 + lane) * KM_BLOCK : 0;
+	const int	len = (int) (mine < KM_BLOCK ? mine : KM_BLOCK);
+	float	   *tb = (float *) buf;
+	double	   *wb = (double *) (tb + KM_CHAIN_STAGES * 32 * KM_CHAIN_TP);
 	double		acc = 0.0;
-	int64_t		i = i0;
-	float		cur[KM_CK_ROWS];
 
-	if (i + KM_CK_ROWS <= i1)
+	for (int st = 0; st < KM_CHAIN_STAGES - 1; st++)
+		km_chains_fetch<W>(t, w, n, b0, nact, st, tb, wb);
+	for (int st = 0; st < nst; st++)
 	{
-#pragma unroll
-		for (int u = 0; u < KM_CK_ROWS; u++)
-			cur[u] = t[i + u];
-	}
-	for (; i + KM_CK_ROWS <= i1; i += KM_CK_ROWS)
-	{
-		float		nxt[KM_CK_ROWS];
-		const bool	more = i + 2 * KM_CK_ROWS <= i1;
+		const int	h = st % KM_CHAIN_STAGES,
+					m = len - st * KM_CHAIN_ROWS;	/* my rows in this stage */
+		const float *tr = tb + ((int64_t) h * 32 + lane) * KM_CHAIN_TP;
+		const double *wr = wb + ((int64_t) h * 32 + lane) * KM_CHAIN_WP;
 
-		if (more)
-		{
+		/* the stage STAGES - 1 ahead in flight (an empty group past the end) */
+		km_chains_fetch<W>(t, w, n, b0, nact, st + KM_CHAIN_STAGES - 1, tb, wb);
+		__pipeline_wait_prior(KM_CHAIN_STAGES - 1);
+		__syncwarp();
 #pragma unroll
-			for (int u = 0; u < KM_CK_ROWS; u++)
-				nxt[u] = t[i + KM_CK_ROWS + u];
-		}
-		if (w != nullptr)
+		for (int g = 0; g < KM_CHAIN_ROWS / KM_CK_ROWS; g++)
 		{
+			const int	u0 = g * KM_CK_ROWS;
+
+			if (m >= u0 + KM_CK_ROWS)
+			{
+				/* a whole group: its rows 4 at a time, then the additions */
+				float4		v[KM_CK_ROWS / 4];
+
 #pragma unroll
-			for (int u = 0; u < KM_CK_ROWS; u++)
-				acc += w[i + u] * (double) cur[u];
-		}
-		else
-		{
+				for (int q = 0; q < KM_CK_ROWS / 4; q++)
+					v[q] = *(const float4 *) (tr + u0 + 4 * q);
+				double		e[KM_CK_ROWS];	/* the terms, off the chain */
+
 #pragma unroll
-			for (int u = 0; u < KM_CK_ROWS; u++)
-				acc += (double) cur[u];
-		}
-		if (ck != nullptr)
-			ck[(i - i0) / KM_CK_ROWS] = acc;
-		if (more)
-		{
+				for (int q = 0; q < KM_CK_ROWS / 4; q++)
+				{
+					e[4 * q] = (double) v[q].x;
+					e[4 * q + 1] = (double) v[q].y;
+					e[4 * q + 2] = (double) v[q].z;
+					e[4 * q + 3] = (double) v[q].w;
+					if (W)
+					{
+						const double2 wa = *(const double2 *) (wr + u0 + 4 * q),
+									wc = *(const double2 *) (wr + u0 + 4 * q + 2);
+
+						e[4 * q] = wa.x * e[4 * q];
+						e[4 * q + 1] = wa.y * e[4 * q + 1];
+						e[4 * q + 2] = wc.x * e[4 * q + 2];
+						e[4 * q + 3] = wc.y * e[4 * q + 3];
+					}
+				}
 #pragma unroll
-			for (int u = 0; u < KM_CK_ROWS; u++)
-				cur[u] = nxt[u];
+				for (int u = 0; u < KM_CK_ROWS; u++)
+					acc += e[u];
+			}
+			else
+				for (int u = u0; u < m; u++)	/* the block's last rows */
+					acc += W ? wr[u] * (double) tr[u] : (double) tr[u];
+			if (ck != nullptr && u0 < m)
+				ck[(int64_t) lane * KM_CK_PER_BLOCK + st * (KM_CHAIN_ROWS / KM_CK_ROWS) + g] = acc;
 		}
-	}
-	if (i < i1)
-	{
-		for (int64_t r = i; r < i1; r++)
-			acc += w != nullptr ? w[r] * (double) t[r] : (double) t[r];
-		if (ck != nullptr)
-			ck[(i - i0) / KM_CK_ROWS] = acc;
+		__syncwarp();			/* this buffer is refilled STAGES - 1 stages on */
 	}
 	return acc;
 }
@@ -103,6 +190,7 @@ struct km_info
 	unsigned long long changed;	/* rows whose label changed */
 	double		shift;			/* sum of squared centre moves */
 	int			n_empty;		/* clusters with no row */
+	int			relocated;		/* of those, re-seeded with a row (km_reseed) */
 	int			moved;			/* some centre coordinate changed */
 	unsigned	n_fallback;		/* rows the first screen left (one km_assign) */
 	unsigned	fb_total;		/* rows re-ranked exactly this iteration (every km_assign) */
@@ -168,8 +256,9 @@ struct km_dev
 	float	   *cnrm = nullptr;
 	float	   *CTo = nullptr;
 	float	   *CTf = nullptr;	/* screen: CT in fragment order, float */
-	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 */
-	float	   *cmax2 = nullptr;
+	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 (not with screen_wg) */
+	float	   *CTw = nullptr;	/* wgmma screen: CT in its swizzled slabs, TF32 (screen_wg) */
+	float	   *cmax2 = nullptr;	/* 2: max ||c'_j||², max ||c'_j - TF32(c'_j)||² */
 	int32_t    *fb_rows = nullptr;
 	int32_t    *fb_rows2 = nullptr;	/* screen: the rows the 3xtf32 re-screen left */
 	float	   *xn2 = nullptr;
@@ -181,6 +270,8 @@ struct km_dev
 	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
+	int			screen_wg = 0;	/* tf32 screen on wgmma (kmeans_wgmma.cu): its stages; 0 none */
+	size_t		wg_smem = 0;
 	float	   *mu = nullptr;
 	unsigned long long *gsum = nullptr;	/* slots, then km_info */
 	km_info    *info = nullptr;
@@ -230,6 +321,7 @@ struct km_dev
 		gc_dfree(CTo, s);
 		gc_dfree(CTf, s);
 		gc_dfree(CTt, s);
+		gc_dfree(CTw, s);
 		gc_dfree(cmax2, s);
 		gc_dfree(fb_rows, s);
 		gc_dfree(fb_rows2, s);
@@ -316,12 +408,11 @@ gc_code		km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT,
 
 /*
  * k-means|| seeding on the device, bit for bit the CPU's
- * gc_km_init_kmeans_par (unweighted): XT the d x n transposed data; C
- * (k x d, device) receives the centres, chosen (k, device, may be NULL)
- * the rows.
+ * gc_km_init_kmeans_par (unweighted), over D's resident rows (after
+ * km_setup), through D's assignment step; D.C[1] is its scratch.  C (k x d,
+ * device) receives the centres, chosen (k, device, may be NULL) the rows.
  */
-gc_code		km_par_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
-						  int64_t n, int d, int k, uint64_t seed,
+gc_code		km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed,
 						  uint64_t stream, float *C, int64_t *chosen,
 						  gc_status *st);
 
@@ -357,6 +448,23 @@ gc_code		km_screen(km_dev &D, int mode, const int32_t *rows_in,
 					  const unsigned *n_in, int32_t *rows_out, unsigned *n_out,
 					  float *dbg, gc_status *st);
 
+/* The bound's factor of M² for a screen mode (1 tf32, 3 3xtf32) at d, with
+ * 5% for the float rounding of M and the bound. */
+float		km_screen_coef(int mode, int d);
+
+/* ---- kmeans_wgmma.cu ---- */
+
+/* After km_screen_plan: the tf32 screen on wgmma where this build and
+ * device have it (D.screen_wg, D.wg_smem). */
+gc_code		km_wg_plan(km_dev &D, gc_status *st);
+
+/* The prepared centres (CT) in the wgmma screen's layout (D.CTw). */
+gc_code		km_wg_prep(km_dev &D, gc_status *st);
+
+/* The tf32 screen of every row on wgmma (km_screen's, when D.screen_wg). */
+gc_code		km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out,
+						 float *dbg, gc_status *st);
+
 /* ---- kmeans_update.cu ---- */
 
 /* The sort-by-label update's buffers, when its sums need them and they
@@ -377,9 +485,10 @@ gc_code		km_finalize(km_dev &D, const float *Cold, float *Cnew,
 /* V.d2 = gc_dist2 of V's rows to their centres in C (re-seeding). */
 gc_code		km_d2(km_dev &V, const float *C, gc_status *st);
 
-/* Re-seeds m empty clusters as the CPU does, then km_finalize again.
- * Streamed: D.d2 already holds the distances to Cold (km_d2 per chunk),
- * and the far rows are read from the host matrix. */
+/* Re-seeds m empty clusters as the CPU does (only rows off their centre:
+ * fewer when fewer rows are; the count in info's relocated), then
+ * km_finalize again.  Streamed: D.d2 already holds the distances to Cold
+ * (km_d2 per chunk), and the far rows are read from the host matrix. */
 gc_code		km_reseed(km_dev &D, const float *Cold, float *Cnew, int m,
 					  gc_status *st);
 

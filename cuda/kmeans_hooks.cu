@@ -121,6 +121,7 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 		t->empty_seen = D.h_info->n_empty;
 		t->fallback_rows = D.h_info->fb_total;
 		t->screen_mode = D.screen_cascade ? 13 : D.screen;
+		t->screen_wgmma = D.screen_wg != 0;
 	}
 	/* the phases alone */
 	if (rc == GC_OK)

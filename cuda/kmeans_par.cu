@@ -4,19 +4,23 @@
  * It reproduces the CPU's gc_km_init_kmeans_par (kmeans_init.c, defined
  * in kmeans_internal.h) bit for bit, unweighted:
  *
- *   par_take    D² and the nearest candidate of every row take a batch of
- *               new candidates: the exact float32 gc_dist2 (dimension
- *               order, separate multiply and add), candidates in index
- *               order, a strictly smaller distance moving the row, so the
- *               lowest nearest candidate wins ties, as the CPU's argmin.
- *               One thread per row; the batch's coordinates staged through
- *               shared memory, 32 candidates x 32 dimensions at a time.
- *   par_bsum    phi's block sums: km_block_chain, the CPU's sequential
+ *   par_merge   the first candidate: D² of every row, the exact float32
+ *               gc_dist2 (dimension order, separate multiply and add).
+ *   par_bsum    phi's block sums: km_block_chains, the CPU's sequential
  *               double sums over the fixed blocks; the host adds the
  *               blocks in order (their count is small).
  *   par_flags   round r's draws, one thread per row (gc_km_par_keep, the
  *               counter 1 + (r-1) n + i).
  *   the kept rows in row order: cub::DeviceSelect::Flagged.
+ *   a round's new candidates, in sub-batches of at most k: the fit's own
+ *               assignment step (km_prep + km_assign: the tensor-core
+ *               screen, its bound and the exact re-rank, or the exact
+ *               small-d kernel) gives every row its nearest candidate of
+ *               the sub-batch, the lowest on ties; par_merge takes its
+ *               exact gc_dist2 and keeps it where it is strictly smaller
+ *               than the row's D² so far, so that the lowest nearest
+ *               candidate over all of them wins ties, as the CPU's argmin
+ *               in index order.
  *   par_count   the rows nearest each candidate (integer atomics: exact).
  *
  * Then weighted k-means++ over the candidates, on the device too
@@ -24,6 +28,11 @@
  * candidates' rows gathered into their own d x m transposed matrix.
  * With fewer than k candidates: km_pp_device over all the rows, as the
  * CPU falls back.
+ *
+ * About 10k candidates (5 rounds of 2k) against every row: 1M x 128,
+ * k = 1000 is 2.6 TFLOP, which the screen does at tensor-core rates where
+ * exact FP32 on the CUDA cores (three operations per term) is bounded at
+ * 115 ms.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -36,79 +45,47 @@
 #include "rng.h"
 
 #define PAR_THREADS 256
-#define PAR_TC 32				/* candidates per shared tile */
-#define PAR_DC 32				/* dimensions per shared tile */
 
 /*
- * Rows take candidates m0 .. m0+mc-1, whose coordinates are CT (d x ldc,
- * column c - m0): D2[i] = min, lab[i] = the lowest nearest (init: from
- * D² = +inf).
+ * After km_assign over candidates m0 .. m0+mc-1 (their coordinates Cc,
+ * mc x d, row-major; sub: each row's nearest of them, NULL: candidate
+ * m0 alone): the row takes it where its exact distance is strictly below
+ * its D² so far (init: always).
  */
-__global__ void __launch_bounds__(PAR_THREADS)
-par_take(const float *__restrict__ XT, int64_t n, int d,
-		 const float *__restrict__ CT, int64_t ldc, int m0, int mc, bool init,
-		 float *__restrict__ D2, int32_t *__restrict__ lab)
+__global__ void
+par_merge(const float *__restrict__ XT, int64_t n, int d,
+		  const float *__restrict__ Cc, const int32_t *__restrict__ sub,
+		  int m0, bool init, float *__restrict__ D2, int32_t *__restrict__ lab)
 {
-	__shared__ float cs[PAR_DC][PAR_TC];
 	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-	float		best = init || i >= n ? INFINITY : D2[i];
-	int32_t		bl = init || i >= n ? 0 : lab[i];
 
-	for (int c0 = 0; c0 < mc; c0 += PAR_TC)
-	{
-		const int	tc = mc - c0 < PAR_TC ? mc - c0 : PAR_TC;
-		float		q[PAR_TC];
-
-#pragma unroll
-		for (int t = 0; t < PAR_TC; t++)
-			q[t] = 0.0f;
-		for (int j0 = 0; j0 < d; j0 += PAR_DC)
-		{
-			const int	dc = d - j0 < PAR_DC ? d - j0 : PAR_DC;
-
-			__syncthreads();
-			for (int e = threadIdx.x; e < PAR_DC * PAR_TC; e += blockDim.x)
-			{
-				const int	j = e / PAR_TC,
-							t = e % PAR_TC;
-
-				cs[j][t] = j < dc && t < tc ? CT[(int64_t) (j0 + j) * ldc + c0 + t] : 0.0f;
-			}
-			__syncthreads();
-			if (i < n)
-				for (int j = 0; j < dc; j++)
-				{
-					const float x = XT[(int64_t) (j0 + j) * n + i];
-
-#pragma unroll
-					for (int t = 0; t < PAR_TC; t++)
-						q[t] = gc_l2_step(q[t], x, cs[j][t]);
-				}
-		}
-		if (i < n)
-			for (int t = 0; t < tc; t++)
-				if (q[t] < best)
-				{
-					best = q[t];
-					bl = m0 + c0 + t;
-				}
-	}
 	if (i < n)
 	{
-		D2[i] = best;
-		lab[i] = bl;
+		const int	c = sub != nullptr ? sub[i] : 0;
+		const float *cc = Cc + (int64_t) c * d;
+		float		q = 0.0f;
+
+		for (int j = 0; j < d; j++)
+			q = gc_l2_step(q, XT[(int64_t) j * n + i], cc[j]);
+		if (init || q < D2[i])
+		{
+			D2[i] = q;
+			lab[i] = m0 + c;
+		}
 	}
 }
 
-/* phi's block sums: bs[b] = the sequential double sum of block b's D². */
-__global__ void __launch_bounds__(64)
+/* phi's block sums: bs[b] = the sequential double sum of block b's D², a
+ * lane per block (km_block_chains). */
+__global__ void __launch_bounds__(32)
 par_bsum(const float *__restrict__ D2, int64_t n, int64_t nb, double *bs)
 {
-	const int64_t b = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	extern __shared__ __align__(16) unsigned char par_chain_buf[];
+	const int64_t b0 = (int64_t) blockIdx.x * 32;
+	const double sum = km_block_chains<false>(D2, nullptr, n, nb, b0, nullptr, par_chain_buf);
 
-	if (b < nb)
-		bs[b] = km_block_chain(D2, nullptr, b * KM_BLOCK,
-							   (b + 1) * KM_BLOCK < n ? (b + 1) * KM_BLOCK : n, nullptr);
+	if (b0 + threadIdx.x < nb)
+		bs[b0 + threadIdx.x] = sum;
 }
 
 /* Round r's draws. */
@@ -136,6 +113,22 @@ par_gather(const float *__restrict__ XT, int64_t n, int d,
 					c = (int) (e % m);
 
 		CT[(int64_t) j * ldc + c] = XT[(int64_t) j * n + rows[c]];
+	}
+}
+
+/* Cc[c][j] = XT[j][rows[c]] for c < m (Cc: m x d, row-major). */
+__global__ void
+par_gather_rows(const float *__restrict__ XT, int64_t n, int d,
+				const int32_t *__restrict__ rows, int m, float *Cc)
+{
+	const int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (e < (int64_t) m * d)
+	{
+		const int	c = (int) (e / d),
+					j = (int) (e % d);
+
+		Cc[e] = XT[(int64_t) j * n + rows[c]];
 	}
 }
 
@@ -172,7 +165,7 @@ struct par_buffers
 	int32_t    *rows = nullptr;	/* every candidate's row */
 	double	   *bs = nullptr;
 	void	   *tmp = nullptr;
-	float	   *CT = nullptr;	/* a batch's or all candidates' coordinates */
+	float	   *CT = nullptr;	/* all candidates' coordinates, d x m */
 	unsigned   *cnt = nullptr;
 	double	   *w = nullptr;
 	int64_t    *local = nullptr;
@@ -212,11 +205,53 @@ par_gather_batch(par_buffers &B, const float *XT, int64_t n, int d, int m0,
 	return GC_OK;
 }
 
-gc_code
-km_par_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
-			  int d, int k, uint64_t seed, uint64_t stream, float *C,
-			  int64_t *chosen, gc_status *st)
+/*
+ * Candidates rows[m0 .. m0+mc-1] against every row, in sub-batches of at
+ * most D.k (the buffers of D's assignment are the fit's): the sub-batch's
+ * coordinates into D.C[1] (free until the fit starts), D's assignment with
+ * D.k and D.kp set to the sub-batch's, then par_merge.
+ */
+static gc_code
+par_take(km_dev &D, par_buffers &B, int m0, int mc, gc_status *st)
 {
+	const int	k = D.k,
+				kp = D.kp;
+	float	   *Cc = D.C[1];
+	gc_code		rc = GC_OK;
+
+	for (int s0 = 0; s0 < mc && rc == GC_OK; s0 += k)
+	{
+		const int	sc = mc - s0 < k ? mc - s0 : k;
+
+		par_gather_rows<<<blocks_for((int64_t) sc * D.d, 256), 256, 0, D.s>>>(
+			D.XT, D.n, D.d, B.rows + m0 + s0, sc, Cc);
+		KM_LAUNCHED();
+		D.k = sc;
+		D.kp = (sc + TILE - 1) / TILE * TILE;
+		rc = km_prep(D, Cc, st);
+		if (rc == GC_OK)
+			rc = km_assign(D, st);
+		D.k = k;
+		D.kp = kp;
+		if (rc == GC_OK)
+		{
+			par_merge<<<blocks_for(D.n, PAR_THREADS), PAR_THREADS, 0, D.s>>>(
+				D.XT, D.n, D.d, Cc, D.labels, m0 + s0, false, B.D2, B.lab);
+			KM_LAUNCHED();
+		}
+	}
+	return rc;
+}
+
+gc_code
+km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
+			  float *C, int64_t *chosen, gc_status *st)
+{
+	const float *XT = D.XT;
+	const int64_t n = D.n;
+	const int	d = D.d,
+				k = D.k;
+	cudaStream_t s = D.s;
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
 	const double ell = GC_KM_PAR_OVERSAMPLE * (double) k;
 	const unsigned nblk = blocks_for(n, PAR_THREADS);
@@ -237,7 +272,9 @@ km_par_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 		~hfree() { free(p); }
 	}			hguard = {hbs};
 
-	KM_CK(gc_dalloc((void **) &B.D2, sizeof(float) * (size_t) n, s));
+	/* D²: rounded up to 4 floats, the padding 0 (km_block_chains reads it) */
+	KM_CK(gc_dalloc((void **) &B.D2, sizeof(float) * (size_t) ((n + 3) / 4 * 4), s));
+	KM_CK(cudaMemsetAsync(B.D2, 0, sizeof(float) * (size_t) ((n + 3) / 4 * 4), s));
 	KM_CK(gc_dalloc((void **) &B.lab, sizeof(int32_t) * (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.flags, (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.sel, sizeof(int32_t) * (size_t) n, s));
@@ -248,15 +285,19 @@ km_par_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 									 B.flags, B.sel, B.nsel, (int64_t) n, s));
 	KM_CK(gc_dalloc(&B.tmp, tmp_bytes, s));
 
-	/* Candidate 0: k-means++'s first centre. */
+	/* the assignment compares with the labels and counts into the info
+	 * record: both set (the fit resets them after seeding) */
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * (size_t) n, s));
+	KM_CK(cudaMemsetAsync(D.info, 0, sizeof(km_info), s));
+
+	/* Candidate 0: k-means++'s first centre; D² = its distance. */
 	first = (int32_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
 	if (first >= n)
 		first = (int32_t) (n - 1);
 	KM_CK(cudaMemcpyAsync(B.rows, &first, sizeof(int32_t), cudaMemcpyHostToDevice, s));
-	if ((rc = par_gather_batch(B, XT, n, d, 0, 1, st)) != GC_OK)
-		return rc;
-	/* D² = +inf, then the first candidate */
-	par_take<<<nblk, PAR_THREADS, 0, s>>>(XT, n, d, B.CT, 1, 0, 1, true, B.D2, B.lab);
+	par_gather_rows<<<blocks_for(d, 256), 256, 0, s>>>(XT, n, d, B.rows, 1, D.C[1]);
+	KM_LAUNCHED();
+	par_merge<<<nblk, PAR_THREADS, 0, s>>>(XT, n, d, D.C[1], nullptr, 0, true, B.D2, B.lab);
 	KM_LAUNCHED();
 
 	for (int r = 1; r <= GC_KM_PAR_MAX_ROUNDS; r++)
@@ -266,7 +307,7 @@ km_par_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 
 		if (r > GC_KM_PAR_ROUNDS && m >= k)
 			break;
-		par_bsum<<<blocks_for(nb, 64), 64, 0, s>>>(B.D2, n, nb, B.bs);
+		par_bsum<<<blocks_for(nb, 32), 32, KM_CHAIN_SMEM(false), s>>>(B.D2, n, nb, B.bs);
 		KM_LAUNCHED();
 		KM_CK(cudaMemcpyAsync(hbs, B.bs, sizeof(double) * (size_t) nb, cudaMemcpyDeviceToHost, s));
 		KM_CK(cudaStreamSynchronize(s));
@@ -288,10 +329,8 @@ km_par_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 			return gc_fail(st, GC_EINTERNAL, "k-means||: more candidates than rows");
 		KM_CK(cudaMemcpyAsync(B.rows + m, B.sel, sizeof(int32_t) * (size_t) ns,
 							  cudaMemcpyDeviceToDevice, s));
-		if ((rc = par_gather_batch(B, XT, n, d, m, m + ns, st)) != GC_OK)
+		if ((rc = par_take(D, B, m, ns, st)) != GC_OK)
 			return rc;
-		par_take<<<nblk, PAR_THREADS, 0, s>>>(XT, n, d, B.CT, ns, m, ns, false, B.D2, B.lab);
-		KM_LAUNCHED();
 		m += ns;
 	}
 

@@ -19,10 +19,10 @@
  *              closest is the row terms[best] of the previous centre (the
  *              winner's terms are the new D²), read by the thread that
  *              then overwrites its own row's terms.
- *   pp_bsums   one thread per (fixed block, trial) adds the block's terms
- *              in row order (km_block_chain), its loads a group ahead of
- *              the chain, and keeps the checkpoints; every chain of the
- *              centre runs at once (nb x L threads).
+ *   pp_bsums   one thread per (fixed block, trial) adds the block's
+ *              terms in row order (km_block_chains: 32 chains a warp, from
+ *              shared memory, the next rows copied in ahead), and keeps the
+ *              checkpoints; the chains of the centre run at once.
  *   pp_select  one warp per trial: the prefix of its block sums (which is
  *              the potential, and the next centre's offsets if it wins),
  *              then the lowest potential wins (ties: the earliest trial);
@@ -39,7 +39,8 @@
 #include "rng.h"
 
 #define PP_THREADS 256
-#define PP_SUM_THREADS 64		/* chains per CUDA block: spread over the SMs */
+#define PP_TERMS_DC 8			/* pp_terms: dimensions loaded at once */
+#define PP_CS_DIMS 64			/* pp_terms: candidates' dimensions in shared memory */
 
 namespace
 {
@@ -52,7 +53,8 @@ struct pp_state
 	int64_t		nb;
 	const double *w;			/* NULL: unweighted */
 	int64_t		wlast;			/* the last row of positive weight */
-	float	   *terms;			/* L x n */
+	int64_t		ld;				/* terms' row stride: n rounded up to 4 */
+	float	   *terms;			/* L x ld (the padding 0) */
 	double	   *bs;				/* L x nb block sums */
 	double	   *ck;				/* L x nb x KM_CK_PER_BLOCK checkpoints */
 	double	   *offc;			/* L x (nb + 1) prefix sums */
@@ -77,7 +79,7 @@ __device__ int64_t
 pp_search(const pp_state &P, int best, double r)
 {
 	const double *off = P.offc + (int64_t) best * (P.nb + 1);
-	const float *closest = P.terms + (int64_t) best * P.n;
+	const float *closest = P.terms + (int64_t) best * P.ld;
 
 	if (off[P.nb] > r)
 	{
@@ -143,65 +145,121 @@ pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
 		P.cid[t] = row;
 	}
 	__syncthreads();
-	for (int e = threadIdx.x; e < P.d * L; e += blockDim.x)
+	/* every column written: pp_terms computes whole groups of 4 trials */
+	for (int e = threadIdx.x; e < P.d * KM_PP_LMAX; e += blockDim.x)
 	{
-		const int	j = e / L,
-					t = e % L;
+		const int	j = e / KM_PP_LMAX,
+					t = e % KM_PP_LMAX;
 
-		P.cand[j * KM_PP_LMAX + t] = P.XT[(int64_t) j * P.n + rows[t]];
+		P.cand[e] = t < L ? P.XT[(int64_t) j * P.n + rows[t]] : 0.0f;
 	}
 }
 
 /*
  * terms[t][i] = min(closest[i], gc_dist2(x_i, cand_t)) for t < L, where
  * closest is terms[best] (c > 0) or +inf (c == 0): the thread of row i
- * reads its closest before it writes its row's terms.
+ * reads its closest before it writes its row's terms.  LT (a multiple of
+ * 4, >= L) trials are computed, a dimension's candidates read as float4:
+ * no test of L in the inner loop, and the loop's instructions stay under
+ * the pass's memory time.
  */
+template <int LT>
 __global__ void __launch_bounds__(PP_THREADS)
 pp_terms(pp_state P, int L, int c)
 {
+	__shared__ float4 cs[PP_CS_DIMS][LT / 4];	/* a chunk of the candidates */
 	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	const bool	row = i < P.n;
+	const float cl = c == 0 || !row ? INFINITY : P.terms[(int64_t) *P.best * P.ld + i];
+	float		q[LT];
 
-	if (i < P.n)
+#pragma unroll
+	for (int t = 0; t < LT; t++)
+		q[t] = 0.0f;
+	for (int jc = 0; jc < P.d; jc += PP_CS_DIMS)
 	{
-		const float cl = c == 0 ? INFINITY : P.terms[(int64_t) *P.best * P.n + i];
-		float		q[KM_PP_LMAX];
+		const int	dc = P.d - jc < PP_CS_DIMS ? P.d - jc : PP_CS_DIMS;
 
-#pragma unroll
-		for (int t = 0; t < KM_PP_LMAX; t++)
-			q[t] = 0.0f;
-		for (int j = 0; j < P.d; j++)
+		__syncthreads();
+		for (int e = threadIdx.x; e < dc * (LT / 4); e += blockDim.x)
+			cs[e / (LT / 4)][e % (LT / 4)] =
+				((const float4 *) (P.cand + (int64_t) (jc + e / (LT / 4)) * KM_PP_LMAX))[e % (LT / 4)];
+		__syncthreads();
+		if (!row)
+			continue;
+		/* PP_TERMS_DC dimensions' loads in flight at once per thread: the
+		 * pass is bound by memory, and for a few rows by its latency */
+		for (int j0 = 0; j0 < dc; j0 += PP_TERMS_DC)
 		{
-			const float x = P.XT[(int64_t) j * P.n + i];
+			float		x[PP_TERMS_DC];
 
 #pragma unroll
-			for (int t = 0; t < KM_PP_LMAX; t++)
-				if (t < L)
-					q[t] = gc_l2_step(q[t], x, P.cand[j * KM_PP_LMAX + t]);
-		}
+			for (int u = 0; u < PP_TERMS_DC; u++)
+				x[u] = j0 + u < dc ? P.XT[(int64_t) (jc + j0 + u) * P.n + i] : 0.0f;
 #pragma unroll
-		for (int t = 0; t < KM_PP_LMAX; t++)
+			for (int u = 0; u < PP_TERMS_DC; u++)
+				if (j0 + u < dc)
+				{
+#pragma unroll
+					for (int v = 0; v < LT / 4; v++)
+					{
+						const float4 cc = cs[j0 + u][v];
+
+						q[4 * v] = gc_l2_step(q[4 * v], x[u], cc.x);
+						q[4 * v + 1] = gc_l2_step(q[4 * v + 1], x[u], cc.y);
+						q[4 * v + 2] = gc_l2_step(q[4 * v + 2], x[u], cc.z);
+						q[4 * v + 3] = gc_l2_step(q[4 * v + 3], x[u], cc.w);
+					}
+				}
+		}
+	}
+	if (row)
+	{
+#pragma unroll
+		for (int t = 0; t < LT; t++)
 			if (t < L)
-				P.terms[(int64_t) t * P.n + i] = q[t] < cl ? q[t] : cl;
+				P.terms[(int64_t) t * P.ld + i] = q[t] < cl ? q[t] : cl;
 	}
 }
 
-/* bs[t][b] and its checkpoints: one thread per (block b, trial t). */
-__global__ void __launch_bounds__(PP_SUM_THREADS)
+/* pp_terms for the smallest LT that covers L trials; blocks of 64 rows
+ * when 256 would leave SMs idle (k-means||'s candidates). */
+static void
+pp_terms_launch(const pp_state &P, int L, int c, int nsm, cudaStream_t s)
+{
+	const int	bt = P.n < (int64_t) nsm * PP_THREADS * 2 ? 64 : PP_THREADS;
+	const unsigned grid = blocks_for(P.n, bt);
+
+	if (L <= 4)
+		pp_terms<4><<<grid, bt, 0, s>>>(P, L, c);
+	else if (L <= 8)
+		pp_terms<8><<<grid, bt, 0, s>>>(P, L, c);
+	else if (L <= 12)
+		pp_terms<12><<<grid, bt, 0, s>>>(P, L, c);
+	else if (L <= 16)
+		pp_terms<16><<<grid, bt, 0, s>>>(P, L, c);
+	else
+		pp_terms<KM_PP_LMAX><<<grid, bt, 0, s>>>(P, L, c);
+}
+
+/*
+ * bs[t][b] and its checkpoints: one CUDA block (a warp) per 32 fixed
+ * blocks of one trial, a lane per chain (km_block_chains).
+ */
+template <bool W>
+__global__ void __launch_bounds__(32)
 pp_bsums(pp_state P, int L)
 {
-	const int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	extern __shared__ __align__(16) unsigned char pp_chain_buf[];
+	const int64_t wpt = (P.nb + 31) / 32;	/* warps per trial */
+	const int	t = (int) (blockIdx.x / wpt);
+	const int64_t b0 = (blockIdx.x % wpt) * 32,
+				e = (int64_t) t * P.nb + b0;	/* the first chain */
+	const double sum = km_block_chains<W>(P.terms + (int64_t) t * P.ld, P.w, P.n, P.nb, b0,
+										  P.ck + e * KM_CK_PER_BLOCK, pp_chain_buf);
 
-	if (e < P.nb * L)
-	{
-		const int	t = (int) (e / P.nb);
-		const int64_t b = e % P.nb;
-		const int64_t i0 = b * KM_BLOCK,
-					i1 = i0 + KM_BLOCK < P.n ? i0 + KM_BLOCK : P.n;
-
-		P.bs[e] = km_block_chain(P.terms + (int64_t) t * P.n, P.w, i0, i1,
-								 P.ck + e * KM_CK_PER_BLOCK);
-	}
+	if (b0 + threadIdx.x < P.nb)
+		P.bs[e + threadIdx.x] = sum;
 }
 
 /*
@@ -211,7 +269,7 @@ pp_bsums(pp_state P, int L)
 __global__ void
 pp_select(pp_state P, int L, float *C, int c, int64_t *chosen)
 {
-	__shared__ double stage[KM_PP_LMAX][32];
+	__shared__ double stage[KM_PP_LMAX][2][32];
 	__shared__ int best_s;
 	const int	t = threadIdx.x / 32,
 				lane = threadIdx.x % 32;
@@ -224,17 +282,23 @@ pp_select(pp_state P, int L, float *C, int c, int64_t *chosen)
 
 		if (lane == 0)
 			off[0] = 0.0;
-		for (int64_t b0 = 0; b0 < P.nb; b0 += 32)
+		/* 32 block sums at a time, the next 32 copied in while lane 0 adds */
+		if (lane < P.nb)
+			__pipeline_memcpy_async(&stage[t][0][lane], bs + lane, sizeof(double));
+		__pipeline_commit();
+		for (int64_t b0 = 0, h = 0; b0 < P.nb; b0 += 32, h ^= 1)
 		{
 			const int	m = P.nb - b0 < 32 ? (int) (P.nb - b0) : 32;
 
-			if (lane < m)
-				stage[t][lane] = bs[b0 + lane];
+			if (b0 + 32 + lane < P.nb)
+				__pipeline_memcpy_async(&stage[t][1 - h][lane], bs + b0 + 32 + lane, sizeof(double));
+			__pipeline_commit();
+			__pipeline_wait_prior(1);
 			__syncwarp();
 			if (lane == 0)
 				for (int u = 0; u < m; u++)
 				{
-					acc += stage[t][u];
+					acc += stage[t][h][u];
 					off[b0 + u + 1] = acc;
 				}
 			__syncwarp();
@@ -293,7 +357,9 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 {
 	const int	L = gc_km_n_local_trials(k);
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
-	const unsigned nblk = (unsigned) ((n + PP_THREADS - 1) / PP_THREADS);
+	const size_t chain_smem = KM_CHAIN_SMEM(w != nullptr);
+	int			dev = 0,
+				nsm = 1;
 	pp_buffers	B;
 	pp_state   &P = B.P;
 	int64_t		first;
@@ -307,7 +373,9 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	P.nb = nb;
 	P.w = w;
 	P.wlast = n - 1;
-	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * L, s));
+	P.ld = (n + 3) / 4 * 4;
+	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) P.ld * L, s));
+	KM_CK(cudaMemsetAsync(P.terms, 0, sizeof(float) * (size_t) P.ld * L, s));
 	KM_CK(gc_dalloc((void **) &P.bs, sizeof(double) * (size_t) nb * L, s));
 	KM_CK(gc_dalloc((void **) &P.ck, sizeof(double) * (size_t) nb * L * KM_CK_PER_BLOCK, s));
 	KM_CK(gc_dalloc((void **) &P.offc, sizeof(double) * (size_t) (nb + 1) * L, s));
@@ -333,6 +401,12 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 			first = n - 1;
 	}
 
+	KM_CK(cudaGetDevice(&dev));
+	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+	if (chain_smem > 48 * 1024)
+		KM_CK(cudaFuncSetAttribute(pp_bsums<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+								   (int) chain_smem));
+
 	/* Centre 0: one "candidate", row first, against closest = +inf. */
 	for (int c = 0; c < k; c++)
 	{
@@ -340,9 +414,10 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 
 		pp_draw<<<1, PP_THREADS, 0, s>>>(P, seed, stream, c, Lc, first);
 		KM_LAUNCHED();
-		pp_terms<<<nblk, PP_THREADS, 0, s>>>(P, Lc, c);
+		pp_terms_launch(P, Lc, c, nsm, s);
 		KM_LAUNCHED();
-		pp_bsums<<<blocks_for(nb * Lc, PP_SUM_THREADS), PP_SUM_THREADS, 0, s>>>(P, Lc);
+		(w != nullptr ? pp_bsums<true> : pp_bsums<false>)
+			<<<(unsigned) (Lc * ((nb + 31) / 32)), 32, chain_smem, s>>>(P, Lc);
 		KM_LAUNCHED();
 		pp_select<<<1, 32 * KM_PP_LMAX, 0, s>>>(P, Lc, C, c, chosen);
 		KM_LAUNCHED();

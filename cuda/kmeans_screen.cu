@@ -53,7 +53,13 @@
  * too; d = 256, k = 20000 (FAISS's 1M uniform rows): tf32 leaves 3.4%,
  * 3xtf32 a tenth of those (per iteration 133 -> 104 ms).
  * GPUCLUST_KM_SCREEN=tf32|3xtf32 screens once in that mode, =fp32 takes
- * the FP32 tiled kernel of kmeans_assign.cu (tests and benchmarks).
+ * the FP32 tiled kernel of kmeans_assign.cu, =mma keeps the cascade but on
+ * this file's kernel where kmeans_wgmma.cu's would run (tests and
+ * benchmarks).
+ *
+ * On an H100/H200 (sm_90a builds) the tf32 screen of every row runs on
+ * wgmma instead (kmeans_wgmma.cu: the same scores, bound and outputs); the
+ * 3xtf32 re-screen of the listed rows stays here.
  *
  * The kernel.  A block takes SC_BM = 128 rows and keeps them, shifted, in
  * shared memory for the whole scan (dpad x 128 floats, dpad = d rounded up
@@ -71,20 +77,12 @@
 #include <string.h>
 
 #include "kmeans_dev.cuh"
+#include "screen.cuh"
 
 #define SC_BM 128				/* rows per block */
 #define SC_BN 128				/* centres per tile */
 #define SC_BK 32				/* dimensions per centre stage */
 #define SC_THREADS 256
-
-__device__ __forceinline__ uint32_t
-to_tf32(float x)
-{
-	uint32_t	r;
-
-	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-	return r;
-}
 
 /* d = a(16x8, row) b(8x8, col) + d, TF32 in, FP32 accumulate. */
 __device__ __forceinline__ void
@@ -94,50 +92,6 @@ mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
 				 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
 				 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
 				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void
-cp_async16(float *smem, const float *gmem)
-{
-	unsigned	s = (unsigned) __cvta_generic_to_shared(smem);
-
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(gmem));
-}
-
-__device__ __forceinline__ void
-cp_async_commit()
-{
-	asm volatile("cp.async.commit_group;");
-}
-
-template <int N>
-__device__ __forceinline__ void
-cp_async_wait()
-{
-	asm volatile("cp.async.wait_group %0;" :: "n"(N));
-}
-
-/* (score, index) running best and second best; ties keep the lower index
- * (the first seen, as columns arrive in increasing order per thread). */
-__device__ __forceinline__ void
-keep_best(float s, int col, float &best, float &sec, int &bidx)
-{
-	sec = fminf(sec, fmaxf(s, best));
-	bidx = s < best ? col : bidx;
-	best = fminf(best, s);
-}
-
-__device__ __forceinline__ void
-merge_best(float os, float o2, int oi, float &best, float &sec, int &bidx)
-{
-	if (os < best || (os == best && oi < bidx))
-	{
-		sec = fminf(best, o2);
-		best = os;
-		bidx = oi;
-	}
-	else
-		sec = fminf(sec, os);
 }
 
 /*
@@ -155,7 +109,8 @@ merge_best(float os, float o2, int oi, float &best, float &sec, int &bidx)
  * into big and small parts as they are loaded.
  */
 /* CTf/CTt (fragment order) from CT (dpad x kp, row-major); one thread per
- * element. */
+ * element.  CTt NULL: the tf32 pass runs on wgmma (kmeans_wgmma.cu's own
+ * layout), only the 3xtf32 re-screen reads this file's. */
 __global__ void
 k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
 			  float *__restrict__ CTf, float *__restrict__ CTt)
@@ -174,7 +129,8 @@ k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
 		const float v = CT[e];
 
 		CTf[idx] = v;
-		CTt[idx] = __uint_as_float(to_tf32(v));
+		if (CTt)
+			CTt[idx] = __uint_as_float(to_tf32(v));
 	}
 }
 
@@ -475,15 +431,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	/* the 4 lanes of a row group, then the 4 warps of a row, by (score, index) */
 #pragma unroll
 	for (int r = 0; r < 8; r++)
-#pragma unroll
-		for (int off = 1; off <= 2; off <<= 1)
-		{
-			const float os = __shfl_xor_sync(0xffffffffu, best[r], off),
-						o2 = __shfl_xor_sync(0xffffffffu, sec[r], off);
-			const int	oi = __shfl_xor_sync(0xffffffffu, bidx[r], off);
-
-			merge_best(os, o2, oi, best[r], sec[r], bidx[r]);
-		}
+		merge_quad(best[r], sec[r], bidx[r]);
 	{
 		float	   *rb = Bs;		/* 4 x SC_BM best, then sec; then indices */
 		float	   *rs = Bs + 4 * SC_BM;
@@ -549,8 +497,8 @@ screen_kernel(int mode, int minb, bool dbg)
 
 /* The bound's factor of M² for a mode (the header above), with 5% for the
  * rounding of M and T in float. */
-static float
-screen_coef(int mode, int d)
+float
+km_screen_coef(int mode, int d)
 {
 	const double u = 0x1.0p-24;
 	const double kappa = mode == 3 ? 12 * u + 12.0 * d * u
@@ -592,7 +540,7 @@ km_screen_plan(km_dev &D, gc_status *st)
 		if (v == 1 && per_sm >= 2)
 			D.screen_minb = 2;
 	}
-	return GC_OK;
+	return km_wg_plan(D, st);
 }
 
 /* After an iteration: re-screen in the next one when this one's tf32
@@ -617,10 +565,17 @@ gc_code
 km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
 		  int32_t *rows_out, unsigned *n_out, float *dbg, gc_status *st)
 {
-	const float coef = screen_coef(mode, D.d);
+	if (mode == 1 && rows_in == nullptr && D.screen_wg)
+		return km_wg_screen(D, rows_out, n_out, dbg, st);
+
+	const float coef = km_screen_coef(mode, D.d);
 	const unsigned grid = blocks_for(D.n, SC_BM);
 	const int	minb = mode == 1 && !dbg ? D.screen_minb : 1;
 	const float *ctb = mode == 1 ? D.CTt : D.CTf;
+
+	if (ctb == nullptr)			/* mode 1 over listed rows with the wgmma screen: no caller */
+		return gc_fail(st, GC_EINTERNAL, "GPU k-means: no centres prepared for the %s screen",
+					   mode == 1 ? "tf32" : "3xtf32");
 	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
 		(void *) &D.mu, (void *) &ctb, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
@@ -641,5 +596,5 @@ km_screen_prep(km_dev &D, gc_status *st)
 
 	k_screen_prep<<<blocks_for(e, 256), 256, 0, D.s>>>(D.CT, D.dpad, D.kp, D.CTf, D.CTt);
 	KM_LAUNCHED();
-	return GC_OK;
+	return D.screen_wg ? km_wg_prep(D, st) : GC_OK;
 }

@@ -167,9 +167,13 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 		if (D.screen)
 		{
 			KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
-			KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
+			/* the tf32 pass reads one layout: wgmma's or mma.sync's */
+			if (D.screen_wg)
+				KM_ALLOC(D.CTw, (int64_t) D.dpad * D.kp);
+			else
+				KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
 		}
-		KM_ALLOC(D.cmax2, 1);
+		KM_ALLOC(D.cmax2, 2);	/* max ||c'||², max ||c' - TF32(c')||² */
 		if (nr > 0)
 		{
 			KM_ALLOC(D.fb_rows, nr);

@@ -21,8 +21,8 @@
  *     there.
  * k_finalize takes the means (float), the empty-cluster count and the
  * squared centre shift.  Empty clusters are re-seeded exactly as the CPU
- * does (rows farthest from their centres, farthest to the lowest empty id)
- * on an extra, rare path (km_reseed).
+ * does (rows farthest from their centres, farthest to the lowest empty id;
+ * never a row on its centre) on an extra, rare path (km_reseed).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -372,7 +372,11 @@ k_d2(const float *__restrict__ XT, int64_t n, int d,
 	}
 }
 
-/* Largest d2 (ties: lowest row) as a 64-bit key; negative d2 = taken. */
+/*
+ * Largest d2 (ties: lowest row) as a 64-bit key, among the rows off their
+ * centre (d2 > 0: a row on its centre seeds none; taken rows are -1); 0
+ * when there is none.
+ */
 __global__ void
 k_argmax_d2(const float *__restrict__ d2, int64_t n, unsigned long long *out)
 {
@@ -385,7 +389,7 @@ k_argmax_d2(const float *__restrict__ d2, int64_t n, unsigned long long *out)
 	{
 		float		v = d2[i];
 
-		if (v >= 0.0f)
+		if (v > 0.0f)
 		{
 			unsigned long long kk = ((unsigned long long) __float_as_uint(v) << 32) |
 				(0xffffffffull - (unsigned long long) i);
@@ -398,16 +402,26 @@ k_argmax_d2(const float *__restrict__ d2, int64_t n, unsigned long long *out)
 		atomicMax(out, key);
 }
 
+/* The row of a key (k_argmax_d2; not 0). */
+__device__ __host__ __forceinline__ int64_t
+key_row(unsigned long long key)
+{
+	return (int64_t) (0xffffffffull - (key & 0xffffffffull));
+}
+
 __global__ void
 k_take_row(float *d2, const unsigned long long *key)
 {
-	d2[0xffffffffull - (*key & 0xffffffffull)] = -1.0f;
+	if (*key != 0)
+		d2[key_row(*key)] = -1.0f;
 }
 
 /*
  * The CPU's re-seeding on the fixed-point sums: far row p moves from its
- * cluster to the p-th lowest empty cluster.  keys: m farthest rows; their
- * features from XT, or (streamed: XT is not resident) from far, m x d.
+ * cluster to the p-th lowest empty cluster.  keys: the m farthest rows,
+ * farthest first, then 0 where the rows off their centre ran out (the
+ * clusters left keep their centres); info->relocated: the rows moved.
+ * Their features from XT, or (streamed: XT is not resident) from far, m x d.
  */
 __global__ void
 k_reseed_apply(const float *__restrict__ XT, int64_t n, int d,
@@ -415,8 +429,10 @@ k_reseed_apply(const float *__restrict__ XT, int64_t n, int d,
 			   const int32_t *__restrict__ labels,
 			   const unsigned long long *__restrict__ keys, int m, int k,
 			   const double *__restrict__ scale, unsigned long long *gsum,
-			   int *empty)
+			   int *empty, km_info *info)
 {
+	int			p;
+
 	if (threadIdx.x == 0)
 	{
 		int			j = 0;
@@ -426,9 +442,9 @@ k_reseed_apply(const float *__restrict__ XT, int64_t n, int d,
 				empty[j++] = c;
 	}
 	__syncthreads();
-	for (int p = 0; p < m; p++)
+	for (p = 0; p < m && keys[p] != 0; p++)
 	{
-		const int64_t row = (int64_t) (0xffffffffull - (keys[p] & 0xffffffffull));
+		const int64_t row = key_row(keys[p]);
 		const int64_t from = (int64_t) labels[row] * (d + 1);
 		const int64_t to = (int64_t) empty[p] * (d + 1);
 
@@ -443,6 +459,8 @@ k_reseed_apply(const float *__restrict__ XT, int64_t n, int d,
 		}
 		__syncthreads();
 	}
+	if (threadIdx.x == 0)
+		info->relocated = p;
 }
 
 /* ---- host side ---- */
@@ -596,7 +614,7 @@ km_d2(km_dev &V, const float *C, gc_status *st)
 
 /*
  * Streamed: the features of the m far rows (keys, device) from the host
- * matrix into far (device, m x d).
+ * matrix into far (device, m x d); none for a key 0 (no row).
  */
 static gc_code
 km_far_rows(km_dev &D, int m, float *far, gc_status *st)
@@ -616,12 +634,8 @@ km_far_rows(km_dev &D, int m, float *far, gc_status *st)
 		e = cudaStreamSynchronize(D.s);
 	if (e == cudaSuccess)
 	{
-		for (int p = 0; p < m; p++)
-		{
-			const int64_t row = (int64_t) (0xffffffffull - (hk[p] & 0xffffffffull));
-
-			memcpy(hr + (size_t) p * D.d, D.hX + row * D.d, sizeof(float) * D.d);
-		}
+		for (int p = 0; p < m && hk[p] != 0; p++)
+			memcpy(hr + (size_t) p * D.d, D.hX + key_row(hk[p]) * D.d, sizeof(float) * D.d);
 		e = cudaMemcpyAsync(far, hr, sizeof(float) * (size_t) m * D.d,
 							cudaMemcpyHostToDevice, D.s);
 	}
@@ -636,7 +650,8 @@ km_far_rows(km_dev &D, int m, float *far, gc_status *st)
 
 /*
  * Re-seeding (rare): the m = n_empty rows farthest from their old centres
- * move to the empty clusters; then the means are taken again.
+ * (of those off them: fewer when fewer are) move to the empty clusters;
+ * then the means are taken again.
  */
 gc_code
 km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
@@ -668,7 +683,7 @@ km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
 		}
 	}
 	k_reseed_apply<<<1, 256, 0, D.s>>>(D.XT, D.n, D.d, far, D.labels, D.keys, m, D.k,
-									   D.scale, D.gsum, D.empty);
+									   D.scale, D.gsum, D.empty, D.info);
 	gc_dfree(far, D.s);
 	KM_LAUNCHED();
 	return km_finalize(D, Cold, Cnew, st);

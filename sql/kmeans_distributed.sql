@@ -98,6 +98,27 @@ FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts ORDER BY id', 4,
                             init_centroids => '{{1,1},{9,1},{1,9},{100,100}}') d,
      gpu_kmeans_fit('SELECT id, f FROM kd_pts ORDER BY id', 4,
                     init_centroids => '{{1,1},{9,1},{1,9},{100,100}}') f;
+-- re-seeding and convergence, as gpu_kmeans_fit (tol 0).  Case 1: a step
+-- that re-seeds is not converged, even with the labels unchanged: rows 100,
+-- 100, 0..4 from centres 2, 103, 1000; step 1 re-seeds the empty centre with
+-- the first 100, both 100s then tie to centre 2, and step 2 (labels
+-- unchanged) re-seeds it with the row 0; the fixpoint is (3, 100, 0.5)
+-- after 4 steps.  Case 2: a row on its centre seeds no cluster: rows 100,
+-- 100, 0 from centres 0, 0, 0; step 1 re-seeds the two empty centres with
+-- the 100s (d2 > 0), then every row sits on a centre and the spare one
+-- keeps its place
+CREATE TABLE kd_line AS
+SELECT i::int AS id, ARRAY[v]::real[] AS f
+FROM unnest('{100,100,0,1,2,3,4}'::real[]) WITH ORDINALITY AS t(v, i);
+SELECT c.no, d.centroids, d.iterations, d.converged, d.centroids = f.centroids AS same_centroids,
+       d.iterations = f.iterations AS same_iterations
+FROM (VALUES (1, 'SELECT id, f FROM kd_line ORDER BY id', '{{2},{103},{1000}}'::real[]),
+             (2, 'SELECT id, f FROM kd_line WHERE id <= 3 ORDER BY id', '{{0},{0},{0}}'))
+       AS c(no, src, init),
+     LATERAL gpu_kmeans_distributed(c.src, 3, tol => 0, init_centroids => c.init) d,
+     LATERAL gpu_kmeans_fit(c.src, 3, tol => 0, init_centroids => c.init) f
+ORDER BY c.no;
+DROP TABLE kd_line;
 -- random seeding draws the rows gpu_kmeans's random init draws (same seed, same order)
 SELECT d.centroids = f.centroids AS same_centroids, d.iterations = f.iterations AS same_iterations
 FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts ORDER BY id', 3, init => 'random', seed => 7) d,

@@ -28,9 +28,10 @@
  * aggregate context only.  The final function divides: the new centres,
  * their squared shift, the counts and hashes.  A centre with no row is
  * re-seeded as the core re-seeds it (gc_km_update): the state also keeps
- * the k rows farthest from their centres (ties: the lowest id), and the
- * farthest moves to the lowest empty cluster; a cluster left with no row
- * keeps its centre.
+ * the k rows farthest from their centres (ties: the lowest id; only rows
+ * off their centre, as one on its centre would seed a duplicate of it),
+ * and the farthest moves to the lowest empty cluster; a cluster left with
+ * no row keeps its centre.
  *
  * Centroids NULL: one centre at the origin of the rows' dimension (the
  * driver's first pass, the rows' count and mean).
@@ -177,7 +178,8 @@ farther(const FarRow *a, const FarRow *b)
 
 /*
  * Offer a row to the k farthest: kept when fewer than k are, or when it is
- * farther than the least far (replacing it).
+ * farther than the least far (replacing it); never a row on its centre
+ * (d2 0: no candidate, as in the core).
  */
 static void
 far_offer(KmStep *s, float d2, int label, int64 id, const float *x)
@@ -186,6 +188,8 @@ far_offer(KmStep *s, float d2, int label, int64 id, const float *x)
 	FarRow		r = {d2, label, 0, 0, id};
 	int			p;
 
+	if (!(d2 > 0.0f))
+		return;
 	if (s->nfar < s->k)
 	{
 		r.slot = s->nfar;
@@ -935,6 +939,25 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 	}
 }
 
+/*
+ * Whether the step from centres C re-seeded a cluster: one with no row
+ * whose centre changed.  A re-seeded centre is a row off its nearest
+ * centre (d2 > 0), so it differs from centre c (its distance to c would
+ * be 0); an empty cluster not re-seeded keeps its centre bit for bit.
+ */
+static bool
+step_reseeded(const StepOut *st, ArrayType *C, int d)
+{
+	const float *in = array_rows(C),
+			   *out = array_rows(st->centroids);
+
+	for (int c = 0; c < st->k; c++)
+		if (st->counts[c] == 0 &&
+			memcmp(in + (Size) c * d, out + (Size) c * d, sizeof(float) * d) != 0)
+			return true;
+	return false;
+}
+
 /* ERROR when argument i is NULL. */
 static void
 not_null(FunctionCallInfo fcinfo, int i, const char *name)
@@ -1072,7 +1095,10 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		C = fetch_rows(&pass, source, rows, k, d, cxt);
 	}
 
-	/* Lloyd's iterations, stopping as the core's kmeans_run stops */
+	/*
+	 * Lloyd's iterations, stopping as the core's kmeans_run stops: labels
+	 * unchanged and no cluster re-seeded, or a shift within tol
+	 */
 	memset(&prev, 0, sizeof(prev));
 	for (it = 0; it < max_iter; it++)
 	{
@@ -1082,7 +1108,8 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		run_step(&pass, plan, C, cxt, &st);
 		changed = it == 0 ||
 			memcmp(st.counts, prev.counts, sizeof(int64) * k) != 0 ||
-			memcmp(st.members, prev.members, sizeof(uint64) * k) != 0;
+			memcmp(st.members, prev.members, sizeof(uint64) * k) != 0 ||
+			step_reseeded(&st, C, d);
 		C = st.centroids;
 		prev = st;
 		if (!changed || st.shift <= tol_scaled)

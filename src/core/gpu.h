@@ -330,6 +330,7 @@ typedef struct gc_kmeans_gpu_timing
 	int			empty_seen;
 	int64_t		fallback_rows;	/* tiled path: rows re-ranked exactly (last iteration) */
 	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32, 13 tf32 then 3xtf32 */
+	int			screen_wgmma;	/* the tf32 screen ran on wgmma (cuda/kmeans_wgmma.cu) */
 } gc_kmeans_gpu_timing;
 
 /*

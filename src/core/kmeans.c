@@ -110,6 +110,7 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 		int64_t		changed;
 		double		shift;
 		float	   *tmp;
+		int			relocated;
 
 		if (gc_cancelled(ctx))
 			return gc_fail(st, GC_ECANCEL, "canceled");
@@ -117,7 +118,7 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 						  labels, d2, &changed, st);
 		if (rc == GC_OK)
 			rc = gc_km_update(ctx, ws, X, n, d, k, labels, d2, *C, *Cn,
-							  &shift, NULL, st);
+							  &shift, &relocated, st);
 		if (rc != GC_OK)
 			return rc;
 		if (ctx != NULL && ctx->progress != NULL)
@@ -128,9 +129,13 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 		tmp = *C;
 		*C = *Cn;
 		*Cn = tmp;
-		if (changed == 0)
+		if (changed == 0 && relocated == 0)
 		{
-			/* Labels stopped changing (scikit-learn's strict convergence). */
+			/*
+			 * Labels stopped changing (scikit-learn's strict convergence),
+			 * and no empty cluster took a row: a re-seeding moves centres
+			 * off the means of the labels, so that is no fixpoint yet.
+			 */
 			*converged = true;
 			it++;
 			break;

@@ -297,13 +297,14 @@ gc_code		gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
  * float); with ws->weights, the weighted mean sum(w x) / sum(w), each sum
  * in double with the same fixed order.  Empty clusters (no row; with
  * weights: no row of positive weight) are re-seeded as scikit-learn does:
- * the rows farthest from their centres (by d2; ties: lowest row; with
- * weights: among the rows of positive weight) are moved, the farthest to
- * the lowest empty cluster id, and become its centre; a cluster left with
- * no row (no weight) keeps its centre from C_old.  With ws->unit_centres
+ * the rows farthest from their centres (by d2; ties: lowest row; only rows
+ * with d2 > 0; with weights: of positive weight) are moved, the farthest
+ * to the lowest empty cluster id, and become its centre; a cluster left
+ * with no row (no weight) keeps its centre from C_old.  With ws->unit_centres
  * (spherical k-means) each new centre is normalized (gc_unit_row), and a
  * mean of 0 keeps its centre from C_old too.  *shift = sum of squared
- * centre moves (double); *n_relocated = clusters re-seeded (may be NULL).
+ * centre moves (double); *n_relocated = clusters re-seeded (may be NULL):
+ * fewer than the empty ones when fewer rows qualify.
  */
 gc_code		gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
 						 int64_t n, int d, int k, const int32_t *labels,

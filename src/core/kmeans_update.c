@@ -41,9 +41,12 @@ cmp_farthest_first(const void *pa, const void *pb)
 
 /*
  * ws->far[0..*found-1] = the m rows farthest from their centres, farthest
- * first (fewer when fewer rows qualify); with weights, rows of weight 0 are
- * not candidates (their cluster would have no weight either).  A min-heap
- * (root = least far) of size m over one sequential scan.
+ * first (fewer when fewer rows qualify).  A row on its centre (d2 0) is no
+ * candidate: the centre it would seed duplicates its own, and ties keep it
+ * there (re-seeding with it would be a no-op that never ends).  With
+ * weights, rows of weight 0 are not candidates either (their cluster would
+ * have no weight).  A min-heap (root = least far) of size m over one
+ * sequential scan.
  */
 static gc_code
 pick_farthest(gc_km_ws *ws, int64_t n, const float *d2, int m, int *found,
@@ -59,7 +62,7 @@ pick_farthest(gc_km_ws *ws, int64_t n, const float *d2, int m, int *found,
 		far_row		x = {d2[i], i};
 		int			p;
 
-		if (ws->weights != NULL && !(ws->weights[i] > 0.0))
+		if (!(d2[i] > 0.0f) || (ws->weights != NULL && !(ws->weights[i] > 0.0)))
 			continue;
 
 		if (size < m)

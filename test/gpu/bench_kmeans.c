@@ -8,6 +8,9 @@
  *
  *   bench_kmeans [baselines.txt]
  *
+ * BENCH_ONLY_FITS=1: the whole fits alone; BENCH_FITS=ab...: only those
+ * fits (a the first of bench_fits's list); BENCH_NO_FITS=1: no fits.
+ *
  * baselines.txt: bench_kmeans.py's lines "NAME N D K VALUE [NOTE]" (its
  * docstring), timed on the same data (make_blobs, make_uniform: its numpy
  * generator equals these bit for bit; test/gpu/check_bench_data.py checks
@@ -114,6 +117,8 @@ bench_fits(uint64_t *s)
 	printf("|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int w = 0; w < nf; w++)
 	{
+		if (getenv("BENCH_FITS") && !strchr(getenv("BENCH_FITS"), 'a' + w))
+			continue;			/* BENCH_FITS=ab...: those fits only (a: the first) */
 		int64_t		n = F[w].n;
 		int			d = F[w].d,
 					k = F[w].k;
@@ -400,9 +405,10 @@ tf32_per_clk_sm(int major, int minor)
 static const char *
 path_desc(char *buf, size_t sz, const gc_kmeans_gpu_timing *t)
 {
-	snprintf(buf, sz, "%s, update %s; of assign: exact re-rank %.3f ms (rows %lld, last iteration); finalize %.3f ms, prep %.3f ms",
+	snprintf(buf, sz, "%s%s, update %s; of assign: exact re-rank %.3f ms (rows %lld, last iteration); finalize %.3f ms, prep %.3f ms",
 			 t->small_path ? "exact path (d <= 8)" : t->screen_mode == 13 ? "tf32 screen, 3xtf32 re-screen"
 			 : t->screen_mode == 1 ? "tf32 screen" : t->screen_mode == 3 ? "3xtf32 screen" : "FP32 tiled path",
+			 t->screen_wgmma ? " (tf32 on wgmma)" : t->screen_mode == 1 || t->screen_mode == 13 ? " (tf32 on mma.sync)" : "",
 			 t->update_replicas > 0 ? "smem" : t->update_replicas < 0 ? "sort by label" : "global atomics",
 			 t->ms_rerank, (long long) t->fallback_rows, t->ms_finalize, t->ms_prep);
 	return buf;
@@ -548,7 +554,7 @@ main(int argc, char **argv)
 				tf32;
 	struct cudaDeviceProp prop;
 	uint64_t	s = 12345;
-	char		c1[160],
+	char		c1[320],
 				c2[160],
 				c3[160],
 				c4[160],
@@ -569,6 +575,12 @@ main(int argc, char **argv)
 	tpc = tf32_per_clk_sm(major, minor);
 	peak = (double) nsm * 128 * 2 * clk * 1e3;
 	tf32 = (double) nsm * tpc * clk * 1e3;
+	if (getenv("BENCH_ONLY_FITS"))
+	{
+		/* the whole fits alone (the seedings' times) */
+		bench_fits(&s);
+		return 0;
+	}
 	bw = measure_bw();
 	printf("device: %s (sm_%d%d), %d SMs, %.0f MHz (its reported clock); measured copy %.2f TB/s (bytes read + written)\n",
 		   prop.name, major, minor, nsm, clk / 1e3, bw / 1e12);

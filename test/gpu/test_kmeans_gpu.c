@@ -14,13 +14,17 @@
  *             GPU's own labels and centres; labels match the returned
  *             centres; every output written (outputs are poisoned first);
  *   re-seeding data with many duplicate rows and random init, which makes
- *             empty clusters: GPU = CPU;
- *   screen    the tensor-core screen (d > 8, cuda/kmeans_screen.cu): every
- *             score within the derived bound of the exact ||c'||² - 2x'.c'
- *             (tf32 and 3xtf32; the largest error as a fraction of the
- *             bound is printed); one step's labels equal the CPU's in each
- *             mode (tf32, 3xtf32 and the FP32 tiled kernel), on near ties
- *             too (centre pairs 1 ulp apart, rows on and between them);
+ *             empty clusters: GPU = CPU; hand-made steps (a row on its
+ *             centre seeds no cluster): GPU = CPU bit for bit;
+ *   screen    the tensor-core screen (d > 8, cuda/kmeans_screen.cu and,
+ *             on an H100/H200, cuda/kmeans_wgmma.cu): every score within
+ *             the derived bound of the exact ||c'||² - 2x'.c' (tf32 on
+ *             wgmma where there is one, tf32 on mma.sync, 3xtf32; the
+ *             largest error as a fraction of the bound is printed); one
+ *             step's labels equal the CPU's in each mode (tf32, the
+ *             default cascade on mma.sync, 3xtf32, the FP32 tiled kernel),
+ *             on near ties too (centre pairs 1 ulp apart, rows on and
+ *             between them);
  *   streamed  X larger than the call's GPU memory (gc_kmeans_gpu_force_chunk,
  *             or a small gpu_mem budget): labels, centroids, inertia,
  *             distances, iterations and convergence equal the resident
@@ -35,6 +39,7 @@
  * set (for compute-sanitizer), =2 a tiny one (for racecheck).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,13 +252,88 @@ test_step(int64_t n, int d, int k, int kind)
 	free(d2);
 }
 
+/*
+ * Re-seeding in hand-made steps, the CPU update the reference bit for
+ * bit: an empty cluster takes the farthest row off its centre (d2 > 0),
+ * never one on its centre, so empty clusters past the rows off their
+ * centres keep their centres (the device's keys run out).
+ */
+static void
+test_reseed_steps(void)
+{
+	static const struct
+	{
+		int			n,
+					k,
+					nrel;
+		float		X[7],
+					C[4],
+					want[4];
+	}			cases[] = {
+		/* the 100s tie to centre 1; centre 2 takes row 2 (d2 4), not a 100 */
+		{7, 3, 1, {100, 100, 0, 1, 2, 3, 4}, {2, 100, 100}, {2.5f, 100, 0}},
+		/* three empty clusters, one row off its centre (k <= n, as a fit) */
+		{4, 4, 1, {0, 0, 0, 5}, {0, 0, 0, 0}, {0, 5, 0, 0}},
+		/* every row on its centre: nothing to re-seed */
+		{4, 3, 0, {0, 0, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+	};
+
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++)
+	{
+		const int	n = cases[t].n,
+					k = cases[t].k;
+		gc_km_ws   *ws = gc_km_ws_create(n, 1, k, 0);
+		gc_status	st = {0};
+		int32_t		lc[7],
+					lg[7];
+		float		d2[7],
+					Cc[4],
+					Cg[4];
+		double		shc = 0,
+					shg = 0;
+		int64_t		chc = 0,
+					chg = 0;
+		int			nrel = -1;
+
+		for (int i = 0; i < n; i++)
+			lc[i] = -1;
+		gc_km_assign(NULL, ws, cases[t].X, n, 1, cases[t].C, k, lc, d2, &chc, &st);
+		gc_km_update(NULL, ws, cases[t].X, n, 1, k, lc, d2, cases[t].C, Cc, &shc, &nrel, &st);
+		CHECK(nrel == cases[t].nrel && memcmp(Cc, cases[t].want, sizeof(float) * k) == 0,
+			  "re-seeding case %zu: cpu re-seeded %d, want %d", t, nrel, cases[t].nrel);
+		CHECK(gc_kmeans_gpu_step(cases[t].X, n, 1, k, cases[t].C, lg, Cg, &shg, &chg, &st) == GC_OK,
+			  "re-seeding case %zu: gpu step: %s", t, st.message);
+		CHECK(memcmp(lg, lc, sizeof(int32_t) * n) == 0 && memcmp(Cg, Cc, sizeof(float) * k) == 0 &&
+			  shg == shc && chg == chc,
+			  "re-seeding case %zu: gpu step differs from the cpu (centre 0: %g vs %g, shift %g vs %g)",
+			  t, Cg[0], Cc[0], shg, shc);
+		gc_km_ws_destroy(ws);
+	}
+}
+
 /* ---- the tensor-core screen ---- */
+
+/* TF32 rounding as cvt.rna.tf32.f32: to 10 mantissa bits, ties away. */
+static float
+tf32_rna(float x)
+{
+	uint32_t	b;
+
+	memcpy(&b, &x, 4);
+	if ((b & 0x7f800000u) != 0x7f800000u)
+		b = (b + 0x1000u) & 0xffffe000u;
+	memcpy(&x, &b, 4);
+	return x;
+}
 
 /*
  * Every screened score against the exact s = ||c'||² - 2 x'.c' (x' = x - mu,
  * c' = c - mu in float, as the kernel forms them; s in long double): the
  * error must stay within (kappa/2 + (d + 1.01) u) M², M = ||x'|| + max ||c'||
- * (kmeans_screen.cu's derivation, restated here).
+ * (kmeans_screen.cu's derivation, restated here); in tf32 also within the
+ * half of kmeans_wgmma.cu's measured form, 2E + (d + 1.01) u M², E =
+ * (1 + 2^-11) (||x'|| dC + ||dx|| C) + ||dx|| dC + 4du (1 + 2^-10) ||x'|| C
+ * (dx = x' - TF32(x'), dC = max ||c' - TF32(c')||, C = max ||c'||).
  */
 static void
 test_screen_bound(int64_t n, int d, int k, int kind, int mode)
@@ -269,8 +349,11 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 	const double coef = kappa / 2 + (d + 1.01) * u;
 	gc_status	st = {0};
 	double		cmax = 0,
+				dcmax = 0,
 				worst = 0,
+				worst_r = 0,
 				mean_ratio = 0;
+	int64_t		over_r = 0;
 	int64_t		over = 0;
 
 	gc_km_init_kmeanspp(NULL, X, n, d, k, tu_next(&rs), 0, C, NULL, &st);
@@ -281,29 +364,39 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 	}
 	for (int c = 0; c < k; c++)
 	{
-		long double q = 0;
+		long double q = 0,
+					r = 0;
 
 		for (int j = 0; j < d; j++)
 		{
 			cp[c * d + j] = C[c * d + j] - mu[j];
 			q += (long double) cp[c * d + j] * cp[c * d + j];
+			r += powl((long double) cp[c * d + j] - tf32_rna(cp[c * d + j]), 2);
 		}
 		cn[c] = q;
 		if (sqrt((double) q) > cmax)
 			cmax = sqrt((double) q);
+		if (sqrt((double) r) > dcmax)
+			dcmax = sqrt((double) r);
 	}
 	for (int64_t i = 0; i < n; i++)
 	{
 		float		xp[512];
-		long double xn = 0;
-		double		M;
+		long double xn = 0,
+					dx = 0;
+		double		M,
+					rb;
 
 		for (int j = 0; j < d; j++)
 		{
 			xp[j] = X[i * d + j] - mu[j];
 			xn += (long double) xp[j] * xp[j];
+			dx += powl((long double) xp[j] - tf32_rna(xp[j]), 2);
 		}
 		M = sqrt((double) xn) + cmax;
+		rb = 2 * ((1 + 0x1.0p-11) * (sqrt((double) xn) * dcmax + sqrt((double) dx) * cmax) +
+				  sqrt((double) dx) * dcmax + 4.0 * d * u * (1 + 0x1.0p-10) * sqrt((double) xn) * cmax) +
+			(d + 1.01) * u * M * M;
 		for (int c = 0; c < k; c++)
 		{
 			long double dot = 0,
@@ -318,13 +411,25 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 			if (e > worst)
 				worst = e;
 			over += !(e <= 1.0);
+			if (mode == 1)
+			{
+				const double er = fabs((double) ((long double) S[i * k + c] - sx)) / rb;
+
+				if (er > worst_r)
+					worst_r = er;
+				over_r += !(er <= 1.0);
+			}
 		}
 	}
 	CHECK(over == 0, "screen %s n=%lld d=%d k=%d kind=%d: %lld scores beyond the bound (worst %.3g x)",
 		  mode == 3 ? "3xtf32" : "tf32", (long long) n, d, k, kind, (long long) over, worst);
-	printf("  screen %-6s n=%-6lld d=%-3d k=%-4d kind=%d: |error| / bound: max %.3g, mean %.3g\n",
-		   mode == 3 ? "3xtf32" : "tf32", (long long) n, d, k, kind, worst,
-		   mean_ratio / ((double) n * k));
+	if (mode == 1)
+		CHECK(over_r == 0, "screen tf32 n=%lld d=%d k=%d kind=%d: %lld scores beyond the measured-rounding bound (worst %.3g x)",
+			  (long long) n, d, k, kind, (long long) over_r, worst_r);
+	printf("  screen %-6s %-6s n=%-6lld d=%-3d k=%-4d kind=%d: |error| / bound: max %.3g, mean %.3g; / measured-rounding bound: max %.3g\n",
+		   mode == 3 ? "3xtf32" : "tf32", getenv("GPUCLUST_KM_SCREEN") ? getenv("GPUCLUST_KM_SCREEN") : "",
+		   (long long) n, d, k, kind, worst,
+		   mean_ratio / ((double) n * k), worst_r);
 out:
 	free(X);
 	free(C);
@@ -387,7 +492,9 @@ test_ties(int64_t n, int d, int k, double off)
 static void
 test_screen(void)
 {
-	static const char *modes[] = {"tf32", "3xtf32", "fp32"};
+	/* tf32: one screen (on wgmma where the device has it and d > 64);
+	 * mma, wgmma: the default cascade with that kernel's screen at every d */
+	static const char *modes[] = {"tf32", "3xtf32", "fp32", "mma", "wgmma"};
 	static const int bshapes[][3] = {
 		/* n, d, k (kind: 0, 1, 2 each) */
 		{3000, 9, 17}, {2000, 32, 256}, {1500, 128, 300}, {1000, 256, 129}, {2000, 100, 1000},
@@ -397,15 +504,27 @@ test_screen(void)
 		{30000, 256, 200, 1}, {100000, 32, 256, 1}, {50000, 128, 1000, 0},
 	};
 
-	for (int m = 1; m <= 3; m += 2)
+	/* tf32 (the default kernel for d), 3xtf32, tf32 on mma.sync and on wgmma */
+	static const struct
+	{
+		int			mode;
+		const char *env;
+	}			bounds[] = {{1, NULL}, {3, NULL}, {1, "mma"}, {1, "wgmma"}};
+
+	for (unsigned b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++)
+	{
+		if (bounds[b].env)
+			setenv("GPUCLUST_KM_SCREEN", bounds[b].env, 1);
 		for (unsigned s = 0; s < sizeof(bshapes) / sizeof(bshapes[0]); s++)
 			for (int kind = 0; kind < 3; kind++)
 			{
 				if (quick && (s > 1 || kind > 0))
 					continue;
-				test_screen_bound(bshapes[s][0], bshapes[s][1], bshapes[s][2], kind, m);
+				test_screen_bound(bshapes[s][0], bshapes[s][1], bshapes[s][2], kind, bounds[b].mode);
 			}
-	for (int m = 0; m < 3; m++)
+		unsetenv("GPUCLUST_KM_SCREEN");
+	}
+	for (int m = 0; m < 5; m++)
 	{
 		setenv("GPUCLUST_KM_SCREEN", modes[m], 1);
 		for (unsigned s = 0; s < sizeof(sshapes) / sizeof(sshapes[0]); s++)
@@ -791,6 +910,8 @@ main(void)
 		test_seed(3000, 4, 1000, 3);
 		test_seed(1000, 3, 1000, 1);	/* k = n */
 		test_seed(300000, 8, 100, 0);	/* many fixed blocks */
+		test_seed(5000, 300, 20, 0);	/* d > 256: k-means||'s FP32 tiled batches */
+		test_seed(4001, 257, 40, 3);
 	}
 
 	{
@@ -831,6 +952,7 @@ main(void)
 	test_full(3000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4);
 	test_step(4000, 3, 9, 3);
 	test_step(4000, 10, 9, 3);
+	test_reseed_steps();
 
 	/* streamed = resident (forced chunks, or a budget that needs them) */
 	test_stream_plan();

@@ -80,6 +80,39 @@ ref_inertia(const float *X, int64_t n, int d, const float *C, const int32_t *lab
 	return ref_inertia_w(X, n, d, C, lab, NULL);
 }
 
+/*
+ * The documented re-seeding by brute force: each empty cluster (cnt 0),
+ * lowest first, takes the farthest row not taken yet (largest d2, ties: the
+ * lowest row) among the rows off their centre (d2 > 0) and, with weights,
+ * of positive weight: lab[row] = c.  Returns how many clusters took a row
+ * (fewer than the empty ones when the candidates run out).
+ */
+static int
+ref_reseed(int64_t n, int k, const float *d2, const double *w,
+		   const int64_t *cnt, int32_t *lab)
+{
+	char	   *taken = calloc(n, 1);
+	int			j = 0;
+
+	for (int c = 0; c < k; c++)
+		if (cnt[c] == 0)
+		{
+			int64_t		far = -1;
+
+			for (int64_t i = 0; i < n; i++)
+				if (!taken[i] && d2[i] > 0.0f && (w == NULL || w[i] > 0) &&
+					(far < 0 || d2[i] > d2[far]))
+					far = i;
+			if (far < 0)
+				break;
+			taken[far] = 1;
+			lab[far] = c;
+			j++;
+		}
+	free(taken);
+	return j;
+}
+
 static bool
 rel_close(double a, double b, double rel)
 {
@@ -490,34 +523,14 @@ test_lloyd_steps_w(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 		memset(wsum, 0, sizeof(double) * k);
 		{
 			int32_t    *eff = malloc(sizeof(int32_t) * n);
-			char	   *taken = calloc(n, 1);
-			int			j = 0;
-			int			n_empty = 0;
+			int			j;
 
 			/* empty: no row of positive weight (unweighted: no row) */
 			memcpy(eff, lab, sizeof(int32_t) * n);
 			for (int64_t i = 0; i < n; i++)
 				cnt[lab[i]] += w == NULL || w[i] > 0;
-			for (int c = 0; c < k; c++)
-				n_empty += cnt[c] == 0;
-			CHECK(nrel == n_empty, "relocated %d, empty %d", nrel, n_empty);
-			for (int c = 0; c < k; c++)
-				if (cnt[c] == 0)
-				{
-					/*
-					 * j-th farthest row of positive weight: largest d2, ties
-					 * to the lowest row
-					 */
-					int64_t		far = -1;
-
-					for (int64_t i = 0; i < n; i++)
-						if (!taken[i] && (w == NULL || w[i] > 0) &&
-							(far < 0 || d2[i] > d2[far]))
-							far = i;
-					taken[far] = 1;
-					eff[far] = c;
-					j++;
-				}
+			j = ref_reseed(n, k, d2, w, cnt, eff);
+			CHECK(nrel == j, "relocated %d, reference %d", nrel, j);
 			for (int64_t i = 0; i < n; i++)
 			{
 				double		wi = w ? w[i] : 1.0;
@@ -535,7 +548,6 @@ test_lloyd_steps_w(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 					bad_c += fabs(got - ref) > 1e-5 * (1 + fabs(ref));
 				}
 			free(eff);
-			free(taken);
 		}
 		{
 			float	   *t = C;
@@ -551,8 +563,19 @@ test_lloyd_steps_w(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 		  (long long) n, d, k, data_name[kind], wk, (long long) bad_c);
 	CHECK(rises == 0, "n=%lld d=%d k=%d %s w%d: inertia rose %lld times",
 		  (long long) n, d, k, data_name[kind], wk, (long long) rises);
-	if (kind == DATA_DUPLICATES && init == GC_INIT_RANDOM && k > 12)
-		CHECK(relocated_total > 0, "n=%lld k=%d: no empty cluster was re-seeded", (long long) n, k);
+	if (kind == DATA_DUPLICATES && k > 12)
+	{
+		/*
+		 * More centres than distinct rows: re-seeding takes rows off their
+		 * centres until none is left (and never one on its centre).
+		 */
+		int64_t		off = 0;
+
+		for (int64_t i = 0; i < n; i++)
+			off += (w == NULL || w[i] > 0) && d2[i] != 0.0f;
+		CHECK(off == 0, "n=%lld k=%d %s w%d: %lld rows off their centre after %d re-seedings",
+			  (long long) n, k, data_name[kind], wk, (long long) off, relocated_total);
+	}
 	gc_km_ws_destroy(ws);
 	free(w);
 	free(wsum);
@@ -1144,6 +1167,120 @@ check_spherical_fit(const fit *f, const float *X, const float *U, int64_t n,
 }
 
 /*
+ * A Lloyd fixpoint, by brute force: every row of R (the rows; spherical:
+ * their unit rows) labelled with its nearest centre (spherical: unit
+ * centre), and every centre with weight the (weighted) mean of its rows
+ * (spherical: normalized), within 1e-5.  Returns the failures.
+ */
+static int64_t
+ref_fixpoint_bad(const fit *f, const float *R, int64_t n, int d, int k,
+				 const double *w, bool unit)
+{
+	double	   *sum = calloc((size_t) k * d, sizeof(double));
+	double	   *ws = calloc(k, sizeof(double));
+	float	   *A = malloc(sizeof(float) * k * d);
+	float	   *mean = malloc(sizeof(float) * d);
+	int64_t		bad = 0;
+
+	if (unit)
+		ref_unit_rows(f->C, k, d, A);
+	else
+		memcpy(A, f->C, sizeof(float) * k * d);
+	for (int64_t i = 0; i < n; i++)
+	{
+		bad += ref_argmin(R + i * d, A, k, d, NULL) != f->labels[i];
+		ws[f->labels[i]] += w ? w[i] : 1.0;
+		for (int j = 0; j < d; j++)
+			sum[(size_t) f->labels[i] * d + j] += (w ? w[i] : 1.0) * R[i * d + j];
+	}
+	for (int c = 0; c < k; c++)
+		if (ws[c] > 0)
+		{
+			for (int j = 0; j < d; j++)
+				mean[j] = (float) (sum[(size_t) c * d + j] / ws[c]);
+			if (unit)
+				ref_unit(mean, d, mean);
+			for (int j = 0; j < d; j++)
+				bad += fabs(f->C[(size_t) c * d + j] - mean[j]) >
+					1e-5 * (unit ? 1.0 : 1.0 + fabs(mean[j]));
+		}
+	free(sum);
+	free(ws);
+	free(A);
+	free(mean);
+	return bad;
+}
+
+/*
+ * An empty cluster re-seeded in a step whose labels did not change: no
+ * convergence yet (the centres are not the means of the labels).  Rows
+ * 100, 100, 0, 1, 2, 3, 4 from centres 2, 103, 1000: step 1 moves the
+ * first 100 (d2 9, the farthest) to the empty cluster 2, so centres 1 and
+ * 2 both become 100 and the tie keeps both 100s in cluster 1; step 2 has
+ * step 1's labels while cluster 2, empty again, takes the row 0 (d2 4).
+ * The fit goes on to the fixpoint 3, 100, 0.5.  The same shape on
+ * directions (spherical).  And with fewer distinct rows than k, the spare
+ * centres sit on duplicates: a row on its centre takes no cluster, so the
+ * fit converges at once, every row at distance 0.
+ */
+static void
+test_reseed_convergence(void)
+{
+	float		X[] = {100, 100, 0, 1, 2, 3, 4};
+	float		C0[] = {2, 103, 1000};
+	float		Xs[] = {0, 1, 0, 2, 1, -0.4f, 1, -0.2f, 1, 0, 1, 0.2f, 1, 0.4f};
+	float		Cs[] = {1, 0, 1, 1, -1, -5};
+	float		Us[14];
+	float		Xd[24];
+	gc_kmeans_params p = KM_PARAMS(3, 300, 0.0, GC_INIT_CENTROIDS, 1, 0);
+	fit			f;
+
+	p.init_centroids = C0;
+	p.init_d = 1;
+	do_fit(&f, X, 7, 1, &p, 2);
+	CHECK(f.rc == GC_OK && f.r.converged && f.r.iterations == 4 &&
+		  ref_fixpoint_bad(&f, X, 7, 1, 3, NULL, false) == 0 &&
+		  f.C[0] == 3.0f && f.C[1] == 100.0f && f.C[2] == 0.5f,
+		  "re-seeding at the converging step: converged %d after %d iterations at (%g, %g, %g), want the fixpoint (3, 100, 0.5)",
+		  f.r.converged, f.r.iterations, f.C[0], f.C[1], f.C[2]);
+	free_fit(&f);
+
+	p.metric = GC_METRIC_COSINE;
+	p.init_centroids = Cs;
+	p.init_d = 2;
+	ref_unit_rows(Xs, 7, 2, Us);
+	do_fit(&f, Xs, 7, 2, &p, 2);
+	CHECK(f.rc == GC_OK && f.r.converged && ref_fixpoint_bad(&f, Us, 7, 2, 3, NULL, true) == 0,
+		  "spherical re-seeding at the converging step: converged %d after %d iterations, not a fixpoint",
+		  f.r.converged, f.r.iterations);
+	free_fit(&f);
+
+	/* 3 distinct rows, 4 copies each, k = 5 */
+	for (int i = 0; i < 12; i++)
+	{
+		Xd[2 * i] = (float) (i % 3);
+		Xd[2 * i + 1] = (float) (i % 3 == 1 ? 7 : -1);
+	}
+	for (int r = 0; r < 4; r++)
+	{
+		gc_kmeans_params q = KM_PARAMS(5, 300, 0.0, r % 2 ? GC_INIT_RANDOM : GC_INIT_KMEANSPP,
+									   3, 11 + r);
+		int64_t		off = 0;
+
+		q.metric = r < 2 ? GC_METRIC_EUCLIDEAN : GC_METRIC_COSINE;
+		do_fit(&f, Xd, 12, 2, &q, 2);
+		for (int i = 0; i < 12; i++)
+			off += f.dist[i] != 0.0;
+		CHECK(f.rc == GC_OK && f.r.converged && f.r.iterations <= 3 &&
+			  (q.metric == GC_METRIC_COSINE || (off == 0 && f.r.inertia == 0.0)),
+			  "fewer distinct rows than k (%s, %s): converged %d after %d iterations, %lld rows off their centre",
+			  r % 2 ? "random" : "k-means++", r < 2 ? "euclidean" : "cosine",
+			  f.r.converged, f.r.iterations, (long long) off);
+		free_fit(&f);
+	}
+}
+
+/*
  * Spherical Lloyd step by step from given centroids (each step a fit of
  * max_iter 1 from the last step's centres, so no rounding carries over):
  * the new centres are the unit rows of the (weighted) means of the unit
@@ -1166,11 +1303,9 @@ test_spherical_steps(int64_t n, int d, int k, data_kind kind, weight_kind wk)
 	float	   *d2 = malloc(sizeof(float) * n);
 	int32_t    *lab = malloc(sizeof(int32_t) * n);
 	int64_t    *cnt = malloc(sizeof(int64_t) * k);
-	char	   *taken = malloc(n);
 	int64_t		bad[4] = {0, 0, 0, 0},
 				bad_c = 0;
-	int			relocated = 0,
-				steps = 8;
+	int			steps = 8;
 
 	ref_unit_rows(X, n, d, U);
 	/* the initial centres: k rows of positive weight, scaled by 2^e */
@@ -1211,33 +1346,21 @@ test_spherical_steps(int64_t n, int d, int k, data_kind kind, weight_kind wk)
 		/*
 		 * The step by brute force: the given centres normalized (C0), the
 		 * rows assigned to the unit rows of those (Ca); empty clusters (no
-		 * weight) take the farthest rows of positive weight, farthest to
-		 * the lowest cluster (ties: lowest row); the new centres are the
-		 * normalized means, a mean of 0 keeping its C0 centre.
+		 * weight) re-seeded (ref_reseed); the new centres are the
+		 * normalized means, a cluster with no weight or a mean of 0
+		 * keeping its C0 centre.
 		 */
 		ref_unit_rows(C, k, d, C0);
 		ref_unit_rows(C0, k, d, Ca);
 		memset(sum, 0, sizeof(double) * k * d);
 		memset(wsum, 0, sizeof(double) * k);
-		memset(taken, 0, n);
 		for (int64_t i = 0; i < n; i++)
 			lab[i] = ref_argmin(U + i * d, Ca, k, d, &d2[i]);
 		for (int c = 0; c < k; c++)
 			cnt[c] = 0;
 		for (int64_t i = 0; i < n; i++)
 			cnt[lab[i]] += w == NULL || w[i] > 0;
-		for (int c = 0; c < k; c++)
-			if (cnt[c] == 0)
-			{
-				int64_t		far = -1;
-
-				for (int64_t i = 0; i < n; i++)
-					if (!taken[i] && (w == NULL || w[i] > 0) && (far < 0 || d2[i] > d2[far]))
-						far = i;
-				taken[far] = 1;
-				lab[far] = c;
-				relocated++;
-			}
+		(void) ref_reseed(n, k, d2, w, cnt, lab);
 		for (int64_t i = 0; i < n; i++)
 		{
 			double		wi = w ? w[i] : 1.0;
@@ -1249,7 +1372,7 @@ test_spherical_steps(int64_t n, int d, int k, data_kind kind, weight_kind wk)
 		for (int c = 0; c < k; c++)
 		{
 			for (int j = 0; j < d; j++)
-				mean[j] = (float) (sum[(size_t) c * d + j] / wsum[c]);
+				mean[j] = wsum[c] > 0 ? (float) (sum[(size_t) c * d + j] / wsum[c]) : 0.0f;
 			if (ref_is_zero(mean, d))
 				memcpy(mean, C0 + (size_t) c * d, sizeof(float) * d);
 			else
@@ -1266,13 +1389,10 @@ test_spherical_steps(int64_t n, int d, int k, data_kind kind, weight_kind wk)
 		  (long long) bad[2], (long long) bad[3]);
 	CHECK(bad_c == 0, "spherical steps n=%lld d=%d k=%d %s w%d: %lld centre values differ from the normalized mean",
 		  (long long) n, d, k, data_name[kind], wk, (long long) bad_c);
-	if (kind == DATA_DUPLICATES && k > 12)
-		CHECK(relocated > 0, "spherical steps n=%lld k=%d: no empty cluster was re-seeded", (long long) n, k);
 	free(C0);
 	free(d2);
 	free(lab);
 	free(cnt);
-	free(taken);
 	free(X);
 	free(U);
 	free(C);
@@ -1340,30 +1460,9 @@ test_spherical_fit(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 		if (f1.r.converged)
 		{
 			/* converged on labels (tol 0): the centres are the normalized means */
-			double	   *sum = calloc((size_t) k * d, sizeof(double));
-			double	   *ws = calloc(k, sizeof(double));
-			float	   *mean = malloc(sizeof(float) * d);
-
-			for (int64_t i = 0; i < n; i++)
-			{
-				ws[f1.labels[i]] += w ? w[i] : 1.0;
-				for (int j = 0; j < d; j++)
-					sum[(size_t) f1.labels[i] * d + j] += (w ? w[i] : 1.0) * U[i * d + j];
-			}
-			for (int c = 0; c < k; c++)
-				if (ws[c] > 0)
-				{
-					for (int j = 0; j < d; j++)
-						mean[j] = (float) (sum[(size_t) c * d + j] / ws[c]);
-					ref_unit(mean, d, mean);
-					for (int j = 0; j < d; j++)
-						bad_c += fabs(f1.C[(size_t) c * d + j] - mean[j]) > 1e-5;
-				}
-			CHECK(bad_c == 0, "spherical fit n=%lld d=%d k=%d %s: %lld centre values differ from the normalized means",
+			bad_c = ref_fixpoint_bad(&f1, U, n, d, k, w, true);
+			CHECK(bad_c == 0, "spherical fit n=%lld d=%d k=%d %s: %lld labels or centre values differ from the normalized means",
 				  (long long) n, d, k, data_name[kind], (long long) bad_c);
-			free(sum);
-			free(ws);
-			free(mean);
 		}
 	}
 	CHECK(same_fit(&f1, &f2, n, k, d), "spherical fit n=%lld d=%d k=%d: 1 and 2 threads differ",
@@ -1615,6 +1714,7 @@ main(void)
 
 	test_invalid();
 	test_empty_constructed();
+	test_reseed_convergence();
 	test_k_equals_n();
 
 	/* k-means++ and random seeding against the documented references */
