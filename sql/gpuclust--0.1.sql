@@ -429,7 +429,9 @@ CREATE TYPE kmeans_step_result AS (
     shift float8,         -- sum of squared moves of the centres
     n bigint,             -- rows aggregated
     members bigint[],     -- per centre, an order-independent hash of its rows
-    cost float8           -- sum of the float32 squared distances (k-means++'s potential)
+    cost float8,          -- sum of the float32 squared distances (k-means++'s potential)
+    reseeded int          -- centres with no row that took the farthest row (a step that
+                          -- re-seeds has not converged, however little the labels moved)
 );
 
 -- The state: one flat value (kmeans_step_sql.c), not internal, so that

@@ -583,8 +583,8 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 {
 	KmStep	   *s = step_arg(fcinfo, 0);
 	TupleDesc	tupdesc;
-	Datum		values[7];
-	bool		nulls[7] = {false, false, false, false, false, false, false};
+	Datum		values[8];
+	bool		nulls[8] = {false, false, false, false, false, false, false, false};
 	float	   *Cn;
 	const float *C,
 			   *far_x;
@@ -653,6 +653,7 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 	values[4] = Int64GetDatum(s->n);
 	values[5] = PointerGetDatum(int8_array((const int64 *) km_members(s), s->k));
 	values[6] = Float8GetDatum(s->cost);
+	values[7] = Int32GetDatum(j);	/* the clusters re-seeded */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -672,6 +673,7 @@ typedef struct StepOut
 	double		shift;
 	int64		n;
 	int			k;
+	int			reseeded;		/* clusters re-seeded in this step */
 } StepOut;
 
 /*
@@ -757,6 +759,7 @@ run_step(const DriverPass *pass, SPIPlanPtr plan, ArrayType *C,
 	out->shift = DatumGetFloat8(GetAttributeByNum(r, 4, &isnull));
 	out->n = DatumGetInt64(GetAttributeByNum(r, 5, &isnull));
 	out->cost = DatumGetFloat8(GetAttributeByNum(r, 7, &isnull));
+	out->reseeded = DatumGetInt32(GetAttributeByNum(r, 8, &isnull));
 	MemoryContextSwitchTo(old);
 	SPI_freetuptable(SPI_tuptable);
 }
@@ -939,25 +942,6 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 	}
 }
 
-/*
- * Whether the step from centres C re-seeded a cluster: one with no row
- * whose centre changed.  A re-seeded centre is a row off its nearest
- * centre (d2 > 0), so it differs from centre c (its distance to c would
- * be 0); an empty cluster not re-seeded keeps its centre bit for bit.
- */
-static bool
-step_reseeded(const StepOut *st, ArrayType *C, int d)
-{
-	const float *in = array_rows(C),
-			   *out = array_rows(st->centroids);
-
-	for (int c = 0; c < st->k; c++)
-		if (st->counts[c] == 0 &&
-			memcmp(in + (Size) c * d, out + (Size) c * d, sizeof(float) * d) != 0)
-			return true;
-	return false;
-}
-
 /* ERROR when argument i is NULL. */
 static void
 not_null(FunctionCallInfo fcinfo, int i, const char *name)
@@ -1109,7 +1093,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		changed = it == 0 ||
 			memcmp(st.counts, prev.counts, sizeof(int64) * k) != 0 ||
 			memcmp(st.members, prev.members, sizeof(uint64) * k) != 0 ||
-			step_reseeded(&st, C, d);
+			st.reseeded > 0;
 		C = st.centroids;
 		prev = st;
 		if (!changed || st.shift <= tol_scaled)
