@@ -100,10 +100,14 @@ par_flags(const float *__restrict__ D2, int64_t n, uint64_t seed,
 											(double) D2[i], phi);
 }
 
-/* CT[j][c] = XT[j][rows[c]] for c < m (CT: d x ldc). */
+/*
+ * The coordinates of rows[0 .. m-1]: out[c * cs + j * js] = XT[j][rows[c]]
+ * (cs = d, js = 1: m x d row-major, as km_prep reads centres; cs = 1,
+ * js = m: d x m transposed, as k-means++ reads rows).
+ */
 __global__ void
 par_gather(const float *__restrict__ XT, int64_t n, int d,
-		   const int32_t *__restrict__ rows, int m, float *CT, int64_t ldc)
+		   const int32_t *__restrict__ rows, int m, float *out, int cs, int64_t js)
 {
 	const int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -112,23 +116,7 @@ par_gather(const float *__restrict__ XT, int64_t n, int d,
 		const int	j = (int) (e / m),
 					c = (int) (e % m);
 
-		CT[(int64_t) j * ldc + c] = XT[(int64_t) j * n + rows[c]];
-	}
-}
-
-/* Cc[c][j] = XT[j][rows[c]] for c < m (Cc: m x d, row-major). */
-__global__ void
-par_gather_rows(const float *__restrict__ XT, int64_t n, int d,
-				const int32_t *__restrict__ rows, int m, float *Cc)
-{
-	const int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (e < (int64_t) m * d)
-	{
-		const int	c = (int) (e / d),
-					j = (int) (e % d);
-
-		Cc[e] = XT[(int64_t) j * n + rows[c]];
+		out[(int64_t) c * cs + j * js] = XT[(int64_t) j * n + rows[c]];
 	}
 }
 
@@ -188,23 +176,6 @@ struct par_buffers
 };
 }
 
-/* The coordinates of candidates rows[m0 .. m1-1] into B.CT (reallocated). */
-static gc_code
-par_gather_batch(par_buffers &B, const float *XT, int64_t n, int d, int m0,
-				 int m1, gc_status *st)
-{
-	const int	m = m1 - m0;
-	cudaStream_t s = B.s;
-
-	gc_dfree(B.CT, s);
-	B.CT = nullptr;
-	KM_CK(gc_dalloc((void **) &B.CT, sizeof(float) * (size_t) m * d, s));
-	par_gather<<<blocks_for((int64_t) m * d, 256), 256, 0, s>>>(XT, n, d, B.rows + m0, m,
-																  B.CT, m);
-	KM_LAUNCHED();
-	return GC_OK;
-}
-
 /*
  * Candidates rows[m0 .. m0+mc-1] against every row, in sub-batches of at
  * most D.k (the buffers of D's assignment are the fit's): the sub-batch's
@@ -223,8 +194,8 @@ par_take(km_dev &D, par_buffers &B, int m0, int mc, gc_status *st)
 	{
 		const int	sc = mc - s0 < k ? mc - s0 : k;
 
-		par_gather_rows<<<blocks_for((int64_t) sc * D.d, 256), 256, 0, D.s>>>(
-			D.XT, D.n, D.d, B.rows + m0 + s0, sc, Cc);
+		par_gather<<<blocks_for((int64_t) sc * D.d, 256), 256, 0, D.s>>>(
+			D.XT, D.n, D.d, B.rows + m0 + s0, sc, Cc, D.d, 1);
 		KM_LAUNCHED();
 		D.k = sc;
 		D.kp = (sc + TILE - 1) / TILE * TILE;
@@ -272,9 +243,9 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 		~hfree() { free(p); }
 	}			hguard = {hbs};
 
-	/* D²: rounded up to 4 floats, the padding 0 (km_block_chains reads it) */
+	/* D²: rounded up to 4 floats, the padding 0 (km_block_chains copies it) */
 	KM_CK(gc_dalloc((void **) &B.D2, sizeof(float) * (size_t) ((n + 3) / 4 * 4), s));
-	KM_CK(cudaMemsetAsync(B.D2, 0, sizeof(float) * (size_t) ((n + 3) / 4 * 4), s));
+	KM_CK(cudaMemsetAsync(B.D2 + n, 0, sizeof(float) * (size_t) ((n + 3) / 4 * 4 - n), s));
 	KM_CK(gc_dalloc((void **) &B.lab, sizeof(int32_t) * (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.flags, (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.sel, sizeof(int32_t) * (size_t) n, s));
@@ -295,7 +266,7 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 	if (first >= n)
 		first = (int32_t) (n - 1);
 	KM_CK(cudaMemcpyAsync(B.rows, &first, sizeof(int32_t), cudaMemcpyHostToDevice, s));
-	par_gather_rows<<<blocks_for(d, 256), 256, 0, s>>>(XT, n, d, B.rows, 1, D.C[1]);
+	par_gather<<<blocks_for(d, 256), 256, 0, s>>>(XT, n, d, B.rows, 1, D.C[1], d, 1);
 	KM_LAUNCHED();
 	par_merge<<<nblk, PAR_THREADS, 0, s>>>(XT, n, d, D.C[1], nullptr, 0, true, B.D2, B.lab);
 	KM_LAUNCHED();
@@ -368,16 +339,20 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 			e = gc_dalloc((void **) &B.w, sizeof(double) * (size_t) m, s);
 		if (e == cudaSuccess)
 			e = cudaMemcpyAsync(B.w, hw, sizeof(double) * (size_t) m, cudaMemcpyHostToDevice, s);
+		/* the candidates' rows, transposed, for k-means++ */
+		if (e == cudaSuccess)
+			e = gc_dalloc((void **) &B.CT, sizeof(float) * (size_t) m * d, s);
+		if (e == cudaSuccess)
+		{
+			par_gather<<<blocks_for((int64_t) m * d, 256), 256, 0, s>>>(XT, n, d, B.rows, m,
+																		  B.CT, 1, m);
+			e = cudaGetLastError();
+		}
 		free(hcnt);
 		if (e != cudaSuccess)
 		{
 			free(hw);
 			return km_cuda_fail(st, e, "k-means|| candidate weights");
-		}
-		if ((rc = par_gather_batch(B, XT, n, d, 0, m, st)) != GC_OK)
-		{
-			free(hw);
-			return rc;
 		}
 		if (chosen != nullptr &&
 			(e = gc_dalloc((void **) &B.local, sizeof(int64_t) * (size_t) k, s)) != cudaSuccess)

@@ -375,7 +375,9 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	P.wlast = n - 1;
 	P.ld = (n + 3) / 4 * 4;
 	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) P.ld * L, s));
-	KM_CK(cudaMemsetAsync(P.terms, 0, sizeof(float) * (size_t) P.ld * L, s));
+	if (P.ld > n)				/* each trial's padding (km_block_chains copies it) */
+		KM_CK(cudaMemset2DAsync(P.terms + n, sizeof(float) * P.ld, 0,
+								sizeof(float) * (P.ld - n), L, s));
 	KM_CK(gc_dalloc((void **) &P.bs, sizeof(double) * (size_t) nb * L, s));
 	KM_CK(gc_dalloc((void **) &P.ck, sizeof(double) * (size_t) nb * L * KM_CK_PER_BLOCK, s));
 	KM_CK(gc_dalloc((void **) &P.offc, sizeof(double) * (size_t) (nb + 1) * L, s));
