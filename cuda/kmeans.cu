@@ -221,6 +221,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 				t1;
 
 	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, p->n_init, NAN);
+	D.prune_on = false;			/* k-means|| runs the assignment on its candidates */
 	{
 		const gc_kmeans_init init = gc_km_init_resolve(p->init, D.n, D.d, D.k);
 
@@ -233,6 +234,9 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	last_phases.ms_init += t1 - t0;
 	*converged = false;
 	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * D.n, D.s));
+	/* Lloyd's iterations keep bounds (kmeans_prune.cu), from the first one's */
+	D.prune_on = D.prune_ok;
+	D.bounds_ok = false;
 	if ((rc = km_prep(D, D.C[0], st)) != GC_OK)
 		return rc;
 	for (it = 0; it < p->max_iter; it++)
@@ -244,6 +248,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		}
 		if ((rc = km_iteration(D, cur, st)) != GC_OK)
 			return rc;
+		last_phases.rows_screened += D.small || D.streamed ? D.n : D.screened;
 		moved = D.h_info->moved != 0;
 		cur = 1 - cur;
 		/* the inertia is summed on the CPU path only: not reported here */
@@ -323,7 +328,9 @@ km_common_bytes(int64_t n, int d, int k, int n_init, int64_t rows)
 	if (d <= SMALL_D_MAX)
 		b += kk * ((d + 3) / 4 * 4) * 4;
 	else
-		b += (4 * dd + 96) * kp * 4 + kp * 4 + (double) rows * 12;	/* CT, CTf, CTt or CTw (d padded to 32), CTo, cnrm; fb_rows, fb_rows2, xn2 */
+		b += (5 * dd + 128) * kp * 4 + kp * 4 + (double) rows * 12;	/* CT, CTf, CTt, CTw (d padded to 32), CTo, cnrm; fb_rows, fb_rows2, xn2 */
+	if (d > SMALL_D_MAX && rows == n)
+		b += nn * 12 + kk * dd * 4 + kk * 4 + 4;	/* the bounds: ub, lb, pr_rows, Cbase, drift */
 	b += kk * (dd + 1) * 8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
 	return b;
 }

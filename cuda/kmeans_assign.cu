@@ -286,7 +286,7 @@ __global__ void __launch_bounds__(RR_THREADS)
 k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 				  const float *__restrict__ CTo, int kp, int k,
 				  const int32_t *__restrict__ fb_rows, const unsigned *n_rows,
-				  km_info *info, int32_t *__restrict__ labels)
+				  km_info *info, int32_t *__restrict__ labels, float *__restrict__ ub)
 {
 	extern __shared__ float4 rr_x4[];	/* RB rows of dp4 = d rounded up to 4 */
 	float	   *rr_x = (float *) rr_x4;
@@ -391,6 +391,8 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 			if (labels[row] != x)
 				atomicAdd(&info->changed, 1ull);
 			labels[row] = x;
+			if (ub)
+				ub[row] = INFINITY;	/* a near tie: screened again (kmeans_prune.cu) */
 		}
 	}
 	if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -459,6 +461,7 @@ km_prep(km_dev &D, const float *C, gc_status *st)
 		k_prep_small<<<blocks_for((int64_t) D.k * D.W, 256), 256, 0, D.s>>>(C, D.k, D.d, D.W, D.cpk);
 	else
 	{
+		D.Cprep = C;
 		KM_CK(cudaMemsetAsync(D.cmax2, 0, 2 * sizeof(float), D.s));
 		k_prep_tiled<<<blocks_for(D.kp, 128), 128, 0, D.s>>>(C, D.mu, D.k, D.d, D.kp, D.CT,
 															 D.CTo, D.cnrm, D.cmax2);
@@ -493,11 +496,43 @@ km_assign(km_dev &D, gc_status *st)
 	}
 	else
 	{
+		const int32_t *rows_in = nullptr;
+		const unsigned *n_in = nullptr;
+		gc_code		rc;
+
 		KM_CK(cudaMemsetAsync(&D.info->n_fallback, 0, sizeof(unsigned), D.s));
+		D.screened = D.n;
+		if (D.prune_on && D.bounds_ok)
+		{
+			unsigned	listed = 0;
+
+			/* the rows the bounds keep are done; the whole screen when
+			 * they keep fewer than three in four */
+			if ((rc = km_prune(D, &listed, st)) != GC_OK)
+				return rc;
+			if (listed == 0)
+			{
+				D.screened = 0;
+				return GC_OK;
+			}
+			if ((int64_t) listed * 4 <= D.n)
+			{
+				rows_in = D.pr_rows;
+				n_in = &D.info->n_listed;
+				D.screened = listed;
+			}
+		}
+		else if (D.prune_on)
+		{
+			/* this screen gives every row its bounds about these centres */
+			KM_CK(cudaMemcpyAsync(D.Cbase, D.Cprep, sizeof(float) * (size_t) D.k * D.d,
+								  cudaMemcpyDeviceToDevice, D.s));
+			D.bounds_ok = true;
+		}
 		if (D.screen)
 		{
-			gc_code		rc = km_screen(D, D.screen, nullptr, nullptr, D.fb_rows,
-									   &D.info->n_fallback, nullptr, st);
+			rc = km_screen(D, D.screen, rows_in, n_in, D.fb_rows,
+						   &D.info->n_fallback, nullptr, st);
 
 			if (rc == GC_OK && D.screen_cascade && D.cascade_now)
 			{
@@ -538,13 +573,13 @@ km_rerank(km_dev &D, gc_status *st)
 
 	if (32 * row_bytes <= 32768)
 		k_assign_fallback<32><<<D.fb_grid, RR_THREADS, 32 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub);
 	else if (8 * row_bytes <= 32768)
 		k_assign_fallback<8><<<D.fb_grid, RR_THREADS, 8 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub);
 	else if (2 * row_bytes <= 32768)
 		k_assign_fallback<2><<<D.fb_grid, RR_THREADS, 2 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub);
 	else
 	{
 		if (row_bytes > 48 * 1024)
@@ -552,7 +587,7 @@ km_rerank(km_dev &D, gc_status *st)
 									   cudaFuncAttributeMaxDynamicSharedMemorySize,
 									   (int) row_bytes));
 		k_assign_fallback<1><<<D.fb_grid, RR_THREADS, row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub);
 	}
 	KM_LAUNCHED();
 	return GC_OK;

@@ -196,6 +196,7 @@ struct km_info
 	unsigned	fb_total;		/* rows re-ranked exactly this iteration (every km_assign) */
 	unsigned	n_fallback2;	/* rows the 3xtf32 re-screen left (one km_assign) */
 	unsigned	fb_screen;		/* rows re-screened in 3xtf32 this iteration */
+	unsigned	n_listed;		/* rows the bounds could not keep (one km_assign; kmeans_prune.cu) */
 };
 
 /* A CUDA error as a gc_code (check.cuh), named for k-means. */
@@ -289,6 +290,18 @@ struct km_dev
 	double	   *mean = nullptr;	/* d: the feature means (double), in vbuf */
 	bool		sorted_upd = false;	/* sort-by-label update (XR, perm) */
 
+	/* the bounds that keep rows out of the assignment (kmeans_prune.cu) */
+	bool		prune_ok = false;	/* this problem can keep bounds (km_prune_plan) */
+	bool		prune_on = false;	/* the assignment uses them (Lloyd's iterations) */
+	bool		bounds_ok = false;	/* ub, lb hold bounds for every row, about Cbase */
+	float	   *ub = nullptr;	/* n: upper bound of ||x - c_label|| */
+	float	   *lb = nullptr;	/* n: lower bound of the distance to every other centre */
+	int32_t    *pr_rows = nullptr;	/* n: the rows the bounds could not keep */
+	float	   *Cbase = nullptr;	/* k x d: the centres the bounds are about */
+	float	   *drift = nullptr;	/* k + 1: each centre's move from Cbase, then the largest */
+	const float *Cprep = nullptr;	/* the centres last prepared (km_prep) */
+	int64_t		screened = 0;	/* rows the last km_assign screened */
+
 	/* streamed */
 	bool		is_view = false;	/* a chunk view: owns nothing */
 	bool		streamed = false;
@@ -336,6 +349,11 @@ struct km_dev
 		gc_dfree(keys, s);
 		gc_dfree(empty, s);
 		gc_dfree(vbuf, s);
+		gc_dfree(ub, s);
+		gc_dfree(lb, s);
+		gc_dfree(pr_rows, s);
+		gc_dfree(Cbase, s);
+		gc_dfree(drift, s);
 		if (h_info)
 			cudaFreeHost(h_info);
 		if (s)
@@ -464,6 +482,20 @@ gc_code		km_wg_prep(km_dev &D, gc_status *st);
 /* The tf32 screen of every row on wgmma (km_screen's, when D.screen_wg). */
 gc_code		km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out,
 						 float *dbg, gc_status *st);
+
+/* ---- kmeans_prune.cu ---- */
+
+/* Whether D can keep bounds (D.prune_ok): resident, screened (8 < d <=
+ * 256), and GPUCLUST_KM_PRUNE is not 0.  Before km_alloc. */
+void		km_prune_plan(km_dev &D);
+
+/* Its buffers (km_alloc, when D.prune_ok). */
+gc_code		km_prune_alloc(km_dev &D, gc_status *st);
+
+/* From the centres last prepared: the bounds moved by the centres' drift
+ * since Cbase, the rows they cannot keep listed in D.pr_rows, their count
+ * read back into *listed; Cbase becomes those centres. */
+gc_code		km_prune(km_dev &D, unsigned *listed, gc_status *st);
 
 /* ---- kmeans_update.cu ---- */
 

@@ -85,6 +85,8 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 				e1 = nullptr;
 	float		ms;
 	int			cur = 0;
+	int32_t    *lab_full = nullptr;
+	float	   *c_full = nullptr;
 
 	memset(t, 0, sizeof(*t));
 	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX || iters < 1)
@@ -93,17 +95,31 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 		return rc;
 	t->small_path = D.small;
 	t->update_replicas = D.R > 0 ? D.R : (D.XR ? -1 : 0);
+	t->pruned = D.prune_ok;
 	KM_CK(cudaEventCreate(&e0));
 	KM_CK(cudaEventCreate(&e1));
-	KM_CK(cudaMemcpyAsync(D.C[0], C0, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
-	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
-	rc = km_prep(D, D.C[0], st);
-	/* warm-up */
-	for (int i = 0; i < 3 && rc == GC_OK; i++, cur = 1 - cur)
-		rc = km_iteration(D, cur, st);
-	/* whole iterations, read-back and host test included */
-	if (rc == GC_OK)
+
+	/*
+	 * Whole iterations, read-back and host test included: from C0, 3
+	 * warm-up iterations and iters timed, every row screened (ms_iter_full,
+	 * the baselines' work); then the same iterations again with the bounds
+	 * (ms_iter, what a fit runs), whose labels and centres must be the same.
+	 */
+	for (int pass = 0; pass < (D.prune_ok ? 2 : 1) && rc == GC_OK; pass++)
 	{
+		const bool	prune = pass == 1;
+
+		cur = 0;
+		KM_CK(cudaMemcpyAsync(D.C[0], C0, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
+		KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
+		D.prune_on = prune;
+		D.bounds_ok = false;
+		D.cascade_now = true;
+		rc = km_prep(D, D.C[0], st);
+		for (int i = 0; i < 3 && rc == GC_OK; i++, cur = 1 - cur)
+			rc = km_iteration(D, cur, st);
+		if (rc != GC_OK)
+			break;
 		KM_CK(cudaEventRecord(e0, D.s));
 		for (int i = 0; i < iters && rc == GC_OK; i++, cur = 1 - cur)
 		{
@@ -112,18 +128,60 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 			{
 				t->iter_rescreened[i] = D.h_info->fb_screen;
 				t->iter_reranked[i] = D.h_info->fb_total;
+				t->iter_screened[i] = D.screened;
 			}
 		}
 		KM_CK(cudaEventRecord(e1, D.s));
 		KM_CK(cudaEventSynchronize(e1));
 		KM_CK(cudaEventElapsedTime(&ms, e0, e1));
-		t->ms_iter = ms / iters;
+		if (rc != GC_OK)
+			break;
+		if (prune)
+		{
+			t->ms_iter = ms / iters;
+			t->pruned_same = 0;
+			if (lab_full && c_full)
+			{
+				int32_t    *lab = (int32_t *) malloc(sizeof(int32_t) * n);
+				float	   *c = (float *) malloc(sizeof(float) * (size_t) k * d);
+
+				if (lab && c &&
+					cudaMemcpy(lab, D.labels, sizeof(int32_t) * n, cudaMemcpyDeviceToHost) == cudaSuccess &&
+					cudaMemcpy(c, D.C[cur], sizeof(float) * (size_t) k * d, cudaMemcpyDeviceToHost) == cudaSuccess)
+					t->pruned_same = memcmp(lab, lab_full, sizeof(int32_t) * n) == 0 &&
+						memcmp(c, c_full, sizeof(float) * (size_t) k * d) == 0;
+				else
+					t->pruned_same = 0;
+				free(lab);
+				free(c);
+			}
+		}
+		else
+		{
+			t->ms_iter = t->ms_iter_full = ms / iters;
+			lab_full = (int32_t *) malloc(sizeof(int32_t) * n);
+			c_full = (float *) malloc(sizeof(float) * (size_t) k * d);
+			if (lab_full && c_full)
+			{
+				cudaError_t e = cudaMemcpy(lab_full, D.labels, sizeof(int32_t) * n,
+										   cudaMemcpyDeviceToHost);
+
+				if (e == cudaSuccess)
+					e = cudaMemcpy(c_full, D.C[cur], sizeof(float) * (size_t) k * d,
+								   cudaMemcpyDeviceToHost);
+				if (e != cudaSuccess)
+					rc = km_cuda_fail(st, e, "reading the labels back");
+			}
+		}
 		t->empty_seen = D.h_info->n_empty;
 		t->fallback_rows = D.h_info->fb_total;
 		t->screen_mode = D.screen_cascade ? 13 : D.screen;
 		t->screen_wgmma = D.screen_wg != 0;
 	}
-	/* the phases alone */
+	free(lab_full);
+	free(c_full);
+	/* the phases alone, every row screened */
+	D.prune_on = false;
 	if (rc == GC_OK)
 	{
 		KM_CK(cudaEventRecord(e0, D.s));

@@ -148,7 +148,8 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				const float *__restrict__ xn2, int kp, float coef,
 				int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
 				const unsigned *n_in, int32_t *__restrict__ rows_out,
-				unsigned *n_out, km_info *info, float *__restrict__ dbg)
+				unsigned *n_out, km_info *info, float *__restrict__ ub,
+				float *__restrict__ lb, float *__restrict__ dbg)
 {
 	extern __shared__ float4 sc_smem[];
 	float	   *As = (float *) sc_smem;	/* dpad x SC_BM, fragment order */
@@ -175,8 +176,8 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 
 	if (m0 >= nrows)
 		return;					/* a re-screen's grid is sized for every row */
-	if (rows_in && blockIdx.x == 0 && tid == 0)
-		atomicAdd(&info->fb_screen, (unsigned) nrows);
+	if (MODE == 3 && rows_in && blockIdx.x == 0 && tid == 0)
+		atomicAdd(&info->fb_screen, (unsigned) nrows);	/* the cascade's re-screen */
 
 	/* stage `st` <- the centres of step `step` (tile step / nkc, chunk % nkc) */
 	auto load_b = [&](int step, int st) {
@@ -458,12 +459,16 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			for (int w = 1; w < 4; w++)
 				merge_best(rb[w * SC_BM + tid], rs[w * SC_BM + tid], ri[w * SC_BM + tid], b, s2, bi);
 			{
-				const float M = sqrtf(xn2[gi]) + sqrtf(*cmax2);
+				const float x2 = xn2[gi];
+				const float M = sqrtf(x2) + sqrtf(*cmax2);
+				const float T = coef * M * M;
 
-				if (s2 - b > coef * M * M)
+				if (s2 - b > T)
 				{
 					ch = labels[gi] != bi;
 					labels[gi] = bi;
+					if (ub)
+						screen_bounds(x2, b, s2, T, ub + gi, lb + gi);
 				}
 				else
 					rows_out[atomicAdd(n_out, 1u)] = (int32_t) gi;
@@ -544,7 +549,8 @@ km_screen_plan(km_dev &D, gc_status *st)
 }
 
 /* After an iteration: re-screen in the next one when this one's tf32
- * screen left more than 1% of the rows (the cascade, above). */
+ * screen left more than 1% of the rows it screened (the cascade, above;
+ * all of them, or those the bounds listed: kmeans_prune.cu). */
 void
 km_screen_adapt(km_dev &D)
 {
@@ -552,7 +558,7 @@ km_screen_adapt(km_dev &D)
 	const unsigned long long left = D.cascade_now ? h->fb_screen : h->fb_total;
 
 	if (D.screen_cascade)
-		D.cascade_now = left * 100 > (unsigned long long) D.n;
+		D.cascade_now = left * 100 > (unsigned long long) D.screened;
 }
 
 /*
@@ -569,7 +575,10 @@ km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
 		return km_wg_screen(D, rows_out, n_out, dbg, st);
 
 	const float coef = km_screen_coef(mode, D.d);
-	const unsigned grid = blocks_for(D.n, SC_BM);
+	/* listed rows: at most the rows the assignment screens (km_assign) */
+	const unsigned grid = blocks_for(rows_in ? D.screened : D.n, SC_BM);
+	float	   *ub = dbg ? nullptr : D.ub,
+			   *lb = dbg ? nullptr : D.lb;
 	const int	minb = mode == 1 && !dbg ? D.screen_minb : 1;
 	const float *ctb = mode == 1 ? D.CTt : D.CTf;
 
@@ -580,7 +589,7 @@ km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
 		(void *) &D.mu, (void *) &ctb, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
 		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out,
-		(void *) &D.info, (void *) &dbg};
+		(void *) &D.info, (void *) &ub, (void *) &lb, (void *) &dbg};
 
 	KM_CK(cudaLaunchKernel(screen_kernel(mode, minb, dbg != nullptr), dim3(grid),
 						   dim3(SC_THREADS), args, D.screen_smem, D.s));

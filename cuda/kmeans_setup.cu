@@ -167,10 +167,11 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 		if (D.screen)
 		{
 			KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
-			/* the tf32 pass reads one layout: wgmma's or mma.sync's */
+			/* the tf32 pass reads one layout: wgmma's or mma.sync's; the
+			 * rows the bounds list go through mma.sync (kmeans_prune.cu) */
 			if (D.screen_wg)
 				KM_ALLOC(D.CTw, (int64_t) D.dpad * D.kp);
-			else
+			if (!D.screen_wg || D.prune_ok)
 				KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
 		}
 		KM_ALLOC(D.cmax2, 2);	/* max ||c'||², max ||c' - TF32(c')||² */
@@ -180,6 +181,13 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 			if (D.screen_cascade)
 				KM_ALLOC(D.fb_rows2, nr);
 			KM_ALLOC(D.xn2, nr);
+		}
+		if (D.prune_ok)
+		{
+			gc_code		rc = km_prune_alloc(D, st);
+
+			if (rc != GC_OK)
+				return rc;
 		}
 	}
 	KM_ALLOC(D.mu, d);
@@ -417,8 +425,10 @@ km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
 		D.ctx = ctx;
 	}
 	if ((rc = km_open(D, st)) != GC_OK ||
-		(rc = km_screen_plan(D, st)) != GC_OK ||
-		(rc = km_alloc(D, keep_best, st)) != GC_OK)
+		(rc = km_screen_plan(D, st)) != GC_OK)
+		return rc;
+	km_prune_plan(D);
+	if ((rc = km_alloc(D, keep_best, st)) != GC_OK)
 		return rc;
 	km_update_alloc(D);
 	if (D.streamed)

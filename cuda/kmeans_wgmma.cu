@@ -167,7 +167,8 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			   const float *__restrict__ cnrm, const float *__restrict__ cmax2,
 			   const float *__restrict__ xn2, int kp, float coefm, float coefr,
 			   int32_t *__restrict__ labels, int32_t *__restrict__ rows_out,
-			   unsigned *n_out, km_info *info, float *__restrict__ dbg)
+			   unsigned *n_out, km_info *info, float *__restrict__ ub,
+			   float *__restrict__ lb, float *__restrict__ dbg)
 {
 #if WG_HAVE
 	extern __shared__ float4 wg_smem[];
@@ -340,11 +341,14 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 						dc = sqrtf(cmax2[1]),
 						dx = sqrtf(Bs[gi - m0] + Bs[gi - m0 + WG_BM]);
 			const float M = xn + cm;
+			const float T = coefm * M * M + coefr * (xn * dc + dx * (cm + dc));
 
-			if (sec[h] - best[h] > coefm * M * M + coefr * (xn * dc + dx * (cm + dc)))
+			if (sec[h] - best[h] > T)
 			{
 				ch += labels[gi] != bidx[h];
 				labels[gi] = bidx[h];
+				if (ub)
+					screen_bounds(xn2[gi], best[h], sec[h], T, ub + gi, lb + gi);
 			}
 			else
 				rows_out[atomicAdd(n_out, 1u)] = (int32_t) gi;
@@ -507,10 +511,13 @@ km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out, float *dbg, gc_statu
 {
 	float		coefm,
 				coefr;
+	float	   *ub = dbg ? nullptr : D.ub,
+			   *lb = dbg ? nullptr : D.lb;
 	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
 		(void *) &D.mu, (void *) &D.CTw, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coefm, (void *) &coefr, (void *) &D.labels,
-		(void *) &rows_out, (void *) &n_out, (void *) &D.info, (void *) &dbg};
+		(void *) &rows_out, (void *) &n_out, (void *) &D.info, (void *) &ub, (void *) &lb,
+		(void *) &dbg};
 
 	wg_coefs(D.d, &coefm, &coefr);
 	KM_CK(cudaLaunchKernel(wg_kernel(D.screen_wg, dbg != nullptr), dim3(blocks_for(D.n, WG_BM)),

@@ -78,4 +78,23 @@ merge_quad(float &best, float &sec, int &bidx)
 	}
 }
 
+/*
+ * The bounds a row the screen decides keeps for the next iterations
+ * (kmeans_prune.cu): xn2 = ||x'||², b and s2 its best and second-best
+ * screened scores, T the decision bound (s2 - b > T).  Every centre j has
+ * | ||x - c_j||² - (xn2 + s^_j) | <= T/2 (kmeans_prune.cu's header), so
+ * ||x - c_b|| <= sqrt(xn2 + b + T/2) and every other centre is at least
+ * sqrt(xn2 + s2 - T/2) away; rounded outwards.
+ */
+__device__ __forceinline__ void
+screen_bounds(float xn2, float b, float s2, float T, float *ub, float *lb)
+{
+	const float h = 0.5f * T;	/* exact */
+	const float u2 = __fadd_ru(__fadd_ru(xn2, b), h),
+				l2 = __fsub_rd(__fadd_rd(xn2, s2), h);
+
+	*ub = __fsqrt_ru(fmaxf(u2, 0.0f));
+	*lb = l2 > 0.0f ? __fsqrt_rd(l2) : 0.0f;
+}
+
 #endif							/* GPUCLUST_SCREEN_CUH */

@@ -57,6 +57,8 @@ typedef struct gc_kmeans_gpu_phases
 	double		ms_lloyd;		/* Lloyd iterations and final inertia (all runs) */
 	double		ms_download;	/* labels, centres, distances back to the host */
 	int			total_iterations;	/* over all n_init runs */
+	int64_t		rows_screened;	/* rows assigned over those iterations (d > 8: the
+								 * rest kept their label by the bounds, cuda/kmeans_prune.cu) */
 	/* streamed (X larger than the call's GPU memory: gc_kmeans_gpu_plan) */
 	int64_t		chunks;			/* chunks per pass over X; 0: X resident */
 	int64_t		chunk_rows;		/* rows per chunk */
@@ -318,6 +320,10 @@ gc_code		gc_kmeans_gpu_step(const float *X, int64_t n, int d, int k,
 typedef struct gc_kmeans_gpu_timing
 {
 	double		ms_iter;		/* a whole Lloyd iteration, read-back included */
+	double		ms_iter_full;	/* the same with every row screened (no bounds) */
+	int			pruned;			/* the bounds ran (d > 8, resident) */
+	int			pruned_same;	/* and gave the same labels and centres as without */
+	int64_t		iter_screened[32];	/* the timed iterations: rows screened (bounds on) */
 	double		ms_assign;		/* the assignment kernel alone */
 	double		ms_update;		/* the update (sums) kernel alone */
 	double		ms_rerank;		/* of ms_assign: the exact re-rank (d > 8) */

@@ -629,6 +629,77 @@ done:
 	free(rg.centroids);
 }
 
+/*
+ * The bounds (cuda/kmeans_prune.cu) keep rows out of the assignment; a fit
+ * with them must equal the fit without (GPUCLUST_KM_PRUNE=0) bit for bit:
+ * labels, centres, distances, inertia, iterations.  min_kept: the share of
+ * row-iterations the bounds must have kept (0: none asked, for data made of
+ * ties).
+ */
+static void
+test_prune(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
+		   double tol, double min_kept)
+{
+	float	   *X = make_data(n, d, kind);
+	gc_kmeans_params p = {.k = k, .max_iter = 300, .tol = tol,
+		.init = init, .n_init = n_init, .seed = tu_next(&rs)};
+	gc_kmeans_result r[2];
+	gc_kmeans_gpu_phases ph[2];
+	gc_status	st = {0};
+	int64_t		same = 0;
+	int			ok = 1;
+
+	for (int v = 0; v < 2; v++)
+	{
+		r[v].labels = malloc(sizeof(int32_t) * n);
+		r[v].distance = malloc(sizeof(double) * n);
+		r[v].centroids = malloc(sizeof(float) * k * d);
+		memset(r[v].labels, 0xa5, sizeof(int32_t) * n);
+		memset(r[v].distance, 0xff, sizeof(double) * n);
+		memset(r[v].centroids, 0xff, sizeof(float) * k * d);
+		if (v == 0)
+			setenv("GPUCLUST_KM_PRUNE", "0", 1);
+		else
+			unsetenv("GPUCLUST_KM_PRUNE");
+		ok &= gc_kmeans_gpu(NULL, X, n, d, &p, &r[v], &st) == GC_OK;
+		CHECK(ok, "prune n=%lld d=%d k=%d (%s): %s", (long long) n, d, k,
+			  v ? "bounds" : "no bounds", st.message);
+		gc_kmeans_gpu_last_phases(&ph[v]);
+	}
+	unsetenv("GPUCLUST_KM_PRUNE");
+	if (ok)
+	{
+		const double kept = 1.0 - (double) ph[1].rows_screened /
+			((double) n * (ph[1].total_iterations > 0 ? ph[1].total_iterations : 1));
+
+		for (int64_t i = 0; i < n; i++)
+			same += r[0].labels[i] == r[1].labels[i] &&
+				memcmp(&r[0].distance[i], &r[1].distance[i], sizeof(double)) == 0;
+		CHECK(same == n, "prune n=%lld d=%d k=%d kind=%d: labels and distances equal on %lld of %lld rows",
+			  (long long) n, d, k, kind, (long long) same, (long long) n);
+		CHECK(memcmp(r[0].centroids, r[1].centroids, sizeof(float) * k * d) == 0,
+			  "prune n=%lld d=%d k=%d kind=%d: centres differ", (long long) n, d, k, kind);
+		CHECK(r[0].inertia == r[1].inertia && r[0].iterations == r[1].iterations &&
+			  r[0].converged == r[1].converged,
+			  "prune n=%lld d=%d k=%d kind=%d: inertia %.17g / %.17g, iterations %d / %d",
+			  (long long) n, d, k, kind, r[0].inertia, r[1].inertia, r[0].iterations, r[1].iterations);
+		CHECK(ph[0].rows_screened == (int64_t) n * ph[0].total_iterations,
+			  "prune: without bounds every row is assigned (%lld of %lld)",
+			  (long long) ph[0].rows_screened, (long long) n * ph[0].total_iterations);
+		CHECK(kept >= min_kept, "prune n=%lld d=%d k=%d kind=%d: the bounds kept %.1f%% of row-iterations, expected >= %.0f%%",
+			  (long long) n, d, k, kind, 100 * kept, 100 * min_kept);
+		printf("  prune n=%-7lld d=%-3d k=%-4d kind=%d n_init=%d: %d iterations, bounds kept %.1f%% of row-iterations\n",
+			   (long long) n, d, k, kind, n_init, ph[1].total_iterations, 100 * kept);
+	}
+	for (int v = 0; v < 2; v++)
+	{
+		free(r[v].labels);
+		free(r[v].distance);
+		free(r[v].centroids);
+	}
+	free(X);
+}
+
 /* ---- streamed = resident, bit for bit ---- */
 static void
 km_alloc_result(gc_kmeans_result *r, int64_t n, int d, int k)
@@ -953,6 +1024,23 @@ main(void)
 	test_step(4000, 3, 9, 3);
 	test_step(4000, 10, 9, 3);
 	test_reseed_steps();
+
+	/* the bounds: fits with them = fits without, bit for bit */
+	test_prune(30000, 9, 17, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.3);
+	test_prune(40000, 16, 130, 1, GC_INIT_KMEANSPP, 1, 1e-6, 0.0);
+	test_prune(30000, 33, 256, 0, GC_INIT_KMEANSPP, 2, 1e-4, 0.3);
+	test_prune(20000, 64, 40, 2, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* far from the origin */
+	test_prune(12000, 130, 300, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* wgmma's d */
+	test_prune(50000, 32, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.3);	/* k = 1 */
+	test_prune(20000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, 0.0);	/* duplicates: ties, re-seeding */
+	test_prune(10000, 256, 50, 1, GC_INIT_RANDOM, 1, 0.0, 0.0);	/* uniform, tol 0 */
+	test_prune(3000, 20, 3000, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* k = n */
+	if (!quick)
+	{
+		test_prune(200000, 32, 256, 0, GC_INIT_KMEANSPP, 1, 1e-6, 0.5);
+		test_prune(100000, 128, 1000, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 0.3);
+		test_prune(100000, 200, 64, 1, GC_INIT_RANDOM, 2, 1e-5, 0.0);	/* uniform: few kept */
+	}
 
 	/* streamed = resident (forced chunks, or a budget that needs them) */
 	test_stream_plan();
