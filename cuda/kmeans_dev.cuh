@@ -299,6 +299,7 @@ struct km_dev
 	int32_t    *pr_rows = nullptr;	/* n: the rows the bounds could not keep */
 	float	   *Cbase = nullptr;	/* k x d: the centres the bounds are about */
 	float	   *drift = nullptr;	/* k + 1: each centre's move from Cbase, then the largest */
+	float	   *csep = nullptr;	/* k: half the distance to the nearest other centre (small k) */
 	const float *Cprep = nullptr;	/* the centres last prepared (km_prep) */
 	int64_t		screened = 0;	/* rows the last km_assign screened */
 
@@ -354,6 +355,7 @@ struct km_dev
 		gc_dfree(pr_rows, s);
 		gc_dfree(Cbase, s);
 		gc_dfree(drift, s);
+		gc_dfree(csep, s);
 		if (h_info)
 			cudaFreeHost(h_info);
 		if (s)

@@ -25,9 +25,15 @@
  * When the centres move from Cbase to C, drift[j] >= ||C_j - Cbase_j||
  * (double sums, rounded up) and the triangle inequality give
  *   ub += drift[a],  lb -= max_j drift[j]
- * (k_prune, rounded outwards).  The CPU's distance D_j = gc_dist2(x, c_j)
- * is within g = (d + 2) u of ||x - c_j||² (relative: its float sum of
- * squares, kmeans_screen.cu's header), so when
+ * (k_prune, rounded outwards).  Where k² d is small enough (SEP_MAX_WORK),
+ * each centre's half distance to its nearest other centre,
+ * sep[a] <= min_{j != a} ||c_a - c_j|| / 2 (k_centre_sep: float sums of
+ * squares, whose rounding (d + 2) u is taken off), gives another lower
+ * bound that does not decay with the drift (Elkan's):
+ *   ||x - c_j|| >= ||c_a - c_j|| - ||x - c_a|| >= 2 sep[a] - ub,
+ * so lb = max(lb, 2 sep[a] - ub), which k_prune also stores.  The CPU's
+ * distance D_j = gc_dist2(x, c_j) is within g = (d + 2) u of ||x - c_j||²
+ * (relative: its float sum of squares, kmeans_screen.cu's header), so when
  *   (1 + g) ub² < (1 - g) lb²
  * every D_j (j != a) is strictly above D_a: the CPU's label is a, with no
  * tie, and the row is kept.  The others are listed (pr_rows) and go
@@ -45,6 +51,43 @@
 #include <string.h>
 
 #include "kmeans_dev.cuh"
+
+/* The centre-separation bound costs k² d operations an assignment: up to
+ * this many (about 0.03 ms on an H100; k = 1000 at d = 128 is 1.3e8). */
+#define SEP_MAX_WORK 1.1e9
+
+/*
+ * sep[a] <= min_{j != a} ||c_a - c_j|| / 2 from CTo (the unshifted centres,
+ * d x kp): block (x, a) takes centres j = x * 256 + thread; float sums of
+ * squares (sub, mul, add: relative rounding <= (d + 2) u), lowered by
+ * 1.1 (d + 2) u and rounded down; the minimum over j by atomicMin on the
+ * bits (values >= 0).  sep: set to +inf bits before (0x7f7f7f7f or more).
+ */
+__global__ void
+k_centre_sep(const float *__restrict__ CTo, int kp, int k, int d, float shrink,
+			 float *sep)
+{
+	const int	a = blockIdx.y,
+				j = blockIdx.x * blockDim.x + threadIdx.x;
+	float		v = INFINITY;
+
+	if (j < k && j != a)
+	{
+		float		s = 0.0f;
+
+		for (int t = 0; t < d; t++)
+		{
+			const float e = __fsub_rn(CTo[(int64_t) t * kp + a], CTo[(int64_t) t * kp + j]);
+
+			s = __fadd_rn(s, __fmul_rn(e, e));
+		}
+		v = __fmul_rd(__fsqrt_rd(__fmul_rd(s, shrink)), 0.5f);
+	}
+	for (int off = 16; off >= 1; off >>= 1)
+		v = fminf(v, __shfl_xor_sync(0xffffffffu, v, off));
+	if ((threadIdx.x & 31) == 0 && v < INFINITY)
+		atomicMin((unsigned *) sep + a, __float_as_uint(v));
+}
 
 /* drift[j] >= ||C_j - Cbase_j|| (rounded up), one warp per centre; the
  * largest into drift[k] (float bits of values >= 0 order as unsigned). */
@@ -84,8 +127,9 @@ k_drift(const float *__restrict__ C, const float *__restrict__ Cb, int k, int d,
  * rows / *n_rows (warp-aggregated). */
 __global__ void
 k_prune(const int32_t *__restrict__ labels, int64_t n, const float *__restrict__ drift,
-		int k, float g_hi, float g_lo, float *__restrict__ ub, float *__restrict__ lb,
-		int32_t *__restrict__ rows, unsigned *n_rows)
+		const float *__restrict__ sep, int k, float g_hi, float g_lo,
+		float *__restrict__ ub, float *__restrict__ lb, int32_t *__restrict__ rows,
+		unsigned *n_rows)
 {
 	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	bool		list = false;
@@ -97,8 +141,11 @@ k_prune(const int32_t *__restrict__ labels, int64_t n, const float *__restrict__
 		list = true;
 		if (a >= 0 && a < k)
 		{
-			const float u = __fadd_ru(ub[i], drift[a]),
-						l = fmaxf(__fsub_rd(lb[i], drift[k]), 0.0f);
+			const float u = __fadd_ru(ub[i], drift[a]);
+			float		l = fmaxf(__fsub_rd(lb[i], drift[k]), 0.0f);
+
+			if (sep)
+				l = fmaxf(l, __fsub_rd(2.0f * sep[a], u));
 
 			ub[i] = u;
 			lb[i] = l;
@@ -139,6 +186,8 @@ km_prune_alloc(km_dev &D, gc_status *st)
 	KM_ALLOC(D.pr_rows, D.n);
 	KM_ALLOC(D.Cbase, (int64_t) D.k * D.d);
 	KM_ALLOC(D.drift, D.k + 1);
+	if ((double) D.k * D.k * D.d <= SEP_MAX_WORK)
+		KM_ALLOC(D.csep, D.k);
 	return GC_OK;
 }
 
@@ -151,11 +200,20 @@ km_prune(km_dev &D, unsigned *listed, gc_status *st)
 				g_lo = (float) (1.0 - 2 * g);
 
 	KM_CK(cudaMemsetAsync(D.drift + D.k, 0, sizeof(float), D.s));
+	if (D.csep)
+	{
+		const float shrink = (float) (1.0 - 1.1 * (D.d + 2) * u);
+
+		KM_CK(cudaMemsetAsync(D.csep, 0x7f, sizeof(float) * D.k, D.s));	/* 3.4e38 */
+		k_centre_sep<<<dim3(blocks_for(D.k, 256), D.k), 256, 0, D.s>>>(D.CTo, D.kp, D.k, D.d,
+																	  shrink, D.csep);
+		KM_LAUNCHED();
+	}
 	KM_CK(cudaMemsetAsync(&D.info->n_listed, 0, sizeof(unsigned), D.s));
 	k_drift<<<blocks_for((int64_t) D.k * 32, 256), 256, 0, D.s>>>(D.Cprep, D.Cbase, D.k, D.d,
 																	D.drift);
 	KM_LAUNCHED();
-	k_prune<<<blocks_for(D.n, 256), 256, 0, D.s>>>(D.labels, D.n, D.drift, D.k, g_hi, g_lo,
+	k_prune<<<blocks_for(D.n, 256), 256, 0, D.s>>>(D.labels, D.n, D.drift, D.csep, D.k, g_hi, g_lo,
 												   D.ub, D.lb, D.pr_rows, &D.info->n_listed);
 	KM_LAUNCHED();
 	KM_CK(cudaMemcpyAsync(D.Cbase, D.Cprep, sizeof(float) * (size_t) D.k * D.d,
