@@ -286,7 +286,8 @@ __global__ void __launch_bounds__(RR_THREADS)
 k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 				  const float *__restrict__ CTo, int kp, int k,
 				  const int32_t *__restrict__ fb_rows, const unsigned *n_rows,
-				  km_info *info, int32_t *__restrict__ labels, float *__restrict__ ub)
+				  km_info *info, int32_t *__restrict__ labels, float *__restrict__ ub,
+				  float *__restrict__ lb)
 {
 	extern __shared__ float4 rr_x4[];	/* RB rows of dp4 = d rounded up to 4 */
 	float	   *rr_x = (float *) rr_x4;
@@ -392,7 +393,11 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 				atomicAdd(&info->changed, 1ull);
 			labels[row] = x;
 			if (ub)
-				ub[row] = INFINITY;	/* a near tie: screened again (kmeans_prune.cu) */
+			{
+				/* a near tie: screened again (kmeans_prune.cu) */
+				ub[row] = INFINITY;
+				lb[row] = 0.0f;
+			}
 		}
 	}
 	if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -573,13 +578,13 @@ km_rerank(km_dev &D, gc_status *st)
 
 	if (32 * row_bytes <= 32768)
 		k_assign_fallback<32><<<D.fb_grid, RR_THREADS, 32 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub, D.lb);
 	else if (8 * row_bytes <= 32768)
 		k_assign_fallback<8><<<D.fb_grid, RR_THREADS, 8 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub, D.lb);
 	else if (2 * row_bytes <= 32768)
 		k_assign_fallback<2><<<D.fb_grid, RR_THREADS, 2 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub, D.lb);
 	else
 	{
 		if (row_bytes > 48 * 1024)
@@ -587,7 +592,7 @@ km_rerank(km_dev &D, gc_status *st)
 									   cudaFuncAttributeMaxDynamicSharedMemorySize,
 									   (int) row_bytes));
 		k_assign_fallback<1><<<D.fb_grid, RR_THREADS, row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub, D.lb);
 	}
 	KM_LAUNCHED();
 	return GC_OK;

@@ -20,8 +20,8 @@
  *       | ||x - c_j||² - (xn2 + s^_j) | <= T / 2,
  *     and screen_bounds (screen.cuh) takes ub = sqrt(xn2 + b + T/2),
  *     lb = sqrt(xn2 + s2 - T/2), rounded outwards;
- *   - a row the exact re-rank decides gets ub = +inf: it was a near tie,
- *     and is screened again next time.
+ *   - a row the exact re-rank decides gets ub = +inf, lb = 0: it was a
+ *     near tie, and is screened again next time.
  * When the centres move from Cbase to C, drift[j] >= ||C_j - Cbase_j||
  * (double sums, rounded up) and the triangle inequality give
  *   ub += drift[a],  lb -= max_j drift[j]
