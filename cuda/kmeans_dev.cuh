@@ -289,6 +289,7 @@ struct km_dev
 	double	   *vbuf = nullptr;	/* variance: nb x d block sums, then varj (d), out (1) */
 	double	   *mean = nullptr;	/* d: the feature means (double), in vbuf */
 	bool		sorted_upd = false;	/* sort-by-label update (XR, perm) */
+	bool		label_smem = false;	/* ... its counts in shared memory (k_label_sort) */
 
 	/* the bounds that keep rows out of the assignment (kmeans_prune.cu) */
 	bool		prune_ok = false;	/* this problem can keep bounds (km_prune_plan) */

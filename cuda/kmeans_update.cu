@@ -129,11 +129,16 @@ k_update_global(const float *__restrict__ XT, int64_t n, int d,
 	}
 }
 
+#define LS_THREADS 512
+#define LS_ROWS 4096			/* rows per block, at least */
+
 /*
  * Sort-by-label update (the large k(d+1) case, in place of the global
- * atomics): a counting sort of the row numbers by label (warp-aggregated
- * atomics for the counts and the cursors; the order inside a cluster does
- * not matter, the sums are integers), then k_update_segments.
+ * atomics): a counting sort of the row numbers by label (the order inside
+ * a cluster does not matter, the sums are integers), then
+ * k_update_segments.  These two count with warp-aggregated global atomics,
+ * for a k whose counts do not fit in shared memory; k_label_sort below
+ * otherwise.
  */
 __global__ void
 k_label_hist(const int32_t *__restrict__ labels, int64_t n, int *cnt)
@@ -168,6 +173,50 @@ k_label_scatter(const int32_t *__restrict__ labels, int64_t n, int *cursor,
 		base = __shfl_sync(m, base, leader);
 		perm[base + __popc(m & ((1u << lane) - 1))] = (int32_t) i;
 	}
+}
+
+/*
+ * The same counting sort with the counts in shared memory (k ints fit):
+ * block b takes the rows [b per_block, (b + 1) per_block), counts them by
+ * label in shared memory, then adds each label's count to cnt (PASS 0) or
+ * takes that many slots from cursor and writes its rows there (PASS 1:
+ * the counts again, the slots' starts in shared memory, then the rows).
+ * One global atomic per label and block instead of one per row: at 1M
+ * rows, k = 1000, the per-row atomics queued on each label's address (93 µs
+ * for the counts, 100 µs for the scatter on an H100).
+ */
+template <int PASS>
+__global__ void __launch_bounds__(LS_THREADS)
+k_label_sort(const int32_t *__restrict__ labels, int64_t n, int64_t per_block, int k,
+			 int *glob, int32_t *__restrict__ perm)
+{
+	extern __shared__ int lh[];
+	const int64_t r0 = (int64_t) blockIdx.x * per_block,
+				r1 = min(n, r0 + per_block);
+
+	for (int c = threadIdx.x; c < k; c += LS_THREADS)
+		lh[c] = 0;
+	__syncthreads();
+	for (int64_t i = r0 + threadIdx.x; i < r1; i += LS_THREADS)
+		atomicAdd(&lh[labels[i]], 1);
+	__syncthreads();
+	for (int c = threadIdx.x; c < k; c += LS_THREADS)
+	{
+		const int	v = lh[c];
+
+		if (v != 0)
+		{
+			if (PASS == 0)
+				atomicAdd(glob + c, v);
+			else
+				lh[c] = atomicAdd(glob + c, v);
+		}
+	}
+	if (PASS == 0)
+		return;
+	__syncthreads();
+	for (int64_t i = r0 + threadIdx.x; i < r1; i += LS_THREADS)
+		perm[atomicAdd(&lh[labels[i]], 1)] = (int32_t) i;
 }
 
 /*
@@ -510,7 +559,20 @@ km_update_alloc(km_dev &D)
 			D.scan_tmp = nullptr;
 		}
 		else
+		{
+			const size_t lsmem = sizeof(int) * (size_t) k;
+
 			D.sorted_upd = true;
+			/* k_label_sort's counts in shared memory, where they fit */
+			D.label_smem = lsmem <= 48 * 1024;
+			if (!D.label_smem && lsmem <= (size_t) optin &&
+				cudaFuncSetAttribute(k_label_sort<0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									 (int) lsmem) == cudaSuccess &&
+				cudaFuncSetAttribute(k_label_sort<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									 (int) lsmem) == cudaSuccess)
+				D.label_smem = true;
+			cudaGetLastError();
+		}
 	}
 }
 
@@ -570,13 +632,27 @@ km_update(km_dev &D, gc_status *st)
 				   *cursor = D.lcnt + 2 * (D.k + 1);
 		const unsigned g = blocks_for(D.n, 256) < 4096 ? blocks_for(D.n, 256) : 4096;
 
+		const size_t lsmem = sizeof(int) * (size_t) D.k;
+		const bool	lshared = D.label_smem;
+		/* shared counts: blocks of at least LS_ROWS rows, about 2 per SM */
+		const unsigned lg = blocks_for(D.n, LS_ROWS) < (unsigned) (2 * D.nsm) ?
+			blocks_for(D.n, LS_ROWS) : (unsigned) (2 * D.nsm);
+		const int64_t per_block = (D.n + lg - 1) / lg;
+
 		KM_CK(cudaMemsetAsync(cnt, 0, sizeof(int) * (D.k + 1), D.s));
-		k_label_hist<<<g, 256, 0, D.s>>>(D.labels, D.n, cnt);
+		if (lshared)
+			k_label_sort<0><<<lg, LS_THREADS, lsmem, D.s>>>(D.labels, D.n, per_block, D.k, cnt, nullptr);
+		else
+			k_label_hist<<<g, 256, 0, D.s>>>(D.labels, D.n, cnt);
 		KM_LAUNCHED();
 		KM_CK(cub::DeviceScan::ExclusiveSum(D.scan_tmp, D.scan_bytes, cnt, off,
 											D.k + 1, D.s));
 		KM_CK(cudaMemcpyAsync(cursor, off, sizeof(int) * D.k, cudaMemcpyDeviceToDevice, D.s));
-		k_label_scatter<<<g, 256, 0, D.s>>>(D.labels, D.n, cursor, D.perm);
+		if (lshared)
+			k_label_sort<1><<<lg, LS_THREADS, lsmem, D.s>>>(D.labels, D.n, per_block, D.k, cursor,
+															D.perm);
+		else
+			k_label_scatter<<<g, 256, 0, D.s>>>(D.labels, D.n, cursor, D.perm);
 		KM_LAUNCHED();
 		k_update_segments<<<blocks_for(D.n, segment_rows(D.d)), SEG_THREADS, 0, D.s>>>(
 			D.XR, D.n, D.d, D.perm, D.labels, D.scale, D.gsum);
