@@ -38,32 +38,46 @@ count_changed(int ch, unsigned long long *changed)
 
 /*
  * Exact path, d = D <= 8.  cpk: k centres of W4 float4 each (coordinates,
- * zero-padded).  Every thread keeps SMALL_P rows in registers.
+ * zero-padded).  Every thread keeps SMALL_P rows in registers: rows
+ * base + p * 256 of all n, or of the *n_in listed in rows_in.  BOUNDS: the
+ * second-nearest distance too, and each row's bounds for
+ * kmeans_prune.cu from the two (these are the CPU's own distances, within
+ * g (d + 2) u of the true ones: ub² = D_best (1 + 2g), lb² = D_second
+ * (1 - g), g_up and g_dn, rounded outwards).
  */
-template <int D>
+template <int D, bool BOUNDS>
 __global__ void __launch_bounds__(256)
 k_assign_small(const float *__restrict__ XT, int64_t n,
 			   const float4 *__restrict__ cpk, int k,
 			   int32_t *__restrict__ labels, float *__restrict__ d2,
-			   unsigned long long *changed)
+			   unsigned long long *changed, const int32_t *__restrict__ rows_in,
+			   const unsigned *n_in, float *__restrict__ ub, float *__restrict__ lb,
+			   float g_up, float g_dn)
 {
 	constexpr int W4 = (D + 3) / 4;
 	__shared__ float4 sc[SMALL_KT * W4];
 	const int64_t base = (int64_t) blockIdx.x * (256 * SMALL_P) + threadIdx.x;
+	const int64_t nrows = rows_in ? (int64_t) *n_in : n;
 	float		x[SMALL_P][D];
-	float		best[SMALL_P];
+	float		best[SMALL_P],
+				sec[SMALL_P];
 	int			lab[SMALL_P];
+	int64_t		row[SMALL_P];
 	int			ch = 0;
 
+	if ((int64_t) blockIdx.x * (256 * SMALL_P) >= nrows)
+		return;					/* a listed grid is sized for at most n */
 #pragma unroll
 	for (int p = 0; p < SMALL_P; p++)
 	{
-		int64_t		i = base + p * 256;
+		const int64_t m = base + p * 256;
 
+		row[p] = m < nrows ? (rows_in ? rows_in[m] : m) : -1;
 #pragma unroll
 		for (int j = 0; j < D; j++)
-			x[p][j] = i < n ? XT[(int64_t) j * n + i] : 0.0f;
+			x[p][j] = row[p] >= 0 ? XT[(int64_t) j * n + row[p]] : 0.0f;
 		best[p] = INFINITY;
+		sec[p] = INFINITY;
 		lab[p] = 0;
 	}
 	for (int c0 = 0; c0 < k; c0 += SMALL_KT)
@@ -97,6 +111,8 @@ k_assign_small(const float *__restrict__ XT, int64_t n,
 #pragma unroll
 				for (int j = 1; j < D; j++)
 					a = gc_l2_step(a, x[p][j], cc[j]);
+				if (BOUNDS)
+					sec[p] = fminf(sec[p], fmaxf(a, best[p]));
 				if (a < best[p])
 				{
 					best[p] = a;
@@ -108,14 +124,21 @@ k_assign_small(const float *__restrict__ XT, int64_t n,
 #pragma unroll
 	for (int p = 0; p < SMALL_P; p++)
 	{
-		int64_t		i = base + p * 256;
+		const int64_t i = row[p];
 
-		if (i < n)
+		if (i >= 0)
 		{
 			ch += labels[i] != lab[p];
 			labels[i] = lab[p];
 			if (d2)
 				d2[i] = best[p];
+			if (BOUNDS)
+			{
+				const float l2 = __fmul_rd(sec[p], g_dn);
+
+				ub[i] = __fsqrt_ru(__fmul_ru(best[p], g_up));
+				lb[i] = l2 < INFINITY ? __fsqrt_rd(l2) : INFINITY;
+			}
 		}
 	}
 	count_changed(ch, changed);
@@ -462,11 +485,11 @@ k_prep_tiled(const float *__restrict__ C, const float *__restrict__ mu,
 gc_code
 km_prep(km_dev &D, const float *C, gc_status *st)
 {
+	D.Cprep = C;
 	if (D.small)
 		k_prep_small<<<blocks_for((int64_t) D.k * D.W, 256), 256, 0, D.s>>>(C, D.k, D.d, D.W, D.cpk);
 	else
 	{
-		D.Cprep = C;
 		KM_CK(cudaMemsetAsync(D.cmax2, 0, 2 * sizeof(float), D.s));
 		k_prep_tiled<<<blocks_for(D.kp, 128), 128, 0, D.s>>>(C, D.mu, D.k, D.d, D.kp, D.CT,
 															 D.CTo, D.cnrm, D.cmax2);
@@ -478,89 +501,101 @@ km_prep(km_dev &D, const float *C, gc_status *st)
 	return GC_OK;
 }
 
-/* Assignment from the centres last prepared; counts changes in info. */
+/* Assignment from the centres last prepared; counts changes in info.
+ * During a fit's iterations (D.prune_on) the rows the bounds keep are
+ * skipped (kmeans_prune.cu). */
 gc_code
 km_assign(km_dev &D, gc_status *st)
 {
 	unsigned long long *ch = &D.info->changed;
+	const int32_t *rows_in = nullptr;
+	const unsigned *n_in = nullptr;
+	gc_code		rc;
+
+	D.screened = D.n;
+	if (D.prune_on && D.bounds_ok)
+	{
+		unsigned	listed = 0;
+
+		/* the rows the bounds keep are done; every row when they keep
+		 * fewer than three in four */
+		if ((rc = km_prune(D, &listed, st)) != GC_OK)
+			return rc;
+		if (listed == 0)
+		{
+			D.screened = 0;
+			return GC_OK;
+		}
+		if ((int64_t) listed * 4 <= D.n)
+		{
+			rows_in = D.pr_rows;
+			n_in = &D.info->n_listed;
+			D.screened = listed;
+		}
+	}
+	else if (D.prune_on)
+	{
+		/* this assignment gives every row its bounds about these centres */
+		KM_CK(cudaMemcpyAsync(D.Cbase, D.Cprep, sizeof(float) * (size_t) D.k * D.d,
+							  cudaMemcpyDeviceToDevice, D.s));
+		D.bounds_ok = true;
+	}
 
 	if (D.small)
 	{
-		unsigned	g = blocks_for(D.n, 256 * SMALL_P);
+		const unsigned g = blocks_for(D.screened, 256 * SMALL_P);
 		const float4 *c = (const float4 *) D.cpk;
+		const double g1 = 1.1 * (D.d + 2) * 0x1.0p-24;
+		const float g_up = (float) (1.0 + 2.5 * g1),
+					g_dn = (float) (1.0 - 1.5 * g1);
 
-		switch (D.d)
-		{
-#define SMALL_CASE(DD) case DD: k_assign_small<DD><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch); break;
-				SMALL_CASE(1) SMALL_CASE(2) SMALL_CASE(3) SMALL_CASE(4)
-				SMALL_CASE(5) SMALL_CASE(6) SMALL_CASE(7) SMALL_CASE(8)
+		if (D.prune_on)
+			switch (D.d)
+			{
+#define SMALL_CASE(DD) case DD: k_assign_small<DD, true><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, rows_in, n_in, D.ub, D.lb, g_up, g_dn); break;
+					SMALL_CASE(1) SMALL_CASE(2) SMALL_CASE(3) SMALL_CASE(4)
+					SMALL_CASE(5) SMALL_CASE(6) SMALL_CASE(7) SMALL_CASE(8)
 #undef SMALL_CASE
-			default:
-				return gc_fail(st, GC_EINTERNAL, "GPU k-means: no exact kernel for d = %d", D.d);
+				default:
+					return gc_fail(st, GC_EINTERNAL, "GPU k-means: no exact kernel for d = %d", D.d);
+			}
+		else
+			switch (D.d)
+			{
+#define SMALL_CASE(DD) case DD: k_assign_small<DD, false><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, nullptr, nullptr, nullptr, nullptr, 0.0f, 0.0f); break;
+					SMALL_CASE(1) SMALL_CASE(2) SMALL_CASE(3) SMALL_CASE(4)
+					SMALL_CASE(5) SMALL_CASE(6) SMALL_CASE(7) SMALL_CASE(8)
+#undef SMALL_CASE
+				default:
+					return gc_fail(st, GC_EINTERNAL, "GPU k-means: no exact kernel for d = %d", D.d);
+			}
+		KM_LAUNCHED();
+		return GC_OK;
+	}
+
+	KM_CK(cudaMemsetAsync(&D.info->n_fallback, 0, sizeof(unsigned), D.s));
+	if (D.screen)
+	{
+		rc = km_screen(D, D.screen, rows_in, n_in, D.fb_rows, &D.info->n_fallback, nullptr, st);
+		if (rc == GC_OK && D.screen_cascade && D.cascade_now)
+		{
+			KM_CK(cudaMemsetAsync(&D.info->n_fallback2, 0, sizeof(unsigned), D.s));
+			rc = km_screen(D, 3, D.fb_rows, &D.info->n_fallback, D.fb_rows2,
+						   &D.info->n_fallback2, nullptr, st);
 		}
+		if (rc != GC_OK)
+			return rc;
 	}
 	else
 	{
-		const int32_t *rows_in = nullptr;
-		const unsigned *n_in = nullptr;
-		gc_code		rc;
+		auto		kern = D.tiled_minb == 1 ? k_assign_tiled<1> : k_assign_tiled<2>;
 
-		KM_CK(cudaMemsetAsync(&D.info->n_fallback, 0, sizeof(unsigned), D.s));
-		D.screened = D.n;
-		if (D.prune_on && D.bounds_ok)
-		{
-			unsigned	listed = 0;
-
-			/* the rows the bounds keep are done; the whole screen when
-			 * they keep fewer than three in four */
-			if ((rc = km_prune(D, &listed, st)) != GC_OK)
-				return rc;
-			if (listed == 0)
-			{
-				D.screened = 0;
-				return GC_OK;
-			}
-			if ((int64_t) listed * 4 <= D.n)
-			{
-				rows_in = D.pr_rows;
-				n_in = &D.info->n_listed;
-				D.screened = listed;
-			}
-		}
-		else if (D.prune_on)
-		{
-			/* this screen gives every row its bounds about these centres */
-			KM_CK(cudaMemcpyAsync(D.Cbase, D.Cprep, sizeof(float) * (size_t) D.k * D.d,
-								  cudaMemcpyDeviceToDevice, D.s));
-			D.bounds_ok = true;
-		}
-		if (D.screen)
-		{
-			rc = km_screen(D, D.screen, rows_in, n_in, D.fb_rows,
-						   &D.info->n_fallback, nullptr, st);
-
-			if (rc == GC_OK && D.screen_cascade && D.cascade_now)
-			{
-				KM_CK(cudaMemsetAsync(&D.info->n_fallback2, 0, sizeof(unsigned), D.s));
-				rc = km_screen(D, 3, D.fb_rows, &D.info->n_fallback, D.fb_rows2,
-							   &D.info->n_fallback2, nullptr, st);
-			}
-			if (rc != GC_OK)
-				return rc;
-		}
-		else
-		{
-			auto		kern = D.tiled_minb == 1 ? k_assign_tiled<1> : k_assign_tiled<2>;
-
-			kern<<<blocks_for(D.n, TILE), 256, 0, D.s>>>(D.XT, D.n, D.d, D.mu, D.CT, D.cnrm,
-														 D.cmax2, D.xn2, D.kp, D.labels, D.info,
-														 D.fb_rows);
-			KM_LAUNCHED();
-		}
-		return km_rerank(D, st);
+		kern<<<blocks_for(D.n, TILE), 256, 0, D.s>>>(D.XT, D.n, D.d, D.mu, D.CT, D.cnrm,
+													 D.cmax2, D.xn2, D.kp, D.labels, D.info,
+													 D.fb_rows);
+		KM_LAUNCHED();
 	}
-	KM_LAUNCHED();
-	return GC_OK;
+	return km_rerank(D, st);
 }
 
 /* The exact re-rank of the rows the last screen left (d > 8): the 3xtf32

@@ -8,8 +8,10 @@
  * Per row i with label a, two floats about the centres Cbase (the centres
  * of the last assignment):
  *   ub[i] >= ||x_i - c_a||,  lb[i] <= ||x_i - c_j|| for every j != a
- * (real distances between the float vectors).  They come from the screen
- * that decided the row:
+ * (real distances between the float vectors).  They come from the
+ * assignment that decided the row:
+ *   - d <= 8 (k_assign_small): from the CPU's own distances to the nearest
+ *     and the second-nearest centre, widened by their rounding (d + 2) u;
  *   - the screens (kmeans_screen.cu, kmeans_wgmma.cu) decide a row when
  *     s2 - b > T (b, s2 its best and second-best screened scores, T the
  *     bound of the screen's header).  That T is 2 (|s^_j - s_j| + the
@@ -37,14 +39,14 @@
  *   (1 + g) ub² < (1 - g) lb²
  * every D_j (j != a) is strictly above D_a: the CPU's label is a, with no
  * tie, and the row is kept.  The others are listed (pr_rows) and go
- * through the screen, the 3xTF32 re-screen and the exact re-rank as
- * before, which write their new bounds.
+ * through the assignment as before (d <= 8: the exact kernel; else the
+ * screen, the 3xTF32 re-screen and the exact re-rank), which writes their
+ * new bounds.
  *
- * Cost: 16 bytes per row (label, ub, lb, the list) against the screen's
- * 4d + 4k d / 128 per row: nothing where rows stay, which they do once the
- * centres settle.  The first assignment of a run screens every row; when
- * the bounds keep fewer than three rows in four the whole screen runs
- * (km_assign).
+ * Cost: 20 bytes per row (label, ub and lb read and written) against the
+ * assignment's 4d bytes and 2kd FLOPs per row.  The first assignment of a
+ * run takes every row, and so does any where the bounds keep fewer than
+ * three rows in four (km_assign).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -57,15 +59,14 @@
 #define SEP_MAX_WORK 1.1e9
 
 /*
- * sep[a] <= min_{j != a} ||c_a - c_j|| / 2 from CTo (the unshifted centres,
- * d x kp): block (x, a) takes centres j = x * 256 + thread; float sums of
+ * sep[a] <= min_{j != a} ||c_a - c_j|| / 2 from the centres C (k x d):
+ * block (x, a) takes centres j = x * 256 + thread; float sums of
  * squares (sub, mul, add: relative rounding <= (d + 2) u), lowered by
  * 1.1 (d + 2) u and rounded down; the minimum over j by atomicMin on the
  * bits (values >= 0).  sep: set to +inf bits before (0x7f7f7f7f or more).
  */
 __global__ void
-k_centre_sep(const float *__restrict__ CTo, int kp, int k, int d, float shrink,
-			 float *sep)
+k_centre_sep(const float *__restrict__ C, int k, int d, float shrink, float *sep)
 {
 	const int	a = blockIdx.y,
 				j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -77,7 +78,7 @@ k_centre_sep(const float *__restrict__ CTo, int kp, int k, int d, float shrink,
 
 		for (int t = 0; t < d; t++)
 		{
-			const float e = __fsub_rn(CTo[(int64_t) t * kp + a], CTo[(int64_t) t * kp + j]);
+			const float e = __fsub_rn(C[(int64_t) a * d + t], C[(int64_t) j * d + t]);
 
 			s = __fadd_rn(s, __fmul_rn(e, e));
 		}
@@ -174,7 +175,7 @@ km_prune_plan(km_dev &D)
 {
 	const char *env = getenv("GPUCLUST_KM_PRUNE");
 
-	D.prune_ok = !D.streamed && !D.small && D.screen != 0 &&
+	D.prune_ok = !D.streamed && (D.small || D.screen != 0) &&
 		!(env && strcmp(env, "0") == 0);
 }
 
@@ -205,8 +206,8 @@ km_prune(km_dev &D, unsigned *listed, gc_status *st)
 		const float shrink = (float) (1.0 - 1.1 * (D.d + 2) * u);
 
 		KM_CK(cudaMemsetAsync(D.csep, 0x7f, sizeof(float) * D.k, D.s));	/* 3.4e38 */
-		k_centre_sep<<<dim3(blocks_for(D.k, 256), D.k), 256, 0, D.s>>>(D.CTo, D.kp, D.k, D.d,
-																	  shrink, D.csep);
+		k_centre_sep<<<dim3(blocks_for(D.k, 256), D.k), 256, 0, D.s>>>(D.Cprep, D.k, D.d, shrink,
+																	  D.csep);
 		KM_LAUNCHED();
 	}
 	KM_CK(cudaMemsetAsync(&D.info->n_listed, 0, sizeof(unsigned), D.s));

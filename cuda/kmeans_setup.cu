@@ -182,13 +182,13 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 				KM_ALLOC(D.fb_rows2, nr);
 			KM_ALLOC(D.xn2, nr);
 		}
-		if (D.prune_ok)
-		{
-			gc_code		rc = km_prune_alloc(D, st);
+	}
+	if (D.prune_ok)
+	{
+		gc_code		rc = km_prune_alloc(D, st);
 
-			if (rc != GC_OK)
-				return rc;
-		}
+		if (rc != GC_OK)
+			return rc;
 	}
 	KM_ALLOC(D.mu, d);
 	/* gsum (slots) followed by the info record, one memset per iteration. */
