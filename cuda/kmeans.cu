@@ -248,7 +248,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		}
 		if ((rc = km_iteration(D, cur, st)) != GC_OK)
 			return rc;
-		last_phases.rows_screened += D.small || D.streamed ? D.n : D.screened;
+		last_phases.rows_screened += D.streamed ? D.n : D.screened;
 		moved = D.h_info->moved != 0;
 		cur = 1 - cur;
 		/* the inertia is summed on the CPU path only: not reported here */

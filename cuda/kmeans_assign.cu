@@ -39,13 +39,13 @@ count_changed(int ch, unsigned long long *changed)
 /*
  * Exact path, d = D <= 8.  cpk: k centres of W4 float4 each (coordinates,
  * zero-padded).  Every thread keeps SMALL_P rows in registers: rows
- * base + p * 256 of all n, or of the *n_in listed in rows_in.  BOUNDS: the
+ * base + p * 256 of all n, or (LISTED) of the *n_in listed in rows_in.  BOUNDS: the
  * second-nearest distance too, and each row's bounds for
  * kmeans_prune.cu from the two (these are the CPU's own distances, within
  * g (d + 2) u of the true ones: ub² = D_best (1 + 2g), lb² = D_second
  * (1 - g), g_up and g_dn, rounded outwards).
  */
-template <int D, bool BOUNDS>
+template <int D, bool BOUNDS, bool LISTED>
 __global__ void __launch_bounds__(256)
 k_assign_small(const float *__restrict__ XT, int64_t n,
 			   const float4 *__restrict__ cpk, int k,
@@ -57,25 +57,38 @@ k_assign_small(const float *__restrict__ XT, int64_t n,
 	constexpr int W4 = (D + 3) / 4;
 	__shared__ float4 sc[SMALL_KT * W4];
 	const int64_t base = (int64_t) blockIdx.x * (256 * SMALL_P) + threadIdx.x;
-	const int64_t nrows = rows_in ? (int64_t) *n_in : n;
+	const int64_t nrows = LISTED ? (int64_t) *n_in : n;
 	float		x[SMALL_P][D];
 	float		best[SMALL_P],
 				sec[SMALL_P];
 	int			lab[SMALL_P];
-	int64_t		row[SMALL_P];
 	int			ch = 0;
 
-	if ((int64_t) blockIdx.x * (256 * SMALL_P) >= nrows)
-		return;					/* a listed grid is sized for at most n */
+	/* the row i of slot p: base + p * 256, or the one listed there; false
+	 * past the end */
+	auto		slot = [&](int p, int64_t &i) -> bool {
+		const int64_t m = base + p * 256;
+
+		if (!LISTED)
+		{
+			i = m;
+			return m < n;
+		}
+		i = m < nrows ? (int64_t) rows_in[m] : 0;
+		return m < nrows;
+	};
+
+	if (LISTED && (int64_t) blockIdx.x * (256 * SMALL_P) >= nrows)
+		return;					/* the grid is sized for the rows listed at most */
 #pragma unroll
 	for (int p = 0; p < SMALL_P; p++)
 	{
-		const int64_t m = base + p * 256;
+		int64_t		i;
+		const bool	ok = slot(p, i);
 
-		row[p] = m < nrows ? (rows_in ? rows_in[m] : m) : -1;
 #pragma unroll
 		for (int j = 0; j < D; j++)
-			x[p][j] = row[p] >= 0 ? XT[(int64_t) j * n + row[p]] : 0.0f;
+			x[p][j] = ok ? XT[(int64_t) j * n + i] : 0.0f;
 		best[p] = INFINITY;
 		sec[p] = INFINITY;
 		lab[p] = 0;
@@ -124,9 +137,9 @@ k_assign_small(const float *__restrict__ XT, int64_t n,
 #pragma unroll
 	for (int p = 0; p < SMALL_P; p++)
 	{
-		const int64_t i = row[p];
+		int64_t		i;
 
-		if (i >= 0)
+		if (slot(p, i))
 		{
 			ch += labels[i] != lab[p];
 			labels[i] = lab[p];
@@ -549,26 +562,22 @@ km_assign(km_dev &D, gc_status *st)
 		const float g_up = (float) (1.0 + 2.5 * g1),
 					g_dn = (float) (1.0 - 1.5 * g1);
 
-		if (D.prune_on)
-			switch (D.d)
-			{
-#define SMALL_CASE(DD) case DD: k_assign_small<DD, true><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, rows_in, n_in, D.ub, D.lb, g_up, g_dn); break;
-					SMALL_CASE(1) SMALL_CASE(2) SMALL_CASE(3) SMALL_CASE(4)
-					SMALL_CASE(5) SMALL_CASE(6) SMALL_CASE(7) SMALL_CASE(8)
+		/* the kernel: bounds during a fit's iterations, over the listed rows
+		 * or all of them; neither elsewhere */
+		const int	variant = !D.prune_on ? 0 : rows_in ? 2 : 1;
+
+		switch (D.d * 3 + variant)
+		{
+#define SMALL_CASE(DD) \
+			case DD * 3: k_assign_small<DD, false, false><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, nullptr, nullptr, nullptr, nullptr, 0.0f, 0.0f); break; \
+			case DD * 3 + 1: k_assign_small<DD, true, false><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, nullptr, nullptr, D.ub, D.lb, g_up, g_dn); break; \
+			case DD * 3 + 2: k_assign_small<DD, true, true><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, rows_in, n_in, D.ub, D.lb, g_up, g_dn); break;
+				SMALL_CASE(1) SMALL_CASE(2) SMALL_CASE(3) SMALL_CASE(4)
+				SMALL_CASE(5) SMALL_CASE(6) SMALL_CASE(7) SMALL_CASE(8)
 #undef SMALL_CASE
-				default:
-					return gc_fail(st, GC_EINTERNAL, "GPU k-means: no exact kernel for d = %d", D.d);
-			}
-		else
-			switch (D.d)
-			{
-#define SMALL_CASE(DD) case DD: k_assign_small<DD, false><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, nullptr, nullptr, nullptr, nullptr, 0.0f, 0.0f); break;
-					SMALL_CASE(1) SMALL_CASE(2) SMALL_CASE(3) SMALL_CASE(4)
-					SMALL_CASE(5) SMALL_CASE(6) SMALL_CASE(7) SMALL_CASE(8)
-#undef SMALL_CASE
-				default:
-					return gc_fail(st, GC_EINTERNAL, "GPU k-means: no exact kernel for d = %d", D.d);
-			}
+			default:
+				return gc_fail(st, GC_EINTERNAL, "GPU k-means: no exact kernel for d = %d", D.d);
+		}
 		KM_LAUNCHED();
 		return GC_OK;
 	}

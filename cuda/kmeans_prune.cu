@@ -59,14 +59,17 @@
 #define SEP_MAX_WORK 1.1e9
 
 /*
- * sep[a] <= min_{j != a} ||c_a - c_j|| / 2 from the centres C (k x d):
- * block (x, a) takes centres j = x * 256 + thread; float sums of
+ * sep[a] <= min_{j != a} ||c_a - c_j|| / 2 from the centres, coordinate t
+ * of centre c at C[c * sc + t * st] (the transposed CTo where there is one,
+ * so that a warp's reads are contiguous): block (x, a) takes centres
+ * j = x * 256 + thread; float sums of
  * squares (sub, mul, add: relative rounding <= (d + 2) u), lowered by
  * 1.1 (d + 2) u and rounded down; the minimum over j by atomicMin on the
  * bits (values >= 0).  sep: set to +inf bits before (0x7f7f7f7f or more).
  */
 __global__ void
-k_centre_sep(const float *__restrict__ C, int k, int d, float shrink, float *sep)
+k_centre_sep(const float *__restrict__ C, int64_t sc, int64_t st, int k, int d,
+			 float shrink, float *sep)
 {
 	const int	a = blockIdx.y,
 				j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -78,7 +81,7 @@ k_centre_sep(const float *__restrict__ C, int k, int d, float shrink, float *sep
 
 		for (int t = 0; t < d; t++)
 		{
-			const float e = __fsub_rn(C[(int64_t) a * d + t], C[(int64_t) j * d + t]);
+			const float e = __fsub_rn(C[a * sc + t * st], C[j * sc + t * st]);
 
 			s = __fadd_rn(s, __fmul_rn(e, e));
 		}
@@ -206,8 +209,13 @@ km_prune(km_dev &D, unsigned *listed, gc_status *st)
 		const float shrink = (float) (1.0 - 1.1 * (D.d + 2) * u);
 
 		KM_CK(cudaMemsetAsync(D.csep, 0x7f, sizeof(float) * D.k, D.s));	/* 3.4e38 */
-		k_centre_sep<<<dim3(blocks_for(D.k, 256), D.k), 256, 0, D.s>>>(D.Cprep, D.k, D.d, shrink,
-																	  D.csep);
+		/* the exact small-d path has no CTo: its rows of at most 8 floats */
+		const float *c = D.small ? D.Cprep : D.CTo;
+		const int64_t sc = D.small ? D.d : 1,
+					st_ = D.small ? 1 : D.kp;
+
+		k_centre_sep<<<dim3(blocks_for(D.k, 256), D.k), 256, 0, D.s>>>(c, sc, st_, D.k, D.d,
+																	  shrink, D.csep);
 		KM_LAUNCHED();
 	}
 	KM_CK(cudaMemsetAsync(&D.info->n_listed, 0, sizeof(unsigned), D.s));

@@ -652,11 +652,14 @@ main(int argc, char **argv)
 		const bench_row *w = &W[i];
 		const int	it = timed_iters(w);
 
-		if (!w->ok || w->t.small_path)
+		if (!w->ok)
 			continue;
 		printf("- n=%lld d=%d k=%d:", (long long) w->n, w->d, w->k);
-		for (int j = 0; j < it && j < 32; j++)
-			printf(" %lld:%lld", (long long) w->t.iter_rescreened[j], (long long) w->t.iter_reranked[j]);
+		if (w->t.small_path)
+			printf(" (exact path: none)");
+		else
+			for (int j = 0; j < it && j < 32; j++)
+				printf(" %lld:%lld", (long long) w->t.iter_rescreened[j], (long long) w->t.iter_reranked[j]);
 		printf("\n");
 		if (w->t.pruned)
 		{
