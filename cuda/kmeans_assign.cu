@@ -38,59 +38,32 @@ count_changed(int ch, unsigned long long *changed)
 
 /*
  * Exact path, d = D <= 8.  cpk: k centres of W4 float4 each (coordinates,
- * zero-padded).  Every thread keeps SMALL_P rows in registers: rows
- * base + p * 256 of all n, or (LISTED) of the *n_in listed in rows_in.  BOUNDS: the
- * second-nearest distance too, and each row's bounds for
- * kmeans_prune.cu from the two (these are the CPU's own distances, within
- * g (d + 2) u of the true ones: ub² = D_best (1 + 2g), lb² = D_second
- * (1 - g), g_up and g_dn, rounded outwards).
+ * zero-padded).  Every thread keeps SMALL_P rows in registers.
  */
-template <int D, bool BOUNDS, bool LISTED>
+template <int D>
 __global__ void __launch_bounds__(256)
 k_assign_small(const float *__restrict__ XT, int64_t n,
 			   const float4 *__restrict__ cpk, int k,
 			   int32_t *__restrict__ labels, float *__restrict__ d2,
-			   unsigned long long *changed, const int32_t *__restrict__ rows_in,
-			   const unsigned *n_in, float *__restrict__ ub, float *__restrict__ lb,
-			   float g_up, float g_dn)
+			   unsigned long long *changed)
 {
 	constexpr int W4 = (D + 3) / 4;
 	__shared__ float4 sc[SMALL_KT * W4];
 	const int64_t base = (int64_t) blockIdx.x * (256 * SMALL_P) + threadIdx.x;
-	const int64_t nrows = LISTED ? (int64_t) *n_in : n;
 	float		x[SMALL_P][D];
-	float		best[SMALL_P],
-				sec[SMALL_P];
+	float		best[SMALL_P];
 	int			lab[SMALL_P];
 	int			ch = 0;
 
-	/* the row i of slot p: base + p * 256, or the one listed there; false
-	 * past the end */
-	auto		slot = [&](int p, int64_t &i) -> bool {
-		const int64_t m = base + p * 256;
-
-		if (!LISTED)
-		{
-			i = m;
-			return m < n;
-		}
-		i = m < nrows ? (int64_t) rows_in[m] : 0;
-		return m < nrows;
-	};
-
-	if (LISTED && (int64_t) blockIdx.x * (256 * SMALL_P) >= nrows)
-		return;					/* the grid is sized for the rows listed at most */
 #pragma unroll
 	for (int p = 0; p < SMALL_P; p++)
 	{
-		int64_t		i;
-		const bool	ok = slot(p, i);
+		int64_t		i = base + p * 256;
 
 #pragma unroll
 		for (int j = 0; j < D; j++)
-			x[p][j] = ok ? XT[(int64_t) j * n + i] : 0.0f;
+			x[p][j] = i < n ? XT[(int64_t) j * n + i] : 0.0f;
 		best[p] = INFINITY;
-		sec[p] = INFINITY;
 		lab[p] = 0;
 	}
 	for (int c0 = 0; c0 < k; c0 += SMALL_KT)
@@ -124,8 +97,6 @@ k_assign_small(const float *__restrict__ XT, int64_t n,
 #pragma unroll
 				for (int j = 1; j < D; j++)
 					a = gc_l2_step(a, x[p][j], cc[j]);
-				if (BOUNDS)
-					sec[p] = fminf(sec[p], fmaxf(a, best[p]));
 				if (a < best[p])
 				{
 					best[p] = a;
@@ -137,21 +108,14 @@ k_assign_small(const float *__restrict__ XT, int64_t n,
 #pragma unroll
 	for (int p = 0; p < SMALL_P; p++)
 	{
-		int64_t		i;
+		int64_t		i = base + p * 256;
 
-		if (slot(p, i))
+		if (i < n)
 		{
 			ch += labels[i] != lab[p];
 			labels[i] = lab[p];
 			if (d2)
 				d2[i] = best[p];
-			if (BOUNDS)
-			{
-				const float l2 = __fmul_rd(sec[p], g_dn);
-
-				ub[i] = __fsqrt_ru(__fmul_ru(best[p], g_up));
-				lb[i] = l2 < INFINITY ? __fsqrt_rd(l2) : INFINITY;
-			}
 		}
 	}
 	count_changed(ch, changed);
@@ -556,22 +520,12 @@ km_assign(km_dev &D, gc_status *st)
 
 	if (D.small)
 	{
-		const unsigned g = blocks_for(D.screened, 256 * SMALL_P);
+		const unsigned g = blocks_for(D.n, 256 * SMALL_P);
 		const float4 *c = (const float4 *) D.cpk;
-		const double g1 = 1.1 * (D.d + 2) * 0x1.0p-24;
-		const float g_up = (float) (1.0 + 2.5 * g1),
-					g_dn = (float) (1.0 - 1.5 * g1);
 
-		/* the kernel: bounds during a fit's iterations, over the listed rows
-		 * or all of them; neither elsewhere */
-		const int	variant = !D.prune_on ? 0 : rows_in ? 2 : 1;
-
-		switch (D.d * 3 + variant)
+		switch (D.d)
 		{
-#define SMALL_CASE(DD) \
-			case DD * 3: k_assign_small<DD, false, false><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, nullptr, nullptr, nullptr, nullptr, 0.0f, 0.0f); break; \
-			case DD * 3 + 1: k_assign_small<DD, true, false><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, nullptr, nullptr, D.ub, D.lb, g_up, g_dn); break; \
-			case DD * 3 + 2: k_assign_small<DD, true, true><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch, rows_in, n_in, D.ub, D.lb, g_up, g_dn); break;
+#define SMALL_CASE(DD) case DD: k_assign_small<DD><<<g, 256, 0, D.s>>>(D.XT, D.n, c, D.k, D.labels, nullptr, ch); break;
 				SMALL_CASE(1) SMALL_CASE(2) SMALL_CASE(3) SMALL_CASE(4)
 				SMALL_CASE(5) SMALL_CASE(6) SMALL_CASE(7) SMALL_CASE(8)
 #undef SMALL_CASE

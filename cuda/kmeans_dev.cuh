@@ -488,9 +488,8 @@ gc_code		km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out,
 
 /* ---- kmeans_prune.cu ---- */
 
-/* Whether D can keep bounds (D.prune_ok): resident, on the exact small-d
- * path or screened (d <= 256), and GPUCLUST_KM_PRUNE is not 0.  Before
- * km_alloc. */
+/* Whether D can keep bounds (D.prune_ok): resident, screened (8 < d <=
+ * 256), and GPUCLUST_KM_PRUNE is not 0.  Before km_alloc. */
 void		km_prune_plan(km_dev &D);
 
 /* Its buffers (km_alloc, when D.prune_ok). */

@@ -1027,11 +1027,6 @@ main(void)
 	test_reseed_steps();
 
 	/* the bounds: fits with them = fits without, bit for bit */
-	test_prune(100000, 2, 100, 0, GC_INIT_KMEANSPP, 1, 1e-6, 0.0);	/* d <= 8: the exact kernel */
-	test_prune(50000, 1, 7, 1, GC_INIT_RANDOM, 2, 1e-5, 0.0);
-	test_prune(40000, 3, 12, 3, GC_INIT_RANDOM, 2, 1e-4, 0.0);	/* duplicates */
-	test_prune(30000, 8, 300, 1, GC_INIT_KMEANSPP, 1, 1e-5, 0.0);
-	test_prune(30000, 2, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.4);	/* k = 1 */
 	test_prune(30000, 9, 17, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);
 	test_prune(40000, 16, 130, 1, GC_INIT_KMEANSPP, 1, 1e-6, 0.0);
 	test_prune(30000, 33, 256, 0, GC_INIT_KMEANSPP, 2, 1e-4, 0.0);
