@@ -490,14 +490,18 @@ km_assign(km_dev &D, gc_status *st)
 	gc_code		rc;
 
 	D.screened = D.n;
-	if (D.prune_on && D.bounds_ok)
+	if (D.prune_on)
 	{
-		unsigned	listed = 0;
+		unsigned	listed = (unsigned) D.n;
 
-		/* the rows the bounds keep are done; every row when they keep
-		 * fewer than three in four */
-		if ((rc = km_prune(D, &listed, st)) != GC_OK)
+		/* the rows the bounds keep are done (none the first time); every
+		 * row when they keep fewer than three in four */
+		if (D.bounds_ok && (rc = km_prune(D, &listed, st)) != GC_OK)
 			return rc;
+		/* from here on the bounds are about these centres */
+		KM_CK(cudaMemcpyAsync(D.Cbase, D.Cprep, sizeof(float) * (size_t) D.k * D.d,
+							  cudaMemcpyDeviceToDevice, D.s));
+		D.bounds_ok = true;
 		if (listed == 0)
 		{
 			D.screened = 0;
@@ -509,13 +513,6 @@ km_assign(km_dev &D, gc_status *st)
 			n_in = &D.info->n_listed;
 			D.screened = listed;
 		}
-	}
-	else if (D.prune_on)
-	{
-		/* this assignment gives every row its bounds about these centres */
-		KM_CK(cudaMemcpyAsync(D.Cbase, D.Cprep, sizeof(float) * (size_t) D.k * D.d,
-							  cudaMemcpyDeviceToDevice, D.s));
-		D.bounds_ok = true;
 	}
 
 	if (D.small)
@@ -567,6 +564,8 @@ gc_code
 km_rerank(km_dev &D, gc_status *st)
 {
 	const bool	cascade = D.screen && D.screen_cascade && D.cascade_now;
+	float	   *ub = D.ub_out(),
+			   *lb = D.lb_out();
 	const int32_t *rows = cascade ? D.fb_rows2 : D.fb_rows;
 	const unsigned *cnt = cascade ? &D.info->n_fallback2 : &D.info->n_fallback;
 
@@ -576,13 +575,13 @@ km_rerank(km_dev &D, gc_status *st)
 
 	if (32 * row_bytes <= 32768)
 		k_assign_fallback<32><<<D.fb_grid, RR_THREADS, 32 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub, D.lb);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, ub, lb);
 	else if (8 * row_bytes <= 32768)
 		k_assign_fallback<8><<<D.fb_grid, RR_THREADS, 8 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub, D.lb);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, ub, lb);
 	else if (2 * row_bytes <= 32768)
 		k_assign_fallback<2><<<D.fb_grid, RR_THREADS, 2 * row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub, D.lb);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, ub, lb);
 	else
 	{
 		if (row_bytes > 48 * 1024)
@@ -590,7 +589,7 @@ km_rerank(km_dev &D, gc_status *st)
 									   cudaFuncAttributeMaxDynamicSharedMemorySize,
 									   (int) row_bytes));
 		k_assign_fallback<1><<<D.fb_grid, RR_THREADS, row_bytes, D.s>>>(
-			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, D.ub, D.lb);
+			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, ub, lb);
 	}
 	KM_LAUNCHED();
 	return GC_OK;

@@ -304,6 +304,11 @@ struct km_dev
 	const float *Cprep = nullptr;	/* the centres last prepared (km_prep) */
 	int64_t		screened = 0;	/* rows the last km_assign screened */
 
+	/* where the assignment writes each row's bounds: only while a fit's
+	 * iterations keep them */
+	float	   *ub_out() const { return prune_on ? ub : nullptr; }
+	float	   *lb_out() const { return prune_on ? lb : nullptr; }
+
 	/* streamed */
 	bool		is_view = false;	/* a chunk view: owns nothing */
 	bool		streamed = false;
@@ -497,7 +502,7 @@ gc_code		km_prune_alloc(km_dev &D, gc_status *st);
 
 /* From the centres last prepared: the bounds moved by the centres' drift
  * since Cbase, the rows they cannot keep listed in D.pr_rows, their count
- * read back into *listed; Cbase becomes those centres. */
+ * read back into *listed (km_assign then makes those centres Cbase). */
 gc_code		km_prune(km_dev &D, unsigned *listed, gc_status *st);
 
 /* ---- kmeans_update.cu ---- */

@@ -241,8 +241,6 @@ km_prune(km_dev &D, unsigned *listed, gc_status *st)
 	k_prune<<<blocks_for(D.n, PR_THREADS * PR_ROWS), PR_THREADS, 0, D.s>>>(
 		D.labels, D.n, D.drift, D.csep, D.k, g_hi, g_lo, D.ub, D.lb, D.pr_rows, &D.info->n_listed);
 	KM_LAUNCHED();
-	KM_CK(cudaMemcpyAsync(D.Cbase, D.Cprep, sizeof(float) * (size_t) D.k * D.d,
-						  cudaMemcpyDeviceToDevice, D.s));
 	KM_CK(cudaMemcpyAsync(&D.h_info->n_listed, &D.info->n_listed, sizeof(unsigned),
 						  cudaMemcpyDeviceToHost, D.s));
 	KM_CK(cudaStreamSynchronize(D.s));

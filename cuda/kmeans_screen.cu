@@ -577,8 +577,8 @@ km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
 	const float coef = km_screen_coef(mode, D.d);
 	/* listed rows: at most the rows the assignment screens (km_assign) */
 	const unsigned grid = blocks_for(rows_in ? D.screened : D.n, SC_BM);
-	float	   *ub = dbg ? nullptr : D.ub,
-			   *lb = dbg ? nullptr : D.lb;
+	float	   *ub = D.ub_out(),
+			   *lb = D.lb_out();
 	const int	minb = mode == 1 && !dbg ? D.screen_minb : 1;
 	const float *ctb = mode == 1 ? D.CTt : D.CTf;
 

@@ -511,8 +511,8 @@ km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out, float *dbg, gc_statu
 {
 	float		coefm,
 				coefr;
-	float	   *ub = dbg ? nullptr : D.ub,
-			   *lb = dbg ? nullptr : D.lb;
+	float	   *ub = D.ub_out(),
+			   *lb = D.lb_out();
 	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
 		(void *) &D.mu, (void *) &D.CTw, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coefm, (void *) &coefr, (void *) &D.labels,
