@@ -326,7 +326,7 @@ km_common_bytes(int64_t n, int d, int k, int n_init, int64_t rows)
 		b += nn * 4 + kk * dd * 4;	/* labels_best, C_best */
 	b += 2 * kk * dd * 4;		/* C[2] */
 	if (d <= SMALL_D_MAX)
-		b += kk * ((d + 3) / 4 * 4) * 4;
+		b += kk * ((d + 3) / 4 * 4) * 4 + (d <= 3 ? 32768.0 * (4 + 16) + 3 * 8192 * 4 : 0);	/* cpk; the grid: ghdr, gids, gedge */
 	else
 		b += (5 * dd + 128) * kp * 4 + kp * 4 + (double) rows * 12;	/* CT, CTf, CTt, CTw (d padded to 32), CTo, cnrm; fb_rows, fb_rows2, xn2 */
 	if (d > SMALL_D_MAX && rows == n)
@@ -478,6 +478,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		last_phases.ms_upload = gc_now_ms() - t0;
 		last_phases.chunks = plan.streamed ? plan.chunks : 0;
 		last_phases.chunk_rows = plan.streamed ? plan.chunk_rows : 0;
+		last_phases.grid_cells = D.grid ? D.geo.ncell : 0;
 		if (p->tol > 0.0)
 		{
 			double		mv;

@@ -2,11 +2,13 @@
  * kmeans_assign.cu — the assignment step of the GPU k-means: the nearest
  * centre of every row, fused with the argmin and the count of changed
  * labels (no n x k distance matrix), and the centres in the layout it
- * reads (km_prep).  Both paths give the CPU's labels (gc_km_assign) bit for
- * bit:
+ * reads (km_prep).  Every path gives the CPU's labels (gc_km_assign) bit
+ * for bit:
  *   - d <= 8 (k_assign_small): one thread holds 8 rows in registers and
  *     scans the centres from shared memory, computing the exact float32
- *     gc_dist2 (dimension order, separate multiply and add);
+ *     gc_dist2 (dimension order, separate multiply and add); at d <= 3
+ *     with many rows, a grid over the data limits each row to a few
+ *     candidate centres instead (kmeans_grid.cu);
  *   - d > 8 (k_assign_tiled): a register-blocked tile (128 rows x 128
  *     centres, 8 x 8 per thread, 8 dimensions per stage) accumulates x.c
  *     with FMA, on rows and centres shifted by the feature means, and
@@ -464,7 +466,12 @@ km_prep(km_dev &D, const float *C, gc_status *st)
 {
 	D.Cprep = C;
 	if (D.small)
+	{
 		k_prep_small<<<blocks_for((int64_t) D.k * D.W, 256), 256, 0, D.s>>>(C, D.k, D.d, D.W, D.cpk);
+		KM_LAUNCHED();
+		if (D.grid)
+			return km_grid_build(D, st);
+	}
 	else
 	{
 		KM_CK(cudaMemsetAsync(D.cmax2, 0, 2 * sizeof(float), D.s));
@@ -515,6 +522,8 @@ km_assign(km_dev &D, gc_status *st)
 		}
 	}
 
+	if (D.small && D.grid)
+		return km_grid_assign(D, nullptr, st);
 	if (D.small)
 	{
 		const unsigned g = blocks_for(D.n, 256 * SMALL_P);

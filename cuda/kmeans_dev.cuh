@@ -211,6 +211,21 @@ blocks_for(int64_t n, int t)
 	return (unsigned) ((n + t - 1) / t);
 }
 
+/*
+ * The exact path's grid at d <= 3 (kmeans_grid.cu): G[t] cells along
+ * feature t (1 past d), ncell in all; a row's cell along t is
+ * (x_t - lo[t]) * invw[t], clamped; that cell's float edges along t are
+ * gedge[eoff[t] + i] (low) and gedge[eoff[t] + G[t] + i] (high).
+ */
+struct km_grid_geo
+{
+	float		lo[3] = {0.0f, 0.0f, 0.0f};
+	float		invw[3] = {0.0f, 0.0f, 0.0f};
+	int			G[3] = {1, 1, 1};
+	int			eoff[3] = {0, 0, 0};
+	int			ncell = 0;
+};
+
 struct km_stream;				/* the streamed path's buffers (kmeans_stream.cu) */
 struct km_dev;
 
@@ -309,6 +324,17 @@ struct km_dev
 	float	   *ub_out() const { return prune_on ? ub : nullptr; }
 	float	   *lb_out() const { return prune_on ? lb : nullptr; }
 
+	/* the exact path's grid (kmeans_grid.cu; d <= 3) */
+	bool		grid = false;	/* km_assign goes through it (km_grid_plan) */
+	km_grid_geo geo;
+	float	   *gedge = nullptr;	/* the cells' edges, per feature */
+	uint32_t   *ghdr = nullptr;	/* ncell: a cell's candidates, offset << 8 | count */
+	uint16_t   *gids = nullptr;	/* gpool (+1): the candidates' centre numbers */
+	unsigned   *gused = nullptr;	/* entries of gids taken by the last build */
+	int			gpool = 0;
+	size_t		gsmem = 0;		/* the assignment's shared memory */
+	int			gblocks = 0;	/* ... and its grid */
+
 	/* streamed */
 	bool		is_view = false;	/* a chunk view: owns nothing */
 	bool		streamed = false;
@@ -362,6 +388,10 @@ struct km_dev
 		gc_dfree(Cbase, s);
 		gc_dfree(drift, s);
 		gc_dfree(csep, s);
+		gc_dfree(gedge, s);
+		gc_dfree(ghdr, s);
+		gc_dfree(gids, s);
+		gc_dfree(gused, s);
 		if (h_info)
 			cudaFreeHost(h_info);
 		if (s)
@@ -393,14 +423,18 @@ gc_code		km_setup(km_dev &D, const float *X, int64_t n, int d, int k,
 gc_code		km_transpose(km_dev &D, const float *in, int64_t rows, float *XT,
 						 int64_t ld, int64_t r0, gc_status *st);
 
-/* The feature pass over V's rows: largest |x| per feature into amax (d
- * device bits, atomicMax) and the means' block sums (km_var_blocks). */
-gc_code		km_features_rows(km_dev &V, int64_t r0, unsigned *amax,
+/* The feature ranges' scratch (3d device words: largest |x|, minimum,
+ * maximum per feature), cleared; the caller frees *fr. */
+gc_code		km_features_scratch(km_dev &D, unsigned **fr, gc_status *st);
+
+/* The feature pass over V's rows: the feature ranges into fr (atomics)
+ * and the means' block sums (km_var_blocks). */
+gc_code		km_features_rows(km_dev &V, int64_t r0, unsigned *fr,
 							 gc_status *st);
 
-/* After km_features_rows over every row: D.mean, D.mu, the scales, and
- * (resident, tiled path) D.xn2.  amax: device scratch (d). */
-gc_code		km_features_finish(km_dev &D, unsigned *amax, gc_status *st);
+/* After km_features_rows over every row: D.mean, D.mu, the scales,
+ * (resident, tiled path) D.xn2, and the exact path's grid. */
+gc_code		km_features_finish(km_dev &D, unsigned *fr, gc_status *st);
 
 /* V.xn2 = the shifted row norms of V's rows (tiled path). */
 gc_code		km_rownorm(km_dev &V, gc_status *st);
@@ -504,6 +538,20 @@ gc_code		km_prune_alloc(km_dev &D, gc_status *st);
  * since Cbase, the rows they cannot keep listed in D.pr_rows, their count
  * read back into *listed (km_assign then makes those centres Cbase). */
 gc_code		km_prune(km_dev &D, unsigned *listed, gc_status *st);
+
+/* ---- kmeans_grid.cu ---- */
+
+/* Whether the exact path (d <= 3) goes through a grid, from the features'
+ * minima lo and maxima hi (host, d each): its geometry and buffers. */
+gc_code		km_grid_plan(km_dev &D, const float *lo, const float *hi,
+						 gc_status *st);
+
+/* Each cell's candidate centres, from the centres last prepared (km_prep). */
+gc_code		km_grid_build(km_dev &D, gc_status *st);
+
+/* The exact assignment through the grid (km_assign, D.grid): labels, the
+ * changed count, and d2 (may be NULL) the distances. */
+gc_code		km_grid_assign(km_dev &D, float *d2, gc_status *st);
 
 /* ---- kmeans_update.cu ---- */
 

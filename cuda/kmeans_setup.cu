@@ -52,23 +52,57 @@ k_transpose(const float *__restrict__ in, int64_t rows, int d,
 }
 
 /*
- * amax[j] = bits of max |x| over feature j (non-negative floats order as
- * ints; a maximum, so any grid and any split of the rows give the same).
+ * The feature ranges, fr (3d): bits of max |x| of feature j at fr[j]
+ * (non-negative floats order as ints), then the ordered keys (km_fkey) of
+ * its minimum at fr[d + j] and its maximum at fr[2d + j]; maxima and
+ * minima, so any grid and any split of the rows give the same.
  */
+__device__ __forceinline__ unsigned
+km_fkey(float f)
+{
+	const unsigned b = __float_as_uint(f);
+
+	return (b & 0x80000000u) ? ~b : b | 0x80000000u;
+}
+
+static float
+km_unkey(unsigned k)
+{
+	const unsigned b = (k & 0x80000000u) ? k & 0x7fffffffu : ~k;
+	float		f;
+
+	memcpy(&f, &b, sizeof(f));
+	return f;
+}
+
 __global__ void
-k_absmax(const float *__restrict__ XT, int64_t n, unsigned *amax)
+k_feature_range(const float *__restrict__ XT, int64_t n, int d, unsigned *fr)
 {
 	const float *x = XT + (int64_t) blockIdx.y * n;
-	float		m = 0.0f;
+	float		m = 0.0f,
+				lo = INFINITY,
+				hi = -INFINITY;
 
 	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
 		 i += (int64_t) gridDim.x * blockDim.x)
+	{
 		m = fmaxf(m, fabsf(x[i]));
+		lo = fminf(lo, x[i]);
+		hi = fmaxf(hi, x[i]);
+	}
 	typedef cub::BlockReduce<float, 256> BR;
 	__shared__ typename BR::TempStorage tmp;
 	m = BR(tmp).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
+	__syncthreads();
+	lo = BR(tmp).Reduce(lo, [](float a, float b) { return fminf(a, b); });
+	__syncthreads();
+	hi = BR(tmp).Reduce(hi, [](float a, float b) { return fmaxf(a, b); });
 	if (threadIdx.x == 0)
-		atomicMax(amax + blockIdx.y, __float_as_uint(m));
+	{
+		atomicMax(fr + blockIdx.y, __float_as_uint(m));
+		atomicMin(fr + d + blockIdx.y, km_fkey(lo));
+		atomicMax(fr + 2 * d + blockIdx.y, km_fkey(hi));
+	}
 }
 
 /* mu[j] = the mean of feature j (the shift of the tiled path). */
@@ -293,14 +327,25 @@ km_upload_staged(km_dev &D, const float *X, gc_status *st)
 	return GC_OK;
 }
 
+/* The feature ranges' scratch (3d), cleared for km_features_rows. */
+gc_code
+km_features_scratch(km_dev &D, unsigned **fr, gc_status *st)
+{
+	*fr = nullptr;
+	KM_CK(gc_dalloc((void **) fr, sizeof(unsigned) * 3 * D.d, D.s));
+	KM_CK(cudaMemsetAsync(*fr, 0, sizeof(unsigned) * 3 * D.d, D.s));
+	KM_CK(cudaMemsetAsync(*fr + D.d, 0xff, sizeof(unsigned) * D.d, D.s));
+	return GC_OK;
+}
+
 /* The feature pass over V's rows (from row r0 of the problem). */
 gc_code
-km_features_rows(km_dev &V, int64_t r0, unsigned *amax, gc_status *st)
+km_features_rows(km_dev &V, int64_t r0, unsigned *fr, gc_status *st)
 {
 	const unsigned gx0 = blocks_for(V.n, 256 * 8);
 	const unsigned gx = gx0 < 512 ? gx0 : 512;
 
-	k_absmax<<<dim3(gx, V.d), 256, 0, V.s>>>(V.XT, V.n, amax);
+	k_feature_range<<<dim3(gx, V.d), 256, 0, V.s>>>(V.XT, V.n, V.d, fr);
 	KM_LAUNCHED();
 	return km_var_blocks(V, r0, 0, st);
 }
@@ -339,23 +384,26 @@ km_scales_from_amax(const unsigned *h, int d, int64_t n, double *hs)
 }
 
 /*
- * After the feature pass over every row (amax: its device maxima): the
- * means (D.mean, D.mu), the scales (D.scale, D.iscale) and, resident on
- * the tiled path, the row norms (D.xn2).
+ * After the feature pass over every row (fr: its ranges, km_features_rows):
+ * the means (D.mean, D.mu), the scales (D.scale, D.iscale), resident on the
+ * tiled path the row norms (D.xn2), and the exact path's grid
+ * (km_grid_plan, from the features' minima and maxima).
  */
 gc_code
-km_features_finish(km_dev &D, unsigned *amax, gc_status *st)
+km_features_finish(km_dev &D, unsigned *fr, gc_status *st)
 {
 	const int	d = D.d;
-	unsigned   *h = (unsigned *) malloc(sizeof(unsigned) * d);
+	unsigned   *h = (unsigned *) malloc(sizeof(unsigned) * 3 * d);
 	double	   *hs = (double *) malloc(sizeof(double) * 2 * d);
+	float	   *lo = (float *) malloc(sizeof(float) * 2 * d);
 	gc_code		rc;
 	cudaError_t e = cudaSuccess;
 
-	if (h == NULL || hs == NULL)
+	if (h == NULL || hs == NULL || lo == NULL)
 	{
 		free(h);
 		free(hs);
+		free(lo);
 		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
 	}
 	rc = km_var_reduce(D, 0, nullptr, st);
@@ -369,7 +417,7 @@ km_features_finish(km_dev &D, unsigned *amax, gc_status *st)
 			e = cudaGetLastError();
 		}
 		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(h, amax, sizeof(unsigned) * d, cudaMemcpyDeviceToHost, D.s);
+			e = cudaMemcpyAsync(h, fr, sizeof(unsigned) * 3 * d, cudaMemcpyDeviceToHost, D.s);
 		if (e == cudaSuccess)
 			e = cudaStreamSynchronize(D.s);
 		if (e == cudaSuccess)
@@ -383,8 +431,15 @@ km_features_finish(km_dev &D, unsigned *amax, gc_status *st)
 		if (e != cudaSuccess)
 			rc = km_cuda_fail(st, e, "feature scales");
 	}
+	if (rc == GC_OK)
+	{
+		for (int j = 0; j < 2 * d; j++)
+			lo[j] = km_unkey(h[d + j]);
+		rc = km_grid_plan(D, lo, lo + d, st);
+	}
 	free(h);
 	free(hs);
+	free(lo);
 	return rc;
 }
 
@@ -392,19 +447,14 @@ km_features_finish(km_dev &D, unsigned *amax, gc_status *st)
 static gc_code
 km_features(km_dev &D, gc_status *st)
 {
-	unsigned   *amax = nullptr;
-	gc_code		rc;
+	unsigned   *fr = nullptr;
+	gc_code		rc = km_features_scratch(D, &fr, st);
 
-	KM_CK(gc_dalloc((void **) &amax, sizeof(unsigned) * D.d, D.s));
-	{
-		cudaError_t e = cudaMemsetAsync(amax, 0, sizeof(unsigned) * D.d, D.s);
-
-		rc = e == cudaSuccess ? km_features_rows(D, 0, amax, st) :
-			km_cuda_fail(st, e, "feature scales");
-	}
 	if (rc == GC_OK)
-		rc = km_features_finish(D, amax, st);
-	gc_dfree(amax, D.s);
+		rc = km_features_rows(D, 0, fr, st);
+	if (rc == GC_OK)
+		rc = km_features_finish(D, fr, st);
+	gc_dfree(fr, D.s);
 	return rc;
 }
 

@@ -220,21 +220,16 @@ km_pass(km_dev &D, F &&work, gc_status *st)
 gc_code
 km_stream_features(km_dev &D, gc_status *st)
 {
-	unsigned   *amax = nullptr;
-	gc_code		rc;
+	unsigned   *fr = nullptr;
+	gc_code		rc = km_features_scratch(D, &fr, st);
 
-	KM_CK(gc_dalloc((void **) &amax, sizeof(unsigned) * D.d, D.s));
-	{
-		cudaError_t e = cudaMemsetAsync(amax, 0, sizeof(unsigned) * D.d, D.s);
-
-		rc = e != cudaSuccess ? km_cuda_fail(st, e, "feature scales") :
-			km_pass(D, [&](km_dev &V, int64_t r0) {
-				return km_features_rows(V, r0, amax, st);
-			}, st);
-	}
 	if (rc == GC_OK)
-		rc = km_features_finish(D, amax, st);
-	gc_dfree(amax, D.s);
+		rc = km_pass(D, [&](km_dev &V, int64_t r0) {
+			return km_features_rows(V, r0, fr, st);
+		}, st);
+	if (rc == GC_OK)
+		rc = km_features_finish(D, fr, st);
+	gc_dfree(fr, D.s);
 	return rc;
 }
 

@@ -232,11 +232,12 @@ gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
 							ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download,
 							(long long) ph.chunks, (long long) ph.chunk_rows,
 							ph.passes, ph.gb_streamed, ph.ms_passes);
-		return psprintf(" (upload %.1f, init %.1f, lloyd %.1f, download %.1f; %d iterations, %.1f%% of their rows assigned)",
+		return psprintf(" (upload %.1f, init %.1f, lloyd %.1f, download %.1f; %d iterations, %.1f%% of their rows assigned%s)",
 						ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download,
 						ph.total_iterations,
 						ph.total_iterations > 0 ?
-						100.0 * ph.rows_screened / ((double) call->in.n * ph.total_iterations) : 100.0);
+						100.0 * ph.rows_screened / ((double) call->in.n * ph.total_iterations) : 100.0,
+						ph.grid_cells > 0 ? psprintf(", through a grid of %d cells", ph.grid_cells) : "");
 	}
 	else
 	{

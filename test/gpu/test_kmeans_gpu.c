@@ -60,7 +60,9 @@ gauss(void)
 	return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
 }
 
-/* kind 0: blobs; 1: uniform; 2: blobs far from the origin; 3: duplicates. */
+/* kind 0: blobs; 1: uniform; 2: blobs far from the origin; 3: duplicates;
+ * 4: blobs with a constant first feature; 5: a range of a few float
+ * steps far from the origin (1000 + [0, 1e-3): about 16 values a feature). */
 static float *
 make_data(int64_t n, int d, int kind)
 {
@@ -82,6 +84,10 @@ make_data(int64_t n, int d, int kind)
 
 			if (kind == 1)
 				v = 10.0 * tu_uniform(&rs) - 5.0;
+			else if (kind == 4 && j == 0)
+				v = 7.25;
+			else if (kind == 5)
+				v = 1000.0 + 1e-3 * tu_uniform(&rs);
 			else if (kind == 3)
 				v = (double) (c % 5) + j;	/* 5 distinct rows */
 			else
@@ -234,7 +240,7 @@ test_step(int64_t n, int d, int k, int kind)
 			  "step n=%lld d=%d k=%d kind=%d: %lld labels differ, %lld near ties",
 			  (long long) n, d, k, kind, (long long) diff, (long long) nearties);
 	CHECK(chg == chc, "step changed %lld vs %lld", (long long) chg, (long long) chc);
-	CHECK(maxc <= 1e-6 * (kind == 2 ? 1000 : 10), "step centres differ by %g", maxc);
+	CHECK(maxc <= 1e-6 * (kind == 2 || kind == 5 ? 1000 : 10), "step centres differ by %g", maxc);
 	CHECK(fabs(shg - shr) <= 1e-6 * shr + 1e-12, "step shift %.17g vs %.17g", shg, shr);
 	if (diff == 0)
 		CHECK(shc == shr, "cpu shift");
@@ -630,16 +636,18 @@ done:
 }
 
 /*
- * The bounds (cuda/kmeans_prune.cu) keep rows out of the assignment; a fit
- * with them must equal the fit without (GPUCLUST_KM_PRUNE=0) bit for bit:
- * labels, centres, distances, inertia, iterations.  min_kept: the share of
- * row-iterations the bounds must have kept.  How many they keep depends on
- * the data (a blob split among many centres is all near ties), so only
- * k = 1 asks for it; the others print it.
+ * A fit with one of the assignment's shortcuts must equal the fit without
+ * it (env = "0") bit for bit: labels, centres, distances, inertia,
+ * iterations.  GPUCLUST_KM_PRUNE: the bounds (cuda/kmeans_prune.cu) keep
+ * rows out of the assignment; want: the share of row-iterations they must
+ * have kept.  How many they keep depends on the data (a blob split among
+ * many centres is all near ties), so only k = 1 asks for it; the others
+ * print it.  GPUCLUST_KM_GRID: the grid of the exact path
+ * (cuda/kmeans_grid.cu); want: 1 if the fit must have used it, 0 if not.
  */
 static void
-test_prune(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
-		   double tol, double min_kept)
+test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init init,
+			 int n_init, double tol, double want)
 {
 	float	   *X = make_data(n, d, kind);
 	gc_kmeans_params p = {.k = k, .max_iter = 300, .tol = tol,
@@ -659,15 +667,15 @@ test_prune(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 		memset(r[v].distance, 0xff, sizeof(double) * n);
 		memset(r[v].centroids, 0xff, sizeof(float) * k * d);
 		if (v == 0)
-			setenv("GPUCLUST_KM_PRUNE", "0", 1);
+			setenv(env, "0", 1);
 		else
-			unsetenv("GPUCLUST_KM_PRUNE");
+			unsetenv(env);
 		ok &= gc_kmeans_gpu(NULL, X, n, d, &p, &r[v], &st) == GC_OK;
-		CHECK(ok, "prune n=%lld d=%d k=%d (%s): %s", (long long) n, d, k,
-			  v ? "bounds" : "no bounds", st.message);
+		CHECK(ok, "%s n=%lld d=%d k=%d (%s): %s", env, (long long) n, d, k,
+			  v ? "on" : "off", st.message);
 		gc_kmeans_gpu_last_phases(&ph[v]);
 	}
-	unsetenv("GPUCLUST_KM_PRUNE");
+	unsetenv(env);
 	if (ok)
 	{
 		const double kept = 1.0 - (double) ph[1].rows_screened /
@@ -676,21 +684,33 @@ test_prune(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 		for (int64_t i = 0; i < n; i++)
 			same += r[0].labels[i] == r[1].labels[i] &&
 				memcmp(&r[0].distance[i], &r[1].distance[i], sizeof(double)) == 0;
-		CHECK(same == n, "prune n=%lld d=%d k=%d kind=%d: labels and distances equal on %lld of %lld rows",
-			  (long long) n, d, k, kind, (long long) same, (long long) n);
+		CHECK(same == n, "%s n=%lld d=%d k=%d kind=%d: labels and distances equal on %lld of %lld rows",
+			  env, (long long) n, d, k, kind, (long long) same, (long long) n);
 		CHECK(memcmp(r[0].centroids, r[1].centroids, sizeof(float) * k * d) == 0,
-			  "prune n=%lld d=%d k=%d kind=%d: centres differ", (long long) n, d, k, kind);
+			  "%s n=%lld d=%d k=%d kind=%d: centres differ", env, (long long) n, d, k, kind);
 		CHECK(r[0].inertia == r[1].inertia && r[0].iterations == r[1].iterations &&
 			  r[0].converged == r[1].converged,
-			  "prune n=%lld d=%d k=%d kind=%d: inertia %.17g / %.17g, iterations %d / %d",
-			  (long long) n, d, k, kind, r[0].inertia, r[1].inertia, r[0].iterations, r[1].iterations);
+			  "%s n=%lld d=%d k=%d kind=%d: inertia %.17g / %.17g, iterations %d / %d",
+			  env, (long long) n, d, k, kind, r[0].inertia, r[1].inertia, r[0].iterations, r[1].iterations);
 		CHECK(ph[0].rows_screened == (int64_t) n * ph[0].total_iterations,
-			  "prune: without bounds every row is assigned (%lld of %lld)",
+			  "%s: off, every row is assigned (%lld of %lld)", env,
 			  (long long) ph[0].rows_screened, (long long) n * ph[0].total_iterations);
-		CHECK(kept >= min_kept, "prune n=%lld d=%d k=%d kind=%d: the bounds kept %.1f%% of row-iterations, expected >= %.0f%%",
-			  (long long) n, d, k, kind, 100 * kept, 100 * min_kept);
-		printf("  prune n=%-7lld d=%-3d k=%-4d kind=%d n_init=%d: %d iterations, bounds kept %.1f%% of row-iterations\n",
-			   (long long) n, d, k, kind, n_init, ph[1].total_iterations, 100 * kept);
+		if (strcmp(env, "GPUCLUST_KM_GRID") == 0)
+		{
+			CHECK(ph[0].grid_cells == 0 && (ph[1].grid_cells > 0) == (want > 0),
+				  "grid n=%lld d=%d k=%d kind=%d: %d cells off, %d on, expected %s",
+				  (long long) n, d, k, kind, ph[0].grid_cells, ph[1].grid_cells,
+				  want > 0 ? "a grid" : "none");
+			printf("  grid n=%-7lld d=%-3d k=%-5d kind=%d n_init=%d: %d iterations, %d cells\n",
+				   (long long) n, d, k, kind, n_init, ph[1].total_iterations, ph[1].grid_cells);
+		}
+		else
+		{
+			CHECK(kept >= want, "prune n=%lld d=%d k=%d kind=%d: the bounds kept %.1f%% of row-iterations, expected >= %.0f%%",
+				  (long long) n, d, k, kind, 100 * kept, 100 * want);
+			printf("  prune n=%-7lld d=%-3d k=%-4d kind=%d n_init=%d: %d iterations, bounds kept %.1f%% of row-iterations\n",
+				   (long long) n, d, k, kind, n_init, ph[1].total_iterations, 100 * kept);
+		}
 	}
 	for (int v = 0; v < 2; v++)
 	{
@@ -993,6 +1013,9 @@ main(void)
 			{25000, 5, 300, 1}, {10000, 9, 17, 0}, {20000, 16, 130, 1}, {15000, 33, 256, 0},
 			{8000, 64, 40, 2}, {6000, 130, 300, 0}, {50000, 32, 1, 0}, {40000, 4, 1100, 1},
 			{200000, 2, 100, 1}, {100000, 32, 256, 1}, {50000, 128, 1000, 0},
+			/* the grid (d <= 3, n >= 256 k) */
+			{100000, 1, 100, 0}, {300000, 2, 1000, 0}, {100000, 3, 300, 2}, {50000, 2, 64, 3},
+			{60000, 3, 40, 4}, {60000, 2, 30, 5}, {80000, 3, 200, 1},
 		};
 		int			ns = sizeof(shapes) / sizeof(shapes[0]);
 
@@ -1008,6 +1031,8 @@ main(void)
 				continue;
 			if (shapes[s][0] * (int64_t) shapes[s][2] * shapes[s][1] > 2000000000LL)
 				continue;		/* CPU reference too slow */
+			if (shapes[s][3] == 5)
+				continue;		/* all near ties: the step compares exactly */
 			test_full(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
 					  GC_INIT_KMEANSPP, 1, 1e-4);
 		}
@@ -1027,20 +1052,34 @@ main(void)
 	test_reseed_steps();
 
 	/* the bounds: fits with them = fits without, bit for bit */
-	test_prune(30000, 9, 17, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);
-	test_prune(40000, 16, 130, 1, GC_INIT_KMEANSPP, 1, 1e-6, 0.0);
-	test_prune(30000, 33, 256, 0, GC_INIT_KMEANSPP, 2, 1e-4, 0.0);
-	test_prune(20000, 64, 40, 2, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* far from the origin */
-	test_prune(12000, 130, 300, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* wgmma's d */
-	test_prune(50000, 32, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.4);	/* k = 1: all kept after the first */
-	test_prune(20000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, 0.0);	/* duplicates: ties, re-seeding */
-	test_prune(10000, 256, 50, 1, GC_INIT_RANDOM, 1, 0.0, 0.0);	/* uniform, tol 0 */
-	test_prune(3000, 20, 3000, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* k = n */
+	test_without("GPUCLUST_KM_PRUNE", 30000, 9, 17, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);
+	test_without("GPUCLUST_KM_PRUNE", 40000, 16, 130, 1, GC_INIT_KMEANSPP, 1, 1e-6, 0.0);
+	test_without("GPUCLUST_KM_PRUNE", 30000, 33, 256, 0, GC_INIT_KMEANSPP, 2, 1e-4, 0.0);
+	test_without("GPUCLUST_KM_PRUNE", 20000, 64, 40, 2, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* far from the origin */
+	test_without("GPUCLUST_KM_PRUNE", 12000, 130, 300, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* wgmma's d */
+	test_without("GPUCLUST_KM_PRUNE", 50000, 32, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.4);	/* k = 1: all kept after the first */
+	test_without("GPUCLUST_KM_PRUNE", 20000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, 0.0);	/* duplicates: ties, re-seeding */
+	test_without("GPUCLUST_KM_PRUNE", 10000, 256, 50, 1, GC_INIT_RANDOM, 1, 0.0, 0.0);	/* uniform, tol 0 */
+	test_without("GPUCLUST_KM_PRUNE", 3000, 20, 3000, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* k = n */
 	if (!quick)
 	{
-		test_prune(200000, 32, 256, 0, GC_INIT_KMEANSPP, 1, 1e-6, 0.0);
-		test_prune(100000, 128, 1000, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 0.0);	/* ~25 centres a blob: near ties */
-		test_prune(100000, 200, 64, 1, GC_INIT_RANDOM, 2, 1e-5, 0.0);	/* uniform: few kept */
+		test_without("GPUCLUST_KM_PRUNE", 200000, 32, 256, 0, GC_INIT_KMEANSPP, 1, 1e-6, 0.0);
+		test_without("GPUCLUST_KM_PRUNE", 100000, 128, 1000, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 0.0);	/* ~25 centres a blob: near ties */
+		test_without("GPUCLUST_KM_PRUNE", 100000, 200, 64, 1, GC_INIT_RANDOM, 2, 1e-5, 0.0);	/* uniform: few kept */
+	}
+
+	/* the exact path's grid (d <= 3): fits through it = fits without, bit for bit */
+	test_without("GPUCLUST_KM_GRID", 200000, 2, 100, 0, GC_INIT_KMEANSPP, 1, 1e-4, 1);
+	test_without("GPUCLUST_KM_GRID", 100000, 1, 64, 1, GC_INIT_KMEANSPP, 2, 1e-6, 1);
+	test_without("GPUCLUST_KM_GRID", 150000, 3, 300, 2, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 1);	/* far from the origin */
+	test_without("GPUCLUST_KM_GRID", 50000, 2, 40, 3, GC_INIT_RANDOM, 2, 1e-4, 1);	/* duplicates: ties, re-seeding */
+	test_without("GPUCLUST_KM_GRID", 60000, 3, 50, 4, GC_INIT_KMEANSPP, 1, 0.0, 1);	/* a constant feature */
+	test_without("GPUCLUST_KM_GRID", 60000, 2, 30, 5, GC_INIT_KMEANSPP, 1, 1e-4, 1);	/* a few float steps wide */
+	test_without("GPUCLUST_KM_GRID", 40000, 2, 200, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0);	/* n < 256 k: none */
+	if (!quick)
+	{
+		test_without("GPUCLUST_KM_GRID", 2000000, 2, 1000, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 1);
+		test_without("GPUCLUST_KM_GRID", 1000000, 3, 2000, 1, GC_INIT_RANDOM, 1, 1e-4, 1);	/* uniform: many candidates */
 	}
 
 	/* streamed = resident (forced chunks, or a budget that needs them) */

@@ -1,0 +1,452 @@
+/*
+ * kmeans_grid.cu — the exact assignment at d <= 3 through a uniform grid
+ * over the data's bounding box, so that a row computes its distance to a
+ * few candidate centres instead of all k.  The labels are the CPU's
+ * (gc_km_assign) bit for bit, with no tolerance:
+ *
+ *   - Every cell has float edges (rounded outwards, widened by 2^-20 of the
+ *     feature's range), and a row goes to the cell its coordinates fall in
+ *     ((x - lo) * invw in float, three roundings: at most 3.01 u of the
+ *     range off, well inside the widening).  The kernel checks that the
+ *     row lies within its cell's edges; a row that did not would be
+ *     compared with every centre.
+ *   - metric.h's box bounds are exact in float: for every row x in the
+ *     cell, gc_box_mindist2(c, cell) <= gc_dist2(x, c) <=
+ *     gc_box_maxdist2(c, cell).  With U = the least gc_box_maxdist2 over
+ *     the centres (centre m), a centre whose gc_box_mindist2 > U has
+ *     gc_dist2(x, c) > U >= gc_dist2(x, c_m) for every such x: it is
+ *     never a row's nearest, and never ties with it.  The candidates are
+ *     the other centres (m among them), in increasing order, and the row
+ *     takes the first smallest gc_dist2 among them: the CPU's argmin over
+ *     all k, ties to the lowest index.
+ *
+ * Each prepared set of centres (km_prep: Lloyd's, the inertia's, k-means||'s
+ * batches) rebuilds the lists: one warp per cell, one pass for U and one
+ * per 32 centres to list them (ballot), a cell's entries taken from a
+ * shared pool with one atomic.  A cell with more than GRID_CAP candidates,
+ * or past the pool's end, is marked full: its rows compare with every
+ * centre.  The cells number about 16k (d <= 2) or 32k (d = 3), at most
+ * 32768 and n / 8: in a host simulation of this rule on the benchmark's
+ * blobs after a few Lloyd steps (k = 100 and 1000), a row has 1.6-4.5
+ * candidates on average, and the worst of a warp's 32 rows, which is what
+ * the warp pays, 3.7-10.  The assignment copies the lists (4 bytes a
+ * cell, 2 a candidate) into shared memory when they fit, and reads each
+ * candidate's coordinates through the L1 cache.
+ *
+ * Used when d <= 3, 16 <= k <= 65535, n >= 256 k and the features are not
+ * all constant; GPUCLUST_KM_GRID=0 turns it off (tests compare both).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kmeans_dev.cuh"
+
+#define GRID_CAP 254			/* candidates a cell lists; past this, full */
+#define GRID_FULL 0xFFu
+#define GRID_THREADS 512
+#define GRID_BUILD_WARPS 8
+#define GRID_SMEM_MAX (96 * 1024)
+
+/* The cell of row coordinates x (D features) and whether x lies within
+ * its edges. */
+template <int D>
+__device__ __forceinline__ int
+grid_cell(const km_grid_geo &g, const float *__restrict__ edge, const float *x,
+		  bool *inside)
+{
+	int			cell = 0,
+				mul = 1;
+	bool		in = true;
+
+#pragma unroll
+	for (int t = 0; t < D; t++)
+	{
+		int			q = (int) __fmul_rn(__fsub_rn(x[t], g.lo[t]), g.invw[t]);
+
+		q = q < 0 ? 0 : (q >= g.G[t] ? g.G[t] - 1 : q);
+		in &= x[t] >= edge[g.eoff[t] + q] && x[t] <= edge[g.eoff[t] + g.G[t] + q];
+		cell += q * mul;
+		mul *= g.G[t];
+	}
+	*inside = in;
+	return cell;
+}
+
+/* A cell's edges (D features) from its number. */
+template <int D>
+__device__ __forceinline__ void
+grid_box(const km_grid_geo &g, const float *__restrict__ edge, int cell,
+		 float *blo, float *bhi)
+{
+#pragma unroll
+	for (int t = 0; t < D; t++)
+	{
+		const int	q = cell % g.G[t];
+
+		cell /= g.G[t];
+		blo[t] = edge[g.eoff[t] + q];
+		bhi[t] = edge[g.eoff[t] + g.G[t] + q];
+	}
+}
+
+/*
+ * One warp per cell: U, then the centres whose lower bound is at most U,
+ * in increasing order.  cpk: k centres of 4 floats (the exact path's
+ * layout, km_prep).
+ */
+template <int D>
+__global__ void __launch_bounds__(32 * GRID_BUILD_WARPS)
+k_grid_build(km_grid_geo g, const float *__restrict__ edge,
+			 const float4 *__restrict__ cpk, int k, uint32_t *__restrict__ hdr,
+			 uint16_t *__restrict__ ids, int pool, unsigned *used)
+{
+	const int	lane = threadIdx.x & 31;
+	const int	cell = blockIdx.x * GRID_BUILD_WARPS + threadIdx.x / 32;
+	float		blo[D],
+				bhi[D],
+				U = INFINITY;
+	int			cnt = 0;
+	unsigned	off = 0;
+
+	if (cell >= g.ncell)
+		return;
+	grid_box<D>(g, edge, cell, blo, bhi);
+	for (int j = lane; j < k; j += 32)
+	{
+		const float4 c4 = cpk[j];
+		const float c[4] = {c4.x, c4.y, c4.z, c4.w};
+
+		U = fminf(U, gc_box_maxdist2(c, blo, bhi, D));
+	}
+#pragma unroll
+	for (int o = 16; o >= 1; o >>= 1)
+		U = fminf(U, __shfl_xor_sync(0xffffffffu, U, o));
+	for (int pass = 0; pass < 2; pass++)
+	{
+		int			pos = 0;
+
+		for (int j0 = 0; j0 < k; j0 += 32)
+		{
+			const int	j = j0 + lane;
+			bool		cand = false;
+
+			if (j < k)
+			{
+				const float4 c4 = cpk[j];
+				const float c[4] = {c4.x, c4.y, c4.z, c4.w};
+
+				cand = gc_box_mindist2_nb(c, blo, bhi, D) <= U;
+			}
+			const unsigned m = __ballot_sync(0xffffffffu, cand);
+
+			if (pass == 1 && cand)
+				ids[off + pos + __popc(m & ((1u << lane) - 1))] = (uint16_t) j;
+			pos += __popc(m);
+			if (pass == 0 && pos > GRID_CAP)
+				break;
+		}
+		if (pass == 0)
+		{
+			cnt = pos;
+			if (lane == 0 && cnt <= GRID_CAP)
+				off = atomicAdd(used, (unsigned) cnt);
+			off = __shfl_sync(0xffffffffu, off, 0);
+			if (cnt > GRID_CAP || off + cnt > (unsigned) pool)
+			{
+				if (lane == 0)
+					hdr[cell] = GRID_FULL;
+				return;
+			}
+		}
+	}
+	if (lane == 0)
+		hdr[cell] = off << 8 | (unsigned) cnt;
+}
+
+/* The running argmin of row x over centre j (the CPU's gc_dist2). */
+template <int D>
+__device__ __forceinline__ void
+grid_try(const float *x, const float4 *__restrict__ cpk, int j, float *best,
+		 int *lab)
+{
+	const float4 c4 = __ldg(cpk + j);
+	const float c[4] = {c4.x, c4.y, c4.z, c4.w};
+	float		a = gc_l2_first(x[0], c[0]);
+
+#pragma unroll
+	for (int t = 1; t < D; t++)
+		a = gc_l2_step(a, x[t], c[t]);
+	if (a < *best)
+	{
+		*best = a;
+		*lab = j;
+	}
+}
+
+/*
+ * The assignment: a block copies the lists into shared memory when they
+ * fit in smem bytes (else reads them where they are), then its threads
+ * take rows in a grid-stride loop.
+ */
+template <int D>
+__global__ void __launch_bounds__(GRID_THREADS)
+k_assign_grid(const float *__restrict__ XT, int64_t n, km_grid_geo g,
+			  const float *__restrict__ edge, const float4 *__restrict__ cpk,
+			  int k, const uint32_t *__restrict__ ghdr,
+			  const uint16_t *__restrict__ gids, int pool, const unsigned *used,
+			  unsigned smem, int32_t *__restrict__ labels,
+			  float *__restrict__ d2, unsigned long long *changed)
+{
+	extern __shared__ uint32_t gs[];
+	const unsigned nid = min(*used, (unsigned) pool);
+	const bool	insm = (size_t) g.ncell * 4 + ((nid + 1) & ~1u) * 2 <= smem;
+	const uint32_t *hdr = ghdr;
+	const uint16_t *ids = gids;
+	int			ch = 0;
+
+	if (insm)
+	{
+		uint32_t   *sid = gs + g.ncell;
+
+		for (int e = threadIdx.x; e < g.ncell; e += blockDim.x)
+			gs[e] = ghdr[e];
+		for (unsigned e = threadIdx.x; e < (nid + 1) / 2; e += blockDim.x)
+			sid[e] = ((const uint32_t *) gids)[e];
+		__syncthreads();
+		hdr = gs;
+		ids = (const uint16_t *) sid;
+	}
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		float		x[D];
+		bool		inside;
+		float		best = INFINITY;
+		int			lab = 0;
+
+#pragma unroll
+		for (int t = 0; t < D; t++)
+			x[t] = XT[(int64_t) t * n + i];
+
+		const int	cell = grid_cell<D>(g, edge, x, &inside);
+		const uint32_t h = inside ? hdr[cell] : GRID_FULL;
+
+		if ((h & 0xFFu) == GRID_FULL)
+			for (int j = 0; j < k; j++)
+				grid_try<D>(x, cpk, j, &best, &lab);
+		else
+		{
+			const uint16_t *l = ids + (h >> 8);
+
+			for (int m = 0; m < (int) (h & 0xFFu); m++)
+				grid_try<D>(x, cpk, l[m], &best, &lab);
+		}
+		ch += labels[i] != lab;
+		labels[i] = lab;
+		if (d2)
+			d2[i] = best;
+	}
+	{
+		const unsigned w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
+
+		if ((threadIdx.x & 31) == 0 && w != 0)
+			atomicAdd(changed, (unsigned long long) w);
+	}
+}
+
+/* ---- host side ---- */
+
+/* The float at or below (dir < 0) / above (dir > 0) the double v. */
+static float
+round_out(double v, int dir)
+{
+	float		f = (float) v;
+
+	if (dir < 0 && (double) f > v)
+		f = nextafterf(f, -INFINITY);
+	if (dir > 0 && (double) f < v)
+		f = nextafterf(f, INFINITY);
+	return f;
+}
+
+template <int D>
+static gc_code
+grid_kernels(km_dev &D_, gc_status *st)
+{
+	KM_CK(cudaFuncSetAttribute(k_assign_grid<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							   (int) D_.gsmem));
+	int			per_sm = 0;
+
+	KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_assign_grid<D>,
+														GRID_THREADS, D_.gsmem));
+	if (per_sm < 1)
+		per_sm = 1;
+	D_.gblocks = (int) (blocks_for(D_.n, GRID_THREADS) < (unsigned) (per_sm * D_.nsm) ?
+						blocks_for(D_.n, GRID_THREADS) : (unsigned) (per_sm * D_.nsm));
+	return GC_OK;
+}
+
+gc_code
+km_grid_plan(km_dev &D, const float *lo, const float *hi, gc_status *st)
+{
+	const char *env = getenv("GPUCLUST_KM_GRID");
+	const int	d = D.d,
+				k = D.k;
+	double		ext[3] = {0, 0, 0},
+				vol = 1.0;
+	int			nd = 0;
+	int64_t		target;
+	km_grid_geo &g = D.geo;
+	float	   *h;
+
+	D.grid = false;
+	if (!D.small || d > 3 || k < 16 || k > 65535 || D.n < (int64_t) 256 * k ||
+		(env && strcmp(env, "0") == 0))
+		return GC_OK;
+	for (int t = 0; t < d; t++)
+	{
+		ext[t] = (double) hi[t] - (double) lo[t];
+		if (ext[t] > 0)
+		{
+			nd++;
+			vol *= ext[t];
+		}
+	}
+	if (nd == 0)
+		return GC_OK;
+	target = (int64_t) (d == 3 ? 32 : 16) * k;
+	if (target > 32768)
+		target = 32768;
+	if (target > D.n / 8)
+		target = D.n / 8;
+	{
+		const double s = pow((double) target / vol, 1.0 / nd);
+
+		g.ncell = 1;
+		for (int t = 0; t < 3; t++)
+		{
+			double		c = t < d && ext[t] > 0 ? floor(ext[t] * s) : 1.0;
+
+			g.G[t] = c < 1 ? 1 : (c > 4096 ? 4096 : (int) c);
+			g.ncell *= g.G[t];
+		}
+		/* a feature far narrower than the others keeps one cell, which
+		 * can leave the others too many: halve the finest */
+		while (g.ncell > target)
+		{
+			int			f = g.G[0] >= g.G[1] ? 0 : 1;
+
+			f = g.G[f] >= g.G[2] ? f : 2;
+			g.ncell /= g.G[f];
+			g.G[f] = (g.G[f] + 1) / 2;
+			g.ncell *= g.G[f];
+		}
+	}
+	if (g.ncell < 2)
+		return GC_OK;
+	g.eoff[0] = 0;
+	g.eoff[1] = 2 * g.G[0];
+	g.eoff[2] = g.eoff[1] + 2 * g.G[1];
+	h = (float *) malloc(sizeof(float) * 2 * (g.G[0] + g.G[1] + g.G[2]));
+	if (h == NULL)
+		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	for (int t = 0; t < 3; t++)
+	{
+		const double w = t < d ? ext[t] / g.G[t] : 0.0,
+					marg = t < d ? ext[t] * 0x1.0p-20 : 0.0,
+					l = t < d ? (double) lo[t] : 0.0;
+
+		g.lo[t] = (float) l;
+		g.invw[t] = ext[t] > 0 ? (float) (g.G[t] / ext[t]) : 0.0f;
+		for (int i = 0; i < g.G[t]; i++)
+		{
+			h[g.eoff[t] + i] = t < d ? round_out(l + i * w - marg, -1) : 0.0f;
+			h[g.eoff[t] + g.G[t] + i] = t < d ?
+				(i == g.G[t] - 1 ? round_out((double) hi[t] + marg, 1) :
+				 round_out(l + (i + 1) * w + marg, 1)) : 0.0f;
+		}
+	}
+	D.gpool = (int) (8 * (int64_t) g.ncell > 16384 ? 8 * (int64_t) g.ncell : 16384);
+	{
+		const size_t all = (size_t) g.ncell * 4 + (size_t) D.gpool * 2;
+
+		D.gsmem = all < GRID_SMEM_MAX ? all : GRID_SMEM_MAX;
+		if ((int) D.gsmem > D.smem_optin)
+			D.gsmem = D.smem_optin;
+	}
+	{
+		const size_t eb = sizeof(float) * 2 * (g.G[0] + g.G[1] + g.G[2]);
+		cudaError_t e = gc_dalloc((void **) &D.gedge, eb, D.s);
+
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(D.gedge, h, eb, cudaMemcpyHostToDevice, D.s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(D.s);
+		free(h);
+		if (e != cudaSuccess)
+			return km_cuda_fail(st, e, "the grid's edges");
+	}
+	KM_ALLOC(D.ghdr, g.ncell);
+	KM_ALLOC(D.gids, D.gpool + 2);
+	/* copied to shared memory in 32-bit words: the odd last one defined */
+	KM_CK(cudaMemsetAsync(D.gids, 0, sizeof(uint16_t) * (D.gpool + 2), D.s));
+	KM_ALLOC(D.gused, 1);
+	{
+		gc_code		rc;
+
+		switch (d)
+		{
+			case 1:
+				rc = grid_kernels<1>(D, st);
+				break;
+			case 2:
+				rc = grid_kernels<2>(D, st);
+				break;
+			default:
+				rc = grid_kernels<3>(D, st);
+				break;
+		}
+		if (rc != GC_OK)
+			return rc;
+	}
+	D.grid = true;
+	return GC_OK;
+}
+
+gc_code
+km_grid_build(km_dev &D, gc_status *st)
+{
+	const unsigned g = blocks_for(D.geo.ncell, GRID_BUILD_WARPS);
+	const float4 *c = (const float4 *) D.cpk;
+
+	KM_CK(cudaMemsetAsync(D.gused, 0, sizeof(unsigned), D.s));
+	switch (D.d)
+	{
+#define BUILD_CASE(DD) case DD: k_grid_build<DD><<<g, 32 * GRID_BUILD_WARPS, 0, D.s>>>(D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.gpool, D.gused); break;
+			BUILD_CASE(1) BUILD_CASE(2) BUILD_CASE(3)
+#undef BUILD_CASE
+		default:
+			return gc_fail(st, GC_EINTERNAL, "GPU k-means: no grid for d = %d", D.d);
+	}
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+gc_code
+km_grid_assign(km_dev &D, float *d2, gc_status *st)
+{
+	const float4 *c = (const float4 *) D.cpk;
+	unsigned long long *ch = &D.info->changed;
+
+	switch (D.d)
+	{
+#define ASSIGN_CASE(DD) case DD: k_assign_grid<DD><<<D.gblocks, GRID_THREADS, D.gsmem, D.s>>>(D.XT, D.n, D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.gpool, D.gused, (unsigned) D.gsmem, D.labels, d2, ch); break;
+			ASSIGN_CASE(1) ASSIGN_CASE(2) ASSIGN_CASE(3)
+#undef ASSIGN_CASE
+		default:
+			return gc_fail(st, GC_EINTERNAL, "GPU k-means: no grid for d = %d", D.d);
+	}
+	KM_LAUNCHED();
+	return GC_OK;
+}
