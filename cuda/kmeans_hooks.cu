@@ -76,6 +76,100 @@ gc_kmeans_gpu_step(const float *X, int64_t n, int d, int k, const float *C_in,
 }
 
 extern "C" gc_code
+gc_kmeans_gpu_grid_stats(const float *X, int64_t n, int d, int k, const float *C,
+						 gc_kmeans_gpu_grid_info *out, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+
+	memset(out, 0, sizeof(*out));
+	if (n < 1 || d < 1 || k < 1 || k > n || n > INT32_MAX)
+		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_grid_stats: bad sizes");
+	if ((rc = km_setup(D, X, n, d, k, false, st)) != GC_OK)
+		return rc;
+	if (!D.grid)
+		return GC_OK;
+	KM_CK(cudaMemcpyAsync(D.C[0], C, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
+	if ((rc = km_prep(D, D.C[0], st)) != GC_OK)
+		return rc;
+
+	const km_grid_geo &g = D.geo;
+	const int	ne = 2 * (g.G[0] + g.G[1] + g.G[2]);
+	uint32_t   *hdr = (uint32_t *) malloc(sizeof(uint32_t) * g.ncell);
+	float	   *edge = (float *) malloc(sizeof(float) * ne);
+	unsigned	used = 0;
+	cudaError_t e = cudaSuccess;
+
+	if (hdr == NULL || edge == NULL)
+	{
+		free(hdr);
+		free(edge);
+		return gc_fail(st, GC_ENOMEM, "out of memory");
+	}
+	e = cudaMemcpyAsync(hdr, D.ghdr, sizeof(uint32_t) * g.ncell, cudaMemcpyDeviceToHost, D.s);
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync(edge, D.gedge, sizeof(float) * ne, cudaMemcpyDeviceToHost, D.s);
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync(&used, D.gused, sizeof(unsigned), cudaMemcpyDeviceToHost, D.s);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(D.s);
+	if (e != cudaSuccess)
+	{
+		free(hdr);
+		free(edge);
+		return km_cuda_fail(st, e, "reading the grid");
+	}
+	out->cells = g.ncell;
+	for (int c = 0; c < g.ncell; c++)
+	{
+		if ((hdr[c] & 0xFFu) == 0xFFu)
+			out->full_cells++;
+		else
+			out->listed += hdr[c] & 0xFFu;
+	}
+	{
+		double		rsum = 0,
+					wsum = 0;
+		int			wmax = 0;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			int			cell = 0,
+						mul = 1,
+						cnt;
+			bool		in = true;
+
+			for (int t = 0; t < d; t++)
+			{
+				const volatile float a = X[i * d + t] - g.lo[t];
+				const volatile float b = a * g.invw[t];
+				int			q = (int) b;
+
+				q = q < 0 ? 0 : (q >= g.G[t] ? g.G[t] - 1 : q);
+				in &= X[i * d + t] >= edge[g.eoff[t] + q] &&
+					X[i * d + t] <= edge[g.eoff[t] + g.G[t] + q];
+				cell += q * mul;
+				mul *= g.G[t];
+			}
+			cnt = !in || (hdr[cell] & 0xFFu) == 0xFFu ? k : (int) (hdr[cell] & 0xFFu);
+			out->rows_outside += !in;
+			rsum += cnt;
+			wmax = cnt > wmax ? cnt : wmax;
+			if (i % 32 == 31 || i == n - 1)
+			{
+				wsum += wmax;
+				wmax = 0;
+			}
+		}
+		out->row_candidates = rsum / n;
+		out->warp_candidates = wsum / ((n + 31) / 32);
+	}
+	free(hdr);
+	free(edge);
+	return GC_OK;
+}
+
+extern "C" gc_code
 gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 					int iters, gc_kmeans_gpu_timing *t, gc_status *st)
 {

@@ -318,6 +318,27 @@ gc_code		gc_kmeans_gpu_step(const float *X, int64_t n, int d, int k,
 							   float *C_out, double *shift,
 							   int64_t *n_changed, gc_status *st);
 
+/*
+ * The exact path's grid (cuda/kmeans_grid.cu, d <= 3) for the centres C:
+ * its cells, the candidates it lists, and per row of X (the host's float
+ * arithmetic of the kernel): rows outside their cell's edges, and the
+ * candidates a row and a warp of 32 consecutive rows compare with.
+ * cells = 0: no grid for this problem.
+ */
+typedef struct gc_kmeans_gpu_grid_info
+{
+	int			cells;
+	int			full_cells;		/* more than the cap, or past the pool */
+	int64_t		listed;			/* candidates listed in all */
+	int64_t		rows_outside;
+	double		row_candidates;	/* mean over rows (a full cell's: k) */
+	double		warp_candidates;	/* mean over warps of their rows' largest */
+} gc_kmeans_gpu_grid_info;
+
+gc_code		gc_kmeans_gpu_grid_stats(const float *X, int64_t n, int d, int k,
+									 const float *C, gc_kmeans_gpu_grid_info *out,
+									 gc_status *st);
+
 typedef struct gc_kmeans_gpu_timing
 {
 	double		ms_iter;		/* a whole Lloyd iteration, read-back included */

@@ -721,6 +721,42 @@ test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init 
 	free(X);
 }
 
+/*
+ * The grid's lists on blobs like the benchmark's (4k unit squares in
+ * [-10, 10)^d) at k-means++ centres: no row outside its cell, no full
+ * cell, and few candidates a row (what makes the grid pay).
+ */
+static void
+test_grid_lists(int64_t n, int d, int k, double max_row)
+{
+	float	   *X = malloc(sizeof(float) * n * d),
+			   *cent = malloc(sizeof(float) * 4 * k * d),
+			   *C = malloc(sizeof(float) * k * d);
+	gc_kmeans_gpu_grid_info gs;
+	gc_status	st = {0};
+
+	for (int i = 0; i < 4 * k * d; i++)
+		cent[i] = (float) (20 * tu_uniform(&rs) - 10);
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			c = (int) (tu_uniform(&rs) * 4 * k);
+
+		for (int j = 0; j < d; j++)
+			X[i * d + j] = cent[c * d + j] + (float) (tu_uniform(&rs) - 0.5);
+	}
+	gc_km_init_kmeanspp(NULL, X, n, d, k, tu_next(&rs), 0, C, NULL, &st);
+	CHECK(gc_kmeans_gpu_grid_stats(X, n, d, k, C, &gs, &st) == GC_OK, "grid stats: %s", st.message);
+	CHECK(gs.cells > 0 && gs.rows_outside == 0 && gs.full_cells == 0 && gs.row_candidates <= max_row,
+		  "grid n=%lld d=%d k=%d: %d cells (%d full), %lld rows outside, %.2f candidates a row (at most %.1f expected)",
+		  (long long) n, d, k, gs.cells, gs.full_cells, (long long) gs.rows_outside,
+		  gs.row_candidates, max_row);
+	printf("  grid lists n=%-8lld d=%d k=%-5d: %d cells, %lld listed, %.2f candidates a row, %.2f a warp\n",
+		   (long long) n, d, k, gs.cells, (long long) gs.listed, gs.row_candidates, gs.warp_candidates);
+	free(X);
+	free(cent);
+	free(C);
+}
+
 /* ---- streamed = resident, bit for bit ---- */
 static void
 km_alloc_result(gc_kmeans_result *r, int64_t n, int d, int k)
@@ -1068,7 +1104,10 @@ main(void)
 		test_without("GPUCLUST_KM_PRUNE", 100000, 200, 64, 1, GC_INIT_RANDOM, 2, 1e-5, 0.0);	/* uniform: few kept */
 	}
 
-	/* the exact path's grid (d <= 3): fits through it = fits without, bit for bit */
+	/* the exact path's grid (d <= 3): its lists, then fits through it = fits without, bit for bit */
+	test_grid_lists(1000000, 2, 100, 6.0);
+	test_grid_lists(500000, 1, 300, 3.0);
+	test_grid_lists(1000000, 3, 1000, 12.0);
 	test_without("GPUCLUST_KM_GRID", 200000, 2, 100, 0, GC_INIT_KMEANSPP, 1, 1e-4, 1);
 	test_without("GPUCLUST_KM_GRID", 100000, 1, 64, 1, GC_INIT_KMEANSPP, 2, 1e-6, 1);
 	test_without("GPUCLUST_KM_GRID", 150000, 3, 300, 2, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 1);	/* far from the origin */
