@@ -332,8 +332,6 @@ struct km_dev
 	uint16_t   *gids = nullptr;	/* gpool (+1): the candidates' centre numbers */
 	unsigned   *gused = nullptr;	/* entries of gids taken by the last build */
 	int			gpool = 0;
-	size_t		gsmem = 0;		/* the assignment's shared memory */
-	int			gblocks = 0;	/* ... and its grid */
 
 	/* streamed */
 	bool		is_view = false;	/* a chunk view: owns nothing */

@@ -29,9 +29,8 @@
  * 32768 and n / 8: in a host simulation of this rule on the benchmark's
  * blobs after a few Lloyd steps (k = 100 and 1000), a row has 1.6-4.5
  * candidates on average, and the worst of a warp's 32 rows, which is what
- * the warp pays, 3.7-10.  The assignment copies the lists (4 bytes a
- * cell, 2 a candidate) into shared memory when they fit, and reads each
- * candidate's coordinates through the L1 cache.
+ * the warp pays, 3.7-10.  The assignment reads the lists (4 bytes a cell,
+ * 2 a candidate) and the candidates' coordinates through the L1 cache.
  *
  * Used when d <= 3, 16 <= k <= 65535, n >= 256 k and the features are not
  * all constant; GPUCLUST_KM_GRID=0 turns it off (tests compare both).
@@ -44,9 +43,9 @@
 
 #define GRID_CAP 254			/* candidates a cell lists; past this, full */
 #define GRID_FULL 0xFFu
-#define GRID_THREADS 512
+#define GRID_THREADS 256
+#define GRID_P 8				/* rows a thread assigns */
 #define GRID_BUILD_WARPS 8
-#define GRID_SMEM_MAX (96 * 1024)
 
 /* The cell of row coordinates x (D features) and whether x lies within
  * its edges. */
@@ -185,67 +184,62 @@ grid_try(const float *x, const float4 *__restrict__ cpk, int j, float *best,
 }
 
 /*
- * The assignment: a block copies the lists into shared memory when they
- * fit in smem bytes (else reads them where they are), then its threads
- * take rows in a grid-stride loop.
+ * The assignment: a thread takes GRID_P rows 256 apart, loads their
+ * coordinates and old labels at once (so that a thread has that many rows'
+ * loads in flight), then walks each row's candidates.  The lists, edges
+ * and centres are small and read through the L1 cache.
  */
 template <int D>
 __global__ void __launch_bounds__(GRID_THREADS)
 k_assign_grid(const float *__restrict__ XT, int64_t n, km_grid_geo g,
 			  const float *__restrict__ edge, const float4 *__restrict__ cpk,
-			  int k, const uint32_t *__restrict__ ghdr,
-			  const uint16_t *__restrict__ gids, int pool, const unsigned *used,
-			  unsigned smem, int32_t *__restrict__ labels,
+			  int k, const uint32_t *__restrict__ hdr,
+			  const uint16_t *__restrict__ ids, int32_t *__restrict__ labels,
 			  float *__restrict__ d2, unsigned long long *changed)
 {
-	extern __shared__ uint32_t gs[];
-	const unsigned nid = min(*used, (unsigned) pool);
-	const bool	insm = (size_t) g.ncell * 4 + ((nid + 1) & ~1u) * 2 <= smem;
-	const uint32_t *hdr = ghdr;
-	const uint16_t *ids = gids;
+	const int64_t base = (int64_t) blockIdx.x * (GRID_THREADS * GRID_P) + threadIdx.x;
+	float		x[GRID_P][D];
+	int			old[GRID_P];
 	int			ch = 0;
 
-	if (insm)
+#pragma unroll
+	for (int p = 0; p < GRID_P; p++)
 	{
-		uint32_t   *sid = gs + g.ncell;
+		const int64_t i = base + p * GRID_THREADS;
 
-		for (int e = threadIdx.x; e < g.ncell; e += blockDim.x)
-			gs[e] = ghdr[e];
-		for (unsigned e = threadIdx.x; e < (nid + 1) / 2; e += blockDim.x)
-			sid[e] = ((const uint32_t *) gids)[e];
-		__syncthreads();
-		hdr = gs;
-		ids = (const uint16_t *) sid;
+#pragma unroll
+		for (int t = 0; t < D; t++)
+			x[p][t] = i < n ? XT[(int64_t) t * n + i] : 0.0f;
+		old[p] = i < n ? labels[i] : 0;
 	}
-	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-		 i += (int64_t) gridDim.x * blockDim.x)
+#pragma unroll
+	for (int p = 0; p < GRID_P; p++)
 	{
-		float		x[D];
+		const int64_t i = base + p * GRID_THREADS;
 		bool		inside;
 		float		best = INFINITY;
 		int			lab = 0;
 
-#pragma unroll
-		for (int t = 0; t < D; t++)
-			x[t] = XT[(int64_t) t * n + i];
-
-		const int	cell = grid_cell<D>(g, edge, x, &inside);
-		const uint32_t h = inside ? hdr[cell] : GRID_FULL;
-
-		if ((h & 0xFFu) == GRID_FULL)
-			for (int j = 0; j < k; j++)
-				grid_try<D>(x, cpk, j, &best, &lab);
-		else
+		if (i < n)
 		{
-			const uint16_t *l = ids + (h >> 8);
+			const int	cell = grid_cell<D>(g, edge, x[p], &inside);
+			const uint32_t h = inside ? __ldg(hdr + cell) : GRID_FULL;
 
-			for (int m = 0; m < (int) (h & 0xFFu); m++)
-				grid_try<D>(x, cpk, l[m], &best, &lab);
+			if ((h & 0xFFu) == GRID_FULL)
+				for (int j = 0; j < k; j++)
+					grid_try<D>(x[p], cpk, j, &best, &lab);
+			else
+			{
+				const uint16_t *l = ids + (h >> 8);
+
+				for (int m = 0; m < (int) (h & 0xFFu); m++)
+					grid_try<D>(x[p], cpk, __ldg(l + m), &best, &lab);
+			}
+			ch += old[p] != lab;
+			labels[i] = lab;
+			if (d2)
+				d2[i] = best;
 		}
-		ch += labels[i] != lab;
-		labels[i] = lab;
-		if (d2)
-			d2[i] = best;
 	}
 	{
 		const unsigned w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
@@ -268,23 +262,6 @@ round_out(double v, int dir)
 	if (dir > 0 && (double) f < v)
 		f = nextafterf(f, INFINITY);
 	return f;
-}
-
-template <int D>
-static gc_code
-grid_kernels(km_dev &D_, gc_status *st)
-{
-	KM_CK(cudaFuncSetAttribute(k_assign_grid<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							   (int) D_.gsmem));
-	int			per_sm = 0;
-
-	KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_assign_grid<D>,
-														GRID_THREADS, D_.gsmem));
-	if (per_sm < 1)
-		per_sm = 1;
-	D_.gblocks = (int) (blocks_for(D_.n, GRID_THREADS) < (unsigned) (per_sm * D_.nsm) ?
-						blocks_for(D_.n, GRID_THREADS) : (unsigned) (per_sm * D_.nsm));
-	return GC_OK;
 }
 
 gc_code
@@ -369,13 +346,6 @@ km_grid_plan(km_dev &D, const float *lo, const float *hi, gc_status *st)
 	}
 	D.gpool = (int) (8 * (int64_t) g.ncell > 16384 ? 8 * (int64_t) g.ncell : 16384);
 	{
-		const size_t all = (size_t) g.ncell * 4 + (size_t) D.gpool * 2;
-
-		D.gsmem = all < GRID_SMEM_MAX ? all : GRID_SMEM_MAX;
-		if ((int) D.gsmem > D.smem_optin)
-			D.gsmem = D.smem_optin;
-	}
-	{
 		const size_t eb = sizeof(float) * 2 * (g.G[0] + g.G[1] + g.G[2]);
 		cudaError_t e = gc_dalloc((void **) &D.gedge, eb, D.s);
 
@@ -388,28 +358,8 @@ km_grid_plan(km_dev &D, const float *lo, const float *hi, gc_status *st)
 			return km_cuda_fail(st, e, "the grid's edges");
 	}
 	KM_ALLOC(D.ghdr, g.ncell);
-	KM_ALLOC(D.gids, D.gpool + 2);
-	/* copied to shared memory in 32-bit words: the odd last one defined */
-	KM_CK(cudaMemsetAsync(D.gids, 0, sizeof(uint16_t) * (D.gpool + 2), D.s));
+	KM_ALLOC(D.gids, D.gpool);
 	KM_ALLOC(D.gused, 1);
-	{
-		gc_code		rc;
-
-		switch (d)
-		{
-			case 1:
-				rc = grid_kernels<1>(D, st);
-				break;
-			case 2:
-				rc = grid_kernels<2>(D, st);
-				break;
-			default:
-				rc = grid_kernels<3>(D, st);
-				break;
-		}
-		if (rc != GC_OK)
-			return rc;
-	}
 	D.grid = true;
 	return GC_OK;
 }
@@ -438,10 +388,11 @@ km_grid_assign(km_dev &D, float *d2, gc_status *st)
 {
 	const float4 *c = (const float4 *) D.cpk;
 	unsigned long long *ch = &D.info->changed;
+	const unsigned g = blocks_for(D.n, GRID_THREADS * GRID_P);
 
 	switch (D.d)
 	{
-#define ASSIGN_CASE(DD) case DD: k_assign_grid<DD><<<D.gblocks, GRID_THREADS, D.gsmem, D.s>>>(D.XT, D.n, D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.gpool, D.gused, (unsigned) D.gsmem, D.labels, d2, ch); break;
+#define ASSIGN_CASE(DD) case DD: k_assign_grid<DD><<<g, GRID_THREADS, 0, D.s>>>(D.XT, D.n, D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.labels, d2, ch); break;
 			ASSIGN_CASE(1) ASSIGN_CASE(2) ASSIGN_CASE(3)
 #undef ASSIGN_CASE
 		default:
