@@ -134,6 +134,7 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 		(rc = km_read_info(D, st)) != GC_OK)
 		return rc;
 	km_screen_adapt(D);
+	km_grid_adapt(D);
 	if (D.h_info->n_empty > 0)
 	{
 		unsigned long long changed = D.h_info->changed;
@@ -478,7 +479,6 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		last_phases.ms_upload = gc_now_ms() - t0;
 		last_phases.chunks = plan.streamed ? plan.chunks : 0;
 		last_phases.chunk_rows = plan.streamed ? plan.chunk_rows : 0;
-		last_phases.grid_cells = D.grid ? D.geo.ncell : 0;
 		if (p->tol > 0.0)
 		{
 			double		mv;
@@ -534,6 +534,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			KM_CK(cudaStreamSynchronize(D.s));
 		}
 		last_phases.ms_download = gc_now_ms() - t0;
+		last_phases.grid_cells = D.grid ? D.geo.ncell : 0;	/* still used at the end */
 		last_phases.passes = D.passes;
 		last_phases.ms_passes = D.ms_passes;
 		last_phases.gb_streamed = (double) D.passes * (double) n * d * 4 / 1e9;

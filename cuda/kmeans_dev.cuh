@@ -197,6 +197,7 @@ struct km_info
 	unsigned	n_fallback2;	/* rows the 3xtf32 re-screen left (one km_assign) */
 	unsigned	fb_screen;		/* rows re-screened in 3xtf32 this iteration */
 	unsigned	n_listed;		/* rows the bounds could not keep (one km_assign; kmeans_prune.cu) */
+	unsigned long long grid_tries;	/* distances the grid's warps paid for (kmeans_grid.cu) */
 };
 
 /* A CUDA error as a gc_code (check.cuh), named for k-means. */
@@ -550,6 +551,11 @@ gc_code		km_grid_build(km_dev &D, gc_status *st);
 /* The exact assignment through the grid (km_assign, D.grid): labels, the
  * changed count, and d2 (may be NULL) the distances. */
 gc_code		km_grid_assign(km_dev &D, float *d2, gc_status *st);
+
+/* After an iteration (its record in D.h_info): the grid is dropped for the
+ * rest of the fit when its warps paid for more than a third of n k
+ * distances (rows crowded into a few cells, as beside a far outlier). */
+void		km_grid_adapt(km_dev &D);
 
 /* ---- kmeans_update.cu ---- */
 

@@ -33,7 +33,10 @@
  * 2 a candidate) and the candidates' coordinates through the L1 cache.
  *
  * Used when d <= 3, 16 <= k <= 65535, n >= 256 k and the features are not
- * all constant; GPUCLUST_KM_GRID=0 turns it off (tests compare both).
+ * all constant, until an iteration's warps pay for more than a third of
+ * the n k distances of the exact path (rows crowded into a few cells, as
+ * beside a far outlier: km_grid_adapt); GPUCLUST_KM_GRID=0 turns it off
+ * (tests compare both).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -195,12 +198,14 @@ k_assign_grid(const float *__restrict__ XT, int64_t n, km_grid_geo g,
 			  const float *__restrict__ edge, const float4 *__restrict__ cpk,
 			  int k, const uint32_t *__restrict__ hdr,
 			  const uint16_t *__restrict__ ids, int32_t *__restrict__ labels,
-			  float *__restrict__ d2, unsigned long long *changed)
+			  float *__restrict__ d2, unsigned long long *changed,
+			  unsigned long long *tries)
 {
 	const int64_t base = (int64_t) blockIdx.x * (GRID_THREADS * GRID_P) + threadIdx.x;
 	float		x[GRID_P][D];
 	int			old[GRID_P];
 	int			ch = 0;
+	unsigned	paid = 0;		/* the warp's: the most distances of its rows, summed */
 
 #pragma unroll
 	for (int p = 0; p < GRID_P; p++)
@@ -212,19 +217,21 @@ k_assign_grid(const float *__restrict__ XT, int64_t n, km_grid_geo g,
 			x[p][t] = i < n ? XT[(int64_t) t * n + i] : 0.0f;
 		old[p] = i < n ? labels[i] : 0;
 	}
-#pragma unroll
+	static_assert(GRID_P == 8, "the unroll below");
+#pragma unroll 8					/* GRID_P, or the loop is left rolled at D = 1 */
 	for (int p = 0; p < GRID_P; p++)
 	{
 		const int64_t i = base + p * GRID_THREADS;
 		bool		inside;
 		float		best = INFINITY;
 		int			lab = 0;
+		uint32_t	h = 0;
 
 		if (i < n)
 		{
 			const int	cell = grid_cell<D>(g, edge, x[p], &inside);
-			const uint32_t h = inside ? __ldg(hdr + cell) : GRID_FULL;
 
+			h = inside ? __ldg(hdr + cell) : GRID_FULL;
 			if ((h & 0xFFu) == GRID_FULL)
 				for (int j = 0; j < k; j++)
 					grid_try<D>(x[p], cpk, j, &best, &lab);
@@ -240,12 +247,16 @@ k_assign_grid(const float *__restrict__ XT, int64_t n, km_grid_geo g,
 			if (d2)
 				d2[i] = best;
 		}
+		paid += __reduce_max_sync(0xffffffffu, i >= n ? 0u :
+								  (h & 0xFFu) == GRID_FULL ? (unsigned) k : h & 0xFFu);
 	}
 	{
 		const unsigned w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
 
 		if ((threadIdx.x & 31) == 0 && w != 0)
 			atomicAdd(changed, (unsigned long long) w);
+		if ((threadIdx.x & 31) == 0)
+			atomicAdd(tries, 32ull * paid);
 	}
 }
 
@@ -392,7 +403,7 @@ km_grid_assign(km_dev &D, float *d2, gc_status *st)
 
 	switch (D.d)
 	{
-#define ASSIGN_CASE(DD) case DD: k_assign_grid<DD><<<g, GRID_THREADS, 0, D.s>>>(D.XT, D.n, D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.labels, d2, ch); break;
+#define ASSIGN_CASE(DD) case DD: k_assign_grid<DD><<<g, GRID_THREADS, 0, D.s>>>(D.XT, D.n, D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.labels, d2, ch, &D.info->grid_tries); break;
 			ASSIGN_CASE(1) ASSIGN_CASE(2) ASSIGN_CASE(3)
 #undef ASSIGN_CASE
 		default:
@@ -400,4 +411,11 @@ km_grid_assign(km_dev &D, float *d2, gc_status *st)
 	}
 	KM_LAUNCHED();
 	return GC_OK;
+}
+
+void
+km_grid_adapt(km_dev &D)
+{
+	if (D.grid && D.h_info->grid_tries * 3 > (unsigned long long) D.n * D.k)
+		D.grid = false;
 }

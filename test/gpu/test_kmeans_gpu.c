@@ -62,7 +62,8 @@ gauss(void)
 
 /* kind 0: blobs; 1: uniform; 2: blobs far from the origin; 3: duplicates;
  * 4: blobs with a constant first feature; 5: a range of a few float
- * steps far from the origin (1000 + [0, 1e-3): about 16 values a feature). */
+ * steps far from the origin (1000 + [0, 1e-3): about 16 values a feature);
+ * 6: blobs and one far outlier (the last row, 1e6 on every feature). */
 static float *
 make_data(int64_t n, int d, int kind)
 {
@@ -88,6 +89,8 @@ make_data(int64_t n, int d, int kind)
 				v = 7.25;
 			else if (kind == 5)
 				v = 1000.0 + 1e-3 * tu_uniform(&rs);
+			else if (kind == 6 && i == n - 1)
+				v = 1e6;
 			else if (kind == 3)
 				v = (double) (c % 5) + j;	/* 5 distinct rows */
 			else
@@ -1115,6 +1118,7 @@ main(void)
 	test_without("GPUCLUST_KM_GRID", 60000, 3, 50, 4, GC_INIT_KMEANSPP, 1, 0.0, 1);	/* a constant feature */
 	test_without("GPUCLUST_KM_GRID", 60000, 2, 30, 5, GC_INIT_KMEANSPP, 1, 1e-4, 1);	/* a few float steps wide */
 	test_without("GPUCLUST_KM_GRID", 40000, 2, 200, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0);	/* n < 256 k: none */
+	test_without("GPUCLUST_KM_GRID", 60000, 2, 64, 6, GC_INIT_KMEANSPP, 1, 1e-4, 0);	/* an outlier: dropped */
 	if (!quick)
 	{
 		test_without("GPUCLUST_KM_GRID", 2000000, 2, 1000, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 1);
