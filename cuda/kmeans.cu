@@ -247,6 +247,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 			cudaStreamSynchronize(D.s);
 			return gc_fail(st, GC_ECANCEL, "canceled");
 		}
+		last_phases.grid_iterations += D.grid;	/* before km_grid_adapt may drop it */
 		if ((rc = km_iteration(D, cur, st)) != GC_OK)
 			return rc;
 		last_phases.rows_screened += D.streamed ? D.n : D.screened;
@@ -479,6 +480,7 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		last_phases.ms_upload = gc_now_ms() - t0;
 		last_phases.chunks = plan.streamed ? plan.chunks : 0;
 		last_phases.chunk_rows = plan.streamed ? plan.chunk_rows : 0;
+		last_phases.grid_cells = D.grid ? D.geo.ncell : 0;
 		if (p->tol > 0.0)
 		{
 			double		mv;
@@ -534,7 +536,6 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			KM_CK(cudaStreamSynchronize(D.s));
 		}
 		last_phases.ms_download = gc_now_ms() - t0;
-		last_phases.grid_cells = D.grid ? D.geo.ncell : 0;	/* still used at the end */
 		last_phases.passes = D.passes;
 		last_phases.ms_passes = D.ms_passes;
 		last_phases.gb_streamed = (double) D.passes * (double) n * d * 4 / 1e9;

@@ -237,7 +237,8 @@ gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
 						ph.total_iterations,
 						ph.total_iterations > 0 ?
 						100.0 * ph.rows_screened / ((double) call->in.n * ph.total_iterations) : 100.0,
-						ph.grid_cells > 0 ? psprintf(", through a grid of %d cells", ph.grid_cells) : "");
+						ph.grid_cells > 0 ? psprintf(", %d of them through a grid of %d cells",
+													 ph.grid_iterations, ph.grid_cells) : "");
 	}
 	else
 	{

@@ -59,8 +59,8 @@ typedef struct gc_kmeans_gpu_phases
 	int			total_iterations;	/* over all n_init runs */
 	int64_t		rows_screened;	/* rows assigned over those iterations (d > 8: the
 								 * rest kept their label by the bounds, cuda/kmeans_prune.cu) */
-	int			grid_cells;		/* d <= 3: the exact assignment's grid (cuda/kmeans_grid.cu), if
-								 * the fit still used it at its end; 0: none */
+	int			grid_cells;		/* d <= 3: the exact assignment's grid (cuda/kmeans_grid.cu); 0: none */
+	int			grid_iterations;	/* of total_iterations: through it (it is dropped where it does not pay) */
 	/* streamed (X larger than the call's GPU memory: gc_kmeans_gpu_plan) */
 	int64_t		chunks;			/* chunks per pass over X; 0: X resident */
 	int64_t		chunk_rows;		/* rows per chunk */
