@@ -38,8 +38,13 @@ extern "C" {
  * block's chain, 32 chains at once, and the warp copies their next rows
  * into shared memory with cp.async (16 bytes, 4 rows, a copy), STAGES - 1
  * stages ahead, so that a chain does not wait on global memory; a lane
- * reads its chain's rows 4 at a time.  (Measured on an H100: about 36
- * cycles a row, not yet the 8 of the additions alone.)
+ * reads its chain's rows 4 at a time.  (Measured on an H100 with 3
+ * stages: about 36 cycles a row, not yet the 8 of the additions alone;
+ * 5 stages took k-means++ at 1M x 32, k = 100 from 16.4 to 14.3 ms, so
+ * the copies' latency is not most of the rest; not yet measured: an SM's
+ * one warp issues each group's 32 conversions to double, then its 32
+ * dependent additions.)
+ * Unweighted, its 5 stages take 43.5 KB; weighted, 3 take 77 KB (opt-in).
  *
  * km_block_chains<W>: all 32 lanes call it; lane l sums block b0 + l of
  * t[0 .. n-1] (blocks of KM_BLOCK rows, the last one short; lanes with
@@ -51,15 +56,16 @@ extern "C" {
  * warp's KM_CHAIN_SMEM(W) bytes of shared memory, 16-byte aligned.
  */
 #define KM_CHAIN_ROWS 64		/* rows of a stage: two checkpoint groups */
-#define KM_CHAIN_STAGES 3
+/* stages: weighted 3 (77 KB; 5 would pass the 99 KB of sm_86/89), else 5 */
+#define KM_CHAIN_STAGES(weighted) ((weighted) ? 3 : 5)
 #define KM_CHAIN_TP 68			/* floats a chain's stage: 16-byte rows; the */
 #define KM_CHAIN_WP 66			/* doubles: 8 lanes' 16-byte reads on distinct banks */
 #define KM_CHAIN_SMEM(weighted) \
-	((size_t) KM_CHAIN_STAGES * 32 * \
+	((size_t) KM_CHAIN_STAGES(weighted) * 32 * \
 	 (KM_CHAIN_TP * sizeof(float) + ((weighted) ? KM_CHAIN_WP * sizeof(double) : 0)))
 
 /*
- * Stage st of the warp's nact chains into buffer st % KM_CHAIN_STAGES (one
+ * Stage st of the warp's nact chains into buffer st % KM_CHAIN_STAGES(W) (one
  * commit group, maybe empty).  Lane l copies rows u .. u+3, u = 4 (l % 16),
  * of chains l / 16 + 2j, j < 16: one base pointer, constant offsets.
  * Every row below n of a chain is copied (t's padding makes the 16-byte
@@ -72,7 +78,7 @@ km_chains_fetch(const float *__restrict__ t, const double *__restrict__ w,
 				int64_t n, int64_t b0, int nact, int st, float *tb, double *wb)
 {
 	const int	lane = threadIdx.x & 31,
-				h = st % KM_CHAIN_STAGES,
+				h = st % KM_CHAIN_STAGES(W),
 				c0 = lane / 16,
 				u = lane % 16 * 4;
 	const int64_t r = (int64_t) st * KM_CHAIN_ROWS + u;	/* row in the block */
@@ -116,21 +122,21 @@ km_block_chains(const float *__restrict__ t, const double *__restrict__ w,
 	const int64_t mine = lane < nact ? n - (b0 + lane) * KM_BLOCK : 0;
 	const int	len = (int) (mine < KM_BLOCK ? mine : KM_BLOCK);
 	float	   *tb = (float *) buf;
-	double	   *wb = (double *) (tb + KM_CHAIN_STAGES * 32 * KM_CHAIN_TP);
+	double	   *wb = (double *) (tb + KM_CHAIN_STAGES(W) * 32 * KM_CHAIN_TP);
 	double		acc = 0.0;
 
-	for (int st = 0; st < KM_CHAIN_STAGES - 1; st++)
+	for (int st = 0; st < KM_CHAIN_STAGES(W) - 1; st++)
 		km_chains_fetch<W>(t, w, n, b0, nact, st, tb, wb);
 	for (int st = 0; st < nst; st++)
 	{
-		const int	h = st % KM_CHAIN_STAGES,
+		const int	h = st % KM_CHAIN_STAGES(W),
 					m = len - st * KM_CHAIN_ROWS;	/* my rows in this stage */
 		const float *tr = tb + ((int64_t) h * 32 + lane) * KM_CHAIN_TP;
 		const double *wr = wb + ((int64_t) h * 32 + lane) * KM_CHAIN_WP;
 
 		/* the stage STAGES - 1 ahead in flight (an empty group past the end) */
-		km_chains_fetch<W>(t, w, n, b0, nact, st + KM_CHAIN_STAGES - 1, tb, wb);
-		__pipeline_wait_prior(KM_CHAIN_STAGES - 1);
+		km_chains_fetch<W>(t, w, n, b0, nact, st + KM_CHAIN_STAGES(W) - 1, tb, wb);
+		__pipeline_wait_prior(KM_CHAIN_STAGES(W) - 1);
 		__syncwarp();
 #pragma unroll
 		for (int g = 0; g < KM_CHAIN_ROWS / KM_CK_ROWS; g++)
