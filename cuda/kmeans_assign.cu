@@ -523,7 +523,7 @@ km_assign(km_dev &D, gc_status *st)
 	}
 
 	if (D.small && D.grid)
-		return km_grid_assign(D, nullptr, st);
+		return km_grid_assign(D, st);
 	if (D.small)
 	{
 		const unsigned g = blocks_for(D.n, 256 * SMALL_P);

@@ -233,6 +233,34 @@ struct km_grid_geo
 	int			ncell = 0;
 };
 
+/* The cell of row coordinates x (d features) and whether x lies within
+ * its edges: the kernel's rule (kmeans_grid.cu), and the tests'. */
+__host__ __device__ __forceinline__ int
+km_grid_cell(const km_grid_geo &g, const float *__restrict__ edge, const float *x,
+			 int d, bool *inside)
+{
+	int			cell = 0,
+				mul = 1;
+	bool		in = true;
+
+#pragma unroll
+	for (int t = 0; t < d; t++)
+	{
+#ifdef __CUDA_ARCH__
+		int			q = (int) __fmul_rn(gc_fsub(x[t], g.lo[t]), g.invw[t]);
+#else
+		int			q = (int) (gc_fsub(x[t], g.lo[t]) * g.invw[t]);
+#endif
+
+		q = q < 0 ? 0 : (q >= g.G[t] ? g.G[t] - 1 : q);
+		in &= x[t] >= edge[g.eoff[t] + q] && x[t] <= edge[g.eoff[t] + g.G[t] + q];
+		cell += q * mul;
+		mul *= g.G[t];
+	}
+	*inside = in;
+	return cell;
+}
+
 struct km_stream;				/* the streamed path's buffers (kmeans_stream.cu) */
 struct km_dev;
 
@@ -554,9 +582,9 @@ gc_code		km_grid_plan(km_dev &D, const float *lo, const float *hi,
 /* Each cell's candidate centres, from the centres last prepared (km_prep). */
 gc_code		km_grid_build(km_dev &D, gc_status *st);
 
-/* The exact assignment through the grid (km_assign, D.grid): labels, the
- * changed count, and d2 (may be NULL) the distances. */
-gc_code		km_grid_assign(km_dev &D, float *d2, gc_status *st);
+/* The exact assignment through the grid (km_assign, D.grid): labels and
+ * the changed count. */
+gc_code		km_grid_assign(km_dev &D, gc_status *st);
 
 /* After an iteration (its record in D.h_info): the grid is dropped for the
  * rest of the fit when its warps paid for more than a third of n k

@@ -25,8 +25,8 @@
  * per 32 centres to list them (ballot), a cell's entries taken from a
  * shared pool with one atomic.  A cell with more than GRID_CAP candidates,
  * or past the pool's end, is marked full: its rows compare with every
- * centre.  The cells number about 16k (d <= 2) or 32k (d = 3), at most
- * 32768 and n / 8: in a host simulation of this rule on the benchmark's
+ * centre.  The cells number about 16 per centre (d <= 2) or 32 (d = 3),
+ * at most 32768 and n / 8: in a host simulation of this rule on the benchmark's
  * blobs after a few Lloyd steps (k = 100 and 1000), a row has 1.6-4.5
  * candidates on average, and the worst of a warp's 32 rows, which is what
  * the warp pays, 3.7-10.  The assignment reads the lists (4 bytes a cell,
@@ -42,6 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "kmeans_dev.cuh"
 
 #define GRID_CAP 254			/* candidates a cell lists; past this, full */
@@ -49,31 +51,6 @@
 #define GRID_THREADS 256
 #define GRID_P 8				/* rows a thread assigns */
 #define GRID_BUILD_WARPS 8
-
-/* The cell of row coordinates x (D features) and whether x lies within
- * its edges. */
-template <int D>
-__device__ __forceinline__ int
-grid_cell(const km_grid_geo &g, const float *__restrict__ edge, const float *x,
-		  bool *inside)
-{
-	int			cell = 0,
-				mul = 1;
-	bool		in = true;
-
-#pragma unroll
-	for (int t = 0; t < D; t++)
-	{
-		int			q = (int) __fmul_rn(__fsub_rn(x[t], g.lo[t]), g.invw[t]);
-
-		q = q < 0 ? 0 : (q >= g.G[t] ? g.G[t] - 1 : q);
-		in &= x[t] >= edge[g.eoff[t] + q] && x[t] <= edge[g.eoff[t] + g.G[t] + q];
-		cell += q * mul;
-		mul *= g.G[t];
-	}
-	*inside = in;
-	return cell;
-}
 
 /* A cell's edges (D features) from its number. */
 template <int D>
@@ -198,8 +175,7 @@ k_assign_grid(const float *__restrict__ XT, int64_t n, km_grid_geo g,
 			  const float *__restrict__ edge, const float4 *__restrict__ cpk,
 			  int k, const uint32_t *__restrict__ hdr,
 			  const uint16_t *__restrict__ ids, int32_t *__restrict__ labels,
-			  float *__restrict__ d2, unsigned long long *changed,
-			  unsigned long long *tries)
+			  unsigned long long *changed, unsigned long long *tries)
 {
 	const int64_t base = (int64_t) blockIdx.x * (GRID_THREADS * GRID_P) + threadIdx.x;
 	float		x[GRID_P][D];
@@ -229,23 +205,25 @@ k_assign_grid(const float *__restrict__ XT, int64_t n, km_grid_geo g,
 
 		if (i < n)
 		{
-			const int	cell = grid_cell<D>(g, edge, x[p], &inside);
+			const int	cell = km_grid_cell(g, edge, x[p], D, &inside);
 
+			/* the loops rolled: a list is a few centres, and unrolled
+			 * copies spilled at D = 1 */
 			h = inside ? __ldg(hdr + cell) : GRID_FULL;
 			if ((h & 0xFFu) == GRID_FULL)
+#pragma unroll 1
 				for (int j = 0; j < k; j++)
 					grid_try<D>(x[p], cpk, j, &best, &lab);
 			else
 			{
 				const uint16_t *l = ids + (h >> 8);
 
+#pragma unroll 1
 				for (int m = 0; m < (int) (h & 0xFFu); m++)
 					grid_try<D>(x[p], cpk, __ldg(l + m), &best, &lab);
 			}
 			ch += old[p] != lab;
 			labels[i] = lab;
-			if (d2)
-				d2[i] = best;
 		}
 		paid += __reduce_max_sync(0xffffffffu, i >= n ? 0u :
 								  (h & 0xFFu) == GRID_FULL ? (unsigned) k : h & 0xFFu);
@@ -375,18 +353,22 @@ km_grid_plan(km_dev &D, const float *lo, const float *hi, gc_status *st)
 	return GC_OK;
 }
 
-gc_code
-km_grid_build(km_dev &D, gc_status *st)
+/* launch(std::integral_constant<int, d>) for D.d in 1..3 */
+template <class F>
+static gc_code
+grid_launch(const km_dev &D, F &&launch, gc_status *st)
 {
-	const unsigned g = blocks_for(D.geo.ncell, GRID_BUILD_WARPS);
-	const float4 *c = (const float4 *) D.cpk;
-
-	KM_CK(cudaMemsetAsync(D.gused, 0, sizeof(unsigned), D.s));
 	switch (D.d)
 	{
-#define BUILD_CASE(DD) case DD: k_grid_build<DD><<<g, 32 * GRID_BUILD_WARPS, 0, D.s>>>(D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.gpool, D.gused); break;
-			BUILD_CASE(1) BUILD_CASE(2) BUILD_CASE(3)
-#undef BUILD_CASE
+		case 1:
+			launch(std::integral_constant<int, 1>());
+			break;
+		case 2:
+			launch(std::integral_constant<int, 2>());
+			break;
+		case 3:
+			launch(std::integral_constant<int, 3>());
+			break;
 		default:
 			return gc_fail(st, GC_EINTERNAL, "GPU k-means: no grid for d = %d", D.d);
 	}
@@ -395,22 +377,29 @@ km_grid_build(km_dev &D, gc_status *st)
 }
 
 gc_code
-km_grid_assign(km_dev &D, float *d2, gc_status *st)
+km_grid_build(km_dev &D, gc_status *st)
+{
+	const unsigned g = blocks_for(D.geo.ncell, GRID_BUILD_WARPS);
+	const float4 *c = (const float4 *) D.cpk;
+
+	KM_CK(cudaMemsetAsync(D.gused, 0, sizeof(unsigned), D.s));
+	return grid_launch(D, [&](auto dd) {
+		k_grid_build<dd.value><<<g, 32 * GRID_BUILD_WARPS, 0, D.s>>>(
+			D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.gpool, D.gused);
+	}, st);
+}
+
+gc_code
+km_grid_assign(km_dev &D, gc_status *st)
 {
 	const float4 *c = (const float4 *) D.cpk;
-	unsigned long long *ch = &D.info->changed;
 	const unsigned g = blocks_for(D.n, GRID_THREADS * GRID_P);
 
-	switch (D.d)
-	{
-#define ASSIGN_CASE(DD) case DD: k_assign_grid<DD><<<g, GRID_THREADS, 0, D.s>>>(D.XT, D.n, D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.labels, d2, ch, &D.info->grid_tries); break;
-			ASSIGN_CASE(1) ASSIGN_CASE(2) ASSIGN_CASE(3)
-#undef ASSIGN_CASE
-		default:
-			return gc_fail(st, GC_EINTERNAL, "GPU k-means: no grid for d = %d", D.d);
-	}
-	KM_LAUNCHED();
-	return GC_OK;
+	return grid_launch(D, [&](auto dd) {
+		k_assign_grid<dd.value><<<g, GRID_THREADS, 0, D.s>>>(
+			D.XT, D.n, D.geo, D.gedge, c, D.k, D.ghdr, D.gids, D.labels,
+			&D.info->changed, &D.info->grid_tries);
+	}, st);
 }
 
 void

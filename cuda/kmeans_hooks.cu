@@ -97,7 +97,6 @@ gc_kmeans_gpu_grid_stats(const float *X, int64_t n, int d, int k, const float *C
 	const int	ne = 2 * (g.G[0] + g.G[1] + g.G[2]);
 	uint32_t   *hdr = (uint32_t *) malloc(sizeof(uint32_t) * g.ncell);
 	float	   *edge = (float *) malloc(sizeof(float) * ne);
-	unsigned	used = 0;
 	cudaError_t e = cudaSuccess;
 
 	if (hdr == NULL || edge == NULL)
@@ -109,8 +108,6 @@ gc_kmeans_gpu_grid_stats(const float *X, int64_t n, int d, int k, const float *C
 	e = cudaMemcpyAsync(hdr, D.ghdr, sizeof(uint32_t) * g.ncell, cudaMemcpyDeviceToHost, D.s);
 	if (e == cudaSuccess)
 		e = cudaMemcpyAsync(edge, D.gedge, sizeof(float) * ne, cudaMemcpyDeviceToHost, D.s);
-	if (e == cudaSuccess)
-		e = cudaMemcpyAsync(&used, D.gused, sizeof(unsigned), cudaMemcpyDeviceToHost, D.s);
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(D.s);
 	if (e != cudaSuccess)
@@ -134,24 +131,9 @@ gc_kmeans_gpu_grid_stats(const float *X, int64_t n, int d, int k, const float *C
 
 		for (int64_t i = 0; i < n; i++)
 		{
-			int			cell = 0,
-						mul = 1,
-						cnt;
-			bool		in = true;
-
-			for (int t = 0; t < d; t++)
-			{
-				const volatile float a = X[i * d + t] - g.lo[t];
-				const volatile float b = a * g.invw[t];
-				int			q = (int) b;
-
-				q = q < 0 ? 0 : (q >= g.G[t] ? g.G[t] - 1 : q);
-				in &= X[i * d + t] >= edge[g.eoff[t] + q] &&
-					X[i * d + t] <= edge[g.eoff[t] + g.G[t] + q];
-				cell += q * mul;
-				mul *= g.G[t];
-			}
-			cnt = !in || (hdr[cell] & 0xFFu) == 0xFFu ? k : (int) (hdr[cell] & 0xFFu);
+			bool		in;
+			const int	cell = km_grid_cell(g, edge, X + i * d, d, &in);
+			const int	cnt = !in || (hdr[cell] & 0xFFu) == 0xFFu ? k : (int) (hdr[cell] & 0xFFu);
 			out->rows_outside += !in;
 			rsum += cnt;
 			wmax = cnt > wmax ? cnt : wmax;

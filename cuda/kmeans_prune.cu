@@ -42,7 +42,9 @@
  *
  * Not on the exact small-d path (d <= 8): there, keeping the second-nearest
  * distance too and listing rows made iterations slower (10M x 2, k = 100,
- * H100: 1.0 ms an iteration against 0.43 with every row assigned).
+ * H100: 1.0 ms an iteration against 0.43 with every row assigned); at
+ * d <= 3 the grid of candidate centres cuts that path's work instead
+ * (kmeans_grid.cu).
  *
  * Cost: 20 bytes per row (label, ub and lb read and written) against the
  * assignment's 4d bytes and 2kd FLOPs per row.  The first assignment of a
