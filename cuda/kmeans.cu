@@ -93,6 +93,7 @@
 #include <string.h>
 
 #include "kmeans_dev.cuh"
+#include "transfer.cuh"
 
 /*
  * Phases of this thread's last gc_kmeans_gpu call (gc_kmeans_gpu_last_phases;
@@ -133,7 +134,7 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 		(rc = km_prep(D, D.C[1 - cur], st)) != GC_OK ||
 		(rc = km_read_info(D, st)) != GC_OK)
 		return rc;
-	km_screen_adapt(D);
+	km_ties_adapt(D);
 	km_grid_adapt(D);
 	if (D.h_info->n_empty > 0)
 	{
@@ -251,6 +252,8 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		if ((rc = km_iteration(D, cur, st)) != GC_OK)
 			return rc;
 		last_phases.rows_screened += D.streamed ? D.n : D.screened;
+		last_phases.rows_tied += D.h_info->tie_rows;
+		last_phases.rows_reranked += D.h_info->fb_total;
 		moved = D.h_info->moved != 0;
 		cur = 1 - cur;
 		/* the inertia is summed on the CPU path only: not reported here */
@@ -330,7 +333,8 @@ km_common_bytes(int64_t n, int d, int k, int n_init, int64_t rows)
 	if (d <= SMALL_D_MAX)
 		b += kk * ((d + 3) / 4 * 4) * 4 + (d <= 3 ? 32768.0 * (4 + 16) + 3 * 8192 * 4 : 0);	/* cpk; the grid: ghdr, gids, gedge */
 	else
-		b += (5 * dd + 128) * kp * 4 + kp * 4 + (double) rows * 12;	/* CT, CTf, CTt, CTw (d padded to 32), CTo, cnrm; fb_rows, fb_rows2, xn2 */
+		b += (5 * dd + 128) * kp * 4 + kp * 4 + (double) rows * 12 +
+			(double) km_ties_cap(rows) * (8 + 4 * KM_TIE_CAP);	/* CT, CTf, CTt, CTw (d padded to 32), CTo, cnrm; fb_rows, fb_rows2, xn2; the windows */
 	if (d > SMALL_D_MAX && rows == n)
 		b += nn * 12 + kk * dd * 4 + kk * 8 + 4;	/* the bounds: ub, lb, pr_rows, Cbase, drift, csep */
 	b += kk * (dd + 1) * 8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;
@@ -525,10 +529,11 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			const int32_t *lab = keep ? D.labels_best : D.labels;
 			const float *C = keep ? D.C_best : D.C[best_cur];
 
-			KM_CK(cudaMemcpyAsync(res->labels, lab, sizeof(int32_t) * n,
-								  cudaMemcpyDeviceToHost, D.s));
-			KM_CK(cudaMemcpyAsync(res->centroids, C, sizeof(float) * (size_t) p->k * d,
-								  cudaMemcpyDeviceToHost, D.s));
+			const int	threads = gc_team_adapt(ctx);
+
+			/* through transfer.cu's pinned ring */
+			KM_CK(gc_xfer_d2h(res->labels, lab, sizeof(int32_t) * n, D.s, threads));
+			KM_CK(gc_xfer_d2h(res->centroids, C, sizeof(float) * (size_t) p->k * d, D.s, threads));
 			if (res->distance != NULL &&
 				(rc = D.streamed ? km_stream_distances(D, C, lab, res->distance, st) :
 				 km_distances(D, C, lab, res->distance, st)) != GC_OK)

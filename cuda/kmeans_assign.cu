@@ -16,10 +16,15 @@
  *     row; a row whose two best scores are closer than a rounding bound
  *     (expansion + the CPU's own rounding) is queued and re-ranked with the
  *     exact gc_dist2 by k_assign_fallback (about 0.1-0.5% of rows, RB at a
- *     time per block).
+ *     time per block);
+ *   - 8 < d <= 256: the tensor-core screen (kmeans_screen.cu) in its place;
+ *     the rows it queues (near ties) are re-ranked among their windows'
+ *     candidates (k_assign_ties: the few centres the window pass lists),
+ *     and only a row whose window overflows over every centre.
  * The feature means (D.mu) and the row norms (D.xn2) the tiled path reads
  * are computed once, by km_setup.
  */
+#include <limits.h>
 #include <math.h>
 
 #include "kmeans_dev.cuh"
@@ -406,6 +411,83 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 		info->fb_total += cnt;
 }
 
+/*
+ * The near ties ranked among their windows' candidates (kmeans_dev.cuh's
+ * km_ties, listed by the window pass): a warp per queue slot, lane l
+ * computing candidate l's exact gc_dist2 (k_assign_fallback's chain on the
+ * unshifted centres CTo), then the least by (distance, index), the CPU's
+ * label (kmeans_screen.cu's header says why).  A slot past ties.cap, or
+ * whose list was cut (more than KM_TIE_CAP candidates), goes to over_rows.
+ */
+__global__ void __launch_bounds__(256)
+k_assign_ties(const float *__restrict__ XT, int64_t n, int d,
+			  const float *__restrict__ CTo, int kp,
+			  const int32_t *__restrict__ fb_rows, const unsigned *n_rows,
+			  km_ties ties, int32_t *__restrict__ over_rows, unsigned *n_over,
+			  km_info *info, int32_t *__restrict__ labels, float *__restrict__ ub,
+			  float *__restrict__ lb)
+{
+	const int	lane = threadIdx.x & 31;
+	const unsigned cnt = *n_rows;
+	unsigned	rows = 0,
+				cands = 0,
+				ch = 0;
+
+	for (unsigned q = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; q < cnt;
+		 q += (gridDim.x * blockDim.x) >> 5)
+	{
+		const int32_t row = fb_rows[q];
+		const unsigned m = q < (unsigned) ties.cap ? ties.ccnt[q] : 0;
+		float		a = INFINITY;
+		int			c = INT_MAX;
+
+		if (m == 0 || m > KM_TIE_CAP)
+		{
+			if (lane == 0)
+				over_rows[atomicAdd(n_over, 1u)] = row;
+			continue;
+		}
+		if (lane < m)
+		{
+			c = ties.cand[(int64_t) q * KM_TIE_CAP + lane];
+			a = 0.0f;			/* gc_dist2 from 0, as k_assign_fallback */
+			for (int j = 0; j < d; j++)
+				a = gc_l2_step(a, XT[(int64_t) j * n + row], CTo[(int64_t) j * kp + c]);
+		}
+#pragma unroll
+		for (int off = 16; off >= 1; off >>= 1)
+		{
+			const float ob = __shfl_xor_sync(0xffffffffu, a, off);
+			const int	oc = __shfl_xor_sync(0xffffffffu, c, off);
+
+			if (ob < a || (ob == a && oc < c))
+			{
+				a = ob;
+				c = oc;
+			}
+		}
+		if (lane == 0)
+		{
+			ch += labels[row] != c;
+			labels[row] = c;
+			if (ub)
+			{
+				/* a near tie: screened again (kmeans_prune.cu) */
+				ub[row] = INFINITY;
+				lb[row] = 0.0f;
+			}
+			rows++;
+			cands += m;
+		}
+	}
+	if (lane == 0 && rows > 0)
+	{
+		atomicAdd(&info->changed, (unsigned long long) ch);
+		atomicAdd(&info->tie_rows, rows);
+		atomicAdd(&info->tie_cands, (unsigned long long) cands);
+	}
+}
+
 /* Centres for the exact path: W4 float4 per centre, zero-padded. */
 __global__ void
 k_prep_small(const float *__restrict__ C, int k, int d, int W,
@@ -546,12 +628,6 @@ km_assign(km_dev &D, gc_status *st)
 	if (D.screen)
 	{
 		rc = km_screen(D, D.screen, rows_in, n_in, D.fb_rows, &D.info->n_fallback, nullptr, st);
-		if (rc == GC_OK && D.screen_cascade && D.cascade_now)
-		{
-			KM_CK(cudaMemsetAsync(&D.info->n_fallback2, 0, sizeof(unsigned), D.s));
-			rc = km_screen(D, 3, D.fb_rows, &D.info->n_fallback, D.fb_rows2,
-						   &D.info->n_fallback2, nullptr, st);
-		}
 		if (rc != GC_OK)
 			return rc;
 	}
@@ -567,16 +643,41 @@ km_assign(km_dev &D, gc_status *st)
 	return km_rerank(D, st);
 }
 
-/* The exact re-rank of the rows the last screen left (d > 8): the 3xtf32
- * re-screen's queue after a cascade, else the first screen's. */
+/*
+ * The exact re-rank of the rows the last screen queued (d > 8): with the
+ * windows (D.ties.cap), the window pass lists each one's candidates and
+ * k_assign_ties ranks them, queueing the rows it cannot decide in
+ * fb_rows2; then k_assign_fallback ranks what is queued over every centre.
+ * The windows cover twice the rows the last screen queued (km_ties_adapt):
+ * a row past them goes over every centre, still exact.
+ */
 gc_code
 km_rerank(km_dev &D, gc_status *st)
 {
-	const bool	cascade = D.screen && D.screen_cascade && D.cascade_now;
 	float	   *ub = D.ub_out(),
 			   *lb = D.lb_out();
-	const int32_t *rows = cascade ? D.fb_rows2 : D.fb_rows;
-	const unsigned *cnt = cascade ? &D.info->n_fallback2 : &D.info->n_fallback;
+	const int32_t *rows = D.fb_rows;
+	const unsigned *cnt = &D.info->n_fallback;
+
+	if (D.screen && D.ties.cap > 0)
+	{
+		int64_t		want = 2 * D.ties_est > 8192 ? 2 * D.ties_est : 8192;
+		const int	cover = (int) (want < D.ties.cap ? want : D.ties.cap);
+		km_ties		t = D.ties;
+		gc_code		rc;
+
+		t.cap = cover;
+		KM_CK(cudaMemsetAsync(D.ties.ccnt, 0, sizeof(unsigned) * cover, D.s));
+		KM_CK(cudaMemsetAsync(&D.info->n_over, 0, sizeof(unsigned), D.s));
+		if ((rc = km_screen_ties(D, cover, st)) != GC_OK)
+			return rc;
+		k_assign_ties<<<D.fb_grid, 256, 0, D.s>>>(D.XT, D.n, D.d, D.CTo, D.kp, D.fb_rows,
+												   &D.info->n_fallback, t, D.fb_rows2,
+												   &D.info->n_over, D.info, D.labels, ub, lb);
+		KM_LAUNCHED();
+		rows = D.fb_rows2;
+		cnt = &D.info->n_over;
+	}
 
 	/* RB rows per block (each centre's coordinates read once for them) while
 	 * their coordinates take at most 32 KiB */
@@ -602,4 +703,12 @@ km_rerank(km_dev &D, gc_status *st)
 	}
 	KM_LAUNCHED();
 	return GC_OK;
+}
+
+/* After an iteration: the rows its (last) screen queued, for the next
+ * window pass' grid. */
+void
+km_ties_adapt(km_dev &D)
+{
+	D.ties_est = D.h_info->n_fallback;
 }

@@ -198,13 +198,43 @@ struct km_info
 	int			n_empty;		/* clusters with no row */
 	int			relocated;		/* of those, re-seeded with a row (km_reseed) */
 	int			moved;			/* some centre coordinate changed */
-	unsigned	n_fallback;		/* rows the first screen left (one km_assign) */
-	unsigned	fb_total;		/* rows re-ranked exactly this iteration (every km_assign) */
-	unsigned	n_fallback2;	/* rows the 3xtf32 re-screen left (one km_assign) */
-	unsigned	fb_screen;		/* rows re-screened in 3xtf32 this iteration */
+	unsigned	n_fallback;		/* rows the screen left (one km_assign) */
+	unsigned	fb_total;		/* rows re-ranked over every centre this iteration (every km_assign) */
+	unsigned	n_over;			/* of n_fallback, rows their window could not decide (one km_assign) */
+	unsigned	tie_rows;		/* rows decided among their window's candidates this iteration */
+	unsigned long long tie_cands;	/* and the candidates they were compared with */
 	unsigned	n_listed;		/* rows the bounds could not keep (one km_assign; kmeans_prune.cu) */
 	unsigned long long grid_tries;	/* distances the grid's warps paid for (kmeans_grid.cu) */
 };
+
+/*
+ * The near ties' windows (kmeans_assign.cu's header).  The screen queues
+ * the rows it cannot decide; for queue slot q < cap it also keeps thr[q],
+ * the row's best screened score plus half its bound.  The window pass
+ * (kmeans_screen.cu, mode 2) lists in cand[q * KM_TIE_CAP ..] the centres
+ * whose screened score is within both screens' bounds of that, ccnt[q] of
+ * them (more than KM_TIE_CAP: the list is cut, the row re-ranked over every
+ * centre); k_assign_ties ranks them with the exact distance.
+ */
+#define KM_TIE_CAP 16
+
+struct km_ties
+{
+	float	   *thr = nullptr;	/* cap */
+	int32_t    *cand = nullptr;	/* cap x KM_TIE_CAP */
+	unsigned   *ccnt = nullptr;	/* cap */
+	int			cap = 0;		/* 0: no windows (GPUCLUST_KM_TIES=0, d > 256) */
+};
+
+/* The queue slots with a window for passes over `rows` rows: at most an
+ * eighth of them, at least 2^18. */
+static inline int64_t
+km_ties_cap(int64_t rows)
+{
+	const int64_t c = rows / 8 > (1 << 18) ? rows / 8 : (1 << 18);
+
+	return c < rows ? c : rows;
+}
 
 /* A CUDA error as a gc_code (check.cuh), named for k-means. */
 #define km_cuda_fail(st, e, what) gc_cuda_fail((st), (e), "GPU k-means", (what))
@@ -306,18 +336,18 @@ struct km_dev
 	float	   *CT = nullptr;
 	float	   *cnrm = nullptr;
 	float	   *CTo = nullptr;
-	float	   *CTf = nullptr;	/* screen: CT in fragment order, float */
-	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 (not with screen_wg) */
+	float	   *CTf = nullptr;	/* screen: CT in fragment order, float (3xtf32 screen only) */
+	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 (mma.sync's tf32 passes) */
 	float	   *CTw = nullptr;	/* wgmma screen: CT in its swizzled slabs, TF32 (screen_wg) */
 	float	   *cmax2 = nullptr;	/* 2: max ||c'_j||², max ||c'_j - TF32(c'_j)||² */
 	int32_t    *fb_rows = nullptr;
-	int32_t    *fb_rows2 = nullptr;	/* screen: the rows the 3xtf32 re-screen left */
+	int32_t    *fb_rows2 = nullptr;	/* screen: the rows their window could not decide */
+	km_ties		ties;			/* screen: the near ties' windows */
+	int64_t		ties_est = 0;	/* rows the last screen left (km_ties_adapt) */
 	float	   *xn2 = nullptr;
 	int			fb_grid = 0;
 	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
 	int			screen = 0;		/* 0: FP32 tiled kernel; 1: tf32; 3: 3xtf32 */
-	bool		screen_cascade = false;	/* tf32, then 3xtf32 on the rows it leaves ... */
-	bool		cascade_now = true;	/* ... in this iteration (km_screen_adapt) */
 	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
@@ -404,6 +434,9 @@ struct km_dev
 		gc_dfree(cmax2, s);
 		gc_dfree(fb_rows, s);
 		gc_dfree(fb_rows2, s);
+		gc_dfree(ties.thr, s);
+		gc_dfree(ties.cand, s);
+		gc_dfree(ties.ccnt, s);
 		gc_dfree(xn2, s);
 		gc_dfree(mu, s);
 		gc_dfree(gsum, s);
@@ -517,8 +550,13 @@ gc_code		km_prep(km_dev &D, const float *C, gc_status *st);
 /* Assignment from the centres last prepared; counts changes in info. */
 gc_code		km_assign(km_dev &D, gc_status *st);
 
-/* The exact re-rank of the rows the last screen left (d > 8). */
+/* The exact re-rank of the rows the last screen left (d > 8): among their
+ * windows' candidates, or over every centre. */
 gc_code		km_rerank(km_dev &D, gc_status *st);
+
+/* After an iteration (its record in D.h_info): how many rows the next
+ * screen will likely leave, for the window pass' grid. */
+void		km_ties_adapt(km_dev &D);
 
 /* ---- kmeans_screen.cu ---- */
 
@@ -528,18 +566,19 @@ gc_code		km_screen_plan(km_dev &D, gc_status *st);
 /* The prepared centres in the screen's fragment order (km_prep). */
 gc_code		km_screen_prep(km_dev &D, gc_status *st);
 
-/* After an iteration (its record in D.h_info): whether the next one
- * re-screens in 3xtf32. */
-void		km_screen_adapt(km_dev &D);
-
 /*
  * The screen in `mode` over D's rows (rows_in NULL) or over the *n_in rows
  * listed in rows_in, into D.labels and the queue rows_out / *n_out of the
- * rows it cannot decide; dbg (tests): every score.
+ * rows it cannot decide (with D.ties.thr); dbg (tests): every score.
+ * Mode 2 is the window pass over the queue D.fb_rows (km_rerank).
  */
 gc_code		km_screen(km_dev &D, int mode, const int32_t *rows_in,
 					  const unsigned *n_in, int32_t *rows_out, unsigned *n_out,
 					  float *dbg, gc_status *st);
+
+/* The window pass over the first `cover` slots of the queue D.fb_rows
+ * (kmeans_dev.cuh's km_ties; their ccnt zeroed by the caller). */
+gc_code		km_screen_ties(km_dev &D, int cover, gc_status *st);
 
 /* The bound's factor of M² for a screen mode (1 tf32, 3 3xtf32) at d, with
  * 5% for the float rounding of M and the bound. */

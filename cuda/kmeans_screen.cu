@@ -42,24 +42,29 @@
  * measures |ŝ - s| against the bound on random and adversarial data
  * (gc_kmeans_gpu_screen_scores).
  *
- * The cascade.  Every row is screened in tf32; the rows it leaves are
- * screened again in 3xtf32 (the same kernel over a list of rows), and only
- * the rows that one leaves go to the exact re-rank.  A row costs about 2.7
- * rows of tf32 screen in 3xtf32 and 18 in the exact re-rank, but the
- * re-screen of a few rows takes as long as a block's whole scan, so it
- * runs only while the last iteration's tf32 screen left more than 1% of the
- * rows (and in the first).  Measured on an H100: d = 128, k = 1000 (1M
- * blobs): tf32 leaves 0.56% of the rows, near ties that 3xtf32 leaves
- * too; d = 256, k = 20000 (FAISS's 1M uniform rows): tf32 leaves 3.4%,
- * 3xtf32 a tenth of those (per iteration 133 -> 104 ms).
- * GPUCLUST_KM_SCREEN=tf32|3xtf32 screens once in that mode, =fp32 takes
- * the FP32 tiled kernel of kmeans_assign.cu, =mma keeps the cascade but on
- * this file's kernel where kmeans_wgmma.cu's would run (tests and
- * benchmarks).
+ * The near ties.  A row under the bound is queued with its best screened
+ * score and half its bound (km_ties.thr); the window pass (mode 2: the
+ * same tf32 kernel over the queued rows, its centres split over
+ * blockIdx.y) lists every centre j whose own screened score s~_j is at
+ * most thr + T2/2, T2 this pass' bound for the row.  Every other centre is
+ * strictly farther from the row than the first screen's best b in the
+ * CPU's distance (D_j >= |x'|² + s~_j - e2 - c > |x'|² + s^_b + e1 + c >=
+ * D_b, with e the screens' score errors and c the CPU's rounding, T/2 =
+ * e + c), and b itself is listed, so the nearest of the listed centres
+ * by (exact distance, index) is the CPU's label: kmeans_assign.cu's
+ * k_assign_ties ranks them.  A row whose window holds more than
+ * KM_TIE_CAP centres is re-ranked over every centre (k_assign_fallback).
+ * Measured on an H100: FAISS's 1M uniform rows (d = 256, k = 20000) leave
+ * 3.4% of the rows, each with about two centres in its window.
+ * GPUCLUST_KM_SCREEN=tf32|3xtf32 screens in that mode, =fp32 takes the
+ * FP32 tiled kernel of kmeans_assign.cu, =mma takes this file's kernel
+ * where kmeans_wgmma.cu's would run, =wgmma that one at every d (tests and
+ * benchmarks); GPUCLUST_KM_TIES=0 re-ranks every queued row over every
+ * centre.
  *
  * On an H100/H200 (sm_90a builds) the tf32 screen of every row runs on
  * wgmma instead (kmeans_wgmma.cu: the same scores, bound and outputs); the
- * 3xtf32 re-screen of the listed rows stays here.
+ * screen of the rows the bounds list and the window pass stay here.
  *
  * The kernel.  A block takes SC_BM = 128 rows and keeps them, shifted, in
  * shared memory for the whole scan (dpad x 128 floats, dpad = d rounded up
@@ -109,8 +114,8 @@ mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
  * into big and small parts as they are loaded.
  */
 /* CTf/CTt (fragment order) from CT (dpad x kp, row-major); one thread per
- * element.  CTt NULL: the tf32 pass runs on wgmma (kmeans_wgmma.cu's own
- * layout), only the 3xtf32 re-screen reads this file's. */
+ * element.  CTf NULL: no 3xtf32 screen; CTt NULL: the tf32 pass runs only
+ * on wgmma (kmeans_wgmma.cu's own layout). */
 __global__ void
 k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
 			  float *__restrict__ CTf, float *__restrict__ CTt)
@@ -128,17 +133,20 @@ k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
 			(c8 & 1) * 2 + (kin >> 2);
 		const float v = CT[e];
 
-		CTf[idx] = v;
+		if (CTf)
+			CTf[idx] = v;
 		if (CTt)
 			CTt[idx] = __uint_as_float(to_tf32(v));
 	}
 }
 
 /*
- * MODE 1: tf32, MODE 3: 3xtf32.  CTB: the centres in fragment order (CTt
- * for tf32, CTf for 3xtf32; dims d..dpad and centres k..kp zero); cnrm:
- * ||c'||², +inf on the padding.  coef: the bound's factor of M² (with its
- * margin).  DBG (tests): every score into dbg, n x kp.
+ * MODE 1: tf32, MODE 3: 3xtf32, MODE 2: the window pass (tf32 over the
+ * queue rows_in, slots below ties.cap; block (x, y) scans part y of the
+ * centres).  CTB: the centres in fragment order (CTt for tf32, CTf for
+ * 3xtf32; dims d..dpad and centres k..kp zero); cnrm: ||c'||², +inf on the
+ * padding.  coef: the bound's factor of M² (with its margin).  DBG
+ * (tests): every score into dbg, n x kp.
  */
 template <int MODE, int MINB, bool DBG>
 __global__ void __launch_bounds__(SC_THREADS, MINB)
@@ -149,7 +157,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
 				const unsigned *n_in, int32_t *__restrict__ rows_out,
 				unsigned *n_out, km_info *info, float *__restrict__ ub,
-				float *__restrict__ lb, float *__restrict__ dbg)
+				float *__restrict__ lb, km_ties ties, float *__restrict__ dbg)
 {
 	extern __shared__ float4 sc_smem[];
 	float	   *As = (float *) sc_smem;	/* dpad x SC_BM, fragment order */
@@ -164,24 +172,31 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				t = lane & 3;
 	const int64_t m0 = (int64_t) blockIdx.x * SC_BM;
 	const int	nkc = dpad / SC_BK;
-	const int	nsteps = (kp / SC_BN) * nkc;
+	/* the tiles of centres the block scans: t0 .. t1 - 1 (all but in the
+	 * window pass) */
+	const int	tpp = (kp / SC_BN + gridDim.y - 1) / gridDim.y,
+				t0 = blockIdx.y * tpp,
+				t1 = min(kp / SC_BN, t0 + tpp);
+	const int	nsteps = (t1 - t0) * nkc;
 	const int	d8 = (d + 7) & ~7;
 	float		best[8],
 				sec[8];
 	int			bidx[8];
+	float		thr[8];			/* MODE 2: a row's window ends here */
 	float		acc[4][4][4];
 	int			ch = 0;
 	/* the rows: m0 + m of all n, or the listed rows_in[m0 + m] */
-	const int64_t nrows = rows_in ? (int64_t) *n_in : n;
+	const int64_t nrows = !rows_in ? n : MODE == 2 ? min((int64_t) *n_in, (int64_t) ties.cap)
+		: (int64_t) *n_in;
 
-	if (m0 >= nrows)
-		return;					/* a re-screen's grid is sized for every row */
-	if (MODE == 3 && rows_in && blockIdx.x == 0 && tid == 0)
-		atomicAdd(&info->fb_screen, (unsigned) nrows);	/* the cascade's re-screen */
+	if (m0 >= nrows || t0 >= t1)
+		return;					/* a listed screen's grid is sized for every row */
 
-	/* stage `st` <- the centres of step `step` (tile step / nkc, chunk % nkc) */
+	/* stage `st` <- the centres of step `step` (tile t0 + step / nkc,
+	 * chunk step % nkc); Cn by the parity of step / nkc */
 	auto load_b = [&](int step, int st) {
-		const int	tile = step / nkc,
+		const int	lt = step / nkc,
+					tile = t0 + lt,
 					kb0 = (step % nkc) * (SC_BK / 8);
 		float	   *dst = Bs + (size_t) st * SC_BK * SC_BN;
 
@@ -196,7 +211,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 					   CTB + (((int64_t) (kb0 + kb) * (kp / 16) + tile * (SC_BN / 16)) * 32) * 4 + w * 4);
 		}
 		if (kb0 == 0 && tid < SC_BN / 4)
-			cp_async16(Cn + (tile & 1) * SC_BN + tid * 4, cnrm + (int64_t) tile * SC_BN + tid * 4);
+			cp_async16(Cn + (lt & 1) * SC_BN + tid * 4, cnrm + (int64_t) tile * SC_BN + tid * 4);
 		cp_async_commit();
 	};
 
@@ -268,6 +283,18 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 		best[r] = INFINITY;
 		sec[r] = INFINITY;
 		bidx[r] = 0;
+		thr[r] = -INFINITY;
+		if (MODE == 2)
+		{
+			const int64_t m = m0 + wm * 64 + (r >> 1) * 16 + g + 8 * (r & 1);
+
+			if (m < nrows)
+			{
+				const float M = sqrtf(xn2[rows_in[m]]) + sqrtf(*cmax2);
+
+				thr[r] = __fadd_ru(ties.thr[m], 0.5f * coef * M * M);
+			}
+		}
 	}
 
 	for (int step = 0; step < nsteps; step++)
@@ -387,7 +414,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			/* this tile's scores into the running best of the thread's rows:
 			 * row (mt, h) = wm*64 + mt*16 + g + 8h, centre (nt, e) = ct +
 			 * wn*32 + nt*8 + 2t + e; acc[mt][nt][2h + e] */
-			const int	ct = (step / nkc) * SC_BN + wn * 32 + 2 * t;
+			const int	ct = (t0 + step / nkc) * SC_BN + wn * 32 + 2 * t;
 
 #pragma unroll
 			for (int nt = 0; nt < 4; nt++)
@@ -404,7 +431,17 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 						{
 							const float s = __fmaf_rn(-2.0f, acc[mt][nt][2 * h + e], cn);
 
-							keep_best(s, col, best[mt * 2 + h], sec[mt * 2 + h], bidx[mt * 2 + h]);
+							if (MODE != 2)
+								keep_best(s, col, best[mt * 2 + h], sec[mt * 2 + h], bidx[mt * 2 + h]);
+							else if (s <= thr[mt * 2 + h])
+							{
+								/* in the row's window (the padding's +inf never is) */
+								const int64_t q = m0 + wm * 64 + mt * 16 + g + 8 * h;
+								const unsigned c = atomicAdd(&ties.ccnt[q], 1u);
+
+								if (c < KM_TIE_CAP)
+									ties.cand[q * KM_TIE_CAP + c] = col;
+							}
 						}
 				}
 			if (DBG)
@@ -428,66 +465,76 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 		}
 		__syncthreads();		/* the stage read here is refilled next step */
 	}
-
-	/* the 4 lanes of a row group, then the 4 warps of a row, by (score, index) */
-#pragma unroll
-	for (int r = 0; r < 8; r++)
-		merge_quad(best[r], sec[r], bidx[r]);
+	if (MODE == 2)				/* the window pass: its lists are its output */
+		return;
+	else
 	{
-		float	   *rb = Bs;		/* 4 x SC_BM best, then sec; then indices */
-		float	   *rs = Bs + 4 * SC_BM;
-		int		   *ri = (int *) (Bs + 8 * SC_BM);
-
-		if (t == 0)
+		/* the 4 lanes of a row group, then the 4 warps of a row, by (score, index) */
 #pragma unroll
-			for (int r = 0; r < 8; r++)
-			{
-				const int	row = wm * 64 + (r >> 1) * 16 + g + 8 * (r & 1);
-
-				rb[wn * SC_BM + row] = best[r];
-				rs[wn * SC_BM + row] = sec[r];
-				ri[wn * SC_BM + row] = bidx[r];
-			}
-		__syncthreads();
-		if (tid < SC_BM && m0 + tid < nrows)
+		for (int r = 0; r < 8; r++)
+			merge_quad(best[r], sec[r], bidx[r]);
 		{
-			const int64_t gi = rows_in ? rows_in[m0 + tid] : m0 + tid;
-			float		b = rb[tid],
-						s2 = rs[tid];
-			int			bi = ri[tid];
+			float	   *rb = Bs;		/* 4 x SC_BM best, then sec; then indices */
+			float	   *rs = Bs + 4 * SC_BM;
+			int		   *ri = (int *) (Bs + 8 * SC_BM);
 
-			for (int w = 1; w < 4; w++)
-				merge_best(rb[w * SC_BM + tid], rs[w * SC_BM + tid], ri[w * SC_BM + tid], b, s2, bi);
-			{
-				const float x2 = xn2[gi];
-				const float M = sqrtf(x2) + sqrtf(*cmax2);
-				const float T = coef * M * M;
-
-				if (s2 - b > T)
+			if (t == 0)
+#pragma unroll
+				for (int r = 0; r < 8; r++)
 				{
-					ch = labels[gi] != bi;
-					labels[gi] = bi;
-					if (ub)
-						screen_bounds(x2, b, s2, T, ub + gi, lb + gi);
+					const int	row = wm * 64 + (r >> 1) * 16 + g + 8 * (r & 1);
+
+					rb[wn * SC_BM + row] = best[r];
+					rs[wn * SC_BM + row] = sec[r];
+					ri[wn * SC_BM + row] = bidx[r];
 				}
-				else
-					rows_out[atomicAdd(n_out, 1u)] = (int32_t) gi;
+			__syncthreads();
+			if (tid < SC_BM && m0 + tid < nrows)
+			{
+				const int64_t gi = rows_in ? rows_in[m0 + tid] : m0 + tid;
+				float		b = rb[tid],
+							s2 = rs[tid];
+				int			bi = ri[tid];
+
+				for (int w = 1; w < 4; w++)
+					merge_best(rb[w * SC_BM + tid], rs[w * SC_BM + tid], ri[w * SC_BM + tid], b, s2, bi);
+				{
+					const float x2 = xn2[gi];
+					const float M = sqrtf(x2) + sqrtf(*cmax2);
+					const float T = coef * M * M;
+
+					if (s2 - b > T)
+					{
+						ch = labels[gi] != bi;
+						labels[gi] = bi;
+						if (ub)
+							screen_bounds(x2, b, s2, T, ub + gi, lb + gi);
+					}
+					else
+					{
+						const unsigned q = atomicAdd(n_out, 1u);
+
+						rows_out[q] = (int32_t) gi;
+						if (q < (unsigned) ties.cap)
+							ties.thr[q] = __fadd_ru(b, 0.5f * T);
+					}
+				}
 			}
 		}
-	}
-	{
-		unsigned	w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
+		{
+			unsigned	w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
 
-		if (lane == 0 && w != 0)
-			atomicAdd(&info->changed, (unsigned long long) w);
+			if (lane == 0 && w != 0)
+				atomicAdd(&info->changed, (unsigned long long) w);
+		}
 	}
 }
 
 /* ---- host side ---- */
 
 /* The kernel of a mode: tf32 with 1 or 2 blocks per SM (128 registers
- * without spills), 3xtf32 with 1 (2 would spill); the tests' variant
- * writes every score. */
+ * without spills), 3xtf32 and the window pass with 1 (2 would spill); the
+ * tests' variant writes every score. */
 static const void *
 screen_kernel(int mode, int minb, bool dbg)
 {
@@ -496,6 +543,8 @@ screen_kernel(int mode, int minb, bool dbg)
 			: (const void *) k_assign_screen<1, 1, true>;
 	if (mode == 3)
 		return (const void *) k_assign_screen<3, 1, false>;
+	if (mode == 2)
+		return (const void *) k_assign_screen<2, 1, false>;
 	return minb == 2 ? (const void *) k_assign_screen<1, 2, false>
 		: (const void *) k_assign_screen<1, 1, false>;
 }
@@ -516,22 +565,25 @@ km_screen_coef(int mode, int d)
 gc_code
 km_screen_plan(km_dev &D, gc_status *st)
 {
+	static const struct
+	{
+		int			mode,
+					minb;
+		bool		dbg;
+	}			variants[] = {{1, 1, false}, {1, 2, false}, {3, 1, false}, {2, 1, false},
+		{1, 1, true}, {3, 1, true}};
 	const char *env = getenv("GPUCLUST_KM_SCREEN");
 
 	D.screen = 0;
-	D.screen_cascade = false;
 	if (D.small || D.d > SCREEN_D_MAX || (env && strcmp(env, "fp32") == 0))
 		return GC_OK;
 	D.screen = env && strcmp(env, "3xtf32") == 0 ? 3 : 1;
-	D.screen_cascade = !(env && (strcmp(env, "tf32") == 0 || strcmp(env, "3xtf32") == 0));
 	D.dpad = (D.d + SC_BK - 1) / SC_BK * SC_BK;
 	D.screen_smem = sizeof(float) * ((size_t) (D.dpad + 2 * SC_BK) * SC_BM + 2 * SC_BN);
 	D.screen_minb = 1;
-	for (int v = 0; v < 5; v++)
+	for (const auto &v : variants)
 	{
-		static const int modes[5] = {1, 1, 3, 1, 3},
-					minbs[5] = {1, 2, 1, 1, 1};
-		const void *f = screen_kernel(modes[v], minbs[v], v >= 3);
+		const void *f = screen_kernel(v.mode, v.minb, v.dbg);
 		int			per_sm = 0;
 
 		KM_CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -542,23 +594,35 @@ km_screen_plan(km_dev &D, gc_status *st)
 			return gc_fail(st, GC_EINTERNAL,
 						   "GPU k-means: the tensor-core screen does not fit (d = %d, %zu bytes of shared memory)",
 						   D.d, D.screen_smem);
-		if (v == 1 && per_sm >= 2)
+		if (v.mode == 1 && v.minb == 2 && per_sm >= 2)
 			D.screen_minb = 2;
 	}
 	return km_wg_plan(D, st);
 }
 
-/* After an iteration: re-screen in the next one when this one's tf32
- * screen left more than 1% of the rows it screened (the cascade, above;
- * all of them, or those the bounds listed: kmeans_prune.cu). */
-void
-km_screen_adapt(km_dev &D)
+static gc_code
+screen_launch(km_dev &D, int mode, dim3 grid, const int32_t *rows_in, const unsigned *n_in,
+			  int32_t *rows_out, unsigned *n_out, const km_ties &ties, float *dbg,
+			  gc_status *st)
 {
-	const km_info *h = D.h_info;
-	const unsigned long long left = D.cascade_now ? h->fb_screen : h->fb_total;
+	const float coef = km_screen_coef(mode == 3 ? 3 : 1, D.d);
+	float	   *ub = mode == 2 ? nullptr : D.ub_out(),
+			   *lb = mode == 2 ? nullptr : D.lb_out();
+	const int	minb = mode == 1 && !dbg ? D.screen_minb : 1;
+	const float *ctb = mode == 3 ? D.CTf : D.CTt;
 
-	if (D.screen_cascade)
-		D.cascade_now = left * 100 > (unsigned long long) D.screened;
+	if (ctb == nullptr)			/* mode 1 over listed rows with the wgmma screen: no caller */
+		return gc_fail(st, GC_EINTERNAL, "GPU k-means: no centres prepared for the %s screen",
+					   mode == 3 ? "3xtf32" : "tf32");
+	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
+		(void *) &D.mu, (void *) &ctb, (void *) &D.cnrm, (void *) &D.cmax2,
+		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
+		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out,
+		(void *) &D.info, (void *) &ub, (void *) &lb, (void *) &ties, (void *) &dbg};
+
+	KM_CK(cudaLaunchKernel(screen_kernel(mode, minb, dbg != nullptr), grid,
+						   dim3(SC_THREADS), args, D.screen_smem, D.s));
+	return GC_OK;
 }
 
 /*
@@ -573,27 +637,30 @@ km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
 {
 	if (mode == 1 && rows_in == nullptr && D.screen_wg)
 		return km_wg_screen(D, rows_out, n_out, dbg, st);
-
-	const float coef = km_screen_coef(mode, D.d);
 	/* listed rows: at most the rows the assignment screens (km_assign) */
-	const unsigned grid = blocks_for(rows_in ? D.screened : D.n, SC_BM);
-	float	   *ub = D.ub_out(),
-			   *lb = D.lb_out();
-	const int	minb = mode == 1 && !dbg ? D.screen_minb : 1;
-	const float *ctb = mode == 1 ? D.CTt : D.CTf;
+	return screen_launch(D, mode, dim3(blocks_for(rows_in ? D.screened : D.n, SC_BM)),
+						 rows_in, n_in, rows_out, n_out, D.ties, dbg, st);
+}
 
-	if (ctb == nullptr)			/* mode 1 over listed rows with the wgmma screen: no caller */
-		return gc_fail(st, GC_EINTERNAL, "GPU k-means: no centres prepared for the %s screen",
-					   mode == 1 ? "tf32" : "3xtf32");
-	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
-		(void *) &D.mu, (void *) &ctb, (void *) &D.cnrm, (void *) &D.cmax2,
-		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
-		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out,
-		(void *) &D.info, (void *) &ub, (void *) &lb, (void *) &dbg};
+/*
+ * The window pass over the first `cover` slots of the queue D.fb_rows
+ * (ccnt zeroed by the caller).  Its grid: the row blocks the last
+ * iteration's queue needed, times parts of the centres enough for about
+ * 16 waves, so that a few queued rows still fill the device.
+ */
+gc_code
+km_screen_ties(km_dev &D, int cover, gc_status *st)
+{
+	km_ties		t = D.ties;
+	const int	ntiles = D.kp / SC_BN;
+	const int64_t est = D.ties_est < cover ? D.ties_est : cover;
+	const int64_t want = (int64_t) 16 * D.nsm;	/* one block per SM */
+	int64_t		ny = (want + blocks_for(est > 0 ? est : 1, SC_BM) - 1) / blocks_for(est > 0 ? est : 1, SC_BM);
 
-	KM_CK(cudaLaunchKernel(screen_kernel(mode, minb, dbg != nullptr), dim3(grid),
-						   dim3(SC_THREADS), args, D.screen_smem, D.s));
-	return GC_OK;
+	t.cap = cover;
+	ny = ny < 1 ? 1 : (ny > ntiles ? ntiles : ny);
+	return screen_launch(D, 2, dim3(blocks_for(cover, SC_BM), (unsigned) ny), D.fb_rows,
+						 &D.info->n_fallback, nullptr, nullptr, t, nullptr, st);
 }
 
 /* The prepared centres (CT, after k_prep_tiled) in the screen's fragment

@@ -22,6 +22,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "kmeans_dev.cuh"
+#include "transfer.cuh"
 
 /* XT[j*n + r0 + r] = in[r*d + j] for a chunk of rows. */
 __global__ void
@@ -200,19 +201,33 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 		KM_ALLOC(D.CTo, (int64_t) d * D.kp);
 		if (D.screen)
 		{
-			KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
-			/* the tf32 pass reads one layout: wgmma's or mma.sync's; the
-			 * rows the bounds list go through mma.sync (kmeans_prune.cu) */
+			const char *env = getenv("GPUCLUST_KM_TIES");
+			const int64_t cap = km_ties_cap(D.streamed ? D.chunk : n);
+
+			/* the near ties' windows (kmeans_screen.cu's header) */
+			if (!(env && strcmp(env, "0") == 0))
+			{
+				D.ties.cap = (int) cap;
+				D.ties_est = cap / 4;
+				KM_ALLOC(D.ties.thr, cap);
+				KM_ALLOC(D.ties.cand, cap * KM_TIE_CAP);
+				KM_ALLOC(D.ties.ccnt, cap);
+			}
+			if (D.screen == 3)
+				KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
+			/* the tf32 pass over every row reads wgmma's layout or
+			 * mma.sync's; the rows the bounds list (kmeans_prune.cu) and the
+			 * window pass go through mma.sync */
 			if (D.screen_wg)
 				KM_ALLOC(D.CTw, (int64_t) D.dpad * D.kp);
-			if (!D.screen_wg || D.prune_ok)
+			if ((D.screen == 1 && (!D.screen_wg || D.prune_ok)) || D.ties.cap > 0)
 				KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
 		}
 		KM_ALLOC(D.cmax2, 2);	/* max ||c'||², max ||c' - TF32(c')||² */
 		if (nr > 0)
 		{
 			KM_ALLOC(D.fb_rows, nr);
-			if (D.screen_cascade)
+			if (D.screen)
 				KM_ALLOC(D.fb_rows2, nr);
 			KM_ALLOC(D.xn2, nr);
 		}
@@ -257,32 +272,23 @@ km_transpose(km_dev &D, const float *in, int64_t rows, float *XT, int64_t ld,
 }
 
 /*
- * Upload in chunks, transposing: into the row-major copy when there is
- * one (km_upload_rowmajor), otherwise through a staging buffer of at most
- * 64 MiB (km_upload_staged).
+ * Upload through transfer.cu's pinned ring (the call's host threads copy
+ * into it while the copy engine moves the chunk before), transposing: into
+ * the row-major copy when there is one (km_upload_rowmajor), otherwise
+ * through a staging buffer of at most 64 MiB (km_upload_staged).
  */
 static gc_code
 km_upload_rowmajor(km_dev &D, const float *X, gc_status *st)
 {
 	const int64_t n = D.n;
 	const int	d = D.d;
-	int64_t		chunk = (int64_t) (16u << 20) / d;
-	cudaError_t e = cudaSuccess;
+	cudaError_t e = gc_xfer_h2d(D.XR, X, sizeof(float) * (size_t) n * d, D.s,
+								gc_team_adapt(D.ctx));
 
-	if (chunk < 1)
-		chunk = 1;
-	for (int64_t r0 = 0; r0 < n && e == cudaSuccess; r0 += chunk)
+	if (e == cudaSuccess)
 	{
-		int64_t		rows = n - r0 < chunk ? n - r0 : chunk;
-		dim3		g(blocks_for(rows, 32), blocks_for(d, 32));
-
-		e = cudaMemcpyAsync(D.XR + r0 * d, X + r0 * d, sizeof(float) * rows * d,
-							cudaMemcpyHostToDevice, D.s);
-		if (e == cudaSuccess)
-		{
-			k_transpose<<<g, dim3(32, 8), 0, D.s>>>(D.XR + r0 * d, rows, d, D.XT, n, r0);
-			e = cudaGetLastError();
-		}
+		k_transpose<<<dim3(blocks_for(n, 32), blocks_for(d, 32)), dim3(32, 8), 0, D.s>>>(D.XR, n, d, D.XT, n, 0);
+		e = cudaGetLastError();
 	}
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(D.s);
@@ -296,6 +302,7 @@ km_upload_staged(km_dev &D, const float *X, gc_status *st)
 {
 	const int64_t n = D.n;
 	const int	d = D.d;
+	const int	threads = gc_team_adapt(D.ctx);
 	int64_t		chunk = (int64_t) (16u << 20) / d;
 	float	   *stage = nullptr;
 	cudaError_t e;
@@ -306,21 +313,21 @@ km_upload_staged(km_dev &D, const float *X, gc_status *st)
 		chunk = n;
 	KM_CK(gc_dalloc((void **) &stage, sizeof(float) * (size_t) chunk * d, D.s));
 	e = cudaSuccess;
+	/* the stage's next copy is queued after the transpose that reads it */
 	for (int64_t r0 = 0; r0 < n && e == cudaSuccess; r0 += chunk)
 	{
 		int64_t		rows = n - r0 < chunk ? n - r0 : chunk;
 		dim3		g(blocks_for(rows, 32), blocks_for(d, 32));
 
-		e = cudaMemcpyAsync(stage, X + r0 * d, sizeof(float) * rows * d,
-							cudaMemcpyHostToDevice, D.s);
+		e = gc_xfer_h2d(stage, X + r0 * d, sizeof(float) * rows * d, D.s, threads);
 		if (e == cudaSuccess)
 		{
 			k_transpose<<<g, dim3(32, 8), 0, D.s>>>(stage, rows, d, D.XT, n, r0);
 			e = cudaGetLastError();
 		}
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(D.s);	/* stage is reused */
 	}
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(D.s);
 	gc_dfree(stage, D.s);
 	if (e != cudaSuccess)
 		return km_cuda_fail(st, e, "uploading the data");
@@ -466,13 +473,13 @@ km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
 	gc_code		rc;
 
 	km_dims(D, n, d, k);
+	D.ctx = ctx;
 	if (chunk > 0)
 	{
 		D.streamed = true;
 		D.chunk = chunk;
 		D.nchunks = (n + chunk - 1) / chunk;
 		D.hX = X;
-		D.ctx = ctx;
 	}
 	if ((rc = km_open(D, st)) != GC_OK ||
 		(rc = km_screen_plan(D, st)) != GC_OK)

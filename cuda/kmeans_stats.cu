@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "kmeans_dev.cuh"
+#include "transfer.cuh"
 
 /* ---- inertia and distances ---- */
 
@@ -117,7 +118,7 @@ km_inertia(km_dev &D, const float *C, const int32_t *labels, double *inertia,
 }
 
 /* Distances of (labels, C) into out (host, V.n doubles): the square roots
- * of km_inertia's terms, copied on V.s (the caller synchronises). */
+ * of km_inertia's terms, there when this returns (transfer.cu's ring). */
 gc_code
 km_distances(km_dev &V, const float *C, const int32_t *labels, double *out,
 			 gc_status *st)
@@ -128,8 +129,7 @@ km_distances(km_dev &V, const float *C, const int32_t *labels, double *out,
 	KM_LAUNCHED();
 	k_sqrt<<<blocks_for(n, 256), 256, 0, V.s>>>(V.q, n);
 	KM_LAUNCHED();
-	KM_CK(cudaMemcpyAsync(out, V.q, sizeof(double) * n,
-						  cudaMemcpyDeviceToHost, V.s));
+	KM_CK(gc_xfer_d2h(out, V.q, sizeof(double) * n, V.s, gc_team_adapt(V.ctx)));
 	return GC_OK;
 }
 

@@ -47,7 +47,7 @@ struct km_stream
 	double	   *qc = nullptr;	/* chunk: inertia terms, distances */
 	float	   *xn2c = nullptr;	/* chunk: shifted row norms (tiled) */
 	int32_t    *fbc = nullptr;	/* chunk: rows the screen leaves (tiled) */
-	int32_t    *fbc2 = nullptr;	/* chunk: rows the 3xtf32 re-screen leaves */
+	int32_t    *fbc2 = nullptr;	/* chunk: rows their window could not decide */
 	cudaStream_t cs = nullptr;	/* the uploads */
 	cudaEvent_t up[2] = {nullptr, nullptr};	/* upload of buffer b done */
 	cudaEvent_t freed[2] = {nullptr, nullptr};	/* work on buffer b done */
@@ -112,7 +112,7 @@ km_stream_open(km_dev &D, gc_status *st)
 	{
 		KM_CK(gc_dalloc((void **) &S->xn2c, sizeof(float) * rows, D.s));
 		KM_CK(gc_dalloc((void **) &S->fbc, sizeof(int32_t) * rows, D.s));
-		if (D.screen_cascade)
+		if (D.screen)
 			KM_CK(gc_dalloc((void **) &S->fbc2, sizeof(int32_t) * rows, D.s));
 	}
 	/* the copy stream uses dbuf: their allocation is done */

@@ -3,8 +3,8 @@
  * warpgroup MMA (wgmma.mma_async, sm_90a): the same scores
  * s_j = ||c'_j||² - 2 x'.c'_j from the same TF32-rounded operands, the same
  * rounding bound (km_screen_coef), the same outputs (the labels of the rows
- * it decides, the queue of the rows it leaves for the 3xTF32 re-screen or
- * the exact re-rank).  What changes is how the products are issued:
+ * it decides, the queue of the rows it leaves for the exact re-rank, with
+ * each one's window threshold).  What changes is how the products are issued:
  *
  *   - mma.sync (kmeans_screen.cu) loads every fragment into registers and
  *     issues a 16x8x8 product per instruction; at d >= 128 it reaches about
@@ -168,7 +168,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			   const float *__restrict__ xn2, int kp, float coefm, float coefr,
 			   int32_t *__restrict__ labels, int32_t *__restrict__ rows_out,
 			   unsigned *n_out, km_info *info, float *__restrict__ ub,
-			   float *__restrict__ lb, float *__restrict__ dbg)
+			   float *__restrict__ lb, km_ties ties, float *__restrict__ dbg)
 {
 #if WG_HAVE
 	extern __shared__ float4 wg_smem[];
@@ -351,7 +351,13 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 					screen_bounds(xn2[gi], best[h], sec[h], T, ub + gi, lb + gi);
 			}
 			else
-				rows_out[atomicAdd(n_out, 1u)] = (int32_t) gi;
+			{
+				const unsigned q = atomicAdd(n_out, 1u);
+
+				rows_out[q] = (int32_t) gi;
+				if (q < (unsigned) ties.cap)
+					ties.thr[q] = __fadd_ru(best[h], 0.5f * T);
+			}
 		}
 	}
 	{
@@ -389,7 +395,7 @@ wg_smem_bytes(int dpad, int nst)
  * where kmeans_screen.cu takes ||dx|| <= 2^-11 ||x'|| (and the same for
  * c'): the rounding errors of TF32's 10 bits are mostly smaller than half
  * an ulp, and ||x'|| and max ||c'|| are rarely equal, so the measured form
- * is about half as wide and fewer rows go to the re-screen.  With
+ * is about half as wide and fewer rows are queued.  With
  * E = (1 + 2^-11) (||x'|| dC + ||dx|| C) + ||dx|| dC + 4du ||x~|| C~ (dC =
  * max_j ||dc_j||, C = max_j ||c'_j||; the accumulation term as before) the
  * decision threshold is
@@ -517,7 +523,7 @@ km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out, float *dbg, gc_statu
 		(void *) &D.mu, (void *) &D.CTw, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coefm, (void *) &coefr, (void *) &D.labels,
 		(void *) &rows_out, (void *) &n_out, (void *) &D.info, (void *) &ub, (void *) &lb,
-		(void *) &dbg};
+		(void *) &D.ties, (void *) &dbg};
 
 	wg_coefs(D.d, &coefm, &coefr);
 	KM_CK(cudaLaunchKernel(wg_kernel(D.screen_wg, dbg != nullptr), dim3(blocks_for(D.n, WG_BM)),

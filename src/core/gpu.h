@@ -61,6 +61,8 @@ typedef struct gc_kmeans_gpu_phases
 								 * rest kept their label by the bounds, cuda/kmeans_prune.cu) */
 	int			grid_cells;		/* d <= 3: the exact assignment's grid (cuda/kmeans_grid.cu); 0: none */
 	int			grid_iterations;	/* of total_iterations: through it (it is dropped where it does not pay) */
+	int64_t		rows_tied;		/* 8 < d <= 256: rows the screen queued, decided among their windows' candidates */
+	int64_t		rows_reranked;	/* d > 8: rows re-ranked over every centre */
 	/* streamed (X larger than the call's GPU memory: gc_kmeans_gpu_plan) */
 	int64_t		chunks;			/* chunks per pass over X; 0: X resident */
 	int64_t		chunk_rows;		/* rows per chunk */
@@ -349,16 +351,18 @@ typedef struct gc_kmeans_gpu_timing
 	int64_t		iter_screened[32];	/* the timed iterations: rows screened (bounds on) */
 	double		ms_assign;		/* the assignment kernel alone */
 	double		ms_update;		/* the update (sums) kernel alone */
-	double		ms_rerank;		/* of ms_assign: the exact re-rank (d > 8) */
+	double		ms_rerank;		/* of ms_assign: the near ties' exact re-rank (d > 8) */
 	double		ms_finalize;	/* the means, shift and empty count */
 	double		ms_prep;		/* the centres in the layout assign reads */
-	int64_t		iter_rescreened[32];	/* the timed iterations: rows re-screened in 3xtf32 */
-	int64_t		iter_reranked[32];	/* and rows re-ranked exactly */
+	int64_t		iter_ties[32];	/* the timed iterations: rows ranked among their windows' candidates */
+	int64_t		iter_reranked[32];	/* and rows re-ranked over every centre */
 	int			small_path;		/* 1: exact path (d <= 8) */
 	int			update_replicas;	/* 0: global atomics */
 	int			empty_seen;
-	int64_t		fallback_rows;	/* tiled path: rows re-ranked exactly (last iteration) */
-	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32, 13 tf32 then 3xtf32 */
+	int64_t		fallback_rows;	/* tiled path: rows re-ranked over every centre (last iteration) */
+	int64_t		tied_rows;		/* and rows decided in their windows (last iteration) */
+	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32 */
+	int			ties;			/* the screen's near ties go through windows */
 	int			screen_wgmma;	/* the tf32 screen ran on wgmma (cuda/kmeans_wgmma.cu) */
 } gc_kmeans_gpu_timing;
 

@@ -406,12 +406,12 @@ tf32_per_clk_sm(int major, int minor)
 static const char *
 path_desc(char *buf, size_t sz, const gc_kmeans_gpu_timing *t)
 {
-	snprintf(buf, sz, "%s%s, update %s; of assign: exact re-rank %.3f ms (rows %lld, last iteration); finalize %.3f ms, prep %.3f ms",
-			 t->small_path ? "exact path (d <= 8)" : t->screen_mode == 13 ? "tf32 screen, 3xtf32 re-screen"
-			 : t->screen_mode == 1 ? "tf32 screen" : t->screen_mode == 3 ? "3xtf32 screen" : "FP32 tiled path",
-			 t->screen_wgmma ? " (tf32 on wgmma)" : t->screen_mode == 1 || t->screen_mode == 13 ? " (tf32 on mma.sync)" : "",
+	snprintf(buf, sz, "%s%s, update %s; of assign: the near ties %.3f ms (rows %lld in windows, %lld over every centre, last iteration); finalize %.3f ms, prep %.3f ms",
+			 t->small_path ? "exact path (d <= 8)" : t->screen_mode == 1 ? (t->ties ? "tf32 screen, near ties in windows" : "tf32 screen")
+			 : t->screen_mode == 3 ? "3xtf32 screen" : "FP32 tiled path",
+			 t->screen_wgmma ? " (tf32 on wgmma)" : t->screen_mode == 1 ? " (tf32 on mma.sync)" : "",
 			 t->update_replicas > 0 ? "smem" : t->update_replicas < 0 ? "sort by label" : "global atomics",
-			 t->ms_rerank, (long long) t->fallback_rows, t->ms_finalize, t->ms_prep);
+			 t->ms_rerank, (long long) t->tied_rows, (long long) t->fallback_rows, t->ms_finalize, t->ms_prep);
 	return buf;
 }
 
@@ -651,7 +651,7 @@ main(int argc, char **argv)
 	}
 
 	/* what the screen left in each timed iteration (README's percentages) */
-	printf("\nrows the tensor-core screen left, per timed iteration (re-screened in 3xTF32 : re-ranked exactly):\n");
+	printf("\nrows the tensor-core screen left, per timed iteration (decided in their windows : re-ranked over every centre):\n");
 	for (int i = 0; i < nw; i++)
 	{
 		const bench_row *w = &W[i];
@@ -664,7 +664,7 @@ main(int argc, char **argv)
 			printf(" (exact path: none)");
 		else
 			for (int j = 0; j < it && j < 32; j++)
-				printf(" %lld:%lld", (long long) w->t.iter_rescreened[j], (long long) w->t.iter_reranked[j]);
+				printf(" %lld:%lld", (long long) w->t.iter_ties[j], (long long) w->t.iter_reranked[j]);
 		printf("\n");
 		if (w->t.pruned)
 		{

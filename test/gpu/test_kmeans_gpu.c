@@ -21,10 +21,11 @@
  *             the derived bound of the exact ||c'||² - 2x'.c' (tf32 on
  *             wgmma where there is one, tf32 on mma.sync, 3xtf32; the
  *             largest error as a fraction of the bound is printed); one
- *             step's labels equal the CPU's in each mode (tf32, the
- *             default cascade on mma.sync, 3xtf32, the FP32 tiled kernel),
- *             on near ties too (centre pairs 1 ulp apart, rows on and
- *             between them);
+ *             step's labels equal the CPU's in each mode (tf32, tf32 on
+ *             mma.sync and on wgmma at every d, 3xtf32, the FP32 tiled
+ *             kernel), on near ties too (groups of 2, 12 and 40 centres 1
+ *             ulp apart or equal, rows on and between them: windows that
+ *             hold the group and windows that overflow);
  *   streamed  X larger than the call's GPU memory (gc_kmeans_gpu_force_chunk,
  *             or a small gpu_mem budget): labels, centroids, inertia,
  *             distances, iterations and convergence equal the resident
@@ -448,12 +449,15 @@ out:
 }
 
 /*
- * Near ties: centres in pairs 1 ulp apart in one coordinate, at an offset;
- * rows on a centre, or on it plus noise far below the bound.  One step's
- * labels must equal the CPU's gc_km_assign in the current screen mode.
+ * Near ties: centres in groups of g at an offset, the odd members 1 ulp
+ * from the first in one coordinate, the even ones equal to it; rows on a
+ * centre, or on it plus noise far below the bound.  One step's labels must
+ * equal the CPU's gc_km_assign in the current screen mode.  A row's window
+ * (cuda/kmeans_screen.cu) holds its whole group: g = 2 and 12 fit in it,
+ * g = 40 does not (the row is re-ranked over every centre).
  */
 static void
-test_ties(int64_t n, int d, int k, double off)
+test_ties(int64_t n, int d, int k, double off, int g)
 {
 	float	   *X = malloc(sizeof(float) * n * d),
 			   *C = malloc(sizeof(float) * k * d),
@@ -469,9 +473,10 @@ test_ties(int64_t n, int d, int k, double off)
 
 	for (int c = 0; c < k; c++)
 		for (int j = 0; j < d; j++)
-			C[c * d + j] = (c & 1) ? C[(c - 1) * d + j] : (float) (off + 20.0 * tu_uniform(&rs) - 10.0);
+			C[c * d + j] = c % g ? C[(c - c % g) * d + j] : (float) (off + 20.0 * tu_uniform(&rs) - 10.0);
 	for (int c = 1; c < k; c += 2)
-		C[c * d + (c / 2) % d] = nextafterf(C[c * d + (c / 2) % d], INFINITY);
+		if (c % g)
+			C[c * d + (c / g + c % g) % d] = nextafterf(C[c * d + (c / g + c % g) % d], INFINITY);
 	for (int64_t i = 0; i < n; i++)
 	{
 		int			c = (int) (tu_uniform(&rs) * k);
@@ -486,10 +491,10 @@ test_ties(int64_t n, int d, int k, double off)
 		  "gpu step: %s", st.message);
 	for (int64_t i = 0; i < n; i++)
 		diff += lg[i] != lc[i];
-	CHECK(diff == 0, "ties %s n=%lld d=%d k=%d off=%g: %lld labels differ",
-		  getenv("GPUCLUST_KM_SCREEN"), (long long) n, d, k, off, (long long) diff);
-	printf("  ties   %-6s n=%-6lld d=%-3d k=%-4d off=%g: labels differ %lld\n",
-		   getenv("GPUCLUST_KM_SCREEN"), (long long) n, d, k, off, (long long) diff);
+	CHECK(diff == 0, "ties %s n=%lld d=%d k=%d off=%g g=%d: %lld labels differ",
+		  getenv("GPUCLUST_KM_SCREEN"), (long long) n, d, k, off, g, (long long) diff);
+	printf("  ties   %-6s n=%-6lld d=%-3d k=%-4d off=%g g=%d: labels differ %lld\n",
+		   getenv("GPUCLUST_KM_SCREEN"), (long long) n, d, k, off, g, (long long) diff);
 	gc_km_ws_destroy(ws);
 	free(X);
 	free(C);
@@ -501,8 +506,9 @@ test_ties(int64_t n, int d, int k, double off)
 static void
 test_screen(void)
 {
-	/* tf32: one screen (on wgmma where the device has it and d > 64);
-	 * mma, wgmma: the default cascade with that kernel's screen at every d */
+	/* tf32: the screen (on wgmma where the device has it and d > 64); mma,
+	 * wgmma: that kernel's tf32 screen at every d; each with its near ties'
+	 * windows */
 	static const char *modes[] = {"tf32", "3xtf32", "fp32", "mma", "wgmma"};
 	static const int bshapes[][3] = {
 		/* n, d, k (kind: 0, 1, 2 each) */
@@ -539,10 +545,15 @@ test_screen(void)
 		for (unsigned s = 0; s < sizeof(sshapes) / sizeof(sshapes[0]); s++)
 			if (!quick || sshapes[s][0] <= 20000)
 				test_step(sshapes[s][0], sshapes[s][1], sshapes[s][2], sshapes[s][3]);
-		test_ties(4000, 12, 64, 0.0);
-		test_ties(4000, 40, 200, 1000.0);
+		test_ties(4000, 12, 64, 0.0, 2);
+		test_ties(4000, 40, 200, 1000.0, 2);
+		test_ties(4000, 40, 240, 0.0, 12);
+		test_ties(4000, 100, 200, 10.0, 40);
 		if (!quick)
-			test_ties(20000, 128, 500, 100.0);
+		{
+			test_ties(20000, 128, 500, 100.0, 2);
+			test_ties(20000, 256, 480, 0.0, 12);
+		}
 	}
 	unsetenv("GPUCLUST_KM_SCREEN");
 }
@@ -649,6 +660,8 @@ done:
  * (cuda/kmeans_grid.cu); want: 1 if the fit must have set it up, 0 if
  * not, -1 if set up and dropped after each run's first iteration (it did
  * not pay).  Where it pays depends on the data too: the others print it.
+ * GPUCLUST_KM_TIES: the near ties' windows (cuda/kmeans_screen.cu); want:
+ * the share of the queued rows they must have decided.
  */
 static void
 test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init init,
@@ -710,6 +723,19 @@ test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init 
 			printf("  grid n=%-7lld d=%-3d k=%-5d kind=%d n_init=%d: %d iterations, %d through %d cells\n",
 				   (long long) n, d, k, kind, n_init, ph[1].total_iterations,
 				   ph[1].grid_iterations, ph[1].grid_cells);
+		}
+		else if (strcmp(env, "GPUCLUST_KM_TIES") == 0)
+		{
+			const int64_t q = ph[1].rows_tied + ph[1].rows_reranked;
+
+			CHECK(ph[0].rows_tied == 0 && ph[0].rows_reranked == ph[1].rows_tied + ph[1].rows_reranked &&
+				  ph[1].rows_tied >= want * q,
+				  "ties n=%lld d=%d k=%d kind=%d: off %lld + %lld rows, on %lld in windows + %lld over every centre, expected >= %.0f%% in windows",
+				  (long long) n, d, k, kind, (long long) ph[0].rows_tied, (long long) ph[0].rows_reranked,
+				  (long long) ph[1].rows_tied, (long long) ph[1].rows_reranked, 100 * want);
+			printf("  ties n=%-7lld d=%-3d k=%-5d kind=%d n_init=%d: %d iterations, %lld rows queued, %lld decided in their windows\n",
+				   (long long) n, d, k, kind, n_init, ph[1].total_iterations, (long long) q,
+				   (long long) ph[1].rows_tied);
 		}
 		else
 		{
@@ -1109,6 +1135,18 @@ main(void)
 		test_without("GPUCLUST_KM_PRUNE", 200000, 32, 256, 0, GC_INIT_KMEANSPP, 1, 1e-6, 0.0);
 		test_without("GPUCLUST_KM_PRUNE", 100000, 128, 1000, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 0.0);	/* ~25 centres a blob: near ties */
 		test_without("GPUCLUST_KM_PRUNE", 100000, 200, 64, 1, GC_INIT_RANDOM, 2, 1e-5, 0.0);	/* uniform: few kept */
+	}
+
+	/* the near ties' windows: fits with them = fits without, bit for bit */
+	test_without("GPUCLUST_KM_TIES", 20000, 256, 200, 1, GC_INIT_RANDOM, 1, 1e-4, 0.9);	/* uniform: many ties */
+	test_without("GPUCLUST_KM_TIES", 30000, 9, 17, 0, GC_INIT_KMEANSPP, 2, 1e-4, 0.0);
+	test_without("GPUCLUST_KM_TIES", 20000, 33, 256, 2, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);	/* far from the origin */
+	test_without("GPUCLUST_KM_TIES", 20000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, 0.0);	/* duplicates: ties, re-seeding */
+	test_without("GPUCLUST_KM_TIES", 30000, 130, 300, 1, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 0.5);	/* wgmma's d */
+	if (!quick)
+	{
+		test_without("GPUCLUST_KM_TIES", 100000, 128, 1000, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 0.0);	/* ~25 centres a blob: near ties */
+		test_without("GPUCLUST_KM_TIES", 200000, 256, 2000, 1, GC_INIT_RANDOM, 1, 1e-4, 0.9);	/* FAISS-like */
 	}
 
 	/* the exact path's grid (d <= 3): its lists, then fits through it = fits without, bit for bit */
