@@ -413,21 +413,26 @@ k_assign_fallback(const float *__restrict__ XT, int64_t n, int d,
 
 /*
  * The near ties ranked among their windows' candidates (kmeans_dev.cuh's
- * km_ties, listed by the window pass): a warp per queue slot, lane l
- * computing candidate l's exact gc_dist2 (k_assign_fallback's chain on the
- * unshifted centres CTo), then the least by (distance, index), the CPU's
- * label (kmeans_screen.cu's header says why).  A slot past ties.cap, or
- * whose list was cut (more than KM_TIE_CAP candidates), goes to over_rows.
+ * km_ties, listed by the window pass): a warp per queue slot, the row in
+ * shared memory, lane l computing candidate l's exact gc_dist2 from the
+ * centres as prepared (C, k x d: the values of k_assign_fallback's CTo, in
+ * its order), then the least by (distance, index), the CPU's label
+ * (kmeans_screen.cu's header says why).  A slot past ties.cap, or whose
+ * list was cut (more than KM_TIE_CAP candidates), goes to over_rows.
  */
-__global__ void __launch_bounds__(256)
+#define TIES_THREADS 256
+
+__global__ void __launch_bounds__(TIES_THREADS)
 k_assign_ties(const float *__restrict__ XT, int64_t n, int d,
-			  const float *__restrict__ CTo, int kp,
+			  const float *__restrict__ C,
 			  const int32_t *__restrict__ fb_rows, const unsigned *n_rows,
 			  km_ties ties, int32_t *__restrict__ over_rows, unsigned *n_over,
 			  km_info *info, int32_t *__restrict__ labels, float *__restrict__ ub,
 			  float *__restrict__ lb)
 {
+	extern __shared__ float tie_x[];	/* d floats a warp */
 	const int	lane = threadIdx.x & 31;
+	float	   *x = tie_x + (threadIdx.x >> 5) * d;
 	const unsigned cnt = *n_rows;
 	unsigned	rows = 0,
 				cands = 0,
@@ -447,12 +452,20 @@ k_assign_ties(const float *__restrict__ XT, int64_t n, int d,
 				over_rows[atomicAdd(n_over, 1u)] = row;
 			continue;
 		}
+		__syncwarp();			/* the last row's reads are done */
+		for (int j = lane; j < d; j += 32)
+			x[j] = XT[(int64_t) j * n + row];
+		__syncwarp();
 		if (lane < m)
 		{
+			const float *cr;
+
 			c = ties.cand[(int64_t) q * KM_TIE_CAP + lane];
+			cr = C + (int64_t) c * d;
 			a = 0.0f;			/* gc_dist2 from 0, as k_assign_fallback */
+#pragma unroll 8
 			for (int j = 0; j < d; j++)
-				a = gc_l2_step(a, XT[(int64_t) j * n + row], CTo[(int64_t) j * kp + c]);
+				a = gc_l2_step(a, x[j], cr[j]);
 		}
 #pragma unroll
 		for (int off = 16; off >= 1; off >>= 1)
@@ -671,9 +684,9 @@ km_rerank(km_dev &D, gc_status *st)
 		KM_CK(cudaMemsetAsync(&D.info->n_over, 0, sizeof(unsigned), D.s));
 		if ((rc = km_screen_ties(D, cover, st)) != GC_OK)
 			return rc;
-		k_assign_ties<<<D.fb_grid, 256, 0, D.s>>>(D.XT, D.n, D.d, D.CTo, D.kp, D.fb_rows,
-												   &D.info->n_fallback, t, D.fb_rows2,
-												   &D.info->n_over, D.info, D.labels, ub, lb);
+		k_assign_ties<<<D.fb_grid, TIES_THREADS, sizeof(float) * (TIES_THREADS / 32) * D.d, D.s>>>(
+			D.XT, D.n, D.d, D.Cprep, D.fb_rows, &D.info->n_fallback, t, D.fb_rows2,
+			&D.info->n_over, D.info, D.labels, ub, lb);
 		KM_LAUNCHED();
 		rows = D.fb_rows2;
 		cnt = &D.info->n_over;

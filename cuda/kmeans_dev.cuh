@@ -218,6 +218,15 @@ struct km_info
  */
 #define KM_TIE_CAP 16
 
+/*
+ * Windows where k d is at least this (GPUCLUST_KM_TIES=1: always, =0:
+ * never).  Below it the re-rank over every centre of the few queued rows
+ * is the cheaper (H100: at 4M x 32, k = 256, 16k rows a pass, 0.15 ms for
+ * the windows against about 0.03; at 1M x 128, k = 1000, level, 0.22 ms;
+ * at k d = 5.1M, 6.1 ms against 21).
+ */
+#define KM_TIES_MIN_KD (1 << 17)
+
 struct km_ties
 {
 	float	   *thr = nullptr;	/* cap */

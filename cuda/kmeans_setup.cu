@@ -204,8 +204,9 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 			const char *env = getenv("GPUCLUST_KM_TIES");
 			const int64_t cap = km_ties_cap(D.streamed ? D.chunk : n);
 
-			/* the near ties' windows (kmeans_screen.cu's header) */
-			if (!(env && strcmp(env, "0") == 0))
+			/* the near ties' windows (kmeans_screen.cu's header) where a
+			 * re-rank over every centre costs more: k d >= 2^17 */
+			if (env ? strcmp(env, "1") == 0 : (int64_t) k * d >= KM_TIES_MIN_KD)
 			{
 				D.ties.cap = (int) cap;
 				D.ties_est = cap / 4;
