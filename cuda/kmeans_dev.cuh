@@ -361,7 +361,6 @@ struct km_dev
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
 	int			screen_wg = 0;	/* tf32 screen on wgmma (kmeans_wgmma.cu): its stages; 0 none */
-	size_t		wg_smem = 0;
 	float	   *mu = nullptr;
 	unsigned long long *gsum = nullptr;	/* slots, then km_info */
 	km_info    *info = nullptr;
@@ -596,11 +595,15 @@ float		km_screen_coef(int mode, int d);
 /* ---- kmeans_wgmma.cu ---- */
 
 /* After km_screen_plan: the tf32 screen on wgmma where this build and
- * device have it (D.screen_wg, D.wg_smem). */
+ * device have it (D.screen_wg). */
 gc_code		km_wg_plan(km_dev &D, gc_status *st);
 
 /* The prepared centres (CT) in the wgmma screen's layout (D.CTw). */
 gc_code		km_wg_prep(km_dev &D, gc_status *st);
+
+/* The window pass on wgmma (km_screen_ties's, when D.screen_wg): ny parts
+ * of the centres over the first `cover` slots of the queue D.fb_rows. */
+gc_code		km_wg_ties(km_dev &D, int cover, int ny, gc_status *st);
 
 /* The tf32 screen of every row on wgmma (km_screen's, when D.screen_wg). */
 gc_code		km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out,

@@ -659,6 +659,8 @@ km_screen_ties(km_dev &D, int cover, gc_status *st)
 
 	t.cap = cover;
 	ny = ny < 1 ? 1 : (ny > ntiles ? ntiles : ny);
+	if (D.screen_wg)
+		return km_wg_ties(D, cover, (int) ny, st);
 	return screen_launch(D, 2, dim3(blocks_for(cover, SC_BM), (unsigned) ny), D.fb_rows,
 						 &D.info->n_fallback, nullptr, nullptr, t, nullptr, st);
 }

@@ -155,18 +155,22 @@ wgmma_tf32(float (&d)[64], uint64_t da, uint64_t db, int scale_d)
 #endif
 
 /*
- * The TF32 screen over all n rows (kmeans_screen.cu's k_assign_screen in
- * mode 1, rows_in NULL): CW from k_wg_prep, cnrm ||c'||² (+inf on the
- * padding), coef the bound's factor of M².  DBG (tests): every score into
- * dbg, n x kp.
+ * MODE 1: the TF32 screen over all n rows (kmeans_screen.cu's
+ * k_assign_screen in mode 1, rows_in NULL).  MODE 2: the window pass
+ * (kmeans_screen.cu's mode 2) over the queue rows_in, slots below
+ * ties.cap, block (x, y) scanning part y of the centres.  CW from
+ * k_wg_prep, cnrm ||c'||² (+inf on the padding), coefm and coefr the
+ * bound's factors (wg_coefs).  DBG (tests, MODE 1): every score into dbg,
+ * n x kp.
  */
-template <int NST, bool DBG>
+template <int MODE, int NST, bool DBG>
 __global__ void __launch_bounds__(WG_THREADS, 1)
 k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			   const float *__restrict__ mu, const float *__restrict__ CW,
 			   const float *__restrict__ cnrm, const float *__restrict__ cmax2,
 			   const float *__restrict__ xn2, int kp, float coefm, float coefr,
-			   int32_t *__restrict__ labels, int32_t *__restrict__ rows_out,
+			   int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
+			   const unsigned *n_in, int32_t *__restrict__ rows_out,
 			   unsigned *n_out, km_info *info, float *__restrict__ ub,
 			   float *__restrict__ lb, km_ties ties, float *__restrict__ dbg)
 {
@@ -176,6 +180,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	const uint32_t pad = (1024u - (raw & 1023u)) & 1023u;
 	float	   *As = (float *) ((char *) wg_smem + pad);	/* nkc slabs of 128 rows */
 	float	   *Bs = As + (size_t) dpad * WG_BM;	/* NST slabs of 128 centres */
+	float	   *dxs = Bs + (size_t) NST * WG_SLAB;	/* MODE 2: the fill's ||x' - x~||² parts */
 	const uint32_t sA = raw + pad,
 				sB = sA + (uint32_t) (dpad * WG_BM * 4);
 	const int	tid = threadIdx.x,
@@ -187,20 +192,30 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	const int64_t m0 = (int64_t) blockIdx.x * WG_BM;
 	const int64_t r0 = m0 + wg * 64 + (warp & 3) * 16 + g;	/* the thread's rows: r0, r0 + 8 */
 	const int	nkc = dpad / WG_BK;
-	const int	nsteps = (kp / WG_BN) * nkc;
+	/* the tiles of centres the block scans: t0 .. t1 - 1 (all but in MODE 2) */
+	const int	tpp = (kp / WG_BN + gridDim.y - 1) / gridDim.y,
+				t0 = blockIdx.y * tpp,
+				t1 = min(kp / WG_BN, t0 + tpp);
+	const int	nsteps = (t1 - t0) * nkc;
+	/* the rows: m0 + m of all n, or (MODE 2) the queued rows_in[m0 + m] */
+	const int64_t nrows = MODE == 2 ? min((int64_t) *n_in, (int64_t) ties.cap) : n;
 	float		acc[64];
 	float		best[2],
-				sec[2];
+				sec[2],
+				thr[2];			/* MODE 2: a row's window ends here */
 	int			bidx[2];
 	int			ch = 0;
 	float		dx2 = 0.0f;		/* of row tid % 128 (the only row it fills), its part of ||x' - x~||² */
 
-	/* stage step % NST <- slab `step` of CW (an empty group past the end,
-	 * so that every step waits for the same count) */
+	if (m0 >= nrows || t0 >= t1)
+		return;					/* MODE 2's grid is sized for more rows */
+
+	/* stage step % NST <- slab t0 nkc + `step` of CW (an empty group past
+	 * the end, so that every step waits for the same count) */
 	auto load_b = [&](int step) {
 		if (step < nsteps)
 		{
-			const float *src = CW + (size_t) step * WG_SLAB;
+			const float *src = CW + ((size_t) t0 * nkc + step) * WG_SLAB;
 			float	   *dst = Bs + (size_t) (step % NST) * WG_SLAB;
 
 #pragma unroll
@@ -244,7 +259,8 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				{
 					const int	j = 4 * q + e;
 
-					v[u][e] = sl < nslots && j < d && m < n ? XT[(int64_t) j * n + m] : 0.0f;
+					v[u][e] = sl < nslots && j < d && m < nrows ?
+						XT[(int64_t) j * n + (MODE == 2 ? rows_in[m] : m)] : 0.0f;
 				}
 			}
 #pragma unroll
@@ -277,9 +293,34 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 		best[h] = INFINITY;
 		sec[h] = INFINITY;
 		bidx[h] = 0;
+		thr[h] = -INFINITY;
+	}
+	if (MODE == 2)
+	{
+		/* each row's window: thr (its first screen's best + T/2) + this
+		 * pass' T/2, the rounding of the rows measured in the fill */
+		dxs[tid] = dx2;
+		__syncthreads();
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+		{
+			const int64_t q = r0 + 8 * h;
+
+			if (q < nrows)
+			{
+				const float xn = sqrtf(xn2[rows_in[q]]),
+							cm = sqrtf(cmax2[0]),
+							dc = sqrtf(cmax2[1]),
+							dx = sqrtf(dxs[q - m0] + dxs[q - m0 + WG_BM]);
+				const float M = xn + cm;
+				const float T = coefm * M * M + coefr * (xn * dc + dx * (cm + dc));
+
+				thr[h] = __fadd_ru(ties.thr[q], 0.5f * T);
+			}
+		}
 	}
 
-	for (int tile = 0, step = 0; tile < kp / WG_BN; tile++)
+	for (int tile = t0, step = 0; tile < t1; tile++)
 	{
 		const int	cb = tile * WG_BN + 2 * t;
 
@@ -315,56 +356,71 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				{
 					const float s = __fmaf_rn(-2.0f, acc[4 * j + 2 * h + e], e ? cn.y : cn.x);
 
-					keep_best(s, cb + 8 * j + e, best[h], sec[h], bidx[h]);
+					if (MODE == 1)
+						keep_best(s, cb + 8 * j + e, best[h], sec[h], bidx[h]);
+					else if (s <= thr[h])
+					{
+						/* in the row's window (the padding's +inf never is) */
+						const int64_t q = r0 + 8 * h;
+						const unsigned c = atomicAdd(&ties.ccnt[q], 1u);
+
+						if (c < KM_TIE_CAP)
+							ties.cand[q * KM_TIE_CAP + c] = cb + 8 * j + e;
+					}
 					if (DBG && r0 + 8 * h < n)
 						dbg[(r0 + 8 * h) * kp + cb + 8 * j + e] = s;
 				}
 		}
 	}
 
-	/* the rows' ||x' - x~||², in the stages' room (threads t and t + 128
-	 * filled row t) */
-	__syncthreads();
-	Bs[tid] = dx2;
-	__syncthreads();
-
-	/* the 4 lanes of a row, by (score, index); lane t = 0 decides it */
-#pragma unroll
-	for (int h = 0; h < 2; h++)
+	if (MODE == 2)				/* the window pass: its lists are its output */
+		return;
+	else
 	{
-		merge_quad(best[h], sec[h], bidx[h]);
-		if (t == 0 && r0 + 8 * h < n)
+		/* the rows' ||x' - x~||², in the stages' room (threads t and t + 128
+		 * filled row t) */
+		__syncthreads();
+		Bs[tid] = dx2;
+		__syncthreads();
+
+		/* the 4 lanes of a row, by (score, index); lane t = 0 decides it */
+#pragma unroll
+		for (int h = 0; h < 2; h++)
 		{
-			const int64_t gi = r0 + 8 * h;
-			const float xn = sqrtf(xn2[gi]),
-						cm = sqrtf(cmax2[0]),
-						dc = sqrtf(cmax2[1]),
-						dx = sqrtf(Bs[gi - m0] + Bs[gi - m0 + WG_BM]);
-			const float M = xn + cm;
-			const float T = coefm * M * M + coefr * (xn * dc + dx * (cm + dc));
-
-			if (sec[h] - best[h] > T)
+			merge_quad(best[h], sec[h], bidx[h]);
+			if (t == 0 && r0 + 8 * h < n)
 			{
-				ch += labels[gi] != bidx[h];
-				labels[gi] = bidx[h];
-				if (ub)
-					screen_bounds(xn2[gi], best[h], sec[h], T, ub + gi, lb + gi);
-			}
-			else
-			{
-				const unsigned q = atomicAdd(n_out, 1u);
+				const int64_t gi = r0 + 8 * h;
+				const float xn = sqrtf(xn2[gi]),
+							cm = sqrtf(cmax2[0]),
+							dc = sqrtf(cmax2[1]),
+							dx = sqrtf(Bs[gi - m0] + Bs[gi - m0 + WG_BM]);
+				const float M = xn + cm;
+				const float T = coefm * M * M + coefr * (xn * dc + dx * (cm + dc));
 
-				rows_out[q] = (int32_t) gi;
-				if (q < (unsigned) ties.cap)
-					ties.thr[q] = __fadd_ru(best[h], 0.5f * T);
+				if (sec[h] - best[h] > T)
+				{
+					ch += labels[gi] != bidx[h];
+					labels[gi] = bidx[h];
+					if (ub)
+						screen_bounds(xn2[gi], best[h], sec[h], T, ub + gi, lb + gi);
+				}
+				else
+				{
+					const unsigned q = atomicAdd(n_out, 1u);
+
+					rows_out[q] = (int32_t) gi;
+					if (q < (unsigned) ties.cap)
+						ties.thr[q] = __fadd_ru(best[h], 0.5f * T);
+				}
 			}
 		}
-	}
-	{
-		const unsigned w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
+		{
+			const unsigned w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
 
-		if (lane == 0 && w != 0)
-			atomicAdd(&info->changed, (unsigned long long) w);
+			if (lane == 0 && w != 0)
+				atomicAdd(&info->changed, (unsigned long long) w);
+		}
 	}
 #else
 	__trap();					/* never launched: km_wg_plan probes for it */
@@ -373,18 +429,24 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 
 /* ---- host side ---- */
 
+/* mode 1: the screen (dbg: the tests' variant), 2: the window pass */
 static const void *
-wg_kernel(int nst, bool dbg)
+wg_kernel(int mode, int nst, bool dbg)
 {
+	if (mode == 2)
+		return nst == 3 ? (const void *) k_screen_wgmma<2, 3, false> : (const void *) k_screen_wgmma<2, 2, false>;
 	if (dbg)
-		return nst == 3 ? (const void *) k_screen_wgmma<3, true> : (const void *) k_screen_wgmma<2, true>;
-	return nst == 3 ? (const void *) k_screen_wgmma<3, false> : (const void *) k_screen_wgmma<2, false>;
+		return nst == 3 ? (const void *) k_screen_wgmma<1, 3, true> : (const void *) k_screen_wgmma<1, 2, true>;
+	return nst == 3 ? (const void *) k_screen_wgmma<1, 3, false> : (const void *) k_screen_wgmma<1, 2, false>;
 }
 
+/* the 1024-byte alignment's room, the rows, the stages; the window pass'
+ * dxs (WG_THREADS floats) */
 static size_t
-wg_smem_bytes(int dpad, int nst)
+wg_smem_bytes(int dpad, int nst, int mode)
 {
-	return 1024 + sizeof(float) * ((size_t) dpad * WG_BM + (size_t) nst * WG_SLAB);
+	return 1024 + sizeof(float) * ((size_t) dpad * WG_BM + (size_t) nst * WG_SLAB +
+								   (mode == 2 ? WG_THREADS : 0));
 }
 
 /*
@@ -458,7 +520,7 @@ km_wg_probe(gc_status *st, gc_code *rc)
 }
 
 /*
- * After km_screen_plan: D.screen_wg (the stages, 0: none) and D.wg_smem.
+ * After km_screen_plan: D.screen_wg (the stages, 0: none).
  * The kernel takes D's tf32 screen where the build and the device have it
  * and d > WG_D_MIN; GPUCLUST_KM_SCREEN=wgmma takes it at every d, =mma
  * never (nor the modes other than tf32).  3 stages where the blocks per SM
@@ -480,21 +542,22 @@ km_wg_plan(km_dev &D, gc_status *st)
 		return rc;
 	for (int nst = 3; nst >= 2; nst--)
 	{
-		const size_t bytes = wg_smem_bytes(D.dpad, nst);
+		const size_t bytes = wg_smem_bytes(D.dpad, nst, 1);
 		int			per_sm = 0;
 
-		if (bytes > (size_t) D.smem_optin)
+		if (wg_smem_bytes(D.dpad, nst, 2) > (size_t) D.smem_optin)
 			continue;
 		for (int dbg = 0; dbg < 2; dbg++)
-			KM_CK(cudaFuncSetAttribute(wg_kernel(nst, dbg), cudaFuncAttributeMaxDynamicSharedMemorySize,
+			KM_CK(cudaFuncSetAttribute(wg_kernel(1, nst, dbg), cudaFuncAttributeMaxDynamicSharedMemorySize,
 									   (int) bytes));
-		KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, wg_kernel(nst, false),
+		KM_CK(cudaFuncSetAttribute(wg_kernel(2, nst, false), cudaFuncAttributeMaxDynamicSharedMemorySize,
+								   (int) wg_smem_bytes(D.dpad, nst, 2)));
+		KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, wg_kernel(1, nst, false),
 															 WG_THREADS, bytes));
 		if (per_sm > best_per_sm)
 		{
 			best_per_sm = per_sm;
 			D.screen_wg = nst;
-			D.wg_smem = bytes;
 		}
 	}
 	return GC_OK;
@@ -511,22 +574,43 @@ km_wg_prep(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
+static gc_code
+wg_launch(km_dev &D, int mode, dim3 grid, const int32_t *rows_in, const unsigned *n_in,
+		  int32_t *rows_out, unsigned *n_out, const km_ties &ties, float *dbg,
+		  gc_status *st)
+{
+	float		coefm,
+				coefr;
+	float	   *ub = mode == 1 ? D.ub_out() : nullptr,
+			   *lb = mode == 1 ? D.lb_out() : nullptr;
+	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
+		(void *) &D.mu, (void *) &D.CTw, (void *) &D.cnrm, (void *) &D.cmax2,
+		(void *) &D.xn2, (void *) &D.kp, (void *) &coefm, (void *) &coefr, (void *) &D.labels,
+		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out, (void *) &D.info,
+		(void *) &ub, (void *) &lb, (void *) &ties, (void *) &dbg};
+
+	wg_coefs(D.d, &coefm, &coefr);
+	KM_CK(cudaLaunchKernel(wg_kernel(mode, D.screen_wg, dbg != nullptr), grid, dim3(WG_THREADS),
+						   args, wg_smem_bytes(D.dpad, D.screen_wg, mode), D.s));
+	return GC_OK;
+}
+
 /* The tf32 screen of every row (km_screen's, when D.screen_wg). */
 gc_code
 km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out, float *dbg, gc_status *st)
 {
-	float		coefm,
-				coefr;
-	float	   *ub = D.ub_out(),
-			   *lb = D.lb_out();
-	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
-		(void *) &D.mu, (void *) &D.CTw, (void *) &D.cnrm, (void *) &D.cmax2,
-		(void *) &D.xn2, (void *) &D.kp, (void *) &coefm, (void *) &coefr, (void *) &D.labels,
-		(void *) &rows_out, (void *) &n_out, (void *) &D.info, (void *) &ub, (void *) &lb,
-		(void *) &D.ties, (void *) &dbg};
+	return wg_launch(D, 1, dim3(blocks_for(D.n, WG_BM)), nullptr, nullptr, rows_out, n_out,
+					 D.ties, dbg, st);
+}
 
-	wg_coefs(D.d, &coefm, &coefr);
-	KM_CK(cudaLaunchKernel(wg_kernel(D.screen_wg, dbg != nullptr), dim3(blocks_for(D.n, WG_BM)),
-						   dim3(WG_THREADS), args, D.wg_smem, D.s));
-	return GC_OK;
+/* The window pass on wgmma (km_screen_ties's, when D.screen_wg): ny parts
+ * of the centres over the first `cover` queue slots. */
+gc_code
+km_wg_ties(km_dev &D, int cover, int ny, gc_status *st)
+{
+	km_ties		t = D.ties;
+
+	t.cap = cover;
+	return wg_launch(D, 2, dim3(blocks_for(cover, WG_BM), ny), D.fb_rows, &D.info->n_fallback,
+					 nullptr, nullptr, t, nullptr, st);
 }
