@@ -518,8 +518,7 @@ k_prep_small(const float *__restrict__ C, int k, int d, int W,
 }
 
 /* Centres for the tiled path: CT (d x kp), shifted by mu, and their
- * squared norms; cmax2: the largest of those, then the largest squared
- * norm of a centre's TF32 rounding error (the wgmma screen's bound). */
+ * squared norms; cmax2[0]: the largest of those. */
 __global__ void
 k_prep_tiled(const float *__restrict__ C, const float *__restrict__ mu,
 			 int k, int d, int kp, float *__restrict__ CT,
@@ -530,26 +529,20 @@ k_prep_tiled(const float *__restrict__ C, const float *__restrict__ mu,
 
 	if (c < kp)
 	{
-		float		s = 0.0f,
-					r = 0.0f;
+		float		s = 0.0f;
 
 		for (int j = 0; j < d; j++)
 		{
 			float		o = c < k ? C[(int64_t) c * d + j] : 0.0f;
 			float		v = c < k ? __fsub_rn(o, mu[j]) : 0.0f;
-			float		e = __fsub_rn(v, __uint_as_float(to_tf32(v)));
 
 			CT[(int64_t) j * kp + c] = v;
 			CTo[(int64_t) j * kp + c] = o;
 			s = __fmaf_rn(v, v, s);
-			r = __fmaf_rn(e, e, r);
 		}
 		cnrm[c] = c < k ? s : INFINITY;
 		if (c < k)
-		{
 			atomicMax((unsigned *) cmax2, __float_as_uint(s));
-			atomicMax((unsigned *) cmax2 + 1, __float_as_uint(r));
-		}
 	}
 }
 

@@ -347,8 +347,8 @@ struct km_dev
 	float	   *CTo = nullptr;
 	float	   *CTf = nullptr;	/* screen: CT in fragment order, float (3xtf32 screen only) */
 	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 (mma.sync's tf32 passes) */
-	float	   *CTw = nullptr;	/* wgmma screen: CT in its swizzled slabs, TF32 (screen_wg) */
-	float	   *cmax2 = nullptr;	/* 2: max ||c'_j||², max ||c'_j - TF32(c'_j)||² */
+	uint16_t   *CTw = nullptr;	/* wgmma screen: CT in its swizzled slabs, FP16 scaled (screen_wg) */
+	float	   *cmax2 = nullptr;	/* 3: max ||c'_j||²; the wgmma screen's max ||c'_j - c^_j||² and scale */
 	int32_t    *fb_rows = nullptr;
 	int32_t    *fb_rows2 = nullptr;	/* screen: the rows their window could not decide */
 	km_ties		ties;			/* screen: the near ties' windows */
@@ -360,7 +360,9 @@ struct km_dev
 	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
-	int			screen_wg = 0;	/* tf32 screen on wgmma (kmeans_wgmma.cu): its stages; 0 none */
+	int			screen_wg = 0;	/* the screen on wgmma (kmeans_wgmma.cu): its stages; 0 none */
+	int			wdpad = 0;		/* its dimensions: d rounded up to 64 */
+	float		xabs = 0.0f;	/* at least every |x - mu| (km_features_finish) */
 	float	   *mu = nullptr;
 	unsigned long long *gsum = nullptr;	/* slots, then km_info */
 	km_info    *info = nullptr;

@@ -220,11 +220,11 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 			 * mma.sync's; the rows the bounds list (kmeans_prune.cu) and the
 			 * window pass go through mma.sync */
 			if (D.screen_wg)
-				KM_ALLOC(D.CTw, (int64_t) D.dpad * D.kp);
+				KM_ALLOC(D.CTw, (int64_t) D.wdpad * D.kp);
 			if ((D.screen == 1 && (!D.screen_wg || D.prune_ok)) || D.ties.cap > 0)
 				KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
 		}
-		KM_ALLOC(D.cmax2, 2);	/* max ||c'||², max ||c' - TF32(c')||² */
+		KM_ALLOC(D.cmax2, 3);	/* max ||c'||²; the wgmma screen's rounding and scale */
 		if (nr > 0)
 		{
 			KM_ALLOC(D.fb_rows, nr);
@@ -442,7 +442,11 @@ km_features_finish(km_dev &D, unsigned *fr, gc_status *st)
 	if (rc == GC_OK)
 	{
 		for (int j = 0; j < 2 * d; j++)
+		{
 			lo[j] = km_unkey(h[d + j]);
+			/* |x - mu| <= |x| + |mu| <= 2 max |x|, rounded up (kmeans_wgmma.cu's scale) */
+			D.xabs = fmaxf(D.xabs, 2.0f * fabsf(lo[j]) * (1.0f + 0x1.0p-20f));
+		}
 		rc = km_grid_plan(D, lo, lo + d, st);
 	}
 	free(h);
