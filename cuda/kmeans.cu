@@ -13,7 +13,7 @@
  *   kmeans_assign.cu   the assignment kernels, the exact re-rank and the
  *                      centres' layout
  *   kmeans_screen.cu   the tensor-core screen of the assignment (8 < d <= 256)
- *   kmeans_wgmma.cu    its TF32 screen on Hopper's wgmma (H100/H200, d > 64)
+ *   kmeans_wgmma.cu    its screen on Hopper's wgmma in FP16 (H100/H200, d > 64)
  *   kmeans_update.cu   the fixed-point sums, means, empty-cluster re-seeding
  *   kmeans_stats.cu    inertia, distances, the variance behind tol
  *   kmeans_stream.cu   the streamed path: data larger than the device
@@ -31,15 +31,16 @@
  *               gc_dist2 (dimension order, separate multiply and add), so
  *               the labels equal the CPU's bit for bit;
  *             - 8 < d <= 256: a tensor-core screen (kmeans_screen.cu):
- *               x.c on TF32 mma (3xTF32 when too many rows are close;
- *               the TF32 pass on wgmma on an H100/H200 at d > 64,
- *               kmeans_wgmma.cu),
- *               on rows and centres shifted by the feature means, fused
+ *               x.c on TF32 mma (the pass over every row on wgmma in
+ *               FP16 on an H100/H200 at d > 64, kmeans_wgmma.cu), on
+ *               rows and centres shifted by the feature means, fused
  *               with the best and second best score per row; a row whose
  *               two best scores are within the derived rounding bound
  *               (screen + the CPU's own rounding) is queued and re-ranked
- *               with the exact gc_dist2 by k_assign_fallback (about 0.5%
- *               of rows), so this path too gives the CPU's labels;
+ *               with the exact gc_dist2 (about 0.5% of rows): among the
+ *               few centres of its window (k_assign_ties) where k d is
+ *               large, else over every centre (k_assign_fallback), so
+ *               this path too gives the CPU's labels;
  *             - d > 256: the same with a register-blocked FP32 tile
  *               (128 rows x 128 centres, FMA) in place of the screen.
  *   update    per-cluster sums in 64-bit fixed point (each feature scaled by

@@ -596,7 +596,7 @@ float		km_screen_coef(int mode, int d);
 
 /* ---- kmeans_wgmma.cu ---- */
 
-/* After km_screen_plan: the tf32 screen on wgmma where this build and
+/* After km_screen_plan: the FP16 screen on wgmma where this build and
  * device have it (D.screen_wg). */
 gc_code		km_wg_plan(km_dev &D, gc_status *st);
 

@@ -322,7 +322,7 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 extern "C" gc_code
 gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
 							const float *C, int mode, float *scores,
-							float *mu, gc_status *st)
+							float *mu, float *f16_scale, gc_status *st)
 {
 	km_dev		D;
 	gc_code		rc;
@@ -354,6 +354,9 @@ gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
 
 		if (e == cudaSuccess)
 			e = cudaMemcpyAsync(mu, D.mu, sizeof(float) * d, cudaMemcpyDeviceToHost, D.s);
+		*f16_scale = 0.0f;
+		if (e == cudaSuccess && mode == 1 && D.screen_wg)
+			e = cudaMemcpyAsync(f16_scale, D.cmax2 + 2, sizeof(float), cudaMemcpyDeviceToHost, D.s);
 		if (e == cudaSuccess)
 			e = cudaStreamSynchronize(D.s);
 		if (e != cudaSuccess)

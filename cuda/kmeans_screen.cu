@@ -63,7 +63,8 @@
  * centre.
  *
  * On an H100/H200 (sm_90a builds) the tf32 screen of every row runs on
- * wgmma instead (kmeans_wgmma.cu: the same scores, bound and outputs); the
+ * wgmma in FP16 instead (kmeans_wgmma.cu: the same rounding, a bound of
+ * the same form, the same outputs); the
  * screen of the rows the bounds list and the window pass stay here.
  *
  * The kernel.  A block takes SC_BM = 128 rows and keeps them, shifted, in
@@ -114,8 +115,8 @@ mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
  * into big and small parts as they are loaded.
  */
 /* CTf/CTt (fragment order) from CT (dpad x kp, row-major); one thread per
- * element.  CTf NULL: no 3xtf32 screen; CTt NULL: the tf32 pass runs only
- * on wgmma (kmeans_wgmma.cu's own layout). */
+ * element.  CTf NULL: no 3xtf32 screen; CTt NULL: the screen runs only on
+ * wgmma (kmeans_wgmma.cu's own layout). */
 __global__ void
 k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
 			  float *__restrict__ CTf, float *__restrict__ CTt)

@@ -1,7 +1,7 @@
 /*
  * screen.cuh — the device pieces both tensor-core screens of the GPU
  * k-means share (kmeans_screen.cu: mma.sync; kmeans_wgmma.cu: Hopper's
- * wgmma): TF32 rounding, 16-byte asynchronous copies, and the running best
+ * wgmma): TF32 rounding (mma.sync's), 16-byte asynchronous copies, and the running best
  * and second best of a row.  Internal to cuda/.
  */
 #ifndef GPUCLUST_SCREEN_CUH

@@ -363,18 +363,20 @@ typedef struct gc_kmeans_gpu_timing
 	int64_t		tied_rows;		/* and rows decided in their windows (last iteration) */
 	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32 */
 	int			ties;			/* the screen's near ties go through windows */
-	int			screen_wgmma;	/* the tf32 screen ran on wgmma (cuda/kmeans_wgmma.cu) */
+	int			screen_wgmma;	/* the screen ran on wgmma, in FP16 (cuda/kmeans_wgmma.cu) */
 } gc_kmeans_gpu_timing;
 
 /*
  * The tensor-core screen's scores (cuda/kmeans_screen.cu) of every row and
  * centre, ||c'||² - 2 x'.c' with x' = x - mu and c' = c - mu as the kernel
  * forms them: scores (n x k), mu (d, the shift).  mode 1: tf32, 3: 3xtf32.
- * GC_EINVAL when d has no screen (d <= 8 or d > 256).
+ * *f16_scale: 0, or the scale s when mode 1 ran on wgmma in FP16
+ * (cuda/kmeans_wgmma.cu: operands FP16(s x') / s).  GC_EINVAL when d has
+ * no screen (d <= 8 or d > 256).
  */
 gc_code		gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
 										const float *C, int mode, float *scores,
-										float *mu, gc_status *st);
+										float *mu, float *f16_scale, gc_status *st);
 
 /*
  * Forces gc_kmeans_gpu calls of this thread to stream X in chunks of rows

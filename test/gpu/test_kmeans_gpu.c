@@ -18,11 +18,11 @@
  *             centre seeds no cluster): GPU = CPU bit for bit;
  *   screen    the tensor-core screen (d > 8, cuda/kmeans_screen.cu and,
  *             on an H100/H200, cuda/kmeans_wgmma.cu): every score within
- *             the derived bound of the exact ||c'||² - 2x'.c' (tf32 on
+ *             the derived bound of the exact ||c'||² - 2x'.c' (FP16 on
  *             wgmma where there is one, tf32 on mma.sync, 3xtf32; the
  *             largest error as a fraction of the bound is printed); one
  *             step's labels equal the CPU's in each mode (tf32, tf32 on
- *             mma.sync and on wgmma at every d, 3xtf32, the FP32 tiled
+ *             mma.sync and FP16 on wgmma at every d, 3xtf32, the FP32 tiled
  *             kernel), on near ties too (groups of 2, 12 and 40 centres 1
  *             ulp apart or equal, rows on and between them: windows that
  *             hold the group and windows that overflow);
@@ -336,6 +336,34 @@ tf32_rna(float x)
 	return x;
 }
 
+/* FP16 rounding (to nearest even, 10 mantissa bits; multiples of 2^-24
+ * below 2^-14) of s x, unscaled: kmeans_wgmma.cu's operands. */
+static float
+f16_scaled(float x, float s)
+{
+	const float y = x * s;
+	float		r;
+
+	if (fabsf(y) < 0x1.0p-14f)
+		r = rintf(y * 0x1.0p24f) * 0x1.0p-24f;
+	else
+	{
+		uint32_t	b;
+
+		memcpy(&b, &y, 4);
+		b = (b + 0xfffu + ((b >> 13) & 1u)) & 0xffffe000u;
+		memcpy(&r, &b, 4);
+	}
+	return r / s;
+}
+
+/* The screen's rounding of an operand: TF32, or FP16 at scale s > 0. */
+static float
+screen_round(float x, float s)
+{
+	return s > 0 ? f16_scaled(x, s) : tf32_rna(x);
+}
+
 /*
  * Every screened score against the exact s = ||c'||² - 2 x'.c' (x' = x - mu,
  * c' = c - mu in float, as the kernel forms them; s in long double): the
@@ -343,7 +371,8 @@ tf32_rna(float x)
  * (kmeans_screen.cu's derivation, restated here); in tf32 also within the
  * half of kmeans_wgmma.cu's measured form, 2E + (d + 1.01) u M², E =
  * (1 + 2^-11) (||x'|| dC + ||dx|| C) + ||dx|| dC + 4du (1 + 2^-10) ||x'|| C
- * (dx = x' - TF32(x'), dC = max ||c' - TF32(c')||, C = max ||c'||).
+ * (dx = x' - R(x'), dC = max ||c' - R(c')||, C = max ||c'||; R the
+ * screen's rounding: FP16 at the kernel's scale on wgmma, else TF32).
  */
 static void
 test_screen_bound(int64_t n, int d, int k, int kind, int mode)
@@ -352,7 +381,8 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 	float	   *C = malloc(sizeof(float) * k * d),
 			   *S = malloc(sizeof(float) * n * k),
 			   *cp = malloc(sizeof(float) * k * d),
-			   mu[512];
+			   mu[512],
+				f16s = 0.0f;
 	long double *cn = malloc(sizeof(long double) * k);
 	const double u = 0x1.0p-24;
 	const double kappa = mode == 3 ? 12 * u + 12.0 * d * u : 0x1.0p-10 + 0x1.0p-22 + 4.0 * d * u;
@@ -367,7 +397,7 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 	int64_t		over = 0;
 
 	gc_km_init_kmeanspp(NULL, X, n, d, k, tu_next(&rs), 0, C, NULL, &st);
-	if (gc_kmeans_gpu_screen_scores(X, n, d, k, C, mode, S, mu, &st) != GC_OK)
+	if (gc_kmeans_gpu_screen_scores(X, n, d, k, C, mode, S, mu, &f16s, &st) != GC_OK)
 	{
 		CHECK(0, "screen scores n=%lld d=%d k=%d: %s", (long long) n, d, k, st.message);
 		goto out;
@@ -381,7 +411,7 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 		{
 			cp[c * d + j] = C[c * d + j] - mu[j];
 			q += (long double) cp[c * d + j] * cp[c * d + j];
-			r += powl((long double) cp[c * d + j] - tf32_rna(cp[c * d + j]), 2);
+			r += powl((long double) cp[c * d + j] - screen_round(cp[c * d + j], f16s), 2);
 		}
 		cn[c] = q;
 		if (sqrt((double) q) > cmax)
@@ -401,7 +431,7 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 		{
 			xp[j] = X[i * d + j] - mu[j];
 			xn += (long double) xp[j] * xp[j];
-			dx += powl((long double) xp[j] - tf32_rna(xp[j]), 2);
+			dx += powl((long double) xp[j] - screen_round(xp[j], f16s), 2);
 		}
 		M = sqrt((double) xn) + cmax;
 		rb = 2 * ((1 + 0x1.0p-11) * (sqrt((double) xn) * dcmax + sqrt((double) dx) * cmax) +
@@ -437,7 +467,7 @@ test_screen_bound(int64_t n, int d, int k, int kind, int mode)
 		CHECK(over_r == 0, "screen tf32 n=%lld d=%d k=%d kind=%d: %lld scores beyond the measured-rounding bound (worst %.3g x)",
 			  (long long) n, d, k, kind, (long long) over_r, worst_r);
 	printf("  screen %-6s %-6s n=%-6lld d=%-3d k=%-4d kind=%d: |error| / bound: max %.3g, mean %.3g; / measured-rounding bound: max %.3g\n",
-		   mode == 3 ? "3xtf32" : "tf32", getenv("GPUCLUST_KM_SCREEN") ? getenv("GPUCLUST_KM_SCREEN") : "",
+		   mode == 3 ? "3xtf32" : f16s > 0 ? "fp16" : "tf32", getenv("GPUCLUST_KM_SCREEN") ? getenv("GPUCLUST_KM_SCREEN") : "",
 		   (long long) n, d, k, kind, worst,
 		   mean_ratio / ((double) n * k), worst_r);
 out:
@@ -506,9 +536,9 @@ test_ties(int64_t n, int d, int k, double off, int g)
 static void
 test_screen(void)
 {
-	/* tf32: the screen (on wgmma where the device has it and d > 64); mma,
-	 * wgmma: that kernel's tf32 screen at every d; each with its near ties'
-	 * windows */
+	/* tf32: the screen (on wgmma in FP16 where the device has it and d >
+	 * 64); mma, wgmma: that kernel's screen at every d; each with its near
+	 * ties' windows */
 	static const char *modes[] = {"tf32", "3xtf32", "fp32", "mma", "wgmma"};
 	static const int bshapes[][3] = {
 		/* n, d, k (kind: 0, 1, 2 each) */
@@ -519,7 +549,7 @@ test_screen(void)
 		{30000, 256, 200, 1}, {100000, 32, 256, 1}, {50000, 128, 1000, 0},
 	};
 
-	/* tf32 (the default kernel for d), 3xtf32, tf32 on mma.sync and on wgmma */
+	/* tf32 (the default kernel for d), 3xtf32, tf32 on mma.sync and FP16 on wgmma */
 	static const struct
 	{
 		int			mode;
