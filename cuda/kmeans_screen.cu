@@ -44,8 +44,8 @@
  *
  * The near ties.  A row under the bound is queued with its best screened
  * score and half its bound (km_ties.thr); the window pass (mode 2: the
- * same tf32 kernel over the queued rows, its centres split over
- * blockIdx.y) lists every centre j whose own screened score s~_j is at
+ * screen's kernel, this file's or kmeans_wgmma.cu's, over the queued rows,
+ * its centres split over blockIdx.y) lists every centre j whose own screened score s~_j is at
  * most thr + T2/2, T2 this pass' bound for the row.  Every other centre is
  * strictly farther from the row than the first screen's best b in the
  * CPU's distance (D_j >= |x'|² + s~_j - e2 - c > |x'|² + s^_b + e1 + c >=
@@ -55,17 +55,18 @@
  * k_assign_ties ranks them.  A row whose window holds more than
  * KM_TIE_CAP centres is re-ranked over every centre (k_assign_fallback).
  * Measured on an H100: FAISS's 1M uniform rows (d = 256, k = 20000) leave
- * 3.4% of the rows, each with about two centres in its window.
+ * 2.8-4.4% of the rows, and every one is decided in its window.
  * GPUCLUST_KM_SCREEN=tf32|3xtf32 screens in that mode, =fp32 takes the
  * FP32 tiled kernel of kmeans_assign.cu, =mma takes this file's kernel
  * where kmeans_wgmma.cu's would run, =wgmma that one at every d (tests and
- * benchmarks); GPUCLUST_KM_TIES=0 re-ranks every queued row over every
- * centre.
+ * benchmarks).  The windows are used where k d >= KM_TIES_MIN_KD (below
+ * it a re-rank over every centre is the cheaper); GPUCLUST_KM_TIES=1 uses
+ * them at every k d, =0 never.
  *
  * On an H100/H200 (sm_90a builds) the tf32 screen of every row runs on
  * wgmma in FP16 instead (kmeans_wgmma.cu: the same rounding, a bound of
- * the same form, the same outputs); the
- * screen of the rows the bounds list and the window pass stay here.
+ * the same form, the same outputs), and so does the window pass; the
+ * screen of the rows the bounds list stays here.
  *
  * The kernel.  A block takes SC_BM = 128 rows and keeps them, shifted, in
  * shared memory for the whole scan (dpad x 128 floats, dpad = d rounded up
@@ -434,15 +435,8 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 
 							if (MODE != 2)
 								keep_best(s, col, best[mt * 2 + h], sec[mt * 2 + h], bidx[mt * 2 + h]);
-							else if (s <= thr[mt * 2 + h])
-							{
-								/* in the row's window (the padding's +inf never is) */
-								const int64_t q = m0 + wm * 64 + mt * 16 + g + 8 * h;
-								const unsigned c = atomicAdd(&ties.ccnt[q], 1u);
-
-								if (c < KM_TIE_CAP)
-									ties.cand[q * KM_TIE_CAP + c] = col;
-							}
+							else if (s <= thr[mt * 2 + h])	/* the padding's +inf never is */
+								list_tie(ties, m0 + wm * 64 + mt * 16 + g + 8 * h, col);
 						}
 				}
 			if (DBG)
@@ -512,13 +506,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 							screen_bounds(x2, b, s2, T, ub + gi, lb + gi);
 					}
 					else
-					{
-						const unsigned q = atomicAdd(n_out, 1u);
-
-						rows_out[q] = (int32_t) gi;
-						if (q < (unsigned) ties.cap)
-							ties.thr[q] = __fadd_ru(b, 0.5f * T);
-					}
+						queue_tie(gi, b, T, rows_out, n_out, ties);
 				}
 			}
 		}

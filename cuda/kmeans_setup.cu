@@ -216,9 +216,9 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 			}
 			if (D.screen == 3)
 				KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
-			/* the tf32 pass over every row reads wgmma's layout or
-			 * mma.sync's; the rows the bounds list (kmeans_prune.cu) and the
-			 * window pass go through mma.sync */
+			/* the pass over every row reads wgmma's layout (FP16) or
+			 * mma.sync's (TF32); the rows the bounds list (kmeans_prune.cu)
+			 * go through mma.sync, and the window pass where wgmma is not */
 			if (D.screen_wg)
 				KM_ALLOC(D.CTw, (int64_t) D.wdpad * D.kp);
 			if ((D.screen == 1 && (!D.screen_wg || D.prune_ok)) || D.ties.cap > 0)

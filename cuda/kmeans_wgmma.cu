@@ -414,15 +414,8 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 
 					if (MODE == 1)
 						keep_best(s, cb + 8 * j + e, best[h], sec[h], bidx[h]);
-					else if (s <= thr[h])
-					{
-						/* in the row's window (the padding's +inf never is) */
-						const int64_t q = r0 + 8 * h;
-						const unsigned c = atomicAdd(&ties.ccnt[q], 1u);
-
-						if (c < KM_TIE_CAP)
-							ties.cand[q * KM_TIE_CAP + c] = cb + 8 * j + e;
-					}
+					else if (s <= thr[h])	/* the padding's +inf never is */
+						list_tie(ties, r0 + 8 * h, cb + 8 * j + e);
 					if (DBG && r0 + 8 * h < n)
 						dbg[(r0 + 8 * h) * kp + cb + 8 * j + e] = s * isc2;
 				}
@@ -459,13 +452,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 						screen_bounds(xn2[gi], best[h], sec[h], T, ub + gi, lb + gi);
 				}
 				else
-				{
-					const unsigned q = atomicAdd(n_out, 1u);
-
-					rows_out[q] = (int32_t) gi;
-					if (q < (unsigned) ties.cap)
-						ties.thr[q] = __fadd_ru(best[h], 0.5f * T);
-				}
+					queue_tie(gi, best[h], T, rows_out, n_out, ties);
 			}
 		}
 		{

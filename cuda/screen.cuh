@@ -2,7 +2,8 @@
  * screen.cuh — the device pieces both tensor-core screens of the GPU
  * k-means share (kmeans_screen.cu: mma.sync; kmeans_wgmma.cu: Hopper's
  * wgmma): TF32 rounding (mma.sync's), 16-byte asynchronous copies, and the running best
- * and second best of a row.  Internal to cuda/.
+ * and second best of a row, the near ties' queue and windows.  Internal to
+ * cuda/; after kmeans_dev.cuh.
  */
 #ifndef GPUCLUST_SCREEN_CUH
 #define GPUCLUST_SCREEN_CUH
@@ -76,6 +77,30 @@ merge_quad(float &best, float &sec, int &bidx)
 
 		merge_best(os, o2, oi, best, sec, bidx);
 	}
+}
+
+/* A row the screen cannot decide: queued in rows_out, with (for the
+ * windows' slots) its best screened score plus half its bound T
+ * (kmeans_dev.cuh's km_ties). */
+__device__ __forceinline__ void
+queue_tie(int64_t gi, float best, float T, int32_t *rows_out, unsigned *n_out,
+		  const km_ties &ties)
+{
+	const unsigned q = atomicAdd(n_out, 1u);
+
+	rows_out[q] = (int32_t) gi;
+	if (q < (unsigned) ties.cap)
+		ties.thr[q] = __fadd_ru(best, 0.5f * T);
+}
+
+/* Centre col is in the window of queue slot q (the window pass). */
+__device__ __forceinline__ void
+list_tie(const km_ties &ties, int64_t q, int col)
+{
+	const unsigned c = atomicAdd(&ties.ccnt[q], 1u);
+
+	if (c < KM_TIE_CAP)
+		ties.cand[q * KM_TIE_CAP + c] = col;
 }
 
 /*
