@@ -135,7 +135,7 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 		(rc = km_prep(D, D.C[1 - cur], st)) != GC_OK ||
 		(rc = km_read_info(D, st)) != GC_OK)
 		return rc;
-	km_ties_adapt(D);
+	km_screen_adapt(D);
 	km_grid_adapt(D);
 	if (D.h_info->n_empty > 0)
 	{

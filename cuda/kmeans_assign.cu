@@ -634,6 +634,12 @@ km_assign(km_dev &D, gc_status *st)
 	if (D.screen)
 	{
 		rc = km_screen(D, D.screen, rows_in, n_in, D.fb_rows, &D.info->n_fallback, nullptr, st);
+		if (rc == GC_OK && D.screen_cascade && D.cascade_now)
+		{
+			KM_CK(cudaMemsetAsync(&D.info->n_over, 0, sizeof(unsigned), D.s));
+			rc = km_screen(D, 3, D.fb_rows, &D.info->n_fallback, D.fb_rows2,
+						   &D.info->n_over, nullptr, st);
+		}
 		if (rc != GC_OK)
 			return rc;
 	}
@@ -653,9 +659,10 @@ km_assign(km_dev &D, gc_status *st)
  * The exact re-rank of the rows the last screen queued (d > 8): with the
  * windows (D.ties.cap), the window pass lists each one's candidates and
  * k_assign_ties ranks them, queueing the rows it cannot decide in
- * fb_rows2; then k_assign_fallback ranks what is queued over every centre.
- * The windows cover twice the rows the last screen queued (km_ties_adapt):
- * a row past them goes over every centre, still exact.
+ * fb_rows2 (as the 3xtf32 re-screen does without them, when it ran:
+ * km_assign); then k_assign_fallback ranks what is queued over every
+ * centre.  The windows cover twice the rows the last screen queued
+ * (km_screen_adapt): a row past them goes over every centre, still exact.
  */
 gc_code
 km_rerank(km_dev &D, gc_status *st)
@@ -681,6 +688,11 @@ km_rerank(km_dev &D, gc_status *st)
 			D.XT, D.n, D.d, D.Cprep, D.fb_rows, &D.info->n_fallback, t, D.fb_rows2,
 			&D.info->n_over, D.info, D.labels, ub, lb);
 		KM_LAUNCHED();
+		rows = D.fb_rows2;
+		cnt = &D.info->n_over;
+	}
+	else if (D.screen && D.screen_cascade && D.cascade_now)
+	{
 		rows = D.fb_rows2;
 		cnt = &D.info->n_over;
 	}
@@ -711,10 +723,3 @@ km_rerank(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
-/* After an iteration: the rows its (last) screen queued, for the next
- * window pass' grid. */
-void
-km_ties_adapt(km_dev &D)
-{
-	D.ties_est = D.h_info->n_fallback;
-}

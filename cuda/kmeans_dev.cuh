@@ -200,7 +200,8 @@ struct km_info
 	int			moved;			/* some centre coordinate changed */
 	unsigned	n_fallback;		/* rows the screen left (one km_assign) */
 	unsigned	fb_total;		/* rows re-ranked over every centre this iteration (every km_assign) */
-	unsigned	n_over;			/* of n_fallback, rows their window could not decide (one km_assign) */
+	unsigned	n_over;			/* of n_fallback, rows their window or the 3xtf32 re-screen could not decide (one km_assign) */
+	unsigned	fb_screen;		/* rows re-screened in 3xtf32 this iteration */
 	unsigned	tie_rows;		/* rows decided among their window's candidates this iteration */
 	unsigned long long tie_cands;	/* and the candidates they were compared with */
 	unsigned	n_listed;		/* rows the bounds could not keep (one km_assign; kmeans_prune.cu) */
@@ -350,13 +351,15 @@ struct km_dev
 	uint16_t   *CTw = nullptr;	/* wgmma screen: CT in its swizzled slabs, FP16 scaled (screen_wg) */
 	float	   *cmax2 = nullptr;	/* 3: max ||c'_j||²; the wgmma screen's max ||c'_j - c^_j||² and scale */
 	int32_t    *fb_rows = nullptr;
-	int32_t    *fb_rows2 = nullptr;	/* screen: the rows their window could not decide */
+	int32_t    *fb_rows2 = nullptr;	/* screen: the rows their window or the 3xtf32 re-screen could not decide */
 	km_ties		ties;			/* screen: the near ties' windows */
-	int64_t		ties_est = 0;	/* rows the last screen left (km_ties_adapt) */
+	int64_t		ties_est = 0;	/* rows the last screen left (km_screen_adapt) */
 	float	   *xn2 = nullptr;
 	int			fb_grid = 0;
 	int			tiled_minb = 2;	/* blocks per SM the tiled kernel is built for */
 	int			screen = 0;		/* 0: FP32 tiled kernel; 1: tf32; 3: 3xtf32 */
+	bool		screen_cascade = false;	/* without windows: tf32, then 3xtf32 on the rows it leaves ... */
+	bool		cascade_now = true;	/* ... in this iteration (km_screen_adapt) */
 	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
@@ -564,10 +567,6 @@ gc_code		km_assign(km_dev &D, gc_status *st);
  * windows' candidates, or over every centre. */
 gc_code		km_rerank(km_dev &D, gc_status *st);
 
-/* After an iteration (its record in D.h_info): how many rows the next
- * screen will likely leave, for the window pass' grid. */
-void		km_ties_adapt(km_dev &D);
-
 /* ---- kmeans_screen.cu ---- */
 
 /* The tensor-core screen's mode and occupancy (D.screen, D.dpad ...). */
@@ -575,6 +574,11 @@ gc_code		km_screen_plan(km_dev &D, gc_status *st);
 
 /* The prepared centres in the screen's fragment order (km_prep). */
 gc_code		km_screen_prep(km_dev &D, gc_status *st);
+
+/* After an iteration (its record in D.h_info): how many rows the next
+ * screen will likely leave (the window pass' grid), and, without windows,
+ * whether it re-screens them in 3xtf32. */
+void		km_screen_adapt(km_dev &D);
 
 /*
  * The screen in `mode` over D's rows (rows_in NULL) or over the *n_in rows

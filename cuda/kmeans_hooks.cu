@@ -191,6 +191,7 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 		D.prune_on = prune;
 		D.bounds_ok = false;
 		D.ties_est = D.ties.cap / 4;
+		D.cascade_now = true;
 		rc = km_prep(D, D.C[0], st);
 		for (int i = 0; i < 3 && rc == GC_OK; i++, cur = 1 - cur)
 			rc = km_iteration(D, cur, st);
@@ -252,7 +253,7 @@ gc_kmeans_gpu_bench(const float *X, int64_t n, int d, int k, const float *C0,
 		t->empty_seen = D.h_info->n_empty;
 		t->fallback_rows = D.h_info->fb_total;
 		t->tied_rows = D.h_info->tie_rows;
-		t->screen_mode = D.screen;
+		t->screen_mode = D.screen_cascade ? 13 : D.screen;
 		t->ties = D.ties.cap > 0;
 		t->screen_wgmma = D.screen_wg != 0;
 	}
@@ -336,6 +337,7 @@ gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
 	if (D.screen == 0)
 		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_screen_scores: no tensor-core screen for d = %d", d);
 	D.screen = mode;
+	D.screen_cascade = false;
 	if (mode == 3 && D.CTf == nullptr)
 		KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
 	KM_CK(cudaMemcpyAsync(D.C[0], C, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));

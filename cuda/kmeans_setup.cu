@@ -210,11 +210,12 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 			{
 				D.ties.cap = (int) cap;
 				D.ties_est = cap / 4;
+				D.screen_cascade = false;
 				KM_ALLOC(D.ties.thr, cap);
 				KM_ALLOC(D.ties.cand, cap * KM_TIE_CAP);
 				KM_ALLOC(D.ties.ccnt, cap);
 			}
-			if (D.screen == 3)
+			if (D.screen == 3 || D.screen_cascade)
 				KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
 			/* the pass over every row reads wgmma's layout (FP16) or
 			 * mma.sync's (TF32); the rows the bounds list (kmeans_prune.cu)

@@ -361,7 +361,7 @@ typedef struct gc_kmeans_gpu_timing
 	int			empty_seen;
 	int64_t		fallback_rows;	/* tiled path: rows re-ranked over every centre (last iteration) */
 	int64_t		tied_rows;		/* and rows decided in their windows (last iteration) */
-	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32 */
+	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32, 13 tf32 then 3xtf32 */
 	int			ties;			/* the screen's near ties go through windows */
 	int			screen_wgmma;	/* the screen ran on wgmma, in FP16 (cuda/kmeans_wgmma.cu) */
 } gc_kmeans_gpu_timing;

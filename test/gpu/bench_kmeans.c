@@ -407,9 +407,10 @@ static const char *
 path_desc(char *buf, size_t sz, const gc_kmeans_gpu_timing *t)
 {
 	snprintf(buf, sz, "%s%s, update %s; of assign: the near ties %.3f ms (rows %lld in windows, %lld over every centre, last iteration); finalize %.3f ms, prep %.3f ms",
-			 t->small_path ? "exact path (d <= 8)" : t->screen_mode == 1 ? (t->ties ? "tf32 screen, near ties in windows" : "tf32 screen")
+			 t->small_path ? "exact path (d <= 8)" : t->screen_mode == 13 ? "tf32 screen, 3xtf32 re-screen"
+			 : t->screen_mode == 1 ? (t->ties ? "tf32 screen, near ties in windows" : "tf32 screen")
 			 : t->screen_mode == 3 ? "3xtf32 screen" : "FP32 tiled path",
-			 t->screen_wgmma ? " (FP16 on wgmma)" : t->screen_mode == 1 ? " (tf32 on mma.sync)" : "",
+			 t->screen_wgmma ? " (FP16 on wgmma)" : t->screen_mode == 1 || t->screen_mode == 13 ? " (tf32 on mma.sync)" : "",
 			 t->update_replicas > 0 ? "smem" : t->update_replicas < 0 ? "sort by label" : "global atomics",
 			 t->ms_rerank, (long long) t->tied_rows, (long long) t->fallback_rows, t->ms_finalize, t->ms_prep);
 	return buf;

@@ -586,6 +586,13 @@ test_screen(void)
 		}
 	}
 	unsetenv("GPUCLUST_KM_SCREEN");
+	/* without the windows: the 3xtf32 re-screen, then over every centre */
+	setenv("GPUCLUST_KM_TIES", "0", 1);
+	test_step(20000, 16, 130, 1);
+	test_step(6000, 130, 300, 0);
+	test_ties(4000, 40, 240, 0.0, 12);
+	test_ties(4000, 100, 200, 10.0, 40);
+	setenv("GPUCLUST_KM_TIES", "1", 1);
 }
 
 /* ---- full run ---- */
