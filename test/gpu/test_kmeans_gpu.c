@@ -697,8 +697,9 @@ done:
  * (cuda/kmeans_grid.cu); want: 1 if the fit must have set it up, 0 if
  * not, -1 if set up and dropped after each run's first iteration (it did
  * not pay).  Where it pays depends on the data too: the others print it.
- * GPUCLUST_KM_TIES: the near ties' windows (cuda/kmeans_screen.cu); want:
- * the share of the queued rows they must have decided.
+ * GPUCLUST_KM_TIES: the near ties' windows (cuda/kmeans_screen.cu; off,
+ * the 3xtf32 re-screen and the re-rank over every centre); want: the
+ * share of the queued rows they must have decided.
  */
 static void
 test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init init,
@@ -770,8 +771,7 @@ test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init 
 		{
 			const int64_t q = ph[1].rows_tied + ph[1].rows_reranked;
 
-			CHECK(ph[0].rows_tied == 0 && ph[0].rows_reranked == ph[1].rows_tied + ph[1].rows_reranked &&
-				  ph[1].rows_tied >= want * q,
+			CHECK(ph[0].rows_tied == 0 && ph[1].rows_tied >= want * q,
 				  "ties n=%lld d=%d k=%d kind=%d: off %lld + %lld rows, on %lld in windows + %lld over every centre, expected >= %.0f%% in windows",
 				  (long long) n, d, k, kind, (long long) ph[0].rows_tied, (long long) ph[0].rows_reranked,
 				  (long long) ph[1].rows_tied, (long long) ph[1].rows_reranked, 100 * want);
