@@ -435,7 +435,6 @@ k_assign_ties(const float *__restrict__ XT, int64_t n, int d,
 	float	   *x = tie_x + (threadIdx.x >> 5) * d;
 	const unsigned cnt = *n_rows;
 	unsigned	rows = 0,
-				cands = 0,
 				ch = 0;
 
 	for (unsigned q = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; q < cnt;
@@ -490,14 +489,12 @@ k_assign_ties(const float *__restrict__ XT, int64_t n, int d,
 				lb[row] = 0.0f;
 			}
 			rows++;
-			cands += m;
 		}
 	}
 	if (lane == 0 && rows > 0)
 	{
 		atomicAdd(&info->changed, (unsigned long long) ch);
 		atomicAdd(&info->tie_rows, rows);
-		atomicAdd(&info->tie_cands, (unsigned long long) cands);
 	}
 }
 
@@ -722,4 +719,3 @@ km_rerank(km_dev &D, gc_status *st)
 	KM_LAUNCHED();
 	return GC_OK;
 }
-

@@ -203,7 +203,6 @@ struct km_info
 	unsigned	n_over;			/* of n_fallback, rows their window or the 3xtf32 re-screen could not decide (one km_assign) */
 	unsigned	fb_screen;		/* rows re-screened in 3xtf32 this iteration */
 	unsigned	tie_rows;		/* rows decided among their window's candidates this iteration */
-	unsigned long long tie_cands;	/* and the candidates they were compared with */
 	unsigned	n_listed;		/* rows the bounds could not keep (one km_assign; kmeans_prune.cu) */
 	unsigned long long grid_tries;	/* distances the grid's warps paid for (kmeans_grid.cu) */
 };
