@@ -202,6 +202,13 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	const int64_t nrows = !rows_in ? n : MODE == 2 ? min((int64_t) *n_in, (int64_t) ties.cap)
 		: (int64_t) *n_in;
 
+	/* the decision bound T of a row, ||x'||² = x2 (the header's) */
+	auto row_bound = [&](float x2) {
+		const float M = sqrtf(x2) + sqrtf(*cmax2);
+
+		return coef * M * M;
+	};
+
 	if (m0 >= nrows || t0 >= t1)
 		return;					/* a listed screen's grid is sized for every row */
 	if (MODE == 3 && rows_in && blockIdx.x == 0 && tid == 0)
@@ -304,11 +311,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			const int64_t m = m0 + wm * 64 + (r >> 1) * 16 + g + 8 * (r & 1);
 
 			if (m < nrows)
-			{
-				const float M = sqrtf(xn2[rows_in[m]]) + sqrtf(*cmax2);
-
-				thr[r] = __fadd_ru(ties.thr[m], 0.5f * coef * M * M);
-			}
+				thr[r] = __fadd_ru(ties.thr[m], 0.5f * row_bound(xn2[rows_in[m]]));
 		}
 	}
 
@@ -508,8 +511,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 					merge_best(rb[w * SC_BM + tid], rs[w * SC_BM + tid], ri[w * SC_BM + tid], b, s2, bi);
 				{
 					const float x2 = xn2[gi];
-					const float M = sqrtf(x2) + sqrtf(*cmax2);
-					const float T = coef * M * M;
+					const float T = row_bound(x2);
 
 					if (s2 - b > T)
 					{

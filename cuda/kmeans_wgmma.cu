@@ -261,6 +261,17 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				sc2 = sc * sc,
 				isc2 = isc * isc;
 
+	/* the decision bound T (wg_coefs) of the block's row r, ||x'||² = x2 */
+	auto row_bound = [&](float x2, int64_t r) {
+		const float xn = sqrtf(x2),
+					cm = sqrtf(cmax2[0]),
+					dc = sqrtf(cmax2[1]),
+					dx = sqrtf(dxs[r] + dxs[r + WG_BM]);
+		const float M = xn + cm;
+
+		return coefm * M * M + coefr * (xn * dc + dx * (cm + dc));
+	};
+
 	if (m0 >= nrows || t0 >= t1)
 		return;					/* MODE 2's grid is sized for more rows */
 
@@ -361,16 +372,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			const int64_t q = r0 + 8 * h;
 
 			if (q < nrows)
-			{
-				const float xn = sqrtf(xn2[rows_in[q]]),
-							cm = sqrtf(cmax2[0]),
-							dc = sqrtf(cmax2[1]),
-							dx = sqrtf(dxs[q - m0] + dxs[q - m0 + WG_BM]);
-				const float M = xn + cm;
-				const float T = coefm * M * M + coefr * (xn * dc + dx * (cm + dc));
-
-				thr[h] = __fadd_ru(ties.thr[q], 0.5f * T) * sc2;
-			}
+				thr[h] = __fadd_ru(ties.thr[q], 0.5f * row_bound(xn2[rows_in[q]], q - m0)) * sc2;
 		}
 	}
 
@@ -438,12 +440,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			if (t == 0 && r0 + 8 * h < n)
 			{
 				const int64_t gi = r0 + 8 * h;
-				const float xn = sqrtf(xn2[gi]),
-							cm = sqrtf(cmax2[0]),
-							dc = sqrtf(cmax2[1]),
-							dx = sqrtf(dxs[gi - m0] + dxs[gi - m0 + WG_BM]);
-				const float M = xn + cm;
-				const float T = coefm * M * M + coefr * (xn * dc + dx * (cm + dc));
+				const float T = row_bound(xn2[gi], gi - m0);
 
 				if (sec[h] - best[h] > T)
 				{
