@@ -245,6 +245,22 @@ km_ties_cap(int64_t rows)
 	return c < rows ? c : rows;
 }
 
+/*
+ * The window pass' grid (km_screen_ties): blocks of bm queue slots over
+ * the first cover slots, times parts of the ntiles tiles of centres enough
+ * for about 16 blocks an SM over the row blocks the last iteration's queue
+ * (est rows) needed, so that a few queued rows still fill the device.
+ */
+static inline dim3
+km_ties_grid(int64_t est, int cover, int bm, int ntiles, int nsm)
+{
+	const int64_t rb = ((est < cover ? est : cover) + bm - 1) / bm;
+	int64_t		ny = ((int64_t) 16 * nsm + (rb > 0 ? rb : 1) - 1) / (rb > 0 ? rb : 1);
+
+	ny = ny > ntiles ? ntiles : ny;
+	return dim3((unsigned) ((cover + bm - 1) / bm), (unsigned) (ny > 0 ? ny : 1));
+}
+
 /* A CUDA error as a gc_code (check.cuh), named for k-means. */
 #define km_cuda_fail(st, e, what) gc_cuda_fail((st), (e), "GPU k-means", (what))
 #define KM_CK(expr) GC_CUDA_CK("GPU k-means", expr)
@@ -606,9 +622,9 @@ gc_code		km_wg_plan(km_dev &D, gc_status *st);
 /* The prepared centres (CT) in the wgmma screen's layout (D.CTw). */
 gc_code		km_wg_prep(km_dev &D, gc_status *st);
 
-/* The window pass on wgmma (km_screen_ties's, when D.screen_wg): ny parts
- * of the centres over the first `cover` slots of the queue D.fb_rows. */
-gc_code		km_wg_ties(km_dev &D, int cover, int ny, gc_status *st);
+/* The window pass on wgmma (km_screen_ties's, when D.screen_wg) over the
+ * first `cover` slots of the queue D.fb_rows. */
+gc_code		km_wg_ties(km_dev &D, int cover, gc_status *st);
 
 /* The tf32 screen of every row on wgmma (km_screen's, when D.screen_wg). */
 gc_code		km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out,

@@ -664,27 +664,18 @@ km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
 						 rows_in, n_in, rows_out, n_out, D.ties, dbg, st);
 }
 
-/*
- * The window pass over the first `cover` slots of the queue D.fb_rows
- * (ccnt zeroed by the caller).  Its grid: the row blocks the last
- * iteration's queue needed, times parts of the centres enough for about
- * 16 waves, so that a few queued rows still fill the device.
- */
+/* The window pass over the first `cover` slots of the queue D.fb_rows
+ * (ccnt zeroed by the caller), on the kernel of the screen of every row. */
 gc_code
 km_screen_ties(km_dev &D, int cover, gc_status *st)
 {
 	km_ties		t = D.ties;
-	const int	ntiles = D.kp / SC_BN;
-	const int64_t est = D.ties_est < cover ? D.ties_est : cover;
-	const int64_t want = (int64_t) 16 * D.nsm;	/* one block per SM */
-	int64_t		ny = (want + blocks_for(est > 0 ? est : 1, SC_BM) - 1) / blocks_for(est > 0 ? est : 1, SC_BM);
 
-	t.cap = cover;
-	ny = ny < 1 ? 1 : (ny > ntiles ? ntiles : ny);
 	if (D.screen_wg)
-		return km_wg_ties(D, cover, (int) ny, st);
-	return screen_launch(D, 2, dim3(blocks_for(cover, SC_BM), (unsigned) ny), D.fb_rows,
-						 &D.info->n_fallback, nullptr, nullptr, t, nullptr, st);
+		return km_wg_ties(D, cover, st);
+	t.cap = cover;
+	return screen_launch(D, 2, km_ties_grid(D.ties_est, cover, SC_BM, D.kp / SC_BN, D.nsm),
+						 D.fb_rows, &D.info->n_fallback, nullptr, nullptr, t, nullptr, st);
 }
 
 /* The prepared centres (CT, after k_prep_tiled) in the screen's fragment

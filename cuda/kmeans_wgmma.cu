@@ -641,14 +641,14 @@ km_wg_screen(km_dev &D, int32_t *rows_out, unsigned *n_out, float *dbg, gc_statu
 					 D.ties, dbg, st);
 }
 
-/* The window pass on wgmma (km_screen_ties's, when D.screen_wg): ny parts
- * of the centres over the first `cover` queue slots. */
+/* The window pass on wgmma (km_screen_ties's, when D.screen_wg) over the
+ * first `cover` queue slots. */
 gc_code
-km_wg_ties(km_dev &D, int cover, int ny, gc_status *st)
+km_wg_ties(km_dev &D, int cover, gc_status *st)
 {
 	km_ties		t = D.ties;
 
 	t.cap = cover;
-	return wg_launch(D, 2, dim3(blocks_for(cover, WG_BM), ny), D.fb_rows, &D.info->n_fallback,
-					 nullptr, nullptr, t, nullptr, st);
+	return wg_launch(D, 2, km_ties_grid(D.ties_est, cover, WG_BM, D.kp / WG_BN, D.nsm),
+					 D.fb_rows, &D.info->n_fallback, nullptr, nullptr, t, nullptr, st);
 }
