@@ -221,9 +221,10 @@ struct km_info
 /*
  * Windows where k d is at least this (GPUCLUST_KM_TIES=1: always, =0:
  * never).  Below it the re-rank over every centre of the few queued rows
- * is the cheaper (H100: at 4M x 32, k = 256, 16k rows a pass, 0.15 ms for
- * the windows against about 0.03; at 1M x 128, k = 1000, level, 0.22 ms;
- * at k d = 5.1M, 6.1 ms against 21).
+ * is the cheaper (H100, with the window pass on mma.sync: at 4M x 32, k =
+ * 256, 16k rows a pass, 0.15 ms for the windows against about 0.03; at 1M
+ * x 128, k = 1000, level, 0.22 ms; at k d = 5.1M, with the pass on wgmma,
+ * 2.4 ms against about 21 for the 3xtf32 re-screen and the re-rank).
  */
 #define KM_TIES_MIN_KD (1 << 17)
 

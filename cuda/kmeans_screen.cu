@@ -44,9 +44,10 @@
  *
  * The near ties.  A row under the bound is queued with its best screened
  * score and half its bound (km_ties.thr); the window pass (mode 2: the
- * screen's kernel, this file's or kmeans_wgmma.cu's, over the queued rows,
- * its centres split over blockIdx.y) lists every centre j whose own screened score s~_j is at
- * most thr + T2/2, T2 this pass' bound for the row.  Every other centre is
+ * screen's kernel, this file's or kmeans_wgmma.cu's, over the queued
+ * rows, its centres split over blockIdx.y) lists every centre j whose own
+ * screened score s~_j is at most thr + T2/2, T2 this pass' bound for the
+ * row.  Every other centre is
  * strictly farther from the row than the first screen's best b in the
  * CPU's distance (D_j >= |x'|² + s~_j - e2 - c > |x'|² + s^_b + e1 + c >=
  * D_b, with e the screens' score errors and c the CPU's rounding, T/2 =
@@ -71,8 +72,9 @@
  * whole scan, so it runs only while the last iteration's tf32 screen left
  * more than 1% of the rows (and in the first); =tf32 and =3xtf32 screen
  * once.  Measured on an H100 through SQL (1M x 32, k = 100, its rows on a
- * 0.001 grid: many near ties), without the re-screen an iteration took
- * 1.6 ms, with it 0.8; with the windows instead, 2.5.
+ * 0.001 grid: many near ties; the same rows in other orders), without the
+ * re-screen an iteration took 1.6 ms, with it 0.8-0.9; with the windows
+ * instead, 2.5.
  *
  * On an H100/H200 (sm_90a builds) the tf32 screen of every row runs on
  * wgmma in FP16 instead (kmeans_wgmma.cu: the same rounding, a bound of

@@ -47,7 +47,7 @@ struct km_stream
 	double	   *qc = nullptr;	/* chunk: inertia terms, distances */
 	float	   *xn2c = nullptr;	/* chunk: shifted row norms (tiled) */
 	int32_t    *fbc = nullptr;	/* chunk: rows the screen leaves (tiled) */
-	int32_t    *fbc2 = nullptr;	/* chunk: rows their window could not decide */
+	int32_t    *fbc2 = nullptr;	/* chunk: rows their window or the 3xtf32 re-screen could not decide */
 	cudaStream_t cs = nullptr;	/* the uploads */
 	cudaEvent_t up[2] = {nullptr, nullptr};	/* upload of buffer b done */
 	cudaEvent_t freed[2] = {nullptr, nullptr};	/* work on buffer b done */
