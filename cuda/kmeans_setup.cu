@@ -217,12 +217,12 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 			}
 			if (D.screen == 3 || D.screen_cascade)
 				KM_ALLOC(D.CTf, (int64_t) D.dpad * D.kp);
-			/* the pass over every row reads wgmma's layout (FP16) or
-			 * mma.sync's (TF32); the rows the bounds list (kmeans_prune.cu)
-			 * go through mma.sync, and the window pass where wgmma is not */
+			/* the pass over every row and the window pass read wgmma's
+			 * layout (FP16) or mma.sync's (TF32); the rows the bounds list
+			 * (kmeans_prune.cu) go through mma.sync */
 			if (D.screen_wg)
 				KM_ALLOC(D.CTw, (int64_t) D.wdpad * D.kp);
-			if ((D.screen == 1 && (!D.screen_wg || D.prune_ok)) || D.ties.cap > 0)
+			if (!D.screen_wg || D.prune_ok)
 				KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
 		}
 		KM_ALLOC(D.cmax2, 3);	/* max ||c'||²; the wgmma screen's rounding and scale */
