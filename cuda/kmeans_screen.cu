@@ -676,7 +676,7 @@ km_screen_ties(km_dev &D, int cover, gc_status *st)
 	if (D.screen_wg)
 		return km_wg_ties(D, cover, st);
 	t.cap = cover;
-	return screen_launch(D, 2, km_ties_grid(D.ties_est, cover, SC_BM, D.kp / SC_BN, D.nsm),
+	return screen_launch(D, 2, km_ties_grid(D.ties_est, cover, SC_BM, D.kp / SC_BN, D.nsm, 16),
 						 D.fb_rows, &D.info->n_fallback, nullptr, nullptr, t, nullptr, st);
 }
 

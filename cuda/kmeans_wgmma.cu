@@ -649,6 +649,6 @@ km_wg_ties(km_dev &D, int cover, gc_status *st)
 	km_ties		t = D.ties;
 
 	t.cap = cover;
-	return wg_launch(D, 2, km_ties_grid(D.ties_est, cover, WG_BM, D.kp / WG_BN, D.nsm),
+	return wg_launch(D, 2, km_ties_grid(D.ties_est, cover, WG_BM, D.kp / WG_BN, D.nsm, 8),
 					 D.fb_rows, &D.info->n_fallback, nullptr, nullptr, t, nullptr, st);
 }
