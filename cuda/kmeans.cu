@@ -366,7 +366,7 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
 		b += fmin(64.0 * 1024 * 1024, nn * dd * 4);	/* staging */
 	b += 512 * dd * 8;			/* feature maxima */
 	b += nb * (8 + 8 * KM_PP_LMAX) + dd * 4 * KM_PP_LMAX;	/* k-means++ */
-	b += nn * 4.25 * (3 + log(kk));	/* its terms and checkpoints, L = 2 + ln k */
+	b += nn * 4 * (3 + log(kk));	/* its terms, L = 2 + ln k */
 	b += nn * 17 + 3 * (1 + 2 * GC_KM_PAR_ROUNDS * kk) * dd * 4;	/* k-means||, ~10k candidates */
 	b += nb * dd * 8;			/* variance */
 	b += 40 * 2.0 * 1024 * 1024;	/* rounding of ~40 allocations */

@@ -6,9 +6,8 @@
  *
  *   par_merge   the first candidate: D² of every row, the exact float32
  *               gc_dist2 (dimension order, separate multiply and add).
- *   par_bsum    phi's block sums: km_block_chains, the CPU's sequential
- *               double sums over the fixed blocks; the host adds the
- *               blocks in order (their count is small).
+ *   par_max,    phi: the round's largest D² gives its grid, par_qsum the
+ *   par_qsum    exact integer sum of the D² on it (kmeans_internal.h).
  *   par_flags   round r's draws, one thread per row (gc_km_par_keep, the
  *               counter 1 + (r-1) n + i).
  *   the kept rows in row order: cub::DeviceSelect::Flagged.
@@ -38,7 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_select.cuh>
+#include <cuda/functional>
 #include <thrust/iterator/counting_iterator.h>
 
 #include "kmeans_dev.cuh"
@@ -75,17 +76,36 @@ par_merge(const float *__restrict__ XT, int64_t n, int d,
 	}
 }
 
-/* phi's block sums: bs[b] = the sequential double sum of block b's D², a
- * lane per block (km_block_chains). */
-__global__ void __launch_bounds__(32)
-par_bsum(const float *__restrict__ D2, int64_t n, int64_t nb, double *bs)
+/* *mx = the largest D² (its bits: non-negative floats order as integers). */
+__global__ void __launch_bounds__(PAR_THREADS)
+par_max(const float *__restrict__ D2, int64_t n, unsigned long long *mx)
 {
-	extern __shared__ __align__(16) unsigned char par_chain_buf[];
-	const int64_t b0 = (int64_t) blockIdx.x * 32;
-	const double sum = km_block_chains<false>(D2, nullptr, n, nb, b0, nullptr, par_chain_buf);
+	typedef cub::BlockReduce<unsigned, PAR_THREADS> reduce_t;
+	__shared__ reduce_t::TempStorage ts;
+	unsigned	m = 0;
 
-	if (b0 + threadIdx.x < nb)
-		bs[b0 + threadIdx.x] = sum;
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		m = max(m, __float_as_uint(D2[i]));
+	m = reduce_t(ts).Reduce(m, ::cuda::maximum<unsigned>());
+	if (threadIdx.x == 0)
+		atomicMax(mx, (unsigned long long) m);
+}
+
+/* *sum += the q of every D² on the grid S. */
+__global__ void __launch_bounds__(PAR_THREADS)
+par_qsum(const float *__restrict__ D2, int64_t n, double S, unsigned long long *sum)
+{
+	typedef cub::BlockReduce<unsigned long long, PAR_THREADS> reduce_t;
+	__shared__ reduce_t::TempStorage ts;
+	unsigned long long s = 0;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		s += gc_km_pot_q((double) D2[i], S);
+	s = reduce_t(ts).Sum(s);
+	if (threadIdx.x == 0)
+		atomicAdd(sum, s);
 }
 
 /* Round r's draws. */
@@ -151,7 +171,7 @@ struct par_buffers
 	int32_t    *sel = nullptr;	/* the kept rows of a round */
 	int32_t    *nsel = nullptr;
 	int32_t    *rows = nullptr;	/* every candidate's row */
-	double	   *bs = nullptr;
+	unsigned long long *red = nullptr;	/* phi: the largest D², the sum */
 	void	   *tmp = nullptr;
 	float	   *CT = nullptr;	/* all candidates' coordinates, d x m */
 	unsigned   *cnt = nullptr;
@@ -166,7 +186,7 @@ struct par_buffers
 		gc_dfree(sel, s);
 		gc_dfree(nsel, s);
 		gc_dfree(rows, s);
-		gc_dfree(bs, s);
+		gc_dfree(red, s);
 		gc_dfree(tmp, s);
 		gc_dfree(CT, s);
 		gc_dfree(cnt, s);
@@ -223,35 +243,23 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 	const int	d = D.d,
 				k = D.k;
 	cudaStream_t s = D.s;
-	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
 	const double ell = GC_KM_PAR_OVERSAMPLE * (double) k;
 	const unsigned nblk = blocks_for(n, PAR_THREADS);
+	const unsigned rgrid = nblk < 1024 ? nblk : 1024;	/* par_max, par_qsum */
 	par_buffers B;
-	double	   *hbs = (double *) malloc(sizeof(double) * (size_t) nb);
 	int32_t		first;
 	int			m = 1;
 	size_t		tmp_bytes = 0;
 	gc_code		rc;
 
 	B.s = s;
-	if (hbs == NULL)
-		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
-	/* (hbs is freed on every return below by this guard) */
-	struct hfree
-	{
-		double	   *p;
-		~hfree() { free(p); }
-	}			hguard = {hbs};
-
-	/* D²: rounded up to 4 floats, the padding 0 (km_block_chains copies it) */
-	KM_CK(gc_dalloc((void **) &B.D2, sizeof(float) * (size_t) ((n + 3) / 4 * 4), s));
-	KM_CK(cudaMemsetAsync(B.D2 + n, 0, sizeof(float) * (size_t) ((n + 3) / 4 * 4 - n), s));
+	KM_CK(gc_dalloc((void **) &B.D2, sizeof(float) * (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.lab, sizeof(int32_t) * (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.flags, (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.sel, sizeof(int32_t) * (size_t) n, s));
 	KM_CK(gc_dalloc((void **) &B.nsel, sizeof(int32_t), s));
 	KM_CK(gc_dalloc((void **) &B.rows, sizeof(int32_t) * (size_t) n, s));
-	KM_CK(gc_dalloc((void **) &B.bs, sizeof(double) * (size_t) nb, s));
+	KM_CK(gc_dalloc((void **) &B.red, sizeof(unsigned long long) * 2, s));
 	KM_CK(cub::DeviceSelect::Flagged(nullptr, tmp_bytes, thrust::counting_iterator<int32_t>(0),
 									 B.flags, B.sel, B.nsel, (int64_t) n, s));
 	KM_CK(gc_dalloc(&B.tmp, tmp_bytes, s));
@@ -273,19 +281,37 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 
 	for (int r = 1; r <= GC_KM_PAR_MAX_ROUNDS; r++)
 	{
-		double		phi = 0.0;
+		double		phi = 0.0,
+					S;
+		unsigned long long hred[2] = {0, 0};
+		float		mx;
 		int32_t		ns = 0;
 
 		if (r > GC_KM_PAR_ROUNDS && m >= k)
 			break;
-		par_bsum<<<blocks_for(nb, 32), 32, KM_CHAIN_SMEM(false), s>>>(B.D2, n, nb, B.bs);
+		/* phi on the round's grid: its largest D², then the sum */
+		KM_CK(cudaMemsetAsync(B.red, 0, sizeof(unsigned long long) * 2, s));
+		par_max<<<rgrid, PAR_THREADS, 0, s>>>(B.D2, n, B.red);
 		KM_LAUNCHED();
-		KM_CK(cudaMemcpyAsync(hbs, B.bs, sizeof(double) * (size_t) nb, cudaMemcpyDeviceToHost, s));
+		KM_CK(cudaMemcpyAsync(hred, B.red, sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
 		KM_CK(cudaStreamSynchronize(s));
 		if (gc_cancelled(ctx))
 			return gc_fail(st, GC_ECANCEL, "canceled");
-		for (int64_t b = 0; b < nb; b++)
-			phi += hbs[b];
+		{
+			const uint32_t bits = (uint32_t) hred[0];
+
+			memcpy(&mx, &bits, sizeof(float));
+		}
+		S = gc_km_pot_scale((double) mx, n);
+		if (S > 0.0)
+		{
+			par_qsum<<<rgrid, PAR_THREADS, 0, s>>>(B.D2, n, S, B.red + 1);
+			KM_LAUNCHED();
+			KM_CK(cudaMemcpyAsync(hred + 1, B.red + 1, sizeof(unsigned long long),
+								  cudaMemcpyDeviceToHost, s));
+			KM_CK(cudaStreamSynchronize(s));
+			phi = (double) hred[1] / S;
+		}
 		if (!(phi > 0.0))
 			break;
 		par_flags<<<nblk, PAR_THREADS, 0, s>>>(B.D2, n, seed, stream, r, ell, phi, B.flags);

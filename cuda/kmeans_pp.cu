@@ -3,30 +3,29 @@
  *
  * It reproduces the CPU's gc_km_init_kmeanspp(_w) (kmeans_init.c) bit for
  * bit: the same counter-based draws (rng.h), the same float32 distances
- * summed in dimension order with separate multiply and add, and every
- * double sum over the same fixed blocks of GC_KM_BLOCK rows in the same
- * order.  A double sum in a fixed order is one dependent chain; the work
- * here is to run nothing but those chains serially, from on-chip memory,
- * and everything else in parallel.  Per centre, four kernels:
+ * summed in dimension order with separate multiply and add, and the same
+ * step grid, on which every sum is an exact integer sum (kmeans_internal.h),
+ * so that blocks and atomics add in any order.  Per centre, four kernels:
  *
- *   pp_draw    the L trials: r = u * pot; the block by binary search of
- *              the offsets, then the running sum's checkpoint (every 32
- *              rows, kept by pp_bsums) by binary search, then at most 32
- *              steps of the chain from that checkpoint; the trials' rows
- *              gathered as the candidates (d x LMAX).
+ *   pp_regrid  when the step's grid changed (the largest term crossed a
+ *              power of two): the block sums of the D² terms on the new
+ *              grid, a CUDA block per block of KM_BLOCK rows, and the last
+ *              block done their prefix sums; otherwise nothing (the
+ *              winner's sums, on the unchanged grid, are those terms').
+ *   pp_draw    a CUDA block per trial: R = gc_km_pot_draw(.., T); the
+ *              block of rows by binary search of the prefix sums, then the
+ *              row by a block scan of its KM_BLOCK terms; the trial's row
+ *              gathered as candidate column t (d x LMAX).
  *   pp_terms   terms[t][i] = min(closest[i], gc_dist2(x_i, cand_t)), one
  *              thread per row (one pass over X for all L trials), in place:
  *              closest is the row terms[best] of the previous centre (the
  *              winner's terms are the new D²), read by the thread that
- *              then overwrites its own row's terms.
- *   pp_bsums   one thread per (fixed block, trial) adds the block's
- *              terms in row order (km_block_chains: 32 chains a warp, from
- *              shared memory, the next rows copied in ahead), and keeps the
- *              checkpoints; the chains of the centre run at once.
- *   pp_select  one warp per trial: the prefix of its block sums (which is
- *              the potential, and the next centre's offsets if it wins),
- *              then the lowest potential wins (ties: the earliest trial);
- *              the winner's index stays on the device for the next centre.
+ *              then overwrites its own row's terms; with them each trial's
+ *              block sums on the step's grid and its largest term.
+ *   pp_select  the potentials (sums of the block sums), the lowest wins
+ *              (ties: the earliest trial); its largest term gives the next
+ *              grid; if that is the same, the prefix sums of the winner's
+ *              block sums are the next draws'.
  *
  * The host only enqueues; it synchronises every 16 centres to poll the
  * cancel flags.
@@ -35,15 +34,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
 #include "kmeans_dev.cuh"
 #include "rng.h"
 
 #define PP_THREADS 256
+#define PP_ITEMS (KM_BLOCK / PP_THREADS)	/* rows a thread of a block scan */
 #define PP_TERMS_DC 8			/* pp_terms: dimensions loaded at once */
 #define PP_CS_DIMS 64			/* pp_terms: candidates' dimensions in shared memory */
 
+typedef cub::BlockScan<uint64_t, PP_THREADS> pp_scan_t;
+typedef cub::BlockReduce<uint64_t, PP_THREADS> pp_reduce_t;
+
 namespace
 {
+/* The grid of the step (kmeans_internal.h), on the device. */
+struct pp_grid
+{
+	double		S;				/* the draws' and the potentials' */
+	int			regrid;			/* pp_regrid recomputes the draws' sums */
+	unsigned	done;			/* pp_regrid's blocks done */
+};
+
 /* The device state of one seeding, shared by its kernels. */
 struct pp_state
 {
@@ -53,11 +67,12 @@ struct pp_state
 	int64_t		nb;
 	const double *w;			/* NULL: unweighted */
 	int64_t		wlast;			/* the last row of positive weight */
-	int64_t		ld;				/* terms' row stride: n rounded up to 4 */
-	float	   *terms;			/* L x ld (the padding 0) */
-	double	   *bs;				/* L x nb block sums */
-	double	   *ck;				/* L x nb x KM_CK_PER_BLOCK checkpoints */
-	double	   *offc;			/* L x (nb + 1) prefix sums */
+	float	   *terms;			/* L x n */
+	unsigned long long *bs;		/* L x nb block sums of q (pp_terms) */
+	unsigned long long *tmax;	/* L: the largest term's bits */
+	uint64_t   *bq;				/* nb block sums (pp_regrid) */
+	uint64_t   *off;			/* nb + 1: the draws' prefix sums */
+	pp_grid    *g;
 	int64_t    *cid;			/* LMAX trial rows */
 	float	   *cand;			/* d x LMAX */
 	int		   *best;			/* the last winner */
@@ -71,88 +86,147 @@ pp_term(const pp_state &P, const float *closest, int64_t i)
 	return P.w != nullptr ? P.w[i] * (double) closest[i] : (double) closest[i];
 }
 
-/*
- * The trial of r: gc_km_pp_search (unweighted) or pp_search_w (weighted)
- * of kmeans_init.c, over the winner's offsets, checkpoints and terms.
- */
-__device__ int64_t
-pp_search(const pp_state &P, int best, double r)
+/* off[0] = 0, off[b+1] = off[b] + in[b] (b < nb): the whole block. */
+__device__ void
+pp_prefix(const uint64_t *in, int64_t nb, uint64_t *off, pp_scan_t::TempStorage &ts)
 {
-	const double *off = P.offc + (int64_t) best * (P.nb + 1);
-	const float *closest = P.terms + (int64_t) best * P.ld;
+	__shared__ uint64_t carry;
 
-	if (off[P.nb] > r)
+	if (threadIdx.x == 0)
 	{
-		const int64_t lo = gc_km_pp_block(off, P.nb, r),
-					i0 = lo * KM_BLOCK,
-					i1 = i0 + KM_BLOCK < P.n ? i0 + KM_BLOCK : P.n;
-		const double *ck = P.ck + ((int64_t) best * P.nb + lo) * KM_CK_PER_BLOCK;
-		const int	nck = (int) ((i1 - i0 + KM_CK_ROWS - 1) / KM_CK_ROWS);
-		int			a = 0,
-					b = nck - 1;	/* first checkpoint s with off + ck[s] > r */
-
-		while (a < b)
-		{
-			int			mid = (a + b) / 2;
-
-			if (off[lo] + ck[mid] > r)
-				b = mid;
-			else
-				a = mid + 1;
-		}
-		{
-			double		local = a > 0 ? ck[a - 1] : 0.0;
-			int64_t		j0 = i0 + (int64_t) a * KM_CK_ROWS,
-						j1 = j0 + KM_CK_ROWS < i1 ? j0 + KM_CK_ROWS : i1;
-
-			for (int64_t i = j0; i < j1; i++)
-			{
-				local += pp_term(P, closest, i);
-				if ((P.w == nullptr || P.w[i] > 0.0) && off[lo] + local > r)
-					return i;
-			}
-		}
-		if (P.w == nullptr)
-			return i1 - 1;		/* unreachable: prefix(i1-1) == off[lo+1] */
+		off[0] = 0;
+		carry = 0;
 	}
-	return P.w == nullptr ? P.n - 1 : P.wlast;
+	__syncthreads();
+	for (int64_t b0 = 0; b0 < nb; b0 += PP_THREADS)
+	{
+		const int64_t b = b0 + threadIdx.x;
+		uint64_t	v = b < nb ? __ldcg(in + b) : 0,
+					incl,
+					total;
+
+		pp_scan_t(ts).InclusiveSum(v, incl, total);
+		if (b < nb)
+			off[b + 1] = carry + incl;
+		__syncthreads();
+		if (threadIdx.x == 0)
+			carry += total;
+		__syncthreads();
+	}
 }
 
 /*
- * Candidates of centre c (c >= 1): lane t < L draws counter 1+(c-1)L+t.
- * For c == 0 the single candidate is row `first`.
+ * The draws' block sums of the winner's terms on the grid S, when the grid
+ * changed: block b of KM_BLOCK rows per CUDA block; the last one done
+ * writes their prefix sums and clears the flag.
+ */
+__global__ void __launch_bounds__(PP_THREADS)
+pp_regrid(pp_state P)
+{
+	__shared__ union
+	{
+		pp_reduce_t::TempStorage r;
+		pp_scan_t::TempStorage s;
+	}			ts;
+	__shared__ bool last;
+	const int64_t b = blockIdx.x,
+				i0 = b * KM_BLOCK;
+	const float *closest = P.terms + (int64_t) *P.best * P.n;
+	const double S = P.g->S;
+	uint64_t	s = 0;
+
+	if (!P.g->regrid)
+		return;
+	for (int u = 0; u < PP_ITEMS; u++)
+	{
+		const int64_t i = i0 + (int64_t) u * PP_THREADS + threadIdx.x;
+
+		if (i < P.n)
+			s += gc_km_pot_q(pp_term(P, closest, i), S);
+	}
+	s = pp_reduce_t(ts.r).Sum(s);
+	if (threadIdx.x == 0)
+	{
+		P.bq[b] = s;
+		__threadfence();
+		last = atomicAdd(&P.g->done, 1u) == gridDim.x - 1;
+	}
+	__syncthreads();
+	if (!last)
+		return;
+	__threadfence();
+	pp_prefix(P.bq, P.nb, P.off, ts.s);
+	if (threadIdx.x == 0)
+	{
+		P.g->done = 0;
+		P.g->regrid = 0;
+	}
+}
+
+/*
+ * Trial t of centre c (c >= 1) draws counter 1+(c-1)L+t; for c == 0 the
+ * single candidate is row `first`.  Block t also clears its trial's sums
+ * for pp_terms.
  */
 __global__ void __launch_bounds__(PP_THREADS)
 pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
 {
-	__shared__ int64_t rows[KM_PP_LMAX];
+	__shared__ pp_scan_t::TempStorage ts;
+	__shared__ int	hit;
+	const int	t = blockIdx.x;
+	int64_t		row = first;
 
-	if (threadIdx.x < L)
+	for (int64_t b = threadIdx.x; b < P.nb; b += PP_THREADS)
+		P.bs[(int64_t) t * P.nb + b] = 0;
+	if (threadIdx.x == 0)
+		P.tmax[t] = 0;
+	if (c > 0)
 	{
-		const int	t = threadIdx.x;
-		int64_t		row = first;
+		const uint64_t T = P.off[P.nb];
 
-		if (c > 0)
+		row = P.w == nullptr ? P.n - 1 : P.wlast;
+		if (T > 0)
 		{
-			const int	best = *P.best;
-			uint64_t	ctr = 1 + (uint64_t) (c - 1) * L + t;
-			double		r = gc_rng_uniform(seed, stream, ctr) *
-				P.offc[(int64_t) best * (P.nb + 1) + P.nb];
+			const uint64_t R = gc_km_pot_draw(seed, stream, 1 + (uint64_t) (c - 1) * L + t, T);
+			const int64_t b = gc_km_pp_block(P.off, P.nb, R),
+						i0 = b * KM_BLOCK + (int64_t) threadIdx.x * PP_ITEMS;
+			const float *closest = P.terms + (int64_t) *P.best * P.n;
+			const double S = P.g->S;
+			uint64_t	q[PP_ITEMS],
+						s = 0,
+						acc;
 
-			row = pp_search(P, best, r);
+			for (int u = 0; u < PP_ITEMS; u++)
+			{
+				q[u] = i0 + u < P.n ? gc_km_pot_q(pp_term(P, closest, i0 + u), S) : 0;
+				s += q[u];
+			}
+			if (threadIdx.x == 0)
+				hit = KM_BLOCK;
+			pp_scan_t(ts).ExclusiveSum(s, acc);
+			acc += P.off[b];
+			for (int u = 0; u < PP_ITEMS; u++)
+			{
+				acc += q[u];
+				if (acc > R)
+				{
+					atomicMin(&hit, (int) threadIdx.x * PP_ITEMS + u);
+					break;
+				}
+			}
+			__syncthreads();
+			/* R < off[b+1]: a row of the block is hit */
+			row = b * KM_BLOCK + hit < P.n ? b * KM_BLOCK + hit : P.n - 1;
 		}
-		rows[t] = row;
+	}
+	if (threadIdx.x == 0)
 		P.cid[t] = row;
-	}
-	__syncthreads();
+	for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
+		P.cand[j * KM_PP_LMAX + t] = P.XT[(int64_t) j * P.n + row];
 	/* every column written: pp_terms computes whole groups of 4 trials */
-	for (int e = threadIdx.x; e < P.d * KM_PP_LMAX; e += blockDim.x)
-	{
-		const int	j = e / KM_PP_LMAX,
-					t = e % KM_PP_LMAX;
-
-		P.cand[e] = t < L ? P.XT[(int64_t) j * P.n + rows[t]] : 0.0f;
-	}
+	if (t == 0)
+		for (int e = threadIdx.x; e < P.d * (KM_PP_LMAX - L); e += PP_THREADS)
+			P.cand[(e / (KM_PP_LMAX - L)) * KM_PP_LMAX + L + e % (KM_PP_LMAX - L)] = 0.0f;
 }
 
 /*
@@ -161,21 +235,27 @@ pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
  * reads its closest before it writes its row's terms.  LT (a multiple of
  * 4, >= L) trials are computed, a dimension's candidates read as float4:
  * no test of L in the inner loop, and the loop's instructions stay under
- * the pass's memory time.
+ * the pass's memory time.  Then each trial's q on the step's grid, summed
+ * per block of KM_BLOCK rows (a CUDA block lies in one), and its largest
+ * term.
  */
 template <int LT>
 __global__ void __launch_bounds__(PP_THREADS)
 pp_terms(pp_state P, int L, int c)
 {
 	__shared__ float4 cs[PP_CS_DIMS][LT / 4];	/* a chunk of the candidates */
+	__shared__ unsigned long long red[2][LT];
 	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	const bool	row = i < P.n;
-	const float cl = c == 0 || !row ? INFINITY : P.terms[(int64_t) *P.best * P.ld + i];
+	const float cl = c == 0 || !row ? INFINITY : P.terms[(int64_t) *P.best * P.n + i];
+	const double S = P.g->S;
 	float		q[LT];
 
 #pragma unroll
 	for (int t = 0; t < LT; t++)
 		q[t] = 0.0f;
+	if (threadIdx.x < 2 * LT)
+		red[threadIdx.x / LT][threadIdx.x % LT] = 0;
 	for (int jc = 0; jc < P.d; jc += PP_CS_DIMS)
 	{
 		const int	dc = P.d - jc < PP_CS_DIMS ? P.d - jc : PP_CS_DIMS;
@@ -213,12 +293,38 @@ pp_terms(pp_state P, int L, int c)
 				}
 		}
 	}
-	if (row)
-	{
 #pragma unroll
-		for (int t = 0; t < LT; t++)
-			if (t < L)
-				P.terms[(int64_t) t * P.ld + i] = q[t] < cl ? q[t] : cl;
+	for (int t = 0; t < LT; t++)
+		if (t < L)
+		{
+			const float m = q[t] < cl ? q[t] : cl;
+			const double tm = row ? (P.w != nullptr ? P.w[i] * (double) m : (double) m) : 0.0;
+			unsigned long long s = row ? gc_km_pot_q(tm, S) : 0,
+						mx = (unsigned long long) __double_as_longlong(tm);	/* >= 0: ordered */
+
+			if (row)
+				P.terms[(int64_t) t * P.n + i] = m;
+			for (int o = 16; o > 0; o /= 2)
+			{
+				const unsigned long long so = __shfl_xor_sync(0xffffffffu, s, o),
+							mo = __shfl_xor_sync(0xffffffffu, mx, o);
+
+				s += so;
+				mx = mo > mx ? mo : mx;
+			}
+			if ((threadIdx.x & 31) == 0)
+			{
+				atomicAdd(&red[0][t], s);
+				atomicMax(&red[1][t], mx);
+			}
+		}
+	__syncthreads();
+	if (threadIdx.x < L)
+	{
+		const int64_t b = (int64_t) blockIdx.x * blockDim.x / KM_BLOCK;
+
+		atomicAdd(P.bs + (int64_t) threadIdx.x * P.nb + b, red[0][threadIdx.x]);
+		atomicMax(P.tmax + threadIdx.x, red[1][threadIdx.x]);
 	}
 }
 
@@ -243,91 +349,53 @@ pp_terms_launch(const pp_state &P, int L, int c, int nsm, cudaStream_t s)
 }
 
 /*
- * bs[t][b] and its checkpoints: one CUDA block (a warp) per 32 fixed
- * blocks of one trial, a lane per chain (km_block_chains).
+ * The potentials, the winner (centre c and its row), the next grid, and,
+ * on the same grid, the next draws' prefix sums.
  */
-template <bool W>
-__global__ void __launch_bounds__(32)
-pp_bsums(pp_state P, int L)
-{
-	extern __shared__ __align__(16) unsigned char pp_chain_buf[];
-	const int64_t wpt = (P.nb + 31) / 32;	/* warps per trial */
-	const int	t = (int) (blockIdx.x / wpt);
-	const int64_t b0 = (blockIdx.x % wpt) * 32,
-				e = (int64_t) t * P.nb + b0;	/* the first chain */
-	const double sum = km_block_chains<W>(P.terms + (int64_t) t * P.ld, P.w, P.n, P.nb, b0,
-										  P.ck + e * KM_CK_PER_BLOCK, pp_chain_buf);
-
-	if (b0 + threadIdx.x < P.nb)
-		P.bs[e + threadIdx.x] = sum;
-}
-
-/*
- * Warp t: offc[t][0] = 0, offc[t][b+1] = offc[t][b] + bs[t][b] (the
- * potential is offc[t][nb]); then the winner, centre c and its row.
- */
-__global__ void
+__global__ void __launch_bounds__(PP_THREADS)
 pp_select(pp_state P, int L, float *C, int c, int64_t *chosen)
 {
-	__shared__ double stage[KM_PP_LMAX][2][32];
+	__shared__ pp_scan_t::TempStorage ts;
+	__shared__ uint64_t pot[KM_PP_LMAX];
 	__shared__ int best_s;
-	const int	t = threadIdx.x / 32,
+	__shared__ bool same;
+	const int	warp = threadIdx.x / 32,
 				lane = threadIdx.x % 32;
 
-	if (t < L)
+	for (int t = warp; t < L; t += PP_THREADS / 32)
 	{
-		const double *bs = P.bs + (int64_t) t * P.nb;
-		double	   *off = P.offc + (int64_t) t * (P.nb + 1);
-		double		acc = 0.0;
+		uint64_t	s = 0;
 
+		for (int64_t b = lane; b < P.nb; b += 32)
+			s += P.bs[(int64_t) t * P.nb + b];
+		for (int o = 16; o > 0; o /= 2)
+			s += __shfl_xor_sync(0xffffffffu, s, o);
 		if (lane == 0)
-			off[0] = 0.0;
-		/* 32 block sums at a time, the next 32 copied in while lane 0 adds */
-		if (lane < P.nb)
-			__pipeline_memcpy_async(&stage[t][0][lane], bs + lane, sizeof(double));
-		__pipeline_commit();
-		for (int64_t b0 = 0, h = 0; b0 < P.nb; b0 += 32, h ^= 1)
-		{
-			const int	m = P.nb - b0 < 32 ? (int) (P.nb - b0) : 32;
-
-			if (b0 + 32 + lane < P.nb)
-				__pipeline_memcpy_async(&stage[t][1 - h][lane], bs + b0 + 32 + lane, sizeof(double));
-			__pipeline_commit();
-			__pipeline_wait_prior(1);
-			__syncwarp();
-			if (lane == 0)
-				for (int u = 0; u < m; u++)
-				{
-					acc += stage[t][h][u];
-					off[b0 + u + 1] = acc;
-				}
-			__syncwarp();
-		}
+			pot[t] = s;
 	}
 	__syncthreads();
 	if (threadIdx.x == 0)
 	{
 		int			best = 0;
-		double		bp = P.offc[P.nb];
+		double		S;
 
 		for (int u = 1; u < L; u++)
-		{
-			double		p = P.offc[(int64_t) u * (P.nb + 1) + P.nb];
-
-			if (p < bp)
-			{
+			if (pot[u] < pot[best])
 				best = u;
-				bp = p;
-			}
-		}
 		best_s = best;
 		*P.best = best;
 		if (chosen)
 			chosen[c] = P.cid[best];
+		S = gc_km_pot_scale(__longlong_as_double((long long) P.tmax[best]), P.n);
+		same = c > 0 && S == P.g->S;
+		P.g->S = S;
+		P.g->regrid = !same;
 	}
 	__syncthreads();
-	for (int j = threadIdx.x; j < P.d; j += blockDim.x)
+	for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
 		C[(int64_t) c * P.d + j] = P.cand[j * KM_PP_LMAX + best_s];
+	if (same)
+		pp_prefix((const uint64_t *) P.bs + (int64_t) best_s * P.nb, P.nb, P.off, ts);
 }
 
 namespace
@@ -341,8 +409,10 @@ struct pp_buffers
 	{
 		gc_dfree(P.terms, s);
 		gc_dfree(P.bs, s);
-		gc_dfree(P.ck, s);
-		gc_dfree(P.offc, s);
+		gc_dfree(P.tmax, s);
+		gc_dfree(P.bq, s);
+		gc_dfree(P.off, s);
+		gc_dfree(P.g, s);
 		gc_dfree(P.cid, s);
 		gc_dfree(P.cand, s);
 		gc_dfree(P.best, s);
@@ -357,7 +427,6 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 {
 	const int	L = gc_km_n_local_trials(k);
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
-	const size_t chain_smem = KM_CHAIN_SMEM(w != nullptr);
 	int			dev = 0,
 				nsm = 1;
 	pp_buffers	B;
@@ -373,14 +442,13 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	P.nb = nb;
 	P.w = w;
 	P.wlast = n - 1;
-	P.ld = (n + 3) / 4 * 4;
-	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) P.ld * L, s));
-	if (P.ld > n)				/* each trial's padding (km_block_chains copies it) */
-		KM_CK(cudaMemset2DAsync(P.terms + n, sizeof(float) * P.ld, 0,
-								sizeof(float) * (P.ld - n), L, s));
-	KM_CK(gc_dalloc((void **) &P.bs, sizeof(double) * (size_t) nb * L, s));
-	KM_CK(gc_dalloc((void **) &P.ck, sizeof(double) * (size_t) nb * L * KM_CK_PER_BLOCK, s));
-	KM_CK(gc_dalloc((void **) &P.offc, sizeof(double) * (size_t) (nb + 1) * L, s));
+	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * L, s));
+	KM_CK(gc_dalloc((void **) &P.bs, sizeof(unsigned long long) * (size_t) nb * L, s));
+	KM_CK(gc_dalloc((void **) &P.tmax, sizeof(unsigned long long) * KM_PP_LMAX, s));
+	KM_CK(gc_dalloc((void **) &P.bq, sizeof(uint64_t) * (size_t) nb, s));
+	KM_CK(gc_dalloc((void **) &P.off, sizeof(uint64_t) * (size_t) (nb + 1), s));
+	KM_CK(gc_dalloc((void **) &P.g, sizeof(pp_grid), s));
+	KM_CK(cudaMemsetAsync(P.g, 0, sizeof(pp_grid), s));
 	KM_CK(gc_dalloc((void **) &P.cid, sizeof(int64_t) * KM_PP_LMAX, s));
 	KM_CK(gc_dalloc((void **) &P.cand, sizeof(float) * (size_t) d * KM_PP_LMAX, s));
 	KM_CK(gc_dalloc((void **) &P.best, sizeof(int), s));
@@ -405,23 +473,22 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 
 	KM_CK(cudaGetDevice(&dev));
 	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-	if (chain_smem > 48 * 1024)
-		KM_CK(cudaFuncSetAttribute(pp_bsums<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-								   (int) chain_smem));
 
 	/* Centre 0: one "candidate", row first, against closest = +inf. */
 	for (int c = 0; c < k; c++)
 	{
 		const int	Lc = c == 0 ? 1 : L;
 
-		pp_draw<<<1, PP_THREADS, 0, s>>>(P, seed, stream, c, Lc, first);
+		if (c > 0)
+		{
+			pp_regrid<<<(unsigned) nb, PP_THREADS, 0, s>>>(P);
+			KM_LAUNCHED();
+		}
+		pp_draw<<<Lc, PP_THREADS, 0, s>>>(P, seed, stream, c, Lc, first);
 		KM_LAUNCHED();
 		pp_terms_launch(P, Lc, c, nsm, s);
 		KM_LAUNCHED();
-		(w != nullptr ? pp_bsums<true> : pp_bsums<false>)
-			<<<(unsigned) (Lc * ((nb + 31) / 32)), 32, chain_smem, s>>>(P, Lc);
-		KM_LAUNCHED();
-		pp_select<<<1, 32 * KM_PP_LMAX, 0, s>>>(P, Lc, C, c, chosen);
+		pp_select<<<1, PP_THREADS, 0, s>>>(P, Lc, C, c, chosen);
 		KM_LAUNCHED();
 		if ((c & 15) == 15)
 		{

@@ -3,9 +3,10 @@
  * random rows.
  *
  * Every draw comes from the counter-based generator of rng.h, and every sum
- * uses a fixed blocking (kmeans_internal.h documents the exact mapping), so
- * the centres depend on (seed, stream, data) only — not on the thread count,
- * and the GPU can reproduce them.
+ * of the draws' terms is an exact integer sum on the step's grid
+ * (kmeans_internal.h), so the centres depend on (seed, stream, data) only —
+ * not on the thread count or the order of the additions — and the GPU
+ * reproduces them.
  *
  * With sample weights (the _w forms; CPU only), the draws are weighted as
  * scikit-learn (>= 1.3) weighs them: the first k-means++ centre and the
@@ -27,6 +28,7 @@
 typedef float v8f __attribute__((vector_size(32)));
 typedef double v8d __attribute__((vector_size(64)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint64_t v8u __attribute__((vector_size(64)));
 
 int
 gc_km_n_local_trials(int k)
@@ -39,8 +41,8 @@ typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
 #define load8(p) (*(const v8f_u *) (p))
 
 /*
- * out[t] = sequential double sum over rows i0..i1-1 of
- * min(closest[i], gc_dist2(X_i, candidate t)), for nv*8 candidates stored
+ * out[t] = sum over rows i0..i1-1 of q(w_i min(closest[i], gc_dist2(X_i,
+ * candidate t))) on the grid S (kmeans_internal.h), for nv*8 candidates stored
  * transposed in cand (cand[j*nv*8 + t]).  The float distance is built as
  * gc_dist2 builds it ((c-x)² == (x-c)² exactly), so it is bit-identical.
  * PP_ROWS rows go together: each sum over dimensions is a chain of
@@ -68,14 +70,15 @@ bool		gc_km_pp_recompute = false;
 static inline __attribute__((always_inline)) void
 pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 				 const float *cand, const float *closest, const double *w,
-				 double *out, float *dist, const int nv)
+				 double S, uint64_t *out, float *dist, const int nv)
 {
 	const int	lp = nv * PP_LANES;
-	v8d			acc[PP_MAX_LP / PP_LANES];
+	const v8d	sv = {S, S, S, S, S, S, S, S};
+	v8u			acc[PP_MAX_LP / PP_LANES];
 	int64_t		i = i0;
 
 	for (int v = 0; v < nv; v++)
-		acc[v] = (v8d) {0};
+		acc[v] = (v8u) {0};
 	for (; i < i1; i += PP_ROWS)
 	{
 		const int	rows = i1 - i < PP_ROWS ? (int) (i1 - i) : PP_ROWS;
@@ -108,7 +111,6 @@ pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 					for (int v = 0; v < nv; v++)
 						s[r][v] = GC_L2_STEP_V(s[r][v], load8(cand + j * lp + v * PP_LANES), x[j]);
 			}
-		/* rows in order: each lane's double sum stays sequential */
 		for (int r = 0; r < rows; r++)
 		{
 			const float cl = closest[i + r];
@@ -121,11 +123,11 @@ pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 				if (dist != NULL)
 					memcpy(dist + (i - i0 + r) * lp + v * PP_LANES, &s[r][v], sizeof(v8f));
 				v8f			mn = (v8f) (((v8i) s[r][v] & m) | ((v8i) c & ~m));
+				v8d			t = __builtin_convertvector(mn, v8d);
 
 				if (w != NULL)
-					acc[v] += __builtin_convertvector(mn, v8d) * w[i + r];
-				else
-					acc[v] += __builtin_convertvector(mn, v8d);
+					t = w[i + r] * t;
+				acc[v] += __builtin_convertvector(t * sv, v8u);
 			}
 		}
 	}
@@ -169,21 +171,28 @@ pp_update_closest(const float *X, int64_t i0, int64_t i1, int d,
 __attribute__((target_clones("avx512f", "avx2", "default")))
 static void
 pp_pots_block(const float *X, int64_t i0, int64_t i1, int d, const float *cand,
-			  int lp, const float *closest, const double *w, double *out,
-			  float *dist)
+			  int lp, const float *closest, const double *w, double S,
+			  uint64_t *out, float *dist)
 {
 	switch (lp / PP_LANES)
 	{
 		case 1:
-			pp_pots_block_nv(X, i0, i1, d, cand, closest, w, out, dist, 1);
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, w, S, out, dist, 1);
 			break;
 		case 2:
-			pp_pots_block_nv(X, i0, i1, d, cand, closest, w, out, dist, 2);
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, w, S, out, dist, 2);
 			break;
 		default:
-			pp_pots_block_nv(X, i0, i1, d, cand, closest, w, out, dist, 3);
+			pp_pots_block_nv(X, i0, i1, d, cand, closest, w, S, out, dist, 3);
 			break;
 	}
+}
+
+/* A row's term w_i D²_i (kmeans_internal.h). */
+static inline double
+pp_term(const float *closest, const double *w, int64_t i)
+{
+	return w != NULL ? w[i] * (double) closest[i] : (double) closest[i];
 }
 
 /*
@@ -221,32 +230,68 @@ gc_km_weighted_first(const double *w, int64_t n, uint64_t seed, uint64_t stream)
 }
 
 /*
- * gc_km_pp_search over the weighted terms w D²: the first row i with
- * off[b] + (sum of w D² from the block's start to i) > r, which has w > 0;
- * else the last row of positive weight.
+ * A k-means++ draw R < off[nb] (kmeans_internal.h): the first row i with
+ * off[b] + q(t_b0) + ... + q(t_i) > R, b the block of R; such a row has
+ * q(t_i) > 0, so a positive weight.  With off[nb] = 0: last (the last row
+ * of positive weight).
  */
 static int64_t
-pp_search_w(const double *off, int64_t nb, const float *closest,
-			const double *w, int64_t n, double r)
+pp_search(const uint64_t *off, int64_t nb, const float *closest,
+		  const double *w, int64_t n, double S, uint64_t R, int64_t last)
 {
-	if (off[nb] > r)
+	if (off[nb] > R)
 	{
-		const int64_t lo = gc_km_pp_block(off, nb, r),
-					i0 = lo * GC_KM_BLOCK,
+		const int64_t b = gc_km_pp_block(off, nb, R),
+					i0 = b * GC_KM_BLOCK,
 					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-		double		local = 0.0;
+		uint64_t	acc = off[b];
 
 		for (int64_t i = i0; i < i1; i++)
 		{
-			local += w[i] * (double) closest[i];
-			if (w[i] > 0.0 && off[lo] + local > r)
+			acc += gc_km_pot_q(pp_term(closest, w, i), S);
+			if (acc > R)
 				return i;
 		}
 	}
-	for (int64_t i = n - 1; i > 0; i--)
-		if (w[i] > 0.0)
-			return i;
-	return 0;
+	return last;
+}
+
+/*
+ * The step's grid and the block sums of its terms: S from the largest
+ * term, then bq[b] = sum of q over block b, off their prefix sums.
+ */
+static double
+pp_grid(const gc_ctx *ctx, int nt, const float *closest, const double *w,
+		int64_t n, int64_t nb, uint64_t *bq, uint64_t *off)
+{
+	double		M = 0.0,
+				S;
+
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(max:M)
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		t = pp_term(closest, w, i);
+
+		if (t > M)
+			M = t;
+	}
+	S = gc_km_pot_scale(M, n);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+	for (int64_t b = 0; b < nb; b++)
+	{
+		int64_t		i0 = b * GC_KM_BLOCK,
+					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+		uint64_t	s = 0;
+
+		for (int64_t i = i0; i < i1; i++)
+			s += gc_km_pot_q(pp_term(closest, w, i), S);
+		bq[b] = s;
+	}
+	(void) ctx;
+	off[0] = 0;
+	for (int64_t b = 0; b < nb; b++)
+		off[b + 1] = off[b] + bq[b];
+	return S;
 }
 
 gc_code
@@ -268,18 +313,22 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
 	int			nt = gc_region_threads(gc_team_adapt(ctx), nb);
 	float	   *closest = malloc(sizeof(float) * (size_t) n);
-	double	   *off = malloc(sizeof(double) * (size_t) (nb + 1));
-	double	   *bs = malloc(sizeof(double) * (size_t) (nb * lp));
+	uint64_t   *off = malloc(sizeof(uint64_t) * (size_t) (nb + 1));
+	uint64_t   *bs = malloc(sizeof(uint64_t) * (size_t) (nb * lp));
+	uint64_t   *bq = malloc(sizeof(uint64_t) * (size_t) nb);
+	double	   *bm = malloc(sizeof(double) * (size_t) nb);
 	float	   *cand = malloc(sizeof(float) * (size_t) d * lp);
 	/* every candidate's distance to every row, when that is small enough */
 	float	   *dist = (size_t) n * lp <= PP_DIST_MAX && d >= PP_DIST_MIN_D && !gc_km_pp_recompute ?
 		malloc(sizeof(float) * (size_t) n * lp) : NULL;
 	int64_t		cid[PP_MAX_LP];
-	int64_t		first;
+	int64_t		first,
+				last = n - 1;	/* the last row of positive weight */
+	double		S;
 	volatile int cancelled = 0;
 	gc_code		rc = GC_OK;
 
-	if (closest == NULL || off == NULL || bs == NULL || cand == NULL)
+	if (closest == NULL || off == NULL || bs == NULL || bq == NULL || bm == NULL || cand == NULL)
 	{
 		rc = gc_fail(st, GC_ENOMEM, "out of memory in k-means++ seeding");
 		goto done;
@@ -287,7 +336,11 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 	/* First centre: uniform row (weighted: in proportion to the weight). */
 	if (w != NULL)
+	{
 		first = gc_km_weighted_first(w, n, seed, stream);
+		while (last > 0 && !(w[last] > 0.0))
+			last--;
+	}
 	else
 		first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
 	if (first >= n)
@@ -296,13 +349,12 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (chosen)
 		chosen[0] = first;
 
-	/* D² to the first centre, and its per-block sums. */
+	/* D² to the first centre, its grid and block sums. */
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
 	for (int64_t b = 0; b < nb; b++)
 	{
 		int64_t		i0 = b * GC_KM_BLOCK,
 					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-		double		s = 0.0;
 
 		if (cancelled || gc_cancelled(ctx))
 		{
@@ -310,26 +362,21 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			continue;
 		}
 		for (int64_t i = i0; i < i1; i++)
-		{
 			closest[i] = gc_dist2(X + i * d, centroids, d);
-			s += w != NULL ? w[i] * (double) closest[i] : (double) closest[i];
-		}
-		bs[b * lp] = s;
 	}
 	if (cancelled)
 	{
 		rc = gc_fail(st, GC_ECANCEL, "canceled");
 		goto done;
 	}
-	off[0] = 0.0;
-	for (int64_t b = 0; b < nb; b++)
-		off[b + 1] = off[b] + bs[b * lp];
+	S = pp_grid(ctx, nt, closest, w, n, nb, bq, off);
 
 	for (int c = 1; c < k; c++)
 	{
-		const double pot = off[nb];
 		int			best = 0;
-		double		best_pot = 0.0;
+		uint64_t	best_pot = 0;
+		double		M = 0.0,
+					S1;
 
 		nt = gc_region_threads(gc_team_adapt(ctx), nb);	/* the load may have changed */
 		if (gc_cancelled(ctx))
@@ -340,11 +387,11 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		/* Draw the candidates; lanes past L repeat candidate 0. */
 		for (int t = 0; t < L; t++)
 		{
-			uint64_t	ctr = 1 + (uint64_t) (c - 1) * L + t;
-			double		r = gc_rng_uniform(seed, stream, ctr) * pot;
+			const uint64_t ctr = 1 + (uint64_t) (c - 1) * L + t;
 
-			cid[t] = w != NULL ? pp_search_w(off, nb, closest, w, n, r)
-				: gc_km_pp_search(off, nb, closest, n, r);
+			cid[t] = off[nb] > 0 ?
+				pp_search(off, nb, closest, w, n, S,
+						  gc_km_pot_draw(seed, stream, ctr, off[nb]), last) : last;
 		}
 		for (int t = 0; t < lp; t++)
 		{
@@ -366,7 +413,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				cancelled = 1;
 				continue;
 			}
-			pp_pots_block(X, i0, i1, d, cand, lp, closest, w, bs + b * lp,
+			pp_pots_block(X, i0, i1, d, cand, lp, closest, w, S, bs + b * lp,
 						  dist != NULL ? dist + i0 * lp : NULL);
 		}
 		if (cancelled)
@@ -376,7 +423,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		}
 		for (int t = 0; t < L; t++)
 		{
-			double		p = 0.0;
+			uint64_t	p = 0;
 
 			for (int64_t b = 0; b < nb; b++)
 				p += bs[b * lp + t];
@@ -387,7 +434,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			}
 		}
 
-		/* Keep the best candidate: new centre, D² and block offsets. */
+		/* Keep the best candidate: new centre, D², its largest term. */
 		memcpy(centroids + (size_t) c * d, X + cid[best] * d, sizeof(float) * d);
 		if (chosen)
 			chosen[c] = cid[best];
@@ -396,6 +443,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		{
 			int64_t		i0 = b * GC_KM_BLOCK,
 						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+			double		m = 0.0;
 
 			if (cancelled || gc_cancelled(ctx))
 			{
@@ -410,15 +458,38 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			}
 			else
 				pp_update_closest(X, i0, i1, d, centroids + (size_t) c * d, closest);
+			for (int64_t i = i0; i < i1; i++)
+			{
+				double		t = pp_term(closest, w, i);
+
+				if (t > m)
+					m = t;
+			}
+			bm[b] = m;
 		}
+		if (cancelled)
+		{
+			rc = gc_fail(st, GC_ECANCEL, "canceled");
+			goto done;
+		}
+		/* The next grid: on the same one the winner's sums are the draws' */
 		for (int64_t b = 0; b < nb; b++)
-			off[b + 1] = off[b] + bs[b * lp + best];
+			if (bm[b] > M)
+				M = bm[b];
+		S1 = gc_km_pot_scale(M, n);
+		if (S1 == S)
+			for (int64_t b = 0; b < nb; b++)
+				off[b + 1] = off[b] + bs[b * lp + best];
+		else
+			S = pp_grid(ctx, nt, closest, w, n, nb, bq, off);
 	}
 
 done:
 	free(closest);
 	free(off);
 	free(bs);
+	free(bq);
+	free(bm);
 	free(cand);
 	free(dist);
 	return rc;
@@ -623,7 +694,8 @@ gc_km_init_kmeans_par_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	int32_t    *lab = malloc(sizeof(int32_t) * (size_t) n);
 	int32_t    *nl = malloc(sizeof(int32_t) * (size_t) n);
 	char	   *keep = malloc((size_t) n);
-	double	   *bs = malloc(sizeof(double) * (size_t) nb);
+	uint64_t   *bq = malloc(sizeof(uint64_t) * (size_t) nb);
+	uint64_t   *off = malloc(sizeof(uint64_t) * (size_t) (nb + 1));
 	int64_t    *cid = NULL;
 	int64_t		m = 0,
 				cap = 0;
@@ -633,7 +705,7 @@ gc_km_init_kmeans_par_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	volatile int cancelled = 0;
 	gc_code		rc = GC_OK;
 
-	if (D2 == NULL || nd == NULL || lab == NULL || nl == NULL || keep == NULL || bs == NULL)
+	if (D2 == NULL || nd == NULL || lab == NULL || nl == NULL || keep == NULL || bq == NULL || off == NULL)
 	{
 		rc = gc_fail(st, GC_ENOMEM, "out of memory in k-means|| seeding");
 		goto done;
@@ -674,20 +746,12 @@ gc_km_init_kmeans_par_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			rc = gc_fail(st, GC_ECANCEL, "canceled");
 			goto done;
 		}
-		/* phi: k-means++'s blocked double sum of the terms */
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-		for (int64_t b = 0; b < nb; b++)
+		/* phi: the exact sum of the terms on the round's grid */
 		{
-			int64_t		i0 = b * GC_KM_BLOCK,
-						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-			double		s = 0.0;
+			const double S = pp_grid(ctx, nt, D2, w, n, nb, bq, off);
 
-			for (int64_t i = i0; i < i1; i++)
-				s += w != NULL ? w[i] * (double) D2[i] : (double) D2[i];
-			bs[b] = s;
+			phi = S > 0.0 ? (double) off[nb] / S : 0.0;
 		}
-		for (int64_t b = 0; b < nb; b++)
-			phi += bs[b];
 		if (!(phi > 0.0))
 			break;
 		/* the draws, independent per row */
@@ -773,7 +837,8 @@ done:
 	free(lab);
 	free(nl);
 	free(keep);
-	free(bs);
+	free(bq);
+	free(off);
 	free(cid);
 	free(cand);
 	free(cw);

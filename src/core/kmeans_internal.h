@@ -11,6 +11,8 @@
 #ifndef GPUCLUST_KMEANS_INTERNAL_H
 #define GPUCLUST_KMEANS_INTERNAL_H
 
+#include <math.h>
+
 #include "gpuclust_core.h"
 #include "rng.h"
 
@@ -41,19 +43,65 @@
 int			gc_km_n_local_trials(int k);
 
 /*
+ * Seeding's sums are exact integer sums, so that any order of addition (a
+ * thread count, a GPU's blocks and atomics) gives the same sum and the
+ * same draws.  A step's terms t_i = w_i * (double) D²(i) (t_i = (double)
+ * D²(i) unweighted; D² the float32 gc_dist2 to the nearest centre so far)
+ * are put on a grid set by the step's largest term M:
+ *     q(t) = trunc(t * S),  S = gc_km_pot_scale(M, n) = 2^(B - e),
+ * M < 2^e (the least such e), B = 63 - (bits of n), so that q < 2^B and a
+ * sum of n of them < 2^63.  A term below 2^-B of M counts 0 (the draws'
+ * probabilities are exact to 2^-B of the largest; B = 43 at n = 1M).
+ * M = 0: S = 0, every q is 0.
+ */
+GC_HD double
+gc_km_pot_scale(double M, int64_t n)
+{
+	int			e,
+				bits = 0;
+
+	if (!(M > 0.0))
+		return 0.0;
+	(void) frexp(M, &e);		/* M = f 2^e, 0.5 <= f < 1 */
+	while (bits < 63 && (n >> bits) != 0)
+		bits++;
+	return ldexp(1.0, 63 - bits - e);
+}
+
+GC_HD uint64_t
+gc_km_pot_q(double t, double S)
+{
+	return (uint64_t) (t * S);
+}
+
+/*
+ * A draw over the terms summing to T > 0: R = floor(u * T) < T, u =
+ * gc_rng_uniform(seed, stream, ctr) (the 53-bit fraction, exactly).
+ */
+GC_HD uint64_t
+gc_km_pot_draw(uint64_t seed, uint64_t stream, uint64_t ctr, uint64_t T)
+{
+	const uint64_t u = (gc_rng_u64(seed, stream, ctr) >> 11) << 11;	/* u * 2^64 */
+
+#ifdef __CUDA_ARCH__
+	return __umul64hi(u, T);
+#else
+	return (uint64_t) (((unsigned __int128) u * T) >> 64);
+#endif
+}
+
+/*
  * Greedy k-means++ (scikit-learn's _kmeans_plusplus), draws from
- * gc_rng_uniform(seed, stream, counter):
+ * gc_rng_u64(seed, stream, counter):
  *   counter 0: first centre = row floor(u * n) (clamped to n-1);
- *   counter 1 + (c-1)*L + t: trial t of centre c, r = u * pot, where pot is
- *     the current potential sum_i D²(i); the candidate is the first row i
- *     with prefix(i) > r (the last row if none).
- * D²(i) is the float32 gc_dist2 to the closest chosen centre.  prefix(i) is
- * a double sum with fixed blocking: blocks of GC_KM_BLOCK rows, off[0] = 0,
- * off[b+1] = off[b] + sum_b where sum_b is the sequential double sum of the
- * block's D² from 0; prefix(i) = off[b] + (sequential sum of D² from the
- * block's start to i).  A candidate's potential is computed the same way
- * over min(D², dist²(candidate)); the lowest potential wins (ties: the
- * earliest trial).  chosen (k row indices) may be NULL.
+ *   counter 1 + (c-1)*L + t: trial t of centre c: with the step's grid
+ *     (above: M the largest D² before centre c) and T = sum_i q(D²(i)),
+ *     R = gc_km_pot_draw(.., T), the candidate is the first row i with
+ *     q(D²(0)) + ... + q(D²(i)) > R (the last row if T = 0).
+ * D²(i) is the float32 gc_dist2 to the closest chosen centre.  A
+ * candidate's potential is sum_i q(min(D²(i), dist²(i, candidate))) on the
+ * same grid; the lowest potential wins (ties: the earliest trial).  chosen
+ * (k row indices) may be NULL.
  */
 gc_code		gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n,
 								int d, int k, uint64_t seed, uint64_t stream,
@@ -64,9 +112,9 @@ gc_code		gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n,
  * The same, weighted by w (n weights >= 0, at least k positive; NULL: the
  * unweighted draws above, bit for bit), as scikit-learn >= 1.3: the first
  * centre is the first row of positive weight whose weight prefix sum
- * exceeds u * sum w; the terms of the potential and of prefix(i) are
- * w_i D²(i), and a trial is the first row of positive weight past r.  CPU
- * only.
+ * exceeds u * sum w (gc_km_weighted_first); the terms are w_i D²(i), so a
+ * row of weight 0 is never a trial; with T = 0 a trial is the last row of
+ * positive weight.  CPU only.
  */
 gc_code		gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X,
 								  int64_t n, int d, int k, const double *w,
@@ -75,52 +123,26 @@ gc_code		gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X,
 								  gc_status *st);
 
 /*
- * The block of a k-means++ draw: the first b < nb with off[b+1] > r, given
- * off[nb] > r (off: the nb + 1 block offsets of the prefix sums).
+ * The block of a draw R: the first b < nb with off[b+1] > R, given
+ * off[nb] > R (off: the nb + 1 prefix sums of a blocking of the terms,
+ * off[0] = 0).  Any blocking finds the same row.
  */
 GC_HD int64_t
-gc_km_pp_block(const double *off, int64_t nb, double r)
+gc_km_pp_block(const uint64_t *off, int64_t nb, uint64_t R)
 {
 	int64_t		lo = 0,
-				hi = nb;		/* first b in [lo, hi) with off[b+1] > r */
+				hi = nb;		/* first b in [lo, hi) with off[b+1] > R */
 
 	while (lo < hi)
 	{
 		int64_t		mid = lo + (hi - lo) / 2;
 
-		if (off[mid + 1] > r)
+		if (off[mid + 1] > R)
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
 	return lo;
-}
-
-/*
- * The candidate of a k-means++ draw, on the CPU (kmeans_init.c) and the GPU
- * (cuda/kmeans_pp.cu) alike: the first row i with prefix(i) > r (above),
- * else n-1.  off: the nb + 1 block offsets; closest: D².
- */
-GC_HD int64_t
-gc_km_pp_search(const double *off, int64_t nb, const float *closest,
-				int64_t n, double r)
-{
-	if (!(off[nb] > r))
-		return n - 1;
-	{
-		const int64_t lo = gc_km_pp_block(off, nb, r);
-		int64_t		i0 = lo * GC_KM_BLOCK,
-					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-		double		local = 0.0;
-
-		for (int64_t i = i0; i < i1; i++)
-		{
-			local += (double) closest[i];
-			if (off[lo] + local > r)
-				return i;
-		}
-		return i1 - 1;			/* unreachable: prefix(i1-1) == off[lo+1] */
-	}
 }
 
 /* Test switch: k-means++ recomputes the winner's distances at any size. */
@@ -174,10 +196,10 @@ int64_t		gc_km_weighted_first(const double *w, int64_t n, uint64_t seed,
  *  1. candidate 0 is k-means++'s first centre (counter 0; weighted:
  *     gc_km_weighted_first).  D²(i) is the float32 gc_dist2 from row i to
  *     its nearest candidate, lab(i) that candidate (ties: lowest index).
- *  2. Round r = 1, 2, ...: phi = sum_i w_i D²(i) with k-means++'s fixed
- *     blocking (sequential double sums over blocks of GC_KM_BLOCK rows,
- *     the blocks added in order; w_i = 1 without weights; the term is
- *     w_i * (double) D²(i)).  Stop if phi is not > 0.  Row i is kept iff
+ *  2. Round r = 1, 2, ...: phi = (double) sum_i q(t_i) / S, the exact
+ *     sum of the round's terms t_i = w_i * (double) D²(i) on its grid
+ *     (above; w_i = 1 without weights).  Stop if phi is not > 0.  Row i
+ *     is kept iff
  *       gc_rng_uniform(seed, stream, 1 + (r-1)*n + i) < (ell * t_i) / phi,
  *     ell = GC_KM_PAR_OVERSAMPLE * k, t_i = the row's term (double ops in
  *     that order); the kept rows become the next candidates in row order

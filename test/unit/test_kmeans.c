@@ -120,11 +120,12 @@ rel_close(double a, double b, double rel)
 }
 
 /*
- * Sequential k-means++ with the documented draws and blocking; weighted by
- * w (NULL: unweighted) as gc_km_init_kmeanspp_w documents it: the first
- * centre the first row of positive weight whose weight prefix exceeds
- * u * sum w, the terms w D², a trial the first row of positive weight past
- * r (else the last of positive weight).
+ * Sequential k-means++ with the documented draws and grid (each step's
+ * terms on the grid of its largest, summed as integers in row order);
+ * weighted by w (NULL: unweighted) as gc_km_init_kmeanspp_w documents it:
+ * the first centre the first row of positive weight whose weight prefix
+ * exceeds u * sum w, the terms w D², a trial the first row whose prefix
+ * passes R (else the last of positive weight).
  */
 #define W_(i) (w ? w[i] : 1.0)
 static void
@@ -132,10 +133,7 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, const double *w,
 			 uint64_t seed, uint64_t stream, int64_t *chosen)
 {
 	const int	L = 2 + (int) floor(log((double) k));
-	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
 	float	   *cl = malloc(sizeof(float) * n);
-	float	   *tmp = malloc(sizeof(float) * n);
-	double	   *off = malloc(sizeof(double) * (nb + 1));
 	int64_t		first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
 	int64_t		last_pos = n - 1;
 
@@ -167,53 +165,40 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, const double *w,
 		cl[i] = gc_dist2(X + i * d, X + first * d, d);
 	for (int c = 1; c < k; c++)
 	{
-		double		best_pot = 0.0;
+		uint64_t	best_pot = 0,
+					T = 0;
 		int64_t		best = -1;
+		double		M = 0.0,
+					S;
 
-		/* prefix offsets */
-		off[0] = 0.0;
-		for (int64_t b = 0; b < nb; b++)
-		{
-			double		s = 0.0;
-
-			for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
-				s += W_(i) * cl[i];
-			off[b + 1] = off[b] + s;
-		}
+		/* the step's grid: its largest term */
+		for (int64_t i = 0; i < n; i++)
+			M = fmax(M, W_(i) * cl[i]);
+		S = M > 0 ? ldexp(1.0, 63 - (int) floor(log2((double) n) + 1) - ((int) floor(log2(M)) + 1)) : 0.0;
+		for (int64_t i = 0; i < n; i++)
+			T += (uint64_t) (W_(i) * cl[i] * S);
 		for (int t = 0; t < L; t++)
 		{
-			double		r = gc_rng_uniform(seed, stream, 1 + (uint64_t) (c - 1) * L + t) * off[nb];
+			const uint64_t u = gc_rng_u64(seed, stream, 1 + (uint64_t) (c - 1) * L + t) >> 11;
+			const uint64_t R = (uint64_t) (((unsigned __int128) u * T) >> 53);
 			int64_t		cid = last_pos;
-			double		pot = 0.0;
+			uint64_t	acc = 0,
+						pot = 0;
 
-			for (int64_t b = 0; b < nb && cid == last_pos; b++)
+			for (int64_t i = 0; i < n && T > 0; i++)
 			{
-				double		local = 0.0;
-
-				if (!(off[b + 1] > r))
-					continue;
-				for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
+				acc += (uint64_t) (W_(i) * cl[i] * S);
+				if (acc > R)
 				{
-					local += W_(i) * cl[i];
-					if (W_(i) > 0 && off[b] + local > r)
-					{
-						cid = i;
-						break;
-					}
+					cid = i;
+					break;
 				}
-				break;
 			}
-			for (int64_t b = 0; b < nb; b++)
+			for (int64_t i = 0; i < n; i++)
 			{
-				double		s = 0.0;
+				float		q = gc_dist2(X + i * d, X + cid * d, d);
 
-				for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
-				{
-					float		q = gc_dist2(X + i * d, X + cid * d, d);
-
-					s += W_(i) * (q < cl[i] ? q : cl[i]);
-				}
-				pot += s;
+				pot += (uint64_t) (W_(i) * (q < cl[i] ? q : cl[i]) * S);
 			}
 			if (best < 0 || pot < best_pot)
 			{
@@ -231,8 +216,6 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, const double *w,
 		}
 	}
 	free(cl);
-	free(tmp);
-	free(off);
 }
 
 
@@ -259,7 +242,7 @@ ref_nearest(const float *X, int64_t n, int d, const int64_t *cid, int64_t m,
 
 /*
  * k-means|| as kmeans_internal.h defines it, straightforwardly: naive
- * distances and argmins, the blocked phi, the draws' formula, then
+ * distances and argmins, phi on the round's grid, the draws' formula, then
  * ref_kmeanspp over the weighted candidates (or over all rows when fewer
  * than k).
  */
@@ -267,7 +250,6 @@ static void
 ref_kmeans_par(const float *X, int64_t n, int d, int k, const double *w,
 			   uint64_t seed, uint64_t stream, int64_t *chosen)
 {
-	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
 	const double ell = 2.0 * k;
 	float	   *D2 = malloc(sizeof(float) * n);
 	int32_t    *lab = malloc(sizeof(int32_t) * n);
@@ -280,17 +262,19 @@ ref_kmeans_par(const float *X, int64_t n, int d, int k, const double *w,
 	cid[0] = first;
 	for (int r = 1; r <= 20 && (r <= 5 || m < k); r++)
 	{
-		double		phi = 0.0;
+		double		phi = 0.0,
+					M = 0.0,
+					S;
+		uint64_t	T = 0;
 
 		ref_nearest(X, n, d, cid, m, D2, lab);
-		for (int64_t b = 0; b < nb; b++)
-		{
-			double		s = 0.0;
-
-			for (int64_t i = b * GC_KM_BLOCK; i < n && i < (b + 1) * GC_KM_BLOCK; i++)
-				s += W_(i) * (double) D2[i];
-			phi += s;
-		}
+		for (int64_t i = 0; i < n; i++)
+			M = fmax(M, W_(i) * (double) D2[i]);
+		S = M > 0 ? ldexp(1.0, 63 - (int) floor(log2((double) n) + 1) - ((int) floor(log2(M)) + 1)) : 0.0;
+		for (int64_t i = 0; i < n; i++)
+			T += (uint64_t) (W_(i) * (double) D2[i] * S);
+		if (S > 0)
+			phi = (double) T / S;
 		if (!(phi > 0.0))
 			break;
 		for (int64_t i = 0; i < n; i++)
