@@ -12,6 +12,8 @@
  *              grid, a CUDA block per block of KM_BLOCK rows, and the last
  *              block done their prefix sums; otherwise nothing (the
  *              winner's sums, on the unchanged grid, are those terms').
+ *              Up to PP_SELECT_REGRID_NB blocks (k-means||'s candidates)
+ *              pp_select does it instead: one launch fewer a centre.
  *   pp_draw    a CUDA block per trial: R = gc_km_pot_draw(.., T); the
  *              block of rows by binary search of the prefix sums, then the
  *              row by a block scan of its KM_BLOCK terms; the trial's row
@@ -34,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <type_traits>
+
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -44,6 +48,8 @@
 #define PP_ITEMS (KM_BLOCK / PP_THREADS)	/* rows a thread of a block scan */
 #define PP_TERMS_DC 8			/* pp_terms: dimensions loaded at once */
 #define PP_CS_DIMS 64			/* pp_terms: candidates' dimensions in shared memory */
+#define PP_RPT_MAX_D 32			/* pp_terms: rows a thread above 1 up to this d */
+#define PP_SELECT_REGRID_NB 16	/* up to this many blocks pp_select regrids */
 
 typedef cub::BlockScan<uint64_t, PP_THREADS> pp_scan_t;
 typedef cub::BlockReduce<uint64_t, PP_THREADS> pp_reduce_t;
@@ -115,6 +121,23 @@ pp_prefix(const uint64_t *in, int64_t nb, uint64_t *off, pp_scan_t::TempStorage 
 	}
 }
 
+/* The sum of q over block b of the terms of trial best, on the grid S. */
+__device__ __forceinline__ uint64_t
+pp_block_q(const pp_state &P, int64_t b, int best, double S, pp_reduce_t::TempStorage &ts)
+{
+	const float *closest = P.terms + (int64_t) best * P.n;
+	uint64_t	s = 0;
+
+	for (int u = 0; u < PP_ITEMS; u++)
+	{
+		const int64_t i = b * KM_BLOCK + (int64_t) u * PP_THREADS + threadIdx.x;
+
+		if (i < P.n)
+			s += gc_km_pot_q(pp_term(P, closest, i), S);
+	}
+	return pp_reduce_t(ts).Sum(s);	/* thread 0's */
+}
+
 /*
  * The draws' block sums of the winner's terms on the grid S, when the grid
  * changed: block b of KM_BLOCK rows per CUDA block; the last one done
@@ -129,25 +152,14 @@ pp_regrid(pp_state P)
 		pp_scan_t::TempStorage s;
 	}			ts;
 	__shared__ bool last;
-	const int64_t b = blockIdx.x,
-				i0 = b * KM_BLOCK;
-	const float *closest = P.terms + (int64_t) *P.best * P.n;
-	const double S = P.g->S;
-	uint64_t	s = 0;
+	uint64_t	s;
 
 	if (!P.g->regrid)
 		return;
-	for (int u = 0; u < PP_ITEMS; u++)
-	{
-		const int64_t i = i0 + (int64_t) u * PP_THREADS + threadIdx.x;
-
-		if (i < P.n)
-			s += gc_km_pot_q(pp_term(P, closest, i), S);
-	}
-	s = pp_reduce_t(ts.r).Sum(s);
+	s = pp_block_q(P, blockIdx.x, *P.best, P.g->S, ts.r);
 	if (threadIdx.x == 0)
 	{
-		P.bq[b] = s;
+		P.bq[blockIdx.x] = s;
 		__threadfence();
 		last = atomicAdd(&P.g->done, 1u) == gridDim.x - 1;
 	}
@@ -229,6 +241,39 @@ pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
 			P.cand[(e / (KM_PP_LMAX - L)) * KM_PP_LMAX + L + e % (KM_PP_LMAX - L)] = 0.0f;
 }
 
+/* q[t] += the chunk jc .. jc+dc-1 of row i's distance² to candidate t. */
+template <int LT>
+__device__ __forceinline__ void
+pp_terms_chunk(const pp_state &P, int64_t i, int jc, int dc,
+			   const float4 (*cs)[LT / 4], float *q)
+{
+	/* PP_TERMS_DC dimensions' loads in flight at once per thread: the
+	 * pass is bound by memory, and for a few rows by its latency */
+	for (int j0 = 0; j0 < dc; j0 += PP_TERMS_DC)
+	{
+		float		x[PP_TERMS_DC];
+
+#pragma unroll
+		for (int u = 0; u < PP_TERMS_DC; u++)
+			x[u] = j0 + u < dc ? P.XT[(int64_t) (jc + j0 + u) * P.n + i] : 0.0f;
+#pragma unroll
+		for (int u = 0; u < PP_TERMS_DC; u++)
+			if (j0 + u < dc)
+			{
+#pragma unroll
+				for (int v = 0; v < LT / 4; v++)
+				{
+					const float4 cc = cs[j0 + u][v];
+
+					q[4 * v] = gc_l2_step(q[4 * v], x[u], cc.x);
+					q[4 * v + 1] = gc_l2_step(q[4 * v + 1], x[u], cc.y);
+					q[4 * v + 2] = gc_l2_step(q[4 * v + 2], x[u], cc.z);
+					q[4 * v + 3] = gc_l2_step(q[4 * v + 3], x[u], cc.w);
+				}
+			}
+	}
+}
+
 /*
  * terms[t][i] = min(closest[i], gc_dist2(x_i, cand_t)) for t < L, where
  * closest is terms[best] (c > 0) or +inf (c == 0): the thread of row i
@@ -236,126 +281,155 @@ pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
  * 4, >= L) trials are computed, a dimension's candidates read as float4:
  * no test of L in the inner loop, and the loop's instructions stay under
  * the pass's memory time.  Then each trial's q on the step's grid, summed
- * per block of KM_BLOCK rows (a CUDA block lies in one), and its largest
- * term.
+ * per block of KM_BLOCK rows (a CUDA block's rpt x blockDim rows lie in
+ * one), and its largest term.
  */
-template <int LT>
+template <int LT, bool W, bool RPT>
 __global__ void __launch_bounds__(PP_THREADS)
-pp_terms(pp_state P, int L, int c)
+pp_terms(pp_state P, int L, int c, int rpt_)
 {
+	const int	rpt = RPT ? rpt_ : 1;	/* 1: no registers held across rows */
+	/* the largest term's bits: a float's unweighted (ordered as the double) */
+	typedef typename std::conditional<W, unsigned long long, unsigned>::type max_t;
 	__shared__ float4 cs[PP_CS_DIMS][LT / 4];	/* a chunk of the candidates */
 	__shared__ unsigned long long red[2][LT];
-	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-	const bool	row = i < P.n;
-	const float cl = c == 0 || !row ? INFINITY : P.terms[(int64_t) *P.best * P.n + i];
+	const int64_t r0 = (int64_t) blockIdx.x * blockDim.x * rpt;
 	const double S = P.g->S;
-	float		q[LT];
+	unsigned long long s[LT];
+	max_t		mx[LT];
 
 #pragma unroll
 	for (int t = 0; t < LT; t++)
-		q[t] = 0.0f;
+		s[t] = mx[t] = 0;
 	if (threadIdx.x < 2 * LT)
 		red[threadIdx.x / LT][threadIdx.x % LT] = 0;
-	for (int jc = 0; jc < P.d; jc += PP_CS_DIMS)
+	for (int r = 0; r < rpt; r++)
 	{
-		const int	dc = P.d - jc < PP_CS_DIMS ? P.d - jc : PP_CS_DIMS;
+		const int64_t i = r0 + (int64_t) r * blockDim.x + threadIdx.x;
+		const bool	row = i < P.n;
+		const float cl = c == 0 || !row ? INFINITY : P.terms[(int64_t) *P.best * P.n + i];
+		float		q[LT];
 
-		__syncthreads();
-		for (int e = threadIdx.x; e < dc * (LT / 4); e += blockDim.x)
-			cs[e / (LT / 4)][e % (LT / 4)] =
-				((const float4 *) (P.cand + (int64_t) (jc + e / (LT / 4)) * KM_PP_LMAX))[e % (LT / 4)];
-		__syncthreads();
-		if (!row)
-			continue;
-		/* PP_TERMS_DC dimensions' loads in flight at once per thread: the
-		 * pass is bound by memory, and for a few rows by its latency */
-		for (int j0 = 0; j0 < dc; j0 += PP_TERMS_DC)
+#pragma unroll
+		for (int t = 0; t < LT; t++)
+			q[t] = 0.0f;
+		for (int jc = 0; jc < P.d; jc += PP_CS_DIMS)
 		{
-			float		x[PP_TERMS_DC];
+			const int	dc = P.d - jc < PP_CS_DIMS ? P.d - jc : PP_CS_DIMS;
 
-#pragma unroll
-			for (int u = 0; u < PP_TERMS_DC; u++)
-				x[u] = j0 + u < dc ? P.XT[(int64_t) (jc + j0 + u) * P.n + i] : 0.0f;
-#pragma unroll
-			for (int u = 0; u < PP_TERMS_DC; u++)
-				if (j0 + u < dc)
-				{
-#pragma unroll
-					for (int v = 0; v < LT / 4; v++)
-					{
-						const float4 cc = cs[j0 + u][v];
-
-						q[4 * v] = gc_l2_step(q[4 * v], x[u], cc.x);
-						q[4 * v + 1] = gc_l2_step(q[4 * v + 1], x[u], cc.y);
-						q[4 * v + 2] = gc_l2_step(q[4 * v + 2], x[u], cc.z);
-						q[4 * v + 3] = gc_l2_step(q[4 * v + 3], x[u], cc.w);
-					}
-				}
+			if (r > 0 && P.d <= PP_CS_DIMS)
+				break;			/* jc = 0, the one chunk, is in place */
+			__syncthreads();
+			for (int e = threadIdx.x; e < dc * (LT / 4); e += blockDim.x)
+				cs[e / (LT / 4)][e % (LT / 4)] =
+					((const float4 *) (P.cand + (int64_t) (jc + e / (LT / 4)) * KM_PP_LMAX))[e % (LT / 4)];
+			__syncthreads();
+			if (!row)
+				continue;
+			pp_terms_chunk<LT>(P, i, jc, dc, cs, q);
 		}
+		if (r > 0 && P.d <= PP_CS_DIMS && row)
+			pp_terms_chunk<LT>(P, i, 0, P.d, cs, q);
+#pragma unroll
+		for (int t = 0; t < LT; t++)
+			if (t < L && row)
+			{
+				const float m = q[t] < cl ? q[t] : cl;
+				const double tm = W ? P.w[i] * (double) m : (double) m;
+				const max_t b = W ? (max_t) __double_as_longlong(tm) : (max_t) __float_as_uint(m);	/* >= 0: ordered */
+
+				P.terms[(int64_t) t * P.n + i] = m;
+				s[t] += gc_km_pot_q(tm, S);
+				mx[t] = b > mx[t] ? b : mx[t];
+			}
 	}
 #pragma unroll
 	for (int t = 0; t < LT; t++)
 		if (t < L)
 		{
-			const float m = q[t] < cl ? q[t] : cl;
-			const double tm = row ? (P.w != nullptr ? P.w[i] * (double) m : (double) m) : 0.0;
-			unsigned long long s = row ? gc_km_pot_q(tm, S) : 0,
-						mx = (unsigned long long) __double_as_longlong(tm);	/* >= 0: ordered */
-
-			if (row)
-				P.terms[(int64_t) t * P.n + i] = m;
 			for (int o = 16; o > 0; o /= 2)
 			{
-				const unsigned long long so = __shfl_xor_sync(0xffffffffu, s, o),
-							mo = __shfl_xor_sync(0xffffffffu, mx, o);
+				const unsigned long long so = __shfl_xor_sync(0xffffffffu, s[t], o);
+				const max_t	mo = __shfl_xor_sync(0xffffffffu, mx[t], o);
 
-				s += so;
-				mx = mo > mx ? mo : mx;
+				s[t] += so;
+				mx[t] = mo > mx[t] ? mo : mx[t];
 			}
 			if ((threadIdx.x & 31) == 0)
 			{
-				atomicAdd(&red[0][t], s);
-				atomicMax(&red[1][t], mx);
+				atomicAdd(&red[0][t], s[t]);
+				atomicMax(&red[1][t], W ? (unsigned long long) mx[t] :
+						  (unsigned long long) __double_as_longlong((double) __uint_as_float((unsigned) mx[t])));
 			}
 		}
 	__syncthreads();
 	if (threadIdx.x < L)
 	{
-		const int64_t b = (int64_t) blockIdx.x * blockDim.x / KM_BLOCK;
+		const int64_t b = r0 / KM_BLOCK;
 
 		atomicAdd(P.bs + (int64_t) threadIdx.x * P.nb + b, red[0][threadIdx.x]);
 		atomicMax(P.tmax + threadIdx.x, red[1][threadIdx.x]);
 	}
 }
 
-/* pp_terms for the smallest LT that covers L trials; blocks of 64 rows
- * when 256 would leave SMs idle (k-means||'s candidates). */
+template <bool W, bool RPT>
+static void
+pp_terms_lt(const pp_state &P, int L, int c, int rpt, unsigned grid, int bt, cudaStream_t s)
+{
+	if (L <= 4)
+		pp_terms<4, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else if (L <= 8)
+		pp_terms<8, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else if (L <= 12)
+		pp_terms<12, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else if (L <= 16)
+		pp_terms<16, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else
+		pp_terms<KM_PP_LMAX, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+}
+
+/*
+ * pp_terms for the smallest LT that covers L trials.  Blocks of 64 rows
+ * when 256 would leave SMs idle (k-means||'s candidates); else each thread
+ * takes rpt rows (a power of two, a block's rows within one of KM_BLOCK),
+ * while that leaves 8 blocks an SM, so that the sums' reduction is paid
+ * once per rpt rows: where d <= PP_RPT_MAX_D, as there the reduction is
+ * most of a row's work; at larger d the sums held across rows cost
+ * registers, hence occupancy (1M x 128, k = 1000: k-means++ 284 -> 321 ms).
+ */
 static void
 pp_terms_launch(const pp_state &P, int L, int c, int nsm, cudaStream_t s)
 {
 	const int	bt = P.n < (int64_t) nsm * PP_THREADS * 2 ? 64 : PP_THREADS;
-	const unsigned grid = blocks_for(P.n, bt);
+	int			rpt = 1;
+	unsigned	grid;
 
-	if (L <= 4)
-		pp_terms<4><<<grid, bt, 0, s>>>(P, L, c);
-	else if (L <= 8)
-		pp_terms<8><<<grid, bt, 0, s>>>(P, L, c);
-	else if (L <= 12)
-		pp_terms<12><<<grid, bt, 0, s>>>(P, L, c);
-	else if (L <= 16)
-		pp_terms<16><<<grid, bt, 0, s>>>(P, L, c);
+	while (bt == PP_THREADS && P.d <= PP_RPT_MAX_D && rpt < KM_BLOCK / PP_THREADS &&
+		   P.n >= (int64_t) nsm * 8 * PP_THREADS * rpt * 2)
+		rpt *= 2;
+	grid = blocks_for(P.n, bt * rpt);
+	if (P.w != nullptr)
+		rpt > 1 ? pp_terms_lt<true, true>(P, L, c, rpt, grid, bt, s)
+			: pp_terms_lt<true, false>(P, L, c, rpt, grid, bt, s);
 	else
-		pp_terms<KM_PP_LMAX><<<grid, bt, 0, s>>>(P, L, c);
+		rpt > 1 ? pp_terms_lt<false, true>(P, L, c, rpt, grid, bt, s)
+			: pp_terms_lt<false, false>(P, L, c, rpt, grid, bt, s);
 }
 
 /*
  * The potentials, the winner (centre c and its row), the next grid, and,
- * on the same grid, the next draws' prefix sums.
+ * on the same grid, the next draws' prefix sums; on a new grid, with
+ * regrid_here (a few blocks of rows), the block sums too, in place of
+ * pp_regrid's launch.
  */
 __global__ void __launch_bounds__(PP_THREADS)
-pp_select(pp_state P, int L, float *C, int c, int64_t *chosen)
+pp_select(pp_state P, int L, float *C, int c, int64_t *chosen, bool regrid_here)
 {
-	__shared__ pp_scan_t::TempStorage ts;
+	__shared__ union
+	{
+		pp_reduce_t::TempStorage r;
+		pp_scan_t::TempStorage s;
+	}			ts;
 	__shared__ uint64_t pot[KM_PP_LMAX];
 	__shared__ int best_s;
 	__shared__ bool same;
@@ -389,13 +463,25 @@ pp_select(pp_state P, int L, float *C, int c, int64_t *chosen)
 		S = gc_km_pot_scale(__longlong_as_double((long long) P.tmax[best]), P.n);
 		same = c > 0 && S == P.g->S;
 		P.g->S = S;
-		P.g->regrid = !same;
+		P.g->regrid = !same && !regrid_here;
 	}
 	__syncthreads();
 	for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
 		C[(int64_t) c * P.d + j] = P.cand[j * KM_PP_LMAX + best_s];
 	if (same)
-		pp_prefix((const uint64_t *) P.bs + (int64_t) best_s * P.nb, P.nb, P.off, ts);
+		pp_prefix((const uint64_t *) P.bs + (int64_t) best_s * P.nb, P.nb, P.off, ts.s);
+	else if (regrid_here)
+	{
+		for (int64_t b = 0; b < P.nb; b++)
+		{
+			const uint64_t q = pp_block_q(P, b, best_s, P.g->S, ts.r);
+
+			if (threadIdx.x == 0)
+				P.bq[b] = q;
+			__syncthreads();
+		}
+		pp_prefix(P.bq, P.nb, P.off, ts.s);
+	}
 }
 
 namespace
@@ -427,6 +513,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 {
 	const int	L = gc_km_n_local_trials(k);
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
+	const bool	regrid_here = nb <= PP_SELECT_REGRID_NB;
 	int			dev = 0,
 				nsm = 1;
 	pp_buffers	B;
@@ -479,7 +566,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	{
 		const int	Lc = c == 0 ? 1 : L;
 
-		if (c > 0)
+		if (c > 0 && !regrid_here)
 		{
 			pp_regrid<<<(unsigned) nb, PP_THREADS, 0, s>>>(P);
 			KM_LAUNCHED();
@@ -488,7 +575,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 		KM_LAUNCHED();
 		pp_terms_launch(P, Lc, c, nsm, s);
 		KM_LAUNCHED();
-		pp_select<<<1, PP_THREADS, 0, s>>>(P, Lc, C, c, chosen);
+		pp_select<<<1, PP_THREADS, 0, s>>>(P, Lc, C, c, chosen, regrid_here);
 		KM_LAUNCHED();
 		if ((c & 15) == 15)
 		{

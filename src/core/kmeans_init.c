@@ -74,6 +74,7 @@ pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 {
 	const int	lp = nv * PP_LANES;
 	const v8d	sv = {S, S, S, S, S, S, S, S};
+	const v8d	m52 = {0x1p52, 0x1p52, 0x1p52, 0x1p52, 0x1p52, 0x1p52, 0x1p52, 0x1p52};
 	v8u			acc[PP_MAX_LP / PP_LANES];
 	int64_t		i = i0;
 
@@ -127,12 +128,23 @@ pp_pots_block_nv(const float *X, int64_t i0, int64_t i1, int d,
 
 				if (w != NULL)
 					t = w[i + r] * t;
-				acc[v] += __builtin_convertvector(t * sv, v8u);
+				/* gc_km_pot_q's t * S + 2^52, 8 at a time; 2^52's
+				 * bits are taken off the sum once per row */
+				{
+					const v8d	r = t * sv + m52;
+					v8u			b;
+
+					memcpy(&b, &r, sizeof(b));
+					acc[v] += b;
+				}
 			}
 		}
 	}
 	for (int v = 0; v < nv; v++)
+	{
+		acc[v] -= (uint64_t) (i1 - i0) * GC_KM_POT_2P52;
 		memcpy(out + v * PP_LANES, &acc[v], sizeof(acc[v]));
+	}
 }
 
 /*
@@ -230,6 +242,42 @@ gc_km_weighted_first(const double *w, int64_t n, uint64_t seed, uint64_t stream)
 }
 
 /*
+ * The largest term of rows i0 .. i1-1; unweighted, the largest D² (its
+ * bits: non-negative floats order as integers, which vectorises).
+ */
+static double
+pp_max_term(const float *closest, const double *w, int64_t i0, int64_t i1)
+{
+	if (w == NULL)
+	{
+		uint32_t	mb = 0;
+		float		m;
+
+		for (int64_t i = i0; i < i1; i++)
+		{
+			uint32_t	b;
+
+			memcpy(&b, closest + i, sizeof(b));
+			mb = b > mb ? b : mb;
+		}
+		memcpy(&m, &mb, sizeof(m));
+		return (double) m;
+	}
+	else
+	{
+		double		m = 0.0;
+
+		for (int64_t i = i0; i < i1; i++)
+		{
+			double		t = w[i] * (double) closest[i];
+
+			m = t > m ? t : m;
+		}
+		return m;
+	}
+}
+
+/*
  * A k-means++ draw R < off[nb] (kmeans_internal.h): the first row i with
  * off[b] + q(t_b0) + ... + q(t_i) > R, b the block of R; such a row has
  * q(t_i) > 0, so a positive weight.  With off[nb] = 0: last (the last row
@@ -261,19 +309,19 @@ pp_search(const uint64_t *off, int64_t nb, const float *closest,
  * term, then bq[b] = sum of q over block b, off their prefix sums.
  */
 static double
-pp_grid(const gc_ctx *ctx, int nt, const float *closest, const double *w,
+pp_grid(int nt, const float *closest, const double *w,
 		int64_t n, int64_t nb, uint64_t *bq, uint64_t *off)
 {
 	double		M = 0.0,
 				S;
 
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(max:M)
-	for (int64_t i = 0; i < n; i++)
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(max:M)
+	for (int64_t b = 0; b < nb; b++)
 	{
-		double		t = pp_term(closest, w, i);
+		const double m = pp_max_term(closest, w, b * GC_KM_BLOCK,
+									 b * GC_KM_BLOCK + GC_KM_BLOCK < n ? b * GC_KM_BLOCK + GC_KM_BLOCK : n);
 
-		if (t > M)
-			M = t;
+		M = m > M ? m : M;
 	}
 	S = gc_km_pot_scale(M, n);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
@@ -287,7 +335,6 @@ pp_grid(const gc_ctx *ctx, int nt, const float *closest, const double *w,
 			s += gc_km_pot_q(pp_term(closest, w, i), S);
 		bq[b] = s;
 	}
-	(void) ctx;
 	off[0] = 0;
 	for (int64_t b = 0; b < nb; b++)
 		off[b + 1] = off[b] + bq[b];
@@ -369,7 +416,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		rc = gc_fail(st, GC_ECANCEL, "canceled");
 		goto done;
 	}
-	S = pp_grid(ctx, nt, closest, w, n, nb, bq, off);
+	S = pp_grid(nt, closest, w, n, nb, bq, off);
 
 	for (int c = 1; c < k; c++)
 	{
@@ -443,8 +490,6 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		{
 			int64_t		i0 = b * GC_KM_BLOCK,
 						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-			double		m = 0.0;
-
 			if (cancelled || gc_cancelled(ctx))
 			{
 				cancelled = 1;
@@ -458,14 +503,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			}
 			else
 				pp_update_closest(X, i0, i1, d, centroids + (size_t) c * d, closest);
-			for (int64_t i = i0; i < i1; i++)
-			{
-				double		t = pp_term(closest, w, i);
-
-				if (t > m)
-					m = t;
-			}
-			bm[b] = m;
+			bm[b] = pp_max_term(closest, w, i0, i1);
 		}
 		if (cancelled)
 		{
@@ -481,7 +519,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			for (int64_t b = 0; b < nb; b++)
 				off[b + 1] = off[b] + bs[b * lp + best];
 		else
-			S = pp_grid(ctx, nt, closest, w, n, nb, bq, off);
+			S = pp_grid(nt, closest, w, n, nb, bq, off);
 	}
 
 done:
@@ -748,7 +786,7 @@ gc_km_init_kmeans_par_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		}
 		/* phi: the exact sum of the terms on the round's grid */
 		{
-			const double S = pp_grid(ctx, nt, D2, w, n, nb, bq, off);
+			const double S = pp_grid(nt, D2, w, n, nb, bq, off);
 
 			phi = S > 0.0 ? (double) off[nb] / S : 0.0;
 		}

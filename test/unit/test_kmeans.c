@@ -174,9 +174,9 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, const double *w,
 		/* the step's grid: its largest term */
 		for (int64_t i = 0; i < n; i++)
 			M = fmax(M, W_(i) * cl[i]);
-		S = M > 0 ? ldexp(1.0, 63 - (int) floor(log2((double) n) + 1) - ((int) floor(log2(M)) + 1)) : 0.0;
+		S = M > 0 ? ldexp(1.0, fmin(52, 63 - (int) floor(log2((double) n) + 1)) - ((int) floor(log2(M)) + 1)) : 0.0;
 		for (int64_t i = 0; i < n; i++)
-			T += (uint64_t) (W_(i) * cl[i] * S);
+			T += (uint64_t) nearbyint(W_(i) * cl[i] * S);
 		for (int t = 0; t < L; t++)
 		{
 			const uint64_t u = gc_rng_u64(seed, stream, 1 + (uint64_t) (c - 1) * L + t) >> 11;
@@ -187,7 +187,7 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, const double *w,
 
 			for (int64_t i = 0; i < n && T > 0; i++)
 			{
-				acc += (uint64_t) (W_(i) * cl[i] * S);
+				acc += (uint64_t) nearbyint(W_(i) * cl[i] * S);
 				if (acc > R)
 				{
 					cid = i;
@@ -198,7 +198,7 @@ ref_kmeanspp(const float *X, int64_t n, int d, int k, const double *w,
 			{
 				float		q = gc_dist2(X + i * d, X + cid * d, d);
 
-				pot += (uint64_t) (W_(i) * (q < cl[i] ? q : cl[i]) * S);
+				pot += (uint64_t) nearbyint(W_(i) * (q < cl[i] ? q : cl[i]) * S);
 			}
 			if (best < 0 || pot < best_pot)
 			{
@@ -270,9 +270,9 @@ ref_kmeans_par(const float *X, int64_t n, int d, int k, const double *w,
 		ref_nearest(X, n, d, cid, m, D2, lab);
 		for (int64_t i = 0; i < n; i++)
 			M = fmax(M, W_(i) * (double) D2[i]);
-		S = M > 0 ? ldexp(1.0, 63 - (int) floor(log2((double) n) + 1) - ((int) floor(log2(M)) + 1)) : 0.0;
+		S = M > 0 ? ldexp(1.0, fmin(52, 63 - (int) floor(log2((double) n) + 1)) - ((int) floor(log2(M)) + 1)) : 0.0;
 		for (int64_t i = 0; i < n; i++)
-			T += (uint64_t) (W_(i) * (double) D2[i] * S);
+			T += (uint64_t) nearbyint(W_(i) * (double) D2[i] * S);
 		if (S > 0)
 			phi = (double) T / S;
 		if (!(phi > 0.0))
