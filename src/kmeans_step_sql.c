@@ -833,7 +833,8 @@ fetch_rows(const DriverPass *pass, const char *source, const int64 *rows,
  * their nearest rows (kmeans_step's counts, ties to the lowest index, as
  * the core's lab) and the core's weighted k-means++ picks k of them (stream
  * + GC_KM_PAR_REDUCE_STREAM).  When the ids are the rows' 0-based positions
- * this is the core's k-means|| (up to the order of phi's double sum).
+ * this is the core's k-means|| (up to phi's rounding: the core's is the
+ * exact sum on its grid, kmeans_step's a double sum).
  */
 static ArrayType *
 kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
