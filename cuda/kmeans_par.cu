@@ -102,7 +102,7 @@ par_qsum(const float *__restrict__ D2, int64_t n, double S, unsigned long long *
 
 	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
 		 i += (int64_t) gridDim.x * blockDim.x)
-		s += gc_km_pot_q((double) D2[i], S);
+		s += gc_km_pot_q(gc_km_pot_term(nullptr, i, D2[i]), S);
 	s = reduce_t(ts).Sum(s);
 	if (threadIdx.x == 0)
 		atomicAdd(sum, s);
@@ -117,7 +117,7 @@ par_flags(const float *__restrict__ D2, int64_t n, uint64_t seed,
 
 	if (i < n)
 		flags[i] = (uint8_t) gc_km_par_keep(seed, stream, r, n, i, ell,
-											(double) D2[i], phi);
+											gc_km_pot_term(nullptr, i, D2[i]), phi);
 }
 
 /*

@@ -85,13 +85,6 @@ struct pp_state
 };
 }
 
-/* The term of row i: w_i * (double) D²_i, or (double) D²_i. */
-__device__ __forceinline__ double
-pp_term(const pp_state &P, const float *closest, int64_t i)
-{
-	return P.w != nullptr ? P.w[i] * (double) closest[i] : (double) closest[i];
-}
-
 /* off[0] = 0, off[b+1] = off[b] + in[b] (b < nb): the whole block. */
 __device__ void
 pp_prefix(const uint64_t *in, int64_t nb, uint64_t *off, pp_scan_t::TempStorage &ts)
@@ -133,7 +126,7 @@ pp_block_q(const pp_state &P, int64_t b, int best, double S, pp_reduce_t::TempSt
 		const int64_t i = b * KM_BLOCK + (int64_t) u * PP_THREADS + threadIdx.x;
 
 		if (i < P.n)
-			s += gc_km_pot_q(pp_term(P, closest, i), S);
+			s += gc_km_pot_q(gc_km_pot_term(P.w, i, closest[i]), S);
 	}
 	return pp_reduce_t(ts).Sum(s);	/* thread 0's */
 }
@@ -210,7 +203,7 @@ pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
 
 			for (int u = 0; u < PP_ITEMS; u++)
 			{
-				q[u] = i0 + u < P.n ? gc_km_pot_q(pp_term(P, closest, i0 + u), S) : 0;
+				q[u] = i0 + u < P.n ? gc_km_pot_q(gc_km_pot_term(P.w, i0 + u, closest[i0 + u]), S) : 0;
 				s += q[u];
 			}
 			if (threadIdx.x == 0)
@@ -335,7 +328,7 @@ pp_terms(pp_state P, int L, int c, int rpt_)
 			if (t < L && row)
 			{
 				const float m = q[t] < cl ? q[t] : cl;
-				const double tm = W ? P.w[i] * (double) m : (double) m;
+				const double tm = gc_km_pot_term(W ? P.w : nullptr, i, m);
 				const max_t b = W ? (max_t) __double_as_longlong(tm) : (max_t) __float_as_uint(m);	/* >= 0: ordered */
 
 				P.terms[(int64_t) t * P.n + i] = m;

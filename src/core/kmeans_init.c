@@ -200,12 +200,6 @@ pp_pots_block(const float *X, int64_t i0, int64_t i1, int d, const float *cand,
 	}
 }
 
-/* A row's term w_i D²_i (kmeans_internal.h). */
-static inline double
-pp_term(const float *closest, const double *w, int64_t i)
-{
-	return w != NULL ? w[i] * (double) closest[i] : (double) closest[i];
-}
 
 /*
  * The first row i of positive weight with cumsum(w)[i] > r: the weighted
@@ -269,7 +263,7 @@ pp_max_term(const float *closest, const double *w, int64_t i0, int64_t i1)
 
 		for (int64_t i = i0; i < i1; i++)
 		{
-			double		t = w[i] * (double) closest[i];
+			double		t = gc_km_pot_term(w, i, closest[i]);
 
 			m = t > m ? t : m;
 		}
@@ -296,7 +290,7 @@ pp_search(const uint64_t *off, int64_t nb, const float *closest,
 
 		for (int64_t i = i0; i < i1; i++)
 		{
-			acc += gc_km_pot_q(pp_term(closest, w, i), S);
+			acc += gc_km_pot_q(gc_km_pot_term(w, i, closest[i]), S);
 			if (acc > R)
 				return i;
 		}
@@ -304,16 +298,11 @@ pp_search(const uint64_t *off, int64_t nb, const float *closest,
 	return last;
 }
 
-/*
- * The step's grid and the block sums of its terms: S from the largest
- * term, then bq[b] = sum of q over block b, off their prefix sums.
- */
+/* The largest term of the n rows. */
 static double
-pp_grid(int nt, const float *closest, const double *w,
-		int64_t n, int64_t nb, uint64_t *bq, uint64_t *off)
+pp_max(int nt, const float *closest, const double *w, int64_t n, int64_t nb)
 {
-	double		M = 0.0,
-				S;
+	double		M = 0.0;
 
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(max:M)
 	for (int64_t b = 0; b < nb; b++)
@@ -323,7 +312,19 @@ pp_grid(int nt, const float *closest, const double *w,
 
 		M = m > M ? m : M;
 	}
-	S = gc_km_pot_scale(M, n);
+	return M;
+}
+
+/*
+ * The step's grid from its largest term M, and the block sums of its
+ * terms on it: bq[b] = sum of q over block b, off their prefix sums.
+ */
+static double
+pp_grid(int nt, const float *closest, const double *w, int64_t n, int64_t nb,
+		double M, uint64_t *bq, uint64_t *off)
+{
+	const double S = gc_km_pot_scale(M, n);
+
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
 	for (int64_t b = 0; b < nb; b++)
 	{
@@ -332,7 +333,7 @@ pp_grid(int nt, const float *closest, const double *w,
 		uint64_t	s = 0;
 
 		for (int64_t i = i0; i < i1; i++)
-			s += gc_km_pot_q(pp_term(closest, w, i), S);
+			s += gc_km_pot_q(gc_km_pot_term(w, i, closest[i]), S);
 		bq[b] = s;
 	}
 	off[0] = 0;
@@ -416,7 +417,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		rc = gc_fail(st, GC_ECANCEL, "canceled");
 		goto done;
 	}
-	S = pp_grid(nt, closest, w, n, nb, bq, off);
+	S = pp_grid(nt, closest, w, n, nb, pp_max(nt, closest, w, n, nb), bq, off);
 
 	for (int c = 1; c < k; c++)
 	{
@@ -519,7 +520,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			for (int64_t b = 0; b < nb; b++)
 				off[b + 1] = off[b] + bs[b * lp + best];
 		else
-			S = pp_grid(nt, closest, w, n, nb, bq, off);
+			S = pp_grid(nt, closest, w, n, nb, pp_max(nt, closest, w, n, nb), bq, off);
 	}
 
 done:
@@ -786,7 +787,7 @@ gc_km_init_kmeans_par_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		}
 		/* phi: the exact sum of the terms on the round's grid */
 		{
-			const double S = pp_grid(nt, D2, w, n, nb, bq, off);
+			const double S = pp_grid(nt, D2, w, n, nb, pp_max(nt, D2, w, n, nb), bq, off);
 
 			phi = S > 0.0 ? (double) off[nb] / S : 0.0;
 		}
@@ -806,7 +807,7 @@ gc_km_init_kmeans_par_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			}
 			for (int64_t i = i0; i < i1; i++)
 				keep[i] = (char) gc_km_par_keep(seed, stream, r, n, i, ell,
-												w != NULL ? w[i] * (double) D2[i] : (double) D2[i],
+												gc_km_pot_term(w, i, D2[i]),
 												phi);
 		}
 		if (cancelled)

@@ -72,6 +72,13 @@ gc_km_pot_scale(double M, int64_t n)
 	return ldexp(1.0, (63 - bits < 52 ? 63 - bits : 52) - e);
 }
 
+/* The term of row i with distance² d2: w[i] * (double) d2 (w NULL: 1). */
+GC_HD double
+gc_km_pot_term(const double *w, int64_t i, float d2)
+{
+	return w != NULL ? w[i] * (double) d2 : (double) d2;
+}
+
 #define GC_KM_POT_2P52 UINT64_C(0x4330000000000000)	/* 2^52's bits */
 
 GC_HD uint64_t
