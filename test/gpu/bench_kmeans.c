@@ -88,6 +88,62 @@ now_ms(void)
  * SQL example's shape (1M x 32, k = 100) with each, so that every shape
  * shows the init ms of both seedings.
  */
+/*
+ * k-means++ seeding (gpu phases' init ms, best of 3) as four kernels a
+ * centre and on the persistent path (cuda/kmeans_pp.cu), on blobs: where
+ * one pays over the other (PP_PERSIST_NB).  The small shapes are
+ * k-means||'s reductions: about 10 k candidates.
+ */
+static void
+bench_seed_paths(uint64_t *s)
+{
+	static const int S[][3] = {
+		{2560, 32, 256}, {10000, 128, 1000}, {4096, 32, 100}, {16384, 32, 100},
+		{32768, 32, 100}, {65536, 32, 100}, {131072, 32, 100}, {262144, 32, 100}, {1048576, 32, 100}, {16384, 2, 100},
+		{65536, 2, 100}, {262144, 2, 100}, {16384, 256, 100}, {65536, 256, 100},
+	};
+
+	printf("\n| k-means++ seeding | four kernels a centre, ms | persistent, ms | ratio |\n|---|---|---|---|\n");
+	for (size_t w = 0; w < sizeof(S) / sizeof(S[0]); w++)
+	{
+		const int64_t n = S[w][0];
+		const int	d = S[w][1],
+					k = S[w][2];
+		float	   *X = make_blobs(n, d, k, s, NULL);
+		int32_t    *lab = malloc(sizeof(int32_t) * n);
+		double	   *dist = malloc(sizeof(double) * n);
+		float	   *C = malloc(sizeof(float) * (size_t) k * d);
+		gc_kmeans_params p = {.k = k, .max_iter = 1, .tol = 0.0,
+			.init = GC_INIT_KMEANSPP, .n_init = 1, .seed = 1};
+		gc_kmeans_result r = {lab, dist, C, 0, 0, 0};
+		gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {NULL, NULL}};
+		gc_status	st = {0};
+		gc_kmeans_gpu_phases ph;
+		double		best[2] = {1e30, 1e30};
+
+		for (int rep = 0; rep < 3; rep++)
+			for (int m = 0; m < 2; m++)
+			{
+				setenv("GPUCLUST_KM_PP_PERSIST", m ? "1" : "0", 1);
+				if (gc_kmeans_gpu(&ctx, X, n, d, &p, &r, &st) != GC_OK)
+				{
+					printf("| n=%lld d=%d k=%d | error: %s |\n", (long long) n, d, k, st.message);
+					break;
+				}
+				gc_kmeans_gpu_last_phases(&ph);
+				if (ph.ms_init < best[m])
+					best[m] = ph.ms_init;
+			}
+		unsetenv("GPUCLUST_KM_PP_PERSIST");
+		printf("| n=%lld d=%d k=%d | %.2f | %.2f | %.2fx |\n", (long long) n, d, k,
+			   best[0], best[1], best[0] / best[1]);
+		free(X);
+		free(lab);
+		free(dist);
+		free(C);
+	}
+}
+
 static void
 bench_fits(uint64_t *s)
 {
@@ -580,6 +636,11 @@ main(int argc, char **argv)
 	tpc = tf32_per_clk_sm(major, minor);
 	peak = (double) nsm * 128 * 2 * clk * 1e3;
 	tf32 = (double) nsm * tpc * clk * 1e3;
+	if (getenv("BENCH_SEED_PATHS"))
+	{
+		bench_seed_paths(&s);
+		return 0;
+	}
 	if (getenv("BENCH_ONLY_FITS"))
 	{
 		/* the whole fits alone (the seedings' times) */

@@ -149,31 +149,44 @@ test_seed(int64_t n, int d, int k, int kind)
 
 		if (k * (double) n * d * (res == GC_INIT_KMEANSPP ? 2 + log(k) : 10) > 4e10)
 			continue;			/* the CPU's seeding would take too long */
-		memset(Cg, 0xff, sizeof(float) * k * d);
-		memset(rg, 0xff, sizeof(int64_t) * k);
 		if (res == GC_INIT_KMEANSPP)
 			a = gc_km_init_kmeanspp(NULL, X, n, d, k, seed, stream, Cc, rc_, &st);
 		else if (res == GC_INIT_RANDOM)
 			a = gc_km_init_random(NULL, X, n, d, k, seed, stream, Cc, rc_, &st);
 		else
 			a = gc_km_init_kmeans_par(NULL, X, n, d, k, seed, stream, Cc, rc_, &st);
-		b = gc_kmeans_gpu_seed(NULL, X, n, d, k, init, seed, stream, Cg, rows ? rg : NULL, &st);
-		CHECK(a == GC_OK && b == GC_OK, "seed %s n=%lld d=%d k=%d: %s", init_name[init],
-			  (long long) n, d, k, st.message);
-		if (a != GC_OK || b != GC_OK)
-			continue;
-		CHECK(memcmp(Cc, Cg, sizeof(float) * k * d) == 0,
-			  "%s centres differ (n=%lld d=%d k=%d kind %d)", init_name[init],
-			  (long long) n, d, k, kind);
-		if (rows)
+		if (a != GC_OK)
 		{
-			int			same = 1;
-
-			for (int c = 0; c < k; c++)
-				same &= rc_[c] == rg[c];
-			CHECK(same, "%s rows differ (n=%lld d=%d k=%d kind %d)", init_name[init],
-				  (long long) n, d, k, kind);
+			CHECK(0, "seed %s n=%lld d=%d k=%d: cpu: %s", init_name[init], (long long) n, d, k, st.message);
+			continue;
 		}
+		/* k-means++ on the GPU as four kernels a centre, and persistent */
+		for (int pm = 0; pm < 2; pm++)
+		{
+			setenv("GPUCLUST_KM_PP_PERSIST", pm ? "1" : "0", 1);
+			memset(Cg, 0xff, sizeof(float) * k * d);
+			memset(rg, 0xff, sizeof(int64_t) * k);
+			b = gc_kmeans_gpu_seed(NULL, X, n, d, k, init, seed, stream, Cg, rows ? rg : NULL, &st);
+			CHECK(b == GC_OK, "seed %s n=%lld d=%d k=%d (persistent %d): %s", init_name[init],
+				  (long long) n, d, k, pm, st.message);
+			if (b != GC_OK)
+				continue;
+			CHECK(memcmp(Cc, Cg, sizeof(float) * k * d) == 0,
+				  "%s centres differ (n=%lld d=%d k=%d kind %d, persistent %d)", init_name[init],
+				  (long long) n, d, k, kind, pm);
+			if (rows)
+			{
+				int			same = 1;
+
+				for (int c = 0; c < k; c++)
+					same &= rc_[c] == rg[c];
+				CHECK(same, "%s rows differ (n=%lld d=%d k=%d kind %d, persistent %d)", init_name[init],
+					  (long long) n, d, k, kind, pm);
+			}
+			if (res == GC_INIT_RANDOM)
+				break;			/* no k-means++ in it */
+		}
+		unsetenv("GPUCLUST_KM_PP_PERSIST");
 	}
 	free(X);
 	free(Cc);
