@@ -189,6 +189,26 @@ pp_block_q(const pp_state &P, const float *closest, int64_t b, double S, pp_redu
 }
 
 /*
+ * The draws' prefix sums off (nb + 1) of the terms closest on the grid S,
+ * by one block: each block's sum into off[b+1], then the prefix in place
+ * (a few blocks of rows: pp_select, pp_persist).
+ */
+__device__ void
+pp_regrid_here(const pp_state &P, const float *closest, double S, uint64_t *off,
+			   pp_reduce_t::TempStorage &tr, pp_scan_t::TempStorage &ts)
+{
+	for (int64_t b = 0; b < P.nb; b++)
+	{
+		const uint64_t q = pp_block_q(P, closest, b, S, tr);
+
+		if (threadIdx.x == 0)
+			off[b + 1] = q;
+		__syncthreads();
+	}
+	pp_prefix(pp_in_place {off}, P.nb, off, ts);
+}
+
+/*
  * The draws' block sums of the winner's terms on the grid S, when the grid
  * changed: block b of KM_BLOCK rows per CUDA block; the last one done
  * writes their prefix sums and clears the flag.
@@ -577,19 +597,7 @@ pp_select(pp_state P, int L, float *C, int c, int64_t *chosen, bool regrid_here)
 	if (same)
 		pp_prefix_of((const uint64_t *) P.bs + (int64_t) best * P.nb, P.nb, P.off, ts.s);
 	else if (regrid_here)
-	{
-		const float *closest = P.terms + (int64_t) best * P.n;
-
-		for (int64_t b = 0; b < P.nb; b++)
-		{
-			const uint64_t q = pp_block_q(P, closest, b, S, ts.r);
-
-			if (threadIdx.x == 0)
-				P.bq[b] = q;
-			__syncthreads();
-		}
-		pp_prefix_of(P.bq, P.nb, P.off, ts.s);
-	}
+		pp_regrid_here(P, P.terms + (int64_t) best * P.n, S, P.off, ts.r, ts.s);
 }
 
 /*
@@ -668,17 +676,7 @@ pp_persist(pp_state P, pp_par Q, uint64_t seed, uint64_t stream, int L, int c0,
 			if (blockIdx.x < Lc && same)
 				pp_prefix_of((const uint64_t *) Q.bs[par ^ 1] + (int64_t) best * nb, nb, off, sm.d.s);
 			else if (blockIdx.x < Lc)
-			{
-				for (int64_t b = 0; b < nb; b++)
-				{
-					const uint64_t q = pp_block_q(P, closest, b, S, sm.r);
-
-					if (threadIdx.x == 0)
-						off[b + 1] = q;
-					__syncthreads();
-				}
-				pp_prefix(pp_in_place {off}, nb, off, sm.d.s);
-			}
+				pp_regrid_here(P, closest, S, off, sm.r, sm.d.s);
 		}
 		if (blockIdx.x < Lc)
 			pp_take(P, pp_draw_row(P, closest, off, S, seed, stream, c, Lc, blockIdx.x, first, sm.d),
@@ -692,8 +690,8 @@ pp_persist(pp_state P, pp_par Q, uint64_t seed, uint64_t stream, int L, int c0,
 			mx_s[threadIdx.x] = 0;
 		grid.sync();
 
-		/* the terms of the step's Lc trials, their block sums and largest */
-		__syncthreads();		/* sm: the draw's is done */
+		/* the terms of the step's Lc trials, their block sums and largest
+		 * (sm: the draw's is done, grid.sync) */
 		for (int e = threadIdx.x; e < P.d * Lc; e += PP_THREADS)
 			cs[e] = __ldcg(Q.cand[par] + (e / Lc) * KM_PP_LMAX + e % Lc);
 		for (int64_t tile = blockIdx.x; tile < ntile; tile += gridDim.x)
@@ -817,16 +815,38 @@ pp_persist_wanted(int64_t n, int64_t nb, int d, int L)
 	return (env && atoi(env) == 1) || (nb <= PP_PERSIST_NB && n * d <= PP_PERSIST_ND);
 }
 
+/*
+ * pp_persist's blocks for n rows and L trials: all resident, at most 2 an
+ * SM; as few as take the tiles in as many rounds, as the barriers' cost
+ * grows with the blocks; at least one a trial.  0: it cannot run here.
+ */
+static int
+pp_persist_grid(int64_t n, int L, int nsm)
+{
+	const int64_t ntile = (n + 31) / 32;
+	int			occ = 0,
+				grid;
+	int64_t		rounds;
+
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp_persist, PP_THREADS, 0) != cudaSuccess ||
+		occ * nsm < L)
+	{
+		(void) cudaGetLastError();
+		return 0;
+	}
+	grid = occ < 2 ? occ * nsm : 2 * nsm;
+	rounds = (ntile + grid - 1) / grid;
+	grid = (int) ((ntile + rounds - 1) / rounds);
+	return grid < L ? L : grid;
+}
+
 /* k-means++ on the persistent path: PP_PERSIST_STEPS centres a launch. */
 static gc_code
 pp_run_persist(const gc_ctx *ctx, cudaStream_t s, pp_state &P, int L, int k,
-			   int nsm, uint64_t seed, uint64_t stream, int64_t first, float *C,
+			   int grid, uint64_t seed, uint64_t stream, int64_t first, float *C,
 			   int64_t *chosen, gc_status *st)
 {
-	const int64_t ntile = (P.n + 31) / 32;
 	pp_par		Q;
-	int			occ = 0,
-				grid;
 
 	for (int p = 0; p < 2; p++)
 	{
@@ -836,20 +856,6 @@ pp_run_persist(const gc_ctx *ctx, cudaStream_t s, pp_state &P, int L, int k,
 		Q.cand[p] = P.cand + (size_t) p * P.d * KM_PP_LMAX;
 		Q.cid[p] = P.cid + (size_t) p * KM_PP_LMAX;
 	}
-	KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp_persist, PP_THREADS, 0));
-	/* every block resident, at most 2 an SM; as few as take the tiles in
-	 * as many rounds, as the barriers' cost grows with the blocks; at
-	 * least one a trial */
-	grid = occ < 2 ? occ * nsm : 2 * nsm;
-	{
-		const int64_t rounds = (ntile + grid - 1) / grid;
-
-		grid = (int) ((ntile + rounds - 1) / rounds);
-	}
-	if (grid < L)
-		grid = L;
-	if (grid > occ * nsm)
-		return gc_fail(st, GC_EINTERNAL, "k-means++: %d blocks cannot be resident", grid);
 	for (int c0 = 0; c0 < k; c0 += PP_PERSIST_STEPS)
 	{
 		int			c1 = k - c0 < PP_PERSIST_STEPS ? k : c0 + PP_PERSIST_STEPS,
@@ -876,6 +882,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	int			dev = 0,
 				nsm = 1,
 				coop = 0,
+				pgrid,
 				np;
 	bool		persist;
 	pp_buffers	B;
@@ -894,7 +901,8 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	KM_CK(cudaGetDevice(&dev));
 	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
 	KM_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-	persist = coop && pp_persist_wanted(n, nb, d, L);
+	pgrid = coop && pp_persist_wanted(n, nb, d, L) ? pp_persist_grid(n, L, nsm) : 0;
+	persist = pgrid > 0;
 	np = persist ? 2 : 1;
 	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * L * np, s));
 	KM_CK(gc_dalloc((void **) &P.bs, sizeof(unsigned long long) * (size_t) nb * L * np, s));
@@ -926,7 +934,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	}
 
 	if (persist)
-		return pp_run_persist(ctx, s, P, L, k, nsm, seed, stream, first, C, chosen, st);
+		return pp_run_persist(ctx, s, P, L, k, pgrid, seed, stream, first, C, chosen, st);
 
 	/* Centre 0: one "candidate", row first, against closest = +inf. */
 	for (int c = 0; c < k; c++)
