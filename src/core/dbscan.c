@@ -190,6 +190,8 @@ gc_dbscan_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					   (long long) p->min_pts);
 	if (p->metric != GC_METRIC_EUCLIDEAN && p->metric != GC_METRIC_COSINE)
 		return gc_fail(st, GC_EINVAL, "DBSCAN supports the euclidean and cosine metrics");
+	if (p->algorithm != GC_DBSCAN_UNION_FIND && p->algorithm != GC_DBSCAN_DCLUST)
+		return gc_fail(st, GC_EINVAL, "unknown DBSCAN algorithm %d", (int) p->algorithm);
 	if (n == 0)
 		return GC_OK;
 	if (X == NULL || labels == NULL || is_core == NULL)
@@ -217,6 +219,8 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return rc;
 	if (index == GC_DBSCAN_INDEX_GRID && d > 3)
 		return gc_fail(st, GC_EINVAL, "the DBSCAN grid index needs d <= 3");
+	if (p->algorithm == GC_DBSCAN_DCLUST)
+		return gc_fail(st, GC_EINVAL, "DBSCAN algorithm dclust runs only on the GPU");
 	if (n == 0)
 		return GC_OK;
 	if ((uint64_t) n > SIZE_MAX / sizeof(float) / (uint64_t) d / 2)

@@ -107,8 +107,10 @@ typedef struct gc_dbscan_gpu_phases
 	double		ms_free;		/* device memory and stream released */
 	double		ms_total;		/* the whole call */
 	double		ms_alloc;		/* of the above: inside cudaMalloc */
-	int			grid;			/* 1: grid index, 0: brute force */
-	int64_t		ncell;			/* grid cells */
+	int			grid;			/* 1: grid index, 0: brute force or tree */
+	int			tree;			/* 1: the kd-tree index */
+	int64_t		ncell;			/* grid cells; tree: leaves */
+	int64_t		pairs;			/* tree: leaf pairs whose boxes are within eps */
 } gc_dbscan_gpu_phases;
 
 /* The most points gc_dbscan_gpu takes (int32 positions, one spare). */
@@ -417,9 +419,10 @@ gc_code		gc_kmeans_gpu_stream_bench(const gc_ctx *ctx, const float *X,
 /* Which index a GPU DBSCAN uses: force one. */
 typedef enum gc_dbscan_gpu_index_kind
 {
-	GC_DBSCAN_GPU_AUTO = 0,		/* grid for d <= 3 when it fits, else brute */
-	GC_DBSCAN_GPU_GRID,			/* d <= 3; brute force when it does not fit */
-	GC_DBSCAN_GPU_BRUTE
+	GC_DBSCAN_GPU_AUTO = 0,		/* grid for d <= 3 when it fits, else tree */
+	GC_DBSCAN_GPU_GRID,			/* d <= 3; the tree when it does not fit */
+	GC_DBSCAN_GPU_BRUTE,		/* the tiled brute force (union-find only) */
+	GC_DBSCAN_GPU_TREE			/* the kd-tree, any d */
 } gc_dbscan_gpu_index_kind;
 
 /* gc_dbscan_gpu with a chosen index; *used (may be NULL) says which ran. */

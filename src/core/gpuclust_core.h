@@ -340,11 +340,24 @@ gc_code		gc_kmeans_check(const float *X, int64_t n, int d,
 
 #define GC_NOISE (-1)
 
+/*
+ * How DBSCAN forms the clusters of its core points; both give the same
+ * labels.  Union-find runs on every device; CUDA-DClust (Böhm et al.'s
+ * chains of seeds, expanded in parallel by blocks, merged through a
+ * collision matrix) on the GPU only.
+ */
+typedef enum gc_dbscan_algorithm
+{
+	GC_DBSCAN_UNION_FIND = 0,
+	GC_DBSCAN_DCLUST
+} gc_dbscan_algorithm;
+
 typedef struct gc_dbscan_params
 {
 	double		eps;			/* > 0, finite */
 	int64_t		min_pts;		/* >= 1, the point itself counts */
 	gc_metric	metric;			/* euclidean (0) or cosine (metric.h) */
+	gc_dbscan_algorithm algorithm;	/* union-find (0) or dclust (GPU only) */
 } gc_dbscan_params;
 
 /*
