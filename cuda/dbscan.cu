@@ -12,9 +12,11 @@
  * metric.h's bounds, exact in float, so it changes the speed, never the
  * answer.
  *
- * Two indexes: the uniform grid for d <= 3 (dbscan_grid.cu), the tiled
- * brute force otherwise or when the grid's cell numbers would overflow
- * (dbscan_brute.cu).  Components: a lock-free union-find over int32
+ * Indexes: the uniform grid for d <= 3 (dbscan_grid.cu), the kd-tree
+ * otherwise or when the grid's cell numbers would overflow
+ * (dbscan_tree.cu), and the tiled brute force when a caller forces it
+ * (dbscan_brute.cu, the tests' cross-check).  Algorithms: union-find on
+ * every index, CUDA-DClust on the tree (dbscan_dclust.cu).  Components: a lock-free union-find over int32
  * positions (parent[x] <= x; an atomicCAS hangs the higher root under the
  * lower; finds compress).  Border: a non-core point takes the core
  * neighbour of least (dist2 bits, input row): the CPU's nearest-core rule,
@@ -80,6 +82,8 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return rc;
 	if (index == DB_INDEX_GRID && d > 3)
 		return gc_fail(st, GC_EINVAL, "the DBSCAN grid index needs d <= 3");
+	if (index == DB_INDEX_BRUTE && p->algorithm == GC_DBSCAN_DCLUST)
+		return gc_fail(st, GC_EINVAL, "DBSCAN algorithm dclust runs on the tree index");
 	if (n == 0)
 		return GC_OK;
 	if (n > GC_DBSCAN_GPU_MAX_N)
@@ -103,7 +107,8 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	db_trace("uploaded; n", n);
 	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
 
-	if (index != DB_INDEX_BRUTE && d <= 3)
+	if ((index == DB_INDEX_AUTO || index == DB_INDEX_GRID) && d <= 3 &&
+		p->algorithm == GC_DBSCAN_UNION_FIND)
 	{
 		rc = db_grid(D, ctx, Xd, ni, d, eps2, minp, labels, is_core, &applied, st);
 		if (rc != GC_OK)
@@ -111,13 +116,21 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		if (applied && used != NULL)
 			*used = DB_INDEX_GRID;
 	}
-	if (!applied)
+	if (!applied && index == DB_INDEX_BRUTE)
 	{
 		rc = db_brute(D, ctx, Xd, ni, d, eps2, minp, labels, is_core, st);
 		if (rc != GC_OK)
 			return rc;
 		if (used != NULL)
 			*used = DB_INDEX_BRUTE;
+	}
+	else if (!applied)
+	{
+		rc = db_tree_run(D, ctx, Xd, ni, d, eps2, minp, p->algorithm, labels, is_core, st);
+		if (rc != GC_OK)
+			return rc;
+		if (used != NULL)
+			*used = DB_INDEX_TREE;
 	}
 	gc_report(ctx, GC_PHASE_LABEL, 0, 0, n, n, NAN);
 	t0 = gc_now_ms();

@@ -6,6 +6,8 @@
  *   dbscan.cu         the entry points: checks, upload, index choice;
  *   dbscan_grid.cu    the uniform grid (d <= 3);
  *   dbscan_brute.cu   the tiled brute force (any d);
+ *   dbscan_tree.cu    the kd-tree (any d) and the passes on it;
+ *   dbscan_dclust.cu  CUDA-DClust's chains on the tree;
  *   dbscan_number.cu  cluster numbers by lowest row, and the download;
  *   dbscan_hooks.cu   test-only entry points (never in the extension).
  * The distance and its bounds are metric.h's, the grid's cells
@@ -206,9 +208,10 @@ k_fill(int *a, int n, int v)
 /* Which index a call uses. */
 enum db_index
 {
-	DB_INDEX_AUTO = 0,			/* grid for d <= 3 when it fits, else brute */
-	DB_INDEX_GRID,				/* d <= 3; brute force when it does not fit */
-	DB_INDEX_BRUTE
+	DB_INDEX_AUTO = 0,			/* grid for d <= 3 when it fits, else tree */
+	DB_INDEX_GRID,				/* d <= 3; the tree when it does not fit */
+	DB_INDEX_BRUTE,				/* union-find only */
+	DB_INDEX_TREE
 };
 
 /* gc_dbscan_gpu with a chosen index; *used (may be NULL) says which ran
@@ -230,6 +233,140 @@ gc_code		db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 gc_code		db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 					 float eps2, unsigned minp, int32_t *labels,
 					 uint8_t *is_core, gc_status *st);
+
+/* ------------------------------------------------------------------ */
+/* the kd-tree (dbscan_tree.cu) and CUDA-DClust (dbscan_dclust.cu)      */
+/* ------------------------------------------------------------------ */
+
+#define TR_Q 128				/* threads a query node: its points */
+
+/* Node j of level l holds positions [tr_off(j), tr_off(j + 1)). */
+__host__ __device__ __forceinline__ int
+tr_off(int64_t j, int n, int l)
+{
+	return (int) ((j * (int64_t) n) >> l);
+}
+
+/* The node of level l that holds position p. */
+__host__ __device__ __forceinline__ int64_t
+tr_node_of(int p, int n, int l)
+{
+	return ((((int64_t) p + 1) << l) + n - 1) / n - 1;
+}
+
+/* The balanced kd-tree over n points (positions: the rows in its order). */
+struct db_tree
+{
+	int			n,
+				d;
+	int			depth;			/* leaves at this level: 32..64 points */
+	int			qlevel;			/* query nodes: depth - 1 (or 0) */
+	int64_t		nleaf,
+				nq,
+				nnode;			/* heap order: node h has children 2h+1, 2h+2 */
+	float	   *lo,
+			   *hi;				/* nnode x d: each node's exact box */
+	int		   *perm;			/* position -> row */
+	int		   *pos_of_row;		/* row -> position */
+	float	   *Xs;				/* the rows in position order */
+};
+
+/* The query nodes' candidate leaves, written a chunk of nodes at a time. */
+struct db_lists
+{
+	int64_t    *at;				/* nq + 1: where node q's list starts */
+	int		   *leaf;			/* the current chunk's lists */
+	int64_t		total;			/* entries in all */
+	std::vector<int64_t> cut;	/* chunk c: query nodes [cut[c], cut[c+1]) */
+	std::vector<int64_t> host_at;
+	int			written;		/* the chunk in leaf, or -1 */
+};
+
+enum
+{
+	TR_COUNT,					/* neighbours, up to min_pts */
+	TR_UNION,					/* union-find of core neighbours */
+	TR_BORDER,					/* nearest core neighbour of non-core points */
+	TR_EXPAND					/* dclust: the frontier claims its neighbours */
+};
+
+/* What a pass reads and writes (by position). */
+struct db_pass
+{
+	float		eps2;
+	unsigned	minp;
+	int			dpad;			/* d rounded up to the tile's dimensions */
+	const int64_t *at;			/* db_lists.at */
+	unsigned   *cnt;			/* count */
+	uint8_t    *core;
+	int		   *lcore;			/* core points a leaf */
+	int		   *parent;			/* union */
+	unsigned long long *best;	/* border: (dist2 bits, row) */
+	uint8_t    *front,
+			   *next;			/* expand: this round's and the next's */
+	int		   *state;			/* expand: chain of a core point, or -1 */
+	unsigned   *colmat;			/* expand: the collision matrix, G x G bits */
+	int			G,				/* chains a generation (a multiple of 32) */
+				base;			/* the generation's first chain */
+	int		   *bad;			/* expand: set when a collision leaves it */
+};
+
+/* dclust: chains a and b (of this generation) met. */
+__device__ __forceinline__ void
+dc_collide(const db_pass &A, int a, int b)
+{
+	unsigned	la = (unsigned) (a - A.base),
+				lb = (unsigned) (b - A.base);
+
+	if (la >= (unsigned) A.G || lb >= (unsigned) A.G)
+	{
+		*A.bad = 1;
+		return;
+	}
+	if (la > lb)
+	{
+		unsigned	t = la;
+
+		la = lb;
+		lb = t;
+	}
+	size_t		bit = (size_t) la * (unsigned) A.G + lb;
+	unsigned	m = 1u << (bit & 31);
+
+	if (!(((volatile unsigned *) A.colmat)[bit >> 5] & m))
+		atomicOr(&A.colmat[bit >> 5], m);
+}
+
+/* The tree over X (device, n x d): T's arrays allocated in D. */
+gc_code		db_tree_build(db_dev &D, const gc_ctx *ctx, const float *X, int n,
+						  int d, db_tree &T, gc_status *st);
+
+/* Every query node's candidate leaves counted, and the chunks planned. */
+gc_code		db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T,
+						  float eps2, db_lists &L, gc_status *st);
+
+/*
+ * One pass over every query node (qs NULL), or over the increasing list
+ * qs of query nodes, of which chunk c's are qs[qs_cut[c] .. qs_cut[c+1]).
+ */
+template <int MODE>
+gc_code		db_tree_pass(db_dev &D, const gc_ctx *ctx, const db_tree &T,
+						 db_lists &L, const db_pass &A, const int *qs,
+						 const int64_t *qs_cut, gc_status *st);
+
+/* DBSCAN on the tree, either algorithm (dbscan_tree.cu). */
+gc_code		db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n,
+						int d, float eps2, unsigned minp,
+						gc_dbscan_algorithm algorithm, int32_t *labels,
+						uint8_t *is_core, gc_status *st);
+
+/*
+ * CUDA-DClust's chains over the core points (A.core, A.lcore set): rp of
+ * every core point its cluster's root position, -1 elsewhere
+ * (dbscan_dclust.cu).
+ */
+gc_code		db_dclust(db_dev &D, const gc_ctx *ctx, const db_tree &T,
+					  db_lists &L, db_pass &A, int *rp, gc_status *st);
 
 /* Exclusive sum of n ints on D's stream (in place when in == out). */
 gc_code		db_exclusive_sum(db_dev &D, const int *in, int *out, int64_t n,

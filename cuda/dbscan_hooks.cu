@@ -19,10 +19,12 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 	rc = db_run(ctx, X, n, d, p,
 				index == GC_DBSCAN_GPU_GRID ? DB_INDEX_GRID :
-				index == GC_DBSCAN_GPU_BRUTE ? DB_INDEX_BRUTE : DB_INDEX_AUTO,
+				index == GC_DBSCAN_GPU_BRUTE ? DB_INDEX_BRUTE :
+				index == GC_DBSCAN_GPU_TREE ? DB_INDEX_TREE : DB_INDEX_AUTO,
 				&u, labels, is_core, st);
 	if (used != NULL)
 		*used = u == DB_INDEX_GRID ? GC_DBSCAN_GPU_GRID :
-			u == DB_INDEX_BRUTE ? GC_DBSCAN_GPU_BRUTE : GC_DBSCAN_GPU_AUTO;
+			u == DB_INDEX_BRUTE ? GC_DBSCAN_GPU_BRUTE :
+			u == DB_INDEX_TREE ? GC_DBSCAN_GPU_TREE : GC_DBSCAN_GPU_AUTO;
 	return rc;
 }

@@ -110,7 +110,10 @@ typedef struct gc_dbscan_gpu_phases
 	int			grid;			/* 1: grid index, 0: brute force or tree */
 	int			tree;			/* 1: the kd-tree index */
 	int64_t		ncell;			/* grid cells; tree: leaves */
-	int64_t		pairs;			/* tree: leaf pairs whose boxes are within eps */
+	int64_t		pairs;			/* tree: query nodes' candidate leaves, in all */
+	int64_t		chains;			/* dclust: chains grown */
+	int64_t		generations;	/* dclust: generations of chains */
+	int64_t		rounds;			/* dclust: expansion rounds, in all */
 } gc_dbscan_gpu_phases;
 
 /* The most points gc_dbscan_gpu takes (int32 positions, one spare). */

@@ -1,0 +1,832 @@
+/*
+ * dbscan_tree.cu — the GPU DBSCAN's kd-tree, for any d: the index above
+ * d = 3 (and below it where the grid's cell numbers would overflow), and
+ * the passes that both algorithms run on it.
+ *
+ * The tree is balanced and implicit, built on the GPU level by level:
+ * node j of level l holds positions [j n / 2^l, (j + 1) n / 2^l), so a
+ * node's children are its halves; every leaf is at level `depth`, with 32
+ * to 64 points.  At each level a node's exact box (per-dimension minimum
+ * and maximum, float atomics on an order-preserving encoding) gives its
+ * widest dimension, and a CUB segmented sort of each node's positions
+ * along it splits the node at its median.  The boxes are final as they are
+ * made (later levels permute only inside a node), so every node keeps the
+ * exact box of its points.  Memory: the rows once more in position order,
+ * the boxes (n d / 16 floats at most each side), O(n) more.
+ *
+ * Queries run by node one level above the leaves (64 to 128 points, one
+ * thread each; tr_query).  A node's candidate leaves are those whose box
+ * lies within eps of its box (metric.h's box-box bound, exact in float): a
+ * thread per node walks the tree with a stack, nearer child first, and
+ * writes them into a list; when all lists would exceed a budget of about 8
+ * entries a point they are written and used a chunk of nodes at a time.
+ * Every pass then loads each candidate leaf's rows into shared memory in
+ * tiles of 32 rows, as the brute force does; a thread skips a leaf whose
+ * box is farther than eps from its point, and a warp whose threads all
+ * skip does not compute the tile.  Each decision is gc_dist2 <= eps2, the
+ * CPU's own, so the tree changes the speed, never the labels.
+ *
+ * The passes:
+ *   count   neighbours of each point, stopping at min_pts (a block stops
+ *           when all its points have min_pts);
+ *   union   (union-find) each core point with every core neighbour of
+ *           higher position, skipping pairs whose roots are already the
+ *           same (a tile no lane needs is not computed);
+ *   border  each non-core point's nearest core neighbour, ties to the
+ *           lowest input row (the CPU's rule), as the least (dist2 bits,
+ *           row);
+ *   expand  (dclust, dbscan_dclust.cu) each frontier point's core
+ *           neighbours claimed for its chain, collisions recorded.
+ */
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_sort.cuh>
+
+#include "dbscan_gpu.cuh"
+
+#define TR_LEAF 32				/* leaves hold 32 to 64 points */
+#define TR_TJ 32				/* candidate rows per tile */
+#define TR_STACK 128			/* > 2 (depth + 1) for depth <= 31 */
+#define TR_LIST_PER_POINT 8		/* list budget: entries a point */
+#define TR_LIST_MIN (8 << 20)	/* ... and at least this many */
+#define TR_LAUNCH_NODES 8192	/* query nodes a launch (cancel polls) */
+
+/* ------------------------------------------------------------------ */
+/* the build                                                           */
+/* ------------------------------------------------------------------ */
+
+/* floats in an unsigned order: a < b iff enc(a) < enc(b) */
+__device__ __forceinline__ unsigned
+tr_enc(float f)
+{
+	unsigned	b = __float_as_uint(f);
+
+	return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+__device__ __forceinline__ float
+tr_dec(unsigned u)
+{
+	return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+
+/*
+ * The boxes of the nodes of level l, from their points' rows X[perm[p]]:
+ * blocks of TR_BOX_T threads, bpn blocks a node, each over chunk
+ * positions; a thread keeps one dimension's extremes over its rows, lanes
+ * of the same dimension combine by shuffles, then one atomic each.
+ */
+#define TR_BOX_T 256
+
+__global__ void __launch_bounds__(TR_BOX_T)
+k_tr_box(const float *__restrict__ X, const int *__restrict__ perm, int n,
+		 int d, int l, int bpn, int chunk, unsigned *olo, unsigned *ohi)
+{
+	const int64_t j = blockIdx.x / bpn;
+	const int	c = blockIdx.x % bpn;
+	const int	b = tr_off(j, n, l),
+				e = tr_off(j + 1, n, l);
+	const int	s = b + c * chunk,
+				t1 = e < s + chunk ? e : s + chunk;
+	const int	tpr = d < TR_BOX_T ? d : TR_BOX_T;	/* threads a row */
+	const int	rpar = TR_BOX_T / tpr;	/* rows at a time */
+	const int	r0 = threadIdx.x / tpr,
+				j0 = threadIdx.x % tpr;
+	const int64_t h = ((int64_t) 1 << l) - 1 + j;
+	const bool	shfl = tpr <= 32 && (32 % tpr) == 0;
+
+	if (r0 >= rpar)
+		return;					/* no barrier below */
+	for (int k = j0; k < d; k += tpr)
+	{
+		float		mn = __int_as_float(0x7f800000),
+					mx = -__int_as_float(0x7f800000);
+
+		for (int p = s + r0; p < t1; p += rpar)
+		{
+			float		v = X[(int64_t) perm[p] * d + k];
+
+			mn = v < mn ? v : mn;
+			mx = v > mx ? v : mx;
+		}
+		if (shfl)
+		{
+			/* tpr divides 32 and d == tpr: one pass of k, every lane here */
+			for (int o = tpr; o < 32; o <<= 1)
+			{
+				float		a = __shfl_xor_sync(0xffffffffu, mn, o),
+							z = __shfl_xor_sync(0xffffffffu, mx, o);
+
+				mn = a < mn ? a : mn;
+				mx = z > mx ? z : mx;
+			}
+			if ((threadIdx.x & 31) >= tpr)
+				continue;
+		}
+		if (mn <= mx)
+		{
+			atomicMin(&olo[h * d + k], tr_enc(mn));
+			atomicMax(&ohi[h * d + k], tr_enc(mx));
+		}
+	}
+}
+
+/* Each node of level l: its widest dimension (the lowest of equals). */
+__global__ void
+k_tr_sdim(const unsigned *__restrict__ olo, const unsigned *__restrict__ ohi,
+		  int d, int l, int64_t nodes, int *sdim)
+{
+	int64_t		j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j >= nodes)
+		return;
+	int64_t		h = ((int64_t) 1 << l) - 1 + j;
+	int			best = 0;
+	float		w = -1.0f;
+
+	for (int k = 0; k < d; k++)
+	{
+		float		x = tr_dec(ohi[h * d + k]) - tr_dec(olo[h * d + k]);
+
+		if (x > w)
+		{
+			w = x;
+			best = k;
+		}
+	}
+	sdim[j] = best;
+}
+
+/* The sort keys of level l, and its segments' offsets. */
+__global__ void
+k_tr_keys(const float *__restrict__ X, const int *__restrict__ perm,
+		  const int *__restrict__ sdim, int n, int d, int l, float *key)
+{
+	int			p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < n)
+		key[p] = X[(int64_t) perm[p] * d + sdim[tr_node_of(p, n, l)]];
+}
+
+__global__ void
+k_tr_offsets(int n, int l, int64_t nodes, int *off)
+{
+	int64_t		j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j <= nodes)
+		off[j] = tr_off(j, n, l);
+}
+
+__global__ void
+k_tr_decode(const unsigned *__restrict__ o, int64_t m, float *f)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < m)
+		f[i] = tr_dec(o[i]);
+}
+
+__global__ void
+k_tr_gather(const float *__restrict__ X, const int *__restrict__ perm,
+			int n, int d, float *Xs, int *pos_of_row)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < (int64_t) n * d)
+	{
+		int			p = (int) (i / d),
+					k = (int) (i % d);
+		int			r = perm[p];
+
+		Xs[i] = X[(int64_t) r * d + k];
+		if (k == 0)
+			pos_of_row[r] = p;
+	}
+}
+
+gc_code
+db_tree_build(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
+			  db_tree &T, gc_status *st)
+{
+	unsigned   *olo,
+			   *ohi;
+	int		   *perm2,
+			   *sdim,
+			   *off;
+	float	   *key,
+			   *key2;
+	gc_code		rc;
+
+	T.n = n;
+	T.d = d;
+	T.depth = 0;
+	while ((n >> (T.depth + 1)) >= TR_LEAF)
+		T.depth++;
+	T.qlevel = T.depth > 0 ? T.depth - 1 : 0;
+	T.nleaf = (int64_t) 1 << T.depth;
+	T.nq = (int64_t) 1 << T.qlevel;
+	T.nnode = 2 * T.nleaf - 1;
+
+	DB_ALLOC(T.perm, n);
+	DB_ALLOC(perm2, n);
+	DB_ALLOC(key, n);
+	DB_ALLOC(key2, n);
+	DB_ALLOC(sdim, T.nleaf);
+	DB_ALLOC(off, T.nleaf + 1);
+	DB_ALLOC(olo, T.nnode * d);
+	DB_ALLOC(ohi, T.nnode * d);
+	DB_CK(cudaMemsetAsync(olo, 0xff, sizeof(unsigned) * (size_t) (T.nnode * d), D.s));
+	DB_CK(cudaMemsetAsync(ohi, 0, sizeof(unsigned) * (size_t) (T.nnode * d), D.s));
+	DB_CK(gc_launch(k_iota, n, DB_THREADS, DB_THREADS, D.s, T.perm, n));
+
+	for (int l = 0; l <= T.depth; l++)
+	{
+		int64_t		nodes = (int64_t) 1 << l;
+		int			maxsz = (int) (((int64_t) n + nodes - 1) >> l);
+		int			chunk = 4096;
+		int			bpn = (maxsz + chunk - 1) / chunk;
+
+		DB_CK(gc_launch(k_tr_box, nodes * bpn, 1, TR_BOX_T, D.s, X,
+						(const int *) T.perm, n, d, l, bpn, chunk, olo, ohi));
+		if (l == T.depth)
+			break;
+		DB_CK(gc_launch(k_tr_sdim, nodes, DB_THREADS, DB_THREADS, D.s,
+						(const unsigned *) olo, (const unsigned *) ohi, d, l, nodes, sdim));
+		DB_CK(gc_launch(k_tr_keys, n, DB_THREADS, DB_THREADS, D.s, X,
+						(const int *) T.perm, (const int *) sdim, n, d, l, key));
+		DB_CK(gc_launch(k_tr_offsets, nodes + 1, DB_THREADS, DB_THREADS, D.s, n, l, nodes, off));
+
+		size_t		bytes = 0;
+
+		DB_CK(cub::DeviceSegmentedSort::SortPairs(nullptr, bytes, key, key2, T.perm, perm2,
+												  (int64_t) n, nodes, off, off + 1, D.s));
+		DB_CK(D.scratch(bytes));
+		bytes = D.cub_bytes;
+		DB_CK(cub::DeviceSegmentedSort::SortPairs(D.cub_tmp, bytes, key, key2, T.perm, perm2,
+												  (int64_t) n, nodes, off, off + 1, D.s));
+		{
+			int		   *t = T.perm;
+
+			T.perm = perm2;
+			perm2 = t;
+		}
+		if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
+			return rc;
+	}
+
+	DB_ALLOC(T.lo, T.nnode * d);
+	DB_ALLOC(T.hi, T.nnode * d);
+	DB_CK(gc_launch(k_tr_decode, T.nnode * d, DB_THREADS, DB_THREADS, D.s,
+					(const unsigned *) olo, T.nnode * d, T.lo));
+	DB_CK(gc_launch(k_tr_decode, T.nnode * d, DB_THREADS, DB_THREADS, D.s,
+					(const unsigned *) ohi, T.nnode * d, T.hi));
+	DB_ALLOC(T.Xs, (int64_t) n * d);
+	DB_ALLOC(T.pos_of_row, n);
+	DB_CK(gc_launch(k_tr_gather, (int64_t) n * d, DB_THREADS, DB_THREADS, D.s, X,
+					(const int *) T.perm, n, d, T.Xs, T.pos_of_row));
+	return db_sync_poll(D, ctx, st);
+}
+
+/* ------------------------------------------------------------------ */
+/* the candidate lists                                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Query node q's candidate leaves (box-box bound <= eps2), nearer child
+ * first: counted (out == NULL) or written from out[at[q] - base].
+ */
+__global__ void
+k_tr_list(db_tree T, float eps2, int64_t q0, int64_t q1,
+		  const int64_t *__restrict__ at, int64_t base, int *cnt, int *out)
+{
+	int64_t		q = q0 + (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (q >= q1)
+		return;
+	const int	d = T.d;
+	const int64_t hq = T.nq - 1 + q;
+	const float *qlo = T.lo + hq * d,
+			   *qhi = T.hi + hq * d;
+	const int64_t first_leaf = T.nleaf - 1;
+	int			stack[TR_STACK];
+	int			top = 0,
+				found = 0;
+	int		   *o = out ? out + (at[q] - base) : nullptr;
+
+	if (gc_boxbox_mindist2(qlo, qhi, T.lo, T.hi, d) <= eps2)
+		stack[top++] = 0;
+	while (top > 0)
+	{
+		int			h = stack[--top];
+
+		if (h >= first_leaf)
+		{
+			if (o)
+				o[found] = (int) (h - first_leaf);
+			found++;
+			continue;
+		}
+		int			a = 2 * h + 1,
+					b = 2 * h + 2;
+		float		da = gc_boxbox_mindist2(qlo, qhi, T.lo + (int64_t) a * d, T.hi + (int64_t) a * d, d),
+					db = gc_boxbox_mindist2(qlo, qhi, T.lo + (int64_t) b * d, T.hi + (int64_t) b * d, d);
+
+		/* the nearer child is pushed last: popped first */
+		if (da > db)
+		{
+			int			t = a;
+			float		u = da;
+
+			a = b;
+			b = t;
+			da = db;
+			db = u;
+		}
+		if (db <= eps2)
+			stack[top++] = b;
+		if (da <= eps2)
+			stack[top++] = a;
+	}
+	if (cnt)
+		cnt[q] = found;
+}
+
+/* at[q] = the sum of cnt[0 .. q), for q <= nq (in 64 bits). */
+__global__ void
+k_tr_widen(const int *__restrict__ cnt, int64_t nq, int64_t *w)
+{
+	int64_t		q = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (q <= nq)
+		w[q] = q < nq ? cnt[q] : 0;
+}
+
+gc_code
+db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T, float eps2,
+			  db_lists &L, gc_status *st)
+{
+	int		   *cnt;
+	std::vector<int64_t> at((size_t) T.nq + 1);
+
+	DB_ALLOC(cnt, T.nq);
+	DB_ALLOC(L.at, T.nq + 1);
+	DB_CK(gc_launch(k_tr_list, T.nq, DB_THREADS, DB_THREADS, D.s, T, eps2, (int64_t) 0,
+					T.nq, (const int64_t *) nullptr, (int64_t) 0, cnt, (int *) nullptr));
+	DB_CK(gc_launch(k_tr_widen, T.nq + 1, DB_THREADS, DB_THREADS, D.s,
+					(const int *) cnt, T.nq, L.at));
+	{
+		size_t		bytes = 0;
+
+		DB_CK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, L.at, L.at, T.nq + 1, D.s));
+		DB_CK(D.scratch(bytes));
+		bytes = D.cub_bytes;
+		DB_CK(cub::DeviceScan::ExclusiveSum(D.cub_tmp, bytes, L.at, L.at, T.nq + 1, D.s));
+	}
+	DB_CK(cudaMemcpyAsync(at.data(), L.at, sizeof(int64_t) * at.size(),
+						  cudaMemcpyDeviceToHost, D.s));
+	gc_code		rc = db_sync_poll(D, ctx, st);
+
+	if (rc != GC_OK)
+		return rc;
+
+	/* chunks of query nodes whose lists fit the budget */
+	int64_t		budget = (int64_t) TR_LIST_PER_POINT * T.n;
+
+	if (budget < TR_LIST_MIN)
+		budget = TR_LIST_MIN;
+	L.total = at[(size_t) T.nq];
+	L.cut.clear();
+	L.cut.push_back(0);
+	for (int64_t q = 0; q < T.nq; q++)
+		if (q > L.cut.back() && at[(size_t) q + 1] - at[(size_t) L.cut.back()] > budget)
+			L.cut.push_back(q);
+	L.cut.push_back(T.nq);
+	L.host_at.swap(at);
+	L.written = -1;
+	int64_t		cap = 1;
+
+	for (size_t c = 0; c + 1 < L.cut.size(); c++)
+	{
+		int64_t		m = L.host_at[(size_t) L.cut[c + 1]] - L.host_at[(size_t) L.cut[c]];
+
+		cap = m > cap ? m : cap;
+	}
+	DB_ALLOC(L.leaf, cap);
+	db_phases.pairs = L.total;
+	return GC_OK;
+}
+
+/* Writes chunk c's lists (unless they are there already). */
+gc_code
+db_tree_chunk(db_dev &D, const db_tree &T, float eps2, db_lists &L, int c,
+			  gc_status *st)
+{
+	if (L.written == c)
+		return GC_OK;
+	int64_t		q0 = L.cut[(size_t) c],
+				q1 = L.cut[(size_t) c + 1];
+
+	DB_CK(gc_launch(k_tr_list, q1 - q0, DB_THREADS, DB_THREADS, D.s, T, eps2, q0, q1,
+					(const int64_t *) L.at, L.host_at[(size_t) q0], (int *) nullptr, L.leaf));
+	L.written = c;
+	return GC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* the passes                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One pass over the query nodes qs[0 .. nqs) (or q0 + blockIdx.x when qs
+ * is NULL), a block each, a thread a point.  DC: dimensions a shared
+ * tile holds.
+ */
+template <int DC, int MODE>
+__global__ void __launch_bounds__(TR_Q)
+k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
+		  const int *__restrict__ leaf, int64_t base)
+{
+	__shared__ float4 sh[TR_TJ * DC / 4];
+	__shared__ int ctag[TR_TJ];	/* union: root; expand: chain; -2: skip */
+	const int	tid = threadIdx.x;
+	const int64_t q = qs ? qs[blockIdx.x] : q0 + blockIdx.x;
+	const int	n = T.n,
+				d = T.d;
+	const int	qb = tr_off(q, n, T.qlevel),
+				qe = tr_off(q + 1, n, T.qlevel);
+	const int	i = qb + tid;
+	const bool	valid = i < qe;
+	const float *xi = T.Xs + (int64_t) (valid ? i : qb) * d;
+	const float eps2 = A.eps2;
+	const int64_t first_leaf = T.nleaf - 1;
+	bool		act = valid;
+	unsigned	cnt = 0;
+	unsigned long long best = ~0ULL;
+	int			tag = -1;		/* union: own root; expand: own chain */
+
+	if (MODE == TR_COUNT)
+		cnt = 0;
+	else if (MODE == TR_UNION)
+		act = valid && A.core[i];
+	else if (MODE == TR_BORDER)
+		act = valid && !A.core[i];
+	else
+		act = valid && A.front[i];
+	if (MODE == TR_UNION && act)
+		tag = uf_find(A.parent, i);
+	if (MODE == TR_EXPAND && act)
+		tag = A.state[i];
+	if (!__syncthreads_or(act))
+		return;
+
+	const int64_t lb = A.at[q] - base,
+				le = A.at[q + 1] - base;
+
+	for (int64_t li = lb; li < le; li++)
+	{
+		const int	L = leaf[li];
+		const int	cb = tr_off(L, n, T.depth),
+					ce = tr_off(L + 1, n, T.depth);
+		const float *llo = T.lo + (first_leaf + L) * d,
+				   *lhi = T.hi + (first_leaf + L) * d;
+		bool		need = MODE == TR_COUNT ? act && cnt < A.minp : act;
+
+		if (MODE != TR_COUNT && A.lcore[L] == 0)
+			continue;			/* no core point to meet (block-uniform) */
+		if (MODE == TR_UNION && ce - 1 <= i)
+			need = false;		/* pairs i < j only */
+		if (need)
+		{
+			float		lim = eps2;
+
+			if (MODE == TR_BORDER && best != ~0ULL)
+			{
+				float		bd = __uint_as_float((unsigned) (best >> 32));
+
+				lim = bd < lim ? bd : lim;
+			}
+			need = gc_box_mindist2(xi, llo, lhi, d) <= lim;
+		}
+		if (!__syncthreads_or(need))
+			continue;
+
+		for (int j0 = cb; j0 < ce; j0 += TR_TJ)
+		{
+			float		acc[TR_TJ];
+			bool		wneed = need;
+
+			if (MODE == TR_UNION || MODE == TR_EXPAND)
+			{
+				__syncthreads();	/* the last tile's ctag is read */
+				if (tid < TR_TJ)
+				{
+					int			j = j0 + tid,
+								t = -2;
+
+					if (j < ce && A.core[j])
+						t = MODE == TR_UNION ? uf_find(A.parent, j) : A.state[j];
+					ctag[tid] = t;
+				}
+				__syncthreads();
+				if (wneed)
+				{
+					bool		any = false;
+
+#pragma unroll 4
+					for (int jj = 0; jj < TR_TJ; jj++)
+					{
+						int			t = ctag[jj];
+
+						any |= t != -2 && t != tag && (MODE == TR_EXPAND || j0 + jj > i);
+					}
+					wneed = any;
+				}
+			}
+			wneed = __any_sync(0xffffffffu, wneed);
+
+#pragma unroll
+			for (int jj = 0; jj < TR_TJ; jj++)
+				acc[jj] = 0.0f;
+			for (int k0 = 0; k0 < A.dpad; k0 += DC)
+			{
+				float		xq[DC];
+
+				__syncthreads();
+				for (int e = tid; e < TR_TJ * DC; e += TR_Q)
+				{
+					int			jj = e / DC,
+								kk = e % DC;
+					int			j = j0 + jj,
+								k = k0 + kk;
+
+					((float *) sh)[e] = (j < ce && k < d) ? T.Xs[(int64_t) j * d + k] : 0.0f;
+				}
+				__syncthreads();
+				if (!wneed)
+					continue;
+#pragma unroll
+				for (int kk = 0; kk < DC; kk++)
+				{
+					int			k = k0 + kk;
+
+					xq[kk] = k < d ? xi[k] : 0.0f;
+				}
+				/* zero padding adds +0: the sums stay gc_dist2's exactly */
+#pragma unroll
+				for (int jj = 0; jj < TR_TJ; jj++)
+				{
+					float		s = acc[jj];
+
+#pragma unroll
+					for (int k4 = 0; k4 < DC / 4; k4++)
+					{
+						float4		v = sh[jj * (DC / 4) + k4];
+
+						s = gc_l2_step(s, xq[4 * k4 + 0], v.x);
+						s = gc_l2_step(s, xq[4 * k4 + 1], v.y);
+						s = gc_l2_step(s, xq[4 * k4 + 2], v.z);
+						s = gc_l2_step(s, xq[4 * k4 + 3], v.w);
+					}
+					acc[jj] = s;
+				}
+			}
+			if (!(wneed && need))
+				continue;
+			if (MODE == TR_COUNT)
+			{
+#pragma unroll
+				for (int jj = 0; jj < TR_TJ; jj++)
+					cnt += (j0 + jj < ce) & (acc[jj] <= eps2);
+			}
+			else if (MODE == TR_UNION)
+			{
+#pragma unroll
+				for (int jj = 0; jj < TR_TJ; jj++)
+				{
+					int			j = j0 + jj,
+								t = ctag[jj];
+
+					if (t != -2 && j > i && t != tag && acc[jj] <= eps2)
+					{
+						uf_union(A.parent, tag, t);
+						tag = uf_find(A.parent, tag);
+					}
+				}
+			}
+			else if (MODE == TR_BORDER)
+			{
+#pragma unroll
+				for (int jj = 0; jj < TR_TJ; jj++)
+				{
+					int			j = j0 + jj;
+
+					if (j < ce && acc[jj] <= eps2 && A.core[j])
+					{
+						unsigned long long key =
+							((unsigned long long) __float_as_uint(acc[jj]) << 32) |
+							(unsigned) T.perm[j];
+
+						best = key < best ? key : best;
+					}
+				}
+			}
+			else
+			{
+#pragma unroll
+				for (int jj = 0; jj < TR_TJ; jj++)
+				{
+					int			j = j0 + jj,
+								t = ctag[jj];
+
+					if (t == -2 || t == tag || !(acc[jj] <= eps2))
+						continue;
+					if (t == -1)
+					{
+						t = atomicCAS(&A.state[j], -1, tag);
+						if (t == -1)
+						{
+							A.next[j] = 1;
+							continue;
+						}
+						if (t == tag)
+							continue;
+					}
+					dc_collide(A, tag, t);
+				}
+			}
+		}
+		if (MODE == TR_COUNT && __syncthreads_and(!act || cnt >= A.minp))
+			break;
+	}
+	if (MODE == TR_COUNT && valid)
+		A.cnt[i] = cnt;
+	if (MODE == TR_BORDER && act)
+		A.best[i] = best;
+}
+
+template <int MODE>
+gc_code
+db_tree_pass(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
+			 const db_pass &A, const int *qs, const int64_t *qs_cut, gc_status *st)
+{
+	const int	DC = A.dpad <= 4 ? 4 : A.dpad <= 8 ? 8 : 16;
+	void		(*kern) (db_tree, db_pass, int64_t, const int *, const int *, int64_t) =
+		DC == 4 ? k_tr_pass<4, MODE> : DC == 8 ? k_tr_pass<8, MODE> : k_tr_pass<16, MODE>;
+	gc_code		rc;
+
+	for (int c = 0; c + 1 < (int) L.cut.size(); c++)
+	{
+		/* query nodes [k0, k1): of the tree, or indexes into qs */
+		int64_t		k0 = qs ? qs_cut[c] : L.cut[(size_t) c],
+					k1 = qs ? qs_cut[c + 1] : L.cut[(size_t) c + 1];
+		int64_t		base = L.host_at[(size_t) L.cut[(size_t) c]];
+
+		if (k0 >= k1)
+			continue;
+		if ((rc = db_tree_chunk(D, T, A.eps2, L, c, st)) != GC_OK)
+			return rc;
+		for (int64_t k = k0; k < k1; k += TR_LAUNCH_NODES)
+		{
+			int64_t		m = k1 - k < TR_LAUNCH_NODES ? k1 - k : TR_LAUNCH_NODES;
+
+			DB_CK(gc_launch(kern, m, 1, TR_Q, D.s, T, A, k, qs ? qs + k : (const int *) nullptr,
+							(const int *) L.leaf, base));
+			if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
+				return rc;
+		}
+	}
+	return GC_OK;
+}
+
+template gc_code db_tree_pass<TR_EXPAND>(db_dev &, const gc_ctx *, const db_tree &, db_lists &,
+										 const db_pass &, const int *, const int64_t *,
+										 gc_status *);
+
+/* ------------------------------------------------------------------ */
+/* the call                                                            */
+/* ------------------------------------------------------------------ */
+
+__global__ void
+k_tr_core(const unsigned *__restrict__ cnt, int n, unsigned minp, uint8_t *core)
+{
+	int			p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < n)
+		core[p] = cnt[p] >= minp;
+}
+
+/* core points a leaf */
+__global__ void
+k_tr_lcore(const uint8_t *__restrict__ core, int n, int depth, int64_t nleaf,
+		   int *lcore)
+{
+	int64_t		L = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (L >= nleaf)
+		return;
+	int			c = 0;
+
+	for (int p = tr_off(L, n, depth); p < tr_off(L + 1, n, depth); p++)
+		c += core[p];
+	lcore[L] = c;
+}
+
+__global__ void
+k_tr_root_uf(int *parent, const uint8_t *__restrict__ core, int n, int *rp)
+{
+	int			p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < n)
+		rp[p] = core[p] ? uf_find(parent, p) : -1;
+}
+
+/* a non-core point: its nearest core neighbour's root, or -1 */
+__global__ void
+k_tr_root_border(const uint8_t *__restrict__ core,
+				 const unsigned long long *__restrict__ best,
+				 const int *__restrict__ pos_of_row, int n, int *rp)
+{
+	int			p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < n && !core[p])
+		rp[p] = best[p] == ~0ULL ? -1 : rp[pos_of_row[(int) (best[p] & 0xffffffffu)]];
+}
+
+gc_code
+db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
+			float eps2, unsigned minp, gc_dbscan_algorithm algorithm,
+			int32_t *labels, uint8_t *is_core, gc_status *st)
+{
+	db_tree		T;
+	db_lists	L;
+	db_pass		A;
+	int		   *rp;
+	double		t0 = gc_now_ms();
+	gc_code		rc;
+
+	memset(&A, 0, sizeof(A));
+	db_phases.grid = 0;
+	db_phases.tree = 1;
+	if ((rc = db_tree_build(D, ctx, X, n, d, T, st)) != GC_OK)
+		return rc;
+	if ((rc = db_tree_lists(D, ctx, T, eps2, L, st)) != GC_OK)
+		return rc;
+	db_phases.ncell = T.nleaf;
+	db_phases.ms_index = gc_now_ms() - t0;
+	db_trace("tree built; leaves", T.nleaf);
+
+	/* core counts */
+	t0 = gc_now_ms();
+	A.eps2 = eps2;
+	A.minp = minp;
+	A.dpad = (d + 15) / 16 * 16;
+	A.dpad = d <= 4 ? 4 : d <= 8 ? 8 : A.dpad;
+	A.at = L.at;
+	DB_ALLOC(A.cnt, n);
+	DB_ALLOC(A.core, n);
+	DB_ALLOC(A.lcore, T.nleaf);
+	if ((rc = db_tree_pass<TR_COUNT>(D, ctx, T, L, A, nullptr, nullptr, st)) != GC_OK)
+		return rc;
+	DB_CK(gc_launch(k_tr_core, n, DB_THREADS, DB_THREADS, D.s, (const unsigned *) A.cnt,
+					n, minp, A.core));
+	DB_CK(gc_launch(k_tr_lcore, T.nleaf, DB_THREADS, DB_THREADS, D.s,
+					(const uint8_t *) A.core, n, T.depth, T.nleaf, A.lcore));
+	if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
+	db_phases.ms_core = gc_now_ms() - t0;
+
+	/* components of the core points: rp, the root position of each */
+	t0 = gc_now_ms();
+	DB_ALLOC(rp, n);
+	if (algorithm == GC_DBSCAN_DCLUST)
+	{
+		if ((rc = db_dclust(D, ctx, T, L, A, rp, st)) != GC_OK)
+			return rc;
+	}
+	else
+	{
+		DB_ALLOC(A.parent, n);
+		DB_CK(gc_launch(k_iota, n, DB_THREADS, DB_THREADS, D.s, A.parent, n));
+		if ((rc = db_tree_pass<TR_UNION>(D, ctx, T, L, A, nullptr, nullptr, st)) != GC_OK)
+			return rc;
+		DB_CK(gc_launch(k_tr_root_uf, n, DB_THREADS, DB_THREADS, D.s, A.parent,
+						(const uint8_t *) A.core, n, rp));
+	}
+	if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
+	db_phases.ms_union = gc_now_ms() - t0;
+
+	/* border points: the nearest core neighbour's cluster */
+	t0 = gc_now_ms();
+	DB_ALLOC(A.best, n);
+	DB_CK(cudaMemsetAsync(A.best, 0xff, sizeof(unsigned long long) * (size_t) n, D.s));
+	if ((rc = db_tree_pass<TR_BORDER>(D, ctx, T, L, A, nullptr, nullptr, st)) != GC_OK)
+		return rc;
+	DB_CK(gc_launch(k_tr_root_border, n, DB_THREADS, DB_THREADS, D.s,
+					(const uint8_t *) A.core, (const unsigned long long *) A.best,
+					(const int *) T.pos_of_row, n, rp));
+	if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
+	db_phases.ms_border = gc_now_ms() - t0;
+
+	return db_finish(D, n, rp, T.perm, A.core, labels, is_core, st);
+}
