@@ -297,7 +297,11 @@ struct db_pass
 	unsigned	minp;
 	int			dpad;			/* d rounded up to the tile's dimensions */
 	const int64_t *at;			/* db_lists.at */
-	unsigned   *cnt;			/* count */
+	unsigned   *cnt;			/* count (carried between its two passes) */
+	int64_t		lbeg,
+				lend;			/* count: this pass's part of each list */
+	int		   *nb;				/* count: the first nbk neighbours a point */
+	unsigned	nbk;			/* min_pts - 1 when small, else 0 (not kept) */
 	uint8_t    *core;
 	int		   *lcore;			/* core points a leaf */
 	int		   *parent;			/* union */

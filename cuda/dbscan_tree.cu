@@ -38,6 +38,8 @@
  *   expand  (dclust, dbscan_dclust.cu) each frontier point's core
  *           neighbours claimed for its chain, collisions recorded.
  */
+#include <algorithm>
+
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
@@ -49,6 +51,9 @@
 #define TR_LIST_PER_POINT 8		/* list budget: entries a point */
 #define TR_LIST_MIN (8 << 20)	/* ... and at least this many */
 #define TR_LAUNCH_NODES 8192	/* query nodes a launch (cancel polls) */
+#define TR_NEAR 8				/* count: leaves of the first pass */
+#define TR_NB_MAX 32			/* neighbours kept a point, at most */
+#define TR_SPREAD 16			/* union: every 16th node goes first */
 
 /* ------------------------------------------------------------------ */
 /* the build                                                           */
@@ -447,39 +452,76 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 {
 	__shared__ float4 sh[TR_TJ * DC / 4];
 	__shared__ int ctag[TR_TJ];	/* union: root; expand: chain; -2: skip */
-	const int	tid = threadIdx.x;
+	__shared__ short s_slot[TR_Q];	/* the block's active points, first */
+	__shared__ int s_w[TR_Q / 32];
+	const int	tid = threadIdx.x,
+				lane = tid & 31;
 	const int64_t q = qs ? qs[blockIdx.x] : q0 + blockIdx.x;
 	const int	n = T.n,
 				d = T.d;
 	const int	qb = tr_off(q, n, T.qlevel),
 				qe = tr_off(q + 1, n, T.qlevel);
-	const int	i = qb + tid;
-	const bool	valid = i < qe;
-	const float *xi = T.Xs + (int64_t) (valid ? i : qb) * d;
 	const float eps2 = A.eps2;
 	const int64_t first_leaf = T.nleaf - 1;
-	bool		act = valid;
+	int			i = qb + tid;
+	bool		act = i < qe;
 	unsigned	cnt = 0;
 	unsigned long long best = ~0ULL;
 	int			tag = -1;		/* union: own root; expand: own chain */
 
-	if (MODE == TR_COUNT)
-		cnt = 0;
-	else if (MODE == TR_UNION)
-		act = valid && A.core[i];
-	else if (MODE == TR_BORDER)
-		act = valid && !A.core[i];
-	else
-		act = valid && A.front[i];
+	if (act)
+	{
+		if (MODE == TR_COUNT)
+			act = (cnt = A.cnt[i]) < A.minp;
+		else if (MODE == TR_UNION)
+			act = A.core[i];
+		else if (MODE == TR_BORDER)
+			act = !A.core[i];
+		else
+			act = A.front[i];
+	}
+
+	/*
+	 * The active points go to the first threads (in order), so that warps
+	 * of inactive ones compute nothing: a block of core points with a few
+	 * noise points among them counts with one warp, not four.
+	 */
+	{
+		unsigned	bal = __ballot_sync(0xffffffffu, act);
+		int			off = 0,
+					tot = 0;
+
+		if (lane == 0)
+			s_w[tid >> 5] = __popc(bal);
+		__syncthreads();
+		for (int w = 0; w < TR_Q / 32; w++)
+		{
+			off += w < (tid >> 5) ? s_w[w] : 0;
+			tot += s_w[w];
+		}
+		if (act)
+			s_slot[off + __popc(bal & ((1u << lane) - 1))] = (short) tid;
+		__syncthreads();
+		if (tot == 0)
+			return;
+		act = tid < tot;
+		i = qb + (act ? s_slot[tid] : 0);
+		if (MODE == TR_COUNT)
+			cnt = act ? A.cnt[i] : 0;
+	}
+	const float *xi = T.Xs + (int64_t) i * d;
+
 	if (MODE == TR_UNION && act)
 		tag = uf_find(A.parent, i);
 	if (MODE == TR_EXPAND && act)
 		tag = A.state[i];
-	if (!__syncthreads_or(act))
-		return;
 
-	const int64_t lb = A.at[q] - base,
-				le = A.at[q + 1] - base;
+	/* count: candidate leaves [A.lbeg, A.lend) of the list (nearest first) */
+	const int64_t lb = A.at[q] - base + (MODE == TR_COUNT ? A.lbeg : 0);
+	int64_t		le = A.at[q + 1] - base;
+
+	if (MODE == TR_COUNT && A.lend - A.lbeg < le - lb)
+		le = lb + (A.lend - A.lbeg);
 
 	for (int64_t li = lb; li < le; li++)
 	{
@@ -593,9 +635,15 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 				continue;
 			if (MODE == TR_COUNT)
 			{
+				/* a point that stays non-core keeps all its neighbours */
 #pragma unroll
 				for (int jj = 0; jj < TR_TJ; jj++)
-					cnt += (j0 + jj < ce) & (acc[jj] <= eps2);
+					if (j0 + jj < ce && acc[jj] <= eps2)
+					{
+						if (cnt < A.nbk)
+							A.nb[(int64_t) i * A.nbk + cnt] = j0 + jj;
+						cnt++;
+					}
 			}
 			else if (MODE == TR_UNION)
 			{
@@ -657,7 +705,7 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 		if (MODE == TR_COUNT && __syncthreads_and(!act || cnt >= A.minp))
 			break;
 	}
-	if (MODE == TR_COUNT && valid)
+	if (MODE == TR_COUNT && act)
 		A.cnt[i] = cnt;
 	if (MODE == TR_BORDER && act)
 		A.best[i] = best;
@@ -739,6 +787,36 @@ k_tr_root_uf(int *parent, const uint8_t *__restrict__ core, int n, int *rp)
 		rp[p] = core[p] ? uf_find(parent, p) : -1;
 }
 
+/*
+ * A non-core point's nearest core neighbour from the neighbours its count
+ * kept (all of them: fewer than min_pts), as the border pass would find it.
+ */
+__global__ void
+k_tr_border_nb(db_tree T, db_pass A)
+{
+	int			p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p >= T.n || A.core[p])
+		return;
+	const float *xp = T.Xs + (int64_t) p * T.d;
+	unsigned long long best = ~0ULL;
+
+	for (unsigned t = 0; t < A.cnt[p]; t++)
+	{
+		int			j = A.nb[(int64_t) p * A.nbk + t];
+
+		if (A.core[j])
+		{
+			float		d2 = gc_dist2(xp, T.Xs + (int64_t) j * T.d, T.d);
+			unsigned long long key =
+				((unsigned long long) __float_as_uint(d2) << 32) | (unsigned) T.perm[j];
+
+			best = key < best ? key : best;
+		}
+	}
+	A.best[p] = best;
+}
+
 /* a non-core point: its nearest core neighbour's root, or -1 */
 __global__ void
 k_tr_root_border(const uint8_t *__restrict__ core,
@@ -781,9 +859,24 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	A.dpad = (d + 15) / 16 * 16;
 	A.dpad = d <= 4 ? 4 : d <= 8 ? 8 : A.dpad;
 	A.at = L.at;
+	A.nbk = minp - 1 <= TR_NB_MAX ? minp - 1 : 0;
 	DB_ALLOC(A.cnt, n);
 	DB_ALLOC(A.core, n);
 	DB_ALLOC(A.lcore, T.nleaf);
+	DB_ALLOC(A.nb, (int64_t) n * A.nbk);
+	DB_CK(cudaMemsetAsync(A.cnt, 0, sizeof(unsigned) * (size_t) n, D.s));
+
+	/*
+	 * Two passes: the nearest TR_NEAR leaves of each list, which make most
+	 * points core, then the rest of the lists for the points still short,
+	 * gathered on fewer warps.
+	 */
+	A.lbeg = 0;
+	A.lend = TR_NEAR;
+	if ((rc = db_tree_pass<TR_COUNT>(D, ctx, T, L, A, nullptr, nullptr, st)) != GC_OK)
+		return rc;
+	A.lbeg = TR_NEAR;
+	A.lend = INT64_MAX;
 	if ((rc = db_tree_pass<TR_COUNT>(D, ctx, T, L, A, nullptr, nullptr, st)) != GC_OK)
 		return rc;
 	DB_CK(gc_launch(k_tr_core, n, DB_THREADS, DB_THREADS, D.s, (const unsigned *) A.cnt,
@@ -804,9 +897,36 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	}
 	else
 	{
+		/*
+		 * Every TR_SPREAD-th query node first: spread over the data, its
+		 * unions join most of each cluster, so that the others find their
+		 * tiles' roots already equal and skip them.
+		 */
+		std::vector<int> order((size_t) T.nq);
+		std::vector<int64_t> cut_a(L.cut.size()),
+					cut_b(L.cut.size());
+		int64_t		na = 0;
+		int		   *qs;
+
+		for (int64_t q = 0; q < T.nq; q += TR_SPREAD)
+			order[(size_t) na++] = (int) q;
+		for (int64_t q = 0, k = na; q < T.nq; q++)
+			if (q % TR_SPREAD != 0)
+				order[(size_t) k++] = (int) q;
+		for (size_t c = 0; c < L.cut.size(); c++)
+		{
+			cut_a[c] = std::lower_bound(order.begin(), order.begin() + na,
+										(int) L.cut[c]) - order.begin();
+			cut_b[c] = std::lower_bound(order.begin() + na, order.end(),
+										(int) L.cut[c]) - order.begin();
+		}
+		DB_ALLOC(qs, T.nq);
+		DB_CK(cudaMemcpyAsync(qs, order.data(), sizeof(int) * (size_t) T.nq,
+							  cudaMemcpyHostToDevice, D.s));
 		DB_ALLOC(A.parent, n);
 		DB_CK(gc_launch(k_iota, n, DB_THREADS, DB_THREADS, D.s, A.parent, n));
-		if ((rc = db_tree_pass<TR_UNION>(D, ctx, T, L, A, nullptr, nullptr, st)) != GC_OK)
+		if ((rc = db_tree_pass<TR_UNION>(D, ctx, T, L, A, qs, cut_a.data(), st)) != GC_OK ||
+			(rc = db_tree_pass<TR_UNION>(D, ctx, T, L, A, qs, cut_b.data(), st)) != GC_OK)
 			return rc;
 		DB_CK(gc_launch(k_tr_root_uf, n, DB_THREADS, DB_THREADS, D.s, A.parent,
 						(const uint8_t *) A.core, n, rp));
@@ -819,7 +939,9 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	t0 = gc_now_ms();
 	DB_ALLOC(A.best, n);
 	DB_CK(cudaMemsetAsync(A.best, 0xff, sizeof(unsigned long long) * (size_t) n, D.s));
-	if ((rc = db_tree_pass<TR_BORDER>(D, ctx, T, L, A, nullptr, nullptr, st)) != GC_OK)
+	if (A.nbk > 0)
+		DB_CK(gc_launch(k_tr_border_nb, n, DB_THREADS, DB_THREADS, D.s, T, A));
+	else if ((rc = db_tree_pass<TR_BORDER>(D, ctx, T, L, A, nullptr, nullptr, st)) != GC_OK)
 		return rc;
 	DB_CK(gc_launch(k_tr_root_border, n, DB_THREADS, DB_THREADS, D.s,
 					(const uint8_t *) A.core, (const unsigned long long *) A.best,

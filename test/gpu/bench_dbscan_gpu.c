@@ -23,7 +23,8 @@
  * clustering, numbering, download, release), with the phases of the median
  * call; "cluster" = index + core + union + border (device work, no
  * transfers).  CPU: gc_dbscan_cpu on all cores, the median of R calls.
- * BENCH_SKIP_C=1 skips C; BENCH_ONLY=A,B...
+ * BENCH_SKIP_C=1 skips C; BENCH_ONLY=A,B...; BENCH_ALGO=dclust runs the
+ * GPU side with CUDA-DClust (on the tree) instead of union-find.
  */
 #include <math.h>
 #include <stdio.h>
@@ -188,6 +189,9 @@ run(const char *tag, const char *what, const float *X, int64_t n, int d,
 	double eps, int64_t min_pts, int R, int Rcpu)
 {
 	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts};
+	gc_dbscan_params pg = p;
+	if (getenv("BENCH_ALGO") && strcmp(getenv("BENCH_ALGO"), "dclust") == 0)
+		pg.algorithm = GC_DBSCAN_DCLUST;
 	int32_t    *lc = malloc(sizeof(int32_t) * n),
 			   *lg = malloc(sizeof(int32_t) * n);
 	uint8_t    *cc = malloc(n),
@@ -204,7 +208,7 @@ run(const char *tag, const char *what, const float *X, int64_t n, int d,
 				cmed;
 
 	/* warm-up (R > 1), or a check that the GPU runs at all */
-	if (R > 1 && gc_dbscan_gpu_index(NULL, X, n, d, &p, GC_DBSCAN_GPU_AUTO, NULL, lg, cg, &st) != GC_OK)
+	if (R > 1 && gc_dbscan_gpu_index(NULL, X, n, d, &pg, GC_DBSCAN_GPU_AUTO, NULL, lg, cg, &st) != GC_OK)
 	{
 		printf("%s: GPU failed: %s\n", tag, st.message);
 		return;
@@ -213,7 +217,7 @@ run(const char *tag, const char *what, const float *X, int64_t n, int d,
 	{
 		double		t0 = now_ms();
 
-		gc_dbscan_gpu_index(NULL, X, n, d, &p, GC_DBSCAN_GPU_AUTO, NULL, lg, cg, &st);
+		gc_dbscan_gpu_index(NULL, X, n, d, &pg, GC_DBSCAN_GPU_AUTO, NULL, lg, cg, &st);
 		tg[r] = now_ms() - t0;
 		gc_dbscan_gpu_last_phases(&ph[r]);
 	}

@@ -16,6 +16,10 @@
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
  * set (compute-sanitizer memcheck), =2 a tiny one (racecheck).
+ * GPUCLUST_TEST_ALGO=dclust runs every case with CUDA-DClust (on the tree;
+ * the CPU reference stays union-find), GPUCLUST_TEST_TREE=1 puts the tree
+ * where the brute force would cross-check (d <= 3); d > 3 runs the tree
+ * in every variant (run_gpu_tests.sh dbscan-test runs all three).
  */
 #include <math.h>
 #include <stdio.h>
@@ -158,6 +162,14 @@ compare(const char *what, const float *X, int64_t n, int d, double eps,
 		int64_t min_pts, gc_dbscan_gpu_index_kind index, int repeat)
 {
 	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts};
+	if (getenv("GPUCLUST_TEST_ALGO") && strcmp(getenv("GPUCLUST_TEST_ALGO"), "dclust") == 0)
+	{
+		p.algorithm = GC_DBSCAN_DCLUST;
+		if (index == GC_DBSCAN_GPU_BRUTE)
+			index = GC_DBSCAN_GPU_TREE;
+	}
+	if (getenv("GPUCLUST_TEST_TREE") && index == GC_DBSCAN_GPU_BRUTE)
+		index = GC_DBSCAN_GPU_TREE;
 	int32_t    *lc = malloc(sizeof(int32_t) * (n + 1)),
 			   *lg = malloc(sizeof(int32_t) * (n + 1)),
 			   *l2 = malloc(sizeof(int32_t) * (n + 1));
@@ -179,7 +191,12 @@ compare(const char *what, const float *X, int64_t n, int d, double eps,
 				what, (long long) n, d, eps, (long long) min_pts, (int) index);
 	double		t0 = now_ms();
 
-	CHECK(gc_dbscan_cpu(NULL, X, n, d, &p, lc, cc, &st) == GC_OK, "cpu: %s", st.message);
+	{
+		gc_dbscan_params pc = p;
+
+		pc.algorithm = GC_DBSCAN_UNION_FIND;
+		CHECK(gc_dbscan_cpu(NULL, X, n, d, &pc, lc, cc, &st) == GC_OK, "cpu: %s", st.message);
+	}
 	double		t1 = now_ms();
 
 	memset(lg, 0xa5, sizeof(int32_t) * n);
