@@ -101,6 +101,7 @@ test_kdistance_core(uint64_t *rs)
 	p.eps = eps;
 	p.min_pts = k;
 	p.metric = GC_METRIC_EUCLIDEAN;
+	p.algorithm = GC_DBSCAN_UNION_FIND;
 	CHECK(gc_dbscan_cpu(&ctx, X, n, d, &p, l, core, &st) == GC_OK, "%s", st.message);
 	for (int64_t i = 0; i < n; i++)
 		if ((kd[i] <= gc_eps2(eps)) != (core[i] != 0))
