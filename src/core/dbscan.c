@@ -212,6 +212,7 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	bool		applied = false;
 	float	   *unit = NULL;	/* the unit rows, for cosine */
 	gc_dbscan_params ep;		/* the Euclidean problem solved */
+	gc_device	cpu;
 
 	if (used != NULL)
 		*used = GC_DBSCAN_INDEX_AUTO;
@@ -219,8 +220,10 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return rc;
 	if (index == GC_DBSCAN_INDEX_GRID && d > 3)
 		return gc_fail(st, GC_EINVAL, "the DBSCAN grid index needs d <= 3");
-	if (p->algorithm == GC_DBSCAN_DCLUST)
-		return gc_fail(st, GC_EINVAL, "DBSCAN algorithm dclust runs only on the GPU");
+	/* dclust runs only on the GPU: the rule and its message are dispatch's */
+	if ((rc = gc_dbscan_device_request(GC_DEVICE_CPU, p->algorithm, &cpu,
+									   st)) != GC_OK)
+		return rc;
 	if (n == 0)
 		return GC_OK;
 	if ((uint64_t) n > SIZE_MAX / sizeof(float) / (uint64_t) d / 2)

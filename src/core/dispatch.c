@@ -12,8 +12,9 @@
  * of memory.  A k-means call that uses what only
  * the CPU k-means has (sample weights, initial centroids, the cosine
  * metric) runs on the CPU under 'auto' and fails under 'gpu'.  DBSCAN
- * under 'auto' runs on the GPU where it wins end to end (dbscan_gpu_worth:
- * d <= 3, n large enough).
+ * union-find under 'auto' runs on the GPU where it wins end to end
+ * (dbscan_gpu_worth: d <= 3, n large enough); DBSCAN dclust runs only on
+ * the GPU (gc_dbscan_device_request: 'auto' is the GPU, 'cpu' an error).
  *
  * The GPU is probed lazily (never before a call needs it: a small problem
  * under 'auto' does not initialise CUDA at all) and the probe is cached per
@@ -42,6 +43,46 @@ gc_parse_device(const char *s, gc_device *out)
 	else
 		return false;
 	return true;
+}
+
+const char *
+gc_dbscan_algorithm_name(gc_dbscan_algorithm algorithm)
+{
+	switch (algorithm)
+	{
+		case GC_DBSCAN_UNION_FIND:
+			return "union_find";
+		case GC_DBSCAN_DCLUST:
+			return "dclust";
+	}
+	return "unknown";
+}
+
+bool
+gc_parse_dbscan_algorithm(const char *s, gc_dbscan_algorithm *out)
+{
+	if (s == NULL)
+		return false;
+	if (strcasecmp(s, "union_find") == 0)
+		*out = GC_DBSCAN_UNION_FIND;
+	else if (strcasecmp(s, "dclust") == 0)
+		*out = GC_DBSCAN_DCLUST;
+	else
+		return false;
+	return true;
+}
+
+gc_code
+gc_dbscan_device_request(gc_device requested, gc_dbscan_algorithm algorithm,
+						 gc_device *out, gc_status *st)
+{
+	*out = requested;
+	if (algorithm != GC_DBSCAN_DCLUST)
+		return GC_OK;
+	if (requested == GC_DEVICE_CPU)
+		return gc_fail(st, GC_EINVAL, "DBSCAN algorithm dclust runs only on the GPU");
+	*out = GC_DEVICE_GPU;
+	return GC_OK;
 }
 
 /* Headroom left free beside the estimate (other users, the allocator). */
@@ -148,20 +189,27 @@ dbscan_gpu_worth(int64_t n, int d, bool started)
 }
 
 /*
- * The device of one DBSCAN call.  CPU: always.  GPU: the GPU, or
+ * The device of one DBSCAN call (gpuclust_core.h).  The algorithm's
+ * request first (gc_dbscan_device_request: dclust asks for the GPU under
+ * 'auto', and refuses 'cpu').  CPU: always.  GPU: the GPU, or
  * GC_EDEVICE / GC_ENOMEM with the reason.  AUTO: the CPU when the GPU
  * would not win (dbscan_gpu_worth; CUDA untouched), when no GPU is usable
  * or its free memory is too small; else the GPU.
  */
-static gc_code
-choose_device_dbscan(gc_device requested, int64_t n, int d,
-					 const gc_gpu *gpu, gc_device *chosen, gc_status *st)
+gc_code
+gc_choose_device_dbscan(gc_device requested, gc_dbscan_algorithm algorithm,
+						int64_t n, int d, const gc_gpu *gpu,
+						gc_device *chosen, gc_status *st)
 {
 	gc_status	why = {GC_OK, ""};
 	size_t		free_mem = 0,
 				need;
+	gc_code		rc;
 
 	*chosen = GC_DEVICE_CPU;
+	if ((rc = gc_dbscan_device_request(requested, algorithm, &requested,
+									   st)) != GC_OK)
+		return rc;
 	if (requested == GC_DEVICE_CPU)
 		return GC_OK;
 	if (requested != GC_DEVICE_GPU && !dbscan_gpu_worth(n, d, gpu->warm(gpu)))
@@ -193,7 +241,8 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 	size_t		free_mem;
 
 	if (algo == GC_ALGO_DBSCAN)
-		return choose_device_dbscan(requested, n, d, gpu, chosen, st);
+		return gc_choose_device_dbscan(requested, GC_DBSCAN_UNION_FIND, n, d,
+									   gpu, chosen, st);
 	(void) n;
 	(void) d;
 	switch (requested)

@@ -537,6 +537,41 @@ gc_code		gc_choose_device(gc_device requested, gc_algorithm algo,
 							 gc_device *chosen, gc_status *st);
 
 /*
+ * The DBSCAN algorithms by name, as SQL spells them: "union_find" and
+ * "dclust".  gc_parse_dbscan_algorithm is case-insensitive; false for any
+ * other name (or NULL).
+ */
+const char *gc_dbscan_algorithm_name(gc_dbscan_algorithm algorithm);
+bool		gc_parse_dbscan_algorithm(const char *s, gc_dbscan_algorithm *out);
+
+/*
+ * Where each DBSCAN algorithm may run, the one rule (dispatch.c): the
+ * device a call of algorithm asks for when requested is asked, in *out.
+ * Union-find runs on every device: requested itself.  Dclust runs only on
+ * the GPU: 'gpu' and 'auto' ask for the GPU ('auto' too, whatever the
+ * problem's size, since the call asked for the GPU algorithm; so without
+ * a usable GPU it fails with the reason as 'gpu' does, and a failed GPU
+ * run is never redone on the CPU), and 'cpu' is GC_EINVAL "DBSCAN
+ * algorithm dclust runs only on the GPU" (*out is then the CPU).
+ */
+gc_code		gc_dbscan_device_request(gc_device requested,
+									 gc_dbscan_algorithm algorithm,
+									 gc_device *out, gc_status *st);
+
+/*
+ * The device of one DBSCAN call of algorithm on n rows of d features:
+ * first gc_dbscan_device_request, then CPU: always.  GPU: the GPU, or
+ * GC_EDEVICE / GC_ENOMEM with the reason.  AUTO (union-find only): the CPU
+ * when the GPU would not win (no CUDA touched), when no GPU is usable or
+ * its free memory is too small; else the GPU (dispatch.c says what was
+ * measured).  gc_choose_device(GC_ALGO_DBSCAN) is this for union-find.
+ */
+gc_code		gc_choose_device_dbscan(gc_device requested,
+									gc_dbscan_algorithm algorithm,
+									int64_t n, int d, const gc_gpu *gpu,
+									gc_device *chosen, gc_status *st);
+
+/*
  * k-means from this much work per Lloyd iteration (n·k·d) up, 'auto' runs
  * on the GPU.  Measured with test/gpu/bench_crossover.c on the H200
  * machine (16 CPU cores, all used; whole calls, k-means++, max_iter 20,

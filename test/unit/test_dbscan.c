@@ -12,6 +12,7 @@
 
 #include "dbscan_internal.h"
 #include "gpuclust_core.h"
+#include "gpu.h"
 #include "testutil.h"
 
 /* ---- reference ---- */
@@ -201,7 +202,7 @@ check_case(const char *what, const float *X, int64_t n, int d, double eps,
 		   gc_dbscan_index idx, int threads)
 {
 	gc_ctx		ctx = {.n_threads = threads, .cancel_flags = {NULL, NULL}};
-	gc_dbscan_params p = {eps, min_pts, GC_METRIC_EUCLIDEAN};
+	gc_dbscan_params p = {eps, min_pts, GC_METRIC_EUCLIDEAN, GC_DBSCAN_UNION_FIND};
 	gc_status	st;
 	int32_t    *l = malloc(sizeof(int32_t) * (n + 1));
 	uint8_t    *c = malloc(n + 1);
@@ -306,7 +307,7 @@ test_huge_range(uint64_t *rs)
 		int64_t		n = 600;
 		float	   *X = malloc(sizeof(float) * n * d);
 		gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
-		gc_dbscan_params p = {1e-3, 3, GC_METRIC_EUCLIDEAN};
+		gc_dbscan_params p = {1e-3, 3, GC_METRIC_EUCLIDEAN, GC_DBSCAN_UNION_FIND};
 		gc_status	st;
 		gc_dbscan_index used;
 		int32_t    *l = malloc(sizeof(int32_t) * n);
@@ -420,9 +421,10 @@ test_errors(void)
 	uint8_t		c[4];
 	gc_ctx		ctx = {.n_threads = 1, .cancel_flags = {NULL, NULL}};
 	gc_status	st;
-	gc_dbscan_params ok = {1.5, 2, GC_METRIC_EUCLIDEAN};
-	gc_dbscan_params bad[] = {{0.0, 2, 0}, {-1.0, 2, 0}, {NAN, 2, 0}, {INFINITY, 2, 0},
-	{1.0, 0, 0}, {1.0, -5, 0}, {1.0, 2, GC_METRIC_INNER_PRODUCT}};
+	gc_dbscan_params ok = {1.5, 2, GC_METRIC_EUCLIDEAN, GC_DBSCAN_UNION_FIND};
+	gc_dbscan_params bad[] = {{0.0, 2, 0, 0}, {-1.0, 2, 0, 0}, {NAN, 2, 0, 0}, {INFINITY, 2, 0, 0},
+	{1.0, 0, 0, 0}, {1.0, -5, 0, 0}, {1.0, 2, GC_METRIC_INNER_PRODUCT, 0},
+	{1.0, 2, 0, GC_DBSCAN_DCLUST}};
 
 	CHECK(gc_dbscan_cpu(&ctx, X, -1, 2, &ok, l, c, &st) == GC_EINVAL, "n<0");
 	CHECK(gc_dbscan_cpu(&ctx, X, 4, 0, &ok, l, c, &st) == GC_EINVAL, "d<1");
@@ -445,7 +447,7 @@ test_cancel(void)
 	uint8_t    *c = malloc(n);
 	volatile sig_atomic_t flag = 1;
 	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, &flag}};
-	gc_dbscan_params p = {0.05, 4, GC_METRIC_EUCLIDEAN};
+	gc_dbscan_params p = {0.05, 4, GC_METRIC_EUCLIDEAN, GC_DBSCAN_UNION_FIND};
 	gc_status	st;
 	uint64_t	s = 42;
 
@@ -514,7 +516,7 @@ test_cosine(uint64_t *rs)
 					   *c = malloc(n);
 			int64_t		m = 0,
 						min_pts = 2 + (int64_t) (tu_next(rs) % 6);
-			gc_dbscan_params p = {0, min_pts, GC_METRIC_COSINE};
+			gc_dbscan_params p = {0, min_pts, GC_METRIC_COSINE, GC_DBSCAN_UNION_FIND};
 			gc_status	st;
 			double		eps = 0;
 			int64_t    *parent = malloc(sizeof(int64_t) * n);
@@ -665,11 +667,125 @@ test_cosine(uint64_t *rs)
 		float		X[6] = {1, 0, 0, 0, 0, 1};
 		int32_t		l[3];
 		uint8_t		c[3];
-		gc_dbscan_params p = {0.5, 1, GC_METRIC_COSINE};
+		gc_dbscan_params p = {0.5, 1, GC_METRIC_COSINE, GC_DBSCAN_UNION_FIND};
 		gc_status	st;
 
 		CHECK(gc_dbscan_cpu(NULL, X, 3, 2, &p, l, c, &st) == GC_EINVAL &&
 			  strstr(st.message, "row 2") != NULL, "cosine zero row: %s", st.message);
+	}
+}
+
+/* ---- where each algorithm runs (dispatch.c), with a GPU made up here ---- */
+
+static int	fake_probes;
+static bool fake_usable;
+
+static bool
+fake_warm(const gc_gpu *gpu)
+{
+	(void) gpu;
+	return true;
+}
+
+static void
+fake_probe(const gc_gpu *gpu, gc_gpu_state *out)
+{
+	(void) gpu;
+	fake_probes++;
+	memset(out, 0, sizeof(*out));
+	out->usable = fake_usable;
+	if (fake_usable)
+		out->mem = (size_t) 1 << 40;
+	else
+		snprintf(out->reason, sizeof(out->reason), "no usable GPU: made up");
+}
+
+static void
+test_algorithm_device(void)
+{
+	gc_gpu		gpu = {.device_id = 0, .warm = fake_warm, .probe = fake_probe};
+	gc_dbscan_algorithm a;
+	gc_device	dev;
+	gc_status	st;
+	size_t		need;
+
+	/* names */
+	CHECK(gc_parse_dbscan_algorithm("union_find", &a) && a == GC_DBSCAN_UNION_FIND, "union_find");
+	CHECK(gc_parse_dbscan_algorithm("DClust", &a) && a == GC_DBSCAN_DCLUST, "DClust");
+	CHECK(!gc_parse_dbscan_algorithm("union-find", &a) && !gc_parse_dbscan_algorithm("", &a) &&
+		  !gc_parse_dbscan_algorithm(NULL, &a), "bad names");
+	CHECK(strcmp(gc_dbscan_algorithm_name(GC_DBSCAN_UNION_FIND), "union_find") == 0 &&
+		  strcmp(gc_dbscan_algorithm_name(GC_DBSCAN_DCLUST), "dclust") == 0, "names");
+
+	/* the request: union-find as asked; dclust the GPU, never the CPU */
+	for (int r = GC_DEVICE_AUTO; r <= GC_DEVICE_GPU; r++)
+	{
+		CHECK(gc_dbscan_device_request((gc_device) r, GC_DBSCAN_UNION_FIND, &dev, &st) == GC_OK &&
+			  dev == (gc_device) r, "union-find asks for %d", r);
+		st.code = GC_OK;
+		st.message[0] = '\0';
+		if (r == GC_DEVICE_CPU)
+			CHECK(gc_dbscan_device_request((gc_device) r, GC_DBSCAN_DCLUST, &dev, &st) == GC_EINVAL &&
+				  strcmp(st.message, "DBSCAN algorithm dclust runs only on the GPU") == 0,
+				  "dclust on the CPU: %s", st.message);
+		else
+			CHECK(gc_dbscan_device_request((gc_device) r, GC_DBSCAN_DCLUST, &dev, &st) == GC_OK &&
+				  dev == GC_DEVICE_GPU, "dclust asks for the GPU under %d", r);
+	}
+
+	/* no usable GPU */
+	fake_usable = false;
+	fake_probes = 0;
+	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_UNION_FIND, 100, 2, &gpu, &dev, &st) == GC_OK &&
+		  dev == GC_DEVICE_CPU && fake_probes == 0, "union-find, auto, small: the CPU, GPU not probed");
+	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_UNION_FIND, 1000000, 2, &gpu, &dev, &st) == GC_OK &&
+		  dev == GC_DEVICE_CPU, "union-find, auto, large: the CPU");
+	fake_probes = 0;
+	CHECK(gc_choose_device_dbscan(GC_DEVICE_CPU, GC_DBSCAN_DCLUST, 100, 2, &gpu, &dev, &st) == GC_EINVAL &&
+		  dev == GC_DEVICE_CPU && fake_probes == 0 && strstr(st.message, "only on the GPU") != NULL,
+		  "dclust, cpu: refused before any probe: %s", st.message);
+	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 100, 16, &gpu, &dev, &st) == GC_EDEVICE &&
+		  strcmp(st.message, "no usable GPU: made up") == 0 && fake_probes == 1,
+		  "dclust, auto: the GPU's reason: %s", st.message);
+	CHECK(gc_choose_device_dbscan(GC_DEVICE_GPU, GC_DBSCAN_DCLUST, 0, 0, &gpu, &dev, &st) == GC_EDEVICE &&
+		  strcmp(st.message, "no usable GPU: made up") == 0, "dclust, gpu, no rows: %s", st.message);
+	/* gc_choose_device is union-find's */
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 100, 16, &gpu, &dev, &st) == GC_OK &&
+		  dev == GC_DEVICE_CPU, "gc_choose_device, auto");
+
+	/* a usable GPU: dclust goes there whatever the size; union-find by size */
+	fake_usable = true;
+	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 10, 64, &gpu, &dev, &st) == GC_OK &&
+		  dev == GC_DEVICE_GPU, "dclust, auto, 10 rows in 64-d: the GPU");
+	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_UNION_FIND, 10, 64, &gpu, &dev, &st) == GC_OK &&
+		  dev == GC_DEVICE_CPU, "union-find, auto, 10 rows in 64-d: the CPU");
+	CHECK(gc_choose_device_dbscan(GC_DEVICE_CPU, GC_DBSCAN_DCLUST, 10, 2, &gpu, &dev, &st) == GC_EINVAL,
+		  "dclust, cpu, with a GPU: refused");
+	need = gc_dbscan_gpu_mem_bytes(100000, 8);
+	if (need > 1)
+	{
+		/* too little GPU memory: an error under 'auto' too (no CPU to fall back on) */
+		gpu.mem_limit = need - 1;
+		CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 100000, 8, &gpu, &dev, &st) == GC_ENOMEM,
+			  "dclust, auto, too little GPU memory: %s", st.message);
+		CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_UNION_FIND, 100000, 8, &gpu, &dev, &st) == GC_OK &&
+			  dev == GC_DEVICE_CPU, "union-find, auto, too little GPU memory: the CPU");
+		gpu.mem_limit = 0;
+	}
+
+	/* the CPU DBSCAN refuses dclust with the same message */
+	{
+		float		X[2] = {0, 1};
+		int32_t		l[2];
+		uint8_t		c[2];
+		gc_dbscan_params p = {1.0, 1, GC_METRIC_EUCLIDEAN, GC_DBSCAN_DCLUST};
+
+		CHECK(gc_dbscan_cpu(NULL, X, 2, 1, &p, l, c, &st) == GC_EINVAL &&
+			  strcmp(st.message, "DBSCAN algorithm dclust runs only on the GPU") == 0,
+			  "gc_dbscan_cpu, dclust: %s", st.message);
+		p.algorithm = (gc_dbscan_algorithm) 7;
+		CHECK(gc_dbscan_cpu(NULL, X, 2, 1, &p, l, c, &st) == GC_EINVAL &&
+			  strstr(st.message, "unknown DBSCAN algorithm") != NULL, "algorithm 7: %s", st.message);
 	}
 }
 
@@ -682,6 +798,7 @@ main(void)
 	printf("test_dbscan: seed %llu (GPUCLUST_TEST_SEED to replay)\n",
 		   (unsigned long long) seed);
 	test_errors();
+	test_algorithm_device();
 	test_cancel();
 	test_huge_range(&rs);
 	test_underflow(&rs);
