@@ -115,3 +115,97 @@ SELECT * FROM gpu_dbscan('SELECT id, f FROM cos_pts', 0.1, 5, metric => 'inner_p
 SELECT * FROM gpu_dbscan('SELECT id, f FROM cos_pts', 0.1, 5, metric => 'manhattan');
 SELECT * FROM gpu_dbscan('SELECT id, f FROM cos_pts', 0.1, 5, metric => NULL);
 DROP TABLE cos_pts, cos_unit;
+
+-- algorithm => 'union_find' (the default, every device) or 'dclust'
+-- (CUDA-DClust, GPU only): the same labels.  Two grids of blobs and some
+-- noise in 2-d
+CREATE TABLE alg_pts AS
+SELECT i AS id,
+       CASE WHEN i % 10 = 0
+            THEN ARRAY[(hashint4(i) % 1000) / 40.0, (hashint4(i + 1) % 1000) / 40.0]
+            ELSE ARRAY[(i % 7) * 4 + (hashint4(i + 2) % 100) / 80.0,
+                       (i % 5) * 4 + (hashint4(i + 3) % 100) / 80.0] END::real[] AS f
+FROM generate_series(1, 700) i;
+-- the default is union_find: by name, in any case, by position (after
+-- metric), on the CPU and under 'auto'
+SELECT count(*) AS rows, count(DISTINCT a.cluster_id) AS clusters,
+       count(*) FILTER (WHERE a.cluster_id IS NULL) AS noise,
+       count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM b.cluster_id
+                           OR a.is_core <> b.is_core) AS differing_named,
+       count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM c.cluster_id
+                           OR a.is_core <> c.is_core) AS differing_positional
+FROM gpu_dbscan('SELECT id, f FROM alg_pts', 0.5, 5) a
+JOIN gpu_dbscan('SELECT id, f FROM alg_pts', 0.5, 5, algorithm => 'union_find') b USING (id)
+JOIN gpu_dbscan('SELECT id, f FROM alg_pts', 0.5, 5, 'cpu', 'euclidean', 'Union_Find') c USING (id);
+-- with the cosine metric, and in the keyed form (ids of another type)
+SELECT count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM b.cluster_id) AS differing
+FROM gpu_dbscan('SELECT id, f FROM alg_pts', 0.001, 5, metric => 'cosine') a
+JOIN gpu_dbscan('SELECT id, f FROM alg_pts', 0.001, 5, metric => 'cosine',
+                algorithm => 'union_find') b USING (id);
+SELECT count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM b.cluster_id) AS differing
+FROM gpu_dbscan('SELECT id, f FROM alg_pts', 0.5, 5) a
+JOIN gpu_dbscan('SELECT ''p'' || id, f FROM alg_pts', NULL::text, 0.5, 5,
+                algorithm => 'union_find') b ON b.id = 'p' || a.id;
+-- the window forms take it too, by name and by position
+SELECT count(*) FILTER (WHERE w IS DISTINCT FROM s.cluster_id) AS differing,
+       count(*) FILTER (WHERE w8 IS DISTINCT FROM s.cluster_id) AS differing_float8
+FROM (SELECT id, gpu_dbscan(f, 0.5, 5, algorithm => 'union_find') OVER (ORDER BY id) AS w,
+             gpu_dbscan(f::float8[], 0.5, 5, NULL, 'euclidean', 'union_find') OVER (ORDER BY id) AS w8
+      FROM alg_pts) x
+JOIN gpu_dbscan('SELECT id, f FROM alg_pts ORDER BY id', 0.5, 5) s USING (id);
+-- an unknown algorithm, a NULL one (set-returning and window forms)
+SELECT * FROM gpu_dbscan('SELECT id, f FROM alg_pts', 0.5, 5, algorithm => 'union-find');
+SELECT * FROM gpu_dbscan('SELECT id, f FROM alg_pts', 0.5, 5, algorithm => NULL);
+SELECT gpu_dbscan(f, 0.5, 5, algorithm => 'optics') OVER () FROM alg_pts;
+SELECT gpu_dbscan(f, 0.5, 5, algorithm => NULL) OVER () FROM alg_pts;
+-- one algorithm per partition
+SELECT gpu_dbscan(f, 0.5, 5, algorithm => CASE WHEN id < 10 THEN 'union_find' ELSE 'UNION_FIND' END)
+       OVER (ORDER BY id) FROM alg_pts;
+-- dclust runs only on the GPU: device 'cpu' is refused before the source
+-- runs (its 1/0 is never reached), and so is gpuclust.device = 'cpu' with
+-- device NULL, in every form
+SELECT * FROM gpu_dbscan('SELECT 1/0, ARRAY[1.0]', 0.5, 5, device => 'cpu', algorithm => 'dclust');
+SELECT * FROM gpu_dbscan('SELECT 1/0, ARRAY[1.0]', NULL::text, 0.5, 5, device => 'CPU', algorithm => 'DCLUST');
+SET gpuclust.device = 'cpu';
+SELECT * FROM gpu_dbscan('SELECT 1/0, ARRAY[1.0]', 0.5, 5, algorithm => 'dclust');
+SELECT gpu_dbscan(f, 0.5, 5, algorithm => 'dclust') OVER () FROM alg_pts;
+RESET gpuclust.device;
+-- dclust under 'auto' (and 'gpu') runs on the GPU whenever one is usable,
+-- whatever the size, and otherwise fails with the reason (0A000), never on
+-- the CPU; an empty source too.  The reason depends on the machine, so
+-- without a GPU only the SQLSTATE and the hint are shown; with one, the
+-- labels are compared with union_find's on the CPU, and the same line is
+-- printed when they are equal.
+DO $$
+DECLARE
+  src text;
+  differing bigint;
+  detail text;
+  hint text;
+BEGIN
+  FOREACH src IN ARRAY ARRAY['SELECT id, f FROM alg_pts', 'SELECT id, f FROM alg_pts WHERE false'] LOOP
+    IF (SELECT value FROM gpuclust_info() WHERE key = 'gpu_usable') = 'false' THEN
+      BEGIN
+        PERFORM * FROM gpu_dbscan(src, 0.5, 5, algorithm => 'dclust');
+        RAISE NOTICE 'dclust ran without a usable GPU';
+      EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+        RAISE NOTICE 'dclust under auto, no usable GPU: % %; a reason given: %; hint: %',
+          SQLSTATE, SQLERRM, CASE WHEN coalesce(detail, '') <> '' THEN 'yes' ELSE 'no' END, hint;
+      END;
+    ELSE
+      SELECT count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id
+                                 OR g.is_core IS DISTINCT FROM c.is_core)
+                + abs(count(g.id) - count(c.id))
+        INTO differing
+        FROM gpu_dbscan(src, 0.5, 5, algorithm => 'dclust') g
+        FULL JOIN gpu_dbscan(src, 0.5, 5, device => 'cpu') c USING (id);
+      IF differing = 0 THEN
+        RAISE NOTICE 'dclust under auto, no usable GPU: 0A000 cannot run DBSCAN on the GPU; a reason given: yes; hint: DBSCAN algorithm dclust runs only on the GPU; algorithm => ''union_find'' gives the same labels on the CPU.';
+      ELSE
+        RAISE NOTICE 'dclust on the GPU: % rows differ from union_find on the CPU', differing;
+      END IF;
+    END IF;
+  END LOOP;
+END $$;
+DROP TABLE alg_pts;

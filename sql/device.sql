@@ -102,6 +102,13 @@ FROM (SELECT max(value) FILTER (WHERE key = 'gpu_usable')::boolean AS usable,
              max(value) FILTER (WHERE key = 'gpu_reason') AS reason,
              max(value) FILTER (WHERE key = 'gpu_name') AS name
       FROM gpuclust_info()) AS i;
+-- where DBSCAN's algorithm dclust runs: the GPU when one is usable, else
+-- none, and why
+SELECT CASE WHEN i.usable THEN i.dclust = 'gpu' ELSE i.dclust LIKE 'none (_%)' END
+         AS dclust_device_consistent
+FROM (SELECT max(value) FILTER (WHERE key = 'gpu_usable')::boolean AS usable,
+             max(value) FILTER (WHERE key = 'dbscan_dclust_device') AS dclust
+      FROM gpuclust_info()) AS i;
 SELECT value::int > 0 AS has_threads FROM gpuclust_info() WHERE key = 'cpu_threads';
 -- a CUDA build on a machine with no driver at all says so
 SELECT CASE WHEN i.cuda_build AND i.driver IS NULL

@@ -6,7 +6,9 @@
 -- ---------------------------------------------------------------------
 -- Every clustering function takes the same arguments in each of its forms
 -- (src/cluster_args.c reads them alike): the rows first, then the
--- parameters, device last.
+-- parameters, device after the first ones; parameters added later (metric,
+-- init_centroids, algorithm) come after device, so that older calls keep
+-- their positions.
 --
 -- Set-returning functions and the k-means model fit: the rows are a source
 -- query returning (id, features).  VOLATILE PARALLEL UNSAFE: the query
@@ -187,12 +189,13 @@ COMMENT ON FUNCTION kmeans_assign_distance(float8[], real[], text) IS
 
 CREATE FUNCTION gpu_dbscan(source text, eps float8, min_pts int,
                            device text DEFAULT NULL,
-                           metric text DEFAULT 'euclidean')
+                           metric text DEFAULT 'euclidean',
+                           algorithm text DEFAULT 'union_find')
 RETURNS TABLE (id bigint, cluster_id int, is_core boolean)
 AS 'MODULE_PATHNAME', 'gpu_dbscan'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION gpu_dbscan(text, float8, int, text, text) IS
+COMMENT ON FUNCTION gpu_dbscan(text, float8, int, text, text, text) IS
 'DBSCAN clustering of the rows of source, a query returning (id, features).  '
 'A point is core when at least min_pts points, itself included, lie within '
 'distance eps: Euclidean, or with metric => ''cosine'' the cosine distance '
@@ -200,33 +203,39 @@ COMMENT ON FUNCTION gpu_dbscan(text, float8, int, text, text) IS
 'Clusters are numbered 0, 1, 2 ... in order of '
 'their first row; noise gets a NULL cluster_id, and rows with NULL features '
 'NULL cluster_id and is_core.  Rows come back in input order.  device is '
-'''auto'', ''cpu'' or ''gpu''; NULL uses gpuclust.device.  Any other NULL '
-'argument is an error.  An empty source returns no rows.';
+'''auto'', ''cpu'' or ''gpu''; NULL uses gpuclust.device.  algorithm is '
+'''union_find'' (every device) or ''dclust'' (CUDA-DClust: chains of seeds '
+'expanded in parallel on the GPU; GPU only: under ''auto'' it runs on the '
+'GPU or fails with the reason, and ''cpu'' is an error); both give the same '
+'labels.  Any other NULL argument is an error.  An empty source returns no '
+'rows.';
 
 CREATE FUNCTION gpu_dbscan(features real[], eps float8, min_pts int,
                            device text DEFAULT NULL,
-                           metric text DEFAULT 'euclidean')
+                           metric text DEFAULT 'euclidean',
+                           algorithm text DEFAULT 'union_find')
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
 LANGUAGE C WINDOW STABLE PARALLEL SAFE;
 
 CREATE FUNCTION gpu_dbscan(features float8[], eps float8, min_pts int,
                            device text DEFAULT NULL,
-                           metric text DEFAULT 'euclidean')
+                           metric text DEFAULT 'euclidean',
+                           algorithm text DEFAULT 'union_find')
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
 LANGUAGE C WINDOW STABLE PARALLEL SAFE;
 
-COMMENT ON FUNCTION gpu_dbscan(real[], float8, int, text, text) IS
+COMMENT ON FUNCTION gpu_dbscan(real[], float8, int, text, text, text) IS
 'Window function: DBSCAN of the rows of the window partition, in the '
 'window''s order; returns the row''s cluster (0, 1, 2 ... by first row of '
 'the partition), NULL for noise and for NULL features.  Same labels as the '
 'set-returning gpu_dbscan(source, ...) over the same rows in the same '
-'order.  eps, min_pts, device and metric must be the same on every row of a '
-'partition.';
-COMMENT ON FUNCTION gpu_dbscan(float8[], float8, int, text, text) IS
+'order.  eps, min_pts, device, metric and algorithm must be the same on '
+'every row of a partition.';
+COMMENT ON FUNCTION gpu_dbscan(float8[], float8, int, text, text, text) IS
 'Window function: DBSCAN of the rows of the window partition; see '
-'gpu_dbscan(real[], float8, int, text, text).';
+'gpu_dbscan(real[], float8, int, text, text, text).';
 
 -- ---------------------------------------------------------------------
 -- Affinity propagation (ap_sql.c)

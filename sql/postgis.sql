@@ -206,6 +206,20 @@ SELECT count(DISTINCT c) AS clusters
 FROM (SELECT gpu_dbscan(ST_MakePoint(i % 2 * 100, 0, i % 3 * 100), 1, 3) OVER () AS c
       FROM generate_series(1, 60) i) s;
 
+-- the geometry and geography window forms take the real[] forms'
+-- arguments, algorithm included
+SELECT p.oid::regprocedure AS function
+FROM pg_proc p WHERE p.proname = 'gpu_dbscan'
+  AND p.proargtypes[0] IN ('geometry'::regtype, 'geography'::regtype)
+ORDER BY p.oid::regprocedure::text COLLATE "C";
+SELECT count(*) FILTER (WHERE a IS DISTINCT FROM b) AS differing,
+       count(*) FILTER (WHERE a IS DISTINCT FROM c) AS differing_geography
+FROM (SELECT gpu_dbscan(geom, 0.05, 5) OVER w AS a,
+             gpu_dbscan(geom, 0.05, 5, algorithm => 'union_find') OVER w AS b,
+             gpu_dbscan(geom::geography, 0.05, 5, NULL, 'euclidean', 'union_find') OVER w AS c
+      FROM g_pts WINDOW w AS (ORDER BY id)) x;
+SELECT gpu_dbscan(geom, 0.05, 5, device => 'cpu', algorithm => 'dclust') OVER () FROM g_pts;
+
 -- a shape that is not a point, or an empty point, is an error naming the
 -- row; the hint offers ST_Centroid
 SELECT * FROM gpu_dbscan($$SELECT id, g FROM (VALUES (1, 'POINT(0 0)'::geometry),

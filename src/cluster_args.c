@@ -38,7 +38,8 @@ enum
 	DB_EPS = 1,
 	DB_MIN_PTS,
 	DB_DEVICE,
-	DB_METRIC
+	DB_METRIC,
+	DB_ALGORITHM
 };
 
 enum
@@ -99,13 +100,14 @@ const GcSignature gc_kmeans_signature = {
 };
 
 const GcSignature gc_dbscan_signature = {
-	.nargs = DB_METRIC + 1,
+	.nargs = DB_ALGORITHM + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[DB_EPS] = {"eps"},
 		[DB_MIN_PTS] = {"min_pts"},
 		[DB_DEVICE] = {"device", true},
 		[DB_METRIC] = {"metric"},
+		[DB_ALGORITHM] = {"algorithm"},
 	},
 };
 
@@ -274,6 +276,22 @@ parse_metric(Datum value)
 	pg_unreachable();
 }
 
+/* DBSCAN's algorithm text, by the core's names (gc_parse_dbscan_algorithm), or an ERROR */
+static gc_dbscan_algorithm
+parse_dbscan_algorithm(Datum value)
+{
+	char	   *s = text_to_cstring(DatumGetTextPP(value));
+	gc_dbscan_algorithm algorithm;
+
+	if (!gc_parse_dbscan_algorithm(s, &algorithm))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid DBSCAN algorithm \"%s\"", s),
+				 errhint("Valid algorithms are \"union_find\" (the default, on every device) and \"dclust\" (CUDA-DClust, on the GPU only); both give the same labels.")));
+	pfree(s);
+	return algorithm;
+}
+
 /*
  * init text of k-means: 'k-means++' | 'random' | 'k-means||' | 'auto' (the
  * core resolves it: gc_km_init_resolve), or a query returning the
@@ -390,6 +408,28 @@ gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p, gc_device *device)
 				 errdetail("Its distance -a.b is not a metric: a row need not be its own neighbour, and no index can bound it."),
 				 errhint("For unit-length vectors, -a.b <= eps is cosine distance <= eps + 1: use metric => 'cosine'.")));
 	*device = arg_device(a, DB_DEVICE);
+	p->algorithm = parse_dbscan_algorithm(a->value[DB_ALGORITHM]);
+	/*
+	 * The device the algorithm asks for (dispatch's rule): dclust asks for
+	 * the GPU under 'auto' too, and cannot run on the CPU, which is refused
+	 * here, before the source runs.
+	 */
+	{
+		gc_status	st = {GC_OK, ""};
+		gc_device	requested = *device;
+
+		if (gc_dbscan_device_request(requested, p->algorithm, device,
+									 &st) != GC_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s", st.message),
+					 a->isnull[DB_DEVICE] ?
+					 errdetail("device is NULL, and the gpuclust.device setting is \"%s\".",
+							   gc_device_name(requested)) :
+					 errdetail("device is \"%s\".", gc_device_name(requested)),
+					 errhint("Use device => 'gpu' or 'auto'%s, or algorithm => 'union_find', which gives the same labels on every device.",
+							 a->isnull[DB_DEVICE] ? " (or set gpuclust.device to one of them)" : "")));
+	}
 }
 
 /* Affinity propagation runs on the CPU only for now (cpu_only_device). */

@@ -8,7 +8,9 @@
  * Every SQL form of an algorithm takes the same arguments at the same
  * positions: 0 is the rows (the source query of a set-returning function
  * or a model fit, the features of a window function; each form reads them
- * its own way), then the parameters, device last.  The values come from
+ * its own way), then the parameters, device after the first ones and
+ * those added later (metric, init_centroids, algorithm) after device, so
+ * that older calls keep their positions.  The values come from
  * the call itself (gc_glue_args_of_call) or, for a window function, from
  * its partition's first row (window_sql.c); the same reader checks them
  * either way, so every form raises the same errors in the same order.
@@ -101,6 +103,12 @@ extern void gc_glue_args_of_call(FunctionCallInfo fcinfo,
  * context); init given as a query sets p->init to GC_INIT_CENTROIDS with
  * no centroids yet and *init_query to the query (else NULL), which the
  * caller runs (gc_glue_kmeans_init_query) or refuses.
+ *
+ * DBSCAN: p->algorithm is 'union_find' or 'dclust' (another name is 22023),
+ * and *device the device that algorithm asks for (gc_dbscan_device_request):
+ * dclust asks for the GPU under 'auto' too, and dclust on the CPU ('cpu',
+ * or gpuclust.device 'cpu' when device is NULL) is 0A000 here, before the
+ * source runs.
  */
 /*
  * The metric of k-means (kmeans_assign's too): 'euclidean' or 'cosine';

@@ -27,15 +27,18 @@
 /*
  * After a failed GPU run.  Under 'auto', lack of GPU memory or a CUDA error
  * is a NOTICE and the call is redone on the CPU (the result); anything
- * else, or any failure under 'gpu', is the error.  (A build without CUDA
- * never chooses the GPU: dispatch refuses it first.)
+ * else, or any failure under 'gpu', is the error (gpu_hint: see
+ * gc_glue_report_hint).  (A build without CUDA never chooses the GPU:
+ * dispatch refuses it first.)  A DBSCAN dclust call never comes here under
+ * 'auto': its request is the GPU (gc_glue_dbscan_params).
  */
 static gc_device
-gpu_failed(gc_device requested, gc_status *st, const char *what)
+gpu_failed(gc_device requested, gc_status *st, const char *what,
+		   const char *gpu_hint)
 {
 	if (requested != GC_DEVICE_AUTO ||
 		(st->code != GC_ENOMEM && st->code != GC_EDEVICE))
-		gc_glue_report(st, what);
+		gc_glue_report_hint(st, what, gpu_hint);
 	ereport(NOTICE,
 			(errmsg("%s falls back to the CPU", what),
 			 errdetail("%s.", st->message)));
@@ -207,7 +210,8 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	if (chosen == GC_DEVICE_GPU &&
 		gc_gpu_run_kmeans(&ctx, in, params, res, &st) != GC_OK)
 	{
-		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_KMEANS));
+		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_KMEANS),
+							NULL);
 		gc_progress_compute(chosen, in->n);
 	}
 	if (chosen == GC_DEVICE_CPU &&
@@ -232,14 +236,16 @@ gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 	*labels = alloc_array(cxt, in->n, sizeof(int32));
 	*is_core = alloc_array(cxt, in->n, sizeof(uint8));
 
-	chosen = gc_glue_choose_device(requested, GC_ALGO_DBSCAN, in->n, in->d);
+	chosen = gc_glue_choose_dbscan_device(requested, params->algorithm,
+										  in->n, in->d);
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_dbscan_threads(&ctx, in->n);
 	if (chosen == GC_DEVICE_GPU &&
 		gc_gpu_run_dbscan(&ctx, in, params, *labels, *is_core, &st) != GC_OK)
 	{
-		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_DBSCAN));
+		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_DBSCAN),
+							gc_glue_dbscan_gpu_hint(params->algorithm));
 		gc_progress_compute(chosen, in->n);
 	}
 	if (chosen == GC_DEVICE_CPU &&

@@ -248,7 +248,7 @@ gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
 		return psprintf(" (upload %.1f, cluster %.1f, number %.1f, download %.1f, free %.1f; %s index)",
 						ph.ms_upload, ph.ms_index + ph.ms_core + ph.ms_union + ph.ms_border,
 						ph.ms_number, ph.ms_download, ph.ms_free,
-						ph.grid ? "grid" : "brute-force");
+						ph.grid ? "grid" : ph.tree ? "kd-tree" : "brute-force");
 	}
 }
 

@@ -112,6 +112,18 @@ gc_glue_signals_restore(const sigset_t *old)
 void
 gc_glue_report(const gc_status *st, const char *what)
 {
+	gc_glue_report_hint(st, what, NULL);
+}
+
+/*
+ * gc_glue_report, with gpu_hint (when not NULL) as the hint of a call the
+ * GPU could not run (GC_EDEVICE) in place of "use the CPU": for a call that
+ * cannot run on the CPU as it stands (gc_glue_dbscan_gpu_hint).
+ */
+void
+gc_glue_report_hint(const gc_status *st, const char *what,
+					const char *gpu_hint)
+{
 	switch (st->code)
 	{
 		case GC_ECANCEL:
@@ -138,6 +150,7 @@ gc_glue_report(const gc_status *st, const char *what)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot run %s on the GPU", what),
 					 errdetail("%s.", st->message),
+					 gpu_hint != NULL ? errhint("%s", gpu_hint) :
 					 errhint("Use device => 'cpu' or 'auto', or set gpuclust.device to 'cpu' or 'auto'.")));
 			break;
 		case GC_EINTERNAL:
@@ -209,6 +222,41 @@ gc_glue_choose_device(gc_device requested, gc_algorithm algo, int64 n, int d)
 
 	if (gc_glue_try_choose_device(requested, algo, n, d, &chosen, &st) != GC_OK)
 		gc_glue_report(&st, gc_algorithm_name(algo));
+	return chosen;
+}
+
+/*
+ * The hint of a DBSCAN call of algorithm that the GPU cannot run: NULL
+ * (gc_glue_report's "use the CPU") for union-find; dclust runs only on the
+ * GPU, so its way to the CPU is union-find.
+ */
+const char *
+gc_glue_dbscan_gpu_hint(gc_dbscan_algorithm algorithm)
+{
+	if (algorithm == GC_DBSCAN_UNION_FIND)
+		return NULL;
+	return psprintf("DBSCAN algorithm %s runs only on the GPU; algorithm => 'union_find' gives the same labels on the CPU.",
+					gc_dbscan_algorithm_name(algorithm));
+}
+
+/*
+ * The device of a DBSCAN call of algorithm (gc_choose_device_dbscan), or
+ * an ERROR with the reason (for dclust, whose request is the GPU even
+ * under 'auto', with gc_glue_dbscan_gpu_hint's hint).
+ */
+gc_device
+gc_glue_choose_dbscan_device(gc_device requested,
+							 gc_dbscan_algorithm algorithm, int64 n, int d)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen = GC_DEVICE_CPU;
+	gc_gpu		gpu;
+
+	gc_glue_gpu(&gpu);
+	if (gc_choose_device_dbscan(requested, algorithm, n, d, &gpu, &chosen,
+								&st) != GC_OK)
+		gc_glue_report_hint(&st, gc_algorithm_name(GC_ALGO_DBSCAN),
+							gc_glue_dbscan_gpu_hint(algorithm));
 	return chosen;
 }
 

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * dbscan_sql.c
- *	  gpu_dbscan(source, eps, min_pts, device)
+ *	  gpu_dbscan(source, eps, min_pts, device, metric, algorithm)
  *	  RETURNS TABLE (id bigint, cluster_id int, is_core boolean)
  *
  * Rows come back in the source's order.  Noise has a NULL cluster_id and
@@ -42,16 +42,21 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 									  call.cxt, &labels, &is_core);
 	else
 	{
-		/* nothing to cluster, but 'gpu' on a machine without one still fails */
-		call.ran = gc_glue_choose_device(call.requested, GC_ALGO_DBSCAN, 0, 0);
+		/*
+		 * nothing to cluster, but 'gpu' (or dclust) on a machine without
+		 * one still fails
+		 */
+		call.ran = gc_glue_choose_dbscan_device(call.requested,
+												params.algorithm, 0, 0);
 	}
 	gc_glue_srf_emit(&call, labels, is_core, NULL);
 
 	if (gpuclust_log_timing)
 		gc_glue_srf_log_timing(&call,
-							   psprintf("gpu_dbscan: device %s, n %lld, d %d",
+							   psprintf("gpu_dbscan: device %s, n %lld, d %d, algorithm %s",
 										gc_device_name(call.ran),
-										(long long) call.in.n, call.in.d),
+										(long long) call.in.n, call.in.d,
+										gc_dbscan_algorithm_name(params.algorithm)),
 							   gc_glue_srf_gpu_phases(&call, GC_ALGO_DBSCAN));
 	gc_glue_srf_end(&call);
 	return (Datum) 0;

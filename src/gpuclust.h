@@ -69,6 +69,8 @@ extern void gc_glue_ctx(gc_ctx *ctx);
 extern void gc_glue_signals_block(sigset_t *old);
 extern void gc_glue_signals_restore(const sigset_t *old);
 extern void gc_glue_report(const gc_status *st, const char *what) pg_attribute_noreturn();
+extern void gc_glue_report_hint(const gc_status *st, const char *what,
+								const char *gpu_hint) pg_attribute_noreturn();
 extern gc_code gc_glue_try_choose_device(gc_device requested,
 										 gc_algorithm algo, int64 n, int d,
 										 gc_device *chosen, gc_status *st);
@@ -77,6 +79,10 @@ extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
 extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
 											  int d, int k, int n_init,
 											  const char *gpu_lacks);
+extern const char *gc_glue_dbscan_gpu_hint(gc_dbscan_algorithm algorithm);
+extern gc_device gc_glue_choose_dbscan_device(gc_device requested,
+											  gc_dbscan_algorithm algorithm,
+											  int64 n, int d);
 extern const char *gc_device_name(gc_device dev);
 
 /* model_sql.c: a k x d real[] of centroids, checked (see there) */

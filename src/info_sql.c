@@ -6,7 +6,8 @@
  * Says whether this build has CUDA, whether the GPU is usable (and why
  * not), the device's name, memory and compute capability, and which device
  * 'auto' picks for a problem big enough for the GPU (k-means: n·k·d at
- * least auto_kmeans_gpu_min_work; smaller ones run on the CPU).  The GPU
+ * least auto_kmeans_gpu_min_work; smaller ones run on the CPU), and where
+ * DBSCAN's algorithm dclust runs (the GPU, or none and why).  The GPU
  * is probed here, lazily, in the calling backend: never in _PG_init or the
  * postmaster; the probe is cached per backend, the free memory read anew.
  * cpu_threads is the effective thread count of a call (gpuclust.cpu_threads
@@ -101,6 +102,24 @@ put(ReturnSetInfo *rsinfo, const char *key, const char *value)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+/*
+ * Where DBSCAN with algorithm => 'dclust' runs (GPU only, whatever the
+ * size): "gpu", or "none (why)".
+ */
+static const char *
+dclust_device(void)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen;
+	gc_gpu		gpu;
+
+	gc_glue_gpu(&gpu);
+	if (gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 0, 0, &gpu,
+								&chosen, &st) != GC_OK)
+		return psprintf("none (%s)", st.message);
+	return gc_device_name(chosen);
+}
+
 static const char *
 auto_device(gc_algorithm algo)
 {
@@ -190,6 +209,7 @@ gpuclust_info(PG_FUNCTION_ARGS)
 		psprintf("%zu", (size_t) gpuclust_gpu_memory_limit << 20) : NULL);
 	put(rsinfo, "auto_device_kmeans", auto_device(GC_ALGO_KMEANS));
 	put(rsinfo, "auto_device_dbscan", auto_device(GC_ALGO_DBSCAN));
+	put(rsinfo, "dbscan_dclust_device", dclust_device());
 	put(rsinfo, "auto_kmeans_gpu_min_work",
 		psprintf("%.0f", (double) GC_KMEANS_GPU_MIN_WORK));
 	/* the threads a call may use: the settings, capped by the ceiling and the cores */

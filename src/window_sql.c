@@ -3,9 +3,10 @@
  * window_sql.c
  *	  The window forms of the clustering functions, PostGIS-style:
  *
- *	  gpu_dbscan(features, eps, min_pts [, device]) OVER (...)  -> int
- *	  gpu_kmeans(features, k [, max_iter, tol, init, n_init, seed, device])
+ *	  gpu_dbscan(features, eps, min_pts [, device, metric, algorithm])
  *		  OVER (...)  -> int
+ *	  gpu_kmeans(features, k [, max_iter, tol, init, n_init, seed, device,
+ *		  init_centroids, metric]) OVER (...)  -> int
  *
  * features is real[] or double precision[], or any type with a cast to
  * real[], cast as the source query's features are (ingest.c: the cast
@@ -369,6 +370,9 @@ log_partition_timing(const WinAlgo *algo, const WinCall *call,
 	if (algo->algo == GC_ALGO_KMEANS)
 		appendStringInfo(&head, ", k %d, iterations %d", call->p.kmeans.k,
 						 call->iterations);
+	else
+		appendStringInfo(&head, ", algorithm %s",
+						 gc_dbscan_algorithm_name(call->p.dbscan.algorithm));
 	if (call->in.n > 0 && call->ran == GC_DEVICE_GPU)
 	{
 		/* the set-returning frame's itemisation reads only these two */
@@ -428,7 +432,7 @@ window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
 }
 
 /* ---------------------------------------------------------------------
- * gpu_dbscan(features, eps, min_pts, device) OVER (...)
+ * gpu_dbscan(features, eps, min_pts, device, metric, algorithm) OVER (...)
  * --------------------------------------------------------------------- */
 
 static void
