@@ -228,8 +228,17 @@ job_thread(void *arg)
 		uint8_t    *is_core = (uint8_t *) (r->out + j->out_second);
 
 		if (gpuclust_gpu_worker_emulate)
-			(void) gc_dbscan_cpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,
+		{
+			/*
+			 * the CPU stands in for the GPU: dclust, which runs only
+			 * there, by union-find (the same labels)
+			 */
+			gc_dbscan_params p = j->p.dbscan;
+
+			p.algorithm = GC_DBSCAN_UNION_FIND;
+			(void) gc_dbscan_cpu(&r->ctx, r->X, j->n, j->d, &p,
 								 labels, is_core, &r->status);
+		}
 		else
 		{
 			(void) gc_dbscan_on_gpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,

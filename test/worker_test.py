@@ -16,7 +16,8 @@ Two modes:
                              checks with GPU-sized work, plus the GPU memory of
                              16 idle sessions (nvidia-smi) and the first call's
                              latency.  --stop-cmd / --start-cmd control that server.
-The protocol checks: results through the worker equal the CPU's; 16 sessions
+The protocol checks: results through the worker equal the CPU's (DBSCAN's
+algorithm 'dclust' included: the job carries it); 16 sessions
 x 20 mixed calls equal a serial run; the jobs view and the progress view show
 a running job; a job cancelled while queued and one while running (and by
 statement_timeout) end at once with the usual error, and free their slot; a
@@ -198,6 +199,14 @@ def no_gpu_checks():
             check("'gpu' fails without a GPU, naming the worker's reason",
                   e.sqlstate == "0A000" and "worker" in (e.diag.message_detail or ""),
                   f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail}")
+        try:
+            c.execute(f"SELECT * FROM gpu_dbscan('{src}', 1.5, 3, algorithm => 'dclust')")
+            check("algorithm 'dclust' under 'auto' fails without a GPU", False, "it ran")
+        except psycopg.Error as e:
+            check("algorithm 'dclust' under 'auto' fails without a GPU (never the CPU), naming the worker's reason",
+                  e.sqlstate == "0A000" and "worker" in (e.diag.message_detail or "") and
+                  "union_find" in (e.diag.message_hint or ""),
+                  f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail} / {e.diag.message_hint}")
         check("no jobs listed", one(c, "SELECT count(*) FROM gpuclust_gpu_jobs") == 0)
 
 
@@ -215,6 +224,14 @@ def protocol_checks(w, gpu, stop_cmd, start_cmd):
         serial[q_gpu] = fingerprint(c, q_gpu)
         ok &= serial[q_gpu] == fingerprint(c, q_cpu)
     check("device 'gpu' through the worker = device 'cpu' (k-means, DBSCAN, cosine)", ok)
+    # DBSCAN's algorithm travels with the job: dclust (the emulation runs it
+    # by union-find) gives union-find's labels, under 'gpu' and 'auto' alike
+    s = "SELECT id, f FROM w_small"
+    ref = fingerprint(c, f"SELECT * FROM gpu_dbscan('{s}', 0.08, 5, device => 'cpu')")
+    dcl = [fingerprint(c, f"SELECT * FROM gpu_dbscan('{s}', 0.08, 5, device => '{dev}', algorithm => 'dclust')")
+           for dev in ("gpu", "auto")]
+    check("algorithm 'dclust' through the worker = union_find on the CPU ('gpu' and 'auto')",
+          dcl == [ref, ref], f"{dcl} vs {ref}")
 
     # 16 sessions x 20 mixed calls = the serial run
     qs = w.mixed("gpu")
