@@ -1,25 +1,39 @@
 /*
- * test_dbscan_gpu.c — the GPU DBSCAN (cuda/dbscan.cu) against the CPU path
+ * test_dbscan_gpu.c — the GPU DBSCAN (cuda/dbscan*.cu) against the CPU path
  * (gc_dbscan_cpu), on fresh random data of many shapes.  Needs a GPU.
  *
  * Every case: labels AND is_core identical, row for row (outputs poisoned
- * first).  Shapes: d = 1, 2, 3, 4, 8, 16, 64; Gaussian blobs, uniform,
- * blobs far from the origin, heavy duplicates, integer lattices (exact
- * distance ties at eps, so the border tie rule matters), all noise, one
- * giant cluster, eps below and above the spread, min_pts 1 and large (also
- * above n); the grid (d <= 3) and the brute force (forced, any d); larger
- * sets (1M 2-d, 300k 3-d); world cities (lon, lat planar, eps 0.25,
- * min_pts 10: 576 clusters, 37,864 noise); repeated runs identical; errors
- * (bad parameters, cancel flag, n = 0); and on every index the inputs
- * with an empty range somewhere (no core point, no non-core point, one
- * cell, n = 1, sizes around a warp and a block).
+ * first), and the index the GPU reports (`used`) and its phase record
+ * (grid / tree flags, the tree's leaves) as the contract says: union-find
+ * on auto is the grid for d <= 3 (the tree where the grid does not fit),
+ * the kd-tree for d > 3; a forced tree is the tree; CUDA-DClust always
+ * runs on the tree (auto, grid or tree asked), and refuses the brute force.
+ * The CPU's answer is computed once per (data, eps, min_pts) and shared by
+ * the GPU variants of a case (the cache below).
+ *
+ * Shapes: d = 1, 2, 3, 4, 8, 16, 32, 64; Gaussian blobs, uniform, blobs
+ * far from the origin, heavy duplicates, integer lattices (exact distance
+ * ties at eps, so the border tie rule matters), all noise, one giant
+ * cluster, eps below and above the spread, min_pts 1 and large (also above
+ * n); each case with union-find (auto: grid or tree) and CUDA-DClust, the
+ * tree forced at d <= 3 and the brute force (forced, as before) where it
+ * was; five independent data sets per shape at d >= 4, two at d <= 3 (one
+ * when quick).  Larger sets: 1M 2-d (grid, tree, DClust), 300k 3-d, 100k
+ * 8-d, 200k and 500k 16-d, 200k 32-d, 50k 64-d blobs and uniform, 1M
+ * 8-d blobs + noise, each with union-find and DClust;
+ * world cities (lon, lat planar, eps 0.25, min_pts 10: 576 clusters,
+ * 37,864 noise) on the grid, the brute force, the tree and DClust;
+ * repeated runs identical; errors (bad parameters, cancel flag on every
+ * index and algorithm, DClust on the brute force, n = 0); on every index
+ * and both algorithms the inputs with an empty range somewhere (no core
+ * point, no non-core point, one cell, n = 1, sizes around a warp, a block
+ * and a leaf); n identical points, a cluster through many leaves (a random
+ * walk, in input order and shuffled), a line of exact ties.
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
- * set (compute-sanitizer memcheck), =2 a tiny one (racecheck).
- * GPUCLUST_TEST_ALGO=dclust runs every case with CUDA-DClust (on the tree;
- * the CPU reference stays union-find), GPUCLUST_TEST_TREE=1 puts the tree
- * where the brute force would cross-check (d <= 3); d > 3 runs the tree
- * in every variant (run_gpu_tests.sh dbscan-test runs all three).
+ * set (compute-sanitizer memcheck, initcheck, synccheck), =2 a tiny one
+ * (racecheck).  GPUCLUST_DB_TRACE=1 names each case on stderr before it
+ * runs (with the GPU's own trace).
  */
 #include <math.h>
 #include <stdio.h>
@@ -56,7 +70,8 @@ enum
 	K_BLOBS,					/* Gaussian blobs + 5% uniform noise */
 	K_UNIFORM,					/* uniform in [-10, 10]^d */
 	K_FAR,						/* blobs around 1000 */
-	K_DUP,						/* coordinates from {0..4}: heavy duplicates */
+	K_DUP,						/* coordinates from {0..4} (d > 4: the first
+								 * 4, the rest 0): heavy duplicates */
 	K_LATTICE					/* integer lattice, 30% of points repeated */
 };
 
@@ -85,7 +100,7 @@ make_data(int64_t n, int d, int kind)
 			if (kind == K_UNIFORM || noise)
 				v = off + 20.0 * tu_uniform(&rs) - 10.0;
 			else if (kind == K_DUP)
-				v = (double) (int) (tu_uniform(&rs) * 5);
+				v = j < 4 ? (double) (int) (tu_uniform(&rs) * 5) : 0.0;
 			else if (kind == K_LATTICE)
 			{
 				int64_t		q = i < n * 7 / 10 ? i : cell;
@@ -112,26 +127,36 @@ cmp_f(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Median over sampled points of the distance to the k-th nearest row. */
+/*
+ * Median over 24 sampled rows of the distance to the k-th nearest other
+ * row (the rows drawn first, in order, then searched on all cores).
+ */
 static double
 eps_for(const float *X, int64_t n, int d, int k)
 {
-	int			S = 24;
-	float	   *kd = malloc(sizeof(float) * S);
-	float	   *best = malloc(sizeof(float) * (k + 1));
+	enum
+	{
+		S = 24
+	};
+	float		kd[S];
+	int64_t		rows[S];
 
 	if (k >= n)
 		k = (int) n - 1;
 	if (k < 1)
 		k = 1;
 	for (int s = 0; s < S; s++)
+		rows[s] = (int64_t) (tu_uniform(&rs) * n);
+#pragma omp parallel for schedule(dynamic, 1)
+	for (int s = 0; s < S; s++)
 	{
-		int64_t		i = (int64_t) (tu_uniform(&rs) * n);
+		float	   *best = malloc(sizeof(float) * (k + 1));
+		const float *xi = X + rows[s] * d;
 		int			nb = 0;
 
 		for (int64_t j = 0; j < n; j++)
 		{
-			float		dd = gc_dist2(X + i * d, X + j * d, d);
+			float		dd = gc_dist2(xi, X + j * d, d);
 			int			t;
 
 			if (nb == k + 1 && dd >= best[k])
@@ -145,66 +170,170 @@ eps_for(const float *X, int64_t n, int d, int k)
 			best[t] = dd;
 		}
 		kd[s] = sqrtf(best[nb - 1]);
+		free(best);
 	}
 	qsort(kd, S, sizeof(float), cmp_f);
-	double		e = kd[S / 2] > 0 ? kd[S / 2] : 1e-3;
-
-	free(kd);
-	free(best);
-	return e;
+	return kd[S / 2] > 0 ? kd[S / 2] : 1e-3;
 }
 
 static int	n_cases;
+static double cpu_ms_all,
+			gpu_ms_all;
 
-/* One comparison; returns the GPU's cluster count (or -1). */
+static const char *
+index_name(gc_dbscan_gpu_index_kind k)
+{
+	return k == GC_DBSCAN_GPU_GRID ? "grid" : k == GC_DBSCAN_GPU_BRUTE ? "brute" :
+		k == GC_DBSCAN_GPU_TREE ? "tree" : "auto";
+}
+
+static const char *
+alg_name(gc_dbscan_algorithm a)
+{
+	return a == GC_DBSCAN_DCLUST ? "dclust" : "uf";
+}
+
+/*
+ * The index the contract says ran: DClust and a forced tree on the tree,
+ * a forced brute force on itself, union-find on auto or grid the tree for
+ * d > 3 and the grid or (when the grid does not fit) the tree for d <= 3.
+ */
+static bool
+used_ok(gc_dbscan_gpu_index_kind index, gc_dbscan_algorithm alg, int d,
+		gc_dbscan_gpu_index_kind used)
+{
+	if (alg == GC_DBSCAN_DCLUST || index == GC_DBSCAN_GPU_TREE)
+		return used == GC_DBSCAN_GPU_TREE;
+	if (index == GC_DBSCAN_GPU_BRUTE)
+		return used == GC_DBSCAN_GPU_BRUTE;
+	if (d > 3)
+		return used == GC_DBSCAN_GPU_TREE;
+	return used == GC_DBSCAN_GPU_GRID || used == GC_DBSCAN_GPU_TREE;
+}
+
+/*
+ * The CPU's answer to the last (data, eps, min_pts) asked: the GPU variants
+ * of one case (index, algorithm) compare against one CPU run.  The data
+ * are known by their size and a hash of their bits (callers rewrite
+ * buffers in place).
+ */
+static struct
+{
+	bool		valid;
+	uint64_t	h;
+	int64_t		n;
+	int			d;
+	double		eps;
+	int64_t		min_pts;
+	int32_t    *l;
+	uint8_t    *c;
+}			ref;
+
+static uint64_t
+hash_data(const float *X, int64_t n, int d)
+{
+	uint64_t	h = UINT64_C(0xcbf29ce484222325) ^ ((uint64_t) n * 64 + (uint64_t) d);
+
+	for (int64_t i = 0; i < n * d; i++)
+	{
+		uint32_t	w;
+
+		memcpy(&w, X + i, sizeof(w));
+		h = (h ^ w) * UINT64_C(0x100000001b3);
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+/* lc, cc: the CPU's labels and core flags for X (from the cache or run). */
+static bool
+cpu_ref(const float *X, int64_t n, int d, double eps, int64_t min_pts,
+		const int32_t **lc, const uint8_t **cc, double *ms)
+{
+	uint64_t	h = hash_data(X, n, d);
+	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts, .algorithm = GC_DBSCAN_UNION_FIND};
+	gc_status	st = {0};
+	double		t0;
+	bool		ok;
+
+	*ms = -1.0;					/* cached */
+	if (!(ref.valid && ref.h == h && ref.n == n && ref.d == d && ref.eps == eps &&
+		  ref.min_pts == min_pts))
+	{
+		free(ref.l);
+		free(ref.c);
+		ref.valid = false;
+		ref.l = malloc(sizeof(int32_t) * (n + 1));
+		ref.c = malloc(n + 1);
+		t0 = now_ms();
+		ok = gc_dbscan_cpu(NULL, X, n, d, &p, ref.l, ref.c, &st) == GC_OK;
+		*ms = now_ms() - t0;
+		cpu_ms_all += *ms;
+		CHECK(ok, "cpu: %s", st.message);
+		if (!ok)
+			return false;
+		ref.valid = true;
+		ref.h = h;
+		ref.n = n;
+		ref.d = d;
+		ref.eps = eps;
+		ref.min_pts = min_pts;
+	}
+	*lc = ref.l;
+	*cc = ref.c;
+	return true;
+}
+
+/*
+ * One comparison: the GPU with this index and algorithm against the CPU
+ * (union-find: the CPU refuses DClust); repeat > 1 runs the GPU again and
+ * wants the same bits.  Returns the cluster count (or -1).
+ */
 static int
 compare(const char *what, const float *X, int64_t n, int d, double eps,
-		int64_t min_pts, gc_dbscan_gpu_index_kind index, int repeat)
+		int64_t min_pts, gc_dbscan_gpu_index_kind index, gc_dbscan_algorithm alg,
+		int repeat)
 {
-	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts};
-	if (getenv("GPUCLUST_TEST_ALGO") && strcmp(getenv("GPUCLUST_TEST_ALGO"), "dclust") == 0)
-	{
-		p.algorithm = GC_DBSCAN_DCLUST;
-		if (index == GC_DBSCAN_GPU_BRUTE)
-			index = GC_DBSCAN_GPU_TREE;
-	}
-	if (getenv("GPUCLUST_TEST_TREE") && index == GC_DBSCAN_GPU_BRUTE)
-		index = GC_DBSCAN_GPU_TREE;
-	int32_t    *lc = malloc(sizeof(int32_t) * (n + 1)),
-			   *lg = malloc(sizeof(int32_t) * (n + 1)),
+	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts, .algorithm = alg};
+	const int32_t *lc;
+	const uint8_t *cc;
+	int32_t    *lg = malloc(sizeof(int32_t) * (n + 1)),
 			   *l2 = malloc(sizeof(int32_t) * (n + 1));
-	uint8_t    *cc = malloc(n + 1),
-			   *cg = malloc(n + 1),
+	uint8_t    *cg = malloc(n + 1),
 			   *c2 = malloc(n + 1);
 	gc_status	st = {0};
 	gc_dbscan_gpu_index_kind used = GC_DBSCAN_GPU_AUTO;
+	gc_dbscan_gpu_phases ph;
 	int64_t		ldiff = 0,
 				cdiff = 0,
 				noise = 0,
 				ncore = 0;
 	int32_t		maxl = -1;
+	double		tc,
+				t1,
+				t2;
+	bool		phok;
+	char		tree_s[64] = "";
 	int			ok;
 
 	n_cases++;
 	if (getenv("GPUCLUST_DB_TRACE"))
-		fprintf(stderr, "case %s n=%lld d=%d eps=%g min_pts=%lld index=%d: cpu\n",
-				what, (long long) n, d, eps, (long long) min_pts, (int) index);
-	double		t0 = now_ms();
-
-	{
-		gc_dbscan_params pc = p;
-
-		pc.algorithm = GC_DBSCAN_UNION_FIND;
-		CHECK(gc_dbscan_cpu(NULL, X, n, d, &pc, lc, cc, &st) == GC_OK, "cpu: %s", st.message);
-	}
-	double		t1 = now_ms();
+		fprintf(stderr, "case %s n=%lld d=%d eps=%g min_pts=%lld index=%s algorithm=%s\n",
+				what, (long long) n, d, eps, (long long) min_pts, index_name(index),
+				alg_name(alg));
+	if (!cpu_ref(X, n, d, eps, min_pts, &lc, &cc, &tc))
+		goto out;
 
 	memset(lg, 0xa5, sizeof(int32_t) * n);
 	memset(cg, 0xa5, n);
+	t1 = now_ms();
 	ok = gc_dbscan_gpu_index(NULL, X, n, d, &p, index, &used, lg, cg, &st) == GC_OK;
-	double		t2 = now_ms();
+	t2 = now_ms();
+	gpu_ms_all += t2 - t1;
+	gc_dbscan_gpu_last_phases(&ph);
 
-	CHECK(ok, "%s: gpu: %s", what, st.message);
+	CHECK(ok, "%s (%s, %s) n=%lld d=%d: gpu: %s", what, index_name(index), alg_name(alg),
+		  (long long) n, d, st.message);
 	if (!ok)
 		goto out;
 	for (int64_t i = 0; i < n; i++)
@@ -216,13 +345,17 @@ compare(const char *what, const float *X, int64_t n, int d, double eps,
 		if (lc[i] > maxl)
 			maxl = lc[i];
 	}
-	printf("%-28s n=%-8lld d=%-2d eps=%-10.4g min_pts=%-6lld %-5s clusters=%-6d noise=%-7lld core=%-7lld  diff labels=%lld core=%lld  (cpu %.1f ms, gpu %.1f ms)\n",
+	if (used == GC_DBSCAN_GPU_TREE)
+		snprintf(tree_s, sizeof(tree_s), " leaves=%lld pairs=%lld",
+				 (long long) ph.ncell, (long long) ph.pairs);
+	printf("%-28s n=%-8lld d=%-2d eps=%-10.4g min_pts=%-6lld %-5s %-6s clusters=%-6d noise=%-7lld core=%-7lld  diff labels=%lld core=%lld  (cpu %s%.1f ms, gpu %.1f ms)%s\n",
 		   what, (long long) n, d, eps, (long long) min_pts,
-		   used == GC_DBSCAN_GPU_GRID ? "grid" : "brute", maxl + 1,
+		   index_name(used), alg_name(alg), maxl + 1,
 		   (long long) noise, (long long) ncore, (long long) ldiff, (long long) cdiff,
-		   t1 - t0, t2 - t1);
-	CHECK(ldiff == 0 && cdiff == 0, "%s n=%lld d=%d eps=%g min_pts=%lld: %lld labels, %lld core flags differ",
-		  what, (long long) n, d, eps, (long long) min_pts, (long long) ldiff, (long long) cdiff);
+		   tc < 0 ? "cached " : "", tc < 0 ? 0.0 : tc, t2 - t1, tree_s);
+	CHECK(ldiff == 0 && cdiff == 0, "%s (%s asked, %s ran, %s) n=%lld d=%d eps=%g min_pts=%lld: %lld labels, %lld core flags differ",
+		  what, index_name(index), index_name(used), alg_name(alg), (long long) n, d, eps,
+		  (long long) min_pts, (long long) ldiff, (long long) cdiff);
 	if (ldiff || cdiff)
 	{
 		int			shown = 0;
@@ -235,23 +368,48 @@ compare(const char *what, const float *X, int64_t n, int d, double eps,
 				shown++;
 			}
 	}
+	CHECK(used_ok(index, alg, d, used), "%s n=%lld d=%d: %s asked with %s, %s ran",
+		  what, (long long) n, d, index_name(index), alg_name(alg), index_name(used));
+	phok = used == GC_DBSCAN_GPU_TREE ? ph.tree == 1 && ph.grid == 0 && ph.ncell >= 1 && ph.pairs >= 0 :
+		used == GC_DBSCAN_GPU_GRID ? ph.grid == 1 && ph.tree == 0 :
+		ph.grid == 0 && ph.tree == 0;
+	CHECK(phok, "%s n=%lld d=%d (%s ran): phases grid=%d tree=%d ncell=%lld pairs=%lld",
+		  what, (long long) n, d, index_name(used), ph.grid, ph.tree,
+		  (long long) ph.ncell, (long long) ph.pairs);
 	for (int r = 1; r < repeat; r++)
 	{
 		memset(l2, 0x5a, sizeof(int32_t) * n);
 		memset(c2, 0x5a, n);
+		t1 = now_ms();
 		CHECK(gc_dbscan_gpu_index(NULL, X, n, d, &p, index, NULL, l2, c2, &st) == GC_OK,
 			  "repeat: %s", st.message);
+		gpu_ms_all += now_ms() - t1;
 		CHECK(memcmp(l2, lg, sizeof(int32_t) * n) == 0 && memcmp(c2, cg, n) == 0,
-			  "%s: repeated GPU run differs", what);
+			  "%s (%s, %s): repeated GPU run differs", what, index_name(index), alg_name(alg));
 	}
 out:
-	free(lc);
 	free(lg);
 	free(l2);
-	free(cc);
 	free(cg);
 	free(c2);
 	return maxl + 1;
+}
+
+/*
+ * A case on every GPU path that should give it: union-find and DClust on
+ * auto, the tree forced where auto is the grid (d <= 3), and the brute
+ * force when asked.  One CPU run (the cache).
+ */
+static void
+variants(const char *what, const float *X, int64_t n, int d, double eps,
+		 int64_t min_pts, bool brute)
+{
+	compare(what, X, n, d, eps, min_pts, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
+	compare(what, X, n, d, eps, min_pts, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
+	if (d <= 3)
+		compare(what, X, n, d, eps, min_pts, GC_DBSCAN_GPU_TREE, GC_DBSCAN_UNION_FIND, 1);
+	if (brute)
+		compare(what, X, n, d, eps, min_pts, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1);
 }
 
 /* A family of cases on one data set. */
@@ -272,41 +430,31 @@ family(int64_t n, int d, int kind, const char *name, bool also_brute)
 		for (int a = 0; a < 3; a++)
 		{
 			snprintf(w, sizeof(w), "%s eps=%g", name, eps_list[a]);
-			compare(w, X, n, d, eps_list[a], mp_list[a], GC_DBSCAN_GPU_AUTO, 1);
-			if (also_brute)
-				compare(w, X, n, d, eps_list[a], mp_list[a], GC_DBSCAN_GPU_BRUTE, 1);
+			variants(w, X, n, d, eps_list[a], mp_list[a], also_brute);
 		}
 		free(X);
 		return;
 	}
 	e5 = eps_for(X, n, d, 5);
 	snprintf(w, sizeof(w), "%s minpts5", name);
-	compare(w, X, n, d, e5, 5, GC_DBSCAN_GPU_AUTO, 1);
-	if (also_brute)
-		compare(w, X, n, d, e5, 5, GC_DBSCAN_GPU_BRUTE, 1);
+	variants(w, X, n, d, e5, 5, also_brute);
 	snprintf(w, sizeof(w), "%s minpts1", name);
-	compare(w, X, n, d, 0.5 * e5, 1, GC_DBSCAN_GPU_AUTO, 1);
+	variants(w, X, n, d, 0.5 * e5, 1, false);
 	if (quick >= 2)
 	{
 		free(X);
 		return;
 	}
 	snprintf(w, sizeof(w), "%s minpts-large", name);
-	compare(w, X, n, d, 2.0 * e5, quick ? 20 : 60, GC_DBSCAN_GPU_AUTO, 1);
-	if (also_brute)
-		compare(w, X, n, d, 2.0 * e5, quick ? 20 : 60, GC_DBSCAN_GPU_BRUTE, 1);
+	variants(w, X, n, d, 2.0 * e5, quick ? 20 : 60, also_brute);
 	snprintf(w, sizeof(w), "%s all-noise", name);
-	compare(w, X, n, d, 1e-4 * e5, 3, GC_DBSCAN_GPU_AUTO, 1);
-	if (also_brute)
-		compare(w, X, n, d, 1e-4 * e5, 3, GC_DBSCAN_GPU_BRUTE, 1);
+	variants(w, X, n, d, 1e-4 * e5, 3, also_brute);
 	snprintf(w, sizeof(w), "%s eps>spread", name);
-	compare(w, X, n, d, 3.0 * spread, 4, GC_DBSCAN_GPU_AUTO, 1);
+	variants(w, X, n, d, 3.0 * spread, 4, false);
 	snprintf(w, sizeof(w), "%s eps>spread minpts>n", name);
-	compare(w, X, n, d, 3.0 * spread, n + 7, GC_DBSCAN_GPU_AUTO, 1);
-	if (also_brute)
-		compare(w, X, n, d, 3.0 * spread, n + 7, GC_DBSCAN_GPU_BRUTE, 1);
+	variants(w, X, n, d, 3.0 * spread, n + 7, also_brute);
 	snprintf(w, sizeof(w), "%s giant", name);
-	compare(w, X, n, d, 4.0 * e5, 3, GC_DBSCAN_GPU_AUTO, 1);
+	variants(w, X, n, d, 4.0 * e5, 3, false);
 	free(X);
 }
 
@@ -355,7 +503,8 @@ cities(void)
 	gc_status	st = {0};
 	int64_t		noise = 0;
 	int32_t		maxl = -1;
-	int			k = compare("world cities", X, n, 2, 0.25, 10, GC_DBSCAN_GPU_AUTO, 3);
+	int			k = compare("world cities", X, n, 2, 0.25, 10, GC_DBSCAN_GPU_AUTO,
+							GC_DBSCAN_UNION_FIND, 3);
 
 	CHECK(gc_dbscan_gpu(NULL, X, n, 2, &p, lg, cg, &st) == GC_OK, "cities: %s", st.message);
 	for (int64_t i = 0; i < n; i++)
@@ -366,97 +515,254 @@ cities(void)
 	}
 	CHECK(k == 576 && maxl + 1 == 576 && noise == 37864,
 		  "cities: %d clusters, %lld noise (want 576, 37864)", maxl + 1, (long long) noise);
-	compare("world cities", X, n, 2, 0.25, 10, GC_DBSCAN_GPU_BRUTE, 1);
+	compare("world cities", X, n, 2, 0.25, 10, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1);
+	compare("world cities", X, n, 2, 0.25, 10, GC_DBSCAN_GPU_TREE, GC_DBSCAN_UNION_FIND, 2);
+	k = compare("world cities", X, n, 2, 0.25, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3);
+	CHECK(k == 576, "cities dclust: %d clusters", k);
+	/* DClust asked with the grid: the tree */
+	compare("world cities", X, n, 2, 0.25, 10, GC_DBSCAN_GPU_GRID, GC_DBSCAN_DCLUST, 1);
+	/* the GPU's own count through gc_dbscan_gpu with DClust */
+	p.algorithm = GC_DBSCAN_DCLUST;
+	noise = 0;
+	maxl = -1;
+	CHECK(gc_dbscan_gpu(NULL, X, n, 2, &p, lg, cg, &st) == GC_OK, "cities dclust: %s", st.message);
+	for (int64_t i = 0; i < n; i++)
+	{
+		noise += lg[i] == GC_NOISE;
+		if (lg[i] > maxl)
+			maxl = lg[i];
+	}
+	CHECK(maxl + 1 == 576 && noise == 37864,
+		  "cities dclust: %d clusters, %lld noise (want 576, 37864)", maxl + 1, (long long) noise);
 	free(lg);
 	free(cg);
 	free(X);
 }
 
 /*
+ * The GPU paths of the small cases: every index with union-find (the grid
+ * and the forced tree at d <= 3 only: above, auto is the tree) and DClust.
+ */
+static const struct
+{
+	gc_dbscan_gpu_index_kind index;
+	gc_dbscan_algorithm alg;
+}			all_paths[] = {
+	{GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND},
+	{GC_DBSCAN_GPU_GRID, GC_DBSCAN_UNION_FIND},
+	{GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND},
+	{GC_DBSCAN_GPU_TREE, GC_DBSCAN_UNION_FIND},
+	{GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST},
+};
+
+static void
+every_path(const char *what, const float *X, int64_t n, int d, double eps, int64_t min_pts)
+{
+	for (size_t k = 0; k < sizeof(all_paths) / sizeof(all_paths[0]); k++)
+	{
+		if (d > 3 && (all_paths[k].index == GC_DBSCAN_GPU_GRID ||
+					  all_paths[k].index == GC_DBSCAN_GPU_TREE))
+			continue;
+		compare(what, X, n, d, eps, min_pts, all_paths[k].index, all_paths[k].alg, 1);
+	}
+}
+
+/*
  * The inputs with an empty range somewhere (no core point, no non-core
- * point, one cell, every point in one cell, n = 1, sizes around a warp and
- * a block), on every index: the grid (auto and forced, d <= 3) and the
- * brute force.
+ * point, one cell or leaf, every point in one cell, n = 1, sizes around a
+ * warp, a block and a leaf), on every path (every_path): the grid (auto
+ * and forced, d <= 3), the brute force, the tree (forced at d <= 3, auto
+ * above) and DClust.
  */
 static void
 degenerate(void)
 {
-	static const int dims[] = {1, 2, 3, 5};
-	static const int sizes[] = {2, 31, 33, 255, 257};
-	static const gc_dbscan_gpu_index_kind kinds[] = {
-		GC_DBSCAN_GPU_AUTO, GC_DBSCAN_GPU_GRID, GC_DBSCAN_GPU_BRUTE
-	};
-	static const char *const kname[] = {"auto", "grid", "brute"};
+	static const int dims_full[] = {1, 2, 3, 5, 16, 64};
+	static const int dims_tiny[] = {1, 2, 5, 16};
+	static const int sizes_full[] = {2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
+	511, 512, 513, 1023, 1024, 1025};
+	static const int sizes_quick[] = {2, 31, 32, 33, 127, 128, 129, 255, 256, 257, 1025};
+	static const int sizes_tiny[] = {2, 32, 33, 256, 257};
+	const int  *dims = quick >= 2 ? dims_tiny : dims_full;
+	const int	ndims = quick >= 2 ? 4 : 6;
+	const int  *sizes = quick >= 2 ? sizes_tiny : quick ? sizes_quick : sizes_full;
+	const int	nsizes = quick >= 2 ? 5 : quick ? 11 : 19;
 	const int64_t N = 300;
-	float	   *X = malloc(sizeof(float) * N * 5);
+	const int64_t NX = 1025;	/* the largest size; > N */
+	float	   *X = malloc(sizeof(float) * NX * 64);
+	char		w[80];
+
+	for (int di = 0; di < ndims; di++)
+	{
+		const int	d = dims[di];
+
+#define DEG(label, n, eps, mp) \
+		do { \
+			snprintf(w, sizeof(w), "deg %s", label); \
+			every_path(w, X, n, d, eps, mp); \
+		} while (0)
+
+		/* one point: core with min_pts 1, noise with 2 */
+		for (int j = 0; j < d; j++)
+			X[j] = 0.5f;
+		DEG("n=1 min_pts=1", 1, 1.0, 1);
+		DEG("n=1 min_pts=2", 1, 1.0, 2);
+
+		/* every point the same: one cell, one leaf; all core, or none */
+		for (int64_t i = 0; i < N * d; i++)
+			X[i] = 3.25f;
+		DEG("identical min_pts=1", 257, 0.1, 1);
+		DEG("identical min_pts=n", 257, 0.1, 257);
+		DEG("identical min_pts>n", 257, 0.1, 258);
+
+		/* a line of unit steps: eps 0.5 all noise; eps 1 (ties at eps)
+		 * min_pts 2 all core, no border; min_pts 3 two borders */
+		for (int64_t i = 0; i < N; i++)
+			for (int j = 0; j < d; j++)
+				X[i * d + j] = j == 0 ? (float) i : 0.0f;
+		DEG("line all-noise", N, 0.5, 2);
+		DEG("line all-core", N, 1.0, 2);
+		DEG("line two-border", N, 1.0, 3);
+		DEG("line min_pts>n", N, 1e6, N + 1);
+
+		/* every point in one small box (one grid cell, a dense node) */
+		for (int64_t i = 0; i < N * d; i++)
+			X[i] = (float) (7.0 + 0.01 * tu_uniform(&rs));
+		DEG("one-cell min_pts=n/2", N, 1.0, N / 2);
+		DEG("one-cell min_pts>n", N, 1.0, N + 1);
+
+		/* two tight groups far apart and isolated points: clusters with
+		 * no border point, and noise */
+		for (int64_t i = 0; i < N; i++)
+			for (int j = 0; j < d; j++)
+				X[i * d + j] = i < 120 ? (float) (0.001 * tu_uniform(&rs)) :
+					i < 240 ? (float) (100.0 + 0.001 * tu_uniform(&rs)) :
+					(float) (1000.0 * (i - 239) + j);
+		DEG("two groups + noise", N, 0.5, 10);
+
+		/* sizes around a warp, a block and a leaf: uniform, a few
+		 * neighbours (d > 3: eps from the 4th neighbour) */
+		for (int si = 0; si < nsizes; si++)
+		{
+			int64_t		n = sizes[si];
+			char		lab[40];
+			double		e;
+
+			for (int64_t i = 0; i < n * d; i++)
+				X[i] = (float) tu_uniform(&rs);
+			e = d <= 3 ? 0.6 * pow(4.0 / (double) n, 1.0 / d) : eps_for(X, n, d, 4);
+			snprintf(lab, sizeof(lab), "uniform n=%lld", (long long) n);
+			DEG(lab, n, e, 3);
+		}
+#undef DEG
+	}
+	free(X);
+}
+
+/*
+ * The tree's and DClust's own hard inputs, at d = 2, 4, 16, 64: n
+ * identical points (a leaf that cannot split; all core, all border-free,
+ * or none core), identical points among others, one cluster through many
+ * leaves (a random walk of steps 0.5, in input order and shuffled: its
+ * rows then spread over the whole input), a long line of exact ties at eps
+ * along the last axis, and eps = 1e30 (eps2 infinite: every box within
+ * eps).
+ */
+static void
+edges(void)
+{
+	static const int dims[] = {2, 4, 16, 64};
+	const int64_t nid = quick >= 2 ? 200 : quick ? 1000 : 10000;
+	const int64_t nw = quick >= 2 ? 300 : quick ? 1500 : 6000;
+	const int64_t nmax = nid > nw ? nid : nw;
+	float	   *X = malloc(sizeof(float) * nmax * 64),
+			   *Y = malloc(sizeof(float) * nmax * 64);
+	double		step[64];
 	char		w[80];
 
 	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
-		for (int ki = 0; ki < 3; ki++)
+	{
+		const int	d = dims[di];
+		double		e;
+
+		if (quick >= 2 && d != 4 && d != 16)
+			continue;			/* racecheck: 64-d is in the families */
+
+		/* n identical points */
+		for (int64_t i = 0; i < nid * d; i++)
+			X[i] = -2.5f;
+		snprintf(w, sizeof(w), "identical n=%lld", (long long) nid);
+		variants(w, X, nid, d, 0.5, 1, false);
+		variants(w, X, nid, d, 0.5, nid, false);
+		variants(w, X, nid, d, 0.5, nid + 1, false);
+		/* eps2 underflows to 0: equal points are still neighbours */
+		variants(w, X, nid, d, 1e-30, 2, false);
+
+		/* 60% of the rows one point (the centre), the rest uniform around
+		 * it; eps from the uniform rows alone */
+		for (int64_t i = 0; i < nid * d; i++)
+			X[i] = (float) (1.0 + 4.0 * tu_uniform(&rs) - 2.0);
+		e = eps_for(X, nid, d, 5);
+		for (int64_t i = 0; i < nid; i++)
+			if (tu_uniform(&rs) < 0.6)
+				for (int j = 0; j < d; j++)
+					X[i * d + j] = 1.0f;
+		variants("identical + uniform", X, nid, d, e, 5, false);
+		variants("identical + uniform", X, nid, d, e, nid / 2, false);
+
+		/* a line of unit steps along the last axis: ties at eps 1 */
+		if (quick < 2)
 		{
-			const int	d = dims[di];
-			const gc_dbscan_gpu_index_kind kind = kinds[ki];
-
-			if (d > 3 && kind != GC_DBSCAN_GPU_BRUTE)
-				continue;		/* the brute force is the only index there */
-#define DEG(label, n, eps, mp) \
-			do { \
-				snprintf(w, sizeof(w), "deg %s %s", kname[ki], label); \
-				compare(w, X, n, d, eps, mp, kind, 1); \
-			} while (0)
-
-			/* one point: core with min_pts 1, noise with 2 */
-			for (int j = 0; j < d; j++)
-				X[j] = 0.5f;
-			DEG("n=1 min_pts=1", 1, 1.0, 1);
-			DEG("n=1 min_pts=2", 1, 1.0, 2);
-
-			/* every point the same: one cell; all core, or none */
-			for (int64_t i = 0; i < N * d; i++)
-				X[i] = 3.25f;
-			DEG("identical min_pts=1", 257, 0.1, 1);
-			DEG("identical min_pts=n", 257, 0.1, 257);
-			DEG("identical min_pts>n", 257, 0.1, 258);
-
-			/* a line of unit steps: eps 0.5 all noise; eps 1 (ties at
-			 * eps) min_pts 2 all core, no border; min_pts 3 two borders */
-			for (int64_t i = 0; i < N; i++)
+			for (int64_t i = 0; i < nw; i++)
 				for (int j = 0; j < d; j++)
-					X[i * d + j] = j == 0 ? (float) i : 0.0f;
-			DEG("line all-noise", N, 0.5, 2);
-			DEG("line all-core", N, 1.0, 2);
-			DEG("line two-border", N, 1.0, 3);
-			DEG("line min_pts>n", N, 1e6, N + 1);
-
-			/* every point in one small box (one grid cell) */
-			for (int64_t i = 0; i < N * d; i++)
-				X[i] = (float) (7.0 + 0.01 * tu_uniform(&rs));
-			DEG("one-cell min_pts=n/2", N, 1.0, N / 2);
-			DEG("one-cell min_pts>n", N, 1.0, N + 1);
-
-			/* two tight groups far apart and isolated points: clusters
-			 * with no border point, and noise */
-			for (int64_t i = 0; i < N; i++)
-				for (int j = 0; j < d; j++)
-					X[i * d + j] = i < 120 ? (float) (0.001 * tu_uniform(&rs)) :
-						i < 240 ? (float) (100.0 + 0.001 * tu_uniform(&rs)) :
-						(float) (1000.0 * (i - 239) + j);
-			DEG("two groups + noise", N, 0.5, 10);
-
-			/* sizes around a warp and a block, uniform, a few neighbours */
-			for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
-			{
-				int64_t		n = sizes[si];
-				char		lab[40];
-
-				for (int64_t i = 0; i < n * d; i++)
-					X[i] = (float) tu_uniform(&rs);
-				snprintf(lab, sizeof(lab), "uniform n=%lld", (long long) n);
-				DEG(lab, n, 0.6 * pow(4.0 / (double) n, 1.0 / d), 3);
-			}
-#undef DEG
+					X[i * d + j] = j == d - 1 ? (float) i : 0.0f;
+			variants("long line", X, nw, d, 1.0, 3, false);
 		}
+
+		/* a random walk of steps 0.5: one cluster through every leaf */
+		for (int j = 0; j < d; j++)
+			X[j] = 0.0f;
+		for (int64_t i = 1; i < nw; i++)
+		{
+			double		len = 0.0;
+
+			for (int j = 0; j < d; j++)
+			{
+				step[j] = gauss();
+				len += step[j] * step[j];
+			}
+			len = sqrt(len) + 1e-300;
+			for (int j = 0; j < d; j++)
+				X[i * d + j] = (float) (X[(i - 1) * d + j] + 0.5 * step[j] / len);
+		}
+		variants("walk", X, nw, d, 0.55, 2, false);
+		variants("walk", X, nw, d, 0.55, 3, false);
+		if (quick < 2)
+		{
+			variants("walk", X, nw, d, 0.3, 2, false);
+			variants("walk eps 1e30", X, nw, d, 1e30, 5, false);
+		}
+		/* the same rows shuffled */
+		memcpy(Y, X, sizeof(float) * nw * d);
+		for (int64_t i = nw - 1; i > 0; i--)
+		{
+			int64_t		k = (int64_t) (tu_uniform(&rs) * (double) (i + 1));
+
+			if (k > i)
+				k = i;
+			for (int j = 0; j < d; j++)
+			{
+				float		t = Y[i * d + j];
+
+				Y[i * d + j] = Y[k * d + j];
+				Y[k * d + j] = t;
+			}
+		}
+		variants("walk shuffled", Y, nw, d, 0.55, 2, false);
+		variants("walk shuffled", Y, nw, d, 0.55, 3, false);
+	}
 	free(X);
+	free(Y);
 }
 
 static void
@@ -467,33 +773,68 @@ errors(void)
 	uint8_t		c[4];
 	gc_status	st = {0};
 	gc_dbscan_params p = {.eps = 1.0, .min_pts = 2};
+	gc_dbscan_params pdc = {.eps = 1.0, .min_pts = 2, .algorithm = GC_DBSCAN_DCLUST};
 	gc_dbscan_params bad_eps = {.eps = 0.0, .min_pts = 2},
 				bad_mp = {.eps = 1.0, .min_pts = 0},
-				nan_eps = {.eps = NAN, .min_pts = 2};
+				nan_eps = {.eps = NAN, .min_pts = 2},
+				bad_alg = {.eps = 1.0, .min_pts = 2, .algorithm = (gc_dbscan_algorithm) 7};
 	volatile sig_atomic_t flag = 1;
 	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {&flag, NULL}};
+	static const gc_dbscan_gpu_index_kind kinds[] = {
+		GC_DBSCAN_GPU_AUTO, GC_DBSCAN_GPU_GRID, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_GPU_TREE
+	};
 
 	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &bad_eps, l, c, &st) == GC_EINVAL, "eps 0");
 	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &nan_eps, l, c, &st) == GC_EINVAL, "eps nan");
 	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &bad_mp, l, c, &st) == GC_EINVAL, "min_pts 0");
+	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &bad_alg, l, c, &st) == GC_EINVAL, "algorithm 7");
 	CHECK(gc_dbscan_gpu(NULL, X, 4, 0, &p, l, c, &st) == GC_EINVAL, "d 0");
 	CHECK(gc_dbscan_gpu(NULL, X, 0, 2, &p, l, c, &st) == GC_OK, "n 0");
+	CHECK(gc_dbscan_gpu(NULL, X, 0, 2, &pdc, l, c, &st) == GC_OK, "n 0 dclust: %s", st.message);
+	CHECK(gc_dbscan_gpu_index(NULL, X, 0, 8, &p, GC_DBSCAN_GPU_TREE, NULL, l, c, &st) == GC_OK,
+		  "n 0 tree: %s", st.message);
 	CHECK(gc_dbscan_gpu(&ctx, X, 4, 2, &p, l, c, &st) == GC_ECANCEL, "cancel");
+	/* the flag raised before the call: every index, both algorithms (not
+	 * the brute force with DClust, refused) */
+	for (int k = 0; k < 4; k++)
+	{
+		CHECK(gc_dbscan_gpu_index(&ctx, X, 4, 2, &p, kinds[k], NULL, l, c, &st) == GC_ECANCEL,
+			  "cancel %s: %s", index_name(kinds[k]), st.message);
+		if (kinds[k] != GC_DBSCAN_GPU_BRUTE)
+			CHECK(gc_dbscan_gpu_index(&ctx, X, 4, 2, &pdc, kinds[k], NULL, l, c, &st) == GC_ECANCEL,
+				  "cancel %s dclust: %s", index_name(kinds[k]), st.message);
+	}
+	CHECK(gc_dbscan_gpu_index(&ctx, X, 1, 8, &p, GC_DBSCAN_GPU_AUTO, NULL, l, c, &st) == GC_ECANCEL,
+		  "cancel d 8: %s", st.message);
+	CHECK(gc_dbscan_gpu_index(&ctx, X, 1, 8, &pdc, GC_DBSCAN_GPU_TREE, NULL, l, c, &st) == GC_ECANCEL,
+		  "cancel d 8 dclust: %s", st.message);
 	CHECK(gc_dbscan_gpu_index(NULL, X, 1, 8, &p, GC_DBSCAN_GPU_GRID, NULL, l, c, &st) == GC_EINVAL,
 		  "grid d 8");
+	/* DClust runs on the tree only: the brute force refuses it */
+	CHECK(gc_dbscan_gpu_index(NULL, X, 4, 2, &pdc, GC_DBSCAN_GPU_BRUTE, NULL, l, c, &st) == GC_EINVAL,
+		  "brute + dclust: %s", st.message);
+	printf("  brute + dclust: %s\n", st.message);
+	CHECK(gc_dbscan_gpu_index(NULL, X, 1, 8, &pdc, GC_DBSCAN_GPU_BRUTE, NULL, l, c, &st) == GC_EINVAL,
+		  "brute + dclust d 8: %s", st.message);
+	/* and the CPU refuses DClust */
+	CHECK(gc_dbscan_cpu(NULL, X, 4, 2, &pdc, l, c, &st) == GC_EINVAL, "cpu dclust: %s", st.message);
+	/* DClust asked with the grid or the tree: the tree runs */
+	compare("grid + dclust", X, 4, 2, 1.0, 2, GC_DBSCAN_GPU_GRID, GC_DBSCAN_DCLUST, 1);
+	compare("tree + dclust", X, 4, 2, 1.0, 2, GC_DBSCAN_GPU_TREE, GC_DBSCAN_DCLUST, 1);
 	/* n = 1 */
-	compare("n=1", X, 1, 2, 1.0, 1, GC_DBSCAN_GPU_AUTO, 1);
-	compare("n=1 minpts2", X, 1, 2, 1.0, 2, GC_DBSCAN_GPU_AUTO, 1);
-	/* huge eps: eps2 overflows to inf (grid unusable -> brute) */
-	compare("eps 1e30", X, 4, 2, 1e30, 2, GC_DBSCAN_GPU_AUTO, 1);
+	every_path("n=1", X, 1, 2, 1.0, 1);
+	every_path("n=1 minpts2", X, 1, 2, 1.0, 2);
+	every_path("n=1 d=8", X, 1, 8, 1.0, 1);
+	/* huge eps: eps2 overflows to inf (grid unusable -> tree) */
+	every_path("eps 1e30", X, 4, 2, 1e30, 2);
 	/* tiny eps: eps2 underflows (only equal points are neighbours) */
-	compare("eps 1e-30", X, 4, 2, 1e-30, 1, GC_DBSCAN_GPU_AUTO, 1);
+	every_path("eps 1e-30", X, 4, 2, 1e-30, 1);
 }
 
 /*
  * metric cosine through gc_dbscan_on_gpu (the Euclidean kernels on the
- * unit rows) against gc_dbscan_cpu: grid (d <= 3) and brute force, rows of
- * random lengths; a zero row is an error on both.
+ * unit rows) against gc_dbscan_cpu: grid (d <= 3) and tree, union-find and
+ * DClust, rows of random lengths; a zero row is an error on both.
  */
 static void
 cosine(void)
@@ -521,31 +862,39 @@ cosine(void)
 		}
 		for (int e = 0; e < 3; e++)
 		{
-			gc_dbscan_params p = {d == 16 ? 0.05 * (e + 1) : 0.002 * (e + 1), 5,
-			GC_METRIC_COSINE};
+			gc_dbscan_params p = {.eps = d == 16 ? 0.05 * (e + 1) : 0.002 * (e + 1), .min_pts = 5,
+			.metric = GC_METRIC_COSINE};
 			int64_t		ld = 0,
 						cdf = 0,
 						noise = 0,
 						core = 0;
 
-			n_cases++;
 			CHECK(gc_dbscan_cpu(NULL, X, n, d, &p, lc, cc, &st) == GC_OK, "cosine cpu: %s", st.message);
-			CHECK(gc_dbscan_on_gpu(NULL, X, n, d, &p, lg, cg, &st) == GC_OK, "cosine gpu: %s", st.message);
-			for (int64_t i = 0; i < n; i++)
+			for (int a = 0; a < 2; a++)
 			{
-				ld += lg[i] != lc[i];
-				cdf += cg[i] != cc[i];
-				noise += lc[i] == GC_NOISE;
-				core += cc[i] != 0;
+				gc_dbscan_params pg = p;
+
+				pg.algorithm = a ? GC_DBSCAN_DCLUST : GC_DBSCAN_UNION_FIND;
+				n_cases++;
+				ld = cdf = noise = core = 0;
+				CHECK(gc_dbscan_on_gpu(NULL, X, n, d, &pg, lg, cg, &st) == GC_OK, "cosine gpu %s: %s",
+					  alg_name(pg.algorithm), st.message);
+				for (int64_t i = 0; i < n; i++)
+				{
+					ld += lg[i] != lc[i];
+					cdf += cg[i] != cc[i];
+					noise += lc[i] == GC_NOISE;
+					core += cc[i] != 0;
+				}
+				printf("%-28s n=%-8lld d=%-2d eps=%-10.4g %-6s noise=%-7lld core=%-7lld  diff labels=%lld core=%lld\n",
+					   "cosine", (long long) n, d, p.eps, alg_name(pg.algorithm),
+					   (long long) noise, (long long) core, (long long) ld, (long long) cdf);
+				CHECK(ld == 0 && cdf == 0, "cosine %s d=%d eps=%g: %lld labels, %lld core flags differ",
+					  alg_name(pg.algorithm), d, p.eps, (long long) ld, (long long) cdf);
 			}
-			printf("%-28s n=%-8lld d=%-2d eps=%-10.4g noise=%-7lld core=%-7lld  diff labels=%lld core=%lld\n",
-				   "cosine", (long long) n, d, p.eps, (long long) noise, (long long) core,
-				   (long long) ld, (long long) cdf);
-			CHECK(ld == 0 && cdf == 0, "cosine d=%d eps=%g: %lld labels, %lld core flags differ",
-				  d, p.eps, (long long) ld, (long long) cdf);
 		}
 		{
-			gc_dbscan_params p = {0.1, 2, GC_METRIC_COSINE};
+			gc_dbscan_params p = {.eps = 0.1, .min_pts = 2, .metric = GC_METRIC_COSINE};
 
 			for (int k = 0; k < d; k++)
 				X[5 * d + k] = 0.0f;
@@ -597,7 +946,8 @@ main(void)
 {
 	gc_cuda_device_info info;
 	const char *q = getenv("GPUCLUST_TEST_QUICK");
-	static const int dims[] = {1, 2, 3, 4, 8, 16, 64};
+	static const int dims[] = {1, 2, 3, 4, 8, 16, 32, 64};
+	double		t_start = now_ms();
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	quick = q ? atoi(q) : 0;
@@ -615,45 +965,108 @@ main(void)
 	errors();
 	dispatch();
 	degenerate();
+	edges();
 	cosine();
 	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
 	{
 		int			d = dims[i];
 		int64_t		n;
 
+		if (quick >= 2 && (d == 8 || d == 32))
+			continue;			/* racecheck: 1, 2, 3, 4, 16, 64 */
+
+		/* several independent data sets per shape (d > 3: five) */
+		int			sets = quick ? 1 : d > 3 ? 5 : 2;
+
 		if (quick >= 2)
 			n = d <= 3 ? 600 : 300;
 		else if (quick)
 			n = d <= 3 ? 4000 : 1500;
 		else
-			n = d <= 3 ? 40000 : d <= 16 ? 12000 : 6000;
-		family(n, d, K_BLOBS, "blobs", d <= 3);
-		if (quick >= 2)
-			continue;
-		family(n, d, K_UNIFORM, "uniform", false);
-		family(n / 2, d, K_FAR, "far blobs", d <= 3);
-		family(n, d, K_DUP, "duplicates", d <= 3);
-		if (d <= 4)
-			family(n, d, K_LATTICE, "lattice", d <= 2);
+			n = d <= 3 ? 40000 : d <= 16 ? 20000 : 10000;
+		for (int s = 0; s < sets; s++)
+		{
+			char		nm[5][32];
+			static const char *const base[5] = {"blobs", "uniform", "far blobs", "duplicates", "lattice"};
+
+			for (int k = 0; k < 5; k++)
+				if (sets > 1)
+					snprintf(nm[k], sizeof(nm[k]), "%s #%d", base[k], s + 1);
+				else
+					snprintf(nm[k], sizeof(nm[k]), "%s", base[k]);
+			family(n, d, K_BLOBS, nm[0], d <= 3 && s == 0);
+			if (quick >= 2)
+				continue;
+			family(n, d, K_UNIFORM, nm[1], false);
+			family(n / 2, d, K_FAR, nm[2], d <= 3 && s == 0);
+			family(n, d, K_DUP, nm[3], d <= 3 && s == 0);
+			if (d <= 4)
+				family(n, d, K_LATTICE, nm[4], d <= 2 && s == 0);
+		}
 	}
 	if (!quick)
 	{
 		float	   *X = make_data(1000000, 2, K_BLOBS);
 		double		e = eps_for(X, 1000000, 2, 20);
 
-		compare("1M 2-d blobs (repeat x3)", X, 1000000, 2, e, 20, GC_DBSCAN_GPU_AUTO, 3);
-		compare("1M 2-d blobs min_pts 200", X, 1000000, 2, 3 * e, 200, GC_DBSCAN_GPU_AUTO, 1);
+		compare("1M 2-d blobs (repeat x3)", X, 1000000, 2, e, 20, GC_DBSCAN_GPU_AUTO,
+				GC_DBSCAN_UNION_FIND, 3);
+		compare("1M 2-d blobs", X, 1000000, 2, e, 20, GC_DBSCAN_GPU_TREE, GC_DBSCAN_UNION_FIND, 1);
+		compare("1M 2-d blobs", X, 1000000, 2, e, 20, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
+		compare("1M 2-d blobs min_pts 200", X, 1000000, 2, 3 * e, 200, GC_DBSCAN_GPU_AUTO,
+				GC_DBSCAN_UNION_FIND, 1);
 		free(X);
 		X = make_data(300000, 3, K_BLOBS);
 		e = eps_for(X, 300000, 3, 10);
-		compare("300k 3-d blobs", X, 300000, 3, e, 10, GC_DBSCAN_GPU_AUTO, 2);
+		compare("300k 3-d blobs", X, 300000, 3, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 2);
+		compare("300k 3-d blobs", X, 300000, 3, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
 		free(X);
 		X = make_data(100000, 8, K_BLOBS);
 		e = eps_for(X, 100000, 8, 10);
-		compare("100k 8-d blobs (repeat x2)", X, 100000, 8, e, 10, GC_DBSCAN_GPU_AUTO, 2);
+		compare("100k 8-d blobs (repeat x2)", X, 100000, 8, e, 10, GC_DBSCAN_GPU_AUTO,
+				GC_DBSCAN_UNION_FIND, 2);
+		compare("100k 8-d blobs (repeat x2)", X, 100000, 8, e, 10, GC_DBSCAN_GPU_AUTO,
+				GC_DBSCAN_DCLUST, 2);
+		free(X);
+		X = make_data(200000, 16, K_BLOBS);
+		e = eps_for(X, 200000, 16, 10);
+		compare("200k 16-d blobs", X, 200000, 16, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
+		compare("200k 16-d blobs (repeat x2)", X, 200000, 16, e, 10, GC_DBSCAN_GPU_AUTO,
+				GC_DBSCAN_DCLUST, 2);
+		free(X);
+		X = make_data(500000, 16, K_BLOBS);
+		e = eps_for(X, 500000, 16, 30);
+		compare("500k 16-d blobs", X, 500000, 16, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
+		compare("500k 16-d blobs", X, 500000, 16, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
+		free(X);
+		X = make_data(200000, 32, K_BLOBS);
+		e = eps_for(X, 200000, 32, 10);
+		compare("200k 32-d blobs", X, 200000, 32, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
+		compare("200k 32-d blobs", X, 200000, 32, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
+		free(X);
+		X = make_data(50000, 64, K_BLOBS);
+		e = eps_for(X, 50000, 64, 10);
+		compare("50k 64-d blobs", X, 50000, 64, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
+		compare("50k 64-d blobs (repeat x2)", X, 50000, 64, e, 10, GC_DBSCAN_GPU_AUTO,
+				GC_DBSCAN_DCLUST, 2);
+		free(X);
+		X = make_data(50000, 64, K_UNIFORM);
+		e = eps_for(X, 50000, 64, 10);
+		compare("50k 64-d uniform", X, 50000, 64, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
+		compare("50k 64-d uniform", X, 50000, 64, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
+		free(X);
+		X = make_data(1000000, 8, K_BLOBS);
+		e = eps_for(X, 1000000, 8, 10);
+		compare("1M 8-d blobs + noise", X, 1000000, 8, e, 10, GC_DBSCAN_GPU_AUTO,
+				GC_DBSCAN_UNION_FIND, 1);
+		compare("1M 8-d blobs + noise", X, 1000000, 8, e, 10, GC_DBSCAN_GPU_AUTO,
+				GC_DBSCAN_DCLUST, 1);
 		free(X);
 		cities();
 	}
-	printf("%d cases\n", n_cases);
+	printf("%d cases; CPU reference %.1f s, GPU calls %.1f s, wall %.1f s\n", n_cases,
+		   cpu_ms_all / 1e3, gpu_ms_all / 1e3, (now_ms() - t_start) / 1e3);
+	free(ref.l);
+	free(ref.c);
 	return test_summary("test_dbscan_gpu");
 }
