@@ -1,7 +1,10 @@
 /*
- * bench_dbscan_gpu.c — GPU DBSCAN (cuda/dbscan.cu) against the CPU path
- * (gc_dbscan_cpu, all cores) on the same machine, same data; labels
- * checked identical on every row.  Prints one table.
+ * bench_dbscan_gpu.c — GPU DBSCAN (cuda/dbscan*.cu) against the CPU path
+ * (gc_dbscan_cpu, all cores) on the same machine, same data; labels and
+ * core flags checked identical on every row (diff: rows that differ).
+ * Prints one table: each row names the index that ran (grid, brute, tree:
+ * with its leaves and the leaf pairs within eps) and the algorithm
+ * (uf: union-find, dclust: CUDA-DClust).
  *
  *   A  10M 2-d: 20 Gaussian blobs (sigma 1, centres in [0,100]^2) + 10%
  *      uniform noise; eps = 2 sigma sqrt(30 / blob size), which gives 30
@@ -10,21 +13,38 @@
  *   B  15.6M 2-d: 50 blobs in [0,200]^2 + 10% noise, ~300 neighbours
  *      inside blobs, min_pts 100.
  *   C  1M x 16-d: 20 blobs (sigma 1, centres in [-10,10]^16), eps the
- *      median distance to the 30th neighbour (24 sampled rows), min_pts 10.
- *   D  world cities (lon, lat), eps 0.25, min_pts 10.
+ *      median distance to the 30th neighbour (24 sampled rows, eps_knn),
+ *      min_pts 10: the tree with union-find and with DClust; the brute
+ *      force too with BENCH_C_BRUTE=1 (4.6 s a call on the H100).
+ *   D  world cities (lon, lat), eps 0.25, min_pts 10: the grid.
+ *   E  1M x 64-d: 50 blobs (sigma 1, centres in [0,20]^64), eps_knn 30,
+ *      min_pts 10: tree, union-find and DClust.
+ *   F  10M x 8-d: 20 blobs (sigma 1, centres in [0,100]^8: ~115 apart,
+ *      blobs ~4 across) + 10% uniform noise, eps_knn 30, min_pts 10:
+ *      tree, union-find and DClust.
+ *   G  world cities as D on the tree: union-find and DClust.
  *   X  crossover for 'auto' (d <= 3, grid): blobs + noise as A in 2-d and
- *      3-d, n = 10k .. 2M.
- *   Y  the brute force (d > 3) against the CPU kd-tree: blobs in 8-d and
- *      16-d, n = 5k .. 200k.
+ *      3-d, n = 1k .. 2M.
+ *   Z  crossover for 'auto' at d > 3 (the tree, union-find) against the
+ *      CPU: 20 blobs in [0,20]^d + 5% noise, eps_knn 30, min_pts 10, at
+ *      d = 4, 8, 16, 32, 64 and n = 5k .. 1M; at each d the sizes stop
+ *      where the CPU would take more than BENCH_Z_CPU_MAX seconds (10),
+ *      predicted from the last size as quadratic in n.
+ *   Y  (only when named in BENCH_ONLY) the brute force (forced) against
+ *      the CPU kd-tree: blobs in 8-d and 16-d, n = 5k .. 200k.
  *   T  the limits: host-to-device bandwidth from pageable and from pinned
  *      memory, device-to-host from pinned, device-to-device (HBM).
  *
  * GPU: one warm-up call, then the median of R calls (whole call: upload,
  * clustering, numbering, download, release), with the phases of the median
  * call; "cluster" = index + core + union + border (device work, no
- * transfers).  CPU: gc_dbscan_cpu on all cores, the median of R calls.
- * BENCH_SKIP_C=1 skips C; BENCH_ONLY=A,B...; BENCH_ALGO=dclust runs the
- * GPU side with CUDA-DClust (on the tree) instead of union-find.
+ * transfers); a warm-up over 2 s leaves one timed call.  CPU: gc_dbscan_cpu
+ * on all cores, the median of Rcpu calls (one when the first took over
+ * 2 s), once per data set: the rows on one data set share it.  Each row's
+ * data come from its own seed (BENCH_ONLY=C draws what a full run draws).
+ * BENCH_ONLY=A,B,... (default: every row but Y); BENCH_SKIP_C=1 skips C;
+ * BENCH_GPU=0 times the CPU alone (one line per data set, no GPU call).
+ * Exit status 1 when a row failed or its labels differ from the CPU's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -176,27 +196,131 @@ limits(void)
 	free(h);
 }
 
+/* Row tag in BENCH_ONLY (every row but the opt-in ones when unset). */
 static bool
 wanted(const char *tag)
 {
 	const char *o = getenv("BENCH_ONLY");
 
-	return o == NULL || strstr(o, tag) != NULL;
+	if (o == NULL)
+		return strcmp(tag, "Y") != 0;
+	return strstr(o, tag) != NULL;
 }
 
+/* Each row draws from its own seed (A: the seed every row once shared). */
 static void
-run(const char *tag, const char *what, const float *X, int64_t n, int d,
-	double eps, int64_t min_pts, int R, int Rcpu)
+seed_row(char tag)
 {
-	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts};
-	gc_dbscan_params pg = p;
-	if (getenv("BENCH_ALGO") && strcmp(getenv("BENCH_ALGO"), "dclust") == 0)
-		pg.algorithm = GC_DBSCAN_DCLUST;
-	int32_t    *lc = malloc(sizeof(int32_t) * n),
-			   *lg = malloc(sizeof(int32_t) * n);
-	uint8_t    *cc = malloc(n),
-			   *cg = malloc(n);
+	rs = 12345 + (uint64_t) (tag - 'A') * UINT64_C(0x9e3779b97f4a7c15);
+}
+
+/*
+ * Median over 24 sampled rows of the distance to the k-th nearest other
+ * row (the rows drawn first, then searched on all cores).
+ */
+static double
+eps_knn(const float *X, int64_t n, int d, int k)
+{
+	enum
+	{
+		S = 24
+	};
+	float		kd[S];
+	int64_t		rows[S];
+
+	if (k >= n)
+		k = (int) n - 1;
+	if (k < 1)
+		k = 1;
+	for (int s = 0; s < S; s++)
+		rows[s] = (int64_t) (unif() * n);
+#pragma omp parallel for schedule(dynamic, 1)
+	for (int s = 0; s < S; s++)
+	{
+		float	   *best = malloc(sizeof(float) * (k + 1));
+		const float *xi = X + rows[s] * d;
+		int			nb = 0;
+
+		for (int64_t j = 0; j < n; j++)
+		{
+			float		dd = gc_dist2(xi, X + j * d, d);
+			int			t;
+
+			if (nb == k + 1 && dd >= best[k])
+				continue;
+			t = nb < k + 1 ? nb++ : k;
+			while (t > 0 && best[t - 1] > dd)
+			{
+				best[t] = best[t - 1];
+				t--;
+			}
+			best[t] = dd;
+		}
+		kd[s] = sqrtf(best[nb - 1]);
+		free(best);
+	}
+	qsort(kd, S, sizeof(float), cmp_f);
+	return kd[S / 2] > 0 ? kd[S / 2] : 1e-3;
+}
+
+/* The CPU's answer on one data set, shared by the rows run on it. */
+typedef struct cpu_ref
+{
+	int32_t    *l;
+	uint8_t    *c;
+	double		ms;				/* median call */
+	int			calls;
+	bool		done;
+} cpu_ref;
+
+static void
+ref_free(cpu_ref *r)
+{
+	free(r->l);
+	free(r->c);
+	memset(r, 0, sizeof(*r));
+}
+
+static int	bad_rows;
+
+/* BENCH_GPU=0: the CPU's times alone (sizing the rows on a new machine) */
+static bool no_gpu;
+
+static const char *
+index_name(gc_dbscan_gpu_index_kind k)
+{
+	return k == GC_DBSCAN_GPU_GRID ? "grid" : k == GC_DBSCAN_GPU_BRUTE ? "brute" :
+		k == GC_DBSCAN_GPU_TREE ? "tree" : "auto";
+}
+
+static double
+median(double *t, int R)
+{
+	double		s[16];
+
+	memcpy(s, t, sizeof(double) * R);
+	qsort(s, R, sizeof(double), cmp_d);
+	return s[R / 2];
+}
+
+/*
+ * One row: the GPU with this index and algorithm (a warm-up, then the
+ * median of R <= 16 calls; one call when the warm-up took over 2 s)
+ * against the CPU (ref: computed here on first use, the median of Rcpu <=
+ * 16 calls, one when the first took over 2 s).  Returns the CPU's median
+ * ms (-1 when the CPU failed).
+ */
+static double
+run(const char *tag, const char *what, const float *X, int64_t n, int d,
+	double eps, int64_t min_pts, gc_dbscan_gpu_index_kind index, gc_dbscan_algorithm alg,
+	int R, int Rcpu, cpu_ref *ref)
+{
+	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts, .algorithm = alg};
+	gc_dbscan_params pc = {.eps = eps, .min_pts = min_pts, .algorithm = GC_DBSCAN_UNION_FIND};
+	int32_t    *lg = malloc(sizeof(int32_t) * n);
+	uint8_t    *cg = malloc(n);
 	gc_status	st = {0};
+	gc_dbscan_gpu_index_kind used = GC_DBSCAN_GPU_AUTO;
 	double		tg[16],
 				tc[16];
 	gc_dbscan_gpu_phases ph[16],
@@ -204,73 +328,148 @@ run(const char *tag, const char *what, const float *X, int64_t n, int d,
 	int64_t		diff = 0,
 				noise = 0;
 	int32_t		maxl = -1;
-	double		gmed,
-				cmed;
+	double		gmed;
+	char		tree_s[128] = "";
 
-	/* warm-up (R > 1), or a check that the GPU runs at all */
-	if (R > 1 && gc_dbscan_gpu_index(NULL, X, n, d, &pg, GC_DBSCAN_GPU_AUTO, NULL, lg, cg, &st) != GC_OK)
+	R = R < 1 ? 1 : R > 16 ? 16 : R;
+	Rcpu = Rcpu < 1 ? 1 : Rcpu > 16 ? 16 : Rcpu;
+	if (no_gpu)
+		goto cpu;
+	/* warm-up (R > 1) */
+	if (R > 1)
 	{
-		printf("%s: GPU failed: %s\n", tag, st.message);
-		return;
+		double		t0 = now_ms();
+
+		if (gc_dbscan_gpu_index(NULL, X, n, d, &p, index, &used, lg, cg, &st) != GC_OK)
+		{
+			printf("%-2s %-34s n=%-9lld d=%-2d %s %s: GPU failed: %s\n", tag, what, (long long) n, d,
+				   index_name(index), alg == GC_DBSCAN_DCLUST ? "dclust" : "uf", st.message);
+			bad_rows++;
+			goto out;
+		}
+		if (now_ms() - t0 > 2000.0)
+			R = 1;
 	}
 	for (int r = 0; r < R; r++)
 	{
 		double		t0 = now_ms();
 
-		gc_dbscan_gpu_index(NULL, X, n, d, &pg, GC_DBSCAN_GPU_AUTO, NULL, lg, cg, &st);
+		if (gc_dbscan_gpu_index(NULL, X, n, d, &p, index, &used, lg, cg, &st) != GC_OK)
+		{
+			printf("%-2s %-34s n=%-9lld d=%-2d %s %s: GPU failed: %s\n", tag, what, (long long) n, d,
+				   index_name(index), alg == GC_DBSCAN_DCLUST ? "dclust" : "uf", st.message);
+			bad_rows++;
+			goto out;
+		}
 		tg[r] = now_ms() - t0;
 		gc_dbscan_gpu_last_phases(&ph[r]);
 	}
-	for (int r = 0; r < Rcpu; r++)
+cpu:
+	if (!ref->done)
 	{
-		double		t0 = now_ms();
+		ref->l = malloc(sizeof(int32_t) * n);
+		ref->c = malloc(n);
+		ref->calls = 0;
+		for (int r = 0; r < Rcpu; r++)
+		{
+			double		t0 = now_ms();
 
-		if (gc_dbscan_cpu(NULL, X, n, d, &p, lc, cc, &st) != GC_OK)
-			printf("%s: CPU failed: %s\n", tag, st.message);
-		tc[r] = now_ms() - t0;
+			if (gc_dbscan_cpu(NULL, X, n, d, &pc, ref->l, ref->c, &st) != GC_OK)
+			{
+				printf("%-2s %-34s: CPU failed: %s\n", tag, what, st.message);
+				bad_rows++;
+				ref_free(ref);
+				goto out;
+			}
+			tc[r] = now_ms() - t0;
+			ref->calls++;
+			if (tc[0] > 2000.0)
+				break;
+		}
+		ref->ms = median(tc, ref->calls);
+		ref->done = true;
+	}
+	if (no_gpu)
+	{
+		printf("%-2s %-34s n=%-9lld d=%-2d eps=%-8.4g mp=%-4lld | CPU %9.2f ms x%d (no GPU run: BENCH_GPU=0)\n",
+			   tag, what, (long long) n, d, eps, (long long) min_pts, ref->ms, ref->calls);
+		goto out;
 	}
 	for (int64_t i = 0; i < n; i++)
 	{
-		diff += (lc[i] != lg[i]) | (cc[i] != cg[i]);
+		diff += (ref->l[i] != lg[i]) | (ref->c[i] != cg[i]);
 		noise += lg[i] == GC_NOISE;
 		maxl = lg[i] > maxl ? lg[i] : maxl;
 	}
+	if (diff)
+		bad_rows++;
 	/* median GPU call and its phases */
-	{
-		double		s[16];
-		int			mi = 0;
-
-		memcpy(s, tg, sizeof(double) * R);
-		qsort(s, R, sizeof(double), cmp_d);
-		gmed = s[R / 2];
-		for (int r = 0; r < R; r++)
-			if (tg[r] == gmed)
-				mi = r;
-		pm = ph[mi];
-		memcpy(s, tc, sizeof(double) * Rcpu);
-		qsort(s, Rcpu, sizeof(double), cmp_d);
-		cmed = s[Rcpu / 2];
-	}
+	gmed = median(tg, R);
+	pm = ph[0];
+	for (int r = 0; r < R; r++)
+		if (tg[r] == gmed)
+			pm = ph[r];
+	if (pm.tree)
+		snprintf(tree_s, sizeof(tree_s), " | leaves %lld, leaf pairs %lld (%.1f a leaf)",
+				 (long long) pm.ncell, (long long) pm.pairs,
+				 pm.ncell > 0 ? (double) pm.pairs / (double) pm.ncell : 0.0);
+	if (index != GC_DBSCAN_GPU_AUTO && used != index)
+		snprintf(tree_s + strlen(tree_s), sizeof(tree_s) - strlen(tree_s), " | %s asked",
+				 index_name(index));
 	{
 		double		cl = pm.ms_index + pm.ms_core + pm.ms_union + pm.ms_border;
 		double		io = (double) n * d * 4 + (double) n * 5;	/* bytes up + down */
 
-		printf("%-2s %-34s n=%-9lld d=%-2d eps=%-8.4g mp=%-4lld %-5s | GPU call %9.2f ms "
+		printf("%-2s %-34s n=%-9lld d=%-2d eps=%-8.4g mp=%-4lld %-5s %-6s | GPU call %9.2f ms x%d "
 			   "(upload %6.2f, cluster %8.2f = idx %6.2f core %7.2f union %7.2f border %6.2f; "
 			   "number %5.2f, download %6.2f, free %5.2f; of all, cudaMalloc %5.2f) "
-			   "| transfer floor %6.2f ms | CPU %9.2f ms | CPU/GPU %6.2f (cluster alone %6.2f) "
-			   "| clusters %d noise %lld | diff %lld\n",
-			   tag, what, (long long) n, d, eps, (long long) min_pts, pm.grid ? "grid" : "brute",
-			   gmed, pm.ms_upload, cl, pm.ms_index, pm.ms_core, pm.ms_union, pm.ms_border,
+			   "| transfer floor %6.2f ms | CPU %9.2f ms x%d | CPU/GPU %6.2f (cluster alone %6.2f) "
+			   "| clusters %d noise %lld | diff %lld%s\n",
+			   tag, what, (long long) n, d, eps, (long long) min_pts, index_name(used),
+			   alg == GC_DBSCAN_DCLUST ? "dclust" : "uf",
+			   gmed, R, pm.ms_upload, cl, pm.ms_index, pm.ms_core, pm.ms_union, pm.ms_border,
 			   pm.ms_number, pm.ms_download, pm.ms_free, pm.ms_alloc,
 			   pcie_gbs > 0 ? io / (pcie_gbs * 1e6) : 0.0,
-			   cmed, cmed / gmed, cmed / cl, maxl + 1, (long long) noise, (long long) diff);
+			   ref->ms, ref->calls, ref->ms / gmed, cl > 0 ? ref->ms / cl : 0.0,
+			   maxl + 1, (long long) noise, (long long) diff, tree_s);
 	}
+out:
 	fflush(stdout);
-	free(lc);
 	free(lg);
-	free(cc);
 	free(cg);
+	return ref->done ? ref->ms : -1.0;
+}
+
+/* World cities (lon, lat) into X (2 x 200,000 floats); the row count. */
+static int64_t
+load_cities(float *X)
+{
+	FILE	   *f = popen("gzip -dc test/data/world_cities.csv.gz", "r");
+	char		line[4096];
+	int64_t		n = 0;
+
+	if (f && fgets(line, sizeof(line), f))
+		while (fgets(line, sizeof(line), f) != NULL && n < 200000)
+		{
+			char	   *c3 = strrchr(line, ','),
+					   *c2,
+					   *c1;
+
+			if (!c3)
+				continue;
+			*c3 = 0;
+			if (!(c2 = strrchr(line, ',')))
+				continue;
+			*c2 = 0;
+			if (!(c1 = strrchr(line, ',')))
+				continue;
+			X[2 * n] = (float) strtod(c2 + 1, NULL);
+			X[2 * n + 1] = (float) strtod(c1 + 1, NULL);
+			n++;
+		}
+	if (f)
+		pclose(f);
+	return n;
 }
 
 int
@@ -287,55 +486,54 @@ main(void)
 		return 1;
 	}
 	printf("device %s; CUDA initialisation %.1f ms; CPU threads: all\n", info.name, now_ms() - t0);
+	no_gpu = getenv("BENCH_GPU") != NULL && atoi(getenv("BENCH_GPU")) == 0;
 	limits();
 
 	if (wanted("A"))
 	{
 		int64_t		n = 10000000;
-		float	   *X = blobs(n, 2, 20, 100.0, 0.10);
+		float	   *X;
 		double		nb = 0.9 * n / 20;
+		cpu_ref		ref = {0};
 
-		run("A", "10M 2-d, 20 blobs + 10% noise", X, n, 2, 2.0 * sqrt(30.0 / nb), 10, 5, 2);
+		seed_row('A');
+		X = blobs(n, 2, 20, 100.0, 0.10);
+		run("A", "10M 2-d, 20 blobs + 10% noise", X, n, 2, 2.0 * sqrt(30.0 / nb), 10,
+			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 5, 2, &ref);
+		ref_free(&ref);
 		free(X);
 	}
 	if (wanted("B"))
 	{
 		int64_t		n = 15600000;
-		float	   *X = blobs(n, 2, 50, 200.0, 0.10);
+		float	   *X;
 		double		nb = 0.9 * n / 50;
+		cpu_ref		ref = {0};
 
-		run("B", "15.6M 2-d, 50 blobs + 10% noise", X, n, 2, 2.0 * sqrt(300.0 / nb), 100, 5, 2);
+		seed_row('B');
+		X = blobs(n, 2, 50, 200.0, 0.10);
+		run("B", "15.6M 2-d, 50 blobs + 10% noise", X, n, 2, 2.0 * sqrt(300.0 / nb), 100,
+			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 5, 2, &ref);
+		ref_free(&ref);
 		free(X);
 	}
-	if (wanted("D"))
+	if (wanted("D") || wanted("G"))
 	{
-		FILE	   *f = popen("gzip -dc test/data/world_cities.csv.gz", "r");
-		char		line[4096];
-		int64_t		n = 0;
 		float	   *X = malloc(sizeof(float) * 2 * 200000);
+		int64_t		n = load_cities(X);
+		cpu_ref		ref = {0};
 
-		if (f && fgets(line, sizeof(line), f))
-			while (fgets(line, sizeof(line), f) != NULL && n < 200000)
-			{
-				char	   *c3 = strrchr(line, ','),
-						   *c2,
-						   *c1;
-
-				if (!c3)
-					continue;
-				*c3 = 0;
-				if (!(c2 = strrchr(line, ',')))
-					continue;
-				*c2 = 0;
-				if (!(c1 = strrchr(line, ',')))
-					continue;
-				X[2 * n] = (float) strtod(c2 + 1, NULL);
-				X[2 * n + 1] = (float) strtod(c1 + 1, NULL);
-				n++;
-			}
-		if (f)
-			pclose(f);
-		run("D", "world cities (lon, lat)", X, n, 2, 0.25, 10, 9, 5);
+		if (wanted("D"))
+			run("D", "world cities (lon, lat)", X, n, 2, 0.25, 10,
+				GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 9, 5, &ref);
+		if (wanted("G"))
+		{
+			run("G", "world cities (lon, lat)", X, n, 2, 0.25, 10,
+				GC_DBSCAN_GPU_TREE, GC_DBSCAN_UNION_FIND, 9, 5, &ref);
+			run("G", "world cities (lon, lat)", X, n, 2, 0.25, 10,
+				GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 9, 5, &ref);
+		}
+		ref_free(&ref);
 		free(X);
 	}
 	if (wanted("X"))
@@ -343,22 +541,26 @@ main(void)
 		static const int64_t ns[] = {1000, 2000, 5000, 10000, 20000, 50000, 100000,
 		200000, 500000, 1000000, 2000000};
 
+		seed_row('X');
 		for (int d = 2; d <= 3; d++)
 			for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
 			{
 				int64_t		n = ns[i];
-				float	   *X = blobs(n, d, 20, 100.0, 0.10);
+				float	   *X;
 				double		nb = 0.9 * n / 20;
 				char		w[64];
+				cpu_ref		ref = {0};
 
 				if (d == 3 && n > 1000000)
 					continue;
+				X = blobs(n, d, 20, 100.0, 0.10);
 				/* 2-d: 30 neighbours in a blob (see A); 3-d: the ball of
 				 * radius eps holds 30 at the blob's centre density */
 				snprintf(w, sizeof(w), "crossover %d-d %lldk", d, (long long) (n / 1000));
 				run("X", w, X, n, d, d == 2 ? 2.0 * sqrt(30.0 / nb) :
 					cbrt(30.0 / nb * pow(2.0 * 3.141592653589793, 1.5) * 3.0 / (4.0 * 3.141592653589793)),
-					10, 9, 5);
+					10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 9, 5, &ref);
+				ref_free(&ref);
 				free(X);
 			}
 	}
@@ -367,6 +569,7 @@ main(void)
 		static const int64_t ns[] = {5000, 20000, 50000, 100000, 200000};
 		static const int ds[] = {8, 16};
 
+		seed_row('Y');
 		for (size_t a = 0; a < 2; a++)
 			for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
 			{
@@ -374,9 +577,12 @@ main(void)
 				int			d = ds[a];
 				float	   *X = blobs(n, d, 20, 20.0, 0.05);
 				char		w[64];
+				cpu_ref		ref = {0};
 
 				snprintf(w, sizeof(w), "brute vs kd-tree %d-d %lldk", d, (long long) (n / 1000));
-				run("Y", w, X, n, d, 0.8 * sqrt((double) d), 10, 5, 3);
+				run("Y", w, X, n, d, 0.8 * sqrt((double) d), 10,
+					GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 5, 3, &ref);
+				ref_free(&ref);
 				free(X);
 			}
 	}
@@ -384,37 +590,105 @@ main(void)
 	{
 		int64_t		n = 1000000;
 		int			d = 16;
-		float	   *X = blobs(n, d, 20, 20.0, 0.0);
-		float		kd[24],
-					best[31];
+		float	   *X;
+		double		eps;
+		const char *cb = getenv("BENCH_C_BRUTE");
+		cpu_ref		ref = {0};
 
+		seed_row('C');
+		X = blobs(n, d, 20, 20.0, 0.0);
 		for (int64_t i = 0; i < n * d; i++)
 			X[i] -= 10.0f;
-		for (int s = 0; s < 24; s++)
-		{
-			int64_t		i = (int64_t) (unif() * n);
-			int			nb = 0;
-
-			for (int64_t j = 0; j < n; j++)
-			{
-				float		dd = gc_dist2(X + i * d, X + j * d, d);
-				int			t;
-
-				if (nb == 31 && dd >= best[30])
-					continue;
-				t = nb < 31 ? nb++ : 30;
-				while (t > 0 && best[t - 1] > dd)
-				{
-					best[t] = best[t - 1];
-					t--;
-				}
-				best[t] = dd;
-			}
-			kd[s] = sqrtf(best[30]);
-		}
-		qsort(kd, 24, sizeof(float), cmp_f);
-		run("C", "1M 16-d, 20 blobs", X, n, d, kd[12], 10, 1, 1);
+		eps = eps_knn(X, n, d, 30);
+		run("C", "1M 16-d, 20 blobs", X, n, d, eps, 10,
+			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
+		run("C", "1M 16-d, 20 blobs", X, n, d, eps, 10,
+			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
+		if (cb != NULL && atoi(cb) == 1)
+			run("C", "1M 16-d, 20 blobs", X, n, d, eps, 10,
+				GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1, 1, &ref);
+		ref_free(&ref);
 		free(X);
 	}
-	return 0;
+	if (wanted("E"))
+	{
+		int64_t		n = 1000000;
+		int			d = 64;
+		float	   *X;
+		double		eps;
+		cpu_ref		ref = {0};
+
+		seed_row('E');
+		X = blobs(n, d, 50, 20.0, 0.0);
+		eps = eps_knn(X, n, d, 30);
+		run("E", "1M 64-d, 50 blobs", X, n, d, eps, 10,
+			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
+		run("E", "1M 64-d, 50 blobs", X, n, d, eps, 10,
+			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
+		ref_free(&ref);
+		free(X);
+	}
+	if (wanted("F"))
+	{
+		int64_t		n = 10000000;
+		int			d = 8;
+		float	   *X;
+		double		eps;
+		cpu_ref		ref = {0};
+
+		seed_row('F');
+		X = blobs(n, d, 20, 100.0, 0.10);
+		eps = eps_knn(X, n, d, 30);
+		run("F", "10M 8-d, 20 blobs + 10% noise", X, n, d, eps, 10,
+			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
+		run("F", "10M 8-d, 20 blobs + 10% noise", X, n, d, eps, 10,
+			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
+		ref_free(&ref);
+		free(X);
+	}
+	if (wanted("Z"))
+	{
+		static const int64_t ns[] = {5000, 20000, 50000, 100000, 200000, 500000, 1000000};
+		static const int ds[] = {4, 8, 16, 32, 64};
+		const char *zm = getenv("BENCH_Z_CPU_MAX");
+		double		cpu_max_ms = (zm ? atof(zm) : 10.0) * 1e3;
+
+		seed_row('Z');
+		for (size_t a = 0; a < sizeof(ds) / sizeof(ds[0]); a++)
+		{
+			double		last_ms = -1.0;
+			int64_t		last_n = 0;
+
+			for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+			{
+				int64_t		n = ns[i];
+				int			d = ds[a];
+				float	   *X;
+				char		w[64];
+				cpu_ref		ref = {0};
+				double		pred = last_ms < 0 ? 0.0 :
+					last_ms * ((double) n / (double) last_n) * ((double) n / (double) last_n);
+
+				if (pred > cpu_max_ms)
+				{
+					printf("Z  tree vs CPU %d-d: %lldk and above skipped (CPU predicted %.1f s > %.0f s)\n",
+						   d, (long long) (n / 1000), pred / 1e3, cpu_max_ms / 1e3);
+					break;
+				}
+				X = blobs(n, d, 20, 20.0, 0.05);
+				snprintf(w, sizeof(w), "tree vs CPU %d-d %lldk", d, (long long) (n / 1000));
+				last_ms = run("Z", w, X, n, d, eps_knn(X, n, d, 30), 10,
+							  GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND,
+							  n <= 200000 ? 5 : 3, pred < 500.0 ? 3 : 1, &ref);
+				last_n = n;
+				ref_free(&ref);
+				free(X);
+				if (last_ms < 0)
+					break;
+			}
+		}
+	}
+	printf("bench_dbscan_gpu: %.1f s; %d rows failed or differ from the CPU\n",
+		   (now_ms() - t0) / 1e3, bad_rows);
+	return bad_rows ? 1 : 0;
 }

@@ -7,7 +7,9 @@
 #                    CUDA_ARCHS=90 builds sm_90 only
 #   test             test_kmeans_gpu: GPU vs CPU on fresh random data
 #   dbscan-test      test_dbscan_gpu: labels and core flags = CPU's, once
-#                    per seed in DB_SEEDS (default: one fresh seed)
+#                    per seed in DB_SEEDS (default: one fresh seed); every
+#                    index (grid, tree, brute force) and both algorithms
+#                    (union-find, DClust); ~45 s a seed on the H100
 #   sanitize         compute-sanitizer memcheck, initcheck, synccheck and
 #                    racecheck (SANITIZE_TOOLS) over the quick sets of
 #                    SANITIZE_BINS (default both tests; racecheck: tiny sets)
@@ -19,7 +21,10 @@
 #                    carry [".vendor"]), then bench_kmeans.  About 2-4
 #                    minutes; at most KM_BASELINE_TIMEOUT (200) +
 #                    KM_BENCH_TIMEOUT (220) s
-#   dbscan-bench     bench_dbscan_gpu: GPU vs CPU table (BENCH_ONLY=A,B,...)
+#   dbscan-bench     bench_dbscan_gpu: GPU vs CPU table, rows A-G, X, Z
+#                    (BENCH_ONLY=A,B,...; Y, the brute force, only when
+#                    named; BENCH_C_BRUTE=1 adds the brute force to C;
+#                    BENCH_GPU=0 times the CPU alone); ~2.5-3 minutes
 #   crossover        bench_crossover: CPU vs GPU k-means whole calls
 #   stream-bench     bench_kmeans_stream: k-means on data larger than the
 #                    GPU (640M x 32 float32 = 82 GB in host memory, streamed
