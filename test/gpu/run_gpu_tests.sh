@@ -86,26 +86,17 @@ test)
 	grep -E "FAIL|passed|seed|device" "$OUTDIR/test_kmeans_gpu.log" | head -20
 	;;
 dbscan-test)
-	# union: the default (grid d <= 3, tree above); tree: the tree forced
-	# where the brute force cross-checks (d <= 3); dclust: CUDA-DClust
 	echo "== test_dbscan_gpu"
-	for v in ${DB_VARIANTS:-union tree dclust}; do
-		case $v in
-		tree) venv="GPUCLUST_TEST_TREE=1" ;;
-		dclust) venv="GPUCLUST_TEST_ALGO=dclust" ;;
-		*) venv="GPUCLUST_TEST_ALGO=union" ;;
-		esac
-		for seed in ${DB_SEEDS:-fresh}; do
-			log=test_dbscan_gpu_${v}_$seed.log
-			if [ "$seed" = fresh ]; then
-				run "$log" "${DB_TEST_TIMEOUT:-300}" env $venv $B/test_dbscan_gpu
-			else
-				run "$log" "${DB_TEST_TIMEOUT:-300}" env $venv GPUCLUST_TEST_SEED=$seed $B/test_dbscan_gpu
-			fi
-			r=$?; [ $r -eq 0 ] || rc=1
-			echo "  $v exit $r: $(grep -E '^test_dbscan_gpu' "$OUTDIR/$log" | tr '\n' ' ')"
-			grep -m 10 "FAIL" "$OUTDIR/$log"
-		done
+	for seed in ${DB_SEEDS:-fresh}; do
+		log=test_dbscan_gpu_$seed.log
+		if [ "$seed" = fresh ]; then
+			run "$log" "${DB_TEST_TIMEOUT:-300}" $B/test_dbscan_gpu
+		else
+			run "$log" "${DB_TEST_TIMEOUT:-300}" env GPUCLUST_TEST_SEED=$seed $B/test_dbscan_gpu
+		fi
+		r=$?; [ $r -eq 0 ] || rc=1
+		echo "  exit $r: $(grep -E '^test_dbscan_gpu' "$OUTDIR/$log" | tr '\n' ' ')"
+		grep -m 10 "FAIL" "$OUTDIR/$log"
 	done
 	;;
 sanitize)
