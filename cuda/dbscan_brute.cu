@@ -71,50 +71,8 @@ k_bf(bf_args A, int q0, int q1, int c0, int c1)
 	{
 		float		acc[BF_TJ];
 
-#pragma unroll
-		for (int jj = 0; jj < BF_TJ; jj++)
-			acc[jj] = 0.0f;
-		for (int k0 = 0; k0 < A.dpad; k0 += DC)
-		{
-			float		q[DC];
-
-			__syncthreads();
-			for (int e = tid; e < BF_TJ * DC; e += BF_Q)
-			{
-				int			jj = e / DC,
-							kk = e % DC;
-				int			j = j0 + jj,
-							k = k0 + kk;
-
-				((float *) sh)[e] = (j < c1 && k < d) ? A.Xc[(int64_t) j * d + k] : 0.0f;
-			}
-#pragma unroll
-			for (int kk = 0; kk < DC; kk++)
-			{
-				int			k = k0 + kk;
-
-				q[kk] = (valid && k < d) ? A.Xq[(int64_t) row * d + k] : 0.0f;
-			}
-			__syncthreads();
-			/* zero padding adds +0: the sums stay gc_dist2's exactly */
-#pragma unroll
-			for (int jj = 0; jj < BF_TJ; jj++)
-			{
-				float		s = acc[jj];
-
-#pragma unroll
-				for (int k4 = 0; k4 < DC / 4; k4++)
-				{
-					float4		v = sh[jj * (DC / 4) + k4];
-
-					s = gc_l2_step(s, q[4 * k4 + 0], v.x);
-					s = gc_l2_step(s, q[4 * k4 + 1], v.y);
-					s = gc_l2_step(s, q[4 * k4 + 2], v.z);
-					s = gc_l2_step(s, q[4 * k4 + 3], v.w);
-				}
-				acc[jj] = s;
-			}
-		}
+		db_tile_dist2<BF_TJ, DC, BF_Q>(acc, A.Xq + (int64_t) row * d, valid, A.Xc,
+									   j0, c1, d, A.dpad, sh);
 		if (MODE == BF_COUNT)
 		{
 #pragma unroll

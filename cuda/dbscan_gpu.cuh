@@ -180,6 +180,65 @@ uf_union(int *parent, int a, int b)
 }
 
 /* ------------------------------------------------------------------ */
+/* one tile of distances                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * acc[jj] = gc_dist2(x, row j0 + jj of C) for the TJ candidate rows from
+ * j0 (C row-major, d columns; rows at or past c1 read as zeros), the rows
+ * loaded DC dimensions at a time into sh (TJ * DC floats) by the block's NT
+ * threads.  Every thread of the block calls it (it synchronises); one with
+ * compute false only helps load.  Zero padding adds +0, so each sum is
+ * gc_dist2's exactly.  The brute force and the tree's passes share it.
+ */
+template <int TJ, int DC, int NT>
+__device__ __forceinline__ void
+db_tile_dist2(float (&acc)[TJ], const float *__restrict__ x, bool compute,
+			  const float *__restrict__ C, int j0, int c1, int d, int dpad,
+			  float4 *sh)
+{
+#pragma unroll
+	for (int jj = 0; jj < TJ; jj++)
+		acc[jj] = 0.0f;
+	for (int k0 = 0; k0 < dpad; k0 += DC)
+	{
+		float		xq[DC];
+
+		__syncthreads();
+		for (int e = threadIdx.x; e < TJ * DC; e += NT)
+		{
+			int			j = j0 + e / DC,
+						k = k0 + e % DC;
+
+			((float *) sh)[e] = (j < c1 && k < d) ? C[(int64_t) j * d + k] : 0.0f;
+		}
+		__syncthreads();
+		if (!compute)
+			continue;
+#pragma unroll
+		for (int kk = 0; kk < DC; kk++)
+			xq[kk] = k0 + kk < d ? x[k0 + kk] : 0.0f;
+#pragma unroll
+		for (int jj = 0; jj < TJ; jj++)
+		{
+			float		s = acc[jj];
+
+#pragma unroll
+			for (int k4 = 0; k4 < DC / 4; k4++)
+			{
+				float4		v = sh[jj * (DC / 4) + k4];
+
+				s = gc_l2_step(s, xq[4 * k4 + 0], v.x);
+				s = gc_l2_step(s, xq[4 * k4 + 1], v.y);
+				s = gc_l2_step(s, xq[4 * k4 + 2], v.z);
+				s = gc_l2_step(s, xq[4 * k4 + 3], v.w);
+			}
+			acc[jj] = s;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
 /* small kernels (each file that launches them has its own copy)       */
 /* ------------------------------------------------------------------ */
 
