@@ -31,7 +31,9 @@
  *           when all its points have min_pts);
  *   union   (union-find) each core point with every core neighbour of
  *           higher position, skipping pairs whose roots are already the
- *           same (a tile no lane needs is not computed);
+ *           same (a tile no lane needs is not computed); before it, each
+ *           core point joins the core points among the neighbours its
+ *           count kept, with no distance computed;
  *   border  each non-core point's nearest core neighbour, ties to the
  *           lowest input row (the CPU's rule), as the least (dist2 bits,
  *           row);
@@ -584,53 +586,7 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 				}
 			}
 			wneed = __any_sync(0xffffffffu, wneed);
-
-#pragma unroll
-			for (int jj = 0; jj < TR_TJ; jj++)
-				acc[jj] = 0.0f;
-			for (int k0 = 0; k0 < A.dpad; k0 += DC)
-			{
-				float		xq[DC];
-
-				__syncthreads();
-				for (int e = tid; e < TR_TJ * DC; e += TR_Q)
-				{
-					int			jj = e / DC,
-								kk = e % DC;
-					int			j = j0 + jj,
-								k = k0 + kk;
-
-					((float *) sh)[e] = (j < ce && k < d) ? T.Xs[(int64_t) j * d + k] : 0.0f;
-				}
-				__syncthreads();
-				if (!wneed)
-					continue;
-#pragma unroll
-				for (int kk = 0; kk < DC; kk++)
-				{
-					int			k = k0 + kk;
-
-					xq[kk] = k < d ? xi[k] : 0.0f;
-				}
-				/* zero padding adds +0: the sums stay gc_dist2's exactly */
-#pragma unroll
-				for (int jj = 0; jj < TR_TJ; jj++)
-				{
-					float		s = acc[jj];
-
-#pragma unroll
-					for (int k4 = 0; k4 < DC / 4; k4++)
-					{
-						float4		v = sh[jj * (DC / 4) + k4];
-
-						s = gc_l2_step(s, xq[4 * k4 + 0], v.x);
-						s = gc_l2_step(s, xq[4 * k4 + 1], v.y);
-						s = gc_l2_step(s, xq[4 * k4 + 2], v.z);
-						s = gc_l2_step(s, xq[4 * k4 + 3], v.w);
-					}
-					acc[jj] = s;
-				}
-			}
+			db_tile_dist2<TR_TJ, DC, TR_Q>(acc, xi, wneed, T.Xs, j0, ce, d, A.dpad, sh);
 			if (!(wneed && need))
 				continue;
 			if (MODE == TR_COUNT)
@@ -788,6 +744,30 @@ k_tr_root_uf(int *parent, const uint8_t *__restrict__ core, int n, int *rp)
 }
 
 /*
+ * Unions along the neighbours each core point's count kept (within eps,
+ * so these are edges of the answer): most of a leaf's core points join
+ * before the union pass, whose tiles then find their roots equal, and skip,
+ * more often.
+ */
+__global__ void
+k_tr_union_nb(db_pass A, int n)
+{
+	int			p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p >= n || !A.core[p])
+		return;
+	unsigned	k = A.cnt[p] < A.nbk ? A.cnt[p] : A.nbk;
+
+	for (unsigned t = 0; t < k; t++)
+	{
+		int			j = A.nb[(int64_t) p * A.nbk + t];
+
+		if (j != p && A.core[j])
+			uf_union(A.parent, p, j);
+	}
+}
+
+/*
  * A non-core point's nearest core neighbour from the neighbours its count
  * kept (all of them: fewer than min_pts), as the border pass would find it.
  */
@@ -898,9 +878,10 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	else
 	{
 		/*
-		 * Every TR_SPREAD-th query node first: spread over the data, its
-		 * unions join most of each cluster, so that the others find their
-		 * tiles' roots already equal and skip them.
+		 * The unions along the kept neighbours first (k_tr_union_nb), then
+		 * every TR_SPREAD-th query node: spread over the data, its unions
+		 * join most of each cluster, so that the others find their tiles'
+		 * roots already equal and skip them.
 		 */
 		std::vector<int> order((size_t) T.nq);
 		std::vector<int64_t> cut_a(L.cut.size()),
@@ -925,6 +906,8 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 							  cudaMemcpyHostToDevice, D.s));
 		DB_ALLOC(A.parent, n);
 		DB_CK(gc_launch(k_iota, n, DB_THREADS, DB_THREADS, D.s, A.parent, n));
+		if (A.nbk > 0)
+			DB_CK(gc_launch(k_tr_union_nb, n, DB_THREADS, DB_THREADS, D.s, A, n));
 		if ((rc = db_tree_pass<TR_UNION>(D, ctx, T, L, A, qs, cut_a.data(), st)) != GC_OK ||
 			(rc = db_tree_pass<TR_UNION>(D, ctx, T, L, A, qs, cut_b.data(), st)) != GC_OK)
 			return rc;
