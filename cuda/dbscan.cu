@@ -153,13 +153,16 @@ extern "C" size_t
 gc_dbscan_gpu_mem_bytes(int64_t n, int d)
 {
 	/*
-	 * Input (4d) plus, per point: grid — sorted copy (<= 16), keys and
-	 * values twice (24), cells (<= 4 + 8 + 24 + 1 + 4 + 4), the key -> cell
-	 * table (<= 32), core, parent, roots (9), numbering (21), CUB scratch
-	 * (<= 24): <= 167 in all for d = 3; brute force — compacted copy (4d)
-	 * and ~40.  An upper bound.
+	 * An upper bound over the indexes and algorithms, in bytes a point.
+	 * The kd-tree needs the most: the input (4d), its sorted copy (4d),
+	 * node boxes (<= d) and their build copies (<= d), the build's
+	 * permutations and keys (20), CUB's segmented sort (<= 16), candidate
+	 * lists (32: 8 entries, at least 8M in all), counts and flags (5), kept
+	 * neighbours (<= 32 x 4), union-find and border (16), numbering (21),
+	 * CUDA-DClust's chains (32): 10d + 270.  The grid (d <= 3) needs at
+	 * most 4d + 167, the brute force 8d + 40.
 	 */
-	size_t		per = (size_t) 8 * (size_t) d + 200;
+	size_t		per = (size_t) 10 * (size_t) d + 320;
 
-	return (size_t) n * per + ((size_t) 16 << 20);
+	return (size_t) n * per + ((size_t) 48 << 20);
 }
