@@ -13,7 +13,7 @@
  * the CPU k-means has (sample weights, initial centroids, the cosine
  * metric) runs on the CPU under 'auto' and fails under 'gpu'.  DBSCAN
  * union-find under 'auto' runs on the GPU where it wins end to end
- * (dbscan_gpu_worth: d <= 3, n large enough); DBSCAN dclust runs only on
+ * (dbscan_gpu_worth: d <= 64, n large enough); DBSCAN dclust runs only on
  * the GPU (gc_dbscan_device_request: 'auto' is the GPU, 'cpu' an error).
  *
  * The GPU is probed lazily (never before a call needs it: a small problem
@@ -151,25 +151,39 @@ gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
 }
 
 /*
- * DBSCAN under 'auto': the GPU for d <= 3 (its grid index) when its whole
- * call (upload and download included; ingest and emit are the same on
- * both devices) beats the CPU grid on all cores.  Measured on an H100 with
- * 16 CPU cores (test/gpu/bench_dbscan_gpu, rows X; test/gpu/VERIFIED.md,
- * 2026-11-23):
- *   - in a process where CUDA already runs, the GPU wins from
- *     GC_DBSCAN_GPU_MIN_N points up, in 2-d and 3-d;
- *   - a backend's first GPU call also pays CUDA's start-up, 0.2-0.3 s (and
- *     the backend then holds a context in GPU memory): the CPU time it
- *     saves repays that only from GC_DBSCAN_GPU_MIN_N_COLD_2D points in
- *     1-d and 2-d (the CPU takes about 76 ns a point on 16 cores) and
- *     GC_DBSCAN_GPU_MIN_N_COLD_3D in 3-d (about 430 ns a point).
- * With fewer cores the CPU is slower, so these thresholds err towards it.
- * For d > 3 the GPU has only the tiled brute force, O(n^2), which loses to
- * the CPU's kd-tree at scale (rows Y), so 'auto' keeps those on the CPU.
+ * DBSCAN under 'auto': the GPU when its whole call (upload and download
+ * included; ingest and emit are the same on both devices) beats the CPU on
+ * all cores.  Measured on an H100 with 16 CPU cores, on blobs with eps
+ * from the data (test/gpu/bench_dbscan_gpu: rows X, the grid, d <= 3,
+ * 2026-11-23; rows Z, the kd-tree, d = 4, 8, 16, 32, 64 from 5,000 to 1M
+ * points, 2026-11-24; test/gpu/VERIFIED.md):
+ *   - in a process where CUDA already runs, the GPU wins from `warm`
+ *     points up: 10,000 in 1-d to 3-d; 20,000 in 4-d to 16-d (1.4x to
+ *     1.8x there; 0.75x at 5,000 in 4-d); 50,000 in 17-d to 64-d (1.6x
+ *     and 2.3x; 0.96x and 0.89x at 20,000);
+ *   - a backend's first GPU call also pays CUDA's start-up, 0.2-0.35 s
+ *     (and the backend then holds a context in GPU memory): the CPU time
+ *     the GPU saves repays that from `cold` points up: 4M in 1-d and 2-d
+ *     (the CPU takes about 76 ns a point), 1M in 3-d (about 430 ns); 4M in
+ *     4-d (the CPU takes 170 ns a point, the GPU 23: 0.15 s saved at 1M,
+ *     the largest measured); 1M in 5-d to 16-d (0.45 s saved at 1M in
+ *     8-d, 0.23 s at 500,000); 200,000 in 17-d to 64-d (0.38 s saved in
+ *     32-d, 1.9 s in 64-d; 0.1 s at 100,000 in 32-d).
+ * Above 64-d (not measured) 'auto' keeps DBSCAN on the CPU.  With fewer
+ * cores the CPU is slower, so these thresholds err towards it.
  */
-#define GC_DBSCAN_GPU_MIN_N 10000
-#define GC_DBSCAN_GPU_MIN_N_COLD_2D 4000000
-#define GC_DBSCAN_GPU_MIN_N_COLD_3D 1000000
+static const struct
+{
+	int			dmax;			/* for d up to this */
+	int64_t		warm,			/* points from which the GPU wins, CUDA running */
+				cold;			/* ... CUDA not yet started in this process */
+}			dbscan_gpu_min[] = {
+	{2, 10000, 4000000},
+	{3, 10000, 1000000},
+	{4, 20000, 4000000},
+	{16, 20000, 1000000},
+	{64, 50000, 200000},
+};
 
 /*
  * Whether 'auto' sends this DBSCAN to the GPU (n = 0: a problem big
@@ -178,14 +192,12 @@ gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
 static bool
 dbscan_gpu_worth(int64_t n, int d, bool started)
 {
-	if (d > 3)
-		return false;
-	if (n == 0)
-		return true;
-	if (n > GC_DBSCAN_GPU_MAX_N)
-		return false;
-	return n >= (started ? GC_DBSCAN_GPU_MIN_N :
-				 d <= 2 ? GC_DBSCAN_GPU_MIN_N_COLD_2D : GC_DBSCAN_GPU_MIN_N_COLD_3D);
+	for (size_t i = 0; i < sizeof(dbscan_gpu_min) / sizeof(dbscan_gpu_min[0]); i++)
+		if (d <= dbscan_gpu_min[i].dmax)
+			return n == 0 ||
+				(n <= GC_DBSCAN_GPU_MAX_N &&
+				 n >= (started ? dbscan_gpu_min[i].warm : dbscan_gpu_min[i].cold));
+	return false;
 }
 
 /*

@@ -10,8 +10,8 @@
 # shapes, the edge cases, d = 4 to 64 on blobs, uniform, heavy duplicates
 # and all-noise data, 8 concurrent sessions), with both of its algorithms
 # (union_find, and dclust: CUDA-DClust), and 'auto' runs DBSCAN union_find
-# on the GPU for large 2-d/3-d inputs only and dclust on the GPU whatever
-# the size; gpu_kmeans on a 1M-row table
+# on the GPU from the measured crossovers (2-d, 3-d, 5-d, 16-d, 64-d) and
+# dclust on the GPU whatever the size; gpu_kmeans on a 1M-row table
 # (d = 32, k = 100) under gpuclust.gpu_memory_limit = 100MB streams it in
 # several chunks and equals the unlimited GPU run bit for bit and the CPU
 # row for row; then times gpu_kmeans end to end on that table and gpu_dbscan on a 10M-row 2-d
@@ -253,7 +253,7 @@ for q in "3|0.00002" "16|0.0007"; do
 	done
 done
 
-echo "== auto: DBSCAN on the GPU for low-dimensional inputs where it wins end to end"
+echo "== auto: DBSCAN on the GPU where it wins end to end"
 # WARM: CUDA already runs in the backend (gpuclust_info() probed it); a
 # cold backend's first call would also pay CUDA's start-up (dispatch.c).
 # With the GPU worker every backend is warm: its context is the worker's.
@@ -263,6 +263,17 @@ for q in "cold|t3|$cold_t3" "warm|t3|gpu" "warm|t3 WHERE id <= 5000|cpu" "cold|t
 	IFS='|' read -r state src dev <<< "$q"
 	warm=""; [ "$state" = warm ] && warm="SELECT count(*) FROM gpuclust_info()"
 	r=$($P -c "SET gpuclust.log_timing = on" ${warm:+-c "$warm"} -c "SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM $src', 0.3, 8)" 2>&1)
+	echo "$r" | grep -q "device $dev" && echo "ok   auto on $src ($state backend): $dev" || { echo "FAIL auto on $src ($state backend): $r"; fails=$((fails + 1)); }
+done
+
+# above 3 dimensions (the GPU's kd-tree): warm, the GPU from 20,000 rows in
+# 4-d to 16-d and from 50,000 in 17-d to 64-d; cold, from 1M rows in 5-d
+# to 16-d (dispatch.c's measured crossovers)
+cold_s5=cpu; [ "$cold_t3" = gpu ] && cold_s5=gpu
+for q in "warm|t_s2|gpu" "warm|t_s2 WHERE id <= 10000|cpu" "warm|t_s3|cpu" "warm|t_s5|gpu" "cold|t_s5|$cold_s5"; do
+	IFS='|' read -r state src dev <<< "$q"
+	warm=""; [ "$state" = warm ] && warm="SELECT count(*) FROM gpuclust_info()"
+	r=$($P -c "SET gpuclust.log_timing = on" ${warm:+-c "$warm"} -c "SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM $src', 0.01, 8)" 2>&1)
 	echo "$r" | grep -q "device $dev" && echo "ok   auto on $src ($state backend): $dev" || { echo "FAIL auto on $src ($state backend): $r"; fails=$((fails + 1)); }
 done
 

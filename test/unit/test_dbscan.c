@@ -679,12 +679,13 @@ test_cosine(uint64_t *rs)
 
 static int	fake_probes;
 static bool fake_usable;
+static bool fake_started = true;
 
 static bool
 fake_warm(const gc_gpu *gpu)
 {
 	(void) gpu;
-	return true;
+	return fake_started;
 }
 
 static void
@@ -761,6 +762,43 @@ test_algorithm_device(void)
 		  dev == GC_DEVICE_CPU, "union-find, auto, 10 rows in 64-d: the CPU");
 	CHECK(gc_choose_device_dbscan(GC_DEVICE_CPU, GC_DBSCAN_DCLUST, 10, 2, &gpu, &dev, &st) == GC_EINVAL,
 		  "dclust, cpu, with a GPU: refused");
+
+	/*
+	 * union-find under 'auto': the measured crossovers (dispatch.c), with
+	 * CUDA running in the process and without
+	 */
+	{
+		static const struct
+		{
+			bool		started;
+			int64_t		n;
+			int			d;
+			gc_device	want;
+		}			cases[] = {
+			{true, 9999, 2, GC_DEVICE_CPU}, {true, 10000, 2, GC_DEVICE_GPU},
+			{true, 10000, 3, GC_DEVICE_GPU}, {true, 19999, 4, GC_DEVICE_CPU},
+			{true, 20000, 4, GC_DEVICE_GPU}, {true, 20000, 16, GC_DEVICE_GPU},
+			{true, 20000, 17, GC_DEVICE_CPU}, {true, 49999, 64, GC_DEVICE_CPU},
+			{true, 50000, 32, GC_DEVICE_GPU}, {true, 50000, 64, GC_DEVICE_GPU},
+			{true, 10000000, 65, GC_DEVICE_CPU},
+			{false, 3999999, 2, GC_DEVICE_CPU}, {false, 4000000, 2, GC_DEVICE_GPU},
+			{false, 1000000, 3, GC_DEVICE_GPU}, {false, 1000000, 4, GC_DEVICE_CPU},
+			{false, 4000000, 4, GC_DEVICE_GPU}, {false, 999999, 8, GC_DEVICE_CPU},
+			{false, 1000000, 16, GC_DEVICE_GPU}, {false, 199999, 32, GC_DEVICE_CPU},
+			{false, 200000, 17, GC_DEVICE_GPU}, {false, 200000, 64, GC_DEVICE_GPU},
+		};
+
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		{
+			fake_started = cases[i].started;
+			CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_UNION_FIND, cases[i].n,
+										  cases[i].d, &gpu, &dev, &st) == GC_OK &&
+				  dev == cases[i].want, "union-find, auto, %lld rows in %d-d, CUDA %s: %s",
+				  (long long) cases[i].n, cases[i].d, cases[i].started ? "running" : "not started",
+				  dev == GC_DEVICE_GPU ? "GPU" : "CPU");
+		}
+		fake_started = true;
+	}
 	need = gc_dbscan_gpu_mem_bytes(100000, 8);
 	if (need > 1)
 	{
