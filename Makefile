@@ -123,7 +123,7 @@ test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(wildcard src/core/*
 # test/gpu/run_gpu_tests.sh runs them (stages: see that file).
 GPU_BINS    = $(patsubst test/gpu/%.c,test/bin/gpu/%,$(wildcard test/gpu/*.c))
 
-test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(CORE_ALL) $(CU_HOOK_OBJS) $(wildcard src/core/*.h)
+test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(wildcard test/gpu/*.h) $(CORE_ALL) $(CU_HOOK_OBJS) $(wildcard src/core/*.h)
 	@mkdir -p test/bin/gpu
 	$(TEST_CC) -Itest/unit -I$(CUDA_HOME)/include -o $@ $< $(CORE_ALL) $(CU_HOOK_OBJS) $(TEST_LIBS)
 

@@ -55,6 +55,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu.h"
+#include "knn_eps.h"
 
 static uint64_t rs = 12345;
 
@@ -118,15 +119,6 @@ cmp_d(const void *a, const void *b)
 {
 	double		x = *(const double *) a,
 				y = *(const double *) b;
-
-	return (x > y) - (x < y);
-}
-
-static int
-cmp_f(const void *a, const void *b)
-{
-	float		x = *(const float *) a,
-				y = *(const float *) b;
 
 	return (x > y) - (x < y);
 }
@@ -214,53 +206,15 @@ seed_row(char tag)
 	rs = 12345 + (uint64_t) (tag - 'A') * UINT64_C(0x9e3779b97f4a7c15);
 }
 
-/*
- * Median over 24 sampled rows of the distance to the k-th nearest other
- * row (the rows drawn first, then searched on all cores).
- */
+/* knn_eps over KNN_EPS_ROWS rows drawn first, in order, from this program's generator */
 static double
 eps_knn(const float *X, int64_t n, int d, int k)
 {
-	enum
-	{
-		S = 24
-	};
-	float		kd[S];
-	int64_t		rows[S];
+	int64_t		rows[KNN_EPS_ROWS];
 
-	if (k >= n)
-		k = (int) n - 1;
-	if (k < 1)
-		k = 1;
-	for (int s = 0; s < S; s++)
+	for (int s = 0; s < KNN_EPS_ROWS; s++)
 		rows[s] = (int64_t) (unif() * n);
-#pragma omp parallel for schedule(dynamic, 1)
-	for (int s = 0; s < S; s++)
-	{
-		float	   *best = malloc(sizeof(float) * (k + 1));
-		const float *xi = X + rows[s] * d;
-		int			nb = 0;
-
-		for (int64_t j = 0; j < n; j++)
-		{
-			float		dd = gc_dist2(xi, X + j * d, d);
-			int			t;
-
-			if (nb == k + 1 && dd >= best[k])
-				continue;
-			t = nb < k + 1 ? nb++ : k;
-			while (t > 0 && best[t - 1] > dd)
-			{
-				best[t] = best[t - 1];
-				t--;
-			}
-			best[t] = dd;
-		}
-		kd[s] = sqrtf(best[nb - 1]);
-		free(best);
-	}
-	qsort(kd, S, sizeof(float), cmp_f);
-	return kd[S / 2] > 0 ? kd[S / 2] : 1e-3;
+	return knn_eps(X, n, d, k, rows);
 }
 
 /* The CPU's answer on one data set, shared by the rows run on it. */
