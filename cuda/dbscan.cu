@@ -126,7 +126,8 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	}
 	else if (!applied)
 	{
-		rc = db_tree_run(D, ctx, Xd, ni, d, eps2, minp, p->algorithm, labels, is_core, st);
+		rc = db_tree_run(D, ctx, Xd, ni, d, eps2, minp, p->algorithm,
+						 index == DB_INDEX_TREE_CYCLIC, labels, is_core, st);
 		if (rc != GC_OK)
 			return rc;
 		if (used != NULL)

@@ -270,7 +270,8 @@ enum db_index
 	DB_INDEX_AUTO = 0,			/* grid for d <= 3 when it fits, else tree */
 	DB_INDEX_GRID,				/* d <= 3; the tree when it does not fit */
 	DB_INDEX_BRUTE,				/* union-find only */
-	DB_INDEX_TREE
+	DB_INDEX_TREE,
+	DB_INDEX_TREE_CYCLIC		/* tests only: level l splits dimension l mod d */
 };
 
 /* gc_dbscan_gpu with a chosen index; *used (may be NULL) says which ran
@@ -400,9 +401,13 @@ dc_collide(const db_pass &A, int a, int b)
 		atomicOr(&A.colmat[bit >> 5], m);
 }
 
-/* The tree over X (device, n x d): T's arrays allocated in D. */
+/*
+ * The tree over X (device, n x d): T's arrays allocated in D.  Each node
+ * splits along its widest dimension, or (cyclic, tests only) level l along
+ * dimension l mod d.
+ */
 gc_code		db_tree_build(db_dev &D, const gc_ctx *ctx, const float *X, int n,
-						  int d, db_tree &T, gc_status *st);
+						  int d, bool cyclic, db_tree &T, gc_status *st);
 
 /* Every query node's candidate leaves counted, and the chunks planned. */
 gc_code		db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T,
@@ -420,7 +425,7 @@ gc_code		db_tree_pass(db_dev &D, const gc_ctx *ctx, const db_tree &T,
 /* DBSCAN on the tree, either algorithm (dbscan_tree.cu). */
 gc_code		db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n,
 						int d, float eps2, unsigned minp,
-						gc_dbscan_algorithm algorithm, int32_t *labels,
+						gc_dbscan_algorithm algorithm, bool cyclic, int32_t *labels,
 						uint8_t *is_core, gc_status *st);
 
 /*

@@ -20,7 +20,8 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	rc = db_run(ctx, X, n, d, p,
 				index == GC_DBSCAN_GPU_GRID ? DB_INDEX_GRID :
 				index == GC_DBSCAN_GPU_BRUTE ? DB_INDEX_BRUTE :
-				index == GC_DBSCAN_GPU_TREE ? DB_INDEX_TREE : DB_INDEX_AUTO,
+				index == GC_DBSCAN_GPU_TREE ? DB_INDEX_TREE :
+				index == GC_DBSCAN_GPU_TREE_CYCLIC ? DB_INDEX_TREE_CYCLIC : DB_INDEX_AUTO,
 				&u, labels, is_core, st);
 	if (used != NULL)
 		*used = u == DB_INDEX_GRID ? GC_DBSCAN_GPU_GRID :

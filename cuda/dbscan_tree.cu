@@ -137,15 +137,23 @@ k_tr_box(const float *__restrict__ X, const int *__restrict__ perm, int n,
 	}
 }
 
-/* Each node of level l: its widest dimension (the lowest of equals). */
+/*
+ * Each node of level l: its widest dimension (the lowest of equals); or,
+ * cyclic, dimension l mod d.
+ */
 __global__ void
 k_tr_sdim(const unsigned *__restrict__ olo, const unsigned *__restrict__ ohi,
-		  int d, int l, int64_t nodes, int *sdim)
+		  int d, int l, int64_t nodes, bool cyclic, int *sdim)
 {
 	int64_t		j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (j >= nodes)
 		return;
+	if (cyclic)
+	{
+		sdim[j] = l % d;
+		return;
+	}
 	int64_t		h = ((int64_t) 1 << l) - 1 + j;
 	int			best = 0;
 	float		w = -1.0f;
@@ -212,7 +220,7 @@ k_tr_gather(const float *__restrict__ X, const int *__restrict__ perm,
 
 gc_code
 db_tree_build(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
-			  db_tree &T, gc_status *st)
+			  bool cyclic, db_tree &T, gc_status *st)
 {
 	unsigned   *olo,
 			   *ohi;
@@ -257,7 +265,7 @@ db_tree_build(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		if (l == T.depth)
 			break;
 		DB_CK(gc_launch(k_tr_sdim, nodes, DB_THREADS, DB_THREADS, D.s,
-						(const unsigned *) olo, (const unsigned *) ohi, d, l, nodes, sdim));
+						(const unsigned *) olo, (const unsigned *) ohi, d, l, nodes, cyclic, sdim));
 		DB_CK(gc_launch(k_tr_keys, n, DB_THREADS, DB_THREADS, D.s, X,
 						(const int *) T.perm, (const int *) sdim, n, d, l, key));
 		DB_CK(gc_launch(k_tr_offsets, nodes + 1, DB_THREADS, DB_THREADS, D.s, n, l, nodes, off));
@@ -298,47 +306,138 @@ db_tree_build(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 /* ------------------------------------------------------------------ */
 
 /*
- * Query node q's candidate leaves (box-box bound <= eps2), nearer child
- * first: counted (out == NULL) or written from out[at[q] - base].
+ * gc_boxbox_mindist2(q's box, node h's box) and the same for node g, bit
+ * for bit, computed by a warp: each lane forms the terms of its dimensions
+ * (lane, lane + 32, ...), and the sums take them in dimension order, each
+ * addition rounded on its own, through shuffles.  ch - cg: the squared
+ * distance of h's box centre to q's less g's (in any order of rounding:
+ * it only orders the children when both bounds are equal, as they are, 0,
+ * for every box that overlaps q's).
  */
-__global__ void
+__device__ __forceinline__ void
+tr_boxbox2_warp(const float *__restrict__ qlo, const float *__restrict__ qhi,
+				const float *__restrict__ lo, const float *__restrict__ hi,
+				int64_t h, int64_t g, int d, int lane, float &sh, float &sg,
+				float &cdiff)
+{
+	float		c = 0.0f;
+
+	sh = 0.0f;
+	sg = 0.0f;
+	for (int c0 = 0; c0 < d; c0 += 32)
+	{
+		const int	j = c0 + lane,
+					m = d - c0 < 32 ? d - c0 : 32;
+		float		th = 0.0f,
+					tg = 0.0f;
+
+		if (j < d)
+		{
+			const float alo = qlo[j],
+						ahi = qhi[j];
+			const float hlo = lo[h * d + j],
+						hhi = hi[h * d + j],
+						glo = lo[g * d + j],
+						ghi = hi[g * d + j];
+			float		t = 0.0f,
+						u = 0.0f;
+
+			if (hhi < alo)
+				t = gc_fsub(alo, hhi);
+			else if (ahi < hlo)
+				t = gc_fsub(hlo, ahi);
+			if (ghi < alo)
+				u = gc_fsub(alo, ghi);
+			else if (ahi < glo)
+				u = gc_fsub(glo, ahi);
+			th = __fmul_rn(t, t);
+			tg = __fmul_rn(u, u);
+
+			/* twice the centres' offsets from q's centre */
+			const float qc = alo + ahi,
+						eh = hlo + hhi - qc,
+						eg = glo + ghi - qc;
+
+			c += eh * eh - eg * eg;
+		}
+		for (int k = 0; k < m; k++)
+		{
+			sh = __fadd_rn(sh, __shfl_sync(0xffffffffu, th, k));
+			sg = __fadd_rn(sg, __shfl_sync(0xffffffffu, tg, k));
+		}
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		c += __shfl_xor_sync(0xffffffffu, c, o);
+	cdiff = __shfl_sync(0xffffffffu, c, 0);	/* lane 0's: one decision a warp */
+}
+
+#define TR_LIST_WARPS 4			/* query nodes a block of k_tr_list */
+
+/*
+ * Query node q's candidate leaves (box-box bound <= eps2), nearer child
+ * first: counted (out == NULL) or written from out[at[q] - base].  A warp
+ * a node, walking the tree with a stack in shared memory, its lanes
+ * sharing each bound's dimensions (tr_boxbox2_warp): a node with a long
+ * list takes 32 threads' work, not one thread's.
+ */
+__global__ void __launch_bounds__(32 * TR_LIST_WARPS)
 k_tr_list(db_tree T, float eps2, int64_t q0, int64_t q1,
 		  const int64_t *__restrict__ at, int64_t base, int *cnt, int *out)
 {
-	int64_t		q = q0 + (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	__shared__ int s_stack[TR_LIST_WARPS][TR_STACK];
+	const int	lane = threadIdx.x & 31,
+				w = threadIdx.x >> 5;
+	const int64_t q = q0 + (int64_t) blockIdx.x * TR_LIST_WARPS + w;
 
 	if (q >= q1)
-		return;
+		return;					/* the whole warp */
 	const int	d = T.d;
 	const int64_t hq = T.nq - 1 + q;
 	const float *qlo = T.lo + hq * d,
 			   *qhi = T.hi + hq * d;
 	const int64_t first_leaf = T.nleaf - 1;
-	int			stack[TR_STACK];
+	int		   *stack = s_stack[w];
 	int			top = 0,
 				found = 0;
 	int		   *o = out ? out + (at[q] - base) : nullptr;
+	float		r0,
+				r1,
+				cd;
 
-	if (gc_boxbox_mindist2(qlo, qhi, T.lo, T.hi, d) <= eps2)
-		stack[top++] = 0;
+	/* the root (its bound computed twice: the pair's second is unused) */
+	tr_boxbox2_warp(qlo, qhi, T.lo, T.hi, 0, 0, d, lane, r0, r1, cd);
+	if (r0 <= eps2)
+	{
+		if (lane == 0)
+			stack[0] = 0;
+		top = 1;
+	}
+	__syncwarp();
 	while (top > 0)
 	{
 		int			h = stack[--top];
 
+		__syncwarp();			/* every lane has read it before a push */
 		if (h >= first_leaf)
 		{
-			if (o)
+			if (o && lane == 0)
 				o[found] = (int) (h - first_leaf);
 			found++;
 			continue;
 		}
 		int			a = 2 * h + 1,
 					b = 2 * h + 2;
-		float		da = gc_boxbox_mindist2(qlo, qhi, T.lo + (int64_t) a * d, T.hi + (int64_t) a * d, d),
-					db = gc_boxbox_mindist2(qlo, qhi, T.lo + (int64_t) b * d, T.hi + (int64_t) b * d, d);
+		float		da,
+					db;
 
-		/* the nearer child is pushed last: popped first */
-		if (da > db)
+		tr_boxbox2_warp(qlo, qhi, T.lo, T.hi, a, b, d, lane, da, db, cd);
+		/*
+		 * the nearer child is pushed last, popped first: by the bound, and
+		 * between equal bounds by the centres (then the first leaves of a
+		 * list hold most of a point's neighbours, and the count's first
+		 * pass, over TR_NEAR leaves, settles more points)
+		 */
+		if (da > db || (da == db && cd > 0.0f))
 		{
 			int			t = a;
 			float		u = da;
@@ -348,12 +447,17 @@ k_tr_list(db_tree T, float eps2, int64_t q0, int64_t q1,
 			da = db;
 			db = u;
 		}
-		if (db <= eps2)
-			stack[top++] = b;
-		if (da <= eps2)
-			stack[top++] = a;
+		if (lane == 0)
+		{
+			if (db <= eps2)
+				stack[top] = b;
+			if (da <= eps2)
+				stack[top + (db <= eps2)] = a;
+		}
+		top += (db <= eps2) + (da <= eps2);
+		__syncwarp();
 	}
-	if (cnt)
+	if (cnt && lane == 0)
 		cnt[q] = found;
 }
 
@@ -376,7 +480,7 @@ db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T, float eps2,
 
 	DB_ALLOC(cnt, T.nq);
 	DB_ALLOC(L.at, T.nq + 1);
-	DB_CK(gc_launch(k_tr_list, T.nq, DB_THREADS, DB_THREADS, D.s, T, eps2, (int64_t) 0,
+	DB_CK(gc_launch(k_tr_list, T.nq, TR_LIST_WARPS, 32 * TR_LIST_WARPS, D.s, T, eps2, (int64_t) 0,
 					T.nq, (const int64_t *) nullptr, (int64_t) 0, cnt, (int *) nullptr));
 	DB_CK(gc_launch(k_tr_widen, T.nq + 1, DB_THREADS, DB_THREADS, D.s,
 					(const int *) cnt, T.nq, L.at));
@@ -432,7 +536,7 @@ db_tree_chunk(db_dev &D, const db_tree &T, float eps2, db_lists &L, int c,
 	int64_t		q0 = L.cut[(size_t) c],
 				q1 = L.cut[(size_t) c + 1];
 
-	DB_CK(gc_launch(k_tr_list, q1 - q0, DB_THREADS, DB_THREADS, D.s, T, eps2, q0, q1,
+	DB_CK(gc_launch(k_tr_list, q1 - q0, TR_LIST_WARPS, 32 * TR_LIST_WARPS, D.s, T, eps2, q0, q1,
 					(const int64_t *) L.at, L.host_at[(size_t) q0], (int *) nullptr, L.leaf));
 	L.written = c;
 	return GC_OK;
@@ -812,7 +916,7 @@ k_tr_root_border(const uint8_t *__restrict__ core,
 gc_code
 db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 			float eps2, unsigned minp, gc_dbscan_algorithm algorithm,
-			int32_t *labels, uint8_t *is_core, gc_status *st)
+			bool cyclic, int32_t *labels, uint8_t *is_core, gc_status *st)
 {
 	db_tree		T;
 	db_lists	L;
@@ -824,10 +928,13 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	memset(&A, 0, sizeof(A));
 	db_phases.grid = 0;
 	db_phases.tree = 1;
-	if ((rc = db_tree_build(D, ctx, X, n, d, T, st)) != GC_OK)
+	if ((rc = db_tree_build(D, ctx, X, n, d, cyclic, T, st)) != GC_OK)
 		return rc;
+	db_trace("tree built; depth", T.depth);
+	db_phases.ms_lists = gc_now_ms();
 	if ((rc = db_tree_lists(D, ctx, T, eps2, L, st)) != GC_OK)
 		return rc;
+	db_phases.ms_lists = gc_now_ms() - db_phases.ms_lists;
 	db_phases.ncell = T.nleaf;
 	db_phases.ms_index = gc_now_ms() - t0;
 	db_trace("tree built; leaves", T.nleaf);

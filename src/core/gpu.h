@@ -99,6 +99,7 @@ typedef struct gc_dbscan_gpu_phases
 {
 	double		ms_upload;		/* allocation of X and host-to-device copy */
 	double		ms_index;		/* grid: extent, keys, sort, cells, boxes */
+	double		ms_lists;		/* of ms_index, tree: the candidate lists counted */
 	double		ms_core;		/* core flags (brute: + compaction) */
 	double		ms_union;		/* components */
 	double		ms_border;		/* border assignment and roots */
@@ -425,7 +426,10 @@ typedef enum gc_dbscan_gpu_index_kind
 	GC_DBSCAN_GPU_AUTO = 0,		/* grid for d <= 3 when it fits, else tree */
 	GC_DBSCAN_GPU_GRID,			/* d <= 3; the tree when it does not fit */
 	GC_DBSCAN_GPU_BRUTE,		/* the tiled brute force (union-find only) */
-	GC_DBSCAN_GPU_TREE			/* the kd-tree, any d */
+	GC_DBSCAN_GPU_TREE,			/* the kd-tree, any d */
+	GC_DBSCAN_GPU_TREE_CYCLIC	/* the kd-tree with CUDA-DClust's directory's
+								 * schedule: level l splits dimension l mod d
+								 * (to measure against; used reports TREE) */
 } gc_dbscan_gpu_index_kind;
 
 /* gc_dbscan_gpu with a chosen index; *used (may be NULL) says which ran. */

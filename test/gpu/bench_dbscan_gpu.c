@@ -43,7 +43,10 @@
  * 2 s), once per data set: the rows on one data set share it.  Each row's
  * data come from its own seed (BENCH_ONLY=C draws what a full run draws).
  * BENCH_ONLY=A,B,... (default: every row but Y); BENCH_SKIP_C=1 skips C;
- * BENCH_GPU=0 times the CPU alone (one line per data set, no GPU call).
+ * BENCH_GPU=0 times the CPU alone (one line per data set, no GPU call);
+ * BENCH_CYCLIC=1 adds to C and E the tree split in dimension order, level
+ * l along dimension l mod d (CUDA-DClust's directory's schedule), beside
+ * the default widest-dimension splits.
  * Exit status 1 when a row failed or its labels differ from the CPU's.
  */
 #include <math.h>
@@ -239,12 +242,13 @@ static int	bad_rows;
 
 /* BENCH_GPU=0: the CPU's times alone (sizing the rows on a new machine) */
 static bool no_gpu;
+static bool cyclic;				/* BENCH_CYCLIC=1 */
 
 static const char *
 index_name(gc_dbscan_gpu_index_kind k)
 {
 	return k == GC_DBSCAN_GPU_GRID ? "grid" : k == GC_DBSCAN_GPU_BRUTE ? "brute" :
-		k == GC_DBSCAN_GPU_TREE ? "tree" : "auto";
+		k == GC_DBSCAN_GPU_TREE ? "tree" : k == GC_DBSCAN_GPU_TREE_CYCLIC ? "cyclic" : "auto";
 }
 
 static double
@@ -364,10 +368,13 @@ cpu:
 		if (tg[r] == gmed)
 			pm = ph[r];
 	if (pm.tree)
-		snprintf(tree_s, sizeof(tree_s), " | leaves %lld, leaf pairs %lld (%.1f a leaf)",
+		snprintf(tree_s, sizeof(tree_s), " | leaves %lld, leaf pairs %lld (%.1f a leaf), lists %.2f ms",
 				 (long long) pm.ncell, (long long) pm.pairs,
-				 pm.ncell > 0 ? (double) pm.pairs / (double) pm.ncell : 0.0);
-	if (index != GC_DBSCAN_GPU_AUTO && used != index)
+				 pm.ncell > 0 ? (double) pm.pairs / (double) pm.ncell : 0.0, pm.ms_lists);
+	if (index == GC_DBSCAN_GPU_TREE_CYCLIC)
+		snprintf(tree_s + strlen(tree_s), sizeof(tree_s) - strlen(tree_s),
+				 " | splits in dimension order (the directory's)");
+	else if (index != GC_DBSCAN_GPU_AUTO && used != index)
 		snprintf(tree_s + strlen(tree_s), sizeof(tree_s) - strlen(tree_s), " | %s asked",
 				 index_name(index));
 	{
@@ -441,6 +448,7 @@ main(void)
 	}
 	printf("device %s; CUDA initialisation %.1f ms; CPU threads: all\n", info.name, now_ms() - t0);
 	no_gpu = getenv("BENCH_GPU") != NULL && atoi(getenv("BENCH_GPU")) == 0;
+	cyclic = getenv("BENCH_CYCLIC") != NULL && atoi(getenv("BENCH_CYCLIC")) == 1;
 	limits();
 
 	if (wanted("A"))
@@ -561,6 +569,9 @@ main(void)
 		if (cb != NULL && atoi(cb) == 1)
 			run("C", "1M 16-d, 20 blobs", X, n, d, eps, 10,
 				GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1, 1, &ref);
+		if (cyclic)
+			run("C", "1M 16-d, 20 blobs", X, n, d, eps, 10,
+				GC_DBSCAN_GPU_TREE_CYCLIC, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
 		ref_free(&ref);
 		free(X);
 	}
@@ -579,6 +590,9 @@ main(void)
 			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
 		run("E", "1M 64-d, 50 blobs", X, n, d, eps, 10,
 			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
+		if (cyclic)
+			run("E", "1M 64-d, 50 blobs", X, n, d, eps, 10,
+				GC_DBSCAN_GPU_TREE_CYCLIC, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
 		ref_free(&ref);
 		free(X);
 	}

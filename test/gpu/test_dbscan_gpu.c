@@ -6,7 +6,7 @@
  * first), and the index the GPU reports (`used`) and its phase record
  * (grid / tree flags, the tree's leaves) as the contract says: union-find
  * on auto is the grid for d <= 3 (the tree where the grid does not fit),
- * the kd-tree for d > 3; a forced tree is the tree; CUDA-DClust always
+ * the kd-tree for d > 3; a forced tree (either schedule) is the tree; CUDA-DClust always
  * runs on the tree (auto, grid or tree asked), and refuses the brute force.
  * The CPU's answer is computed once per (data, eps, min_pts) and shared by
  * the GPU variants of a case (the cache below).
@@ -16,8 +16,9 @@
  * ties at eps, so the border tie rule matters), all noise, one giant
  * cluster, eps below and above the spread, min_pts 1 and large (also above
  * n); each case with union-find (auto: grid or tree) and CUDA-DClust, the
- * tree forced at d <= 3 and the brute force (forced, as before) where it
- * was; five independent data sets per shape at d >= 4, two at d <= 3 (one
+ * tree forced at d <= 3, the tree split in dimension order (the
+ * directory's schedule, a test-only index) at d > 3 but in the tiny set,
+ * and the brute force (forced, as before) where it was; five independent data sets per shape at d >= 4, two at d <= 3 (one
  * when quick).  Larger sets: 1M 2-d (grid, tree, DClust), 300k 3-d, 100k
  * 8-d, 200k and 500k 16-d, 200k 32-d, 50k 64-d blobs and uniform, 1M
  * 8-d blobs + noise, each with union-find and DClust;
@@ -138,7 +139,7 @@ static const char *
 index_name(gc_dbscan_gpu_index_kind k)
 {
 	return k == GC_DBSCAN_GPU_GRID ? "grid" : k == GC_DBSCAN_GPU_BRUTE ? "brute" :
-		k == GC_DBSCAN_GPU_TREE ? "tree" : "auto";
+		k == GC_DBSCAN_GPU_TREE ? "tree" : k == GC_DBSCAN_GPU_TREE_CYCLIC ? "cyclic" : "auto";
 }
 
 static const char *
@@ -156,7 +157,8 @@ static bool
 used_ok(gc_dbscan_gpu_index_kind index, gc_dbscan_algorithm alg, int d,
 		gc_dbscan_gpu_index_kind used)
 {
-	if (alg == GC_DBSCAN_DCLUST || index == GC_DBSCAN_GPU_TREE)
+	if (alg == GC_DBSCAN_DCLUST || index == GC_DBSCAN_GPU_TREE ||
+		index == GC_DBSCAN_GPU_TREE_CYCLIC)
 		return used == GC_DBSCAN_GPU_TREE;
 	if (index == GC_DBSCAN_GPU_BRUTE)
 		return used == GC_DBSCAN_GPU_BRUTE;
@@ -364,6 +366,8 @@ variants(const char *what, const float *X, int64_t n, int d, double eps,
 		compare(what, X, n, d, eps, min_pts, GC_DBSCAN_GPU_TREE, GC_DBSCAN_UNION_FIND, 1);
 	if (brute)
 		compare(what, X, n, d, eps, min_pts, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1);
+	if (d > 3 && quick < 2)
+		compare(what, X, n, d, eps, min_pts, GC_DBSCAN_GPU_TREE_CYCLIC, GC_DBSCAN_UNION_FIND, 1);
 }
 
 /* A family of cases on one data set. */
