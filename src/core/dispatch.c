@@ -158,17 +158,18 @@ gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
  * 2026-11-23; rows Z, the kd-tree, d = 4, 8, 16, 32, 64 from 5,000 to 1M
  * points, 2026-11-24; test/gpu/VERIFIED.md):
  *   - in a process where CUDA already runs, the GPU wins from `warm`
- *     points up: 10,000 in 1-d to 3-d; 20,000 in 4-d to 16-d (1.4x to
- *     1.8x there; 0.75x at 5,000 in 4-d); 50,000 in 17-d to 64-d (1.6x
- *     and 2.3x; 0.96x and 0.89x at 20,000);
+ *     points up: 10,000 in 1-d to 3-d; 20,000 in 4-d (1.5x there, 0.98x
+ *     at 5,000); 5,000 in 5-d to 64-d (1.3x in 8-d to 7x in 64-d there,
+ *     the smallest size measured);
  *   - a backend's first GPU call also pays CUDA's start-up, 0.2-0.35 s
  *     (and the backend then holds a context in GPU memory): the CPU time
  *     the GPU saves repays that from `cold` points up: 4M in 1-d and 2-d
  *     (the CPU takes about 76 ns a point), 1M in 3-d (about 430 ns); 4M in
- *     4-d (the CPU takes 170 ns a point, the GPU 23: 0.15 s saved at 1M,
- *     the largest measured); 1M in 5-d to 16-d (0.45 s saved at 1M in
- *     8-d, 0.23 s at 500,000); 200,000 in 17-d to 64-d (0.38 s saved in
- *     32-d, 1.9 s in 64-d; 0.1 s at 100,000 in 32-d).
+ *     4-d (0.11 s saved at 1M, the largest measured: 135 against 21 ms);
+ *     1M in 8-d (0.45 s saved; 0.18 s at 500,000), 500,000 in 16-d (1.1
+ *     s; 0.16 s at 200,000), 200,000 in 32-d (0.48 s; 0.19 s at 100,000),
+ *     100,000 in 64-d (0.45 s; 0.17 s at 50,000).  Between the measured
+ *     dimensions the next one up's threshold applies.
  * Above 64-d (not measured) 'auto' keeps DBSCAN on the CPU.  With fewer
  * cores the CPU is slower, so these thresholds err towards it.
  */
@@ -181,8 +182,10 @@ static const struct
 	{2, 10000, 4000000},
 	{3, 10000, 1000000},
 	{4, 20000, 4000000},
-	{16, 20000, 1000000},
-	{64, 50000, 200000},
+	{8, 5000, 1000000},
+	{16, 5000, 500000},
+	{32, 5000, 200000},
+	{64, 5000, 100000},
 };
 
 /*

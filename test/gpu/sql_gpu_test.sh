@@ -266,11 +266,11 @@ for q in "cold|t3|$cold_t3" "warm|t3|gpu" "warm|t3 WHERE id <= 5000|cpu" "cold|t
 	echo "$r" | grep -q "device $dev" && echo "ok   auto on $src ($state backend): $dev" || { echo "FAIL auto on $src ($state backend): $r"; fails=$((fails + 1)); }
 done
 
-# above 3 dimensions (the GPU's kd-tree): warm, the GPU from 20,000 rows in
-# 4-d to 16-d and from 50,000 in 17-d to 64-d; cold, from 1M rows in 5-d
-# to 16-d (dispatch.c's measured crossovers)
+# above 3 dimensions (the GPU's kd-tree): warm, the GPU from 5,000 rows in
+# 5-d to 64-d; cold, from 1M rows in 5-d to 8-d (dispatch.c's measured
+# crossovers)
 cold_s5=cpu; [ "$cold_t3" = gpu ] && cold_s5=gpu
-for q in "warm|t_s2|gpu" "warm|t_s2 WHERE id <= 10000|cpu" "warm|t_s3|cpu" "warm|t_s5|gpu" "cold|t_s5|$cold_s5"; do
+for q in "warm|t_s2|gpu" "warm|t_s2 WHERE id <= 4000|cpu" "warm|t_s3|gpu" "warm|t_s5|gpu" "cold|t_s5|$cold_s5"; do
 	IFS='|' read -r state src dev <<< "$q"
 	warm=""; [ "$state" = warm ] && warm="SELECT count(*) FROM gpuclust_info()"
 	r=$($P -c "SET gpuclust.log_timing = on" ${warm:+-c "$warm"} -c "SELECT count(*) FROM gpu_dbscan('SELECT id, f FROM $src', 0.01, 8)" 2>&1)

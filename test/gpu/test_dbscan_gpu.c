@@ -887,7 +887,11 @@ dispatch(void)
 	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 20000, 3, &g0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_GPU, "auto, 20,000 3-d rows, CUDA started: gpu");
 	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000000, 16, &g0, &ch, &st) == GC_OK &&
-		  ch == GC_DEVICE_CPU, "auto, 16-d: cpu");
+		  ch == GC_DEVICE_GPU, "auto, 1M 16-d rows, CUDA started: gpu");
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000, 16, &g0, &ch, &st) == GC_OK &&
+		  ch == GC_DEVICE_CPU, "auto, 1,000 16-d rows: cpu");
+	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 1000000, 65, &g0, &ch, &st) == GC_OK &&
+		  ch == GC_DEVICE_CPU, "auto, 65-d: cpu");
 	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, 10000000, 2, &g0, &ch, &st) == GC_OK &&
 		  ch == GC_DEVICE_GPU, "auto, 10M 2-d: gpu");
 	CHECK(gc_choose_device(GC_DEVICE_AUTO, GC_ALGO_DBSCAN, INT64_C(3000000000), 2, &g0, &ch, &st) == GC_OK &&

@@ -777,15 +777,17 @@ test_algorithm_device(void)
 		}			cases[] = {
 			{true, 9999, 2, GC_DEVICE_CPU}, {true, 10000, 2, GC_DEVICE_GPU},
 			{true, 10000, 3, GC_DEVICE_GPU}, {true, 19999, 4, GC_DEVICE_CPU},
-			{true, 20000, 4, GC_DEVICE_GPU}, {true, 20000, 16, GC_DEVICE_GPU},
-			{true, 20000, 17, GC_DEVICE_CPU}, {true, 49999, 64, GC_DEVICE_CPU},
-			{true, 50000, 32, GC_DEVICE_GPU}, {true, 50000, 64, GC_DEVICE_GPU},
+			{true, 20000, 4, GC_DEVICE_GPU}, {true, 4999, 5, GC_DEVICE_CPU},
+			{true, 5000, 5, GC_DEVICE_GPU}, {true, 5000, 16, GC_DEVICE_GPU},
+			{true, 4999, 64, GC_DEVICE_CPU}, {true, 5000, 64, GC_DEVICE_GPU},
 			{true, 10000000, 65, GC_DEVICE_CPU},
 			{false, 3999999, 2, GC_DEVICE_CPU}, {false, 4000000, 2, GC_DEVICE_GPU},
 			{false, 1000000, 3, GC_DEVICE_GPU}, {false, 1000000, 4, GC_DEVICE_CPU},
 			{false, 4000000, 4, GC_DEVICE_GPU}, {false, 999999, 8, GC_DEVICE_CPU},
-			{false, 1000000, 16, GC_DEVICE_GPU}, {false, 199999, 32, GC_DEVICE_CPU},
-			{false, 200000, 17, GC_DEVICE_GPU}, {false, 200000, 64, GC_DEVICE_GPU},
+			{false, 1000000, 5, GC_DEVICE_GPU}, {false, 499999, 16, GC_DEVICE_CPU},
+			{false, 500000, 9, GC_DEVICE_GPU}, {false, 199999, 32, GC_DEVICE_CPU},
+			{false, 200000, 17, GC_DEVICE_GPU}, {false, 99999, 64, GC_DEVICE_CPU},
+			{false, 100000, 33, GC_DEVICE_GPU},
 		};
 
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
