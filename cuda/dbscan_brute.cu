@@ -31,7 +31,7 @@ struct bf_args
 	const int  *qrows;			/* query i -> row of Xq, or NULL (identity) */
 	const float *Xc;			/* candidate rows */
 	int			d;
-	int			dpad;			/* d rounded up to DC */
+	int			dpad;			/* db_tile_dpad(d) */
 	float		eps2;
 	unsigned	minp;
 	unsigned   *cnt;			/* BF_COUNT: per query */
@@ -188,7 +188,7 @@ template <int MODE>
 static gc_code
 bf_pass(db_dev &D, const gc_ctx *ctx, bf_args A, int nq, int nc, gc_status *st)
 {
-	int			DC = A.dpad <= 4 ? 4 : A.dpad <= 8 ? 8 : 16;
+	const int	DC = db_tile_dc(A.d);
 	int64_t		qc = nq < (1 << 20) ? nq : (1 << 20);
 	double		cc_d;
 	int64_t		cc;
@@ -228,7 +228,6 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		 float eps2, unsigned minp, int32_t *labels, uint8_t *is_core,
 		 gc_status *st)
 {
-	const int	DC = d <= 4 ? 4 : d <= 8 ? 8 : 16;
 	bf_args		A;
 	unsigned   *cnt;
 	uint8_t    *core;
@@ -249,7 +248,7 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	db_phases.ncell = 0;
 	memset(&A, 0, sizeof(A));
 	A.d = d;
-	A.dpad = (d + DC - 1) / DC * DC;
+	A.dpad = db_tile_dpad(d);
 	A.eps2 = eps2;
 	A.minp = minp;
 

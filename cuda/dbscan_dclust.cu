@@ -22,7 +22,8 @@
  * grown until no unclaimed core neighbour was left.  Every core point is
  * expanded once, so the chains hold the connected components exactly.
  */
-#include <algorithm>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include "dbscan_gpu.cuh"
 
@@ -36,17 +37,6 @@ k_dc_unclaimed(const uint8_t *__restrict__ core, const int *__restrict__ state,
 
 	if (p < n)
 		flag[p] = core[p] && state[p] < 0;
-}
-
-/* list[idx[p]] = p for each flagged p */
-__global__ void
-k_dc_scatter(const int *__restrict__ flag, const int *__restrict__ idx, int n,
-			 int *list)
-{
-	int			p = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (p < n && flag[p])
-		list[idx[p]] = p;
 }
 
 /* chain base + k starts at the (k u / g)-th unclaimed core point */
@@ -117,22 +107,26 @@ k_dc_rp(const uint8_t *__restrict__ core, const int *__restrict__ state,
 		rp[p] = core[p] ? first[croot[state[p]]] : -1;
 }
 
-/* The increasing list of flagged entries of flag[0 .. m); returns the count. */
+/*
+ * The increasing list of the flagged entries of flag[0 .. m), and their
+ * count (through nsel, a device int).
+ */
 static gc_code
-dc_compact(db_dev &D, int *flag, int *idx, int64_t m, int *list, int64_t *count,
-		   gc_status *st)
+dc_compact(db_dev &D, const int *flag, int64_t m, int *list, int *nsel,
+		   int64_t *count, gc_status *st)
 {
-	int			last[2];
-	gc_code		rc = db_exclusive_sum(D, flag, idx, m, st);
+	size_t		bytes = 0;
+	int			c;
 
-	if (rc != GC_OK)
-		return rc;
-	DB_CK(gc_launch(k_dc_scatter, m, DB_THREADS, DB_THREADS, D.s, (const int *) flag,
-					(const int *) idx, (int) m, list));
-	DB_CK(cudaMemcpyAsync(&last[0], idx + m - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
-	DB_CK(cudaMemcpyAsync(&last[1], flag + m - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cub::DeviceSelect::Flagged(nullptr, bytes, thrust::counting_iterator<int>(0), flag,
+									 list, nsel, m, D.s));
+	DB_CK(D.scratch(bytes));
+	bytes = D.cub_bytes;
+	DB_CK(cub::DeviceSelect::Flagged(D.cub_tmp, bytes, thrust::counting_iterator<int>(0), flag,
+									 list, nsel, m, D.s));
+	DB_CK(cudaMemcpyAsync(&c, nsel, sizeof(int), cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaStreamSynchronize(D.s));
-	*count = (int64_t) last[0] + last[1];
+	*count = c;
 	return GC_OK;
 }
 
@@ -143,7 +137,7 @@ db_dclust(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 	const int	n = T.n;
 	const int	G = DC_G;
 	int		   *flag,
-			   *idx,
+			   *nsel,
 			   *list,
 			   *qflag,
 			   *qlist,
@@ -160,11 +154,10 @@ db_dclust(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 				rounds = 0;
 	gc_code		rc;
 	std::vector<int64_t> qs_cut(L.cut.size());
-	std::vector<int> qhost;
 
 	DB_ALLOC(A.state, n);
 	DB_ALLOC(flag, n);
-	DB_ALLOC(idx, n);
+	DB_ALLOC(nsel, 1);
 	DB_ALLOC(list, n);
 	DB_ALLOC(front, n);
 	DB_ALLOC(next, n);
@@ -191,7 +184,7 @@ db_dclust(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 		/* a generation: up to G chains at unclaimed core points */
 		DB_CK(gc_launch(k_dc_unclaimed, n, DB_THREADS, DB_THREADS, D.s,
 						(const uint8_t *) A.core, (const int *) A.state, n, flag));
-		if ((rc = dc_compact(D, flag, idx, n, list, &u, st)) != GC_OK)
+		if ((rc = dc_compact(D, flag, n, list, nsel, &u, st)) != GC_OK)
 			return rc;
 		if (u == 0)
 			break;
@@ -211,7 +204,7 @@ db_dclust(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 			DB_CK(cudaMemsetAsync(qflag, 0, sizeof(int) * (size_t) T.nq, D.s));
 			DB_CK(gc_launch(k_dc_active, n, DB_THREADS, DB_THREADS, D.s,
 							(const uint8_t *) front, n, T.qlevel, qflag));
-			if ((rc = dc_compact(D, qflag, idx, T.nq, qlist, &m, st)) != GC_OK)
+			if ((rc = dc_compact(D, qflag, T.nq, qlist, nsel, &m, st)) != GC_OK)
 				return rc;
 			if (m == 0)
 				break;
@@ -224,13 +217,12 @@ db_dclust(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 			}
 			else
 			{
-				qhost.resize((size_t) m);
+				std::vector<int> qhost((size_t) m);
+
 				DB_CK(cudaMemcpyAsync(qhost.data(), qlist, sizeof(int) * (size_t) m,
 									  cudaMemcpyDeviceToHost, D.s));
 				DB_CK(cudaStreamSynchronize(D.s));
-				for (size_t c = 0; c < L.cut.size(); c++)
-					qs_cut[c] = std::lower_bound(qhost.begin(), qhost.end(),
-												 (int) L.cut[c]) - qhost.begin();
+				db_tree_cuts(L, qhost.data(), m, qs_cut.data());
 			}
 			A.front = front;
 			A.next = next;

@@ -184,6 +184,22 @@ uf_union(int *parent, int a, int b)
 /* ------------------------------------------------------------------ */
 
 /*
+ * The dimensions a tile holds for rows of d dimensions (db_tile_dist2's
+ * DC: 4, 8 or 16), and d rounded up to them (its dpad).
+ */
+__host__ __device__ __forceinline__ int
+db_tile_dc(int d)
+{
+	return d <= 4 ? 4 : d <= 8 ? 8 : 16;
+}
+
+__host__ __device__ __forceinline__ int
+db_tile_dpad(int d)
+{
+	return (d + db_tile_dc(d) - 1) / db_tile_dc(d) * db_tile_dc(d);
+}
+
+/*
  * acc[jj] = gc_dist2(x, row j0 + jj of C) for the TJ candidate rows from
  * j0 (C row-major, d columns; rows at or past c1 read as zeros), the rows
  * loaded DC dimensions at a time into sh (TJ * DC floats) by the block's NT
@@ -336,7 +352,6 @@ struct db_lists
 {
 	int64_t    *at;				/* nq + 1: where node q's list starts */
 	int		   *leaf;			/* the current chunk's lists */
-	int64_t		total;			/* entries in all */
 	std::vector<int64_t> cut;	/* chunk c: query nodes [cut[c], cut[c+1]) */
 	std::vector<int64_t> host_at;
 	int			written;		/* the chunk in leaf, or -1 */
@@ -414,8 +429,17 @@ gc_code		db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T,
 						  float eps2, db_lists &L, gc_status *st);
 
 /*
+ * For the increasing list qs[0 .. m) of query nodes, where each chunk of
+ * lists starts: qs_cut[c] = the first k with qs[k] >= L.cut[c], for every
+ * c of L.cut (so chunk c's nodes are qs[qs_cut[c] .. qs_cut[c+1])).
+ */
+void		db_tree_cuts(const db_lists &L, const int *qs, int64_t m,
+						 int64_t *qs_cut);
+
+/*
  * One pass over every query node (qs NULL), or over the increasing list
- * qs of query nodes, of which chunk c's are qs[qs_cut[c] .. qs_cut[c+1]).
+ * qs of query nodes, of which chunk c's are qs[qs_cut[c] .. qs_cut[c+1])
+ * (db_tree_cuts).
  */
 template <int MODE>
 gc_code		db_tree_pass(db_dev &D, const gc_ctx *ctx, const db_tree &T,

@@ -504,7 +504,6 @@ db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T, float eps2,
 
 	if (budget < TR_LIST_MIN)
 		budget = TR_LIST_MIN;
-	L.total = at[(size_t) T.nq];
 	L.cut.clear();
 	L.cut.push_back(0);
 	for (int64_t q = 0; q < T.nq; q++)
@@ -522,8 +521,15 @@ db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T, float eps2,
 		cap = m > cap ? m : cap;
 	}
 	DB_ALLOC(L.leaf, cap);
-	db_phases.pairs = L.total;
+	db_phases.pairs = L.host_at[(size_t) T.nq];
 	return GC_OK;
+}
+
+void
+db_tree_cuts(const db_lists &L, const int *qs, int64_t m, int64_t *qs_cut)
+{
+	for (size_t c = 0; c < L.cut.size(); c++)
+		qs_cut[c] = std::lower_bound(qs, qs + m, (int) L.cut[c]) - qs;
 }
 
 /* Writes chunk c's lists (unless they are there already). */
@@ -695,7 +701,11 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 				continue;
 			if (MODE == TR_COUNT)
 			{
-				/* a point that stays non-core keeps all its neighbours */
+				/*
+				 * the first nbk neighbours kept: all of a non-core point's
+				 * (its border, k_tr_border_nb), a core point's first unions
+				 * (k_tr_union_nb)
+				 */
 #pragma unroll
 				for (int jj = 0; jj < TR_TJ; jj++)
 					if (j0 + jj < ce && acc[jj] <= eps2)
@@ -776,7 +786,7 @@ gc_code
 db_tree_pass(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 			 const db_pass &A, const int *qs, const int64_t *qs_cut, gc_status *st)
 {
-	const int	DC = A.dpad <= 4 ? 4 : A.dpad <= 8 ? 8 : 16;
+	const int	DC = db_tile_dc(T.d);
 	void		(*kern) (db_tree, db_pass, int64_t, const int *, const int *, int64_t) =
 		DC == 4 ? k_tr_pass<4, MODE> : DC == 8 ? k_tr_pass<8, MODE> : k_tr_pass<16, MODE>;
 	gc_code		rc;
@@ -930,21 +940,23 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	db_phases.tree = 1;
 	if ((rc = db_tree_build(D, ctx, X, n, d, cyclic, T, st)) != GC_OK)
 		return rc;
-	db_trace("tree built; depth", T.depth);
-	db_phases.ms_lists = gc_now_ms();
-	if ((rc = db_tree_lists(D, ctx, T, eps2, L, st)) != GC_OK)
-		return rc;
-	db_phases.ms_lists = gc_now_ms() - db_phases.ms_lists;
+	db_trace("tree built; leaves", T.nleaf);
+	{
+		double		t1 = gc_now_ms();
+
+		if ((rc = db_tree_lists(D, ctx, T, eps2, L, st)) != GC_OK)
+			return rc;
+		db_phases.ms_lists = gc_now_ms() - t1;
+	}
 	db_phases.ncell = T.nleaf;
 	db_phases.ms_index = gc_now_ms() - t0;
-	db_trace("tree built; leaves", T.nleaf);
+	db_trace("candidate lists counted; entries", db_phases.pairs);
 
 	/* core counts */
 	t0 = gc_now_ms();
 	A.eps2 = eps2;
 	A.minp = minp;
-	A.dpad = (d + 15) / 16 * 16;
-	A.dpad = d <= 4 ? 4 : d <= 8 ? 8 : A.dpad;
+	A.dpad = db_tile_dpad(d);
 	A.at = L.at;
 	A.nbk = minp - 1 <= TR_NB_MAX ? minp - 1 : 0;
 	DB_ALLOC(A.cnt, n);
@@ -1001,13 +1013,10 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		for (int64_t q = 0, k = na; q < T.nq; q++)
 			if (q % TR_SPREAD != 0)
 				order[(size_t) k++] = (int) q;
-		for (size_t c = 0; c < L.cut.size(); c++)
-		{
-			cut_a[c] = std::lower_bound(order.begin(), order.begin() + na,
-										(int) L.cut[c]) - order.begin();
-			cut_b[c] = std::lower_bound(order.begin() + na, order.end(),
-										(int) L.cut[c]) - order.begin();
-		}
+		db_tree_cuts(L, order.data(), na, cut_a.data());
+		db_tree_cuts(L, order.data() + na, T.nq - na, cut_b.data());
+		for (int64_t &c : cut_b)
+			c += na;			/* indexes into order, as qs */
 		DB_ALLOC(qs, T.nq);
 		DB_CK(cudaMemcpyAsync(qs, order.data(), sizeof(int) * (size_t) T.nq,
 							  cudaMemcpyHostToDevice, D.s));
