@@ -433,6 +433,37 @@ load_cities(float *X)
 	return n;
 }
 
+/*
+ * Rows C, E, F: blobs (nb in [0, box]^d, moved by shift, a noise fraction
+ * of uniform rows), eps_knn 30, min_pts 10; union-find and DClust on the
+ * tree, the dimension-order tree (BENCH_CYCLIC=1, C and E) and the brute
+ * force when asked.
+ */
+static void
+blob_rows(char tag, const char *what, int64_t n, int d, int nb, double box,
+		  double noise, float shift, bool brute)
+{
+	const char	t[2] = {tag, 0};
+	float	   *X;
+	double		eps;
+	cpu_ref		ref = {0};
+
+	seed_row(tag);
+	X = blobs(n, d, nb, box, noise);
+	for (int64_t i = 0; shift != 0.0f && i < n * d; i++)
+		X[i] += shift;
+	eps = eps_knn(X, n, d, 30);
+	run(t, what, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
+	run(t, what, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
+	if (brute)
+		run(t, what, X, n, d, eps, 10, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1, 1, &ref);
+	if (cyclic && tag != 'F')
+		run(t, what, X, n, d, eps, 10, GC_DBSCAN_GPU_TREE_CYCLIC, GC_DBSCAN_UNION_FIND, 3, 1,
+			&ref);
+	ref_free(&ref);
+	free(X);
+}
+
 int
 main(void)
 {
@@ -549,71 +580,13 @@ main(void)
 			}
 	}
 	if (wanted("C") && !getenv("BENCH_SKIP_C"))
-	{
-		int64_t		n = 1000000;
-		int			d = 16;
-		float	   *X;
-		double		eps;
-		const char *cb = getenv("BENCH_C_BRUTE");
-		cpu_ref		ref = {0};
-
-		seed_row('C');
-		X = blobs(n, d, 20, 20.0, 0.0);
-		for (int64_t i = 0; i < n * d; i++)
-			X[i] -= 10.0f;
-		eps = eps_knn(X, n, d, 30);
-		run("C", "1M 16-d, 20 blobs", X, n, d, eps, 10,
-			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
-		run("C", "1M 16-d, 20 blobs", X, n, d, eps, 10,
-			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
-		if (cb != NULL && atoi(cb) == 1)
-			run("C", "1M 16-d, 20 blobs", X, n, d, eps, 10,
-				GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1, 1, &ref);
-		if (cyclic)
-			run("C", "1M 16-d, 20 blobs", X, n, d, eps, 10,
-				GC_DBSCAN_GPU_TREE_CYCLIC, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
-		ref_free(&ref);
-		free(X);
-	}
+		blob_rows('C', "1M 16-d, 20 blobs", 1000000, 16, 20, 20.0, 0.0, -10.0f,
+				  getenv("BENCH_C_BRUTE") != NULL && atoi(getenv("BENCH_C_BRUTE")) == 1);
 	if (wanted("E"))
-	{
-		int64_t		n = 1000000;
-		int			d = 64;
-		float	   *X;
-		double		eps;
-		cpu_ref		ref = {0};
-
-		seed_row('E');
-		X = blobs(n, d, 50, 20.0, 0.0);
-		eps = eps_knn(X, n, d, 30);
-		run("E", "1M 64-d, 50 blobs", X, n, d, eps, 10,
-			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
-		run("E", "1M 64-d, 50 blobs", X, n, d, eps, 10,
-			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
-		if (cyclic)
-			run("E", "1M 64-d, 50 blobs", X, n, d, eps, 10,
-				GC_DBSCAN_GPU_TREE_CYCLIC, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
-		ref_free(&ref);
-		free(X);
-	}
+		blob_rows('E', "1M 64-d, 50 blobs", 1000000, 64, 50, 20.0, 0.0, 0.0f, false);
 	if (wanted("F"))
-	{
-		int64_t		n = 10000000;
-		int			d = 8;
-		float	   *X;
-		double		eps;
-		cpu_ref		ref = {0};
-
-		seed_row('F');
-		X = blobs(n, d, 20, 100.0, 0.10);
-		eps = eps_knn(X, n, d, 30);
-		run("F", "10M 8-d, 20 blobs + 10% noise", X, n, d, eps, 10,
-			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
-		run("F", "10M 8-d, 20 blobs + 10% noise", X, n, d, eps, 10,
-			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
-		ref_free(&ref);
-		free(X);
-	}
+		blob_rows('F', "10M 8-d, 20 blobs + 10% noise", 10000000, 8, 20, 100.0, 0.10, 0.0f,
+				  false);
 	if (wanted("Z"))
 	{
 		static const int64_t ns[] = {5000, 20000, 50000, 100000, 200000, 500000, 1000000};

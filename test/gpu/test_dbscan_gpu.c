@@ -978,52 +978,48 @@ main(void)
 		compare("1M 2-d blobs min_pts 200", X, 1000000, 2, 3 * e, 200, GC_DBSCAN_GPU_AUTO,
 				GC_DBSCAN_UNION_FIND, 1);
 		free(X);
-		X = make_data(300000, 3, K_BLOBS);
-		e = eps_for(X, 300000, 3, 10);
-		compare("300k 3-d blobs", X, 300000, 3, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 2);
-		compare("300k 3-d blobs", X, 300000, 3, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
-		free(X);
-		X = make_data(100000, 8, K_BLOBS);
-		e = eps_for(X, 100000, 8, 10);
-		compare("100k 8-d blobs (repeat x2)", X, 100000, 8, e, 10, GC_DBSCAN_GPU_AUTO,
-				GC_DBSCAN_UNION_FIND, 2);
-		compare("100k 8-d blobs (repeat x2)", X, 100000, 8, e, 10, GC_DBSCAN_GPU_AUTO,
-				GC_DBSCAN_DCLUST, 2);
-		free(X);
-		X = make_data(200000, 16, K_BLOBS);
-		e = eps_for(X, 200000, 16, 10);
-		compare("200k 16-d blobs", X, 200000, 16, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
-		compare("200k 16-d blobs (repeat x2)", X, 200000, 16, e, 10, GC_DBSCAN_GPU_AUTO,
-				GC_DBSCAN_DCLUST, 2);
-		free(X);
-		X = make_data(500000, 16, K_BLOBS);
-		e = eps_for(X, 500000, 16, 30);
-		compare("500k 16-d blobs", X, 500000, 16, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
-		compare("500k 16-d blobs", X, 500000, 16, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
-		free(X);
-		X = make_data(200000, 32, K_BLOBS);
-		e = eps_for(X, 200000, 32, 10);
-		compare("200k 32-d blobs", X, 200000, 32, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
-		compare("200k 32-d blobs", X, 200000, 32, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
-		free(X);
-		X = make_data(50000, 64, K_BLOBS);
-		e = eps_for(X, 50000, 64, 10);
-		compare("50k 64-d blobs", X, 50000, 64, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
-		compare("50k 64-d blobs (repeat x2)", X, 50000, 64, e, 10, GC_DBSCAN_GPU_AUTO,
-				GC_DBSCAN_DCLUST, 2);
-		free(X);
-		X = make_data(50000, 64, K_UNIFORM);
-		e = eps_for(X, 50000, 64, 10);
-		compare("50k 64-d uniform", X, 50000, 64, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 1);
-		compare("50k 64-d uniform", X, 50000, 64, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 1);
-		free(X);
-		X = make_data(1000000, 8, K_BLOBS);
-		e = eps_for(X, 1000000, 8, 10);
-		compare("1M 8-d blobs + noise", X, 1000000, 8, e, 10, GC_DBSCAN_GPU_AUTO,
-				GC_DBSCAN_UNION_FIND, 1);
-		compare("1M 8-d blobs + noise", X, 1000000, 8, e, 10, GC_DBSCAN_GPU_AUTO,
-				GC_DBSCAN_DCLUST, 1);
-		free(X);
+		/* larger sets, min_pts 10: union-find and DClust, each repeated */
+		{
+			static const struct
+			{
+				int64_t		n;
+				int			d,
+							kind,
+							k;		/* eps: the k-th neighbour's distance */
+				const char *name;
+				int			rep_uf,
+							rep_dc;
+			}			big[] = {
+				{300000, 3, K_BLOBS, 10, "300k 3-d blobs", 2, 1},
+				{100000, 8, K_BLOBS, 10, "100k 8-d blobs", 2, 2},
+				{200000, 16, K_BLOBS, 10, "200k 16-d blobs", 1, 2},
+				{500000, 16, K_BLOBS, 30, "500k 16-d blobs", 1, 1},
+				{200000, 32, K_BLOBS, 10, "200k 32-d blobs", 1, 1},
+				{50000, 64, K_BLOBS, 10, "50k 64-d blobs", 1, 2},
+				{50000, 64, K_UNIFORM, 10, "50k 64-d uniform", 1, 1},
+				{1000000, 8, K_BLOBS, 10, "1M 8-d blobs + noise", 1, 1},
+			};
+
+			for (size_t b = 0; b < sizeof(big) / sizeof(big[0]); b++)
+			{
+				char		w[64];
+
+				X = make_data(big[b].n, big[b].d, big[b].kind);
+				e = eps_for(X, big[b].n, big[b].d, big[b].k);
+				for (int a = 0; a < 2; a++)
+				{
+					int			r = a == 0 ? big[b].rep_uf : big[b].rep_dc;
+
+					if (r > 1)
+						snprintf(w, sizeof(w), "%s (repeat x%d)", big[b].name, r);
+					else
+						snprintf(w, sizeof(w), "%s", big[b].name);
+					compare(w, X, big[b].n, big[b].d, e, 10, GC_DBSCAN_GPU_AUTO,
+							a == 0 ? GC_DBSCAN_UNION_FIND : GC_DBSCAN_DCLUST, r);
+				}
+				free(X);
+			}
+		}
 		cities();
 	}
 	printf("%d cases; CPU reference %.1f s, GPU calls %.1f s, wall %.1f s\n", n_cases,
