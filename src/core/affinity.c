@@ -1,21 +1,24 @@
 /*
- * affinity.c — gc_ap_cpu: affinity propagation (Frey & Dueck, 2007) on all
- * CPU cores, with the semantics of scikit-learn 1.2's AffinityPropagation
- * (sklearn/cluster/_affinity_propagation.py), in double precision.
+ * affinity.c — affinity propagation (Frey & Dueck, 2007) with the semantics
+ * of scikit-learn 1.2's AffinityPropagation
+ * (sklearn/cluster/_affinity_propagation.py): the one driver, gc_ap_run,
+ * over a device's passes (affinity_internal.h; the CPU's in
+ * affinity_cpu.c, the GPU's in cuda/affinity.cu).  What every device
+ * computes, entry by entry:
  *
  * Similarities.  S[i][j] = -sum_k (x_ik - x_jk)^2, each term and the sum in
- * double, in dimension order, from the float32 features; exactly symmetric
- * ((x - y)^2 == (y - x)^2).  scikit-learn computes
+ * double, in dimension order, from the float32 features (gc_dist2_f64);
+ * exactly symmetric ((x - y)^2 == (y - x)^2).  scikit-learn computes
  * -(|x|^2 - 2 x.y + |y|^2): the same numbers up to a few ulps of |x|^2.
  *
  * Preference.  By default np.median(S) over all n^2 entries, the diagonal
  * still 0, as scikit-learn: the mean of the two middle values when n is
  * even.  Every off-diagonal entry is <= 0 and appears twice, so the k-th
  * smallest entry of the full matrix is the (k/2)-th smallest of the upper
- * triangle when k < n(n-1), and 0 (the diagonal) otherwise; the upper
- * triangle's order statistics come from an exact parallel radix select on
- * the bit patterns of the distances (no copy of the matrix).  The
- * preference then replaces the diagonal.
+ * triangle when k < n(n-1), and 0 (the diagonal) otherwise; the device
+ * finds the upper triangle's order statistics exactly (an order statistic
+ * is one number, however it is found).  The preference then replaces the
+ * diagonal.
  *
  * Degenerate input.  As scikit-learn: when n == 1 or all off-diagonal
  * similarities are equal, nothing iterates; if preference >= S[0][n-1]
@@ -28,33 +31,38 @@
  * the same formula is applied with z uniform on [-sqrt 3, sqrt 3) (mean 0,
  * variance 1) from the core's counter-based generator (rng.h; seed 0, a
  * stream of its own, counter i*n + j): deterministic, independent of the
- * thread count, and as good at breaking ties.  Without any noise, exactly
- * symmetric inputs (small integer coordinates, duplicate rows) often keep
- * tied candidates in lockstep, and fail to converge or end without an
- * exemplar where scikit-learn finds one.  Where the input has genuine ties
- * the result is one of the answers scikit-learn gives for some random
- * state, not necessarily that of random_state=0; test/compare_sklearn_ap.py
- * detects and reports those cases.  Remaining exact ties in the argmaxes
- * below go to the lowest position, as numpy's argmax.
+ * device and thread count, and as good at breaking ties.  Without any
+ * noise, exactly symmetric inputs (small integer coordinates, duplicate
+ * rows) often keep tied candidates in lockstep, and fail to converge or
+ * end without an exemplar where scikit-learn finds one.  Where the input
+ * has genuine ties the result is one of the answers scikit-learn gives for
+ * some random state, not necessarily that of random_state=0;
+ * test/compare_sklearn_ap.py detects and reports those cases.  Remaining
+ * exact ties in the argmaxes below go to the lowest position, as numpy's
+ * argmax.
  *
  * Iterations.  scikit-learn's updates, literally, with the same floating
  * point operations in the same order:
  *   R = R*damping + (S - Y)*(1-damping), where Y is the row maximum of A+S,
  *       and at the (first) argmax the second largest value instead;
- *   colsum[j] = sum_i Rp[i][j] in row order, Rp = max(R, 0) off the
+ *   colsum[j] = sum_i Rp[i][j] in row order, starting from 0.0 (numpy
+ *       starts from row 0: the same value), Rp = max(R, 0) off the
  *       diagonal and R on it;
  *   A = A*damping - T*(1-damping), T = max(Rp - colsum, 0) off the
  *       diagonal and R[j][j] - colsum[j] on it;
  *   E = (diag(A) + diag(R)) > 0 marks the exemplars.
- * Every entry is computed by one thread in a fixed order (a row's top two
- * values are a multiset property, a column sum runs over the rows in
- * order), so the results do not depend on the number of threads and equal
- * scikit-learn's own code, given the same S and noise, bit for bit (but
- * for the sign of zeros, which no comparison sees).  One iteration is two
- * passes: the column sums of Rp, then per row the A update, the exemplar
- * flag and the next R update (the row's max and second max of A+S found in
- * the same sweep): 48 bytes of memory traffic per matrix entry, against
- * about 240 for numpy's sequence of whole-matrix operations.
+ * A row's top two values of A+S are a multiset property and a column sum
+ * runs over the rows in order, so the results do not depend on how a
+ * device splits the work, and equal scikit-learn's own code, given the
+ * same S and noise, bit for bit (but for the sign of zeros, which no
+ * comparison sees).
+ *
+ * float4 (GPU only).  S, R and A are stored as floats: each entry is
+ * computed as above, in double from the stored values, and rounded once to
+ * float when stored (S's distances and the preference too).  The noise
+ * uses float's epsilon and smallest normal in place of double's: double's
+ * would be rounded away, and the ties left in lockstep.  The median is
+ * that of the stored floats, in double.
  *
  * Convergence.  scikit-learn's rule: after iteration it (0-based), when
  * it >= convergence_iter, every row's exemplar flag has been the same for
@@ -73,807 +81,41 @@
  * ties), and the clusters are numbered 0, 1, ... by their exemplars'
  * positions (np.unique).
  *
- * Memory: S, R and A, n x n doubles each, plus O(n) (gc_ap_mem_bytes);
- * the caller checks it against its limits before calling.  The cancel
- * flags are polled every few rows of every pass.
+ * The cancel flags are polled between iterations here, and within the
+ * passes by the device.
  */
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <omp.h>
 
-#include "gpuclust_core.h"
-#include "rng.h"
+#include "affinity_internal.h"
 
-/* the noise's generator: fixed seed, a stream of its own */
-#define GC_AP_NOISE_SEED 0
-#define GC_AP_NOISE_STREAM UINT64_C(0x4150)	/* "AP" */
-/* members per task of the exemplar refinement */
-#define AP_REFINE_CHUNK 512
-/* rows between two polls of the cancel flags */
-#define AP_POLL_ROWS 16
-/* bytes of O(n) working memory per row (flags, sums, labelling) */
-#define AP_BYTES_PER_ROW 64
-/* radix select: digit width and number of buckets */
-#define AP_RADIX_BITS 16
-#define AP_RADIX_SIZE (1 << AP_RADIX_BITS)
-
-size_t
-gc_ap_mem_bytes(int64_t n)
+bool
+gc_parse_ap_precision(const char *s, gc_ap_precision *out)
 {
-	uint64_t	nn;
-
-	if (n <= 0)
-		return 0;
-	if (n > INT32_MAX)
-		return SIZE_MAX;
-	nn = (uint64_t) n * (uint64_t) n;
-	if (nn > (SIZE_MAX - (uint64_t) n * AP_BYTES_PER_ROW) / (3 * sizeof(double)))
-		return SIZE_MAX;
-	return (size_t) (nn * 3 * sizeof(double) + (uint64_t) n * AP_BYTES_PER_ROW);
-}
-
-int64_t
-gc_ap_max_rows(size_t bytes)
-{
-	int64_t		n = (int64_t) sqrt((double) bytes / (3.0 * sizeof(double))) + 2;
-
-	if (n > INT32_MAX)
-		n = INT32_MAX;
-	while (n > 0 && gc_ap_mem_bytes(n) > bytes)
-		n--;
-	return n;
-}
-
-/* ------------------------------------------------------------------ */
-
-typedef struct ap_ws
-{
-	const gc_ctx *ctx;
-	int64_t		n;
-	int			nthreads;
-	double	   *S;				/* n x n similarities, diagonal = preference */
-	double	   *R;				/* n x n responsibilities */
-	double	   *A;				/* n x n availabilities */
-	double	   *cs;				/* n column sums of Rp */
-	uint8_t    *E;				/* n exemplar flags of the last iteration */
-	int			stop;			/* a cancel flag was seen */
-} ap_ws;
-
-/* True when the pass should skip row i: a cancel flag is (or was) up. */
-static inline bool
-ap_poll(ap_ws *w, int64_t i)
-{
-	if (__atomic_load_n(&w->stop, __ATOMIC_RELAXED))
-		return true;
-	if (i % AP_POLL_ROWS == 0 && gc_cancelled(w->ctx))
-	{
-		__atomic_store_n(&w->stop, 1, __ATOMIC_RELAXED);
-		return true;
-	}
-	return false;
-}
-
-/* n x n doubles */
-static double *
-ap_alloc_matrix(int64_t n)
-{
-	return malloc((size_t) n * (size_t) n * sizeof(double));
-}
-
-/*
- * S[i][j] = -(sum over k of (x_ik - x_jk)^2), in double, in dimension order.
- * When n >= d, X transposed to doubles (d x n, in A's memory) lets the inner
- * loop run over j.  Then zeroes R and A (first touch by the rows' threads).
- */
-static void
-ap_similarities(ap_ws *w, const float *X, int d)
-{
-	const int64_t n = w->n;
-	double	   *Xt = n >= d ? w->A : NULL;
-
-	if (Xt != NULL)
-	{
-#pragma omp parallel for num_threads(w->nthreads) schedule(static)
-		for (int64_t j = 0; j < n; j++)
-			for (int k = 0; k < d; k++)
-				Xt[(size_t) k * n + j] = (double) X[(size_t) j * d + k];
-	}
-
-#pragma omp parallel for num_threads(w->nthreads) schedule(static)
-	for (int64_t i = 0; i < n; i++)
-	{
-		double	   *restrict Si = w->S + (size_t) i * n;
-
-		if (ap_poll(w, i))
-			continue;
-		if (Xt != NULL)
-		{
-			for (int k = 0; k < d; k++)
-			{
-				const double xi = (double) X[(size_t) i * d + k];
-				const double *restrict xk = Xt + (size_t) k * n;
-
-				if (k == 0)
-					for (int64_t j = 0; j < n; j++)
-					{
-						double		t = xi - xk[j];
-
-						Si[j] = t * t;
-					}
-				else
-					for (int64_t j = 0; j < n; j++)
-					{
-						double		t = xi - xk[j];
-
-						Si[j] += t * t;
-					}
-			}
-			for (int64_t j = 0; j < n; j++)
-				Si[j] = -Si[j];
-		}
-		else
-		{
-			const float *xi = X + (size_t) i * d;
-
-			for (int64_t j = 0; j < n; j++)
-				Si[j] = -gc_dist2_f64(xi, X + (size_t) j * d, d);
-		}
-	}
-
-#pragma omp parallel for num_threads(w->nthreads) schedule(static)
-	for (int64_t i = 0; i < n; i++)
-	{
-		if (ap_poll(w, i))
-			continue;
-		memset(w->R + (size_t) i * n, 0, sizeof(double) * (size_t) n);
-		memset(w->A + (size_t) i * n, 0, sizeof(double) * (size_t) n);
-	}
-}
-
-/* Are all off-diagonal similarities equal (n >= 2)? */
-static bool
-ap_all_equal(ap_ws *w)
-{
-	const int64_t n = w->n;
-	const double s0 = w->S[1];
-	int			differ = 0;
-
-#pragma omp parallel for num_threads(w->nthreads) schedule(static) reduction(|:differ)
-	for (int64_t i = 0; i < n; i++)
-	{
-		const double *Si = w->S + (size_t) i * n;
-		int			dr = 0;
-
-		if (differ || ap_poll(w, i))
-			continue;
-		for (int64_t j = 0; j < n; j++)
-			dr |= (j != i) & (Si[j] != s0);
-		differ |= dr;
-	}
-	return differ == 0;
-}
-
-/*
- * The m-th smallest (0-based) of the upper triangle's distances
- * x = -S[i][j], i < j, all >= 0, by radix select on their bit patterns
- * (monotonic for non-negative doubles): AP_RADIX_BITS bits per pass.
- */
-static gc_code
-ap_select_upper(ap_ws *w, int64_t m, double *out, gc_status *st)
-{
-	const int64_t n = w->n;
-	/* one histogram of 512 kB per thread of the team */
-	const int	nt = w->nthreads;
-	int64_t    *hist = malloc(sizeof(int64_t) * (size_t) nt * AP_RADIX_SIZE);
-	uint64_t	prefix = 0,
-				mask = 0;
-	int64_t		rank = m;
-
-	if (hist == NULL)
-		return gc_fail(st, GC_ENOMEM, "affinity propagation: no memory for the median");
-
-	for (int shift = 64 - AP_RADIX_BITS; shift >= 0; shift -= AP_RADIX_BITS)
-	{
-		int64_t		bucket;
-
-		memset(hist, 0, sizeof(int64_t) * (size_t) nt * AP_RADIX_SIZE);
-#pragma omp parallel num_threads(nt)
-		{
-			int64_t    *h = hist + (size_t) omp_get_thread_num() * AP_RADIX_SIZE;
-
-#pragma omp for schedule(dynamic, 16)
-			for (int64_t i = 0; i < n - 1; i++)
-			{
-				const double *Si = w->S + (size_t) i * n;
-
-				if (ap_poll(w, i))
-					continue;
-				for (int64_t j = i + 1; j < n; j++)
-				{
-					double		x = -Si[j];
-					uint64_t	b;
-
-					memcpy(&b, &x, sizeof(b));
-					if ((b & mask) == prefix)
-						h[(b >> shift) & (AP_RADIX_SIZE - 1)]++;
-				}
-			}
-		}
-		if (w->stop)
-		{
-			free(hist);
-			return gc_fail(st, GC_ECANCEL, "canceled");
-		}
-		for (bucket = 0; bucket < AP_RADIX_SIZE; bucket++)
-		{
-			int64_t		cnt = 0;
-
-			for (int t = 0; t < nt; t++)
-				cnt += hist[(size_t) t * AP_RADIX_SIZE + bucket];
-			if (rank < cnt)
-				break;
-			rank -= cnt;
-		}
-		if (bucket == AP_RADIX_SIZE)
-		{
-			free(hist);
-			return gc_fail(st, GC_EINTERNAL, "affinity propagation: median selection lost its rank");
-		}
-		prefix |= (uint64_t) bucket << shift;
-		mask |= (uint64_t) (AP_RADIX_SIZE - 1) << shift;
-	}
-	free(hist);
-	memcpy(out, &prefix, sizeof(*out));
-	return GC_OK;
-}
-
-/* The r-th smallest (0-based) entry of the full n x n matrix, diagonal 0. */
-static gc_code
-ap_full_order(ap_ws *w, int64_t r, double *out, gc_status *st)
-{
-	const int64_t n = w->n;
-	const int64_t m = n * (n - 1) / 2;	/* upper triangle */
-	double		x;
-	gc_code		rc;
-
-	if (r >= 2 * m)
-	{
-		*out = 0.0;
-		return GC_OK;
-	}
-	/* u ascending = -(x descending): u[r/2] = -x[m - 1 - r/2] */
-	rc = ap_select_upper(w, m - 1 - r / 2, &x, st);
-	*out = -x;
-	return rc;
-}
-
-/* np.median of the n x n similarities with the diagonal at 0. */
-static gc_code
-ap_median(ap_ws *w, double *out, gc_status *st)
-{
-	const int64_t n = w->n;
-	const int64_t nn = n * n;
-	double		a,
-				b;
-	gc_code		rc;
-
-	if (nn % 2 == 1)
-		return ap_full_order(w, (nn - 1) / 2, out, st);
-	rc = ap_full_order(w, nn / 2 - 1, &a, st);
-	if (rc == GC_OK)
-		rc = ap_full_order(w, nn / 2, &b, st);
-	if (rc == GC_OK)
-		*out = (a + b) / 2.0;
-	return rc;
-}
-
-/* Keeps the two largest of the values seen (a multiset: ties count twice). */
-#define AP_TOP2(v, m1, m2) \
-	do { \
-		double	ap_lo_ = (v) < (m1) ? (v) : (m1); \
-		(m1) = (v) > (m1) ? (v) : (m1); \
-		(m2) = ap_lo_ > (m2) ? ap_lo_ : (m2); \
-	} while (0)
-
-/*
- * A update of an off-diagonal stretch [j0, j1) of row i, with A+S's top 2.
- * Two-lane vectors (GCC vector extensions, SSE2 on x86-64), two of them
- * per step: four independent top-2 accumulators, which keep the
- * compare-and-select chains short; the multiset's top 2 do not depend on
- * how the values are split among them.  Selects are written as masks, so
- * every value is the one the scalar ternaries give.
- */
-typedef double ap_v2d __attribute__((vector_size(16)));
-typedef int64_t ap_v2l __attribute__((vector_size(16)));
-
-/* m ? a : b, lane by lane (a lane of m is all ones or all zeros) */
-#define AP_VSEL(m, a, b) \
-	((ap_v2d) ((((ap_v2l) (a)) & (m)) | (((ap_v2l) (b)) & ~(m))))
-
-static inline ap_v2d
-ap_vload(const double *p)
-{
-	ap_v2d		v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/* one two-lane step of the A update and top 2 at j */
-#define AP_A_STEP(j, m1, m2) \
-	do { \
-		ap_v2d	r_ = ap_vload(Rr + (j)); \
-		ap_v2d	t_ = AP_VSEL(r_ > zero, r_, zero) - ap_vload(cs + (j)); \
-		ap_v2d	a_, v_, lo_; \
-		t_ = AP_VSEL(t_ > zero, t_, zero); \
-		a_ = ap_vload(Ar + (j)) * vd - t_ * vo; \
-		memcpy(Ar + (j), &a_, sizeof(a_)); \
-		v_ = a_ + ap_vload(Sr + (j)); \
-		lo_ = AP_VSEL(v_ < (m1), v_, (m1)); \
-		(m1) = AP_VSEL(v_ > (m1), v_, (m1)); \
-		(m2) = AP_VSEL(lo_ > (m2), lo_, (m2)); \
-	} while (0)
-
-static inline void
-ap_a_stretch(double *restrict Ar, const double *restrict Rr,
-			 const double *restrict Sr, const double *restrict cs,
-			 int64_t j0, int64_t j1, double damping, double omd,
-			 double *m1p, double *m2p)
-{
-	const ap_v2d zero = {0.0, 0.0};
-	const ap_v2d vd = {damping, damping};
-	const ap_v2d vo = {omd, omd};
-	ap_v2d		m1a = {-INFINITY, -INFINITY},
-				m2a = m1a,
-				m1b = m1a,
-				m2b = m1a;
-	int64_t		j = j0;
-
-	for (; j + 4 <= j1; j += 4)
-	{
-		AP_A_STEP(j, m1a, m2a);
-		AP_A_STEP(j + 2, m1b, m2b);
-	}
-	for (; j < j1; j++)
-	{
-		double		rp = Rr[j] > 0.0 ? Rr[j] : 0.0;
-		double		t = rp - cs[j];
-		double		a,
-					v;
-
-		t = t > 0.0 ? t : 0.0;
-		a = Ar[j] * damping - t * omd;
-		Ar[j] = a;
-		v = a + Sr[j];
-		AP_TOP2(v, *m1p, *m2p);
-	}
-	for (int l = 0; l < 2; l++)
-	{
-		AP_TOP2(m1a[l], *m1p, *m2p);
-		AP_TOP2(m2a[l], *m1p, *m2p);
-		AP_TOP2(m1b[l], *m1p, *m2p);
-		AP_TOP2(m2b[l], *m1p, *m2p);
-	}
-}
-
-#define AP_LANES 4
-
-/* A+S's top 2 over a whole row, A as it is (the first pass only) */
-static inline void
-ap_top2_row(const double *restrict Ar, const double *restrict Sr, int64_t n,
-			double *m1p, double *m2p)
-{
-	double		m1[AP_LANES],
-				m2[AP_LANES];
-	int64_t		j = 0;
-
-	for (int l = 0; l < AP_LANES; l++)
-		m1[l] = m2[l] = -INFINITY;
-	for (; j + AP_LANES <= n; j += AP_LANES)
-		for (int l = 0; l < AP_LANES; l++)
-		{
-			double		v = Ar[j + l] + Sr[j + l];
-
-			AP_TOP2(v, m1[l], m2[l]);
-		}
-	for (; j < n; j++)
-	{
-		double		v = Ar[j] + Sr[j];
-
-		AP_TOP2(v, m1[0], m2[0]);
-	}
-	for (int l = 0; l < AP_LANES; l++)
-	{
-		AP_TOP2(m1[l], *m1p, *m2p);
-		AP_TOP2(m2[l], *m1p, *m2p);
-	}
-}
-
-/*
- * The tie-breaking noise of S[i][j]: scikit-learn's
- * (eps*S + 100*tiny) * z, with z uniform on [-sqrt 3, sqrt 3) (mean 0,
- * variance 1) from the counter-based generator at counter i*n + j.
- */
-static inline void
-ap_noise_row(double *restrict Sr, int64_t n, int64_t i)
-{
-	const double sqrt3 = sqrt(3.0);
-	const double tiny100 = DBL_MIN * 100;
-
-	for (int64_t j = 0; j < n; j++)
-	{
-		double		u = gc_rng_uniform(GC_AP_NOISE_SEED, GC_AP_NOISE_STREAM,
-									   (uint64_t) (i * n + j));
-		double		z = (2.0 * u - 1.0) * sqrt3;
-		double		t = DBL_EPSILON * Sr[j] + tiny100;
-
-		t = t * z;
-		Sr[j] = Sr[j] + t;
-	}
-}
-
-/* Row i of a pass of ap_rows. */
-static void
-ap_row(ap_ws *w, int64_t i, double damping, bool update_a, bool update_r)
-{
-	const int64_t n = w->n;
-	const double omd = 1.0 - damping;
-	double	   *restrict Ar = w->A + (size_t) i * n;
-	double	   *restrict Rr = w->R + (size_t) i * n;
-	const double *restrict Sr = w->S + (size_t) i * n;
-	double		m1 = -INFINITY,
-				m2 = -INFINITY;
-
-	if (update_a)
-	{
-		double		t,
-					a,
-					v;
-
-		ap_a_stretch(Ar, Rr, Sr, w->cs, 0, i, damping, omd, &m1, &m2);
-		/* the diagonal: R itself, not clipped */
-		t = Rr[i] - w->cs[i];
-		a = Ar[i] * damping - t * omd;
-		Ar[i] = a;
-		v = a + Sr[i];
-		AP_TOP2(v, m1, m2);
-		ap_a_stretch(Ar, Rr, Sr, w->cs, i + 1, n, damping, omd, &m1, &m2);
-		w->E[i] = (Ar[i] + Rr[i]) > 0.0;
-	}
+	if (s == NULL)
+		return false;
+	if (strcasecmp(s, "float8") == 0)
+		*out = GC_AP_FLOAT8;
+	else if (strcasecmp(s, "float4") == 0)
+		*out = GC_AP_FLOAT4;
 	else
-		ap_top2_row(Ar, Sr, n, &m1, &m2);
-	if (update_r)
-	{
-		/*
-		 * Y = m1 everywhere but at the argmax, which gets the second largest
-		 * m2; on a tie m2 == m1, so which of the tied entries is "the"
-		 * argmax does not matter.
-		 */
-		for (int64_t j = 0; j < n; j++)
-		{
-			double		v = Ar[j] + Sr[j];
-			double		y = v == m1 ? m2 : m1;
-
-			Rr[j] = Rr[j] * damping + (Sr[j] - y) * omd;
-		}
-	}
+		return false;
+	return true;
 }
 
-/*
- * One pass over the rows.  update_a: A from R and the column sums, and the
- * exemplar flags E; then (update_r) R from the new A.  Without update_a,
- * A is taken as it is (the first pass: A = 0).
- */
-static void
-ap_rows(ap_ws *w, double damping, bool update_a, bool update_r)
+const char *
+gc_ap_precision_name(gc_ap_precision precision)
 {
-	const int64_t n = w->n;
-
-#pragma omp parallel for num_threads(w->nthreads) schedule(static)
-	for (int64_t i = 0; i < n; i++)
-	{
-		if (ap_poll(w, i))
-			continue;
-		ap_row(w, i, damping, update_a, update_r);
-	}
-}
-
-/* The preference on the diagonal of S, then the noise on all of it. */
-static void
-ap_prepare_s(ap_ws *w, double pref)
-{
-	const int64_t n = w->n;
-
-#pragma omp parallel for num_threads(w->nthreads) schedule(static)
-	for (int64_t i = 0; i < n; i++)
-	{
-		if (ap_poll(w, i))
-			continue;
-		w->S[(size_t) i * n + i] = pref;
-		ap_noise_row(w->S + (size_t) i * n, n, i);
-	}
-}
-
-/* Rp[i][j] off the diagonal */
-#define AP_RP(v) ((v) > 0.0 ? (v) : 0.0)
-
-/*
- * c[j] += Rp[i][j] for rows i0 .. i0+3 in order, columns [a, b), none of
- * them on the diagonal.  Four rows at a time: four streams for the
- * prefetcher and c[j] kept in a register, the additions in row order.
- */
-static inline void
-ap_colsum4(double *restrict c, const double *restrict R, int64_t n,
-		   int64_t i0, int64_t a, int64_t b)
-{
-	const double *restrict R0 = R + (size_t) i0 * n;
-	const double *restrict R1 = R0 + n;
-	const double *restrict R2 = R1 + n;
-	const double *restrict R3 = R2 + n;
-
-	for (int64_t j = a; j < b; j++)
-	{
-		double		s = c[j];
-
-		s += AP_RP(R0[j]);
-		s += AP_RP(R1[j]);
-		s += AP_RP(R2[j]);
-		s += AP_RP(R3[j]);
-		c[j] = s;
-	}
-}
-
-/*
- * cs[j] = sum over i, in row order, of Rp[i][j] (Rp = max(R, 0) off the
- * diagonal, R on it).  The sum starts from 0.0 (numpy starts from row 0:
- * the same value, 0 + x == x).  One contiguous block of columns per
- * thread, its rows four at a time.
- */
-static void
-ap_colsum(ap_ws *w)
-{
-	const int64_t n = w->n;
-	const int	nt = w->nthreads;
-	const int64_t nb = n < nt ? n : nt;
-
-#pragma omp parallel for num_threads(nt) schedule(static, 1)
-	for (int64_t blk = 0; blk < nb; blk++)
-	{
-		const int64_t j0 = n * blk / nb;
-		const int64_t j1 = n * (blk + 1) / nb;
-		double	   *restrict c = w->cs;
-		int64_t		i = 0;
-
-		for (int64_t j = j0; j < j1; j++)
-			c[j] = 0.0;
-		for (; i + 4 <= n; i += 4)
-		{
-			/* the diagonal entries of these rows within the block */
-			const int64_t d0 = i < j0 ? j0 : (i > j1 ? j1 : i);
-			const int64_t d1 = i + 4 < j0 ? j0 : (i + 4 > j1 ? j1 : i + 4);
-
-			if (ap_poll(w, i))
-				break;
-			ap_colsum4(c, w->R, n, i, j0, d0);
-			for (int64_t j = d0; j < d1; j++)
-			{
-				double		s = c[j];
-
-				for (int64_t r = i; r < i + 4; r++)
-				{
-					double		v = w->R[(size_t) r * n + j];
-
-					s += r == j ? v : AP_RP(v);
-				}
-				c[j] = s;
-			}
-			ap_colsum4(c, w->R, n, i, d1, j1);
-		}
-		for (; i < n; i++)
-		{
-			const double *restrict Ri = w->R + (size_t) i * n;
-
-			for (int64_t j = j0; j < j1; j++)
-				c[j] += j == i ? Ri[j] : AP_RP(Ri[j]);
-		}
-	}
-}
-
-/*
- * c[i] = the k of largest S[i][ex[k]] (first on ties), for every row; then
- * c[ex[k]] = k.
- */
-static void
-ap_assign(ap_ws *w, const int32_t *ex, int64_t K, int32_t *c)
-{
-	const int64_t n = w->n;
-
-#pragma omp parallel for num_threads(w->nthreads) schedule(static)
-	for (int64_t i = 0; i < n; i++)
-	{
-		const double *Si = w->S + (size_t) i * n;
-		double		best = Si[ex[0]];
-		int32_t		bk = 0;
-
-		if (ap_poll(w, i))
-			continue;
-		for (int64_t k = 1; k < K; k++)
-		{
-			double		v = Si[ex[k]];
-
-			if (v > best)
-			{
-				best = v;
-				bk = (int32_t) k;
-			}
-		}
-		c[i] = bk;
-	}
-	for (int64_t k = 0; k < K; k++)
-		c[ex[k]] = (int32_t) k;
-}
-
-/* scikit-learn's final labelling from the exemplar flags w->E */
-static gc_code
-ap_label(ap_ws *w, gc_ap_result *res, gc_status *st)
-{
-	const int64_t n = w->n;
-	int64_t		K = 0;
-	int32_t    *ex = NULL,
-			   *c = NULL,
-			   *off = NULL,
-			   *mem = NULL;
-	int64_t    *task = NULL;
-	double	   *score = NULL;
-	gc_code		rc = GC_OK;
-
-	if (n < 1)
-		return GC_OK;
-	for (int64_t i = 0; i < n; i++)
-		K += w->E[i];
-	res->n_clusters = K;
-	memset(res->is_exemplar, 0, (size_t) n);
-	if (K == 0)
-	{
-		for (int64_t i = 0; i < n; i++)
-			res->labels[i] = GC_NOISE;
-		return GC_OK;
-	}
-
-	ex = malloc(sizeof(int32_t) * (size_t) K);
-	c = malloc(sizeof(int32_t) * (size_t) n);
-	off = malloc(sizeof(int32_t) * (size_t) (K + 1));
-	mem = malloc(sizeof(int32_t) * (size_t) n);
-	score = malloc(sizeof(double) * (size_t) n);
-	task = malloc(sizeof(int64_t) * (size_t) (K + n / AP_REFINE_CHUNK + 1));
-	if (ex == NULL || c == NULL || off == NULL || mem == NULL || score == NULL ||
-		task == NULL)
-	{
-		rc = gc_fail(st, GC_ENOMEM, "affinity propagation: no memory for the labelling (%lld rows)",
-					 (long long) n);
-		goto done;
-	}
-
-	/* exemplars in index order; first assignment */
-	K = 0;
-	for (int64_t i = 0; i < n; i++)
-		if (w->E[i])
-			ex[K++] = (int32_t) i;
-	ap_assign(w, ex, K, c);
-	if (w->stop)
-		goto canceled;
-
-	/* members of each cluster, ascending */
-	memset(off, 0, sizeof(int32_t) * (size_t) (K + 1));
-	for (int64_t i = 0; i < n; i++)
-		off[c[i] + 1]++;
-	for (int64_t k = 0; k < K; k++)
-		off[k + 1] += off[k];
-	{
-		int32_t    *fill = res->labels;	/* scratch: next slot per cluster */
-
-		memcpy(fill, off, sizeof(int32_t) * (size_t) K);
-		for (int64_t i = 0; i < n; i++)
-			mem[fill[c[i]]++] = (int32_t) i;
-	}
-
-	/*
-	 * score[j] = sum over the members m of j's cluster, in member order, of
-	 * S[m][j] (np.sum(S[ii][:, ii], axis=0); S is not symmetric once the
-	 * noise is in).  Tasks: a cluster's members in chunks, each chunk summing
-	 * its columns over the cluster's rows.
-	 */
-	{
-		int64_t		ntask = 0;
-
-		for (int64_t k = 0; k < K; k++)
-			for (int64_t q0 = off[k]; q0 < off[k + 1]; q0 += AP_REFINE_CHUNK)
-				task[ntask++] = q0;
-#pragma omp parallel for num_threads(w->nthreads) schedule(dynamic, 1)
-		for (int64_t t = 0; t < ntask; t++)
-		{
-			const int64_t q0 = task[t];
-			const int32_t k = c[mem[q0]];
-			const int64_t q1 = q0 + AP_REFINE_CHUNK < off[k + 1] ? q0 + AP_REFINE_CHUNK : off[k + 1];
-			double		acc[AP_REFINE_CHUNK];
-
-			if (ap_poll(w, 0))
-				continue;
-			for (int64_t pm = off[k]; pm < off[k + 1]; pm++)
-			{
-				const double *Sm = w->S + (size_t) mem[pm] * n;
-
-				if (pm == off[k])
-					for (int64_t q = q0; q < q1; q++)
-						acc[q - q0] = Sm[mem[q]];
-				else
-					for (int64_t q = q0; q < q1; q++)
-						acc[q - q0] += Sm[mem[q]];
-			}
-			for (int64_t q = q0; q < q1; q++)
-				score[mem[q]] = acc[q - q0];
-		}
-	}
-	if (w->stop)
-		goto canceled;
-
-	/* refined exemplars: the first member of largest score */
-	for (int64_t k = 0; k < K; k++)
-	{
-		int32_t		best = mem[off[k]];
-
-		for (int64_t q = off[k] + 1; q < off[k + 1]; q++)
-			if (score[mem[q]] > score[best])
-				best = mem[q];
-		ex[k] = best;
-	}
-
-	/* second assignment, to the refined exemplars in cluster order */
-	ap_assign(w, ex, K, c);
-	if (w->stop)
-		goto canceled;
-
-	/* number the clusters by their exemplars' positions */
-	for (int64_t k = 0; k < K; k++)
-		res->is_exemplar[ex[k]] = 1;
-	{
-		int32_t    *rank = mem;
-		int32_t		next = 0;
-
-		for (int64_t i = 0; i < n; i++)
-			if (res->is_exemplar[i])
-				rank[i] = next++;
-		for (int64_t i = 0; i < n; i++)
-			res->labels[i] = rank[ex[c[i]]];
-	}
-	goto done;
-
-canceled:
-	rc = gc_fail(st, GC_ECANCEL, "canceled");
-done:
-	free(ex);
-	free(c);
-	free(off);
-	free(mem);
-	free(score);
-	free(task);
-	return rc;
+	return precision == GC_AP_FLOAT4 ? "float4" : "float8";
 }
 
 gc_code
-gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
-		  const gc_ap_params *p, gc_ap_result *res, gc_status *st)
+gc_ap_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			const gc_ap_params *p, gc_ap_result *res, gc_status *st)
 {
-	ap_ws		w;
-	uint8_t    *Eprev = NULL;
-	double		pref;
-	double		t0;
-	int			run = 0;
-	int			it;
-	gc_code		rc = GC_OK;
-
 	if (st)
 	{
 		st->code = GC_OK;
@@ -895,6 +137,8 @@ gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (p->has_preference && !isfinite(p->preference))
 		return gc_fail(st, GC_EINVAL, "affinity propagation: preference must be a finite number, got %g",
 					   p->preference);
+	if (p->precision != GC_AP_FLOAT8 && p->precision != GC_AP_FLOAT4)
+		return gc_fail(st, GC_EINVAL, "affinity propagation: unknown precision %d", (int) p->precision);
 
 	res->n_clusters = 0;
 	res->iterations = 0;
@@ -911,108 +155,240 @@ gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					   (long long) n);
 	if (gc_cancelled(ctx))
 		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
 
-	memset(&w, 0, sizeof(w));
-	w.ctx = ctx;
-	w.n = n;
-	w.nthreads = gc_team_adapt(ctx);	/* again at every iteration */
-	w.S = ap_alloc_matrix(n);
-	w.R = ap_alloc_matrix(n);
-	w.A = ap_alloc_matrix(n);
-	w.cs = malloc(sizeof(double) * (size_t) n);
-	w.E = calloc((size_t) n, 1);
-	Eprev = calloc((size_t) n, 1);
-	if (w.S == NULL || w.R == NULL || w.A == NULL || w.cs == NULL ||
-		w.E == NULL || Eprev == NULL)
+/* The r-th smallest (0-based) entry of the full n x n matrix, diagonal 0. */
+static gc_code
+ap_full_order(const gc_ap_ops *ops, void *w, int64_t n, int64_t r,
+			  double *out, gc_status *st)
+{
+	const int64_t m = n * (n - 1) / 2;	/* upper triangle */
+	double		x;
+	gc_code		rc;
+
+	if (r >= 2 * m)
 	{
-		rc = gc_fail(st, GC_ENOMEM, "affinity propagation: out of memory (%lld rows need %.1f MB)",
-					 (long long) n, (double) gc_ap_mem_bytes(n) / (1024.0 * 1024.0));
+		*out = 0.0;
+		return GC_OK;
+	}
+	/* u ascending = -(x descending): u[r/2] = -x[m - 1 - r/2] */
+	rc = ops->select_upper(w, m - 1 - r / 2, &x, st);
+	*out = -x;
+	return rc;
+}
+
+/* np.median of the n x n similarities with the diagonal at 0. */
+static gc_code
+ap_median(const gc_ap_ops *ops, void *w, int64_t n, double *out,
+		  gc_status *st)
+{
+	const int64_t nn = n * n;
+	double		a,
+				b;
+	gc_code		rc;
+
+	if (nn % 2 == 1)
+		return ap_full_order(ops, w, n, (nn - 1) / 2, out, st);
+	rc = ap_full_order(ops, w, n, nn / 2 - 1, &a, st);
+	if (rc == GC_OK)
+		rc = ap_full_order(ops, w, n, nn / 2, &b, st);
+	if (rc == GC_OK)
+		*out = (a + b) / 2.0;
+	return rc;
+}
+
+/* scikit-learn's answer when nothing iterates */
+static void
+ap_equal_answer(int64_t n, double pref, double s_last, gc_ap_result *res)
+{
+	res->equal_similarities = true;
+	if (pref >= s_last)
+	{
+		for (int64_t i = 0; i < n; i++)
+		{
+			res->labels[i] = (int32_t) i;
+			res->is_exemplar[i] = 1;
+		}
+		res->n_clusters = n;
+	}
+	else
+	{
+		for (int64_t i = 0; i < n; i++)
+		{
+			res->labels[i] = 0;
+			res->is_exemplar[i] = i == 0;
+		}
+		res->n_clusters = 1;
+	}
+}
+
+/* scikit-learn's final labelling from the exemplar flags E */
+static gc_code
+ap_label(const gc_ap_ops *ops, void *w, int64_t n, const uint8_t *E,
+		 gc_ap_result *res, gc_status *st)
+{
+	int64_t		K = 0;
+	int32_t    *ex = NULL,
+			   *c = NULL,
+			   *off = NULL,
+			   *mem = NULL,
+			   *fill = NULL;
+	double	   *score = NULL;
+	gc_code		rc = GC_OK;
+
+	for (int64_t i = 0; i < n; i++)
+		K += E[i];
+	res->n_clusters = K;
+	memset(res->is_exemplar, 0, (size_t) n);
+	if (K == 0)
+	{
+		for (int64_t i = 0; i < n; i++)
+			res->labels[i] = GC_NOISE;
+		return GC_OK;
+	}
+
+	ex = malloc(sizeof(int32_t) * (size_t) K);
+	c = malloc(sizeof(int32_t) * (size_t) n);
+	off = malloc(sizeof(int32_t) * (size_t) (K + 1));
+	fill = malloc(sizeof(int32_t) * (size_t) (K + 1));
+	mem = malloc(sizeof(int32_t) * (size_t) n);
+	score = malloc(sizeof(double) * (size_t) n);
+	if (ex == NULL || c == NULL || off == NULL || fill == NULL || mem == NULL ||
+		score == NULL)
+	{
+		rc = gc_fail(st, GC_ENOMEM, "affinity propagation: no memory for the labelling (%lld rows)",
+					 (long long) n);
 		goto done;
 	}
 
+	/* exemplars in index order; first assignment */
+	K = 0;
+	for (int64_t i = 0; i < n; i++)
+		if (E[i])
+			ex[K++] = (int32_t) i;
+	if ((rc = ops->assign(w, ex, K, c, st)) != GC_OK)
+		goto done;
+	for (int64_t k = 0; k < K; k++)
+		c[ex[k]] = (int32_t) k;
+
+	/* members of each cluster, ascending */
+	memset(off, 0, sizeof(int32_t) * (size_t) (K + 1));
+	for (int64_t i = 0; i < n; i++)
+		off[c[i] + 1]++;
+	for (int64_t k = 0; k < K; k++)
+		off[k + 1] += off[k];
+	memcpy(fill, off, sizeof(int32_t) * (size_t) K);
+	for (int64_t i = 0; i < n; i++)
+		mem[fill[c[i]]++] = (int32_t) i;
+
+	/*
+	 * score[j] = sum over the members m of j's cluster of S[m][j]
+	 * (np.sum(S[ii][:, ii], axis=0); S is not symmetric once the noise is
+	 * in); the refined exemplar is the first member of largest score
+	 */
+	if ((rc = ops->scores(w, c, off, mem, K, score, st)) != GC_OK)
+		goto done;
+	for (int64_t k = 0; k < K; k++)
+	{
+		int32_t		best = mem[off[k]];
+
+		for (int64_t q = off[k] + 1; q < off[k + 1]; q++)
+			if (score[mem[q]] > score[best])
+				best = mem[q];
+		ex[k] = best;
+	}
+
+	/* second assignment, to the refined exemplars in cluster order */
+	if ((rc = ops->assign(w, ex, K, c, st)) != GC_OK)
+		goto done;
+	for (int64_t k = 0; k < K; k++)
+		c[ex[k]] = (int32_t) k;
+
+	/* number the clusters by their exemplars' positions */
+	for (int64_t k = 0; k < K; k++)
+		res->is_exemplar[ex[k]] = 1;
+	{
+		int32_t    *rank = mem;
+		int32_t		next = 0;
+
+		for (int64_t i = 0; i < n; i++)
+			if (res->is_exemplar[i])
+				rank[i] = next++;
+		for (int64_t i = 0; i < n; i++)
+			res->labels[i] = rank[ex[c[i]]];
+	}
+
+done:
+	free(ex);
+	free(c);
+	free(off);
+	free(fill);
+	free(mem);
+	free(score);
+	return rc;
+}
+
+gc_code
+gc_ap_run(const gc_ap_ops *ops, void *w, const gc_ctx *ctx, int64_t n,
+		  const gc_ap_params *p, gc_ap_result *res, gc_status *st)
+{
+	uint8_t    *E = NULL;
+	double		pref,
+				s_last = 0.0,
+				t0;
+	bool		equal = true;
+	int			run = 0;
+	int			it;
+	gc_code		rc;
+
+	gc_report(ctx, GC_PHASE_INIT, 0, 0, 0, n, NAN);
 	t0 = omp_get_wtime();
-	ap_similarities(&w, X, d);
-	if (w.stop)
-		goto canceled;
+	if ((rc = ops->similarities(w, st)) != GC_OK)
+		return rc;
 	res->ms_similarity = (omp_get_wtime() - t0) * 1e3;
 
 	/* the preference: given, or the median of S with its zero diagonal */
 	t0 = omp_get_wtime();
 	if (p->has_preference)
 		pref = p->preference;
-	else
-	{
-		rc = ap_median(&w, &pref, st);
-		if (rc != GC_OK)
-			goto done;
-	}
+	else if ((rc = ap_median(ops, w, n, &pref, st)) != GC_OK)
+		return rc;
 	res->preference = pref;
 	res->ms_preference = (omp_get_wtime() - t0) * 1e3;
 
 	/* n == 1, or all similarities equal: scikit-learn's early answer */
 	t0 = omp_get_wtime();
-	if (n == 1 || ap_all_equal(&w))
+	if (n > 1 && (rc = ops->all_equal(w, &equal, &s_last, st)) != GC_OK)
+		return rc;
+	if (equal)
 	{
-		const double s0 = n == 1 ? 0.0 : w.S[n - 1];
-
-		if (w.stop)
-			goto canceled;
-		res->equal_similarities = true;
-		if (pref >= s0)
-		{
-			for (int64_t i = 0; i < n; i++)
-			{
-				res->labels[i] = (int32_t) i;
-				res->is_exemplar[i] = 1;
-			}
-			res->n_clusters = n;
-		}
-		else
-		{
-			for (int64_t i = 0; i < n; i++)
-			{
-				res->labels[i] = 0;
-				res->is_exemplar[i] = i == 0;
-			}
-			res->n_clusters = 1;
-		}
-		goto done;
+		ap_equal_answer(n, pref, s_last, res);
+		return GC_OK;
 	}
-	if (w.stop)
-		goto canceled;
 
 	/* the preference on the diagonal, then the tie-breaking noise */
-	ap_prepare_s(&w, pref);
-	if (w.stop)
-		goto canceled;
+	if ((rc = ops->prepare(w, pref, st)) != GC_OK)
+		return rc;
 	res->ms_similarity += (omp_get_wtime() - t0) * 1e3;
 
 	/* R from A = 0, then: column sums; A, E and the next R */
 	t0 = omp_get_wtime();
-	ap_rows(&w, p->damping, false, true);
+	if ((rc = ops->first(w, p->damping, st)) != GC_OK)
+		return rc;
 	res->converged = false;
 	for (it = 0; it < p->max_iter; it++)
 	{
-		int64_t		K = 0;
-		bool		changed = false;
+		int64_t		K = 0,
+					changed = 0;
 
-		if (w.stop || gc_cancelled(ctx))
-			goto canceled;
+		if (gc_cancelled(ctx))
+			return gc_fail(st, GC_ECANCEL, "canceled");
 		gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, 0, 0, NAN);
-		w.nthreads = gc_team_adapt(ctx);
-		ap_colsum(&w);
-		if (w.stop)
-			goto canceled;
-		ap_rows(&w, p->damping, true, it + 1 < p->max_iter);
-		if (w.stop)
-			goto canceled;
-		for (int64_t i = 0; i < n; i++)
-		{
-			K += w.E[i];
-			changed |= w.E[i] != Eprev[i];
-		}
-		memcpy(Eprev, w.E, (size_t) n);
-		run = (it == 0 || changed) ? 1 : run + 1;
+		if ((rc = ops->iterate(w, p->damping, it + 1 < p->max_iter, &K,
+							   &changed, st)) != GC_OK)
+			return rc;
+		run = (it == 0 || changed > 0) ? 1 : run + 1;
 		if (it >= p->convergence_iter && run >= p->convergence_iter && K > 0)
 		{
 			res->converged = true;
@@ -1022,24 +398,18 @@ gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	res->iterations = it < p->max_iter ? it + 1 : p->max_iter;
 	res->ms_iterations = (omp_get_wtime() - t0) * 1e3;
 
-	/* R and A are done with: free them before the labelling */
-	free(w.R);
-	w.R = NULL;
-	free(w.A);
-	w.A = NULL;
 	t0 = omp_get_wtime();
-	rc = ap_label(&w, res, st);
+	gc_report(ctx, GC_PHASE_LABEL, 0, 0, 0, n, NAN);
+	E = malloc((size_t) n);
+	if (E == NULL)
+		return gc_fail(st, GC_ENOMEM, "affinity propagation: no memory for the labelling (%lld rows)",
+					   (long long) n);
+	rc = ops->exemplars(w, E, st);
+	/* R and A are done with: free them before the labelling */
+	ops->drop_messages(w);
+	if (rc == GC_OK)
+		rc = ap_label(ops, w, n, E, res, st);
+	free(E);
 	res->ms_labels = (omp_get_wtime() - t0) * 1e3;
-	goto done;
-
-canceled:
-	rc = gc_fail(st, GC_ECANCEL, "canceled");
-done:
-	free(w.S);
-	free(w.R);
-	free(w.A);
-	free(w.cs);
-	free(w.E);
-	free(Eprev);
 	return rc;
 }

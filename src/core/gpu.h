@@ -204,6 +204,25 @@ size_t		gc_dbscan_gpu_mem_bytes(int64_t n, int d);
 
 void		gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out);
 
+/*
+ * Affinity propagation on the current CUDA device (cuda/affinity.cu): the
+ * contract of gc_ap_cpu, on affinity.c's one driver, with the CPU's
+ * results bit for bit in float8; float4 (p->precision) stores S, R and A
+ * as floats.  CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device
+ * memory runs out); the cancel flags are polled between iterations and
+ * passes.  At most INT32_MAX rows.
+ */
+gc_code		gc_ap_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					  const gc_ap_params *p, gc_ap_result *res, gc_status *st);
+
+/*
+ * Device memory gc_ap_gpu needs for n rows of d features (an upper bound:
+ * three n x n matrices of the precision's size, O(n d)); SIZE_MAX when it
+ * overflows.  gc_ap_gpu_max_rows: the largest n whose need fits in bytes.
+ */
+size_t		gc_ap_gpu_mem_bytes(int64_t n, int d, gc_ap_precision precision);
+int64_t		gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision);
+
 #else							/* no CUDA: the stubs */
 
 static inline void
@@ -287,6 +306,28 @@ static inline void
 gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out)
 {
 	memset(out, 0, sizeof(*out));
+}
+
+static inline gc_code
+gc_ap_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+		  const gc_ap_params *p, gc_ap_result *res, gc_status *st)
+{
+	(void) ctx, (void) X, (void) n, (void) d, (void) p, (void) res;
+	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
+}
+
+static inline size_t
+gc_ap_gpu_mem_bytes(int64_t n, int d, gc_ap_precision precision)
+{
+	(void) n, (void) d, (void) precision;
+	return 0;
+}
+
+static inline int64_t
+gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision)
+{
+	(void) bytes, (void) d, (void) precision;
+	return 0;
 }
 
 #endif							/* GPUCLUST_CUDA */

@@ -402,6 +402,19 @@ gc_code		gc_dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
  * deterministic tie-breaking noise stands in for scikit-learn's random one,
  * so results do not depend on the thread count.
  */
+/*
+ * What S, R and A are stored in.  float8 (the default): doubles, on every
+ * device, the same bits.  float4: floats, on the GPU only (half the bytes
+ * a pass moves); every update is still computed in double from the stored
+ * values and rounded once when stored, and the tie-breaking noise is
+ * scaled to float's epsilon (affinity.c).
+ */
+typedef enum gc_ap_precision
+{
+	GC_AP_FLOAT8 = 0,
+	GC_AP_FLOAT4
+} gc_ap_precision;
+
 typedef struct gc_ap_params
 {
 	double		damping;		/* in [0.5, 1) */
@@ -409,7 +422,12 @@ typedef struct gc_ap_params
 	double		preference;		/* finite; used when has_preference */
 	int			max_iter;		/* >= 1 */
 	int			convergence_iter;	/* >= 1 */
+	gc_ap_precision precision;	/* GC_AP_FLOAT4: the GPU only */
 } gc_ap_params;
+
+/* "float8" | "float4" (case-insensitive), as SQL spells them; false if neither. */
+bool		gc_parse_ap_precision(const char *s, gc_ap_precision *out);
+const char *gc_ap_precision_name(gc_ap_precision precision);
 
 typedef struct gc_ap_result
 {
@@ -432,6 +450,11 @@ typedef struct gc_ap_result
 	double		ms_labels;		/* the final labelling */
 } gc_ap_result;
 
+/*
+ * On all CPU cores, float8 only (GC_EINVAL "affinity propagation in float4
+ * runs only on the GPU" otherwise).  gc_ap_gpu (gpu.h) is the same
+ * contract on the GPU, with the same results bit for bit in float8.
+ */
 gc_code		gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					  const gc_ap_params *p, gc_ap_result *res, gc_status *st);
 
