@@ -237,6 +237,8 @@ ap_label(const gc_ap_ops *ops, void *w, int64_t n, const uint8_t *E,
 	double	   *score = NULL;
 	gc_code		rc = GC_OK;
 
+	if (n < 1)
+		return GC_OK;
 	for (int64_t i = 0; i < n; i++)
 		K += E[i];
 	res->n_clusters = K;

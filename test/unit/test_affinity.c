@@ -528,7 +528,7 @@ test_blobs(void)
 	float	   *X = malloc(sizeof(float) * n * d);
 	/* damping 0.9: with 0.5 the interleaved, equal blobs make the messages
 	 * oscillate (scikit-learn too: 120-160 clusters, not converged) */
-	gc_ap_params p = {0.9, false, 0.0, 200, 15};
+	gc_ap_params p = {0.9, false, 0.0, 200, 15, GC_AP_FLOAT8};
 	ref_out		o;
 	bool		same_part = true;
 
@@ -562,7 +562,7 @@ test_sklearn_cases(void)
 	/* test_affinity_propagation_fit_non_convergence: no exemplar at all */
 	{
 		float		X[] = {0, 0, 1, 1, -2, -2};
-		gc_ap_params p = {0.5, true, -10.0, 1, 15};
+		gc_ap_params p = {0.5, true, -10.0, 1, 15, GC_AP_FLOAT8};
 		fit			f;
 		gc_status	st = {0};
 		ref_out		o;
@@ -586,7 +586,7 @@ test_sklearn_cases(void)
 	 */
 	{
 		float		X[] = {1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 1};
-		gc_ap_params p = {0.5, false, 0.0, 2, 15};
+		gc_ap_params p = {0.5, false, 0.0, 2, 15, GC_AP_FLOAT8};
 		fit			f;
 		gc_status	st = {0};
 		ref_out		o;
@@ -603,7 +603,7 @@ test_sklearn_cases(void)
 	/* test_affinity_propagation_equal_mutual_similarities */
 	{
 		float		X[] = {-1, 1, 1, -1};
-		gc_ap_params p = {0.5, true, 0.0, 200, 15};
+		gc_ap_params p = {0.5, true, 0.0, 200, 15, GC_AP_FLOAT8};
 		fit			f;
 		gc_status	st = {0};
 
@@ -620,7 +620,7 @@ test_sklearn_cases(void)
 	/* one row; identical rows */
 	{
 		float		X[] = {3, 3, 3, 3, 3, 3, 3, 3};
-		gc_ap_params p = {0.5, false, 0.0, 200, 15};
+		gc_ap_params p = {0.5, false, 0.0, 200, 15, GC_AP_FLOAT8};
 		fit			f;
 		gc_status	st = {0};
 
@@ -635,7 +635,7 @@ test_sklearn_cases(void)
 	}
 	/* empty input */
 	{
-		gc_ap_params p = {0.5, false, 0.0, 200, 15};
+		gc_ap_params p = {0.5, false, 0.0, 200, 15, GC_AP_FLOAT8};
 		fit			f;
 		gc_status	st = {0};
 
@@ -654,7 +654,7 @@ test_median(void)
 		int64_t		n = 1 + (int64_t) (tu_next(&rs) % 90);
 		int			d = 1 + (int) (tu_next(&rs) % 3);
 		float	   *X = make_data(n, d, (data_kind) (rep % 4), 3);
-		gc_ap_params p = {0.5, false, 0.0, 1, 1};
+		gc_ap_params p = {0.5, false, 0.0, 1, 1, GC_AP_FLOAT8};
 		fit			f;
 		ref_out		o;
 		gc_status	st = {0};
@@ -681,18 +681,20 @@ test_invalid(void)
 		int			d;
 		gc_ap_params p;
 	}			cases[] = {
-		{"damping < 0.5", 3, 2, {0.49, false, 0, 200, 15}},
-		{"damping 1", 3, 2, {1.0, false, 0, 200, 15}},
-		{"damping NaN", 3, 2, {NAN, false, 0, 200, 15}},
-		{"damping -inf", 3, 2, {-INFINITY, false, 0, 200, 15}},
-		{"max_iter 0", 3, 2, {0.5, false, 0, 0, 15}},
-		{"max_iter -1", 3, 2, {0.5, false, 0, -1, 15}},
-		{"convergence_iter 0", 3, 2, {0.5, false, 0, 200, 0}},
-		{"preference inf", 3, 2, {0.5, true, INFINITY, 200, 15}},
-		{"preference -inf", 3, 2, {0.5, true, -INFINITY, 200, 15}},
-		{"preference NaN", 3, 2, {0.5, true, NAN, 200, 15}},
-		{"d 0", 3, 0, {0.5, false, 0, 200, 15}},
-		{"n < 0", -1, 2, {0.5, false, 0, 200, 15}},
+		{"damping < 0.5", 3, 2, {0.49, false, 0, 200, 15, GC_AP_FLOAT8}},
+		{"damping 1", 3, 2, {1.0, false, 0, 200, 15, GC_AP_FLOAT8}},
+		{"damping NaN", 3, 2, {NAN, false, 0, 200, 15, GC_AP_FLOAT8}},
+		{"damping -inf", 3, 2, {-INFINITY, false, 0, 200, 15, GC_AP_FLOAT8}},
+		{"max_iter 0", 3, 2, {0.5, false, 0, 0, 15, GC_AP_FLOAT8}},
+		{"max_iter -1", 3, 2, {0.5, false, 0, -1, 15, GC_AP_FLOAT8}},
+		{"convergence_iter 0", 3, 2, {0.5, false, 0, 200, 0, GC_AP_FLOAT8}},
+		{"preference inf", 3, 2, {0.5, true, INFINITY, 200, 15, GC_AP_FLOAT8}},
+		{"preference -inf", 3, 2, {0.5, true, -INFINITY, 200, 15, GC_AP_FLOAT8}},
+		{"preference NaN", 3, 2, {0.5, true, NAN, 200, 15, GC_AP_FLOAT8}},
+		{"d 0", 3, 0, {0.5, false, 0, 200, 15, GC_AP_FLOAT8}},
+		{"n < 0", -1, 2, {0.5, false, 0, 200, 15, GC_AP_FLOAT8}},
+		{"float4 on the CPU", 3, 2, {0.5, false, 0, 200, 15, GC_AP_FLOAT4}},
+		{"unknown precision", 3, 2, {0.5, false, 0, 200, 15, (gc_ap_precision) 7}},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -706,7 +708,7 @@ test_invalid(void)
 		free_fit(&f);
 	}
 	{
-		gc_ap_params p = {0.5, false, 0, 200, 15};
+		gc_ap_params p = {0.5, false, 0, 200, 15, GC_AP_FLOAT8};
 		gc_ap_result r = {0};
 		gc_status	st = {0};
 
@@ -745,7 +747,7 @@ test_cancel(void)
 	uint8_t    *ex = malloc(n);
 	gc_ap_result r = {0};
 	/* never converges: convergence_iter > max_iter */
-	gc_ap_params p = {0.9, false, 0, 1000000, 1000001};
+	gc_ap_params p = {0.9, false, 0, 1000000, 1000001, GC_AP_FLOAT8};
 	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {&cancel_flag, NULL}};
 	gc_status	st = {0};
 	pthread_t	th;
