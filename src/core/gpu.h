@@ -117,6 +117,20 @@ typedef struct gc_dbscan_gpu_phases
 	int64_t		rounds;			/* dclust: expansion rounds, in all */
 } gc_dbscan_gpu_phases;
 
+/* The last gc_ap_gpu call of this thread (host clock; kernels by events). */
+typedef struct gc_ap_gpu_phases
+{
+	int			precision;		/* gc_ap_precision */
+	double		ms_alloc;		/* S, R, A and the O(n) arrays */
+	double		ms_similarity;	/* upload of X and S (not the noise) */
+	double		ms_median;		/* the preference's radix selects */
+	double		ms_first;		/* the first R pass */
+	double		ms_colsum;		/* over the iterations: the column sums */
+	double		ms_rows;		/* and the row passes */
+	int			iterations;
+	double		ms_total;		/* the whole call */
+} gc_ap_gpu_phases;
+
 /* The most points gc_dbscan_gpu takes (int32 positions, one spare). */
 #define GC_DBSCAN_GPU_MAX_N (INT32_MAX - 1)
 
@@ -223,6 +237,8 @@ gc_code		gc_ap_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 size_t		gc_ap_gpu_mem_bytes(int64_t n, int d, gc_ap_precision precision);
 int64_t		gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision);
 
+void		gc_ap_gpu_last_phases(gc_ap_gpu_phases *out);
+
 #else							/* no CUDA: the stubs */
 
 static inline void
@@ -328,6 +344,12 @@ gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision)
 {
 	(void) bytes, (void) d, (void) precision;
 	return 0;
+}
+
+static inline void
+gc_ap_gpu_last_phases(gc_ap_gpu_phases *out)
+{
+	memset(out, 0, sizeof(*out));
 }
 
 #endif							/* GPUCLUST_CUDA */
@@ -480,6 +502,10 @@ gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
 								gc_dbscan_gpu_index_kind *used,
 								int32_t *labels, uint8_t *is_core,
 								gc_status *st);
+
+/* Rows the GPU affinity propagation's row pass keeps in flight on a
+ * multiprocessor (cuda/affinity.cu); 0 restores the default, 2. */
+void		gc_ap_gpu_set_row_blocks(int per_sm);
 
 #endif							/* GC_TESTING && GPUCLUST_CUDA */
 

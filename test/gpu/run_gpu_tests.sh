@@ -10,6 +10,9 @@
 #                    per seed in DB_SEEDS (default: one fresh seed); every
 #                    index (grid, tree, brute force) and both algorithms
 #                    (union-find, DClust); ~45 s a seed on the H100
+#   ap-test          test_ap_gpu: affinity propagation, float8 = CPU bit for
+#                    bit, float4 = its sequential reference, float4 against
+#                    float8 with the ties named
 #   sanitize         compute-sanitizer memcheck, initcheck, synccheck and
 #                    racecheck (SANITIZE_TOOLS) over the quick sets of
 #                    SANITIZE_BINS (default both tests; racecheck: tiny sets)
@@ -21,6 +24,12 @@
 #                    carry [".vendor"]), then bench_kmeans.  About 2-4
 #                    minutes; at most KM_BASELINE_TIMEOUT (200) +
 #                    KM_BENCH_TIMEOUT (220) s
+#   ap-bench         bench_ap_gpu: affinity propagation per iteration (5k
+#                    to the largest n that fits, float8 and float4, bytes
+#                    rooflines; BENCH_AP_N, BENCH_AP_ROWBLOCKS) and whole
+#                    calls CPU vs GPU; then bench_ap_sklearn.py
+#                    (scikit-learn per iteration; AP_SKLEARN_N, default
+#                    "5000 10000 20000")
 #   dbscan-bench     bench_dbscan_gpu: GPU vs CPU table, rows A-G, X, Z
 #                    (BENCH_ONLY=A,B,...; Y, the brute force, only when
 #                    named; BENCH_C_BRUTE=1 adds the brute force to C;
@@ -99,9 +108,21 @@ dbscan-test)
 		grep -m 10 "FAIL" "$OUTDIR/$log"
 	done
 	;;
+ap-test)
+	echo "== test_ap_gpu"
+	run test_ap_gpu.log "${AP_TEST_TIMEOUT:-300}" $B/test_ap_gpu || rc=1
+	grep -E "FAIL|passed|seed|float4" "$OUTDIR/test_ap_gpu.log" | head -30
+	;;
+ap-bench)
+	echo "== bench_ap_gpu"
+	timeout "${AP_BENCH_TIMEOUT:-300}" $B/bench_ap_gpu 2>&1 | tee "$OUTDIR/bench_ap.log" || rc=1
+	echo "== bench_ap_sklearn.py"
+	PYTHONUNBUFFERED=1 timeout "${AP_SKLEARN_TIMEOUT:-240}" python3 test/gpu/bench_ap_sklearn.py ${AP_SKLEARN_N:-5000 10000 20000} \
+		2>&1 | tee "$OUTDIR/bench_ap_sklearn.log"
+	;;
 sanitize)
 	echo "== compute-sanitizer"
-	for bin in ${SANITIZE_BINS:-test_kmeans_gpu test_dbscan_gpu}; do
+	for bin in ${SANITIZE_BINS:-test_kmeans_gpu test_dbscan_gpu test_ap_gpu}; do
 		for tool in ${SANITIZE_TOOLS:-memcheck initcheck synccheck racecheck}; do
 			q=1; [ $tool = racecheck ] && q=2
 			sanitize $tool $q $bin || rc=1

@@ -1,0 +1,905 @@
+/*
+ * affinity.cu — affinity propagation on the GPU: gc_ap_gpu (src/core/gpu.h),
+ * the device's passes for the one driver, gc_ap_run (src/core/affinity.c,
+ * which says what every entry is and in which order its operations run).
+ * In float8 every entry is the CPU's (affinity_cpu.c) bit for bit: the same
+ * double operations, each rounded on its own (-fmad=false), in the same
+ * order.  In float4 S, R and A are floats: each entry is computed in double
+ * from the stored values and rounded once when stored.
+ *
+ * One iteration is two kernels (Winter's structure), T the stored type:
+ *   ap_colsum  cs[j] = sum over rows in order of Rp[i][j]: a thread a
+ *              column, walking the rows with AP_COL_AHEAD loads in flight;
+ *              reads R (sizeof(T) bytes an entry);
+ *   ap_rows    a block a row: sweep 1 updates A from R, S and cs and keeps
+ *              the row's top two of A+S (and an argmax), the exemplar flag
+ *              on the diagonal; sweep 2 updates R from R, S and the top
+ *              two.  Sweep 2 re-reads R and S, which the row's sweep 1 has
+ *              just brought into L2: from memory it reads R, A, S and
+ *              writes A and R, 5 sizeof(T) bytes an entry.
+ * So 6 sizeof(T) bytes an entry an iteration: 24 in float4, 48 in float8,
+ * and no n x n temporary beyond S, R and A.  Damping is in both passes.
+ * Where the CPU tests v == max for the row's argmax, the row keeps one
+ * index of its maximum: any other index holding the maximum means a tie,
+ * where the second largest equals the largest, so Y is the same.
+ *
+ * The median (when no preference is given) is a radix select on the bits
+ * of -S over the upper triangle, 8 bits a pass, counted in shared memory.
+ * The labelling's two assignments and the exemplar scores run here; the
+ * driver does the rest on the host from O(n) results.
+ *
+ * Every CUDA call is checked (check.cuh: GC_ENOMEM for allocation
+ * failures, else GC_EDEVICE); the cancel flags are polled between
+ * launches.  Device memory: gc_ap_gpu_mem_bytes.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "check.cuh"
+#include "launch.cuh"
+#include "gpu.h"
+#include "affinity_internal.h"
+#include "rng.h"
+
+#define AP_CK(expr) GC_CUDA_CK("GPU affinity propagation", expr)
+
+/* ap_rows: threads a block (a row) */
+#define AP_ROW_THREADS 512
+/*
+ * ap_rows: blocks (rows in flight) a multiprocessor.  Sweep 2 finds the
+ * row's R and S in L2 while the rows in flight fit there (2 x 132 rows of
+ * 20k floats: 42 MB of the H100's 50); the bench sets it
+ * (gc_ap_gpu_set_row_blocks, cuda/affinity_hooks.cu).
+ */
+int			gc_ap_row_blocks_per_sm = 2;
+/* ap_colsum: threads a block, and rows each thread loads ahead */
+#define AP_COL_THREADS 64
+#define AP_COL_AHEAD 16
+/* ap_sim: a block computes AP_SIM_TILE x AP_SIM_TILE entries */
+#define AP_SIM_TILE 32
+#define AP_SIM_DCHUNK 32
+/* the median's radix select */
+#define AP_RADIX_BITS 8
+#define AP_RADIX_SIZE (1 << AP_RADIX_BITS)
+
+/* ------------------------------------------------------------------ */
+/* kernels                                                             */
+/* ------------------------------------------------------------------ */
+
+/* the stored type's epsilon and smallest normal, for the noise */
+template <typename T> struct ap_limits;
+template <> struct ap_limits<double>
+{
+	static __device__ __forceinline__ double eps() { return DBL_EPSILON; }
+	static __device__ __forceinline__ double tiny() { return DBL_MIN; }
+};
+template <> struct ap_limits<float>
+{
+	static __device__ __forceinline__ double eps() { return (double) FLT_EPSILON; }
+	static __device__ __forceinline__ double tiny() { return (double) FLT_MIN; }
+};
+
+/*
+ * S[i][j] = -gc_dist2_f64(x_i, x_j): the squared differences summed in
+ * double in dimension order (the CPU's operations, s = 0.0 then s += t*t).
+ * A block: rows i0 .. i0+31 by columns j0 .. j0+31, threads 32 x 8, each
+ * 4 entries; the features staged in shared memory 32 dimensions at a time.
+ */
+template <typename T>
+__global__ void
+ap_sim(const float *__restrict__ X, int n, int d, T *__restrict__ S)
+{
+	__shared__ double xi[AP_SIM_TILE][AP_SIM_DCHUNK + 1];
+	__shared__ double xj[AP_SIM_TILE][AP_SIM_DCHUNK + 1];
+	const int	i0 = blockIdx.y * AP_SIM_TILE,
+				j0 = blockIdx.x * AP_SIM_TILE;
+	const int	tx = threadIdx.x,
+				ty = threadIdx.y;
+	double		s[4] = {0.0, 0.0, 0.0, 0.0};
+
+	for (int k0 = 0; k0 < d; k0 += AP_SIM_DCHUNK)
+	{
+		const int	kc = d - k0 < AP_SIM_DCHUNK ? d - k0 : AP_SIM_DCHUNK;
+
+		__syncthreads();
+		for (int r = ty; r < AP_SIM_TILE; r += blockDim.y)
+		{
+			int			i = i0 + r,
+						j = j0 + r;
+
+			if (tx < kc)
+			{
+				xi[r][tx] = i < n ? (double) X[(size_t) i * d + k0 + tx] : 0.0;
+				xj[r][tx] = j < n ? (double) X[(size_t) j * d + k0 + tx] : 0.0;
+			}
+		}
+		__syncthreads();
+		for (int k = 0; k < kc; k++)
+		{
+			const double b = xj[tx][k];
+
+			GC_UNROLL
+			for (int q = 0; q < 4; q++)
+			{
+				double		t = xi[ty + 8 * q][k] - b;
+
+				s[q] = __dadd_rn(s[q], __dmul_rn(t, t));
+			}
+		}
+	}
+	GC_UNROLL
+	for (int q = 0; q < 4; q++)
+	{
+		int			i = i0 + ty + 8 * q,
+					j = j0 + tx;
+
+		if (i < n && j < n)
+			S[(size_t) i * n + j] = (T) (-s[q]);
+	}
+}
+
+/* Counts, over i < j, the digit at shift of the bits of x = -S[i][j] whose
+ * higher bits (mask) equal prefix.  A block a row (grid-stride). */
+template <typename T>
+__global__ void
+ap_hist(const T *__restrict__ S, int n, uint64_t prefix, uint64_t mask,
+		int shift, unsigned long long *__restrict__ hist)
+{
+	__shared__ unsigned int h[AP_RADIX_SIZE];
+
+	for (int b = threadIdx.x; b < AP_RADIX_SIZE; b += blockDim.x)
+		h[b] = 0;
+	__syncthreads();
+	for (int i = blockIdx.x; i < n - 1; i += gridDim.x)
+	{
+		const T    *Si = S + (size_t) i * n;
+
+		for (int j = i + 1 + threadIdx.x; j < n; j += blockDim.x)
+		{
+			double		x = -(double) Si[j];
+			uint64_t	bits = (uint64_t) __double_as_longlong(x);
+
+			if ((bits & mask) == prefix)
+				atomicAdd(&h[(bits >> shift) & (AP_RADIX_SIZE - 1)], 1u);
+		}
+	}
+	__syncthreads();
+	for (int b = threadIdx.x; b < AP_RADIX_SIZE; b += blockDim.x)
+		if (h[b] != 0)
+			atomicAdd(&hist[b], (unsigned long long) h[b]);
+}
+
+/* *differ = 1 when some S[i][j], i != j, is not S[0][1] */
+template <typename T>
+__global__ void
+ap_all_equal(const T *__restrict__ S, int n, int *__restrict__ differ)
+{
+	const T		s01 = S[1];
+	const size_t nn = (size_t) n * n;
+
+	for (size_t x = (size_t) blockIdx.x * blockDim.x + threadIdx.x; x < nn;
+		 x += (size_t) gridDim.x * blockDim.x)
+	{
+		size_t		i = x / n,
+					j = x - i * n;
+
+		if (i != j && S[x] != s01)
+		{
+			*differ = 1;
+			return;
+		}
+	}
+}
+
+/*
+ * The preference on the diagonal, then the noise on every entry:
+ * S += (eps*S + 100*tiny) * z, z = (2u - 1) sqrt 3, u the generator's draw
+ * at counter i*n + j (affinity_cpu.c's ap_noise_row).
+ */
+template <typename T>
+__global__ void
+ap_prepare(T *__restrict__ S, int n, double pref)
+{
+	const size_t nn = (size_t) n * n;
+	const double sqrt3 = sqrt(3.0);
+	const double tiny100 = __dmul_rn(ap_limits<T>::tiny(), 100.0);
+	const double eps = ap_limits<T>::eps();
+
+	for (size_t x = (size_t) blockIdx.x * blockDim.x + threadIdx.x; x < nn;
+		 x += (size_t) gridDim.x * blockDim.x)
+	{
+		size_t		i = x / n;
+		double		s = (i == x - i * n) ? (double) (T) pref : (double) S[x];
+		double		u = gc_rng_uniform(GC_AP_NOISE_SEED, GC_AP_NOISE_STREAM, (uint64_t) x);
+		double		z = __dmul_rn(__dsub_rn(__dmul_rn(2.0, u), 1.0), sqrt3);
+		double		t = __dadd_rn(__dmul_rn(eps, s), tiny100);
+
+		t = __dmul_rn(t, z);
+		S[x] = (T) __dadd_rn(s, t);
+	}
+}
+
+/*
+ * cs[j] = sum over i in order of (i == j ? R[i][j] : max(R[i][j], 0)),
+ * from 0.0: a thread a column, AP_COL_AHEAD rows loaded ahead.
+ */
+template <typename T>
+__global__ void
+__launch_bounds__(AP_COL_THREADS)
+ap_colsum(const T *__restrict__ R, int n, double *__restrict__ cs)
+{
+	const int	j = blockIdx.x * blockDim.x + threadIdx.x;
+	double		c = 0.0;
+
+	if (j >= n)
+		return;
+	for (int i0 = 0; i0 < n; i0 += AP_COL_AHEAD)
+	{
+		T			v[AP_COL_AHEAD];
+
+		GC_UNROLL
+		for (int u = 0; u < AP_COL_AHEAD; u++)
+			v[u] = i0 + u < n ? R[(size_t) (i0 + u) * n + j] : (T) 0;
+		GC_UNROLL
+		for (int u = 0; u < AP_COL_AHEAD; u++)
+		{
+			double		r = (double) v[u];
+
+			if (i0 + u < n)
+				c = __dadd_rn(c, (i0 + u == j) ? r : (r > 0.0 ? r : 0.0));
+		}
+	}
+	cs[j] = c;
+}
+
+/* the top two of a multiset, and an index of the largest */
+struct ap_top2
+{
+	double		m1,
+				m2;
+	int			k;
+
+	__device__ __forceinline__ void add(double v, int j)
+	{
+		double		lo = v < m1 ? v : m1;
+
+		if (v > m1)
+		{
+			m1 = v;
+			k = j;
+		}
+		m2 = lo > m2 ? lo : m2;
+	}
+	__device__ __forceinline__ void merge(double b1, double b2, int bk)
+	{
+		double		lo = b1 < m1 ? b1 : m1;
+
+		if (b1 > m1)
+		{
+			m1 = b1;
+			k = bk;
+		}
+		m2 = lo > m2 ? lo : m2;
+		m2 = b2 > m2 ? b2 : m2;
+	}
+};
+
+/*
+ * Row i (a block a row, grid-stride).  update_a: A from R, S and cs
+ * (affinity.c's rule), E[i] = (A[i][i] + R[i][i]) > 0 and the counts of
+ * exemplars and of flags changed from Eprev; else A is 0 (the first pass).
+ * Both: the top two of A+S, then (update_r) R = R*damping + (S - Y)*omd.
+ */
+template <typename T, bool UPDATE_A>
+__global__ void
+__launch_bounds__(AP_ROW_THREADS)
+ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
+		const double *__restrict__ cs, int n, double damping, double omd,
+		bool update_r, uint8_t *__restrict__ E,
+		const uint8_t *__restrict__ Eprev,
+		unsigned long long *__restrict__ counts)
+{
+	__shared__ double w1[AP_ROW_THREADS / 32],
+				w2[AP_ROW_THREADS / 32];
+	__shared__ int wk[AP_ROW_THREADS / 32];
+	const int	lane = threadIdx.x & 31,
+				warp = threadIdx.x >> 5;
+
+	for (int i = blockIdx.x; i < n; i += gridDim.x)
+	{
+		const T    *Si = S + (size_t) i * n;
+		T		   *Ri = R + (size_t) i * n;
+		T		   *Ai = A + (size_t) i * n;
+		ap_top2		t = {-INFINITY, -INFINITY, 0};
+
+#pragma unroll 4
+		for (int j = threadIdx.x; j < n; j += AP_ROW_THREADS)
+		{
+			double		s = (double) Si[j],
+						v;
+
+			if (UPDATE_A)
+			{
+				double		r = (double) Ri[j],
+							a = (double) Ai[j],
+							x;
+
+				if (j != i)
+				{
+					x = __dsub_rn(r > 0.0 ? r : 0.0, cs[j]);
+					x = x > 0.0 ? x : 0.0;
+				}
+				else
+					x = __dsub_rn(r, cs[j]);
+				a = (double) (T) __dsub_rn(__dmul_rn(a, damping), __dmul_rn(x, omd));
+				Ai[j] = (T) a;
+				v = __dadd_rn(a, s);
+				if (j == i)
+				{
+					uint8_t		e = __dadd_rn(a, r) > 0.0;
+
+					E[i] = e;
+					if (e)
+						atomicAdd(&counts[0], 1ull);
+					if (e != Eprev[i])
+						atomicAdd(&counts[1], 1ull);
+				}
+			}
+			else
+				v = __dadd_rn(0.0, s);
+			t.add(v, j);
+		}
+		/* the block's top two: warps, then the first warp over the warps */
+		for (int o = 16; o > 0; o >>= 1)
+			t.merge(__shfl_down_sync(0xffffffffu, t.m1, o),
+					__shfl_down_sync(0xffffffffu, t.m2, o),
+					__shfl_down_sync(0xffffffffu, t.k, o));
+		if (lane == 0)
+		{
+			w1[warp] = t.m1;
+			w2[warp] = t.m2;
+			wk[warp] = t.k;
+		}
+		__syncthreads();
+		if (warp == 0)
+		{
+			if (lane < AP_ROW_THREADS / 32)
+				t = {w1[lane], w2[lane], wk[lane]};
+			else
+				t = {-INFINITY, -INFINITY, 0};
+			for (int o = 16; o > 0; o >>= 1)
+				t.merge(__shfl_down_sync(0xffffffffu, t.m1, o),
+						__shfl_down_sync(0xffffffffu, t.m2, o),
+						__shfl_down_sync(0xffffffffu, t.k, o));
+			if (lane == 0)
+			{
+				w1[0] = t.m1;
+				w2[0] = t.m2;
+				wk[0] = t.k;
+			}
+		}
+		__syncthreads();
+		if (update_r)
+		{
+			const double m1 = w1[0],
+						m2 = w2[0];
+			const int	k = wk[0];
+
+#pragma unroll 4
+			for (int j = threadIdx.x; j < n; j += AP_ROW_THREADS)
+			{
+				double		y = j == k ? m2 : m1;
+				double		r = (double) Ri[j],
+							s = (double) Si[j];
+
+				Ri[j] = (T) __dadd_rn(__dmul_rn(r, damping),
+									  __dmul_rn(__dsub_rn(s, y), omd));
+			}
+		}
+		__syncthreads();		/* w1, w2, wk are the next row's */
+	}
+}
+
+/* c[i] = the k of largest S[i][ex[k]], first k on ties: a warp a row */
+template <typename T>
+__global__ void
+ap_assign(const T *__restrict__ S, int n, const int32_t *__restrict__ ex,
+		  int K, int32_t *__restrict__ c)
+{
+	const int	lane = threadIdx.x & 31;
+	const int	i = (int) (((int64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+	double		best = -INFINITY;
+	int			bk = INT32_MAX;
+
+	if (i >= n)
+		return;
+	for (int k = lane; k < K; k += 32)
+	{
+		double		v = (double) S[(size_t) i * n + ex[k]];
+
+		if (v > best || bk == INT32_MAX)
+		{
+			best = v;
+			bk = k;
+		}
+	}
+	for (int o = 16; o > 0; o >>= 1)
+	{
+		double		ob = __shfl_down_sync(0xffffffffu, best, o);
+		int			ok = __shfl_down_sync(0xffffffffu, bk, o);
+
+		if (ok != INT32_MAX && (bk == INT32_MAX || ob > best || (ob == best && ok < bk)))
+		{
+			best = ob;
+			bk = ok;
+		}
+	}
+	if (lane == 0)
+		c[i] = bk;
+}
+
+/* score[q] = sum over the members m of q's cluster, in order, of S[m][q] */
+template <typename T>
+__global__ void
+ap_scores(const T *__restrict__ S, int n, const int32_t *__restrict__ c,
+		  const int32_t *__restrict__ off, const int32_t *__restrict__ mem,
+		  double *__restrict__ score)
+{
+	const int	q = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (q >= n)
+		return;
+	{
+		const int	k = c[q];
+		double		s = (double) S[(size_t) mem[off[k]] * n + q];
+
+		for (int p = off[k] + 1; p < off[k + 1]; p++)
+			s = __dadd_rn(s, (double) S[(size_t) mem[p] * n + q]);
+		score[q] = s;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* the passes                                                          */
+/* ------------------------------------------------------------------ */
+
+/* per thread: the GPU worker runs jobs on several */
+static thread_local gc_ap_gpu_phases ap_phases;
+
+extern "C" void
+gc_ap_gpu_last_phases(gc_ap_gpu_phases *out)
+{
+	*out = ap_phases;
+}
+
+/* The device resources of one call, released on every path out of it. */
+struct ap_dev
+{
+	cudaStream_t s = nullptr;
+	cudaEvent_t ev[3] = {nullptr, nullptr, nullptr};
+	std::vector<void *> allocs;
+
+	~ap_dev()
+	{
+		release();
+	}
+	void		release()
+	{
+		if (s)
+			cudaStreamSynchronize(s);
+		for (void *p : allocs)
+			gc_dfree(p, s);
+		allocs.clear();
+		for (cudaEvent_t &e : ev)
+			if (e)
+			{
+				cudaEventDestroy(e);
+				e = nullptr;
+			}
+		if (s)
+			cudaStreamDestroy(s);
+		s = nullptr;
+	}
+	template <typename P>
+	cudaError_t alloc(P *&p, size_t count)
+	{
+		void	   *v = nullptr;
+		cudaError_t e = gc_dalloc(&v, sizeof(P) * (count > 0 ? count : 1), s);
+
+		if (e == cudaSuccess)
+			allocs.push_back(v);
+		p = (P *) v;
+		return e;
+	}
+	void		drop(void *p)
+	{
+		for (size_t x = 0; x < allocs.size(); x++)
+			if (allocs[x] == p)
+			{
+				gc_dfree(p, s);
+				allocs.erase(allocs.begin() + x);
+				return;
+			}
+	}
+};
+
+#define AP_ALLOC(p, count) AP_CK(w->D.alloc((p), (count)))
+
+template <typename T>
+struct ap_gpu_ws
+{
+	ap_dev		D;
+	const gc_ctx *ctx;
+	const float *X;				/* host */
+	int			n,
+				d;
+	int			sms;
+	T		   *S = nullptr,
+			   *R = nullptr,
+			   *A = nullptr;
+	double	   *cs = nullptr;
+	uint8_t    *E = nullptr,
+			   *Eprev = nullptr;
+	unsigned long long *counts = nullptr;	/* exemplars, changed; the histogram */
+	unsigned long long *h_counts = nullptr; /* pinned */
+};
+
+/* launch grid for a grid-stride kernel over many items */
+static inline unsigned
+ap_grid(int sms, int per_sm)
+{
+	return (unsigned) sms * (unsigned) per_sm;
+}
+
+template <typename T>
+static gc_code
+ap_sync_poll(ap_gpu_ws<T> *w, gc_status *st)
+{
+	AP_CK(cudaStreamSynchronize(w->D.s));
+	if (gc_cancelled(w->ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
+
+template <typename T>
+static gc_code
+g_similarities(void *v, gc_status *st)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+	const size_t nn = (size_t) w->n * w->n;
+	float	   *Xd;
+	double		t0 = gc_now_ms();
+	dim3		grid((w->n + AP_SIM_TILE - 1) / AP_SIM_TILE,
+					 (w->n + AP_SIM_TILE - 1) / AP_SIM_TILE);
+
+	AP_ALLOC(Xd, (size_t) w->n * w->d);
+	AP_CK(cudaMemcpyAsync(Xd, w->X, sizeof(float) * (size_t) w->n * w->d,
+						  cudaMemcpyHostToDevice, w->D.s));
+	AP_CK(cudaMemsetAsync(w->R, 0, sizeof(T) * nn, w->D.s));
+	AP_CK(cudaMemsetAsync(w->A, 0, sizeof(T) * nn, w->D.s));
+	ap_sim<T><<<grid, dim3(32, 8), 0, w->D.s>>>(Xd, w->n, w->d, w->S);
+	AP_CK(cudaGetLastError());
+	{
+		gc_code		rc = ap_sync_poll(w, st);
+
+		w->D.drop(Xd);
+		ap_phases.ms_similarity = gc_now_ms() - t0;
+		return rc;
+	}
+}
+
+template <typename T>
+static gc_code
+g_select_upper(void *v, int64_t m, double *out, gc_status *st)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+	unsigned long long *hist = w->counts + 2;
+	uint64_t	prefix = 0,
+				mask = 0;
+	int64_t		rank = m;
+	double		t0 = gc_now_ms();
+	gc_code		rc;
+
+	for (int shift = 64 - AP_RADIX_BITS; shift >= 0; shift -= AP_RADIX_BITS)
+	{
+		int			bucket;
+
+		AP_CK(cudaMemsetAsync(hist, 0, sizeof(unsigned long long) * AP_RADIX_SIZE, w->D.s));
+		ap_hist<T><<<ap_grid(w->sms, 8), 256, 0, w->D.s>>>(w->S, w->n, prefix, mask,
+														   shift, hist);
+		AP_CK(cudaGetLastError());
+		AP_CK(cudaMemcpyAsync(w->h_counts, hist,
+							  sizeof(unsigned long long) * AP_RADIX_SIZE,
+							  cudaMemcpyDeviceToHost, w->D.s));
+		if ((rc = ap_sync_poll(w, st)) != GC_OK)
+			return rc;
+		for (bucket = 0; bucket < AP_RADIX_SIZE; bucket++)
+		{
+			int64_t		cnt = (int64_t) w->h_counts[bucket];
+
+			if (rank < cnt)
+				break;
+			rank -= cnt;
+		}
+		if (bucket == AP_RADIX_SIZE)
+			return gc_fail(st, GC_EINTERNAL, "GPU affinity propagation: median selection lost its rank");
+		prefix |= (uint64_t) bucket << shift;
+		mask |= (uint64_t) (AP_RADIX_SIZE - 1) << shift;
+	}
+	memcpy(out, &prefix, sizeof(*out));
+	ap_phases.ms_median += gc_now_ms() - t0;
+	return GC_OK;
+}
+
+template <typename T>
+static gc_code
+g_all_equal(void *v, bool *equal, double *s_last, gc_status *st)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+	int		   *differ = (int *) (w->counts + 2);
+	T			last;
+	int			h = 0;
+	gc_code		rc;
+
+	AP_CK(cudaMemsetAsync(differ, 0, sizeof(int), w->D.s));
+	ap_all_equal<T><<<ap_grid(w->sms, 8), 256, 0, w->D.s>>>(w->S, w->n, differ);
+	AP_CK(cudaGetLastError());
+	AP_CK(cudaMemcpyAsync(&h, differ, sizeof(int), cudaMemcpyDeviceToHost, w->D.s));
+	AP_CK(cudaMemcpyAsync(&last, w->S + (w->n - 1), sizeof(T), cudaMemcpyDeviceToHost, w->D.s));
+	if ((rc = ap_sync_poll(w, st)) != GC_OK)
+		return rc;
+	*equal = h == 0;
+	*s_last = (double) last;
+	return GC_OK;
+}
+
+template <typename T>
+static gc_code
+g_prepare(void *v, double pref, gc_status *st)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+
+	ap_prepare<T><<<ap_grid(w->sms, 8), 256, 0, w->D.s>>>(w->S, w->n, pref);
+	AP_CK(cudaGetLastError());
+	return ap_sync_poll(w, st);
+}
+
+template <typename T>
+static gc_code
+g_first(void *v, double damping, gc_status *st)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+	double		t0 = gc_now_ms();
+	gc_code		rc;
+
+	ap_rows<T, false><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS, 0, w->D.s>>>(
+		w->S, w->R, w->A, w->cs, w->n, damping, 1.0 - damping, true,
+		w->E, w->Eprev, w->counts);
+	AP_CK(cudaGetLastError());
+	rc = ap_sync_poll(w, st);
+	ap_phases.ms_first = gc_now_ms() - t0;
+	return rc;
+}
+
+template <typename T>
+static gc_code
+g_iterate(void *v, double damping, bool update_r, int64_t *K,
+		  int64_t *changed, gc_status *st)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+	ap_dev	   &D = w->D;
+	uint8_t    *e;
+	float		ms_col = 0,
+				ms_rows = 0;
+	gc_code		rc;
+
+	AP_CK(cudaMemsetAsync(w->counts, 0, 2 * sizeof(unsigned long long), D.s));
+	AP_CK(cudaEventRecord(D.ev[0], D.s));
+	ap_colsum<T><<<(w->n + AP_COL_THREADS - 1) / AP_COL_THREADS, AP_COL_THREADS, 0, D.s>>>(
+		w->R, w->n, w->cs);
+	AP_CK(cudaGetLastError());
+	AP_CK(cudaEventRecord(D.ev[1], D.s));
+	ap_rows<T, true><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS, 0, D.s>>>(
+		w->S, w->R, w->A, w->cs, w->n, damping, 1.0 - damping, update_r,
+		w->E, w->Eprev, w->counts);
+	AP_CK(cudaGetLastError());
+	AP_CK(cudaEventRecord(D.ev[2], D.s));
+	AP_CK(cudaMemcpyAsync(w->h_counts, w->counts, 2 * sizeof(unsigned long long),
+						  cudaMemcpyDeviceToHost, D.s));
+	if ((rc = ap_sync_poll(w, st)) != GC_OK)
+		return rc;
+	AP_CK(cudaEventElapsedTime(&ms_col, D.ev[0], D.ev[1]));
+	AP_CK(cudaEventElapsedTime(&ms_rows, D.ev[1], D.ev[2]));
+	ap_phases.ms_colsum += ms_col;
+	ap_phases.ms_rows += ms_rows;
+	ap_phases.iterations++;
+	*K = (int64_t) w->h_counts[0];
+	*changed = (int64_t) w->h_counts[1];
+	/* this iteration's flags are the next one's previous */
+	e = w->E;
+	w->E = w->Eprev;
+	w->Eprev = e;
+	return GC_OK;
+}
+
+template <typename T>
+static gc_code
+g_exemplars(void *v, uint8_t *E, gc_status *st)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+
+	/* after the swap, the last iteration's flags are Eprev */
+	AP_CK(cudaMemcpyAsync(E, w->Eprev, (size_t) w->n, cudaMemcpyDeviceToHost, w->D.s));
+	return ap_sync_poll(w, st);
+}
+
+template <typename T>
+static void
+g_drop_messages(void *v)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+
+	w->D.drop(w->R);
+	w->R = nullptr;
+	w->D.drop(w->A);
+	w->A = nullptr;
+}
+
+template <typename T>
+static gc_code
+g_assign(void *v, const int32_t *ex, int64_t K, int32_t *c, gc_status *st)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+	int32_t    *exd,
+			   *cd;
+	gc_code		rc;
+
+	AP_ALLOC(exd, (size_t) K);
+	AP_ALLOC(cd, (size_t) w->n);
+	AP_CK(cudaMemcpyAsync(exd, ex, sizeof(int32_t) * (size_t) K, cudaMemcpyHostToDevice, w->D.s));
+	AP_CK(gc_launch(ap_assign<T>, (int64_t) w->n * 32, 256, 256, w->D.s,
+					(const T *) w->S, w->n, (const int32_t *) exd, (int) K, cd));
+	AP_CK(cudaMemcpyAsync(c, cd, sizeof(int32_t) * (size_t) w->n, cudaMemcpyDeviceToHost, w->D.s));
+	rc = ap_sync_poll(w, st);
+	w->D.drop(exd);
+	w->D.drop(cd);
+	return rc;
+}
+
+template <typename T>
+static gc_code
+g_scores(void *v, const int32_t *c, const int32_t *off, const int32_t *mem,
+		 int64_t K, double *score, gc_status *st)
+{
+	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
+	const size_t n = (size_t) w->n;
+	int32_t    *cd,
+			   *offd,
+			   *memd;
+	double	   *scd;
+	gc_code		rc;
+
+	AP_ALLOC(cd, n);
+	AP_ALLOC(offd, (size_t) K + 1);
+	AP_ALLOC(memd, n);
+	AP_ALLOC(scd, n);
+	AP_CK(cudaMemcpyAsync(cd, c, sizeof(int32_t) * n, cudaMemcpyHostToDevice, w->D.s));
+	AP_CK(cudaMemcpyAsync(offd, off, sizeof(int32_t) * ((size_t) K + 1), cudaMemcpyHostToDevice, w->D.s));
+	AP_CK(cudaMemcpyAsync(memd, mem, sizeof(int32_t) * n, cudaMemcpyHostToDevice, w->D.s));
+	AP_CK(gc_launch(ap_scores<T>, (int64_t) n, 128, 128, w->D.s,
+					(const T *) w->S, w->n, (const int32_t *) cd,
+					(const int32_t *) offd, (const int32_t *) memd, scd));
+	AP_CK(cudaMemcpyAsync(score, scd, sizeof(double) * n, cudaMemcpyDeviceToHost, w->D.s));
+	rc = ap_sync_poll(w, st);
+	w->D.drop(cd);
+	w->D.drop(offd);
+	w->D.drop(memd);
+	w->D.drop(scd);
+	return rc;
+}
+
+template <typename T>
+static const gc_ap_ops ap_gpu_ops = {
+	g_similarities<T>, g_select_upper<T>, g_all_equal<T>, g_prepare<T>,
+	g_first<T>, g_iterate<T>, g_exemplars<T>, g_drop_messages<T>,
+	g_assign<T>, g_scores<T>,
+};
+
+template <typename T>
+static gc_code
+ap_gpu_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
+		   const gc_ap_params *p, gc_ap_result *res, gc_status *st)
+{
+	ap_gpu_ws<T> ws;
+	ap_gpu_ws<T> *w = &ws;
+	const size_t nn = (size_t) n * (size_t) n;
+	int			dev;
+	double		t0 = gc_now_ms();
+	gc_code		rc;
+
+	w->ctx = ctx;
+	w->X = X;
+	w->n = (int) n;
+	w->d = d;
+	AP_CK(cudaGetDevice(&dev));
+	AP_CK(cudaDeviceGetAttribute(&w->sms, cudaDevAttrMultiProcessorCount, dev));
+	AP_CK(cudaStreamCreateWithFlags(&w->D.s, cudaStreamNonBlocking));
+	for (cudaEvent_t &e : w->D.ev)
+		AP_CK(cudaEventCreate(&e));
+	AP_ALLOC(w->S, nn);
+	AP_ALLOC(w->R, nn);
+	AP_ALLOC(w->A, nn);
+	AP_ALLOC(w->cs, (size_t) n);
+	AP_ALLOC(w->E, (size_t) n);
+	AP_ALLOC(w->Eprev, (size_t) n);
+	AP_ALLOC(w->counts, 2 + AP_RADIX_SIZE);
+	AP_CK(cudaMemsetAsync(w->E, 0, (size_t) n, w->D.s));
+	AP_CK(cudaMemsetAsync(w->Eprev, 0, (size_t) n, w->D.s));
+	AP_CK(cudaMallocHost((void **) &w->h_counts, sizeof(unsigned long long) * AP_RADIX_SIZE));
+	ap_phases.ms_alloc = gc_now_ms() - t0;
+	rc = gc_ap_run(&ap_gpu_ops<T>, w, ctx, n, p, res, st);
+	cudaFreeHost(w->h_counts);
+	return rc;
+}
+
+extern "C" gc_code
+gc_ap_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+		  const gc_ap_params *p, gc_ap_result *res, gc_status *st)
+{
+	gc_code		rc;
+	double		t0 = gc_now_ms();
+
+	memset(&ap_phases, 0, sizeof(ap_phases));
+	if ((rc = gc_ap_check(ctx, X, n, d, p, res, st)) != GC_OK || n == 0)
+		return rc;
+	if (n > INT32_MAX)
+		return gc_fail(st, GC_EDEVICE, "GPU affinity propagation handles at most %d rows, got %lld",
+					   INT32_MAX, (long long) n);
+	if (gc_ap_gpu_mem_bytes(n, d, p->precision) == SIZE_MAX)
+		return gc_fail(st, GC_ENOMEM, "GPU affinity propagation: %lld rows need more memory than can be addressed",
+					   (long long) n);
+	ap_phases.precision = p->precision;
+	rc = p->precision == GC_AP_FLOAT4 ?
+		ap_gpu_run<float>(ctx, X, n, d, p, res, st) :
+		ap_gpu_run<double>(ctx, X, n, d, p, res, st);
+	ap_phases.ms_total = gc_now_ms() - t0;
+	return rc;
+}
+
+/* O(n) bytes a row beyond the matrices: X, cs, the flags, the labelling */
+#define AP_GPU_BYTES_PER_ROW(d) (4 * (size_t) (d) + 64)
+#define AP_GPU_FIXED ((size_t) 1 << 20)
+
+extern "C" size_t
+gc_ap_gpu_mem_bytes(int64_t n, int d, gc_ap_precision precision)
+{
+	const size_t sz = precision == GC_AP_FLOAT4 ? sizeof(float) : sizeof(double);
+	uint64_t	nn;
+
+	if (n <= 0)
+		return 0;
+	if (n > INT32_MAX || d < 1)
+		return SIZE_MAX;
+	nn = (uint64_t) n * (uint64_t) n;
+	if (nn > (SIZE_MAX - AP_GPU_FIXED - (uint64_t) n * AP_GPU_BYTES_PER_ROW(d)) / (3 * sz))
+		return SIZE_MAX;
+	return (size_t) (nn * 3 * sz + (uint64_t) n * AP_GPU_BYTES_PER_ROW(d) + AP_GPU_FIXED);
+}
+
+extern "C" int64_t
+gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision)
+{
+	const double sz = precision == GC_AP_FLOAT4 ? sizeof(float) : sizeof(double);
+	int64_t		n = (int64_t) sqrt((double) bytes / (3.0 * sz)) + 2;
+
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	while (n > 0 && gc_ap_gpu_mem_bytes(n, d, precision) > bytes)
+		n--;
+	return n;
+}

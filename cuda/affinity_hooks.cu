@@ -1,0 +1,17 @@
+/*
+ * affinity_hooks.cu — the GPU affinity propagation's test-only entry point
+ * (src/core/gpu.h, under GC_TESTING): the rows ap_rows keeps in flight on
+ * a multiprocessor, for the bench.  Linked into the GPU tests and
+ * benchmarks only.
+ */
+#define GC_TESTING 1
+
+#include "gpu.h"
+
+extern int	gc_ap_row_blocks_per_sm;
+
+extern "C" void
+gc_ap_gpu_set_row_blocks(int per_sm)
+{
+	gc_ap_row_blocks_per_sm = per_sm > 0 ? per_sm : 2;
+}

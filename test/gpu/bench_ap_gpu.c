@@ -1,0 +1,246 @@
+/*
+ * bench_ap_gpu.c — the GPU affinity propagation's time per iteration,
+ * against its bytes-moved roofline, in float8 and float4; and whole calls
+ * on the CPU and the GPU for 'auto's crossover.  Not a test: it prints
+ * tables.  (scikit-learn's time per iteration on the same machine:
+ * test/gpu/bench_ap_sklearn.py.)
+ *
+ * Per iteration: a run of AP_BENCH_ITERS iterations with a given
+ * preference and convergence_iter = max_iter (so none stops early); the
+ * kernels' time (events) over the iterations, and the host's (each
+ * iteration's read-back of the exemplar counts included).  Bytes: the
+ * passes move 6 stored values an entry (colsum reads R; the row pass reads
+ * R, A and S and writes A and R, its second sweep's re-reads of R and S
+ * counted as L2 hits); the floor is 5 (R and A read and written, S read
+ * once), over the copy bandwidth measured here (cudaMemcpy device to
+ * device, bytes read plus written).
+ *
+ * BENCH_AP_N="5000 10000 ..." chooses the sizes (default 5k, 10k, 20k,
+ * 40k and the largest that fits); BENCH_AP_CROSS=0 skips the crossover;
+ * BENCH_AP_ROWBLOCKS="1 2 4" also times the row pass with that many rows
+ * in flight a multiprocessor at 20k.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+#include <cuda_runtime.h>
+
+#include "testutil.h"
+#include "gpu.h"
+
+#define AP_BENCH_ITERS 20
+
+static uint64_t rs;
+
+static double
+copy_bandwidth(void)
+{
+	size_t		bytes = (size_t) 2 << 30;
+	void	   *a,
+			   *b;
+	cudaEvent_t e0,
+				e1;
+	float		ms = 0;
+
+	if (cudaMalloc(&a, bytes) != cudaSuccess)
+		return NAN;
+	if (cudaMalloc(&b, bytes) != cudaSuccess)
+	{
+		cudaFree(a);
+		return NAN;
+	}
+	cudaEventCreate(&e0);
+	cudaEventCreate(&e1);
+	cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+	cudaEventRecord(e0, 0);
+	for (int r = 0; r < 5; r++)
+		cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+	cudaEventRecord(e1, 0);
+	cudaEventSynchronize(e1);
+	cudaEventElapsedTime(&ms, e0, e1);
+	cudaFree(a);
+	cudaFree(b);
+	return 2.0 * 5 * (double) bytes / (ms * 1e-3) / 1e12;	/* TB/s */
+}
+
+/* one timed run; false when it failed */
+static bool
+per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
+			  double tbs)
+{
+	gc_ap_params p = {0.5, true, -50.0, AP_BENCH_ITERS, AP_BENCH_ITERS, prec};
+	gc_ap_result r;
+	gc_ap_gpu_phases ph;
+	gc_status	st;
+	int32_t    *lab = malloc(sizeof(int32_t) * n);
+	uint8_t    *ex = malloc(n);
+	const double sz = prec == GC_AP_FLOAT4 ? 4.0 : 8.0;
+	const double nn = (double) n * (double) n;
+	double		t0 = omp_get_wtime(),
+				wall;
+	gc_code		rc;
+
+	memset(&r, 0, sizeof(r));
+	r.labels = lab;
+	r.is_exemplar = ex;
+	rc = gc_ap_gpu(NULL, X, n, d, &p, &r, &st);
+	wall = (omp_get_wtime() - t0) * 1e3;
+	gc_ap_gpu_last_phases(&ph);
+	if (rc != GC_OK)
+		printf("  n %lld %s: %s\n", (long long) n, gc_ap_precision_name(prec), st.message);
+	else
+	{
+		double		k = (ph.ms_colsum + ph.ms_rows) / ph.iterations;
+		double		h = r.ms_iterations / r.iterations;
+		double		floor5 = 5 * sz * nn / (tbs * 1e12) * 1e3;
+
+		printf("  %7lld  %-6s  %8.3f  %8.3f  %7.3f  %7.3f  %8.3f  %6.2f  %5.0f%%  %8.1f  %8.1f  %6.1f\n",
+			   (long long) n, gc_ap_precision_name(prec), h, k,
+			   ph.ms_colsum / ph.iterations, ph.ms_rows / ph.iterations,
+			   floor5, 6 * sz * nn / (k * 1e-3) / 1e12,
+			   100.0 * floor5 / h, ph.ms_similarity, ph.ms_alloc, wall / 1e3);
+	}
+	free(lab);
+	free(ex);
+	return rc == GC_OK;
+}
+
+/* whole calls, default parameters (median preference), CPU and GPU */
+static void
+crossover(void)
+{
+	const int64_t ns[] = {250, 500, 1000, 2000, 3000, 5000};
+
+	printf("\nwhole calls (median preference, damping 0.5, max_iter 200, convergence_iter 15), 8-d blobs:\n");
+	printf("  %6s  %10s  %10s  %6s  %6s  %8s\n", "n", "CPU ms", "GPU ms", "CPU/GPU", "iters", "same");
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+	{
+		int64_t		n = ns[i];
+		float	   *X = tu_make_data(&rs, n, 8, DATA_BLOBS, 10);
+		gc_ap_params p = {0.5, false, 0, 200, 15, GC_AP_FLOAT8};
+		gc_ap_result a,
+					b;
+		gc_status	st;
+		int32_t    *la = malloc(4 * n),
+				   *lb = malloc(4 * n);
+		uint8_t    *ea = malloc(n),
+				   *eb = malloc(n);
+		double		t0,
+					tc,
+					tg;
+		gc_code		rc1,
+					rc2;
+
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		a.labels = la, a.is_exemplar = ea;
+		b.labels = lb, b.is_exemplar = eb;
+		t0 = omp_get_wtime();
+		rc1 = gc_ap_cpu(NULL, X, n, 8, &p, &a, &st);
+		tc = (omp_get_wtime() - t0) * 1e3;
+		t0 = omp_get_wtime();
+		rc2 = gc_ap_gpu(NULL, X, n, 8, &p, &b, &st);
+		tg = (omp_get_wtime() - t0) * 1e3;
+		printf("  %6lld  %10.1f  %10.1f  %6.2f  %6d  %8s\n", (long long) n, tc, tg,
+			   tc / tg, b.iterations,
+			   rc1 == GC_OK && rc2 == GC_OK && memcmp(la, lb, 4 * n) == 0 &&
+			   memcmp(ea, eb, n) == 0 && a.iterations == b.iterations ? "yes" : "NO");
+		free(la);
+		free(lb);
+		free(ea);
+		free(eb);
+		free(X);
+	}
+}
+
+int
+main(void)
+{
+	gc_cuda_device_info info;
+	const char *env = getenv("BENCH_AP_N");
+	const char *cross = getenv("BENCH_AP_CROSS");
+	const char *rb = getenv("BENCH_AP_ROWBLOCKS");
+	int64_t		ns[16];
+	int			nns = 0;
+	double		tbs;
+	size_t		freeb,
+				totalb;
+
+	rs = tu_seed();
+	gc_cuda_probe(0, &info);
+	if (!info.usable)
+	{
+		printf("bench_ap_gpu: no usable GPU: %s\n", info.reason);
+		return 1;
+	}
+	tbs = copy_bandwidth();
+	cudaMemGetInfo(&freeb, &totalb);
+	printf("bench_ap_gpu: %s, %d CPU threads, copy bandwidth %.2f TB/s (read + written), free %.1f GiB\n",
+		   info.name, omp_get_max_threads(), tbs, freeb / 1073741824.0);
+
+	if (env != NULL)
+	{
+		char	   *s = strdup(env),
+				   *tok = strtok(s, " ,");
+
+		for (; tok != NULL && nns < 16; tok = strtok(NULL, " ,"))
+			ns[nns++] = atoll(tok);
+		free(s);
+	}
+	else
+	{
+		ns[nns++] = 5000;
+		ns[nns++] = 10000;
+		ns[nns++] = 20000;
+		ns[nns++] = 40000;
+		ns[nns++] = -1;			/* the largest that fits */
+	}
+
+	printf("\nper iteration (%d iterations, 2-d blobs; host = kernels + the read-back of each iteration; floor = 5 values an entry over the copy bandwidth):\n",
+		   AP_BENCH_ITERS);
+	printf("  %7s  %-6s  %8s  %8s  %7s  %7s  %8s  %6s  %6s  %8s  %8s  %6s\n",
+		   "n", "prec", "host ms", "kern ms", "colsum", "rows", "floor ms",
+		   "TB/s", "of fl", "S ms", "alloc ms", "call s");
+	for (int prec = 0; prec < 2; prec++)
+		for (int i = 0; i < nns; i++)
+		{
+			int64_t		n = ns[i];
+			float	   *X;
+
+			if (n < 0)
+			{
+				cudaMemGetInfo(&freeb, &totalb);
+				n = gc_ap_gpu_max_rows(freeb - ((size_t) 512 << 20), 2, (gc_ap_precision) prec);
+			}
+			X = tu_make_data(&rs, n, 2, DATA_BLOBS, 50);
+			per_iteration(X, n, 2, (gc_ap_precision) prec, tbs);
+			free(X);
+		}
+
+	if (rb != NULL)
+	{
+		char	   *s = strdup(rb),
+				   *tok = strtok(s, " ,");
+		float	   *X = tu_make_data(&rs, 20000, 2, DATA_BLOBS, 50);
+
+		printf("\nrow pass with rows in flight a multiprocessor (n 20000):\n");
+		for (; tok != NULL; tok = strtok(NULL, " ,"))
+		{
+			gc_ap_gpu_set_row_blocks(atoi(tok));
+			printf(" %s a multiprocessor:\n", tok);
+			per_iteration(X, 20000, 2, GC_AP_FLOAT4, tbs);
+			per_iteration(X, 20000, 2, GC_AP_FLOAT8, tbs);
+		}
+		gc_ap_gpu_set_row_blocks(0);
+		free(s);
+		free(X);
+	}
+
+	if (cross == NULL || atoi(cross) != 0)
+		crossover();
+	return 0;
+}
