@@ -48,8 +48,9 @@
 
 #define AP_CK(expr) GC_CUDA_CK("GPU affinity propagation", expr)
 
-/* ap_rows: threads a block (a row) */
+/* ap_rows: threads a block (a row), and columns a thread loads at once */
 #define AP_ROW_THREADS 512
+#define AP_ROW_BATCH 4
 /*
  * ap_rows: blocks (rows in flight) a multiprocessor.  Sweep 2 finds the
  * row's R and S in L2 while the rows in flight fit there (2 x 132 rows of
@@ -59,7 +60,7 @@
 int			gc_ap_row_blocks_per_sm = 2;
 /* ap_colsum: threads a block, and rows each thread loads ahead */
 #define AP_COL_THREADS 64
-#define AP_COL_AHEAD 16
+#define AP_COL_AHEAD 32
 /* ap_sim: a block computes AP_SIM_TILE x AP_SIM_TILE entries */
 #define AP_SIM_TILE 32
 #define AP_SIM_DCHUNK 32
@@ -228,31 +229,62 @@ ap_prepare(T *__restrict__ S, int n, double pref)
  * cs[j] = sum over i in order of (i == j ? R[i][j] : max(R[i][j], 0)),
  * from 0.0: a thread a column, AP_COL_AHEAD rows loaded ahead.
  */
+/*
+ * A load the compiler keeps in place (volatile asm): a batch of them is
+ * issued before the first use, so the batch is in flight at once (plain
+ * loads are sunk next to their additions, one or two in flight).
+ */
+static __device__ __forceinline__ double
+ap_load_early(const double *p)
+{
+	double		v;
+
+	asm volatile("ld.global.nc.f64 %0, [%1];" : "=d"(v) : "l"(p));
+	return v;
+}
+
+static __device__ __forceinline__ float
+ap_load_early(const float *p)
+{
+	float		v;
+
+	asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+	return v;
+}
+
 template <typename T>
 __global__ void
-__launch_bounds__(AP_COL_THREADS)
+__launch_bounds__(AP_COL_THREADS, 1)
 ap_colsum(const T *__restrict__ R, int n, double *__restrict__ cs)
 {
 	const int	j = blockIdx.x * blockDim.x + threadIdx.x;
+	const T    *Rj = R + j;
 	double		c = 0.0;
+	int			i0 = 0;
 
 	if (j >= n)
 		return;
-	for (int i0 = 0; i0 < n; i0 += AP_COL_AHEAD)
+	/* whole batches: the loads first, all in flight, then the sums */
+	for (; i0 + AP_COL_AHEAD <= n; i0 += AP_COL_AHEAD)
 	{
 		T			v[AP_COL_AHEAD];
 
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
-			v[u] = i0 + u < n ? R[(size_t) (i0 + u) * n + j] : (T) 0;
+			v[u] = ap_load_early(Rj + (size_t) (i0 + u) * n);
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
 		{
 			double		r = (double) v[u];
 
-			if (i0 + u < n)
-				c = __dadd_rn(c, (i0 + u == j) ? r : (r > 0.0 ? r : 0.0));
+			c = __dadd_rn(c, (i0 + u == j) ? r : (r > 0.0 ? r : 0.0));
 		}
+	}
+	for (; i0 < n; i0++)
+	{
+		double		r = (double) Rj[(size_t) i0 * n];
+
+		c = __dadd_rn(c, (i0 == j) ? r : (r > 0.0 ? r : 0.0));
 	}
 	cs[j] = c;
 }
@@ -317,42 +349,69 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 		T		   *Ai = A + (size_t) i * n;
 		ap_top2		t = {-INFINITY, -INFINITY, 0};
 
-#pragma unroll 4
-		for (int j = threadIdx.x; j < n; j += AP_ROW_THREADS)
+		/* AP_ROW_BATCH columns a thread at a time, their loads in flight together */
+		for (int j0 = threadIdx.x; j0 < n; j0 += AP_ROW_THREADS * AP_ROW_BATCH)
 		{
-			double		s = (double) Si[j],
-						v;
+			double		sv[AP_ROW_BATCH],
+						rv[AP_ROW_BATCH],
+						av[AP_ROW_BATCH],
+						cv[AP_ROW_BATCH];
 
-			if (UPDATE_A)
+			GC_UNROLL
+			for (int u = 0; u < AP_ROW_BATCH; u++)
 			{
-				double		r = (double) Ri[j],
-							a = (double) Ai[j],
-							x;
+				const int	j = j0 + u * AP_ROW_THREADS;
 
-				if (j != i)
+				if (j < n)
 				{
-					x = __dsub_rn(r > 0.0 ? r : 0.0, cs[j]);
-					x = x > 0.0 ? x : 0.0;
-				}
-				else
-					x = __dsub_rn(r, cs[j]);
-				a = (double) (T) __dsub_rn(__dmul_rn(a, damping), __dmul_rn(x, omd));
-				Ai[j] = (T) a;
-				v = __dadd_rn(a, s);
-				if (j == i)
-				{
-					uint8_t		e = __dadd_rn(a, r) > 0.0;
-
-					E[i] = e;
-					if (e)
-						atomicAdd(&counts[0], 1ull);
-					if (e != Eprev[i])
-						atomicAdd(&counts[1], 1ull);
+					sv[u] = (double) ap_load_early(Si + j);
+					if (UPDATE_A)
+					{
+						rv[u] = (double) ap_load_early(Ri + j);
+						av[u] = (double) ap_load_early(Ai + j);
+						cv[u] = ap_load_early(cs + j);
+					}
 				}
 			}
-			else
-				v = __dadd_rn(0.0, s);
-			t.add(v, j);
+			GC_UNROLL
+			for (int u = 0; u < AP_ROW_BATCH; u++)
+			{
+				const int	j = j0 + u * AP_ROW_THREADS;
+				double		v;
+
+				if (j >= n)
+					break;
+				if (UPDATE_A)
+				{
+					double		r = rv[u],
+								a = av[u],
+								x;
+
+					if (j != i)
+					{
+						x = __dsub_rn(r > 0.0 ? r : 0.0, cv[u]);
+						x = x > 0.0 ? x : 0.0;
+					}
+					else
+						x = __dsub_rn(r, cv[u]);
+					a = (double) (T) __dsub_rn(__dmul_rn(a, damping), __dmul_rn(x, omd));
+					Ai[j] = (T) a;
+					v = __dadd_rn(a, sv[u]);
+					if (j == i)
+					{
+						uint8_t		e = __dadd_rn(a, r) > 0.0;
+
+						E[i] = e;
+						if (e)
+							atomicAdd(&counts[0], 1ull);
+						if (e != Eprev[i])
+							atomicAdd(&counts[1], 1ull);
+					}
+				}
+				else
+					v = __dadd_rn(0.0, sv[u]);
+				t.add(v, j);
+			}
 		}
 		/* the block's top two: warps, then the first warp over the warps */
 		for (int o = 16; o > 0; o >>= 1)
@@ -390,15 +449,33 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 						m2 = w2[0];
 			const int	k = wk[0];
 
-#pragma unroll 4
-			for (int j = threadIdx.x; j < n; j += AP_ROW_THREADS)
+			for (int j0 = threadIdx.x; j0 < n; j0 += AP_ROW_THREADS * AP_ROW_BATCH)
 			{
-				double		y = j == k ? m2 : m1;
-				double		r = (double) Ri[j],
-							s = (double) Si[j];
+				double		rv[AP_ROW_BATCH],
+							sv[AP_ROW_BATCH];
 
-				Ri[j] = (T) __dadd_rn(__dmul_rn(r, damping),
-									  __dmul_rn(__dsub_rn(s, y), omd));
+				GC_UNROLL
+				for (int u = 0; u < AP_ROW_BATCH; u++)
+				{
+					const int	j = j0 + u * AP_ROW_THREADS;
+
+					if (j < n)
+					{
+						rv[u] = (double) ap_load_early(Ri + j);
+						sv[u] = (double) ap_load_early(Si + j);
+					}
+				}
+				GC_UNROLL
+				for (int u = 0; u < AP_ROW_BATCH; u++)
+				{
+					const int	j = j0 + u * AP_ROW_THREADS;
+					double		y = j == k ? m2 : m1;
+
+					if (j >= n)
+						break;
+					Ri[j] = (T) __dadd_rn(__dmul_rn(rv[u], damping),
+										  __dmul_rn(__dsub_rn(sv[u], y), omd));
+				}
 			}
 		}
 		__syncthreads();		/* w1, w2, wk are the next row's */

@@ -18,7 +18,8 @@
  * BENCH_AP_N="5000 10000 ..." chooses the sizes (default 5k, 10k, 20k,
  * 40k and the largest that fits); BENCH_AP_CROSS=0 skips the crossover;
  * BENCH_AP_ROWBLOCKS="1 2 4" also times the row pass with that many rows
- * in flight a multiprocessor at 20k.
+ * in flight a multiprocessor at 20k; BENCH_AP_PREC=4 or 8 times that
+ * precision only.
  */
 #include <math.h>
 #include <stdint.h>
@@ -207,6 +208,7 @@ main(void)
 		   "TB/s", "of fl", "S ms", "alloc ms", "call s");
 	for (int prec = 0; prec < 2; prec++)
 		for (int i = 0; i < nns; i++)
+			if (getenv("BENCH_AP_PREC") == NULL || atoi(getenv("BENCH_AP_PREC")) == (prec ? 4 : 8))
 		{
 			int64_t		n = ns[i];
 			float	   *X;
