@@ -329,7 +329,7 @@ struct ap_top2
  */
 template <typename T, bool UPDATE_A>
 __global__ void
-__launch_bounds__(AP_ROW_THREADS)
+__launch_bounds__(AP_ROW_THREADS, 2)
 ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 		const double *__restrict__ cs, int n, double damping, double omd,
 		bool update_r, uint8_t *__restrict__ E,
@@ -352,10 +352,10 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 		/* AP_ROW_BATCH columns a thread at a time, their loads in flight together */
 		for (int j0 = threadIdx.x; j0 < n; j0 += AP_ROW_THREADS * AP_ROW_BATCH)
 		{
-			double		sv[AP_ROW_BATCH],
+			T			sv[AP_ROW_BATCH],
 						rv[AP_ROW_BATCH],
-						av[AP_ROW_BATCH],
-						cv[AP_ROW_BATCH];
+						av[AP_ROW_BATCH];
+			double		cv[AP_ROW_BATCH];
 
 			GC_UNROLL
 			for (int u = 0; u < AP_ROW_BATCH; u++)
@@ -364,11 +364,11 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 
 				if (j < n)
 				{
-					sv[u] = (double) ap_load_early(Si + j);
+					sv[u] = ap_load_early(Si + j);
 					if (UPDATE_A)
 					{
-						rv[u] = (double) ap_load_early(Ri + j);
-						av[u] = (double) ap_load_early(Ai + j);
+						rv[u] = ap_load_early(Ri + j);
+						av[u] = ap_load_early(Ai + j);
 						cv[u] = ap_load_early(cs + j);
 					}
 				}
@@ -383,8 +383,8 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 					break;
 				if (UPDATE_A)
 				{
-					double		r = rv[u],
-								a = av[u],
+					double		r = (double) rv[u],
+								a = (double) av[u],
 								x;
 
 					if (j != i)
@@ -396,7 +396,7 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 						x = __dsub_rn(r, cv[u]);
 					a = (double) (T) __dsub_rn(__dmul_rn(a, damping), __dmul_rn(x, omd));
 					Ai[j] = (T) a;
-					v = __dadd_rn(a, sv[u]);
+					v = __dadd_rn(a, (double) sv[u]);
 					if (j == i)
 					{
 						uint8_t		e = __dadd_rn(a, r) > 0.0;
@@ -409,7 +409,7 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 					}
 				}
 				else
-					v = __dadd_rn(0.0, sv[u]);
+					v = __dadd_rn(0.0, (double) sv[u]);
 				t.add(v, j);
 			}
 		}
@@ -451,7 +451,7 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 
 			for (int j0 = threadIdx.x; j0 < n; j0 += AP_ROW_THREADS * AP_ROW_BATCH)
 			{
-				double		rv[AP_ROW_BATCH],
+				T			rv[AP_ROW_BATCH],
 							sv[AP_ROW_BATCH];
 
 				GC_UNROLL
@@ -461,8 +461,8 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 
 					if (j < n)
 					{
-						rv[u] = (double) ap_load_early(Ri + j);
-						sv[u] = (double) ap_load_early(Si + j);
+						rv[u] = ap_load_early(Ri + j);
+						sv[u] = ap_load_early(Si + j);
 					}
 				}
 				GC_UNROLL
@@ -473,8 +473,8 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 
 					if (j >= n)
 						break;
-					Ri[j] = (T) __dadd_rn(__dmul_rn(rv[u], damping),
-										  __dmul_rn(__dsub_rn(sv[u], y), omd));
+					Ri[j] = (T) __dadd_rn(__dmul_rn((double) rv[u], damping),
+										  __dmul_rn(__dsub_rn((double) sv[u], y), omd));
 				}
 			}
 		}
