@@ -17,7 +17,10 @@
  *            another answer); a tie in the messages (the float8 run's final
  *            exemplar test or assignment is decided by a margin within
  *            float's resolution at the largest magnitude the messages
- *            carry, max(|S|, |preference|)); or unexplained, a failure.
+ *            carry, max(|S|, |preference|)); a preference float cannot hold
+ *            beside the similarities (|preference| x FLT_EPSILON at least
+ *            the smallest |S|: the diagonal's rounding swamps them); or
+ *            unexplained, a failure.
  *   errors   bad parameters (GC_EINVAL), the cancel flag (GC_ECANCEL), n 0.
  *
  * ref_ap is the driver's rule written out sequentially, each stored value
@@ -59,6 +62,7 @@ typedef struct fit
 	double		margin_exemplar;
 	double		margin_assign;
 	double		smax;
+	double		smin;			/* min nonzero |S[i][j]|, i != j */
 } fit;
 
 static void
@@ -141,7 +145,8 @@ ref_ap(const float *X, int64_t n, int d, const gc_ap_params *p, ref_mode m,
 	uint8_t    *E = calloc(n, 1),
 			   *Ep = calloc(n, 1);
 	double		pref,
-				smax = 0;
+				smax = 0,
+				smin = INFINITY;
 	int			run = 0,
 				it;
 
@@ -165,6 +170,8 @@ ref_ap(const float *X, int64_t n, int d, const gc_ap_params *p, ref_mode m,
 			S[i * n + j] = st_s(m, -s);
 			if (i != j && fabs(S[i * n + j]) > smax)
 				smax = fabs(S[i * n + j]);
+			if (i != j && S[i * n + j] != 0 && fabs(S[i * n + j]) < smin)
+				smin = fabs(S[i * n + j]);
 		}
 	if (p->has_preference)
 		pref = p->preference;
@@ -364,6 +371,7 @@ ref_ap(const float *X, int64_t n, int d, const gc_ap_params *p, ref_mode m,
 	}
 out:
 	o->smax = smax;
+	o->smin = smin;
 	free(S);
 	free(R);
 	free(A);
@@ -426,6 +434,7 @@ typedef struct ap_case
 static int	f4_same,
 			f4_tie_s,
 			f4_tie_msg,
+			f4_pref,
 			f4_unexplained;
 
 static void
@@ -503,6 +512,12 @@ run_case(const ap_case *c, bool f4)
 			{
 				cls = "a tie in the messages";
 				f4_tie_msg++;
+			}
+			else if (FLT_EPSILON * fabs(r8.r.preference) >= r8.smin)
+			{
+				/* the diagonal's rounding is coarser than some similarity */
+				cls = "a preference float cannot hold beside the similarities";
+				f4_pref++;
 			}
 			else
 			{
@@ -616,7 +631,7 @@ main(void)
 					run_case(&large[i], large[i].n <= 1100 && r == 0);
 		}
 	}
-	printf("test_ap_gpu: float4 against float8: %d the same, %d a tie in S, %d a tie in the messages, %d unexplained\n",
-		   f4_same, f4_tie_s, f4_tie_msg, f4_unexplained);
+	printf("test_ap_gpu: float4 against float8: %d the same, %d a tie in S, %d a tie in the messages, %d a preference beyond float's range, %d unexplained\n",
+		   f4_same, f4_tie_s, f4_tie_msg, f4_pref, f4_unexplained);
 	return test_summary("test_ap_gpu");
 }
