@@ -192,6 +192,8 @@ gc_algorithm_name(gc_algorithm algo)
 			return "k-means";
 		case GC_ALGO_DBSCAN:
 			return "DBSCAN";
+		case GC_ALGO_AP:
+			return "affinity propagation";
 	}
 	return "unknown algorithm";
 }
