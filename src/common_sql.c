@@ -198,6 +198,22 @@ gc_algorithm_name(gc_algorithm algo)
 	return "unknown algorithm";
 }
 
+/* The set-returning function of algo, by its SQL name (jobs, timings). */
+const char *
+gc_algorithm_function(gc_algorithm algo)
+{
+	switch (algo)
+	{
+		case GC_ALGO_KMEANS:
+			return "gpu_kmeans";
+		case GC_ALGO_DBSCAN:
+			return "gpu_dbscan";
+		case GC_ALGO_AP:
+			return "gpu_affinity_propagation";
+	}
+	return "unknown";
+}
+
 /*
  * Resolve the requested device to CPU or GPU (gc_choose_device) into
  * *chosen, or return the failure in *st.  The GPU is gc_glue_gpu's: a

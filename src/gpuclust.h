@@ -90,5 +90,6 @@ extern int	gc_glue_parse_centroids(ArrayType *arr, const char *what,
 									int expect_k, int *d_out, float **C_out,
 									MemoryContext cxt);
 extern const char *gc_algorithm_name(gc_algorithm algo);
+extern const char *gc_algorithm_function(gc_algorithm algo);
 
 #endif							/* GPUCLUST_H */

@@ -272,7 +272,7 @@ gpuclust_gpu_jobs(PG_FUNCTION_ARGS)
 		if (!all && userid != GetUserId())
 			continue;
 		values[0] = Int32GetDatum(pid);
-		values[1] = CStringGetTextDatum(algo == GC_ALGO_KMEANS ? "gpu_kmeans" : "gpu_dbscan");
+		values[1] = CStringGetTextDatum(gc_algorithm_function(algo));
 		values[2] = Int64GetDatum(n);
 		values[3] = Int32GetDatum(d);
 		values[4] = CStringGetTextDatum(s == GC_JOB_QUEUED ? "queued" : "running");
