@@ -83,6 +83,10 @@ extern const char *gc_glue_dbscan_gpu_hint(gc_dbscan_algorithm algorithm);
 extern gc_device gc_glue_choose_dbscan_device(gc_device requested,
 											  gc_dbscan_algorithm algorithm,
 											  int64 n, int d);
+extern const char *gc_glue_ap_gpu_hint(gc_ap_precision precision);
+extern gc_device gc_glue_choose_ap_device(gc_device requested,
+										  gc_ap_precision precision,
+										  int64 n, int d, char **note);
 extern const char *gc_device_name(gc_device dev);
 
 /* model_sql.c: a k x d real[] of centroids, checked (see there) */
