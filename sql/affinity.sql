@@ -98,6 +98,7 @@ SELECT count(*) FROM gpu_affinity_propagation('SELECT i, ARRAY[i] FROM generate_
 RESET client_min_messages;
 SELECT count(*) FROM gpu_affinity_propagation('SELECT i, ARRAY[i] FROM generate_series(1, 208) i');
 \echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM gpu_affinity_propagation('SELECT i, ARRAY[i] FROM generate_series(1, 208) i', device => 'cpu');
 SET gpuclust.max_matrix_memory = '2GB';
 SHOW gpuclust.max_matrix_memory;
 SELECT count(*) FROM gpu_affinity_propagation('SELECT i, ARRAY[i] FROM generate_series(1, 10000) i');
@@ -146,13 +147,106 @@ SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', convergence_iter 
 -- preference and device may be NULL
 SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', preference => NULL, device => NULL);
 
--- no GPU implementation yet: 'gpu' fails before the source is read
-SELECT * FROM gpu_affinity_propagation('SELECT 1/0, ARRAY[1.0]', device => 'gpu');
+-- "precision": 'float8' (the default, every device: the same result) or
+-- 'float4' (S, R and A stored as float, on the GPU only).  precision is an
+-- SQL keyword: in named notation it is quoted
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM b.cluster_id
+                           OR a.is_exemplar <> b.is_exemplar) AS differing_named,
+       count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM c.cluster_id
+                           OR a.is_exemplar <> c.is_exemplar) AS differing_positional
+FROM ap_r1 a
+JOIN gpu_affinity_propagation('SELECT id, f FROM ap_rand', "precision" => 'float8') b USING (id)
+JOIN gpu_affinity_propagation('SELECT id, f FROM ap_rand', 0.5, NULL, 200, 15, 'cpu', 'FLOAT8') c USING (id);
+-- the keyed form takes it too
+SELECT count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM b.cluster_id) AS differing
+FROM ap_r1 a
+JOIN gpu_affinity_propagation('SELECT ''p'' || id, f FROM ap_rand', NULL::text,
+                              device => 'cpu', "precision" => 'Float8') b ON b.id = 'p' || a.id;
+SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', precision => 'float8');
+-- an unknown precision, a NULL one
+SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', "precision" => 'float16');
 \echo :LAST_ERROR_SQLSTATE
-SET gpuclust.device = 'gpu';
+SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', NULL::text, "precision" => 'double');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', "precision" => NULL);
+\echo :LAST_ERROR_SQLSTATE
+-- float4 runs only on the GPU: device 'cpu' is refused before the source
+-- runs (its 1/0 is never reached), and so is gpuclust.device = 'cpu' with
+-- device NULL, in every form
+SELECT * FROM gpu_affinity_propagation('SELECT 1/0, ARRAY[1.0]', device => 'cpu', "precision" => 'float4');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_affinity_propagation('SELECT 1/0, ARRAY[1.0]', NULL::text, device => 'CPU', "precision" => 'FLOAT4');
+SET gpuclust.device = 'cpu';
+SELECT * FROM gpu_affinity_propagation('SELECT 1/0, ARRAY[1.0]', "precision" => 'float4');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]');
-\echo :LAST_ERROR_SQLSTATE
-SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', device => 'cpu');
+RESET gpuclust.device;
+
+-- device 'gpu' (the argument, or gpuclust.device with device NULL) runs
+-- on the GPU when one is usable, and otherwise fails with the usual error
+-- (0A000, the reason in the DETAIL); float4 under 'auto' asks for the GPU
+-- whatever the size, and fails the same way without one, never running on
+-- the CPU; an empty source too.  The reason depends on the machine, so
+-- without a GPU only the SQLSTATE, the message and the hint are shown;
+-- with one, float8's labels are compared with the CPU's (and float4's
+-- labelling checked whole), and the same lines are printed when they are
+-- right.
+CREATE FUNCTION ap_try(label text, src text, setup text, args text, want text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  detail text;
+  hint text;
+  bad bigint;
+BEGIN
+  EXECUTE setup;
+  IF (SELECT value FROM gpuclust_info() WHERE key = 'gpu_usable') = 'false' THEN
+    BEGIN
+      EXECUTE format('SELECT count(*) FROM gpu_affinity_propagation(%L%s)', src, args);
+      RAISE NOTICE '%: ran without a usable GPU', label;
+    EXCEPTION WHEN OTHERS THEN
+      GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+      RAISE NOTICE '%: % %; a reason given: %; hint: %', label, SQLSTATE, SQLERRM,
+        CASE WHEN coalesce(detail, '') <> '' THEN 'yes' ELSE 'no' END, hint;
+    END;
+  ELSE
+    -- float8: the CPU's result row for row; float4: as many rows, each
+    -- labelled when there is an exemplar, one exemplar a cluster (its
+    -- NOTICEs, which may differ, are not shown)
+    PERFORM set_config('client_min_messages', 'warning', false);
+    EXECUTE format($q$
+      SELECT abs(count(g.id) - count(c.id)) +
+             CASE WHEN %L LIKE '%%float4%%'
+                  THEN CASE WHEN count(*) FILTER (WHERE g.is_exemplar) > 0
+                            THEN count(*) FILTER (WHERE g.cluster_id IS NULL) ELSE 0 END
+                       + CASE WHEN count(*) FILTER (WHERE g.is_exemplar)
+                                  <> count(DISTINCT g.cluster_id) THEN 1 ELSE 0 END
+                  ELSE count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id
+                                           OR g.is_exemplar IS DISTINCT FROM c.is_exemplar) END
+      FROM gpu_affinity_propagation(%L%s) g
+      FULL JOIN gpu_affinity_propagation(%L, device => 'cpu') c USING (id)$q$,
+      args, src, args, src) INTO bad;
+    PERFORM set_config('client_min_messages', 'notice', false);
+    IF bad = 0 THEN
+      RAISE NOTICE '%: %', label, want;
+    ELSE
+      RAISE NOTICE '%: % rows wrong on the GPU', label, bad;
+    END IF;
+  END IF;
+  RESET gpuclust.device;
+END $$;
+SELECT ap_try('gpu', 'SELECT id, f FROM ap_rand', 'SET gpuclust.device = ''auto''', ', device => ''gpu''',
+              '0A000 cannot run affinity propagation on the GPU; a reason given: yes; hint: Use device => ''cpu'' or ''auto'', or set gpuclust.device to ''cpu'' or ''auto''.');
+SELECT ap_try('gpu by the setting', 'SELECT id, f FROM ap_rand', 'SET gpuclust.device = ''gpu''', '',
+              '0A000 cannot run affinity propagation on the GPU; a reason given: yes; hint: Use device => ''cpu'' or ''auto'', or set gpuclust.device to ''cpu'' or ''auto''.');
+SELECT ap_try('gpu, empty source', 'SELECT id, f FROM ap_rand WHERE false', 'SET gpuclust.device = ''auto''', ', device => ''gpu''',
+              '0A000 cannot run affinity propagation on the GPU; a reason given: yes; hint: Use device => ''cpu'' or ''auto'', or set gpuclust.device to ''cpu'' or ''auto''.');
+SELECT ap_try('float4 under auto', 'SELECT id, f FROM ap_rand', 'SET gpuclust.device = ''auto''', ', "precision" => ''float4''',
+              '0A000 cannot run affinity propagation on the GPU; a reason given: yes; hint: Affinity propagation in float4 runs only on the GPU; "precision" => ''float8'' runs on the CPU too.');
+SELECT ap_try('float4 under auto, empty source', 'SELECT id, f FROM ap_rand WHERE false', 'SET gpuclust.device = ''auto''', ', "precision" => ''float4''',
+              '0A000 cannot run affinity propagation on the GPU; a reason given: yes; hint: Affinity propagation in float4 runs only on the GPU; "precision" => ''float8'' runs on the CPU too.');
+DROP FUNCTION ap_try(text, text, text, text, text);
+-- 'auto' in float8 runs a small input on the CPU, GPU or not
 SET gpuclust.device = 'auto';
 SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]');
 RESET gpuclust.device;

@@ -47,6 +47,8 @@ SELECT try_gpu($$SELECT * FROM gpu_kmeans('SELECT i, ARRAY[i] FROM generate_seri
   IN ('expected', '0A000 cannot run k-means on the GPU') AS kmeans_gpu_ok;
 SELECT try_gpu($$SELECT * FROM gpu_dbscan('SELECT i, ARRAY[i] FROM generate_series(1, 10) i', 1, 2, device => 'GPU')$$)
   IN ('expected', '0A000 cannot run DBSCAN on the GPU') AS dbscan_gpu_ok;
+SELECT try_gpu($$SELECT * FROM gpu_affinity_propagation('SELECT i, ARRAY[i] FROM generate_series(1, 10) i', device => 'gpu')$$)
+  IN ('expected', '0A000 cannot run affinity propagation on the GPU') AS ap_gpu_ok;
 
 -- without a GPU, the failure is an ordinary error with an SQLSTATE
 DO $$
@@ -109,6 +111,26 @@ SELECT CASE WHEN i.usable THEN i.dclust = 'gpu' ELSE i.dclust LIKE 'none (_%)' E
 FROM (SELECT max(value) FILTER (WHERE key = 'gpu_usable')::boolean AS usable,
              max(value) FILTER (WHERE key = 'dbscan_dclust_device') AS dclust
       FROM gpuclust_info()) AS i;
+-- where affinity propagation runs: under 'auto' in float8 (from
+-- auto_ap_gpu_min_rows rows) on the GPU when one is usable, else on the
+-- CPU; in float4 on the GPU, or none, and why.  The most rows a call may
+-- take: on the CPU always, on the GPU (float4: more) when it is usable
+SELECT CASE WHEN i.usable
+            THEN i.auto_ap = 'gpu' AND i.float4 = 'gpu' AND i.gpu8 > 0 AND i.gpu4 >= i.gpu8
+            ELSE i.auto_ap = 'cpu' AND i.float4 LIKE 'none (_%)' AND i.gpu8 IS NULL AND i.gpu4 IS NULL END
+       AND i.cpu_rows > 0 AND i.min_rows > 0 AS ap_devices_consistent
+FROM (SELECT max(value) FILTER (WHERE key = 'gpu_usable')::boolean AS usable,
+             max(value) FILTER (WHERE key = 'auto_device_ap') AS auto_ap,
+             max(value) FILTER (WHERE key = 'ap_float4_device') AS float4,
+             max(value) FILTER (WHERE key = 'auto_ap_gpu_min_rows')::int AS min_rows,
+             max(value) FILTER (WHERE key = 'ap_max_rows_cpu')::bigint AS cpu_rows,
+             max(value) FILTER (WHERE key = 'ap_max_rows_gpu_float8')::bigint AS gpu8,
+             max(value) FILTER (WHERE key = 'ap_max_rows_gpu_float4')::bigint AS gpu4
+      FROM gpuclust_info()) AS i;
+-- the session's matrix memory limit bounds them (24 n^2 bytes on the CPU)
+SET gpuclust.matrix_memory = '1MB';
+SELECT value AS ap_max_rows_cpu FROM gpuclust_info() WHERE key = 'ap_max_rows_cpu';
+RESET gpuclust.matrix_memory;
 SELECT value::int > 0 AS has_threads FROM gpuclust_info() WHERE key = 'cpu_threads';
 -- a CUDA build on a machine with no driver at all says so
 SELECT CASE WHEN i.cuda_build AND i.driver IS NULL

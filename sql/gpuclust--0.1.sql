@@ -7,8 +7,9 @@
 -- Every clustering function takes the same arguments in each of its forms
 -- (src/cluster_args.c reads them alike): the rows first, then the
 -- parameters, device after the first ones; parameters added later (metric,
--- init_centroids, algorithm) come after device, so that older calls keep
--- their positions.
+-- init_centroids, algorithm, precision) come after device, so that older
+-- calls keep their positions.  A parameter named by a keyword (precision)
+-- is quoted: in named notation a call writes "precision" => ... too.
 --
 -- Set-returning functions and the k-means model fit: the rows are a source
 -- query returning (id, features).  VOLATILE PARALLEL UNSAFE: the query
@@ -246,12 +247,13 @@ CREATE FUNCTION gpu_affinity_propagation(source text,
                                          preference float8 DEFAULT NULL,
                                          max_iter int DEFAULT 200,
                                          convergence_iter int DEFAULT 15,
-                                         device text DEFAULT NULL)
+                                         device text DEFAULT NULL,
+                                         "precision" text DEFAULT 'float8')
 RETURNS TABLE (id bigint, cluster_id int, is_exemplar boolean)
 AS 'MODULE_PATHNAME', 'gpu_affinity_propagation'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION gpu_affinity_propagation(text, float8, float8, int, int, text) IS
+COMMENT ON FUNCTION gpu_affinity_propagation(text, float8, float8, int, int, text, text) IS
 'Affinity propagation (Frey and Dueck) of the rows of source, a query '
 'returning (id, features), with scikit-learn''s AffinityPropagation '
 'semantics: similarity = minus the squared Euclidean distance; preference '
@@ -260,8 +262,12 @@ COMMENT ON FUNCTION gpu_affinity_propagation(text, float8, float8, int, int, tex
 'max_iter (then a NOTICE, and the last iteration''s exemplars still label '
 'the rows; with none, every cluster_id is NULL).  Clusters are numbered '
 '0, 1, ... by their exemplar''s input position; is_exemplar marks the '
-'exemplars.  Rows with NULL features get NULL.  Needs 24 n^2 bytes, at most '
-'gpuclust.max_matrix_memory.  CPU only: device ''gpu'' is an error.';
+'exemplars.  Rows with NULL features get NULL.  Runs on the CPU or the GPU '
+'(device; ''auto'': the GPU for larger inputs when it fits); needs 24 n^2 '
+'bytes (float4: 12 n^2 on the GPU), at most gpuclust.max_matrix_memory, '
+'checked before anything runs.  "precision" (a keyword: quote it when '
+'naming it) ''float8'' (the default) gives the same result on every '
+'device; ''float4'' stores the matrices as float, on the GPU only.';
 
 -- ---------------------------------------------------------------------
 -- Keyed forms (cluster_args.c, ingest.c): ids of any type

@@ -48,7 +48,8 @@ enum
 	AP_PREFERENCE,
 	AP_MAX_ITER,
 	AP_CONVERGENCE_ITER,
-	AP_DEVICE
+	AP_DEVICE,
+	AP_PRECISION				/* after device: older calls keep their positions */
 };
 
 enum
@@ -112,7 +113,7 @@ const GcSignature gc_dbscan_signature = {
 };
 
 const GcSignature gc_ap_signature = {
-	.nargs = AP_DEVICE + 1,
+	.nargs = AP_PRECISION + 1,
 	.arg = {
 		[GC_ARG_ROWS] = {"source"},
 		[AP_DAMPING] = {"damping"},
@@ -120,6 +121,7 @@ const GcSignature gc_ap_signature = {
 		[AP_MAX_ITER] = {"max_iter"},
 		[AP_CONVERGENCE_ITER] = {"convergence_iter"},
 		[AP_DEVICE] = {"device", true},
+		[AP_PRECISION] = {"precision"},
 	},
 };
 
@@ -292,6 +294,45 @@ parse_dbscan_algorithm(Datum value)
 	return algorithm;
 }
 
+/* affinity propagation's precision text, by the core's names (gc_parse_ap_precision), or an ERROR */
+static gc_ap_precision
+parse_ap_precision(Datum value)
+{
+	char	   *s = text_to_cstring(DatumGetTextPP(value));
+	gc_ap_precision precision;
+
+	if (!gc_parse_ap_precision(s, &precision))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid affinity propagation precision \"%s\"", s),
+				 errhint("Valid precisions are \"float8\" (the default, on every device) and \"float4\" (the similarities and messages stored as float, on the GPU only).")));
+	pfree(s);
+	return precision;
+}
+
+/*
+ * A call whose parameters the CPU cannot run (st's message: DBSCAN's
+ * dclust, affinity propagation in float4) asked for the CPU, by the
+ * device argument at argno or, when that is NULL, by gpuclust.device
+ * (requested): 0A000, before the source runs.  other is the parameter's
+ * value that runs everywhere, for the hint.
+ */
+static void
+refuse_on_cpu(const GcArgs *a, int argno, gc_device requested,
+			  const gc_status *st, const char *other)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s", st->message),
+			 a->isnull[argno] ?
+			 errdetail("device is NULL, and the gpuclust.device setting is \"%s\".",
+					   gc_device_name(requested)) :
+			 errdetail("device is \"%s\".", gc_device_name(requested)),
+			 errhint("Use device => 'gpu' or 'auto'%s, or %s.",
+					 a->isnull[argno] ? " (or set gpuclust.device to one of them)" : "",
+					 other)));
+}
+
 /*
  * init text of k-means: 'k-means++' | 'random' | 'k-means||' | 'auto' (the
  * core resolves it: gc_km_init_resolve), or a query returning the
@@ -420,19 +461,11 @@ gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p, gc_device *device)
 
 		if (gc_dbscan_device_request(requested, p->algorithm, device,
 									 &st) != GC_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("%s", st.message),
-					 a->isnull[DB_DEVICE] ?
-					 errdetail("device is NULL, and the gpuclust.device setting is \"%s\".",
-							   gc_device_name(requested)) :
-					 errdetail("device is \"%s\".", gc_device_name(requested)),
-					 errhint("Use device => 'gpu' or 'auto'%s, or algorithm => 'union_find', which gives the same labels on every device.",
-							 a->isnull[DB_DEVICE] ? " (or set gpuclust.device to one of them)" : "")));
+			refuse_on_cpu(a, DB_DEVICE, requested, &st,
+						  "algorithm => 'union_find', which gives the same labels on every device");
 	}
 }
 
-/* Affinity propagation runs on the CPU only for now (cpu_only_device). */
 void
 gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 {
@@ -456,7 +489,22 @@ gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 				 errhint("NULL uses the median of the similarities.")));
 	check_at_least_1(a, AP_MAX_ITER, p->max_iter);
 	check_at_least_1(a, AP_CONVERGENCE_ITER, p->convergence_iter);
-	*device = cpu_only_device(a, AP_DEVICE, "affinity propagation");
+	*device = arg_device(a, AP_DEVICE);
+	p->precision = parse_ap_precision(a->value[AP_PRECISION]);
+	/*
+	 * The device the precision asks for (dispatch's rule): float4 asks for
+	 * the GPU under 'auto' too, and cannot run on the CPU, which is refused
+	 * here, before the source runs.
+	 */
+	{
+		gc_status	st = {GC_OK, ""};
+		gc_device	requested = *device;
+
+		if (gc_ap_device_request(requested, p->precision, device,
+								 &st) != GC_OK)
+			refuse_on_cpu(a, AP_DEVICE, requested, &st,
+						  "\"precision\" => 'float8', which runs on every device");
+	}
 }
 
 void

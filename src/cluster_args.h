@@ -9,8 +9,8 @@
  * positions: 0 is the rows (the source query of a set-returning function
  * or a model fit, the features of a window function; each form reads them
  * its own way), then the parameters, device after the first ones and
- * those added later (metric, init_centroids, algorithm) after device, so
- * that older calls keep their positions.  The values come from
+ * those added later (metric, init_centroids, algorithm, precision) after
+ * device, so that older calls keep their positions.  The values come from
  * the call itself (gc_glue_args_of_call) or, for a window function, from
  * its partition's first row (window_sql.c); the same reader checks them
  * either way, so every form raises the same errors in the same order.
@@ -109,6 +109,12 @@ extern void gc_glue_args_of_call(FunctionCallInfo fcinfo,
  * dclust asks for the GPU under 'auto' too, and dclust on the CPU ('cpu',
  * or gpuclust.device 'cpu' when device is NULL) is 0A000 here, before the
  * source runs.
+ *
+ * Affinity propagation: p->precision is 'float8' or 'float4' (another
+ * name is 22023), and *device the device that precision asks for
+ * (gc_ap_device_request), as DBSCAN's dclust: float4 asks for the GPU
+ * under 'auto' too, and float4 on the CPU is 0A000 here, before the
+ * source runs.
  */
 /*
  * The metric of k-means (kmeans_assign's too): 'euclidean' or 'cosine';
@@ -127,8 +133,7 @@ extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
  * elbow_sql.c).  gpu_kdistance: k >= 1, quantiles NULL (every row: 0) or
  * >= 1.  gpu_silhouette: sample_size NULL (0: the default rule) or >= 2,
  * and the seed.  Both run on the CPU only for now: device 'gpu' (or
- * gpuclust.device 'gpu' when NULL) is an error (0A000), as for affinity
- * propagation.  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
+ * gpuclust.device 'gpu' when NULL) is an error (0A000).  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
  * parameters after k, checked by gc_glue_kmeans_params as for gpu_kmeans
  * (p->k is k_max), metric included, less initial centroids (the elbow
  * has no init_centroids, and an init query is 22023: centroids fix k).

@@ -29,8 +29,9 @@
  * is a NOTICE and the call is redone on the CPU (the result); anything
  * else, or any failure under 'gpu', is the error (gpu_hint: see
  * gc_glue_report_hint).  (A build without CUDA never chooses the GPU:
- * dispatch refuses it first.)  A DBSCAN dclust call never comes here under
- * 'auto': its request is the GPU (gc_glue_dbscan_params).
+ * dispatch refuses it first.)  A DBSCAN dclust call, or an affinity
+ * propagation in float4, never comes here under 'auto': its request is
+ * the GPU (gc_glue_dbscan_params, gc_glue_ap_params).
  */
 static gc_device
 gpu_failed(gc_device requested, gc_status *st, const char *what,
@@ -272,12 +273,46 @@ mb_down(size_t bytes)
 }
 
 /*
- * Fail unless affinity propagation of n rows fits both the session's
- * matrix memory limit (gpuclust.matrix_memory, at most
- * gpuclust.max_matrix_memory) and the memory the server has available.
+ * The error of an affinity propagation whose matrices (need bytes; device
+ * says where they live) exceed the session's matrix memory limit
+ * (gpuclust.matrix_memory, at most gpuclust.max_matrix_memory: setting
+ * names the one that imposes it, limit_mb): at most max_rows rows fit.
  */
 static void
-check_ap_memory(int64 n)
+ap_matrix_limit_error(int64 n, size_t need, gc_device device,
+					  gc_ap_precision precision, int64 max_rows,
+					  const char *setting, int limit_mb)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("affinity propagation of %lld rows needs %.1f MB%s, more than %s (%d MB)",
+					(long long) n, mb_up(need),
+					device == GC_DEVICE_GPU ? " of GPU memory" : "",
+					setting, limit_mb),
+			 device == GC_DEVICE_CPU ?
+			 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in %s.",
+					   (long long) max_rows, setting) :
+			 errdetail("On the GPU in %s it keeps three n x n %s matrices (about %d n^2 bytes); at most %lld rows fit in %s.",
+					   gc_ap_precision_name(precision),
+					   precision == GC_AP_FLOAT4 ? "single precision" : "double precision",
+					   precision == GC_AP_FLOAT4 ? 12 : 24,
+					   (long long) max_rows, setting),
+			 strcmp(setting, "gpuclust.matrix_memory") == 0 ?
+			 errhint("Raise gpuclust.matrix_memory (up to gpuclust.max_matrix_memory, %d MB), or cluster fewer rows.",
+					 gpuclust_max_matrix_memory) :
+			 superuser() ?
+			 errhint("Raise gpuclust.max_matrix_memory, or cluster fewer rows.") :
+			 errhint("gpuclust.max_matrix_memory is a superuser setting: ask an administrator to raise it, or cluster fewer rows.")));
+}
+
+/*
+ * Fail unless affinity propagation of n rows on the CPU fits both the
+ * session's matrix memory limit and the memory the server has available.
+ * gpu_note (NULL if none): why the GPU did not take the call, for the
+ * error's detail.
+ */
+static void
+check_ap_cpu_memory(int64 n, const char *gpu_note)
 {
 	const char *setting;
 	int			limit_mb = gc_glue_matrix_memory_mb(&setting);
@@ -286,18 +321,8 @@ check_ap_memory(int64 n)
 	size_t		avail;
 
 	if (need > limit)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than %s (%d MB)",
-						(long long) n, mb_up(need), setting, limit_mb),
-				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in %s.",
-						   (long long) gc_ap_max_rows(limit), setting),
-				 strcmp(setting, "gpuclust.matrix_memory") == 0 ?
-				 errhint("Raise gpuclust.matrix_memory (up to gpuclust.max_matrix_memory, %d MB), or cluster fewer rows.",
-						 gpuclust_max_matrix_memory) :
-				 superuser() ?
-				 errhint("Raise gpuclust.max_matrix_memory, or cluster fewer rows.") :
-				 errhint("gpuclust.max_matrix_memory is a superuser setting: ask an administrator to raise it, or cluster fewer rows.")));
+		ap_matrix_limit_error(n, need, GC_DEVICE_CPU, GC_AP_FLOAT8,
+							  gc_ap_max_rows(limit), setting, limit_mb);
 
 	/* MemAvailable, or less under a cgroup (v1 or v2) memory limit */
 	avail = gc_host_memory();
@@ -306,9 +331,55 @@ check_ap_memory(int64 n)
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("affinity propagation of %lld rows needs %.1f MB, more than the %.1f MB of memory available on the server",
 						(long long) n, mb_up(need), mb_down(avail)),
-				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in the available memory (the host's MemAvailable, or the room left under the server's cgroup memory limit when that is less).",
-						   (long long) gc_ap_max_rows(avail)),
+				 errdetail("It keeps three n x n double precision matrices (24 n^2 bytes); at most %lld rows fit in the available memory (the host's MemAvailable, or the room left under the server's cgroup memory limit when that is less).%s%s",
+						   (long long) gc_ap_max_rows(avail),
+						   gpu_note ? " The GPU could not take it either: " : "",
+						   gpu_note ? psprintf("%s.", gpu_note) : ""),
 				 errhint("Cluster fewer rows.")));
+}
+
+/*
+ * The device of an affinity propagation call (requested as the precision
+ * asks, gc_glue_ap_params), its memory checked before anything is
+ * allocated: the matrix memory limit bounds the matrices on either device
+ * (the GPU's: gc_ap_gpu_mem_bytes), the GPU's memory is dispatch's
+ * (gc_glue_choose_ap_device), the server's memory the CPU's.  Under
+ * 'auto' a call whose matrices do not fit the GPU (the limit, or its
+ * memory: then a NOTICE) runs on the CPU when they fit there.
+ */
+static gc_device
+ap_device(gc_device requested, const GcInput *in, const gc_ap_params *p)
+{
+	const char *setting;
+	int			limit_mb = gc_glue_matrix_memory_mb(&setting);
+	size_t		limit = (size_t) limit_mb * 1024 * 1024;
+	gc_device	chosen = GC_DEVICE_CPU;
+	char	   *note = NULL;
+
+	if (requested != GC_DEVICE_CPU)
+	{
+		size_t		need = gc_ap_gpu_mem_bytes(in->n, in->d, p->precision);
+
+		if (need > limit)
+		{
+			if (requested == GC_DEVICE_GPU)
+				ap_matrix_limit_error(in->n, need, GC_DEVICE_GPU, p->precision,
+									  gc_ap_gpu_max_rows(limit, in->d, p->precision),
+									  setting, limit_mb);
+			/* 'auto', float8: the CPU's matrices may still fit */
+			requested = GC_DEVICE_CPU;
+		}
+	}
+	if (requested != GC_DEVICE_CPU)
+		chosen = gc_glue_choose_ap_device(requested, p->precision, in->n,
+										  in->d, &note);
+	if (chosen == GC_DEVICE_CPU)
+		check_ap_cpu_memory(in->n, note);
+	if (note != NULL)
+		ereport(NOTICE,
+				(errmsg("affinity propagation runs on the CPU"),
+				 errdetail("%s.", note)));
+	return chosen;
 }
 
 /* The NOTICE of a run that did not iterate, or did not converge. */
@@ -340,19 +411,30 @@ gc_glue_run_ap(gc_device requested, const GcInput *in,
 			   const gc_ap_params *params, MemoryContext cxt,
 			   gc_ap_result *res)
 {
+	gc_device	chosen;
 	gc_ctx		ctx;
 	gc_status	st = {GC_OK, ""};
 
-	Assert(in->n >= 1 && requested != GC_DEVICE_GPU);
-	check_ap_memory(in->n);
+	Assert(in->n >= 1);
+	chosen = ap_device(requested, in, params);
 	memset(res, 0, sizeof(*res));
 	res->labels = alloc_array(cxt, in->n, sizeof(int32));
 	res->is_exemplar = alloc_array(cxt, in->n, sizeof(uint8));
 
 	gc_glue_ctx(&ctx);
-	gc_progress_compute(GC_DEVICE_CPU, in->n);
-	if (gc_ap_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
-		gc_glue_report(&st, "affinity propagation");
+	gc_progress_compute(chosen, in->n);
+	if (chosen == GC_DEVICE_GPU &&
+		gc_gpu_run_ap(&ctx, in, params, res, &st) != GC_OK)
+	{
+		/* float4 never comes back: its request is the GPU */
+		chosen = gpu_failed(requested, &st, gc_algorithm_name(GC_ALGO_AP),
+							gc_glue_ap_gpu_hint(params->precision));
+		check_ap_cpu_memory(in->n, NULL);
+		gc_progress_compute(chosen, in->n);
+	}
+	if (chosen == GC_DEVICE_CPU &&
+		gc_ap_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
+		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_AP));
 	ap_notice(in->n, res);
-	return GC_DEVICE_CPU;
+	return chosen;
 }

@@ -15,10 +15,10 @@
 /*
  * The run functions cluster in's rows with features (in->n >= 1; the
  * caller has checked the parameters against the rows), allocating the
- * result arrays (in->n long; k-means: the centroids too) in cxt.  k-means
- * and DBSCAN run on the device the set-returning form would use for this
- * problem, with its fallback: under 'auto', a GPU run that fails for lack
- * of memory or with a CUDA error is redone on the CPU with a NOTICE.  They
+ * result arrays (in->n long; k-means: the centroids too) in cxt.  Each
+ * runs on the device the set-returning form would use for this problem,
+ * with its fallback: under 'auto', a GPU run that fails for lack of
+ * memory or with a CUDA error is redone on the CPU with a NOTICE.  They
  * return the device that ran.  Errors are raised.
  */
 /*
@@ -49,10 +49,15 @@ extern gc_device gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 									uint8 **is_core);
 
 /*
- * Affinity propagation runs on the CPU (the argument reader refused
- * 'gpu'), after checking that its n x n matrices fit
- * gpuclust.max_matrix_memory and the server's memory; a NOTICE says when
- * it did not iterate or did not converge.
+ * Affinity propagation runs where dispatch says (gc_choose_device_ap; the
+ * argument reader has turned a float4 call's 'auto' into the GPU), with
+ * the same fallback, after checking, before anything is allocated, that
+ * its n x n matrices fit gpuclust.matrix_memory (at most
+ * gpuclust.max_matrix_memory) on either device, the GPU's memory on the
+ * GPU and the server's memory on the CPU: too large is an error naming
+ * the largest n that fits, but under 'auto' too large for the GPU runs on
+ * the CPU when it fits there (a NOTICE says so when the GPU's memory was
+ * the reason).  A NOTICE says when it did not iterate or did not converge.
  */
 extern gc_device gc_glue_run_ap(gc_device requested, const GcInput *in,
 								const gc_ap_params *params,

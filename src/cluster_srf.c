@@ -240,7 +240,7 @@ gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
 						ph.grid_cells > 0 ? psprintf(", %d of them through a grid of %d cells",
 													 ph.grid_iterations, ph.grid_cells) : "");
 	}
-	else
+	else if (algo == GC_ALGO_DBSCAN)
 	{
 		gc_dbscan_gpu_phases ph;
 
@@ -250,6 +250,7 @@ gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
 						ph.ms_number, ph.ms_download, ph.ms_free,
 						ph.grid ? "grid" : ph.tree ? "kd-tree" : "brute-force");
 	}
+	return "";					/* affinity propagation: its result's phases */
 }
 
 void

@@ -66,7 +66,8 @@ extern void gc_glue_srf_log_timing(const GcSrfCall *call, const char *head,
 
 /*
  * The compute detail of a k-means or DBSCAN call: where its GPU run spent
- * its time, " (upload ..., ...)"; empty when nothing ran on the GPU.
+ * its time, " (upload ..., ...)"; empty when nothing ran on the GPU (and
+ * for affinity propagation, whose result carries its phases' times).
  */
 extern const char *gc_glue_srf_gpu_phases(const GcSrfCall *call,
 										  gc_algorithm algo);

@@ -192,8 +192,26 @@ gc_algorithm_name(gc_algorithm algo)
 			return "k-means";
 		case GC_ALGO_DBSCAN:
 			return "DBSCAN";
+		case GC_ALGO_AP:
+			return "affinity propagation";
 	}
 	return "unknown algorithm";
+}
+
+/* The set-returning function of algo, by its SQL name (jobs, timings). */
+const char *
+gc_algorithm_function(gc_algorithm algo)
+{
+	switch (algo)
+	{
+		case GC_ALGO_KMEANS:
+			return "gpu_kmeans";
+		case GC_ALGO_DBSCAN:
+			return "gpu_dbscan";
+		case GC_ALGO_AP:
+			return "gpu_affinity_propagation";
+	}
+	return "unknown";
 }
 
 /*
@@ -257,6 +275,64 @@ gc_glue_choose_dbscan_device(gc_device requested,
 								&st) != GC_OK)
 		gc_glue_report_hint(&st, gc_algorithm_name(GC_ALGO_DBSCAN),
 							gc_glue_dbscan_gpu_hint(algorithm));
+	return chosen;
+}
+
+/*
+ * The hint of an affinity propagation call in precision that the GPU
+ * cannot run: NULL (gc_glue_report's "use the CPU") for float8; float4
+ * runs only on the GPU, so its way to the CPU is float8.
+ */
+const char *
+gc_glue_ap_gpu_hint(gc_ap_precision precision)
+{
+	if (precision == GC_AP_FLOAT8)
+		return NULL;
+	return psprintf("Affinity propagation in %s runs only on the GPU; \"precision\" => 'float8' runs on the CPU too.",
+					gc_ap_precision_name(precision));
+}
+
+/*
+ * The device of an affinity propagation call in precision on n rows of d
+ * features (gc_choose_device_ap), or an ERROR: the GPU's reason (0A000,
+ * for float4 with gc_glue_ap_gpu_hint's hint), or, when the GPU's memory
+ * is too small under 'gpu' (float4: under 'auto' too), 53200 naming the
+ * largest n that fits.  *note (NULL when none) says why 'auto' passed a
+ * usable GPU over for lack of memory; the caller shows it once it knows
+ * the CPU can take the call.
+ */
+gc_device
+gc_glue_choose_ap_device(gc_device requested, gc_ap_precision precision,
+						 int64 n, int d, char **note)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen = GC_DEVICE_CPU;
+	char		buf[256];
+	gc_gpu		gpu;
+
+	*note = NULL;
+	gc_glue_gpu(&gpu);
+	switch (gc_choose_device_ap(requested, precision, n, d, &gpu, &chosen,
+								buf, sizeof(buf), &st))
+	{
+		case GC_OK:
+			break;
+		case GC_ENOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("affinity propagation of %lld rows does not fit the GPU's memory",
+							(long long) n),
+					 errdetail("%s.", st.message),
+					 precision == GC_AP_FLOAT8 ?
+					 errhint("Cluster fewer rows, use \"precision\" => 'float4' (half the GPU memory), or device => 'cpu'.") :
+					 errhint("Cluster fewer rows, or use \"precision\" => 'float8' on the CPU.")));
+			break;
+		default:
+			gc_glue_report_hint(&st, gc_algorithm_name(GC_ALGO_AP),
+								gc_glue_ap_gpu_hint(precision));
+	}
+	if (buf[0] != '\0')
+		*note = pstrdup(buf);
 	return chosen;
 }
 

@@ -83,6 +83,10 @@ extern const char *gc_glue_dbscan_gpu_hint(gc_dbscan_algorithm algorithm);
 extern gc_device gc_glue_choose_dbscan_device(gc_device requested,
 											  gc_dbscan_algorithm algorithm,
 											  int64 n, int d);
+extern const char *gc_glue_ap_gpu_hint(gc_ap_precision precision);
+extern gc_device gc_glue_choose_ap_device(gc_device requested,
+										  gc_ap_precision precision,
+										  int64 n, int d, char **note);
 extern const char *gc_device_name(gc_device dev);
 
 /* model_sql.c: a k x d real[] of centroids, checked (see there) */
@@ -90,5 +94,6 @@ extern int	gc_glue_parse_centroids(ArrayType *arr, const char *what,
 									int expect_k, int *d_out, float **C_out,
 									MemoryContext cxt);
 extern const char *gc_algorithm_name(gc_algorithm algo);
+extern const char *gc_algorithm_function(gc_algorithm algo);
 
 #endif							/* GPUCLUST_H */

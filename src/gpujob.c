@@ -465,6 +465,39 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	return st->code;
 }
 
+/*
+ * Job j of algo (its slot free, its parameters set) whose outputs are
+ * labels and one flag a row (DBSCAN's is_core, affinity propagation's
+ * is_exemplar), needing mem bytes of GPU memory: queued and waited for,
+ * its outputs copied into labels and flags when it succeeded.  Returns
+ * the outputs' segment, for job_release once the caller has read the
+ * job's other results; NULL (st set) when there was no room for it.
+ */
+static dsm_segment *
+labelling_job(GcJob *j, gc_algorithm algo, const gc_ctx *ctx,
+			  const GcInput *in, size_t mem, int32 *labels, uint8 *flags,
+			  gc_status *st)
+{
+	dsm_segment *out;
+	char	   *o;
+	Size		n = in->n;
+
+	job_common(j, algo, ctx, in);
+	j->mem = mem;
+	j->out_labels = 0;
+	j->out_second = MAXALIGN(n * sizeof(int32));
+	j->out_centroids = 0;
+	if ((out = job_segments(j, in, j->out_second + n, st)) == NULL)
+		return NULL;
+	if (submit_and_wait(j, st) == GC_OK)
+	{
+		o = dsm_segment_address(out);
+		memcpy(labels, o + j->out_labels, n * sizeof(int32));
+		memcpy(flags, o + j->out_second, n);
+	}
+	return out;
+}
+
 gc_code
 gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
 				  const gc_dbscan_params *p, int32 *labels, uint8 *is_core,
@@ -472,8 +505,6 @@ gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
 {
 	GcJob	   *j;
 	dsm_segment *out;
-	char	   *o;
-	Size		n = in->n;
 
 	dbscan_by_worker = gc_worker != NULL;
 	if (gc_worker == NULL)
@@ -482,20 +513,42 @@ gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
 
 	j = my_job();
 	wait_slot_free(j);
-	job_common(j, GC_ALGO_DBSCAN, ctx, in);
 	j->p.dbscan = *p;
-	j->mem = gc_dbscan_gpu_mem_bytes(in->n, in->d);
-	j->out_labels = 0;
-	j->out_second = MAXALIGN(n * sizeof(int32));
-	j->out_centroids = 0;
-	if ((out = job_segments(j, in, j->out_second + n, st)) == NULL)
+	if ((out = labelling_job(j, GC_ALGO_DBSCAN, ctx, in,
+							 gc_dbscan_gpu_mem_bytes(in->n, in->d),
+							 labels, is_core, st)) == NULL)
 		return st->code;
-	if (submit_and_wait(j, st) == GC_OK)
-	{
-		o = dsm_segment_address(out);
-		memcpy(labels, o + j->out_labels, n * sizeof(int32));
-		memcpy(is_core, o + j->out_second, n);
+	if (st->code == GC_OK)
 		last_dbscan = j->phases.dbscan;
+	job_release(j, out);
+	return st->code;
+}
+
+gc_code
+gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in, const gc_ap_params *p,
+			  gc_ap_result *res, gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+	int32	   *labels = res->labels;
+	uint8	   *is_exemplar = res->is_exemplar;
+
+	if (gc_worker == NULL)
+		return gc_ap_gpu(ctx, in->X, in->n, in->d, p, res, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	j->p.ap = *p;
+	if ((out = labelling_job(j, GC_ALGO_AP, ctx, in,
+							 gc_ap_gpu_mem_bytes(in->n, in->d, p->precision),
+							 labels, is_exemplar, st)) == NULL)
+		return st->code;
+	if (st->code == GC_OK)
+	{
+		/* the scalars and phase times; the arrays are this backend's */
+		*res = j->ap;
+		res->labels = labels;
+		res->is_exemplar = is_exemplar;
 	}
 	job_release(j, out);
 	return st->code;

@@ -50,11 +50,12 @@ extern void *gc_job_shared_alloc(MemoryContext cxt, Size bytes,
 extern void gc_job_shared_free(GcShared *shared);
 
 /*
- * The GPU runs of k-means and DBSCAN on in's rows, the contract of
- * gc_kmeans_on_gpu / gc_dbscan_on_gpu: through the worker when configured
- * (never a k-means call using what the GPU k-means lacks: refused here)
- * (waiting interruptibly; cancel and statement_timeout cancel the job),
- * else in this backend.
+ * The GPU runs of k-means, DBSCAN and affinity propagation on in's rows,
+ * the contract of gc_kmeans_on_gpu / gc_dbscan_on_gpu / gc_ap_gpu: through
+ * the worker when configured (never a k-means call using what the GPU
+ * k-means lacks: refused here) (waiting interruptibly; cancel and
+ * statement_timeout cancel the job), else in this backend.  Affinity
+ * propagation's phase times come back in res either way.
  */
 extern gc_code gc_gpu_run_kmeans(const gc_ctx *ctx, const struct GcInput *in,
 								 const gc_kmeans_params *p,
@@ -62,6 +63,9 @@ extern gc_code gc_gpu_run_kmeans(const gc_ctx *ctx, const struct GcInput *in,
 extern gc_code gc_gpu_run_dbscan(const gc_ctx *ctx, const struct GcInput *in,
 								 const gc_dbscan_params *p, int32 *labels,
 								 uint8 *is_core, gc_status *st);
+extern gc_code gc_gpu_run_ap(const gc_ctx *ctx, const struct GcInput *in,
+							 const gc_ap_params *p, gc_ap_result *res,
+							 gc_status *st);
 
 /* The phases of this backend's last GPU run of each algorithm. */
 extern void gc_gpu_last_kmeans_phases(gc_kmeans_gpu_phases *out);

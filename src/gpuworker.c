@@ -10,8 +10,8 @@
  * jobs leave of the budget (the free memory at start, less
  * GC_WORKER_HEADROOM) and fewer than gpuclust.gpu_worker_jobs run.  Each
  * job runs on a thread of its own (signals blocked) through the same core
- * entry points as a backend would call (gc_kmeans_gpu, gc_dbscan_on_gpu),
- * on a CUDA stream of its own; the context, the pinned staging ring
+ * entry points as a backend would call (gc_kmeans_gpu, gc_dbscan_on_gpu,
+ * gc_ap_gpu), on a CUDA stream of its own; the context, the pinned staging ring
  * (transfer.cu) and device memory (CUDA's stream-ordered pool, kept up to
  * the budget: gc_cuda_keep_memory) stay from job to job.  Only
  * the main thread calls PostgreSQL (latches, DSM, the job slots' states);
@@ -174,6 +174,7 @@ typedef struct Running
 	/* written by the thread, read by the main thread once it has ended */
 	gc_status	status;
 	gc_kmeans_result kmeans;
+	gc_ap_result ap;
 	gc_kmeans_gpu_phases km_phases;
 	gc_dbscan_gpu_phases db_phases;
 	pg_atomic_uint32 ended;
@@ -188,6 +189,75 @@ static Latch *
 proc_latch(int procno)
 {
 	return &ProcGlobal->allProcs[procno].procLatch;
+}
+
+/*
+ * The core calls of a job's thread, one per algorithm.  Under
+ * gpuclust.gpu_worker_emulate the CPU's stand in for the GPU's.
+ */
+static void
+run_kmeans(Running *r, GcJob *j)
+{
+	memset(&r->kmeans, 0, sizeof(r->kmeans));
+	r->kmeans.labels = (int32_t *) (r->out + j->out_labels);
+	r->kmeans.distance = (double *) (r->out + j->out_second);
+	r->kmeans.centroids = (float *) (r->out + j->out_centroids);
+	if (gpuclust_gpu_worker_emulate)
+		(void) gc_kmeans_cpu(&r->ctx, r->X, j->n, j->d, &j->p.kmeans,
+							 &r->kmeans, &r->status);
+	else
+	{
+		(void) gc_kmeans_gpu(&r->ctx, r->X, j->n, j->d, &j->p.kmeans,
+							 &r->kmeans, &r->status);
+		gc_kmeans_gpu_last_phases(&r->km_phases);
+	}
+}
+
+static void
+run_dbscan(Running *r, GcJob *j)
+{
+	int32_t    *labels = (int32_t *) (r->out + j->out_labels);
+	uint8_t    *is_core = (uint8_t *) (r->out + j->out_second);
+
+	if (gpuclust_gpu_worker_emulate)
+	{
+		/*
+		 * the CPU stands in for the GPU: dclust, which runs only there, by
+		 * union-find (the same labels)
+		 */
+		gc_dbscan_params p = j->p.dbscan;
+
+		p.algorithm = GC_DBSCAN_UNION_FIND;
+		(void) gc_dbscan_cpu(&r->ctx, r->X, j->n, j->d, &p, labels, is_core,
+							 &r->status);
+	}
+	else
+	{
+		(void) gc_dbscan_on_gpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,
+								labels, is_core, &r->status);
+		gc_dbscan_gpu_last_phases(&r->db_phases);
+	}
+}
+
+static void
+run_ap(Running *r, GcJob *j)
+{
+	memset(&r->ap, 0, sizeof(r->ap));
+	r->ap.labels = (int32_t *) (r->out + j->out_labels);
+	r->ap.is_exemplar = (uint8_t *) (r->out + j->out_second);
+	if (!gpuclust_gpu_worker_emulate)
+		(void) gc_ap_gpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap,
+						 &r->status);
+	else if (j->p.ap.precision == GC_AP_FLOAT8)
+		(void) gc_ap_cpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap,
+						 &r->status);
+	else
+	{
+		/* no CPU path to stand in: float4 is the GPU's own arithmetic */
+		gc_fail(&r->status, GC_EDEVICE,
+				"affinity propagation in %s runs only on a real GPU, and gpuclust.gpu_worker_emulate runs the GPU worker's jobs on the CPU",
+				gc_ap_precision_name(j->p.ap.precision));
+	}
 }
 
 /* A job's thread: the core call, then the main thread's latch. */
@@ -206,46 +276,23 @@ job_thread(void *arg)
 		gc_cuda_probe_cached(device_id, &info);
 	if (!info.usable)
 		gc_fail(&r->status, GC_EDEVICE, "%s", info.reason);
-	else if (j->algo == GC_ALGO_KMEANS)
-	{
-		memset(&r->kmeans, 0, sizeof(r->kmeans));
-		r->kmeans.labels = (int32_t *) (r->out + j->out_labels);
-		r->kmeans.distance = (double *) (r->out + j->out_second);
-		r->kmeans.centroids = (float *) (r->out + j->out_centroids);
-		if (gpuclust_gpu_worker_emulate)
-			(void) gc_kmeans_cpu(&r->ctx, r->X, j->n, j->d, &j->p.kmeans,
-								 &r->kmeans, &r->status);
-		else
-		{
-			(void) gc_kmeans_gpu(&r->ctx, r->X, j->n, j->d, &j->p.kmeans,
-								 &r->kmeans, &r->status);
-			gc_kmeans_gpu_last_phases(&r->km_phases);
-		}
-	}
 	else
-	{
-		int32_t    *labels = (int32_t *) (r->out + j->out_labels);
-		uint8_t    *is_core = (uint8_t *) (r->out + j->out_second);
-
-		if (gpuclust_gpu_worker_emulate)
+		switch (j->algo)
 		{
-			/*
-			 * the CPU stands in for the GPU: dclust, which runs only
-			 * there, by union-find (the same labels)
-			 */
-			gc_dbscan_params p = j->p.dbscan;
-
-			p.algorithm = GC_DBSCAN_UNION_FIND;
-			(void) gc_dbscan_cpu(&r->ctx, r->X, j->n, j->d, &p,
-								 labels, is_core, &r->status);
+			case GC_ALGO_KMEANS:
+				run_kmeans(r, j);
+				break;
+			case GC_ALGO_DBSCAN:
+				run_dbscan(r, j);
+				break;
+			case GC_ALGO_AP:
+				run_ap(r, j);
+				break;
+			default:
+				gc_fail(&r->status, GC_EINTERNAL, "GPU job of unknown algorithm %d",
+						(int) j->algo);
+				break;
 		}
-		else
-		{
-			(void) gc_dbscan_on_gpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,
-									labels, is_core, &r->status);
-			gc_dbscan_gpu_last_phases(&r->db_phases);
-		}
-	}
 	pg_write_barrier();
 	pg_atomic_write_u32(&r->ended, 1);
 	SetLatch(MyLatch);
@@ -321,15 +368,23 @@ reap(void)
 		/* cancelled by the worker's exit, not by its backend */
 		if (r->status.code == GC_ECANCEL && stopping && !j->cancel)
 			gc_fail(&r->status, GC_EDEVICE, "the gpuclust GPU worker exited");
-		if (j->algo == GC_ALGO_KMEANS)
+		switch (j->algo)
 		{
-			j->kmeans.inertia = r->kmeans.inertia;
-			j->kmeans.iterations = r->kmeans.iterations;
-			j->kmeans.converged = r->kmeans.converged;
-			j->phases.kmeans = r->km_phases;
+			case GC_ALGO_KMEANS:
+				j->kmeans.inertia = r->kmeans.inertia;
+				j->kmeans.iterations = r->kmeans.iterations;
+				j->kmeans.converged = r->kmeans.converged;
+				j->phases.kmeans = r->km_phases;
+				break;
+			case GC_ALGO_DBSCAN:
+				j->phases.dbscan = r->db_phases;
+				break;
+			case GC_ALGO_AP:
+				j->ap = r->ap;
+				j->ap.labels = NULL;
+				j->ap.is_exemplar = NULL;
+				break;
 		}
-		else
-			j->phases.dbscan = r->db_phases;
 		detach_segments(r);
 		r->used = false;
 		release_memory(j->mem);

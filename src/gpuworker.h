@@ -6,7 +6,8 @@
  *
  * With shared_preload_libraries = 'gpuclust' and gpuclust.gpu_worker = on
  * (the default), the worker creates the CUDA context once and runs every
- * backend's k-means and DBSCAN GPU jobs; no backend initialises CUDA.
+ * backend's k-means, DBSCAN and affinity propagation GPU jobs; no backend
+ * initialises CUDA.
  * Without preloading, each backend uses its own context, lazily, as before.
  *
  * The hand-off, through the shared memory of this header:
@@ -92,12 +93,14 @@ typedef struct GcJob
 	Size		x_off;
 	dsm_handle	out_seg;		/* the outputs, at out_* offsets */
 	Size		out_labels,
-				out_second,		/* k-means: distance; DBSCAN: is_core */
+				out_second,		/* k-means: distance; DBSCAN: is_core;
+								 * affinity propagation: is_exemplar */
 				out_centroids;	/* k-means */
 	union
 	{
 		gc_kmeans_params kmeans;
 		gc_dbscan_params dbscan;
+		gc_ap_params ap;
 	}			p;
 
 	/* set by the worker */
@@ -105,6 +108,7 @@ typedef struct GcJob
 	uint32		generation;		/* of the worker that took it */
 	gc_status	status;
 	gc_kmeans_result kmeans;	/* the scalars; pointers unused */
+	gc_ap_result ap;			/* the scalars (and phase times); pointers unused */
 	union
 	{
 		gc_kmeans_gpu_phases kmeans;

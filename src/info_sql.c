@@ -6,8 +6,13 @@
  * Says whether this build has CUDA, whether the GPU is usable (and why
  * not), the device's name, memory and compute capability, and which device
  * 'auto' picks for a problem big enough for the GPU (k-means: n·k·d at
- * least auto_kmeans_gpu_min_work; smaller ones run on the CPU), and where
- * DBSCAN's algorithm dclust runs (the GPU, or none and why).  The GPU
+ * least auto_kmeans_gpu_min_work; affinity propagation: auto_ap_gpu_min_rows
+ * rows; smaller ones run on the CPU), where DBSCAN's algorithm dclust and
+ * affinity propagation in float4 run (the GPU, or none and why), and the
+ * most rows an affinity propagation call of this session may take on each
+ * device (the CPU's: gpuclust.matrix_memory's limit and the server's
+ * memory; the GPU's, in float8 and float4, for 2-d rows: that limit and
+ * the memory a GPU call may use; more features take O(n d) more).  The GPU
  * is probed here, lazily, in the calling backend: never in _PG_init or the
  * postmaster; the probe is cached per backend, the free memory read anew.
  * cpu_threads is the effective thread count of a call (gpuclust.cpu_threads
@@ -120,6 +125,45 @@ dclust_device(void)
 	return gc_device_name(chosen);
 }
 
+/*
+ * Where affinity propagation runs: under 'auto' in float8 for a problem
+ * big enough for the GPU, and in float4 (GPU only, whatever the size):
+ * "gpu", "cpu", or "none (why)".
+ */
+static const char *
+ap_device(gc_ap_precision precision)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen;
+	gc_gpu		gpu;
+
+	gc_glue_gpu(&gpu);
+	if (gc_choose_device_ap(GC_DEVICE_AUTO, precision, GC_AP_GPU_MIN_ROWS, 2,
+							&gpu, &chosen, NULL, 0, &st) != GC_OK)
+		return psprintf("none (%s)", st.message);
+	return gc_device_name(chosen);
+}
+
+/*
+ * The most rows of 2-d affinity propagation that fit this session's
+ * matrix memory limit and, in precision on the GPU (gpu_budget bytes: 0
+ * when unusable, then NULL), the GPU's memory, or on the CPU the server's.
+ */
+static const char *
+ap_max_rows(gc_device device, gc_ap_precision precision, size_t gpu_budget)
+{
+	const char *setting;
+	size_t		limit = (size_t) gc_glue_matrix_memory_mb(&setting) << 20;
+	size_t		host = gc_host_memory();
+
+	if (device == GC_DEVICE_CPU)
+		return psprintf("%lld", (long long) gc_ap_max_rows(Min(limit, host)));
+	if (gpu_budget == 0)
+		return NULL;
+	return psprintf("%lld", (long long) gc_ap_gpu_max_rows(Min(limit, gpu_budget),
+														   2, precision));
+}
+
 static const char *
 auto_device(gc_algorithm algo)
 {
@@ -210,16 +254,27 @@ gpuclust_info(PG_FUNCTION_ARGS)
 	put(rsinfo, "auto_device_kmeans", auto_device(GC_ALGO_KMEANS));
 	put(rsinfo, "auto_device_dbscan", auto_device(GC_ALGO_DBSCAN));
 	put(rsinfo, "dbscan_dclust_device", dclust_device());
+	put(rsinfo, "auto_device_ap", ap_device(GC_AP_FLOAT8));
+	put(rsinfo, "ap_float4_device", ap_device(GC_AP_FLOAT4));
 	put(rsinfo, "auto_kmeans_gpu_min_work",
 		psprintf("%.0f", (double) GC_KMEANS_GPU_MIN_WORK));
+	put(rsinfo, "auto_ap_gpu_min_rows", psprintf("%d", GC_AP_GPU_MIN_ROWS));
 	/* the threads a call may use: the settings, capped by the ceiling and the cores */
 	put(rsinfo, "cpu_threads", psprintf("%d", gc_threads(&ctx)));
 	{
 		size_t		avail = gc_host_memory();
 
+		gc_gpu		gpu;
+		size_t		budget;
+
 		/* what gpu_affinity_propagation's memory check sees */
 		put(rsinfo, "memory_available_bytes",
 			avail == SIZE_MAX ? NULL : psprintf("%zu", avail));
+		gc_glue_gpu(&gpu);
+		budget = gc_gpu_budget(&gpu);
+		put(rsinfo, "ap_max_rows_cpu", ap_max_rows(GC_DEVICE_CPU, GC_AP_FLOAT8, 0));
+		put(rsinfo, "ap_max_rows_gpu_float8", ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT8, budget));
+		put(rsinfo, "ap_max_rows_gpu_float4", ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT4, budget));
 	}
 
 	return (Datum) 0;
@@ -272,7 +327,7 @@ gpuclust_gpu_jobs(PG_FUNCTION_ARGS)
 		if (!all && userid != GetUserId())
 			continue;
 		values[0] = Int32GetDatum(pid);
-		values[1] = CStringGetTextDatum(algo == GC_ALGO_KMEANS ? "gpu_kmeans" : "gpu_dbscan");
+		values[1] = CStringGetTextDatum(gc_algorithm_function(algo));
 		values[2] = Int64GetDatum(n);
 		values[3] = Int32GetDatum(d);
 		values[4] = CStringGetTextDatum(s == GC_JOB_QUEUED ? "queued" : "running");

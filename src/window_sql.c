@@ -363,7 +363,7 @@ log_partition_timing(const WinAlgo *algo, const WinCall *call,
 
 	initStringInfo(&head);
 	appendStringInfo(&head, "%s window: device %s, partition rows %lld, n %lld, d %d",
-					 algo->algo == GC_ALGO_KMEANS ? "gpu_kmeans" : "gpu_dbscan",
+					 gc_algorithm_function(algo->algo),
 					 call->in.n > 0 ? gc_device_name(call->ran) : "none",
 					 (long long) call->in.n_rows, (long long) call->in.n,
 					 call->in.d);

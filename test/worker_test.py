@@ -17,7 +17,9 @@ Two modes:
                              16 idle sessions (nvidia-smi) and the first call's
                              latency.  --stop-cmd / --start-cmd control that server.
 The protocol checks: results through the worker equal the CPU's (DBSCAN's
-algorithm 'dclust' included: the job carries it); 16 sessions
+algorithm 'dclust' included: the job carries it; affinity propagation in
+float8, and float4 refused by the emulation or run on a real GPU; an
+affinity propagation job listed and cancelled); 16 sessions
 x 20 mixed calls equal a serial run; the jobs view and the progress view show
 a running job; a job cancelled while queued and one while running (and by
 statement_timeout) end at once with the usual error, and free their slot; a
@@ -207,6 +209,28 @@ def no_gpu_checks():
                   e.sqlstate == "0A000" and "worker" in (e.diag.message_detail or "") and
                   "union_find" in (e.diag.message_hint or ""),
                   f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail} / {e.diag.message_hint}")
+        # affinity propagation: 'auto' asks the worker from auto_ap_gpu_min_rows
+        # rows up, and runs on the CPU without a word; float4 fails with the
+        # worker's reason
+        n_ap = int(i["auto_ap_gpu_min_rows"])
+        def ap(args):
+            return one(c, "SELECT md5(string_agg(id || ':' || coalesce(cluster_id::text, '-') || is_exemplar::text,"
+                          " ',' ORDER BY id)) FROM gpu_affinity_propagation('SELECT i, ARRAY[i % 50, i / 50]::real[]"
+                          f" FROM generate_series(1, {n_ap}) i', max_iter => 20{args})")
+        notices.clear()
+        a = ap("")
+        b = ap(", device => 'cpu'")
+        moved = [n for n in notices if "CPU" in n]
+        check(f"affinity propagation of {n_ap} rows under 'auto' runs on the CPU, silently, with the CPU's labels",
+              a == b and not moved, f"notices {notices}")
+        try:
+            c.execute("SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', \"precision\" => 'float4')")
+            check("affinity propagation in float4 under 'auto' fails without a GPU", False, "it ran")
+        except psycopg.Error as e:
+            check("affinity propagation in float4 under 'auto' fails without a GPU (never the CPU), naming the worker's reason",
+                  e.sqlstate == "0A000" and "worker" in (e.diag.message_detail or "") and
+                  "float8" in (e.diag.message_hint or ""),
+                  f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail} / {e.diag.message_hint}")
         check("no jobs listed", one(c, "SELECT count(*) FROM gpuclust_gpu_jobs") == 0)
 
 
@@ -232,6 +256,40 @@ def protocol_checks(w, gpu, stop_cmd, start_cmd):
            for dev in ("gpu", "auto")]
     check("algorithm 'dclust' through the worker = union_find on the CPU ('gpu' and 'auto')",
           dcl == [ref, ref], f"{dcl} vs {ref}")
+
+    # affinity propagation through the worker: float8 gives the CPU's
+    # labels and exemplars; float4 runs only on a real GPU (the emulation
+    # has no CPU code to stand in for it: refused, 0A000, never the CPU)
+    def ap_fp(args):
+        return one(c, "SELECT md5(string_agg(id || ':' || coalesce(cluster_id::text, '-') || is_exemplar::text,"
+                      " ',' ORDER BY id)) FROM gpu_affinity_propagation("
+                      f"'SELECT id, f FROM w_small WHERE id <= 600'{args})")
+    ap_cpu = ap_fp(", device => 'cpu'")
+    check("affinity propagation through the worker = device 'cpu' (float8)",
+          ap_fp(", device => 'gpu'") == ap_cpu and ap_fp(", device => 'gpu', \"precision\" => 'float8'") == ap_cpu)
+    try:
+        n4 = one(c, "SELECT count(*) FILTER (WHERE cluster_id IS NOT NULL) FROM gpu_affinity_propagation("
+                    "'SELECT id, f FROM w_small WHERE id <= 600', \"precision\" => 'float4')")
+        check("affinity propagation in float4 under 'auto' runs on the worker's GPU, every row labelled",
+              gpu and n4 == 600, f"{n4} rows labelled{'' if gpu else ' on an emulated GPU'}")
+    except psycopg.Error as e:
+        check("affinity propagation in float4 on the emulated GPU: refused (0A000), never the CPU",
+              not gpu and e.sqlstate == "0A000" and "gpu_worker_emulate" in (e.diag.message_detail or ""),
+              f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail}")
+    # a long affinity propagation job: listed, then cancelled
+    b = Bg("SELECT count(*) FROM gpu_affinity_propagation('SELECT i, ARRAY[i % 101, i % 97]"
+           " FROM generate_series(1, 3000) i', max_iter => 1000000, convergence_iter => 1000001, device => 'gpu')")
+    took = wait_for(c, job_state(b.pid) % "running")
+    row = c.execute("SELECT algorithm, n, d FROM gpuclust_gpu_jobs WHERE pid = %s", (b.pid,)).fetchone()
+    t_cancel = time.time()
+    c.execute("SELECT pg_cancel_backend(%s)", (b.pid,))
+    b.join()
+    check("an affinity propagation job is listed, and cancelled at once",
+          took is not None and row == ("gpu_affinity_propagation", 3000, 2) and
+          isinstance(b.err, psycopg.errors.QueryCanceled) and b.t1 - t_cancel < 2 and
+          wait_for(c, no_jobs(), timeout=10) is not None,
+          f"{row}; {type(b.err).__name__} after {b.t1 - t_cancel:.2f} s")
+    b.close()
 
     # 16 sessions x 20 mixed calls = the serial run
     qs = w.mixed("gpu")

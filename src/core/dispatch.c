@@ -15,6 +15,11 @@
  * union-find under 'auto' runs on the GPU where it wins end to end
  * (dbscan_gpu_worth: d <= 64, n large enough); DBSCAN dclust runs only on
  * the GPU (gc_dbscan_device_request: 'auto' is the GPU, 'cpu' an error).
+ * Affinity propagation in float8 under 'auto' runs on the GPU from
+ * GC_AP_GPU_MIN_ROWS rows up when its three n x n matrices fit the GPU's
+ * memory, else on the CPU (with a note when the memory was the reason);
+ * float4 runs only on the GPU (gc_ap_device_request, the same rule as
+ * dclust's).
  *
  * The GPU is probed lazily (never before a call needs it: a small problem
  * under 'auto' does not initialise CUDA at all) and the probe is cached per
@@ -258,6 +263,9 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 	if (algo == GC_ALGO_DBSCAN)
 		return gc_choose_device_dbscan(requested, GC_DBSCAN_UNION_FIND, n, d,
 									   gpu, chosen, st);
+	if (algo == GC_ALGO_AP)
+		return gc_choose_device_ap(requested, GC_AP_FLOAT8, n, d, gpu, chosen,
+								   NULL, 0, st);
 	(void) n;
 	(void) d;
 	switch (requested)
@@ -367,5 +375,79 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 		return GC_OK;
 	}
 	*chosen = GC_DEVICE_GPU;
+	return GC_OK;
+}
+
+gc_code
+gc_ap_device_request(gc_device requested, gc_ap_precision precision,
+					 gc_device *out, gc_status *st)
+{
+	*out = requested;
+	if (precision != GC_AP_FLOAT4)
+		return GC_OK;
+	if (requested == GC_DEVICE_CPU)
+		return gc_fail(st, GC_EINVAL, "affinity propagation in float4 runs only on the GPU");
+	*out = GC_DEVICE_GPU;
+	return GC_OK;
+}
+
+/*
+ * The device of one affinity propagation call (gpuclust_core.h).  The
+ * precision's request first (gc_ap_device_request: float4 asks for the
+ * GPU under 'auto', and refuses 'cpu').  CPU: always.  GPU: the GPU when
+ * usable and its matrices fit, else GC_EDEVICE / GC_ENOMEM (naming the
+ * largest n that fits).  AUTO: the CPU below GC_AP_GPU_MIN_ROWS (CUDA
+ * untouched) and without a usable GPU; a GPU too small is the CPU with a
+ * note; else the GPU.
+ */
+gc_code
+gc_choose_device_ap(gc_device requested, gc_ap_precision precision,
+					int64_t n, int d, const gc_gpu *gpu, gc_device *chosen,
+					char *note, size_t note_len, gc_status *st)
+{
+	gc_status	why = {GC_OK, ""};
+	size_t		free_mem = 0,
+				need;
+	gc_code		rc;
+	char		msg[256];
+
+	if (note != NULL && note_len > 0)
+		note[0] = '\0';
+	*chosen = GC_DEVICE_CPU;
+	if ((rc = gc_ap_device_request(requested, precision, &requested,
+								   st)) != GC_OK)
+		return rc;
+	if (requested == GC_DEVICE_CPU)
+		return GC_OK;
+	if (requested != GC_DEVICE_GPU && n < GC_AP_GPU_MIN_ROWS)
+		return GC_OK;			/* small: the CPU; CUDA untouched */
+	if (gpu_unusable(gpu, &free_mem, &why))
+	{
+		if (requested == GC_DEVICE_GPU)
+			return gc_fail(st, GC_EDEVICE, "%s", why.message);
+		return GC_OK;
+	}
+	need = gc_ap_gpu_mem_bytes(n, d, precision);
+	if (need <= free_mem && n <= INT32_MAX)
+	{
+		*chosen = GC_DEVICE_GPU;
+		return GC_OK;
+	}
+	if (need == SIZE_MAX || n > INT32_MAX)
+		snprintf(msg, sizeof(msg),
+				 "affinity propagation of %lld rows in %s needs more GPU memory than can be addressed; GPU %d has %zu MiB for it: at most %lld rows fit",
+				 (long long) n, gc_ap_precision_name(precision),
+				 gpu->device_id, free_mem >> 20,
+				 (long long) gc_ap_gpu_max_rows(free_mem, d, precision));
+	else
+		snprintf(msg, sizeof(msg),
+				 "affinity propagation of %lld rows in %s needs about %zu MiB of GPU memory, but GPU %d has %zu MiB for it: at most %lld rows fit",
+				 (long long) n, gc_ap_precision_name(precision),
+				 (need >> 20) + 1, gpu->device_id, free_mem >> 20,
+				 (long long) gc_ap_gpu_max_rows(free_mem, d, precision));
+	if (requested == GC_DEVICE_GPU)
+		return gc_fail(st, GC_ENOMEM, "%s", msg);
+	if (note != NULL && note_len > 0)
+		snprintf(note, note_len, "%s", msg);
 	return GC_OK;
 }

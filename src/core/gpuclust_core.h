@@ -516,12 +516,15 @@ bool		gc_parse_device(const char *s, gc_device *out);
  * cannot hold the problem), returns GC_EDEVICE / GC_ENOMEM with the reason
  * in st.  For AUTO, picks the CPU whenever the GPU is unusable or the
  * problem too small for it to win (dispatch.c says what was measured).
- * k-means calls use gc_choose_device_kmeans, which also weighs k.
+ * k-means calls use gc_choose_device_kmeans, which also weighs k, and
+ * affinity propagation calls gc_choose_device_ap, which also weighs the
+ * precision.
  */
 typedef enum gc_algorithm
 {
 	GC_ALGO_KMEANS,
-	GC_ALGO_DBSCAN
+	GC_ALGO_DBSCAN,
+	GC_ALGO_AP					/* affinity propagation (float8 in gc_choose_device) */
 } gc_algorithm;
 
 /*
@@ -636,6 +639,46 @@ gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
 
 /* What p uses that the GPU k-means lacks, for gc_choose_device_kmeans: NULL if nothing. */
 const char *gc_kmeans_gpu_lacks(const gc_kmeans_params *p);
+
+/*
+ * Where each affinity propagation precision may run, the one rule
+ * (dispatch.c), as gc_dbscan_device_request's for DBSCAN's algorithms:
+ * the device a call in precision asks for when requested is asked, in
+ * *out.  float8 runs on every device: requested itself.  float4 runs only
+ * on the GPU: 'gpu' and 'auto' ask for the GPU ('auto' too, whatever the
+ * problem's size; so without a usable GPU it fails with the reason as
+ * 'gpu' does, and a failed GPU run is never redone on the CPU), and 'cpu'
+ * is GC_EINVAL "affinity propagation in float4 runs only on the GPU"
+ * (*out is then the CPU).
+ */
+gc_code		gc_ap_device_request(gc_device requested, gc_ap_precision precision,
+								 gc_device *out, gc_status *st);
+
+/*
+ * Affinity propagation in float8 from this many rows up, 'auto' runs on
+ * the GPU (when one is usable and the call fits its memory).
+ * provisional: replaced by the measured crossover
+ */
+#define GC_AP_GPU_MIN_ROWS 2000
+
+/*
+ * The device of one affinity propagation call in precision on n rows of d
+ * features: first gc_ap_device_request, then CPU: always.  GPU: the GPU
+ * when one is usable and gc_ap_gpu_mem_bytes(n, d, precision) fits the
+ * GPU memory a call may use (gc_gpu_budget), else GC_EDEVICE (the reason)
+ * or GC_ENOMEM, whose message names the largest n that fits
+ * (gc_ap_gpu_max_rows).  AUTO (float8 only; float4 asked for the GPU):
+ * the CPU when n < GC_AP_GPU_MIN_ROWS (without touching CUDA) or no GPU is
+ * usable; when the GPU's memory is too small, the CPU with a note (note,
+ * note_len; empty otherwise: the same message) the caller shows as a
+ * NOTICE; else the GPU.  gc_choose_device(GC_ALGO_AP) is this in float8,
+ * without the note.  The caller checks the memory of the CPU's matrices
+ * (gc_ap_mem_bytes) itself.
+ */
+gc_code		gc_choose_device_ap(gc_device requested, gc_ap_precision precision,
+								int64_t n, int d, const gc_gpu *gpu,
+								gc_device *chosen, char *note, size_t note_len,
+								gc_status *st);
 
 /* ------------------------------------------------------------------ */
 /* Tools for choosing parameters and reading clusters                  */

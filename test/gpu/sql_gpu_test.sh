@@ -11,7 +11,14 @@
 # and all-noise data, 8 concurrent sessions), with both of its algorithms
 # (union_find, and dclust: CUDA-DClust), and 'auto' runs DBSCAN union_find
 # on the GPU from the measured crossovers (2-d, 3-d, 5-d, 16-d, 64-d) and
-# dclust on the GPU whatever the size; gpu_kmeans on a 1M-row table
+# dclust on the GPU whatever the size; gpu_affinity_propagation on the
+# GPU returns the CPU's labels and exemplars in float8 (blobs in 2-d and
+# 8-d, heavy duplicates, a given preference, not converged, one row, NULL
+# features), a whole labelling in float4, 'auto' picks the CPU below
+# auto_ap_gpu_min_rows rows and the GPU from there (float4: always), a call
+# too large for gpuclust.matrix_memory or the GPU's memory fails naming the
+# largest n (under 'auto': the CPU), and with the GPU worker its job is
+# listed and cancelled; gpu_kmeans on a 1M-row table
 # (d = 32, k = 100) under gpuclust.gpu_memory_limit = 100MB streams it in
 # several chunks and equals the unlimited GPU run bit for bit and the CPU
 # row for row; then times gpu_kmeans end to end on that table and gpu_dbscan on a 10M-row 2-d
@@ -285,6 +292,158 @@ for q in "dclust|gpu" "union_find|cpu"; do
 	echo "$r" | grep -q "device $dev, n 500, d 64, algorithm $alg" && echo "ok   auto, $alg on 500 rows in 64-d: $dev" \
 		|| { echo "FAIL auto, $alg on 500 rows in 64-d: $r"; fails=$((fails + 1)); }
 done
+
+echo "== gpu_affinity_propagation: device gpu = device cpu (labels and is_exemplar, row for row)"
+# apcmp NAME SOURCE ARGS [EXPECT]: in float8, rows, cluster ids and exemplar
+# flags of the two devices equal, row for row (one line); ARGS are more
+# arguments (", preference => -50"); EXPECT (SQL over the CPU's result
+# "c") says the case is what its name says.  Notices (not converged) are
+# not shown.
+apcmp() {
+	local name=$1 src=$2 args=$3 expect=${4:-true} r
+	r=$($P -c "SET client_min_messages = warning" -c "
+		WITH c AS (SELECT * FROM gpu_affinity_propagation(\$q\$$src\$q\$$args, device => 'cpu')),
+		g AS (SELECT * FROM gpu_affinity_propagation(\$q\$$src\$q\$$args, device => 'gpu'))
+		SELECT ((SELECT count(*) FROM c) = (SELECT count(*) FROM g)
+		        AND (SELECT count(*) FROM c JOIN g USING (id)) = (SELECT count(*) FROM c)
+		        AND (SELECT count(*) FROM c JOIN g USING (id)
+		             WHERE g.cluster_id IS DISTINCT FROM c.cluster_id
+		                OR g.is_exemplar IS DISTINCT FROM c.is_exemplar) = 0
+		        AND (SELECT $expect FROM (SELECT 1) x))::text
+		|| ' rows ' || (SELECT count(*) FROM c) || ', clusters ' || (SELECT count(DISTINCT cluster_id) FROM c)
+		|| ', unlabelled ' || (SELECT count(*) FILTER (WHERE cluster_id IS NULL) FROM c)" 2>&1)
+	case "$r" in
+		true*) echo "ok   ap $name:${r#true}";;
+		*) echo "FAIL ap $name: $r"; fails=$((fails + 1));;
+	esac
+}
+# blobs: m centres in [0, 20)^d (u() from the 300k section), triangular
+# offsets in (-1, 1) per coordinate
+ap_blobs() {	# table n d m
+	$P -c "DROP TABLE IF EXISTS $1" -c "CREATE TABLE $1 AS
+		SELECT i::bigint AS id,
+		       ARRAY(SELECT 20 * u(i % $4, 10 + j) + u(i, 20 + j) + u(i, 40 + j) - 1
+		             FROM generate_series(1, $3) j)::real[] AS f
+		FROM generate_series(1, $2) i"
+}
+ap_blobs ap_b2 300 2 6
+ap_blobs ap_b8 1500 8 10
+# heavy duplicates: 1000 rows on the 12 points of a 4 x 3 lattice, skewed
+# (the most common point has about half the rows): exact ties everywhere
+$P -c "DROP TABLE IF EXISTS ap_dup" -c "CREATE TABLE ap_dup AS
+	SELECT i::bigint AS id, ARRAY[k % 4, k / 4]::real[] AS f
+	FROM (SELECT i, floor(12 * u(i, 1) ^ 4)::int AS k FROM generate_series(1, 1000) i) s"
+# (damping 0.9: at scikit-learn's default 0.5 the messages oscillate on
+# these blobs, and 200 iterations end unconverged: the next case but one)
+apcmp "300 2-d blobs" "SELECT id, f FROM ap_b2" ", damping => 0.9" "(SELECT count(*) FILTER (WHERE cluster_id IS NULL) = 0 FROM c)"
+apcmp "1500 8-d blobs" "SELECT id, f FROM ap_b8" ", damping => 0.9" "(SELECT count(*) FILTER (WHERE cluster_id IS NULL) = 0 FROM c)"
+apcmp "heavy duplicates (12 distinct points of 1000)" "SELECT id, f FROM ap_dup" ", damping => 0.9" \
+	"(SELECT count(DISTINCT f) = 12 FROM ap_dup)"
+apcmp "a given preference (-50), damping 0.7" "SELECT id, f FROM ap_b2" ", preference => -50, damping => 0.7"
+apcmp "oscillating (damping 0.5): not converged in 200 iterations" "SELECT id, f FROM ap_b2" ""
+apcmp "not converged within max_iter (12 < convergence_iter 15)" "SELECT id, f FROM ap_b8" ", max_iter => 12"
+for q in "ap_b8|, max_iter => 12|12" "ap_b2||200"; do
+	IFS='|' read -r t args it <<< "$q"
+	r=$($P -c "SELECT count(*) FROM gpu_affinity_propagation('SELECT id, f FROM $t'$args, device => 'gpu')" 2>&1)
+	echo "$r" | grep -q "did not converge in $it iterations" && echo "ok   ap on the GPU says it did not converge in $it iterations" \
+		|| { echo "FAIL ap not converged on the GPU ($t$args): $r"; fails=$((fails + 1)); }
+done
+apcmp "one row" "SELECT 42::bigint, ARRAY[1, 2]::real[]" "" "(SELECT bool_and(is_exemplar) FROM c)"
+apcmp "NULL features" "SELECT id, CASE WHEN id % 7 = 0 THEN NULL ELSE f END FROM ap_b2" "" \
+	"(SELECT count(*) FILTER (WHERE is_exemplar IS NULL) = 42 FROM c)"
+
+echo "== gpu_affinity_propagation in float4: a whole labelling"
+# S, R and A stored as float: not the CPU's result bit for bit, but every
+# row labelled by one of the exemplars (the inputs converge), as many
+# clusters as exemplars; the rows whose cluster differs from float8's are
+# reported, not checked
+for t in ap_b2 ap_b8 ap_dup; do
+	r=$($P -c "SET client_min_messages = warning" -c "
+		WITH g AS (SELECT * FROM gpu_affinity_propagation('SELECT id, f FROM $t', damping => 0.9, device => 'gpu', \"precision\" => 'float4')),
+		c AS (SELECT * FROM gpu_affinity_propagation('SELECT id, f FROM $t', damping => 0.9, device => 'cpu'))
+		SELECT ((SELECT count(*) FROM g) = (SELECT count(*) FROM $t)
+		        AND (SELECT count(*) FILTER (WHERE cluster_id IS NULL) FROM g) = 0
+		        AND (SELECT count(*) FILTER (WHERE is_exemplar) = count(DISTINCT cluster_id) FROM g))::text
+		|| ' rows ' || (SELECT count(*) FROM g) || ', clusters ' || (SELECT count(DISTINCT cluster_id) FROM g)
+		|| ' (float8: ' || (SELECT count(DISTINCT cluster_id) FROM c) || '), rows in another cluster than float8''s '
+		|| (SELECT count(*) FROM g JOIN c USING (id) WHERE g.cluster_id IS DISTINCT FROM c.cluster_id)" 2>&1)
+	case "$r" in
+		true*) echo "ok   ap float4 $t:${r#true}";;
+		*) echo "FAIL ap float4 $t: $r"; fails=$((fails + 1));;
+	esac
+done
+check "ap_float4_device is gpu" \
+	"SELECT value = 'gpu' FROM gpuclust_info() WHERE key = 'ap_float4_device'"
+check "auto_device_ap is gpu" \
+	"SELECT value = 'gpu' FROM gpuclust_info() WHERE key = 'auto_device_ap'"
+
+echo "== gpu_affinity_propagation under auto: the CPU below auto_ap_gpu_min_rows, the GPU from there"
+ap_min=$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'auto_ap_gpu_min_rows'")
+for q in "$((ap_min - 1))|cpu|float8" "$ap_min|gpu|float8" "10|gpu|float4"; do
+	IFS='|' read -r n dev prec <<< "$q"
+	r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_affinity_propagation(
+		'SELECT i, ARRAY[u(i, 1) * 30, u(i, 2) * 30] FROM generate_series(1, $n) i', max_iter => 5, \"precision\" => '$prec')" 2>&1)
+	echo "$r" | grep -q "device $dev, precision $prec, n $n," && echo "ok   auto, $prec, $n rows: $dev" \
+		|| { echo "FAIL auto, $prec, $n rows: $r"; fails=$((fails + 1)); }
+done
+
+echo "== gpu_affinity_propagation too large: an error naming the largest n (or, under auto, the CPU)"
+# the session's matrix memory bounds the GPU's matrices too: 10 MB holds
+# neither device's matrices for 1500 rows (54 MB in float8)
+for q in "gpu|float8" "gpu|float4" "auto|float8"; do
+	IFS='|' read -r dev prec <<< "$q"
+	r=$($P -c "SET gpuclust.matrix_memory = '10MB'" -c "SELECT count(*) FROM gpu_affinity_propagation('SELECT id, f FROM ap_b8',
+		device => '$dev', \"precision\" => '$prec')" 2>&1)
+	echo "$r" | grep -q "more than gpuclust.matrix_memory" && echo "$r" | grep -q "at most [0-9]* rows fit in gpuclust.matrix_memory" \
+		&& echo "ok   $dev, $prec, gpuclust.matrix_memory 10MB: $(echo "$r" | grep -E 'ERROR|DETAIL' | tr '\n' ' ')" \
+		|| { echo "FAIL $dev, $prec, gpuclust.matrix_memory 10MB: $r"; fails=$((fails + 1)); }
+done
+# the GPU's memory (gpuclust.gpu_memory_limit, 20 MB): 'gpu' fails (53200)
+# naming the largest n, float4 (27 MB) too; 'auto' runs float8 on the CPU,
+# with a NOTICE and the CPU's result
+for prec in float8 float4; do
+	r=$($P -c "SET gpuclust.gpu_memory_limit = '20MB'" -c "SELECT count(*) FROM gpu_affinity_propagation('SELECT id, f FROM ap_b8',
+		device => 'gpu', \"precision\" => '$prec')" 2>&1)
+	echo "$r" | grep -q "does not fit the GPU's memory" && echo "$r" | grep -q "at most [0-9]* rows fit" \
+		&& echo "ok   gpu, $prec, gpuclust.gpu_memory_limit 20MB: $(echo "$r" | grep -E 'ERROR|DETAIL' | tr '\n' ' ')" \
+		|| { echo "FAIL gpu, $prec, gpuclust.gpu_memory_limit 20MB: $r"; fails=$((fails + 1)); }
+done
+# (from auto_ap_gpu_min_rows rows: below, 'auto' never asks the GPU)
+if [ "$ap_min" -le 8000 ]; then
+	n=$((ap_min > 1500 ? ap_min : 1500))
+	r=$($P -c "SET gpuclust.gpu_memory_limit = '20MB'" -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_affinity_propagation(
+		'SELECT i, ARRAY[u(i, 1) * 30, u(i, 2) * 30] FROM generate_series(1, $n) i', max_iter => 5)" 2>&1)
+	echo "$r" | grep -q "affinity propagation runs on the CPU" && echo "$r" | grep -q "device cpu, precision float8, n $n," \
+		&& echo "ok   auto, $n rows, gpuclust.gpu_memory_limit 20MB: the CPU, with a NOTICE" \
+		|| { echo "FAIL auto, $n rows, gpuclust.gpu_memory_limit 20MB: $r"; fails=$((fails + 1)); }
+else
+	echo "(auto_ap_gpu_min_rows = $ap_min: too many rows to run on the CPU here; 'auto' too large for the GPU skipped)"
+fi
+
+echo "== gpu_affinity_propagation through the GPU worker"
+if [ "$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'gpu_worker'")" = running ]; then
+	# a long job (never converges) in another session: listed as the
+	# worker's, then cancelled
+	$P -c "SET statement_timeout = '60s'" -c "SELECT count(*) FROM gpu_affinity_propagation(
+		'SELECT i, ARRAY[i % 101, i % 97] FROM generate_series(1, 5000) i',
+		max_iter => 1000000, convergence_iter => 1000001, device => 'gpu')" > "$OUTDIR/ap_worker_job.log" 2>&1 &
+	seen=""
+	for k in $(seq 1 100); do
+		seen=$($P -c "SELECT pid FROM gpuclust_gpu_jobs WHERE algorithm = 'gpu_affinity_propagation' AND state = 'running'")
+		[ -n "$seen" ] && break
+		sleep 0.1
+	done
+	[ -n "$seen" ] && $P -c "SELECT pg_cancel_backend($seen)" >/dev/null
+	wait
+	if [ -n "$seen" ] && grep -q "canceling statement due to user request" "$OUTDIR/ap_worker_job.log"; then
+		echo "ok   an affinity propagation job runs on the worker (gpuclust_gpu_jobs) and is cancelled"
+	else
+		echo "FAIL ap worker job: seen '$seen': $(cat "$OUTDIR/ap_worker_job.log")"; fails=$((fails + 1))
+	fi
+else
+	echo "(the GPU worker is not running: each backend ran its own GPU calls above)"
+fi
+$P -c "DROP TABLE ap_b2, ap_b8, ap_dup"
 
 echo "== auto"
 r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f[1:2] FROM t_s1 WHERE id <= 1000', 3)" 2>&1)

@@ -675,36 +675,12 @@ test_cosine(uint64_t *rs)
 	}
 }
 
-/* ---- where each algorithm runs (dispatch.c), with a GPU made up here ---- */
-
-static int	fake_probes;
-static bool fake_usable;
-static bool fake_started = true;
-
-static bool
-fake_warm(const gc_gpu *gpu)
-{
-	(void) gpu;
-	return fake_started;
-}
-
-static void
-fake_probe(const gc_gpu *gpu, gc_gpu_state *out)
-{
-	(void) gpu;
-	fake_probes++;
-	memset(out, 0, sizeof(*out));
-	out->usable = fake_usable;
-	if (fake_usable)
-		out->mem = (size_t) 1 << 40;
-	else
-		snprintf(out->reason, sizeof(out->reason), "no usable GPU: made up");
-}
+/* ---- where each algorithm runs (dispatch.c), with a GPU made up (testutil.h) ---- */
 
 static void
 test_algorithm_device(void)
 {
-	gc_gpu		gpu = {.device_id = 0, .warm = fake_warm, .probe = fake_probe};
+	gc_gpu		gpu = tu_fake_gpu();
 	gc_dbscan_algorithm a;
 	gc_device	dev;
 	gc_status	st;
@@ -735,18 +711,18 @@ test_algorithm_device(void)
 	}
 
 	/* no usable GPU */
-	fake_usable = false;
-	fake_probes = 0;
+	tu_fake.usable = false;
+	tu_fake.probes = 0;
 	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_UNION_FIND, 100, 2, &gpu, &dev, &st) == GC_OK &&
-		  dev == GC_DEVICE_CPU && fake_probes == 0, "union-find, auto, small: the CPU, GPU not probed");
+		  dev == GC_DEVICE_CPU && tu_fake.probes == 0, "union-find, auto, small: the CPU, GPU not probed");
 	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_UNION_FIND, 1000000, 2, &gpu, &dev, &st) == GC_OK &&
 		  dev == GC_DEVICE_CPU, "union-find, auto, large: the CPU");
-	fake_probes = 0;
+	tu_fake.probes = 0;
 	CHECK(gc_choose_device_dbscan(GC_DEVICE_CPU, GC_DBSCAN_DCLUST, 100, 2, &gpu, &dev, &st) == GC_EINVAL &&
-		  dev == GC_DEVICE_CPU && fake_probes == 0 && strstr(st.message, "only on the GPU") != NULL,
+		  dev == GC_DEVICE_CPU && tu_fake.probes == 0 && strstr(st.message, "only on the GPU") != NULL,
 		  "dclust, cpu: refused before any probe: %s", st.message);
 	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 100, 16, &gpu, &dev, &st) == GC_EDEVICE &&
-		  strcmp(st.message, "no usable GPU: made up") == 0 && fake_probes == 1,
+		  strcmp(st.message, "no usable GPU: made up") == 0 && tu_fake.probes == 1,
 		  "dclust, auto: the GPU's reason: %s", st.message);
 	CHECK(gc_choose_device_dbscan(GC_DEVICE_GPU, GC_DBSCAN_DCLUST, 0, 0, &gpu, &dev, &st) == GC_EDEVICE &&
 		  strcmp(st.message, "no usable GPU: made up") == 0, "dclust, gpu, no rows: %s", st.message);
@@ -755,7 +731,7 @@ test_algorithm_device(void)
 		  dev == GC_DEVICE_CPU, "gc_choose_device, auto");
 
 	/* a usable GPU: dclust goes there whatever the size; union-find by size */
-	fake_usable = true;
+	tu_fake.usable = true;
 	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 10, 64, &gpu, &dev, &st) == GC_OK &&
 		  dev == GC_DEVICE_GPU, "dclust, auto, 10 rows in 64-d: the GPU");
 	CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_UNION_FIND, 10, 64, &gpu, &dev, &st) == GC_OK &&
@@ -792,14 +768,14 @@ test_algorithm_device(void)
 
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		{
-			fake_started = cases[i].started;
+			tu_fake.started = cases[i].started;
 			CHECK(gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_UNION_FIND, cases[i].n,
 										  cases[i].d, &gpu, &dev, &st) == GC_OK &&
 				  dev == cases[i].want, "union-find, auto, %lld rows in %d-d, CUDA %s: %s",
 				  (long long) cases[i].n, cases[i].d, cases[i].started ? "running" : "not started",
 				  dev == GC_DEVICE_GPU ? "GPU" : "CPU");
 		}
-		fake_started = true;
+		tu_fake.started = true;
 	}
 	need = gc_dbscan_gpu_mem_bytes(100000, 8);
 	if (need > 1)

@@ -6,9 +6,13 @@
 #ifndef GPUCLUST_TESTUTIL_H
 #define GPUCLUST_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "gpuclust_core.h"
 
 static int	tu_passed;
 static int	tu_failed;
@@ -137,6 +141,48 @@ now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * A GPU made up for dispatch's tests (gc_gpu, tu_fake_gpu): usable or not
+ * (tu_fake.usable; unusable, its reason is "no usable GPU: made up"), with
+ * tu_fake.mem bytes for a call, CUDA already started in the process or not
+ * (tu_fake.started); tu_fake.probes counts the probes.
+ */
+static struct
+{
+	int			probes;
+	bool		usable;
+	bool		started;
+	size_t		mem;
+}			tu_fake = {0, false, true, (size_t) 1 << 40};
+
+static inline bool
+tu_fake_warm(const gc_gpu *gpu)
+{
+	(void) gpu;
+	return tu_fake.started;
+}
+
+static inline void
+tu_fake_probe(const gc_gpu *gpu, gc_gpu_state *out)
+{
+	(void) gpu;
+	tu_fake.probes++;
+	memset(out, 0, sizeof(*out));
+	out->usable = tu_fake.usable;
+	if (tu_fake.usable)
+		out->mem = tu_fake.mem;
+	else
+		snprintf(out->reason, sizeof(out->reason), "no usable GPU: made up");
+}
+
+static inline gc_gpu
+tu_fake_gpu(void)
+{
+	gc_gpu		gpu = {.device_id = 0, .warm = tu_fake_warm, .probe = tu_fake_probe};
+
+	return gpu;
 }
 
 #endif
