@@ -396,7 +396,8 @@ gc_ap_device_request(gc_device requested, gc_ap_precision precision,
  * precision's request first (gc_ap_device_request: float4 asks for the
  * GPU under 'auto', and refuses 'cpu').  CPU: always.  GPU: the GPU when
  * usable and its matrices fit, else GC_EDEVICE / GC_ENOMEM (naming the
- * largest n that fits).  AUTO: the CPU below GC_AP_GPU_MIN_ROWS (CUDA
+ * largest n that fits).  AUTO: the CPU below GC_AP_GPU_MIN_ROWS, or
+ * GC_AP_GPU_MIN_ROWS_COLD when CUDA is not running yet (CUDA
  * untouched) and without a usable GPU; a GPU too small is the CPU with a
  * note; else the GPU.
  */
@@ -419,7 +420,8 @@ gc_choose_device_ap(gc_device requested, gc_ap_precision precision,
 		return rc;
 	if (requested == GC_DEVICE_CPU)
 		return GC_OK;
-	if (requested != GC_DEVICE_GPU && n < GC_AP_GPU_MIN_ROWS)
+	if (requested != GC_DEVICE_GPU &&
+		n < (gpu->warm(gpu) ? GC_AP_GPU_MIN_ROWS : GC_AP_GPU_MIN_ROWS_COLD))
 		return GC_OK;			/* small: the CPU; CUDA untouched */
 	if (gpu_unusable(gpu, &free_mem, &why))
 	{

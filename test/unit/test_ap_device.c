@@ -93,6 +93,15 @@ test_choose(void)
 		  dev == GC_DEVICE_GPU && note[0] == '\0', "auto, %lld rows: the GPU", (long long) m);
 	CHECK(choose(GC_DEVICE_AUTO, GC_AP_FLOAT4, 3, 2, &gpu, &dev, note, &st, &probed) == GC_OK &&
 		  dev == GC_DEVICE_GPU, "float4, auto, 3 rows: the GPU");
+	/* CUDA not started yet: the cold crossover */
+	tu_fake.started = false;
+	CHECK(choose(GC_DEVICE_AUTO, GC_AP_FLOAT8, GC_AP_GPU_MIN_ROWS_COLD - 1, 2, &gpu, &dev, note, &st,
+				 &probed) == GC_OK && dev == GC_DEVICE_CPU && !probed,
+		  "auto, cold, %d rows: the CPU, not probed", GC_AP_GPU_MIN_ROWS_COLD - 1);
+	CHECK(choose(GC_DEVICE_AUTO, GC_AP_FLOAT8, GC_AP_GPU_MIN_ROWS_COLD, 2, &gpu, &dev, note, &st,
+				 &probed) == GC_OK && dev == GC_DEVICE_GPU,
+		  "auto, cold, %d rows: the GPU", GC_AP_GPU_MIN_ROWS_COLD);
+	tu_fake.started = true;
 	CHECK(choose(GC_DEVICE_GPU, GC_AP_FLOAT8, 1, 1, &gpu, &dev, note, &st, &probed) == GC_OK &&
 		  dev == GC_DEVICE_GPU, "gpu, 1 row: the GPU");
 	CHECK(choose(GC_DEVICE_CPU, GC_AP_FLOAT8, 100000, 2, &gpu, &dev, note, &st, &probed) == GC_OK &&
