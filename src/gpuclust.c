@@ -116,7 +116,8 @@ _PG_init(void)
 	DefineCustomIntVariable("gpuclust.max_matrix_memory",
 							"Largest working memory of an O(n^2) clustering function.",
 							"gpu_affinity_propagation keeps three n x n double "
-							"precision matrices (24 n^2 bytes); a call that needs "
+							"precision matrices (24 n^2 bytes; on the GPU in "
+							"float4, 12 n^2) on either device; a call that needs "
 							"more fails before allocating them, saying how many "
 							"rows fit.  gpuclust.matrix_memory may lower it for "
 							"a session, never raise it.",

@@ -491,6 +491,7 @@ test_random(void)
 					: 0.5 + 0.4999 * tu_uniform(&rs);
 				p.max_iter = iters[tu_next(&rs) % 6];
 				p.convergence_iter = convs[tu_next(&rs) % 4];
+				p.precision = GC_AP_FLOAT8;
 				p.has_preference = tu_next(&rs) % 3 == 0;
 				p.preference = p.has_preference
 					? -tu_uniform(&rs) * (kind == DATA_UNIFORM ? 50.0 : 20000.0)
