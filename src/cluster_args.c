@@ -278,6 +278,20 @@ parse_metric(Datum value)
 	pg_unreachable();
 }
 
+/* ERROR (22023): s is not a valid what; hint lists the valid ones */
+static void invalid_name(const char *what, const char *s, const char *hint)
+			pg_attribute_noreturn();
+
+static void
+invalid_name(const char *what, const char *s, const char *hint)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid %s \"%s\"", what, s),
+			 errhint("%s", hint)));
+	pg_unreachable();
+}
+
 /* DBSCAN's algorithm text, by the core's names (gc_parse_dbscan_algorithm), or an ERROR */
 static gc_dbscan_algorithm
 parse_dbscan_algorithm(Datum value)
@@ -286,10 +300,8 @@ parse_dbscan_algorithm(Datum value)
 	gc_dbscan_algorithm algorithm;
 
 	if (!gc_parse_dbscan_algorithm(s, &algorithm))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid DBSCAN algorithm \"%s\"", s),
-				 errhint("Valid algorithms are \"union_find\" (the default, on every device) and \"dclust\" (CUDA-DClust, on the GPU only); both give the same labels.")));
+		invalid_name("DBSCAN algorithm", s,
+					 "Valid algorithms are \"union_find\" (the default, on every device) and \"dclust\" (CUDA-DClust, on the GPU only); both give the same labels.");
 	pfree(s);
 	return algorithm;
 }
@@ -302,10 +314,8 @@ parse_ap_precision(Datum value)
 	gc_ap_precision precision;
 
 	if (!gc_parse_ap_precision(s, &precision))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid affinity propagation precision \"%s\"", s),
-				 errhint("Valid precisions are \"float8\" (the default, on every device) and \"float4\" (the similarities and messages stored as float, on the GPU only).")));
+		invalid_name("affinity propagation precision", s,
+					 "Valid precisions are \"float8\" (the default, on every device) and \"float4\" (the similarities and messages stored as float, on the GPU only).");
 	pfree(s);
 	return precision;
 }
@@ -432,6 +442,9 @@ gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p, gc_device *device,
 void
 gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p, gc_device *device)
 {
+	gc_status	st = {GC_OK, ""};
+	gc_device	requested;
+
 	Assert(a->sig == &gc_dbscan_signature);
 	memset(p, 0, sizeof(*p));
 	p->eps = DatumGetFloat8(a->value[DB_EPS]);
@@ -448,27 +461,24 @@ gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p, gc_device *device)
 				 errmsg("DBSCAN does not support the inner_product metric"),
 				 errdetail("Its distance -a.b is not a metric: a row need not be its own neighbour, and no index can bound it."),
 				 errhint("For unit-length vectors, -a.b <= eps is cosine distance <= eps + 1: use metric => 'cosine'.")));
-	*device = arg_device(a, DB_DEVICE);
+	requested = arg_device(a, DB_DEVICE);
 	p->algorithm = parse_dbscan_algorithm(a->value[DB_ALGORITHM]);
 	/*
 	 * The device the algorithm asks for (dispatch's rule): dclust asks for
 	 * the GPU under 'auto' too, and cannot run on the CPU, which is refused
 	 * here, before the source runs.
 	 */
-	{
-		gc_status	st = {GC_OK, ""};
-		gc_device	requested = *device;
-
-		if (gc_dbscan_device_request(requested, p->algorithm, device,
-									 &st) != GC_OK)
-			refuse_on_cpu(a, DB_DEVICE, requested, &st,
-						  "algorithm => 'union_find', which gives the same labels on every device");
-	}
+	if (gc_dbscan_device_request(requested, p->algorithm, device, &st) != GC_OK)
+		refuse_on_cpu(a, DB_DEVICE, requested, &st,
+					  "algorithm => 'union_find', which gives the same labels on every device");
 }
 
 void
 gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 {
+	gc_status	st = {GC_OK, ""};
+	gc_device	requested;
+
 	Assert(a->sig == &gc_ap_signature);
 	memset(p, 0, sizeof(*p));
 	p->damping = DatumGetFloat8(a->value[AP_DAMPING]);
@@ -489,22 +499,12 @@ gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 				 errhint("NULL uses the median of the similarities.")));
 	check_at_least_1(a, AP_MAX_ITER, p->max_iter);
 	check_at_least_1(a, AP_CONVERGENCE_ITER, p->convergence_iter);
-	*device = arg_device(a, AP_DEVICE);
+	requested = arg_device(a, AP_DEVICE);
 	p->precision = parse_ap_precision(a->value[AP_PRECISION]);
-	/*
-	 * The device the precision asks for (dispatch's rule): float4 asks for
-	 * the GPU under 'auto' too, and cannot run on the CPU, which is refused
-	 * here, before the source runs.
-	 */
-	{
-		gc_status	st = {GC_OK, ""};
-		gc_device	requested = *device;
-
-		if (gc_ap_device_request(requested, p->precision, device,
-								 &st) != GC_OK)
-			refuse_on_cpu(a, AP_DEVICE, requested, &st,
-						  "\"precision\" => 'float8', which runs on every device");
-	}
+	/* the device the precision asks for: float4's as dclust's (above) */
+	if (gc_ap_device_request(requested, p->precision, device, &st) != GC_OK)
+		refuse_on_cpu(a, AP_DEVICE, requested, &st,
+					  "\"precision\" => 'float8', which runs on every device");
 }
 
 void

@@ -244,17 +244,23 @@ gc_glue_choose_device(gc_device requested, gc_algorithm algo, int64 n, int d)
 }
 
 /*
- * The hint of a DBSCAN call of algorithm that the GPU cannot run: NULL
- * (gc_glue_report's "use the CPU") for union-find; dclust runs only on the
- * GPU, so its way to the CPU is union-find.
+ * The hint of a call the GPU cannot run that uses what runs only on the
+ * GPU (what names it; gpu_only false: NULL, gc_glue_report's "use the
+ * CPU"), and the way to the CPU (cpu_way).
  */
+static const char *
+gpu_only_hint(bool gpu_only, const char *what, const char *cpu_way)
+{
+	return gpu_only ? psprintf("%s runs only on the GPU; %s.", what, cpu_way) : NULL;
+}
+
+/* DBSCAN's: dclust runs only on the GPU, so its way to the CPU is union-find. */
 const char *
 gc_glue_dbscan_gpu_hint(gc_dbscan_algorithm algorithm)
 {
-	if (algorithm == GC_DBSCAN_UNION_FIND)
-		return NULL;
-	return psprintf("DBSCAN algorithm %s runs only on the GPU; algorithm => 'union_find' gives the same labels on the CPU.",
-					gc_dbscan_algorithm_name(algorithm));
+	return gpu_only_hint(algorithm != GC_DBSCAN_UNION_FIND,
+						 psprintf("DBSCAN algorithm %s", gc_dbscan_algorithm_name(algorithm)),
+						 "algorithm => 'union_find' gives the same labels on the CPU");
 }
 
 /*
@@ -278,18 +284,13 @@ gc_glue_choose_dbscan_device(gc_device requested,
 	return chosen;
 }
 
-/*
- * The hint of an affinity propagation call in precision that the GPU
- * cannot run: NULL (gc_glue_report's "use the CPU") for float8; float4
- * runs only on the GPU, so its way to the CPU is float8.
- */
+/* Affinity propagation's: float4 runs only on the GPU, float8 on the CPU too. */
 const char *
 gc_glue_ap_gpu_hint(gc_ap_precision precision)
 {
-	if (precision == GC_AP_FLOAT8)
-		return NULL;
-	return psprintf("Affinity propagation in %s runs only on the GPU; \"precision\" => 'float8' runs on the CPU too.",
-					gc_ap_precision_name(precision));
+	return gpu_only_hint(precision != GC_AP_FLOAT8,
+						 psprintf("Affinity propagation in %s", gc_ap_precision_name(precision)),
+						 "\"precision\" => 'float8' runs on the CPU too");
 }
 
 /*

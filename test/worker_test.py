@@ -194,21 +194,20 @@ def no_gpu_checks():
         b = fingerprint(c, f"SELECT * FROM gpu_dbscan('{src}', 1.5, 3, device => 'cpu')")
         check("'auto' runs on the CPU, silently, with the CPU's labels", a == b and not notices,
               f"notices {notices}")
-        try:
-            c.execute(f"SELECT * FROM gpu_dbscan('{src}', 1.5, 3, device => 'gpu')")
-            check("'gpu' fails without a GPU", False, "it ran")
-        except psycopg.Error as e:
-            check("'gpu' fails without a GPU, naming the worker's reason",
-                  e.sqlstate == "0A000" and "worker" in (e.diag.message_detail or ""),
-                  f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail}")
-        try:
-            c.execute(f"SELECT * FROM gpu_dbscan('{src}', 1.5, 3, algorithm => 'dclust')")
-            check("algorithm 'dclust' under 'auto' fails without a GPU", False, "it ran")
-        except psycopg.Error as e:
-            check("algorithm 'dclust' under 'auto' fails without a GPU (never the CPU), naming the worker's reason",
-                  e.sqlstate == "0A000" and "worker" in (e.diag.message_detail or "") and
-                  "union_find" in (e.diag.message_hint or ""),
-                  f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail} / {e.diag.message_hint}")
+
+        def fails_with_reason(name, sql, hint=""):
+            """sql fails 0A000 with the worker's reason (and hint in its hint)."""
+            try:
+                c.execute(sql)
+                check(name, False, "it ran")
+            except psycopg.Error as e:
+                check(name + ", naming the worker's reason",
+                      e.sqlstate == "0A000" and "worker" in (e.diag.message_detail or "") and
+                      hint in (e.diag.message_hint or ""),
+                      f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail} / {e.diag.message_hint}")
+        fails_with_reason("'gpu' fails without a GPU", f"SELECT * FROM gpu_dbscan('{src}', 1.5, 3, device => 'gpu')")
+        fails_with_reason("algorithm 'dclust' under 'auto' fails without a GPU (never the CPU)",
+                          f"SELECT * FROM gpu_dbscan('{src}', 1.5, 3, algorithm => 'dclust')", "union_find")
         # affinity propagation: 'auto' asks the worker from auto_ap_gpu_min_rows
         # rows up, and runs on the CPU without a word; float4 fails with the
         # worker's reason
@@ -223,14 +222,9 @@ def no_gpu_checks():
         moved = [n for n in notices if "CPU" in n]
         check(f"affinity propagation of {n_ap} rows under 'auto' runs on the CPU, silently, with the CPU's labels",
               a == b and not moved, f"notices {notices}")
-        try:
-            c.execute("SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', \"precision\" => 'float4')")
-            check("affinity propagation in float4 under 'auto' fails without a GPU", False, "it ran")
-        except psycopg.Error as e:
-            check("affinity propagation in float4 under 'auto' fails without a GPU (never the CPU), naming the worker's reason",
-                  e.sqlstate == "0A000" and "worker" in (e.diag.message_detail or "") and
-                  "float8" in (e.diag.message_hint or ""),
-                  f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail} / {e.diag.message_hint}")
+        fails_with_reason("affinity propagation in float4 under 'auto' fails without a GPU (never the CPU)",
+                          "SELECT * FROM gpu_affinity_propagation('SELECT 1, ARRAY[1.0]', \"precision\" => 'float4')",
+                          "float8")
         check("no jobs listed", one(c, "SELECT count(*) FROM gpuclust_gpu_jobs") == 0)
 
 

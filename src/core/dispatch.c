@@ -77,17 +77,31 @@ gc_parse_dbscan_algorithm(const char *s, gc_dbscan_algorithm *out)
 	return true;
 }
 
+/*
+ * The device a call asks for when requested is asked: requested itself,
+ * or, when what the call uses runs only on the GPU (gpu_only; what names
+ * it), the GPU under 'auto' too and GC_EINVAL "<what> runs only on the
+ * GPU" under 'cpu' (*out then the CPU).
+ */
+static gc_code
+device_request(gc_device requested, bool gpu_only, const char *what,
+			   gc_device *out, gc_status *st)
+{
+	*out = requested;
+	if (!gpu_only)
+		return GC_OK;
+	if (requested == GC_DEVICE_CPU)
+		return gc_fail(st, GC_EINVAL, "%s runs only on the GPU", what);
+	*out = GC_DEVICE_GPU;
+	return GC_OK;
+}
+
 gc_code
 gc_dbscan_device_request(gc_device requested, gc_dbscan_algorithm algorithm,
 						 gc_device *out, gc_status *st)
 {
-	*out = requested;
-	if (algorithm != GC_DBSCAN_DCLUST)
-		return GC_OK;
-	if (requested == GC_DEVICE_CPU)
-		return gc_fail(st, GC_EINVAL, "DBSCAN algorithm dclust runs only on the GPU");
-	*out = GC_DEVICE_GPU;
-	return GC_OK;
+	return device_request(requested, algorithm == GC_DBSCAN_DCLUST,
+						  "DBSCAN algorithm dclust", out, st);
 }
 
 /* Headroom left free beside the estimate (other users, the allocator). */
@@ -382,13 +396,8 @@ gc_code
 gc_ap_device_request(gc_device requested, gc_ap_precision precision,
 					 gc_device *out, gc_status *st)
 {
-	*out = requested;
-	if (precision != GC_AP_FLOAT4)
-		return GC_OK;
-	if (requested == GC_DEVICE_CPU)
-		return gc_fail(st, GC_EINVAL, "affinity propagation in float4 runs only on the GPU");
-	*out = GC_DEVICE_GPU;
-	return GC_OK;
+	return device_request(requested, precision == GC_AP_FLOAT4,
+						  "affinity propagation in float4", out, st);
 }
 
 /*

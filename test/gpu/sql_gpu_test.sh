@@ -388,25 +388,23 @@ for q in "$((ap_min - 1))|cpu|float8" "$ap_min|gpu|float8" "10|gpu|float4"; do
 done
 
 echo "== gpu_affinity_propagation too large: an error naming the largest n (or, under auto, the CPU)"
-# the session's matrix memory bounds the GPU's matrices too: 10 MB holds
-# neither device's matrices for 1500 rows (54 MB in float8)
-for q in "gpu|float8" "gpu|float4" "auto|float8"; do
-	IFS='|' read -r dev prec <<< "$q"
-	r=$($P -c "SET gpuclust.matrix_memory = '10MB'" -c "SELECT count(*) FROM gpu_affinity_propagation('SELECT id, f FROM ap_b8',
+# SETTING VALUE DEVICE PRECISION MESSAGE: under gpuclust.SETTING = VALUE
+# the call fails with MESSAGE, its detail naming the largest n that fits.
+# The session's matrix memory bounds the GPU's matrices too: 10 MB holds
+# neither device's matrices for 1500 rows (54 MB in float8).  The GPU's
+# memory (gpuclust.gpu_memory_limit, 20 MB): 'gpu' fails (53200) in float8
+# and float4 (27 MB); 'auto' runs float8 on the CPU (below)
+for q in "matrix_memory|10MB|gpu|float8|more than gpuclust.matrix_memory" \
+	"matrix_memory|10MB|gpu|float4|more than gpuclust.matrix_memory" \
+	"matrix_memory|10MB|auto|float8|more than gpuclust.matrix_memory" \
+	"gpu_memory_limit|20MB|gpu|float8|does not fit the GPU's memory" \
+	"gpu_memory_limit|20MB|gpu|float4|does not fit the GPU's memory"; do
+	IFS='|' read -r set val dev prec want <<< "$q"
+	r=$($P -c "SET gpuclust.$set = '$val'" -c "SELECT count(*) FROM gpu_affinity_propagation('SELECT id, f FROM ap_b8',
 		device => '$dev', \"precision\" => '$prec')" 2>&1)
-	echo "$r" | grep -q "more than gpuclust.matrix_memory" && echo "$r" | grep -q "at most [0-9]* rows fit in gpuclust.matrix_memory" \
-		&& echo "ok   $dev, $prec, gpuclust.matrix_memory 10MB: $(echo "$r" | grep -E 'ERROR|DETAIL' | tr '\n' ' ')" \
-		|| { echo "FAIL $dev, $prec, gpuclust.matrix_memory 10MB: $r"; fails=$((fails + 1)); }
-done
-# the GPU's memory (gpuclust.gpu_memory_limit, 20 MB): 'gpu' fails (53200)
-# naming the largest n, float4 (27 MB) too; 'auto' runs float8 on the CPU,
-# with a NOTICE and the CPU's result
-for prec in float8 float4; do
-	r=$($P -c "SET gpuclust.gpu_memory_limit = '20MB'" -c "SELECT count(*) FROM gpu_affinity_propagation('SELECT id, f FROM ap_b8',
-		device => 'gpu', \"precision\" => '$prec')" 2>&1)
-	echo "$r" | grep -q "does not fit the GPU's memory" && echo "$r" | grep -q "at most [0-9]* rows fit" \
-		&& echo "ok   gpu, $prec, gpuclust.gpu_memory_limit 20MB: $(echo "$r" | grep -E 'ERROR|DETAIL' | tr '\n' ' ')" \
-		|| { echo "FAIL gpu, $prec, gpuclust.gpu_memory_limit 20MB: $r"; fails=$((fails + 1)); }
+	echo "$r" | grep -q "$want" && echo "$r" | grep -q "at most [0-9]* rows fit" \
+		&& echo "ok   $dev, $prec, gpuclust.$set $val: $(echo "$r" | grep -E 'ERROR|DETAIL' | tr '\n' ' ')" \
+		|| { echo "FAIL $dev, $prec, gpuclust.$set $val: $r"; fails=$((fails + 1)); }
 done
 # (from auto_ap_gpu_min_rows rows: below, 'auto' never asks the GPU)
 if [ "$ap_min" -le 8000 ]; then
