@@ -554,54 +554,17 @@ gc_ap_gpu_last_phases(gc_ap_gpu_phases *out)
 	*out = ap_phases;
 }
 
-/* The device resources of one call, released on every path out of it. */
-struct ap_dev
+/* The call's device resources (check.cuh), and the events timing the passes. */
+struct ap_dev : gc_dev
 {
-	cudaStream_t s = nullptr;
 	cudaEvent_t ev[3] = {nullptr, nullptr, nullptr};
-	std::vector<void *> allocs;
 
 	~ap_dev()
 	{
 		release();
-	}
-	void		release()
-	{
-		if (s)
-			cudaStreamSynchronize(s);
-		for (void *p : allocs)
-			gc_dfree(p, s);
-		allocs.clear();
 		for (cudaEvent_t &e : ev)
 			if (e)
-			{
 				cudaEventDestroy(e);
-				e = nullptr;
-			}
-		if (s)
-			cudaStreamDestroy(s);
-		s = nullptr;
-	}
-	template <typename P>
-	cudaError_t alloc(P *&p, size_t count)
-	{
-		void	   *v = nullptr;
-		cudaError_t e = gc_dalloc(&v, sizeof(P) * (count > 0 ? count : 1), s);
-
-		if (e == cudaSuccess)
-			allocs.push_back(v);
-		p = (P *) v;
-		return e;
-	}
-	void		drop(void *p)
-	{
-		for (size_t x = 0; x < allocs.size(); x++)
-			if (allocs[x] == p)
-			{
-				gc_dfree(p, s);
-				allocs.erase(allocs.begin() + x);
-				return;
-			}
 	}
 };
 
@@ -623,7 +586,7 @@ struct ap_gpu_ws
 	uint8_t    *E = nullptr,
 			   *Eprev = nullptr;
 	unsigned long long *counts = nullptr;	/* exemplars, changed; the histogram */
-	unsigned long long *h_counts = nullptr; /* pinned */
+	unsigned long long h_counts[AP_RADIX_SIZE];	/* their copies read back */
 };
 
 /* launch grid for a grid-stride kernel over many items */
@@ -896,13 +859,12 @@ ap_gpu_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	ap_gpu_ws<T> *w = &ws;
 	const size_t nn = (size_t) n * (size_t) n;
 	int			dev;
-	double		t0 = gc_now_ms();
-	gc_code		rc;
 
 	w->ctx = ctx;
 	w->X = X;
 	w->n = (int) n;
 	w->d = d;
+	w->D.ms_alloc = &ap_phases.ms_alloc;
 	AP_CK(cudaGetDevice(&dev));
 	AP_CK(cudaDeviceGetAttribute(&w->sms, cudaDevAttrMultiProcessorCount, dev));
 	AP_CK(cudaStreamCreateWithFlags(&w->D.s, cudaStreamNonBlocking));
@@ -917,11 +879,7 @@ ap_gpu_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	AP_ALLOC(w->counts, 2 + AP_RADIX_SIZE);
 	AP_CK(cudaMemsetAsync(w->E, 0, (size_t) n, w->D.s));
 	AP_CK(cudaMemsetAsync(w->Eprev, 0, (size_t) n, w->D.s));
-	AP_CK(cudaMallocHost((void **) &w->h_counts, sizeof(unsigned long long) * AP_RADIX_SIZE));
-	ap_phases.ms_alloc = gc_now_ms() - t0;
-	rc = gc_ap_run(&ap_gpu_ops<T>, w, ctx, n, p, res, st);
-	cudaFreeHost(w->h_counts);
-	return rc;
+	return gc_ap_run(&ap_gpu_ops<T>, w, ctx, n, p, res, st);
 }
 
 extern "C" gc_code

@@ -8,6 +8,9 @@
 #ifndef GPUCLUST_CHECK_CUH
 #define GPUCLUST_CHECK_CUH
 
+#include <stdint.h>
+#include <vector>
+
 #include <cuda_runtime.h>
 
 #include "gpuclust_core.h"
@@ -51,5 +54,91 @@ gc_dfree(void *p, cudaStream_t s)
 	if (p != nullptr)
 		cudaFreeAsync(p, s);
 }
+
+/*
+ * The device resources of one call, released on every path out of it
+ * (release(), or the destructor after an error): the stream, each
+ * allocation, the CUB scratch.  Time spent allocating is added to
+ * *ms_alloc when the call sets it.  drop() releases one allocation early.
+ */
+struct gc_dev
+{
+	cudaStream_t s = nullptr;
+	std::vector<void *> allocs;
+	void	   *cub_tmp = nullptr;
+	size_t		cub_bytes = 0;
+	int			host_threads = 1;	/* for the host side of transfers */
+	double	   *ms_alloc = nullptr;
+
+	~gc_dev()
+	{
+		release();
+	}
+
+	void		release()
+	{
+		if (s)
+			cudaStreamSynchronize(s);
+		for (void *p : allocs)
+			gc_dfree(p, s);
+		allocs.clear();
+		gc_dfree(cub_tmp, s);
+		cub_tmp = nullptr;
+		cub_bytes = 0;
+		if (s)
+			cudaStreamDestroy(s);
+		s = nullptr;
+	}
+
+	template <typename T>
+	cudaError_t alloc(T *&p, int64_t count)
+	{
+		void	   *v = nullptr;
+		double		t0 = gc_now_ms();
+		cudaError_t e = gc_dalloc(&v, sizeof(T) * (size_t) (count > 0 ? count : 1), s);
+
+		timed(t0);
+		if (e == cudaSuccess)
+			allocs.push_back(v);
+		p = (T *) v;
+		return e;
+	}
+
+	void		drop(void *p)
+	{
+		for (size_t x = 0; x < allocs.size(); x++)
+			if (allocs[x] == p)
+			{
+				gc_dfree(p, s);
+				allocs.erase(allocs.begin() + x);
+				return;
+			}
+	}
+
+	/* CUB scratch of at least bytes. */
+	cudaError_t scratch(size_t bytes)
+	{
+		if (bytes <= cub_bytes)
+			return cudaSuccess;
+		double		t0 = gc_now_ms();
+
+		gc_dfree(cub_tmp, s);
+		cub_tmp = nullptr;
+		cub_bytes = 0;
+		cudaError_t e = gc_dalloc(&cub_tmp, bytes, s);
+
+		timed(t0);
+		if (e == cudaSuccess)
+			cub_bytes = bytes;
+		return e;
+	}
+
+private:
+	void		timed(double t0)
+	{
+		if (ms_alloc != nullptr)
+			*ms_alloc += gc_now_ms() - t0;
+	}
+};
 
 #endif							/* GPUCLUST_CHECK_CUH */

@@ -94,6 +94,8 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	minp = p->min_pts > n + 1 ? (unsigned) (n + 1) : (unsigned) p->min_pts;
 
 	db_dev		D;
+
+	D.ms_alloc = &db_phases.ms_alloc;
 	float	   *Xd;
 	int			ni = (int) n;
 

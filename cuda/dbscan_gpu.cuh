@@ -47,72 +47,8 @@ void		db_trace(const char *what, long long v);
 /* In a function returning gc_code with gc_status *st in scope (check.cuh). */
 #define DB_CK(expr) GC_CUDA_CK("GPU DBSCAN", expr)
 
-/*
- * The device resources of one call, released on every path out of it
- * (release(), or the destructor after an error): the stream, each
- * allocation, the CUB scratch.  Time spent allocating is counted in
- * db_phases.ms_alloc.
- */
-struct db_dev
-{
-	cudaStream_t s = nullptr;
-	std::vector<void *> allocs;
-	void	   *cub_tmp = nullptr;
-	size_t		cub_bytes = 0;
-	int			host_threads = 1;	/* for the host side of transfers */
-
-	~db_dev()
-	{
-		release();
-	}
-
-	void		release()
-	{
-		if (s)
-			cudaStreamSynchronize(s);
-		for (void *p : allocs)
-			gc_dfree(p, s);
-		allocs.clear();
-		gc_dfree(cub_tmp, s);
-		cub_tmp = nullptr;
-		cub_bytes = 0;
-		if (s)
-			cudaStreamDestroy(s);
-		s = nullptr;
-	}
-
-	template <typename T>
-	cudaError_t alloc(T *&p, int64_t count)
-	{
-		void	   *v = nullptr;
-		double		t0 = gc_now_ms();
-		cudaError_t e = gc_dalloc(&v, sizeof(T) * (size_t) (count > 0 ? count : 1), s);
-
-		db_phases.ms_alloc += gc_now_ms() - t0;
-		if (e == cudaSuccess)
-			allocs.push_back(v);
-		p = (T *) v;
-		return e;
-	}
-
-	/* CUB scratch of at least bytes. */
-	cudaError_t scratch(size_t bytes)
-	{
-		if (bytes <= cub_bytes)
-			return cudaSuccess;
-		double		t0 = gc_now_ms();
-
-		gc_dfree(cub_tmp, s);
-		cub_tmp = nullptr;
-		cub_bytes = 0;
-		cudaError_t e = gc_dalloc(&cub_tmp, bytes, s);
-
-		db_phases.ms_alloc += gc_now_ms() - t0;
-		if (e == cudaSuccess)
-			cub_bytes = bytes;
-		return e;
-	}
-};
+/* The device resources of one call (check.cuh's gc_dev), its allocation time in db_phases.ms_alloc. */
+using db_dev = gc_dev;
 
 #define DB_ALLOC(p, count) DB_CK(D.alloc((p), (count)))
 

@@ -121,7 +121,7 @@ typedef struct gc_dbscan_gpu_phases
 typedef struct gc_ap_gpu_phases
 {
 	int			precision;		/* gc_ap_precision */
-	double		ms_alloc;		/* S, R, A and the O(n) arrays */
+	double		ms_alloc;		/* inside the call's device allocations */
 	double		ms_similarity;	/* upload of X and S (not the noise) */
 	double		ms_median;		/* the preference's radix selects */
 	double		ms_first;		/* the first R pass */
