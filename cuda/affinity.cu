@@ -9,14 +9,20 @@
  *
  * One iteration is two kernels (Winter's structure), T the stored type:
  *   ap_colsum  cs[j] = sum over rows in order of Rp[i][j]: a thread a
- *              column, walking the rows with AP_COL_AHEAD loads in flight;
+ *              column, walking the rows with AP_COL_AHEAD loads in flight
+ *              and as many prefetched into L2;
  *              reads R (sizeof(T) bytes an entry);
  *   ap_rows    a block a row: sweep 1 updates A from R, S and cs and keeps
  *              the row's top two of A+S (and an argmax), the exemplar flag
  *              on the diagonal; sweep 2 updates R from R, S and the top
- *              two.  Sweep 2 re-reads R and S, which the row's sweep 1 has
- *              just brought into L2: from memory it reads R, A, S and
- *              writes A and R, 5 sizeof(T) bytes an entry.
+ *              two.  Sweep 2 needs the row's R and S again: sweep 1 keeps
+ *              the first nk columns of both in shared memory (as many as
+ *              fit beside the other rows in flight), and the rest are
+ *              re-read from L2, where sweep 1 has just brought them.  So
+ *              from memory it reads R, A, S and writes A and R, 5
+ *              sizeof(T) bytes an entry.  (Without the kept columns the
+ *              rows in flight, 264 of 20k floats' R and S = 42 MB, miss
+ *              the H100's L2 and read 7.)
  * So 6 sizeof(T) bytes an entry an iteration: 24 in float4, 48 in float8,
  * and no n x n temporary beyond S, R and A.  Damping is in both passes.
  * Where the CPU tests v == max for the row's argmax, the row keeps one
@@ -36,6 +42,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <algorithm>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -52,13 +59,18 @@
 #define AP_ROW_THREADS 512
 #define AP_ROW_BATCH 4
 /*
- * ap_rows: blocks (rows in flight) a multiprocessor.  Sweep 2 finds the
- * row's R and S in L2 while the rows in flight fit there (2 x 132 rows of
- * 20k floats: 42 MB of the H100's 50); the bench sets it
- * (gc_ap_gpu_set_row_blocks, cuda/affinity_hooks.cu).
+ * ap_rows: blocks (rows in flight) a multiprocessor, and the most shared
+ * memory a block keeps its row's columns in (-1: all that fits beside the
+ * other blocks).  The bench sets both (gc_ap_gpu_set_row_blocks,
+ * cuda/affinity_hooks.cu).
  */
 int			gc_ap_row_blocks_per_sm = 2;
-/* ap_colsum: threads a block, and rows each thread loads ahead */
+long		gc_ap_row_keep_bytes = -1;
+/*
+ * ap_colsum: threads a block, and rows each thread loads ahead; the batch
+ * after those is prefetched into L2 (a warp's column walk is bound by its
+ * loads in flight: 32 floats ahead alone read 20k x 20k at 2.3 TB/s)
+ */
 #define AP_COL_THREADS 64
 #define AP_COL_AHEAD 32
 /* ap_sim: a block computes AP_SIM_TILE x AP_SIM_TILE entries */
@@ -227,7 +239,8 @@ ap_prepare(T *__restrict__ S, int n, double pref)
 
 /*
  * cs[j] = sum over i in order of (i == j ? R[i][j] : max(R[i][j], 0)),
- * from 0.0: a thread a column, AP_COL_AHEAD rows loaded ahead.
+ * from 0.0: a thread a column, AP_COL_AHEAD rows loaded ahead and the
+ * next AP_COL_AHEAD prefetched.
  */
 /*
  * A load the compiler keeps in place (volatile asm): a batch of them is
@@ -252,6 +265,13 @@ ap_load_early(const float *p)
 	return v;
 }
 
+/* the line holding p into L2, nothing into registers */
+static __device__ __forceinline__ void
+ap_prefetch_l2(const void *p)
+{
+	asm volatile("prefetch.global.L2 [%0];" : : "l"(p));
+}
+
 template <typename T>
 __global__ void
 __launch_bounds__(AP_COL_THREADS, 1)
@@ -272,6 +292,10 @@ ap_colsum(const T *__restrict__ R, int n, double *__restrict__ cs)
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
 			v[u] = ap_load_early(Rj + (size_t) (i0 + u) * n);
+		GC_UNROLL
+		for (int u = AP_COL_AHEAD; u < 2 * AP_COL_AHEAD; u++)
+			if (i0 + u < n)
+				ap_prefetch_l2(Rj + (size_t) (i0 + u) * n);
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
 		{
@@ -326,19 +350,25 @@ struct ap_top2
  * (affinity.c's rule), E[i] = (A[i][i] + R[i][i]) > 0 and the counts of
  * exemplars and of flags changed from Eprev; else A is 0 (the first pass).
  * Both: the top two of A+S, then (update_r) R = R*damping + (S - Y)*omd.
+ * Sweep 1 keeps S[i][j] and R[i][j] for j < nk (update_a only) in the
+ * dynamic shared memory, 2 nk values; a thread reads back only what it
+ * kept, as both sweeps give a thread the same columns.
  */
 template <typename T, bool UPDATE_A>
 __global__ void
 __launch_bounds__(AP_ROW_THREADS, 2)
 ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
-		const double *__restrict__ cs, int n, double damping, double omd,
-		bool update_r, uint8_t *__restrict__ E,
+		const double *__restrict__ cs, int n, int nk, double damping,
+		double omd, bool update_r, uint8_t *__restrict__ E,
 		const uint8_t *__restrict__ Eprev,
 		unsigned long long *__restrict__ counts)
 {
+	extern __shared__ __align__(16) unsigned char ap_row_keep[];
 	__shared__ double w1[AP_ROW_THREADS / 32],
 				w2[AP_ROW_THREADS / 32];
 	__shared__ int wk[AP_ROW_THREADS / 32];
+	T		   *Sk = (T *) ap_row_keep,
+			   *Rk = Sk + nk;
 	const int	lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
 
@@ -387,6 +417,11 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 								a = (double) av[u],
 								x;
 
+					if (j < nk)
+					{
+						Sk[j] = sv[u];
+						Rk[j] = rv[u];
+					}
 					if (j != i)
 					{
 						x = __dsub_rn(r > 0.0 ? r : 0.0, cv[u]);
@@ -459,7 +494,12 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 				{
 					const int	j = j0 + u * AP_ROW_THREADS;
 
-					if (j < n)
+					if (j < nk)
+					{
+						rv[u] = Rk[j];
+						sv[u] = Sk[j];
+					}
+					else if (j < n)
 					{
 						rv[u] = ap_load_early(Ri + j);
 						sv[u] = ap_load_early(Si + j);
@@ -579,6 +619,7 @@ struct ap_gpu_ws
 	int			n,
 				d;
 	int			sms;
+	int			nk;				/* columns ap_rows keeps in shared memory */
 	T		   *S = nullptr,
 			   *R = nullptr,
 			   *A = nullptr;
@@ -588,6 +629,43 @@ struct ap_gpu_ws
 	unsigned long long *counts = nullptr;	/* exemplars, changed; the histogram */
 	unsigned long long h_counts[AP_RADIX_SIZE];	/* their copies read back */
 };
+
+/*
+ * The columns of its row an ap_rows block keeps in shared memory: as many
+ * as fit with gc_ap_row_blocks_per_sm blocks a multiprocessor (at most
+ * gc_ap_row_keep_bytes).  The kernel is allowed that much, and asks for
+ * the shared memory (of the multiprocessor's L1) its blocks need.
+ */
+template <typename T>
+static gc_code
+ap_row_keep(ap_gpu_ws<T> *w, int dev, gc_status *st)
+{
+	const int	per_sm = gc_ap_row_blocks_per_sm;
+	cudaFuncAttributes fa;
+	size_t		avail = 0,
+				dyn;
+	int			sm_bytes,
+				reserved;
+
+	AP_CK(cudaOccupancyAvailableDynamicSMemPerBlock(&avail, ap_rows<T, true>, per_sm,
+													AP_ROW_THREADS));
+	if (gc_ap_row_keep_bytes >= 0 && avail > (size_t) gc_ap_row_keep_bytes)
+		avail = (size_t) gc_ap_row_keep_bytes;
+	w->nk = (int) (avail / (2 * sizeof(T)) < (size_t) w->n ? avail / (2 * sizeof(T)) : (size_t) w->n);
+	dyn = 2 * sizeof(T) * (size_t) w->nk;
+	AP_CK(cudaFuncGetAttributes(&fa, ap_rows<T, true>));
+	AP_CK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+	AP_CK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+	/* the most any call may keep: calls on other threads (the GPU worker) share it */
+	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							   (int) avail));
+	/* a hint only, in percent; another thread's call may have set its own */
+	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributePreferredSharedMemoryCarveout,
+							   (int) std::min<size_t>(100, (per_sm * (dyn + fa.sharedSizeBytes + reserved) * 100 +
+															sm_bytes - 1) / sm_bytes)));
+	ap_phases.row_keep = w->nk;
+	return GC_OK;
+}
 
 /* launch grid for a grid-stride kernel over many items */
 static inline unsigned
@@ -718,7 +796,7 @@ g_first(void *v, double damping, gc_status *st)
 	gc_code		rc;
 
 	ap_rows<T, false><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS, 0, w->D.s>>>(
-		w->S, w->R, w->A, w->cs, w->n, damping, 1.0 - damping, true,
+		w->S, w->R, w->A, w->cs, w->n, 0, damping, 1.0 - damping, true,
 		w->E, w->Eprev, w->counts);
 	AP_CK(cudaGetLastError());
 	rc = ap_sync_poll(w, st);
@@ -744,8 +822,9 @@ g_iterate(void *v, double damping, bool update_r, int64_t *K,
 		w->R, w->n, w->cs);
 	AP_CK(cudaGetLastError());
 	AP_CK(cudaEventRecord(D.ev[1], D.s));
-	ap_rows<T, true><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS, 0, D.s>>>(
-		w->S, w->R, w->A, w->cs, w->n, damping, 1.0 - damping, update_r,
+	ap_rows<T, true><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS,
+		2 * sizeof(T) * (size_t) w->nk, D.s>>>(
+		w->S, w->R, w->A, w->cs, w->n, w->nk, damping, 1.0 - damping, update_r,
 		w->E, w->Eprev, w->counts);
 	AP_CK(cudaGetLastError());
 	AP_CK(cudaEventRecord(D.ev[2], D.s));
@@ -859,6 +938,7 @@ ap_gpu_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	ap_gpu_ws<T> *w = &ws;
 	const size_t nn = (size_t) n * (size_t) n;
 	int			dev;
+	gc_code		rc;
 
 	w->ctx = ctx;
 	w->X = X;
@@ -879,6 +959,8 @@ ap_gpu_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	AP_ALLOC(w->counts, 2 + AP_RADIX_SIZE);
 	AP_CK(cudaMemsetAsync(w->E, 0, (size_t) n, w->D.s));
 	AP_CK(cudaMemsetAsync(w->Eprev, 0, (size_t) n, w->D.s));
+	if ((rc = ap_row_keep(w, dev, st)) != GC_OK)
+		return rc;
 	return gc_ap_run(&ap_gpu_ops<T>, w, ctx, n, p, res, st);
 }
 

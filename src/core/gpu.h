@@ -128,6 +128,8 @@ typedef struct gc_ap_gpu_phases
 	double		ms_colsum;		/* over the iterations: the column sums */
 	double		ms_rows;		/* and the row passes */
 	int			iterations;
+	int			row_keep;		/* columns of its row a row pass block keeps
+								 * in shared memory between its sweeps */
 	double		ms_total;		/* the whole call */
 } gc_ap_gpu_phases;
 
@@ -506,6 +508,10 @@ gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
 /* Rows the GPU affinity propagation's row pass keeps in flight on a
  * multiprocessor (cuda/affinity.cu); 0 restores the default, 2. */
 void		gc_ap_gpu_set_row_blocks(int per_sm);
+
+/* The most shared memory (bytes) a block of that row pass keeps its row's
+ * columns in between its sweeps; -1 restores the default, all that fits. */
+void		gc_ap_gpu_set_row_keep(long bytes);
 
 #endif							/* GC_TESTING && GPUCLUST_CUDA */
 

@@ -22,6 +22,8 @@
  *            the smallest |S|: the diagonal's rounding swamps them); or
  *            unexplained, a failure.
  *   errors   bad parameters (GC_EINVAL), the cancel flag (GC_ECANCEL), n 0.
+ * The cases cycle the shared memory the row pass keeps its row in (all,
+ * none, a few columns), so both of its sweep 2's sources are checked.
  *
  * ref_ap is the driver's rule written out sequentially, each stored value
  * passed through the storage's rounding: mode 8 (double), 4 (float) and
@@ -431,6 +433,15 @@ typedef struct ap_case
 	int			conv;
 } ap_case;
 
+/*
+ * The shared memory (bytes) the row pass keeps its row's columns in
+ * (gc_ap_gpu_set_row_keep), cycled over the cases: all that fits (the
+ * whole row at these sizes), none (sweep 2 re-reads every column), and
+ * 600 bytes (37 double or 75 float columns: the rest re-read).
+ */
+static const long keeps[] = {-1, 0, 600};
+static long keep_bytes = -1;
+
 static int	f4_same,
 			f4_tie_s,
 			f4_tie_msg,
@@ -448,9 +459,9 @@ run_case(const ap_case *c, bool f4)
 	char		why[256],
 				name[160];
 
-	snprintf(name, sizeof(name), "n %lld d %d %s/%d damping %.2f pref %d max_iter %d conv %d",
+	snprintf(name, sizeof(name), "n %lld d %d %s/%d damping %.2f pref %d max_iter %d conv %d keep %ld",
 			 (long long) c->n, c->d, kind_name[c->kind], c->nb, c->damping,
-			 c->has_pref, c->max_iter, c->conv);
+			 c->has_pref, c->max_iter, c->conv, keep_bytes);
 	fit_alloc(&cpu, c->n);
 	fit_alloc(&gpu, c->n);
 	if (c->has_pref == 2)
@@ -625,11 +636,18 @@ main(void)
 		for (int r = 0; r < reps; r++)
 		{
 			for (size_t i = 0; i < nsmall; i++)
+			{
+				gc_ap_gpu_set_row_keep(keep_bytes = keeps[(i + r) % 3]);
 				run_case(&small[i], small[i].n <= 600);
+			}
 			if (!quick)
 				for (size_t i = 0; i < sizeof(large) / sizeof(large[0]); i++)
+				{
+					gc_ap_gpu_set_row_keep(keep_bytes = keeps[(i + r) % 3]);
 					run_case(&large[i], large[i].n <= 1100 && r == 0);
+				}
 		}
+		gc_ap_gpu_set_row_keep(keep_bytes = -1);
 	}
 	printf("test_ap_gpu: float4 against float8: %d the same, %d a tie in S, %d a tie in the messages, %d a preference beyond float's range, %d unexplained\n",
 		   f4_same, f4_tie_s, f4_tie_msg, f4_pref, f4_unexplained);
