@@ -66,6 +66,8 @@
  */
 int			gc_ap_row_blocks_per_sm = 2;
 long		gc_ap_row_keep_bytes = -1;
+/* ap_colsum prefetches (0: not, for the bench's comparison) */
+int			gc_ap_col_prefetch = 1;
 /*
  * ap_colsum: threads a block, and rows each thread loads ahead; the batch
  * after those is prefetched into L2 (a warp's column walk is bound by its
@@ -275,7 +277,7 @@ ap_prefetch_l2(const void *p)
 template <typename T>
 __global__ void
 __launch_bounds__(AP_COL_THREADS, 1)
-ap_colsum(const T *__restrict__ R, int n, double *__restrict__ cs)
+ap_colsum(const T *__restrict__ R, int n, bool prefetch, double *__restrict__ cs)
 {
 	const int	j = blockIdx.x * blockDim.x + threadIdx.x;
 	const T    *Rj = R + j;
@@ -292,10 +294,13 @@ ap_colsum(const T *__restrict__ R, int n, double *__restrict__ cs)
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
 			v[u] = ap_load_early(Rj + (size_t) (i0 + u) * n);
-		GC_UNROLL
-		for (int u = AP_COL_AHEAD; u < 2 * AP_COL_AHEAD; u++)
-			if (i0 + u < n)
-				ap_prefetch_l2(Rj + (size_t) (i0 + u) * n);
+		if (prefetch)
+		{
+			GC_UNROLL
+			for (int u = AP_COL_AHEAD; u < 2 * AP_COL_AHEAD; u++)
+				if (i0 + u < n)
+					ap_prefetch_l2(Rj + (size_t) (i0 + u) * n);
+		}
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
 		{
@@ -644,21 +649,26 @@ ap_row_keep(ap_gpu_ws<T> *w, int dev, gc_status *st)
 	cudaFuncAttributes fa;
 	size_t		avail = 0,
 				dyn;
-	int			sm_bytes,
+	int			optin,
+				sm_bytes,
 				reserved;
 
+	AP_CK(cudaFuncGetAttributes(&fa, ap_rows<T, true>));
+	AP_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+	AP_CK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+	AP_CK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+	/*
+	 * allowed all a block can have (the same for every call: calls on other
+	 * threads, the GPU worker's, share the setting), then what fits
+	 */
+	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							   optin - (int) fa.sharedSizeBytes));
 	AP_CK(cudaOccupancyAvailableDynamicSMemPerBlock(&avail, ap_rows<T, true>, per_sm,
 													AP_ROW_THREADS));
 	if (gc_ap_row_keep_bytes >= 0 && avail > (size_t) gc_ap_row_keep_bytes)
 		avail = (size_t) gc_ap_row_keep_bytes;
 	w->nk = (int) (avail / (2 * sizeof(T)) < (size_t) w->n ? avail / (2 * sizeof(T)) : (size_t) w->n);
 	dyn = 2 * sizeof(T) * (size_t) w->nk;
-	AP_CK(cudaFuncGetAttributes(&fa, ap_rows<T, true>));
-	AP_CK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-	AP_CK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
-	/* the most any call may keep: calls on other threads (the GPU worker) share it */
-	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							   (int) avail));
 	/* a hint only, in percent; another thread's call may have set its own */
 	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributePreferredSharedMemoryCarveout,
 							   (int) std::min<size_t>(100, (per_sm * (dyn + fa.sharedSizeBytes + reserved) * 100 +
@@ -819,7 +829,7 @@ g_iterate(void *v, double damping, bool update_r, int64_t *K,
 	AP_CK(cudaMemsetAsync(w->counts, 0, 2 * sizeof(unsigned long long), D.s));
 	AP_CK(cudaEventRecord(D.ev[0], D.s));
 	ap_colsum<T><<<(w->n + AP_COL_THREADS - 1) / AP_COL_THREADS, AP_COL_THREADS, 0, D.s>>>(
-		w->R, w->n, w->cs);
+		w->R, w->n, gc_ap_col_prefetch != 0, w->cs);
 	AP_CK(cudaGetLastError());
 	AP_CK(cudaEventRecord(D.ev[1], D.s));
 	ap_rows<T, true><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS,

@@ -513,6 +513,9 @@ void		gc_ap_gpu_set_row_blocks(int per_sm);
  * columns in between its sweeps; -1 restores the default, all that fits. */
 void		gc_ap_gpu_set_row_keep(long bytes);
 
+/* Whether the column sums prefetch their next rows into L2 (default 1). */
+void		gc_ap_gpu_set_col_prefetch(int on);
+
 #endif							/* GC_TESTING && GPUCLUST_CUDA */
 
 #ifdef __cplusplus

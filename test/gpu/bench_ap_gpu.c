@@ -21,7 +21,7 @@
  * in flight a multiprocessor at 20k, and BENCH_AP_KEEP="0 65536 -1" with
  * that much shared memory a block keeps its row in (-1: all that fits),
  * each pair of the two lists; BENCH_AP_PREC=4 or 8 times that precision
- * only.
+ * only; BENCH_AP_PREFETCH=0 turns the column sums' prefetch off.
  */
 #include <math.h>
 #include <stdint.h>
@@ -190,6 +190,8 @@ main(void)
 				totalb;
 
 	rs = tu_seed();
+	if (getenv("BENCH_AP_PREFETCH") != NULL)
+		gc_ap_gpu_set_col_prefetch(atoi(getenv("BENCH_AP_PREFETCH")));
 	gc_cuda_probe(0, &info);
 	if (!info.usable)
 	{
