@@ -9,8 +9,7 @@
  *
  * One iteration is two kernels (Winter's structure), T the stored type:
  *   ap_colsum  cs[j] = sum over rows in order of Rp[i][j]: a thread a
- *              column, walking the rows with AP_COL_AHEAD loads in flight
- *              and as many prefetched into L2;
+ *              column, walking the rows with AP_COL_AHEAD loads in flight;
  *              reads R (sizeof(T) bytes an entry);
  *   ap_rows    a block a row: sweep 1 updates A from R, S and cs and keeps
  *              the row's top two of A+S (and an argmax), the exemplar flag
@@ -66,13 +65,7 @@
  */
 int			gc_ap_row_blocks_per_sm = 2;
 long		gc_ap_row_keep_bytes = -1;
-/* ap_colsum prefetches (0: not, for the bench's comparison) */
-int			gc_ap_col_prefetch = 1;
-/*
- * ap_colsum: threads a block, and rows each thread loads ahead; the batch
- * after those is prefetched into L2 (a warp's column walk is bound by its
- * loads in flight: 32 floats ahead alone read 20k x 20k at 2.3 TB/s)
- */
+/* ap_colsum: threads a block, and rows each thread loads ahead */
 #define AP_COL_THREADS 64
 #define AP_COL_AHEAD 32
 /* ap_sim: a block computes AP_SIM_TILE x AP_SIM_TILE entries */
@@ -241,8 +234,7 @@ ap_prepare(T *__restrict__ S, int n, double pref)
 
 /*
  * cs[j] = sum over i in order of (i == j ? R[i][j] : max(R[i][j], 0)),
- * from 0.0: a thread a column, AP_COL_AHEAD rows loaded ahead and the
- * next AP_COL_AHEAD prefetched.
+ * from 0.0: a thread a column, AP_COL_AHEAD rows loaded ahead.
  */
 /*
  * A load the compiler keeps in place (volatile asm): a batch of them is
@@ -267,17 +259,10 @@ ap_load_early(const float *p)
 	return v;
 }
 
-/* the line holding p into L2, nothing into registers */
-static __device__ __forceinline__ void
-ap_prefetch_l2(const void *p)
-{
-	asm volatile("prefetch.global.L2 [%0];" : : "l"(p));
-}
-
 template <typename T>
 __global__ void
 __launch_bounds__(AP_COL_THREADS, 1)
-ap_colsum(const T *__restrict__ R, int n, bool prefetch, double *__restrict__ cs)
+ap_colsum(const T *__restrict__ R, int n, double *__restrict__ cs)
 {
 	const int	j = blockIdx.x * blockDim.x + threadIdx.x;
 	const T    *Rj = R + j;
@@ -294,13 +279,6 @@ ap_colsum(const T *__restrict__ R, int n, bool prefetch, double *__restrict__ cs
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
 			v[u] = ap_load_early(Rj + (size_t) (i0 + u) * n);
-		if (prefetch)
-		{
-			GC_UNROLL
-			for (int u = AP_COL_AHEAD; u < 2 * AP_COL_AHEAD; u++)
-				if (i0 + u < n)
-					ap_prefetch_l2(Rj + (size_t) (i0 + u) * n);
-		}
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
 		{
@@ -638,8 +616,10 @@ struct ap_gpu_ws
 /*
  * The columns of its row an ap_rows block keeps in shared memory: as many
  * as fit with gc_ap_row_blocks_per_sm blocks a multiprocessor (at most
- * gc_ap_row_keep_bytes).  The kernel is allowed that much, and asks for
- * the shared memory (of the multiprocessor's L1) its blocks need.
+ * gc_ap_row_keep_bytes).  The kernel's settings are the same for every
+ * call (calls on other threads, the GPU worker's, share them): all the
+ * shared memory a block can have, and the multiprocessor's L1 given to
+ * shared memory.
  */
 template <typename T>
 static gc_code
@@ -647,33 +627,32 @@ ap_row_keep(ap_gpu_ws<T> *w, int dev, gc_status *st)
 {
 	const int	per_sm = gc_ap_row_blocks_per_sm;
 	cudaFuncAttributes fa;
-	size_t		avail = 0,
-				dyn;
 	int			optin,
 				sm_bytes,
-				reserved;
+				reserved,
+				resident = 0;
+	long		avail;
 
 	AP_CK(cudaFuncGetAttributes(&fa, ap_rows<T, true>));
 	AP_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
 	AP_CK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
 	AP_CK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
-	/*
-	 * allowed all a block can have (the same for every call: calls on other
-	 * threads, the GPU worker's, share the setting), then what fits
-	 */
 	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 							   optin - (int) fa.sharedSizeBytes));
-	AP_CK(cudaOccupancyAvailableDynamicSMemPerBlock(&avail, ap_rows<T, true>, per_sm,
-													AP_ROW_THREADS));
-	if (gc_ap_row_keep_bytes >= 0 && avail > (size_t) gc_ap_row_keep_bytes)
-		avail = (size_t) gc_ap_row_keep_bytes;
-	w->nk = (int) (avail / (2 * sizeof(T)) < (size_t) w->n ? avail / (2 * sizeof(T)) : (size_t) w->n);
-	dyn = 2 * sizeof(T) * (size_t) w->nk;
-	/* a hint only, in percent; another thread's call may have set its own */
 	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributePreferredSharedMemoryCarveout,
-							   (int) std::min<size_t>(100, (per_sm * (dyn + fa.sharedSizeBytes + reserved) * 100 +
-															sm_bytes - 1) / sm_bytes)));
+							   (int) cudaSharedmemCarveoutMaxShared));
+	avail = sm_bytes / per_sm - reserved - (long) fa.sharedSizeBytes;
+	if (avail > optin - (long) fa.sharedSizeBytes)
+		avail = optin - (long) fa.sharedSizeBytes;
+	if (gc_ap_row_keep_bytes >= 0 && avail > gc_ap_row_keep_bytes)
+		avail = gc_ap_row_keep_bytes;
+	if (avail < 0)
+		avail = 0;
+	w->nk = (int) std::min<long>(w->n, avail / (long) (2 * sizeof(T)));
+	AP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, ap_rows<T, true>, AP_ROW_THREADS,
+														2 * sizeof(T) * (size_t) w->nk));
 	ap_phases.row_keep = w->nk;
+	ap_phases.row_blocks = resident;
 	return GC_OK;
 }
 
@@ -829,7 +808,7 @@ g_iterate(void *v, double damping, bool update_r, int64_t *K,
 	AP_CK(cudaMemsetAsync(w->counts, 0, 2 * sizeof(unsigned long long), D.s));
 	AP_CK(cudaEventRecord(D.ev[0], D.s));
 	ap_colsum<T><<<(w->n + AP_COL_THREADS - 1) / AP_COL_THREADS, AP_COL_THREADS, 0, D.s>>>(
-		w->R, w->n, gc_ap_col_prefetch != 0, w->cs);
+		w->R, w->n, w->cs);
 	AP_CK(cudaGetLastError());
 	AP_CK(cudaEventRecord(D.ev[1], D.s));
 	ap_rows<T, true><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS,

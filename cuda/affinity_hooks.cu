@@ -1,8 +1,8 @@
 /*
  * affinity_hooks.cu — the GPU affinity propagation's test-only entry point
  * (src/core/gpu.h, under GC_TESTING): the rows ap_rows keeps in flight on
- * a multiprocessor, the shared memory a row keeps its columns in, and the
- * column sums' prefetch, for the tests and the bench.  Linked into the GPU tests and
+ * a multiprocessor, and the shared memory a row keeps its columns in, for
+ * the tests and the bench.  Linked into the GPU tests and
  * benchmarks only.
  */
 #define GC_TESTING 1
@@ -11,7 +11,6 @@
 
 extern int	gc_ap_row_blocks_per_sm;
 extern long gc_ap_row_keep_bytes;
-extern int	gc_ap_col_prefetch;
 
 extern "C" void
 gc_ap_gpu_set_row_blocks(int per_sm)
@@ -23,10 +22,4 @@ extern "C" void
 gc_ap_gpu_set_row_keep(long bytes)
 {
 	gc_ap_row_keep_bytes = bytes;
-}
-
-extern "C" void
-gc_ap_gpu_set_col_prefetch(int on)
-{
-	gc_ap_col_prefetch = on;
 }

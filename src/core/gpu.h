@@ -130,6 +130,7 @@ typedef struct gc_ap_gpu_phases
 	int			iterations;
 	int			row_keep;		/* columns of its row a row pass block keeps
 								 * in shared memory between its sweeps */
+	int			row_blocks;		/* its blocks a multiprocessor holds */
 	double		ms_total;		/* the whole call */
 } gc_ap_gpu_phases;
 
@@ -512,9 +513,6 @@ void		gc_ap_gpu_set_row_blocks(int per_sm);
 /* The most shared memory (bytes) a block of that row pass keeps its row's
  * columns in between its sweeps; -1 restores the default, all that fits. */
 void		gc_ap_gpu_set_row_keep(long bytes);
-
-/* Whether the column sums prefetch their next rows into L2 (default 1). */
-void		gc_ap_gpu_set_col_prefetch(int on);
 
 #endif							/* GC_TESTING && GPUCLUST_CUDA */
 

@@ -21,7 +21,7 @@
  * in flight a multiprocessor at 20k, and BENCH_AP_KEEP="0 65536 -1" with
  * that much shared memory a block keeps its row in (-1: all that fits),
  * each pair of the two lists; BENCH_AP_PREC=4 or 8 times that precision
- * only; BENCH_AP_PREFETCH=0 turns the column sums' prefetch off.
+ * only.
  */
 #include <math.h>
 #include <stdint.h>
@@ -115,12 +115,12 @@ per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
 		double		h = r.ms_iterations / r.iterations;
 		double		floor5 = 5 * sz * nn / (tbs * 1e12) * 1e3;
 
-		printf("  %7lld  %-6s  %8.3f  %8.3f  %7.3f  %7.3f  %8.3f  %6.2f  %5.0f%%  %8.1f  %8.1f  %6.1f  %6d\n",
+		printf("  %7lld  %-6s  %8.3f  %8.3f  %7.3f  %7.3f  %8.3f  %6.2f  %5.0f%%  %8.1f  %8.1f  %6.1f  %6d/%d\n",
 			   (long long) n, gc_ap_precision_name(prec), h, k,
 			   ph.ms_colsum / ph.iterations, ph.ms_rows / ph.iterations,
 			   floor5, 6 * sz * nn / (k * 1e-3) / 1e12,
 			   100.0 * floor5 / h, ph.ms_similarity, ph.ms_alloc, wall / 1e3,
-			   ph.row_keep);
+			   ph.row_keep, ph.row_blocks);
 	}
 	free(lab);
 	free(ex);
@@ -190,8 +190,6 @@ main(void)
 				totalb;
 
 	rs = tu_seed();
-	if (getenv("BENCH_AP_PREFETCH") != NULL)
-		gc_ap_gpu_set_col_prefetch(atoi(getenv("BENCH_AP_PREFETCH")));
 	gc_cuda_probe(0, &info);
 	if (!info.usable)
 	{
@@ -214,7 +212,7 @@ main(void)
 		ns[nns++] = -1;			/* the largest that fits */
 	}
 
-	printf("\nper iteration (%d iterations, 2-d blobs; host = kernels + the read-back of each iteration; floor = 5 values an entry over the copy bandwidth; kept = columns of its row a row-pass block keeps in shared memory):\n",
+	printf("\nper iteration (%d iterations, 2-d blobs; host = kernels + the read-back of each iteration; floor = 5 values an entry over the copy bandwidth; kept = columns of its row a row-pass block keeps in shared memory, /blocks a multiprocessor holds):\n",
 		   AP_BENCH_ITERS);
 	printf("  %7s  %-6s  %8s  %8s  %7s  %7s  %8s  %6s  %6s  %8s  %8s  %6s  %6s\n",
 		   "n", "prec", "host ms", "kern ms", "colsum", "rows", "floor ms",
