@@ -11,15 +11,16 @@
  *   ap_colsum  cs[j] = sum over rows in order of Rp[i][j]: a thread a
  *              column, walking the rows with AP_COL_AHEAD loads in flight;
  *              reads R (sizeof(T) bytes an entry);
- *   ap_rows    a block a row: sweep 1 updates A from R, S and cs and keeps
- *              the row's top two of A+S (and an argmax), the exemplar flag
- *              on the diagonal; sweep 2 updates R from R, S and the top
- *              two.  Sweep 2 needs the row's R and S again: sweep 1 keeps
- *              the first nk columns of both in shared memory (as many as
- *              fit beside the other rows in flight), and the rest are
- *              re-read from L2, where sweep 1 has just brought them.  So
- *              from memory it reads R, A, S and writes A and R, 5
- *              sizeof(T) bytes an entry.  (Without the kept columns the
+ *   ap_rows    a block a row at a time: sweep 1 updates A from R, S and
+ *              cs and keeps the row's top two of A+S (and an argmax), the
+ *              exemplar flag on the diagonal; sweep 2 updates R from R, S
+ *              and the top two, in the same column loop as the block's
+ *              next row's sweep 1.  Sweep 2 needs the row's R and S again:
+ *              sweep 1 keeps the first nk columns of both in shared memory
+ *              (as many as fit beside the other rows in flight), and the
+ *              rest are re-read from L2, where sweep 1 has just brought
+ *              them.  So from memory it reads R, A, S and writes A and R,
+ *              5 sizeof(T) bytes an entry.  (Without the kept columns the
  *              rows in flight, 264 of 20k floats' R and S = 42 MB, miss
  *              the H100's L2 and read 7.)
  * So 6 sizeof(T) bytes an entry an iteration: 24 in float4, 48 in float8,
@@ -54,9 +55,9 @@
 
 #define AP_CK(expr) GC_CUDA_CK("GPU affinity propagation", expr)
 
-/* ap_rows: threads a block (a row), and columns a thread loads at once */
+/* ap_rows: threads a block (a row), and columns a thread loads at once (16 bytes of each matrix) */
 #define AP_ROW_THREADS 512
-#define AP_ROW_BATCH 4
+#define AP_ROW_BATCH(T) (16 / (int) sizeof(T))
 /*
  * ap_rows: blocks (rows in flight) a multiprocessor, and the most shared
  * memory a block keeps its row's columns in (-1: all that fits beside the
@@ -329,13 +330,20 @@ struct ap_top2
 };
 
 /*
- * Row i (a block a row, grid-stride).  update_a: A from R, S and cs
- * (affinity.c's rule), E[i] = (A[i][i] + R[i][i]) > 0 and the counts of
- * exemplars and of flags changed from Eprev; else A is 0 (the first pass).
- * Both: the top two of A+S, then (update_r) R = R*damping + (S - Y)*omd.
- * Sweep 1 keeps S[i][j] and R[i][j] for j < nk (update_a only) in the
- * dynamic shared memory, 2 nk values; a thread reads back only what it
- * kept, as both sweeps give a thread the same columns.
+ * The rows of a block (grid-stride), each in two sweeps over its columns:
+ *   sweep 1 (row i): update_a: A from R, S and cs (affinity.c's rule),
+ *     E[i] = (A[i][i] + R[i][i]) > 0 and the counts of exemplars and of
+ *     flags changed from Eprev; else A is 0 (the first pass).  Both: the
+ *     top two of A+S, reduced over the block;
+ *   sweep 2 (row i, update_r): R = R*damping + (S - Y)*omd from the top two.
+ * Sweep 2 of a row runs in the same column loop as sweep 1 of the block's
+ * next row, so the block's loads stay in flight while the row's reduction
+ * is the only pause.  Sweep 1 keeps S[i][j] and R[i][j] for j < nk (2 nk
+ * values of dynamic shared memory): sweep 2 reads them there, the rest
+ * from L2, where sweep 1 has just brought them.  A thread has the same
+ * columns in every row, so it reads back only what it kept, and replaces a
+ * kept column of one row with the next row's after using it.  (The first
+ * pass, with no A to update, keeps nothing.)
  */
 template <typename T, bool UPDATE_A>
 __global__ void
@@ -346,36 +354,54 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 		const uint8_t *__restrict__ Eprev,
 		unsigned long long *__restrict__ counts)
 {
+	constexpr int B = AP_ROW_BATCH(T);
 	extern __shared__ __align__(16) unsigned char ap_row_keep[];
 	__shared__ double w1[AP_ROW_THREADS / 32],
 				w2[AP_ROW_THREADS / 32];
 	__shared__ int wk[AP_ROW_THREADS / 32];
+	const int	kn = UPDATE_A ? nk : 0;	/* the first pass keeps nothing */
 	T		   *Sk = (T *) ap_row_keep,
-			   *Rk = Sk + nk;
+			   *Rk = Sk + kn;
 	const int	lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
+	int			p = -1;			/* the row awaiting its sweep 2, if any */
+	double		pm1 = 0,
+				pm2 = 0;		/* its top two */
+	int			pk = 0;			/* and its argmax */
 
-	for (int i = blockIdx.x; i < n; i += gridDim.x)
+	for (int i = blockIdx.x;; i += gridDim.x)
 	{
-		const T    *Si = S + (size_t) i * n;
-		T		   *Ri = R + (size_t) i * n;
-		T		   *Ai = A + (size_t) i * n;
+		const bool	cur = i < n;	/* sweep 1 of row i */
+		const bool	prev = p >= 0 && update_r;	/* sweep 2 of row p */
+		const size_t ii = (size_t) (cur ? i : 0) * n,
+					ip = (size_t) (p >= 0 ? p : 0) * n;
+		const T    *Si = S + ii,
+				   *Sp = S + ip;
+		T		   *Ri = R + ii,
+				   *Ai = A + ii,
+				   *Rp = R + ip;
 		ap_top2		t = {-INFINITY, -INFINITY, 0};
 
-		/* AP_ROW_BATCH columns a thread at a time, their loads in flight together */
-		for (int j0 = threadIdx.x; j0 < n; j0 += AP_ROW_THREADS * AP_ROW_BATCH)
+		if (!cur && !prev)
+			break;
+		/* B columns a thread at a time, their loads in flight together */
+		for (int j0 = threadIdx.x; j0 < n; j0 += AP_ROW_THREADS * B)
 		{
-			T			sv[AP_ROW_BATCH],
-						rv[AP_ROW_BATCH],
-						av[AP_ROW_BATCH];
-			double		cv[AP_ROW_BATCH];
+			T			sv[B],
+						rv[B],
+						av[B],
+						sp[B],
+						rp[B];
+			double		cv[B];
 
 			GC_UNROLL
-			for (int u = 0; u < AP_ROW_BATCH; u++)
+			for (int u = 0; u < B; u++)
 			{
 				const int	j = j0 + u * AP_ROW_THREADS;
 
-				if (j < n)
+				if (j >= n)
+					break;
+				if (cur)
 				{
 					sv[u] = ap_load_early(Si + j);
 					if (UPDATE_A)
@@ -385,22 +411,37 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 						cv[u] = ap_load_early(cs + j);
 					}
 				}
+				if (prev && j >= kn)
+				{
+					rp[u] = ap_load_early(Rp + j);
+					sp[u] = ap_load_early(Sp + j);
+				}
 			}
 			GC_UNROLL
-			for (int u = 0; u < AP_ROW_BATCH; u++)
+			for (int u = 0; u < B; u++)
 			{
 				const int	j = j0 + u * AP_ROW_THREADS;
-				double		v;
 
 				if (j >= n)
 					break;
+				if (prev)
+				{
+					double		r = (double) (j < kn ? Rk[j] : rp[u]),
+								s = (double) (j < kn ? Sk[j] : sp[u]),
+								y = j == pk ? pm2 : pm1;
+
+					Rp[j] = (T) __dadd_rn(__dmul_rn(r, damping),
+										  __dmul_rn(__dsub_rn(s, y), omd));
+				}
+				if (!cur)
+					continue;
 				if (UPDATE_A)
 				{
 					double		r = (double) rv[u],
 								a = (double) av[u],
 								x;
 
-					if (j < nk)
+					if (j < kn)
 					{
 						Sk[j] = sv[u];
 						Rk[j] = rv[u];
@@ -414,7 +455,6 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 						x = __dsub_rn(r, cv[u]);
 					a = (double) (T) __dsub_rn(__dmul_rn(a, damping), __dmul_rn(x, omd));
 					Ai[j] = (T) a;
-					v = __dadd_rn(a, (double) sv[u]);
 					if (j == i)
 					{
 						uint8_t		e = __dadd_rn(a, r) > 0.0;
@@ -425,13 +465,15 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 						if (e != Eprev[i])
 							atomicAdd(&counts[1], 1ull);
 					}
+					t.add(__dadd_rn(a, (double) sv[u]), j);
 				}
 				else
-					v = __dadd_rn(0.0, (double) sv[u]);
-				t.add(v, j);
+					t.add(__dadd_rn(0.0, (double) sv[u]), j);
 			}
 		}
-		/* the block's top two: warps, then the first warp over the warps */
+		if (!cur)
+			break;
+		/* row i's top two: warps, then the first warp over the warps */
 		for (int o = 16; o > 0; o >>= 1)
 			t.merge(__shfl_down_sync(0xffffffffu, t.m1, o),
 					__shfl_down_sync(0xffffffffu, t.m2, o),
@@ -461,46 +503,10 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 			}
 		}
 		__syncthreads();
-		if (update_r)
-		{
-			const double m1 = w1[0],
-						m2 = w2[0];
-			const int	k = wk[0];
-
-			for (int j0 = threadIdx.x; j0 < n; j0 += AP_ROW_THREADS * AP_ROW_BATCH)
-			{
-				T			rv[AP_ROW_BATCH],
-							sv[AP_ROW_BATCH];
-
-				GC_UNROLL
-				for (int u = 0; u < AP_ROW_BATCH; u++)
-				{
-					const int	j = j0 + u * AP_ROW_THREADS;
-
-					if (j < nk)
-					{
-						rv[u] = Rk[j];
-						sv[u] = Sk[j];
-					}
-					else if (j < n)
-					{
-						rv[u] = ap_load_early(Ri + j);
-						sv[u] = ap_load_early(Si + j);
-					}
-				}
-				GC_UNROLL
-				for (int u = 0; u < AP_ROW_BATCH; u++)
-				{
-					const int	j = j0 + u * AP_ROW_THREADS;
-					double		y = j == k ? m2 : m1;
-
-					if (j >= n)
-						break;
-					Ri[j] = (T) __dadd_rn(__dmul_rn((double) rv[u], damping),
-										  __dmul_rn(__dsub_rn((double) sv[u], y), omd));
-				}
-			}
-		}
+		p = i;
+		pm1 = w1[0];
+		pm2 = w2[0];
+		pk = wk[0];
 		__syncthreads();		/* w1, w2, wk are the next row's */
 	}
 }
