@@ -55,9 +55,9 @@
 
 #define AP_CK(expr) GC_CUDA_CK("GPU affinity propagation", expr)
 
-/* ap_rows: threads a block (a row), and columns a thread loads at once (16 bytes of each matrix) */
+/* ap_rows: threads a block (a row), and units (ap_vec) a thread loads at once */
 #define AP_ROW_THREADS 512
-#define AP_ROW_BATCH(T) (16 / (int) sizeof(T))
+#define AP_ROW_BATCH 2
 /*
  * ap_rows: blocks (rows in flight) a multiprocessor, and the most shared
  * memory a block keeps its row's columns in (-1: all that fits beside the
@@ -234,10 +234,6 @@ ap_prepare(T *__restrict__ S, int n, double pref)
 }
 
 /*
- * cs[j] = sum over i in order of (i == j ? R[i][j] : max(R[i][j], 0)),
- * from 0.0: a thread a column, AP_COL_AHEAD rows loaded ahead.
- */
-/*
  * A load the compiler keeps in place (volatile asm): a batch of them is
  * issued before the first use, so the batch is in flight at once (plain
  * loads are sunk next to their additions, one or two in flight).
@@ -260,41 +256,102 @@ ap_load_early(const float *p)
 	return v;
 }
 
+/*
+ * V entries of T in 8 bytes, loaded and stored at once (a warp's access is
+ * then 256 bytes a matrix row, which the memory serves faster than 128:
+ * 2.9 against 2.4 TB/s for the row pass at 20k).  The address must be 8
+ * bytes aligned.
+ */
+template <typename T> struct ap_vec;
+template <> struct ap_vec<double>
+{
+	static constexpr int V = 1;
+};
+template <> struct ap_vec<float>
+{
+	static constexpr int V = 2;
+};
+
+static __device__ __forceinline__ void
+ap_load8(const double *p, double *v)
+{
+	v[0] = ap_load_early(p);
+}
+
+static __device__ __forceinline__ void
+ap_load8(const float *p, float *v)
+{
+	asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(v[0]), "=f"(v[1]) : "l"(p));
+}
+
+static __device__ __forceinline__ void
+ap_store8(double *p, const double *v)
+{
+	*p = v[0];
+}
+
+static __device__ __forceinline__ void
+ap_store8(float *p, const float *v)
+{
+	*(float2 *) p = make_float2(v[0], v[1]);
+}
+
+/* a column sum's next term: R[i][j] on the diagonal, else max(R[i][j], 0) */
 template <typename T>
+static __device__ __forceinline__ double
+ap_col_term(double c, T v, bool diagonal)
+{
+	double		r = (double) v;
+
+	return __dadd_rn(c, diagonal ? r : (r > 0.0 ? r : 0.0));
+}
+
+/*
+ * cs[j] = sum over i in order of (i == j ? R[i][j] : max(R[i][j], 0)),
+ * from 0.0: a thread V columns (V = 2 for floats when n is even: 8-byte
+ * loads), AP_COL_AHEAD rows loaded ahead.
+ */
+template <typename T, int V>
 __global__ void
 __launch_bounds__(AP_COL_THREADS, 1)
 ap_colsum(const T *__restrict__ R, int n, double *__restrict__ cs)
 {
-	const int	j = blockIdx.x * blockDim.x + threadIdx.x;
+	const int	j = V * (blockIdx.x * blockDim.x + threadIdx.x);
 	const T    *Rj = R + j;
-	double		c = 0.0;
+	double		c[V];
 	int			i0 = 0;
 
 	if (j >= n)
 		return;
+	GC_UNROLL
+	for (int e = 0; e < V; e++)
+		c[e] = 0.0;
 	/* whole batches: the loads first, all in flight, then the sums */
 	for (; i0 + AP_COL_AHEAD <= n; i0 += AP_COL_AHEAD)
 	{
-		T			v[AP_COL_AHEAD];
+		T			v[AP_COL_AHEAD][V];
 
-		GC_UNROLL
-		for (int u = 0; u < AP_COL_AHEAD; u++)
-			v[u] = ap_load_early(Rj + (size_t) (i0 + u) * n);
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
 		{
-			double		r = (double) v[u];
-
-			c = __dadd_rn(c, (i0 + u == j) ? r : (r > 0.0 ? r : 0.0));
+			if constexpr (V == 1)
+				v[u][0] = ap_load_early(Rj + (size_t) (i0 + u) * n);
+			else
+				ap_load8(Rj + (size_t) (i0 + u) * n, v[u]);
 		}
+		GC_UNROLL
+		for (int u = 0; u < AP_COL_AHEAD; u++)
+			GC_UNROLL
+			for (int e = 0; e < V; e++)
+				c[e] = ap_col_term(c[e], v[u][e], i0 + u == j + e);
 	}
 	for (; i0 < n; i0++)
-	{
-		double		r = (double) Rj[(size_t) i0 * n];
-
-		c = __dadd_rn(c, (i0 == j) ? r : (r > 0.0 ? r : 0.0));
-	}
-	cs[j] = c;
+		GC_UNROLL
+		for (int e = 0; e < V; e++)
+			c[e] = ap_col_term(c[e], Rj[(size_t) i0 * n + e], i0 == j + e);
+	GC_UNROLL
+	for (int e = 0; e < V; e++)
+		cs[j + e] = c[e];
 }
 
 /* the top two of a multiset, and an index of the largest */
@@ -330,20 +387,68 @@ struct ap_top2
 };
 
 /*
- * The rows of a block (grid-stride), each in two sweeps over its columns:
- *   sweep 1 (row i): update_a: A from R, S and cs (affinity.c's rule),
- *     E[i] = (A[i][i] + R[i][i]) > 0 and the counts of exemplars and of
- *     flags changed from Eprev; else A is 0 (the first pass).  Both: the
- *     top two of A+S, reduced over the block;
- *   sweep 2 (row i, update_r): R = R*damping + (S - Y)*omd from the top two.
- * Sweep 2 of a row runs in the same column loop as sweep 1 of the block's
- * next row, so the block's loads stay in flight while the row's reduction
- * is the only pause.  Sweep 1 keeps S[i][j] and R[i][j] for j < nk (2 nk
- * values of dynamic shared memory): sweep 2 reads them there, the rest
- * from L2, where sweep 1 has just brought them.  A thread has the same
- * columns in every row, so it reads back only what it kept, and replaces a
- * kept column of one row with the next row's after using it.  (The first
- * pass, with no A to update, keeps nothing.)
+ * Sweep 1 on entry (i, j) of S, R, A (s, r, a), cs[j] = c: with update_a,
+ * A's update (affinity.c's rule) and on the diagonal the exemplar flag
+ * E[i] = (A[i][i] + R[i][i]) > 0 with the counts of exemplars and of flags
+ * changed from Eprev; else A is 0 (the first pass).  Adds A+S to the row's
+ * top two; returns the new A.
+ */
+template <typename T, bool UPDATE_A>
+static __device__ __forceinline__ T
+ap_sweep1(int i, int j, T s, T r, T a, double c, double damping, double omd,
+		  ap_top2 &t, uint8_t *E, const uint8_t *Eprev,
+		  unsigned long long *counts)
+{
+	double		ad = 0.0;
+
+	if (UPDATE_A)
+	{
+		double		rd = (double) r,
+					x;
+
+		if (j != i)
+		{
+			x = __dsub_rn(rd > 0.0 ? rd : 0.0, c);
+			x = x > 0.0 ? x : 0.0;
+		}
+		else
+			x = __dsub_rn(rd, c);
+		ad = (double) (T) __dsub_rn(__dmul_rn((double) a, damping), __dmul_rn(x, omd));
+		if (j == i)
+		{
+			uint8_t		e = __dadd_rn(ad, rd) > 0.0;
+
+			E[i] = e;
+			if (e)
+				atomicAdd(&counts[0], 1ull);
+			if (e != Eprev[i])
+				atomicAdd(&counts[1], 1ull);
+		}
+	}
+	t.add(__dadd_rn(ad, (double) s), j);
+	return (T) ad;
+}
+
+/* sweep 2 on an entry: R = R*damping + (S - y)*omd, y the row's Y there */
+template <typename T>
+static __device__ __forceinline__ T
+ap_sweep2(T r, T s, double y, double damping, double omd)
+{
+	return (T) __dadd_rn(__dmul_rn((double) r, damping),
+						 __dmul_rn(__dsub_rn((double) s, y), omd));
+}
+
+/*
+ * Row i (a block a row, grid-stride): sweep 1 (ap_sweep1) over the row,
+ * the row's top two reduced over the block, then with update_r sweep 2
+ * (ap_sweep2) with Y the largest, or at the argmax the second largest.
+ * Each thread takes units of V columns (8 bytes of each matrix), AP_ROW_BATCH
+ * units at a time; a row of floats that starts off 8 bytes (n and i odd)
+ * has its column 0 apart, and a last column left over apart, each taken by
+ * a thread of its own.  Sweep 1 keeps S[i][j] and R[i][j] for j < nk
+ * (update_a only) in the dynamic shared memory, 2 nk values: both sweeps
+ * give a thread the same columns, so a thread reads back only what it
+ * kept; the rest sweep 2 re-reads from L2.
  */
 template <typename T, bool UPDATE_A>
 __global__ void
@@ -354,7 +459,8 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 		const uint8_t *__restrict__ Eprev,
 		unsigned long long *__restrict__ counts)
 {
-	constexpr int B = AP_ROW_BATCH(T);
+	constexpr int V = ap_vec<T>::V,
+				B = AP_ROW_BATCH;
 	extern __shared__ __align__(16) unsigned char ap_row_keep[];
 	__shared__ double w1[AP_ROW_THREADS / 32],
 				w2[AP_ROW_THREADS / 32];
@@ -364,116 +470,89 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 			   *Rk = Sk + kn;
 	const int	lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
-	int			p = -1;			/* the row awaiting its sweep 2, if any */
-	double		pm1 = 0,
-				pm2 = 0;		/* its top two */
-	int			pk = 0;			/* and its argmax */
 
-	for (int i = blockIdx.x;; i += gridDim.x)
+	for (int i = blockIdx.x; i < n; i += gridDim.x)
 	{
-		const bool	cur = i < n;	/* sweep 1 of row i */
-		const bool	prev = p >= 0 && update_r;	/* sweep 2 of row p */
-		const size_t ii = (size_t) (cur ? i : 0) * n,
-					ip = (size_t) (p >= 0 ? p : 0) * n;
-		const T    *Si = S + ii,
-				   *Sp = S + ip;
-		T		   *Ri = R + ii,
-				   *Ai = A + ii,
-				   *Rp = R + ip;
+		const size_t off = (size_t) i * n;
+		const T    *Si = S + off;
+		T		   *Ri = R + off,
+				   *Ai = A + off;
+		const int	h = (int) (off % V);	/* 1: column 0 apart */
+		const int	units = (n - h) / V;
+		/* this thread's column apart: 0 (h = 1) or n - 1 (left over) */
+		const int	single = threadIdx.x == AP_ROW_THREADS - 1 && h == 1 ? 0 :
+			threadIdx.x == AP_ROW_THREADS - 2 && h + units * V < n ? n - 1 : -1;
 		ap_top2		t = {-INFINITY, -INFINITY, 0};
 
-		if (!cur && !prev)
-			break;
-		/* B columns a thread at a time, their loads in flight together */
-		for (int j0 = threadIdx.x; j0 < n; j0 += AP_ROW_THREADS * B)
+		for (int q0 = threadIdx.x; q0 < units; q0 += AP_ROW_THREADS * B)
 		{
-			T			sv[B],
-						rv[B],
-						av[B],
-						sp[B],
-						rp[B];
-			double		cv[B];
+			T			sv[B][V],
+						rv[B][V],
+						av[B][V];
+			double		cv[B][V];
 
+			/* the batch's loads first, in flight together */
 			GC_UNROLL
 			for (int u = 0; u < B; u++)
 			{
-				const int	j = j0 + u * AP_ROW_THREADS;
+				const int	q = q0 + u * AP_ROW_THREADS,
+							j = h + V * q;
 
-				if (j >= n)
+				if (q >= units)
 					break;
-				if (cur)
-				{
-					sv[u] = ap_load_early(Si + j);
-					if (UPDATE_A)
-					{
-						rv[u] = ap_load_early(Ri + j);
-						av[u] = ap_load_early(Ai + j);
-						cv[u] = ap_load_early(cs + j);
-					}
-				}
-				if (prev && j >= kn)
-				{
-					rp[u] = ap_load_early(Rp + j);
-					sp[u] = ap_load_early(Sp + j);
-				}
-			}
-			GC_UNROLL
-			for (int u = 0; u < B; u++)
-			{
-				const int	j = j0 + u * AP_ROW_THREADS;
-
-				if (j >= n)
-					break;
-				if (prev)
-				{
-					double		r = (double) (j < kn ? Rk[j] : rp[u]),
-								s = (double) (j < kn ? Sk[j] : sp[u]),
-								y = j == pk ? pm2 : pm1;
-
-					Rp[j] = (T) __dadd_rn(__dmul_rn(r, damping),
-										  __dmul_rn(__dsub_rn(s, y), omd));
-				}
-				if (!cur)
-					continue;
+				ap_load8(Si + j, sv[u]);
 				if (UPDATE_A)
 				{
-					double		r = (double) rv[u],
-								a = (double) av[u],
-								x;
-
-					if (j < kn)
-					{
-						Sk[j] = sv[u];
-						Rk[j] = rv[u];
-					}
-					if (j != i)
-					{
-						x = __dsub_rn(r > 0.0 ? r : 0.0, cv[u]);
-						x = x > 0.0 ? x : 0.0;
-					}
-					else
-						x = __dsub_rn(r, cv[u]);
-					a = (double) (T) __dsub_rn(__dmul_rn(a, damping), __dmul_rn(x, omd));
-					Ai[j] = (T) a;
-					if (j == i)
-					{
-						uint8_t		e = __dadd_rn(a, r) > 0.0;
-
-						E[i] = e;
-						if (e)
-							atomicAdd(&counts[0], 1ull);
-						if (e != Eprev[i])
-							atomicAdd(&counts[1], 1ull);
-					}
-					t.add(__dadd_rn(a, (double) sv[u]), j);
+					ap_load8(Ri + j, rv[u]);
+					ap_load8(Ai + j, av[u]);
+					GC_UNROLL
+					for (int e = 0; e < V; e++)
+						cv[u][e] = ap_load_early(cs + j + e);
 				}
-				else
-					t.add(__dadd_rn(0.0, (double) sv[u]), j);
+			}
+			GC_UNROLL
+			for (int u = 0; u < B; u++)
+			{
+				const int	q = q0 + u * AP_ROW_THREADS,
+							j = h + V * q;
+				T			an[V];
+
+				if (q >= units)
+					break;
+				GC_UNROLL
+				for (int e = 0; e < V; e++)
+				{
+					if (j + e < kn)
+					{
+						Sk[j + e] = sv[u][e];
+						Rk[j + e] = rv[u][e];
+					}
+					an[e] = ap_sweep1<T, UPDATE_A>(i, j + e, sv[u][e], rv[u][e], av[u][e],
+												   cv[u][e], damping, omd, t, E, Eprev, counts);
+				}
+				if (UPDATE_A)
+					ap_store8(Ai + j, an);
 			}
 		}
-		if (!cur)
-			break;
-		/* row i's top two: warps, then the first warp over the warps */
+		if (single >= 0)
+		{
+			const int	j = single;
+			const T		sv = Si[j],
+						rv = UPDATE_A ? Ri[j] : (T) 0;
+			T			an;
+
+			if (j < kn)
+			{
+				Sk[j] = sv;
+				Rk[j] = rv;
+			}
+			an = ap_sweep1<T, UPDATE_A>(i, j, sv, rv, UPDATE_A ? Ai[j] : (T) 0,
+										UPDATE_A ? cs[j] : 0.0, damping, omd, t, E, Eprev, counts);
+			if (UPDATE_A)
+				Ai[j] = an;
+		}
+
+		/* the block's top two: warps, then the first warp over the warps */
 		for (int o = 16; o > 0; o >>= 1)
 			t.merge(__shfl_down_sync(0xffffffffu, t.m1, o),
 					__shfl_down_sync(0xffffffffu, t.m2, o),
@@ -503,10 +582,57 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 			}
 		}
 		__syncthreads();
-		p = i;
-		pm1 = w1[0];
-		pm2 = w2[0];
-		pk = wk[0];
+		if (update_r)
+		{
+			const double m1 = w1[0],
+						m2 = w2[0];
+			const int	k = wk[0];
+
+			for (int q0 = threadIdx.x; q0 < units; q0 += AP_ROW_THREADS * B)
+			{
+				T			rv[B][V],
+							sv[B][V];
+
+				GC_UNROLL
+				for (int u = 0; u < B; u++)
+				{
+					const int	q = q0 + u * AP_ROW_THREADS,
+								j = h + V * q;
+
+					if (q >= units)
+						break;
+					if (j + V > kn)
+					{
+						ap_load8(Ri + j, rv[u]);
+						ap_load8(Si + j, sv[u]);
+					}
+				}
+				GC_UNROLL
+				for (int u = 0; u < B; u++)
+				{
+					const int	q = q0 + u * AP_ROW_THREADS,
+								j = h + V * q;
+					T			rn[V];
+
+					if (q >= units)
+						break;
+					GC_UNROLL
+					for (int e = 0; e < V; e++)
+						rn[e] = j + e < kn ?
+							ap_sweep2(Rk[j + e], Sk[j + e], j + e == k ? m2 : m1, damping, omd) :
+							ap_sweep2(rv[u][e], sv[u][e], j + e == k ? m2 : m1, damping, omd);
+					ap_store8(Ri + j, rn);
+				}
+			}
+			if (single >= 0)
+			{
+				const int	j = single;
+
+				Ri[j] = j < kn ?
+					ap_sweep2(Rk[j], Sk[j], j == k ? m2 : m1, damping, omd) :
+					ap_sweep2(Ri[j], Si[j], j == k ? m2 : m1, damping, omd);
+			}
+		}
 		__syncthreads();		/* w1, w2, wk are the next row's */
 	}
 }
@@ -813,8 +939,12 @@ g_iterate(void *v, double damping, bool update_r, int64_t *K,
 
 	AP_CK(cudaMemsetAsync(w->counts, 0, 2 * sizeof(unsigned long long), D.s));
 	AP_CK(cudaEventRecord(D.ev[0], D.s));
-	ap_colsum<T><<<(w->n + AP_COL_THREADS - 1) / AP_COL_THREADS, AP_COL_THREADS, 0, D.s>>>(
-		w->R, w->n, w->cs);
+	if (ap_vec<T>::V == 2 && w->n % 2 == 0)
+		ap_colsum<T, ap_vec<T>::V><<<(w->n / 2 + AP_COL_THREADS - 1) / AP_COL_THREADS,
+			AP_COL_THREADS, 0, D.s>>>(w->R, w->n, w->cs);
+	else
+		ap_colsum<T, 1><<<(w->n + AP_COL_THREADS - 1) / AP_COL_THREADS, AP_COL_THREADS, 0, D.s>>>(
+			w->R, w->n, w->cs);
 	AP_CK(cudaGetLastError());
 	AP_CK(cudaEventRecord(D.ev[1], D.s));
 	ap_rows<T, true><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS,
