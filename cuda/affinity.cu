@@ -11,18 +11,17 @@
  *   ap_colsum  cs[j] = sum over rows in order of Rp[i][j]: a thread a
  *              column, walking the rows with AP_COL_AHEAD loads in flight;
  *              reads R (sizeof(T) bytes an entry);
- *   ap_rows    a block a row at a time: sweep 1 updates A from R, S and
- *              cs and keeps the row's top two of A+S (and an argmax), the
- *              exemplar flag on the diagonal; sweep 2 updates R from R, S
- *              and the top two, in the same column loop as the block's
- *              next row's sweep 1.  Sweep 2 needs the row's R and S again:
- *              sweep 1 keeps the first nk columns of both in shared memory
- *              (as many as fit beside the other rows in flight), and the
- *              rest are re-read from L2, where sweep 1 has just brought
- *              them.  So from memory it reads R, A, S and writes A and R,
- *              5 sizeof(T) bytes an entry.  (Without the kept columns the
- *              rows in flight, 264 of 20k floats' R and S = 42 MB, miss
- *              the H100's L2 and read 7.)
+ *   ap_rows    a block a row: sweep 1 updates A from R, S and cs and
+ *              keeps the row's top two of A+S (and an argmax), the exemplar
+ *              flag on the diagonal; sweep 2 updates R from R, S and the
+ *              top two.  Sweep 2 needs the row's R and S again: sweep 1
+ *              keeps the first nk columns of both in shared memory (all a
+ *              multiprocessor has: 14.5k doubles, 29k floats), and the rest
+ *              are re-read from L2, where sweep 1 has just brought them.
+ *              So from memory it reads R, A, S and writes A and R, 5
+ *              sizeof(T) bytes an entry.  (Re-read from L2 alone, the rows
+ *              in flight, 264 of 20k floats' R and S = 42 MB, missed the
+ *              H100's L2 and read 7.)
  * So 6 sizeof(T) bytes an entry an iteration: 24 in float4, 48 in float8,
  * and no n x n temporary beyond S, R and A.  Damping is in both passes.
  * Where the CPU tests v == max for the row's argmax, the row keeps one
@@ -56,15 +55,17 @@
 #define AP_CK(expr) GC_CUDA_CK("GPU affinity propagation", expr)
 
 /* ap_rows: threads a block (a row), and units (ap_vec) a thread loads at once */
-#define AP_ROW_THREADS 512
+#define AP_ROW_THREADS 1024
 #define AP_ROW_BATCH 2
 /*
  * ap_rows: blocks (rows in flight) a multiprocessor, and the most shared
  * memory a block keeps its row's columns in (-1: all that fits beside the
- * other blocks).  The bench sets both (gc_ap_gpu_set_row_blocks,
- * cuda/affinity_hooks.cu).
+ * other blocks).  One block of 1024 a multiprocessor keeps a whole row of
+ * 20k floats (two of 512 kept 72% of it: 4.05 against 4.00 ms an
+ * iteration; 8.12 against 7.16 for doubles).  The bench sets both
+ * (gc_ap_gpu_set_row_blocks, cuda/affinity_hooks.cu).
  */
-int			gc_ap_row_blocks_per_sm = 2;
+int			gc_ap_row_blocks_per_sm = 1;
 long		gc_ap_row_keep_bytes = -1;
 /* ap_colsum: threads a block, and rows each thread loads ahead */
 #define AP_COL_THREADS 64
@@ -438,7 +439,7 @@ ap_sweep2(T r, T s, double y, double damping, double omd)
  */
 template <typename T, bool UPDATE_A>
 __global__ void
-__launch_bounds__(AP_ROW_THREADS, 2)
+__launch_bounds__(AP_ROW_THREADS, 1)
 ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 		const double *__restrict__ cs, int n, int nk, double damping,
 		double omd, bool update_r, uint8_t *__restrict__ E,

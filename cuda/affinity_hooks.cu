@@ -15,7 +15,7 @@ extern long gc_ap_row_keep_bytes;
 extern "C" void
 gc_ap_gpu_set_row_blocks(int per_sm)
 {
-	gc_ap_row_blocks_per_sm = per_sm > 0 ? per_sm : 2;
+	gc_ap_row_blocks_per_sm = per_sm > 0 ? per_sm : 1;
 }
 
 extern "C" void

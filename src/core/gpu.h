@@ -507,7 +507,7 @@ gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
 								gc_status *st);
 
 /* Rows the GPU affinity propagation's row pass keeps in flight on a
- * multiprocessor (cuda/affinity.cu); 0 restores the default, 2. */
+ * multiprocessor (cuda/affinity.cu); 0 restores the default, 1. */
 void		gc_ap_gpu_set_row_blocks(int per_sm);
 
 /* The most shared memory (bytes) a block of that row pass keeps its row's
