@@ -42,7 +42,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <algorithm>
-#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -58,14 +57,13 @@
 #define AP_ROW_THREADS 1024
 #define AP_ROW_BATCH 2
 /*
- * ap_rows: blocks (rows in flight) a multiprocessor, and the most shared
- * memory a block keeps its row's columns in (-1: all that fits beside the
- * other blocks).  One block of 1024 a multiprocessor keeps a whole row of
- * 20k floats (two of 512 kept 72% of it: 4.05 against 4.00 ms an
- * iteration; 8.12 against 7.16 for doubles).  The bench sets both
- * (gc_ap_gpu_set_row_blocks, cuda/affinity_hooks.cu).
+ * ap_rows runs one block a multiprocessor (its 1024 threads take the
+ * registers), which keeps a whole row of 20k floats in shared memory (two
+ * blocks of 512 kept 72% of it: 4.05 against 4.00 ms an iteration; 8.12
+ * against 7.16 for doubles).  The most shared memory a block keeps its
+ * row's columns in (-1: all a block can have); the tests and the bench
+ * set it (gc_ap_gpu_set_row_keep, cuda/affinity_hooks.cu).
  */
-int			gc_ap_row_blocks_per_sm = 1;
 long		gc_ap_row_keep_bytes = -1;
 /* ap_colsum: threads a block, and rows each thread loads ahead */
 #define AP_COL_THREADS 64
@@ -604,9 +602,12 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 						break;
 					GC_UNROLL
 					for (int e = 0; e < V; e++)
-						rn[e] = j + e < kn ?
-							ap_sweep2(Rk[j + e], Sk[j + e], j + e == k ? m2 : m1, damping, omd) :
-							ap_sweep2(rv[u][e], sv[u][e], j + e == k ? m2 : m1, damping, omd);
+					{
+						const bool	kept = j + e < kn;
+
+						rn[e] = ap_sweep2(kept ? Rk[j + e] : rv[u][e], kept ? Sk[j + e] : sv[u][e],
+										  j + e == k ? m2 : m1, damping, omd);
+					}
 					ap_store8(Ri + j, rn);
 				}
 			}
@@ -614,9 +615,8 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 			{
 				const int	j = single;
 
-				Ri[j] = j < kn ?
-					ap_sweep2(Rk[j], Sk[j], j == k ? m2 : m1, damping, omd) :
-					ap_sweep2(Ri[j], Si[j], j == k ? m2 : m1, damping, omd);
+				Ri[j] = ap_sweep2(j < kn ? Rk[j] : Ri[j], j < kn ? Sk[j] : Si[j],
+								  j == k ? m2 : m1, damping, omd);
 			}
 		}
 		__syncthreads();		/* w1, w2, wk are the next row's */
@@ -733,8 +733,7 @@ struct ap_gpu_ws
 
 /*
  * The columns of its row an ap_rows block keeps in shared memory: as many
- * as fit with gc_ap_row_blocks_per_sm blocks a multiprocessor (at most
- * gc_ap_row_keep_bytes).  The kernel's settings are the same for every
+ * as a block can have (at most gc_ap_row_keep_bytes).  The kernel's settings are the same for every
  * call (calls on other threads, the GPU worker's, share them): all the
  * shared memory a block can have, and the multiprocessor's L1 given to
  * shared memory.
@@ -743,34 +742,23 @@ template <typename T>
 static gc_code
 ap_row_keep(ap_gpu_ws<T> *w, int dev, gc_status *st)
 {
-	const int	per_sm = gc_ap_row_blocks_per_sm;
 	cudaFuncAttributes fa;
-	int			optin,
-				sm_bytes,
-				reserved,
-				resident = 0;
+	int			optin;
 	long		avail;
 
 	AP_CK(cudaFuncGetAttributes(&fa, ap_rows<T, true>));
 	AP_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-	AP_CK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-	AP_CK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
 	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 							   optin - (int) fa.sharedSizeBytes));
 	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributePreferredSharedMemoryCarveout,
 							   (int) cudaSharedmemCarveoutMaxShared));
-	avail = sm_bytes / per_sm - reserved - (long) fa.sharedSizeBytes;
-	if (avail > optin - (long) fa.sharedSizeBytes)
-		avail = optin - (long) fa.sharedSizeBytes;
+	avail = optin - (long) fa.sharedSizeBytes;
 	if (gc_ap_row_keep_bytes >= 0 && avail > gc_ap_row_keep_bytes)
 		avail = gc_ap_row_keep_bytes;
 	if (avail < 0)
 		avail = 0;
 	w->nk = (int) std::min<long>(w->n, avail / (long) (2 * sizeof(T)));
-	AP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, ap_rows<T, true>, AP_ROW_THREADS,
-														2 * sizeof(T) * (size_t) w->nk));
 	ap_phases.row_keep = w->nk;
-	ap_phases.row_blocks = resident;
 	return GC_OK;
 }
 
@@ -902,7 +890,7 @@ g_first(void *v, double damping, gc_status *st)
 	double		t0 = gc_now_ms();
 	gc_code		rc;
 
-	ap_rows<T, false><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS, 0, w->D.s>>>(
+	ap_rows<T, false><<<w->sms, AP_ROW_THREADS, 0, w->D.s>>>(
 		w->S, w->R, w->A, w->cs, w->n, 0, damping, 1.0 - damping, true,
 		w->E, w->Eprev, w->counts);
 	AP_CK(cudaGetLastError());
@@ -929,7 +917,7 @@ g_iterate(void *v, double damping, bool update_r, int64_t *K,
 		w->R, w->n, w->cs);
 	AP_CK(cudaGetLastError());
 	AP_CK(cudaEventRecord(D.ev[1], D.s));
-	ap_rows<T, true><<<ap_grid(w->sms, gc_ap_row_blocks_per_sm), AP_ROW_THREADS,
+	ap_rows<T, true><<<w->sms, AP_ROW_THREADS,
 		2 * sizeof(T) * (size_t) w->nk, D.s>>>(
 		w->S, w->R, w->A, w->cs, w->n, w->nk, damping, 1.0 - damping, update_r,
 		w->E, w->Eprev, w->counts);

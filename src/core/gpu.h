@@ -130,7 +130,6 @@ typedef struct gc_ap_gpu_phases
 	int			iterations;
 	int			row_keep;		/* columns of its row a row pass block keeps
 								 * in shared memory between its sweeps */
-	int			row_blocks;		/* its blocks a multiprocessor holds */
 	double		ms_total;		/* the whole call */
 } gc_ap_gpu_phases;
 
@@ -506,12 +505,9 @@ gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
 								int32_t *labels, uint8_t *is_core,
 								gc_status *st);
 
-/* Rows the GPU affinity propagation's row pass keeps in flight on a
- * multiprocessor (cuda/affinity.cu); 0 restores the default, 1. */
-void		gc_ap_gpu_set_row_blocks(int per_sm);
-
-/* The most shared memory (bytes) a block of that row pass keeps its row's
- * columns in between its sweeps; -1 restores the default, all that fits. */
+/* The most shared memory (bytes) a block of the GPU affinity propagation's
+ * row pass (cuda/affinity.cu) keeps its row's columns in between its
+ * sweeps; -1 restores the default, all a block can have. */
 void		gc_ap_gpu_set_row_keep(long bytes);
 
 #endif							/* GC_TESTING && GPUCLUST_CUDA */

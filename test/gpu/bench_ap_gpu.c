@@ -20,11 +20,9 @@
  *
  * BENCH_AP_N="5000 10000 ..." chooses the sizes (default 5k, 10k, 20k,
  * 40k and the largest that fits); BENCH_AP_CROSS=0 skips the crossover;
- * BENCH_AP_ROWBLOCKS="1 2 4" also times the row pass with that many rows
- * in flight a multiprocessor at 20k, and BENCH_AP_KEEP="0 65536 -1" with
- * that much shared memory a block keeps its row in (-1: all that fits),
- * each pair of the two lists; BENCH_AP_PREC=4 or 8 times that precision
- * only.
+ * BENCH_AP_KEEP="0 65536 -1" also times 20k with that much shared memory
+ * a row-pass block keeps its row in (-1: all it can have); BENCH_AP_PREC=4
+ * or 8 times that precision only.
  */
 #include <math.h>
 #include <stdint.h>
@@ -118,12 +116,12 @@ per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
 		double		h = (r.ms_iterations - ph.ms_first) / r.iterations;
 		double		floor5 = 5 * sz * nn / (tbs * 1e12) * 1e3;
 
-		printf("  %7lld  %-6s  %8.3f  %8.3f  %7.3f  %7.3f  %8.3f  %6.2f  %5.0f%%  %8.1f  %7.2f  %8.1f  %6.1f  %6d/%d\n",
+		printf("  %7lld  %-6s  %8.3f  %8.3f  %7.3f  %7.3f  %8.3f  %6.2f  %5.0f%%  %8.1f  %7.2f  %8.1f  %6.1f  %6d\n",
 			   (long long) n, gc_ap_precision_name(prec), h, k,
 			   ph.ms_colsum / ph.iterations, ph.ms_rows / ph.iterations,
 			   floor5, 6 * sz * nn / (k * 1e-3) / 1e12,
 			   100.0 * floor5 / h, ph.ms_similarity, ph.ms_first, ph.ms_alloc, wall / 1e3,
-			   ph.row_keep, ph.row_blocks);
+			   ph.row_keep);
 	}
 	free(lab);
 	free(ex);
@@ -184,7 +182,6 @@ main(void)
 	gc_cuda_device_info info;
 	const char *env = getenv("BENCH_AP_N");
 	const char *cross = getenv("BENCH_AP_CROSS");
-	const char *rb = getenv("BENCH_AP_ROWBLOCKS");
 	const char *kb = getenv("BENCH_AP_KEEP");
 	long		ns[16];
 	int			nns = 0;
@@ -215,7 +212,7 @@ main(void)
 		ns[nns++] = -1;			/* the largest that fits */
 	}
 
-	printf("\nper iteration (%d iterations, 2-d blobs; host = kernels + the read-back of each iteration, the first pass left out; floor = 5 values an entry over the copy bandwidth; kept = columns of its row a row-pass block keeps in shared memory, /blocks a multiprocessor holds):\n",
+	printf("\nper iteration (%d iterations, 2-d blobs; host = kernels + the read-back of each iteration, the first pass left out; floor = 5 values an entry over the copy bandwidth; kept = columns of its row a row-pass block keeps in shared memory):\n",
 		   AP_BENCH_ITERS);
 	printf("  %7s  %-6s  %8s  %8s  %7s  %7s  %8s  %6s  %6s  %8s  %7s  %8s  %6s  %6s\n",
 		   "n", "prec", "host ms", "kern ms", "colsum", "rows", "floor ms",
@@ -237,26 +234,21 @@ main(void)
 			free(X);
 		}
 
-	if (rb != NULL || kb != NULL)
+	if (kb != NULL)
 	{
-		long		rbs[8],
-					kbs[8];
-		int			nrb = parse_list(rb ? rb : "2", rbs, 8),
-					nkb = parse_list(kb ? kb : "-1", kbs, 8);
+		long		kbs[8];
+		int			nkb = parse_list(kb, kbs, 8);
 		float	   *X = tu_make_data(&rs, 20000, 2, DATA_BLOBS, 50);
 
-		printf("\nrow pass with rows in flight a multiprocessor and shared memory a row keeps (n 20000):\n");
-		for (int a = 0; a < nrb; a++)
-			for (int b = 0; b < nkb; b++)
-			{
-				gc_ap_gpu_set_row_blocks((int) rbs[a]);
-				gc_ap_gpu_set_row_keep(kbs[b]);
-				printf(" %ld a multiprocessor, keep %ld bytes:\n", rbs[a], kbs[b]);
-				for (int prec = 0; prec < 2; prec++)
-					if (getenv("BENCH_AP_PREC") == NULL || atoi(getenv("BENCH_AP_PREC")) == (prec ? 4 : 8))
-						per_iteration(X, 20000, 2, (gc_ap_precision) prec, tbs);
-			}
-		gc_ap_gpu_set_row_blocks(0);
+		printf("\nrow pass with shared memory a row keeps (n 20000):\n");
+		for (int b = 0; b < nkb; b++)
+		{
+			gc_ap_gpu_set_row_keep(kbs[b]);
+			printf(" keep %ld bytes:\n", kbs[b]);
+			for (int prec = 0; prec < 2; prec++)
+				if (getenv("BENCH_AP_PREC") == NULL || atoi(getenv("BENCH_AP_PREC")) == (prec ? 4 : 8))
+					per_iteration(X, 20000, 2, (gc_ap_precision) prec, tbs);
+		}
 		gc_ap_gpu_set_row_keep(-1);
 		free(X);
 	}

@@ -26,8 +26,7 @@
 #                    KM_BENCH_TIMEOUT (220) s
 #   ap-bench         bench_ap_gpu: affinity propagation per iteration (5k
 #                    to the largest n that fits, float8 and float4, bytes
-#                    rooflines; BENCH_AP_N, BENCH_AP_ROWBLOCKS,
-#                    BENCH_AP_KEEP) and whole
+#                    rooflines; BENCH_AP_N, BENCH_AP_KEEP) and whole
 #                    calls CPU vs GPU; then bench_ap_sklearn.py
 #                    (scikit-learn per iteration; AP_SKLEARN_N, default
 #                    "5000 10000 20000")
