@@ -21,7 +21,10 @@
  *              So from memory it reads R, A, S and writes A and R, 5
  *              sizeof(T) bytes an entry.  (Re-read from L2 alone, the rows
  *              in flight, 264 of 20k floats' R and S = 42 MB, missed the
- *              H100's L2 and read 7.)
+ *              H100's L2 and read 7.)  When the whole row is kept, sweep 2
+ *              reads no memory: while the block reduces its top two and
+ *              runs sweep 2, the head of its next row's S, R and A is
+ *              prefetched into L2, so that the multiprocessor keeps reading.
  * So 6 sizeof(T) bytes an entry an iteration: 24 in float4, 48 in float8,
  * and no n x n temporary beyond S, R and A.  Damping is in both passes.
  * Where the CPU tests v == max for the row's argmax, the row keeps one
@@ -65,9 +68,22 @@
  * set it (gc_ap_gpu_set_row_keep, cuda/affinity_hooks.cu).
  */
 long		gc_ap_row_keep_bytes = -1;
-/* ap_colsum: threads a block, and rows each thread loads ahead */
+/*
+ * Bytes of each of S, R and A at the head of its next row that an ap_rows
+ * block prefetches into L2 after its sweep 1, when it keeps whole rows.
+ * Measured on the H100 at 20k floats (row pass, ms): none 3.35, 16 KB
+ * 3.25, 24 KB 3.23, 32 KB 3.15, 40 KB 3.17, 48 KB 3.21, 64 KB 3.45.  Where
+ * sweep 2 re-reads from L2 (rows longer than the shared memory: 20k and 40k
+ * doubles, 40k floats) it was slower (6.17 against 5.99 ms at 20k doubles),
+ * so there is none.  The tests and the bench set it
+ * (gc_ap_gpu_set_row_prefetch; -1: this rule).
+ */
+#define AP_ROW_PREFETCH 32768
+long		gc_ap_row_prefetch_bytes = -1;
+/* ap_colsum: threads a block, and rows each thread loads ahead (20k floats:
+ * 0.690 ms with 32, 0.648 with 64) */
 #define AP_COL_THREADS 64
-#define AP_COL_AHEAD 32
+#define AP_COL_AHEAD 64
 /* ap_sim: a block computes AP_SIM_TILE x AP_SIM_TILE entries */
 #define AP_SIM_TILE 32
 #define AP_SIM_DCHUNK 32
@@ -338,6 +354,28 @@ ap_colsum(const T *__restrict__ R, int n, double *__restrict__ cs)
 	cs[j] = c;
 }
 
+/*
+ * The first `bytes` of row i of M (n x n) into L2, as a bulk prefetch
+ * (sm_90; none before): from the 16-byte boundary at or below the row's
+ * start, at most the row's length, inside the matrix.
+ */
+template <typename T>
+static __device__ __forceinline__ void
+ap_prefetch_row(const T *M, int n, int i, int bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	const uintptr_t a = (uintptr_t) (M + (size_t) i * n) & ~(uintptr_t) 15,
+				end = (uintptr_t) (M + (size_t) n * n);
+	size_t		len = (size_t) n * sizeof(T) + 15;
+
+	len = len < (size_t) bytes ? len : (size_t) bytes;
+	len = (len < end - a ? len : end - a) & ~(size_t) 15;
+	if (len > 0)
+		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
+					 :: "l"(a), "r"((unsigned) len) : "memory");
+#endif
+}
+
 /* the top two of a multiset, and an index of the largest */
 struct ap_top2
 {
@@ -432,13 +470,14 @@ ap_sweep2(T r, T s, double y, double damping, double omd)
  * a thread of its own.  Sweep 1 keeps S[i][j] and R[i][j] for j < nk
  * (update_a only) in the dynamic shared memory, 2 nk values: both sweeps
  * give a thread the same columns, so a thread reads back only what it
- * kept; the rest sweep 2 re-reads from L2.
+ * kept; the rest sweep 2 re-reads from L2.  After sweep 1, three threads
+ * prefetch the first pf bytes of the block's next row of S, R and A.
  */
 template <typename T, bool UPDATE_A>
 __global__ void
 __launch_bounds__(AP_ROW_THREADS, 1)
 ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
-		const double *__restrict__ cs, int n, int nk, double damping,
+		const double *__restrict__ cs, int n, int nk, int pf, double damping,
 		double omd, bool update_r, uint8_t *__restrict__ E,
 		const uint8_t *__restrict__ Eprev,
 		unsigned long long *__restrict__ counts)
@@ -535,6 +574,10 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 			if (UPDATE_A)
 				Ai[j] = an;
 		}
+
+		if (pf > 0 && threadIdx.x < 3 && i + (int) gridDim.x < n)
+			ap_prefetch_row(threadIdx.x == 0 ? S : threadIdx.x == 1 ? R : A, n,
+							i + gridDim.x, pf);
 
 		/* the block's top two: warps, then the first warp over the warps */
 		for (int o = 16; o > 0; o >>= 1)
@@ -721,6 +764,7 @@ struct ap_gpu_ws
 				d;
 	int			sms;
 	int			nk;				/* columns ap_rows keeps in shared memory */
+	int			pf;				/* bytes of its next row it prefetches */
 	T		   *S = nullptr,
 			   *R = nullptr,
 			   *A = nullptr;
@@ -732,18 +776,22 @@ struct ap_gpu_ws
 };
 
 /*
- * The columns of its row an ap_rows block keeps in shared memory: as many
- * as a block can have (at most gc_ap_row_keep_bytes).  The kernel's settings are the same for every
- * call (calls on other threads, the GPU worker's, share them): all the
- * shared memory a block can have, and the multiprocessor's L1 given to
+ * The row pass's settings.  The columns of its row an ap_rows block keeps
+ * in shared memory: as many as a block can have (at most
+ * gc_ap_row_keep_bytes); and the bytes of its next row it prefetches:
+ * AP_ROW_PREFETCH when it keeps whole rows on sm_90 or later, else none
+ * (or gc_ap_row_prefetch_bytes).  The kernel's attributes are the same for
+ * every call (calls on other threads, the GPU worker's, share them): all
+ * the shared memory a block can have, and the multiprocessor's L1 given to
  * shared memory.
  */
 template <typename T>
 static gc_code
-ap_row_keep(ap_gpu_ws<T> *w, int dev, gc_status *st)
+ap_row_setup(ap_gpu_ws<T> *w, int dev, gc_status *st)
 {
 	cudaFuncAttributes fa;
-	int			optin;
+	int			optin,
+				major;
 	long		avail;
 
 	AP_CK(cudaFuncGetAttributes(&fa, ap_rows<T, true>));
@@ -758,7 +806,12 @@ ap_row_keep(ap_gpu_ws<T> *w, int dev, gc_status *st)
 	if (avail < 0)
 		avail = 0;
 	w->nk = (int) std::min<long>(w->n, avail / (long) (2 * sizeof(T)));
+	AP_CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+	w->pf = major >= 9 && w->nk == w->n ? AP_ROW_PREFETCH : 0;
+	if (gc_ap_row_prefetch_bytes >= 0)
+		w->pf = (int) std::min<long>(gc_ap_row_prefetch_bytes, INT32_MAX);
 	ap_phases.row_keep = w->nk;
+	ap_phases.row_prefetch = w->pf;
 	return GC_OK;
 }
 
@@ -891,7 +944,7 @@ g_first(void *v, double damping, gc_status *st)
 	gc_code		rc;
 
 	ap_rows<T, false><<<w->sms, AP_ROW_THREADS, 0, w->D.s>>>(
-		w->S, w->R, w->A, w->cs, w->n, 0, damping, 1.0 - damping, true,
+		w->S, w->R, w->A, w->cs, w->n, 0, 0, damping, 1.0 - damping, true,
 		w->E, w->Eprev, w->counts);
 	AP_CK(cudaGetLastError());
 	rc = ap_sync_poll(w, st);
@@ -919,7 +972,7 @@ g_iterate(void *v, double damping, bool update_r, int64_t *K,
 	AP_CK(cudaEventRecord(D.ev[1], D.s));
 	ap_rows<T, true><<<w->sms, AP_ROW_THREADS,
 		2 * sizeof(T) * (size_t) w->nk, D.s>>>(
-		w->S, w->R, w->A, w->cs, w->n, w->nk, damping, 1.0 - damping, update_r,
+		w->S, w->R, w->A, w->cs, w->n, w->nk, w->pf, damping, 1.0 - damping, update_r,
 		w->E, w->Eprev, w->counts);
 	AP_CK(cudaGetLastError());
 	AP_CK(cudaEventRecord(D.ev[2], D.s));
@@ -1054,7 +1107,7 @@ ap_gpu_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	AP_ALLOC(w->counts, 2 + AP_RADIX_SIZE);
 	AP_CK(cudaMemsetAsync(w->E, 0, (size_t) n, w->D.s));
 	AP_CK(cudaMemsetAsync(w->Eprev, 0, (size_t) n, w->D.s));
-	if ((rc = ap_row_keep(w, dev, st)) != GC_OK)
+	if ((rc = ap_row_setup(w, dev, st)) != GC_OK)
 		return rc;
 	return gc_ap_run(&ap_gpu_ops<T>, w, ctx, n, p, res, st);
 }

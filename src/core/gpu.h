@@ -130,6 +130,8 @@ typedef struct gc_ap_gpu_phases
 	int			iterations;
 	int			row_keep;		/* columns of its row a row pass block keeps
 								 * in shared memory between its sweeps */
+	int			row_prefetch;	/* bytes of each of its next row's S, R and
+								 * A it prefetches into L2 */
 	double		ms_total;		/* the whole call */
 } gc_ap_gpu_phases;
 
@@ -509,6 +511,10 @@ gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
  * row pass (cuda/affinity.cu) keeps its row's columns in between its
  * sweeps; -1 restores the default, all a block can have. */
 void		gc_ap_gpu_set_row_keep(long bytes);
+
+/* The bytes of each of its next row's S, R and A that a row pass block
+ * prefetches into L2 after its first sweep; -1 restores the default. */
+void		gc_ap_gpu_set_row_prefetch(long bytes);
 
 #endif							/* GC_TESTING && GPUCLUST_CUDA */
 

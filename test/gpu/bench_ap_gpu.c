@@ -5,7 +5,7 @@
  * tables.  (scikit-learn's time per iteration on the same machine:
  * test/gpu/bench_ap_sklearn.py.)
  *
- * Per iteration: a run of AP_BENCH_ITERS iterations with a given
+ * Per iteration: a run of BENCH_AP_ITERS iterations with a given
  * preference and convergence_iter = max_iter (so none stops early); the
  * kernels' time (events) over the iterations, and the host's (each
  * iteration's read-back of the exemplar counts included).  The first pass
@@ -19,7 +19,10 @@
  * device, bytes read plus written).
  *
  * BENCH_AP_N="5000 10000 ..." chooses the sizes (default 5k, 10k, 20k,
- * 40k and the largest that fits); BENCH_AP_CROSS=0 skips the crossover;
+ * 40k and the largest that fits); BENCH_AP_ITERS the iterations (20);
+ * BENCH_AP_PF="-1 0" times every size once with each of these bytes of
+ * its next row a row-pass block prefetches (-1, the default: its rule;
+ * 0: none); BENCH_AP_CROSS=0 skips the crossover;
  * BENCH_AP_KEEP="0 65536 -1" also times 20k with that much shared memory
  * a row-pass block keeps its row in (-1: all it can have); BENCH_AP_PREC=4
  * or 8 times that precision only.
@@ -36,7 +39,7 @@
 #include "testutil.h"
 #include "gpu.h"
 
-#define AP_BENCH_ITERS 20
+static int	iters = 20;
 
 static uint64_t rs;
 
@@ -90,7 +93,7 @@ static bool
 per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
 			  double tbs)
 {
-	gc_ap_params p = {0.5, true, -50.0, AP_BENCH_ITERS, AP_BENCH_ITERS, prec};
+	gc_ap_params p = {0.5, true, -50.0, iters, iters, prec};
 	gc_ap_result r;
 	gc_ap_gpu_phases ph;
 	gc_status	st;
@@ -116,12 +119,12 @@ per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
 		double		h = (r.ms_iterations - ph.ms_first) / r.iterations;
 		double		floor5 = 5 * sz * nn / (tbs * 1e12) * 1e3;
 
-		printf("  %7lld  %-6s  %8.3f  %8.3f  %7.3f  %7.3f  %8.3f  %6.2f  %5.0f%%  %8.1f  %7.2f  %8.1f  %6.1f  %6d\n",
+		printf("  %7lld  %-6s  %8.3f  %8.3f  %7.3f  %7.3f  %8.3f  %6.2f  %5.0f%%  %8.1f  %7.2f  %8.1f  %6.1f  %6d  %6d\n",
 			   (long long) n, gc_ap_precision_name(prec), h, k,
 			   ph.ms_colsum / ph.iterations, ph.ms_rows / ph.iterations,
 			   floor5, 6 * sz * nn / (k * 1e-3) / 1e12,
 			   100.0 * floor5 / h, ph.ms_similarity, ph.ms_first, ph.ms_alloc, wall / 1e3,
-			   ph.row_keep);
+			   ph.row_keep, ph.row_prefetch);
 	}
 	free(lab);
 	free(ex);
@@ -183,13 +186,20 @@ main(void)
 	const char *env = getenv("BENCH_AP_N");
 	const char *cross = getenv("BENCH_AP_CROSS");
 	const char *kb = getenv("BENCH_AP_KEEP");
-	long		ns[16];
-	int			nns = 0;
+	const char *pf = getenv("BENCH_AP_PF");
+	long		ns[16],
+				pfs[8] = {-1};
+	int			nns = 0,
+				npf = 1;
 	double		tbs;
 	size_t		freeb,
 				totalb;
 
 	rs = tu_seed();
+	if (getenv("BENCH_AP_ITERS") != NULL)
+		iters = atoi(getenv("BENCH_AP_ITERS"));
+	if (pf != NULL)
+		npf = parse_list(pf, pfs, 8);
 	gc_cuda_probe(0, &info);
 	if (!info.usable)
 	{
@@ -212,14 +222,15 @@ main(void)
 		ns[nns++] = -1;			/* the largest that fits */
 	}
 
-	printf("\nper iteration (%d iterations, 2-d blobs; host = kernels + the read-back of each iteration, the first pass left out; floor = 5 values an entry over the copy bandwidth; kept = columns of its row a row-pass block keeps in shared memory):\n",
-		   AP_BENCH_ITERS);
-	printf("  %7s  %-6s  %8s  %8s  %7s  %7s  %8s  %6s  %6s  %8s  %7s  %8s  %6s  %6s\n",
+	printf("\nper iteration (%d iterations, 2-d blobs; host = kernels + the read-back of each iteration, the first pass left out; floor = 5 values an entry over the copy bandwidth; kept = columns of its row a row-pass block keeps in shared memory; pf = bytes of each of its next row's S, R and A it prefetches into L2):\n",
+		   iters);
+	printf("  %7s  %-6s  %8s  %8s  %7s  %7s  %8s  %6s  %6s  %8s  %7s  %8s  %6s  %6s  %6s\n",
 		   "n", "prec", "host ms", "kern ms", "colsum", "rows", "floor ms",
-		   "TB/s", "of fl", "S ms", "first", "alloc ms", "call s", "kept");
-	for (int prec = 0; prec < 2; prec++)
-		for (int i = 0; i < nns; i++)
-			if (getenv("BENCH_AP_PREC") == NULL || atoi(getenv("BENCH_AP_PREC")) == (prec ? 4 : 8))
+		   "TB/s", "of fl", "S ms", "first", "alloc ms", "call s", "kept", "pf");
+	for (int f = 0; f < npf; f++)
+		for (int prec = 0; prec < 2; prec++)
+			for (int i = 0; i < nns; i++)
+				if (getenv("BENCH_AP_PREC") == NULL || atoi(getenv("BENCH_AP_PREC")) == (prec ? 4 : 8))
 		{
 			int64_t		n = ns[i];
 			float	   *X;
@@ -230,9 +241,11 @@ main(void)
 				n = gc_ap_gpu_max_rows(freeb - ((size_t) 512 << 20), 2, (gc_ap_precision) prec);
 			}
 			X = tu_make_data(&rs, n, 2, DATA_BLOBS, 50);
+			gc_ap_gpu_set_row_prefetch(pfs[f]);
 			per_iteration(X, n, 2, (gc_ap_precision) prec, tbs);
 			free(X);
 		}
+	gc_ap_gpu_set_row_prefetch(-1);
 
 	if (kb != NULL)
 	{

@@ -434,13 +434,26 @@ typedef struct ap_case
 } ap_case;
 
 /*
- * The shared memory (bytes) the row pass keeps its row's columns in
- * (gc_ap_gpu_set_row_keep), cycled over the cases: all that fits (the
- * whole row at these sizes), none (sweep 2 re-reads every column), and
- * 600 bytes (37 double or 75 float columns: the rest re-read).
+ * The row pass's settings, cycled over the cases: the shared memory
+ * (bytes) it keeps its row's columns in (gc_ap_gpu_set_row_keep) and the
+ * bytes of its next row it prefetches (gc_ap_gpu_set_row_prefetch).  The
+ * default (all that fits: the whole row at these sizes; prefetched), none
+ * kept (sweep 2 re-reads every column) with 32 KB prefetched, and 600
+ * bytes kept (37 double or 75 float columns: the rest re-read) with 40
+ * bytes prefetched (32 once rounded down).
  */
 static const long keeps[] = {-1, 0, 600};
-static long keep_bytes = -1;
+static const long prefetches[] = {-1, 32768, 40};
+static long keep_bytes = -1,
+			prefetch_bytes = -1;
+
+/* the row pass's settings, the k-th of keeps[] and prefetches[] */
+static void
+set_row_pass(int k)
+{
+	gc_ap_gpu_set_row_keep(keep_bytes = keeps[k]);
+	gc_ap_gpu_set_row_prefetch(prefetch_bytes = prefetches[k]);
+}
 
 static int	f4_same,
 			f4_tie_s,
@@ -457,11 +470,11 @@ run_case(const ap_case *c, bool f4)
 				gpu;
 	gc_status	st;
 	char		why[256],
-				name[160];
+				name[200];
 
-	snprintf(name, sizeof(name), "n %lld d %d %s/%d damping %.2f pref %d max_iter %d conv %d keep %ld",
+	snprintf(name, sizeof(name), "n %lld d %d %s/%d damping %.2f pref %d max_iter %d conv %d keep %ld prefetch %ld",
 			 (long long) c->n, c->d, kind_name[c->kind], c->nb, c->damping,
-			 c->has_pref, c->max_iter, c->conv, keep_bytes);
+			 c->has_pref, c->max_iter, c->conv, keep_bytes, prefetch_bytes);
 	fit_alloc(&cpu, c->n);
 	fit_alloc(&gpu, c->n);
 	if (c->has_pref == 2)
@@ -637,17 +650,17 @@ main(void)
 		{
 			for (size_t i = 0; i < nsmall; i++)
 			{
-				gc_ap_gpu_set_row_keep(keep_bytes = keeps[(i + r) % 3]);
+				set_row_pass((int) ((i + r) % 3));
 				run_case(&small[i], small[i].n <= 600);
 			}
 			if (!quick)
 				for (size_t i = 0; i < sizeof(large) / sizeof(large[0]); i++)
 				{
-					gc_ap_gpu_set_row_keep(keep_bytes = keeps[(i + r) % 3]);
+					set_row_pass((int) ((i + r) % 3));
 					run_case(&large[i], large[i].n <= 1100 && r == 0);
 				}
 		}
-		gc_ap_gpu_set_row_keep(keep_bytes = -1);
+		set_row_pass(0);
 	}
 	printf("test_ap_gpu: float4 against float8: %d the same, %d a tie in S, %d a tie in the messages, %d a preference beyond float's range, %d unexplained\n",
 		   f4_same, f4_tie_s, f4_tie_msg, f4_pref, f4_unexplained);
