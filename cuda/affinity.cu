@@ -72,7 +72,7 @@ long		gc_ap_row_keep_bytes = -1;
  * Bytes of each of S, R and A at the head of its next row that an ap_rows
  * block prefetches into L2 after its sweep 1, when it keeps whole rows.
  * Measured on the H100 at 20k floats (row pass, ms): none 3.35, 16 KB
- * 3.25, 24 KB 3.23, 32 KB 3.15, 40 KB 3.17, 48 KB 3.21, 64 KB 3.45.  Where
+ * 3.26, 24 KB 3.23, 32 KB 3.15, 40 KB 3.17, 48 KB 3.21, 64 KB 3.45.  Where
  * sweep 2 re-reads from L2 (rows longer than the shared memory: 20k and 40k
  * doubles, 40k floats) it was slower (6.17 against 5.99 ms at 20k doubles),
  * so there is none.  The tests and the bench set it
@@ -81,7 +81,7 @@ long		gc_ap_row_keep_bytes = -1;
 #define AP_ROW_PREFETCH 32768
 long		gc_ap_row_prefetch_bytes = -1;
 /* ap_colsum: threads a block, and rows each thread loads ahead (20k floats:
- * 0.690 ms with 32, 0.648 with 64) */
+ * 0.690 ms with 32, 0.653 with 64) */
 #define AP_COL_THREADS 64
 #define AP_COL_AHEAD 64
 /* ap_sim: a block computes AP_SIM_TILE x AP_SIM_TILE entries */
