@@ -74,6 +74,15 @@ copy_bandwidth(void)
 	return 2.0 * 5 * (double) bytes / (ms * 1e-3) / 1e12;	/* TB/s */
 }
 
+/* whether this precision is timed (BENCH_AP_PREC=4 or 8: that one only) */
+static bool
+prec_wanted(int prec)
+{
+	const char *e = getenv("BENCH_AP_PREC");
+
+	return e == NULL || atoi(e) == (prec == GC_AP_FLOAT4 ? 4 : 8);
+}
+
 /* a list of numbers, blanks or commas between them; how many */
 static int
 parse_list(const char *text, long *out, int max)
@@ -230,7 +239,7 @@ main(void)
 	for (int f = 0; f < npf; f++)
 		for (int prec = 0; prec < 2; prec++)
 			for (int i = 0; i < nns; i++)
-				if (getenv("BENCH_AP_PREC") == NULL || atoi(getenv("BENCH_AP_PREC")) == (prec ? 4 : 8))
+				if (prec_wanted(prec))
 		{
 			int64_t		n = ns[i];
 			float	   *X;
@@ -259,7 +268,7 @@ main(void)
 			gc_ap_gpu_set_row_keep(kbs[b]);
 			printf(" keep %ld bytes:\n", kbs[b]);
 			for (int prec = 0; prec < 2; prec++)
-				if (getenv("BENCH_AP_PREC") == NULL || atoi(getenv("BENCH_AP_PREC")) == (prec ? 4 : 8))
+				if (prec_wanted(prec))
 					per_iteration(X, 20000, 2, (gc_ap_precision) prec, tbs);
 		}
 		gc_ap_gpu_set_row_keep(-1);

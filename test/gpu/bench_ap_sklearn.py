@@ -7,8 +7,8 @@ with a given preference (no median) and convergence_iter = max_iter (no
 early stop), so the similarities and labelling cancel out; an untimed fit
 (max_iter=1) on the same data first, so that the first timed fit does not
 carry the process's start-up (which made 5k read 0.033 s an iteration).
-float64, as scikit-learn computes.  Usage: bench_ap_sklearn.py [n ...] (default 5000
-10000 20000).
+float64, as scikit-learn computes.  Usage: bench_ap_sklearn.py [n ...]
+(default 5000 10000 20000).
 """
 import os
 import sys

@@ -22,8 +22,10 @@
  *            the smallest |S|: the diagonal's rounding swamps them); or
  *            unexplained, a failure.
  *   errors   bad parameters (GC_EINVAL), the cancel flag (GC_ECANCEL), n 0.
- * The cases cycle the shared memory the row pass keeps its row in (all,
- * none, a few columns), so both of its sweep 2's sources are checked.
+ * The cases cycle the row pass's settings (set_row_pass): the shared
+ * memory it keeps its row in (all, none, a few columns), so both of its
+ * sweep 2's sources are checked, and the bytes of its next row it
+ * prefetches.
  *
  * ref_ap is the driver's rule written out sequentially, each stored value
  * passed through the storage's rounding: mode 8 (double), 4 (float) and
