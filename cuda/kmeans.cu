@@ -129,7 +129,7 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 	if (D.streamed)
 		rc = km_stream_assign_update(D, cur, st);
 	else if ((rc = km_assign(D, st)) == GC_OK)
-		rc = km_update(D, st);
+		rc = D.wu ? km_wupdate(D, D.labels, D.C[cur], D.C[1 - cur], st) : km_update(D, st);
 	if (rc != GC_OK ||
 		(rc = km_finalize(D, D.C[cur], D.C[1 - cur], st)) != GC_OK ||
 		(rc = km_prep(D, D.C[1 - cur], st)) != GC_OK ||
@@ -141,7 +141,8 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 	{
 		unsigned long long changed = D.h_info->changed;
 
-		if ((rc = km_reseed(D, D.C[cur], D.C[1 - cur], D.h_info->n_empty, st)) != GC_OK ||
+		if ((rc = (D.wu ? km_wreseed : km_reseed)(D, D.C[cur], D.C[1 - cur],
+												 D.h_info->n_empty, st)) != GC_OK ||
 			(rc = km_prep(D, D.C[1 - cur], st)) != GC_OK ||
 			(rc = km_read_info(D, st)) != GC_OK)
 			return rc;
@@ -151,45 +152,54 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 }
 
 /*
- * The CPU's own seeding of init on the host matrix: what the device's
- * seeding reproduces, so the centres are the same by construction.  Random
- * seeding always runs here; every init does when X is streamed (not
- * resident on the device).
+ * The CPU's own seeding of init on the host matrix (weighted by w, the
+ * host's weights, when not NULL): what the device's seeding reproduces, so
+ * the centres are the same by construction.  Random seeding always runs
+ * here; every init does when X is streamed (not resident on the device),
+ * and k-means|| does with weights (the device's is unweighted).
  */
 static gc_code
 km_seed_host(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
-			 gc_kmeans_init init, uint64_t seed, uint64_t stream, float *C,
-			 gc_status *st)
+			 const double *w, gc_kmeans_init init, uint64_t seed,
+			 uint64_t stream, float *C, gc_status *st)
 {
 	switch (init)
 	{
 		case GC_INIT_RANDOM:
-			return gc_km_init_random(ctx, X, n, d, k, seed, stream, C, NULL, st);
+			return gc_km_init_random_w(ctx, X, n, d, k, w, seed, stream, C, NULL, st);
 		case GC_INIT_KMEANSPP:
-			return gc_km_init_kmeanspp(ctx, X, n, d, k, seed, stream, C, NULL, st);
+			return gc_km_init_kmeanspp_w(ctx, X, n, d, k, w, seed, stream, C, NULL, st);
 		case GC_INIT_KMEANS_PARALLEL:
-			return gc_km_init_kmeans_par(ctx, X, n, d, k, seed, stream, C, NULL, st);
+			return gc_km_init_kmeans_par_w(ctx, X, n, d, k, w, seed, stream, C, NULL, st);
 		default:
 			return gc_fail(st, GC_EINTERNAL, "GPU k-means: no seeding %d", (int) init);
 	}
 }
 
+/* Whether init (resolved) seeds on the host (km_seed_host's cases). */
+static bool
+km_seeds_on_host(gc_kmeans_init init, bool streamed, bool weighted)
+{
+	return init == GC_INIT_RANDOM || streamed ||
+		(init == GC_INIT_KMEANS_PARALLEL && weighted);
+}
+
 /*
  * Initial centres into D.C[0] (device), init resolved (gc_km_init_resolve):
- * random, k-means|| or k-means++.
+ * random, k-means|| or k-means++ (weighted by D.hw when there are weights).
  */
 gc_code
 km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 		uint64_t seed, uint64_t stream, int64_t *chosen_dev, gc_status *st)
 {
-	if (init == GC_INIT_RANDOM || D.streamed)
+	if (km_seeds_on_host(init, D.streamed, D.hw != nullptr))
 	{
 		float	   *h = (float *) malloc(sizeof(float) * (size_t) D.k * D.d);
 		gc_code		rc;
 
 		if (h == NULL)
 			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
-		rc = km_seed_host(ctx, X, D.n, D.d, D.k, init, seed, stream, h, st);
+		rc = km_seed_host(ctx, X, D.n, D.d, D.k, D.hw, init, seed, stream, h, st);
 		if (rc == GC_OK)
 		{
 			cudaError_t e = cudaMemcpyAsync(D.C[0], h, sizeof(float) * (size_t) D.k * D.d,
@@ -205,8 +215,27 @@ km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 	}
 	if (init == GC_INIT_KMEANS_PARALLEL)
 		return km_par_device(D, ctx, seed, stream, D.C[0], chosen_dev, st);
-	return km_pp_device(ctx, D.s, D.XT, D.n, D.d, D.k, seed, stream, D.C[0],
-						chosen_dev, st);
+	return km_pp_device_w(ctx, D.s, D.XT, D.n, D.d, D.k, km_weights(D), D.hw, seed,
+						  stream, D.C[0], chosen_dev, st);
+}
+
+/* The runs of a fit: one from given centroids, else n_init (kmeans.c's). */
+static int
+km_runs(const gc_kmeans_params *p)
+{
+	return p->init == GC_INIT_CENTROIDS ? 1 : p->n_init;
+}
+
+/* The given centroids into D.C[0]: under cosine their unit rows (checked
+ * nonzero), as kmeans.c's kmeans_run. */
+static gc_code
+km_given_centres(km_dev &D, const gc_kmeans_params *p, gc_status *st)
+{
+	KM_CK(cudaMemcpyAsync(D.C[0], p->init_centroids, sizeof(float) * (size_t) D.k * D.d,
+						  cudaMemcpyHostToDevice, D.s));
+	if (D.unit)
+		return km_unit_rows(D, D.C[0], D.C[0], nullptr, 0, nullptr, st);
+	return GC_OK;
 }
 
 /* One seeding + Lloyd run, as kmeans_run of kmeans.c.  *cur: final C. */
@@ -223,8 +252,13 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	double		t0 = gc_now_ms(),
 				t1;
 
-	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, p->n_init, NAN);
-	D.prune_on = false;			/* k-means|| runs the assignment on its candidates */
+	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, km_runs(p), NAN);
+	/* k-means|| runs the assignment on its candidates, as they are */
+	D.prune_on = false;
+	D.unit_centres = false;
+	if (p->init == GC_INIT_CENTROIDS)
+		rc = km_given_centres(D, p, st);
+	else
 	{
 		const gc_kmeans_init init = gc_km_init_resolve(p->init, D.n, D.d, D.k);
 
@@ -237,9 +271,11 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	last_phases.ms_init += t1 - t0;
 	*converged = false;
 	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * D.n, D.s));
-	/* Lloyd's iterations keep bounds (kmeans_prune.cu), from the first one's */
+	/* Lloyd's iterations keep bounds (kmeans_prune.cu), from the first one's,
+	 * and assign to the unit rows of the centres under cosine */
 	D.prune_on = D.prune_ok;
 	D.bounds_ok = false;
+	D.unit_centres = D.unit;
 	if ((rc = km_prep(D, D.C[0], st)) != GC_OK)
 		return rc;
 	for (it = 0; it < p->max_iter; it++)
@@ -258,7 +294,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		moved = D.h_info->moved != 0;
 		cur = 1 - cur;
 		/* the inertia is summed on the CPU path only: not reported here */
-		gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, p->n_init, NAN);
+		gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, km_runs(p), NAN);
 		/* as kmeans_run: a step that re-seeds is not converged on labels */
 		if ((D.h_info->changed == 0 && D.h_info->relocated == 0) ||
 			D.h_info->shift <= tol_scaled)
@@ -273,10 +309,16 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	if (moved)
 		KM_CK(cudaMemsetAsync(D.info, 0, sizeof(km_info), D.s));
 	*cur_out = cur;
-	if (D.streamed)
-		rc = km_stream_inertia(D, D.C[cur], D.labels, moved, inertia, st);
-	else if (!moved || (rc = km_assign(D, st)) == GC_OK)
-		rc = km_inertia(D, D.C[cur], D.labels, inertia, st);
+	{
+		const float *Ca = D.C[cur];
+
+		if ((rc = km_assign_centres(D, D.C[cur], &Ca, st)) != GC_OK)
+			return rc;
+		if (D.streamed)
+			rc = km_stream_inertia(D, Ca, D.labels, moved, inertia, st);
+		else if (!moved || (rc = km_assign(D, st)) == GC_OK)
+			rc = km_inertia(D, Ca, D.labels, inertia, st);
+	}
 	last_phases.ms_lloyd += gc_now_ms() - t1;
 	return rc;
 }
@@ -347,10 +389,11 @@ km_common_bytes(int64_t n, int d, int k, int n_init, int64_t rows)
  * read-back allocate, with room for the allocator's rounding: an upper
  * bound.  The sort-by-label update's row-major copy is counted (when the
  * sums do not fit in shared memory), although km_setup does without it if
- * it cannot be had.
+ * it cannot be had; weighted, the weighted update's buffers in its place
+ * (kmeans_weighted.cu).
  */
 extern "C" size_t
-gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
+gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init, bool weighted)
 {
 	const double nn = (double) n,
 				dd = (double) d,
@@ -360,7 +403,11 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
 
 	b += nn * dd * 4;			/* XT */
 	b += nn * 8;				/* q */
-	if (km_sorted_update(d, k))
+	b += 2 * kk * dd * 4;		/* cosine: Cu, Cs */
+	if (weighted)
+		b += nn * dd * 4 + nn * (8 + 4 * 4) + 4 * (kk + 1) * 4 + kk * 8 +
+			(nn / GC_KM_SEGMENT + kk) * (dd + 1) * 8 + nn * 8 + (1 << 20);	/* XR, w, iota, keys, order, lab_eff, counts, pcnt, segment sums, the sort's */
+	else if (km_sorted_update(d, k))
 		b += nn * dd * 4 + nn * 4 + 3 * kk * 4 + (1 << 20);	/* XR, perm, counts, scan */
 	else
 		b += fmin(64.0 * 1024 * 1024, nn * dd * 4);	/* staging */
@@ -397,8 +444,8 @@ km_stream_bytes(int64_t n, int d, int k, int n_init, int64_t c)
 }
 
 extern "C" void
-gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, size_t budget,
-					   gc_kmeans_gpu_plan *out)
+gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, bool weighted,
+					   size_t budget, gc_kmeans_gpu_plan *out)
 {
 	const int64_t blk = KM_BLOCK;
 	const int64_t nr = (n + blk - 1) / blk * blk;	/* n rounded up */
@@ -406,10 +453,11 @@ gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, size_t budget,
 				c;
 
 	memset(out, 0, sizeof(*out));
-	out->bytes = gc_kmeans_gpu_mem_bytes(n, d, k, n_init);
-	if (km_force_chunk <= 0 && out->bytes <= budget)
+	out->bytes = gc_kmeans_gpu_mem_bytes(n, d, k, n_init, weighted);
+	if (weighted || (km_force_chunk <= 0 && out->bytes <= budget))
 	{
-		out->fits = true;
+		/* weighted: resident or not at all */
+		out->fits = out->bytes <= budget;
 		return;
 	}
 	out->streamed = true;
@@ -449,102 +497,147 @@ gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, size_t budget,
 	out->bytes = (size_t) km_stream_bytes(n, d, k, n_init, c);
 }
 
+/* A host buffer freed when it goes out of scope (after the km_dev declared
+ * after it, whose streamed passes read it). */
+struct km_host_rows
+{
+	float	   *p = nullptr;
+
+	~km_host_rows()
+	{
+		free(p);
+	}
+};
+
+/*
+ * gc_kmeans_gpu, checked.  Under cosine the rows clustered are X's unit
+ * rows (gc_unit_rows, as gc_kmeans_cpu): made on the device from X as
+ * given (km_setup) when X is resident and seeded there, else on the host
+ * (its seeding, its streamed passes), the same numbers either way.
+ */
+static gc_code
+km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
+	   const gc_kmeans_params *p, gc_kmeans_result *res, gc_status *st)
+{
+	gc_code		rc;
+	double		tol_scaled = 0.0;
+	km_host_rows U;
+	km_dev		D;
+	const int	runs = km_runs(p);
+	const bool	keep = runs > 1;
+	int			best_cur = 0;
+	double		t0 = gc_now_ms();
+	size_t		budget = p->gpu_mem;
+	gc_kmeans_gpu_plan plan;
+
+	memset(&last_phases, 0, sizeof(last_phases));
+	if (budget == 0 && (rc = km_free_budget(&budget, st)) != GC_OK)
+		return rc;
+	gc_kmeans_gpu_plan_for(n, d, p->k, runs, p->weights != NULL, budget, &plan);
+	if (!plan.fits)
+		return gc_fail(st, GC_ENOMEM,
+					   p->weights != NULL ?
+					   "GPU k-means: needs at least %zu MiB of GPU memory for its weighted rows, but may use %zu MiB" :
+					   "GPU k-means: needs at least %zu MiB of GPU memory, even streaming its rows, but may use %zu MiB",
+					   (plan.bytes >> 20) + 1, budget >> 20);
+	gc_report(ctx, GC_PHASE_UPLOAD, 0, p->max_iter, 0, runs, NAN);
+	D.unit = p->metric == GC_METRIC_COSINE;
+	D.hw = p->weights;
+	if (D.unit)
+	{
+		const gc_kmeans_init init = p->init == GC_INIT_CENTROIDS ? GC_INIT_CENTROIDS :
+			gc_km_init_resolve(p->init, n, d, p->k);
+
+		D.unit_rows = !km_seeds_on_host(init, plan.streamed, p->weights != NULL);
+		if (!D.unit_rows)
+		{
+			if ((U.p = (float *) malloc(sizeof(float) * (size_t) n * (size_t) d)) == NULL)
+				return gc_fail(st, GC_ENOMEM, "k-means: out of memory for the unit rows of %lld rows",
+							   (long long) n);
+			gc_unit_rows(ctx, X, n, d, U.p);
+			X = U.p;
+		}
+	}
+	if ((rc = km_setup(D, X, n, d, p->k, keep, st,
+					   plan.streamed ? plan.chunk_rows : 0, ctx)) != GC_OK)
+		return rc;
+	last_phases.ms_upload = gc_now_ms() - t0;
+	last_phases.chunks = plan.streamed ? plan.chunks : 0;
+	last_phases.chunk_rows = plan.streamed ? plan.chunk_rows : 0;
+	last_phases.grid_cells = D.grid ? D.geo.ncell : 0;
+	if (p->tol > 0.0)
+	{
+		double		mv;
+
+		/* the means (pass 0) came with the features */
+		if (D.streamed)
+			rc = km_stream_variance(D, &mv, st);
+		else if ((rc = km_var_blocks(D, 0, 1, st)) == GC_OK)
+			rc = km_var_reduce(D, 1, &mv, st);
+		if (rc != GC_OK)
+			return rc;
+		tol_scaled = p->tol * mv;
+	}
+	for (int run = 0; run < runs; run++)
+	{
+		double		inertia;
+		int			iters,
+					cur;
+		bool		conv;
+
+		if ((rc = km_run(D, ctx, X, p, run, tol_scaled, &cur, &inertia, &iters,
+						 &conv, st)) != GC_OK)
+			return rc;
+		last_phases.total_iterations += iters;
+		if (run == 0 || inertia < res->inertia)
+		{
+			res->inertia = inertia;
+			res->iterations = iters;
+			res->converged = conv;
+			best_cur = cur;
+			if (keep)
+			{
+				KM_CK(cudaMemcpyAsync(D.labels_best, D.labels, sizeof(int32_t) * n,
+									  cudaMemcpyDeviceToDevice, D.s));
+				KM_CK(cudaMemcpyAsync(D.C_best, D.C[cur], sizeof(float) * (size_t) p->k * d,
+									  cudaMemcpyDeviceToDevice, D.s));
+			}
+		}
+	}
+	t0 = gc_now_ms();
+	{
+		const int32_t *lab = keep ? D.labels_best : D.labels;
+		const float *C = keep ? D.C_best : D.C[best_cur];
+		const float *Ca = C;
+		const int	threads = gc_team_adapt(ctx);
+
+		/* through transfer.cu's pinned ring */
+		KM_CK(gc_xfer_d2h(res->labels, lab, sizeof(int32_t) * n, D.s, threads));
+		KM_CK(gc_xfer_d2h(res->centroids, C, sizeof(float) * (size_t) p->k * d, D.s, threads));
+		if (res->distance != NULL &&
+			((rc = km_assign_centres(D, C, &Ca, st)) != GC_OK ||
+			 (rc = D.streamed ? km_stream_distances(D, Ca, lab, res->distance, st) :
+			  km_distances(D, Ca, lab, res->distance, st)) != GC_OK))
+			return rc;
+		KM_CK(cudaStreamSynchronize(D.s));
+	}
+	last_phases.ms_download = gc_now_ms() - t0;
+	last_phases.passes = D.passes;
+	last_phases.ms_passes = D.ms_passes;
+	last_phases.gb_streamed = (double) D.passes * (double) n * d * 4 / 1e9;
+	return GC_OK;
+}
+
 extern "C" gc_code
 gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			  const gc_kmeans_params *p, gc_kmeans_result *res, gc_status *st)
 {
 	gc_code		rc;
-	double		tol_scaled = 0.0;
 
 	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
 		return rc;
 	if (n > INT32_MAX)
 		return gc_fail(st, GC_EINVAL, "k-means: the GPU path takes at most %d rows, got %lld",
 					   INT32_MAX, (long long) n);
-
-	{
-		km_dev		D;
-		const bool	keep = p->n_init > 1;
-		int			best_cur = 0;
-		double		t0 = gc_now_ms();
-		size_t		budget = p->gpu_mem;
-		gc_kmeans_gpu_plan plan;
-
-		memset(&last_phases, 0, sizeof(last_phases));
-		if (budget == 0 && (rc = km_free_budget(&budget, st)) != GC_OK)
-			return rc;
-		gc_kmeans_gpu_plan_for(n, d, p->k, p->n_init, budget, &plan);
-		if (!plan.fits)
-			return gc_fail(st, GC_ENOMEM,
-						   "GPU k-means: needs at least %zu MiB of GPU memory, even streaming its rows, but may use %zu MiB",
-						   (plan.bytes >> 20) + 1, budget >> 20);
-		gc_report(ctx, GC_PHASE_UPLOAD, 0, p->max_iter, 0, p->n_init, NAN);
-		if ((rc = km_setup(D, X, n, d, p->k, keep, st,
-						   plan.streamed ? plan.chunk_rows : 0, ctx)) != GC_OK)
-			return rc;
-		last_phases.ms_upload = gc_now_ms() - t0;
-		last_phases.chunks = plan.streamed ? plan.chunks : 0;
-		last_phases.chunk_rows = plan.streamed ? plan.chunk_rows : 0;
-		last_phases.grid_cells = D.grid ? D.geo.ncell : 0;
-		if (p->tol > 0.0)
-		{
-			double		mv;
-
-			/* the means (pass 0) came with the features */
-			if (D.streamed)
-				rc = km_stream_variance(D, &mv, st);
-			else if ((rc = km_var_blocks(D, 0, 1, st)) == GC_OK)
-				rc = km_var_reduce(D, 1, &mv, st);
-			if (rc != GC_OK)
-				return rc;
-			tol_scaled = p->tol * mv;
-		}
-		for (int run = 0; run < p->n_init; run++)
-		{
-			double		inertia;
-			int			iters,
-						cur;
-			bool		conv;
-
-			if ((rc = km_run(D, ctx, X, p, run, tol_scaled, &cur, &inertia, &iters,
-							 &conv, st)) != GC_OK)
-				return rc;
-			last_phases.total_iterations += iters;
-			if (run == 0 || inertia < res->inertia)
-			{
-				res->inertia = inertia;
-				res->iterations = iters;
-				res->converged = conv;
-				best_cur = cur;
-				if (keep)
-				{
-					KM_CK(cudaMemcpyAsync(D.labels_best, D.labels, sizeof(int32_t) * n,
-										  cudaMemcpyDeviceToDevice, D.s));
-					KM_CK(cudaMemcpyAsync(D.C_best, D.C[cur], sizeof(float) * (size_t) p->k * d,
-										  cudaMemcpyDeviceToDevice, D.s));
-				}
-			}
-		}
-		t0 = gc_now_ms();
-		{
-			const int32_t *lab = keep ? D.labels_best : D.labels;
-			const float *C = keep ? D.C_best : D.C[best_cur];
-
-			const int	threads = gc_team_adapt(ctx);
-
-			/* through transfer.cu's pinned ring */
-			KM_CK(gc_xfer_d2h(res->labels, lab, sizeof(int32_t) * n, D.s, threads));
-			KM_CK(gc_xfer_d2h(res->centroids, C, sizeof(float) * (size_t) p->k * d, D.s, threads));
-			if (res->distance != NULL &&
-				(rc = D.streamed ? km_stream_distances(D, C, lab, res->distance, st) :
-				 km_distances(D, C, lab, res->distance, st)) != GC_OK)
-				return rc;
-			KM_CK(cudaStreamSynchronize(D.s));
-		}
-		last_phases.ms_download = gc_now_ms() - t0;
-		last_phases.passes = D.passes;
-		last_phases.ms_passes = D.ms_passes;
-		last_phases.gb_streamed = (double) D.passes * (double) n * d * 4 / 1e9;
-	}
-	return GC_OK;
+	return km_fit(ctx, X, n, d, p, res, st);
 }

@@ -546,9 +546,51 @@ k_prep_tiled(const float *__restrict__ C, const float *__restrict__ mu,
 /* ---- host side ---- */
 
 /* The centres C (device, k x d) in the layout the next km_assign reads. */
+/* One thread a centre: km_unit_rows. */
+__global__ void
+k_unit_rows(const float *C, int k, int d, float *U,
+			const unsigned long long *__restrict__ cnt, int cstride,
+			const float *__restrict__ Cold)
+{
+	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c >= k || (cnt != nullptr && cnt[(int64_t) c * cstride] == 0))
+		return;
+	if (gc_unit_row(C + (int64_t) c * d, d, U + (int64_t) c * d) == 0.0 && Cold != nullptr)
+		for (int j = 0; j < d; j++)
+			U[(int64_t) c * d + j] = Cold[(int64_t) c * d + j];
+}
+
+gc_code
+km_unit_rows(km_dev &D, const float *C, float *U, const unsigned long long *cnt,
+			 int cstride, const float *Cold, gc_status *st)
+{
+	k_unit_rows<<<blocks_for(D.k, 128), 128, 0, D.s>>>(C, D.k, D.d, U, cnt, cstride, Cold);
+	KM_LAUNCHED();
+	return GC_OK;
+}
+
+gc_code
+km_assign_centres(km_dev &D, const float *C, const float **out, gc_status *st)
+{
+	*out = C;
+	if (!D.unit)
+		return GC_OK;
+	*out = D.Cs;
+	return km_unit_rows(D, C, D.Cs, nullptr, 0, nullptr, st);
+}
+
 gc_code
 km_prep(km_dev &D, const float *C, gc_status *st)
 {
+	if (D.unit_centres)
+	{
+		gc_code		rc = km_unit_rows(D, C, D.Cu, nullptr, 0, nullptr, st);
+
+		if (rc != GC_OK)
+			return rc;
+		C = D.Cu;
+	}
 	D.Cprep = C;
 	if (D.small)
 	{

@@ -156,11 +156,22 @@ km_grid_cell(const km_grid_geo &g, const float *__restrict__ edge, const float *
 	return cell;
 }
 
+/* The row of a re-seeding key (km_far_keys; not 0). */
+__device__ __host__ __forceinline__ int64_t
+key_row(unsigned long long key)
+{
+	return (int64_t) (0xffffffffull - (key & 0xffffffffull));
+}
+
 struct km_stream;				/* the streamed path's buffers (kmeans_stream.cu) */
+struct km_wupd;					/* the weighted update's buffers (kmeans_weighted.cu) */
 struct km_dev;
 
 /* Waits for the streamed path's copies and frees its buffers (none: no-op). */
 void		km_stream_free(km_dev &D) __attribute__((visibility("hidden")));
+
+/* Frees the weighted update's buffers (none: no-op). */
+void		km_wupd_free(km_dev &D) __attribute__((visibility("hidden")));
 
 /*
  * Device state of one k-means problem (n, d, k).
@@ -239,6 +250,19 @@ struct km_dev
 	bool		sorted_upd = false;	/* sort-by-label update (XR, perm) */
 	bool		label_smem = false;	/* ... its counts in shared memory (k_label_sort) */
 
+	/* spherical k-means (metric cosine): the rows are unit rows */
+	bool		unit = false;
+	bool		unit_rows = false;	/* X came as given: km_setup makes its rows
+									 * unit rows on the device (else the host did) */
+	bool		unit_centres = false;	/* km_prep prepares C's unit rows (a fit's
+										 * iterations; not while seeding) */
+	float	   *Cu = nullptr;	/* k x d: the unit rows km_prep prepared */
+	float	   *Cs = nullptr;	/* k x d: km_assign_centres' */
+
+	/* sample weights: the update in the CPU's order (kmeans_weighted.cu) */
+	const double *hw = nullptr;	/* the host's, n (NULL: unweighted) */
+	km_wupd    *wu = nullptr;	/* its device buffers (the weights among them) */
+
 	/* the bounds that keep rows out of the assignment (kmeans_prune.cu) */
 	bool		prune_ok = false;	/* this problem can keep bounds (km_prune_plan) */
 	bool		prune_on = false;	/* the assignment uses them (Lloyd's iterations) */
@@ -282,6 +306,7 @@ struct km_dev
 		if (is_view)
 			return;
 		km_stream_free(*this);
+		km_wupd_free(*this);
 		gc_dfree(XT, s);
 		gc_dfree(XR, s);
 		gc_dfree(perm, s);
@@ -326,6 +351,8 @@ struct km_dev
 		gc_dfree(ghdr, s);
 		gc_dfree(gids, s);
 		gc_dfree(gused, s);
+		gc_dfree(Cu, s);
+		gc_dfree(Cs, s);
 		if (h_info)
 			cudaFreeHost(h_info);
 		if (s)
@@ -412,8 +439,25 @@ gc_code		km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed,
 
 /* ---- kmeans_assign.cu ---- */
 
-/* The centres C (device, k x d) in the layout the next km_assign reads. */
+/* The centres C (device, k x d) in the layout the next km_assign reads:
+ * under cosine, during a fit's iterations (D.unit_centres), C's unit rows
+ * (D.Cu), as the CPU assigns to them. */
 gc_code		km_prep(km_dev &D, const float *C, gc_status *st);
+
+/* The centres the rows of C's clusters are measured to: C, or under
+ * cosine its unit rows (into D.Cs), as the CPU measures the inertia,
+ * the distances and re-seeding's d2. */
+gc_code		km_assign_centres(km_dev &D, const float *C, const float **out,
+							  gc_status *st);
+
+/*
+ * U = the unit rows of C (k x d, gc_unit_row; U may be C).  cnt (stride
+ * cstride), when given: a cluster counted 0 is left as it is (its old
+ * centre); Cold, when given: a row of norm 0 (no direction) takes Cold's.
+ */
+gc_code		km_unit_rows(km_dev &D, const float *C, float *U,
+						 const unsigned long long *cnt, int cstride,
+						 const float *Cold, gc_status *st);
 
 /* Assignment from the centres last prepared; counts changes in info. */
 gc_code		km_assign(km_dev &D, gc_status *st);
@@ -515,7 +559,8 @@ gc_code		km_update_plan(km_dev &D, gc_status *st);
 /* Per-cluster fixed-point sums of the current labels into D.gsum. */
 gc_code		km_update(km_dev &D, gc_status *st);
 
-/* Means of D.gsum into Cnew (C_old for an empty cluster); info: shift,
+/* Means of D.gsum into Cnew (C_old for an empty cluster; weighted: the
+ * means km_wupdate left there), normalized under cosine; info: shift,
  * empty count, moved flag. */
 gc_code		km_finalize(km_dev &D, const float *Cold, float *Cnew,
 						gc_status *st);
@@ -523,12 +568,40 @@ gc_code		km_finalize(km_dev &D, const float *Cold, float *Cnew,
 /* V.d2 = gc_dist2 of V's rows to their centres in C (re-seeding). */
 gc_code		km_d2(km_dev &V, const float *C, gc_status *st);
 
+/* The keys (D.keys) of the m rows of largest D.d2 above 0, farthest
+ * first (ties: the lower row), 0 past the last; D.d2 of those taken -1. */
+gc_code		km_far_keys(km_dev &D, int m, gc_status *st);
+
 /* Re-seeds m empty clusters as the CPU does (only rows off their centre:
  * fewer when fewer rows are; the count in info's relocated), then
  * km_finalize again.  Streamed: D.d2 already holds the distances to Cold
  * (km_d2 per chunk), and the far rows are read from the host matrix. */
 gc_code		km_reseed(km_dev &D, const float *Cold, float *Cnew, int m,
 					  gc_status *st);
+
+/* ---- kmeans_weighted.cu ---- */
+
+/* The weighted update's buffers and the weights' upload (km_setup, when
+ * D.hw). */
+gc_code		km_wupd_alloc(km_dev &D, gc_status *st);
+
+/* The device's copy of the weights (n doubles). */
+const double *km_weights(const km_dev &D);
+
+/* The weighted means of the clusters of labels into Cnew (Cold where a
+ * cluster has no weight), summed as the CPU's gc_km_update sums them; the
+ * clusters' counts of rows of positive weight for km_finalize. */
+gc_code		km_wupdate(km_dev &D, const int32_t *labels, const float *Cold,
+					   float *Cnew, gc_status *st);
+
+/* The positive-weight counts km_finalize reads (stride 1). */
+const unsigned long long *km_wcounts(const km_dev &D);
+
+/* Re-seeds the m clusters of no weight as the CPU does (the rows of
+ * positive weight farthest from their centres), then km_wupdate and
+ * km_finalize again. */
+gc_code		km_wreseed(km_dev &D, const float *Cold, float *Cnew, int m,
+					   gc_status *st);
 
 /* ---- kmeans_stats.cu ---- */
 

@@ -389,7 +389,7 @@ gc_kmeans_gpu_stream_bench(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_stream_bench: bad sizes");
 	if (budget == 0 && (rc = km_free_budget(&budget, st)) != GC_OK)
 		return rc;
-	gc_kmeans_gpu_plan_for(n, d, k, 1, budget, &plan);
+	gc_kmeans_gpu_plan_for(n, d, k, 1, false, budget, &plan);
 	if (!plan.fits || !plan.streamed)
 		return gc_fail(st, GC_EINVAL, "gc_kmeans_gpu_stream_bench: the problem %s in %zu MiB",
 					   plan.fits ? "fits resident" : "does not fit even streamed", budget >> 20);

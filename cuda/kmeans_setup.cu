@@ -191,6 +191,11 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 	}
 	KM_ALLOC(D.C[0], (int64_t) k * d);
 	KM_ALLOC(D.C[1], (int64_t) k * d);
+	if (D.unit)
+	{
+		KM_ALLOC(D.Cu, (int64_t) k * d);
+		KM_ALLOC(D.Cs, (int64_t) k * d);
+	}
 	if (D.small)
 		KM_ALLOC(D.cpk, (int64_t) k * D.W);
 	else
@@ -456,6 +461,20 @@ km_features_finish(km_dev &D, unsigned *fr, gc_status *st)
 	return rc;
 }
 
+/* Cosine: each row of XT (and XR) its unit row (gc_unit_row_strided), in place. */
+__global__ void
+k_unit_x(float *XT, int64_t n, int d, float *XR)
+{
+	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+	{
+		(void) gc_unit_row_strided(XT + i, n, d, XT + i, n);
+		for (int j = 0; XR != nullptr && j < d; j++)
+			XR[i * d + j] = XT[(int64_t) j * n + i];
+	}
+}
+
 /* The feature statistics of the resident XT. */
 static gc_code
 km_features(km_dev &D, gc_status *st)
@@ -493,7 +512,13 @@ km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
 	km_prune_plan(D);
 	if ((rc = km_alloc(D, keep_best, st)) != GC_OK)
 		return rc;
-	km_update_alloc(D);
+	if (D.hw != nullptr)
+	{
+		if ((rc = km_wupd_alloc(D, st)) != GC_OK)
+			return rc;
+	}
+	else
+		km_update_alloc(D);
 	if (D.streamed)
 	{
 		if ((rc = km_stream_open(D, st)) != GC_OK ||
@@ -502,6 +527,11 @@ km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
 		return km_update_plan(D, st);
 	}
 	rc = D.XR ? km_upload_rowmajor(D, X, st) : km_upload_staged(D, X, st);
+	if (rc == GC_OK && D.unit_rows)
+	{
+		k_unit_x<<<blocks_for(n, 256), 256, 0, D.s>>>(D.XT, n, d, D.XR);
+		KM_LAUNCHED();
+	}
 	if (rc != GC_OK || (rc = km_features(D, st)) != GC_OK)
 		return rc;
 	return km_update_plan(D, st);

@@ -14,10 +14,15 @@
 
 /* ---- inertia and distances ---- */
 
-/* q[i] = sum_j ((double) x - (double) c)², as gc_km_inertia. */
+/*
+ * From q = sum_j ((double) x - (double) c)², as gc_km_inertia_w: q[i] =
+ * the row's term of the inertia (gc_km_cost, times its weight w[i] when
+ * there are weights), or with dist its distance (gc_km_distance).
+ */
 __global__ void
 k_inertia_terms(const float *__restrict__ XT, int64_t n, int d,
 				const float *__restrict__ C, const int32_t *__restrict__ labels,
+				const double *__restrict__ w, gc_metric metric, bool dist,
 				double *__restrict__ q)
 {
 	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
@@ -33,7 +38,10 @@ k_inertia_terms(const float *__restrict__ XT, int64_t n, int d,
 
 			s += t * t;
 		}
-		q[i] = s;
+		if (dist)
+			q[i] = gc_km_distance(s, metric);
+		else
+			q[i] = w ? w[i] * gc_km_cost(s, metric) : gc_km_cost(s, metric);
 	}
 }
 
@@ -65,27 +73,29 @@ k_seq_sum(const double *v, int64_t m, double *out)
 	*out = s;
 }
 
-__global__ void
-k_sqrt(double *q, int64_t n)
+/* The metric of V's problem. */
+static gc_metric
+km_metric(const km_dev &V)
 {
-	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-		q[i] = sqrt(q[i]);
+	return V.unit ? GC_METRIC_COSINE : GC_METRIC_EUCLIDEAN;
 }
 
 /*
  * The block sums of V's rows' terms: V's rows start at row r0 of the
  * problem, a multiple of KM_BLOCK (the chunks of the streamed path), so
- * its blocks are the problem's blocks r0 / KM_BLOCK on.
+ * its blocks are the problem's blocks r0 / KM_BLOCK on.  C: the centres
+ * the rows are measured to (km_assign_centres).
  */
 gc_code
 km_inertia_rows(km_dev &V, const float *C, const int32_t *labels, int64_t r0,
 				gc_status *st)
 {
 	const int64_t nb = (V.n + KM_BLOCK - 1) / KM_BLOCK;
+	const double *w = km_weights(V);
 
-	k_inertia_terms<<<blocks_for(V.n, 256), 256, 0, V.s>>>(V.XT, V.n, V.d, C, labels, V.q);
+	k_inertia_terms<<<blocks_for(V.n, 256), 256, 0, V.s>>>(V.XT, V.n, V.d, C, labels,
+														   w ? w + r0 : nullptr, km_metric(V),
+														   false, V.q);
 	KM_LAUNCHED();
 	k_block_sums<<<blocks_for(nb, 64), 64, 0, V.s>>>(V.q, V.n, V.bsum + r0 / KM_BLOCK);
 	KM_LAUNCHED();
@@ -117,17 +127,16 @@ km_inertia(km_dev &D, const float *C, const int32_t *labels, double *inertia,
 	return km_inertia_total(D, inertia, st);
 }
 
-/* Distances of (labels, C) into out (host, V.n doubles): the square roots
- * of km_inertia's terms, there when this returns (transfer.cu's ring). */
+/* Distances of (labels, C) into out (host, V.n doubles), there when this
+ * returns (transfer.cu's ring); C as km_inertia_rows'. */
 gc_code
 km_distances(km_dev &V, const float *C, const int32_t *labels, double *out,
 			 gc_status *st)
 {
 	const int64_t n = V.n;
 
-	k_inertia_terms<<<blocks_for(n, 256), 256, 0, V.s>>>(V.XT, n, V.d, C, labels, V.q);
-	KM_LAUNCHED();
-	k_sqrt<<<blocks_for(n, 256), 256, 0, V.s>>>(V.q, n);
+	k_inertia_terms<<<blocks_for(n, 256), 256, 0, V.s>>>(V.XT, n, V.d, C, labels, nullptr,
+														 km_metric(V), true, V.q);
 	KM_LAUNCHED();
 	KM_CK(gc_xfer_d2h(out, V.q, sizeof(double) * n, V.s, gc_team_adapt(V.ctx)));
 	return GC_OK;

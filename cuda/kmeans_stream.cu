@@ -246,7 +246,10 @@ km_stream_variance(km_dev &D, double *out, gc_status *st)
 gc_code
 km_stream_assign_update(km_dev &D, int cur, gc_status *st)
 {
-	const float *Cold = D.C[cur];
+	/* C[cur] as the rows are assigned to it (prepared: under cosine its unit rows) */
+	const float *Ca = D.Cprep;
+
+	(void) cur;
 
 	return km_pass(D, [&](km_dev &V, int64_t r0) {
 		gc_code		rc = GC_OK;
@@ -257,7 +260,7 @@ km_stream_assign_update(km_dev &D, int cur, gc_status *st)
 		if (rc == GC_OK)
 			rc = km_assign(V, st);
 		if (rc == GC_OK)
-			rc = km_d2(V, Cold, st);	/* for a re-seeding */
+			rc = km_d2(V, Ca, st);	/* for a re-seeding */
 		if (rc == GC_OK)
 			rc = km_update(V, st);
 		return rc;

@@ -321,7 +321,11 @@ segment_rows(int d)
  * Means, shift, empty count, moved flag: k_finalize spreads the k x d means
  * over up to FIN_BLOCKS blocks, each leaving its partial shift (double),
  * empty count and moved flag in part; k_finalize_sum adds the partials in
- * a fixed tree (deterministic for a given k x d).
+ * a fixed tree (deterministic for a given k x d).  given: the new centres
+ * are already in Cnew (weighted: km_wupdate's; cosine: normalized), only
+ * the shift and flags are taken.  A cluster is empty where cnt[c *
+ * cstride] is 0 (the fixed-point sums' count slot, or the weighted
+ * update's rows of positive weight).
  */
 #define FIN_THREADS 256
 #define FIN_BLOCKS 512
@@ -329,7 +333,9 @@ segment_rows(int d)
 __global__ void __launch_bounds__(FIN_THREADS)
 k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
 		   const double *__restrict__ iscale, const float *__restrict__ Cold,
-		   float *__restrict__ Cnew, double *part)
+		   float *__restrict__ Cnew, bool given,
+		   const unsigned long long *__restrict__ cnt_of, int cstride,
+		   double *part)
 {
 	typedef cub::BlockReduce<double, FIN_THREADS> BRd;
 	typedef cub::BlockReduce<int, FIN_THREADS> BRi;
@@ -346,21 +352,27 @@ k_finalize(const unsigned long long *__restrict__ gsum, int k, int d,
 	{
 		const int64_t c = e / d;
 		const int	j = (int) (e % d);
-		const long long cnt = (long long) gsum[c * (d + 1) + d];
 		const float o = Cold[e];
 		float		v = o;
 		double		t;
 
-		if (cnt > 0)
-			v = (float) (((double) (long long) gsum[c * (d + 1) + j] * iscale[j]) /
-						 (double) cnt);
-		Cnew[e] = v;
+		if (given)
+			v = Cnew[e];
+		else
+		{
+			const long long cnt = (long long) gsum[c * (d + 1) + d];
+
+			if (cnt > 0)
+				v = (float) (((double) (long long) gsum[c * (d + 1) + j] * iscale[j]) /
+							 (double) cnt);
+			Cnew[e] = v;
+		}
 		t = (double) v - (double) o;
 		sh += t * t;
 		mv |= __float_as_uint(v) != __float_as_uint(o);
 	}
 	for (int64_t c = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; c < k; c += stride)
-		ne += gsum[c * (d + 1) + d] == 0;
+		ne += cnt_of[c * cstride] == 0;
 	sh = BRd(td).Sum(sh);
 	ne = BRi(ti).Sum(ne);
 	mv = BRi(tm).Reduce(mv, [](int a, int b) { return a | b; });
@@ -449,13 +461,6 @@ k_argmax_d2(const float *__restrict__ d2, int64_t n, unsigned long long *out)
 	key = BR(tmp).Reduce(key, [](unsigned long long a, unsigned long long b) { return a > b ? a : b; });
 	if (threadIdx.x == 0)
 		atomicMax(out, key);
-}
-
-/* The row of a key (k_argmax_d2; not 0). */
-__device__ __host__ __forceinline__ int64_t
-key_row(unsigned long long key)
-{
-	return (int64_t) (0xffffffffull - (key & 0xffffffffull));
 }
 
 __global__ void
@@ -666,15 +671,40 @@ km_update(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
+/*
+ * The means: from the fixed-point sums (unweighted), or km_wupdate's
+ * (weighted); under cosine normalized as the CPU does (a cluster with no
+ * row keeps its old centre as it is, a mean of norm 0 takes it too); then
+ * the shift and flags of the centres as they are.
+ */
 gc_code
 km_finalize(km_dev &D, const float *Cold, float *Cnew, gc_status *st)
 {
 	const int64_t kd = (int64_t) D.k * D.d;
 	const int	nb = (int) (blocks_for(kd, FIN_THREADS) < FIN_BLOCKS ? blocks_for(kd, FIN_THREADS)
 							: FIN_BLOCKS);
+	const unsigned long long *cnt = D.wu ? km_wcounts(D) : D.gsum + D.d;
+	const int	cstride = D.wu ? 1 : D.d + 1;
 
-	k_finalize<<<nb, FIN_THREADS, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, D.fin_part);
-	KM_LAUNCHED();
+	if (!D.wu)
+	{
+		k_finalize<<<nb, FIN_THREADS, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, false,
+												cnt, cstride, D.fin_part);
+		KM_LAUNCHED();
+	}
+	if (D.unit)
+	{
+		gc_code		rc = km_unit_rows(D, Cnew, Cnew, cnt, cstride, Cold, st);
+
+		if (rc != GC_OK)
+			return rc;
+	}
+	if (D.wu || D.unit)
+	{
+		k_finalize<<<nb, FIN_THREADS, 0, D.s>>>(D.gsum, D.k, D.d, D.iscale, Cold, Cnew, true,
+												cnt, cstride, D.fin_part);
+		KM_LAUNCHED();
+	}
 	k_finalize_sum<<<1, FIN_THREADS, 0, D.s>>>(D.fin_part, nb, D.info);
 	KM_LAUNCHED();
 	return GC_OK;
@@ -724,23 +754,14 @@ km_far_rows(km_dev &D, int m, float *far, gc_status *st)
 	return GC_OK;
 }
 
-/*
- * Re-seeding (rare): the m = n_empty rows farthest from their old centres
- * (of those off them: fewer when fewer are) move to the empty clusters;
- * then the means are taken again.
- */
 gc_code
-km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
+km_far_keys(km_dev &D, int m, gc_status *st)
 {
 	unsigned	g = blocks_for(D.n, 256);
 	unsigned	ga = g < 1024 ? g : 1024;
-	float	   *far = nullptr;
-	gc_code		rc;
 
 	if (m > D.k)
 		return gc_fail(st, GC_EINTERNAL, "GPU k-means: %d empty clusters of %d", m, D.k);
-	if (!D.streamed && (rc = km_d2(D, Cold, st)) != GC_OK)
-		return rc;
 	KM_CK(cudaMemsetAsync(D.keys, 0, sizeof(unsigned long long) * m, D.s));
 	for (int p = 0; p < m; p++)
 	{
@@ -749,6 +770,27 @@ km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
 		k_take_row<<<1, 1, 0, D.s>>>(D.d2, D.keys + p);
 		KM_LAUNCHED();
 	}
+	return GC_OK;
+}
+
+/*
+ * Re-seeding (rare): the m = n_empty rows farthest from their old centres
+ * (of those off them: fewer when fewer are) move to the empty clusters;
+ * then the means are taken again.
+ */
+gc_code
+km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
+{
+	float	   *far = nullptr;
+	const float *Ca = Cold;
+	gc_code		rc;
+
+	if (!D.streamed &&
+		((rc = km_assign_centres(D, Cold, &Ca, st)) != GC_OK ||
+		 (rc = km_d2(D, Ca, st)) != GC_OK))
+		return rc;
+	if ((rc = km_far_keys(D, m, st)) != GC_OK)
+		return rc;
 	if (D.streamed)
 	{
 		KM_CK(gc_dalloc((void **) &far, sizeof(float) * (size_t) m * D.d, D.s));

@@ -203,7 +203,7 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 
 	chosen = gc_glue_choose_kmeans_device(requested, in->n, in->d, params->k,
 										  params->n_init,
-										  gc_kmeans_gpu_lacks(params));
+										  params->weights != NULL);
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_kmeans_threads(&ctx, in->n, in->d, params->k);

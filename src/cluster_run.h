@@ -25,10 +25,7 @@
  * k-means also checks the initial centroids' d against the rows' (22023)
  * and, with sample weights (in->weights, passed to the core), that k rows
  * have a positive weight (22023); under the cosine metric no row and no
- * initial centroid may be all 0 (22000, naming it; DBSCAN's rows too); a
- * call using what the GPU k-means lacks
- * (gc_kmeans_gpu_lacks) runs on the CPU under 'auto' and is refused under
- * 'gpu' (0A000).
+ * initial centroid may be all 0 (22000, naming it; DBSCAN's rows too).
  */
 extern gc_device gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 									const gc_kmeans_params *params,

@@ -340,13 +340,12 @@ gc_glue_choose_ap_device(gc_device requested, gc_ap_precision precision,
 /*
  * The device of a k-means call (gc_choose_device_kmeans): 'auto' weighs the
  * problem's size and the GPU's free memory, and says in a NOTICE when a
- * usable GPU was passed over for lack of memory.  gpu_lacks (NULL, or what
- * the call uses that the GPU k-means has not: gc_kmeans_gpu_lacks) keeps
- * 'auto' on the CPU and makes 'gpu' an error.
+ * usable GPU was passed over for lack of memory (weighted: the call has
+ * sample weights, whose GPU run keeps its rows resident).
  */
 gc_device
 gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
-							 int n_init, const char *gpu_lacks)
+							 int n_init, bool weighted)
 {
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen = GC_DEVICE_CPU;
@@ -355,7 +354,7 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 	gc_gpu		gpu;
 
 	gc_glue_gpu(&gpu);
-	rc = gc_choose_device_kmeans(requested, n, d, k, n_init, gpu_lacks, &gpu,
+	rc = gc_choose_device_kmeans(requested, n, d, k, n_init, weighted, &gpu,
 								 &chosen, note, sizeof(note), &st);
 	if (rc != GC_OK)
 		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));

@@ -66,7 +66,7 @@ gpu_kmeans_elbow(PG_FUNCTION_ARGS)
 		/* nothing to fit, but 'gpu' on a machine without one still fails */
 		(void) gc_glue_choose_kmeans_device(requested, 0, 0, k_max,
 											params.n_init,
-											gc_kmeans_gpu_lacks(&params));
+											params.weights != NULL);
 		gc_progress_end();
 		MemoryContextDelete(cxt);
 		return (Datum) 0;

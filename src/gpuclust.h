@@ -78,7 +78,7 @@ extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
 									   int64 n, int d);
 extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
 											  int d, int k, int n_init,
-											  const char *gpu_lacks);
+											  bool weighted);
 extern const char *gc_glue_dbscan_gpu_hint(gc_dbscan_algorithm algorithm);
 extern gc_device gc_glue_choose_dbscan_device(gc_device requested,
 											  gc_dbscan_algorithm algorithm,

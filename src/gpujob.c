@@ -427,31 +427,45 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	gc_glue_gpu(&gpu);
 	pm.gpu_mem = gc_gpu_budget(&gpu);
 
-	/*
-	 * In this backend; so also a call using what the GPU k-means lacks,
-	 * which gc_kmeans_on_gpu refuses (p's weights and centroids are this
-	 * backend's memory: never the worker's job)
-	 */
-	kmeans_by_worker = gc_worker != NULL && gc_kmeans_gpu_lacks(p) == NULL;
+	kmeans_by_worker = gc_worker != NULL;
 	if (!kmeans_by_worker)
-		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, &pm, res, st);
+		return gc_kmeans_gpu(ctx, in->X, in->n, in->d, &pm, res, st);
 
 	j = my_job();
 	wait_slot_free(j);
 	job_common(j, GC_ALGO_KMEANS, ctx, in);
 	/* the worker plans with the same budget: what it admits is what runs */
 	j->p.kmeans = pm;
-	gc_kmeans_gpu_plan_for(in->n, in->d, p->k, p->n_init, pm.gpu_mem, &plan);
+	gc_kmeans_gpu_plan_for(in->n, in->d, p->k, p->n_init, p->weights != NULL,
+						   pm.gpu_mem, &plan);
 	j->mem = plan.bytes;
 	j->out_labels = 0;
 	j->out_second = MAXALIGN(n * sizeof(int32));
 	j->out_centroids = j->out_second + MAXALIGN(n * sizeof(double));
-	if ((out = job_segments(j, in, j->out_centroids + k * in->d * sizeof(float),
-							st)) == NULL)
+	/*
+	 * The weights and initial centroids are this backend's memory: they go
+	 * to the worker in the outputs' segment, after the centroids
+	 */
+	j->p.kmeans.weights = NULL;
+	j->p.kmeans.init_centroids = NULL;
+	j->in_weights = MAXALIGN(j->out_centroids + k * in->d * sizeof(float));
+	j->in_centroids = j->in_weights +
+		(p->weights != NULL ? MAXALIGN(n * sizeof(double)) : 0);
+	if ((out = job_segments(j, in, j->in_centroids +
+							(p->init == GC_INIT_CENTROIDS ?
+							 k * in->d * sizeof(float) : 0), st)) == NULL)
 		return st->code;
+	o = dsm_segment_address(out);
+	if (p->weights != NULL)
+		memcpy(o + j->in_weights, p->weights, n * sizeof(double));
+	else
+		j->in_weights = 0;
+	if (p->init == GC_INIT_CENTROIDS)
+		memcpy(o + j->in_centroids, p->init_centroids, k * in->d * sizeof(float));
+	else
+		j->in_centroids = 0;
 	if (submit_and_wait(j, st) == GC_OK)
 	{
-		o = dsm_segment_address(out);
 		memcpy(res->labels, o + j->out_labels, n * sizeof(int32));
 		if (res->distance != NULL)
 			memcpy(res->distance, o + j->out_second, n * sizeof(double));

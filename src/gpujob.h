@@ -51,9 +51,8 @@ extern void gc_job_shared_free(GcShared *shared);
 
 /*
  * The GPU runs of k-means, DBSCAN and affinity propagation on in's rows,
- * the contract of gc_kmeans_on_gpu / gc_dbscan_on_gpu / gc_ap_gpu: through
- * the worker when configured (never a k-means call using what the GPU
- * k-means lacks: refused here) (waiting interruptibly; cancel and
+ * the contract of gc_kmeans_gpu / gc_dbscan_on_gpu / gc_ap_gpu: through
+ * the worker when configured (waiting interruptibly; cancel and
  * statement_timeout cancel the job), else in this backend.  Affinity
  * propagation's phase times come back in res either way.
  */

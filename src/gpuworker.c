@@ -198,17 +198,24 @@ proc_latch(int procno)
 static void
 run_kmeans(Running *r, GcJob *j)
 {
+	gc_kmeans_params p = j->p.kmeans;
+
+	/* the weights and initial centroids the backend put in the outputs' segment */
+	if (j->in_weights != 0)
+		p.weights = (const double *) (r->out + j->in_weights);
+	if (j->in_centroids != 0)
+		p.init_centroids = (const float *) (r->out + j->in_centroids);
 	memset(&r->kmeans, 0, sizeof(r->kmeans));
 	r->kmeans.labels = (int32_t *) (r->out + j->out_labels);
 	r->kmeans.distance = (double *) (r->out + j->out_second);
 	r->kmeans.centroids = (float *) (r->out + j->out_centroids);
 	if (gpuclust_gpu_worker_emulate)
-		(void) gc_kmeans_cpu(&r->ctx, r->X, j->n, j->d, &j->p.kmeans,
-							 &r->kmeans, &r->status);
+		(void) gc_kmeans_cpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
+							 &r->status);
 	else
 	{
-		(void) gc_kmeans_gpu(&r->ctx, r->X, j->n, j->d, &j->p.kmeans,
-							 &r->kmeans, &r->status);
+		(void) gc_kmeans_gpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
+							 &r->status);
 		gc_kmeans_gpu_last_phases(&r->km_phases);
 	}
 }

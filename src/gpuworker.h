@@ -95,7 +95,11 @@ typedef struct GcJob
 	Size		out_labels,
 				out_second,		/* k-means: distance; DBSCAN: is_core;
 								 * affinity propagation: is_exemplar */
-				out_centroids;	/* k-means */
+				out_centroids,	/* k-means */
+				in_weights,		/* k-means' inputs there too: the sample
+								 * weights (n doubles), the initial
+								 * centroids (k x d floats); 0: none */
+				in_centroids;
 	union
 	{
 		gc_kmeans_params kmeans;

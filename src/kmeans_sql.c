@@ -60,7 +60,7 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 		/* nothing to cluster, but 'gpu' on a machine without one still fails */
 		call.ran = gc_glue_choose_kmeans_device(call.requested, 0, 0,
 												params.k, params.n_init,
-												gc_kmeans_gpu_lacks(&params));
+												params.weights != NULL);
 	}
 	gc_glue_srf_emit(&call, res.labels, NULL, res.distance);
 

@@ -300,30 +300,6 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 	}
 }
 
-const char *
-gc_kmeans_gpu_lacks(const gc_kmeans_params *p)
-{
-	if (p->weights != NULL)
-		return "sample weights";
-	if (p->init == GC_INIT_CENTROIDS)
-		return "initial centroids";
-	if (p->metric != GC_METRIC_EUCLIDEAN)
-		return "cosine metric";
-	return NULL;
-}
-
-gc_code
-gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
-				 const gc_kmeans_params *p, gc_kmeans_result *res,
-				 gc_status *st)
-{
-	const char *lacks = gc_kmeans_gpu_lacks(p);
-
-	if (lacks != NULL)
-		return gc_fail(st, GC_EDEVICE, "the GPU k-means has no %s", lacks);
-	return gc_kmeans_gpu(ctx, X, n, d, p, res, st);
-}
-
 size_t
 gc_gpu_budget(const gc_gpu *gpu)
 {
@@ -335,7 +311,7 @@ gc_gpu_budget(const gc_gpu *gpu)
 
 gc_code
 gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
-						int n_init, const char *gpu_lacks, const gc_gpu *gpu,
+						int n_init, bool weighted, const gc_gpu *gpu,
 						gc_device *chosen, char *note, size_t note_len,
 						gc_status *st)
 {
@@ -349,13 +325,6 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 	*chosen = GC_DEVICE_CPU;
 	if (requested == GC_DEVICE_CPU)
 		return GC_OK;
-	if (gpu_lacks != NULL)
-	{
-		/* the CPU has it: 'auto' runs there, 'gpu' cannot run at all */
-		if (requested == GC_DEVICE_GPU)
-			return gc_fail(st, GC_EDEVICE, "the GPU k-means has no %s", gpu_lacks);
-		return GC_OK;
-	}
 	if (requested != GC_DEVICE_GPU &&
 		(double) n * (double) k * (double) d < GC_KMEANS_GPU_MIN_WORK)
 		return GC_OK;			/* small: the CPU wins; CUDA untouched */
@@ -369,7 +338,7 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 	 * resident when it fits, else streamed in chunks: what does not fit
 	 * even so (no rows: nothing is allocated)
 	 */
-	gc_kmeans_gpu_plan_for(n, d, k, n_init, free_mem, &plan);
+	gc_kmeans_gpu_plan_for(n, d, k, n_init, weighted, free_mem, &plan);
 	need = plan.bytes;
 	if (n > 0 && (!plan.fits || n > INT32_MAX))
 	{
@@ -378,6 +347,10 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 		if (n > INT32_MAX)
 			snprintf(msg, sizeof(msg), "the GPU k-means takes at most %d rows",
 					 INT32_MAX);
+		else if (weighted)
+			snprintf(msg, sizeof(msg),
+					 "k-means with sample weights keeps its rows in GPU memory and needs at least %zu MiB of it, but GPU %d has %zu MiB for it",
+					 (need >> 20) + 1, gpu->device_id, free_mem >> 20);
 		else
 			snprintf(msg, sizeof(msg),
 					 "k-means needs at least %zu MiB of GPU memory (streaming its rows in chunks), but GPU %d has %zu MiB for it",

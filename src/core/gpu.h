@@ -183,19 +183,24 @@ gc_code		gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 /*
  * Device memory gc_kmeans_gpu needs for this problem (bytes; an upper
  * bound, including its staging buffer and the k-means++ scratch, not the
- * CUDA context).  Dispatch compares it with the free memory.
+ * CUDA context).  weighted: with sample weights (their update's buffers,
+ * kmeans_weighted.cu).  Dispatch compares it with the free memory.
  */
-size_t		gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init);
+size_t		gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init,
+									bool weighted);
 
 /*
  * The plan of gc_kmeans_gpu for a problem in budget bytes of device memory
  * (gc_kmeans_params.gpu_mem): resident when gc_kmeans_gpu_mem_bytes fits,
  * else streamed in the largest chunks that fit (at most 256 MiB of X per
  * chunk); out->bytes is what the call allocates, which dispatch and the
- * GPU worker's admission count.
+ * GPU worker's admission count.  A weighted problem is never streamed
+ * (its update sums each cluster's rows in the CPU's order, across every
+ * chunk): it fits resident or not at all.
  */
 void		gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init,
-								   size_t budget, gc_kmeans_gpu_plan *out);
+								   bool weighted, size_t budget,
+								   gc_kmeans_gpu_plan *out);
 
 void		gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out);
 
@@ -285,17 +290,17 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 }
 
 static inline size_t
-gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init)
+gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init, bool weighted)
 {
-	(void) n, (void) d, (void) k, (void) n_init;
+	(void) n, (void) d, (void) k, (void) n_init, (void) weighted;
 	return 0;
 }
 
 static inline void
-gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, size_t budget,
-					   gc_kmeans_gpu_plan *out)
+gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, bool weighted,
+					   size_t budget, gc_kmeans_gpu_plan *out)
 {
-	(void) n, (void) d, (void) k, (void) n_init, (void) budget;
+	(void) n, (void) d, (void) k, (void) n_init, (void) weighted, (void) budget;
 	memset(out, 0, sizeof(*out));
 	out->fits = true;
 }
@@ -365,15 +370,6 @@ gc_ap_gpu_last_phases(gc_ap_gpu_phases *out)
 gc_code		gc_dbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 							 const gc_dbscan_params *p, int32_t *labels,
 							 uint8_t *is_core, gc_status *st);
-
-/*
- * gc_kmeans_gpu for the calls it can run, in every build (dispatch.c):
- * GC_EDEVICE, "the GPU k-means has no ...", for a call using what it lacks
- * (gc_kmeans_gpu_lacks), which it would otherwise ignore.
- */
-gc_code		gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
-							 int d, const gc_kmeans_params *p,
-							 gc_kmeans_result *res, gc_status *st);
 
 #if defined(GC_TESTING) && defined(GPUCLUST_CUDA)
 

@@ -222,9 +222,8 @@ typedef enum gc_kmeans_init
 #define GC_KMEANS_MAX_WEIGHT 3.40282346638528859811704183484516925e+38
 
 /*
- * The parameters of a k-means call.  The last three are CPU-only: the GPU
- * k-means has none of them, and dispatch never sends a call using them
- * there (gc_choose_device_kmeans's gpu_lacks, gc_kmeans_on_gpu).
+ * The parameters of a k-means call.  Every device has every one of them
+ * (the GPU's run equals the CPU's: cuda/kmeans.cu).
  *
  * init_centroids (init GC_INIT_CENTROIDS): the k initial centres, k x
  * init_d row-major, init_d == d, every value finite and within
@@ -267,12 +266,12 @@ typedef struct gc_kmeans_params
 } gc_kmeans_params;
 
 /*
- * metric GC_METRIC_COSINE is spherical k-means (Dhillon & Modha), CPU only
- * like the weights: every row is replaced by its unit row (gc_unit_rows; a
- * zero row is GC_EINVAL), and the Euclidean k-means runs on the unit rows
- * with unit centres: a row goes to the centre of largest cosine, which is
- * the nearest unit centre (|u - c|^2 = 2 - 2 cos), assigned by the same
- * kernel and tie rule, always against the unit rows of the current centres
+ * metric GC_METRIC_COSINE is spherical k-means (Dhillon & Modha): every
+ * row is replaced by its unit row (gc_unit_rows; a zero row is GC_EINVAL),
+ * and the Euclidean k-means runs on the unit rows with unit centres: a
+ * row goes to the centre of largest cosine, which is the nearest unit
+ * centre (|u - c|^2 = 2 - 2 cos), assigned by the same kernel and tie
+ * rule, always against the unit rows of the current centres
  * (gc_unit_row), as kmeans_assign(..., 'cosine') scores them; a centre is
  * the (weighted) mean of its members' unit rows, normalized (a mean of 0,
  * members that cancel exactly, keeps the old centre, as an empty cluster
@@ -295,14 +294,14 @@ typedef struct gc_kmeans_params
  * cosine: of the unit row and the unit centre): Euclidean sqrt(q), cosine
  * q / 2.
  */
-static inline double
+GC_HD double
 gc_km_distance(double q, gc_metric metric)
 {
 	return metric == GC_METRIC_COSINE ? q / 2.0 : sqrt(q);
 }
 
 /* A row's term in the inertia from q: Euclidean q (distance²), cosine q / 2. */
-static inline double
+GC_HD double
 gc_km_cost(double q, gc_metric metric)
 {
 	return metric == GC_METRIC_COSINE ? q / 2.0 : q;
@@ -625,20 +624,16 @@ gc_code		gc_choose_device_dbscan(gc_device requested,
  * (note, note_len; empty otherwise) the caller shows as a NOTICE; else the
  * GPU.  gc_choose_device(GC_ALGO_KMEANS) answers for a problem big enough.
  *
- * gpu_lacks: NULL, or what the call uses that the GPU k-means does not have
- * ("sample weights", "initial centroids", "cosine metric";
- * gc_kmeans_gpu_lacks): then AUTO is the CPU and GPU is GC_EDEVICE ("the
- * GPU k-means has no <gpu_lacks>"), decided before anything probes the
- * GPU.
+ * weighted: the call has sample weights, whose GPU run keeps its rows
+ * resident (gc_kmeans_gpu_plan_for): too large for that is the CPU with a
+ * note under AUTO, GC_ENOMEM under GPU.
  */
 gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
-									int k, int n_init, const char *gpu_lacks,
+									int k, int n_init, bool weighted,
 									const gc_gpu *gpu, gc_device *chosen,
 									char *note, size_t note_len,
 									gc_status *st);
 
-/* What p uses that the GPU k-means lacks, for gc_choose_device_kmeans: NULL if nothing. */
-const char *gc_kmeans_gpu_lacks(const gc_kmeans_params *p);
 
 /*
  * Where each affinity propagation precision may run, the one rule

@@ -36,6 +36,7 @@
 #define GPUCLUST_METRIC_H
 
 #include <math.h>
+#include <stdint.h>
 
 #include "hostdevice.h"
 
@@ -127,20 +128,29 @@ typedef enum gc_metric
  * u = the unit row of x (the cosine metric's rows, above): u_j the double
  * quotient x_j / |x| rounded once to float32, |x| the double root of the
  * double sum of squares in dimension order.  Returns |x|; a zero row
- * (|x| = 0) leaves u all 0.  x and u may be the same array.  Host only.
+ * (|x| = 0) leaves u all 0.  x and u may be the same array; feature j is
+ * x[j * xs] and u[j * us] (gc_unit_row: both 1; the GPU k-means' columns
+ * of rows: n).  The same on the GPU (IEEE double sqrt and division, no
+ * contraction: the GPU k-means' rows and centres under cosine).
  */
-static inline double
-gc_unit_row(const float *x, int d, float *u)
+GC_HD double
+gc_unit_row_strided(const float *x, int64_t xs, int d, float *u, int64_t us)
 {
 	double		s = 0.0,
 				norm;
 
 	for (int j = 0; j < d; j++)
-		s += (double) x[j] * (double) x[j];
+		s += (double) x[j * xs] * (double) x[j * xs];
 	norm = sqrt(s);
 	for (int j = 0; j < d; j++)
-		u[j] = norm > 0.0 ? (float) ((double) x[j] / norm) : 0.0f;
+		u[j * us] = norm > 0.0 ? (float) ((double) x[j * xs] / norm) : 0.0f;
 	return norm;
+}
+
+GC_HD double
+gc_unit_row(const float *x, int d, float *u)
+{
+	return gc_unit_row_strided(x, 1, d, u, 1);
 }
 
 /* The distance every DBSCAN path compares with gc_eps2(eps). */

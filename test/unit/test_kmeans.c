@@ -1032,14 +1032,6 @@ test_invalid_init_weights(void)
 		  C[lab[3] * 2] == 6 && C[lab[3] * 2 + 1] == 7,
 		  "two rows of positive weight, k = 2: each its own centre (%s)", st.message);
 	CHECK(r.inertia == 0.0, "weighted inertia of exact centres: %g", r.inertia);
-	/* the GPU k-means has neither: refused before anything runs, any build */
-	CHECK(gc_kmeans_on_gpu(NULL, X, 4, 2, &p, &r, &st) == GC_EDEVICE &&
-		  strstr(st.message, "sample weights") != NULL, "weights on the GPU: %s", st.message);
-	p = (gc_kmeans_params) KM_PARAMS(2, 10, 1e-4, GC_INIT_CENTROIDS, 1, 0);
-	p.init_centroids = C0;
-	p.init_d = 2;
-	CHECK(gc_kmeans_on_gpu(NULL, X, 4, 2, &p, &r, &st) == GC_EDEVICE &&
-		  strstr(st.message, "initial centroids") != NULL, "init on the GPU: %s", st.message);
 }
 
 /* ---- spherical k-means (metric cosine) against brute force ---- */
@@ -1519,10 +1511,6 @@ test_spherical_cases(void)
 	p.metric = GC_METRIC_INNER_PRODUCT;
 	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_EINVAL &&
 		  strstr(st.message, "not supported") != NULL, "inner product: %s", st.message);
-	p = (gc_kmeans_params) KM_PARAMS(2, 10, 1e-4, GC_INIT_KMEANSPP, 1, 0);
-	p.metric = GC_METRIC_COSINE;
-	CHECK(gc_kmeans_on_gpu(NULL, X, 4, 2, &p, &r, &st) == GC_EDEVICE &&
-		  strstr(st.message, "cosine metric") != NULL, "cosine on the GPU: %s", st.message);
 }
 
 static void
