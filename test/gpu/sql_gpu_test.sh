@@ -91,6 +91,46 @@ while read -r name n d k m init ninit; do
 	esac
 done <<< "$shapes"
 
+echo "== gpu_kmeans with sample weights, metric cosine, given centres: device gpu = device cpu"
+# label; the arguments after the source; the source; labels allowed to differ
+# (weighted: the GPU sums in the CPU's order, so none; cosine without
+# weights: its fixed-point sums, 1 in 1000 rows at most)
+kfeat="weighted;50, seed => 7;SELECT id, f, (1 + id % 7)::float8 FROM t_s2;0
+weighted, heavy and zero weights;64, seed => 3;SELECT id, f, CASE WHEN id % 3 = 0 THEN 0 ELSE power(10, (id % 13) - 6) END FROM t_s5;0
+weighted, k-means||, 257 clusters;257, init => 'k-means||', seed => 5;SELECT id, f, (id % 5)::real FROM t_s6;0
+weighted, random, n_init 3;10, init => 'random', n_init => 3, seed => 2;SELECT id, f, 1 + (id % 4) FROM t_s1;0
+cosine;50, metric => 'cosine', seed => 7;SELECT id, f FROM t_s2;50
+cosine, d 200, n_init 2;120, metric => 'cosine', n_init => 2, seed => 4;SELECT id, f FROM t_s4;20
+cosine, weighted;50, metric => 'cosine', seed => 9;SELECT id, f, 1 + id % 3 FROM t_s2;0
+given centres;10, init_centroids => (SELECT array_agg(f ORDER BY id) FROM t_s1 WHERE id <= 10);SELECT id, f FROM t_s1;0
+given centres by a query, cosine, weighted;10, init => 'SELECT f FROM t_s1 WHERE id <= 10 ORDER BY id', metric => 'cosine';SELECT id, f, 1 + id % 2 FROM t_s1;0"
+while IFS=';' read -r name args src tolrows; do
+	n=$($P -c "SELECT count(*) FROM ($src) s")
+	r=$($P -c "SELECT (count(*) = $n AND count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id) <= $tolrows)::text
+		|| ' rows ' || count(*) || ', labels differing ' || count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id)
+		|| ', distances differing ' || count(*) FILTER (WHERE g.distance IS DISTINCT FROM c.distance)
+		FROM gpu_kmeans('${src//\'/\'\'}', $args, device => 'gpu') g
+		JOIN gpu_kmeans('${src//\'/\'\'}', $args, device => 'cpu') c USING (id)" 2>&1)
+	case "$r" in
+		true*) echo "ok   $name:${r#true}";;
+		*) echo "FAIL $name: $r"; fails=$((fails + 1));;
+	esac
+done <<< "$kfeat"
+check "gpu_kmeans_fit, weighted and cosine: the GPU's model = the CPU's" \
+	"SELECT g.centroids = c.centroids AND g.inertia = c.inertia AND g.iterations = c.iterations
+	 FROM gpu_kmeans_fit('SELECT id, f, 1 + id % 7 FROM t_s2', 20, metric => 'cosine', seed => 1, device => 'gpu') g,
+	      gpu_kmeans_fit('SELECT id, f, 1 + id % 7 FROM t_s2', 20, metric => 'cosine', seed => 1, device => 'cpu') c"
+check "gpu_kmeans_elbow, weighted: the GPU's inertia per k = the CPU's" \
+	"SELECT bool_and(g.inertia = c.inertia)
+	 FROM gpu_kmeans_elbow('SELECT id, f, 1 + id % 7 FROM t_s2', 2, 6, device => 'gpu') g
+	 JOIN gpu_kmeans_elbow('SELECT id, f, 1 + id % 7 FROM t_s2', 2, 6, device => 'cpu') c USING (k)"
+check "window form, cosine: the GPU's labels = the CPU's" \
+	"SELECT bool_and(g = c) FROM (SELECT gpu_kmeans(f, 10, metric => 'cosine', seed => 3, device => 'gpu') OVER () AS g,
+	                                     gpu_kmeans(f, 10, metric => 'cosine', seed => 3, device => 'cpu') OVER () AS c FROM t_s1) s"
+r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f, 1 + id % 7 FROM t_s5', 1000, metric => 'cosine', max_iter => 20)" 2>&1)
+case "$r" in *"device gpu"*) echo "ok   'auto', weighted and cosine, 200000 x 5, k 1000: the GPU";;
+	*) echo "FAIL 'auto', weighted and cosine: $r"; fails=$((fails + 1));; esac
+
 echo "== gpu_dbscan: device gpu = device cpu (labels and is_core, row for row)"
 # name n d eps min_pts
 dshapes="d1 200000 2 0.02 10

@@ -951,10 +951,10 @@ test_stream_plan(void)
 	volatile sig_atomic_t flag = 1;
 	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {&flag, NULL}};
 
-	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, (size_t) 80 << 30, &pl);
-	CHECK(pl.fits && !pl.streamed && pl.bytes == gc_kmeans_gpu_mem_bytes(1000000, 32, 100, 1),
+	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, false, (size_t) 80 << 30, &pl);
+	CHECK(pl.fits && !pl.streamed && pl.bytes == gc_kmeans_gpu_mem_bytes(1000000, 32, 100, 1, false),
 		  "plan: resident in 80 GiB");
-	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, (size_t) 100 << 20, &pl);
+	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, false, (size_t) 100 << 20, &pl);
 	CHECK(pl.fits && pl.streamed && pl.chunk_rows % GC_KM_BLOCK == 0 && pl.chunks >= 2 &&
 		  pl.bytes <= ((size_t) 100 << 20) &&
 		  pl.chunks == (1000000 + pl.chunk_rows - 1) / pl.chunk_rows,
@@ -962,10 +962,16 @@ test_stream_plan(void)
 		  (long long) pl.chunks, (long long) pl.chunk_rows, pl.bytes);
 	printf("  plan 1M x 32, k 100 in 100 MiB: %lld chunks of %lld rows, %.1f MiB\n",
 		   (long long) pl.chunks, (long long) pl.chunk_rows, pl.bytes / 1048576.0);
-	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, (size_t) 1 << 20, &pl);
+	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, false, (size_t) 1 << 20, &pl);
 	CHECK(!pl.fits && pl.bytes > ((size_t) 1 << 20), "plan: not even streamed in 1 MiB");
-	gc_kmeans_gpu_plan_for(INT64_C(640000000), 32, 100, 1, (size_t) 76 << 30, &pl);
+	gc_kmeans_gpu_plan_for(INT64_C(640000000), 32, 100, 1, false, (size_t) 76 << 30, &pl);
 	CHECK(pl.fits && pl.streamed, "plan: 640M x 32 streamed in 76 GiB");
+	/* weighted: resident or not at all */
+	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, true, (size_t) 80 << 30, &pl);
+	CHECK(pl.fits && !pl.streamed && pl.bytes == gc_kmeans_gpu_mem_bytes(1000000, 32, 100, 1, true) &&
+		  pl.bytes > gc_kmeans_gpu_mem_bytes(1000000, 32, 100, 1, false), "plan: weighted, resident");
+	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, true, (size_t) 100 << 20, &pl);
+	CHECK(!pl.fits && !pl.streamed, "plan: weighted, not streamed in 100 MiB");
 	printf("  plan 640M x 32, k 100 in 76 GiB: %lld chunks of %lld rows, %.1f MiB\n",
 		   (long long) pl.chunks, (long long) pl.chunk_rows, pl.bytes / 1048576.0);
 	/* a budget too small for the call itself */
@@ -1009,6 +1015,175 @@ test_errors(void)
 	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_OK, "after cancel: %s", st.message);
 }
 
+/*
+ * ---- sample weights, cosine, given centroids ----
+ *
+ * gc_kmeans_gpu against gc_kmeans_cpu with what issue 16 brought to the
+ * GPU.  With weights the GPU sums the means in the CPU's order
+ * (cuda/kmeans_weighted.cu): labels, centres, inertia, distances and
+ * iterations equal bit for bit.  Cosine without weights takes the
+ * fixed-point sums, which equal the CPU's double sums except where those
+ * round: labels on >= 99.9% of rows, the inertia within 1e-5.  Always: the
+ * GPU's inertia and distances equal a CPU recomputation from its own
+ * labels and centres, its labels are the assignment of its centres, and
+ * under cosine the centres have unit length.  chunk > 0: streamed in
+ * chunks of that many rows as well, equal to the resident run bit for bit.
+ */
+#define F_W 1					/* weights in [0.5, 2), one row in ten 0 */
+#define F_WHEAVY 2				/* weights from 1e-6 to 1e6, one row in three 0 */
+#define F_COS 4
+#define F_GIVEN 8				/* init_centroids: k rows of X, perturbed */
+
+static void
+test_features(int64_t n, int d, int k, int kind, gc_kmeans_init init,
+			  int n_init, double tol, int flags, int64_t chunk)
+{
+	float	   *X = make_data(n, d, kind);
+	double	   *w = NULL;
+	float	   *C0 = NULL,
+			   *U = NULL,
+			   *Ca = malloc(sizeof(float) * k * d),
+			   *d2 = malloc(sizeof(float) * n);
+	const float *rows = X;
+	const bool	strict = (flags & (F_W | F_WHEAVY)) != 0;
+	gc_kmeans_params p = {.k = k, .max_iter = 300, .tol = tol, .init = init,
+		.n_init = n_init, .seed = tu_next(&rs),
+		.metric = flags & F_COS ? GC_METRIC_COSINE : GC_METRIC_EUCLIDEAN};
+	gc_kmeans_result rc_,
+				rg,
+				rs_;
+	gc_status	st = {0};
+	int64_t		agree = 0,
+				consistent = 0,
+				distok = 0;
+	int			cdiff = 0;
+	double		rel,
+				recomputed = 0.0,
+				maxnorm = 0.0;
+	double	   *dist = malloc(sizeof(double) * n);
+	int32_t    *lchk = malloc(sizeof(int32_t) * n);
+	gc_km_ws   *ws = gc_km_ws_create(n, d, k, 0);
+
+	if (flags & (F_W | F_WHEAVY))
+	{
+		int64_t		pos = 0;
+
+		w = malloc(sizeof(double) * n);
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		u = tu_uniform(&rs);
+
+			if (flags & F_WHEAVY)
+				w[i] = u < 1.0 / 3 ? 0.0 : pow(10.0, 12.0 * tu_uniform(&rs) - 6.0);
+			else
+				w[i] = u < 0.1 ? 0.0 : 0.5 + 1.5 * tu_uniform(&rs);
+			pos += w[i] > 0.0;
+		}
+		for (int64_t i = 0; pos < k && i < n; i++)
+			if (w[i] == 0.0)
+			{
+				w[i] = 1.0;
+				pos++;
+			}
+		p.weights = w;
+	}
+	if (flags & F_GIVEN)
+	{
+		C0 = malloc(sizeof(float) * k * d);
+		for (int c = 0; c < k; c++)
+			for (int j = 0; j < d; j++)
+				C0[c * d + j] = X[(int64_t) (c * (n / k)) * d + j] + (float) (0.01 * gauss());
+		p.init = GC_INIT_CENTROIDS;
+		p.init_centroids = C0;
+		p.init_d = d;
+	}
+	km_alloc_result(&rc_, n, d, k);
+	km_alloc_result(&rg, n, d, k);
+	CHECK(gc_kmeans_cpu(NULL, X, n, d, &p, &rc_, &st) == GC_OK, "cpu run: %s", st.message);
+	CHECK(gc_kmeans_gpu(NULL, X, n, d, &p, &rg, &st) == GC_OK,
+		  "gpu run n=%lld d=%d k=%d flags=%d: %s", (long long) n, d, k, flags, st.message);
+	if (st.code != GC_OK)
+		goto done;
+	for (int64_t i = 0; i < n; i++)
+		agree += rg.labels[i] == rc_.labels[i];
+	for (int i = 0; i < k * d; i++)
+		cdiff += memcmp(&rg.centroids[i], &rc_.centroids[i], sizeof(float)) != 0;
+	rel = fabs(rg.inertia - rc_.inertia) / (rc_.inertia > 0 ? rc_.inertia : 1);
+	if (strict)
+		CHECK(agree == n && cdiff == 0 && rg.inertia == rc_.inertia &&
+			  rg.iterations == rc_.iterations && rg.converged == rc_.converged,
+			  "features n=%lld d=%d k=%d kind=%d flags=%d: labels agree on %lld, %d centre coords differ, "
+			  "inertia %.17g vs %.17g, iterations %d vs %d",
+			  (long long) n, d, k, kind, flags, (long long) agree, cdiff, rg.inertia, rc_.inertia,
+			  rg.iterations, rc_.iterations);
+	else
+		CHECK(agree >= n - n / 1000 && rel <= 1e-5,
+			  "features n=%lld d=%d k=%d kind=%d flags=%d: labels agree on %lld of %lld, inertia rel %.3g",
+			  (long long) n, d, k, kind, flags, (long long) agree, (long long) n, rel);
+	/* recomputed on the CPU from the GPU's own output */
+	memcpy(Ca, rg.centroids, sizeof(float) * k * d);
+	if (flags & F_COS)
+	{
+		U = malloc(sizeof(float) * n * d);
+		gc_unit_rows(NULL, X, n, d, U);
+		rows = U;
+		for (int c = 0; c < k; c++)
+		{
+			double		s = 0.0;
+
+			for (int j = 0; j < d; j++)
+				s += (double) rg.centroids[c * d + j] * rg.centroids[c * d + j];
+			maxnorm = fmax(maxnorm, fabs(sqrt(s) - 1.0));
+			(void) gc_unit_row(rg.centroids + c * d, d, Ca + c * d);
+		}
+		CHECK(maxnorm <= 1e-6, "cosine centres of length 1: off by %g", maxnorm);
+	}
+	gc_km_inertia_w(NULL, rows, n, d, Ca, rg.labels, w, p.metric, dist, &recomputed, &st);
+	CHECK(recomputed == rg.inertia, "gpu inertia %.17g, recomputed %.17g", rg.inertia, recomputed);
+	for (int64_t i = 0; i < n; i++)
+		distok += dist[i] == rg.distance[i];
+	CHECK(distok == n, "distances: %lld of %lld equal the recomputation", (long long) distok, (long long) n);
+	for (int64_t i = 0; i < n; i++)
+		lchk[i] = -1;
+	gc_km_assign(NULL, ws, rows, n, d, Ca, k, lchk, d2, NULL, &st);
+	for (int64_t i = 0; i < n; i++)
+		consistent += lchk[i] == rg.labels[i];
+	CHECK(consistent == n, "labels vs returned centres: %lld of %lld", (long long) consistent, (long long) n);
+	printf("  features n=%-6lld d=%-3d k=%-4d kind=%d init=%-9s n_init=%d flags=%2d: agree %.5f%%, "
+		   "centre coords differing %d, inertia rel %.2g, iters gpu %d cpu %d\n",
+		   (long long) n, d, k, kind, init_name[p.init], n_init, flags, 100.0 * agree / n, cdiff, rel,
+		   rg.iterations, rc_.iterations);
+	if (chunk > 0)
+	{
+		int64_t		same = 0;
+
+		km_alloc_result(&rs_, n, d, k);
+		gc_kmeans_gpu_force_chunk(chunk);
+		CHECK(gc_kmeans_gpu(NULL, X, n, d, &p, &rs_, &st) == GC_OK, "streamed run: %s", st.message);
+		gc_kmeans_gpu_force_chunk(0);
+		for (int64_t i = 0; i < n; i++)
+			same += rs_.labels[i] == rg.labels[i] &&
+				memcmp(&rs_.distance[i], &rg.distance[i], sizeof(double)) == 0;
+		CHECK(same == n && memcmp(rs_.centroids, rg.centroids, sizeof(float) * k * d) == 0 &&
+			  rs_.inertia == rg.inertia && rs_.iterations == rg.iterations,
+			  "streamed (chunks of %lld) = resident: %lld of %lld rows, inertia %.17g vs %.17g",
+			  (long long) chunk, (long long) same, (long long) n, rs_.inertia, rg.inertia);
+		km_free_result(&rs_);
+	}
+done:
+	km_free_result(&rc_);
+	km_free_result(&rg);
+	gc_km_ws_destroy(ws);
+	free(X);
+	free(w);
+	free(C0);
+	free(U);
+	free(Ca);
+	free(d2);
+	free(dist);
+	free(lchk);
+}
+
 /* Device choice (dispatch.c) on a machine with a usable GPU. */
 static void
 test_dispatch(void)
@@ -1022,53 +1197,60 @@ test_dispatch(void)
 
 	gc_gpu_local(&g0, 0);
 	gc_gpu_local(&g1000, 1000);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, false, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU, "cpu");
-	/* what only the CPU k-means has: auto is the CPU, gpu refuses */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, "sample weights", &g0, &ch,
-								  note, sizeof(note), &st) == GC_EDEVICE &&
-		  strstr(st.message, "sample weights") != NULL, "gpu, weights: %s", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, "initial centroids", &g0, &ch,
+	/* weights: on the GPU, resident or not at all */
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, true, &g0, &ch,
+								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
+		  "gpu, weights: %s", st.message);
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, true, &g0, &ch,
+								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
+		  "auto, weights: gpu");
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 100, 100, 1, true, &g0, &ch,
+								  note, sizeof(note), &st) == GC_ENOMEM &&
+		  strstr(st.message, "sample weights") != NULL, "gpu, weights, too big: %s", st.message);
+	printf("  gpu, weights, too big: %s\n", st.message);
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 100, 100, 1, true, &g0, &ch,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
-		  note[0] == '\0', "auto, initial centroids: cpu");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, NULL, &g0, &ch, note,
+		  note[0] != '\0', "auto, weights, too big: cpu with a note");
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, false, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "gpu, tiny");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, NULL, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, false, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] == '\0', "auto, tiny: cpu");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, false, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "auto, large: gpu");
 	/* more than any GPU's memory: gpu refuses, auto runs on the CPU and says why */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 40000, 100, 1, NULL, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 40000, 100, 1, false, &g0, &ch,
 								  note, sizeof(note), &st) == GC_ENOMEM, "gpu, too big: %s", st.message);
 	printf("  gpu, too big: %s\n", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 40000, 100, 1, NULL, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 40000, 100, 1, false, &g0, &ch,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] != '\0', "auto, too big: cpu with a note");
 	/* larger than the GPU's memory but streamed: the GPU */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 100, 100, 1, NULL, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 100, 100, 1, false, &g0, &ch,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
 		  "gpu, 2e9 x 100 streamed: %s", st.message);
 	/* gpuclust.gpu_memory_limit (gc_gpu.mem_limit): streamed within it, or the CPU */
 	g0.mem_limit = (size_t) 100 << 20;
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, false, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
 		  "auto, 100 MiB limit: gpu (streamed)");
 	g0.mem_limit = (size_t) 16 << 20;
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, false, &g0, &ch, note,
 								  sizeof(note), &st) == GC_ENOMEM, "gpu, 16 MiB limit: %s", st.message);
 	printf("  gpu, 16 MiB limit: %s\n", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, NULL, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, false, &g0, &ch, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU && note[0] != '\0',
 		  "auto, 16 MiB limit: cpu with a note");
 	CHECK(gc_gpu_budget(&g0) == ((size_t) 16 << 20), "budget: the limit");
 	g0.mem_limit = 0;
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, NULL, &g1000, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, false, &g1000, &ch, note,
 								  sizeof(note), &st) == GC_EDEVICE, "gpu, no such device");
 	printf("  gpu, device 1000: %s\n", st.message);
 	gc_cuda_probe_cached(0, &info);
 	CHECK(info.usable && info.free_mem > 0, "cached probe after another id");
-	CHECK(gc_kmeans_gpu_mem_bytes(1000000, 32, 100, 1) > (size_t) 1000000 * 32 * 4,
+	CHECK(gc_kmeans_gpu_mem_bytes(1000000, 32, 100, 1, false) > (size_t) 1000000 * 32 * 4,
 		  "memory estimate");
 }
 
@@ -1179,6 +1361,46 @@ main(void)
 	test_step(4000, 3, 9, 3);
 	test_step(4000, 10, 9, 3);
 	test_reseed_steps();
+
+	/* sample weights, cosine, given centroids: every assignment path (d 2,
+	 * the grid at n >= 256 k, <= 8, the screen, > 256), re-seeding */
+	{
+		static const int shapes[][4] = {
+			/* n, d, k, kind */
+			{5000, 2, 7, 0}, {60000, 2, 30, 0}, {20000, 5, 40, 1}, {20000, 16, 130, 0},
+			{15000, 33, 256, 0}, {8000, 64, 40, 2}, {4000, 300, 20, 0}, {30000, 8, 1100, 1},
+		};
+		static const int fl[] = {F_W, F_WHEAVY, F_COS, F_COS | F_W, F_GIVEN, F_GIVEN | F_COS | F_W};
+
+		for (int s = 0; s < (int) (sizeof(shapes) / sizeof(shapes[0])); s++)
+			for (int f = 0; f < (int) (sizeof(fl) / sizeof(fl[0])); f++)
+			{
+				if (quick && (shapes[s][0] > 20000 || f % 2 != s % 2))
+					continue;
+				test_features(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
+							  GC_INIT_KMEANSPP, 1, 1e-4, fl[f], 0);
+			}
+		/* every seeding, n_init > 1, tol 0 */
+		test_features(20000, 6, 20, 0, GC_INIT_RANDOM, 3, 1e-4, F_W, 0);
+		test_features(20000, 12, 50, 0, GC_INIT_KMEANS_PARALLEL, 2, 1e-4, F_W | F_COS, 0);
+		test_features(20000, 8, 300, 1, GC_INIT_AUTO, 1, 1e-4, F_WHEAVY, 0);
+		test_features(10000, 12, 20, 0, GC_INIT_RANDOM, 2, 0.0, F_COS, 0);
+		test_features(10000, 40, 25, 0, GC_INIT_KMEANS_PARALLEL, 2, 1e-4, F_COS, 0);
+		/* duplicates and zero weights: clusters of no weight, re-seeded */
+		test_features(3000, 2, 12, 3, GC_INIT_RANDOM, 2, 1e-4, F_W, 0);
+		test_features(3000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, F_WHEAVY, 0);
+		test_features(3000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, F_COS, 0);
+		test_features(3000, 4, 12, 3, GC_INIT_RANDOM, 2, 1e-4, F_COS | F_W, 0);
+		/* rows wider than a tile of the weighted sums (8192 floats) */
+		test_features(2000, 9000, 3, 0, GC_INIT_KMEANSPP, 1, 1e-4, F_W | F_COS, 0);
+		/* a cluster larger than a segment (GC_KM_SEGMENT rows), k = 1 */
+		test_features(50000, 3, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4, F_W, 0);
+		test_features(50000, 32, 3, 0, GC_INIT_KMEANSPP, 1, 1e-4, F_WHEAVY | F_COS, 0);
+		/* cosine streamed = resident */
+		test_features(30000, 5, 20, 0, GC_INIT_KMEANSPP, 1, 1e-4, F_COS, 8192);
+		test_features(30000, 20, 20, 0, GC_INIT_KMEANSPP, 2, 1e-4, F_COS | F_GIVEN, 8192);
+		test_features(3000, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, F_COS, 1024);
+	}
 
 	/* the bounds: fits with them = fits without, bit for bit */
 	test_without("GPUCLUST_KM_PRUNE", 30000, 9, 17, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0.0);
