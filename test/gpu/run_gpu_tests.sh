@@ -24,6 +24,10 @@
 #                    carry [".vendor"]), then bench_kmeans.  About 2-4
 #                    minutes; at most KM_BASELINE_TIMEOUT (200) +
 #                    KM_BENCH_TIMEOUT (220) s
+#   kf-bench         bench_kmeans_features: whole k-means fits with sample
+#                    weights, cosine and given centres, GPU vs CPU, then
+#                    bench_kmeans_features.py (scikit-learn, PyTorch) on
+#                    the same rows (BENCH_KF_N, _D, _K, _ITERS)
 #   ap-bench         bench_ap_gpu: affinity propagation per iteration (5k
 #                    to the largest n that fits, float8 and float4, bytes
 #                    rooflines; BENCH_AP_N, BENCH_AP_KEEP) and whole
@@ -107,6 +111,15 @@ dbscan-test)
 		echo "  exit $r: $(grep -E '^test_dbscan_gpu' "$OUTDIR/$log" | tr '\n' ' ')"
 		grep -m 10 "FAIL" "$OUTDIR/$log"
 	done
+	;;
+kf-bench)
+	echo "== bench_kmeans_features (weights, cosine, given centres: GPU vs CPU)"
+	run bench_kmeans_features.log "${KF_BENCH_TIMEOUT:-300}" $B/bench_kmeans_features /tmp || rc=1
+	cat "$OUTDIR/bench_kmeans_features.log"
+	echo "== bench_kmeans_features.py (scikit-learn, PyTorch on the same rows)"
+	PYTHONUNBUFFERED=1 timeout "${KF_PEERS_TIMEOUT:-300}" python3 test/gpu/bench_kmeans_features.py /tmp \
+		"${BENCH_KF_N:-1000000}" "${BENCH_KF_D:-32}" "${BENCH_KF_K:-100}" "${BENCH_KF_ITERS:-20}" \
+		2>&1 | tee "$OUTDIR/bench_kmeans_features_peers.log"
 	;;
 ap-test)
 	echo "== test_ap_gpu"
