@@ -15,6 +15,7 @@
  *   kmeans_screen.cu   the tensor-core screen of the assignment (8 < d <= 256)
  *   kmeans_wgmma.cu    its screen on Hopper's wgmma in FP16 (H100/H200, d > 64)
  *   kmeans_update.cu   the fixed-point sums, means, empty-cluster re-seeding
+ *   kmeans_weighted.cu the update with sample weights, in the CPU's order
  *   kmeans_stats.cu    inertia, distances, the variance behind tol
  *   kmeans_stream.cu   the streamed path: data larger than the device
  *                      memory, uploaded in chunks on every pass
@@ -67,11 +68,18 @@
  * their centres, farthest to the lowest empty id; never a row on its
  * centre) on an extra, rare path.
  *
- * Seeding: k-means++ (kmeans_pp.cu) and k-means|| (kmeans_par.cu) run on
- * the device and reproduce the CPU's centres bit for bit; random seeding
- * calls the CPU's own function; 'auto' resolves as on the CPU
- * (gc_km_init_resolve, k only).
+ * Seeding: k-means++ (kmeans_pp.cu, also weighted) and k-means||
+ * (kmeans_par.cu) run on the device and reproduce the CPU's centres bit for
+ * bit; random seeding and weighted k-means|| call the CPU's own function;
+ * 'auto' resolves as on the CPU (gc_km_init_resolve, k only); given
+ * centroids make one run.
  * The final inertia and distances are the CPU's blocked double sums.
+ *
+ * The parameters every device has (gpuclust_core.h), with the CPU's
+ * results bit for bit: sample weights (the update in the CPU's order,
+ * kmeans_weighted.cu; weighted calls are resident, never streamed) and
+ * the cosine metric (spherical k-means: the unit rows, assigned to the
+ * unit rows of the centres, means normalized by km_finalize).
  *
  * Memory.  The call's budget is p->gpu_mem (the caller's: dispatch's
  * probe, gpuclust.gpu_memory_limit, the GPU worker's admission), or the
@@ -127,7 +135,7 @@ km_iteration(km_dev &D, int cur, gc_status *st)
 
 	KM_CK(cudaMemsetAsync(D.gsum, 0, sizeof(unsigned long long) * D.slots + sizeof(km_info), D.s));
 	if (D.streamed)
-		rc = km_stream_assign_update(D, cur, st);
+		rc = km_stream_assign_update(D, st);
 	else if ((rc = km_assign(D, st)) == GC_OK)
 		rc = D.wu ? km_wupdate(D, D.labels, D.C[cur], D.C[1 - cur], st) : km_update(D, st);
 	if (rc != GC_OK ||

@@ -640,9 +640,10 @@ gc_code		km_stream_features(km_dev &D, gc_status *st);
 /* The variance behind tol: a pass (pass 0 came with the features). */
 gc_code		km_stream_variance(km_dev &D, double *out, gc_status *st);
 
-/* The assignment and update of an iteration from D.C[cur] (prepared),
- * streamed: one pass (assign, d2 for re-seeding, update per chunk). */
-gc_code		km_stream_assign_update(km_dev &D, int cur, gc_status *st);
+/* The assignment and update of an iteration from the centres last
+ * prepared, streamed: one pass (assign, d2 for re-seeding, update per
+ * chunk). */
+gc_code		km_stream_assign_update(km_dev &D, gc_status *st);
 
 /* The inertia of (labels, C) in one pass; assign first: the labels are
  * re-assigned from the prepared centres in the same pass. */

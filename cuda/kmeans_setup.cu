@@ -13,7 +13,9 @@
  * runs over any range of rows (km_features_rows), so that a streamed
  * problem (kmeans_stream.cu) takes the same statistics chunk by chunk.
  * The update's own choices and buffers are kmeans_update.cu's
- * (km_update_alloc, km_update_plan).
+ * (km_update_alloc, km_update_plan), with sample weights
+ * kmeans_weighted.cu's (km_wupd_alloc).  Under cosine km_setup makes the
+ * resident rows unit rows when the host did not (D.unit_rows).
  */
 #include <math.h>
 #include <stdlib.h>

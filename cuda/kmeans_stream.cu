@@ -244,12 +244,10 @@ km_stream_variance(km_dev &D, double *out, gc_status *st)
 }
 
 gc_code
-km_stream_assign_update(km_dev &D, int cur, gc_status *st)
+km_stream_assign_update(km_dev &D, gc_status *st)
 {
-	/* C[cur] as the rows are assigned to it (prepared: under cosine its unit rows) */
+	/* the centres as the rows are assigned to them (under cosine, unit rows) */
 	const float *Ca = D.Cprep;
-
-	(void) cur;
 
 	return km_pass(D, [&](km_dev &V, int64_t r0) {
 		gc_code		rc = GC_OK;

@@ -1,7 +1,8 @@
 /*
  * kmeans_update.cu — the update step of the GPU k-means: per-cluster sums
  * of the rows under the current labels, the new means, and the re-seeding
- * of empty clusters.
+ * of empty clusters (with sample weights the sums are kmeans_weighted.cu's;
+ * the means, normalized under cosine, are km_finalize's either way).
  *
  * Sums are 64-bit fixed point (each feature scaled by a power of two chosen
  * from its largest |x| and n so that no sum can overflow: D.scale, set by

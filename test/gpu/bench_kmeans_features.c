@@ -19,34 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "testutil.h"
 #include "gpu.h"
-
-static double
-now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static uint64_t
-next(uint64_t *s)
-{
-	uint64_t	z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static double
-unif(uint64_t *s)
-{
-	return (next(s) >> 11) * 0x1.0p-53;
-}
 
 static long
 env_or(const char *name, long dflt)
@@ -87,19 +62,19 @@ main(int argc, char **argv)
 	gc_cuda_device_info info;
 
 	for (int i = 0; i < 40 * d; i++)
-		cent[i] = (float) (20.0 * unif(&s) - 10.0);
+		cent[i] = (float) (20.0 * tu_uniform(&s) - 10.0);
 	for (int64_t i = 0; i < n; i++)
 	{
-		const int	c = (int) (unif(&s) * 40);
+		const int	c = (int) (tu_uniform(&s) * 40);
 
 		for (int j = 0; j < d; j++)
 		{
-			double		u1 = unif(&s) + 1e-300,
-						u2 = unif(&s);
+			double		u1 = tu_uniform(&s) + 1e-300,
+						u2 = tu_uniform(&s);
 
 			X[i * d + j] = (float) (cent[c * d + j] + 1.5 * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2));
 		}
-		w[i] = 0.5 + 4.5 * unif(&s);	/* positive: scikit-learn's reseeding agrees */
+		w[i] = 0.5 + 4.5 * tu_uniform(&s);	/* positive: scikit-learn's reseeding agrees */
 	}
 	for (int c = 0; c < k; c++)
 		memcpy(C0 + (size_t) c * d, X + (size_t) (c * (n / k)) * d, sizeof(float) * d);
@@ -140,13 +115,13 @@ main(int argc, char **argv)
 			r[dev].centroids = malloc(sizeof(float) * k * d);
 			if (dev == 0)		/* warm: the first call pays the context */
 				(void) gc_kmeans_gpu(NULL, X, n, d, &p, &r[0], &st);
-			ms[dev] = now_ms();
+			ms[dev] = gc_now_ms();
 			if ((dev == 0 ? gc_kmeans_gpu : gc_kmeans_cpu) (NULL, X, n, d, &p, &r[dev], &st) != GC_OK)
 			{
 				printf("%s on %s: %s\n", name[v], dev ? "CPU" : "GPU", st.message);
 				return 1;
 			}
-			ms[dev] = now_ms() - ms[dev];
+			ms[dev] = gc_now_ms() - ms[dev];
 			if (dev == 0)
 				gc_kmeans_gpu_last_phases(&ph);
 		}

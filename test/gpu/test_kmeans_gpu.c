@@ -609,6 +609,42 @@ test_screen(void)
 }
 
 /* ---- full run ---- */
+
+/*
+ * A GPU result r against a CPU recomputation from its own labels and
+ * centres: its inertia and distances (rows: what was clustered, Ca: the
+ * centres the rows are measured to; weights w, metric), and its labels the
+ * assignment of those centres.
+ */
+static void
+check_own_output(const float *rows, int64_t n, int d, int k, const float *Ca,
+				 const double *w, gc_metric metric, const gc_kmeans_result *r,
+				 gc_km_ws *ws)
+{
+	double	   *dist = malloc(sizeof(double) * n);
+	int32_t    *lchk = malloc(sizeof(int32_t) * n);
+	float	   *d2 = malloc(sizeof(float) * n);
+	double		recomputed = 0.0;
+	int64_t		distok = 0,
+				consistent = 0;
+	gc_status	st = {0};
+
+	gc_km_inertia_w(NULL, rows, n, d, Ca, r->labels, w, metric, dist, &recomputed, &st);
+	CHECK(recomputed == r->inertia, "gpu inertia %.17g, recomputed %.17g", r->inertia, recomputed);
+	for (int64_t i = 0; i < n; i++)
+		distok += dist[i] == r->distance[i];
+	CHECK(distok == n, "distances: %lld of %lld equal the recomputation", (long long) distok, (long long) n);
+	for (int64_t i = 0; i < n; i++)
+		lchk[i] = -1;
+	gc_km_assign(NULL, ws, rows, n, d, Ca, k, lchk, d2, NULL, &st);
+	for (int64_t i = 0; i < n; i++)
+		consistent += lchk[i] == r->labels[i];
+	CHECK(consistent == n, "labels vs returned centres: %lld of %lld", (long long) consistent, (long long) n);
+	free(dist);
+	free(lchk);
+	free(d2);
+}
+
 static void
 test_full(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 		  double tol)
@@ -622,15 +658,9 @@ test_full(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 	gc_code		a,
 				b;
 	int64_t		agree = 0,
-				consistent = 0,
-				inrange = 1,
-				distok = 0;
-	double		rel,
-				recomputed = 0;
+				inrange = 1;
+	double		rel;
 	int			finite = 1;
-	int32_t    *lchk = malloc(sizeof(int32_t) * n);
-	float	   *d2 = malloc(sizeof(float) * n);
-	double	   *dist = malloc(sizeof(double) * n);
 	gc_km_ws   *ws = gc_km_ws_create(n, d, k, 0);
 
 	rc_.labels = malloc(sizeof(int32_t) * n);
@@ -668,19 +698,7 @@ test_full(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 		  (long long) n, d, k, kind, (long long) agree, (long long) n);
 	CHECK(rel <= 1e-5, "full n=%lld d=%d k=%d kind=%d: inertia %.17g vs cpu %.17g (rel %.3g)",
 		  (long long) n, d, k, kind, rg.inertia, rc_.inertia, rel);
-	/* inertia and distances recomputed on the CPU from the GPU's output */
-	gc_km_inertia(NULL, X, n, d, rg.centroids, rg.labels, dist, &recomputed, &st);
-	CHECK(recomputed == rg.inertia, "gpu inertia %.17g, recomputed %.17g", rg.inertia, recomputed);
-	for (int64_t i = 0; i < n; i++)
-		distok += dist[i] == rg.distance[i];
-	CHECK(distok == n, "distances: %lld of %lld equal the recomputation", (long long) distok, (long long) n);
-	/* labels match the returned centres */
-	for (int64_t i = 0; i < n; i++)
-		lchk[i] = -1;
-	gc_km_assign(NULL, ws, X, n, d, rg.centroids, k, lchk, d2, NULL, &st);
-	for (int64_t i = 0; i < n; i++)
-		consistent += lchk[i] == rg.labels[i];
-	CHECK(consistent == n, "labels vs returned centres: %lld of %lld", (long long) consistent, (long long) n);
+	check_own_output(X, n, d, k, rg.centroids, NULL, GC_METRIC_EUCLIDEAN, &rg, ws);
 	printf("  full n=%-7lld d=%-3d k=%-4d kind=%d init=%d n_init=%d: agree %.5f%%, inertia rel %.2g, "
 		   "iters gpu %d cpu %d, conv %d/%d\n",
 		   (long long) n, d, k, kind, (int) init, n_init, 100.0 * agree / n, rel,
@@ -688,9 +706,6 @@ test_full(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 done:
 	gc_km_ws_destroy(ws);
 	free(X);
-	free(lchk);
-	free(d2);
-	free(dist);
 	free(rc_.labels);
 	free(rc_.distance);
 	free(rc_.centroids);
@@ -1042,8 +1057,7 @@ test_features(int64_t n, int d, int k, int kind, gc_kmeans_init init,
 	double	   *w = NULL;
 	float	   *C0 = NULL,
 			   *U = NULL,
-			   *Ca = malloc(sizeof(float) * k * d),
-			   *d2 = malloc(sizeof(float) * n);
+			   *Ca = malloc(sizeof(float) * k * d);
 	const float *rows = X;
 	const bool	strict = (flags & (F_W | F_WHEAVY)) != 0;
 	gc_kmeans_params p = {.k = k, .max_iter = 300, .tol = tol, .init = init,
@@ -1053,15 +1067,10 @@ test_features(int64_t n, int d, int k, int kind, gc_kmeans_init init,
 				rg,
 				rs_;
 	gc_status	st = {0};
-	int64_t		agree = 0,
-				consistent = 0,
-				distok = 0;
+	int64_t		agree = 0;
 	int			cdiff = 0;
 	double		rel,
-				recomputed = 0.0,
 				maxnorm = 0.0;
-	double	   *dist = malloc(sizeof(double) * n);
-	int32_t    *lchk = malloc(sizeof(int32_t) * n);
 	gc_km_ws   *ws = gc_km_ws_create(n, d, k, 0);
 
 	if (flags & (F_W | F_WHEAVY))
@@ -1138,17 +1147,7 @@ test_features(int64_t n, int d, int k, int kind, gc_kmeans_init init,
 		}
 		CHECK(maxnorm <= 1e-6, "cosine centres of length 1: off by %g", maxnorm);
 	}
-	gc_km_inertia_w(NULL, rows, n, d, Ca, rg.labels, w, p.metric, dist, &recomputed, &st);
-	CHECK(recomputed == rg.inertia, "gpu inertia %.17g, recomputed %.17g", rg.inertia, recomputed);
-	for (int64_t i = 0; i < n; i++)
-		distok += dist[i] == rg.distance[i];
-	CHECK(distok == n, "distances: %lld of %lld equal the recomputation", (long long) distok, (long long) n);
-	for (int64_t i = 0; i < n; i++)
-		lchk[i] = -1;
-	gc_km_assign(NULL, ws, rows, n, d, Ca, k, lchk, d2, NULL, &st);
-	for (int64_t i = 0; i < n; i++)
-		consistent += lchk[i] == rg.labels[i];
-	CHECK(consistent == n, "labels vs returned centres: %lld of %lld", (long long) consistent, (long long) n);
+	check_own_output(rows, n, d, k, Ca, w, p.metric, &rg, ws);
 	printf("  features n=%-6lld d=%-3d k=%-4d kind=%d init=%-9s n_init=%d flags=%2d: agree %.5f%%, "
 		   "centre coords differing %d, inertia rel %.2g, iters gpu %d cpu %d\n",
 		   (long long) n, d, k, kind, init_name[p.init], n_init, flags, 100.0 * agree / n, cdiff, rel,
@@ -1179,9 +1178,6 @@ done:
 	free(C0);
 	free(U);
 	free(Ca);
-	free(d2);
-	free(dist);
-	free(lchk);
 }
 
 /* Device choice (dispatch.c) on a machine with a usable GPU. */
