@@ -413,8 +413,8 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init, bool weighted)
 	b += nn * 8;				/* q */
 	b += 2 * kk * dd * 4;		/* cosine: Cu, Cs */
 	if (weighted)
-		b += nn * dd * 4 + nn * (8 + 4 * 4) + 4 * (kk + 1) * 4 + kk * 8 +
-			(nn / GC_KM_SEGMENT + kk) * (dd + 1) * 8 + nn * 8 + (1 << 20);	/* XR, w, iota, keys, order, lab_eff, counts, pcnt, segment sums, the sort's */
+		b += nn * dd * 4 + nn * (8 + 4 * 4) + 3 * (kk + 1) * 4 + kk * 8 +
+			(nn / GC_KM_SEGMENT + kk) * (dd + 1) * 8 + nn * 8 + (1 << 20);	/* XR, w, iota, keys, order, lab_eff, start, nseg, segoff, pcnt, segment sums, the sort's */
 	else if (km_sorted_update(d, k))
 		b += nn * dd * 4 + nn * 4 + 3 * kk * 4 + (1 << 20);	/* XR, perm, counts, scan */
 	else

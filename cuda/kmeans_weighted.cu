@@ -41,8 +41,7 @@ struct km_wupd
 	uint32_t   *keys_out = nullptr;	/* n: the sorted labels */
 	int32_t    *order = nullptr;	/* n: the rows in cluster order */
 	int32_t    *lab_eff = nullptr;	/* n: the labels after a re-seeding */
-	int		   *cnt = nullptr;	/* k: rows a cluster, then start (k + 1) */
-	int		   *start = nullptr;
+	int		   *start = nullptr;	/* k + 1: a cluster's first sorted row, then n */
 	int		   *nseg = nullptr;	/* k + 1: segments a cluster, then segoff (k + 1) */
 	int		   *segoff = nullptr;
 	unsigned long long *pcnt = nullptr;	/* k: 1 where a row has a positive weight, else 0 */
@@ -65,7 +64,7 @@ km_wupd_free(km_dev &D)
 	gc_dfree(W->keys_out, D.s);
 	gc_dfree(W->order, D.s);
 	gc_dfree(W->lab_eff, D.s);
-	gc_dfree(W->cnt, D.s);
+	gc_dfree(W->start, D.s);
 	gc_dfree(W->nseg, D.s);
 	gc_dfree(W->pcnt, D.s);
 	gc_dfree(W->part, D.s);
@@ -120,8 +119,7 @@ km_wupd_alloc(km_dev &D, gc_status *st)
 	KM_ALLOC(W->keys_out, n);
 	KM_ALLOC(W->order, n);
 	KM_ALLOC(W->lab_eff, n);
-	KM_ALLOC(W->cnt, 2 * ((int64_t) k + 1));
-	W->start = W->cnt + k + 1;
+	KM_ALLOC(W->start, (int64_t) k + 1);
 	KM_ALLOC(W->nseg, 2 * ((int64_t) k + 1));
 	W->segoff = W->nseg + k + 1;
 	KM_ALLOC(W->pcnt, k);
@@ -139,48 +137,44 @@ km_wupd_alloc(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
-/* start[c]: the first position of cluster c in the sorted labels (k: n). */
+/* The first position of label c in the sorted labels (n: none past it). */
+__device__ __forceinline__ int64_t
+first_of(const uint32_t *__restrict__ sorted, int64_t n, int c)
+{
+	int64_t		lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		const int64_t mid = (lo + hi) / 2;
+
+		if (sorted[mid] < (uint32_t) c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * start[c]: cluster c's first position in the sorted labels (start[k] =
+ * n); nseg[c]: its segments of GC_KM_SEGMENT rows (0: no rows; nseg[k] = 0,
+ * so that their exclusive sum's slot k is the number of segments).
+ */
 __global__ void
-k_wstart(const uint32_t *__restrict__ sorted, int64_t n, int k, int *start)
+k_wsegments(const uint32_t *__restrict__ sorted, int64_t n, int k, int *start,
+			int *nseg)
 {
 	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (c <= k)
 	{
-		int64_t		lo = 0,
-					hi = n;
+		const int64_t b = first_of(sorted, n, c);
 
-		while (lo < hi)
-		{
-			const int64_t mid = (lo + hi) / 2;
-
-			if (sorted[mid] < (uint32_t) c)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		start[c] = (int) lo;
+		start[c] = (int) b;
+		nseg[c] = c < k ? (int) ((first_of(sorted, n, c + 1) - b + GC_KM_SEGMENT - 1) /
+								 GC_KM_SEGMENT) : 0;
 	}
-}
-
-/* cnt[c]: cluster c's rows. */
-__global__ void
-k_wcount(const int *__restrict__ start, int k, int *cnt)
-{
-	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (c < k)
-		cnt[c] = start[c + 1] - start[c];
-}
-
-/* nseg[c] = the cluster's segments of GC_KM_SEGMENT rows (0: no rows). */
-__global__ void
-k_wnseg(const int *__restrict__ cnt, int k, int *nseg)
-{
-	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (c <= k)
-		nseg[c] = c < k ? (cnt[c] + GC_KM_SEGMENT - 1) / GC_KM_SEGMENT : 0;
 }
 
 /*
@@ -196,8 +190,8 @@ k_wnseg(const int *__restrict__ cnt, int k, int *nseg)
 
 __global__ void __launch_bounds__(WS_THREADS)
 k_wsums(const float *__restrict__ XR, int d, const double *__restrict__ w,
-		const int32_t *__restrict__ order, const int *__restrict__ cnt,
-		const int *__restrict__ start, const int *__restrict__ segoff, int k,
+		const int32_t *__restrict__ order, const int *__restrict__ start,
+		const int *__restrict__ segoff, int k,
 		double *__restrict__ part)
 {
 	__shared__ float xs[WS_TILE_FLOATS];
@@ -223,7 +217,7 @@ k_wsums(const float *__restrict__ XR, int d, const double *__restrict__ w,
 			hi = mid - 1;
 	}
 	b = (int64_t) start[lo] + (int64_t) (s - segoff[lo]) * GC_KM_SEGMENT;
-	e = (int64_t) start[lo] + cnt[lo];
+	e = start[lo + 1];
 	if (e > b + GC_KM_SEGMENT)
 		e = b + GC_KM_SEGMENT;
 	for (int64_t t0 = b; t0 < e; t0 += tr)
@@ -319,16 +313,12 @@ km_wupdate(km_dev &D, const int32_t *labels, const float *Cold, float *Cnew,
 
 	KM_CK(cub::DeviceRadixSort::SortPairs(W->tmp, bytes, (const uint32_t *) labels, W->keys_out,
 										  W->iota, W->order, n, 0, W->end_bit, D.s));
-	k_wstart<<<blocks_for(k + 1, 256), 256, 0, D.s>>>(W->keys_out, n, k, W->start);
-	KM_LAUNCHED();
-	k_wcount<<<blocks_for(k, 256), 256, 0, D.s>>>(W->start, k, W->cnt);
-	KM_LAUNCHED();
-	k_wnseg<<<blocks_for(k + 1, 256), 256, 0, D.s>>>(W->cnt, k, W->nseg);
+	k_wsegments<<<blocks_for(k + 1, 256), 256, 0, D.s>>>(W->keys_out, n, k, W->start, W->nseg);
 	KM_LAUNCHED();
 	bytes = W->tmp_bytes;
 	KM_CK(cub::DeviceScan::ExclusiveSum(W->tmp, bytes, W->nseg, W->segoff, k + 1, D.s));
-	k_wsums<<<(unsigned) W->smax, WS_THREADS, 0, D.s>>>(D.XR, d, W->w, W->order, W->cnt,
-														 W->start, W->segoff, k, W->part);
+	k_wsums<<<(unsigned) W->smax, WS_THREADS, 0, D.s>>>(D.XR, d, W->w, W->order, W->start,
+														 W->segoff, k, W->part);
 	KM_LAUNCHED();
 	k_wmeans<<<blocks_for((int64_t) k * d, 256), 256, 0, D.s>>>(W->part, W->segoff, k, d,
 																 Cold, Cnew, W->pcnt);

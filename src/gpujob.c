@@ -414,7 +414,8 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	dsm_segment *out;
 	char	   *o;
 	Size		k = p->k,
-				n = in->n;
+				n = in->n,
+				end;			/* the outputs' segment's size */
 	gc_kmeans_params pm = *p;
 	gc_kmeans_gpu_plan plan;
 	gc_gpu		gpu;
@@ -448,22 +449,18 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	 */
 	j->p.kmeans.weights = NULL;
 	j->p.kmeans.init_centroids = NULL;
-	j->in_weights = MAXALIGN(j->out_centroids + k * in->d * sizeof(float));
-	j->in_centroids = j->in_weights +
-		(p->weights != NULL ? MAXALIGN(n * sizeof(double)) : 0);
-	if ((out = job_segments(j, in, j->in_centroids +
-							(p->init == GC_INIT_CENTROIDS ?
-							 k * in->d * sizeof(float) : 0), st)) == NULL)
+	end = MAXALIGN(j->out_centroids + k * in->d * sizeof(float));
+	j->in_weights = p->weights != NULL ? end : 0;
+	end += p->weights != NULL ? MAXALIGN(n * sizeof(double)) : 0;
+	j->in_centroids = p->init == GC_INIT_CENTROIDS ? end : 0;
+	end += p->init == GC_INIT_CENTROIDS ? k * in->d * sizeof(float) : 0;
+	if ((out = job_segments(j, in, end, st)) == NULL)
 		return st->code;
 	o = dsm_segment_address(out);
-	if (p->weights != NULL)
+	if (j->in_weights != 0)
 		memcpy(o + j->in_weights, p->weights, n * sizeof(double));
-	else
-		j->in_weights = 0;
-	if (p->init == GC_INIT_CENTROIDS)
+	if (j->in_centroids != 0)
 		memcpy(o + j->in_centroids, p->init_centroids, k * in->d * sizeof(float));
-	else
-		j->in_centroids = 0;
 	if (submit_and_wait(j, st) == GC_OK)
 	{
 		memcpy(res->labels, o + j->out_labels, n * sizeof(int32));
