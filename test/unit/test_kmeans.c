@@ -860,7 +860,6 @@ test_weights_as_duplicates(int64_t n, int d, int k, data_kind kind)
 	}
 	if (positive < k)
 	{
-		w[0] = 1;
 		for (int64_t i = 0; i < n && positive < k; i++)
 			if (w[i] == 0)
 			{
