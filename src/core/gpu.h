@@ -248,6 +248,42 @@ int64_t		gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision);
 
 void		gc_ap_gpu_last_phases(gc_ap_gpu_phases *out);
 
+/*
+ * k-distances on the current CUDA device (cuda/kdistance.cu): the contract
+ * of gc_kdistance_cpu (same validation), kdist2 bit for bit: the k-th
+ * smallest of the same float32 gc_dist2 over every row, the row itself
+ * counted, found exactly on the GPU DBSCAN's kd-tree (dbscan_tree.cu).
+ * CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device memory runs
+ * out); the cancel flags are polled between launches, and progress is
+ * reported as queries done.  At most GC_DBSCAN_GPU_MAX_N rows.
+ */
+gc_code		gc_kdistance_gpu(const gc_ctx *ctx, const float *X, int64_t n,
+							 int d, int64_t k, float *kdist2, gc_status *st);
+
+/* Device memory gc_kdistance_gpu needs (bytes; an upper bound). */
+size_t		gc_kdistance_gpu_mem_bytes(int64_t n, int d, int64_t k);
+
+/*
+ * The silhouette on the current CUDA device (cuda/silhouette.cu): the
+ * contract of gc_silhouette_cpu (same validation, the same rows and
+ * sample), res bit for bit: each row's distance sums per cluster in the
+ * CPU's order, its a, b and s as the CPU forms them, the per-row values
+ * summed on the host in row order.  CUDA failures come back as GC_EDEVICE
+ * (GC_ENOMEM when device memory runs out); the cancel flags are polled
+ * between launches, and progress is reported as rows scored.  At most
+ * INT32_MAX scored rows.
+ */
+gc_code		gc_silhouette_gpu(const gc_ctx *ctx, const float *X, int64_t n,
+							  int d, const int32_t *labels, int32_t m,
+							  int64_t sample_size, uint64_t seed,
+							  gc_silhouette_result *res, gc_status *st);
+
+/*
+ * Device memory gc_silhouette_gpu needs to score rows rows of d features in
+ * m clusters (bytes; an upper bound).
+ */
+size_t		gc_silhouette_gpu_mem_bytes(int64_t rows, int d, int32_t m);
+
 #else							/* no CUDA: the stubs */
 
 static inline void
@@ -359,6 +395,38 @@ static inline void
 gc_ap_gpu_last_phases(gc_ap_gpu_phases *out)
 {
 	memset(out, 0, sizeof(*out));
+}
+
+static inline gc_code
+gc_kdistance_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				 int64_t k, float *kdist2, gc_status *st)
+{
+	(void) ctx, (void) X, (void) n, (void) d, (void) k, (void) kdist2;
+	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
+}
+
+static inline size_t
+gc_kdistance_gpu_mem_bytes(int64_t n, int d, int64_t k)
+{
+	(void) n, (void) d, (void) k;
+	return 0;
+}
+
+static inline gc_code
+gc_silhouette_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				  const int32_t *labels, int32_t m, int64_t sample_size,
+				  uint64_t seed, gc_silhouette_result *res, gc_status *st)
+{
+	(void) ctx, (void) X, (void) n, (void) d, (void) labels, (void) m;
+	(void) sample_size, (void) seed, (void) res;
+	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
+}
+
+static inline size_t
+gc_silhouette_gpu_mem_bytes(int64_t rows, int d, int32_t m)
+{
+	(void) rows, (void) d, (void) m;
+	return 0;
 }
 
 #endif							/* GPUCLUST_CUDA */

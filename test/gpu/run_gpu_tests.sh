@@ -13,9 +13,12 @@
 #   ap-test          test_ap_gpu: affinity propagation, float8 = CPU bit for
 #                    bit, float4 = its sequential reference, float4 against
 #                    float8 with the ties named
+#   tools-test       test_kdistance_gpu and test_silhouette_gpu: the GPU's
+#                    k-distances and silhouettes against the CPU's, bit
+#                    for bit, on fresh random data
 #   sanitize         compute-sanitizer memcheck, initcheck, synccheck and
 #                    racecheck (SANITIZE_TOOLS) over the quick sets of
-#                    SANITIZE_BINS (default both tests; racecheck: tiny sets)
+#                    SANITIZE_BINS (default every test; racecheck: tiny sets)
 #   bench            k-means per iteration (issue 13's table, with FP32,
 #                    TF32 and memory rooflines) and whole fits: the
 #                    baselines on the same data (bench_kmeans.py: PyTorch,
@@ -28,6 +31,10 @@
 #                    weights, cosine and given centres, GPU vs CPU, then
 #                    bench_kmeans_features.py (scikit-learn, PyTorch) on
 #                    the same rows (BENCH_KF_N, _D, _K, _ITERS)
+#   tools-bench      bench_tools: gpu_kdistance's and gpu_silhouette's cores,
+#                    GPU vs CPU, then bench_tools.py (scikit-learn's
+#                    NearestNeighbors and silhouette_score, PyTorch) on the
+#                    same rows
 #   ap-bench         bench_ap_gpu: affinity propagation per iteration (5k
 #                    to the largest n that fits, float8 and float4, bytes
 #                    rooflines; BENCH_AP_N, BENCH_AP_KEEP) and whole
@@ -121,6 +128,21 @@ kf-bench)
 		"${BENCH_KF_N:-1000000}" "${BENCH_KF_D:-32}" "${BENCH_KF_K:-100}" "${BENCH_KF_ITERS:-20}" \
 		2>&1 | tee "$OUTDIR/bench_kmeans_features_peers.log"
 	;;
+tools-test)
+	for t in test_kdistance_gpu test_silhouette_gpu; do
+		echo "== $t"
+		run $t.log "${TOOLS_TEST_TIMEOUT:-300}" $B/$t || rc=1
+		grep -E "FAIL|passed|seed|device" "$OUTDIR/$t.log" | head -20
+	done
+	;;
+tools-bench)
+	echo "== bench_tools (k-distances and silhouette: GPU vs CPU)"
+	run bench_tools.log "${TOOLS_BENCH_TIMEOUT:-300}" $B/bench_tools /tmp || rc=1
+	cat "$OUTDIR/bench_tools.log"
+	echo "== bench_tools.py (scikit-learn, PyTorch on the same rows)"
+	PYTHONUNBUFFERED=1 timeout "${TOOLS_PEERS_TIMEOUT:-300}" python3 test/gpu/bench_tools.py /tmp \
+		2>&1 | tee "$OUTDIR/bench_tools_peers.log"
+	;;
 ap-test)
 	echo "== test_ap_gpu"
 	run test_ap_gpu.log "${AP_TEST_TIMEOUT:-300}" $B/test_ap_gpu || rc=1
@@ -135,7 +157,7 @@ ap-bench)
 	;;
 sanitize)
 	echo "== compute-sanitizer"
-	for bin in ${SANITIZE_BINS:-test_kmeans_gpu test_dbscan_gpu test_ap_gpu}; do
+	for bin in ${SANITIZE_BINS:-test_kmeans_gpu test_dbscan_gpu test_ap_gpu test_kdistance_gpu test_silhouette_gpu}; do
 		for tool in ${SANITIZE_TOOLS:-memcheck initcheck synccheck racecheck}; do
 			q=1; [ $tool = racecheck ] && q=2
 			sanitize $tool $q $bin || rc=1
