@@ -13,7 +13,7 @@
  * grid DBSCAN uses for d <= 3 has cells of side eps/sqrt(d), and a
  * k-distance has no eps to size them by, so the kd-tree serves every d.
  * Each query walks the tree depth first, nearer child first, keeping the
- * k smallest distances seen in a max-heap, and skips a node whose box is
+ * k smallest distances seen in a max-heap (max_heap.h), and skips a node whose box is
  * farther (gc_box_mindist2, an exact lower bound of gc_dist2) than the
  * heap's largest when the heap is full.  A skipped node holds no distance
  * below the k-th, so the result is exact, whatever the thread count.
@@ -29,54 +29,10 @@
 
 #include "gpuclust_core.h"
 #include "kdtree.h"
+#include "max_heap.h"
 
 #define KD_LEAF_SIZE 16
 #define KD_CHUNK 128			/* queries a thread takes at a time */
-
-/* Sift the new root value down a max-heap of size k. */
-static inline void
-heap_replace_top(float *h, int64_t k, float v)
-{
-	int64_t		i = 0;
-
-	for (;;)
-	{
-		int64_t		l = 2 * i + 1,
-					r = l + 1,
-					m = i;
-		float		mv = v;
-
-		if (l < k && h[l] > mv)
-		{
-			m = l;
-			mv = h[l];
-		}
-		if (r < k && h[r] > mv)
-			m = r;
-		if (m == i)
-			break;
-		h[i] = h[m];
-		i = m;
-	}
-	h[i] = v;
-}
-
-static inline void
-heap_push(float *h, int64_t *size, float v)
-{
-	int64_t		i = (*size)++;
-
-	while (i > 0)
-	{
-		int64_t		p = (i - 1) / 2;
-
-		if (h[p] >= v)
-			break;
-		h[i] = h[p];
-		i = p;
-	}
-	h[i] = v;
-}
 
 /* The k-th smallest distance from q to the points of t (pts in position order). */
 static float
@@ -100,13 +56,13 @@ kth_distance(const gc_kdtree *t, const float *pts, const float *q, int64_t k,
 			for (int64_t s = t->begin[node]; s < t->end[node]; s++)
 			{
 				if (size < k)
-					heap_push(heap, &size, gc_dist2(q, pts + s * d, d));
+					gc_heap_push(heap, 1, &size, gc_dist2(q, pts + s * d, d));
 				else
 				{
 					float		v = gc_dist2_upto(q, pts + s * d, d, heap[0]);
 
 					if (v < heap[0])
-						heap_replace_top(heap, k, v);
+						gc_heap_replace_top(heap, 1, k, v);
 				}
 			}
 		}
@@ -134,6 +90,22 @@ kth_distance(const gc_kdtree *t, const float *pts, const float *q, int64_t k,
 }
 
 gc_code
+gc_kdistance_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				   int64_t k, const float *kdist2, gc_status *st)
+{
+	st->code = GC_OK;
+	st->message[0] = '\0';
+	if (n < 1 || d < 1 || X == NULL || kdist2 == NULL)
+		return gc_fail(st, GC_EINVAL, "no rows");
+	if (k < 1 || k > n)
+		return gc_fail(st, GC_EINVAL, "k = %lld must be between 1 and the number of rows (%lld)",
+					   (long long) k, (long long) n);
+	if (gc_cancelled(ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
+
+gc_code
 gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				 int64_t k, float *kdist2, gc_status *st)
 {
@@ -146,16 +118,8 @@ gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc;
 	gc_loop_progress lp;
 
-	st->code = GC_OK;
-	st->message[0] = '\0';
-	if (n < 1 || d < 1 || X == NULL || kdist2 == NULL)
-		return gc_fail(st, GC_EINVAL, "no rows");
-	if (k < 1 || k > n)
-		return gc_fail(st, GC_EINVAL, "k = %lld must be between 1 and the number of rows (%lld)",
-					   (long long) k, (long long) n);
-	if (gc_cancelled(ctx))
-		return gc_fail(st, GC_ECANCEL, "canceled");
-
+	if ((rc = gc_kdistance_check(ctx, X, n, d, k, kdist2, st)) != GC_OK)
+		return rc;
 	team = gc_team_adapt(ctx);
 	perm = malloc(sizeof(int64_t) * (size_t) n);
 	pts = malloc(sizeof(float) * (size_t) n * (size_t) d);

@@ -276,6 +276,13 @@ gc_feature_limit(int d)
 	return ldexp(1.0, 62) / sqrt((double) (d > 0 ? d : 1));
 }
 
+/* The gap from p to [lo, hi] along one dimension (0 inside it). */
+GC_HD float
+gc_box_gap(float p, float lo, float hi)
+{
+	return p < lo ? gc_fsub(lo, p) : p > hi ? gc_fsub(p, hi) : 0.0f;
+}
+
 /* <= gc_dist2(p, q) for every q in [lo, hi]. */
 GC_HD float
 gc_box_mindist2(const float *p, const float *lo, const float *hi, int d)
@@ -284,15 +291,7 @@ gc_box_mindist2(const float *p, const float *lo, const float *hi, int d)
 
 	GC_UNROLL
 	for (int j = 0; j < d; j++)
-	{
-		float		t = 0.0f;
-
-		if (p[j] < lo[j])
-			t = gc_fsub(lo[j], p[j]);
-		else if (p[j] > hi[j])
-			t = gc_fsub(p[j], hi[j]);
-		s = gc_l2_acc(s, t);
-	}
+		s = gc_l2_acc(s, gc_box_gap(p[j], lo[j], hi[j]));
 	return s;
 }
 
