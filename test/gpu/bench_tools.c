@@ -25,6 +25,10 @@
  * rate (square roots left out) against the FP64 peak, SMs x clock x FP64
  * lanes (64 an SM on H100, A100's 32; no FMA either).
  *
+ * crossover: small problems (k-distances n 1k to 100k in 2-d, 8-d, 32-d;
+ * silhouettes r 100 to 3k in 2-d, 32-d, 128-d), CPU ms / GPU ms, where
+ * dispatch.c's thresholds for 'auto' come from.
+ *
  * BENCH_TOOLS_SCALE (default 1) multiplies every n and r (a quick run: 0.01);
  * BENCH_TOOLS_CPU_S (default 30): a CPU silhouette estimated (from the
  * previous r at that d, as r²) to take longer is skipped, and any CPU call
@@ -597,6 +601,75 @@ bench_silhouette(bench *b)
 	return bad;
 }
 
+/* ---- where 'auto' turns to the GPU ---- */
+
+/*
+ * Small problems, whole core calls on both devices (the GPU's median of 3,
+ * CUDA running; the CPU's one call on every core): CPU / GPU, above 1 where
+ * the GPU wins.  dispatch.c's thresholds for 'auto' come from this table.
+ */
+static void
+bench_crossover(bench *b)
+{
+	static const int64_t kn[] = {1000, 3000, 10000, 30000, 100000};
+	static const int kdims[] = {2, 8, 32};
+	static const int64_t sr[] = {100, 300, 1000, 3000};
+	static const int sdims[] = {2, 32, 128};
+
+	if (b->no_cpu)
+		return;
+	printf("\ncrossover: CPU ms / GPU ms (k-distances k = 10 on blobs; silhouette exact on %d blobs)\n", SIL_BLOBS);
+	printf("%-16s", "k-distances n");
+	for (size_t i = 0; i < sizeof(kn) / sizeof(kn[0]); i++)
+		printf(" %18lld", (long long) kn[i]);
+	printf("\n");
+	for (size_t di = 0; di < sizeof(kdims) / sizeof(kdims[0]); di++)
+	{
+		printf("  d %-12d", kdims[di]);
+		for (size_t i = 0; i < sizeof(kn) / sizeof(kn[0]); i++)
+		{
+			int64_t		n = kn[i];
+			float	   *X = make_blobs(3000 + i, n, kdims[di], KD_BLOBS, NOISE_FRACTION, NULL);
+			float	   *kd = malloc(sizeof(float) * n);
+			tool_case	c = {.X = X, .n = n, .d = kdims[di], .k = 10, .kdist2 = kd};
+			gc_status	st;
+			double		g = gpu_median_ms(b, &c, &st);
+			cpu_time	t = cpu_once(b, &c, 0, &st);
+
+			printf(" %5.1f/%5.2f=%5.1fx", t.ms, g, g > 0 && t.ms >= 0 ? t.ms / g : 0.0);
+			fflush(stdout);
+			free(X);
+			free(kd);
+		}
+		printf("\n");
+	}
+	printf("%-16s", "silhouette r");
+	for (size_t i = 0; i < sizeof(sr) / sizeof(sr[0]); i++)
+		printf(" %18lld", (long long) sr[i]);
+	printf("\n");
+	for (size_t di = 0; di < sizeof(sdims) / sizeof(sdims[0]); di++)
+	{
+		printf("  d %-12d", sdims[di]);
+		for (size_t i = 0; i < sizeof(sr) / sizeof(sr[0]); i++)
+		{
+			int64_t		r = sr[i];
+			int32_t    *labels = malloc(sizeof(int32_t) * r);
+			float	   *X = make_blobs(4000 + i, r, sdims[di], SIL_BLOBS, 0.0, labels);
+			gc_silhouette_result res;
+			tool_case	c = {.X = X, .n = r, .d = sdims[di], .labels = labels, .sil = &res};
+			gc_status	st;
+			double		g = gpu_median_ms(b, &c, &st);
+			cpu_time	t = cpu_once(b, &c, 0, &st);
+
+			printf(" %5.1f/%5.2f=%5.1fx", t.ms, g, g > 0 && t.ms >= 0 ? t.ms / g : 0.0);
+			fflush(stdout);
+			free(X);
+			free(labels);
+		}
+		printf("\n");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -642,6 +715,7 @@ main(int argc, char **argv)
 
 	bad |= bench_kdistance(&b);
 	bad |= bench_silhouette(&b);
+	bench_crossover(&b);
 	printf("\nbench_tools: %.1f s in all%s\n", (gc_now_ms() - t0) * 1e-3,
 		   bad ? "; a GPU call failed or differs from the CPU" : "");
 	return bad ? 1 : 0;
