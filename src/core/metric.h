@@ -16,7 +16,8 @@
  *   GC_L2_STEP_V, _FIRST_V    the steps on GCC vector types (SIMD kernels);
  *   gc_dist2, gc_dist2_upto   the distance, and its early-stopping form;
  *   gc_dist2_f64              the same distance in double, for results
- *                             reported rather than compared with eps;
+ *                             reported rather than compared with eps,
+ *                             and gc_l2_step_f64, its step;
  *   gc_box_*, gc_boxbox_*     bounds from a point or box to a box, exact in
  *                             float (below);
  *   gc_eps2, gc_l2_axis_bound eps² as compared, and a bound on |a_j - b_j|
@@ -214,6 +215,25 @@ gc_dist2_upto(const float *a, const float *b, int d, float lim)
 }
 
 /*
+ * s + (a - b)^2 in double, the subtraction, product and sum each rounded
+ * once: gc_dist2_f64's step, for a kernel that forms it a dimension at a
+ * time (cuda/silhouette.cu); a and b are float32 features widened.
+ */
+GC_HD double
+gc_l2_step_f64(double s, double a, double b)
+{
+#ifdef __CUDA_ARCH__
+	double		t = __dsub_rn(a, b);
+
+	return __dadd_rn(s, __dmul_rn(t, t));
+#else
+	double		t = a - b;
+
+	return s + t * t;
+#endif
+}
+
+/*
  * The squared Euclidean distance of two float32 rows in double precision:
  * each difference exact in double, squared and summed in double in
  * dimension order.  Where a result is reported in double rather than
@@ -226,11 +246,7 @@ gc_dist2_f64(const float *a, const float *b, int d)
 	double		s = 0.0;
 
 	for (int j = 0; j < d; j++)
-	{
-		double		t = (double) a[j] - (double) b[j];
-
-		s += t * t;
-	}
+		s = gc_l2_step_f64(s, (double) a[j], (double) b[j]);
 	return s;
 }
 

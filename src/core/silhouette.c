@@ -4,6 +4,9 @@
  *
  * Rows with a negative label (noise, or no label) are left out before
  * anything else, so the score is silhouette_score(X[keep], labels[keep]).
+ * The rows scored are chosen by gc_sil_select, and each row's value formed
+ * by gc_sil_nearer and gc_sil_value (silhouette_internal.h), which the GPU
+ * (cuda/silhouette.cu) shares, so both devices score the same rows alike.
  * For each scored row i (in parallel, one row per task), one pass over the
  * scored rows sums the Euclidean distances to each cluster (double
  * precision: each difference of float32 features is exact in double, the
@@ -29,6 +32,7 @@
 
 #include "gpuclust_core.h"
 #include "rng.h"
+#include "silhouette_internal.h"
 
 #define SIL_STREAM 0x51u		/* the generator's stream for sampling */
 
@@ -65,25 +69,21 @@ gc_sample_rows(int64_t n, int64_t sample_size, uint64_t seed, int64_t *out,
 }
 
 gc_code
-gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
-				  const int32_t *labels, int32_t m, int64_t sample_size,
-				  uint64_t seed, gc_silhouette_result *res, gc_status *st)
+gc_sil_select(const float *X, int64_t n, int d, const int32_t *labels,
+			  int32_t m, int64_t sample_size, uint64_t seed, gc_sil_rows *sel,
+			  gc_silhouette_result *res, gc_status *st)
 {
 	int64_t		r = 0,
 				clusters = 0;
 	int64_t    *rows,
 			   *size;
 	int32_t    *lab;
-	double	   *s;
-	int			team;
-	int			stop = 0;
-	bool		nomem = false;
-	double		total = 0.0;
-	gc_loop_progress lp;
 
+	(void) d;
 	st->code = GC_OK;
 	st->message[0] = '\0';
 	memset(res, 0, sizeof(*res));
+	memset(sel, 0, sizeof(*sel));
 	if (m < 0 || n < 0 || (n > 0 && (X == NULL || labels == NULL)))
 		return gc_fail(st, GC_EINVAL, "bad arguments");
 	for (int64_t i = 0; i < n; i++)
@@ -147,17 +147,72 @@ gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					   (long long) clusters, clusters == 1 ? "" : "s");
 	}
 	lab = malloc(sizeof(int32_t) * (size_t) r);
-	s = malloc(sizeof(double) * (size_t) r);
-	if (lab == NULL || s == NULL)
+	if (lab == NULL)
 	{
-		free(lab);
-		free(s);
 		free(rows);
 		free(size);
 		return gc_fail(st, GC_ENOMEM, "out of memory for the silhouette");
 	}
 	for (int64_t i = 0; i < r; i++)
 		lab[i] = labels[rows[i]];
+	sel->r = r;
+	sel->rows = rows;
+	sel->lab = lab;
+	sel->size = size;
+	sel->m = m;
+	sel->clusters = clusters;
+	return GC_OK;
+}
+
+void
+gc_sil_free(gc_sil_rows *sel)
+{
+	free(sel->rows);
+	free(sel->lab);
+	free(sel->size);
+	memset(sel, 0, sizeof(*sel));
+}
+
+void
+gc_sil_finish(const double *s, int64_t r, gc_silhouette_result *res)
+{
+	double		total = 0.0;
+
+	for (int64_t i = 0; i < r; i++)
+		total += s[i];
+	res->score = total / (double) r;
+}
+
+gc_code
+gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				  const int32_t *labels, int32_t m, int64_t sample_size,
+				  uint64_t seed, gc_silhouette_result *res, gc_status *st)
+{
+	gc_sil_rows sel;
+	int64_t		r;
+	const int64_t *rows,
+			   *size;
+	const int32_t *lab;
+	double	   *s;
+	int			team;
+	int			stop = 0;
+	bool		nomem = false;
+	gc_code		rc;
+	gc_loop_progress lp;
+
+	rc = gc_sil_select(X, n, d, labels, m, sample_size, seed, &sel, res, st);
+	if (rc != GC_OK)
+		return rc;
+	r = sel.r;
+	rows = sel.rows;
+	size = sel.size;
+	lab = sel.lab;
+	s = malloc(sizeof(double) * (size_t) r);
+	if (s == NULL)
+	{
+		gc_sil_free(&sel);
+		return gc_fail(st, GC_ENOMEM, "out of memory for the silhouette");
+	}
 
 	gc_loop_progress_start(&lp, ctx, GC_PHASE_ITERATE, r);
 	team = gc_region_threads(gc_team_adapt(ctx), r);
@@ -176,8 +231,7 @@ gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		{
 			const float *xi = X + rows[i] * d;
 			int32_t		li = lab[i];
-			double		a,
-						b = INFINITY;
+			double		b = INFINITY;
 
 			if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
 				continue;
@@ -193,27 +247,23 @@ gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				memset(sum, 0, sizeof(double) * (size_t) m);
 				for (int64_t j = 0; j < r; j++)
 					sum[lab[j]] += sqrt(gc_dist2_f64(xi, X + rows[j] * d, d));
-				a = sum[li] / (double) (size[li] - 1);
 				for (int32_t c = 0; c < m; c++)
-					if (c != li && size[c] > 0 && sum[c] / (double) size[c] < b)
-						b = sum[c] / (double) size[c];
-				s[i] = (a > b ? a : b) > 0.0 ? (b - a) / (a > b ? a : b) : 0.0;
+					if (c != li && size[c] > 0)
+						b = gc_sil_nearer(b, sum[c], size[c]);
+				s[i] = gc_sil_value(sum[li], size[li], b);
 			}
 			gc_loop_progress_add(&lp, 1, caller);
 		}
 		free(sum);
 	}
-	for (int64_t i = 0; i < r && !stop; i++)
-		total += s[i];
-	free(lab);
+	if (!stop)
+		gc_sil_finish(s, r, res);
 	free(s);
-	free(rows);
-	free(size);
+	gc_sil_free(&sel);
 	if (nomem)
 		return gc_fail(st, GC_ENOMEM, "out of memory for the per-thread sums");
 	if (stop)
 		return gc_fail(st, GC_ECANCEL, "canceled");
 	gc_loop_progress_end(&lp);
-	res->score = total / (double) r;
 	return GC_OK;
 }
