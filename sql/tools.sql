@@ -104,20 +104,6 @@ SELECT * FROM gpu_kdistance('SELECT 1/0, ARRAY[1]::real[]', 1, device => 'gpu');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'tpu');
 \echo :LAST_ERROR_SQLSTATE
--- without a GPU, 'gpu' is an ordinary error with an SQLSTATE
-DO $$
-BEGIN
-  IF (SELECT value FROM gpuclust_info() WHERE key = 'gpu_usable') = 'false' THEN
-    BEGIN
-      PERFORM * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'gpu');
-      RAISE NOTICE 'the k-distances ran on the GPU';
-    EXCEPTION WHEN OTHERS THEN
-      RAISE NOTICE '% %', SQLSTATE, SQLERRM;
-    END;
-  ELSE
-    RAISE NOTICE '0A000 cannot run k-distance on the GPU';
-  END IF;
-END $$;
 SET gpuclust.device = 'gpu';
 SELECT tool_gpu($$SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => {device})$$, 'NULL') AS setting_gpu;
 SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'cpu');

@@ -440,57 +440,69 @@ gc_glue_run_ap(gc_device requested, const GcInput *in,
 	return chosen;
 }
 
-/*
- * A tool's core call on in's rows (the k-distances, the silhouette), on
- * device (the CPU's or the GPU's: gpujob.c's runs), with its arguments
- * and results in arg.
- */
-typedef gc_code (*tool_call) (const gc_ctx *ctx, const GcInput *in,
-							  gc_device device, void *arg, gc_status *st);
+/* One call of a tool (algo): its parameters and where its results go. */
+typedef struct ToolCall
+{
+	gc_algorithm algo;			/* GC_ALGO_KDISTANCE or GC_ALGO_SILHOUETTE */
+	int64		k;				/* the k-distances' */
+	float	   *kdist2;
+	const int32 *labels;		/* the silhouette's */
+	int32		m;
+	int64		sample_size;
+	uint64		seed;
+	gc_silhouette_result *res;
+} ToolCall;
+
+/* c's core call on in's rows on device (the GPU's: gpujob.c's runs). */
+static gc_code
+tool_call(const gc_ctx *ctx, const GcInput *in, gc_device device,
+		  const ToolCall *c, gc_status *st)
+{
+	gc_ctx		cpu = *ctx;
+
+	if (c->algo == GC_ALGO_KDISTANCE)
+	{
+		if (device == GC_DEVICE_GPU)
+			return gc_gpu_run_kdistance(ctx, in, c->k, c->kdist2, st);
+		cpu.n_threads = gc_dbscan_threads(ctx, in->n);
+		return gc_kdistance_cpu(&cpu, in->X, in->n, in->d, c->k, c->kdist2,
+								st);
+	}
+	if (device == GC_DEVICE_GPU)
+		return gc_gpu_run_silhouette(ctx, in, c->labels, c->m, c->sample_size,
+									 c->seed, c->res, st);
+	return gc_silhouette_cpu(ctx, in->X, in->n, in->d, c->labels, c->m,
+							 c->sample_size, c->seed, c->res, st);
+}
 
 /*
- * A tool's call on chosen, shown in gpuclust_progress, with the
- * algorithms' fallback (gpu_failed); a GPU run's GC_EINVAL (the input,
- * which the CPU would refuse too) is not redone.  Returns the device that
- * ran; a failure is left in st for the caller.
+ * Tool call c on the device dispatch chooses for rows rows (the
+ * silhouette's: those it scores) and param (k, or m), shown in
+ * gpuclust_progress, with the algorithms' fallback (gpu_failed); a GPU
+ * run's GC_EINVAL (the input, which the CPU would refuse too) is not
+ * redone.  Returns the device that ran; a failure is left in st.
  */
 static gc_device
-run_tool(gc_device requested, gc_device chosen, const GcInput *in,
-		 gc_algorithm algo, tool_call call, void *arg, gc_status *st)
+run_tool(gc_device requested, const GcInput *in, int64 rows, int64 param,
+		 const ToolCall *c, gc_status *st)
 {
+	gc_device	chosen;
 	gc_ctx		ctx;
 
+	chosen = gc_glue_choose_tool_device(c->algo, requested, rows, in->d,
+										param);
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	if (chosen == GC_DEVICE_GPU &&
-		call(&ctx, in, GC_DEVICE_GPU, arg, st) != GC_OK &&
+		tool_call(&ctx, in, GC_DEVICE_GPU, c, st) != GC_OK &&
 		st->code != GC_EINVAL)
 	{
-		chosen = gpu_failed(requested, st, gc_algorithm_name(algo), NULL);
+		chosen = gpu_failed(requested, st, gc_algorithm_name(c->algo), NULL);
 		gc_progress_compute(chosen, in->n);
 	}
 	if (chosen == GC_DEVICE_CPU)
-		(void) call(&ctx, in, GC_DEVICE_CPU, arg, st);
+		(void) tool_call(&ctx, in, GC_DEVICE_CPU, c, st);
 	return chosen;
-}
-
-typedef struct KdistanceCall
-{
-	int64		k;
-	float	   *kdist2;
-} KdistanceCall;
-
-static gc_code
-kdistance_call(const gc_ctx *ctx, const GcInput *in, gc_device device,
-			   void *arg, gc_status *st)
-{
-	KdistanceCall *c = (KdistanceCall *) arg;
-	gc_ctx		cpu = *ctx;
-
-	if (device == GC_DEVICE_GPU)
-		return gc_gpu_run_kdistance(ctx, in, c->k, c->kdist2, st);
-	cpu.n_threads = gc_dbscan_threads(ctx, in->n);
-	return gc_kdistance_cpu(&cpu, in->X, in->n, in->d, c->k, c->kdist2, st);
 }
 
 gc_device
@@ -498,38 +510,14 @@ gc_glue_run_kdistance(gc_device requested, const GcInput *in, int64 k,
 					  float *kdist2)
 {
 	gc_status	st = {GC_OK, ""};
-	KdistanceCall c = {k, kdist2};
+	ToolCall	c = {.algo = GC_ALGO_KDISTANCE, .k = k, .kdist2 = kdist2};
 	gc_device	chosen;
 
 	Assert(in->n >= 1 && k <= in->n);
-	chosen = run_tool(requested,
-					  gc_glue_choose_kdistance_device(requested, in->n, in->d, k),
-					  in, GC_ALGO_KDISTANCE, kdistance_call, &c, &st);
+	chosen = run_tool(requested, in, in->n, k, &c, &st);
 	if (st.code != GC_OK)
 		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KDISTANCE));
 	return chosen;
-}
-
-typedef struct SilhouetteCall
-{
-	const int32 *labels;
-	int32		m;
-	int64		sample_size;
-	uint64		seed;
-	gc_silhouette_result *res;
-} SilhouetteCall;
-
-static gc_code
-silhouette_call(const gc_ctx *ctx, const GcInput *in, gc_device device,
-				void *arg, gc_status *st)
-{
-	SilhouetteCall *c = (SilhouetteCall *) arg;
-
-	if (device == GC_DEVICE_GPU)
-		return gc_gpu_run_silhouette(ctx, in, c->labels, c->m, c->sample_size,
-									 c->seed, c->res, st);
-	return gc_silhouette_cpu(ctx, in->X, in->n, in->d, c->labels, c->m,
-							 c->sample_size, c->seed, c->res, st);
 }
 
 gc_device
@@ -538,15 +526,14 @@ gc_glue_run_silhouette(gc_device requested, const GcInput *in,
 					   uint64 seed, gc_silhouette_result *res)
 {
 	gc_status	st = {GC_OK, ""};
-	SilhouetteCall c = {labels, m, sample_size, seed, res};
+	ToolCall	c = {.algo = GC_ALGO_SILHOUETTE, .labels = labels, .m = m,
+	.sample_size = sample_size, .seed = seed, .res = res};
 	gc_device	chosen;
 
 	memset(res, 0, sizeof(*res));
-	chosen = run_tool(requested,
-					  gc_glue_choose_silhouette_device(requested,
-													   gc_silhouette_rows(labels, in->n, sample_size),
-													   in->d, m),
-					  in, GC_ALGO_SILHOUETTE, silhouette_call, &c, &st);
+	chosen = run_tool(requested, in,
+					  gc_silhouette_rows(labels, in->n, sample_size), m, &c,
+					  &st);
 	if (st.code == GC_EINVAL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -386,41 +386,31 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 }
 
 /*
- * The device of a gpu_kdistance call (gc_choose_device_kdistance) and of a
- * gpu_silhouette call scoring rows rows (gc_choose_device_silhouette), as
- * k-means's: a failure under 'gpu' raised (0A000 with the reason, 53200
- * when the GPU's memory is too small), a usable GPU passed over under
- * 'auto' for lack of memory said in a NOTICE.
+ * The device of a tool's call, as k-means's: algo GC_ALGO_KDISTANCE
+ * (gc_choose_device_kdistance; param k) on n rows, or GC_ALGO_SILHOUETTE
+ * (gc_choose_device_silhouette; param m) scoring n rows; a failure under
+ * 'gpu' raised (0A000 with the reason, 53200 when the GPU's memory is too
+ * small), a usable GPU passed over under 'auto' for lack of memory said in
+ * a NOTICE.
  */
 gc_device
-gc_glue_choose_kdistance_device(gc_device requested, int64 n, int d, int64 k)
+gc_glue_choose_tool_device(gc_algorithm algo, gc_device requested, int64 n,
+						   int d, int64 param)
 {
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen = GC_DEVICE_CPU;
 	char		note[256];
 	gc_gpu		gpu;
 
+	Assert(algo == GC_ALGO_KDISTANCE || algo == GC_ALGO_SILHOUETTE);
 	gc_glue_gpu(&gpu);
-	chosen_or_report(gc_choose_device_kdistance(requested, n, d, k, &gpu,
+	chosen_or_report(algo == GC_ALGO_KDISTANCE ?
+					 gc_choose_device_kdistance(requested, n, d, param, &gpu,
 												&chosen, note, sizeof(note),
-												&st),
-					 &st, note, GC_ALGO_KDISTANCE);
-	return chosen;
-}
-
-gc_device
-gc_glue_choose_silhouette_device(gc_device requested, int64 rows, int d,
-								 int32 m)
-{
-	gc_status	st = {GC_OK, ""};
-	gc_device	chosen = GC_DEVICE_CPU;
-	char		note[256];
-	gc_gpu		gpu;
-
-	gc_glue_gpu(&gpu);
-	chosen_or_report(gc_choose_device_silhouette(requested, rows, d, m, &gpu,
-												 &chosen, note, sizeof(note),
-												 &st),
-					 &st, note, GC_ALGO_SILHOUETTE);
+												&st) :
+					 gc_choose_device_silhouette(requested, n, d,
+												 (int32) param, &gpu, &chosen,
+												 note, sizeof(note), &st),
+					 &st, note, algo);
 	return chosen;
 }

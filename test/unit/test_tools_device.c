@@ -13,59 +13,33 @@
 #include "gpu.h"
 #include "testutil.h"
 
-/* One tool: its name, its crossovers, its largest n, its choice. */
+/* One tool: its name, its crossovers, its largest n and its message beyond. */
 typedef struct Tool
 {
 	const char *name;
+	gc_algorithm algo;
 	int64_t		min_rows,
 				min_rows_cold,
 				max_n;
-	const char *too_many;		/* the message beyond max_n */
-	gc_code		(*choose) (gc_device requested, int64_t n, int d,
-						   const gc_gpu *gpu, gc_device *chosen, char *note,
-						   gc_status *st);
-	size_t		(*mem) (int64_t n, int d);
-	gc_algorithm algo;
+	const char *too_many;
 } Tool;
 
-static gc_code
-kdistance(gc_device requested, int64_t n, int d, const gc_gpu *gpu,
-		  gc_device *chosen, char *note, gc_status *st)
-{
-	return gc_choose_device_kdistance(requested, n, d, 10, gpu, chosen, note,
-									  256, st);
-}
-
-static size_t
-kdistance_mem(int64_t n, int d)
-{
-	return gc_kdistance_gpu_mem_bytes(n, d, 10);
-}
-
-static gc_code
-silhouette(gc_device requested, int64_t n, int d, const gc_gpu *gpu,
-		   gc_device *chosen, char *note, gc_status *st)
-{
-	return gc_choose_device_silhouette(requested, n, d, 7, gpu, chosen, note,
-									   256, st);
-}
-
-static size_t
-silhouette_mem(int64_t n, int d)
-{
-	return gc_silhouette_gpu_mem_bytes(n, d, 7);
-}
-
 static const Tool tools[] = {
-	{"kdistance", GC_KDISTANCE_GPU_MIN_ROWS, GC_KDISTANCE_GPU_MIN_ROWS_COLD,
-		GC_DBSCAN_GPU_MAX_N, "the GPU k-distances take at most", kdistance,
-	kdistance_mem, GC_ALGO_KDISTANCE},
-	{"silhouette", GC_SILHOUETTE_GPU_MIN_ROWS, GC_SILHOUETTE_GPU_MIN_ROWS_COLD,
-		INT32_MAX, "the GPU silhouette scores at most", silhouette,
-	silhouette_mem, GC_ALGO_SILHOUETTE},
+	{"kdistance", GC_ALGO_KDISTANCE, GC_KDISTANCE_GPU_MIN_ROWS,
+	GC_KDISTANCE_GPU_MIN_ROWS_COLD, GC_DBSCAN_GPU_MAX_N, "the GPU k-distances take at most"},
+	{"silhouette", GC_ALGO_SILHOUETTE, GC_SILHOUETTE_GPU_MIN_ROWS,
+	GC_SILHOUETTE_GPU_MIN_ROWS_COLD, INT32_MAX, "the GPU silhouette scores at most"},
 };
 
-/* t's choice, and whether it probed the GPU */
+/* t's GPU memory for n rows of d features (k = 10; 7 clusters) */
+static size_t
+tool_mem(const Tool *t, int64_t n, int d)
+{
+	return t->algo == GC_ALGO_KDISTANCE ? gc_kdistance_gpu_mem_bytes(n, d, 10) :
+		gc_silhouette_gpu_mem_bytes(n, d, 7);
+}
+
+/* t's choice (k = 10; 7 clusters), and whether it probed the GPU */
 static gc_code
 choose(const Tool *t, gc_device requested, int64_t n, int d,
 	   const gc_gpu *gpu, gc_device *dev, char *note, gc_status *st,
@@ -73,12 +47,12 @@ choose(const Tool *t, gc_device requested, int64_t n, int d,
 {
 	gc_code		rc;
 
-	tu_fake.probes = 0;
-	st->code = GC_OK;
-	st->message[0] = '\0';
+	tu_fake_reset(st);
 	note[0] = 'x';
 	*dev = (gc_device) -1;
-	rc = t->choose(requested, n, d, gpu, dev, note, st);
+	rc = t->algo == GC_ALGO_KDISTANCE ?
+		gc_choose_device_kdistance(requested, n, d, 10, gpu, dev, note, 256, st) :
+		gc_choose_device_silhouette(requested, n, d, 7, gpu, dev, note, 256, st);
 	*probed = tu_fake.probes > 0;
 	return rc;
 }
@@ -148,13 +122,13 @@ test_tool(const Tool *t)
 		  "%s, auto, %lld rows: the CPU with a note: %s", t->name, (long long) t->max_n + 1, note);
 
 	/* the GPU's memory, where the build has the formula */
-	if (t->mem(100000, 8) == 0)
+	if (tool_mem(t, 100000, 8) == 0)
 	{
 		printf("test_tools_device: %s: no GPU memory formula in this build (no CUDA): memory cases skipped\n",
 			   t->name);
 		return;
 	}
-	tu_fake.mem = t->mem(100000, 8);
+	tu_fake.mem = tool_mem(t, 100000, 8);
 	CHECK(choose(t, GC_DEVICE_GPU, 100000, 8, &gpu, &dev, note, &st, &probed) == GC_OK &&
 		  dev == GC_DEVICE_GPU, "%s, gpu, just fits: the GPU", t->name);
 	tu_fake.mem--;
