@@ -601,19 +601,17 @@ check "auto_device_silhouette is gpu" \
 # the GPU worker every backend is)
 kd_min=$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'auto_kdistance_gpu_min_rows'")
 sil_min=$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'auto_silhouette_gpu_min_rows'")
-for q in "$((kd_min - 1))|cpu" "$kd_min|gpu"; do
-	IFS='|' read -r n dev <<< "$q"
-	r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpuclust_info()" \
-		-c "SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM kd_2 WHERE id <= $n', 10, quantiles => 10)" 2>&1)
-	echo "$r" | grep -q "gpu_kdistance: device $dev, n $n," && echo "ok   gpu_kdistance, auto, $n rows: $dev" \
-		|| { echo "FAIL gpu_kdistance, auto, $n rows: $r"; fails=$((fails + 1)); }
-done
-for q in "$((sil_min - 1))|cpu" "$sil_min|gpu"; do
-	IFS='|' read -r n dev <<< "$q"
-	r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpuclust_info()" \
-		-c "SELECT n FROM gpu_silhouette('SELECT id, f FROM kd_3', 'SELECT * FROM sil_km WHERE id <= $n')" 2>&1)
-	echo "$r" | grep -q "gpu_silhouette: device $dev, n 100000, d 3, rows scored $n;" && echo "ok   gpu_silhouette, auto, $n rows scored: $dev" \
-		|| { echo "FAIL gpu_silhouette, auto, $n rows scored: $r"; fails=$((fails + 1)); }
+# FUNCTION|CROSSOVER|CALL|INFO: CALL with @n rows (scored) runs on the CPU
+# at CROSSOVER - 1 and on the GPU at CROSSOVER, log_timing's INFO says
+for q in "gpu_kdistance|$kd_min|SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM kd_2 WHERE id <= @n', 10, quantiles => 10)|n @n," \
+	"gpu_silhouette|$sil_min|SELECT n FROM gpu_silhouette('SELECT id, f FROM kd_3', 'SELECT * FROM sil_km WHERE id <= @n')|n 100000, d 3, rows scored @n;"; do
+	IFS='|' read -r fn min call info <<< "$q"
+	for n in $((min - 1)) $min; do
+		dev=gpu; [ "$n" -lt "$min" ] && dev=cpu
+		r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpuclust_info()" -c "${call//@n/$n}" 2>&1)
+		echo "$r" | grep -q "$fn: device $dev, ${info//@n/$n}" && echo "ok   $fn, auto, $n rows: $dev" \
+			|| { echo "FAIL $fn, auto, $n rows: $r"; fails=$((fails + 1)); }
+	done
 done
 # the GPU's memory too small (gpuclust.gpu_memory_limit = 1MB): 'auto' runs
 # on the CPU with a NOTICE, 'gpu' fails with 53200
