@@ -18,6 +18,40 @@ SELECT i AS id,
             ELSE ARRAY[(10 * random())::real, (10 * random())::real] END AS f
 FROM generate_series(1, 320) AS i;
 
+-- The GPU: tool_gpu(q) runs q (a query with {device} for the device) with
+-- device 'gpu' and 'cpu' and says 'ok' when, with a usable GPU, both give
+-- the same rows (every float bit for bit: float8's text is exact) or the
+-- same error, and without one, 'gpu' fails with 0A000 and a reason (or
+-- returns no rows when the source has none); else what differs.  gpu
+-- (default 'gpu') is the device expression of the GPU run: NULL uses
+-- gpuclust.device.
+CREATE FUNCTION tool_outcome(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+  outcome text;
+  detail text;
+BEGIN
+  EXECUTE 'SELECT count(*) || '' rows, md5 '' || md5(coalesce(string_agg(r::text, '';'' ORDER BY r::text), ''''))
+           FROM (' || q || ') r' INTO outcome;
+  RETURN outcome;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+  RETURN SQLSTATE || ' ' || SQLERRM || coalesce(': ' || nullif(detail, ''), '');
+END $f$;
+CREATE FUNCTION tool_gpu(q text, gpu text DEFAULT $$'gpu'$$) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+  usable boolean := (SELECT value::boolean FROM gpuclust_info() WHERE key = 'gpu_usable');
+  on_gpu text := tool_outcome(replace(q, '{device}', gpu));
+  on_cpu text := tool_outcome(replace(q, '{device}', $$'cpu'$$));
+BEGIN
+  -- (an empty source returns no rows without asking for a device)
+  IF on_gpu = on_cpu AND (usable OR on_gpu LIKE '0 rows,%') THEN
+    RETURN 'ok';
+  ELSIF NOT usable AND on_gpu ~ '^0A000 cannot run .* on the GPU: .' THEN
+    RETURN 'ok';
+  END IF;
+  RETURN 'gpu: ' || on_gpu || ' | cpu: ' || on_cpu || CASE WHEN usable THEN '' ELSE ' | no usable GPU' END;
+END $f$;
+
 -- k-distance: k = 1 is the row itself
 SELECT count(*), max(kdistance) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 1);
 -- k = 2: every grid point has a neighbour at 1; k = 4: corners need sqrt(2)
@@ -55,17 +89,23 @@ SELECT * FROM gpu_kdistance('DELETE FROM tool_grid RETURNING id, f', 3);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kdistance('SELECT id, ARRAY[''NaN''::real] FROM tool_grid', 3);
 \echo :LAST_ERROR_SQLSTATE
--- CPU only for now: 'gpu' (argument or gpuclust.device) fails before the
--- source is read; 'cpu' and 'auto' run on the CPU
+-- the device: 'gpu' (argument, or gpuclust.device when NULL) gives the
+-- CPU's k-distances bit for bit where a GPU is usable, else fails with the
+-- reason once the source is read; 'cpu' and 'auto' run
 SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'cpu');
 SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'auto');
+SELECT k, tool_gpu(replace($$SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_blobs', {k}, device => {device})$$, '{k}', k::text)) AS gpu_kdistance
+FROM unnest(ARRAY[1, 2, 5, 50, 320]) k;
+SELECT tool_gpu($$SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 4, quantiles => 4, device => {device})$$) AS quantiles,
+       tool_gpu($$SELECT * FROM gpu_kdistance('SELECT i, ARRAY[i % 3, 0]::real[] FROM generate_series(1, 90) i', 40, device => {device})$$) AS duplicates,
+       tool_gpu($$SELECT * FROM gpu_kdistance('SELECT 1, ARRAY[1]::real[] WHERE false', 3, device => {device})$$) AS empty;
+-- the source is read first: its errors come before the device's
 SELECT * FROM gpu_kdistance('SELECT 1/0, ARRAY[1]::real[]', 1, device => 'gpu');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'tpu');
 \echo :LAST_ERROR_SQLSTATE
 SET gpuclust.device = 'gpu';
-SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2);
-\echo :LAST_ERROR_SQLSTATE
+SELECT tool_gpu($$SELECT * FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => {device})$$, 'NULL') AS setting_gpu;
 SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2, device => 'cpu');
 RESET gpuclust.device;
 
@@ -112,13 +152,22 @@ SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, 1 FROM t
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELEC id, 1');
 \echo :LAST_ERROR_SQLSTATE
--- CPU only for now
+-- the device: 'gpu' gives the CPU's score, rows, clusters and sample bit
+-- for bit where a GPU is usable (and its errors), else fails with the
+-- reason; 'cpu' and 'auto' run
 SELECT n, clusters FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid', device => 'cpu');
+SELECT n, clusters FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid', device => 'auto');
+SELECT tool_gpu($$SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid', device => {device})$$) AS halves,
+       tool_gpu($$SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_blobs',
+                  'SELECT id, cluster_id FROM gpu_dbscan(''SELECT id, f FROM tool_blobs'', 0.3, 5)', device => {device})$$) AS dbscan_noise,
+       tool_gpu($$SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_blobs',
+                  'SELECT id, cluster_id FROM gpu_kmeans(''SELECT id, f FROM tool_blobs'', 4, seed => 1)', sample_size => 100, seed => 3, device => {device})$$) AS kmeans_sampled,
+       tool_gpu($$SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, id % 3 FROM tool_grid WHERE id < 4', device => {device})$$) AS a_singleton,
+       tool_gpu($$SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, 0 FROM tool_grid', device => {device})$$) AS one_cluster;
 SELECT * FROM gpu_silhouette('SELECT 1/0, ARRAY[1]::real[]', 'SELECT 1, 1', device => 'gpu');
 \echo :LAST_ERROR_SQLSTATE
 SET gpuclust.device = 'gpu';
-SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid');
-\echo :LAST_ERROR_SQLSTATE
+SELECT tool_gpu($$SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid', device => {device})$$, 'NULL') AS setting_gpu;
 RESET gpuclust.device;
 -- labels of a domain over an integer type
 CREATE DOMAIN tool_label AS int CHECK (VALUE >= 0);
@@ -161,17 +210,19 @@ SELECT * FROM gpu_kmeans_elbow('SELECT id, f FROM tool_grid', 1, 3, init => 'nop
 SELECT * FROM gpu_kmeans_elbow('SELECT id, f FROM tool_grid', 1, NULL);
 \echo :LAST_ERROR_SQLSTATE
 
--- cancel: statement_timeout stops the O(n^2) silhouette and a large k-distance
+-- cancel: statement_timeout stops the O(n^2) silhouette and a large
+-- k-distance on the CPU (the GPU's: test/gpu/sql_gpu_test.sh)
 SELECT setseed(0.25);
 CREATE TABLE tool_big AS
 SELECT i AS id, ARRAY(SELECT random()::real FROM generate_series(1, 16) WHERE i > 0) AS f
 FROM generate_series(1, 100000) AS i;
 SET statement_timeout = '1s';
-SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_big', 'SELECT id, id % 7 FROM tool_big', sample_size => 100000);
+SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_big', 'SELECT id, id % 7 FROM tool_big', sample_size => 100000, device => 'cpu');
 \echo :LAST_ERROR_SQLSTATE
-SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_big', 20000);
+SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_big', 20000, device => 'cpu');
 \echo :LAST_ERROR_SQLSTATE
 RESET statement_timeout;
 SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM tool_grid', 2);
 
 DROP TABLE tool_grid, tool_blobs, tool_big;
+DROP FUNCTION tool_gpu(text, text), tool_outcome(text);

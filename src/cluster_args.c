@@ -240,25 +240,6 @@ arg_device(const GcArgs *a, int argno)
 	return dev;
 }
 
-/*
- * The device argument of a computation that runs on the CPU only for now
- * (what names it in messages): 'gpu' (the argument, or gpuclust.device
- * when it is NULL) is refused before anything runs; 'auto' means the CPU.
- */
-static gc_device
-cpu_only_device(const GcArgs *a, int argno, const char *what)
-{
-	gc_device	device = arg_device(a, argno);
-
-	if (device == GC_DEVICE_GPU)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot run %s on the GPU", what),
-				 errdetail("gpuclust has no GPU implementation of %s yet.", what),
-				 errhint("Use device => 'cpu' or 'auto', or set gpuclust.device to 'cpu' or 'auto'.")));
-	return device;
-}
-
 /* metric text, by pgvector's names, or an ERROR */
 static gc_metric
 parse_metric(Datum value)
@@ -524,7 +505,7 @@ gc_glue_kdistance_params(const GcArgs *a, int64 *k, int32 *quantiles,
 					 errmsg("quantiles must be at least 1"),
 					 errhint("NULL returns every row's k-distance; q returns the q + 1 quantiles 0, 1/q, ..., 1.")));
 	}
-	*device = cpu_only_device(a, KD_DEVICE, "the k-distances");
+	*device = arg_device(a, KD_DEVICE);
 }
 
 void
@@ -544,7 +525,7 @@ gc_glue_silhouette_params(const GcArgs *a, int64 *sample_size, uint64 *seed,
 							 GC_SILHOUETTE_EXACT_ROWS)));
 	}
 	*seed = (uint64) DatumGetInt64(a->value[SIL_SEED]);
-	*device = cpu_only_device(a, SIL_DEVICE, "the silhouette");
+	*device = arg_device(a, SIL_DEVICE);
 }
 
 void

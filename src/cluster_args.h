@@ -132,8 +132,8 @@ extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
  * The tools for choosing parameters (kdistance_sql.c, labelling_sql.c,
  * elbow_sql.c).  gpu_kdistance: k >= 1, quantiles NULL (every row: 0) or
  * >= 1.  gpu_silhouette: sample_size NULL (0: the default rule) or >= 2,
- * and the seed.  Both run on the CPU only for now: device 'gpu' (or
- * gpuclust.device 'gpu' when NULL) is an error (0A000).  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
+ * and the seed; *device as the argument asks (NULL: gpuclust.device), the
+ * GPU's own checks left to dispatch.  gpu_kmeans_elbow: 1 <= k_min <= k_max, and the k-means
  * parameters after k, checked by gc_glue_kmeans_params as for gpu_kmeans
  * (p->k is k_max), metric included, less initial centroids (the elbow
  * has no init_centroids, and an init query is 22023: centroids fix k).

@@ -8,7 +8,8 @@
  *	  set-returning functions (kmeans_sql.c, dbscan_sql.c, ap_sql.c), the
  *	  window functions (window_sql.c) and the models (model_sql.c), so that
  *	  each runs where the others would for the same problem and returns the
- *	  same labels.
+ *	  same labels; and the same for the tools gpu_kdistance
+ *	  (kdistance_sql.c) and gpu_silhouette (labelling_sql.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -436,5 +437,114 @@ gc_glue_run_ap(gc_device requested, const GcInput *in,
 		gc_ap_cpu(&ctx, in->X, in->n, in->d, params, res, &st) != GC_OK)
 		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_AP));
 	ap_notice(in->n, res);
+	return chosen;
+}
+
+/* One call of a tool (algo): its parameters and where its results go. */
+typedef struct ToolCall
+{
+	gc_algorithm algo;			/* GC_ALGO_KDISTANCE or GC_ALGO_SILHOUETTE */
+	int64		k;				/* the k-distances' */
+	float	   *kdist2;
+	const int32 *labels;		/* the silhouette's */
+	int32		m;
+	int64		sample_size;
+	uint64		seed;
+	gc_silhouette_result *res;
+} ToolCall;
+
+/* c's core call on in's rows on device (the GPU's: gpujob.c's runs). */
+static gc_code
+tool_call(const gc_ctx *ctx, const GcInput *in, gc_device device,
+		  const ToolCall *c, gc_status *st)
+{
+	gc_ctx		cpu = *ctx;
+
+	if (c->algo == GC_ALGO_KDISTANCE)
+	{
+		if (device == GC_DEVICE_GPU)
+			return gc_gpu_run_kdistance(ctx, in, c->k, c->kdist2, st);
+		cpu.n_threads = gc_dbscan_threads(ctx, in->n);
+		return gc_kdistance_cpu(&cpu, in->X, in->n, in->d, c->k, c->kdist2,
+								st);
+	}
+	if (device == GC_DEVICE_GPU)
+		return gc_gpu_run_silhouette(ctx, in, c->labels, c->m, c->sample_size,
+									 c->seed, c->res, st);
+	return gc_silhouette_cpu(ctx, in->X, in->n, in->d, c->labels, c->m,
+							 c->sample_size, c->seed, c->res, st);
+}
+
+/*
+ * Tool call c on the device dispatch chooses for rows rows (the
+ * silhouette's: those it scores) and param (k, or m), shown in
+ * gpuclust_progress, with the algorithms' fallback (gpu_failed); a GPU
+ * run's GC_EINVAL (the input, which the CPU would refuse too) is not
+ * redone.  Returns the device that ran; a failure is left in st.
+ */
+static gc_device
+run_tool(gc_device requested, const GcInput *in, int64 rows, int64 param,
+		 const ToolCall *c, gc_status *st)
+{
+	gc_device	chosen;
+	gc_ctx		ctx;
+
+	chosen = gc_glue_choose_tool_device(c->algo, requested, rows, in->d,
+										param);
+	gc_progress_compute(chosen, in->n);
+	gc_glue_ctx(&ctx);
+	if (chosen == GC_DEVICE_GPU &&
+		tool_call(&ctx, in, GC_DEVICE_GPU, c, st) != GC_OK &&
+		st->code != GC_EINVAL)
+	{
+		chosen = gpu_failed(requested, st, gc_algorithm_name(c->algo), NULL);
+		gc_progress_compute(chosen, in->n);
+	}
+	if (chosen == GC_DEVICE_CPU)
+		(void) tool_call(&ctx, in, GC_DEVICE_CPU, c, st);
+	return chosen;
+}
+
+gc_device
+gc_glue_run_kdistance(gc_device requested, const GcInput *in, int64 k,
+					  float *kdist2)
+{
+	gc_status	st = {GC_OK, ""};
+	ToolCall	c = {.algo = GC_ALGO_KDISTANCE, .k = k, .kdist2 = kdist2};
+	gc_device	chosen;
+
+	Assert(in->n >= 1 && k <= in->n);
+	chosen = run_tool(requested, in, in->n, k, &c, &st);
+	if (st.code != GC_OK)
+		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KDISTANCE));
+	return chosen;
+}
+
+gc_device
+gc_glue_run_silhouette(gc_device requested, const GcInput *in,
+					   const int32 *labels, int32 m, int64 sample_size,
+					   uint64 seed, gc_silhouette_result *res)
+{
+	gc_status	st = {GC_OK, ""};
+	ToolCall	c = {.algo = GC_ALGO_SILHOUETTE, .labels = labels, .m = m,
+	.sample_size = sample_size, .seed = seed, .res = res};
+	gc_device	chosen;
+
+	memset(res, 0, sizeof(*res));
+	chosen = run_tool(requested, in,
+					  gc_silhouette_rows(labels, in->n, sample_size), m, &c,
+					  &st);
+	if (st.code == GC_EINVAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the silhouette needs at least 2 clusters and at most one fewer than the rows scored"),
+				 errdetail("%lld labelled row%s%s, in %lld cluster%s.",
+						   (long long) res->rows, res->rows == 1 ? "" : "s",
+						   res->sampled ? " sampled" : "",
+						   (long long) res->clusters,
+						   res->clusters == 1 ? "" : "s"),
+				 errhint("Rows with a NULL label, or none, are noise and not scored.")));
+	if (st.code != GC_OK)
+		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_SILHOUETTE));
 	return chosen;
 }

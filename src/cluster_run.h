@@ -60,4 +60,22 @@ extern gc_device gc_glue_run_ap(gc_device requested, const GcInput *in,
 								const gc_ap_params *params,
 								MemoryContext cxt, gc_ap_result *res);
 
+/*
+ * The tools run the same way: on the device dispatch chooses
+ * (gc_choose_device_kdistance, gc_choose_device_silhouette; under 'auto'
+ * a NOTICE when a usable GPU was passed over for lack of memory), through
+ * gpujob.c on the GPU, with the same fallback.  gpu_kdistance's
+ * k-distances (1 <= k <= in->n, checked by the caller) into kdist2 (in->n
+ * floats, the caller's); gpu_silhouette's score of labels (0 .. m - 1, -1
+ * noise), sample_size 0 for every labelled row, into res: fewer than 2
+ * clusters, or as many as the rows scored, is 22023 on either device.
+ * Both show the device that runs in gpuclust_progress.
+ */
+extern gc_device gc_glue_run_kdistance(gc_device requested, const GcInput *in,
+									   int64 k, float *kdist2);
+extern gc_device gc_glue_run_silhouette(gc_device requested, const GcInput *in,
+										const int32 *labels, int32 m,
+										int64 sample_size, uint64 seed,
+										gc_silhouette_result *res);
+
 #endif							/* GPUCLUST_CLUSTER_RUN_H */

@@ -194,6 +194,10 @@ gc_algorithm_name(gc_algorithm algo)
 			return "DBSCAN";
 		case GC_ALGO_AP:
 			return "affinity propagation";
+		case GC_ALGO_KDISTANCE:
+			return "k-distance";
+		case GC_ALGO_SILHOUETTE:
+			return "silhouette";
 	}
 	return "unknown algorithm";
 }
@@ -210,6 +214,10 @@ gc_algorithm_function(gc_algorithm algo)
 			return "gpu_dbscan";
 		case GC_ALGO_AP:
 			return "gpu_affinity_propagation";
+		case GC_ALGO_KDISTANCE:
+			return "gpu_kdistance";
+		case GC_ALGO_SILHOUETTE:
+			return "gpu_silhouette";
 	}
 	return "unknown";
 }
@@ -338,6 +346,23 @@ gc_glue_choose_ap_device(gc_device requested, gc_ap_precision precision,
 }
 
 /*
+ * After a choice that may pass a usable GPU over for lack of memory (rc,
+ * st; note empty or why): the failure raised, or the note as a NOTICE
+ * that what runs on the CPU.
+ */
+static void
+chosen_or_report(gc_code rc, const gc_status *st, const char *note,
+				 gc_algorithm algo)
+{
+	if (rc != GC_OK)
+		gc_glue_report(st, gc_algorithm_name(algo));
+	if (note[0] != '\0')
+		ereport(NOTICE,
+				(errmsg("%s runs on the CPU", gc_algorithm_name(algo)),
+				 errdetail("%s.", note)));
+}
+
+/*
  * The device of a k-means call (gc_choose_device_kmeans): 'auto' weighs the
  * problem's size and the GPU's free memory, and says in a NOTICE when a
  * usable GPU was passed over for lack of memory (weighted: the call has
@@ -349,18 +374,43 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 {
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen = GC_DEVICE_CPU;
-	gc_code		rc;
 	char		note[256];
 	gc_gpu		gpu;
 
 	gc_glue_gpu(&gpu);
-	rc = gc_choose_device_kmeans(requested, n, d, k, n_init, weighted, &gpu,
-								 &chosen, note, sizeof(note), &st);
-	if (rc != GC_OK)
-		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
-	if (note[0] != '\0')
-		ereport(NOTICE,
-				(errmsg("k-means runs on the CPU"),
-				 errdetail("%s.", note)));
+	chosen_or_report(gc_choose_device_kmeans(requested, n, d, k, n_init,
+											 weighted, &gpu, &chosen, note,
+											 sizeof(note), &st),
+					 &st, note, GC_ALGO_KMEANS);
+	return chosen;
+}
+
+/*
+ * The device of a tool's call, as k-means's: algo GC_ALGO_KDISTANCE
+ * (gc_choose_device_kdistance; param k) on n rows, or GC_ALGO_SILHOUETTE
+ * (gc_choose_device_silhouette; param m) scoring n rows; a failure under
+ * 'gpu' raised (0A000 with the reason, 53200 when the GPU's memory is too
+ * small), a usable GPU passed over under 'auto' for lack of memory said in
+ * a NOTICE.
+ */
+gc_device
+gc_glue_choose_tool_device(gc_algorithm algo, gc_device requested, int64 n,
+						   int d, int64 param)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen = GC_DEVICE_CPU;
+	char		note[256];
+	gc_gpu		gpu;
+
+	Assert(algo == GC_ALGO_KDISTANCE || algo == GC_ALGO_SILHOUETTE);
+	gc_glue_gpu(&gpu);
+	chosen_or_report(algo == GC_ALGO_KDISTANCE ?
+					 gc_choose_device_kdistance(requested, n, d, param, &gpu,
+												&chosen, note, sizeof(note),
+												&st) :
+					 gc_choose_device_silhouette(requested, n, d,
+												 (int32) param, &gpu, &chosen,
+												 note, sizeof(note), &st),
+					 &st, note, algo);
 	return chosen;
 }

@@ -79,6 +79,9 @@ extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
 extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
 											  int d, int k, int n_init,
 											  bool weighted);
+extern gc_device gc_glue_choose_tool_device(gc_algorithm algo,
+											gc_device requested, int64 n,
+											int d, int64 param);
 extern const char *gc_glue_dbscan_gpu_hint(gc_dbscan_algorithm algorithm);
 extern gc_device gc_glue_choose_dbscan_device(gc_device requested,
 											  gc_dbscan_algorithm algorithm,

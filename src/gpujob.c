@@ -386,6 +386,7 @@ job_segments(GcJob *j, const GcInput *in, Size out_bytes, gc_status *st)
 	return out;
 }
 
+/* What every job sets; the offsets are zeroed (none) for the run to set. */
 static void
 job_common(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
 {
@@ -393,6 +394,8 @@ job_common(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
 	j->n = in->n;
 	j->d = in->d;
 	j->threads = ctx->n_threads;
+	j->out_labels = j->out_second = j->out_centroids = 0;
+	j->in_weights = j->in_centroids = j->in_labels = 0;
 }
 
 /* After the results are read: the slot freed, the outputs' segment unmapped. */
@@ -561,6 +564,87 @@ gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in, const gc_ap_params *p,
 		res->labels = labels;
 		res->is_exemplar = is_exemplar;
 	}
+	job_release(j, out);
+	return st->code;
+}
+
+/*
+ * Job j of algo (its slot free, its parameters set) needing mem bytes of
+ * GPU memory, with at most one input array of this backend's (input,
+ * in_bytes; at in_labels) and one output array (output, out_bytes; at
+ * out_second) in the outputs' segment: queued and waited for, the output
+ * copied when it succeeded.  Returns the outputs' segment, for job_release
+ * once the caller has read the job's other results; NULL (st set) when
+ * there was no room for it.
+ */
+static dsm_segment *
+array_job(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in,
+		  size_t mem, const void *input, Size in_bytes, void *output,
+		  Size out_bytes, gc_status *st)
+{
+	dsm_segment *out;
+	char	   *o;
+
+	job_common(j, algo, ctx, in);
+	j->mem = mem;
+	j->in_labels = MAXALIGN(out_bytes);
+	if ((out = job_segments(j, in, j->in_labels + in_bytes, st)) == NULL)
+		return NULL;
+	o = dsm_segment_address(out);
+	if (input != NULL)
+		memcpy(o + j->in_labels, input, in_bytes);
+	if (submit_and_wait(j, st) == GC_OK && output != NULL)
+		memcpy(output, o + j->out_second, out_bytes);
+	return out;
+}
+
+gc_code
+gc_gpu_run_kdistance(const gc_ctx *ctx, const GcInput *in, int64 k,
+					 float *kdist2, gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+
+	if (gc_worker == NULL)
+		return gc_kdistance_gpu(ctx, in->X, in->n, in->d, k, kdist2, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	j->p.kdistance.k = k;
+	if ((out = array_job(j, GC_ALGO_KDISTANCE, ctx, in,
+						 gc_kdistance_gpu_mem_bytes(in->n, in->d, k),
+						 NULL, 0, kdist2, in->n * sizeof(float), st)) == NULL)
+		return st->code;
+	job_release(j, out);
+	return st->code;
+}
+
+gc_code
+gc_gpu_run_silhouette(const gc_ctx *ctx, const GcInput *in,
+					  const int32 *labels, int32 m, int64 sample_size,
+					  uint64 seed, gc_silhouette_result *res, gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+
+	if (gc_worker == NULL)
+		return gc_silhouette_gpu(ctx, in->X, in->n, in->d, labels, m,
+								 sample_size, seed, res, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	j->p.silhouette.m = m;
+	j->p.silhouette.sample_size = sample_size;
+	j->p.silhouette.seed = seed;
+	memset(&j->silhouette, 0, sizeof(j->silhouette));
+	if ((out = array_job(j, GC_ALGO_SILHOUETTE, ctx, in,
+						 gc_silhouette_gpu_mem_bytes(gc_silhouette_rows(labels, in->n,
+																		sample_size),
+													 in->d, m),
+						 labels, in->n * sizeof(int32), NULL, 0, st)) == NULL)
+		return st->code;
+	/* the scalars, also of a failure (GC_EINVAL names the rows, clusters) */
+	*res = j->silhouette;
 	job_release(j, out);
 	return st->code;
 }

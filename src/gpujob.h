@@ -66,6 +66,22 @@ extern gc_code gc_gpu_run_ap(const gc_ctx *ctx, const struct GcInput *in,
 							 const gc_ap_params *p, gc_ap_result *res,
 							 gc_status *st);
 
+/*
+ * The GPU runs of gpu_kdistance's k-distances and gpu_silhouette, the
+ * contract of gc_kdistance_gpu / gc_silhouette_gpu, the same way: with the
+ * worker, the silhouette's labels go to it in the job's outputs' segment,
+ * the k-distances come back there and the silhouette's result in the job
+ * (also when it fails: GC_EINVAL's rows and clusters).
+ */
+extern gc_code gc_gpu_run_kdistance(const gc_ctx *ctx, const struct GcInput *in,
+									int64 k, float *kdist2, gc_status *st);
+extern gc_code gc_gpu_run_silhouette(const gc_ctx *ctx,
+									 const struct GcInput *in,
+									 const int32 *labels, int32 m,
+									 int64 sample_size, uint64 seed,
+									 gc_silhouette_result *res,
+									 gc_status *st);
+
 /* The phases of this backend's last GPU run of each algorithm. */
 extern void gc_gpu_last_kmeans_phases(gc_kmeans_gpu_phases *out);
 extern void gc_gpu_last_dbscan_phases(gc_dbscan_gpu_phases *out);

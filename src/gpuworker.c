@@ -11,7 +11,8 @@
  * GC_WORKER_HEADROOM) and fewer than gpuclust.gpu_worker_jobs run.  Each
  * job runs on a thread of its own (signals blocked) through the same core
  * entry points as a backend would call (gc_kmeans_gpu, gc_dbscan_on_gpu,
- * gc_ap_gpu), on a CUDA stream of its own; the context, the pinned staging ring
+ * gc_ap_gpu, gc_kdistance_gpu, gc_silhouette_gpu), on a CUDA stream of its
+ * own; the context, the pinned staging ring
  * (transfer.cu) and device memory (CUDA's stream-ordered pool, kept up to
  * the budget: gc_cuda_keep_memory) stay from job to job.  Only
  * the main thread calls PostgreSQL (latches, DSM, the job slots' states);
@@ -175,6 +176,7 @@ typedef struct Running
 	gc_status	status;
 	gc_kmeans_result kmeans;
 	gc_ap_result ap;
+	gc_silhouette_result silhouette;
 	gc_kmeans_gpu_phases km_phases;
 	gc_dbscan_gpu_phases db_phases;
 	pg_atomic_uint32 ended;
@@ -267,6 +269,26 @@ run_ap(Running *r, GcJob *j)
 	}
 }
 
+/* the k-distances and the silhouette: the CPU's take the GPU's arguments */
+static void
+run_kdistance(Running *r, GcJob *j)
+{
+	(void) (gpuclust_gpu_worker_emulate ? gc_kdistance_cpu : gc_kdistance_gpu)
+		(&r->ctx, r->X, j->n, j->d, j->p.kdistance.k,
+		 (float *) (r->out + j->out_second), &r->status);
+}
+
+static void
+run_silhouette(Running *r, GcJob *j)
+{
+	memset(&r->silhouette, 0, sizeof(r->silhouette));
+	/* the labels the backend put in the outputs' segment */
+	(void) (gpuclust_gpu_worker_emulate ? gc_silhouette_cpu : gc_silhouette_gpu)
+		(&r->ctx, r->X, j->n, j->d, (const int32_t *) (r->out + j->in_labels),
+		 j->p.silhouette.m, j->p.silhouette.sample_size, j->p.silhouette.seed,
+		 &r->silhouette, &r->status);
+}
+
 /* A job's thread: the core call, then the main thread's latch. */
 static void *
 job_thread(void *arg)
@@ -294,6 +316,12 @@ job_thread(void *arg)
 				break;
 			case GC_ALGO_AP:
 				run_ap(r, j);
+				break;
+			case GC_ALGO_KDISTANCE:
+				run_kdistance(r, j);
+				break;
+			case GC_ALGO_SILHOUETTE:
+				run_silhouette(r, j);
 				break;
 			default:
 				gc_fail(&r->status, GC_EINTERNAL, "GPU job of unknown algorithm %d",
@@ -390,6 +418,11 @@ reap(void)
 				j->ap = r->ap;
 				j->ap.labels = NULL;
 				j->ap.is_exemplar = NULL;
+				break;
+			case GC_ALGO_KDISTANCE:
+				break;			/* kdist2 is in the outputs' segment */
+			case GC_ALGO_SILHOUETTE:
+				j->silhouette = r->silhouette;
 				break;
 		}
 		detach_segments(r);

@@ -6,8 +6,8 @@
  *
  * With shared_preload_libraries = 'gpuclust' and gpuclust.gpu_worker = on
  * (the default), the worker creates the CUDA context once and runs every
- * backend's k-means, DBSCAN and affinity propagation GPU jobs; no backend
- * initialises CUDA.
+ * backend's k-means, DBSCAN, affinity propagation, k-distance and
+ * silhouette GPU jobs; no backend initialises CUDA.
  * Without preloading, each backend uses its own context, lazily, as before.
  *
  * The hand-off, through the shared memory of this header:
@@ -94,17 +94,31 @@ typedef struct GcJob
 	dsm_handle	out_seg;		/* the outputs, at out_* offsets */
 	Size		out_labels,
 				out_second,		/* k-means: distance; DBSCAN: is_core;
-								 * affinity propagation: is_exemplar */
+								 * affinity propagation: is_exemplar;
+								 * k-distances: kdist2 (n floats), the
+								 * only output */
 				out_centroids,	/* k-means */
 				in_weights,		/* k-means' inputs there too: the sample
 								 * weights (n doubles), the initial
 								 * centroids (k x d floats); 0: none */
-				in_centroids;
+				in_centroids,
+				in_labels;		/* the silhouette's input there too: the
+								 * labels (n int32) */
 	union
 	{
 		gc_kmeans_params kmeans;
 		gc_dbscan_params dbscan;
 		gc_ap_params ap;
+		struct
+		{
+			int64		k;
+		}			kdistance;
+		struct
+		{
+			int32		m;		/* labels 0 .. m - 1 */
+			int64		sample_size;
+			uint64		seed;
+		}			silhouette;
 	}			p;
 
 	/* set by the worker */
@@ -113,6 +127,8 @@ typedef struct GcJob
 	gc_status	status;
 	gc_kmeans_result kmeans;	/* the scalars; pointers unused */
 	gc_ap_result ap;			/* the scalars (and phase times); pointers unused */
+	gc_silhouette_result silhouette;	/* also when it failed: GC_EINVAL
+										 * says the rows and clusters */
 	union
 	{
 		gc_kmeans_gpu_phases kmeans;

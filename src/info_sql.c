@@ -164,14 +164,19 @@ ap_max_rows(gc_device device, gc_ap_precision precision, size_t gpu_budget)
 														   2, precision));
 }
 
+/*
+ * Where algo runs under 'auto' for n rows of 2 features (n = 0: a problem
+ * big enough, for the algorithms whose crossover is not a number of rows):
+ * "gpu", "cpu", or "none (why)".
+ */
 static const char *
-auto_device(gc_algorithm algo)
+auto_device(gc_algorithm algo, int64 n)
 {
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen;
 
-	if (gc_glue_try_choose_device(GC_DEVICE_AUTO, algo, 0, 0, &chosen,
-								  &st) != GC_OK)
+	if (gc_glue_try_choose_device(GC_DEVICE_AUTO, algo, n, n > 0 ? 2 : 0,
+								  &chosen, &st) != GC_OK)
 		return psprintf("none (%s)", st.message);
 	return gc_device_name(chosen);
 }
@@ -251,14 +256,23 @@ gpuclust_info(PG_FUNCTION_ARGS)
 	put(rsinfo, "device_setting", gc_device_name((gc_device) gpuclust_device));
 	put(rsinfo, "gpu_memory_limit_bytes", gpuclust_gpu_memory_limit > 0 ?
 		psprintf("%zu", (size_t) gpuclust_gpu_memory_limit << 20) : NULL);
-	put(rsinfo, "auto_device_kmeans", auto_device(GC_ALGO_KMEANS));
-	put(rsinfo, "auto_device_dbscan", auto_device(GC_ALGO_DBSCAN));
+	put(rsinfo, "auto_device_kmeans", auto_device(GC_ALGO_KMEANS, 0));
+	put(rsinfo, "auto_device_dbscan", auto_device(GC_ALGO_DBSCAN, 0));
 	put(rsinfo, "dbscan_dclust_device", dclust_device());
 	put(rsinfo, "auto_device_ap", ap_device(GC_AP_FLOAT8));
 	put(rsinfo, "ap_float4_device", ap_device(GC_AP_FLOAT4));
 	put(rsinfo, "auto_kmeans_gpu_min_work",
 		psprintf("%.0f", (double) GC_KMEANS_GPU_MIN_WORK));
 	put(rsinfo, "auto_ap_gpu_min_rows", psprintf("%d", GC_AP_GPU_MIN_ROWS));
+	/* the tools under 'auto' from their crossovers (CUDA running) up */
+	put(rsinfo, "auto_device_kdistance",
+		auto_device(GC_ALGO_KDISTANCE, GC_KDISTANCE_GPU_MIN_ROWS));
+	put(rsinfo, "auto_kdistance_gpu_min_rows",
+		psprintf("%d", GC_KDISTANCE_GPU_MIN_ROWS));
+	put(rsinfo, "auto_device_silhouette",
+		auto_device(GC_ALGO_SILHOUETTE, GC_SILHOUETTE_GPU_MIN_ROWS));
+	put(rsinfo, "auto_silhouette_gpu_min_rows",
+		psprintf("%d", GC_SILHOUETTE_GPU_MIN_ROWS));
 	/* the threads a call may use: the settings, capped by the ceiling and the cores */
 	put(rsinfo, "cpu_threads", psprintf("%d", gc_threads(&ctx)));
 	{

@@ -16,10 +16,14 @@
  * suggested eps.  With quantiles q, only the rows at ranks
  * 1 + round(i (n - 1) / q), i = 0 .. q (each once), and the knee's row.
  * An empty source returns no rows; rows with NULL features are left out.
- * CPU only for now: device 'gpu' is an error (0A000) until a GPU path has
- * passed its GPU tests.  gpuclust_progress shows the call: ingest, index
- * (the kd-tree), iterate (the queries, points done of total), label (the
- * sort and the knee), emit.
+ * The k-distances run on the device dispatch chooses once the rows are
+ * read (gc_glue_run_kdistance: 'auto' the GPU from
+ * GC_KDISTANCE_GPU_MIN_ROWS rows when its memory fits, 'gpu' the GPU or
+ * the reason), the GPU's (the GPU DBSCAN's kd-tree, through the GPU worker
+ * when there is one) equal to the CPU's bit for bit; the sort and the
+ * knee on the CPU.  gpuclust_progress shows the call: ingest, index (the
+ * kd-tree; on the GPU upload first), iterate (the queries, points done of
+ * total), label (the sort and the knee), emit, and the device used.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,6 +39,7 @@
 #include "utils/tuplestore.h"
 
 #include "cluster_args.h"
+#include "cluster_run.h"
 #include "gpuclust.h"
 #include "ingest.h"
 #include "progress.h"
@@ -70,14 +75,12 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 	GcArgs		args;
 	int64		k;
 	int32		quantiles;
-	gc_device	device;		/* 'auto' or 'cpu': the CPU */
+	gc_device	device;
 	MemoryContext cxt;
 	GcInput		in;
 	float	   *kd2;
 	double	   *y;
 	int64		knee;
-	gc_ctx		ctx;
-	gc_status	st = {GC_OK, ""};
 	double		t0,
 				t1,
 				t2;
@@ -104,11 +107,7 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 
 	kd2 = MemoryContextAllocHuge(cxt, in.n * sizeof(float));
 	y = MemoryContextAllocHuge(cxt, in.n * sizeof(double));
-	gc_progress_compute(GC_DEVICE_CPU, in.n);
-	gc_glue_ctx(&ctx);
-	ctx.n_threads = gc_dbscan_threads(&ctx, in.n);
-	if (gc_kdistance_cpu(&ctx, in.X, in.n, in.d, k, kd2, &st) != GC_OK)
-		gc_glue_report(&st, "k-distance");
+	device = gc_glue_run_kdistance(device, &in, k, kd2);
 	gc_progress_phase(GC_PHASE_LABEL);
 	qsort(kd2, in.n, sizeof(float), cmp_float);
 	for (int64 i = 0; i < in.n; i++)
@@ -140,8 +139,9 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 	}
 	if (gpuclust_log_timing)
 		ereport(INFO,
-				(errmsg("gpu_kdistance: device cpu, n %lld, d %d, k %lld; ingest %.1f ms, compute %.1f ms, emit %.1f ms",
-						(long long) in.n, in.d, (long long) k, t1 - t0,
+				(errmsg("gpu_kdistance: device %s, n %lld, d %d, k %lld; ingest %.1f ms, compute %.1f ms, emit %.1f ms",
+						gc_device_name(device), (long long) in.n, in.d,
+						(long long) k, t1 - t0,
 						t2 - t1, gc_now_ms() - t2)));
 	gc_progress_end();
 	MemoryContextDelete(cxt);

@@ -19,11 +19,14 @@
  * labelled rows, or sample_size is at least their number; otherwise on a
  * sample of sample_size (NULL: GC_SILHOUETTE_EXACT_ROWS) rows drawn by
  * seed.  gpu_cluster_centers returns one row per label, in ascending order
- * (cluster_summary.c).  Both run on the CPU: gpu_silhouette's device
- * 'gpu' is an error (0A000) until a GPU path has passed its GPU tests;
- * gpu_cluster_centers, O(n d), has no device argument.  gpuclust_progress
- * shows both: ingest (the source, then the labels), iterate (the
- * silhouette: rows scored of total), emit.
+ * (cluster_summary.c).  gpu_silhouette runs on the device dispatch chooses
+ * for the rows it scores once the labels are read (gc_glue_run_silhouette:
+ * 'auto' the GPU from GC_SILHOUETTE_GPU_MIN_ROWS rows scored when its
+ * memory fits, 'gpu' the GPU or the reason), the GPU's score equal to the
+ * CPU's bit for bit; gpu_cluster_centers, O(n d), runs on the CPU and has
+ * no device argument.  gpuclust_progress shows both: ingest (the source,
+ * then the labels), iterate (the silhouette: rows scored of total; on the
+ * GPU upload first), emit, and the device used.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +42,7 @@
 #include "utils/tuplestore.h"
 
 #include "cluster_args.h"
+#include "cluster_run.h"
 #include "gpuclust.h"
 #include "labels.h"
 #include "progress.h"
@@ -48,20 +52,17 @@ PG_FUNCTION_INFO_V1(gpu_cluster_centers);
 
 /*
  * The source's rows and their labels, in cxt, for the call of function
- * (its progress starts here); then ctx for the compute on the CPU.
+ * (its progress starts here).
  */
 static void
 read_labelling(const char *function, const GcArgs *args, MemoryContext cxt,
-			   GcInput *in, int32 **labels, int32 *m, int64 **values,
-			   gc_ctx *ctx)
+			   GcInput *in, int32 **labels, int32 *m, int64 **values)
 {
 	gc_progress_begin(function);
 	gc_ingest(TextDatumGetCString(args->value[GC_ARG_ROWS]), InvalidOid, 0,
 			  cxt, in);
 	gc_read_labels(TextDatumGetCString(args->value[1]), in, cxt, labels, m,
 				   values);
-	gc_progress_compute(GC_DEVICE_CPU, in->n);
-	gc_glue_ctx(ctx);
 }
 
 Datum
@@ -70,7 +71,7 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 	GcArgs		args;
 	int64		sample_size;
 	uint64		seed;
-	gc_device	device;			/* 'auto' or 'cpu': the CPU */
+	gc_device	device;
 	TupleDesc	tupdesc;
 	MemoryContext cxt;
 	GcInput		in;
@@ -78,8 +79,6 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 	int32		m;
 	int64	   *values;
 	int64		labelled = 0;
-	gc_ctx		ctx;
-	gc_status	st = {GC_OK, ""};
 	gc_silhouette_result res;
 	Datum		out[4];
 	bool		nulls[4] = {false, false, false, false};
@@ -94,28 +93,14 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_silhouette",
 								ALLOCSET_DEFAULT_SIZES);
-	read_labelling("gpu_silhouette", &args, cxt, &in, &labels, &m, &values,
-				   &ctx);
+	read_labelling("gpu_silhouette", &args, cxt, &in, &labels, &m, &values);
 	for (int64 j = 0; j < in.n; j++)
 		labelled += labels[j] >= 0;
 	if (sample_size == 0 && labelled > GC_SILHOUETTE_EXACT_ROWS)
 		sample_size = GC_SILHOUETTE_EXACT_ROWS;
 
-	if (gc_silhouette_cpu(&ctx, in.X, in.n, in.d, labels, m, sample_size,
-						  seed, &res, &st) != GC_OK)
-	{
-		if (st.code == GC_EINVAL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the silhouette needs at least 2 clusters and at most one fewer than the rows scored"),
-					 errdetail("%lld labelled row%s%s, in %lld cluster%s.",
-							   (long long) res.rows, res.rows == 1 ? "" : "s",
-							   res.sampled ? " sampled" : "",
-							   (long long) res.clusters,
-							   res.clusters == 1 ? "" : "s"),
-					 errhint("Rows with a NULL label, or none, are noise and not scored.")));
-		gc_glue_report(&st, "silhouette");
-	}
+	device = gc_glue_run_silhouette(device, &in, labels, m, sample_size, seed,
+									&res);
 	out[0] = Float8GetDatum(res.score);
 	out[1] = Int64GetDatum(res.rows);
 	out[2] = Int64GetDatum(res.clusters);
@@ -124,8 +109,9 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 	gc_progress_end();
 	if (gpuclust_log_timing)
 		ereport(INFO,
-				(errmsg("gpu_silhouette: device cpu, n %lld, d %d, rows scored %lld; %.1f ms",
-						(long long) in.n, in.d, (long long) res.rows,
+				(errmsg("gpu_silhouette: device %s, n %lld, d %d, rows scored %lld; %.1f ms",
+						gc_device_name(device), (long long) in.n, in.d,
+						(long long) res.rows,
 						gc_now_ms() - t0)));
 	MemoryContextDelete(cxt);
 	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
@@ -155,7 +141,9 @@ gpu_cluster_centers(PG_FUNCTION_ARGS)
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_cluster_centers",
 								ALLOCSET_DEFAULT_SIZES);
 	read_labelling("gpu_cluster_centers", &args, cxt, &in, &labels, &m,
-				   &values, &ctx);
+				   &values);
+	gc_progress_compute(GC_DEVICE_CPU, in.n);
+	gc_glue_ctx(&ctx);
 	if (m == 0)
 	{
 		gc_progress_end();

@@ -43,7 +43,7 @@ KDIST = (f"SELECT count(*) FROM gpu_kdistance($${ROWS8.format(n=200000)}$$, 20, 
 SIL_SAMPLE = 12000
 SILHOUETTE = (f"SELECT silhouette FROM gpu_silhouette($${ROWS8.format(n=40000)}$$,"
               f" $$SELECT id, cluster_id FROM gpu_kmeans('{ROWS8.format(n=40000)}', 4, seed => 1,"
-              f" device => 'cpu')$$, sample_size => {SIL_SAMPLE})")
+              f" device => 'cpu')$$, sample_size => {SIL_SAMPLE}, device => 'cpu')")
 ELBOW = (f"SELECT count(*) FROM gpu_kmeans_elbow($${ROWS8.format(n=100000)}$$, 2, 5, max_iter => 25,"
          f" tol => 0, device => 'cpu')")
 

@@ -2,8 +2,9 @@
  * dispatch.c — which device runs a call.
  *
  * 'cpu' always runs on the CPU.  'gpu' runs on the GPU when one is usable
- * (k-means, DBSCAN), and otherwise fails with the reason: no CUDA in this
- * build, no driver, no device, too little free GPU memory.  'auto' runs
+ * (every algorithm, and the k-distances and silhouette), and otherwise
+ * fails with the reason: no CUDA in this build, no driver, no device, too
+ * little free GPU memory.  'auto' runs
  * k-means on the GPU when the problem is big enough for the GPU to win
  * (GC_KMEANS_GPU_MIN_WORK), a GPU is usable and its free memory (at most
  * gc_gpu.mem_limit: gpuclust.gpu_memory_limit) holds the problem, resident
@@ -19,7 +20,11 @@
  * GC_AP_GPU_MIN_ROWS rows up when its three n x n matrices fit the GPU's
  * memory, else on the CPU (with a note when the memory was the reason);
  * float4 runs only on the GPU (gc_ap_device_request, the same rule as
- * dclust's).
+ * dclust's).  gpu_kdistance's k-distances and gpu_silhouette follow affinity
+ * propagation's rule (choose_by_rows): under 'auto' the GPU from
+ * GC_KDISTANCE_GPU_MIN_ROWS rows / GC_SILHOUETTE_GPU_MIN_ROWS rows scored
+ * (the _COLD ones before CUDA runs) when their memory fits, else the CPU,
+ * with a note when the memory was the reason.
  *
  * The GPU is probed lazily (never before a call needs it: a small problem
  * under 'auto' does not initialise CUDA at all) and the probe is cached per
@@ -280,6 +285,12 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 	if (algo == GC_ALGO_AP)
 		return gc_choose_device_ap(requested, GC_AP_FLOAT8, n, d, gpu, chosen,
 								   NULL, 0, st);
+	if (algo == GC_ALGO_KDISTANCE)
+		return gc_choose_device_kdistance(requested, n, d, 1, gpu, chosen,
+										  NULL, 0, st);
+	if (algo == GC_ALGO_SILHOUETTE)
+		return gc_choose_device_silhouette(requested, n, d, 2, gpu, chosen,
+										   NULL, 0, st);
 	(void) n;
 	(void) d;
 	switch (requested)
@@ -374,36 +385,41 @@ gc_ap_device_request(gc_device requested, gc_ap_precision precision,
 }
 
 /*
- * The device of one affinity propagation call (gpuclust_core.h).  The
- * precision's request first (gc_ap_device_request: float4 asks for the
- * GPU under 'auto', and refuses 'cpu').  CPU: always.  GPU: the GPU when
- * usable and its matrices fit, else GC_EDEVICE / GC_ENOMEM (naming the
- * largest n that fits).  AUTO: the CPU below GC_AP_GPU_MIN_ROWS, or
- * GC_AP_GPU_MIN_ROWS_COLD when CUDA is not running yet (CUDA
- * untouched) and without a usable GPU; a GPU too small is the CPU with a
- * note; else the GPU.
+ * Why a call's GPU run does not fit (need bytes of GPU memory, or n rows
+ * beyond what the GPU takes): its message into msg, given the memory the
+ * call may use (free_mem) on GPU device_id.  arg: the call's parameters.
  */
-gc_code
-gc_choose_device_ap(gc_device requested, gc_ap_precision precision,
-					int64_t n, int d, const gc_gpu *gpu, gc_device *chosen,
-					char *note, size_t note_len, gc_status *st)
+typedef void (*gpu_short_fn) (const void *arg, int64_t n, size_t need,
+							  size_t free_mem, int device_id, char *msg,
+							  size_t len);
+
+/*
+ * The rule of the calls whose crossover is a number of rows (affinity
+ * propagation, the k-distances, the silhouette), after the call's own
+ * request.  CPU: always.  GPU: the GPU when usable and the call fits (need
+ * bytes of its memory, n <= max_n), else GC_EDEVICE (the reason) or
+ * GC_ENOMEM (short's message).  AUTO: the CPU below min_rows (min_rows_cold
+ * while CUDA is not running in the process: CUDA untouched) and without a
+ * usable GPU; a GPU too small is the CPU with short's message as the note
+ * (note, note_len; empty otherwise); else the GPU.
+ */
+static gc_code
+choose_by_rows(gc_device requested, int64_t n, int64_t min_rows,
+			   int64_t min_rows_cold, size_t need, int64_t max_n,
+			   gpu_short_fn short_msg, const void *arg, const gc_gpu *gpu,
+			   gc_device *chosen, char *note, size_t note_len, gc_status *st)
 {
 	gc_status	why = {GC_OK, ""};
-	size_t		free_mem = 0,
-				need;
-	gc_code		rc;
+	size_t		free_mem = 0;
 	char		msg[256];
 
 	if (note != NULL && note_len > 0)
 		note[0] = '\0';
 	*chosen = GC_DEVICE_CPU;
-	if ((rc = gc_ap_device_request(requested, precision, &requested,
-								   st)) != GC_OK)
-		return rc;
 	if (requested == GC_DEVICE_CPU)
 		return GC_OK;
 	if (requested != GC_DEVICE_GPU &&
-		n < (gpu->warm(gpu) ? GC_AP_GPU_MIN_ROWS : GC_AP_GPU_MIN_ROWS_COLD))
+		n < (gpu->warm(gpu) ? min_rows : min_rows_cold))
 		return GC_OK;			/* small: the CPU; CUDA untouched */
 	if (gpu_unusable(gpu, &free_mem, &why))
 	{
@@ -411,27 +427,135 @@ gc_choose_device_ap(gc_device requested, gc_ap_precision precision,
 			return gc_fail(st, GC_EDEVICE, "%s", why.message);
 		return GC_OK;
 	}
-	need = gc_ap_gpu_mem_bytes(n, d, precision);
-	if (need <= free_mem && n <= INT32_MAX)
+	if (need <= free_mem && n <= max_n)
 	{
 		*chosen = GC_DEVICE_GPU;
 		return GC_OK;
 	}
-	if (need == SIZE_MAX || n > INT32_MAX)
-		snprintf(msg, sizeof(msg),
-				 "affinity propagation of %lld rows in %s needs more GPU memory than can be addressed; GPU %d has %zu MiB for it: at most %lld rows fit",
-				 (long long) n, gc_ap_precision_name(precision),
-				 gpu->device_id, free_mem >> 20,
-				 (long long) gc_ap_gpu_max_rows(free_mem, d, precision));
-	else
-		snprintf(msg, sizeof(msg),
-				 "affinity propagation of %lld rows in %s needs about %zu MiB of GPU memory, but GPU %d has %zu MiB for it: at most %lld rows fit",
-				 (long long) n, gc_ap_precision_name(precision),
-				 (need >> 20) + 1, gpu->device_id, free_mem >> 20,
-				 (long long) gc_ap_gpu_max_rows(free_mem, d, precision));
+	short_msg(arg, n, need, free_mem, gpu->device_id, msg, sizeof(msg));
 	if (requested == GC_DEVICE_GPU)
 		return gc_fail(st, GC_ENOMEM, "%s", msg);
 	if (note != NULL && note_len > 0)
 		snprintf(note, note_len, "%s", msg);
 	return GC_OK;
+}
+
+/* affinity propagation's call: its d and precision */
+typedef struct ap_call
+{
+	int			d;
+	gc_ap_precision precision;
+} ap_call;
+
+/* affinity propagation's: the largest n that fits */
+static void
+ap_short(const void *arg, int64_t n, size_t need, size_t free_mem,
+		 int device_id, char *msg, size_t len)
+{
+	int			d = ((const ap_call *) arg)->d;
+	gc_ap_precision precision = ((const ap_call *) arg)->precision;
+
+	if (need == SIZE_MAX || n > INT32_MAX)
+		snprintf(msg, len,
+				 "affinity propagation of %lld rows in %s needs more GPU memory than can be addressed; GPU %d has %zu MiB for it: at most %lld rows fit",
+				 (long long) n, gc_ap_precision_name(precision),
+				 device_id, free_mem >> 20,
+				 (long long) gc_ap_gpu_max_rows(free_mem, d, precision));
+	else
+		snprintf(msg, len,
+				 "affinity propagation of %lld rows in %s needs about %zu MiB of GPU memory, but GPU %d has %zu MiB for it: at most %lld rows fit",
+				 (long long) n, gc_ap_precision_name(precision),
+				 (need >> 20) + 1, device_id, free_mem >> 20,
+				 (long long) gc_ap_gpu_max_rows(free_mem, d, precision));
+}
+
+/*
+ * The device of one affinity propagation call (gpuclust_core.h).  The
+ * precision's request first (gc_ap_device_request: float4 asks for the
+ * GPU under 'auto', and refuses 'cpu'), then choose_by_rows from
+ * GC_AP_GPU_MIN_ROWS (GC_AP_GPU_MIN_ROWS_COLD) with its three n x n
+ * matrices; too large names the largest n that fits.
+ */
+gc_code
+gc_choose_device_ap(gc_device requested, gc_ap_precision precision,
+					int64_t n, int d, const gc_gpu *gpu, gc_device *chosen,
+					char *note, size_t note_len, gc_status *st)
+{
+	ap_call		arg = {d, precision};
+	gc_code		rc;
+
+	if (note != NULL && note_len > 0)
+		note[0] = '\0';
+	*chosen = GC_DEVICE_CPU;
+	if ((rc = gc_ap_device_request(requested, precision, &requested,
+								   st)) != GC_OK)
+		return rc;
+	return choose_by_rows(requested, n, GC_AP_GPU_MIN_ROWS,
+						  GC_AP_GPU_MIN_ROWS_COLD,
+						  gc_ap_gpu_mem_bytes(n, d, precision), INT32_MAX,
+						  ap_short, &arg, gpu, chosen, note, note_len, st);
+}
+
+/* the k-distances': k (int64_t) in arg */
+static void
+kdistance_short(const void *arg, int64_t n, size_t need, size_t free_mem,
+				int device_id, char *msg, size_t len)
+{
+	if (n > GC_DBSCAN_GPU_MAX_N)
+		snprintf(msg, len, "the GPU k-distances take at most %lld rows",
+				 (long long) GC_DBSCAN_GPU_MAX_N);
+	else
+		snprintf(msg, len,
+				 "the k-distances of %lld rows (k = %lld) need about %zu MiB of GPU memory, but GPU %d has %zu MiB for them",
+				 (long long) n, (long long) *(const int64_t *) arg,
+				 (need >> 20) + 1, device_id, free_mem >> 20);
+}
+
+gc_code
+gc_choose_device_kdistance(gc_device requested, int64_t n, int d, int64_t k,
+						   const gc_gpu *gpu, gc_device *chosen, char *note,
+						   size_t note_len, gc_status *st)
+{
+	return choose_by_rows(requested, n, GC_KDISTANCE_GPU_MIN_ROWS,
+						  GC_KDISTANCE_GPU_MIN_ROWS_COLD,
+						  gc_kdistance_gpu_mem_bytes(n, d, k),
+						  GC_DBSCAN_GPU_MAX_N, kdistance_short, &k, gpu,
+						  chosen, note, note_len, st);
+}
+
+/* the silhouette's: m (int32_t) in arg */
+static void
+silhouette_short(const void *arg, int64_t rows, size_t need, size_t free_mem,
+				 int device_id, char *msg, size_t len)
+{
+	if (rows > INT32_MAX)
+		snprintf(msg, len, "the GPU silhouette scores at most %d rows",
+				 INT32_MAX);
+	else
+		snprintf(msg, len,
+				 "the silhouette of %lld rows in %d clusters needs about %zu MiB of GPU memory, but GPU %d has %zu MiB for it",
+				 (long long) rows, (int) *(const int32_t *) arg,
+				 (need >> 20) + 1, device_id, free_mem >> 20);
+}
+
+gc_code
+gc_choose_device_silhouette(gc_device requested, int64_t rows, int d,
+							int32_t m, const gc_gpu *gpu, gc_device *chosen,
+							char *note, size_t note_len, gc_status *st)
+{
+	return choose_by_rows(requested, rows, GC_SILHOUETTE_GPU_MIN_ROWS,
+						  GC_SILHOUETTE_GPU_MIN_ROWS_COLD,
+						  gc_silhouette_gpu_mem_bytes(rows, d, m), INT32_MAX,
+						  silhouette_short, &m, gpu, chosen, note, note_len,
+						  st);
+}
+
+int64_t
+gc_silhouette_rows(const int32_t *labels, int64_t n, int64_t sample_size)
+{
+	int64_t		labelled = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		labelled += labels[i] >= 0;
+	return sample_size > 0 && sample_size < labelled ? sample_size : labelled;
 }

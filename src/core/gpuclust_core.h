@@ -523,7 +523,11 @@ typedef enum gc_algorithm
 {
 	GC_ALGO_KMEANS,
 	GC_ALGO_DBSCAN,
-	GC_ALGO_AP					/* affinity propagation (float8 in gc_choose_device) */
+	GC_ALGO_AP,					/* affinity propagation (float8 in gc_choose_device) */
+	GC_ALGO_KDISTANCE,			/* gpu_kdistance's k-distances (k = 1 in
+								 * gc_choose_device) */
+	GC_ALGO_SILHOUETTE			/* gpu_silhouette (n rows scored in 2
+								 * clusters in gc_choose_device) */
 } gc_algorithm;
 
 /*
@@ -746,6 +750,55 @@ gc_code		gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n,
 							  int d, const int32_t *labels, int32_t m,
 							  int64_t sample_size, uint64_t seed,
 							  gc_silhouette_result *res, gc_status *st);
+
+/*
+ * The rows a silhouette of labels (n of them) with sample_size scores: the
+ * labelled rows (label >= 0), or sample_size of them when 0 < sample_size
+ * < their number (gc_silhouette_cpu's rule).
+ */
+int64_t		gc_silhouette_rows(const int32_t *labels, int64_t n,
+							   int64_t sample_size);
+
+/*
+ * Where the tools run: gpu_kdistance's k-distances and gpu_silhouette
+ * under 'auto' run on the GPU from GC_KDISTANCE_GPU_MIN_ROWS rows /
+ * GC_SILHOUETTE_GPU_MIN_ROWS rows scored up when CUDA already runs in the
+ * process (the GPU worker's always does), from the _COLD ones when the
+ * call would start it (a backend's first GPU call pays CUDA's start-up,
+ * ~150-230 ms: GC_KMEANS_GPU_MIN_WORK).
+ * XXX measured values to come from test/gpu/bench_tools
+ */
+#define GC_KDISTANCE_GPU_MIN_ROWS 20000
+#define GC_KDISTANCE_GPU_MIN_ROWS_COLD 200000
+#define GC_SILHOUETTE_GPU_MIN_ROWS 2000
+#define GC_SILHOUETTE_GPU_MIN_ROWS_COLD 20000
+
+/*
+ * The device of one gpu_kdistance call (n rows of d features, the k-th
+ * nearest), as gc_choose_device_ap's: CPU: always.  GPU: the GPU when one
+ * is usable, n <= GC_DBSCAN_GPU_MAX_N and gc_kdistance_gpu_mem_bytes(n, d,
+ * k) fits the GPU memory a call may use (gc_gpu_budget), else GC_EDEVICE
+ * (the reason) or GC_ENOMEM.  AUTO: the CPU below
+ * GC_KDISTANCE_GPU_MIN_ROWS (_COLD when CUDA is not running yet; CUDA
+ * untouched) or without a usable GPU; when the GPU's memory is too small,
+ * the CPU with a note (note, note_len; empty otherwise) the caller shows
+ * as a NOTICE; else the GPU.
+ */
+gc_code		gc_choose_device_kdistance(gc_device requested, int64_t n, int d,
+									   int64_t k, const gc_gpu *gpu,
+									   gc_device *chosen, char *note,
+									   size_t note_len, gc_status *st);
+
+/*
+ * The device of one gpu_silhouette call scoring rows rows
+ * (gc_silhouette_rows) of d features in m clusters: the same rule, with
+ * GC_SILHOUETTE_GPU_MIN_ROWS (_COLD), rows <= INT32_MAX and
+ * gc_silhouette_gpu_mem_bytes(rows, d, m).
+ */
+gc_code		gc_choose_device_silhouette(gc_device requested, int64_t rows,
+										int d, int32_t m, const gc_gpu *gpu,
+										gc_device *chosen, char *note,
+										size_t note_len, gc_status *st);
 
 /* The rows chosen by a sample: sample_size positions of 0..n-1, ascending. */
 gc_code		gc_sample_rows(int64_t n, int64_t sample_size, uint64_t seed,

@@ -18,7 +18,16 @@
 # auto_ap_gpu_min_rows rows and the GPU from there (float4: always), a call
 # too large for gpuclust.matrix_memory or the GPU's memory fails naming the
 # largest n (under 'auto': the CPU), and with the GPU worker its job is
-# listed and cancelled; gpu_kmeans on a 1M-row table
+# listed and cancelled; gpu_kdistance on the GPU returns the CPU's
+# k-distances row for row, bit for bit (random 2-d, 3-d and 16-d tables,
+# heavy duplicates; k = 1 to 100; quantiles and the knee), gpu_silhouette
+# the CPU's score, rows, clusters and sample (labellings of gpu_kmeans and
+# of gpu_dbscan with noise; exact, the default sample and a given one),
+# 'auto' runs both on the GPU from auto_kdistance_gpu_min_rows /
+# auto_silhouette_gpu_min_rows rows and on the CPU below (and, the GPU's
+# memory too small, on the CPU with a NOTICE), and a GPU call of either is
+# stopped by statement_timeout (and, with the GPU worker, by
+# pg_cancel_backend, as affinity propagation's); gpu_kmeans on a 1M-row table
 # (d = 32, k = 100) under gpuclust.gpu_memory_limit = 100MB streams it in
 # several chunks and equals the unlimited GPU run bit for bit and the CPU
 # row for row; then times gpu_kmeans end to end on that table and gpu_dbscan on a 10M-row 2-d
@@ -38,6 +47,35 @@ check() {	# name, sql that returns 't' on success
 	local r
 	r=$($P -c "$2" 2>&1)
 	if [ "$r" = "t" ]; then echo "ok   $1"; else echo "FAIL $1: $r"; fails=$((fails + 1)); fi
+}
+
+# gpu_cancel NAME SEEN SET SQL WANT: runs SET then SQL in another session;
+# polls SEEN (SQL returning that session's pid once its call runs on the
+# GPU; empty: not polled) for up to 30 s; when WANT is "user request",
+# cancels that pid (pg_cancel_backend); passes when the call was seen and
+# ended with "canceling statement due to WANT"
+gpu_cancel() {
+	local name=$1 seen_sql=$2 set=$3 sql=$4 want=$5 seen="" bg k
+	local log="$OUTDIR/cancel_$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').log"
+	$P -c "$set" -c "$sql" > "$log" 2>&1 &
+	bg=$!
+	if [ -n "$seen_sql" ]; then
+		for k in $(seq 1 300); do
+			seen=$($P -c "$seen_sql")
+			[ -n "$seen" ] && break
+			kill -0 $bg 2>/dev/null || break
+			sleep 0.1
+		done
+	else
+		seen="(not watched)"
+	fi
+	[ "$want" = "user request" ] && [ -n "$seen" ] && $P -c "SELECT pg_cancel_backend($seen)" >/dev/null
+	wait $bg
+	if [ -n "$seen" ] && grep -q "canceling statement due to $want" "$log"; then
+		echo "ok   $name"
+	else
+		echo "FAIL $name: seen '$seen': $(cat "$log")"; fails=$((fails + 1))
+	fi
 }
 
 $P -c 'DROP EXTENSION IF EXISTS gpuclust' -c 'CREATE EXTENSION gpuclust' || { echo "FAIL CREATE EXTENSION"; exit 100; }
@@ -462,26 +500,133 @@ echo "== gpu_affinity_propagation through the GPU worker"
 if [ "$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'gpu_worker'")" = running ]; then
 	# a long job (never converges) in another session: listed as the
 	# worker's, then cancelled
-	$P -c "SET statement_timeout = '60s'" -c "SELECT count(*) FROM gpu_affinity_propagation(
+	gpu_cancel "an affinity propagation job runs on the worker (gpuclust_gpu_jobs) and is cancelled" \
+		"SELECT pid FROM gpuclust_gpu_jobs WHERE algorithm = 'gpu_affinity_propagation' AND state = 'running'" \
+		"SET statement_timeout = '60s'" "SELECT count(*) FROM gpu_affinity_propagation(
 		'SELECT i, ARRAY[i % 101, i % 97] FROM generate_series(1, 5000) i',
-		max_iter => 1000000, convergence_iter => 1000001, device => 'gpu')" > "$OUTDIR/ap_worker_job.log" 2>&1 &
-	seen=""
-	for k in $(seq 1 100); do
-		seen=$($P -c "SELECT pid FROM gpuclust_gpu_jobs WHERE algorithm = 'gpu_affinity_propagation' AND state = 'running'")
-		[ -n "$seen" ] && break
-		sleep 0.1
-	done
-	[ -n "$seen" ] && $P -c "SELECT pg_cancel_backend($seen)" >/dev/null
-	wait
-	if [ -n "$seen" ] && grep -q "canceling statement due to user request" "$OUTDIR/ap_worker_job.log"; then
-		echo "ok   an affinity propagation job runs on the worker (gpuclust_gpu_jobs) and is cancelled"
-	else
-		echo "FAIL ap worker job: seen '$seen': $(cat "$OUTDIR/ap_worker_job.log")"; fails=$((fails + 1))
-	fi
+		max_iter => 1000000, convergence_iter => 1000001, device => 'gpu')" "user request"
 else
 	echo "(the GPU worker is not running: each backend ran its own GPU calls above)"
 fi
 $P -c "DROP TABLE ap_b2, ap_b8, ap_dup"
+
+echo "== gpu_kdistance: device gpu = device cpu (every row: rank, fraction, kdistance, is_knee bit for bit)"
+# rt(i, k): a uniform number in [0, 1) from a hash of (i, k)
+$P -c "CREATE OR REPLACE FUNCTION rt(i int, k int) RETURNS float8 IMMUTABLE LANGUAGE sql
+	AS 'SELECT (hashint8(i::bigint * 64 + k)::float8 + 2147483648) / 4294967296'"
+# name n d: uniform in [0, 100)^d; kd_dup: 100,000 2-d rows on 500 points
+for q in "kd_2 200000 2" "kd_3 100000 3" "kd_16 50000 16"; do
+	read -r name n d <<< "$q"
+	$P -c "DROP TABLE IF EXISTS $name" -c "CREATE TABLE $name AS
+		SELECT i::bigint AS id, ARRAY(SELECT 100 * rt(i, j) FROM generate_series(1, $d) j)::real[] AS f
+		FROM generate_series(1, $n) i"
+done
+$P -c "DROP TABLE IF EXISTS kd_dup" -c "CREATE TABLE kd_dup AS
+	SELECT i::bigint AS id, ARRAY[floor(20 * rt(i % 500, 1)), floor(25 * rt(i % 500, 2))]::real[] AS f
+	FROM generate_series(1, 100000) i"
+# kdcmp TABLE K [ARGS]: the GPU's rows equal the CPU's, every one (a full
+# join on rank: none missing on either side)
+kdcmp() {
+	local t=$1 k=$2 args=${3:-} r
+	r=$($P -c "SELECT (count(*) > 0 AND count(*) FILTER (WHERE g.fraction IS DISTINCT FROM c.fraction OR g.kdistance IS DISTINCT FROM c.kdistance
+		                               OR g.is_knee IS DISTINCT FROM c.is_knee) = 0)::text
+		|| ' rows ' || count(*) || ', differing ' || count(*) FILTER (WHERE g.fraction IS DISTINCT FROM c.fraction
+		       OR g.kdistance IS DISTINCT FROM c.kdistance OR g.is_knee IS DISTINCT FROM c.is_knee)
+		|| ', knee at ' || max(c.kdistance) FILTER (WHERE c.is_knee) || ', max ' || max(c.kdistance)
+		FROM gpu_kdistance('SELECT id, f FROM $t', $k$args, device => 'gpu') g
+		FULL JOIN gpu_kdistance('SELECT id, f FROM $t', $k$args, device => 'cpu') c USING (rank)" 2>&1)
+	case "$r" in
+		true*) echo "ok   kdistance $t k=$k$args:${r#true}";;
+		*) echo "FAIL kdistance $t k=$k$args: $r"; fails=$((fails + 1));;
+	esac
+}
+for t in kd_2 kd_3 kd_16 kd_dup; do
+	for k in 1 4 10 100; do kdcmp $t $k; done
+	kdcmp $t 10 ", quantiles => 100"
+done
+kdcmp kd_dup 300
+check "gpu_kdistance, gpu: a row is core at (eps, min_pts = k) exactly when its k-distance is at most eps" \
+	"SELECT (SELECT count(*) FILTER (WHERE is_core) FROM gpu_dbscan('SELECT id, f FROM kd_3', e.kdistance, 10, device => 'gpu'))
+	      = (SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM kd_3', 10, device => 'gpu') WHERE kdistance <= e.kdistance)
+	 FROM gpu_kdistance('SELECT id, f FROM kd_3', 10, quantiles => 4, device => 'gpu') e WHERE e.rank = 50001"
+
+echo "== gpu_silhouette: device gpu = device cpu (score, rows, clusters, sampled)"
+# the labellings: k-means (every row), DBSCAN with noise (eps the 60th
+# percentile k-distance: about 40% noise)
+eps=$($P -c "SELECT kdistance FROM gpu_kdistance('SELECT id, f FROM kd_3', 10, 100) WHERE NOT is_knee AND rank > 1
+	ORDER BY abs(fraction - 0.6) LIMIT 1")
+$P -c "DROP TABLE IF EXISTS sil_km, sil_db" \
+	-c "CREATE TABLE sil_km AS SELECT id, cluster_id FROM gpu_kmeans('SELECT id, f FROM kd_3', 8, seed => 1)" \
+	-c "CREATE TABLE sil_db AS SELECT id, cluster_id FROM gpu_dbscan('SELECT id, f FROM kd_3', $eps, 10)"
+# silcmp NAME SOURCE LABELS ARGS [EXPECT]: the four columns equal; EXPECT
+# (SQL over the CPU's row "c") says the case is what its name says
+silcmp() {
+	local name=$1 src=$2 labels=$3 args=$4 expect=${5:-true} r
+	r=$($P -c "SELECT (g.silhouette = c.silhouette AND g.n = c.n AND g.clusters = c.clusters
+		         AND g.sampled = c.sampled AND $expect)::text
+		|| ' score ' || c.silhouette || ', n ' || c.n || ', clusters ' || c.clusters || ', sampled ' || c.sampled
+		|| CASE WHEN g.silhouette <> c.silhouette THEN ', gpu score ' || g.silhouette ELSE '' END
+		FROM gpu_silhouette(\$q\$$src\$q\$, \$q\$$labels\$q\$$args, device => 'gpu') g,
+		     gpu_silhouette(\$q\$$src\$q\$, \$q\$$labels\$q\$$args, device => 'cpu') c" 2>&1)
+	case "$r" in
+		true*) echo "ok   silhouette $name:${r#true}";;
+		*) echo "FAIL silhouette $name: $r"; fails=$((fails + 1));;
+	esac
+}
+silcmp "k-means, 15,000 rows, exact" "SELECT id, f FROM kd_3 WHERE id <= 15000" "SELECT * FROM sil_km WHERE id <= 15000" "" "NOT c.sampled"
+silcmp "k-means, 100,000 rows: the default sample" "SELECT id, f FROM kd_3" "SELECT * FROM sil_km" "" \
+	"c.sampled AND c.n = 20000"
+silcmp "k-means, sample_size 5000, seed 3" "SELECT id, f FROM kd_3" "SELECT * FROM sil_km" ", sample_size => 5000, seed => 3" \
+	"c.sampled AND c.n = 5000"
+silcmp "k-means, sample_size 50000" "SELECT id, f FROM kd_3" "SELECT * FROM sil_km" ", sample_size => 50000, seed => 9" \
+	"c.n = 50000"
+silcmp "DBSCAN with noise ($eps, 10), 15,000 rows, exact" "SELECT id, f FROM kd_3 WHERE id <= 15000" "SELECT * FROM sil_db WHERE id <= 15000" "" \
+	"NOT c.sampled AND c.n < 15000 AND c.n > 1000"
+silcmp "DBSCAN with noise: the default sample" "SELECT id, f FROM kd_3" "SELECT * FROM sil_db" "" \
+	"c.sampled AND (SELECT count(*) FILTER (WHERE cluster_id IS NULL) > 0 FROM sil_db)"
+silcmp "DBSCAN with noise, sample_size 8000, seed 5" "SELECT id, f FROM kd_3" "SELECT * FROM sil_db" ", sample_size => 8000, seed => 5"
+silcmp "16-d, 50,000 rows in 7 stripes, sample_size 30000" "SELECT id, f FROM kd_16" "SELECT id, (f[1] / 15)::int FROM kd_16" \
+	", sample_size => 30000"
+r=$($P -c "SELECT * FROM gpu_silhouette('SELECT id, f FROM kd_3', 'SELECT id, 0 FROM kd_3 WHERE id <= 500', device => 'gpu')" 2>&1)
+echo "$r" | grep -q "needs at least 2 clusters" && echo "$r" | grep -q "DETAIL:  500 labelled rows, in 1 cluster" \
+	&& echo "ok   silhouette on the GPU, one cluster: the CPU's error (22023)" \
+	|| { echo "FAIL silhouette on the GPU, one cluster: $r"; fails=$((fails + 1)); }
+
+echo "== gpu_kdistance and gpu_silhouette under auto: the CPU below their crossovers, the GPU from there"
+check "auto_device_kdistance is gpu" \
+	"SELECT value = 'gpu' FROM gpuclust_info() WHERE key = 'auto_device_kdistance'"
+check "auto_device_silhouette is gpu" \
+	"SELECT value = 'gpu' FROM gpuclust_info() WHERE key = 'auto_device_silhouette'"
+# warm: CUDA already runs in the backend (gpuclust_info() probed it; with
+# the GPU worker every backend is)
+kd_min=$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'auto_kdistance_gpu_min_rows'")
+sil_min=$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'auto_silhouette_gpu_min_rows'")
+# FUNCTION|CROSSOVER|CALL|INFO: CALL with @n rows (scored) runs on the CPU
+# at CROSSOVER - 1 and on the GPU at CROSSOVER, log_timing's INFO says
+for q in "gpu_kdistance|$kd_min|SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM kd_2 WHERE id <= @n', 10, quantiles => 10)|n @n," \
+	"gpu_silhouette|$sil_min|SELECT n FROM gpu_silhouette('SELECT id, f FROM kd_3', 'SELECT * FROM sil_km WHERE id <= @n')|n 100000, d 3, rows scored @n;"; do
+	IFS='|' read -r fn min call info <<< "$q"
+	for n in $((min - 1)) $min; do
+		dev=gpu; [ "$n" -lt "$min" ] && dev=cpu
+		r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpuclust_info()" -c "${call//@n/$n}" 2>&1)
+		echo "$r" | grep -q "$fn: device $dev, ${info//@n/$n}" && echo "ok   $fn, auto, $n rows: $dev" \
+			|| { echo "FAIL $fn, auto, $n rows: $r"; fails=$((fails + 1)); }
+	done
+done
+# the GPU's memory too small (gpuclust.gpu_memory_limit = 1MB): 'auto' runs
+# on the CPU with a NOTICE, 'gpu' fails with 53200
+for q in "gpu_kdistance('SELECT id, f FROM kd_2', 10, quantiles => 10|k-distance|gpu_kdistance" \
+	"gpu_silhouette('SELECT id, f FROM kd_3', 'SELECT * FROM sil_km', sample_size => 50000|silhouette|gpu_silhouette"; do
+	IFS='|' read -r call what fn <<< "$q"
+	r=$($P -c "SET gpuclust.gpu_memory_limit = '1MB'" -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM $call)" 2>&1)
+	echo "$r" | grep -q "NOTICE:  $what runs on the CPU" && echo "$r" | grep -q "$fn: device cpu" \
+		&& echo "ok   $fn, auto, gpu_memory_limit 1MB: the CPU, with a NOTICE: $(echo "$r" | grep DETAIL)" \
+		|| { echo "FAIL $fn, auto, gpu_memory_limit 1MB: $r"; fails=$((fails + 1)); }
+	r=$($P -c "SET gpuclust.gpu_memory_limit = '1MB'" -c "\\set VERBOSITY verbose" -c "SELECT count(*) FROM $call, device => 'gpu')" 2>&1)
+	echo "$r" | grep -q "ERROR:  53200: out of memory" && echo "ok   $fn, gpu, gpu_memory_limit 1MB: 53200" \
+		|| { echo "FAIL $fn, gpu, gpu_memory_limit 1MB: $r"; fails=$((fails + 1)); }
+done
+$P -c "DROP TABLE kd_2, kd_3, kd_16, kd_dup, sil_km, sil_db" -c "DROP FUNCTION rt(int, int)"
 
 echo "== auto"
 r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f[1:2] FROM t_s1 WHERE id <= 1000', 3)" 2>&1)
@@ -495,6 +640,31 @@ echo "== 1M rows, d = 32, k = 100: end to end"
 make_big_table
 r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM big', 100, max_iter => 5)" 2>&1)
 echo "$r" | grep -q "device gpu" && echo "ok   auto, n*k*d = 3.2e9: gpu" || { echo "FAIL auto large: $r"; fails=$((fails + 1)); }
+
+echo "== gpu_kdistance and gpu_silhouette on the GPU: stopped by statement_timeout (and pg_cancel_backend)"
+# on the 1M x 32 rows: a whole GPU call is timed first (ms), then the
+# same call under statement_timeout at 60% of that, seen computing on the
+# GPU (gpuclust_progress, when gpuclust is preloaded) before it stops
+watch=""
+[ -n "$($P -c "SELECT 1 FROM pg_settings WHERE name = 'shared_preload_libraries' AND setting ~ 'gpuclust'")" ] && watch=1
+for q in "gpu_kdistance|SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM big', 100, device => 'gpu')" \
+	"gpu_silhouette|SELECT n FROM gpu_silhouette('SELECT id, f FROM big', 'SELECT id, id % 7 FROM big', sample_size => 500000, device => 'gpu')"; do
+	IFS='|' read -r fn call <<< "$q"
+	ms=$(psql -X -q -At -c '\timing on' -c "$call" 2>&1 | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p')
+	ms=${ms%.*}
+	if [ -z "$ms" ] || [ "$ms" -lt 300 ]; then
+		echo "FAIL $fn on the GPU, timed: '${ms}' ms (an error, or too short to stop)"; fails=$((fails + 1))
+		continue
+	fi
+	gpu_cancel "$fn on the GPU ($ms ms), statement_timeout $((ms * 6 / 10)) ms" \
+		"${watch:+SELECT pid FROM gpuclust_progress WHERE algorithm = '$fn' AND device = 'gpu' AND phase IN ('upload', 'index', 'init', 'iterate')}" \
+		"SET statement_timeout = $((ms * 6 / 10))" "$call" "statement timeout"
+	if [ "$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'gpu_worker'")" = running ]; then
+		gpu_cancel "$fn: a job of the worker (gpuclust_gpu_jobs), cancelled" \
+			"SELECT pid FROM gpuclust_gpu_jobs WHERE algorithm = '$fn' AND state = 'running'" \
+			"SET statement_timeout = '60s'" "$call" "user request"
+	fi
+done
 
 echo "== 1M rows, d = 32, k = 100, streamed in chunks: gpuclust.gpu_memory_limit = 100MB"
 # the 1M rows need about 300 MB resident; under the limit the GPU k-means

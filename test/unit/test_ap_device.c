@@ -42,9 +42,7 @@ choose(gc_device requested, gc_ap_precision precision, int64_t n, int d,
 {
 	gc_code		rc;
 
-	tu_fake.probes = 0;
-	st->code = GC_OK;
-	st->message[0] = '\0';
+	tu_fake_reset(st);
 	rc = gc_choose_device_ap(requested, precision, n, d, gpu, dev, note, 256, st);
 	*probed = tu_fake.probes > 0;
 	return rc;

@@ -177,6 +177,15 @@ tu_fake_probe(const gc_gpu *gpu, gc_gpu_state *out)
 		snprintf(out->reason, sizeof(out->reason), "no usable GPU: made up");
 }
 
+/* Before a dispatch call: no probe counted yet, st cleared. */
+static inline void
+tu_fake_reset(gc_status *st)
+{
+	tu_fake.probes = 0;
+	st->code = GC_OK;
+	st->message[0] = '\0';
+}
+
 static inline gc_gpu
 tu_fake_gpu(void)
 {
