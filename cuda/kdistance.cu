@@ -48,7 +48,7 @@
 #define KD_T 128				/* threads a block: 4 warps of queries */
 #define KD_STACK 32				/* > depth + 1: depth <= 26 (n < 2^31, leaves of 32+) */
 #define KD_HEAP_BYTES ((int64_t) 256 << 20) /* a batch's heaps, at most */
-#define KD_BATCH_MAX ((int64_t) 1 << 19)	/* queries a launch, at most */
+#define KD_BATCH_MAX ((int64_t) 1 << 18)	/* queries a launch, at most: about a wave of an H100 */
 
 #define KD_CK(expr) GC_CUDA_CK("GPU k-distance", expr)
 

@@ -660,6 +660,20 @@ for q in "gpu_kdistance|SELECT count(*) FROM gpu_kdistance('SELECT id, f FROM bi
 		"${watch:+SELECT pid FROM gpuclust_progress WHERE algorithm = '$fn' AND device = 'gpu' AND phase IN ('upload', 'index', 'init', 'iterate')}" \
 		"SET statement_timeout = $((ms * 6 / 10))" "$call" "statement timeout"
 	if [ "$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'gpu_worker'")" = running ]; then
+		# the timed-out call's job, abandoned, runs on to its next poll of
+		# the cancel flag (the end of a launch): gone before the next call,
+		# so that the job seen below is that call's
+		t0=$(date +%s%N)
+		for k in $(seq 1 300); do
+			[ -z "$($P -c "SELECT 1 FROM gpuclust_gpu_jobs WHERE algorithm = '$fn'")" ] && break
+			sleep 0.1
+		done
+		left=$(( ($(date +%s%N) - t0) / 1000000 ))
+		if [ -z "$($P -c "SELECT 1 FROM gpuclust_gpu_jobs WHERE algorithm = '$fn'")" ]; then
+			echo "ok   $fn: the abandoned job left the worker ${left} ms after its call stopped"
+		else
+			echo "FAIL $fn: the abandoned job is still on the worker after ${left} ms"; fails=$((fails + 1))
+		fi
 		gpu_cancel "$fn: a job of the worker (gpuclust_gpu_jobs), cancelled" \
 			"SELECT pid FROM gpuclust_gpu_jobs WHERE algorithm = '$fn' AND state = 'running'" \
 			"SET statement_timeout = '60s'" "$call" "user request"
