@@ -604,6 +604,37 @@ bench_silhouette(bench *b)
 /* ---- where 'auto' turns to the GPU ---- */
 
 /*
+ * One row of the crossover table: for each size, rows of d features (blobs;
+ * silhouette: exact, labelled by their blob; else k-distances at k = 10),
+ * CPU ms / GPU ms.
+ */
+static void
+crossover_row(bench *b, bool sil, int d, const int64_t *sizes, int nsizes)
+{
+	printf("  d %-12d", d);
+	for (int i = 0; i < nsizes; i++)
+	{
+		int64_t		n = sizes[i];
+		int32_t    *labels = sil ? malloc(sizeof(int32_t) * n) : NULL;
+		float	   *X = make_blobs((sil ? 4000 : 3000) + i, n, d, sil ? SIL_BLOBS : KD_BLOBS,
+								   sil ? 0.0 : NOISE_FRACTION, labels);
+		float	   *kd = sil ? NULL : malloc(sizeof(float) * n);
+		gc_silhouette_result res;
+		tool_case	c = {.X = X, .n = n, .d = d, .k = 10, .kdist2 = kd, .labels = labels, .sil = &res};
+		gc_status	st;
+		double		g = gpu_median_ms(b, &c, &st);
+		cpu_time	t = cpu_once(b, &c, 0, &st);
+
+		printf(" %5.1f/%5.2f=%5.1fx", t.ms, g, g > 0 && t.ms >= 0 ? t.ms / g : 0.0);
+		fflush(stdout);
+		free(X);
+		free(kd);
+		free(labels);
+	}
+	printf("\n");
+}
+
+/*
  * Small problems, whole core calls on both devices (the GPU's median of 3,
  * CUDA running; the CPU's one call on every core): CPU / GPU, above 1 where
  * the GPU wins.  dispatch.c's thresholds for 'auto' come from this table.
@@ -624,50 +655,13 @@ bench_crossover(bench *b)
 		printf(" %18lld", (long long) kn[i]);
 	printf("\n");
 	for (size_t di = 0; di < sizeof(kdims) / sizeof(kdims[0]); di++)
-	{
-		printf("  d %-12d", kdims[di]);
-		for (size_t i = 0; i < sizeof(kn) / sizeof(kn[0]); i++)
-		{
-			int64_t		n = kn[i];
-			float	   *X = make_blobs(3000 + i, n, kdims[di], KD_BLOBS, NOISE_FRACTION, NULL);
-			float	   *kd = malloc(sizeof(float) * n);
-			tool_case	c = {.X = X, .n = n, .d = kdims[di], .k = 10, .kdist2 = kd};
-			gc_status	st;
-			double		g = gpu_median_ms(b, &c, &st);
-			cpu_time	t = cpu_once(b, &c, 0, &st);
-
-			printf(" %5.1f/%5.2f=%5.1fx", t.ms, g, g > 0 && t.ms >= 0 ? t.ms / g : 0.0);
-			fflush(stdout);
-			free(X);
-			free(kd);
-		}
-		printf("\n");
-	}
+		crossover_row(b, false, kdims[di], kn, (int) (sizeof(kn) / sizeof(kn[0])));
 	printf("%-16s", "silhouette r");
 	for (size_t i = 0; i < sizeof(sr) / sizeof(sr[0]); i++)
 		printf(" %18lld", (long long) sr[i]);
 	printf("\n");
 	for (size_t di = 0; di < sizeof(sdims) / sizeof(sdims[0]); di++)
-	{
-		printf("  d %-12d", sdims[di]);
-		for (size_t i = 0; i < sizeof(sr) / sizeof(sr[0]); i++)
-		{
-			int64_t		r = sr[i];
-			int32_t    *labels = malloc(sizeof(int32_t) * r);
-			float	   *X = make_blobs(4000 + i, r, sdims[di], SIL_BLOBS, 0.0, labels);
-			gc_silhouette_result res;
-			tool_case	c = {.X = X, .n = r, .d = sdims[di], .labels = labels, .sil = &res};
-			gc_status	st;
-			double		g = gpu_median_ms(b, &c, &st);
-			cpu_time	t = cpu_once(b, &c, 0, &st);
-
-			printf(" %5.1f/%5.2f=%5.1fx", t.ms, g, g > 0 && t.ms >= 0 ? t.ms / g : 0.0);
-			fflush(stdout);
-			free(X);
-			free(labels);
-		}
-		printf("\n");
-	}
+		crossover_row(b, true, sdims[di], sr, (int) (sizeof(sr) / sizeof(sr[0])));
 }
 
 int
