@@ -450,6 +450,7 @@ typedef struct ToolCall
 	int32		m;
 	int64		sample_size;
 	uint64		seed;
+	int64		rows;			/* it scores (gc_silhouette_rows) */
 	gc_silhouette_result *res;
 } ToolCall;
 
@@ -470,7 +471,7 @@ tool_call(const gc_ctx *ctx, const GcInput *in, gc_device device,
 	}
 	if (device == GC_DEVICE_GPU)
 		return gc_gpu_run_silhouette(ctx, in, c->labels, c->m, c->sample_size,
-									 c->seed, c->res, st);
+									 c->seed, c->rows, c->res, st);
 	return gc_silhouette_cpu(ctx, in->X, in->n, in->d, c->labels, c->m,
 							 c->sample_size, c->seed, c->res, st);
 }
@@ -527,13 +528,12 @@ gc_glue_run_silhouette(gc_device requested, const GcInput *in,
 {
 	gc_status	st = {GC_OK, ""};
 	ToolCall	c = {.algo = GC_ALGO_SILHOUETTE, .labels = labels, .m = m,
-	.sample_size = sample_size, .seed = seed, .res = res};
+		.sample_size = sample_size, .seed = seed,
+	.rows = gc_silhouette_rows(labels, in->n, sample_size), .res = res};
 	gc_device	chosen;
 
 	memset(res, 0, sizeof(*res));
-	chosen = run_tool(requested, in,
-					  gc_silhouette_rows(labels, in->n, sample_size), m, &c,
-					  &st);
+	chosen = run_tool(requested, in, c.rows, m, &c, &st);
 	if (st.code == GC_EINVAL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -622,7 +622,8 @@ gc_gpu_run_kdistance(const gc_ctx *ctx, const GcInput *in, int64 k,
 gc_code
 gc_gpu_run_silhouette(const gc_ctx *ctx, const GcInput *in,
 					  const int32 *labels, int32 m, int64 sample_size,
-					  uint64 seed, gc_silhouette_result *res, gc_status *st)
+					  uint64 seed, int64 rows, gc_silhouette_result *res,
+					  gc_status *st)
 {
 	GcJob	   *j;
 	dsm_segment *out;
@@ -638,9 +639,7 @@ gc_gpu_run_silhouette(const gc_ctx *ctx, const GcInput *in,
 	j->p.silhouette.seed = seed;
 	memset(&j->silhouette, 0, sizeof(j->silhouette));
 	if ((out = array_job(j, GC_ALGO_SILHOUETTE, ctx, in,
-						 gc_silhouette_gpu_mem_bytes(gc_silhouette_rows(labels, in->n,
-																		sample_size),
-													 in->d, m),
+						 gc_silhouette_gpu_mem_bytes(rows, in->d, m),
 						 labels, in->n * sizeof(int32), NULL, 0, st)) == NULL)
 		return st->code;
 	/* the scalars, also of a failure (GC_EINVAL names the rows, clusters) */

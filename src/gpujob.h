@@ -71,7 +71,8 @@ extern gc_code gc_gpu_run_ap(const gc_ctx *ctx, const struct GcInput *in,
  * contract of gc_kdistance_gpu / gc_silhouette_gpu, the same way: with the
  * worker, the silhouette's labels go to it in the job's outputs' segment,
  * the k-distances come back there and the silhouette's result in the job
- * (also when it fails: GC_EINVAL's rows and clusters).
+ * (also when it fails: GC_EINVAL's rows and clusters).  rows: the rows
+ * the silhouette scores (gc_silhouette_rows), which its GPU memory counts.
  */
 extern gc_code gc_gpu_run_kdistance(const gc_ctx *ctx, const struct GcInput *in,
 									int64 k, float *kdist2, gc_status *st);
@@ -79,7 +80,7 @@ extern gc_code gc_gpu_run_silhouette(const gc_ctx *ctx,
 									 const struct GcInput *in,
 									 const int32 *labels, int32 m,
 									 int64 sample_size, uint64 seed,
-									 gc_silhouette_result *res,
+									 int64 rows, gc_silhouette_result *res,
 									 gc_status *st);
 
 /* The phases of this backend's last GPU run of each algorithm. */

@@ -78,7 +78,7 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 	int32	   *labels;
 	int32		m;
 	int64	   *values;
-	int64		labelled = 0;
+	int64		labelled;
 	gc_silhouette_result res;
 	Datum		out[4];
 	bool		nulls[4] = {false, false, false, false};
@@ -94,8 +94,7 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_silhouette",
 								ALLOCSET_DEFAULT_SIZES);
 	read_labelling("gpu_silhouette", &args, cxt, &in, &labels, &m, &values);
-	for (int64 j = 0; j < in.n; j++)
-		labelled += labels[j] >= 0;
+	labelled = gc_silhouette_rows(labels, in.n, 0);
 	if (sample_size == 0 && labelled > GC_SILHOUETTE_EXACT_ROWS)
 		sample_size = GC_SILHOUETTE_EXACT_ROWS;
 

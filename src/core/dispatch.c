@@ -549,13 +549,3 @@ gc_choose_device_silhouette(gc_device requested, int64_t rows, int d,
 						  silhouette_short, &m, gpu, chosen, note, note_len,
 						  st);
 }
-
-int64_t
-gc_silhouette_rows(const int32_t *labels, int64_t n, int64_t sample_size)
-{
-	int64_t		labelled = 0;
-
-	for (int64_t i = 0; i < n; i++)
-		labelled += labels[i] >= 0;
-	return sample_size > 0 && sample_size < labelled ? sample_size : labelled;
-}

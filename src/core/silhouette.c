@@ -68,6 +68,23 @@ gc_sample_rows(int64_t n, int64_t sample_size, uint64_t seed, int64_t *out,
 	return GC_OK;
 }
 
+/* The rows scored of r labelled ones: sample_size of them when 0 < it < r. */
+static int64_t
+sil_scored(int64_t r, int64_t sample_size)
+{
+	return sample_size > 0 && sample_size < r ? sample_size : r;
+}
+
+int64_t
+gc_silhouette_rows(const int32_t *labels, int64_t n, int64_t sample_size)
+{
+	int64_t		labelled = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		labelled += labels[i] >= 0;
+	return sil_scored(labelled, sample_size);
+}
+
 gc_code
 gc_sil_select(const float *X, int64_t n, int d, const int32_t *labels,
 			  int32_t m, int64_t sample_size, uint64_t seed, gc_sil_rows *sel,
@@ -105,7 +122,7 @@ gc_sil_select(const float *X, int64_t n, int d, const int32_t *labels,
 	for (int64_t i = 0; i < n; i++)
 		if (labels[i] >= 0)
 			rows[r++] = i;
-	if (sample_size > 0 && sample_size < r)
+	if (sil_scored(r, sample_size) < r)
 	{
 		int64_t    *pick = malloc(sizeof(int64_t) * (size_t) sample_size);
 		gc_code		rc;
