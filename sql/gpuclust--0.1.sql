@@ -378,7 +378,8 @@ COMMENT ON FUNCTION gpu_kdistance(text, int, int, text) IS
 'when its k-distance is at most eps), sorted ascending (rank 1 .. n, '
 'fraction (rank - 1) / (n - 1)).  is_knee marks the knee of the curve, the '
 'suggested eps.  quantiles q returns only the ranks 1 + round(i (n - 1) / q), '
-'i = 0 .. q, and the knee.  CPU only for now: device ''gpu'' is an error.';
+'i = 0 .. q, and the knee.  On the GPU (the DBSCAN kd-tree) or the CPU, '
+'with the same result bit for bit.';
 
 CREATE FUNCTION gpu_silhouette(source text, labels_query text,
                                sample_size int DEFAULT NULL,
@@ -397,8 +398,8 @@ COMMENT ON FUNCTION gpu_silhouette(text, text, int, bigint, text) IS
 'labelling labels_query returns as (id, label) for the rows of source; rows '
 'with a NULL label, or none, are noise and not scored.  Exact up to 20,000 '
 'labelled rows when sample_size is NULL; otherwise on a sample of '
-'sample_size (NULL: 20,000) rows drawn by seed.  CPU only for now: device '
-'''gpu'' is an error.';
+'sample_size (NULL: 20,000) rows drawn by seed.  On the GPU or the CPU, with '
+'the same score bit for bit.';
 
 CREATE FUNCTION gpu_cluster_centers(source text, labels_query text)
 RETURNS TABLE (cluster_id bigint, size bigint, centroid float8[],

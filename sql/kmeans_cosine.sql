@@ -1,6 +1,7 @@
 --
 -- k-means with metric => 'cosine': spherical k-means (unit rows, unit
--- centres, the cosine distance), in every form; CPU only
+-- centres, the cosine distance), in every form (on the CPU here; the GPU's
+-- runs equal it: test/gpu/sql_gpu_test.sh)
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpuclust;

@@ -131,7 +131,9 @@ gc_code		gc_km_init_kmeanspp(const gc_ctx *ctx, const float *X, int64_t n,
  * centre is the first row of positive weight whose weight prefix sum
  * exceeds u * sum w (gc_km_weighted_first); the terms are w_i D²(i), so a
  * row of weight 0 is never a trial; with T = 0 a trial is the last row of
- * positive weight.  CPU only.
+ * positive weight.  The GPU k-means seeds with it on the host when its
+ * rows are streamed (then unweighted: weighted rows stay resident), and
+ * draws the same on the device otherwise.
  */
 gc_code		gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X,
 								  int64_t n, int d, int k, const double *w,
@@ -190,7 +192,8 @@ gc_code		gc_km_random_rows(const gc_ctx *ctx, int64_t n, int k,
 /*
  * The same, weighted by w (NULL: gc_km_init_random): draw c (counter c)
  * takes a row not yet taken with probability proportional to its weight,
- * as numpy's choice(n, k, replace=False, p=w / sum w) does.  CPU only.
+ * as numpy's choice(n, k, replace=False, p=w / sum w) does.  The GPU
+ * k-means seeds with it too, on the host.
  */
 gc_code		gc_km_init_random_w(const gc_ctx *ctx, const float *X, int64_t n,
 								int d, int k, const double *w, uint64_t seed,
