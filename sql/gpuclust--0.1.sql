@@ -571,3 +571,113 @@ COMMENT ON FUNCTION kmeans_parallel_sample(real[], real[], bigint, bigint, int, 
 'nearest centroid over phi.';
 COMMENT ON FUNCTION kmeans_parallel_sample(float8[], real[], bigint, bigint, int, bigint, float8, float8) IS
 'kmeans_parallel_sample for double precision features.';
+
+-- DBSCAN over partitioned / distributed tables (dbscan_partition_sql.c, the
+-- building blocks; dbscan_distributed_sql.c, the driver; the method:
+-- src/core/dbscan_dist.h).  Slabs along one dimension, each clustered with
+-- a halo of two eps where its rows live, joined on the coordinator.
+
+-- {n, lo_1 .. lo_d, hi_1 .. hi_d} of the rows with features; NULL when none.
+CREATE FUNCTION dbscan_bounds_transfn(float8[], real[], bigint)
+RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_bounds_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION dbscan_bounds_transfn(float8[], float8[], bigint)
+RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_bounds_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION dbscan_bounds_combine(float8[], float8[])
+RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_bounds_combine'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE AGGREGATE dbscan_bounds(features real[], id bigint) (
+    SFUNC = dbscan_bounds_transfn, STYPE = float8[],
+    COMBINEFUNC = dbscan_bounds_combine, PARALLEL = SAFE);
+CREATE AGGREGATE dbscan_bounds(features float8[], id bigint) (
+    SFUNC = dbscan_bounds_transfn, STYPE = float8[],
+    COMBINEFUNC = dbscan_bounds_combine, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dbscan_bounds(real[], bigint) IS
+'The rows'' count and the bounds of each feature, {n, lo_1 .. lo_d, hi_1 .. hi_d} '
+'(features as real), checked as every source''s rows are (errors name the id); '
+'combinable (parallel query, Citus).  gpu_dbscan_distributed''s first pass.';
+COMMENT ON AGGREGATE dbscan_bounds(float8[], bigint) IS
+'dbscan_bounds for double precision features (narrowed to real first).';
+
+-- counts[bins] of the rows' feature dim (0-based) in equal bins over [lo, hi]
+CREATE FUNCTION dbscan_histogram_transfn(float8[], real[], int, float8, float8, int)
+RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_histogram_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION dbscan_histogram_transfn(float8[], float8[], int, float8, float8, int)
+RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_histogram_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION dbscan_histogram_combine(float8[], float8[])
+RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_histogram_combine'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE AGGREGATE dbscan_histogram(features real[], dim int, lo float8, hi float8, bins int) (
+    SFUNC = dbscan_histogram_transfn, STYPE = float8[],
+    COMBINEFUNC = dbscan_histogram_combine, PARALLEL = SAFE);
+CREATE AGGREGATE dbscan_histogram(features float8[], dim int, lo float8, hi float8, bins int) (
+    SFUNC = dbscan_histogram_transfn, STYPE = float8[],
+    COMBINEFUNC = dbscan_histogram_combine, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dbscan_histogram(real[], int, float8, float8, int) IS
+'Counts of the rows'' feature dim (0-based, as real) in bins of equal width '
+'over [lo, hi] (outside: the end bins); combinable.  gpu_dbscan_distributed''s '
+'second pass, from which it cuts the slabs.';
+COMMENT ON AGGREGATE dbscan_histogram(float8[], int, float8, float8, int) IS
+'dbscan_histogram for double precision features.';
+
+-- plan: {d, dim (0-based), halo, cut_1 .. cut_(P-1)}
+CREATE FUNCTION dbscan_partitions(features real[], plan float8[],
+                                  OUT part int, OUT home int, OUT shared boolean, OUT x real[])
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'dbscan_partitions'
+LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 2;
+CREATE FUNCTION dbscan_partitions(features float8[], plan float8[],
+                                  OUT part int, OUT home int, OUT shared boolean, OUT x real[])
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'dbscan_partitions'
+LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 2;
+COMMENT ON FUNCTION dbscan_partitions(real[], float8[]) IS
+'The partitions that hold a row under a plan {d, dim, halo, cut_1 .. cut_(P-1)}: '
+'its home slab and every slab within halo of it, with its home, whether it is '
+'held more than once, and its features as real.  NULL features: one row, '
+'partition 0, x NULL.';
+COMMENT ON FUNCTION dbscan_partitions(float8[], float8[]) IS
+'dbscan_partitions for double precision features.';
+
+-- one partition's local DBSCAN and its summary (src/core/dbscan_dist.h)
+CREATE FUNCTION dbscan_partition_transfn(internal, int, bigint, real[], int, boolean,
+                                         float8, int, text)
+RETURNS internal AS 'MODULE_PATHNAME', 'dbscan_partition_transfn'
+LANGUAGE C PARALLEL SAFE;
+CREATE FUNCTION dbscan_partition_combine(internal, internal)
+RETURNS internal AS 'MODULE_PATHNAME', 'dbscan_partition_combine'
+LANGUAGE C PARALLEL SAFE;
+CREATE FUNCTION dbscan_partition_serialize(internal)
+RETURNS bytea AS 'MODULE_PATHNAME', 'dbscan_partition_serialize'
+LANGUAGE C STRICT PARALLEL SAFE;
+CREATE FUNCTION dbscan_partition_deserialize(bytea, internal)
+RETURNS internal AS 'MODULE_PATHNAME', 'dbscan_partition_deserialize'
+LANGUAGE C STRICT PARALLEL SAFE;
+CREATE FUNCTION dbscan_partition_final(internal)
+RETURNS bytea AS 'MODULE_PATHNAME', 'dbscan_partition_final'
+LANGUAGE C PARALLEL SAFE;
+CREATE AGGREGATE dbscan_partition(part int, id bigint, x real[], home int, shared boolean,
+                                  eps float8, min_pts int, device text) (
+    SFUNC = dbscan_partition_transfn, STYPE = internal,
+    COMBINEFUNC = dbscan_partition_combine,
+    SERIALFUNC = dbscan_partition_serialize, DESERIALFUNC = dbscan_partition_deserialize,
+    FINALFUNC = dbscan_partition_final, PARALLEL = SAFE);
+COMMENT ON AGGREGATE dbscan_partition(int, bigint, real[], int, boolean, float8, int, text) IS
+'DBSCAN of one partition''s rows (dbscan_partitions'' output, grouped by part) '
+'on this node''s GPU or CPUs, as gpu_dbscan over them in id order; returns its '
+'summary for gpu_dbscan_distributed''s merge: the local clusters, the home '
+'rows'' labels and core flags, and the core rows other partitions hold too.';
+
+CREATE FUNCTION gpu_dbscan_distributed(source text, eps float8, min_pts int,
+                                       partitions int DEFAULT NULL, device text DEFAULT NULL)
+RETURNS TABLE (id bigint, cluster_id int, is_core boolean)
+AS 'MODULE_PATHNAME', 'gpu_dbscan_distributed'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION gpu_dbscan_distributed(text, float8, int, int, text) IS
+'DBSCAN over the source query (id, features) without gathering its rows: '
+'slabs along the widest feature, each clustered with a halo of two eps where '
+'its rows live (Citus: on the worker holding it, through a work table '
+'distributed by partition; otherwise one aggregate, run by parallel query), '
+'joined by a union-find of the core rows partitions share.  Returns exactly '
+'gpu_dbscan''s labels over the source in id order (ids unique).';
