@@ -51,6 +51,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
+#include "lib/stringinfo.h"
 
 #include "cluster_args.h"
 #include "driver.h"
@@ -276,14 +277,59 @@ float8_array_literal(ArrayType *a)
 }
 
 /*
- * Citus's route: the partitions' rows into a work table distributed by
- * partition (CREATE TABLE, create_distributed_table, a repartitioning
- * INSERT ... SELECT), the local runs grouped by its distribution column
- * (whole on the workers), into recv; the work table dropped after.  An
- * error aborts the transaction, which drops it.
+ * One key per partition for Citus's work table (distributed by key): the
+ * work table's shards, taken in turn from each worker (by node group),
+ * each named by the lowest key that hashes into it (Citus's worker_hash),
+ * and partition i gets the key of shard i mod shards; hashing the
+ * partition numbers themselves would put several on one worker and none
+ * on another.  As an int[] literal.
+ */
+static char *
+partition_keys(const char *work, int parts)
+{
+	GcPass		pass = DB_PASS("the work table's shards");
+	char	   *q = psprintf("WITH sh AS (SELECT s.shardid, s.shardminvalue::int AS lo, s.shardmaxvalue::int AS hi, "
+							 "p.groupid, row_number() OVER (PARTITION BY p.groupid ORDER BY s.shardminvalue::int) AS r "
+							 "FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) "
+							 "WHERE s.logicalrelid = %s::regclass), "
+							 "k AS (SELECT sh.shardid, min(v) AS key FROM sh JOIN generate_series(0, 999999) v "
+							 "ON worker_hash(v) BETWEEN sh.lo AND sh.hi GROUP BY sh.shardid) "
+							 "SELECT k.key FROM sh JOIN k USING (shardid) ORDER BY sh.r, sh.groupid",
+							 quote_literal_cstr(work));
+	StringInfoData keys;
+	uint64		shards;
+
+	gc_run_pass(&pass, prepare(q, 0, NULL), NULL, NULL);
+	shards = SPI_processed;
+	if (shards == 0)
+		elog(ERROR, "the work table %s has no shards", work);
+	initStringInfo(&keys);
+	appendStringInfoChar(&keys, '{');
+	for (int i = 0; i < parts; i++)
+	{
+		bool		isnull;
+		Datum		v = SPI_getbinval(SPI_tuptable->vals[i % shards],
+									  SPI_tuptable->tupdesc, 1, &isnull);
+
+		appendStringInfo(&keys, "%s%d", i ? "," : "", DatumGetInt32(v));
+	}
+	appendStringInfoChar(&keys, '}');
+	SPI_freetuptable(SPI_tuptable);
+	return quote_literal_cstr(keys.data);
+}
+
+/*
+ * Citus's route: the partitions' rows into an unlogged work table
+ * distributed by a key that spreads the partitions over the workers
+ * (CREATE TABLE, create_distributed_table, a repartitioning INSERT ...
+ * SELECT: rows go worker to worker, with the plan and keys as literals,
+ * which Citus needs there), then the local runs grouped by key and
+ * partition, so whole on the workers (one backend per shard), into recv;
+ * the work table dropped after.  An error aborts the transaction, which
+ * drops it on every node.
  */
 static void
-partitions_citus(const char *source, ArrayType *plan, double eps,
+partitions_citus(const char *source, ArrayType *plan, int parts, double eps,
 				 int32 min_pts, text *device, DestReceiver *recv)
 {
 	static uint32 calls = 0;
@@ -293,22 +339,24 @@ partitions_citus(const char *source, ArrayType *plan, double eps,
 	char	   *devlit = device ? quote_literal_cstr(text_to_cstring(device)) : "NULL";
 	GcPass		pass = DB_PASS("the work table");
 
-	gc_exec_pass(&pass, psprintf("CREATE TABLE %s (part int, id bigint, home int, "
-								 "shared boolean, x real[])", work),
+	gc_exec_pass(&pass, psprintf("CREATE UNLOGGED TABLE %s (key int, part int, id bigint, "
+								 "home int, shared boolean, x real[])", work),
 				 SPI_OK_UTILITY);
-	gc_exec_pass(&pass, psprintf("SELECT create_distributed_table(%s, 'part')",
+	gc_exec_pass(&pass, psprintf("SELECT create_distributed_table(%s, 'key', colocate_with => 'none')",
 								 quote_literal_cstr(work)),
 				 SPI_OK_SELECT);
 	pass = DB_PASS("the repartition");
-	gc_exec_pass(&pass, psprintf("INSERT INTO %s (part, id, home, shared, x) "
-								 "SELECT p.part, s.id, p.home, p.shared, p.x FROM (%s) AS s(id, f) "
+	gc_exec_pass(&pass, psprintf("INSERT INTO %s (key, part, id, home, shared, x) "
+								 "SELECT (%s::int[])[p.part + 1], p.part, s.id, p.home, p.shared, p.x "
+								 "FROM (%s) AS s(id, f) "
 								 "CROSS JOIN LATERAL dbscan_partitions(s.f, %s::float8[]) AS p",
-								 work, source, float8_array_literal(plan)),
+								 work, partition_keys(work, parts), source,
+								 float8_array_literal(plan)),
 				 SPI_OK_INSERT);
 	pass = DB_PASS("the partitions' DBSCAN");
 	gc_run_pass(&pass,
 				prepare(psprintf("SELECT part, dbscan_partition(part, id, x, home, shared, "
-								 "%s::float8, %d, %s::text) FROM %s GROUP BY part",
+								 "%s::float8, %d, %s::text) FROM %s GROUP BY key, part",
 								 float8out_internal(eps), min_pts, devlit, work),
 						0, NULL),
 				NULL, recv);
@@ -533,7 +581,7 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 
 		if (citus)
-			partitions_citus(source, float8_array(plan, 2 + parts), params.eps,
+			partitions_citus(source, float8_array(plan, 2 + parts), parts, params.eps,
 							 (int32) params.min_pts, device, &recv.pub);
 		else
 			partitions_local(source, float8_array(plan, 2 + parts), params.eps,
