@@ -19,7 +19,8 @@
  * real type, so that Citus pushes the partial aggregate down to the shards
  * (it ships a state's text form, and float8's is exact); the transition
  * and combine functions change it in place in the aggregate's context, as
- * float8_accum does.
+ * float8_accum and float8_combine do (a combine function called directly
+ * changes a copy).
  *
  * dbscan_partition's state is internal: the rows of one partition, in
  * growing huge arrays in the aggregate's context (more than 1 GB works);
@@ -227,7 +228,23 @@ dbscan_bounds_transfn(PG_FUNCTION_ARGS)
 	PG_RETURN_ARRAYTYPE_P(state);
 }
 
-/* b's count and bounds added to a's, in place. */
+/*
+ * a's state, to be changed: in place when called as a combine function (a
+ * is the aggregate's own, in its context), else a copy (a direct call).
+ */
+static ArrayType *
+writable_state(FunctionCallInfo fcinfo, ArrayType *a)
+{
+	ArrayType  *copy;
+
+	if (AggCheckCallContext(fcinfo, NULL))
+		return a;
+	copy = palloc(VARSIZE(a));
+	memcpy(copy, a, VARSIZE(a));
+	return copy;
+}
+
+/* b's count and bounds added to a's. */
 Datum
 dbscan_bounds_combine(PG_FUNCTION_ARGS)
 {
@@ -238,8 +255,6 @@ dbscan_bounds_combine(PG_FUNCTION_ARGS)
 	float8	   *va;
 	const float8 *vb;
 
-	if (!AggCheckCallContext(fcinfo, NULL))
-		elog(ERROR, "dbscan_bounds_combine called in non-aggregate context");
 	a = float8_state(fcinfo, 0, "dbscan_bounds");
 	b = float8_state(fcinfo, 1, "dbscan_bounds");
 	if (b == NULL)
@@ -258,6 +273,7 @@ dbscan_bounds_combine(PG_FUNCTION_ARGS)
 				 errmsg("features have %d elements in one part of dbscan_bounds and %d in another",
 						db, da),
 				 errdetail("All rows must have as many features as the first row with features.")));
+	a = writable_state(fcinfo, a);
 	va = (float8 *) ARR_DATA_PTR(a);
 	vb = (const float8 *) ARR_DATA_PTR(b);
 	va[0] += vb[0];
@@ -337,7 +353,7 @@ dbscan_histogram_transfn(PG_FUNCTION_ARGS)
 	PG_RETURN_ARRAYTYPE_P(state);
 }
 
-/* b's counts added to a's, in place. */
+/* b's counts added to a's. */
 Datum
 dbscan_histogram_combine(PG_FUNCTION_ARGS)
 {
@@ -346,8 +362,6 @@ dbscan_histogram_combine(PG_FUNCTION_ARGS)
 	float8	   *va;
 	const float8 *vb;
 
-	if (!AggCheckCallContext(fcinfo, NULL))
-		elog(ERROR, "dbscan_histogram_combine called in non-aggregate context");
 	a = float8_state(fcinfo, 0, "dbscan_histogram");
 	b = float8_state(fcinfo, 1, "dbscan_histogram");
 	if (b == NULL)
@@ -363,6 +377,7 @@ dbscan_histogram_combine(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("dbscan_histogram needs the same bins in every row"),
 				 errdetail("One part has %d bins, another %d.", state_len(b), state_len(a))));
+	a = writable_state(fcinfo, a);
 	va = (float8 *) ARR_DATA_PTR(a);
 	vb = (const float8 *) ARR_DATA_PTR(b);
 	for (int i = 0; i < state_len(a); i++)
