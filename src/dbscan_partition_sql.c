@@ -837,8 +837,10 @@ dbscan_partition_transfn(PG_FUNCTION_ARGS)
 	id = PG_GETARG_INT64(DBP_ID);
 
 	/* the parameters: read once, then only compared */
-	gc_glue_check_arg_null(&gc_dbscan_signature, dbscan_arg("eps"), PG_ARGISNULL(DBP_EPS));
-	gc_glue_check_arg_null(&gc_dbscan_signature, dbscan_arg("min_pts"), PG_ARGISNULL(DBP_MIN_PTS));
+	if (PG_ARGISNULL(DBP_EPS))
+		gc_glue_check_arg_null(&gc_dbscan_signature, dbscan_arg("eps"), true);
+	if (PG_ARGISNULL(DBP_MIN_PTS))
+		gc_glue_check_arg_null(&gc_dbscan_signature, dbscan_arg("min_pts"), true);
 	eps = PG_GETARG_FLOAT8(DBP_EPS);
 	min_pts = PG_GETARG_INT32(DBP_MIN_PTS);
 	if (!PG_ARGISNULL(DBP_DEVICE))
@@ -1073,7 +1075,7 @@ dbscan_partition_deserialize(PG_FUNCTION_ARGS)
  * dbscan_partition: the final function
  * --------------------------------------------------------------------- */
 
-/* a row of the partition, for ordering by id */
+/* a row of the partition, for ordering by id (the sorts are cancellable) */
 typedef struct IdPos
 {
 	int64		id;
@@ -1086,6 +1088,7 @@ typedef struct IdPos
 	((a)->id < (b)->id ? -1 : (a)->id > (b)->id ? 1 : \
 	 (a)->pos < (b)->pos ? -1 : (a)->pos > (b)->pos ? 1 : 0)
 #define ST_SCOPE static
+#define ST_CHECK_FOR_INTERRUPTS
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
@@ -1093,6 +1096,7 @@ typedef struct IdPos
 #define ST_ELEMENT_TYPE int64
 #define ST_COMPARE(a, b) (*(a) < *(b) ? -1 : *(a) > *(b) ? 1 : 0)
 #define ST_SCOPE static
+#define ST_CHECK_FOR_INTERRUPTS
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
