@@ -608,9 +608,11 @@ typedef struct merge_link
  * Partitions arrive in any order, so nodes are numbered only when
  * finishing: partition by partition, cluster by cluster, which makes the
  * union-find's roots (its lowest node) and the tie rule of the numbering
- * independent of the arrival order.  A partition that never arrived held
- * no rows (its slab and halo were empty: the aggregate that computes a
- * summary has no group for it) and counts as one with no clusters.
+ * independent of the arrival order.  A partition that never arrived
+ * counts as one with no clusters and no links: one that held no rows at
+ * all (slab and halo empty) sends nothing, since the aggregate that
+ * computes a summary has no group for it.  So finishing does not insist
+ * on every partition; the caller knows which it expected.
  */
 struct gc_dbscan_merge
 {
@@ -861,6 +863,12 @@ gc_dbscan_merge_finish(const gc_ctx *ctx, gc_dbscan_merge *m, gc_status *st)
 	for (int64_t i = 0; i < N; i++)
 		minid[i] = INT64_MAX;
 	for (int32_t p = 0; p < m->parts; p++)
+	{
+		if (gc_cancelled(ctx))
+		{
+			rc = gc_fail(st, GC_ECANCEL, "canceled");
+			goto out;
+		}
 		for (int32_t c = 0; c < m->comps[p]; c++)
 		{
 			int64_t		r = gc_uf_find(parent, m->offset[p] + c);
@@ -869,6 +877,7 @@ gc_dbscan_merge_finish(const gc_ctx *ctx, gc_dbscan_merge *m, gc_status *st)
 			if (v < minid[r])
 				minid[r] = v;
 		}
+	}
 
 	/*
 	 * Number the roots by their lowest id; the roots are listed in node
