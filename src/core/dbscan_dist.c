@@ -211,6 +211,30 @@ gc_dbscan_cuts(const double *counts, int bins, double lo, double hi,
 	return ncuts + 1;
 }
 
+double
+gc_dbscan_held(const double *counts, int bins, double lo, double hi,
+			   const double *cuts, int parts, double halo)
+{
+	double	   *below = malloc(sizeof(double) * ((size_t) bins + 1));
+	double		held = 0.0;
+
+	if (below == NULL)
+		return INFINITY;
+	below[0] = 0.0;
+	for (int b = 0; b < bins; b++)
+		below[b + 1] = below[b] + bin_count(counts[b]);
+	for (int i = 0; i < parts; i++)
+	{
+		int			first = i == 0 ? 0 : gc_dbscan_bin(cuts[i - 1] - halo, lo, hi, bins);
+		int			last = i == parts - 1 ? bins - 1 :
+			gc_dbscan_bin(cuts[i] + halo, lo, hi, bins);
+
+		held += below[last + 1] - below[first];
+	}
+	free(below);
+	return held;
+}
+
 int
 gc_dbscan_split_dim(const double *lo, const double *hi, int d)
 {
