@@ -32,6 +32,16 @@ histogram's aggregates.  One case runs again with work_mem = 64kB and
 sorts off: the hash aggregates of the partitions spill to disk, and the
 result must not change.
 
+Options (a machine with a GPU, test/gpu/run_gpu_tests.sh's dbdist stage):
+  --device gpu   the partitions' local runs with device => 'gpu' (no
+                 fallback: an unusable GPU is an error), against gpu_dbscan
+                 with device => 'cpu';
+  --bench N      instead of the checks above, N rows of 2 features (blobs)
+                 clustered by gpu_dbscan on each device and by
+                 gpu_dbscan_distributed with 1, 4 and 16 partitions under
+                 parallel query, timed in the server, each checked equal to
+                 the CPU's gpu_dbscan.
+
 Prints PASS/FAIL per check, INFO with counts and timings, and
 "N passed, N failed"; exits 1 on any failure.
 """
@@ -53,6 +63,7 @@ PARALLEL = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
             "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 4")
 SERIAL = "SET max_parallel_workers_per_gather = 0"
 PARTITIONS = (1, 2, 5, 16)
+DEVICE = None   # --device: the local runs' device
 
 
 def literal(row):
@@ -163,7 +174,7 @@ def parallel_aggregate(plan):
 
 def run_case(conn, cur, name, table, eps, min_pts, expect=None):
     ref, t_ref = labelling(
-        cur, "SELECT id, cluster_id, is_core FROM gpu_dbscan(%s, %s, %s)",
+        cur, "SELECT id, cluster_id, is_core FROM gpu_dbscan(%s, %s, %s, device => 'cpu')",
         (f"SELECT id, f FROM {table} ORDER BY id", eps, min_pts))
     clusters = int(ref[1].max()) + 1 if len(ref[1]) else 0
     noise = int(((ref[1] == -2) & (ref[2] == 0)).sum())
@@ -173,7 +184,8 @@ def run_case(conn, cur, name, table, eps, min_pts, expect=None):
         check(f"{name}, eps {eps}, min_pts {min_pts}: gpu_dbscan finds {expect[0]} clusters "
               f"and {expect[1]} noise", (clusters, noise) == expect, f"{clusters}, {noise}")
     source = f"SELECT id, f FROM {table}"
-    q = "SELECT id, cluster_id, is_core FROM gpu_dbscan_distributed(%s, %s, %s, partitions => %s)"
+    q = ("SELECT id, cluster_id, is_core FROM gpu_dbscan_distributed(%s, %s, %s, partitions => %s, "
+         f"device => {'NULL' if DEVICE is None else repr(DEVICE)})")
     times = []
     for P in PARTITIONS:
         cur.execute(SERIAL)
@@ -257,12 +269,60 @@ def explain_shape(cur, table, eps, min_pts):
     info(f"{table}: the partition query's plan: " + " / ".join(nodes))
 
 
+def bench(cur, n):
+    """--bench: n rows of 2 features, timed in the server (clock_timestamp
+    around a count over the call), each labelling checked equal to the
+    CPU's gpu_dbscan."""
+    cur.execute("SELECT setseed(0.5)")
+    cur.execute("DROP TABLE IF EXISTS gc_dd_bench")
+    cur.execute("CREATE TABLE gc_dd_bench AS SELECT i::bigint AS id, "
+                "ARRAY[mod(i, 1000) / 10.0 + random() * 0.5, mod(i / 1000, 1000) / 10.0 + random() * 0.5]::real[] AS f "
+                "FROM generate_series(1, %s) i ORDER BY random()", (n,))
+    cur.execute("ANALYZE gc_dd_bench")
+    src, eps, mp = "SELECT id, f FROM gc_dd_bench", 0.08, 8
+    cur.execute("DROP TABLE IF EXISTS gc_dd_ref")
+    cur.execute("CREATE TABLE gc_dd_ref AS SELECT * FROM gpu_dbscan(%s, %s, %s, device => 'cpu')",
+                (src + " ORDER BY id", eps, mp))
+    timed = ("SELECT extract(epoch FROM clock_timestamp() - t0) * 1000 FROM "
+             "(SELECT clock_timestamp() AS t0) a, LATERAL (SELECT count(*) FROM {}) b")
+    dev = DEVICE or "gpu"
+    runs = [("gpu_dbscan, cpu", "gpu_dbscan(%(s)s || ' ORDER BY id', %(e)s, %(m)s, device => 'cpu')", SERIAL),
+            (f"gpu_dbscan, {dev}", f"gpu_dbscan(%(s)s || ' ORDER BY id', %(e)s, %(m)s, device => '{dev}')", SERIAL)]
+    for P in (1, 4, 16):
+        runs.append((f"gpu_dbscan_distributed, {dev}, {P} partitions, parallel query",
+                     f"gpu_dbscan_distributed(%(s)s, %(e)s, %(m)s, partitions => {P}, device => '{dev}')",
+                     PARALLEL))
+    args = {"s": src, "e": eps, "m": mp}
+    for name, call, setting in runs:
+        cur.execute(setting)
+        ms = []
+        for _ in range(2):
+            cur.execute(timed.format(call), args)
+            ms.append(cur.fetchone()[0])
+        cur.execute(f"SELECT count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM r.cluster_id "
+                    f"OR g.is_core IS DISTINCT FROM r.is_core), count(*) FROM {call} g "
+                    "FULL JOIN gc_dd_ref r USING (id)", args)
+        differ, rows = cur.fetchone()
+        check(f"bench {n} x 2: {name} equals the CPU's gpu_dbscan", differ == 0 and rows == n,
+              f"{differ} of {rows} differ")
+        info(f"bench {n} x 2, eps {eps}, min_pts {mp}: {name}: {ms[0]:.0f} / {ms[1]:.0f} ms")
+    cur.execute("DROP TABLE gc_dd_bench, gc_dd_ref")
+
+
 def main():
+    global DEVICE
+    args = sys.argv[1:]
+    if "--device" in args:
+        DEVICE = args[args.index("--device") + 1]
     with psycopg.connect("", autocommit=True) as conn:
         cur = conn.cursor()
         cur.execute("SET client_min_messages = warning")
         cur.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
         cur.execute("RESET client_min_messages")
+        if "--bench" in args:
+            bench(cur, int(args[args.index("--bench") + 1]))
+            print(f"{report.passed} passed, {report.failed} failed")
+            return 0 if report.failed == 0 else 1
 
         n = load_cities(conn, "gc_dd_cities_raw")
         cur.execute("DROP TABLE IF EXISTS gc_dd_cities")

@@ -65,6 +65,11 @@
 #                    hand-off, queue, cancellation and failures on the GPU
 #   worker-bench     test/gpu/bench_worker.py: 16 sessions, first-call
 #                    latency and idle GPU memory, worker vs per-backend
+#   dbdist           test/dbscan_distributed_test.py in that server:
+#                    gpu_dbscan_distributed with its partitions' runs on the
+#                    GPU (device => 'gpu') = gpu_dbscan on the CPU, serial
+#                    and under parallel query; then --bench DBDIST_BENCH_N
+#                    (default 10,000,000) rows of 2 features
 # Every stage runs under a time limit.  Logs go to $OUT (when set) or
 # test/out.  Exit status: nonzero if any stage failed.
 set -uo pipefail
@@ -198,7 +203,7 @@ stream-bench)
 	timeout "${STREAM_BENCH_TIMEOUT:-240}" python3 test/gpu/bench_kmeans_largeN.py \
 		${STREAM_BENCH_ARGS:-640000000 32 100 5} 2>&1 | tee -a "$OUTDIR/bench_stream.log"
 	;;
-sql|sql-bench|worker|worker-bench)
+sql|sql-bench|worker|worker-bench|dbdist)
 	# the extension as installed here, in a real server: the bundle made by
 	# ../shared/tools/pg-bundle make .carry (after make install), carried,
 	# with gpuclust preloaded (its GPU worker on; SQL_PRELOAD=0: not
@@ -229,6 +234,12 @@ sql|sql-bench|worker|worker-bench)
 			> "$OUTDIR/worker_test.log" 2>&1
 		r=$?
 		cat "$OUTDIR/worker_test.log";;
+	dbdist)
+		( eval "$env"; timeout "${DBDIST_TIMEOUT:-300}" python3 test/dbscan_distributed_test.py --device gpu &&
+			timeout "${DBDIST_BENCH_TIMEOUT:-240}" python3 test/dbscan_distributed_test.py \
+				--bench "${DBDIST_BENCH_N:-10000000}" ) > "$OUTDIR/dbdist.log" 2>&1
+		r=$?
+		grep -E "^(FAIL|INFO  bench)| passed," "$OUTDIR/dbdist.log";;
 	worker-bench)
 		( eval "$env"; timeout "${WORKER_BENCH_TIMEOUT:-500}" python3 test/gpu/bench_worker.py \
 			--restart-cmd "$ctl -m fast restart'" ) > "$OUTDIR/bench_worker.log" 2>&1
