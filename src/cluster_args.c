@@ -455,6 +455,23 @@ gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p, gc_device *device)
 }
 
 void
+gc_glue_dbscan_values(Datum eps, Datum min_pts, Datum device, bool device_null,
+					  gc_dbscan_params *p, gc_device *requested)
+{
+	GcArgs		a;
+
+	memset(&a, 0, sizeof(a));
+	a.sig = &gc_dbscan_signature;
+	a.value[DB_EPS] = eps;
+	a.value[DB_MIN_PTS] = min_pts;
+	a.value[DB_DEVICE] = device;
+	a.isnull[DB_DEVICE] = device_null;
+	a.value[DB_METRIC] = CStringGetTextDatum("euclidean");
+	a.value[DB_ALGORITHM] = CStringGetTextDatum("union_find");
+	gc_glue_dbscan_params(&a, p, requested);
+}
+
+void
 gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 {
 	gc_status	st = {GC_OK, ""};

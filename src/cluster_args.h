@@ -125,6 +125,15 @@ extern void gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p,
 								  gc_device *device, char **init_query);
 extern void gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p,
 								  gc_device *device);
+/*
+ * DBSCAN's eps, min_pts and device (NULL when device_null: gpuclust.device)
+ * given as values, checked as gpu_dbscan checks them, with the Euclidean
+ * metric and union-find (the distributed forms: gpu_dbscan_distributed and
+ * its partition aggregate).
+ */
+extern void gc_glue_dbscan_values(Datum eps, Datum min_pts, Datum device,
+								  bool device_null, gc_dbscan_params *p,
+								  gc_device *requested);
 extern void gc_glue_ap_params(const GcArgs *a, gc_ap_params *p,
 							  gc_device *device);
 

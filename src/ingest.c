@@ -1235,9 +1235,9 @@ gc_check_source_query(const char *source)
 }
 
 void
-gc_run_readonly(SPIPlanPtr plan, ParamListInfo params)
+gc_run_readonly(SPIPlanPtr plan, ParamListInfo params, DestReceiver *dest)
 {
-	run_readonly(plan, params, NULL);
+	run_readonly(plan, params, dest);
 }
 
 static void ingest_run(const char *source, Oid id_type, int flags,

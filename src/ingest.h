@@ -84,12 +84,14 @@ extern void gc_run_labels_query(const char *query, DestReceiver *dest);
  * gc_check_source_query raises the errors gc_ingest raises before running,
  * and returns the number of columns.
  * gc_run_readonly runs a prepared plan with params read-only, as sources
- * run, its rows in SPI_tuptable (SPI connected by the caller).
+ * run, its rows into dest, or into SPI_tuptable when dest is NULL (SPI
+ * connected by the caller).
  */
 struct _SPI_plan;
 struct ParamListInfoData;
 extern int	gc_check_source_query(const char *source);
-extern void gc_run_readonly(struct _SPI_plan *plan, struct ParamListInfoData *params);
+extern void gc_run_readonly(struct _SPI_plan *plan, struct ParamListInfoData *params,
+							DestReceiver *dest);
 
 /*
  * The cast of features of another type to real[] (numeric[], pgvector's

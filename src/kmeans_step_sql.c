@@ -70,6 +70,7 @@
 #include "utils/memutils.h"
 
 #include "cluster_args.h"
+#include "driver.h"
 #include "gpuclust.h"
 #include "ingest.h"
 #include "core/kmeans_internal.h"
@@ -676,42 +677,11 @@ typedef struct StepOut
 	int			reseeded;		/* clusters re-seeded in this step */
 } StepOut;
 
-/*
- * The driver's current pass, named in the context of an error in it (a
- * Citus worker lost mid-run, a cancel): "gpu_kmeans_distributed: Lloyd
- * iteration 7".
- */
-typedef struct DriverPass
-{
-	const char *what;
-	int			round;			/* 1-based, or 0 */
-} DriverPass;
+/* A pass of gpu_kmeans_distributed (driver.h). */
+#define KM_PASS(what_, round_) ((GcPass) {"gpu_kmeans_distributed", (what_), (round_)})
 
 static void
-driver_context(void *arg)
-{
-	const DriverPass *p = arg;
-
-	if (p->round > 0)
-		errcontext("gpu_kmeans_distributed: %s %d", p->what, p->round);
-	else
-		errcontext("gpu_kmeans_distributed: %s", p->what);
-}
-
-/* One pass of the driver: gc_run_readonly with the pass as error context. */
-static void
-run_pass(const DriverPass *pass, SPIPlanPtr plan, ParamListInfo params)
-{
-	ErrorContextCallback errcb = {.previous = error_context_stack,
-	.callback = driver_context,.arg = (void *) pass};
-
-	error_context_stack = &errcb;
-	gc_run_readonly(plan, params);
-	error_context_stack = errcb.previous;
-}
-
-static void
-run_step(const DriverPass *pass, SPIPlanPtr plan, ArrayType *C,
+run_step(const GcPass *pass, SPIPlanPtr plan, ArrayType *C,
 		 MemoryContext cxt, StepOut *out)
 {
 	ParamListInfo params = makeParamList(1);
@@ -728,7 +698,7 @@ run_step(const DriverPass *pass, SPIPlanPtr plan, ArrayType *C,
 	params->params[0].isnull = C == NULL;
 	params->params[0].pflags = PARAM_FLAG_CONST;
 	params->params[0].ptype = FLOAT4ARRAYOID;
-	run_pass(pass, plan, params);
+	gc_run_pass(pass, plan, params, NULL);
 	if (SPI_processed != 1)
 		elog(ERROR, "kmeans_step returned %llu rows", (unsigned long long) SPI_processed);
 	v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -772,7 +742,7 @@ run_step(const DriverPass *pass, SPIPlanPtr plan, ArrayType *C,
  * whatever the plan.
  */
 static ArrayType *
-fetch_rows(const DriverPass *pass, const char *source, const int64 *rows,
+fetch_rows(const GcPass *pass, const char *source, const int64 *rows,
 		   int k, int d, MemoryContext cxt)
 {
 	char	   *q = psprintf("SELECT q.o, q.f FROM (SELECT row_number() OVER (ORDER BY s.id, s.f) - 1 AS o, "
@@ -791,7 +761,7 @@ fetch_rows(const DriverPass *pass, const char *source, const int64 *rows,
 	params->params[0].isnull = false;
 	params->params[0].pflags = PARAM_FLAG_CONST;
 	params->params[0].ptype = INT8ARRAYOID;
-	run_pass(pass, plan, params);
+	gc_run_pass(pass, plan, params, NULL);
 	if (SPI_processed != (uint64) k)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -840,7 +810,7 @@ static ArrayType *
 kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 					 int k, int64 seed, MemoryContext cxt)
 {
-	DriverPass	pass = {"k-means|| seeding, its first candidate", 0};
+	GcPass		pass = KM_PASS("k-means|| seeding, its first candidate", 0);
 
 	Oid			types[6] = {FLOAT4ARRAYOID, INT8OID, INT4OID, INT8OID, FLOAT8OID, FLOAT8OID};
 	char	   *q = psprintf("SELECT s.f FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL AND "
@@ -873,7 +843,7 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 
 		if ((r > GC_KM_PAR_ROUNDS && m >= k) || !(st.cost > 0.0))
 			break;
-		pass = (DriverPass) {"k-means|| seeding, round", r};
+		pass = KM_PASS("k-means|| seeding, round", r);
 		params->params[0].value = PointerGetDatum(cand);
 		params->params[0].ptype = FLOAT4ARRAYOID;
 		params->params[1].value = Int64GetDatum(seed);
@@ -892,7 +862,7 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 			params->params[i].pflags = PARAM_FLAG_CONST;
 		}
 		CHECK_FOR_INTERRUPTS();
-		run_pass(&pass, pick, params);
+		gc_run_pass(&pass, pick, params, NULL);
 		if (SPI_processed == 0)
 			continue;
 		if ((uint64) m + SPI_processed > (uint64) (MaxAllocSize / sizeof(float) / d))
@@ -943,16 +913,6 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 	}
 }
 
-/* ERROR when argument i is NULL. */
-static void
-not_null(FunctionCallInfo fcinfo, int i, const char *name)
-{
-	if (PG_ARGISNULL(i))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", name)));
-}
-
 Datum
 gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 {
@@ -979,14 +939,14 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	bool		converged = false;
 	Datum		values[6];
 	bool		nulls[6] = {false, false, false, false, false, false};
-	DriverPass	pass = {"the pass for the rows' count and mean", 0};
+	GcPass		pass = KM_PASS("the pass for the rows' count and mean", 0);
 
-	not_null(fcinfo, 0, "source");
-	not_null(fcinfo, 1, "k");
-	not_null(fcinfo, 2, "max_iter");
-	not_null(fcinfo, 3, "tol");
-	not_null(fcinfo, 4, "init");
-	not_null(fcinfo, 5, "seed");
+	gc_driver_not_null(fcinfo, 0, "source");
+	gc_driver_not_null(fcinfo, 1, "k");
+	gc_driver_not_null(fcinfo, 2, "max_iter");
+	gc_driver_not_null(fcinfo, 3, "tol");
+	gc_driver_not_null(fcinfo, 4, "init");
+	gc_driver_not_null(fcinfo, 5, "seed");
 	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	k = PG_GETARG_INT32(1);
 	max_iter = PG_GETARG_INT32(2);
@@ -1057,7 +1017,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 						ARR_DIMS(given)[1], d)));
 	if (tol > 0.0)
 	{
-		pass = (DriverPass) {"the pass for the rows' variance", 0};
+		pass = KM_PASS("the pass for the rows' variance", 0);
 		run_step(&pass, plan, st.centroids, cxt, &st);
 		tol_scaled = tol * (st.inertia / ((double) n * d));
 	}
@@ -1076,7 +1036,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		if (gc_km_random_rows(&ctx, n, k, (uint64) seed, GC_KM_STREAM_RANDOM,
 							  rows, &gs) != GC_OK)
 			gc_glue_report(&gs, "k-means");
-		pass = (DriverPass) {"random seeding", 0};
+		pass = KM_PASS("random seeding", 0);
 		C = fetch_rows(&pass, source, rows, k, d, cxt);
 	}
 
@@ -1089,7 +1049,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	{
 		bool		changed;
 
-		pass = (DriverPass) {"Lloyd iteration", it + 1};
+		pass = KM_PASS("Lloyd iteration", it + 1);
 		run_step(&pass, plan, C, cxt, &st);
 		changed = it == 0 ||
 			memcmp(st.counts, prev.counts, sizeof(int64) * k) != 0 ||
@@ -1106,7 +1066,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	}
 
 	/* the inertia of the returned centres */
-	pass = (DriverPass) {"the pass for the final inertia", 0};
+	pass = KM_PASS("the pass for the final inertia", 0);
 	run_step(&pass, plan, C, cxt, &st);
 	SPI_finish();
 

@@ -5,7 +5,9 @@
 # beside busy loops (test/load_test.py), the comparisons
 # with scikit-learn on real data (DBSCAN, k-means, affinity propagation), the
 # k-means aggregate under parallel query against the single-node k-means
-# (test/kmeans_distributed_test.py), the same over a 3-node Citus cluster
+# (test/kmeans_distributed_test.py), DBSCAN over partitions under parallel
+# query against the single-node DBSCAN (test/dbscan_distributed_test.py),
+# the k-means aggregate over a 3-node Citus cluster
 # on localhost (test/citus_test.py: builds Citus once from ../shared/vendor
 # into ~/.cache, says "skipped: no Citus" where there is none), and
 # a pg_cron job in that server (test/cron_test.py), the progress view read
@@ -42,6 +44,7 @@ suite "CPU threads under load" /usr/bin/python3 test/load_test.py
 suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
 suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
 suite "k-means aggregate under parallel query" /usr/bin/python3 test/kmeans_distributed_test.py
+suite "DBSCAN over partitions under parallel query" /usr/bin/python3 test/dbscan_distributed_test.py
 suite "k-means over Citus" /usr/bin/python3 test/citus_test.py
 suite "pg_cron job" /usr/bin/python3 test/cron_test.py
 suite "gpuclust_progress" /usr/bin/python3 test/progress_test.py

@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ *
+ * driver.c
+ *	  The passes of the distributed drivers (driver.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "utils/plancache.h"
+
+#include "driver.h"
+#include "ingest.h"
+
+static void
+pass_context(void *arg)
+{
+	const GcPass *p = arg;
+
+	if (p->round > 0)
+		errcontext("%s: %s %d", p->func, p->what, p->round);
+	else
+		errcontext("%s: %s", p->func, p->what);
+}
+
+void
+gc_run_pass(const GcPass *pass, SPIPlanPtr plan, ParamListInfo params,
+			DestReceiver *dest)
+{
+	ErrorContextCallback errcb = {.previous = error_context_stack,
+	.callback = pass_context,.arg = (void *) pass};
+
+	error_context_stack = &errcb;
+	gc_run_readonly(plan, params, dest);
+	error_context_stack = errcb.previous;
+}
+
+void
+gc_exec_pass(const GcPass *pass, const char *sql, int expected)
+{
+	ErrorContextCallback errcb = {.previous = error_context_stack,
+	.callback = pass_context,.arg = (void *) pass};
+	SPIPlanPtr	plan;
+	int			ret;
+
+	error_context_stack = &errcb;
+	plan = SPI_prepare(sql, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	/* one statement: a source that closes its parenthesis adds none */
+	if (list_length(SPI_plan_get_plan_sources(plan)) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the source query must be a single statement that returns rows")));
+	ret = SPI_execute_plan(plan, NULL, NULL, false, 0);
+	if (ret != expected)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(ret));
+	SPI_freeplan(plan);
+	error_context_stack = errcb.previous;
+}
+
+void
+gc_driver_not_null(FunctionCallInfo fcinfo, int i, const char *name)
+{
+	if (PG_ARGISNULL(i))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", name)));
+}

@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * driver.h
+ *	  What the distributed drivers (gpu_kmeans_distributed,
+ *	  gpu_dbscan_distributed) share: their passes over the source, each
+ *	  named in the context of an error raised in it (a Citus worker lost
+ *	  mid-run, a cancel): "gpu_kmeans_distributed: Lloyd iteration 7".
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUCLUST_DRIVER_H
+#define GPUCLUST_DRIVER_H
+
+#include "fmgr.h"
+#include "executor/spi.h"
+#include "tcop/dest.h"
+
+typedef struct GcPass
+{
+	const char *func;			/* the driver: "gpu_dbscan_distributed" */
+	const char *what;			/* the pass: "Lloyd iteration" */
+	int			round;			/* 1-based, or 0 */
+} GcPass;
+
+/*
+ * Runs plan (over a source checked by gc_check_source_query) read-only,
+ * as sources run (gc_run_readonly), its rows into dest (NULL: into
+ * SPI_tuptable), with pass as the error context.
+ */
+extern void gc_run_pass(const GcPass *pass, SPIPlanPtr plan,
+						ParamListInfo params, DestReceiver *dest);
+
+/*
+ * Runs one statement that writes (a work table's DDL, its INSERT), with
+ * pass as the error context: ERROR unless sql is a single statement
+ * whose result is expected (an SPI_OK_* code).
+ */
+extern void gc_exec_pass(const GcPass *pass, const char *sql, int expected);
+
+/* ERROR (22004) when argument i, called name, is NULL. */
+extern void gc_driver_not_null(FunctionCallInfo fcinfo, int i, const char *name);
+
+#endif							/* GPUCLUST_DRIVER_H */
