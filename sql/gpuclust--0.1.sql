@@ -681,3 +681,21 @@ COMMENT ON FUNCTION gpu_dbscan_distributed(text, float8, int, int, text) IS
 'distributed by partition; otherwise one aggregate, run by parallel query), '
 'joined by a union-find of the core rows partitions share.  Returns exactly '
 'gpu_dbscan''s labels over the source in id order (ids unique).';
+COMMENT ON FUNCTION dbscan_bounds_transfn(float8[], real[], bigint) IS 'dbscan_bounds''s transition function.';
+COMMENT ON FUNCTION dbscan_bounds_transfn(float8[], float8[], bigint) IS 'dbscan_bounds''s transition function.';
+COMMENT ON FUNCTION dbscan_bounds_combine(float8[], float8[]) IS
+'dbscan_bounds''s combine function: the counts added, the bounds widened.';
+COMMENT ON FUNCTION dbscan_histogram_transfn(float8[], real[], int, float8, float8, int) IS 'dbscan_histogram''s transition function.';
+COMMENT ON FUNCTION dbscan_histogram_transfn(float8[], float8[], int, float8, float8, int) IS 'dbscan_histogram''s transition function.';
+COMMENT ON FUNCTION dbscan_histogram_combine(float8[], float8[]) IS
+'dbscan_histogram''s combine function: the counts added.';
+COMMENT ON FUNCTION dbscan_partition_transfn(internal, int, bigint, real[], int, boolean, float8, int, text) IS
+'dbscan_partition''s transition function: keeps the row.';
+COMMENT ON FUNCTION dbscan_partition_combine(internal, internal) IS
+'dbscan_partition''s combine function: the rows of two partial states of one partition.';
+COMMENT ON FUNCTION dbscan_partition_serialize(internal) IS
+'dbscan_partition''s state as bytea (parallel query).';
+COMMENT ON FUNCTION dbscan_partition_deserialize(bytea, internal) IS
+'dbscan_partition''s state from bytea (parallel query).';
+COMMENT ON FUNCTION dbscan_partition_final(internal) IS
+'dbscan_partition''s final function: the partition''s DBSCAN and its summary.';

@@ -74,6 +74,12 @@ PG_FUNCTION_INFO_V1(gpu_dbscan_distributed);
 #define DB_BINS_MIN 1024
 
 /*
+ * The most rows the default partitions hold together, home and halo, as a
+ * multiple of the rows (gc_dbscan_held's estimate).
+ */
+#define DB_HELD_MAX 1.5
+
+/*
  * The receiver of the partitions' summaries (part int, summary bytea): each
  * is read (checked), merged, and kept for the labels.
  */
@@ -481,6 +487,9 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 	instr_time	t;
 	double		ms[5] = {0, 0, 0, 0, 0};
 	int32		clusters = 0;
+	bool		by_default;
+	double		halo,
+				held;
 
 	INSTR_TIME_SET_CURRENT(t);
 	gc_driver_not_null(fcinfo, 0, "source");
@@ -522,8 +531,11 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 	n = (int64) bounds[0];
 	d = (nb - 1) / 2;
 	dim = gc_dbscan_split_dim(bounds + 1, bounds + 1 + d, d);
-	if (parts == 0)
+	by_default = parts == 0;
+	if (by_default)
 		parts = default_parts(citus, n);
+	halo = gc_dbscan_halo(params.eps);
+	held = (double) n;
 	ms[0] = ms_since(&t);
 
 	/* 2. the slabs, of about equal counts */
@@ -552,14 +564,30 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("the source query returned other rows when read again"),
 					 errhint("Run it on data that does not change meanwhile.")));
-		parts = gc_dbscan_cuts(counts, bins, bounds[1 + dim], bounds[1 + d + dim],
-							   parts, cuts);
+
+		/*
+		 * By default, halve the partitions while their halos would hold
+		 * more than DB_HELD_MAX times the rows: each partition's halo is
+		 * about 4 eps wide, which narrow slabs pay again and again
+		 */
+		for (;;)
+		{
+			int			asked = parts;
+
+			parts = gc_dbscan_cuts(counts, bins, bounds[1 + dim], bounds[1 + d + dim],
+								   asked, cuts);
+			held = gc_dbscan_held(counts, bins, bounds[1 + dim], bounds[1 + d + dim],
+								  cuts, parts, halo);
+			if (!by_default || parts == 1 || held <= DB_HELD_MAX * (double) n)
+				break;
+			parts = Max(1, Min(parts, asked) / 2);
+		}
 	}
 	else
 		parts = 1;
 	plan[0] = d;
 	plan[1] = dim;
-	plan[2] = gc_dbscan_halo(params.eps);
+	plan[2] = halo;
 	ms[1] = ms_since(&t);
 
 	/* 3. the partitions' local runs, their summaries merged as they come */
@@ -616,9 +644,9 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 
 	if (gpuclust_log_timing)
 		ereport(INFO,
-				(errmsg("gpu_dbscan_distributed: %s, n %lld, d %d, %d partitions along feature %d (%d bins), halo %g",
+				(errmsg("gpu_dbscan_distributed: %s, n %lld, d %d, %d partitions along feature %d (%d bins), halo %g, rows held at most %.2f n",
 						citus ? "Citus" : "one server", (long long) n, d, parts, dim + 1,
-						bins, plan[2]),
+						bins, plan[2], held / (double) n),
 				 errdetail("bounds %.1f ms, slabs %.1f ms, partitions %.1f ms, merge %.1f ms, emit %.1f ms; "
 						   "%d summaries of %lld bytes, %lld shared core rows, %d clusters.",
 						   ms[0], ms[1], ms[2], ms[3], ms[4], recv.seen, (long long) recv.bytes,

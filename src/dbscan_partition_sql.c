@@ -35,7 +35,7 @@
  *
  * Every features array is read by gc_features, the one check of a row's
  * features; eps, min_pts and device are read by gpu_dbscan's own reader
- * (gc_glue_dbscan_params), so bad ones get gpu_dbscan's messages.
+ * (gc_glue_dbscan_values), so bad ones get gpu_dbscan's messages.
  *
  *-------------------------------------------------------------------------
  */
@@ -55,6 +55,7 @@
 
 #include "cluster_args.h"
 #include "cluster_run.h"
+#include "driver.h"
 #include "gpujob.h"
 #include "progress.h"
 #include "core/dbscan_dist.h"
@@ -75,16 +76,6 @@ PG_FUNCTION_INFO_V1(dbscan_partition_final);
 
 /* features of at most this many dimensions are converted on the stack */
 #define DBP_STACK_D			128
-
-/* ERROR (22004) when argument i, named name, is NULL */
-static void
-arg_not_null(FunctionCallInfo fcinfo, int i, const char *name)
-{
-	if (PG_ARGISNULL(i))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", name)));
-}
 
 /* gc_ingest's error for a NULL id: every source row needs one */
 static void
@@ -305,10 +296,10 @@ dbscan_histogram_transfn(PG_FUNCTION_ARGS)
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "dbscan_histogram_transfn called in non-aggregate context");
 	state = float8_state(fcinfo, 0, "dbscan_histogram");
-	arg_not_null(fcinfo, 2, "dim");
-	arg_not_null(fcinfo, 3, "lo");
-	arg_not_null(fcinfo, 4, "hi");
-	arg_not_null(fcinfo, 5, "bins");
+	gc_driver_not_null(fcinfo, 2, "dim");
+	gc_driver_not_null(fcinfo, 3, "lo");
+	gc_driver_not_null(fcinfo, 4, "hi");
+	gc_driver_not_null(fcinfo, 5, "bins");
 	dim = PG_GETARG_INT32(2);
 	lo = PG_GETARG_FLOAT8(3);
 	hi = PG_GETARG_FLOAT8(4);
@@ -496,7 +487,7 @@ dbscan_partitions(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("set-valued function called in context that cannot accept a set")));
-	arg_not_null(fcinfo, 1, "plan");
+	gc_driver_not_null(fcinfo, 1, "plan");
 
 	if (c == NULL)
 	{
@@ -613,41 +604,18 @@ typedef struct DbpState
 	int64	   *nf_ids;
 } DbpState;
 
-/* the position of argument name in gpu_dbscan's signature */
-static int
-dbscan_arg(const char *name)
-{
-	for (int i = 0; i < gc_dbscan_signature.nargs; i++)
-		if (strcmp(gc_dbscan_signature.arg[i].name, name) == 0)
-			return i;
-	elog(ERROR, "gpu_dbscan has no argument \"%s\"", name);
-	pg_unreachable();
-}
-
 /*
  * eps, min_pts and device (device_len -1: NULL) read as gpu_dbscan reads
- * them (gc_glue_dbscan_params: the same checks and messages), with the
- * metric and algorithm the method is made for: Euclidean (the halo
- * bounds a Euclidean neighbourhood) and union-find.
+ * them, with the same checks and messages, and the metric and algorithm
+ * the method is made for (gc_glue_dbscan_values): Euclidean, union-find.
  */
 static void
 dbp_read_params(DbpState *s)
 {
-	GcArgs		a;
-
-	memset(&a, 0, sizeof(a));
-	a.sig = &gc_dbscan_signature;
-	a.id_type = InvalidOid;
-	a.value[dbscan_arg("eps")] = Float8GetDatum(s->eps);
-	a.value[dbscan_arg("min_pts")] = Int32GetDatum(s->min_pts);
-	a.isnull[dbscan_arg("device")] = s->device_len < 0;
-	if (s->device_len >= 0)
-		a.value[dbscan_arg("device")] =
-			PointerGetDatum(cstring_to_text_with_len(s->device, s->device_len));
-	a.value[dbscan_arg("metric")] = CStringGetTextDatum("euclidean");
-	a.value[dbscan_arg("algorithm")] =
-		CStringGetTextDatum(gc_dbscan_algorithm_name(GC_DBSCAN_UNION_FIND));
-	gc_glue_dbscan_params(&a, &s->params, &s->requested);
+	gc_glue_dbscan_values(Float8GetDatum(s->eps), Int32GetDatum(s->min_pts),
+						  s->device_len < 0 ? (Datum) 0 :
+						  PointerGetDatum(cstring_to_text_with_len(s->device, s->device_len)),
+						  s->device_len < 0, &s->params, &s->requested);
 }
 
 /* A new state in cxt, for partition part and the given parameters. */
@@ -830,17 +798,15 @@ dbscan_partition_transfn(PG_FUNCTION_ARGS)
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		elog(ERROR, "dbscan_partition_transfn called in non-aggregate context");
 	s = PG_ARGISNULL(DBP_STATE) ? NULL : (DbpState *) PG_GETARG_POINTER(DBP_STATE);
-	arg_not_null(fcinfo, DBP_PART, "part");
+	gc_driver_not_null(fcinfo, DBP_PART, "part");
 	if (PG_ARGISNULL(DBP_ID))
 		null_id();
 	part = PG_GETARG_INT32(DBP_PART);
 	id = PG_GETARG_INT64(DBP_ID);
 
 	/* the parameters: read once, then only compared */
-	if (PG_ARGISNULL(DBP_EPS))
-		gc_glue_check_arg_null(&gc_dbscan_signature, dbscan_arg("eps"), true);
-	if (PG_ARGISNULL(DBP_MIN_PTS))
-		gc_glue_check_arg_null(&gc_dbscan_signature, dbscan_arg("min_pts"), true);
+	gc_driver_not_null(fcinfo, DBP_EPS, "eps");
+	gc_driver_not_null(fcinfo, DBP_MIN_PTS, "min_pts");
 	eps = PG_GETARG_FLOAT8(DBP_EPS);
 	min_pts = PG_GETARG_INT32(DBP_MIN_PTS);
 	if (!PG_ARGISNULL(DBP_DEVICE))
@@ -872,8 +838,8 @@ dbscan_partition_transfn(PG_FUNCTION_ARGS)
 		s->nf_ids[s->nf++] = id;
 		PG_RETURN_POINTER(s);
 	}
-	arg_not_null(fcinfo, DBP_HOME, "home");
-	arg_not_null(fcinfo, DBP_SHARED, "shared");
+	gc_driver_not_null(fcinfo, DBP_HOME, "home");
+	gc_driver_not_null(fcinfo, DBP_SHARED, "shared");
 	if (PG_GETARG_INT32(DBP_HOME) < 0 || PG_GETARG_INT32(DBP_HOME) >= GC_DBP_MAX_PARTS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

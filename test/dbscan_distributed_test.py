@@ -202,7 +202,8 @@ def run_case(conn, cur, name, table, eps, min_pts, expect=None):
                   bool(used) and used[0] > 1, f"partitions {used}")
         times.append(f"P {P} ({used[0] if used else '?'} used): serial {t_ser:.2f} s, "
                      f"parallel {t_par:.2f} s")
-    info(f"{name}, eps {eps}, min_pts {min_pts}: " + "; ".join(times))
+    info(f"{name}, eps {eps}, min_pts {min_pts} (times with the rows fetched into Python): "
+         + "; ".join(times))
 
 
 def run_spilling(conn, cur, name, table, eps, min_pts, P):

@@ -211,6 +211,30 @@ gc_dbscan_cuts(const double *counts, int bins, double lo, double hi,
 	return ncuts + 1;
 }
 
+double
+gc_dbscan_held(const double *counts, int bins, double lo, double hi,
+			   const double *cuts, int parts, double halo)
+{
+	double	   *below = malloc(sizeof(double) * ((size_t) bins + 1));
+	double		held = 0.0;
+
+	if (below == NULL)
+		return INFINITY;
+	below[0] = 0.0;
+	for (int b = 0; b < bins; b++)
+		below[b + 1] = below[b] + bin_count(counts[b]);
+	for (int i = 0; i < parts; i++)
+	{
+		int			first = i == 0 ? 0 : gc_dbscan_bin(cuts[i - 1] - halo, lo, hi, bins);
+		int			last = i == parts - 1 ? bins - 1 :
+			gc_dbscan_bin(cuts[i] + halo, lo, hi, bins);
+
+		held += below[last + 1] - below[first];
+	}
+	free(below);
+	return held;
+}
+
 int
 gc_dbscan_split_dim(const double *lo, const double *hi, int d)
 {
@@ -608,9 +632,11 @@ typedef struct merge_link
  * Partitions arrive in any order, so nodes are numbered only when
  * finishing: partition by partition, cluster by cluster, which makes the
  * union-find's roots (its lowest node) and the tie rule of the numbering
- * independent of the arrival order.  A partition that never arrived held
- * no rows (its slab and halo were empty: the aggregate that computes a
- * summary has no group for it) and counts as one with no clusters.
+ * independent of the arrival order.  A partition that never arrived
+ * counts as one with no clusters and no links: one that held no rows at
+ * all (slab and halo empty) sends nothing, since the aggregate that
+ * computes a summary has no group for it.  So finishing does not insist
+ * on every partition; the caller knows which it expected.
  */
 struct gc_dbscan_merge
 {
@@ -861,6 +887,12 @@ gc_dbscan_merge_finish(const gc_ctx *ctx, gc_dbscan_merge *m, gc_status *st)
 	for (int64_t i = 0; i < N; i++)
 		minid[i] = INT64_MAX;
 	for (int32_t p = 0; p < m->parts; p++)
+	{
+		if (gc_cancelled(ctx))
+		{
+			rc = gc_fail(st, GC_ECANCEL, "canceled");
+			goto out;
+		}
 		for (int32_t c = 0; c < m->comps[p]; c++)
 		{
 			int64_t		r = gc_uf_find(parent, m->offset[p] + c);
@@ -869,6 +901,7 @@ gc_dbscan_merge_finish(const gc_ctx *ctx, gc_dbscan_merge *m, gc_status *st)
 			if (v < minid[r])
 				minid[r] = v;
 		}
+	}
 
 	/*
 	 * Number the roots by their lowest id; the roots are listed in node

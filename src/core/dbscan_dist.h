@@ -101,6 +101,16 @@ int			gc_dbscan_cuts(const double *counts, int bins, double lo,
 						   double hi, int parts, double *cuts);
 
 /*
+ * An upper bound on the rows the partitions of cuts[parts - 1] hold
+ * together, home and halo, from the histogram counts[bins] over [lo, hi]:
+ * each partition counts every bin that meets [cuts[i-1] - halo, cuts[i] +
+ * halo].  The driver's default partitions keep it within 1.5 n.  +inf when
+ * out of memory.
+ */
+double		gc_dbscan_held(const double *counts, int bins, double lo, double hi,
+						   const double *cuts, int parts, double halo);
+
+/*
  * The largest split dimension: the one of widest hi - lo (ties to the
  * lowest index), over d bounds.
  */
@@ -199,7 +209,7 @@ gc_code		gc_dbscan_merge_add(gc_dbscan_merge *m, const gc_dbscan_summary *s,
 /*
  * Joins the clusters that share a core row, and numbers the joined ones
  * 0, 1, 2 ... by their lowest home member's id (ties: the lowest
- * partition, then local cluster).  Polls ctx's cancel flag (GC_ECANCELED);
+ * partition, then local cluster).  Polls ctx's cancel flag (GC_ECANCEL);
  * GC_ENOMEM.  Call once, after every add.
  */
 gc_code		gc_dbscan_merge_finish(const gc_ctx *ctx, gc_dbscan_merge *m,
