@@ -305,7 +305,11 @@ partition_keys(const char *work, int parts)
 	StringInfoData keys;
 	uint64		shards;
 
-	gc_run_pass(&pass, prepare(q, 0, NULL), NULL, NULL);
+	/*
+	 * Not read-only: a read-only SPI run keeps the call's snapshot, which
+	 * does not see the shards create_distributed_table just made.
+	 */
+	gc_exec_pass(&pass, q, SPI_OK_SELECT);
 	shards = SPI_processed;
 	if (shards == 0)
 		elog(ERROR, "the work table %s has no shards", work);

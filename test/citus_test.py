@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""citus_test.py — k-means over a Citus distributed table equals the
-single-node k-means.
+"""citus_test.py — k-means and DBSCAN over a Citus distributed table equal
+the single-node k-means and DBSCAN.
 
 Starts its own cluster (test/citus_cluster.sh: Citus built once from
 ../shared/vendor and cached, or an installed Citus; a private PostgreSQL
@@ -10,7 +10,7 @@ removes it at the end.  Where there is neither the vendored source, nor a
 cached build, nor an installed Citus, it prints "skipped: no Citus" and
 passes.
 
-Data: kmeans_distributed_test's 122,000 rows of 8 features, in
+k-means.  Data: kmeans_distributed_test's 122,000 rows of 8 features, in
 gc_kd_rows distributed by id over 4 shards (2 per worker), and the same rows
 in gc_kd_local, a plain table on the coordinator (the single node).
 Checks:
@@ -38,6 +38,35 @@ Checks:
     pass, the table does not exist afterwards, and once the worker is back
     the same call succeeds.
 
+DBSCAN.  Data: the world cities (test/cities.py, 135,233 rows, features
+[lon, lat]) and 100,000 rows of 3 features (Gaussian blobs of several
+spreads and uniform noise), each distributed by id (gc_db_cities,
+gc_db_blobs) with a plain copy on the coordinator.  Checks:
+  - gpu_dbscan_distributed over the distributed table equals
+    gpu_dbscan(device => 'cpu') over the local copy in id order EXACTLY:
+    the same ids, every id's cluster_id and is_core, for several eps /
+    min_pts, the default partitions and explicit ones (1, 2, 7, 16);
+  - citus.log_remote_commands: the local DBSCANs ran on the workers
+    (dbscan_partition in shard queries of the work table, grouped, not a
+    worker_partial_agg), the rows went to the work table by a repartitioned
+    INSERT ... SELECT (worker_partition_query_result of dbscan_partitions on
+    the source's shards, fetch_intermediate_results between the workers),
+    and no command read the source's rows out to the coordinator (every
+    read of a source shard is a partial dbscan_bounds / dbscan_histogram or
+    a worker_partition_query_result; no COPY into the work table);
+  - with two partitions or more, both workers ran some (the work table's
+    keys spread the partitions over the workers);
+  - no gpuclust_dbscan_* work table is left afterwards: not in the
+    coordinator's catalog nor Citus's metadata, not on either worker;
+  - a plain table on the coordinator as the source (the Citus route pulls
+    its rows into the work table): the same labels, no work table left;
+  - a worker stopped while the partitions' DBSCANs run on it (2,000,000
+    rows of 2 features, gc_db_big, made in SQL): CREATE TABLE ... AS
+    SELECT FROM gpu_dbscan_distributed(...) fails with an SQLSTATE
+    (57P01 / 08xxx) naming the worker and the driver's pass, leaves neither
+    the table nor a work table (coordinator, the other worker, and the
+    stopped one once back), and after node-start the same call succeeds.
+
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on any failure.
 """
 import os
@@ -52,6 +81,7 @@ import psycopg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import cities  # noqa: E402  (the world cities)
 import compare_sklearn as report  # noqa: E402  (its check / info and counts)
 import kmeans_distributed_test as kd  # noqa: E402  (rows, ulps, compare)
 
@@ -161,6 +191,255 @@ def stopped_worker_check(ports, X):
             c.execute("DROP TABLE gc_kd_model")
             ok, detail = n == len(X), f"n {n}"
     check("worker back: the same call succeeds", ok, detail)
+
+# ---------------------------------------------------------------------------
+# DBSCAN
+# ---------------------------------------------------------------------------
+
+DB_CITIES, DB_BLOBS = "gc_db_cities", "gc_db_blobs"
+WORK = re.compile(r"\bgpuclust_dbscan_\d+_\d+")
+# (table, eps, min_pts, partitions): the default partitions and explicit ones
+DB_CASES = [
+    (DB_CITIES, 0.25, 10, None),
+    (DB_CITIES, 1.0, 5, None),
+    (DB_CITIES, 0.05, 3, 7),
+    (DB_CITIES, 0.5, 20, 16),
+    (DB_CITIES, 0.25, 10, 1),
+    (DB_BLOBS, 0.3, 10, None),
+    (DB_BLOBS, 0.6, 30, 2),
+    (DB_BLOBS, 0.15, 4, 16),
+]
+
+
+def blobs(n=100_000, d=3, seed=21):
+    """Gaussian blobs of several spreads and 5% uniform noise, float32."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-20, 20, size=(16, d))
+    spread = rng.uniform(0.3, 2.0, size=16)
+    m = n - n // 20
+    which = rng.integers(0, 16, size=m)
+    X = centres[which] + rng.normal(size=(m, d)) * spread[which, None]
+    X = np.vstack([X, rng.uniform(-25, 25, size=(n - m, d))])
+    return X[rng.permutation(n)].astype(np.float32)
+
+
+def distribute(cur, table, local):
+    """table: (id bigint, features real[]) distributed by id, from local."""
+    cur.execute(f"DROP TABLE IF EXISTS {table}")
+    cur.execute(f"CREATE TABLE {table} (id bigint, features real[])")
+    cur.execute("SET client_min_messages = warning")
+    cur.execute(f"SELECT create_distributed_table('{table}', 'id')")
+    cur.execute("RESET client_min_messages")
+    cur.execute(f"INSERT INTO {table} SELECT id, features FROM {local}")
+    cur.execute(f"ANALYZE {table}")
+
+
+def load_dbscan(conn, cur):
+    t0 = time.perf_counter()
+    n_cities = cities.load_cities(conn, DB_CITIES + "_local")
+    distribute(cur, DB_CITIES, DB_CITIES + "_local")
+    X = blobs()
+    cur.execute(f"DROP TABLE IF EXISTS {DB_BLOBS}_local")
+    cur.execute(f"CREATE TABLE {DB_BLOBS}_local (id bigint PRIMARY KEY, features real[])")
+    with cur.copy(f"COPY {DB_BLOBS}_local (id, features) FROM STDIN") as cp:
+        for i, row in enumerate(X):
+            cp.write_row((3 * i + 7, "{" + ",".join(repr(float(v)) for v in row) + "}"))
+    cur.execute(f"ANALYZE {DB_BLOBS}_local")
+    distribute(cur, DB_BLOBS, DB_BLOBS + "_local")
+    info(f"DBSCAN data: {n_cities} cities (2 features), {len(X)} blob rows (3 features), "
+         f"each distributed by id and a plain copy on the coordinator ({time.perf_counter() - t0:.1f} s)")
+    return {DB_CITIES: n_cities, DB_BLOBS: len(X)}
+
+
+def remote_commands_at(conn, run):
+    """run() with citus.log_remote_commands: [(command, port)] sent to workers."""
+    sent = []
+
+    def on_notice(diag):
+        msg = diag.message_primary or ""
+        if msg.startswith("issuing "):
+            m = re.search(r"@[\w.-]+:(\d+)", diag.message_detail or "")
+            sent.append((msg[len("issuing "):], int(m.group(1)) if m else None))
+    conn.add_notice_handler(on_notice)
+    conn.execute("SET citus.log_remote_commands = on; SET client_min_messages = log")
+    try:
+        result = run()
+    finally:
+        conn.execute("RESET client_min_messages; RESET citus.log_remote_commands")
+        conn.remove_notice_handler(on_notice)
+    return result, sent
+
+
+def labels(cur, q, params):
+    cur.execute(q, params)
+    return {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+
+
+def work_tables_left(ports):
+    """Every gpuclust_dbscan_* relation on any node, and Citus's metadata of them."""
+    left = []
+    for p in ports:
+        try:
+            with psycopg.connect(f"port={p}", autocommit=True) as c:
+                left += [f"{p}:{r[0]}" for r in c.execute(
+                    "SELECT relname FROM pg_class WHERE relname LIKE 'gpuclust\\_dbscan\\_%'").fetchall()]
+                if p == ports[0]:
+                    left += [f"pg_dist_partition:{r[0]}" for r in c.execute(
+                        "SELECT logicalrelid::text FROM pg_dist_partition "
+                        "WHERE logicalrelid::text LIKE '%gpuclust\\_dbscan\\_%'").fetchall()]
+        except psycopg.OperationalError as e:
+            left.append(f"{p}: unreachable ({str(e).strip()[:80]})")
+    return left
+
+
+def route_of(sent, table):
+    """What the remote commands of one run show: (partition runs [(cmd, port)],
+    repartition commands, fetches between workers, source reads out)."""
+    source_shard = re.compile(rf"\bpublic\.{table}_\d+\b")
+    runs = [(c, p) for c, p in sent if "dbscan_partition(" in c and WORK.search(c)
+            and "GROUP BY" in c and "worker_partial_agg" not in c]
+    repart = [c for c, _ in sent if "worker_partition_query_result(" in c and "dbscan_partitions(" in c
+              and source_shard.search(c)]
+    fetches = [c for c, _ in sent if "fetch_intermediate_results(" in c]
+    shipped = [c for c, _ in sent if source_shard.search(c)
+               and "worker_partition_query_result(" not in c
+               and not re.search(r"worker_partial_agg\('public\.dbscan_(bounds|histogram)\(", c)]
+    shipped += [c for c, _ in sent if c.lstrip().upper().startswith("COPY") and WORK.search(c)]
+    return runs, repart, fetches, shipped
+
+
+def dbscan_checks(ports, n_rows):
+    with psycopg.connect("", autocommit=True) as conn:
+        cur = conn.cursor()
+        for table, eps, min_pts, parts in DB_CASES:
+            name = f"{table} eps {eps} min_pts {min_pts} partitions {parts or 'default'}"
+            t0 = time.perf_counter()
+            dist, sent = remote_commands_at(conn, lambda: labels(
+                cur, "SELECT id, cluster_id, is_core FROM gpu_dbscan_distributed(%s, %s, %s, %s)",
+                (f"SELECT id, features FROM {table}", eps, min_pts, parts)))
+            t_dist = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            single = labels(cur, "SELECT id, cluster_id, is_core FROM gpu_dbscan(%s, %s, %s, device => 'cpu')",
+                            (f"SELECT id, features FROM {table}_local ORDER BY id", eps, min_pts))
+            t_single = time.perf_counter() - t0
+            differ = [i for i in single if dist.get(i) != single[i]]
+            clusters = len({c for c, _ in single.values() if c is not None})
+            noise = sum(1 for c, _ in single.values() if c is None)
+            core = sum(1 for _, k in single.values() if k)
+            check(f"DBSCAN {name}: = gpu_dbscan(device => 'cpu') on one node, every id's "
+                  "cluster_id and is_core",
+                  len(dist) == len(single) == n_rows[table] and set(dist) == set(single) and not differ,
+                  f"{len(dist)} / {len(single)} rows, {len(differ)} differ"
+                  + (f" (id {differ[0]}: {dist.get(differ[0])} vs {single[differ[0]]})" if differ else "")
+                  + f"; {clusters} clusters, {core} core, {noise} noise; Citus {t_dist:.2f} s, "
+                  f"one node {t_single:.2f} s")
+            runs, repart, fetches, shipped = route_of(sent, table)
+            on = sorted({p for _, p in runs})
+            # two partitions or more: on both workers (the work table's keys spread them)
+            check(f"DBSCAN {name}: the local DBSCANs ran on the workers (dbscan_partition grouped "
+                  "in the work table's shard queries)" + ("" if parts == 1 else ", on both"),
+                  len(runs) >= 1 and all(p in ports[1:] for p in on)
+                  and (parts == 1 or on == sorted(ports[1:])),
+                  f"{len(runs)} shard queries on ports {on}"
+                  + (f": {runs[0][0][:160]}" if runs else ""))
+            check(f"DBSCAN {name}: the rows went worker to worker (repartitioned INSERT ... SELECT), "
+                  "none to the coordinator",
+                  len(repart) >= 1 and not shipped,
+                  f"{len(repart)} worker_partition_query_result, {len(fetches)} fetch_intermediate_results, "
+                  f"{len(shipped)} other reads of the source" + (f": {shipped[0][:200]}" if shipped else ""))
+            left = work_tables_left(ports)
+            check(f"DBSCAN {name}: no work table left (coordinator, metadata, workers)", not left,
+                  ", ".join(left[:5]))
+
+        # a plain table on the coordinator as the source: Citus's route still
+        # (its rows pulled through the coordinator into the work table)
+        eps, min_pts = 0.25, 10
+        dist = labels(cur, "SELECT id, cluster_id, is_core FROM gpu_dbscan_distributed(%s, %s, %s)",
+                      (f"SELECT id, features FROM {DB_CITIES}_local", eps, min_pts))
+        single = labels(cur, "SELECT id, cluster_id, is_core FROM gpu_dbscan(%s, %s, %s, device => 'cpu')",
+                        (f"SELECT id, features FROM {DB_CITIES}_local ORDER BY id", eps, min_pts))
+        differ = sum(1 for i in single if dist.get(i) != single[i])
+        check("DBSCAN over a plain table on the coordinator (Citus's route) = gpu_dbscan",
+              len(dist) == len(single) and differ == 0, f"{len(dist)} rows, {differ} differ")
+        left = work_tables_left(ports)
+        check("DBSCAN over a plain table: no work table left", not left, ", ".join(left[:5]))
+
+
+def dbscan_stopped_worker_check(ports):
+    """A worker stopped while the partitions' DBSCANs run on it."""
+    # 2,000,000 rows of 2 features: over a second of DBSCAN on each worker
+    n = 2_000_000
+    with psycopg.connect("", autocommit=True) as c:
+        c.execute("SET client_min_messages = warning")
+        c.execute("DROP TABLE IF EXISTS gc_db_big")
+        c.execute("CREATE TABLE gc_db_big (id bigint, features real[])")
+        c.execute("SELECT create_distributed_table('gc_db_big', 'id')")
+        c.execute("SELECT setseed(0.5)")
+        c.execute("INSERT INTO gc_db_big SELECT i, ARRAY[(i % 50) * 4 + 3 * sqrt(-2 * ln(1 - random())) "
+                  "* cos(2 * pi() * random()), (i % 7) * 10 + 3 * sqrt(-2 * ln(1 - random())) "
+                  f"* cos(2 * pi() * random())]::real[] FROM generate_series(1, {n}) i")
+    q = ("CREATE TABLE gc_db_result AS SELECT * FROM gpu_dbscan_distributed("
+         "'SELECT id, features FROM gc_db_big', 0.05, 10)")
+    outcome = {}
+
+    def run():
+        try:
+            with psycopg.connect("", autocommit=True) as c:
+                c.execute(q)
+            outcome["error"] = None
+        except psycopg.Error as e:
+            outcome["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    # the first worker seen running a partition's DBSCAN is stopped
+    victim, deadline = None, time.time() + 120
+    mons = {i: psycopg.connect(f"port={p}", autocommit=True) for i, p in enumerate(ports) if i > 0}
+    while victim is None and time.time() < deadline and t.is_alive():
+        for i, mon in mons.items():
+            r = mon.execute("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+                            "AND query LIKE '%dbscan_partition(%' AND pid <> pg_backend_pid()").fetchone()
+            if r[0] > 0:
+                victim = i
+                break
+        else:
+            time.sleep(0.02)
+    for mon in mons.values():
+        mon.close()
+    stopped = cluster("node-stop", str(victim)) if victim else None
+    t.join(180)
+    e = outcome.get("error")
+    state = getattr(e, "sqlstate", None) or ""
+    diag = e.diag if e is not None else None
+    text = "" if e is None else f"{diag.message_primary} | {diag.context}"
+    check("DBSCAN, worker stopped during the partitions' DBSCAN: the call fails with an SQLSTATE",
+          victim is not None and stopped.returncode == 0 and e is not None and
+          (state == "57P01" or state.startswith("08")),
+          f"worker {victim}; SQLSTATE {state}: {text[:300]}")
+    check("DBSCAN, worker stopped: the error names the worker and the driver's pass",
+          e is not None and victim is not None and f":{ports[victim]}" in text
+          and "gpu_dbscan_distributed:" in text, text[:300])
+    with psycopg.connect("", autocommit=True) as c:
+        result = c.execute("SELECT to_regclass('gc_db_result')").fetchone()[0]
+    left = work_tables_left([p for i, p in enumerate(ports) if i != victim])
+    check("DBSCAN, worker stopped: no partial result (no table, no work table on the coordinator "
+          "or the other worker)", result is None and not left, f"to_regclass {result}; {left[:3]}")
+    restarted = cluster("node-start", str(victim or 2))
+    left = work_tables_left(ports)
+    check("DBSCAN, worker back: no work table on it either", restarted.returncode == 0 and not left,
+          ", ".join(left[:3]) if restarted.returncode == 0 else restarted.stderr[-200:])
+    ok, detail = False, restarted.stderr[-300:]
+    if restarted.returncode == 0:
+        with psycopg.connect("", autocommit=True) as c:
+            t0 = time.perf_counter()
+            c.execute(q)
+            got = c.execute("SELECT count(*) FROM gc_db_result").fetchone()[0]
+            c.execute("DROP TABLE gc_db_result, gc_db_big")
+            ok, detail = got == n, f"{got} rows in {time.perf_counter() - t0:.1f} s"
+    check("DBSCAN, worker back: the same call succeeds", ok, detail)
+    left = work_tables_left(ports)
+    check("DBSCAN: no work table left at the end", not left, ", ".join(left[:3]))
+
 
 
 def main():
@@ -313,6 +592,15 @@ def run_checks(ports, installed):
     stopped_worker_check(ports, X)
     with psycopg.connect("", autocommit=True) as conn:
         conn.execute(f"DROP TABLE {TABLE}, {LOCAL}")
+
+    # d) DBSCAN
+    with psycopg.connect("", autocommit=True) as conn:
+        n_rows = load_dbscan(conn, conn.cursor())
+    dbscan_checks(ports, n_rows)
+    dbscan_stopped_worker_check(ports)
+    with psycopg.connect("", autocommit=True) as conn:
+        for t in (DB_CITIES, DB_BLOBS):
+            conn.execute(f"DROP TABLE {t}, {t}_local")
 
     print(f"{report.passed} passed, {report.failed} failed")
     return 0 if report.failed == 0 else 1

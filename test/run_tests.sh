@@ -45,7 +45,7 @@ suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
 suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
 suite "k-means aggregate under parallel query" /usr/bin/python3 test/kmeans_distributed_test.py
 suite "DBSCAN over partitions under parallel query" /usr/bin/python3 test/dbscan_distributed_test.py
-suite "k-means over Citus" /usr/bin/python3 test/citus_test.py
+suite "k-means and DBSCAN over Citus" /usr/bin/python3 test/citus_test.py
 suite "pg_cron job" /usr/bin/python3 test/cron_test.py
 suite "gpuclust_progress" /usr/bin/python3 test/progress_test.py
 suite "GPU worker" /usr/bin/python3 test/worker_test.py
