@@ -268,3 +268,35 @@ DROP FUNCTION dd_sqlstate(text);
 -- ====================================================================
 -- gpu_dbscan_distributed (the driver): cases below
 -- ====================================================================
+-- the labels of gpu_dbscan over the source in id order, in 1, 2 and 5
+-- partitions; rows with NULL features come back with NULL label and flag
+CREATE TABLE dd_drv AS
+SELECT i AS id, CASE WHEN i % 50 = 7 THEN NULL
+                     ELSE ARRAY[(i * 7919 % 1000) / 100.0, (i * 104729 % 1000) / 250.0]::real[] END AS f
+FROM generate_series(1, 3000) i;
+SELECT p AS partitions, count(*) AS rows,
+       count(*) FILTER (WHERE a.cluster_id IS DISTINCT FROM b.cluster_id
+                          OR a.is_core IS DISTINCT FROM b.is_core) AS differ,
+       count(*) FILTER (WHERE a.is_core IS NULL) AS no_features,
+       count(DISTINCT a.cluster_id) AS clusters
+FROM generate_series(1, 5, 2) p,
+     LATERAL (SELECT * FROM gpu_dbscan_distributed('SELECT id, f FROM dd_drv', 0.12, 4, partitions => p)) a
+     FULL JOIN gpu_dbscan('SELECT id, f FROM dd_drv ORDER BY id', 0.12, 4) b USING (id)
+GROUP BY p ORDER BY p;
+SELECT count(*) AS rows FROM gpu_dbscan_distributed('SELECT id, f FROM dd_drv WHERE false', 0.12, 4);
+SELECT * FROM gpu_dbscan_distributed('SELECT id, NULL::real[] FROM dd_drv WHERE id <= 2', 0.12, 4) ORDER BY id;
+SELECT * FROM gpu_dbscan_distributed('SELECT 1, ARRAY[0, 0]::real[]', 0.5, 1, device => 'cpu');
+
+-- errors, before anything runs where the arguments say so
+SELECT * FROM gpu_dbscan_distributed(NULL, 0.1, 4);
+SELECT * FROM gpu_dbscan_distributed('SELECT id, f FROM dd_drv', NULL, 4);
+SELECT * FROM gpu_dbscan_distributed('SELECT id, f FROM dd_drv', 0, 4);
+SELECT * FROM gpu_dbscan_distributed('SELECT id, f FROM dd_drv', 0.1, 0);
+SELECT * FROM gpu_dbscan_distributed('SELECT id, f FROM dd_drv', 0.1, 4, partitions => 0);
+SELECT * FROM gpu_dbscan_distributed('SELECT id, f FROM dd_drv', 0.1, 4, partitions => 65537);
+SELECT * FROM gpu_dbscan_distributed('SELECT id, f FROM dd_drv', 0.1, 4, device => 'tpu');
+SELECT * FROM gpu_dbscan_distributed('SELECT id, f, 1.0 FROM dd_drv', 0.1, 4);
+SELECT * FROM gpu_dbscan_distributed('DELETE FROM dd_drv RETURNING id, f', 0.1, 4);
+SELECT * FROM gpu_dbscan_distributed('SELECT id, ARRAY[1, ''NaN'']::real[] FROM dd_drv', 0.1, 4);
+SELECT * FROM gpu_dbscan_distributed('SELECT 5, ARRAY[1, 2]::real[] UNION ALL SELECT 5, ARRAY[1, 2]::real[]', 0.1, 4);
+DROP TABLE dd_drv;

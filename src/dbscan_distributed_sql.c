@@ -234,9 +234,12 @@ params_of(int n, const Datum *values, const bool *nulls, const Oid *types)
 	return params;
 }
 
-/* Whether this database is a Citus coordinator (Citus's route). */
+/*
+ * Whether Citus's route is taken: Citus is in this database.  On a Citus
+ * worker it is an error (0A000): Citus would ship the source's rows there.
+ */
 static bool
-citus_coordinator(void)
+citus_route(void)
 {
 	bool		isnull;
 	Datum		v;
@@ -250,7 +253,12 @@ citus_coordinator(void)
 	if (SPI_execute("SELECT citus_is_coordinator()", true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute failed");
 	v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return !isnull && DatumGetBool(v);
+	if (isnull || !DatumGetBool(v))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpu_dbscan_distributed runs on the Citus coordinator"),
+				 errhint("Connect to the coordinator.")));
+	return true;
 }
 
 /* The default number of partitions (README). */
@@ -514,7 +522,7 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the source query of gpu_dbscan_distributed must return two columns, (id, features)")));
-	citus = citus_coordinator();
+	citus = citus_route();
 
 	/* 1. the rows' count and bounds */
 	pass = DB_PASS("the pass for the rows' bounds");
