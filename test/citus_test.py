@@ -111,22 +111,23 @@ def start():
     return env
 
 
+def remote_commands_at(conn, run):
+    """run() with citus.log_remote_commands: [(command, port)] sent to workers."""
+    def pick(diag):
+        msg = diag.message_primary or ""
+        if not msg.startswith("issuing "):
+            return None
+        m = re.search(r"@[\w.-]+:(\d+)", diag.message_detail or "")
+        return msg[len("issuing "):], int(m.group(1)) if m else None
+    return report.notices_during(
+        conn, run, "SET citus.log_remote_commands = on; SET client_min_messages = log",
+        "RESET client_min_messages; RESET citus.log_remote_commands", pick)
+
+
 def remote_commands(conn, run):
     """run() with citus.log_remote_commands: the commands sent to workers."""
-    sent = []
-
-    def on_notice(diag):
-        msg = diag.message_primary or ""
-        if msg.startswith("issuing "):
-            sent.append(msg[len("issuing "):])
-    conn.add_notice_handler(on_notice)
-    conn.execute("SET citus.log_remote_commands = on; SET client_min_messages = log")
-    try:
-        result = run()
-    finally:
-        conn.execute("RESET client_min_messages; RESET citus.log_remote_commands")
-        conn.remove_notice_handler(on_notice)
-    return result, sent
+    result, sent = remote_commands_at(conn, run)
+    return result, [c for c, _ in sent]
 
 
 def row_shipping(sent):
@@ -249,25 +250,6 @@ def load_dbscan(conn, cur):
     info(f"DBSCAN data: {n_cities} cities (2 features), {len(X)} blob rows (3 features), "
          f"each distributed by id and a plain copy on the coordinator ({time.perf_counter() - t0:.1f} s)")
     return {DB_CITIES: n_cities, DB_BLOBS: len(X)}
-
-
-def remote_commands_at(conn, run):
-    """run() with citus.log_remote_commands: [(command, port)] sent to workers."""
-    sent = []
-
-    def on_notice(diag):
-        msg = diag.message_primary or ""
-        if msg.startswith("issuing "):
-            m = re.search(r"@[\w.-]+:(\d+)", diag.message_detail or "")
-            sent.append((msg[len("issuing "):], int(m.group(1)) if m else None))
-    conn.add_notice_handler(on_notice)
-    conn.execute("SET citus.log_remote_commands = on; SET client_min_messages = log")
-    try:
-        result = run()
-    finally:
-        conn.execute("RESET client_min_messages; RESET citus.log_remote_commands")
-        conn.remove_notice_handler(on_notice)
-    return result, sent
 
 
 def labels(cur, q, params):

@@ -57,7 +57,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare_sklearn as report  # noqa: E402  (its check / info and counts)
 from cities import load_cities  # noqa: E402
 
-check, info = report.check, report.info
+check, info, nested_plans = report.check, report.info, report.nested_plans
 
 PARALLEL = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
             "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 4")
@@ -143,26 +143,6 @@ def same(a, b):
         return (f"{dc} cluster_id and {dk} is_core differ; first id {ia[j]}: "
                 f"({ca[j]}, {ka[j]}) vs ({cb[j]}, {kb[j]})")
     return ""
-
-
-def nested_plans(conn, run):
-    """run() with auto_explain logging nested statements: their plans."""
-    logs = []
-
-    def on_notice(diag):
-        if diag.severity_nonlocalized == "LOG" and "Query Text" in (diag.message_primary or ""):
-            logs.append(diag.message_primary)
-    conn.add_notice_handler(on_notice)
-    conn.execute("LOAD 'auto_explain'")
-    conn.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; "
-                 "SET auto_explain.log_timing = off; "
-                 "SET auto_explain.log_nested_statements = on; SET client_min_messages = log")
-    try:
-        result = run()
-    finally:
-        conn.execute("RESET client_min_messages; SET auto_explain.log_min_duration = -1")
-        conn.remove_notice_handler(on_notice)
-    return result, logs
 
 
 def parallel_aggregate(plan):

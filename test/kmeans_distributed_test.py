@@ -45,7 +45,7 @@ import psycopg
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare_sklearn as report  # noqa: E402  (its check / info and counts)
 
-check, info = report.check, report.info
+check, info, nested_plans = report.check, report.info, report.nested_plans
 
 TABLE = "gc_kd_rows"
 N_BLOB, N_UNIFORM, D, BLOBS = 120_000, 2_000, 8, 24
@@ -108,24 +108,6 @@ def compare(cur, name, a, b):
           f"{int((la != lb).sum())} of {len(la)} differ")
     check(f"{name}: centroids at most 1 float32 step apart", u <= 1, f"max {u} steps")
     check(f"{name}: inertia within 1e-9", rel <= 1e-9, f"relative difference {rel:.2e}")
-
-
-def nested_plans(conn, run):
-    """run() with auto_explain logging nested statements: their plans."""
-    logs = []
-
-    def on_notice(diag):
-        if diag.severity_nonlocalized == "LOG" and "Query Text" in (diag.message_primary or ""):
-            logs.append(diag.message_primary)
-    conn.add_notice_handler(on_notice)
-    conn.execute("LOAD 'auto_explain'")
-    conn.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; "
-                 "SET auto_explain.log_nested_statements = on; SET client_min_messages = log")
-    try:
-        result = run()
-    finally:
-        conn.execute("RESET client_min_messages; SET auto_explain.log_min_duration = -1")
-    return result, logs
 
 
 def main():

@@ -41,6 +41,7 @@ import psycopg
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import citus_test  # noqa: E402  (the cluster's start and stop)
+import compare_sklearn as report  # noqa: E402  (notices_during)
 import kmeans_distributed_test as kd  # noqa: E402  (centroids_literal, ulps)
 
 DISTINCT = 100_000
@@ -204,19 +205,10 @@ def db_rows_sql(a):
 
 def notices(conn, run):
     """run() with gpuclust.log_timing on: its result and the INFO lines."""
-    got = []
-
-    def on_notice(diag):
-        if (diag.severity_nonlocalized or diag.severity) == "INFO":
-            got.append(f"{diag.message_primary} | {diag.message_detail or ''}")
-    conn.add_notice_handler(on_notice)
-    conn.execute("SET gpuclust.log_timing = on")
-    try:
-        result = run()
-    finally:
-        conn.execute("RESET gpuclust.log_timing")
-        conn.remove_notice_handler(on_notice)
-    return result, got
+    return report.notices_during(
+        conn, run, "SET gpuclust.log_timing = on", "RESET gpuclust.log_timing",
+        lambda d: f"{d.message_primary} | {d.message_detail or ''}"
+        if (d.severity_nonlocalized or d.severity) == "INFO" else None)
 
 
 def phases(lines):
