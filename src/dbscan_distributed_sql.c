@@ -14,10 +14,11 @@
  *     partition over dbscan_partitions' rows (each row in its home slab and
  *     in those within a halo of two eps).  Without Citus, one query over
  *     the source, which parallel query runs in parallel workers.  With
- *     Citus, the rows first go into a work table distributed by partition
- *     (a repartitioning INSERT ... SELECT, worker to worker), and the
- *     aggregate, grouped by its distribution column, runs whole on the
- *     workers, each on its GPU or CPUs: only the summaries come back;
+ *     Citus, the rows first go into a work table distributed by a key that
+ *     spreads the partitions over the workers (a repartitioning INSERT ...
+ *     SELECT, worker to worker), and the aggregate, grouped by key and
+ *     partition, runs whole on the workers, each on its GPU or CPUs: only
+ *     the summaries come back;
  *  4. the merge of the summaries (gc_dbscan_merge: a union-find of the core
  *     rows that partitions share), then the rows' labels from the kept
  *     summaries.
