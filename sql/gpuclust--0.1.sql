@@ -534,6 +534,34 @@ COMMENT ON FUNCTION kmeans_step_combine(kmeans_step_state, kmeans_step_state) IS
 COMMENT ON FUNCTION kmeans_step_final(kmeans_step_state) IS
 'kmeans_step''s final function: the new centres and the iteration''s statistics.';
 
+-- The ranks behind gpu_kmeans_distributed's positional draw (random
+-- seeding, k-means||'s first candidate): an int8[] state, a real type, so
+-- that Citus runs it on the shards (kmeans_step_sql.c).
+CREATE FUNCTION kmeans_rank_counts_transfn(bigint[], bigint, bigint[])
+RETURNS bigint[] AS 'MODULE_PATHNAME', 'kmeans_rank_counts_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_rank_counts_combine(bigint[], bigint[])
+RETURNS bigint[] AS 'MODULE_PATHNAME', 'kmeans_rank_counts_combine'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_rank_counts_final(bigint[])
+RETURNS bigint[] AS 'MODULE_PATHNAME', 'kmeans_rank_counts_final'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE AGGREGATE kmeans_rank_counts(id bigint, pivots bigint[]) (
+    SFUNC = kmeans_rank_counts_transfn, STYPE = bigint[],
+    COMBINEFUNC = kmeans_rank_counts_combine,
+    FINALFUNC = kmeans_rank_counts_final, PARALLEL = SAFE);
+COMMENT ON AGGREGATE kmeans_rank_counts(bigint, bigint[]) IS
+'For each of the pivots (ascending, the same in every row), the count of rows '
+'whose id is below it; NULL over no rows.  Combinable, with a bigint[] state: '
+'parallel query runs it in parallel workers, and Citus on the shards.  '
+'gpu_kmeans_distributed draws rows by position with it.';
+COMMENT ON FUNCTION kmeans_rank_counts_transfn(bigint[], bigint, bigint[]) IS
+'kmeans_rank_counts''s transition function.';
+COMMENT ON FUNCTION kmeans_rank_counts_combine(bigint[], bigint[]) IS
+'kmeans_rank_counts''s combine function: the counts added, over the same pivots.';
+COMMENT ON FUNCTION kmeans_rank_counts_final(bigint[]) IS
+'kmeans_rank_counts''s final function: the counts below each pivot.';
+
 CREATE FUNCTION gpu_kmeans_distributed(source text, k int, max_iter int DEFAULT 300,
                                        tol float8 DEFAULT 1e-4, init text DEFAULT 'k-means||',
                                        seed bigint DEFAULT 0, init_centroids real[] DEFAULT NULL,

@@ -162,7 +162,57 @@ SELECT count(*) FILTER (WHERE kmeans_parallel_sample(f, '{{0,0}}', id, 1, 1, 27,
        count(*) FILTER (WHERE kmeans_parallel_sample(f, '{{0,0}}', id, 1, 1, 27, 0, 1)) AS none_sampled
 FROM kd_pts;
 
+-- the positional draw's counts: per pivot, the rows whose id is below it
+SELECT kmeans_rank_counts(id, '{0,5,5,11,20,1000}') FROM kd_pts;
+SELECT kmeans_rank_counts(id, '{-9223372036854775808,9223372036854775807}') FROM kd_pts;
+SELECT kmeans_rank_counts(id / 3, '{1,2,3}') FROM kd_pts;	-- equal ids
+SELECT kmeans_rank_counts(id, '{}') FROM kd_pts;
+SELECT kmeans_rank_counts(id, '{1}') FROM kd_pts WHERE false;	-- no rows: NULL
+-- combined over parallel workers: the counts of a serial scan
+CREATE TABLE kd_ranks AS SELECT (i * 7919) % 100003 AS id FROM generate_series(1, 100000) i;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT kmeans_rank_counts(id, '{1000}') FROM kd_ranks;
+SELECT kmeans_rank_counts(id, '{0,1000,50000,99999,100003}') =
+       ARRAY[count(*) FILTER (WHERE id < 0), count(*) FILTER (WHERE id < 1000),
+             count(*) FILTER (WHERE id < 50000), count(*) FILTER (WHERE id < 99999),
+             count(*) FILTER (WHERE id < 100003)] AS parallel_equals_count
+FROM kd_ranks;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+DROP TABLE kd_ranks;
+-- the combine function called directly leaves its arguments as they are
+SELECT kmeans_rank_counts_combine('{5,1,2}', '{5,3,4}'), kmeans_rank_counts_combine(NULL, '{5,3,4}'),
+       kmeans_rank_counts_combine('{5,1,2}', NULL), kmeans_rank_counts_combine(NULL, NULL);
+SELECT kmeans_rank_counts_final('{5,7,1,2}');	-- malformed: even length
+-- its errors
+SELECT kmeans_rank_counts(id, '{5,1}') FROM kd_pts;
+SELECT kmeans_rank_counts(id, NULL) FROM kd_pts;
+SELECT kmeans_rank_counts(id, '{1,NULL}') FROM kd_pts;
+SELECT kmeans_rank_counts(id, '{{1,2},{3,4}}') FROM kd_pts;
+SELECT kmeans_rank_counts(NULLIF(id, 12), '{1}') FROM kd_pts;
+SELECT kmeans_rank_counts(id, ARRAY[id]) FROM kd_pts;
+SELECT kmeans_rank_counts_combine('{5,1,2}', '{6,3,4}');
+SELECT kmeans_rank_counts_combine('{5,1,2}', '{3,4}');
+SELECT kmeans_rank_counts_combine('{9,5,1,2,0}', '{9,5,1,2,0}');
+-- the draw narrows by id ranges, in (id, features) order: ids spread over
+-- the whole bigint range, or equal for many rows, draw the rows that ids
+-- numbering the rows in that order draw
+SELECT a.centroids = b.centroids AS same_centroids
+FROM gpu_kmeans_distributed('SELECT id * 3000000000000000 - 4500000000000000000, f FROM kd_rand', 12,
+                            init => 'random', seed => 9, max_iter => 1) a,
+     gpu_kmeans_distributed('SELECT id, f FROM kd_rand', 12, init => 'random', seed => 9, max_iter => 1) b;
+SELECT a.centroids = b.centroids AS same_centroids
+FROM gpu_kmeans_distributed('SELECT id % 7, f FROM kd_rand', 12, init => 'random', seed => 9, max_iter => 1) a,
+     gpu_kmeans_distributed('SELECT row_number() OVER (ORDER BY id % 7, f), f FROM kd_rand', 12,
+                            init => 'random', seed => 9, max_iter => 1) b;
 -- errors of the driver
+SELECT setseed(0.25);	-- a source that changes from pass to pass
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts WHERE random() < 0.7', 3, init => 'random');
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 28);
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts WHERE false', 2);
 SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_pts', 0);

@@ -219,22 +219,6 @@ dbscan_bounds_transfn(PG_FUNCTION_ARGS)
 	PG_RETURN_ARRAYTYPE_P(state);
 }
 
-/*
- * a's state, to be changed: in place when called as a combine function (a
- * is the aggregate's own, in its context), else a copy (a direct call).
- */
-static ArrayType *
-writable_state(FunctionCallInfo fcinfo, ArrayType *a)
-{
-	ArrayType  *copy;
-
-	if (AggCheckCallContext(fcinfo, NULL))
-		return a;
-	copy = palloc(VARSIZE(a));
-	memcpy(copy, a, VARSIZE(a));
-	return copy;
-}
-
 /* b's count and bounds added to a's. */
 Datum
 dbscan_bounds_combine(PG_FUNCTION_ARGS)
@@ -264,7 +248,7 @@ dbscan_bounds_combine(PG_FUNCTION_ARGS)
 				 errmsg("features have %d elements in one part of dbscan_bounds and %d in another",
 						db, da),
 				 errdetail("All rows must have as many features as the first row with features.")));
-	a = writable_state(fcinfo, a);
+	a = gc_agg_writable_array(fcinfo, a);
 	va = (float8 *) ARR_DATA_PTR(a);
 	vb = (const float8 *) ARR_DATA_PTR(b);
 	va[0] += vb[0];
@@ -368,7 +352,7 @@ dbscan_histogram_combine(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("dbscan_histogram needs the same bins in every row"),
 				 errdetail("One part has %d bins, another %d.", state_len(b), state_len(a))));
-	a = writable_state(fcinfo, a);
+	a = gc_agg_writable_array(fcinfo, a);
 	va = (float8 *) ARR_DATA_PTR(a);
 	vb = (const float8 *) ARR_DATA_PTR(b);
 	for (int i = 0; i < state_len(a); i++)

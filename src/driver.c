@@ -68,3 +68,15 @@ gc_driver_not_null(FunctionCallInfo fcinfo, int i, const char *name)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s must not be NULL", name)));
 }
+
+ArrayType *
+gc_agg_writable_array(FunctionCallInfo fcinfo, ArrayType *a)
+{
+	ArrayType  *copy;
+
+	if (AggCheckCallContext(fcinfo, NULL))
+		return a;
+	copy = palloc(VARSIZE(a));
+	memcpy(copy, a, VARSIZE(a));
+	return copy;
+}

@@ -13,6 +13,7 @@
 
 #include "fmgr.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "tcop/dest.h"
 
 typedef struct GcPass
@@ -36,6 +37,14 @@ extern void gc_run_pass(const GcPass *pass, SPIPlanPtr plan,
  * whose result is expected (an SPI_OK_* code).
  */
 extern void gc_exec_pass(const GcPass *pass, const char *sql, int expected);
+
+/*
+ * An array state of an aggregate (dbscan_bounds, kmeans_rank_counts), to
+ * be changed: a itself when called as a transition or combine function (a
+ * is the aggregate's own, in its context, changed in place as float8_accum
+ * changes its), else a copy (a direct call must not change its argument).
+ */
+extern ArrayType *gc_agg_writable_array(FunctionCallInfo fcinfo, ArrayType *a);
 
 /* ERROR (22004) when argument i, called name, is NULL. */
 extern void gc_driver_not_null(FunctionCallInfo fcinfo, int i, const char *name);

@@ -6,6 +6,8 @@
  *	  kmeans_step(features, centroids [, id]) -> kmeans_step_result
  *		(centroids real[], counts bigint[], inertia float8, shift float8,
  *		 n bigint, members bigint[])
+ *	  kmeans_rank_counts(id, pivots) -> bigint[]
+ *		per pivot, the rows whose id is below it (the seeding's draw)
  *	  gpu_kmeans_distributed(source, k, max_iter, tol, init, seed,
  *							 init_centroids)
  *		RETURNS (centroids, inertia, iterations, converged, n, d)
@@ -61,6 +63,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/params.h"
 #include "nodes/primnodes.h"
@@ -81,6 +84,9 @@ PG_FUNCTION_INFO_V1(kmeans_step_combine);
 PG_FUNCTION_INFO_V1(kmeans_step_state_in);
 PG_FUNCTION_INFO_V1(kmeans_step_state_out);
 PG_FUNCTION_INFO_V1(kmeans_step_final);
+PG_FUNCTION_INFO_V1(kmeans_rank_counts_transfn);
+PG_FUNCTION_INFO_V1(kmeans_rank_counts_combine);
+PG_FUNCTION_INFO_V1(kmeans_rank_counts_final);
 PG_FUNCTION_INFO_V1(gpu_kmeans_distributed);
 
 /*
@@ -659,6 +665,201 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 }
 
 /* ---------------------------------------------------------------------
+ * kmeans_rank_counts
+ *
+ * The positional draw of the distributed seeding (fetch_rows) needs the
+ * ranks of ids among the rows: for each pivot, the rows whose id is below
+ * it.  The state is an int8[], a real type, so that Citus runs the partial
+ * aggregate on the shards and ships a few numbers back (as dbscan_bounds'
+ * float8[]): {pivots[P], bins[P + 1]}, bin j counting the rows with j
+ * pivots at or below their id, so that a row costs one binary search; the
+ * final function adds the bins up.  The pivots are kept in the state so
+ * that two parts over other pivots are an error, not a wrong sum.
+ * --------------------------------------------------------------------- */
+
+/* A one-dimensional int8[] of len zeros, in the current context. */
+static ArrayType *
+new_int8_array(int len)
+{
+	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(int64) * (Size) len;
+	ArrayType  *a = palloc0(bytes);
+
+	SET_VARSIZE(a, bytes);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = INT8OID;
+	ARR_DIMS(a)[0] = len;
+	ARR_LBOUND(a)[0] = 1;
+	return a;
+}
+
+/* The length of an int8[] (0 when empty); ERROR unless flat, without NULLs. */
+static int
+int8_len(ArrayType *a, const char *what)
+{
+	if (ARR_NDIM(a) > 1 || ARR_HASNULL(a) || ARR_ELEMTYPE(a) != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a one-dimensional bigint[] without NULLs", what)));
+	return ARR_NDIM(a) == 0 ? 0 : ARR_DIMS(a)[0];
+}
+
+/* ERROR unless the n pivots p are in ascending order (ties allowed). */
+static void
+check_pivots(const int64 *p, int n)
+{
+	for (int j = 1; j < n; j++)
+		if (p[j] < p[j - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("kmeans_rank_counts needs its pivots in ascending order"),
+					 errdetail("Pivot %d is %lld, after %lld.", j + 1,
+							   (long long) p[j], (long long) p[j - 1])));
+}
+
+/* The P of a state {pivots[P], bins[P + 1]}; ERROR unless it is one. */
+static int
+rank_state_p(ArrayType *a)
+{
+	int			len = int8_len(a, "a state of kmeans_rank_counts");
+
+	if (len % 2 != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("malformed state of kmeans_rank_counts"),
+				 errdetail("A state is {pivots[P], bins[P + 1]}, an int8[] of odd length.")));
+	check_pivots((const int64 *) ARR_DATA_PTR(a), len / 2);
+	return len / 2;
+}
+
+/* ERROR unless the pivots p[np] are the state's (P of them, first). */
+static void
+same_pivots(const int64 *state, int P, const int64 *p, int np)
+{
+	if (np != P || memcmp(state, p, sizeof(int64) * P) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("kmeans_rank_counts needs the same pivots in every row")));
+}
+
+Datum
+kmeans_rank_counts_transfn(PG_FUNCTION_ARGS)
+{
+	ArrayType  *state = PG_ARGISNULL(0) ? NULL : PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *pa;
+	const int64 *p;
+	int64	   *v;
+	int64		id;
+	int			P,
+				lo,
+				hi;
+
+	if (!AggCheckCallContext(fcinfo, NULL))
+		elog(ERROR, "kmeans_rank_counts_transfn called in non-aggregate context");
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("kmeans_rank_counts got a NULL id"),
+				 errdetail("A rank among the rows needs every row's id.")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the pivots of kmeans_rank_counts must not be NULL")));
+	id = PG_GETARG_INT64(1);
+	pa = PG_GETARG_ARRAYTYPE_P(2);
+	P = int8_len(pa, "the pivots of kmeans_rank_counts");
+	p = (const int64 *) ARR_DATA_PTR(pa);
+	if (state == NULL)
+	{
+		/*
+		 * the first row: a new state, in the per-row context (the executor
+		 * copies it into the aggregate's)
+		 */
+		if ((Size) P > (MaxAllocSize - ARR_OVERHEAD_NONULLS(1)) / (2 * sizeof(int64)) - 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("kmeans_rank_counts got too many pivots (%d)", P)));
+		check_pivots(p, P);
+		state = new_int8_array(2 * P + 1);
+		memcpy(ARR_DATA_PTR(state), p, sizeof(int64) * P);
+	}
+	else
+	{
+		/* the state is this aggregate's own, checked when it was made */
+		same_pivots((const int64 *) ARR_DATA_PTR(state),
+					(ARR_DIMS(state)[0] - 1) / 2, p, P);
+	}
+
+	/* the row's bin: how many pivots are at or below its id */
+	lo = 0;
+	hi = P;
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (p[mid] <= id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* changed in place: the aggregate's own, or the new one */
+	v = (int64 *) ARR_DATA_PTR(state);
+	v[P + lo]++;
+	PG_RETURN_ARRAYTYPE_P(state);
+}
+
+/* b's bins added to a's, over the same pivots. */
+Datum
+kmeans_rank_counts_combine(PG_FUNCTION_ARGS)
+{
+	ArrayType  *a = PG_ARGISNULL(0) ? NULL : PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *b = PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1);
+	int			P;
+	int64	   *va;
+	const int64 *vb;
+
+	if (b == NULL)
+	{
+		if (a == NULL)
+			PG_RETURN_NULL();
+		(void) rank_state_p(a);
+		PG_RETURN_ARRAYTYPE_P(a);
+	}
+	P = rank_state_p(b);
+	if (a == NULL)
+		PG_RETURN_ARRAYTYPE_P(b);	/* the executor copies it to its context */
+	same_pivots((const int64 *) ARR_DATA_PTR(a), rank_state_p(a),
+				(const int64 *) ARR_DATA_PTR(b), P);
+	a = gc_agg_writable_array(fcinfo, a);
+	va = (int64 *) ARR_DATA_PTR(a);
+	vb = (const int64 *) ARR_DATA_PTR(b);
+	for (int j = 0; j <= P; j++)
+		va[P + j] += vb[P + j];
+	PG_RETURN_ARRAYTYPE_P(a);
+}
+
+/* The counts below each pivot: the bins added up; NULL over no rows. */
+Datum
+kmeans_rank_counts_final(PG_FUNCTION_ARGS)
+{
+	ArrayType  *s;
+	const int64 *v;
+	int64	   *counts;
+	int64		below = 0;
+	int			P;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	s = PG_GETARG_ARRAYTYPE_P(0);
+	P = rank_state_p(s);
+	v = (const int64 *) ARR_DATA_PTR(s);
+	counts = palloc(sizeof(int64) * Max(P, 1));
+	for (int j = 0; j < P; j++)
+		counts[j] = below += v[P + j];
+	PG_RETURN_ARRAYTYPE_P(int8_array(counts, P));
+}
+
+/* ---------------------------------------------------------------------
  * gpu_kmeans_distributed
  * --------------------------------------------------------------------- */
 
@@ -735,55 +936,262 @@ run_step(const GcPass *pass, SPIPlanPtr plan, ArrayType *C,
 }
 
 /*
- * The k rows at positions rows[] among the source's rows with features in
- * the order of their ids (then of their features).  Not the source's own
- * order: a plan need not keep it (Citus concatenates its shards' rows, each
- * shard sorted by the source's ORDER BY), the ids' order is the same
- * whatever the plan.
+ * The positional draw.  The rows at given positions among the source's
+ * rows with features, in (id, features) order, found without reading the
+ * rows out: a window's row_number() over the whole source would (Citus
+ * cannot run it on the shards; its coordinator reads every id and
+ * feature).  Instead the ranks narrow by id: each pass counts, with
+ * kmeans_rank_counts on the shards, the rows below up to KM_RANK_PIVOTS
+ * pivots spread over every id range still holding a wanted position, and
+ * keeps the pieces that hold one; a range is done when it holds at most
+ * KM_RANK_FETCH / m rows (m positions wanted) or one id.  One query then
+ * reads the rows of the ranges left, a filter on the id that runs on the
+ * shards, in (id, features) order: the rank of a row is the rows below its
+ * range plus its place in it, as row_number() over (id, features) gives.
+ * Pivots are spread evenly over each range's ids, so rows of evenly spread
+ * ids take about log(n) / log(KM_RANK_PIVOTS / m) passes, and skewed ids
+ * at most as many as halving 2^64 ids takes.
+ */
+#define KM_RANK_PIVOTS	1000
+#define KM_RANK_FETCH	1000
+
+/* An id range [lo, hi], below: rows with a smaller id, n: rows in it. */
+typedef struct IdRange
+{
+	int64		lo;
+	int64		hi;
+	int64		below;
+	int64		n;
+} IdRange;
+
+static void
+pg_attribute_noreturn()
+source_changed(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("the source query returned other rows when read again"),
+			 errdetail("Seeding counts the rows by id over several passes to find the rows it draws, and the counts changed between them."),
+			 errhint("Run it on data that does not change meanwhile.")));
+	pg_unreachable();
+}
+
+static int
+cmp_int64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Runs plan (one row) with params; its first column, or NULL. */
+static Datum
+one_value(const GcPass *pass, SPIPlanPtr plan, ParamListInfo params,
+		  bool *isnull)
+{
+	CHECK_FOR_INTERRUPTS();
+	gc_run_pass(pass, plan, params, NULL);
+	if (SPI_processed != 1)
+		elog(ERROR, "a pass of seeding returned %llu rows",
+			 (unsigned long long) SPI_processed);
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
+}
+
+/*
+ * The k rows at positions rows[] among the n source rows with features in
+ * the order of their ids (then of their features), the draws of seeding
+ * what (its passes are named after it).  Not the source's own order: a
+ * plan need not keep it (Citus concatenates its shards' rows, each shard
+ * sorted by the source's ORDER BY), the ids' order is the same whatever
+ * the plan.
  */
 static ArrayType *
-fetch_rows(const GcPass *pass, const char *source, const int64 *rows,
+fetch_rows(const char *what, const char *source, int64 n, const int64 *rows,
 		   int k, int d, MemoryContext cxt)
 {
-	char	   *q = psprintf("SELECT q.o, q.f FROM (SELECT row_number() OVER (ORDER BY s.id, s.f) - 1 AS o, "
-							 "s.f FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL) q WHERE q.o = ANY ($1)",
-							 source);
+	GcPass		pass = KM_PASS(psprintf("%s, the ids' range", what), 0);
+	int64	   *want = palloc(sizeof(int64) * k);
+	int			m = 0;
+	int64		cap;
+	IdRange    *ranges;
+	int			nranges = 1;
 	Oid			types[1] = {INT8ARRAYOID};
-	SPIPlanPtr	plan = SPI_prepare_cursor(q, 1, types, CURSOR_OPT_PARALLEL_OK);
-	ParamListInfo params = makeParamList(1);
+	SPIPlanPtr	plan;
+	bool		isnull;
+	StringInfoData q;
 	float	   *C = MemoryContextAllocZero(cxt, sizeof(float) * (Size) k * d);
 	ArrayType  *result;
 	MemoryContext old;
+	int			ri;
+	int64		off;
 
+	/* the wanted positions, ascending, once each */
+	memcpy(want, rows, sizeof(int64) * k);
+	qsort(want, k, sizeof(int64), cmp_int64);
+	for (int c = 0; c < k; c++)
+		if (m == 0 || want[c] != want[m - 1])
+			want[m++] = want[c];
+	cap = Max(KM_RANK_FETCH / m, 1);
+
+	/* the ids' range */
+	plan = SPI_prepare_cursor(psprintf("SELECT count(*), min(s.id::bigint), max(s.id::bigint) "
+									   "FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL", source),
+							  0, NULL, CURSOR_OPT_PARALLEL_OK);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	params->params[0].value = PointerGetDatum(int8_array(rows, k));
-	params->params[0].isnull = false;
-	params->params[0].pflags = PARAM_FLAG_CONST;
-	params->params[0].ptype = INT8ARRAYOID;
-	gc_run_pass(pass, plan, params, NULL);
-	if (SPI_processed != (uint64) k)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the source query returned other rows when read again"),
-				 errdetail("Random seeding reads %d chosen rows again, and found %llu.",
-						   k, (unsigned long long) SPI_processed),
-				 errhint("Run it on data that does not change meanwhile.")));
+	ranges = palloc(sizeof(IdRange));
+	ranges[0].below = 0;
+	ranges[0].n = DatumGetInt64(one_value(&pass, plan, NULL, &isnull));
+	if (ranges[0].n != n)
+		source_changed();
+	ranges[0].lo = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 2, &isnull));
+	ranges[0].hi = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 3, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	SPI_freeplan(plan);
+
+	plan = SPI_prepare_cursor(psprintf("SELECT kmeans_rank_counts(s.id, $1) FROM (%s) AS s(id, f) "
+									   "WHERE s.f IS NOT NULL", source),
+							  1, types, CURSOR_OPT_PARALLEL_OK);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	for (int round = 1;; round++)
+	{
+		int			open = 0,
+					np = 0,
+					nnew = 0,
+					w = 0,
+					j = 0;
+		int64	   *pivots,
+				   *counts;
+		int		   *q_of = palloc(sizeof(int) * nranges);
+		IdRange    *next;
+		ParamListInfo params;
+		ArrayType  *a;
+
+		/* the pivots: q evenly spread over each range still too wide */
+		for (int i = 0; i < nranges; i++)
+			open += ranges[i].n > cap && ranges[i].lo < ranges[i].hi;
+		if (open == 0)
+			break;
+		pivots = palloc(sizeof(int64) * Max(KM_RANK_PIVOTS, open));
+		for (int i = 0; i < nranges; i++)
+		{
+			uint64		span = (uint64) ranges[i].hi - (uint64) ranges[i].lo;
+			uint64		nq = Max(KM_RANK_PIVOTS / open, 1);
+
+			q_of[i] = 0;
+			if (ranges[i].n <= cap || span == 0)
+				continue;
+			nq = Min(nq, span);
+			q_of[i] = (int) nq;
+
+			/*
+			 * pivot t (1..nq): lo + 1 + floor(span t / (nq + 1)), ascending
+			 * in (lo, hi] as nq <= span; in two parts, as span t would
+			 * overflow
+			 */
+			for (uint64 t = 1; t <= nq; t++)
+				pivots[np++] = (int64) ((uint64) ranges[i].lo + 1 +
+										span / (nq + 1) * t + span % (nq + 1) * t / (nq + 1));
+		}
+
+		pass = KM_PASS(psprintf("%s, narrowing by id", what), round);
+		params = makeParamList(1);
+		params->params[0].value = PointerGetDatum(int8_array(pivots, np));
+		params->params[0].isnull = false;
+		params->params[0].pflags = PARAM_FLAG_CONST;
+		params->params[0].ptype = INT8ARRAYOID;
+		a = DatumGetArrayTypeP(one_value(&pass, plan, params, &isnull));
+		if (isnull || ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] != np)
+			source_changed();
+		counts = (int64 *) ARR_DATA_PTR(a);
+
+		/* the pieces that hold a wanted position */
+		next = palloc(sizeof(IdRange) * ((Size) nranges + np));
+		for (int i = 0; i < nranges; i++)
+		{
+			const IdRange *o = &ranges[i];
+
+			for (int t = 0; t <= q_of[i]; t++)
+			{
+				IdRange		p;
+				int64		end = t < q_of[i] ? counts[j + t] : o->below + o->n;
+
+				p.lo = t == 0 ? o->lo : pivots[j + t - 1];
+				p.hi = t < q_of[i] ? pivots[j + t] - 1 : o->hi;
+				p.below = t == 0 ? o->below : counts[j + t - 1];
+				p.n = end - p.below;
+				if (p.n < 0 || end > o->below + o->n)
+					source_changed();
+				while (w < m && want[w] < p.below)
+					w++;
+				if (w < m && want[w] < p.below + p.n)
+					next[nnew++] = p;
+			}
+			j += q_of[i];
+		}
+		SPI_freetuptable(SPI_tuptable);
+		ranges = next;
+		nranges = nnew;
+	}
+	SPI_freeplan(plan);
+	if (nranges == 0)
+		source_changed();
+
+	/*
+	 * the rows of the ranges left (ids are numbers: the ranges are written
+	 * into the query), in the order of the window this replaces
+	 */
+	initStringInfo(&q);
+	appendStringInfo(&q, "SELECT s.id::bigint, s.f FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL AND (",
+					 source);
+	for (int i = 0; i < nranges; i++)
+		appendStringInfo(&q, "%ss.id BETWEEN " INT64_FORMAT " AND " INT64_FORMAT,
+						 i > 0 ? " OR " : "", ranges[i].lo, ranges[i].hi);
+	appendStringInfoString(&q, ") ORDER BY s.id, s.f");
+	plan = SPI_prepare_cursor(q.data, 0, NULL, CURSOR_OPT_PARALLEL_OK);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	pass = KM_PASS(psprintf("%s, the rows", what), 0);
+	CHECK_FOR_INTERRUPTS();
+	gc_run_pass(&pass, plan, NULL, NULL);
+	ri = 0;
+	off = 0;
 	for (uint64 t = 0; t < SPI_processed; t++)
 	{
-		bool		isnull;
-		int64		o = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[t],
-													SPI_tuptable->tupdesc, 1, &isnull));
-		ArrayType  *f = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[t],
-														 SPI_tuptable->tupdesc, 2, &isnull));
-		int			dd = d;
+		int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[t],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+		int64		o;
 
-		/* the centre of every draw of that row (rows are distinct) */
+		/* rows in id order, ranges too: each range exactly its count */
+		while (ri < nranges && id > ranges[ri].hi)
+		{
+			if (off != ranges[ri].n)
+				source_changed();
+			ri++;
+			off = 0;
+		}
+		if (ri == nranges || id < ranges[ri].lo || off == ranges[ri].n)
+			source_changed();
+		o = ranges[ri].below + off++;
 		for (int c = 0; c < k; c++)
 			if (rows[c] == o)
+			{
+				ArrayType  *f = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[t],
+																 SPI_tuptable->tupdesc, 2, &isnull));
+				int			dd = d;
+
+				/* the centre of every draw of that row */
 				(void) gc_features(f, &dd, C + (Size) c * d, "source row", o + 1);
+			}
 	}
+	if (nranges > 0 && (ri != nranges - 1 || off != ranges[ri].n))
+		source_changed();
 	SPI_freetuptable(SPI_tuptable);
+	SPI_freeplan(plan);
 	old = MemoryContextSwitchTo(cxt);
 	result = rows_array(C, k, d);
 	MemoryContextSwitchTo(old);
@@ -834,7 +1242,7 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 	gc_glue_ctx(&ctx);
 	if (gc_km_random_rows(&ctx, n, 1, (uint64) seed, stream, &first, &gs) != GC_OK)
 		gc_glue_report(&gs, "k-means");
-	cand = fetch_rows(&pass, source, &first, 1, d, cxt);
+	cand = fetch_rows("k-means|| seeding, its first candidate", source, n, &first, 1, d, cxt);
 	run_step(&pass, step, cand, cxt, &st);
 	for (int r = 1; r <= GC_KM_PAR_MAX_ROUNDS; r++)
 	{
@@ -1036,8 +1444,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		if (gc_km_random_rows(&ctx, n, k, (uint64) seed, GC_KM_STREAM_RANDOM,
 							  rows, &gs) != GC_OK)
 			gc_glue_report(&gs, "k-means");
-		pass = KM_PASS("random seeding", 0);
-		C = fetch_rows(&pass, source, rows, k, d, cxt);
+		C = fetch_rows("random seeding", source, n, rows, k, d, cxt);
 	}
 
 	/*

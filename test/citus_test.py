@@ -22,6 +22,11 @@ Checks:
     gpu_kmeans_distributed sends to the workers (citus.log_remote_commands)
     is such a partial aggregate, or a k-means|| sampling filter: no query
     ships the rows;
+  - seeding (random, k = 30; k-means||'s first candidate): the shards send
+    no rows but those of the narrow id ranges of the positional draw (one
+    read per shard, at most 1000 ids); the rest is partial aggregates
+    (kmeans_rank_counts, the ids' count, min and max, kmeans_step) and the
+    sampling filters;
   - from the same initial centres (k = 24), gpu_kmeans_distributed over the
     distributed table equals gpu_kmeans_fit(device => 'cpu') over the local
     table within the tolerance of kmeans_distributed_test (README: same
@@ -130,12 +135,41 @@ def remote_commands(conn, run):
     return result, [c for c, _ in sent]
 
 
+# the seeding's passes on a shard (gpu_kmeans_distributed's fetch_rows):
+# the ids' range, aggregated there, and the read of the narrow id ranges
+ID_RANGE = re.compile(r"^SELECT count\(\*\) AS count, min\(\(worker_column_1\)::bigint\) AS min, "
+                      r"max\(\(worker_column_1\)::bigint\) AS max FROM \(SELECT s\.id AS worker_column_1 FROM ")
+NARROW_READ = re.compile(r"WHERE \(\(s\.f IS NOT NULL\) AND \(+s\.id OPERATOR\(pg_catalog\.>=\) ")
+
+
 def row_shipping(sent):
-    """The commands that read shards and are not a partial kmeans_step or a
+    """The commands that read shards and are not a partial kmeans_step or
+    kmeans_rank_counts, the seeding's id range or narrow read, or a
     k-means|| sampling filter (transaction control and the like aside)."""
     return [c for c in sent if re.search(r"\bFROM public\.\w+_\d+\b", c)
             and "worker_partial_agg('public.kmeans_step(" not in c
+            and "worker_partial_agg('public.kmeans_rank_counts(" not in c
+            and not ID_RANGE.search(c) and not NARROW_READ.search(c)
             and "kmeans_parallel_sample(" not in c]
+
+
+def seeding_reads(sent, shards, name):
+    """Checks that seeding read no rows out but those of its narrow id
+    ranges: one read per shard, of the same ranges, at most 1000 ids (the
+    driver's KM_RANK_FETCH)
+    (ids are unique integers here, so the ids bound the rows)."""
+    shipping = row_shipping(sent)
+    narrow = [c for c in sent if NARROW_READ.search(c)]
+    ranks = [c for c in sent if "worker_partial_agg('public.kmeans_rank_counts(" in c]
+    ranges = [re.findall(r"s\.id OPERATOR\(pg_catalog\.>=\) (-?\d+)\) AND "
+                         r"\(s\.id OPERATOR\(pg_catalog\.<=\) (-?\d+)\)", c) for c in narrow]
+    ids = sum(int(b) - int(a) + 1 for a, b in ranges[0]) if ranges else 0
+    check(f"{name}: the shards sent no rows but the seeding's narrow id ranges",
+          not shipping and len(narrow) == shards and all(r == ranges[0] for r in ranges)
+          and 0 < ids <= 1000,
+          f"{len(narrow)} narrow reads of {len(ranges[0]) if ranges else 0} ranges, {ids} ids, "
+          f"after {len(ranks) // max(shards, 1)} kmeans_rank_counts passes; "
+          f"{len(shipping)} other shard reads" + (f": {shipping[0][:900]}" if shipping else ""))
 
 
 def stopped_worker_check(ports, X):
@@ -550,8 +584,10 @@ def run_checks(ports, installed):
 
         # seeding over the shards: random (source in id order) and k-means||
         ordered = f"SELECT id, f FROM {{}} ORDER BY id"
-        par = kd.model(cur, "SELECT * FROM gpu_kmeans_distributed(%s, 30, tol => 1e-6, "
-                       "init => 'random', seed => 11)", (ordered.format(TABLE),))
+        par, sent = remote_commands(conn, lambda: kd.model(
+            cur, "SELECT * FROM gpu_kmeans_distributed(%s, 30, tol => 1e-6, "
+            "init => 'random', seed => 11)", (ordered.format(TABLE),)))
+        seeding_reads(sent, shards[0], "random seeding, k = 30")
         fit = kd.model(cur, "SELECT * FROM gpu_kmeans_fit(%s, 30, tol => 1e-6, init => 'random', "
                        "seed => 11, device => 'cpu')", (ordered.format(LOCAL),))
         kd.compare(cur, "random seeding, Citus vs gpu_kmeans_fit", par, fit)
@@ -567,6 +603,7 @@ def run_checks(ports, installed):
         info(f"k-means|| k = 40: {par['iterations']} iterations in {t_par:.2f} s, "
              f"{len(samples)} sampling queries on the shards")
         check("k-means||: its sampling filters ran on the shards", len(samples) >= shards[0])
+        seeding_reads(sent, shards[0], "k-means||, its first candidate")
         kd.compare(cur, "k-means||, Citus vs gpu_kmeans_fit(init => 'k-means||')", par, kp)
 
     # c) a worker stopped mid-run (the session above keeps its connections to
