@@ -93,22 +93,6 @@ null_id(void)
  * float8[] states (dbscan_bounds, dbscan_histogram)
  * --------------------------------------------------------------------- */
 
-/* A one-dimensional float8[] of len zeros, in the current context. */
-static ArrayType *
-new_float8_array(int len)
-{
-	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(float8) * (Size) len;
-	ArrayType  *a = palloc0(bytes);
-
-	SET_VARSIZE(a, bytes);
-	a->ndim = 1;
-	a->dataoffset = 0;
-	a->elemtype = FLOAT8OID;
-	ARR_DIMS(a)[0] = len;
-	ARR_LBOUND(a)[0] = 1;
-	return a;
-}
-
 /*
  * The float8[] state argument i (NULL when SQL NULL), checked: a state
  * another node sent (Citus: its text form) is read back as any array, so
@@ -196,7 +180,7 @@ dbscan_bounds_transfn(PG_FUNCTION_ARGS)
 		 * the first row: a new state, in the per-row context (the executor
 		 * copies it into the aggregate's)
 		 */
-		state = new_float8_array(1 + 2 * d);
+		state = gc_agg_zero_array(FLOAT8OID, 1 + 2 * d);
 		v = (float8 *) ARR_DATA_PTR(state);
 		v[0] = 1.0;
 		for (int j = 0; j < d; j++)
@@ -323,7 +307,7 @@ dbscan_histogram_transfn(PG_FUNCTION_ARGS)
 	(void) gc_features(arr, &d, x, NULL, 0);
 
 	if (state == NULL)
-		state = new_float8_array(bins);		/* copied by the executor */
+		state = gc_agg_zero_array(FLOAT8OID, bins);		/* copied by the executor */
 	((float8 *) ARR_DATA_PTR(state))[gc_dbscan_bin((double) x[dim], lo, hi, bins)] += 1.0;
 	PG_RETURN_ARRAYTYPE_P(state);
 }

@@ -80,3 +80,18 @@ gc_agg_writable_array(FunctionCallInfo fcinfo, ArrayType *a)
 	memcpy(copy, a, VARSIZE(a));
 	return copy;
 }
+
+ArrayType *
+gc_agg_zero_array(Oid elemtype, int len)
+{
+	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(int64) * (Size) len;
+	ArrayType  *a = palloc0(bytes);
+
+	SET_VARSIZE(a, bytes);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = elemtype;
+	ARR_DIMS(a)[0] = len;
+	ARR_LBOUND(a)[0] = 1;
+	return a;
+}

@@ -677,22 +677,6 @@ kmeans_step_final(PG_FUNCTION_ARGS)
  * that two parts over other pivots are an error, not a wrong sum.
  * --------------------------------------------------------------------- */
 
-/* A one-dimensional int8[] of len zeros, in the current context. */
-static ArrayType *
-new_int8_array(int len)
-{
-	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(int64) * (Size) len;
-	ArrayType  *a = palloc0(bytes);
-
-	SET_VARSIZE(a, bytes);
-	a->ndim = 1;
-	a->dataoffset = 0;
-	a->elemtype = INT8OID;
-	ARR_DIMS(a)[0] = len;
-	ARR_LBOUND(a)[0] = 1;
-	return a;
-}
-
 /* The length of an int8[] (0 when empty); ERROR unless flat, without NULLs. */
 static int
 int8_len(ArrayType *a, const char *what)
@@ -780,7 +764,7 @@ kmeans_rank_counts_transfn(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("kmeans_rank_counts got too many pivots (%d)", P)));
 		check_pivots(p, P);
-		state = new_int8_array(2 * P + 1);
+		state = gc_agg_zero_array(INT8OID, 2 * P + 1);
 		memcpy(ARR_DATA_PTR(state), p, sizeof(int64) * P);
 	}
 	else
