@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * driver.c
- *	  The passes of the distributed drivers (driver.h).
+ *	  What the distributed drivers share (driver.h): their passes, their
+ *	  NULL checks, and the flat array states of their aggregates.
  *
  *-------------------------------------------------------------------------
  */

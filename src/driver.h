@@ -4,7 +4,9 @@
  *	  What the distributed drivers (gpu_kmeans_distributed,
  *	  gpu_dbscan_distributed) share: their passes over the source, each
  *	  named in the context of an error raised in it (a Citus worker lost
- *	  mid-run, a cancel): "gpu_kmeans_distributed: Lloyd iteration 7".
+ *	  mid-run, a cancel): "gpu_kmeans_distributed: Lloyd iteration 7";
+ *	  their NULL checks; and the flat array states of the aggregates they
+ *	  run (a real type, so that Citus runs them on the shards).
  *
  *-------------------------------------------------------------------------
  */
