@@ -69,7 +69,12 @@
 #                    gpu_dbscan_distributed with its partitions' runs on the
 #                    GPU (device => 'gpu') = gpu_dbscan on the CPU, serial
 #                    and under parallel query; then --bench DBDIST_BENCH_N
-#                    (default 10,000,000) rows of 2 features
+#                    (default 10,000,000) rows of 2 features.  The machine
+#                    has no psycopg: carry Debian's (python3-psycopg 3.1,
+#                    pure Python) under .carry/py, with PYTHONPATH there and
+#                    LD_LIBRARY_PATH=/opt/pgb/syslib (the bundle's libpq;
+#                    2026-11-25 its loader was pointed at
+#                    /opt/pgb/syslib/libpq.so.5 explicitly)
 # Every stage runs under a time limit.  Logs go to $OUT (when set) or
 # test/out.  Exit status: nonzero if any stage failed.
 set -uo pipefail
