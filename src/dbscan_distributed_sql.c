@@ -168,21 +168,6 @@ summary_destroy(DestReceiver *self)
 {
 }
 
-/* A one-dimensional float8[] of n values, in the current context. */
-static ArrayType *
-float8_array(const double *v, int n)
-{
-	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
-	ArrayType  *a;
-
-	for (int i = 0; i < n; i++)
-		d[i] = Float8GetDatum(v[i]);
-	a = construct_array(d, n, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL,
-						TYPALIGN_DOUBLE);
-	pfree(d);
-	return a;
-}
-
 /* The float8[] result of a one-row aggregate pass, or NULL. */
 static double *
 pass_array(const GcPass *pass, SPIPlanPtr plan, ParamListInfo params,
@@ -615,6 +600,7 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		MemoryContext old = MemoryContextSwitchTo(callcxt);
+		ArrayType  *plan_arr = gc_flat_array(FLOAT8OID, sizeof(float8), plan, 2 + parts);
 
 		recv.keptdesc = CreateTemplateTupleDesc(1);
 		TupleDescInitEntry(recv.keptdesc, 1, "summary", BYTEAOID, -1, 0);
@@ -622,10 +608,10 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 
 		if (citus)
-			partitions_citus(source, float8_array(plan, 2 + parts), parts, params.eps,
+			partitions_citus(source, plan_arr, parts, params.eps,
 							 (int32) params.min_pts, device, &recv.pub);
 		else
-			partitions_local(source, float8_array(plan, 2 + parts), params.eps,
+			partitions_local(source, plan_arr, params.eps,
 							 (int32) params.min_pts, device, &recv.pub);
 		ms[2] = ms_since(&t);
 

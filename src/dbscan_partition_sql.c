@@ -180,7 +180,7 @@ dbscan_bounds_transfn(PG_FUNCTION_ARGS)
 		 * the first row: a new state, in the per-row context (the executor
 		 * copies it into the aggregate's)
 		 */
-		state = gc_agg_zero_array(FLOAT8OID, 1 + 2 * d);
+		state = gc_flat_array(FLOAT8OID, sizeof(float8), NULL, 1 + 2 * d);
 		v = (float8 *) ARR_DATA_PTR(state);
 		v[0] = 1.0;
 		for (int j = 0; j < d; j++)
@@ -307,7 +307,7 @@ dbscan_histogram_transfn(PG_FUNCTION_ARGS)
 	(void) gc_features(arr, &d, x, NULL, 0);
 
 	if (state == NULL)
-		state = gc_agg_zero_array(FLOAT8OID, bins);		/* copied by the executor */
+		state = gc_flat_array(FLOAT8OID, sizeof(float8), NULL, bins);		/* copied by the executor */
 	((float8 *) ARR_DATA_PTR(state))[gc_dbscan_bin((double) x[dim], lo, hi, bins)] += 1.0;
 	PG_RETURN_ARRAYTYPE_P(state);
 }
@@ -417,23 +417,6 @@ read_plan(PartitionsCache *c, ArrayType *arr, MemoryContext cxt)
 	c->plan.cuts = (const float8 *) ARR_DATA_PTR(c->plan_arr) + 3;
 }
 
-/* A one-dimensional real[] of x[0 .. d-1], in the current context. */
-static ArrayType *
-float4_array(const float *x, int d)
-{
-	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(float) * (Size) d;
-	ArrayType  *a = palloc(bytes);
-
-	SET_VARSIZE(a, bytes);
-	a->ndim = 1;
-	a->dataoffset = 0;
-	a->elemtype = FLOAT4OID;
-	ARR_DIMS(a)[0] = d;
-	ARR_LBOUND(a)[0] = 1;
-	memcpy(ARR_DATA_PTR(a), x, sizeof(float) * (Size) d);
-	return a;
-}
-
 /*
  * Materialize mode: a row's few result rows go into a tuplestore of their
  * own, which a FunctionScan would build for a value-per-call function all
@@ -523,7 +506,7 @@ dbscan_partitions(PG_FUNCTION_ARGS)
 		{
 			x = d <= DBP_STACK_D ? xbuf : palloc(sizeof(float) * d);
 			(void) gc_features(arr, &d, x, NULL, 0);
-			values[3] = PointerGetDatum(float4_array(x, d));
+			values[3] = PointerGetDatum(gc_flat_array(FLOAT4OID, sizeof(float), x, d));
 		}
 		gc_dbscan_span(p, x[p->dim], &home, &first, &last);
 		values[1] = Int32GetDatum(home);

@@ -83,10 +83,10 @@ gc_agg_writable_array(FunctionCallInfo fcinfo, ArrayType *a)
 }
 
 ArrayType *
-gc_agg_zero_array(Oid elemtype, int len)
+gc_flat_array(Oid elemtype, Size elemsize, const void *values, int len)
 {
-	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(int64) * (Size) len;
-	ArrayType  *a = palloc0(bytes);
+	Size		bytes = ARR_OVERHEAD_NONULLS(1) + elemsize * (Size) len;
+	ArrayType  *a = values ? palloc(bytes) : palloc0(bytes);
 
 	SET_VARSIZE(a, bytes);
 	a->ndim = 1;
@@ -94,5 +94,7 @@ gc_agg_zero_array(Oid elemtype, int len)
 	a->elemtype = elemtype;
 	ARR_DIMS(a)[0] = len;
 	ARR_LBOUND(a)[0] = 1;
+	if (values)
+		memcpy(ARR_DATA_PTR(a), values, elemsize * (Size) len);
 	return a;
 }

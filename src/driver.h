@@ -49,10 +49,13 @@ extern void gc_exec_pass(const GcPass *pass, const char *sql, int expected);
 extern ArrayType *gc_agg_writable_array(FunctionCallInfo fcinfo, ArrayType *a);
 
 /*
- * A one-dimensional array of len zeros of an 8-byte type (float8, int8),
- * in the current context: a new flat aggregate state.
+ * A one-dimensional array of len values of a fixed-width, pass-by-value
+ * type (real, float8, bigint: elemsize bytes each, copied from values, or
+ * zeros when values is NULL), in the current context: the aggregates' flat
+ * states, their results, the drivers' parameters.
  */
-extern ArrayType *gc_agg_zero_array(Oid elemtype, int len);
+extern ArrayType *gc_flat_array(Oid elemtype, Size elemsize, const void *values,
+								int len);
 
 /* ERROR (22004) when argument i, called name, is NULL. */
 extern void gc_driver_not_null(FunctionCallInfo fcinfo, int i, const char *name);

@@ -547,18 +547,6 @@ kmeans_step_state_in(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(s);
 }
 
-/* A one-dimensional bigint[] of n values. */
-static ArrayType *
-int8_array(const int64 *v, int n)
-{
-	Datum	   *e = palloc(sizeof(Datum) * n);
-
-	for (int i = 0; i < n; i++)
-		e[i] = Int64GetDatum(v[i]);
-	return construct_array(e, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
-						   TYPALIGN_DOUBLE);
-}
-
 /* The float32 rows of a k x d real[] (checked when it was made). */
 static const float *
 array_rows(ArrayType *a)
@@ -654,11 +642,11 @@ kmeans_step_final(PG_FUNCTION_ARGS)
 			shift += dv * dv;
 		}
 	values[0] = PointerGetDatum(rows_array(Cn, s->k, s->d));
-	values[1] = PointerGetDatum(int8_array(counts, s->k));
+	values[1] = PointerGetDatum(gc_flat_array(INT8OID, sizeof(int64), counts, s->k));
 	values[2] = Float8GetDatum(s->inertia);
 	values[3] = Float8GetDatum(shift);
 	values[4] = Int64GetDatum(s->n);
-	values[5] = PointerGetDatum(int8_array((const int64 *) km_members(s), s->k));
+	values[5] = PointerGetDatum(gc_flat_array(INT8OID, sizeof(int64), (const int64 *) km_members(s), s->k));
 	values[6] = Float8GetDatum(s->cost);
 	values[7] = Int32GetDatum(j);	/* the clusters re-seeded */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
@@ -764,7 +752,7 @@ kmeans_rank_counts_transfn(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("kmeans_rank_counts got too many pivots (%d)", P)));
 		check_pivots(p, P);
-		state = gc_agg_zero_array(INT8OID, 2 * P + 1);
+		state = gc_flat_array(INT8OID, sizeof(int64), NULL, 2 * P + 1);
 		memcpy(ARR_DATA_PTR(state), p, sizeof(int64) * P);
 	}
 	else
@@ -840,7 +828,7 @@ kmeans_rank_counts_final(PG_FUNCTION_ARGS)
 	counts = palloc(sizeof(int64) * Max(P, 1));
 	for (int j = 0; j < P; j++)
 		counts[j] = below += v[P + j];
-	PG_RETURN_ARRAYTYPE_P(int8_array(counts, P));
+	PG_RETURN_ARRAYTYPE_P(gc_flat_array(INT8OID, sizeof(int64), counts, P));
 }
 
 /* ---------------------------------------------------------------------
@@ -1084,7 +1072,7 @@ fetch_rows(const char *what, const char *source, int64 n, const int64 *rows,
 
 		pass = KM_PASS(psprintf("%s, narrowing by id", what), round);
 		params = makeParamList(1);
-		params->params[0].value = PointerGetDatum(int8_array(pivots, np));
+		params->params[0].value = PointerGetDatum(gc_flat_array(INT8OID, sizeof(int64), pivots, np));
 		params->params[0].isnull = false;
 		params->params[0].pflags = PARAM_FLAG_CONST;
 		params->params[0].ptype = INT8ARRAYOID;
