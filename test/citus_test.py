@@ -172,6 +172,32 @@ def seeding_reads(sent, shards, name):
           f"{len(shipping)} other shard reads" + (f": {shipping[0][:900]}" if shipping else ""))
 
 
+def in_background(q, params=None):
+    """q run in another session, in a thread: (the thread, its outcome,
+    {"error": the psycopg.Error or None} once it ends)."""
+    outcome = {}
+
+    def run():
+        try:
+            with psycopg.connect("", autocommit=True) as c:
+                c.execute(q, params)
+            outcome["error"] = None
+        except psycopg.Error as e:
+            outcome["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, outcome
+
+
+def error_of(outcome):
+    """(the error, its SQLSTATE, "message | context") of a background run."""
+    e = outcome.get("error")
+    state = getattr(e, "sqlstate", None) or ""
+    text = "" if e is None else f"{e.diag.message_primary} | {e.diag.context}"
+    return e, state, text
+
+
 def stopped_worker_check(ports, X):
     """A worker stopped in the middle of gpu_kmeans_distributed."""
     C0 = X[np.random.default_rng(3).choice(len(X), size=40, replace=False)]
@@ -179,18 +205,7 @@ def stopped_worker_check(ports, X):
     q = ("CREATE TABLE gc_kd_model AS SELECT * FROM gpu_kmeans_distributed("
          f"'SELECT id, f FROM {TABLE}', 40, tol => 0, max_iter => 10000, "
          "init_centroids => %s::real[])")
-    outcome = {}
-
-    def run():
-        try:
-            with psycopg.connect("", autocommit=True) as c:
-                c.execute(q, (kd.centroids_literal(C0),))
-            outcome["error"] = None
-        except psycopg.Error as e:
-            outcome["error"] = e
-
-    t = threading.Thread(target=run)
-    t.start()
+    t, outcome = in_background(q, (kd.centroids_literal(C0),))
     # stop worker 2 once the run is a second into its iterations
     deadline = time.time() + 30
     with psycopg.connect("", autocommit=True) as mon:
@@ -202,10 +217,7 @@ def stopped_worker_check(ports, X):
             time.sleep(0.05)
     stopped = cluster("node-stop", "2")
     t.join(120)
-    e = outcome.get("error")
-    state = getattr(e, "sqlstate", None) or ""
-    diag = e.diag if e is not None else None
-    text = "" if e is None else f"{diag.message_primary} | {diag.context}"
+    e, state, text = error_of(outcome)
     check("worker stopped mid-run: the call fails with an SQLSTATE",
           stopped.returncode == 0 and e is not None and
           (state == "57P01" or state.startswith("08")),
@@ -396,18 +408,7 @@ def dbscan_stopped_worker_check(ports):
                   f"* cos(2 * pi() * random())]::real[] FROM generate_series(1, {n}) i")
     q = ("CREATE TABLE gc_db_result AS SELECT * FROM gpu_dbscan_distributed("
          "'SELECT id, features FROM gc_db_big', 0.05, 10)")
-    outcome = {}
-
-    def run():
-        try:
-            with psycopg.connect("", autocommit=True) as c:
-                c.execute(q)
-            outcome["error"] = None
-        except psycopg.Error as e:
-            outcome["error"] = e
-
-    t = threading.Thread(target=run)
-    t.start()
+    t, outcome = in_background(q)
     # the first worker seen running a partition's DBSCAN is stopped
     victim, deadline = None, time.time() + 120
     mons = {i: psycopg.connect(f"port={p}", autocommit=True) for i, p in enumerate(ports) if i > 0}
@@ -424,10 +425,7 @@ def dbscan_stopped_worker_check(ports):
         mon.close()
     stopped = cluster("node-stop", str(victim)) if victim else None
     t.join(180)
-    e = outcome.get("error")
-    state = getattr(e, "sqlstate", None) or ""
-    diag = e.diag if e is not None else None
-    text = "" if e is None else f"{diag.message_primary} | {diag.context}"
+    e, state, text = error_of(outcome)
     check("DBSCAN, worker stopped during the partitions' DBSCAN: the call fails with an SQLSTATE",
           victim is not None and stopped.returncode == 0 and e is not None and
           (state == "57P01" or state.startswith("08")),
