@@ -324,6 +324,33 @@ gc_code		gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  gc_status *st);
 
 /*
+ * The k-means assignment of the n rows X to the k given centres C (k x d):
+ * labels[i] is the nearest centre by the float32 gc_dist2, ties to the
+ * lowest index (gc_km_nearest's rule), through gc_km_assign's blocked
+ * kernel on the context's threads.  The kmeans_step aggregate labels its
+ * buffered rows with it (or with gc_kmeans_labels_gpu, the same labels).
+ */
+gc_code		gc_kmeans_labels_cpu(const gc_ctx *ctx, const float *X, int64_t n,
+								 int d, const float *C, int k, int32_t *labels,
+								 gc_status *st);
+
+/*
+ * What the kmeans_step aggregate keeps of a block of n rows labelled for
+ * the k centres C: each row's float32 distance² to its centre (gc_dist2,
+ * d2[i]), the same in double (gc_dist2_f64, dist[i]) and the hash of its
+ * features (gc_km_row_hash, hash[i]), and its features added to its
+ * cluster's double sums (k x d) in row order, so that each sum is the one
+ * a row-at-a-time loop gives, bit for bit.  On the context's threads.
+ */
+void		gc_kmeans_block_terms(const gc_ctx *ctx, const float *X, int64_t n,
+								  int d, const float *C, int k,
+								  const int32_t *labels, double *sums,
+								  float *d2, double *dist, uint64_t *hash);
+
+/* The hash of a row's float32 features (kmeans_step's members). */
+uint64_t	gc_km_row_hash(const float *x, int d);
+
+/*
  * The checks (and messages) every k-means path makes before it starts:
  * clears st, validates the parameters, k <= n, the arrays, the initial
  * centroids and the weights, and resets res's inertia, iterations and
@@ -526,8 +553,11 @@ typedef enum gc_algorithm
 	GC_ALGO_AP,					/* affinity propagation (float8 in gc_choose_device) */
 	GC_ALGO_KDISTANCE,			/* gpu_kdistance's k-distances (k = 1 in
 								 * gc_choose_device) */
-	GC_ALGO_SILHOUETTE			/* gpu_silhouette (n rows scored in 2
+	GC_ALGO_SILHOUETTE,			/* gpu_silhouette (n rows scored in 2
 								 * clusters in gc_choose_device) */
+	GC_ALGO_KMEANS_LABELS		/* the labels of rows for given centres (the
+								 * kmeans_step aggregate's blocks; k-means's
+								 * rule with n_init 1) */
 } gc_algorithm;
 
 /*
@@ -617,6 +647,26 @@ gc_code		gc_choose_device_dbscan(gc_device requested,
  * first GPU call also pays ~150-230 ms of CUDA initialisation.
  */
 #define GC_KMEANS_GPU_MIN_WORK 5.0e8
+
+/*
+ * The kmeans_step aggregate's blocks (gc_kmeans_labels_*: one assignment,
+ * no iterations) go to the GPU under 'auto' from this many centres up, and
+ * n·k·d >= GC_KMEANS_GPU_MIN_WORK.  Measured with
+ * test/gpu/bench_kmeans_step.py on the H100 machine (16 cores), a pass
+ * serially, CPU s / GPU s: 10M x 32, k = 100: 1.75 / 2.43 (each 64 MiB
+ * block about 36 ms slower through the GPU worker than on 16 threads);
+ * 2M x 128, k = 1000: 1.74 / 1.05.  Both costs grow with n·d, the CPU's
+ * also with k, so k decides; fewer cores move the crossover down.
+ */
+#define GC_KMEANS_LABELS_GPU_MIN_K 256
+
+/* Whether requested may label a block of rows for k centres on the GPU. */
+static inline bool
+gc_kmeans_labels_gpu_wanted(gc_device requested, int k)
+{
+	return requested == GC_DEVICE_GPU ||
+		(requested == GC_DEVICE_AUTO && k >= GC_KMEANS_LABELS_GPU_MIN_K);
+}
 
 /*
  * The device of one k-means call.  CPU: always.  GPU: the GPU, or

@@ -7,6 +7,7 @@
  * exactly as gc_dist2 does, so they give identical labels.
  */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,94 @@ gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 	if (n_changed)
 		*n_changed = changed;
 	return GC_OK;
+}
+
+gc_code
+gc_kmeans_labels_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					 const float *C, int k, int32_t *labels, gc_status *st)
+{
+	gc_km_ws   *ws;
+	float	   *d2;
+	gc_code		rc;
+
+	if (n < 0 || d < 1 || k < 1 || C == NULL ||
+		(n > 0 && (X == NULL || labels == NULL)))
+		return gc_fail(st, GC_EINVAL, "k-means labels: bad arguments");
+	if (n == 0)
+		return GC_OK;
+	/* only the transposed centres: no per-row scratch */
+	ws = gc_km_ws_create(0, d, k, gc_threads(ctx));
+	d2 = malloc(sizeof(float) * (size_t) n);
+	if (ws == NULL || d2 == NULL)
+		rc = gc_fail(st, GC_ENOMEM, "k-means labels: out of memory");
+	else
+	{
+		/* the kernel counts changes against the labels it overwrites */
+		memset(labels, 0xff, sizeof(int32_t) * (size_t) n);
+		rc = gc_km_assign(ctx, ws, X, n, d, C, k, labels, d2, NULL, st);
+	}
+	free(d2);
+	gc_km_ws_destroy(ws);
+	return rc;
+}
+
+uint64_t
+gc_km_row_hash(const float *x, int d)
+{
+	uint64_t	h = UINT64_C(0x8a5cd789635d2dff);
+
+	for (int j = 0; j < d; j++)
+	{
+		uint32_t	bits;
+
+		memcpy(&bits, &x[j], sizeof(bits));
+		h = gc_mix64(h ^ bits);
+	}
+	return h;
+}
+
+void
+gc_kmeans_block_terms(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					  const float *C, int k, const int32_t *labels,
+					  double *sums, float *d2, double *dist, uint64_t *hash)
+{
+	const int	team = gc_team_adapt(ctx);
+
+	/* the rows' own terms: any order */
+#pragma omp parallel for num_threads(gc_region_threads(team, n / 1024 + 1)) schedule(static)
+	for (int64_t i = 0; i < n; i++)
+	{
+		const float *x = X + i * d,
+				   *c = C + (size_t) labels[i] * d;
+
+		d2[i] = gc_dist2(x, c, d);
+		dist[i] = gc_dist2_f64(x, c, d);
+		hash[i] = gc_km_row_hash(x, d);
+	}
+
+	/*
+	 * each cluster's sums in row order: a thread owns the clusters
+	 * congruent to it, and adds their rows as they come
+	 */
+#pragma omp parallel num_threads(gc_region_threads(team, k))
+	{
+		const int	nt = omp_get_num_threads(),
+					t = omp_get_thread_num();
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			const int	c = labels[i];
+
+			if (c % nt == t)
+			{
+				double	   *sc = sums + (size_t) c * d;
+				const float *x = X + i * d;
+
+				for (int j = 0; j < d; j++)
+					sc[j] += (double) x[j];
+			}
+		}
+	}
 }
 
 gc_code

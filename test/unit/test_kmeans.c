@@ -1673,6 +1673,108 @@ test_k_equals_n(void)
 	free(X);
 }
 
+/*
+ * gc_kmeans_labels_cpu (kmeans_step's labels) = gc_km_nearest on every
+ * row, bit for bit: n 0..5000, d 1..300, k 1..600 (k may exceed n), each
+ * labels_kind (duplicate centres, rows on centres, lattice ties, far and
+ * huge values, centres 1 ulp apart), 1 to 3 threads, the kernel's widths.
+ * Returns 1 when the labels equal the reference.
+ */
+static int
+test_labels(int64_t n, int d, int k, labels_kind kind, int threads)
+{
+	float	   *X,
+			   *C;
+	int32_t    *got = malloc(sizeof(int32_t) * (size_t) (n > 0 ? n : 1)),
+			   *want = malloc(sizeof(int32_t) * (size_t) (n > 0 ? n : 1));
+	gc_ctx		ctx = {.n_threads = threads};
+	gc_status	st = {0};
+	int64_t		diff = 0,
+				first = -1;
+	gc_code		rc;
+
+	tu_make_labels_case(&rs, n, d, k, kind, &X, &C);
+	for (int64_t i = 0; i < n; i++)
+		got[i] = -7;
+	rc = gc_kmeans_labels_cpu(&ctx, X, n, d, C, k, got, &st);
+	CHECK(rc == GC_OK, "labels n=%lld d=%d k=%d %s: rc %d %s", (long long) n, d, k,
+		  lb_name[kind], rc, st.message);
+	tu_ref_labels(X, n, d, C, k, want);
+	for (int64_t i = 0; i < n; i++)
+		if (got[i] != want[i])
+		{
+			if (first < 0)
+				first = i;
+			diff++;
+		}
+	CHECK(diff == 0, "labels n=%lld d=%d k=%d %s threads %d: %lld rows differ (row %lld: %d, want %d)",
+		  (long long) n, d, k, lb_name[kind], threads, (long long) diff, (long long) first,
+		  first >= 0 ? got[first] : 0, first >= 0 ? want[first] : 0);
+	free(X);
+	free(C);
+	free(got);
+	free(want);
+	return rc == GC_OK && diff == 0;
+}
+
+static void
+test_labels_cases(void)
+{
+	static const int fixed[][3] = {
+		/* n, d, k */
+		{0, 3, 5}, {1, 1, 1}, {1, 300, 600}, {7, 2, 600}, {5000, 1, 1}, {5000, 300, 1},
+		{4999, 17, 16}, {4097, 3, 600}, {100, 300, 600}, {5000, 8, 600}, {33, 64, 200},
+	};
+	int			cases = 0,
+				ok = 0;
+	float		Xb[6] = {0, 1, 2, 3, 4, 5};
+	int32_t		lab[3];
+	gc_status	st = {0};
+
+	/* bad arguments */
+	CHECK(gc_kmeans_labels_cpu(NULL, Xb, 3, 0, Xb, 1, lab, &st) == GC_EINVAL, "labels d = 0");
+	CHECK(gc_kmeans_labels_cpu(NULL, Xb, 3, 2, Xb, 0, lab, &st) == GC_EINVAL, "labels k = 0");
+	CHECK(gc_kmeans_labels_cpu(NULL, Xb, -1, 2, Xb, 1, lab, &st) == GC_EINVAL, "labels n < 0");
+	CHECK(gc_kmeans_labels_cpu(NULL, Xb, 3, 2, NULL, 1, lab, &st) == GC_EINVAL, "labels C NULL");
+	CHECK(gc_kmeans_labels_cpu(NULL, NULL, 3, 2, Xb, 1, lab, &st) == GC_EINVAL, "labels X NULL");
+	CHECK(gc_kmeans_labels_cpu(NULL, NULL, 0, 2, Xb, 1, NULL, &st) == GC_OK, "labels n = 0");
+
+	for (size_t f = 0; f < sizeof(fixed) / sizeof(fixed[0]); f++)
+		for (int kind = 0; kind < LB_KINDS; kind++)
+		{
+			ok += test_labels(fixed[f][0], fixed[f][1], fixed[f][2], (labels_kind) kind,
+							  1 + (int) (f + kind) % 3);
+			cases++;
+		}
+	/* fresh shapes: n 0..5000, d 1..300, k 1..600, about 1e8 distances at most */
+	for (int r = 0; r < 120; r++)
+	{
+		int64_t		n = (int64_t) (tu_next(&rs) % 5001);
+		int			d = r % 3 == 0 ? 1 + (int) (tu_next(&rs) % 300) : 1 + (int) (tu_next(&rs) % 24),
+					k = r % 4 == 0 ? 1 + (int) (tu_next(&rs) % 600) : 1 + (int) (tu_next(&rs) % 64);
+
+		if (r % 10 == 0)
+			n = (int64_t) (tu_next(&rs) % (uint64_t) (k + 1));	/* k >= n */
+		while (n * (double) k * d > 1e8)
+			n /= 2;
+		ok += test_labels(n, d, k, (labels_kind) (r % LB_KINDS), 1 + r % 3);
+		cases++;
+	}
+	/* the narrower assignment kernels (AVX2, SSE2) the dispatcher may pick */
+	for (int w = 4; w <= 8; w += 4)
+	{
+		gc_km_force_width(w);
+		for (int kind = 0; kind < LB_KINDS; kind++)
+		{
+			ok += test_labels(3001, 1 + (int) (tu_next(&rs) % 40), 1 + (int) (tu_next(&rs) % 100),
+							  (labels_kind) kind, 2);
+			cases++;
+		}
+	}
+	gc_km_force_width(0);
+	printf("  labels: %d of %d cases equal gc_km_nearest on every row\n", ok, cases);
+}
+
 int
 main(void)
 {
@@ -1687,6 +1789,7 @@ main(void)
 	test_empty_constructed();
 	test_reseed_convergence();
 	test_k_equals_n();
+	test_labels_cases();
 
 	/* k-means++ and random seeding against the documented references */
 	test_kmeanspp_reference(1000, 2, 10, DATA_BLOBS, 2);

@@ -104,6 +104,114 @@ tu_make_data(uint64_t *rs, int64_t n, int d, data_kind kind, int nb)
 	return X;
 }
 
+/*
+ * Labelling inputs (gc_kmeans_labels_cpu / _gpu against gc_km_nearest):
+ * n rows X and k centres C (k x d, k may exceed n) of one kind;
+ * lb_name[kind] names it.  Every kind but LB_UNIFORM makes exact ties.
+ */
+typedef enum
+{
+	LB_UNIFORM,					/* rows and centres uniform in [-5, 5)^d */
+	LB_DUP_CENTRES,				/* centres copies of a few: ties to the lowest */
+	LB_ON_CENTRES,				/* rows copies of centres (distance 0), some centres repeated */
+	LB_LATTICE,					/* integers 0..3: many equidistant centres */
+	LB_FAR,						/* 1e6 + [0, 1e-1): a few float steps, cancellation */
+	LB_HUGE,					/* uniform in +-1e17 (no overflow for d <= 300) */
+	LB_ULP,						/* centres in groups 1 ulp apart, rows on them */
+	LB_KINDS
+} labels_kind;
+
+static const char *lb_name[] __attribute__((unused)) = {
+	"uniform", "dup-centres", "on-centres", "lattice", "far", "huge", "ulp"
+};
+
+static inline void
+tu_make_labels_case(uint64_t *rs, int64_t n, int d, int k, labels_kind kind,
+					float **Xp, float **Cp)
+{
+	float	   *X = malloc(sizeof(float) * (size_t) (n > 0 ? n : 1) * d);
+	float	   *C = malloc(sizeof(float) * (size_t) k * d);
+	int			pool = 1 + (int) (tu_next(rs) % (uint64_t) (k / 4 + 1));
+
+	for (int c = 0; c < k; c++)
+		for (int j = 0; j < d; j++)
+		{
+			float		v;
+
+			switch (kind)
+			{
+				case LB_LATTICE:
+					v = (float) (tu_next(rs) % 4);
+					break;
+				case LB_FAR:
+					v = (float) (1e6 + 0.1 * tu_uniform(rs));
+					break;
+				case LB_HUGE:
+					v = (float) ((tu_uniform(rs) * 2.0 - 1.0) * 1e17);
+					break;
+				case LB_ULP:
+					v = c % 8 ? nextafterf(C[(size_t) (c - c % 8) * d + j],
+										   (c + j) % 2 ? INFINITY : -INFINITY)
+						: (float) (tu_uniform(rs) * 10.0 - 5.0);
+					if (c % 8 == 7)
+						v = C[(size_t) (c - 7) * d + j];	/* and an exact copy */
+					break;
+				default:
+					v = (float) (tu_uniform(rs) * 10.0 - 5.0);
+					break;
+			}
+			C[(size_t) c * d + j] = v;
+		}
+	/* centres past the first pool: copies of those (ties to the lowest) */
+	if (kind == LB_DUP_CENTRES)
+		for (int c = pool; c < k; c++)
+			memcpy(C + (size_t) c * d, C + (size_t) (tu_next(rs) % (uint64_t) pool) * d,
+				   sizeof(float) * d);
+	if (kind == LB_ON_CENTRES)
+		for (int c = 1; c < k; c++)
+			if (tu_next(rs) % 5 == 0)
+				memcpy(C + (size_t) c * d, C + (size_t) (tu_next(rs) % (uint64_t) c) * d,
+					   sizeof(float) * d);
+	for (int64_t i = 0; i < n; i++)
+	{
+		const int	c = (int) (tu_next(rs) % (uint64_t) k);
+		const bool	on = kind == LB_ON_CENTRES || kind == LB_ULP ||
+			(kind != LB_UNIFORM && tu_next(rs) % 4 == 0);
+
+		for (int j = 0; j < d; j++)
+		{
+			float		v;
+
+			if (on)
+				v = C[(size_t) c * d + j];	/* a row equal to a centre */
+			else if (kind == LB_LATTICE)
+				v = (float) (tu_next(rs) % 4);
+			else if (kind == LB_FAR)
+				v = (float) (1e6 + 0.1 * tu_uniform(rs));
+			else if (kind == LB_HUGE)
+				v = (float) ((tu_uniform(rs) * 2.0 - 1.0) * 1e17);
+			else
+				v = C[(size_t) c * d + j] + (float) (tu_uniform(rs) - 0.5);
+			X[i * d + j] = v;
+		}
+	}
+	*Xp = X;
+	*Cp = C;
+}
+
+/* The reference labels: gc_km_nearest on every row. */
+static inline void
+tu_ref_labels(const float *X, int64_t n, int d, const float *C, int k, int32_t *lab)
+{
+#pragma omp parallel for schedule(dynamic, 64)
+	for (int64_t i = 0; i < n; i++)
+	{
+		float		bd;
+
+		lab[i] = gc_km_nearest(X + i * d, C, k, d, &bd);
+	}
+}
+
 /* Seed for a run: GPUCLUST_TEST_SEED if set, else fresh from the clock. */
 #include <time.h>
 static inline uint64_t
