@@ -649,3 +649,37 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					   INT32_MAX, (long long) n);
 	return km_fit(ctx, X, n, d, p, res, st);
 }
+
+/*
+ * The labels of X for the given centres C: the fit's own assignment
+ * (km_setup, km_prep, km_assign, with no bounds), so gc_km_assign's labels
+ * bit for bit, as every Lloyd iteration of gc_kmeans_gpu.
+ */
+extern "C" gc_code
+gc_kmeans_labels_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					 const float *C, int k, int32_t *labels, gc_status *st)
+{
+	km_dev		D;
+	gc_code		rc;
+
+	if (n < 1 || d < 1 || k < 1 || k > n || X == NULL || C == NULL || labels == NULL)
+		return gc_fail(st, GC_EINVAL, "k-means labels: bad arguments (GPU: 1 <= k <= n)");
+	if (n > INT32_MAX)
+		return gc_fail(st, GC_EINVAL, "k-means: the GPU path takes at most %d rows, got %lld",
+					   INT32_MAX, (long long) n);
+	if (gc_cancelled(ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	if ((rc = km_setup(D, X, n, d, k, false, st, 0, ctx)) != GC_OK)
+		return rc;
+	D.prune_on = false;
+	D.unit_centres = false;
+	KM_CK(cudaMemcpyAsync(D.C[0], C, sizeof(float) * (size_t) k * d, cudaMemcpyHostToDevice, D.s));
+	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * n, D.s));
+	KM_CK(cudaMemsetAsync(D.info, 0, sizeof(km_info), D.s));
+	if ((rc = km_prep(D, D.C[0], st)) != GC_OK ||
+		(rc = km_assign(D, st)) != GC_OK)
+		return rc;
+	KM_CK(gc_xfer_d2h(labels, D.labels, sizeof(int32_t) * n, D.s, gc_team_adapt(ctx)));
+	KM_CK(cudaStreamSynchronize(D.s));
+	return GC_OK;
+}

@@ -205,6 +205,19 @@ void		gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init,
 void		gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out);
 
 /*
+ * The labels of the n rows X for the k given centres C (k x d) on the
+ * current CUDA device (cuda/kmeans.cu): the fit's own assignment, so
+ * gc_kmeans_labels_cpu's labels bit for bit.  What the kmeans_step
+ * aggregate assigns a block of its rows with.  1 <= k <= n <= INT32_MAX
+ * (else GC_EINVAL); CUDA failures come back as GC_EDEVICE (GC_ENOMEM when
+ * device memory runs out).  Device memory: gc_kmeans_gpu_mem_bytes(n, d,
+ * k, 1, false) bounds it.
+ */
+gc_code		gc_kmeans_labels_gpu(const gc_ctx *ctx, const float *X, int64_t n,
+								 int d, const float *C, int k, int32_t *labels,
+								 gc_status *st);
+
+/*
  * DBSCAN on the current CUDA device (cuda/dbscan*.cu) with the contract of
  * gc_dbscan_cpu: same validation, and labels and is_core identical to the
  * CPU's on every input (same float32 distance, core rule, components,
@@ -345,6 +358,14 @@ static inline void
 gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out)
 {
 	memset(out, 0, sizeof(*out));
+}
+
+static inline gc_code
+gc_kmeans_labels_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					 const float *C, int k, int32_t *labels, gc_status *st)
+{
+	(void) ctx, (void) X, (void) n, (void) d, (void) C, (void) k, (void) labels;
+	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
 }
 
 static inline gc_code

@@ -5,7 +5,10 @@
 # the order given (default: build test dbscan-test):
 #   build            make gpu-build (ptxas report in $OUT/build.log);
 #                    CUDA_ARCHS=90 builds sm_90 only
-#   test             test_kmeans_gpu: GPU vs CPU on fresh random data
+#   test             test_kmeans_gpu: GPU vs CPU on fresh random data, the
+#                    labels suite (gc_kmeans_labels_gpu, kmeans_step's GPU
+#                    labels) included; KM_SUITES="labels" runs only the
+#                    suites named
 #   dbscan-test      test_dbscan_gpu: labels and core flags = CPU's, once
 #                    per seed in DB_SEEDS (default: one fresh seed); every
 #                    index (grid, tree, brute force) and both algorithms
@@ -18,7 +21,10 @@
 #                    for bit, on fresh random data
 #   sanitize         compute-sanitizer memcheck, initcheck, synccheck and
 #                    racecheck (SANITIZE_TOOLS) over the quick sets of
-#                    SANITIZE_BINS (default every test; racecheck: tiny sets)
+#                    SANITIZE_BINS (default every test; racecheck: tiny sets;
+#                    test_kmeans_gpu's quick sets hold the labels suite's;
+#                    SANITIZE_KM_SUITES="labels": test_kmeans_gpu runs only
+#                    those suites)
 #   bench            k-means per iteration (issue 13's table, with FP32,
 #                    TF32 and memory rooflines) and whole fits: the
 #                    baselines on the same data (bench_kmeans.py: PyTorch,
@@ -75,6 +81,15 @@
 #                    LD_LIBRARY_PATH=/opt/pgb/syslib (the bundle's libpq;
 #                    2026-11-25 its loader was pointed at
 #                    /opt/pgb/syslib/libpq.so.5 explicitly)
+#   kagg             test/kmeans_distributed_test.py --device gpu in that
+#                    server (kmeans_step's blocks labelled by the GPU worker),
+#                    then test/gpu/bench_kmeans_step.py (KAGG_BENCH_ROWS rows,
+#                    default 10,000,000, of 32 features, k = 100): the
+#                    aggregate on the CPU and the GPU, serial and parallel,
+#                    against gpu_kmeans_fit and PyTorch; then KAGG_BENCH2_ROWS
+#                    (default 2,000,000) rows of 128 features, k = 1000, 2
+#                    iterations, where the labelling dominates; same psycopg
+#                    as dbdist
 # Every stage runs under a time limit.  Logs go to $OUT (when set) or
 # test/out.  Exit status: nonzero if any stage failed.
 set -uo pipefail
@@ -95,9 +110,10 @@ run() {
 }
 
 sanitize() {	# tool quick-level binary
-	local tool=$1 q=$2 bin=$3 log="sanitize_$(basename "$3")_$1.log"
+	local tool=$1 q=$2 bin=$3 log="sanitize_$(basename "$3")_$1.log" args=()
+	[ "$bin" = test_kmeans_gpu ] && read -ra args <<< "${SANITIZE_KM_SUITES:-}"
 	GPUCLUST_TEST_QUICK=$q run "$log" "${SANITIZE_TIMEOUT:-240}" \
-		compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/$bin"
+		compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/$bin" "${args[@]}"
 	local r=$?
 	echo "$bin $tool: exit $r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTDIR/$log" | tail -1); $(grep 'passed,' "$OUTDIR/$log")"
 	[ $r -eq 0 ] || { grep -m 20 -E "=========|FAIL" "$OUTDIR/$log"; return 1; }
@@ -112,8 +128,9 @@ build)
 	;;
 test)
 	echo "== test_kmeans_gpu"
-	run test_kmeans_gpu.log "${KM_TEST_TIMEOUT:-400}" $B/test_kmeans_gpu || rc=1
-	grep -E "FAIL|passed|seed|device" "$OUTDIR/test_kmeans_gpu.log" | head -20
+	# shellcheck disable=SC2086
+	run test_kmeans_gpu.log "${KM_TEST_TIMEOUT:-400}" $B/test_kmeans_gpu ${KM_SUITES:-} || rc=1
+	grep -E "FAIL|passed|seed|device|  labels:" "$OUTDIR/test_kmeans_gpu.log" | head -20
 	;;
 dbscan-test)
 	echo "== test_dbscan_gpu"
@@ -208,7 +225,7 @@ stream-bench)
 	timeout "${STREAM_BENCH_TIMEOUT:-240}" python3 test/gpu/bench_kmeans_largeN.py \
 		${STREAM_BENCH_ARGS:-640000000 32 100 5} 2>&1 | tee -a "$OUTDIR/bench_stream.log"
 	;;
-sql|sql-bench|worker|worker-bench|dbdist)
+sql|sql-bench|worker|worker-bench|dbdist|kagg)
 	# the extension as installed here, in a real server: the bundle made by
 	# ../shared/tools/pg-bundle make .carry (after make install), carried,
 	# with gpuclust preloaded (its GPU worker on; SQL_PRELOAD=0: not
@@ -245,6 +262,17 @@ sql|sql-bench|worker|worker-bench|dbdist)
 				--bench "${DBDIST_BENCH_N:-10000000}" ) > "$OUTDIR/dbdist.log" 2>&1
 		r=$?
 		grep -E "^(FAIL|INFO  bench)| passed," "$OUTDIR/dbdist.log";;
+	kagg)
+		( eval "$env"; timeout "${KAGG_TIMEOUT:-240}" python3 test/kmeans_distributed_test.py --device gpu
+			t=$?
+			timeout "${KAGG_BENCH_TIMEOUT:-300}" python3 test/gpu/bench_kmeans_step.py \
+				--rows "${KAGG_BENCH_ROWS:-10000000}"
+			b=$?
+			timeout "${KAGG_BENCH_TIMEOUT:-300}" python3 test/gpu/bench_kmeans_step.py \
+				--rows "${KAGG_BENCH2_ROWS:-2000000}" --d 128 --k 1000 --iters 2
+			exit $((t | b | $?)) ) > "$OUTDIR/kagg.log" 2>&1
+		r=$?
+		grep -E "^(FAIL|\||  |per pass|gpu_kmeans_distributed)| passed,|rows x" "$OUTDIR/kagg.log";;
 	worker-bench)
 		( eval "$env"; timeout "${WORKER_BENCH_TIMEOUT:-500}" python3 test/gpu/bench_worker.py \
 			--restart-cmd "$ctl -m fast restart'" ) > "$OUTDIR/bench_worker.log" 2>&1

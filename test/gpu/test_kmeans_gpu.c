@@ -34,10 +34,19 @@
  *             update; n_init > 1; tol 0 and > 0; empty-cluster re-seeding;
  *             one chunk, uploaded once);
  *             the plan (gc_kmeans_gpu_plan_for) and cancel between chunks;
- *   errors    bad parameters (GC_EINVAL), cancel flag (GC_ECANCEL), n = 0.
+ *   errors    bad parameters (GC_EINVAL), cancel flag (GC_ECANCEL), n = 0;
+ *   labels    gc_kmeans_labels_gpu (kmeans_step's labels for given centres)
+ *             = gc_kmeans_labels_cpu = gc_km_nearest on every row, through
+ *             the grid, k_assign_small, the screen (every mode, windows
+ *             and cascade) and the tiled kernel, d 1 to 1000, k 1 to 2000,
+ *             n k to 300k, exact ties (duplicate centres, rows on centres,
+ *             lattice data, centres 1 ulp apart), far and huge values; bad
+ *             arguments (k > n, n = 0, ...: GC_EINVAL).
  *
- * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
- * set (for compute-sanitizer), =2 a tiny one (for racecheck).
+ * Arguments name suites to run alone (test_kmeans_gpu labels); none runs
+ * every test, labels included.  GPUCLUST_TEST_SEED fixes the data;
+ * GPUCLUST_TEST_QUICK=1 runs a smaller set (for compute-sanitizer), =2 a
+ * tiny one (for racecheck).
  */
 #include <math.h>
 #include <stdint.h>
@@ -1250,8 +1259,249 @@ test_dispatch(void)
 		  "memory estimate");
 }
 
+/*
+ * ---- labels: gc_kmeans_labels_gpu (kmeans_step's GPU labels) ----
+ *
+ * The GPU's labels of rows for given centres = gc_kmeans_labels_cpu's =
+ * gc_km_nearest's on every row (testutil.h's labels_kind inputs: duplicate
+ * centres, rows on centres, lattice ties, far and huge values, centres 1
+ * ulp apart), through every assignment path: the grid (d <= 3, 16 <= k,
+ * n >= 256 k), k_assign_small (d <= 8), the tensor-core screen with its
+ * near ties' windows, the cascade and the re-rank (8 < d <= 256; every
+ * GPUCLUST_KM_SCREEN mode), the FP32 tiled kernel (d > 256); and the bad
+ * arguments (k > n, n = 0, ...: GC_EINVAL).  screen, ties, grid: the
+ * GPUCLUST_KM_SCREEN, _TIES and _GRID to run under (NULL: as they are,
+ * "-": unset), restored after.
+ */
+static int	lb_cases,
+			lb_ok;
+
+static char *
+lb_setenv(const char *name, const char *v)
+{
+	const char *old = getenv(name);
+	char	   *keep = old ? strdup(old) : NULL;
+
+	if (v == NULL)
+		return keep;
+	if (strcmp(v, "-") == 0)
+		unsetenv(name);
+	else
+		setenv(name, v, 1);
+	return keep;
+}
+
+static void
+lb_restore(const char *name, char *keep)
+{
+	if (keep)
+		setenv(name, keep, 1);
+	else
+		unsetenv(name);
+	free(keep);
+}
+
+static void
+test_labels(int64_t n, int d, int k, labels_kind kind, const char *screen,
+			const char *ties, const char *grid)
+{
+	char	   *ks = lb_setenv("GPUCLUST_KM_SCREEN", screen),
+			   *kt = lb_setenv("GPUCLUST_KM_TIES", ties),
+			   *kg = lb_setenv("GPUCLUST_KM_GRID", grid);
+	float	   *X,
+			   *C;
+	int32_t    *lg = malloc(sizeof(int32_t) * n),
+			   *lc = malloc(sizeof(int32_t) * n),
+			   *lr = malloc(sizeof(int32_t) * n);
+	gc_status	st = {0};
+	int64_t		dg = 0,
+				dc = 0,
+				fg = -1,
+				fc = -1;
+	gc_code		rg,
+				rc;
+
+	tu_make_labels_case(&rs, n, d, k, kind, &X, &C);
+	memset(lg, 0xa5, sizeof(int32_t) * n);
+	memset(lc, 0x5a, sizeof(int32_t) * n);
+	rg = gc_kmeans_labels_gpu(NULL, X, n, d, C, k, lg, &st);
+	CHECK(rg == GC_OK, "labels gpu n=%lld d=%d k=%d %s: rc %d %s", (long long) n, d, k,
+		  lb_name[kind], rg, st.message);
+	rc = gc_kmeans_labels_cpu(NULL, X, n, d, C, k, lc, &st);
+	CHECK(rc == GC_OK, "labels cpu n=%lld d=%d k=%d %s: rc %d %s", (long long) n, d, k,
+		  lb_name[kind], rc, st.message);
+	tu_ref_labels(X, n, d, C, k, lr);
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (lc[i] != lr[i] && dc++ == 0)
+			fc = i;
+		if (lg[i] != lr[i] && dg++ == 0)
+			fg = i;
+	}
+	CHECK(dc == 0, "labels cpu n=%lld d=%d k=%d %s: %lld rows differ from gc_km_nearest (row %lld: %d, want %d)",
+		  (long long) n, d, k, lb_name[kind], (long long) dc, (long long) fc,
+		  fc >= 0 ? lc[fc] : 0, fc >= 0 ? lr[fc] : 0);
+	if (dg > 0)
+	{
+		const int	g = lg[fg],
+					r = lr[fg];
+		const float dgd = g >= 0 && g < k ? gc_dist2(X + fg * d, C + (size_t) g * d, d) : NAN,
+					drd = gc_dist2(X + fg * d, C + (size_t) r * d, d);
+
+		CHECK(0, "labels gpu (screen %s, ties %s, grid %s) n=%lld d=%d k=%d %s: %lld rows differ "
+			  "(row %lld: %d at %.9g, want %d at %.9g)",
+			  getenv("GPUCLUST_KM_SCREEN") ? getenv("GPUCLUST_KM_SCREEN") : "default",
+			  getenv("GPUCLUST_KM_TIES") ? getenv("GPUCLUST_KM_TIES") : "default",
+			  getenv("GPUCLUST_KM_GRID") ? getenv("GPUCLUST_KM_GRID") : "default",
+			  (long long) n, d, k, lb_name[kind], (long long) dg, (long long) fg, g, dgd, r, drd);
+	}
+	lb_cases++;
+	lb_ok += rg == GC_OK && rc == GC_OK && dc == 0 && dg == 0;
+	if (!quick || dg > 0)
+		printf("  labels n=%-7lld d=%-4d k=%-5d %-11s screen %-6s ties %-7s grid %-7s: gpu differs on %lld, cpu on %lld\n",
+			   (long long) n, d, k, lb_name[kind],
+			   getenv("GPUCLUST_KM_SCREEN") ? getenv("GPUCLUST_KM_SCREEN") : "-",
+			   getenv("GPUCLUST_KM_TIES") ? getenv("GPUCLUST_KM_TIES") : "-",
+			   getenv("GPUCLUST_KM_GRID") ? getenv("GPUCLUST_KM_GRID") : "-",
+			   (long long) dg, (long long) dc);
+	lb_restore("GPUCLUST_KM_SCREEN", ks);
+	lb_restore("GPUCLUST_KM_TIES", kt);
+	lb_restore("GPUCLUST_KM_GRID", kg);
+	free(X);
+	free(C);
+	free(lg);
+	free(lc);
+	free(lr);
+}
+
+static void
+test_labels_errors(void)
+{
+	float		X[20] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
+	int32_t		lab[10];
+	gc_status	st = {0};
+
+	CHECK(gc_kmeans_labels_gpu(NULL, X, 3, 2, X, 4, lab, &st) == GC_EINVAL && st.message[0],
+		  "labels gpu k > n: %s", st.message);
+	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, X, 11, lab, &st) == GC_EINVAL, "labels gpu k = n + 1");
+	CHECK(gc_kmeans_labels_gpu(NULL, X, 0, 2, X, 1, lab, &st) == GC_EINVAL, "labels gpu n = 0");
+	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, X, 0, lab, &st) == GC_EINVAL, "labels gpu k = 0");
+	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 0, X, 1, lab, &st) == GC_EINVAL, "labels gpu d = 0");
+	CHECK(gc_kmeans_labels_gpu(NULL, NULL, 10, 2, X, 1, lab, &st) == GC_EINVAL, "labels gpu X NULL");
+	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, NULL, 1, lab, &st) == GC_EINVAL, "labels gpu C NULL");
+	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, X, 1, NULL, &st) == GC_EINVAL, "labels gpu labels NULL");
+	/* still usable after the refusals: k = n = 10, the rows themselves the
+	 * centres (all distinct: row i gets label i) */
+	memset(lab, 0xff, sizeof(lab));
+	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, X, 10, lab, &st) == GC_OK, "labels gpu k = n: %s", st.message);
+	for (int i = 0; i < 10; i++)
+	{
+		float		bd;
+
+		CHECK(lab[i] == i && lab[i] == gc_km_nearest(X + 2 * i, X, 10, 2, &bd),
+			  "labels gpu k = n: row %d: %d", i, lab[i]);
+	}
+}
+
+static void
+test_labels_suite(void)
+{
+	static const struct
+	{
+		int			n,
+					d,
+					k;
+		const char *path;
+	}			shapes[] = {
+		/* the smallest: n = 1, k = n */
+		{1, 1, 1, "small"}, {5, 3, 5, "small"}, {17, 40, 17, "screen"}, {9, 300, 9, "tiled"},
+		/* the grid: d <= 3, 16 <= k, n >= 256 k (and the exact path beside it) */
+		{30000, 2, 100, "grid"}, {300000, 2, 1000, "grid"}, {100000, 3, 300, "grid"},
+		{65536, 1, 256, "grid"}, {80000, 3, 200, "grid"}, {4096, 2, 16, "grid"},
+		{20000, 2, 2000, "small"}, {50000, 3, 15, "small"}, {300000, 1, 1, "small"},
+		/* k_assign_small: 4 <= d <= 8 */
+		{50000, 4, 1000, "small"}, {20000, 8, 2000, "small"}, {10007, 5, 7, "small"},
+		{2000, 6, 2000, "small"}, {100000, 7, 64, "small"},
+		/* the screen: 8 < d <= 256 */
+		{20000, 9, 17, "screen"}, {20000, 32, 256, "screen"}, {10000, 128, 1000, "screen"},
+		{3000, 256, 2000, "screen"}, {2000, 100, 2000, "screen"}, {50000, 64, 1, "screen"},
+		{40000, 16, 130, "screen"}, {6000, 130, 300, "screen"}, {5000, 255, 600, "screen"},
+		/* the FP32 tiled kernel: d > 256 */
+		{5000, 300, 100, "tiled"}, {3000, 512, 600, "tiled"}, {2000, 1000, 64, "tiled"},
+		{4000, 257, 300, "tiled"}, {2500, 300, 2000, "tiled"},
+	};
+	static const char *modes[] = {"tf32", "3xtf32", "fp32", "mma", "wgmma"};
+	const int	ns = (int) (sizeof(shapes) / sizeof(shapes[0]));
+
+	lb_cases = lb_ok = 0;
+	test_labels_errors();
+	if (quick && atoi(getenv("GPUCLUST_TEST_QUICK")) >= 2)
+	{
+		/* racecheck: one of each path, tiny */
+		test_labels(5000, 2, 16, LB_LATTICE, NULL, NULL, NULL);	/* grid */
+		test_labels(3000, 5, 40, LB_DUP_CENTRES, NULL, NULL, NULL);
+		test_labels(2000, 20, 50, LB_ULP, NULL, NULL, NULL);
+		test_labels(2000, 20, 50, LB_LATTICE, NULL, "0", NULL);	/* the cascade */
+		test_labels(1000, 300, 20, LB_ON_CENTRES, NULL, NULL, NULL);
+		printf("  labels: %d of %d cases equal (quick 2)\n", lb_ok, lb_cases);
+		return;
+	}
+	for (int s = 0; s < ns; s++)
+	{
+		const int64_t n = shapes[s].n;
+		const int	d = shapes[s].d,
+					k = shapes[s].k;
+		const double cost = (double) n * d * k;
+
+		if (quick && (n > 20000 || cost > 5e7))
+			continue;
+		/* every kind where the CPU's reference is cheap, else three */
+		for (int kind = 0; kind < LB_KINDS; kind++)
+		{
+			if (cost > 2e8 && kind != s % LB_KINDS && kind != LB_LATTICE && kind != LB_DUP_CENTRES)
+				continue;
+			if (quick && kind != s % LB_KINDS && kind != LB_LATTICE)
+				continue;
+			test_labels(n, d, k, (labels_kind) kind, NULL, NULL, NULL);
+		}
+		/* the grid's shapes through the exact path as well */
+		if (strcmp(shapes[s].path, "grid") == 0 && !quick)
+			test_labels(n, d, k, (labels_kind) (s % LB_KINDS), NULL, NULL, "0");
+		/* the screen's: every mode, the ties' windows off (the cascade) and by k d */
+		if (strcmp(shapes[s].path, "screen") == 0 && cost <= 2e9)
+		{
+			for (int m = 0; m < 5; m++)
+				if (!quick || m == s % 5)
+					test_labels(n, d, k, (labels_kind) ((s + m) % LB_KINDS), modes[m], NULL, NULL);
+			test_labels(n, d, k, LB_LATTICE, NULL, "0", NULL);
+			if (!quick)
+			{
+				test_labels(n, d, k, LB_ULP, NULL, "-", NULL);
+				test_labels(n, d, k, LB_DUP_CENTRES, "tf32", "0", NULL);
+			}
+		}
+	}
+	/* fresh shapes: d 1..300, k 1..2000, n k..300k (about 2e8 distances at most) */
+	for (int r = 0; r < (quick ? 6 : 40); r++)
+	{
+		const int	d = r % 4 == 0 ? 1 + (int) (tu_next(&rs) % 3) :
+			r % 4 == 1 ? 4 + (int) (tu_next(&rs) % 5) :
+			r % 4 == 2 ? 9 + (int) (tu_next(&rs) % 248) : 257 + (int) (tu_next(&rs) % 44);
+		const int	k = 1 + (int) (tu_next(&rs) % (r % 3 == 0 ? 2000 : 300));
+		int64_t		n = k + (int64_t) (tu_next(&rs) % 300000);
+
+		if (r % 4 == 0 && k >= 16 && n < (int64_t) 256 * k && (int64_t) 256 * k <= 300000)
+			n = (int64_t) 256 * k + (int64_t) (tu_next(&rs) % 1000);	/* the grid */
+		while (n > k && (double) n * d * k > (quick ? 2e7 : 2e8))
+			n = n / 2 > k ? n / 2 : k;
+		test_labels(n, d, k, (labels_kind) (tu_next(&rs) % LB_KINDS), NULL, NULL, NULL);
+	}
+	printf("  labels: %d of %d cases equal gc_km_nearest on every row%s\n", lb_ok, lb_cases,
+		   quick ? " (quick)" : "");
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	gc_cuda_device_info info;
 
@@ -1271,7 +1521,24 @@ main(void)
 	}
 	printf("device: %s, cc %d.%d\n", info.name, info.cc_major, info.cc_minor);
 
+	/* suites named on the command line: only those (labels) */
+	if (argc > 1)
+	{
+		for (int a = 1; a < argc; a++)
+		{
+			if (strcmp(argv[a], "labels") == 0)
+				test_labels_suite();
+			else
+			{
+				fprintf(stderr, "unknown suite %s (suites: labels; none: every test)\n", argv[a]);
+				return 2;
+			}
+		}
+		return test_summary("test_kmeans_gpu");
+	}
+
 	test_errors();
+	test_labels_suite();
 	test_dispatch();
 	/* the smallest problems: n = 1, and k = n (every launch sized from n, k, d >= 1) */
 	test_full(1, 3, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4);
