@@ -220,17 +220,17 @@ gc_glue_args_of_call(FunctionCallInfo fcinfo, const GcSignature *sig,
 	}
 }
 
-/* The device argument (at argno): NULL means the gpuclust.device setting. */
-static gc_device
-arg_device(const GcArgs *a, int argno)
+/* A device argument: NULL means the gpuclust.device setting. */
+gc_device
+gc_glue_device(Datum value, bool isnull)
 {
 	char	   *s;
 	gc_device	dev;
 
-	if (a->isnull[argno])
+	if (isnull)
 		return (gc_device) gpuclust_device;
 
-	s = text_to_cstring(DatumGetTextPP(a->value[argno]));
+	s = text_to_cstring(DatumGetTextPP(value));
 	if (!gc_parse_device(s, &dev))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -238,6 +238,13 @@ arg_device(const GcArgs *a, int argno)
 				 errhint("Valid devices are \"auto\", \"cpu\" and \"gpu\"; NULL uses the gpuclust.device setting.")));
 	pfree(s);
 	return dev;
+}
+
+/* The device argument at argno. */
+static gc_device
+arg_device(const GcArgs *a, int argno)
+{
+	return gc_glue_device(a->value[argno], a->isnull[argno]);
 }
 
 /* metric text, by pgvector's names, or an ERROR */

@@ -125,6 +125,8 @@ extern void gc_glue_kmeans_params(const GcArgs *a, gc_kmeans_params *p,
 								  gc_device *device, char **init_query);
 extern void gc_glue_dbscan_params(const GcArgs *a, gc_dbscan_params *p,
 								  gc_device *device);
+/* A device argument ('auto', 'cpu', 'gpu'; NULL: gpuclust.device), or 22023. */
+extern gc_device gc_glue_device(Datum value, bool isnull);
 /*
  * DBSCAN's eps, min_pts and device (NULL when device_null: gpuclust.device)
  * given as values, checked as gpu_dbscan checks them, with the Euclidean

@@ -224,6 +224,38 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 }
 
 gc_device
+gc_glue_kmeans_labels(gc_device requested, const GcInput *in, const float *C,
+					  int k, int32 *labels)
+{
+	gc_device	chosen = GC_DEVICE_CPU;
+	gc_ctx		ctx;
+	gc_status	st = {GC_OK, ""};
+	const char *what = gc_algorithm_name(GC_ALGO_KMEANS_LABELS);
+
+	Assert(in->n >= 1);
+	/*
+	 * 'gpu' fails without one; 'auto' takes it from
+	 * GC_KMEANS_LABELS_GPU_MIN_K centres up; the GPU's takes 1 <= k <= n,
+	 * fewer rows the CPU
+	 */
+	if (gc_kmeans_labels_gpu_wanted(requested, k))
+		chosen = gc_glue_choose_kmeans_device(requested, in->n, in->d, k, 1,
+											  false);
+	if (in->n < k)
+		chosen = GC_DEVICE_CPU;
+	gc_glue_ctx(&ctx);
+	ctx.n_threads = gc_kmeans_threads(&ctx, in->n, in->d, k);
+	if (chosen == GC_DEVICE_GPU &&
+		gc_gpu_run_kmeans_labels(&ctx, in, C, k, labels, &st) != GC_OK)
+		chosen = gpu_failed(requested, &st, what, NULL);
+	if (chosen == GC_DEVICE_CPU &&
+		gc_kmeans_labels_cpu(&ctx, in->X, in->n, in->d, C, k, labels,
+							 &st) != GC_OK)
+		gc_glue_report(&st, what);
+	return chosen;
+}
+
+gc_device
 gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 				   const gc_dbscan_params *params, MemoryContext cxt,
 				   int32 **labels, uint8 **is_core)

@@ -40,6 +40,16 @@ extern gc_device gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 extern void gc_glue_kmeans_init_query(const char *init_query,
 									  gc_kmeans_params *p, MemoryContext cxt);
 
+/*
+ * The labels of in's rows (in->n >= 1) for the k given centres C (k x d),
+ * into labels (in->n): gc_kmeans_labels_cpu's, on the device gpu_kmeans
+ * would take for these rows with n_init 1 (fewer rows than centres: the
+ * CPU), with the same fallback.  The kmeans_step aggregate labels each
+ * block of its rows so.  Returns the device that ran.
+ */
+extern gc_device gc_glue_kmeans_labels(gc_device requested, const GcInput *in,
+									   const float *C, int k, int32 *labels);
+
 extern gc_device gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 									const gc_dbscan_params *params,
 									MemoryContext cxt, int32 **labels,

@@ -198,6 +198,8 @@ gc_algorithm_name(gc_algorithm algo)
 			return "k-distance";
 		case GC_ALGO_SILHOUETTE:
 			return "silhouette";
+		case GC_ALGO_KMEANS_LABELS:
+			return "k-means assignment";
 	}
 	return "unknown algorithm";
 }
@@ -218,6 +220,8 @@ gc_algorithm_function(gc_algorithm algo)
 			return "gpu_kdistance";
 		case GC_ALGO_SILHOUETTE:
 			return "gpu_silhouette";
+		case GC_ALGO_KMEANS_LABELS:
+			return "kmeans_step";
 	}
 	return "unknown";
 }

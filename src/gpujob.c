@@ -395,7 +395,7 @@ job_common(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
 	j->d = in->d;
 	j->threads = ctx->n_threads;
 	j->out_labels = j->out_second = j->out_centroids = 0;
-	j->in_weights = j->in_centroids = j->in_labels = 0;
+	j->in_weights = j->in_centroids = j->in_array = 0;
 }
 
 /* After the results are read: the slot freed, the outputs' segment unmapped. */
@@ -571,7 +571,7 @@ gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in, const gc_ap_params *p,
 /*
  * Job j of algo (its slot free, its parameters set) needing mem bytes of
  * GPU memory, with at most one input array of this backend's (input,
- * in_bytes; at in_labels) and one output array (output, out_bytes; at
+ * in_bytes; at in_array) and one output array (output, out_bytes; at
  * out_second) in the outputs' segment: queued and waited for, the output
  * copied when it succeeded.  Returns the outputs' segment, for job_release
  * once the caller has read the job's other results; NULL (st set) when
@@ -587,12 +587,12 @@ array_job(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in,
 
 	job_common(j, algo, ctx, in);
 	j->mem = mem;
-	j->in_labels = MAXALIGN(out_bytes);
-	if ((out = job_segments(j, in, j->in_labels + in_bytes, st)) == NULL)
+	j->in_array = MAXALIGN(out_bytes);
+	if ((out = job_segments(j, in, j->in_array + in_bytes, st)) == NULL)
 		return NULL;
 	o = dsm_segment_address(out);
 	if (input != NULL)
-		memcpy(o + j->in_labels, input, in_bytes);
+		memcpy(o + j->in_array, input, in_bytes);
 	if (submit_and_wait(j, st) == GC_OK && output != NULL)
 		memcpy(output, o + j->out_second, out_bytes);
 	return out;
@@ -614,6 +614,28 @@ gc_gpu_run_kdistance(const gc_ctx *ctx, const GcInput *in, int64 k,
 	if ((out = array_job(j, GC_ALGO_KDISTANCE, ctx, in,
 						 gc_kdistance_gpu_mem_bytes(in->n, in->d, k),
 						 NULL, 0, kdist2, in->n * sizeof(float), st)) == NULL)
+		return st->code;
+	job_release(j, out);
+	return st->code;
+}
+
+gc_code
+gc_gpu_run_kmeans_labels(const gc_ctx *ctx, const GcInput *in, const float *C,
+						 int k, int32 *labels, gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+
+	if (gc_worker == NULL)
+		return gc_kmeans_labels_gpu(ctx, in->X, in->n, in->d, C, k, labels, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	j->p.kmeans.k = k;
+	if ((out = array_job(j, GC_ALGO_KMEANS_LABELS, ctx, in,
+						 gc_kmeans_gpu_mem_bytes(in->n, in->d, k, 1, false),
+						 C, (Size) k * in->d * sizeof(float),
+						 labels, in->n * sizeof(int32), st)) == NULL)
 		return st->code;
 	job_release(j, out);
 	return st->code;

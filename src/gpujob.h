@@ -83,6 +83,17 @@ extern gc_code gc_gpu_run_silhouette(const gc_ctx *ctx,
 									 int64 rows, gc_silhouette_result *res,
 									 gc_status *st);
 
+/*
+ * The labels of in's rows for the k given centres C (the kmeans_step
+ * aggregate's block), the contract of gc_kmeans_labels_gpu, the same way:
+ * with the worker, C goes to it in the job's outputs' segment and the
+ * labels come back there.
+ */
+extern gc_code gc_gpu_run_kmeans_labels(const gc_ctx *ctx,
+										const struct GcInput *in,
+										const float *C, int k, int32 *labels,
+										gc_status *st);
+
 /* The phases of this backend's last GPU run of each algorithm. */
 extern void gc_gpu_last_kmeans_phases(gc_kmeans_gpu_phases *out);
 extern void gc_gpu_last_dbscan_phases(gc_dbscan_gpu_phases *out);

@@ -284,9 +284,18 @@ run_silhouette(Running *r, GcJob *j)
 	memset(&r->silhouette, 0, sizeof(r->silhouette));
 	/* the labels the backend put in the outputs' segment */
 	(void) (gpuclust_gpu_worker_emulate ? gc_silhouette_cpu : gc_silhouette_gpu)
-		(&r->ctx, r->X, j->n, j->d, (const int32_t *) (r->out + j->in_labels),
+		(&r->ctx, r->X, j->n, j->d, (const int32_t *) (r->out + j->in_array),
 		 j->p.silhouette.m, j->p.silhouette.sample_size, j->p.silhouette.seed,
 		 &r->silhouette, &r->status);
+}
+
+/* a kmeans_step block's labels: the centres the backend put in the outputs' segment */
+static void
+run_kmeans_labels(Running *r, GcJob *j)
+{
+	(void) (gpuclust_gpu_worker_emulate ? gc_kmeans_labels_cpu : gc_kmeans_labels_gpu)
+		(&r->ctx, r->X, j->n, j->d, (const float *) (r->out + j->in_array),
+		 j->p.kmeans.k, (int32_t *) (r->out + j->out_second), &r->status);
 }
 
 /* A job's thread: the core call, then the main thread's latch. */
@@ -322,6 +331,9 @@ job_thread(void *arg)
 				break;
 			case GC_ALGO_SILHOUETTE:
 				run_silhouette(r, j);
+				break;
+			case GC_ALGO_KMEANS_LABELS:
+				run_kmeans_labels(r, j);
 				break;
 			default:
 				gc_fail(&r->status, GC_EINTERNAL, "GPU job of unknown algorithm %d",
@@ -424,6 +436,8 @@ reap(void)
 			case GC_ALGO_SILHOUETTE:
 				j->silhouette = r->silhouette;
 				break;
+			case GC_ALGO_KMEANS_LABELS:
+				break;			/* the labels are in the outputs' segment */
 		}
 		detach_segments(r);
 		r->used = false;

@@ -102,8 +102,9 @@ typedef struct GcJob
 								 * weights (n doubles), the initial
 								 * centroids (k x d floats); 0: none */
 				in_centroids,
-				in_labels;		/* the silhouette's input there too: the
-								 * labels (n int32) */
+				in_array;		/* an array_job's one input there too: the
+								 * silhouette's labels (n int32), the k-means
+								 * labels' centres (k x d floats) */
 	union
 	{
 		gc_kmeans_params kmeans;
