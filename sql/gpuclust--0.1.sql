@@ -484,6 +484,12 @@ LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint)
 RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[], bigint, text)
+RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint, text)
+RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
 CREATE FUNCTION kmeans_step_combine(kmeans_step_state, kmeans_step_state)
 RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_combine'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
@@ -507,6 +513,14 @@ CREATE AGGREGATE kmeans_step(features float8[], centroids real[], id bigint) (
     SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
     COMBINEFUNC = kmeans_step_combine,
     FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE kmeans_step(features real[], centroids real[], id bigint, device text) (
+    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
+    COMBINEFUNC = kmeans_step_combine,
+    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE kmeans_step(features float8[], centroids real[], id bigint, device text) (
+    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
+    COMBINEFUNC = kmeans_step_combine,
+    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
 
 COMMENT ON AGGREGATE kmeans_step(real[], real[]) IS
 'One k-means (Lloyd) iteration over the rows from the k x d centroids: each '
@@ -524,10 +538,18 @@ COMMENT ON AGGREGATE kmeans_step(real[], real[], bigint) IS
 'kmeans_step(features, centroids) whose errors name the row by id; see kmeans_step(real[], real[]).';
 COMMENT ON AGGREGATE kmeans_step(float8[], real[], bigint) IS
 'kmeans_step(features, centroids) whose errors name the row by id; see kmeans_step(real[], real[]).';
+COMMENT ON AGGREGATE kmeans_step(real[], real[], bigint, text) IS
+'kmeans_step(features, centroids, id) on the given device (''auto'', ''cpu'', ''gpu''; '
+'NULL: gpuclust.device), where each block of rows is labelled: the same result '
+'on every device; see kmeans_step(real[], real[]).';
+COMMENT ON AGGREGATE kmeans_step(float8[], real[], bigint, text) IS
+'kmeans_step(features, centroids, id) on the given device; see kmeans_step(real[], real[], bigint, text).';
 COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[]) IS 'kmeans_step''s transition function.';
 COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[]) IS 'kmeans_step''s transition function.';
 COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[], bigint) IS 'kmeans_step''s transition function.';
 COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[], bigint, text) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint, text) IS 'kmeans_step''s transition function.';
 COMMENT ON FUNCTION kmeans_step_combine(kmeans_step_state, kmeans_step_state) IS
 'kmeans_step''s combine function: adds two partial states over the same centroids '
 '(parallel workers'', or Citus shards'').';
@@ -565,6 +587,7 @@ COMMENT ON FUNCTION kmeans_rank_counts_final(bigint[]) IS
 CREATE FUNCTION gpu_kmeans_distributed(source text, k int, max_iter int DEFAULT 300,
                                        tol float8 DEFAULT 1e-4, init text DEFAULT 'k-means||',
                                        seed bigint DEFAULT 0, init_centroids real[] DEFAULT NULL,
+                                       device text DEFAULT NULL,
                                        OUT centroids real[], OUT inertia float8,
                                        OUT iterations int, OUT converged boolean,
                                        OUT n bigint, OUT d int)
@@ -572,7 +595,7 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'gpu_kmeans_distributed'
 LANGUAGE C VOLATILE;
 
-COMMENT ON FUNCTION gpu_kmeans_distributed(text, int, int, float8, text, bigint, real[]) IS
+COMMENT ON FUNCTION gpu_kmeans_distributed(text, int, int, float8, text, bigint, real[], text) IS
 'k-means as repeated kmeans_step aggregates over the source query (id, '
 'features), each of which parallel query can run in parallel workers; '
 'returns the model as gpu_kmeans_fit does.  Seeds with k-means|| (rounds of '

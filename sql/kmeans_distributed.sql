@@ -242,4 +242,138 @@ SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_big', 50, tol => 0);
 \set SHOW_CONTEXT errors
 RESET statement_timeout;
 
+
+-- the device argument (kmeans_step(features, centroids, id, device)): the
+-- rows are buffered and labelled a block at a time, on any device the
+-- labels of kmeans_assign and the sums in the rows' order, so every field
+-- is the same, bit for bit, as without the argument.  kd_5k: 5,000 rows,
+-- far more than the first buffer (256 rows, doubled as rows come)
+CREATE TABLE kd_5k AS
+SELECT i AS id,
+       ARRAY(SELECT ((i * 2654435761 + j * 40503) % 10007) / 1000.0
+             FROM generate_series(1, 5) j)::real[] AS f
+FROM generate_series(1, 5000) i;
+ALTER TABLE kd_5k ADD PRIMARY KEY (id);
+SELECT array_agg(f ORDER BY id) AS c12 FROM kd_5k WHERE id <= 12 \gset
+WITH ref AS (SELECT kmeans_step(f, :'c12'::real[], id) AS r FROM kd_5k)
+SELECT dev, (SELECT r FROM ref) IS NOT DISTINCT FROM
+            (SELECT kmeans_step(f, :'c12'::real[], id, dev) FROM kd_5k) AS same_step
+FROM unnest(ARRAY['cpu', 'auto', NULL]) AS dev;
+SELECT (SELECT kmeans_step(f::float8[], :'c12'::real[], id, 'cpu') FROM kd_5k) IS NOT DISTINCT FROM
+       (SELECT kmeans_step(f, :'c12'::real[], id) FROM kd_5k) AS same_float8;
+-- against the rows without the aggregate: the counts of kmeans_assign's
+-- labels, and the centres the float32 rounding of each label's avg (the
+-- same double sums in the same order); the members whatever the order
+WITH s AS (SELECT (kmeans_step(f, :'c12'::real[], id, 'cpu')).* FROM kd_5k),
+     a AS (SELECT kmeans_assign(f, :'c12'::real[]) AS c, count(*) AS cnt,
+                  ARRAY[avg(f[1])::real, avg(f[2])::real, avg(f[3])::real, avg(f[4])::real,
+                        avg(f[5])::real] AS mean
+           FROM kd_5k GROUP BY 1)
+SELECT s.n, s.counts = (SELECT array_agg(cnt ORDER BY c) FROM a) AS counts_of_kmeans_assign,
+       s.centroids = (SELECT array_agg(mean ORDER BY c) FROM a) AS centroids_of_avg,
+       s.members = (SELECT (kmeans_step(f, :'c12'::real[], id)).members
+                    FROM (SELECT * FROM kd_5k ORDER BY id DESC) r) AS same_members_reversed
+FROM s;
+-- 'gpu' with no usable GPU: 0A000, the reason in the detail (where there
+-- is one, the same result as 'cpu', and the same notice)
+CREATE TABLE kd_c12 AS SELECT :'c12'::real[] AS c;
+DO $$
+DECLARE
+  detail text;
+  hint text;
+BEGIN
+  IF (SELECT value FROM gpuclust_info() WHERE key = 'gpu_usable') = 'false' THEN
+    BEGIN
+      PERFORM kmeans_step(f, (SELECT c FROM kd_c12), id, 'gpu') FROM kd_5k;
+      RAISE NOTICE 'kmeans_step ran on device gpu without a usable GPU';
+    EXCEPTION WHEN OTHERS THEN
+      GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+      RAISE NOTICE 'kmeans_step on device gpu, no usable GPU: % %; a reason given: %; hint: %',
+        SQLSTATE, SQLERRM, CASE WHEN coalesce(detail, '') <> '' THEN 'yes' ELSE 'no' END, hint;
+    END;
+  ELSIF (SELECT kmeans_step(f, (SELECT c FROM kd_c12), id, 'gpu') FROM kd_5k) IS NOT DISTINCT FROM
+        (SELECT kmeans_step(f, (SELECT c FROM kd_c12), id, 'cpu') FROM kd_5k) THEN
+    RAISE NOTICE 'kmeans_step on device gpu, no usable GPU: 0A000 cannot run k-means on the GPU; a reason given: yes; hint: Use device => ''cpu'' or ''auto'', or set gpuclust.device to ''cpu'' or ''auto''.';
+  ELSE
+    RAISE NOTICE 'kmeans_step on device gpu differs from device cpu';
+  END IF;
+END $$;
+DROP TABLE kd_c12;
+-- a device that is not one: 22023
+\set VERBOSITY sqlstate
+SELECT kmeans_step(f, :'c12'::real[], id, 'tpu') FROM kd_5k;
+\set VERBOSITY default
+SELECT kmeans_step(f, :'c12'::real[], id, 'tpu') FROM kd_5k;
+
+-- a full buffer flushed: 2,500 rows of 16,384 features, 64 MiB of them a
+-- block (1,024 rows), so three blocks; each row two halves of equal
+-- values.  The same counts and members in the reverse order, the counts
+-- of kmeans_assign, the centres each label's avg
+CREATE TEMP VIEW kd_wide AS
+SELECT i AS id, array_fill(((i * 37) % 101 / 10.0)::real, ARRAY[8192]) ||
+                array_fill(((i * 53) % 97 / 10.0)::real, ARRAY[8192]) AS f
+FROM generate_series(1, 2500) i;
+CREATE TEMP VIEW kd_wide_c AS
+SELECT ARRAY[array_fill(1::real, ARRAY[16384]),
+             array_fill(5::real, ARRAY[8192]) || array_fill(2::real, ARRAY[8192]),
+             array_fill(2::real, ARRAY[8192]) || array_fill(8::real, ARRAY[8192])] AS c;
+CREATE TEMP TABLE kd_wide_s AS
+SELECT (kmeans_step(w.f, c.c, w.id)).* FROM kd_wide w, kd_wide_c c;
+SELECT n, counts, array_length(centroids, 2) AS d,
+       (SELECT count(*) FROM unnest(members) m WHERE m = 0) AS zero_members
+FROM kd_wide_s;
+WITH a AS (SELECT kmeans_assign(w.f, c.c) AS c, count(*) AS cnt,
+                  avg(w.f[1])::real AS lo, avg(w.f[16384])::real AS hi
+           FROM kd_wide w, kd_wide_c c GROUP BY 1)
+SELECT s.counts = (SELECT array_agg(cnt ORDER BY c) FROM a) AS counts_of_kmeans_assign,
+       ARRAY(SELECT s.centroids[c + 1][1] FROM a ORDER BY c) = ARRAY(SELECT lo FROM a ORDER BY c) AND
+       ARRAY(SELECT s.centroids[c + 1][8192] FROM a ORDER BY c) = ARRAY(SELECT lo FROM a ORDER BY c) AND
+       ARRAY(SELECT s.centroids[c + 1][8193] FROM a ORDER BY c) = ARRAY(SELECT hi FROM a ORDER BY c) AND
+       ARRAY(SELECT s.centroids[c + 1][16384] FROM a ORDER BY c) = ARRAY(SELECT hi FROM a ORDER BY c)
+       AS centroids_of_avg
+FROM kd_wide_s s;
+SELECT s.counts = r.counts AND s.members = r.members AS same_reversed,
+       s.centroids = a.centroids AND s.inertia = a.inertia AND s.members = a.members AS same_auto
+FROM kd_wide_s s,
+     (SELECT (kmeans_step(f, c.c, i)).*
+      FROM generate_series(2500, 1, -1) i,
+           LATERAL (SELECT array_fill(((i * 37) % 101 / 10.0)::real, ARRAY[8192]) ||
+                           array_fill(((i * 53) % 97 / 10.0)::real, ARRAY[8192]) AS f) w,
+           kd_wide_c c) r,
+     (SELECT (kmeans_step(w.f, c.c, w.id, 'auto')).* FROM kd_wide w, kd_wide_c c) a;
+DROP TABLE kd_wide_s;
+DROP VIEW kd_wide, kd_wide_c;
+
+-- the window form: the final function flushes the buffer and the state
+-- goes on; each row the aggregate over its prefix
+SELECT count(*) AS rows_,
+       count(*) FILTER (WHERE w IS NOT DISTINCT FROM
+                        (SELECT kmeans_step(p.f, :'c12'::real[], p.id) FROM kd_5k p WHERE p.id <= q.id))
+       AS same_as_prefix
+FROM (SELECT id, kmeans_step(f, :'c12'::real[], id, 'cpu')
+                   OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS w
+      FROM kd_5k WHERE id <= 300) q;
+
+-- GROUP BY with 2,000 groups (a state each, hashed; spilled past
+-- work_mem): each group the aggregate over its own rows
+SET enable_sort = off;
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE g.s IS NOT DISTINCT FROM
+                        (SELECT kmeans_step(p.f, :'c12'::real[], p.id) FROM kd_5k p
+                         WHERE p.id = ANY (ARRAY[g.k, g.k + 2000, g.k + 4000]))) AS same_as_group
+FROM (SELECT id % 2000 AS k, kmeans_step(f, :'c12'::real[], id, 'cpu') AS s
+      FROM kd_5k GROUP BY 1) g;
+RESET enable_sort;
+
+-- the driver on a device: the same model; a device that is not one is an
+-- error before any pass
+SELECT a.centroids = b.centroids AND a.inertia = b.inertia AND a.iterations = b.iterations AND
+       a.converged = b.converged AS same_model
+FROM gpu_kmeans_distributed('SELECT id, f FROM kd_5k', 12, tol => 0, init => 'random', seed => 2,
+                            device => 'cpu') a,
+     gpu_kmeans_distributed('SELECT id, f FROM kd_5k', 12, tol => 0, init => 'random', seed => 2) b;
+SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM kd_5k', 12, device => 'tpu');
+SELECT * FROM gpu_kmeans_distributed('SELECT 1/0, f FROM kd_5k', 12, device => 'tpu');
+DROP TABLE kd_5k;
+
 DROP TABLE kd_pts, kd_rand, kd_big;

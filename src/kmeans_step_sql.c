@@ -3,13 +3,13 @@
  * kmeans_step_sql.c
  *	  k-means as a combinable aggregate, and the driver that iterates it.
  *
- *	  kmeans_step(features, centroids [, id]) -> kmeans_step_result
+ *	  kmeans_step(features, centroids [, id [, device]]) -> kmeans_step_result
  *		(centroids real[], counts bigint[], inertia float8, shift float8,
  *		 n bigint, members bigint[])
  *	  kmeans_rank_counts(id, pivots) -> bigint[]
  *		per pivot, the rows whose id is below it (the seeding's draw)
  *	  gpu_kmeans_distributed(source, k, max_iter, tol, init, seed,
- *							 init_centroids)
+ *							 init_centroids, device)
  *		RETURNS (centroids, inertia, iterations, converged, n, d)
  *
  * One Lloyd iteration is one aggregate over the rows, given the current
@@ -25,9 +25,11 @@
  * worker_partial_agg sends the state type's text form from each shard to
  * the coordinator, whose coord_combine_agg reads it back and combines; an
  * internal state makes it pull every row to the coordinator instead), runs
- * the partial aggregate on the shards.  The transition and combine
- * functions change the state in place, as float8_accum does, in the
- * aggregate context only.  The final function divides: the new centres,
+ * the partial aggregate on the shards.  While rows arrive the transition
+ * function keeps the state as an expanded object that buffers them and
+ * labels them a block at a time, on the CPU or the GPU (the rows in
+ * transit, below); the combine function changes a state in place, as
+ * float8_accum does, in the aggregate context only.  The final function divides: the new centres,
  * their squared shift, the counts and hashes.  A centre with no row is
  * re-seeded as the core re-seeds it (gc_km_update): the state also keeps
  * the k rows farthest from their centres (ties: the lowest id; only rows
@@ -69,12 +71,15 @@
 #include "nodes/primnodes.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/expandeddatum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "cluster_args.h"
+#include "cluster_run.h"
 #include "driver.h"
 #include "gpuclust.h"
+#include "gpujob.h"
 #include "ingest.h"
 #include "core/kmeans_internal.h"
 #include "core/rng.h"
@@ -165,13 +170,6 @@ step_new(int k, int d, int flags)
 	return s;
 }
 
-/* The state argument i, detoasted (NULL when SQL NULL). */
-static KmStep *
-step_arg(FunctionCallInfo fcinfo, int i)
-{
-	return PG_ARGISNULL(i) ? NULL : (KmStep *) PG_DETOAST_DATUM(PG_GETARG_DATUM(i));
-}
-
 /*
  * a is farther than b: the core's rule (kmeans_update.c), larger d2, ties
  * to the lower row; here the lower id (the row order of a source in id
@@ -240,22 +238,6 @@ cmp_farthest_first(const void *pa, const void *pb)
 	return farther(a, b) ? -1 : farther(b, a) ? 1 : 0;
 }
 
-/* The hash of a row's float32 features (its members term). */
-static uint64
-row_hash(const float *x, int d)
-{
-	uint64		h = UINT64CONST(0x8a5cd789635d2dff);
-
-	for (int j = 0; j < d; j++)
-	{
-		uint32		bits;
-
-		memcpy(&bits, &x[j], sizeof(bits));
-		h = gc_mix64(h ^ bits);
-	}
-	return h;
-}
-
 static void
 pg_attribute_noreturn()
 centroids_differ(void)
@@ -311,33 +293,219 @@ centroids_fixed(FunctionCallInfo fcinfo)
 		(IsA(e, Param) && ((Param *) e)->paramkind == PARAM_EXTERN);
 }
 
+/* ---------------------------------------------------------------------
+ * The rows in transit
+ *
+ * While rows arrive, the state is an expanded object (utils/expandeddatum.h)
+ * over the flat KmStep: the rows are only read and checked one at a time
+ * (errors name the row), and buffered; a block of them is labelled at once
+ * (gc_glue_kmeans_labels: the blocked CPU kernel on the call's threads, or
+ * the GPU, where gpuclust.device or the device argument sends it), then
+ * added to the state as one row at a time would be: the labels are
+ * gc_km_nearest's, each cluster's double sums take its rows in arrival
+ * order, and the inertia, cost and farthest rows too, so the state does
+ * not depend on the device or the block size, bit for bit.  The buffer starts at
+ * KM_BUFFER_BYTES0 of features and doubles up to KM_BUFFER_BYTES, so a
+ * group of few rows costs little; at that size it lives in shared memory
+ * when the GPU worker may take the blocks (the job reads it in place;
+ * like any DSM segment, outside work_mem's accounting: one per state that
+ * reached full size).
+ *
+ * Whatever lets the state out flushes the buffer first: the final, combine
+ * and text output functions (step_datum), and PostgreSQL itself when it
+ * flattens the object (get_flat_size) to put it in a tuple (a parallel
+ * worker's partial state on its way to the leader) or copy it.  The flat
+ * form, which is the type's, never holds rows.
+ * --------------------------------------------------------------------- */
+
+#define KM_BUFFER_BYTES ((Size) 64 << 20)
+#define KM_BUFFER_BYTES0 ((Size) 32 << 10)
+
+typedef struct KmStepX
+{
+	ExpandedObjectHeader hdr;
+	KmStep	   *s;				/* the flat state, in hdr.eoh_context */
+	gc_device	device;			/* requested (argument or gpuclust.device) */
+	GcInput		in;				/* the rows not yet added: in.n of in.d
+								 * features in in.X, their ids in in.ids */
+	int32	   *labels;			/* scratch: their labels, distances² (float */
+	float	   *d2;				/* and double) and hashes */
+	double	   *dist;
+	uint64	   *hash;
+	int64		cap;			/* rows the buffer holds */
+} KmStepX;
+
 /*
- * The transition function: the state is created (in the current, per-row
- * context: the executor copies it to the aggregate's) at the first row
- * with features, then changed in place.
+ * The buffered rows labelled and added, in arrival order (the per-row
+ * terms and each cluster's sums on the call's threads, gc_kmeans_block_terms);
+ * the buffer emptied.
+ */
+static void
+step_flush(KmStepX *x)
+{
+	KmStep	   *s = x->s;
+	int64	   *counts = km_counts(s);
+	uint64	   *members = km_members(s);
+	gc_ctx		ctx;
+
+	if (x->in.n == 0)
+		return;
+	(void) gc_glue_kmeans_labels(x->device, &x->in, km_C(s), s->k, x->labels);
+	gc_glue_ctx(&ctx);
+	gc_kmeans_block_terms(&ctx, x->in.X, x->in.n, s->d, km_C(s), s->k,
+						  x->labels, km_sums(s), x->d2, x->dist, x->hash);
+	for (int64 i = 0; i < x->in.n; i++)
+	{
+		int			c = x->labels[i];
+
+		counts[c]++;
+		members[c] += x->hash[i];
+		s->inertia += x->dist[i];
+		s->cost += (double) x->d2[i];
+		far_offer(s, x->d2[i], c, x->in.ids[i], x->in.X + i * s->d);
+	}
+	s->n += x->in.n;
+	x->in.n = 0;
+}
+
+/* p (NULL: none yet) as bytes in cxt, its contents kept */
+static void *
+grow(MemoryContext cxt, void *p, Size bytes)
+{
+	return p == NULL ? MemoryContextAllocHuge(cxt, bytes) : repalloc_huge(p, bytes);
+}
+
+/* A full buffer: twice as large, up to KM_BUFFER_BYTES; else flushed. */
+static void
+step_make_room(KmStepX *x)
+{
+	MemoryContext cxt = x->hdr.eoh_context;
+	int			d = x->s->d;
+	int64		most = Max((int64) 1, (int64) (KM_BUFFER_BYTES / (sizeof(float) * d)));
+	int64		first = Max((int64) 1, (int64) (KM_BUFFER_BYTES0 / (sizeof(float) * d)));
+	int64		cap = Min(most, x->cap == 0 ? first : 2 * x->cap);
+	Size		bytes = (Size) cap * d * sizeof(float);
+	float	   *X = NULL;
+	GcShared   *shared = NULL;
+
+	if (x->cap == most)
+	{
+		step_flush(x);
+		return;
+	}
+	if (cap == most && gc_worker != NULL &&
+		gc_kmeans_labels_gpu_wanted(x->device, x->s->k))
+		X = gc_job_shared_alloc(cxt, bytes, &shared);
+	if (X == NULL)
+		X = MemoryContextAllocHuge(cxt, bytes);
+	if (x->in.n > 0)
+		memcpy(X, x->in.X, (Size) x->in.n * d * sizeof(float));
+	if (x->in.X != NULL)
+		pfree(x->in.X);
+	x->in.X = X;
+	x->in.x_shared = shared;
+	x->in.ids = grow(cxt, x->in.ids, sizeof(int64) * cap);
+	x->labels = grow(cxt, x->labels, sizeof(int32) * cap);
+	x->d2 = grow(cxt, x->d2, sizeof(float) * cap);
+	x->dist = grow(cxt, x->dist, sizeof(double) * cap);
+	x->hash = grow(cxt, x->hash, sizeof(uint64) * cap);
+	x->cap = cap;
+}
+
+static Size
+step_get_flat_size(ExpandedObjectHeader *eohptr)
+{
+	KmStepX    *x = (KmStepX *) eohptr;
+
+	step_flush(x);
+	return VARSIZE(x->s);
+}
+
+static void
+step_flatten_into(ExpandedObjectHeader *eohptr, void *result, Size allocated_size)
+{
+	KmStepX    *x = (KmStepX *) eohptr;
+
+	Assert(x->in.n == 0 && allocated_size == VARSIZE(x->s));
+	memcpy(result, x->s, allocated_size);
+}
+
+static const ExpandedObjectMethods step_methods = {
+	step_get_flat_size,
+	step_flatten_into
+};
+
+/* The flat state s as an expanded object (a copy), a child of parent. */
+static KmStepX *
+step_expand(const KmStep *s, gc_device device, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "kmeans_step state",
+											  ALLOCSET_DEFAULT_SIZES);
+	KmStepX    *x = MemoryContextAllocZero(cxt, sizeof(KmStepX));
+
+	EOH_init_header(&x->hdr, &step_methods, cxt);
+	x->s = MemoryContextAlloc(cxt, VARSIZE(s));
+	memcpy(x->s, s, VARSIZE(s));
+	x->device = device;
+	x->in.d = s->d;
+	return x;
+}
+
+/* A state value, flat: an expanded one flushed (NULL when SQL NULL). */
+static KmStep *
+step_datum(Datum d)
+{
+	if (VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(d)))
+	{
+		KmStepX    *x = (KmStepX *) DatumGetEOHP(d);
+
+		step_flush(x);
+		return x->s;
+	}
+	return (KmStep *) PG_DETOAST_DATUM(d);
+}
+
+/* The state argument i, flat (NULL when SQL NULL). */
+static KmStep *
+step_arg(FunctionCallInfo fcinfo, int i)
+{
+	return PG_ARGISNULL(i) ? NULL : step_datum(PG_GETARG_DATUM(i));
+}
+
+/* The device argument (the fifth), else gpuclust.device. */
+static gc_device
+step_device(FunctionCallInfo fcinfo)
+{
+	bool		isnull = PG_NARGS() <= 4 || PG_ARGISNULL(4);
+
+	return gc_glue_device(isnull ? (Datum) 0 : PG_GETARG_DATUM(4), isnull);
+}
+
+/*
+ * The transition function: kmeans_step(features, centroids [, id
+ * [, device]]).  The state is made at the first row with features, as an
+ * expanded object in the aggregate's context (which the executor keeps as
+ * it is), then changed in place; a flat state given back (a copy the
+ * executor made) is expanded again.  The device is the first row's, as
+ * the centroids are (one value for the whole aggregate).
  */
 Datum
 kmeans_step_transfn(PG_FUNCTION_ARGS)
 {
+	KmStepX    *x = NULL;
 	KmStep	   *s;
+	MemoryContext aggcxt;
 	bool		has_id = PG_NARGS() > 3;
 	int64		id = 0;
 	ArrayType  *arr;
-	int			c;
-	float		d2;
-	float		xbuf[128];
-	float	   *x;
-	double	   *sums;
-	const float *C;
 
-	if (!AggCheckCallContext(fcinfo, NULL))
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		elog(ERROR, "kmeans_step_transfn called in non-aggregate context");
-	s = step_arg(fcinfo, 0);
 	if (PG_ARGISNULL(1))
 	{
-		if (s == NULL)
+		if (PG_ARGISNULL(0))
 			PG_RETURN_NULL();
-		PG_RETURN_POINTER(s);	/* NULL features: not clustered */
+		PG_RETURN_DATUM(PG_GETARG_DATUM(0));	/* NULL features: not clustered */
 	}
 	if (has_id)
 	{
@@ -350,7 +518,16 @@ kmeans_step_transfn(PG_FUNCTION_ARGS)
 	}
 	arr = PG_GETARG_ARRAYTYPE_P(1);
 
-	if (s == NULL)
+	if (!PG_ARGISNULL(0))
+	{
+		Datum		d = PG_GETARG_DATUM(0);
+
+		if (VARATT_IS_EXTERNAL_EXPANDED_RW(DatumGetPointer(d)))
+			x = (KmStepX *) DatumGetEOHP(d);
+		else
+			x = step_expand(step_datum(d), step_device(fcinfo), aggcxt);
+	}
+	if (x == NULL)
 	{
 		int			fixed = centroids_fixed(fcinfo) ? KM_FIXED : 0;
 
@@ -374,10 +551,12 @@ kmeans_step_transfn(PG_FUNCTION_ARGS)
 			memcpy(km_C(s), Cg, sizeof(float) * (Size) k * d);
 			pfree(Cg);
 		}
+		x = step_expand(s, step_device(fcinfo), aggcxt);
+		pfree(s);
 	}
-	else if (PG_ARGISNULL(2) != ((s->flags & KM_ORIGIN) != 0))
+	else if (PG_ARGISNULL(2) != ((x->s->flags & KM_ORIGIN) != 0))
 		centroids_differ();
-	else if (!(s->flags & (KM_ORIGIN | KM_FIXED)))
+	else if (!(x->s->flags & (KM_ORIGIN | KM_FIXED)))
 	{
 		/*
 		 * The same centres in every row: compared by value (a pointer may be
@@ -385,6 +564,7 @@ kmeans_step_transfn(PG_FUNCTION_ARGS)
 		 */
 		ArrayType  *ca = PG_GETARG_ARRAYTYPE_P(2);
 
+		s = x->s;
 		if (ARR_NDIM(ca) != 2 || ARR_DIMS(ca)[0] != s->k ||
 			ARR_DIMS(ca)[1] != s->d || ARR_HASNULL(ca) ||
 			ARR_ELEMTYPE(ca) != FLOAT4OID ||
@@ -392,20 +572,11 @@ kmeans_step_transfn(PG_FUNCTION_ARGS)
 			centroids_differ();
 	}
 
-	x = s->d <= lengthof(xbuf) ? xbuf : palloc(sizeof(float) * s->d);
-	step_features(s, arr, has_id, id, x);
-	C = km_C(s);
-	c = gc_km_nearest(x, C, s->k, s->d, &d2);
-	sums = km_sums(s) + (Size) c * s->d;
-	for (int j = 0; j < s->d; j++)
-		sums[j] += (double) x[j];
-	km_counts(s)[c]++;
-	km_members(s)[c] += row_hash(x, s->d);
-	s->inertia += gc_dist2_f64(x, C + (Size) c * s->d, s->d);
-	s->cost += (double) d2;
-	s->n++;
-	far_offer(s, d2, c, id, x);
-	PG_RETURN_POINTER(s);
+	if (x->in.n == x->cap)
+		step_make_room(x);
+	step_features(x->s, arr, has_id, id, x->in.X + x->in.n * x->s->d);
+	x->in.ids[x->in.n++] = id;
+	PG_RETURN_DATUM(EOHPGetRWDatum(&x->hdr));
 }
 
 /* The combine function: b added to a, in place. */
@@ -454,6 +625,9 @@ kmeans_step_combine(PG_FUNCTION_ARGS)
 	for (int i = 0; i < b->nfar; i++)
 		far_offer(a, far[i].d2, far[i].label, far[i].id,
 				  far_x + (Size) far[i].slot * b->d);
+	/* the same value when a was one (an expanded state), else a's copy */
+	if (VARATT_IS_EXTERNAL_EXPANDED_RW(DatumGetPointer(PG_GETARG_DATUM(0))))
+		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 	PG_RETURN_POINTER(a);
 }
 
@@ -467,7 +641,7 @@ kmeans_step_combine(PG_FUNCTION_ARGS)
 Datum
 kmeans_step_state_out(PG_FUNCTION_ARGS)
 {
-	KmStep	   *s = (KmStep *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
+	KmStep	   *s = step_datum(PG_GETARG_DATUM(0));
 	int			len = VARSIZE(s) - VARHDRSZ;
 	int			plen = strlen(KM_TEXT_PREFIX);
 	char	   *out = palloc(plen + pg_b64_enc_len(len) + 1);
@@ -1303,6 +1477,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	double		tol,
 				tol_scaled = 0.0;
 	char	   *init;
+	char	   *device = NULL;
 	int64		seed;
 	TupleDesc	tupdesc;
 	MemoryContext callcxt = CurrentMemoryContext,
@@ -1333,6 +1508,11 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	tol = PG_GETARG_FLOAT8(3);
 	init = text_to_cstring(PG_GETARG_TEXT_PP(4));
 	seed = PG_GETARG_INT64(5);
+	if (!PG_ARGISNULL(7))
+	{
+		device = text_to_cstring(PG_GETARG_TEXT_PP(7));
+		(void) gc_glue_device(PG_GETARG_DATUM(7), false);	/* checked now */
+	}
 	if (k < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1379,7 +1559,13 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("the source query of gpu_kmeans_distributed must return two columns, (id, features)"),
 				 errdetail("It has no sample weights yet.")));
-	q = psprintf("SELECT kmeans_step(s.f, $1, s.id) FROM (%s) AS s(id, f)", source);
+	/*
+	 * the device a constant, so that Citus's shard queries carry it; none:
+	 * each server's gpuclust.device
+	 */
+	q = psprintf("SELECT kmeans_step(s.f, $1, s.id%s) FROM (%s) AS s(id, f)",
+				 device == NULL ? "" : psprintf(", %s", quote_literal_cstr(device)),
+				 source);
 	plan = SPI_prepare_cursor(q, 1, types, CURSOR_OPT_PARALLEL_OK);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));

@@ -32,8 +32,18 @@ the tolerance (its draws are keyed by row id, the core's by position), its
 sampling queries run in workers, and its inertia is at most 1.05 x
 gpu_kmeans_fit's k-means++.
 
+--device DEV (default: none, gpuclust.device) is passed to
+gpu_kmeans_distributed (device => DEV) and to the kmeans_step calls made
+here (kmeans_step(f, C, id, DEV)), so that the suite runs on the GPU
+(--device gpu on a machine with one); every check holds on any device, and
+the device's results are checked equal, bit for bit, to device 'cpu''s
+(one kmeans_step over every row from C0, and the serial driver: the
+labels are kmeans_assign's on every device and the sums are added in the
+rows' order).
+
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on any failure.
 """
+import argparse
 import os
 import re
 import sys
@@ -52,6 +62,12 @@ N_BLOB, N_UNIFORM, D, BLOBS = 120_000, 2_000, 8, 24
 PARALLEL = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
             "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 4")
 SERIAL = "SET max_parallel_workers_per_gather = 0"
+DEVICE = None   # --device: gpu_kmeans_distributed's and kmeans_step's device
+
+
+def dev_arg():
+    """kmeans_step's device argument, when one is given, for the SQL."""
+    return "" if DEVICE is None else ", " + "'" + DEVICE.replace("'", "''") + "'"
 
 def make_rows():
     rng = np.random.default_rng(18)
@@ -97,6 +113,17 @@ def labels(cur, C):
     return np.array([r[0] for r in cur.fetchall()], dtype=np.int32)
 
 
+def same_model(name, a, b):
+    """a and b the same model, bit for bit."""
+    check(f"{name}: the same model, bit for bit",
+          a["C"].tobytes() == b["C"].tobytes() and a["inertia"] == b["inertia"] and
+          a["iterations"] == b["iterations"] and a["converged"] == b["converged"] and
+          a["n"] == b["n"] and a["d"] == b["d"],
+          f"max {int(ulps(a['C'], b['C']).max()) if a['C'].shape == b['C'].shape else '?'} steps, "
+          f"inertia {a['inertia']!r} / {b['inertia']!r}, "
+          f"{a['iterations']} / {b['iterations']} iterations")
+
+
 def compare(cur, name, a, b):
     la, lb = labels(cur, a["C"]), labels(cur, b["C"])
     u = int(ulps(a["C"], b["C"]).max())
@@ -111,6 +138,12 @@ def compare(cur, name, a, b):
 
 
 def main():
+    global DEVICE
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default=None,
+                    help="gpu_kmeans_distributed's and kmeans_step's device "
+                         "(auto, cpu, gpu; default none: gpuclust.device)")
+    DEVICE = ap.parse_args().device
     X = make_rows()
     with psycopg.connect("", autocommit=True) as conn:
         cur = conn.cursor()
@@ -118,13 +151,13 @@ def main():
         cur.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
         cur.execute("RESET client_min_messages")
         load(cur, X)
-        info(f"{len(X)} rows of {D} features in {TABLE}")
+        info(f"{len(X)} rows of {D} features in {TABLE}; device {DEVICE}")
         source = f"SELECT id, f FROM {TABLE}"
 
         # the plan of the driver's query: Gather over a Partial Aggregate
         cur.execute(PARALLEL)
         cur.execute("EXPLAIN (ANALYZE, COSTS OFF, FORMAT TEXT) "
-                    f"SELECT kmeans_step(s.f, NULL::real[], s.id) FROM ({source}) AS s(id, f)")
+                    f"SELECT kmeans_step(s.f, NULL::real[], s.id{dev_arg()}) FROM ({source}) AS s(id, f)")
         plan = "\n".join(r[0] for r in cur.fetchall())
         launched = [int(m) for m in re.findall(r"Workers Launched: (\d+)", plan)]
         check("EXPLAIN: Finalize Aggregate over Gather over Partial Aggregate, workers launched",
@@ -136,10 +169,10 @@ def main():
             C0 = X[rng.choice(len(X), size=k, replace=False)]
             lit = centroids_literal(C0)
             q = ("SELECT * FROM gpu_kmeans_distributed(%s, %s, tol => 1e-6, "
-                 "init_centroids => %s::real[])")
+                 "init_centroids => %s::real[], device => %s::text)")
             cur.execute(PARALLEL)
             t0 = time.perf_counter()
-            par, plans = nested_plans(conn, lambda: model(cur, q, (source, k, lit)))
+            par, plans = nested_plans(conn, lambda: model(cur, q, (source, k, lit, DEVICE)))
             plans = [p for p in plans if "kmeans_step(" in p]
             t_par = time.perf_counter() - t0
             workers = [int(m) for p in plans for m in re.findall(r"Workers Launched: (\d+)", p)]
@@ -150,7 +183,7 @@ def main():
                   f"{len(plans)} queries, workers launched {sorted(set(workers))}")
             cur.execute(SERIAL)
             t0 = time.perf_counter()
-            ser = model(cur, q, (source, k, lit))
+            ser = model(cur, q, (source, k, lit, DEVICE))
             t_ser = time.perf_counter() - t0
             t0 = time.perf_counter()
             fit = model(cur, "SELECT * FROM gpu_kmeans_fit(%s, %s, tol => 1e-6, "
@@ -162,6 +195,21 @@ def main():
             compare(cur, f"k = {k}, parallel vs not parallel", par, ser)
             check(f"k = {k}: n and d", par["n"] == len(X) and par["d"] == D,
                   f"n {par['n']}, d {par['d']}")
+            # the device's results are device 'cpu''s, bit for bit (serial:
+            # the rows in one order)
+            same_model(f"k = {k}, serial, device {DEVICE} vs device 'cpu'", ser,
+                       model(cur, q, (source, k, lit, "cpu")))
+            cur.execute(f"SELECT (s).centroids, (s).counts, (s).inertia, (s).shift, (s).n, "
+                        f"(s).members, (s).cost, (s).reseeded FROM (SELECT "
+                        f"kmeans_step(f, %s::real[], id{dev_arg()}) AS s FROM {TABLE}) q "
+                        f"UNION ALL SELECT (s).centroids, (s).counts, (s).inertia, (s).shift, "
+                        f"(s).n, (s).members, (s).cost, (s).reseeded FROM (SELECT "
+                        f"kmeans_step(f, %s::real[], id, 'cpu') AS s FROM {TABLE}) q",
+                        (lit, lit))
+            a, b = cur.fetchall()
+            check(f"k = {k}: kmeans_step over every row, device {DEVICE} vs device 'cpu', "
+                  "every field bit for bit", a == b and a[4] == len(X),
+                  f"counts {a[1][:4]}... / {b[1][:4]}..., inertia {a[2]!r} / {b[2]!r}")
 
         # empty clusters: three centres far from every row, re-seeded with the
         # farthest rows (ties: lowest position, here the lowest id)
@@ -170,16 +218,16 @@ def main():
         C0[9] = -500
         ordered = f"SELECT id, f FROM {TABLE} ORDER BY id"
         q = ("SELECT * FROM gpu_kmeans_distributed(%s, 20, tol => 1e-6, "
-             "init_centroids => %s::real[])")
+             "init_centroids => %s::real[], device => %s::text)")
         cur.execute(PARALLEL)
-        par = model(cur, q, (ordered, centroids_literal(C0)))
+        par = model(cur, q, (ordered, centroids_literal(C0), DEVICE))
         fit = model(cur, "SELECT * FROM gpu_kmeans_fit(%s, 20, tol => 1e-6, "
                     "init_centroids => %s::real[], device => 'cpu')", (ordered, centroids_literal(C0)))
         compare(cur, "3 empty clusters re-seeded, parallel vs gpu_kmeans_fit", par, fit)
 
         # random seeding: the rows gpu_kmeans's random init draws
         par = model(cur, "SELECT * FROM gpu_kmeans_distributed(%s, 30, tol => 1e-6, "
-                    "init => 'random', seed => 11)", (ordered,))
+                    "init => 'random', seed => 11, device => %s::text)", (ordered, DEVICE))
         fit = model(cur, "SELECT * FROM gpu_kmeans_fit(%s, 30, tol => 1e-6, init => 'random', "
                     "seed => 11, device => 'cpu')", (ordered,))
         compare(cur, "random seeding, parallel vs gpu_kmeans_fit", par, fit)
@@ -189,15 +237,16 @@ def main():
         # run; with ids that are the 0-based positions, those of gpu_kmeans's
         # k-means|| too
         source = f"SELECT id - 1, f FROM {TABLE} ORDER BY id"
-        q = "SELECT * FROM gpu_kmeans_distributed(%s, 40, tol => 1e-6, seed => 5)"
+        q = ("SELECT * FROM gpu_kmeans_distributed(%s, 40, tol => 1e-6, seed => 5, "
+             "device => %s::text)")
         cur.execute(PARALLEL)
         t0 = time.perf_counter()
-        par, plans = nested_plans(conn, lambda: model(cur, q, (source,)))
+        par, plans = nested_plans(conn, lambda: model(cur, q, (source, DEVICE)))
         t_par = time.perf_counter() - t0
         samples = [p for p in plans if "kmeans_parallel_sample" in p]
         cur.execute(SERIAL)
         t0 = time.perf_counter()
-        ser = model(cur, q, (source,))
+        ser = model(cur, q, (source, DEVICE))
         t_ser = time.perf_counter() - t0
         pp = model(cur, "SELECT * FROM gpu_kmeans_fit(%s, 40, tol => 1e-6, seed => 5, "
                    "device => 'cpu')", (source,))
@@ -210,6 +259,8 @@ def main():
               len(samples) >= 1 and all("Workers Launched: 0" not in p and "Workers Launched" in p
                                         for p in samples), f"{len(samples)} sampling queries")
         compare(cur, "k-means||, parallel vs not parallel", par, ser)
+        same_model(f"k-means||, serial, device {DEVICE} vs device 'cpu'", ser,
+                   model(cur, q, (source, "cpu")))
         compare(cur, "k-means||, parallel vs gpu_kmeans_fit(init => 'k-means||')", par, kp)
         check("k-means||: inertia at most 1.05 x gpu_kmeans_fit's k-means++",
               par["inertia"] <= 1.05 * pp["inertia"], f"ratio {par['inertia'] / pp['inertia']:.4f}")

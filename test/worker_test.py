@@ -19,7 +19,10 @@ Two modes:
 The protocol checks: results through the worker equal the CPU's (DBSCAN's
 algorithm 'dclust' included: the job carries it; affinity propagation in
 float8, and float4 refused by the emulation or run on a real GPU; an
-affinity propagation job listed and cancelled); 16 sessions
+affinity propagation job listed and cancelled; kmeans_step and
+gpu_kmeans_distributed on device 'gpu' bit for bit device 'cpu''s, refused
+without a GPU, and over 5,000 rows of 8,192 features a job per 64 MiB
+block of 2,048 rows, one seen queued); 16 sessions
 x 20 mixed calls equal a serial run; the jobs view and the progress view show
 a running job; a job cancelled while queued and one while running (and by
 statement_timeout) end at once with the usual error, and free their slot; a
@@ -206,6 +209,13 @@ def no_gpu_checks():
                       hint in (e.diag.message_hint or ""),
                       f"{e.sqlstate} {e.diag.message_primary} / {e.diag.message_detail} / {e.diag.message_hint}")
         fails_with_reason("'gpu' fails without a GPU", f"SELECT * FROM gpu_dbscan('{src}', 1.5, 3, device => 'gpu')")
+        # kmeans_step and gpu_kmeans_distributed on device 'gpu': refused
+        # here (with the worker's reason), run through the emulated worker
+        # below (protocol_checks)
+        fails_with_reason("kmeans_step on device 'gpu' fails without a GPU",
+                          f"SELECT kmeans_step(f, '{{{{0,0}},{{50,100}}}}', id, 'gpu') FROM ({src}) s(id, f)")
+        fails_with_reason("gpu_kmeans_distributed on device 'gpu' fails without a GPU",
+                          f"SELECT * FROM gpu_kmeans_distributed('{src}', 2, device => 'gpu')")
         fails_with_reason("algorithm 'dclust' under 'auto' fails without a GPU (never the CPU)",
                           f"SELECT * FROM gpu_dbscan('{src}', 1.5, 3, algorithm => 'dclust')", "union_find")
         # affinity propagation: 'auto' asks the worker from auto_ap_gpu_min_rows
@@ -250,6 +260,8 @@ def protocol_checks(w, gpu, stop_cmd, start_cmd):
            for dev in ("gpu", "auto")]
     check("algorithm 'dclust' through the worker = union_find on the CPU ('gpu' and 'auto')",
           dcl == [ref, ref], f"{dcl} vs {ref}")
+
+    kmeans_step_checks(c, w)
 
     # affinity propagation through the worker: float8 gives the CPU's
     # labels and exemplars; float4 runs only on a real GPU (the emulation
@@ -468,6 +480,77 @@ def protocol_checks(w, gpu, stop_cmd, start_cmd):
             new, after = wait_worker(cc)
             check("after a restart the worker runs jobs", new is not None and
                   fingerprint(cc, qs[0]) == serial[qs[0]])
+
+
+# kmeans_step's fields, one row
+STEP_FIELDS = "(s).centroids, (s).counts, (s).inertia, (s).shift, (s).n, (s).members, (s).cost, (s).reseeded"
+
+
+def wide_rows(n, d):
+    """n rows of d features (d even): two halves of equal values, made in SQL."""
+    return (f"SELECT i::bigint AS id, array_fill(((i * 37) % 101 / 10.0)::real, ARRAY[{d // 2}]) ||"
+            f" array_fill(((i * 53) % 97 / 10.0)::real, ARRAY[{d // 2}]) AS f FROM generate_series(1, {n}) i")
+
+
+def kmeans_step_checks(c, w):
+    """kmeans_step (and gpu_kmeans_distributed) on device 'gpu': the blocks
+    of rows labelled by the worker's jobs ('kmeans_step' in gpuclust_gpu_jobs),
+    every field equal to device 'cpu''s, bit for bit (serial plans: the
+    rows in one order)."""
+    c.execute("SET max_parallel_workers_per_gather = 0")
+
+    def step(src, C, dev):
+        return c.execute(f"SELECT {STEP_FIELDS} FROM (SELECT kmeans_step(f, %s::real[], id, %s) AS s"
+                         f" FROM ({src.replace('%', '%%')}) r) q", (C, dev)).fetchone()
+    src = "SELECT id, f FROM w_small"
+    C = c.execute("SELECT array_agg(f ORDER BY id) FROM w_small WHERE id <= 8").fetchone()[0]
+    g, cpu = step(src, C, "gpu"), step(src, C, "cpu")
+    check(f"kmeans_step on device 'gpu' through the worker = device 'cpu', every field ({w.n_small} rows, k = 8)",
+          g == cpu and g[4] == w.n_small, f"counts {g[1]} / {cpu[1]}")
+    models = [c.execute("SELECT * FROM gpu_kmeans_distributed('SELECT id, f FROM w_small', 8, tol => 0,"
+                        " init => 'random', seed => 4, device => %s)", (dev,)).fetchone()
+              for dev in ("gpu", "cpu")]
+    check("gpu_kmeans_distributed on device 'gpu' through the worker = device 'cpu', bit for bit",
+          models[0] == models[1], f"{models[0][1:]} / {models[1][1:]}")
+
+    # more rows than one 64 MiB block: 5,000 rows of 8,192 features, 2,048
+    # rows a block (three jobs, the first two from the buffer in shared
+    # memory).  One job at a time and a long one running: the step's first
+    # job queues behind it, a full block of rows
+    n, d = 5000, 8192
+    src = wide_rows(n, d)
+    C = [[1.0] * d, [5.0] * (d // 2) + [2.0] * (d // 2), [2.0] * (d // 2) + [8.0] * (d // 2),
+         [9.0] * d]
+    cpu = step(src, C, "cpu")
+    c.execute("ALTER SYSTEM SET gpuclust.gpu_worker_jobs = 1")
+    c.execute("SELECT pg_reload_conf()")
+    time.sleep(0.5)
+    a = Bg(w.long())
+    wait_for(c, job_state(a.pid) % "running")
+    b = Bg(f"SELECT {STEP_FIELDS} FROM (SELECT kmeans_step(f, %s::real[], id, 'gpu') AS s"
+           f" FROM ({src}) r) q".replace("%s", "'" + "{" + ",".join(
+               "{" + ",".join(repr(v) for v in row) + "}" for row in C) + "}'"))
+    queued = wait_for(c, job_state(b.pid) % "queued", timeout=30)
+    row = c.execute("SELECT algorithm, n, d FROM gpuclust_gpu_jobs WHERE pid = %s", (b.pid,)).fetchone()
+    c.execute("SELECT pg_cancel_backend(%s)", (a.pid,))
+    a.join()
+    seen = set()
+    while b.thread.is_alive():
+        for r in c.execute("SELECT n, state FROM gpuclust_gpu_jobs WHERE pid = %s", (b.pid,)).fetchall():
+            seen.add(r)
+        time.sleep(0.005)
+    b.join()
+    check(f"kmeans_step over {n} rows of {d} features on device 'gpu': a block of 2048 rows a worker's job",
+          queued is not None and row == ("kmeans_step", 2048, d), f"{row}; also seen {sorted(seen)}")
+    check(f"... every field = device 'cpu''s ({n} rows, 3 blocks)",
+          b.err is None and b.result is not None and b.result[0] == cpu and cpu[4] == n,
+          f"{b.err}; counts {b.result and b.result[0][1]} / {cpu[1]}")
+    for x in (a, b):
+        x.close()
+    c.execute("ALTER SYSTEM RESET gpuclust.gpu_worker_jobs")
+    c.execute("SELECT pg_reload_conf()")
+    wait_for(c, no_jobs(), timeout=10)
+    c.execute("RESET max_parallel_workers_per_gather")
 
 
 def gpu_only_checks(w):
