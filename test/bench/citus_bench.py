@@ -54,6 +54,17 @@ def patterns(d, seed=18):
     return (centres[which] + rng.normal(size=(DISTINCT, d)) * 4).astype(np.float32)
 
 
+def make_local(cur, P, rows):
+    """bench_local: rows rows (id 0, 1, ...) cycling through the patterns P
+    (kept in bench_patterns)."""
+    cur.execute("CREATE TABLE bench_patterns (pid int, f real[])")
+    with cur.copy("COPY bench_patterns (pid, f) FROM STDIN") as cp:
+        for i, row in enumerate(P):
+            cp.write_row((i, "{" + ",".join(repr(float(v)) for v in row) + "}"))
+    cur.execute(f"CREATE TABLE bench_local AS SELECT i::bigint AS id, p.f FROM "
+                f"generate_series(0, {rows - 1}) i JOIN bench_patterns p ON p.pid = i % {len(P)}")
+
+
 def timed(cur, sql, params=None):
     t0 = time.perf_counter()
     cur.execute(sql, params)
@@ -93,12 +104,7 @@ def run(a):
     with psycopg.connect("", autocommit=True) as conn:
         cur = conn.cursor()
         t0 = time.perf_counter()
-        cur.execute("CREATE TABLE bench_patterns (pid int, f real[])")
-        with cur.copy("COPY bench_patterns (pid, f) FROM STDIN") as cp:
-            for i, row in enumerate(P):
-                cp.write_row((i, "{" + ",".join(repr(float(v)) for v in row) + "}"))
-        cur.execute(f"CREATE TABLE bench_local AS SELECT i::bigint AS id, p.f FROM "
-                    f"generate_series(0, {a.rows - 1}) i JOIN bench_patterns p ON p.pid = i % {DISTINCT}")
+        make_local(cur, P, a.rows)
         t_local = time.perf_counter() - t0
         cur.execute("CREATE TABLE bench_dist (id bigint, f real[])")
         cur.execute("SELECT create_distributed_table('bench_dist', 'id')")
