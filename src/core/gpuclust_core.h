@@ -652,10 +652,10 @@ gc_code		gc_choose_device_dbscan(gc_device requested,
  * The kmeans_step aggregate's blocks (gc_kmeans_labels_*: one assignment,
  * no iterations) go to the GPU under 'auto' from this many centres up, and
  * n·k·d >= GC_KMEANS_GPU_MIN_WORK.  Measured with
- * test/gpu/bench_kmeans_step.py on the H100 machine (16 cores), a pass
- * serially, CPU s / GPU s: 10M x 32, k = 100: 1.75 / 2.43 (each 64 MiB
- * block about 36 ms slower through the GPU worker than on 16 threads);
- * 2M x 128, k = 1000: 1.74 / 1.05.  Both costs grow with n·d, the CPU's
+ * test/gpu/bench_kmeans_step.py on the H200 machine (16 cores), a pass
+ * serially, CPU s / GPU s: 10M x 32, k = 100: 2.27 / 2.54 (each 64 MiB
+ * block about 14 ms slower through the GPU worker than on 16 threads);
+ * 2M x 128, k = 1000: 2.79 / 1.93.  Both costs grow with n·d, the CPU's
  * also with k, so k decides; fewer cores move the crossover down.
  */
 #define GC_KMEANS_LABELS_GPU_MIN_K 256

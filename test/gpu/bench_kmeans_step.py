@@ -129,7 +129,7 @@ def main():
               f"{ms_torch:.1f} ms | | |")
     bytes_pass = a.rows * a.d * 4
     print(f"\nper pass: {bytes_pass / 1e9:.2f} GB of features to label, {2.0 * a.rows * a.k * a.d / 1e9:.1f} "
-          f"GFLOP (2 n k d); H100: PCIe 5 x16 about 50 GB/s host to device, FP32 about 60 TFLOP/s")
+          f"GFLOP (2 n k d); H100 and H200: PCIe 5 x16 about 50 GB/s host to device, FP32 about 60 TFLOP/s")
     serial = [C for name, t, it, per, C in rows
               if name.startswith("gpu_kmeans_distributed") and name.endswith("serial")]
     same = all(np.array_equal(np.array(serial[0], dtype=np.float32), np.array(C, dtype=np.float32))
