@@ -1843,8 +1843,11 @@ main(void)
 
 		test_lloyd_steps_w(n, d, k, (data_kind) (r % 3), r % 2 ? GC_INIT_RANDOM : GC_INIT_KMEANSPP,
 						   r % 2 ? W_ZEROS : W_POSITIVE);
-		/* (duplicated rows tie: re-seeding would differ, as in scikit-learn) */
-		test_weights_as_duplicates(10 + (int64_t) (tu_next(&rs) % 2000), d, 1 + (int) (tu_next(&rs) % 12),
+		/*
+		 * (duplicated rows tie: re-seeding would differ, as in scikit-learn;
+		 * n >= 12 >= k, so that k rows of positive weight exist)
+		 */
+		test_weights_as_duplicates(12 + (int64_t) (tu_next(&rs) % 2000), d, 1 + (int) (tu_next(&rs) % 12),
 								   r % 2 ? DATA_BLOBS : DATA_UNIFORM);
 		test_init_centroids(50 + (int64_t) (tu_next(&rs) % 3000), d, 1 + (int) (tu_next(&rs) % 20),
 							(data_kind) (r % 3));
