@@ -1775,6 +1775,72 @@ test_labels_cases(void)
 	printf("  labels: %d of %d cases equal gc_km_nearest on every row\n", ok, cases);
 }
 
+/*
+ * gc_kmeans_block_terms (what kmeans_step adds of a labelled block) = the
+ * row-at-a-time loop it replaced, bit for bit: each row's float and double
+ * distance² to its centre and its hash, and each cluster's double sums
+ * taken in row order, on 1 to 3 threads, onto sums that already hold a
+ * value (a state's earlier blocks).
+ */
+static void
+test_block_terms(void)
+{
+	int			cases = 0,
+				ok = 0;
+
+	for (int r = 0; r < 60; r++)
+	{
+		const int64_t n = r == 0 ? 0 : (int64_t) (tu_next(&rs) % 6000);
+		const int	d = 1 + (int) (tu_next(&rs) % (r % 3 == 0 ? 200 : 16)),
+					k = 1 + (int) (tu_next(&rs) % (r % 4 == 0 ? 500 : 20)),
+					threads = 1 + r % 3;
+		float	   *X,
+				   *C,
+				   *d2 = malloc(sizeof(float) * (size_t) (n + 1));
+		int32_t    *lab = malloc(sizeof(int32_t) * (size_t) (n + 1));
+		double	   *dist = malloc(sizeof(double) * (size_t) (n + 1)),
+				   *sums = malloc(sizeof(double) * (size_t) k * d),
+				   *want = malloc(sizeof(double) * (size_t) k * d);
+		uint64_t   *hash = malloc(sizeof(uint64_t) * (size_t) (n + 1));
+		gc_ctx		ctx = {.n_threads = threads};
+		int64_t		bad_row = 0;
+		int			bad_sum = 0;
+
+		tu_make_labels_case(&rs, n, d, k, (labels_kind) (r % LB_KINDS), &X, &C);
+		tu_ref_labels(X, n, d, C, k, lab);
+		for (size_t i = 0; i < (size_t) k * d; i++)
+			sums[i] = want[i] = (double) (i % 7) * 0.1;
+		gc_kmeans_block_terms(&ctx, X, n, d, C, k, lab, sums, d2, dist, hash);
+		for (int64_t i = 0; i < n; i++)
+		{
+			const float *x = X + i * d,
+					   *c = C + (size_t) lab[i] * d;
+			const float fd = gc_dist2(x, c, d);
+			const double dd = gc_dist2_f64(x, c, d);
+
+			for (int j = 0; j < d; j++)
+				want[(size_t) lab[i] * d + j] += (double) x[j];
+			bad_row += memcmp(&d2[i], &fd, sizeof(fd)) != 0 ||
+				memcmp(&dist[i], &dd, sizeof(dd)) != 0 || hash[i] != gc_km_row_hash(x, d);
+		}
+		bad_sum = memcmp(sums, want, sizeof(double) * (size_t) k * d) != 0;
+		CHECK(bad_row == 0 && !bad_sum,
+			  "block terms n=%lld d=%d k=%d threads %d: %lld rows' terms differ, sums %s",
+			  (long long) n, d, k, threads, (long long) bad_row, bad_sum ? "differ" : "equal");
+		ok += bad_row == 0 && !bad_sum;
+		cases++;
+		free(X);
+		free(C);
+		free(d2);
+		free(lab);
+		free(dist);
+		free(sums);
+		free(want);
+		free(hash);
+	}
+	printf("  block terms: %d of %d cases equal the row-at-a-time loop\n", ok, cases);
+}
+
 int
 main(void)
 {
@@ -1790,6 +1856,7 @@ main(void)
 	test_reseed_convergence();
 	test_k_equals_n();
 	test_labels_cases();
+	test_block_terms();
 
 	/* k-means++ and random seeding against the documented references */
 	test_kmeanspp_reference(1000, 2, 10, DATA_BLOBS, 2);
