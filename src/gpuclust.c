@@ -23,6 +23,7 @@
 #include <limits.h>
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "gpuclust.h"
@@ -52,6 +53,67 @@ static const struct config_enum_entry device_options[] = {
 };
 
 void		_PG_init(void);
+
+/*
+ * The GPU worker's settings.  PostgreSQL accepts PGC_POSTMASTER settings
+ * only while shared_preload_libraries is processed, and the worker exists
+ * only then; loaded any other way (CREATE EXTENSION, LOAD,
+ * session_preload_libraries) the library defines none of them, and each
+ * backend that uses the GPU holds its own context.
+ */
+static void
+define_worker_settings(void)
+{
+	DefineCustomBoolVariable("gpuclust.gpu_worker",
+							 "Runs every backend's GPU jobs in one background worker.",
+							 "With shared_preload_libraries = 'gpuclust', a "
+							 "background worker creates the CUDA context once and "
+							 "runs the GPU work of all backends, which then hold "
+							 "no CUDA context of their own.  Off, or without "
+							 "preloading, each backend that uses the GPU creates "
+							 "its own context.",
+							 &gpuclust_gpu_worker,
+							 true,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.gpu_worker_jobs",
+							"Most GPU jobs the GPU worker runs at once.",
+							"Queued jobs start in arrival order when one of "
+							"these is free and their GPU memory fits.",
+							&gpuclust_gpu_worker_jobs,
+							4, 1, GC_WORKER_MAX_JOBS,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.gpu_worker_memory",
+							"Most GPU memory the GPU worker's jobs may hold at once.",
+							"0 (the default) allows the device's free memory when "
+							"the worker started, less a margin.  Jobs wait in "
+							"arrival order until theirs fits; a job that needs "
+							"more than this fails under device 'gpu' and runs on "
+							"the CPU under 'auto'.",
+							&gpuclust_gpu_worker_memory,
+							0, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.gpu_worker_emulate",
+							"For tests: the GPU worker runs its jobs on the CPU, on a GPU of this much memory.",
+							"0 (the default) uses the real GPU.  Otherwise the "
+							"worker acts as if it owned a GPU of this size whose "
+							"jobs run the CPU's code, so that the hand-off, the "
+							"queue and cancellation can be tested on a machine "
+							"without a GPU.",
+							&gpuclust_gpu_worker_emulate,
+							0, 0, INT_MAX,
+							PGC_POSTMASTER,
+							GUC_UNIT_MB | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+}
 
 void
 _PG_init(void)
@@ -137,43 +199,6 @@ _PG_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("gpuclust.gpu_worker",
-							 "Runs every backend's GPU jobs in one background worker.",
-							 "With shared_preload_libraries = 'gpuclust', a "
-							 "background worker creates the CUDA context once and "
-							 "runs the GPU work of all backends, which then hold "
-							 "no CUDA context of their own.  Off, or without "
-							 "preloading, each backend that uses the GPU creates "
-							 "its own context.",
-							 &gpuclust_gpu_worker,
-							 true,
-							 PGC_POSTMASTER,
-							 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomIntVariable("gpuclust.gpu_worker_jobs",
-							"Most GPU jobs the GPU worker runs at once.",
-							"Queued jobs start in arrival order when one of "
-							"these is free and their GPU memory fits.",
-							&gpuclust_gpu_worker_jobs,
-							4, 1, GC_WORKER_MAX_JOBS,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("gpuclust.gpu_worker_memory",
-							"Most GPU memory the GPU worker's jobs may hold at once.",
-							"0 (the default) allows the device's free memory when "
-							"the worker started, less a margin.  Jobs wait in "
-							"arrival order until theirs fits; a job that needs "
-							"more than this fails under device 'gpu' and runs on "
-							"the CPU under 'auto'.",
-							&gpuclust_gpu_worker_memory,
-							0, 0, INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_MB,
-							NULL, NULL, NULL);
-
 	DefineCustomIntVariable("gpuclust.gpu_memory_limit",
 							"Most GPU memory one clustering call may use.",
 							"0 (the default) allows the GPU's free memory (with "
@@ -189,18 +214,8 @@ _PG_init(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
-	DefineCustomIntVariable("gpuclust.gpu_worker_emulate",
-							"For tests: the GPU worker runs its jobs on the CPU, on a GPU of this much memory.",
-							"0 (the default) uses the real GPU.  Otherwise the "
-							"worker acts as if it owned a GPU of this size whose "
-							"jobs run the CPU's code, so that the hand-off, the "
-							"queue and cancellation can be tested on a machine "
-							"without a GPU.",
-							&gpuclust_gpu_worker_emulate,
-							0, 0, INT_MAX,
-							PGC_POSTMASTER,
-							GUC_UNIT_MB | GUC_NOT_IN_SAMPLE,
-							NULL, NULL, NULL);
+	if (process_shared_preload_libraries_in_progress)
+		define_worker_settings();
 
 	MarkGUCPrefixReserved("gpuclust");
 
