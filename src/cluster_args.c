@@ -267,8 +267,7 @@ parse_metric(Datum value)
 }
 
 /* ERROR (22023): s is not a valid what; hint lists the valid ones */
-static void invalid_name(const char *what, const char *s, const char *hint)
-			pg_attribute_noreturn();
+pg_noreturn static void invalid_name(const char *what, const char *s, const char *hint);
 
 static void
 invalid_name(const char *what, const char *s, const char *hint)

@@ -83,7 +83,7 @@ make_template(RowTemplate *t, TupleDesc desc, const bool *nulls)
 	Datum		zeros[3] = {0, 0, 0};
 	uintptr_t	off = 0;
 
-	t->tup = heap_form_minimal_tuple(desc, zeros, (bool *) nulls);
+	t->tup = gc_form_minimal_tuple(desc, zeros, (bool *) nulls);
 	t->data = (char *) t->tup + t->tup->t_hoff - MINIMAL_TUPLE_OFFSET;
 	for (int i = 0; i < 3; i++)
 	{

@@ -78,8 +78,7 @@ PG_FUNCTION_INFO_V1(dbscan_partition_final);
 #define DBP_STACK_D			128
 
 /* gc_ingest's error for a NULL id: every source row needs one */
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 null_id(void)
 {
 	ereport(ERROR,
@@ -372,8 +371,7 @@ plan_int(float8 v, int lo, int hi, int *out)
 	return true;
 }
 
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 bad_plan(const char *why)
 {
 	ereport(ERROR,
@@ -591,8 +589,7 @@ dbp_new(MemoryContext cxt, int32 part, double eps, int32 min_pts,
 	return s;
 }
 
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 params_differ(void)
 {
 	ereport(ERROR,
@@ -602,8 +599,7 @@ params_differ(void)
 	pg_unreachable();
 }
 
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 parts_differ(int32 a, int32 b)
 {
 	ereport(ERROR,
@@ -1017,8 +1013,7 @@ typedef struct IdPos
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 id_twice(int64 id, int32 part)
 {
 	ereport(ERROR,

@@ -39,6 +39,7 @@
 #include "utils/array.h"
 
 #include "core/gpuclust_core.h"
+#include "pg_compat.h"
 
 /*
  * GUC variables (gpuclust.c).  Each resource has a superuser ceiling
@@ -68,9 +69,9 @@ extern int	gc_glue_matrix_memory_mb(const char **setting);
 extern void gc_glue_ctx(gc_ctx *ctx);
 extern void gc_glue_signals_block(sigset_t *old);
 extern void gc_glue_signals_restore(const sigset_t *old);
-extern void gc_glue_report(const gc_status *st, const char *what) pg_attribute_noreturn();
-extern void gc_glue_report_hint(const gc_status *st, const char *what,
-								const char *gpu_hint) pg_attribute_noreturn();
+pg_noreturn extern void gc_glue_report(const gc_status *st, const char *what);
+pg_noreturn extern void gc_glue_report_hint(const gc_status *st, const char *what,
+								const char *gpu_hint);
 extern gc_code gc_glue_try_choose_device(gc_device requested,
 										 gc_algorithm algo, int64 n, int d,
 										 gc_device *chosen, gc_status *st);

@@ -31,6 +31,7 @@
 
 #include "gpujob.h"
 #include "gpuworker.h"
+#include "pg_compat.h"
 #include "ingest.h"
 #include "progress.h"
 
@@ -201,8 +202,8 @@ static bool exit_callback_registered = false;
 static GcJob *
 my_job(void)
 {
-	Assert(MyBackendId != InvalidBackendId && MyBackendId <= gc_worker->njobs);
-	return &gc_worker->jobs[MyBackendId - 1];
+	Assert(gc_my_slot() >= 0 && gc_my_slot() < gc_worker->njobs);
+	return &gc_worker->jobs[gc_my_slot()];
 }
 
 static void
@@ -245,7 +246,7 @@ abandon(GcJob *j)
 static void
 backend_exit(int code, Datum arg)
 {
-	if (gc_worker != NULL && MyBackendId != InvalidBackendId &&
+	if (gc_worker != NULL && gc_my_slot() >= 0 &&
 		pg_atomic_read_u32(&my_job()->state) != GC_JOB_FREE)
 		abandon(my_job());
 }
@@ -289,7 +290,7 @@ submit_and_wait(GcJob *j, gc_status *st)
 	}
 	j->pid = MyProcPid;
 	j->userid = GetUserId();
-	j->procno = MyProc->pgprocno;
+	j->procno = gc_my_procno();
 	j->cancel = 0;
 	pg_atomic_write_u32(&j->abandoned, 0);
 	pg_atomic_write_u32(&j->progress_count, 0);
@@ -297,7 +298,7 @@ submit_and_wait(GcJob *j, gc_status *st)
 	j->seq = pg_atomic_fetch_add_u64(&gc_worker->next_seq, 1);
 	pg_write_barrier();
 	if (!pg_atomic_compare_exchange_u32(&j->state, &s, GC_JOB_QUEUED))
-		elog(ERROR, "gpuclust: GPU job slot of backend %d is busy", MyBackendId);
+		elog(ERROR, "gpuclust: GPU job slot of backend %d is busy", MyProcPid);
 	set_worker_latch();
 
 	PG_TRY();

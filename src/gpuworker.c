@@ -48,6 +48,7 @@
 
 #include "gpuclust.h"
 #include "gpuworker.h"
+#include "pg_compat.h"
 
 /* after this long without jobs the worker gives its pooled GPU memory back */
 #define GC_WORKER_TRIM_MS 5000
@@ -707,7 +708,7 @@ gpuclust_gpu_worker_main(Datum arg)
 	SpinLockAcquire(&gc_worker->mutex);
 	gc_worker->state = GC_WORKER_STARTING;
 	gc_worker->pid = MyProcPid;
-	gc_worker->procno = MyProc->pgprocno;
+	gc_worker->procno = gc_my_procno();
 	gc_worker->generation++;
 	gc_worker->started_at = GetCurrentTimestamp();
 	gc_worker->reserved = 0;

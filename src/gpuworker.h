@@ -11,7 +11,7 @@
  * Without preloading, each backend uses its own context, lazily, as before.
  *
  * The hand-off, through the shared memory of this header:
- *	  - a backend owns one job slot (by MyBackendId).  It puts the float32
+ *	  - a backend owns one job slot (gc_my_slot()).  It puts the float32
  *		matrix in a DSM segment (ingest writes it there directly), the
  *		outputs' segment beside it, the parameters in the slot, and queues
  *		the job (FREE -> QUEUED, an arrival number, the worker's latch);

@@ -555,8 +555,7 @@ subject(const char *what, int64 rowno)
 }
 
 /* The error for the NaN or infinite value v at 0-based position j. */
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 report_nonfinite(const char *what, int64 rowno, int j, double v)
 {
 	ereport(ERROR,
@@ -610,8 +609,7 @@ gc_report_out_of_range(const char *subj, const char *where, float v, int d)
  * The error for the first bad value of src (len values of type float8 or
  * float4): NaN or infinite, beyond the range of real, or beyond bound.
  */
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 report_bad_value(const void *src, bool is_float8, int len, float bound,
 				 const char *what, int64 rowno)
 {
@@ -1120,8 +1118,7 @@ find_locking(Node *node, void *context)
 	return expression_tree_walker(node, find_locking, context);
 }
 
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 refuse_source(const QueryRole *role, const char *what, const char *tag)
 {
 	ereport(ERROR,
@@ -1189,8 +1186,13 @@ check_source(SPIPlanPtr plan, const QueryRole *role)
 
 /*
  * Runs plan (checked by check_source) to completion into dest: read-only
- * (SPI's read_only execution), in a read-only transaction state (restored
- * after; an error restores it too).  ERROR when SPI fails.
+ * (SPI's read_only execution), in a read-only transaction state.  That
+ * state is set in a GUC nest level of its own and rolled back at its end,
+ * which restores the previous value (an error's abort rolls it back too).
+ * It is set, not saved as a function's SET clause would save it: from
+ * PostgreSQL 16 on, transaction_read_only refuses the latter.  A setting
+ * that the source query itself changes is rolled back with it.  ERROR when
+ * SPI fails.
  */
 static void
 run_readonly(SPIPlanPtr plan, ParamListInfo params, DestReceiver *dest)
@@ -1206,9 +1208,9 @@ run_readonly(SPIPlanPtr plan, ParamListInfo params, DestReceiver *dest)
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("transaction_read_only", "on",
 							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+							 GUC_ACTION_SET, true, 0, false);
 	ret = SPI_execute_plan_extended(plan, &options);
-	AtEOXact_GUC(true, nestlevel);
+	AtEOXact_GUC(false, nestlevel);
 	if (ret < 0)
 		elog(ERROR, "SPI_execute_plan_extended failed: %s",
 			 SPI_result_code_string(ret));

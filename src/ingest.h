@@ -12,6 +12,7 @@
 
 #include "tcop/dest.h"
 #include "utils/array.h"
+#include "pg_compat.h"
 
 /*
  * The rows of a source query.  Row i of the query (0-based, input order)
@@ -167,7 +168,7 @@ gc_feature_ok(float v, float bound)
  * in d dimensions: "<subj> contain a value out of range at <where>", with
  * |v| and the bound in the detail (as real prints them) and a hint.
  */
-extern void gc_report_out_of_range(const char *subj, const char *where,
-								   float v, int d) pg_attribute_noreturn();
+pg_noreturn extern void gc_report_out_of_range(const char *subj, const char *where,
+								   float v, int d);
 
 #endif							/* GPUCLUST_INGEST_H */

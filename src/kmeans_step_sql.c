@@ -238,8 +238,7 @@ cmp_farthest_first(const void *pa, const void *pb)
 	return farther(a, b) ? -1 : farther(b, a) ? 1 : 0;
 }
 
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 centroids_differ(void)
 {
 	ereport(ERROR,
@@ -648,15 +647,16 @@ kmeans_step_state_out(PG_FUNCTION_ARGS)
 	int			n;
 
 	memcpy(out, KM_TEXT_PREFIX, plen);
-	n = pg_b64_encode((const char *) s + VARHDRSZ, len, out + plen, pg_b64_enc_len(len));
+	/* bytes as void *: char * before PostgreSQL 18, uint8 * since */
+	n = pg_b64_encode((const void *) ((const char *) s + VARHDRSZ), len, out + plen,
+					  pg_b64_enc_len(len));
 	if (n < 0)
 		elog(ERROR, "could not encode a kmeans_step state");
 	out[plen + n] = '\0';
 	PG_RETURN_CSTRING(out);
 }
 
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 bad_state(const char *why)
 {
 	ereport(ERROR,
@@ -690,7 +690,7 @@ kmeans_step_state_in(PG_FUNCTION_ARGS)
 	slen = strlen(str);
 	cap = pg_b64_dec_len(slen);
 	buf = palloc(VARHDRSZ + cap + 1);
-	len = pg_b64_decode(str, slen, buf + VARHDRSZ, cap);
+	len = pg_b64_decode(str, slen, (void *) (buf + VARHDRSZ), cap);
 	if (len < 0)
 		bad_state("not base64");
 	if (len < (int) (sizeof(KmStep) - VARHDRSZ))
@@ -1110,8 +1110,7 @@ typedef struct IdRange
 	int64		n;
 } IdRange;
 
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 source_changed(void)
 {
 	ereport(ERROR,

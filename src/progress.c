@@ -4,7 +4,7 @@
  *	  The gpuclust_progress view: what each running clustering call is
  *	  doing, in the spirit of pg_stat_progress_create_index.  See progress.h.
  *
- * Each backend owns one slot (by MyBackendId) of an array in shared
+ * Each backend owns one slot (gc_my_slot()) of an array in shared
  * memory, created when the library is preloaded (shared_preload_libraries).
  * Only the owner writes it, and only from the backend's own thread: the
  * glue at phase changes, the core through gc_ctx.progress at most once per
@@ -33,7 +33,6 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#include "storage/backendid.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -42,6 +41,7 @@
 #include "utils/timestamp.h"
 
 #include "gpuclust.h"
+#include "pg_compat.h"
 #include "progress.h"
 
 #define ALGO_LEN 32
@@ -129,8 +129,7 @@ progress_xact_callback(XactEvent event, void *arg)
 void
 gc_progress_begin(const char *algorithm)
 {
-	if (slots == NULL || MyBackendId == InvalidBackendId ||
-		MyBackendId > MaxBackends)
+	if (slots == NULL || gc_my_slot() < 0)
 		return;
 	if (mine != NULL)
 	{
@@ -142,7 +141,7 @@ gc_progress_begin(const char *algorithm)
 		RegisterXactCallback(progress_xact_callback, NULL);
 		xact_callback_registered = true;
 	}
-	mine = &slots[MyBackendId - 1];
+	mine = &slots[gc_my_slot()];
 	depth = 1;
 	BEGIN_WRITE();
 	mine->pid = MyProcPid;
