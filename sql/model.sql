@@ -113,7 +113,11 @@ SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_leader_participation = off;
-SET force_parallel_mode = on;
+-- parallel plans even for small tables (debug_parallel_query; before
+-- PostgreSQL 16, force_parallel_mode)
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
+                  'on', false) AS forced \gset
 EXPLAIN (COSTS OFF)
 SELECT kmeans_assign(f, :model) AS c, count(*) FROM m_rand GROUP BY 1;
 SELECT m_workers_launched($$SELECT kmeans_assign(f, $$ || quote_literal(:model) || $$::real[]), count(*)
@@ -125,12 +129,15 @@ SELECT count(*) AS groups_differing FROM
   (SELECT * FROM m_par
    EXCEPT ALL
    SELECT c, count(*) FROM m_serial GROUP BY c) x;
-EXPLAIN (COSTS OFF)
-SELECT count(*) FROM m_rand r JOIN m_serial s USING (id)
-WHERE kmeans_assign(r.f, :model) <> s.c OR kmeans_assign_distance(r.f, :model) <> s.dist;
+SELECT m_workers_launched($$SELECT count(*) FROM m_rand r JOIN m_serial s USING (id)
+                            WHERE kmeans_assign(r.f, $$ || quote_literal(:model) || $$::real[]) <> s.c
+                               OR kmeans_assign_distance(r.f, $$ || quote_literal(:model) || $$::real[]) <> s.dist$$)
+       AS workers_launched;
 SELECT count(*) AS rows_differing FROM m_rand r JOIN m_serial s USING (id)
 WHERE kmeans_assign(r.f, :model) <> s.c OR kmeans_assign_distance(r.f, :model) <> s.dist;
-RESET force_parallel_mode;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
+                  'off', false) AS forced \gset
 RESET parallel_leader_participation;
 RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;

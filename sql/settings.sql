@@ -10,7 +10,19 @@ RESET client_min_messages;
 LOAD 'gpuclust';
 
 SELECT name, context, setting, unit, min_val, max_val
-FROM pg_settings WHERE name LIKE 'gpuclust.%' ORDER BY name;
+FROM pg_settings WHERE name LIKE 'gpuclust.%' AND name NOT LIKE 'gpuclust.gpu\_worker%'
+ORDER BY name;
+
+-- the GPU worker's settings exist only when the library is preloaded
+SELECT coalesce(string_agg(concat_ws(' ', name, context, setting, unit, min_val, max_val),
+                           '; ' ORDER BY name), 'none')
+       = CASE WHEN current_setting('shared_preload_libraries') ~ 'gpuclust'
+              THEN 'gpuclust.gpu_worker postmaster on; '
+                   'gpuclust.gpu_worker_emulate postmaster 0 MB 0 2147483647; '
+                   'gpuclust.gpu_worker_jobs sighup 4 1 64; '
+                   'gpuclust.gpu_worker_memory sighup 0 MB 0 2147483647'
+              ELSE 'none' END AS worker_settings_as_loaded
+FROM pg_settings WHERE name LIKE 'gpuclust.gpu\_worker%';
 
 -- the effective thread count, as gpuclust_info() reports it
 CREATE FUNCTION threads() RETURNS int LANGUAGE sql
@@ -81,7 +93,10 @@ SELECT value FROM gpuclust_info() WHERE key = 'gpu_memory_limit_bytes';
 -- on the CPU the limit changes nothing
 SELECT count(*), count(DISTINCT cluster_id)
 FROM gpu_kmeans('SELECT i, ARRAY[i % 3] FROM generate_series(1, 3000) i', 3, device => 'cpu');
+-- (22023; the message's range names its unit from PostgreSQL 18 on)
+\set VERBOSITY sqlstate
 SET gpuclust.gpu_memory_limit = -1;
+\set VERBOSITY default
 RESET gpuclust.gpu_memory_limit;
 
 -- matrix memory: the smaller of the session's limit and the ceiling
