@@ -18,7 +18,9 @@
 # installation (default: pg_config on PATH).  GPUCLUST_PG_OPTS adds server
 # options (test/worker_test.py: "-c gpuclust.gpu_worker_emulate=512MB");
 # GPUCLUST_PG_PRELOAD names libraries preloaded before the others
-# (test/citus_cluster.sh: citus, which must come first).
+# (test/citus_cluster.sh: citus, which must come first);
+# GPUCLUST_PG_NOPRELOAD=1 preloads nothing at all, as a server that the
+# extension was just installed into (the setting is read at every start).
 set -euo pipefail
 
 BASE=${GPUCLUST_PG_DIR:-/tmp/gpuclust_pg}
@@ -79,6 +81,7 @@ start() {
 	# database postgres).
 	local libdir preload=${GPUCLUST_PG_PRELOAD:-} cron=""
 	libdir=$("$PG_CONFIG" --pkglibdir)
+	[ "${GPUCLUST_PG_NOPRELOAD:-0}" = 1 ] && libdir=/nonexistent preload=""
 	[ -f "$libdir/gpuclust.so" ] && preload=${preload:+$preload,}gpuclust
 	[ -f "$libdir/pg_cron.so" ] && {
 		preload=${preload:+$preload,}pg_cron

@@ -1,19 +1,27 @@
 #!/bin/bash
-# The test command: sets up (test/setup.sh), then runs every test suite —
-# the core's unit tests (plain, then under ASan/UBSan), pg_regress against a
-# throwaway server, pg_cancel_backend from a second session, clustering
-# beside busy loops (test/load_test.py), the comparisons
-# with scikit-learn on real data (DBSCAN, k-means, affinity propagation), the
-# k-means aggregate under parallel query against the single-node k-means
-# (test/kmeans_distributed_test.py), DBSCAN over partitions under parallel
-# query against the single-node DBSCAN (test/dbscan_distributed_test.py),
-# the k-means aggregate over a 3-node Citus cluster
-# on localhost (test/citus_test.py: builds Citus once from ../shared/vendor
-# into ~/.cache, says "skipped: no Citus" where there is none), and
-# a pg_cron job in that server (test/cron_test.py), the progress view read
-# from a second session (test/progress_test.py), the GPU worker's hand-off,
-# queue, cancellation and failures (test/worker_test.py) — and ends with one line
-# "N passed, N failed" counting suites.
+# The test command: sets up (test/setup.sh), then runs every test suite and
+# ends with one line "N passed, N failed" counting suites:
+#   - the core's unit tests, plain and under ASan/UBSan;
+#   - on PostgreSQL 15, preloaded and not (test/pg_matrix.sh: pg_regress,
+#     the scikit-learn comparison, ALTER EXTENSION UPDATE from 0.1 with
+#     objects built on it, every way of loading the library with a call of
+#     every public function);
+#   - against one preloaded server: pg_cancel_backend from a second session,
+#     clustering beside busy loops (test/load_test.py), the affinity
+#     propagation comparison, the k-means aggregate and DBSCAN over
+#     partitions under parallel query against the single-node runs, k-means
+#     and DBSCAN over a 3-node Citus cluster on localhost (test/citus_test.py:
+#     builds Citus once from ../shared/vendor into ~/.cache, says "skipped:
+#     no Citus" where there is none), a pg_cron job, the progress view read
+#     from a second session, the GPU worker's hand-off, queue, cancellation
+#     and failures (test/worker_test.py);
+#   - PostgreSQL 18 (built once from Debian's source into ~/.cache by
+#     test/pg_versions.sh), preloaded and not, as 15 above; every glue file
+#     compiled against PostgreSQL 17's headers;
+#   - the Debian package built, installed with dpkg -i and used
+#     (test/package_test.sh).
+# The releases' results are repeated together before the last line:
+# "PostgreSQL 18 not-preloaded: N passed, N failed", "PostgreSQL 17: compiles".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,28 +37,53 @@ suite() {
 suite "core unit tests" make -s unit ${USE_CUDA:+USE_CUDA=$USE_CUDA}
 suite "core unit tests under ASan/UBSan" make -s unit-sanitize
 
+# One PostgreSQL release, loaded one way; its summary line is kept.
+releases=()
+release() {
+	local out
+	out=$(mktemp)
+	suite "PostgreSQL $1 $2" bash -c 'test/pg_matrix.sh "$1" "$2" | tee "$3"; exit "${PIPESTATUS[0]}"' \
+		_ "$1" "$2" "$out"
+	releases+=("$(grep -E "^PostgreSQL $1 $2: " "$out" | tail -n 1)")
+	[ -n "${releases[-1]}" ] || releases[-1]="PostgreSQL $1 $2: did not finish"
+	rm -f "$out"
+}
+release 15 preloaded
+release 15 not-preloaded
+
 # a fresh cluster each run: no extension left from an older build
 test/pg_server.sh clean >/dev/null 2>&1 || true
-eval "$(test/pg_server.sh start)" || { echo "could not start PostgreSQL"; echo "$passed passed, $((failed + 1)) failed"; exit 1; }
-trap 'test/pg_server.sh stop >/dev/null 2>&1' EXIT
+if eval "$(test/pg_server.sh start)"; then
+	trap 'test/pg_server.sh stop >/dev/null 2>&1' EXIT
+	suite "pg_cancel_backend" /usr/bin/python3 test/cancel_test.py
+	suite "CPU threads under load" /usr/bin/python3 test/load_test.py
+	suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
+	suite "k-means aggregate under parallel query" /usr/bin/python3 test/kmeans_distributed_test.py
+	suite "DBSCAN over partitions under parallel query" /usr/bin/python3 test/dbscan_distributed_test.py
+	suite "k-means and DBSCAN over Citus" /usr/bin/python3 test/citus_test.py
+	suite "pg_cron job" /usr/bin/python3 test/cron_test.py
+	suite "gpuclust_progress" /usr/bin/python3 test/progress_test.py
+	suite "GPU worker" /usr/bin/python3 test/worker_test.py
+	test/pg_server.sh stop >/dev/null 2>&1
+else
+	echo "could not start PostgreSQL"
+	failed=$((failed + 1)); failures+=("PostgreSQL 15 server")
+fi
 
-regress() {
-	make -s installcheck PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config || {
-		cat test/regress_out/regression.diffs 2>/dev/null | head -200; return 1; }
-}
-suite "pg_regress" regress
-suite "pg_cancel_backend" /usr/bin/python3 test/cancel_test.py
-suite "CPU threads under load" /usr/bin/python3 test/load_test.py
-suite "scikit-learn comparison" /usr/bin/python3 test/compare_sklearn.py
-suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
-suite "k-means aggregate under parallel query" /usr/bin/python3 test/kmeans_distributed_test.py
-suite "DBSCAN over partitions under parallel query" /usr/bin/python3 test/dbscan_distributed_test.py
-suite "k-means and DBSCAN over Citus" /usr/bin/python3 test/citus_test.py
-suite "pg_cron job" /usr/bin/python3 test/cron_test.py
-suite "gpuclust_progress" /usr/bin/python3 test/progress_test.py
-suite "GPU worker" /usr/bin/python3 test/worker_test.py
+release 18 preloaded
+release 18 not-preloaded
+if suite "PostgreSQL 17: compiles" test/pg_versions.sh compile 17; then
+	releases+=("PostgreSQL 17: compiles")
+else
+	releases+=("PostgreSQL 17: does not compile")
+fi
+
+# last: it puts the package's files where make install put the tree's
+# (and puts those back after)
+suite "Debian package" test/package_test.sh
 
 echo
+printf '%s\n' "${releases[@]}"
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

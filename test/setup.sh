@@ -6,9 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# the server and its headers; PostGIS and pg_cron for their tests; the
+# Python the tests run; bison and flex to build PostgreSQL 18
+# (test/pg_versions.sh); the Debian packaging tools (test/package_test.sh)
 packages=(build-essential postgresql-15 postgresql-server-dev-15
           postgresql-15-postgis-3 postgresql-15-cron
-          python3-numpy python3-sklearn python3-psycopg python3-matplotlib)
+          python3-numpy python3-sklearn python3-psycopg python3-matplotlib
+          bison flex debhelper dpkg-dev postgresql-server-dev-all)
 test/apt_install.sh "${packages[@]}"
 
 export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config

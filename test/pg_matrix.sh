@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# pg_matrix.sh MAJOR MODE — gpuclust on one PostgreSQL release, loaded one
+# way: pg_regress, the scikit-learn comparison, the upgrade test and the
+# install test (test/upgrade_test.py, test/install_test.py) against a
+# throwaway server of that release.
+#
+#   MAJOR  15 (the system's, as test/setup.sh installed it) or 18 (built
+#          from Debian's source by test/pg_versions.sh and cached; a copy
+#          of that build under /tmp runs the server, and the extension is
+#          built for it in a copy of this tree and installed there)
+#   MODE   preloaded (shared_preload_libraries = 'gpuclust': the GPU
+#          worker) or not-preloaded (as right after installing: CREATE
+#          EXTENSION loads the library in each backend)
+#
+# Ends with one line "PostgreSQL MAJOR MODE: N passed, M failed", counting
+# pg_regress's tests and the other suites' checks;
+# exit 0 only when none failed.  USE_CUDA is passed to make as test/setup.sh
+# passes it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+MAJOR=${1:?usage: $0 MAJOR preloaded|not-preloaded}
+MODE=${2:?usage: $0 MAJOR preloaded|not-preloaded}
+case $MODE in
+	preloaded) NOPRELOAD=0 ;;
+	not-preloaded) NOPRELOAD=1 ;;
+	*) echo "pg_matrix: MODE is preloaded or not-preloaded" >&2; exit 2 ;;
+esac
+
+passed=0; failed=0
+summary() {
+	echo "PostgreSQL $MAJOR $MODE: $passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+}
+broken() { echo "pg_matrix: $*" >&2; failed=$((failed + 1)); summary; exit 1; }
+
+# The extension built and installed for this release.
+if [ "$MAJOR" = 15 ]; then
+	export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+	BUILD=$REPO
+else
+	cached=$(test/pg_versions.sh pg_config "$MAJOR") || broken "no PostgreSQL $MAJOR"
+	# The server runs from a copy under /tmp: the cache may sit in a home
+	# that the postgres user cannot enter, and stays as built.  PostgreSQL
+	# finds its files relative to its binaries, so a copy runs as it is.
+	PG_ROOT=/tmp/gpuclust_pgsql_$MAJOR
+	rm -rf "$PG_ROOT"
+	cp -a "$(dirname "$(dirname "$cached")")" "$PG_ROOT"
+	export PG_CONFIG=$PG_ROOT/bin/pg_config
+	# A copy of the sources (no objects of another release) with this
+	# tree's CUDA objects, which do not depend on PostgreSQL.
+	BUILD=/tmp/gpuclust_build_$MAJOR
+	rm -rf "$BUILD"
+	mkdir -p "$BUILD"
+	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -p -t "$BUILD"
+	cp -p cuda/*.o "$BUILD/cuda/" 2>/dev/null || true
+	[ -f config.mk ] && cp -p config.mk "$BUILD/"
+	(cd "$BUILD" && make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null &&
+		make -s install ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null) ||
+		broken "building gpuclust for PostgreSQL $MAJOR failed"
+fi
+echo "pg_matrix: $($PG_CONFIG --version), gpuclust from $BUILD, $MODE"
+
+# Its server.
+export GPUCLUST_PG_DIR=/tmp/gpuclust_pg_${MAJOR}_$MODE
+export GPUCLUST_PG_PORT=$((54330 + MAJOR * 2 + NOPRELOAD))
+export GPUCLUST_PG_NOPRELOAD=$NOPRELOAD
+test/pg_server.sh clean >/dev/null 2>&1 || true
+env_line=$(test/pg_server.sh start) || broken "could not start PostgreSQL $MAJOR"
+eval "$env_line"
+trap 'test/pg_server.sh clean >/dev/null 2>&1' EXIT
+
+# pg_regress: its tests, passed and failed.
+out=$(cd "$BUILD" && make -s installcheck ${USE_CUDA:+USE_CUDA=$USE_CUDA} 2>&1)
+echo "$out" | grep -E '^(ok|not ok) |^test .*\.\.\. ' || true
+r_total=$(echo "$out" | grep -cE '^(ok|not ok) |^test .*\.\.\. +(ok|FAILED|failed)')
+r_failed=$(echo "$out" | grep -cE '^not ok |\.\.\. +(FAILED|failed)')
+if [ "$r_total" -eq 0 ] || [ "$r_failed" -gt 0 ]; then
+	echo "$out" | tail -n 5
+	head -n 200 "$BUILD/test/regress_out/regression.diffs" 2>/dev/null
+	[ "$r_total" -eq 0 ] && r_failed=1
+fi
+passed=$((passed + r_total - r_failed)); failed=$((failed + r_failed))
+
+# A Python suite that ends with "N passed, M failed".
+count() {
+	local out last
+	out=$("$@" 2>&1)
+	echo "$out"
+	last=$(echo "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+	if [ -z "$last" ]; then
+		failed=$((failed + 1))
+		return
+	fi
+	passed=$((passed + $(echo "$last" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')))
+	failed=$((failed + $(echo "$last" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')))
+}
+count /usr/bin/python3 test/compare_sklearn.py
+count /usr/bin/python3 test/upgrade_test.py
+count /usr/bin/python3 test/install_test.py "$MODE"
+
+summary
