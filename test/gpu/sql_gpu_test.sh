@@ -456,10 +456,12 @@ check "auto_device_ap is gpu" \
 	"SELECT value = 'gpu' FROM gpuclust_info() WHERE key = 'auto_device_ap'"
 
 echo "== gpu_affinity_propagation under auto: the CPU below auto_ap_gpu_min_rows, the GPU from there"
+# each call in a warm backend (gpuclust_info() first): without the GPU
+# worker, 'auto' keeps a cold backend's moderate calls on the CPU
 ap_min=$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'auto_ap_gpu_min_rows'")
 for q in "$((ap_min - 1))|cpu|float8" "$ap_min|gpu|float8" "10|gpu|float4"; do
 	IFS='|' read -r n dev prec <<< "$q"
-	r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_affinity_propagation(
+	r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpuclust_info()" -c "SELECT count(*) FROM gpu_affinity_propagation(
 		'SELECT i, ARRAY[u(i, 1) * 30, u(i, 2) * 30] FROM generate_series(1, $n) i', max_iter => 5, \"precision\" => '$prec')" 2>&1)
 	echo "$r" | grep -q "device $dev, precision $prec, n $n," && echo "ok   auto, $prec, $n rows: $dev" \
 		|| { echo "FAIL auto, $prec, $n rows: $r"; fails=$((fails + 1)); }
@@ -487,7 +489,7 @@ done
 # (from auto_ap_gpu_min_rows rows: below, 'auto' never asks the GPU)
 if [ "$ap_min" -le 8000 ]; then
 	n=$((ap_min > 1500 ? ap_min : 1500))
-	r=$($P -c "SET gpuclust.gpu_memory_limit = '20MB'" -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_affinity_propagation(
+	r=$($P -c "SET gpuclust.gpu_memory_limit = '20MB'" -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpuclust_info()" -c "SELECT count(*) FROM gpu_affinity_propagation(
 		'SELECT i, ARRAY[u(i, 1) * 30, u(i, 2) * 30] FROM generate_series(1, $n) i', max_iter => 5)" 2>&1)
 	echo "$r" | grep -q "affinity propagation runs on the CPU" && echo "$r" | grep -q "device cpu, precision float8, n $n," \
 		&& echo "ok   auto, $n rows, gpuclust.gpu_memory_limit 20MB: the CPU, with a NOTICE" \
@@ -618,7 +620,7 @@ done
 for q in "gpu_kdistance('SELECT id, f FROM kd_2', 10, quantiles => 10|k-distance|gpu_kdistance" \
 	"gpu_silhouette('SELECT id, f FROM kd_3', 'SELECT * FROM sil_km', sample_size => 50000|silhouette|gpu_silhouette"; do
 	IFS='|' read -r call what fn <<< "$q"
-	r=$($P -c "SET gpuclust.gpu_memory_limit = '1MB'" -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM $call)" 2>&1)
+	r=$($P -c "SET gpuclust.gpu_memory_limit = '1MB'" -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpuclust_info()" -c "SELECT count(*) FROM $call)" 2>&1)
 	echo "$r" | grep -q "NOTICE:  $what runs on the CPU" && echo "$r" | grep -q "$fn: device cpu" \
 		&& echo "ok   $fn, auto, gpu_memory_limit 1MB: the CPU, with a NOTICE: $(echo "$r" | grep DETAIL)" \
 		|| { echo "FAIL $fn, auto, gpu_memory_limit 1MB: $r"; fails=$((fails + 1)); }
