@@ -24,6 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 CACHE=${GPUCLUST_PG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuclust}
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 log() { echo "pg_versions: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -32,10 +33,20 @@ die() { log "$*"; exit 1; }
 source_suite() { case $1 in 18) echo sid ;; *) return 1 ;; esac; }
 binary_suite() { case $1 in 17) echo trixie ;; *) return 1 ;; esac; }
 
-# The archive of this machine's own Debian entries (from apt's policy).
+# The archive of this machine's own Debian entries (from apt's policy;
+# its package lists are fetched first where there are none yet).
 archive() {
-	apt-cache policy 2>/dev/null |
-		awk '$2 ~ /^https?:\/\// && $3 ~ /^bookworm\/main/ { print $2; exit }'
+	local url
+	policy_url() {
+		apt-cache policy 2>/dev/null |
+			awk '$2 ~ /^https?:\/\// && $3 ~ /^bookworm\/main/ { print $2; exit }'
+	}
+	url=$(policy_url)
+	if [ -z "$url" ]; then
+		$SUDO apt-get update -qq >&2 || true
+		url=$(policy_url)
+	fi
+	echo "$url"
 }
 
 # A private apt configuration over one suite: $1 deb or deb-src, $2 suite.
