@@ -115,9 +115,9 @@ SET max_parallel_workers_per_gather = 2;
 SET parallel_leader_participation = off;
 -- parallel plans even for small tables (debug_parallel_query; before
 -- PostgreSQL 16, force_parallel_mode)
-SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
-                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
-                  'on', false) AS forced \gset
+SELECT CASE WHEN current_setting('server_version_num')::int >= 160000
+            THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END AS parallel_guc \gset
+SET :parallel_guc = on;
 EXPLAIN (COSTS OFF)
 SELECT kmeans_assign(f, :model) AS c, count(*) FROM m_rand GROUP BY 1;
 SELECT m_workers_launched($$SELECT kmeans_assign(f, $$ || quote_literal(:model) || $$::real[]), count(*)
@@ -135,9 +135,7 @@ SELECT m_workers_launched($$SELECT count(*) FROM m_rand r JOIN m_serial s USING 
        AS workers_launched;
 SELECT count(*) AS rows_differing FROM m_rand r JOIN m_serial s USING (id)
 WHERE kmeans_assign(r.f, :model) <> s.c OR kmeans_assign_distance(r.f, :model) <> s.dist;
-SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
-                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
-                  'off', false) AS forced \gset
+RESET :parallel_guc;
 RESET parallel_leader_participation;
 RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;

@@ -81,13 +81,14 @@ start() {
 	# database postgres).
 	local libdir preload=${GPUCLUST_PG_PRELOAD:-} cron=""
 	libdir=$("$PG_CONFIG" --pkglibdir)
-	[ "${GPUCLUST_PG_NOPRELOAD:-0}" = 1 ] && libdir=/nonexistent preload=""
-	[ -f "$libdir/gpuclust.so" ] && preload=${preload:+$preload,}gpuclust
-	[ -f "$libdir/pg_cron.so" ] && {
-		preload=${preload:+$preload,}pg_cron
-		cron="-c cron.database_name=postgres -c cron.use_background_workers=on"
-	}
-	[ -n "$preload" ] && cron="-c shared_preload_libraries=$preload $cron"
+	if [ "${GPUCLUST_PG_NOPRELOAD:-0}" != 1 ]; then
+		[ -f "$libdir/gpuclust.so" ] && preload=${preload:+$preload,}gpuclust
+		[ -f "$libdir/pg_cron.so" ] && {
+			preload=${preload:+$preload,}pg_cron
+			cron="-c cron.database_name=postgres -c cron.use_background_workers=on"
+		}
+		[ -n "$preload" ] && cron="-c shared_preload_libraries=$preload $cron"
+	fi
 	log "starting on $SOCK port $PORT"
 	# The server gets no descriptor but 0-2: one inherited from the caller,
 	# such as the lock of `flock /tmp/gpuclust-pg.lock test/run_tests.sh`,

@@ -18,7 +18,7 @@
 # this machine's apt already uses.  PostgreSQL 16 is in neither suite.
 #
 # The cache: $GPUCLUST_PG_CACHE (default ~/.cache/gpuclust)/postgresql-VERSION
-# (the build, about 4 minutes on 2 cores) and .../server-dev-VERSION.
+# (the build, about 2 minutes on 2 cores) and .../server-dev-VERSION.
 # stdout carries only the path printed; everything else goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -125,8 +125,9 @@ headers() {
 
 # Every glue file compiled (not linked) against a release's headers, with
 # the extension's own definitions and warnings that catch a changed API.
-# A newer C library than this machine's is assumed by those headers
-# (strlcpy, glibc 2.38): declared here when the system lacks it.
+# Those headers assume the C library of their own release (strlcpy and
+# strlcat from glibc 2.38), which this machine's may lack: both are
+# declared here as that glibc declares them.
 compile() {
 	local major=$1 inc shim failed=0 cuda_def=""
 	inc=$(headers "$major")
