@@ -70,7 +70,7 @@ gc_job_worker_settled(void)
 		state = gc_worker->state;
 		SpinLockRelease(&gc_worker->mutex);
 		if (state == GC_WORKER_READY || state == GC_WORKER_NO_GPU ||
-			waited >= GC_WORKER_SETTLE_MS)
+			state == GC_WORKER_RECOVERING || waited >= GC_WORKER_SETTLE_MS)
 			return state;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 50, PG_WAIT_EXTENSION);
@@ -94,9 +94,12 @@ worker_probe(const gc_gpu *gpu, gc_gpu_state *out)
 		snprintf(out->reason, sizeof(out->reason),
 				 "the gpuclust GPU worker has no usable GPU: %s",
 				 gc_worker->info.reason);
+	else if (state == GC_WORKER_RECOVERING)
+		strlcpy(out->reason, gc_worker->info.reason, sizeof(out->reason));
 	SpinLockRelease(&gc_worker->mutex);
 	out->usable = state == GC_WORKER_READY;
-	if (state != GC_WORKER_READY && state != GC_WORKER_NO_GPU)
+	if (state != GC_WORKER_READY && state != GC_WORKER_NO_GPU &&
+		state != GC_WORKER_RECOVERING)
 		snprintf(out->reason, sizeof(out->reason),
 				 "the gpuclust GPU worker is not running (it restarts within %d seconds)",
 				 GC_WORKER_RESTART_S + 1);

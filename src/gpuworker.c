@@ -1,38 +1,39 @@
 /*-------------------------------------------------------------------------
  *
  * gpuworker.c
- *	  The GPU worker: a background worker that owns the GPU and runs every
- *	  backend's GPU jobs (the protocol is in gpuworker.h).
+ *	  The GPU worker: a background worker that queues every backend's GPU
+ *	  jobs and has its GPU process run them (the protocol is in
+ *	  gpuworker.h, the GPU process in gpuproc.h).
  *
- * The worker probes the GPU once (creating the CUDA context), then loops on
- * its latch: it reaps the jobs whose threads have ended, and starts queued
- * jobs in arrival order while the oldest one's GPU memory fits what running
- * jobs leave of the budget (the free memory at start, less
- * GC_WORKER_HEADROOM) and fewer than gpuclust.gpu_worker_jobs run.  Each
- * job runs on a thread of its own (signals blocked) through the same core
- * entry points as a backend would call (gc_kmeans_gpu, gc_dbscan_on_gpu,
- * gc_ap_gpu, gc_kdistance_gpu, gc_silhouette_gpu), on a CUDA stream of its
- * own; the context, the pinned staging ring
- * (transfer.cu) and device memory (CUDA's stream-ordered pool, kept up to
- * the budget: gc_cuda_keep_memory) stay from job to job.  Only
- * the main thread calls PostgreSQL (latches, DSM, the job slots' states);
- * a job's thread writes its result into its Running entry and sets the
- * main thread's latch.
+ * The worker forks its GPU process, which probes the GPU (creating the
+ * CUDA context) and says READY.  Then the worker loops on its latch and
+ * the process's socket: it finishes the jobs the process says are done,
+ * and starts queued jobs in arrival order while the oldest one's GPU
+ * memory fits what running jobs leave of the budget (the free memory at
+ * the probe, less GC_WORKER_HEADROOM) and fewer than
+ * gpuclust.gpu_worker_jobs run.  The worker itself never calls CUDA.
  *
- * SIGTERM (a shutdown, or pg_terminate_backend) raises the cancel flag of
- * every running job, waits up to GC_WORKER_STOP_MS for their threads, and
- * exits with status 1, failing every job still queued or running; the
- * postmaster restarts the worker GC_WORKER_RESTART_S seconds later (but
- * not at shutdown).  A worker with no usable GPU stays up and says why
- * (gpuclust_info), so that 'auto' runs on the CPU at once and 'gpu' fails
- * with the reason.
+ * When the GPU process ends, for whatever reason, the worker fails the
+ * jobs it ran, says why in gpuclust_info, and forks a new one
+ * GC_PROC_RESTART_MS later (twice as long each time it ends within a
+ * minute of its start, up to a minute); no other process notices.
+ *
+ * SIGTERM (a shutdown, or pg_terminate_backend) stops the GPU process,
+ * which cancels its jobs, waits up to GC_PROC_STOP_MS for them, and
+ * exits; the worker exits with status 1, failing every job still queued
+ * or running, and the postmaster restarts it GC_WORKER_RESTART_S seconds
+ * later (but not at shutdown).  A worker with no usable GPU stays up and
+ * says why (gpuclust_info), so that 'auto' runs on the CPU at once and
+ * 'gpu' fails with the reason.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -47,14 +48,12 @@
 #include "utils/timestamp.h"
 
 #include "gpuclust.h"
+#include "gpuproc.h"
 #include "gpuworker.h"
 #include "pg_compat.h"
 
-/* after this long without jobs the worker gives its pooled GPU memory back */
-#define GC_WORKER_TRIM_MS 5000
-
-/* how long a stopping worker waits for its running jobs to see the cancel */
-#define GC_WORKER_STOP_MS 5000
+/* a GPU process that ran this long before it ended is restarted at once */
+#define GC_PROC_STABLE_MS 60000
 
 GcWorkerShared *gc_worker = NULL;
 
@@ -127,20 +126,8 @@ gc_worker_init(void)
 }
 
 /* ---------------------------------------------------------------------
- * Progress of a job (its thread writes, the backend reads)
+ * Progress of a job (the GPU process writes, the backend reads)
  * --------------------------------------------------------------------- */
-
-static void
-job_progress(void *arg, const gc_progress *p)
-{
-	GcJob	   *j = (GcJob *) arg;
-
-	pg_atomic_fetch_add_u32(&j->progress_count, 1);
-	pg_write_barrier();
-	j->progress = *p;
-	pg_write_barrier();
-	pg_atomic_fetch_add_u32(&j->progress_count, 1);
-}
 
 bool
 gc_job_read_progress(GcJob *j, gc_progress *out)
@@ -160,191 +147,33 @@ gc_job_read_progress(GcJob *j, gc_progress *out)
 }
 
 /* ---------------------------------------------------------------------
- * The jobs this worker runs
+ * The jobs the GPU process runs
  * --------------------------------------------------------------------- */
 
+/* A running job's segments, attached here until it ends. */
 typedef struct Running
 {
 	bool		used;
-	pthread_t	thread;
 	GcJob	   *job;
 	dsm_segment *x_seg,
 			   *out_seg;
-	const float *X;
-	char	   *out;
-	gc_ctx		ctx;
-	/* written by the thread, read by the main thread once it has ended */
-	gc_status	status;
-	gc_kmeans_result kmeans;
-	gc_ap_result ap;
-	gc_silhouette_result silhouette;
-	gc_kmeans_gpu_phases km_phases;
-	gc_dbscan_gpu_phases db_phases;
-	pg_atomic_uint32 ended;
 } Running;
 
 static Running *runs;			/* njobs of them, by slot */
-static size_t device_mem;		/* the device's memory for jobs at start */
-static volatile sig_atomic_t stopping = 0;	/* every job's second cancel flag */
+static bool stopping = false;	/* the worker is exiting */
 static int	device_id;
+
+/* The GPU process: its socket (-1: none) and pid, and when to fork the next. */
+static int	gpu_sock = -1;
+static pid_t gpu_pid = 0;
+static TimestampTz gpu_started_at = 0;
+static TimestampTz gpu_restart_at = 0;
+static int	gpu_restart_ms = GC_PROC_RESTART_MS / 2;
 
 static Latch *
 proc_latch(int procno)
 {
 	return &ProcGlobal->allProcs[procno].procLatch;
-}
-
-/*
- * The core calls of a job's thread, one per algorithm.  Under
- * gpuclust.gpu_worker_emulate the CPU's stand in for the GPU's.
- */
-static void
-run_kmeans(Running *r, GcJob *j)
-{
-	gc_kmeans_params p = j->p.kmeans;
-
-	/* the weights and initial centroids the backend put in the outputs' segment */
-	if (j->in_weights != 0)
-		p.weights = (const double *) (r->out + j->in_weights);
-	if (j->in_centroids != 0)
-		p.init_centroids = (const float *) (r->out + j->in_centroids);
-	memset(&r->kmeans, 0, sizeof(r->kmeans));
-	r->kmeans.labels = (int32_t *) (r->out + j->out_labels);
-	r->kmeans.distance = (double *) (r->out + j->out_second);
-	r->kmeans.centroids = (float *) (r->out + j->out_centroids);
-	if (gpuclust_gpu_worker_emulate)
-		(void) gc_kmeans_cpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
-							 &r->status);
-	else
-	{
-		(void) gc_kmeans_gpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
-							 &r->status);
-		gc_kmeans_gpu_last_phases(&r->km_phases);
-	}
-}
-
-static void
-run_dbscan(Running *r, GcJob *j)
-{
-	int32_t    *labels = (int32_t *) (r->out + j->out_labels);
-	uint8_t    *is_core = (uint8_t *) (r->out + j->out_second);
-
-	if (gpuclust_gpu_worker_emulate)
-	{
-		/*
-		 * the CPU stands in for the GPU: dclust, which runs only there, by
-		 * union-find (the same labels)
-		 */
-		gc_dbscan_params p = j->p.dbscan;
-
-		p.algorithm = GC_DBSCAN_UNION_FIND;
-		(void) gc_dbscan_cpu(&r->ctx, r->X, j->n, j->d, &p, labels, is_core,
-							 &r->status);
-	}
-	else
-	{
-		(void) gc_dbscan_on_gpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,
-								labels, is_core, &r->status);
-		gc_dbscan_gpu_last_phases(&r->db_phases);
-	}
-}
-
-static void
-run_ap(Running *r, GcJob *j)
-{
-	memset(&r->ap, 0, sizeof(r->ap));
-	r->ap.labels = (int32_t *) (r->out + j->out_labels);
-	r->ap.is_exemplar = (uint8_t *) (r->out + j->out_second);
-	if (!gpuclust_gpu_worker_emulate)
-		(void) gc_ap_gpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap,
-						 &r->status);
-	else if (j->p.ap.precision == GC_AP_FLOAT8)
-		(void) gc_ap_cpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap,
-						 &r->status);
-	else
-	{
-		/* no CPU path to stand in: float4 is the GPU's own arithmetic */
-		gc_fail(&r->status, GC_EDEVICE,
-				"affinity propagation in %s runs only on a real GPU, and gpuclust.gpu_worker_emulate runs the GPU worker's jobs on the CPU",
-				gc_ap_precision_name(j->p.ap.precision));
-	}
-}
-
-/* the k-distances and the silhouette: the CPU's take the GPU's arguments */
-static void
-run_kdistance(Running *r, GcJob *j)
-{
-	(void) (gpuclust_gpu_worker_emulate ? gc_kdistance_cpu : gc_kdistance_gpu)
-		(&r->ctx, r->X, j->n, j->d, j->p.kdistance.k,
-		 (float *) (r->out + j->out_second), &r->status);
-}
-
-static void
-run_silhouette(Running *r, GcJob *j)
-{
-	memset(&r->silhouette, 0, sizeof(r->silhouette));
-	/* the labels the backend put in the outputs' segment */
-	(void) (gpuclust_gpu_worker_emulate ? gc_silhouette_cpu : gc_silhouette_gpu)
-		(&r->ctx, r->X, j->n, j->d, (const int32_t *) (r->out + j->in_array),
-		 j->p.silhouette.m, j->p.silhouette.sample_size, j->p.silhouette.seed,
-		 &r->silhouette, &r->status);
-}
-
-/* a kmeans_step block's labels: the centres the backend put in the outputs' segment */
-static void
-run_kmeans_labels(Running *r, GcJob *j)
-{
-	(void) (gpuclust_gpu_worker_emulate ? gc_kmeans_labels_cpu : gc_kmeans_labels_gpu)
-		(&r->ctx, r->X, j->n, j->d, (const float *) (r->out + j->in_array),
-		 j->p.kmeans.k, (int32_t *) (r->out + j->out_second), &r->status);
-}
-
-/* A job's thread: the core call, then the main thread's latch. */
-static void *
-job_thread(void *arg)
-{
-	Running    *r = (Running *) arg;
-	GcJob	   *j = r->job;
-	gc_cuda_device_info info;
-
-	memset(&r->status, 0, sizeof(r->status));
-	memset(&info, 0, sizeof(info));
-	info.usable = true;
-	/* the CUDA device is per thread: make the worker's current */
-	if (!gpuclust_gpu_worker_emulate)
-		gc_cuda_probe_cached(device_id, &info);
-	if (!info.usable)
-		gc_fail(&r->status, GC_EDEVICE, "%s", info.reason);
-	else
-		switch (j->algo)
-		{
-			case GC_ALGO_KMEANS:
-				run_kmeans(r, j);
-				break;
-			case GC_ALGO_DBSCAN:
-				run_dbscan(r, j);
-				break;
-			case GC_ALGO_AP:
-				run_ap(r, j);
-				break;
-			case GC_ALGO_KDISTANCE:
-				run_kdistance(r, j);
-				break;
-			case GC_ALGO_SILHOUETTE:
-				run_silhouette(r, j);
-				break;
-			case GC_ALGO_KMEANS_LABELS:
-				run_kmeans_labels(r, j);
-				break;
-			default:
-				gc_fail(&r->status, GC_EINTERNAL, "GPU job of unknown algorithm %d",
-						(int) j->algo);
-				break;
-		}
-	pg_write_barrier();
-	pg_atomic_write_u32(&r->ended, 1);
-	SetLatch(MyLatch);
-	return NULL;
 }
 
 /*
@@ -354,7 +183,9 @@ job_thread(void *arg)
 static void
 finish_job(GcJob *j, const gc_status *st)
 {
-	j->status = *st;
+	gc_status	copy = *st;		/* st may be j's own */
+
+	j->status = copy;
 	pg_write_barrier();
 	if (pg_atomic_read_u32(&j->abandoned))
 	{
@@ -400,51 +231,36 @@ release_memory(size_t mem)
 	SpinLockRelease(&gc_worker->mutex);
 }
 
-/* The jobs whose threads have ended: results to their slots. */
+/* Running job r has ended with st: its segments, memory and slot let go. */
 static void
-reap(void)
+end_run(Running *r, const gc_status *st)
 {
-	for (int i = 0; i < gc_worker->njobs; i++)
-	{
-		Running    *r = &runs[i];
-		GcJob	   *j = r->job;
+	GcJob	   *j = r->job;
 
-		if (!r->used || !pg_atomic_read_u32(&r->ended))
-			continue;
-		pg_read_barrier();
-		pthread_join(r->thread, NULL);
-		/* cancelled by the worker's exit, not by its backend */
-		if (r->status.code == GC_ECANCEL && stopping && !j->cancel)
-			gc_fail(&r->status, GC_EDEVICE, "the gpuclust GPU worker exited");
-		switch (j->algo)
-		{
-			case GC_ALGO_KMEANS:
-				j->kmeans.inertia = r->kmeans.inertia;
-				j->kmeans.iterations = r->kmeans.iterations;
-				j->kmeans.converged = r->kmeans.converged;
-				j->phases.kmeans = r->km_phases;
-				break;
-			case GC_ALGO_DBSCAN:
-				j->phases.dbscan = r->db_phases;
-				break;
-			case GC_ALGO_AP:
-				j->ap = r->ap;
-				j->ap.labels = NULL;
-				j->ap.is_exemplar = NULL;
-				break;
-			case GC_ALGO_KDISTANCE:
-				break;			/* kdist2 is in the outputs' segment */
-			case GC_ALGO_SILHOUETTE:
-				j->silhouette = r->silhouette;
-				break;
-			case GC_ALGO_KMEANS_LABELS:
-				break;			/* the labels are in the outputs' segment */
-		}
-		detach_segments(r);
-		r->used = false;
-		release_memory(j->mem);
-		finish_job(j, &r->status);
-	}
+	detach_segments(r);
+	r->used = false;
+	release_memory(j->mem);
+	finish_job(j, st);
+}
+
+/* DONE from the GPU process: the job in slot has ended, its status in it. */
+static void
+job_done(int slot)
+{
+	Running    *r;
+	GcJob	   *j;
+	gc_status	st;
+
+	if (slot < 0 || slot >= gc_worker->njobs || !runs[slot].used)
+		return;
+	r = &runs[slot];
+	j = r->job;
+	pg_read_barrier();
+	st = j->status;
+	/* cancelled by the worker's exit, not by its backend */
+	if (st.code == GC_ECANCEL && stopping && !j->cancel)
+		gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker exited");
+	end_run(r, &st);
 }
 
 /* The queued job that arrived first, or NULL. */
@@ -488,6 +304,51 @@ refuse(GcJob *j, const gc_status *st)
 		finish_job(j, st);
 }
 
+/* How the GPU process finds segment seg of the worker's. */
+static void
+proc_segment(dsm_segment *seg, GcProcSegment *out)
+{
+	void	   *addr = dsm_segment_address(seg);
+
+	out->handle = dsm_segment_handle(seg);
+	out->size = dsm_segment_map_length(seg);
+	/* a segment in the main shared memory is at the same address there */
+	out->addr = ShmemAddrIsValid(addr) ? addr : NULL;
+}
+
+/*
+ * Hands running job r to the GPU process, its segments attached here
+ * first so that they outlive a backend that exits meanwhile.  False with
+ * st set when it could not.
+ */
+static bool
+start_run(Running *r, gc_status *st)
+{
+	GcJob	   *j = r->job;
+	GcProcMsg	m;
+
+	r->out_seg = dsm_attach(j->out_seg);
+	r->x_seg = j->x_seg == j->out_seg ? r->out_seg : dsm_attach(j->x_seg);
+	if (r->out_seg == NULL || r->x_seg == NULL)
+	{
+		/* the backend has gone, its segments with it */
+		gc_fail(st, GC_ECANCEL, "the job's data are gone");
+		return false;
+	}
+	memset(&m, 0, sizeof(m));
+	m.kind = GC_PROC_START;
+	m.slot = j - gc_worker->jobs;
+	proc_segment(r->x_seg, &m.x);
+	proc_segment(r->out_seg, &m.out);
+	if (send(gpu_sock, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m))
+	{
+		gc_fail(st, GC_EDEVICE, "the gpuclust GPU process did not take the job: %s",
+				strerror(errno));
+		return false;
+	}
+	return true;
+}
+
 /*
  * Starts queued jobs in arrival order while the oldest fits (memory and
  * gpuclust.gpu_worker_jobs); with no usable GPU, fails them with the
@@ -502,13 +363,17 @@ admit(void)
 	{
 		gc_status	st = {GC_OK, ""};
 		Running    *r = &runs[j - gc_worker->jobs];
-		sigset_t	old;
 		bool		fits;
 
+		if (gc_worker->state == GC_WORKER_STARTING)
+			return;				/* they wait for the first probe */
 		if (gc_worker->state != GC_WORKER_READY)
 		{
-			gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker has no usable GPU: %s",
-					gc_worker->info.reason);
+			if (gc_worker->state == GC_WORKER_NO_GPU)
+				gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker has no usable GPU: %s",
+						gc_worker->info.reason);
+			else
+				gc_fail(&st, GC_EDEVICE, "%s", gc_worker->info.reason);
 			refuse(j, &st);
 			continue;
 		}
@@ -532,130 +397,266 @@ admit(void)
 
 		memset(r, 0, sizeof(*r));
 		r->job = j;
-		r->out_seg = dsm_attach(j->out_seg);
-		r->x_seg = j->x_seg == j->out_seg ? r->out_seg : dsm_attach(j->x_seg);
-		if (r->out_seg == NULL || r->x_seg == NULL)
-		{
-			/* the backend has gone, its segments with it */
-			detach_segments(r);
-			gc_fail(&st, GC_ECANCEL, "the job's data are gone");
-			finish_job(j, &st);
-			continue;
-		}
-		r->X = (const float *) ((char *) dsm_segment_address(r->x_seg) + j->x_off);
-		r->out = dsm_segment_address(r->out_seg);
-		r->ctx.n_threads = j->threads;
-		r->ctx.cancel_flags[0] = &j->cancel;
-		r->ctx.cancel_flags[1] = &stopping;
-		r->ctx.progress = job_progress;
-		r->ctx.progress_arg = j;
-		pg_atomic_init_u32(&r->ended, 0);
 		r->used = true;
-
 		SpinLockAcquire(&gc_worker->mutex);
 		gc_worker->reserved += j->mem;
 		gc_worker->running++;
 		SpinLockRelease(&gc_worker->mutex);
-
-		/* the thread and CUDA's own threads must not take our signals */
-		gc_glue_signals_block(&old);
-		if (pthread_create(&r->thread, NULL, job_thread, r) != 0)
-		{
-			gc_glue_signals_restore(&old);
-			r->used = false;
-			detach_segments(r);
-			release_memory(j->mem);
-			gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker could not start a thread");
-			finish_job(j, &st);
-			continue;
-		}
-		gc_glue_signals_restore(&old);
+		if (!start_run(r, &st))
+			end_run(r, &st);
 	}
-}
-
-/*
- * gpuclust.gpu_worker_emulate (tests on machines without a GPU): the
- * worker runs its jobs with the CPU's core functions, on a "device" of
- * that many MB, so that the hand-off, the queue, cancel and
- * the worker's exit are tested where no GPU is.
- */
-static void
-emulated_device(gc_cuda_device_info *info)
-{
-	memset(info, 0, sizeof(*info));
-	info->usable = true;
-	info->device_count = 1;
-	info->device_id = device_id;
-	snprintf(info->name, sizeof(info->name),
-			 "the CPU (gpuclust.gpu_worker_emulate)");
-	info->total_mem = info->free_mem = (size_t) gpuclust_gpu_worker_emulate << 20;
 }
 
 /* The GPU memory jobs may hold: the device's, at most gpuclust.gpu_worker_memory. */
 static size_t
 budget(void)
 {
+	size_t		device_mem = gc_proc_device_memory(&gc_worker->info);
 	size_t		cap = (size_t) gpuclust_gpu_worker_memory << 20;
 
 	return gpuclust_gpu_worker_memory > 0 && cap < device_mem ? cap : device_mem;
 }
 
-/*
- * Device memory stays in CUDA's pool while jobs follow one another; after
- * GC_WORKER_TRIM_MS without any, it goes back to the driver, so that an
- * idle server holds little more than the context.
- */
+/* ---------------------------------------------------------------------
+ * The GPU process's life
+ * --------------------------------------------------------------------- */
+
+/* The GPU side is down for reason: jobs are refused with it meanwhile. */
 static void
-trim_when_idle(void)
+gpu_down(GcWorkerState state, const char *reason)
 {
-	static TimestampTz busy_at = 0;
-	static bool trimmed = true;
-	TimestampTz now = GetCurrentTimestamp();
-	sigset_t	old;
-
-	if (gc_worker->running > 0 || oldest_queued() != NULL)
-	{
-		busy_at = now;
-		trimmed = false;
-		return;
-	}
-	if (trimmed || !TimestampDifferenceExceeds(busy_at, now, GC_WORKER_TRIM_MS))
-		return;
-	gc_glue_signals_block(&old);
-	gc_cuda_trim_memory();
-	gc_glue_signals_restore(&old);
-	trimmed = true;
-}
-
-/* The free memory of the device, for gpuclust_info. */
-static void
-read_free_memory(void)
-{
-	gc_cuda_device_info info;
-	sigset_t	old;
-
-	gc_glue_signals_block(&old);
-	gc_cuda_probe_cached(device_id, &info);
-	gc_glue_signals_restore(&old);
 	SpinLockAcquire(&gc_worker->mutex);
-	gc_worker->free_mem = info.usable ? info.free_mem : 0;
+	gc_worker->state = state;
+	gc_worker->gpu_pid = 0;
+	gc_worker->info.usable = false;
+	strlcpy(gc_worker->info.reason, reason, sizeof(gc_worker->info.reason));
 	SpinLockRelease(&gc_worker->mutex);
 }
 
+/* Forks the GPU process; on failure, tries again later. */
+static void
+gpu_start(void)
+{
+	int			sv[2];
+	sigset_t	old;
+	pid_t		pid;
+	char		reason[200];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0)
+		pid = -1;
+	else
+	{
+		/* the child starts with every signal blocked, then sets its own */
+		gc_glue_signals_block(&old);
+		pid = fork();
+		if (pid == 0)
+		{
+			close(sv[0]);
+			gc_gpu_process_main(sv[1], device_id);
+		}
+		gc_glue_signals_restore(&old);
+		close(sv[1]);
+		if (pid < 0)
+			close(sv[0]);
+	}
+	if (pid < 0)
+	{
+		snprintf(reason, sizeof(reason),
+				 "the gpuclust GPU worker could not start its GPU process: %m");
+		ereport(LOG, (errmsg("%s", reason)));
+		gpu_down(GC_WORKER_RECOVERING, reason);
+		gpu_restart_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 GC_PROC_RESTART_MS);
+		return;
+	}
+	gpu_sock = sv[0];
+	gpu_pid = pid;
+	gpu_started_at = GetCurrentTimestamp();
+	SpinLockAcquire(&gc_worker->mutex);
+	gc_worker->gpu_pid = pid;
+	SpinLockRelease(&gc_worker->mutex);
+}
+
+/* READY: the probe the GPU process wrote. */
+static void
+gpu_ready(void)
+{
+	gc_cuda_device_info info;
+
+	pg_read_barrier();
+	info = gc_worker->probe;
+	SpinLockAcquire(&gc_worker->mutex);
+	gc_worker->info = info;
+	gc_worker->free_mem = info.usable ? info.free_mem : 0;
+	gc_worker->budget = budget();
+	gc_worker->state = info.usable ? GC_WORKER_READY : GC_WORKER_NO_GPU;
+	SpinLockRelease(&gc_worker->mutex);
+	if (info.usable)
+		ereport(LOG,
+				(errmsg("gpuclust GPU worker started on GPU %d (%s), %zu MiB for jobs",
+						device_id, info.name, gc_worker->budget >> 20),
+				 errdetail("Its GPU process has PID %d.", (int) gpu_pid)));
+	else
+		ereport(LOG,
+				(errmsg("gpuclust GPU worker started without a GPU: %s",
+						info.reason)));
+}
+
+/* How process pid ended, from waitpid's status: "was killed by signal 9". */
+static void
+describe_end(int status, char *buf, size_t size)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, size, "was killed by signal %d (%s)", WTERMSIG(status),
+				 pg_strsignal(WTERMSIG(status)));
+	else if (WIFEXITED(status))
+		snprintf(buf, size, "exited with code %d", WEXITSTATUS(status));
+	else
+		snprintf(buf, size, "ended");
+}
+
 /*
- * At exit (SIGTERM, postmaster death, an error): every job still queued
- * or running fails, so that no backend waits for a worker that is gone.
+ * The GPU process has ended (its socket closed): the jobs it ran fail,
+ * and unless the worker is stopping, a new one is forked after a delay.
+ */
+static void
+gpu_ended(void)
+{
+	int			status = 0;
+	char		how[100],
+				reason[200];
+	gc_status	crashed,
+				exited;
+	TimestampTz now = GetCurrentTimestamp();
+
+	/* it has closed its socket: it is exiting, or made to */
+	(void) kill(gpu_pid, SIGKILL);
+	while (waitpid(gpu_pid, &status, 0) < 0 && errno == EINTR)
+		;
+	describe_end(status, how, sizeof(how));
+	close(gpu_sock);
+	gpu_sock = -1;
+
+	gc_fail(&crashed, GC_EDEVICE, "the gpuclust GPU process %s during the job",
+			how);
+	gc_fail(&exited, GC_EDEVICE, "the gpuclust GPU worker exited");
+	for (int i = 0; i < gc_worker->njobs; i++)
+		if (runs[i].used)
+			end_run(&runs[i], stopping ? &exited : &crashed);
+	if (stopping)
+	{
+		gpu_pid = 0;
+		return;
+	}
+
+	/* at once after a long life; twice as late after each short one */
+	if (TimestampDifferenceExceeds(gpu_started_at, now, GC_PROC_STABLE_MS))
+		gpu_restart_ms = GC_PROC_RESTART_MS;
+	else
+		gpu_restart_ms = Min(gpu_restart_ms * 2, GC_PROC_STABLE_MS);
+	gpu_restart_at = TimestampTzPlusMilliseconds(now, gpu_restart_ms);
+	ereport(LOG,
+			(errmsg("gpuclust GPU process (PID %d) %s; the GPU worker starts another in %d ms",
+					(int) gpu_pid, how, gpu_restart_ms)));
+	snprintf(reason, sizeof(reason),
+			 "the gpuclust GPU process %s; a new one starts within %d ms",
+			 how, gpu_restart_ms);
+	gpu_pid = 0;
+	gpu_down(GC_WORKER_RECOVERING, reason);
+}
+
+/* Reads the GPU process's messages until none is waiting, or its end. */
+static void
+gpu_read(void)
+{
+	GcProcMsg	m;
+
+	while (gpu_sock >= 0)
+	{
+		ssize_t		got = recv(gpu_sock, &m, sizeof(m), MSG_DONTWAIT);
+
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return;
+		if (got <= 0)
+		{
+			gpu_ended();
+			return;
+		}
+		if (got != sizeof(m))
+			continue;
+		switch (m.kind)
+		{
+			case GC_PROC_READY:
+				gpu_ready();
+				break;
+			case GC_PROC_DONE:
+				job_done(m.slot);
+				break;
+			case GC_PROC_FREE_MEM:
+				SpinLockAcquire(&gc_worker->mutex);
+				gc_worker->free_mem = m.value;
+				SpinLockRelease(&gc_worker->mutex);
+				break;
+		}
+	}
+}
+
+/* Waits for the latch, a message, or timeout_ms. */
+static void
+wait_event(long timeout_ms)
+{
+	if (gpu_sock >= 0)
+		(void) WaitLatchOrSocket(MyLatch,
+								 WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT |
+								 WL_EXIT_ON_PM_DEATH,
+								 gpu_sock, timeout_ms, PG_WAIT_EXTENSION);
+	else
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+/*
+ * Stops the GPU process (it cancels its jobs) and waits up to
+ * GC_PROC_STOP_MS and a second for its jobs' ends and its own.
+ */
+static void
+gpu_stop(void)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													GC_PROC_STOP_MS + 1000);
+
+	stopping = true;
+	if (gpu_pid == 0)
+		return;
+	(void) kill(gpu_pid, SIGTERM);
+	while (gpu_sock >= 0 && GetCurrentTimestamp() < until)
+	{
+		wait_event(10);
+		gpu_read();
+	}
+	if (gpu_sock >= 0)
+		gpu_ended();			/* SIGKILL */
+}
+
+/*
+ * At exit (SIGTERM, postmaster death, an error): the GPU process goes too,
+ * and every job still queued or running fails, so that no backend waits
+ * for a worker that is gone.
  */
 static void
 worker_exit(int code, Datum arg)
 {
 	gc_status	st;
 
-	stopping = 1;
+	stopping = true;
+	if (gpu_pid > 0)
+		(void) kill(gpu_pid, SIGKILL);
 	gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker exited");
 	SpinLockAcquire(&gc_worker->mutex);
 	gc_worker->state = GC_WORKER_EXITED;
 	gc_worker->pid = 0;
+	gc_worker->gpu_pid = 0;
 	SpinLockRelease(&gc_worker->mutex);
 	for (int i = 0; i < gc_worker->njobs; i++)
 	{
@@ -669,35 +670,22 @@ worker_exit(int code, Datum arg)
 	}
 }
 
-/* Waits up to GC_WORKER_STOP_MS for the running jobs to end. */
-static void
-stop_jobs(void)
+/* How long the main loop may sleep: until the GPU process is due, or a second. */
+static long
+sleep_ms(void)
 {
-	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													GC_WORKER_STOP_MS);
+	long		secs;
+	int			usecs;
 
-	stopping = 1;
-	for (;;)
-	{
-		bool		any = false;
-
-		reap();
-		for (int i = 0; i < gc_worker->njobs; i++)
-			any |= runs[i].used;
-		if (!any || GetCurrentTimestamp() >= until)
-			return;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
+	if (gpu_pid != 0)
+		return 1000;
+	TimestampDifference(GetCurrentTimestamp(), gpu_restart_at, &secs, &usecs);
+	return Min(1000, secs * 1000 + usecs / 1000);
 }
 
 void
 gpuclust_gpu_worker_main(Datum arg)
 {
-	gc_cuda_device_info info;
-	sigset_t	old;
-
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
@@ -715,41 +703,7 @@ gpuclust_gpu_worker_main(Datum arg)
 	gc_worker->running = 0;
 	SpinLockRelease(&gc_worker->mutex);
 	before_shmem_exit(worker_exit, (Datum) 0);
-
-	if (gpuclust_gpu_worker_emulate)
-		emulated_device(&info);
-	else
-	{
-		/* CUDA starts threads of its own: they must not take our signals */
-		gc_glue_signals_block(&old);
-		gc_cuda_probe_cached(device_id, &info);
-		gc_glue_signals_restore(&old);
-	}
-
-	SpinLockAcquire(&gc_worker->mutex);
-	gc_worker->info = info;
-	gc_worker->free_mem = info.usable ? info.free_mem : 0;
-	device_mem = gpuclust_gpu_worker_emulate ? info.free_mem :
-		info.usable && info.free_mem > GC_WORKER_HEADROOM ?
-		info.free_mem - GC_WORKER_HEADROOM : 0;
-	gc_worker->budget = budget();
-	gc_worker->state = info.usable ? GC_WORKER_READY : GC_WORKER_NO_GPU;
-	SpinLockRelease(&gc_worker->mutex);
-	if (info.usable && !gpuclust_gpu_worker_emulate)
-	{
-		/* device buffers stay in CUDA's pool from job to job */
-		gc_glue_signals_block(&old);
-		gc_cuda_keep_memory(device_mem);
-		gc_glue_signals_restore(&old);
-	}
-	if (info.usable)
-		ereport(LOG,
-				(errmsg("gpuclust GPU worker started on GPU %d (%s), %zu MiB for jobs",
-						device_id, info.name, gc_worker->budget >> 20)));
-	else
-		ereport(LOG,
-				(errmsg("gpuclust GPU worker started without a GPU: %s",
-						info.reason)));
+	gpu_start();
 
 	for (;;)
 	{
@@ -763,17 +717,12 @@ gpuclust_gpu_worker_main(Datum arg)
 			gc_worker->budget = budget();
 			SpinLockRelease(&gc_worker->mutex);
 		}
-		reap();
+		if (gpu_pid == 0 && GetCurrentTimestamp() >= gpu_restart_at)
+			gpu_start();
 		admit();
-		if (gc_worker->state == GC_WORKER_READY && !gpuclust_gpu_worker_emulate)
-		{
-			trim_when_idle();
-			read_free_memory();
-		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		wait_event(sleep_ms());
+		gpu_read();
 	}
-	stop_jobs();
+	gpu_stop();
 	proc_exit(1);				/* restarted after GC_WORKER_RESTART_S */
 }

@@ -5,10 +5,10 @@
  *	  server (gpuworker.c), and backends hand it their GPU jobs (gpujob.c).
  *
  * With shared_preload_libraries = 'gpuclust' and gpuclust.gpu_worker = on
- * (the default), the worker creates the CUDA context once and runs every
- * backend's k-means, DBSCAN, affinity propagation, k-distance and
- * silhouette GPU jobs; no backend initialises CUDA.
- * Without preloading, each backend uses its own context, lazily, as before.
+ * (the default), the worker runs every backend's k-means, DBSCAN, affinity
+ * propagation, k-distance and silhouette GPU jobs in its GPU process
+ * (gpuproc.h), which creates the CUDA context once; no backend initialises
+ * CUDA.  Without preloading, each backend uses its own context, lazily.
  *
  * The hand-off, through the shared memory of this header:
  *	  - a backend owns one job slot (gc_my_slot()).  It puts the float32
@@ -16,22 +16,28 @@
  *		outputs' segment beside it, the parameters in the slot, and queues
  *		the job (FREE -> QUEUED, an arrival number, the worker's latch);
  *	  - the worker starts queued jobs in arrival order when their GPU memory
- *		fits its budget (QUEUED -> RUNNING), each on a thread of its own with
- *		its own CUDA stream, so jobs overlap when memory allows;
- *	  - when a job's thread ends the worker detaches its segments, writes
- *		the status (RUNNING -> DONE) and sets the backend's latch; the
- *		backend reads the outputs and frees the slot (DONE -> FREE).
+ *		fits its budget (QUEUED -> RUNNING): it attaches their segments and
+ *		hands them to the GPU process, which runs each on a thread of its
+ *		own with its own CUDA stream, so jobs overlap when memory allows;
+ *	  - when the GPU process says a job has ended (its status and outputs
+ *		written), the worker detaches its segments, marks it DONE and sets
+ *		the backend's latch; the backend reads the outputs and frees the
+ *		slot (DONE -> FREE).
  * A backend that stops waiting (cancel, statement timeout, exit) takes its
  * queued job back (QUEUED -> FREE) or raises the job's cancel flag, which
  * the core polls between iterations, and leaves the slot "abandoned": the
- * worker frees it when the job's thread has ended.  Every state change is
- * a compare-and-swap, so the two sides never both own a slot.
+ * worker frees it when the job has ended.  Every state change is a
+ * compare-and-swap, so the two sides never both own a slot.
  *
- * A worker that exits fails every queued and running job ("the gpuclust GPU
+ * The GPU process's end (a CUDA fault, kill -9) fails the jobs it was
+ * running ("the gpuclust GPU process ... during the job": 'auto' redoes
+ * them on the CPU) and nothing else; the worker forks a new one after
+ * GC_PROC_RESTART_MS (doubled while it keeps ending within a minute), and
+ * meanwhile 'auto' runs on the CPU and 'gpu' fails with that reason.  A
+ * worker that exits fails every queued and running job ("the gpuclust GPU
  * worker exited") and the postmaster starts a new one after
- * GC_WORKER_RESTART_S seconds; meanwhile 'auto' runs on the CPU and 'gpu'
- * fails with that reason.  A backend's wait honours cancel and
- * statement_timeout whatever the worker does.
+ * GC_WORKER_RESTART_S seconds.  A backend's wait honours cancel,
+ * statement_timeout and a lost client whatever the worker does.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,6 +57,9 @@
 /* GPU memory the worker leaves unbudgeted (other processes, the allocator) */
 #define GC_WORKER_HEADROOM ((size_t) 256 << 20)
 
+/* how long after its GPU process ended the worker forks a new one, at first */
+#define GC_PROC_RESTART_MS 1000
+
 /* the most jobs the worker runs at once (gpuclust.gpu_worker_jobs) */
 #define GC_WORKER_MAX_JOBS 64
 
@@ -60,6 +69,8 @@ typedef enum GcWorkerState
 	GC_WORKER_STARTING,			/* probing the GPU */
 	GC_WORKER_READY,			/* owns a usable GPU, takes jobs */
 	GC_WORKER_NO_GPU,			/* running, but no usable GPU: reason says why */
+	GC_WORKER_RECOVERING,		/* its GPU process ended: it starts another
+								 * (reason says why) */
 	GC_WORKER_EXITED			/* exited; the postmaster restarts it */
 } GcWorkerState;
 
@@ -125,6 +136,7 @@ typedef struct GcJob
 	/* set by the worker */
 	TimestampTz started_at;
 	uint32		generation;		/* of the worker that took it */
+	/* set by the GPU process before it says DONE */
 	gc_status	status;
 	gc_kmeans_result kmeans;	/* the scalars; pointers unused */
 	gc_ap_result ap;			/* the scalars (and phase times); pointers unused */
@@ -148,7 +160,10 @@ typedef struct GcWorkerShared
 	int			procno;			/* its PGPROC, for its latch */
 	uint32		generation;		/* worker starts so far */
 	TimestampTz started_at;
-	gc_cuda_device_info info;	/* the probe at start (reason when no GPU) */
+	int			gpu_pid;		/* its GPU process (0: none) */
+	gc_cuda_device_info info;	/* the probe at start (reason when no GPU or
+								 * recovering) */
+	gc_cuda_device_info probe;	/* written by the GPU process before READY */
 	size_t		budget;			/* GPU memory for jobs */
 	size_t		reserved;		/* of it, held by running jobs */
 	size_t		free_mem;		/* cudaMemGetInfo, last read */

@@ -46,7 +46,8 @@ PG_FUNCTION_INFO_V1(gpuclust_gpu_jobs);
 typedef struct WorkerInfo
 {
 	GcWorkerState state;
-	int			pid;
+	int			pid,
+				gpu_pid;		/* its GPU process's */
 	gc_cuda_device_info info;
 	size_t		budget,
 				free_mem;
@@ -64,6 +65,7 @@ worker_info(WorkerInfo *w)
 	SpinLockAcquire(&gc_worker->mutex);
 	w->state = gc_worker->state;
 	w->pid = gc_worker->pid;
+	w->gpu_pid = gc_worker->gpu_pid;
 	w->info = gc_worker->info;
 	w->budget = gc_worker->budget;
 	w->free_mem = gc_worker->free_mem;
@@ -89,6 +91,8 @@ worker_state_name(GcWorkerState s)
 			return "running, no GPU";
 		case GC_WORKER_STARTING:
 			return "starting";
+		case GC_WORKER_RECOVERING:
+			return "running, restarting its GPU process";
 		case GC_WORKER_NONE:
 		case GC_WORKER_EXITED:
 			break;
@@ -200,7 +204,8 @@ gpuclust_info(PG_FUNCTION_ARGS)
 			/* the worker's probe: a backend never starts CUDA then */
 			info = w.info;
 			info.free_mem = w.free_mem;
-			if (w.state != GC_WORKER_READY && w.state != GC_WORKER_NO_GPU)
+			if (w.state != GC_WORKER_READY && w.state != GC_WORKER_NO_GPU &&
+				w.state != GC_WORKER_RECOVERING)
 			{
 				info.usable = false;
 				snprintf(info.reason, sizeof(info.reason),
@@ -244,6 +249,8 @@ gpuclust_info(PG_FUNCTION_ARGS)
 			 "off (gpuclust.gpu_worker = off)") : worker_state_name(w.state));
 		put(rsinfo, "gpu_worker_pid",
 			gc_worker != NULL && w.pid != 0 ? psprintf("%d", w.pid) : NULL);
+		put(rsinfo, "gpu_worker_gpu_process_pid",
+			gc_worker != NULL && w.gpu_pid != 0 ? psprintf("%d", w.gpu_pid) : NULL);
 		put(rsinfo, "gpu_worker_memory_budget_bytes",
 			gc_worker != NULL && w.state == GC_WORKER_READY ?
 			psprintf("%zu", w.budget) : NULL);

@@ -29,7 +29,12 @@ statement_timeout) end at once with the usual error, and free their slot; a
 job larger than the GPU is refused under 'gpu' (53200) and runs on the CPU
 under 'auto'; jobs wait for GPU memory in arrival order (emulated only); the
 worker killed with SIGTERM mid-job fails the job ('gpu') or falls back
-('auto') and is restarted; the server stops promptly with jobs queued.
+('auto') and is restarted; the GPU process (the worker's child that holds
+CUDA) killed with SIGKILL mid-job fails the job ('gpu') or falls back
+('auto'), and while a new one starts 'gpu' fails at once with the reason
+and 'auto' runs on the CPU, a session opened before still answers and the
+server log (--server-log) shows no crash recovery; the server stops
+promptly with jobs queued.
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on a failure.
 """
 import argparse
@@ -175,6 +180,12 @@ class Work:
         return (f"SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM w_long', {k},"
                 f" max_iter => {30 if self.gpu else 5}, tol => 0, init => 'random')")
 
+    def outage_auto(self):
+        """A short k-means that 'auto' sends to the GPU (n k d >= 5e8): one iteration."""
+        k = 160 if self.gpu else 2600
+        return (f"SELECT * FROM gpu_kmeans('SELECT id, f FROM w_long WHERE id <= 100000', {k},"
+                f" max_iter => 1, init => 'random', seed => 7)")
+
     def mixed(self, device="gpu"):
         s = "SELECT id, f FROM w_small"
         return [f"SELECT * FROM gpu_kmeans('{s}', 8, seed => 3, device => '{device}')",
@@ -238,7 +249,7 @@ def no_gpu_checks():
         check("no jobs listed", one(c, "SELECT count(*) FROM gpuclust_gpu_jobs") == 0)
 
 
-def protocol_checks(w, gpu, stop_cmd, start_cmd):
+def protocol_checks(w, gpu, stop_cmd, start_cmd, server_log=None):
     c = connect()
     i = info(c)
     check("the worker owns the (emulated) GPU", i["gpu_worker"] == "running" and i["gpu_usable"] == "true",
@@ -452,6 +463,8 @@ def protocol_checks(w, gpu, stop_cmd, start_cmd):
         check("... and the worker restarts", new is not None, f"new pid {new} after {after and round(after, 1)} s")
     check("the restarted worker runs jobs", fingerprint(c, qs[1]) == serial[qs[1]])
 
+    gpu_process_checks(c, w, qs, serial, server_log)
+
     c.close()
     # shutdown with jobs queued
     if stop_cmd:
@@ -480,6 +493,100 @@ def protocol_checks(w, gpu, stop_cmd, start_cmd):
             new, after = wait_worker(cc)
             check("after a restart the worker runs jobs", new is not None and
                   fingerprint(cc, qs[0]) == serial[qs[0]])
+
+
+def gpu_process_pid(c):
+    v = info(c).get("gpu_worker_gpu_process_pid")
+    return int(v) if v else None
+
+
+def wait_gpu_process(c, old_pid, timeout=30):
+    """Waits for a new GPU process to be ready: its pid and the seconds it took."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        i = info(c)
+        pid = i.get("gpu_worker_gpu_process_pid")
+        if i["gpu_worker"] == "running" and i["gpu_usable"] == "true" and pid and int(pid) != old_pid:
+            return int(pid), time.time() - t0
+        time.sleep(0.05)
+    return None, None
+
+
+def crash_lines(server_log, offset):
+    """The lines of a crash and restart of the server in its log after offset."""
+    if not server_log:
+        return []
+    with open(server_log, errors="replace") as f:
+        f.seek(offset)
+        return [l.strip() for l in f if "terminated by signal" in l or "reinitializing" in l or
+                "terminating any other active server processes" in l or "was interrupted" in l]
+
+
+def gpu_process_checks(c, w, qs, serial, server_log):
+    """kill -9 of the process that holds the GPU: its jobs fail ('auto' redoes
+    them on the CPU), the worker starts another, and nothing else notices."""
+    before = connect()
+    started = one(before, "SELECT pg_postmaster_start_time()")
+    log_at = os.path.getsize(server_log) if server_log else 0
+    check("the GPU process is the worker's child, not the postmaster's",
+          gpu_process_pid(c) is not None and
+          int(open(f"/proc/{gpu_process_pid(c)}/stat").read().rsplit(")", 1)[1].split()[1]) == worker_pid(c))
+    for device in ("gpu", "auto"):
+        gp = gpu_process_pid(c)
+        b = Bg(w.long() if device == "gpu" else w.auto_long())
+        wait_for(c, job_state(b.pid) % "running")
+        os.kill(gp, signal.SIGKILL)
+        b.join(300)
+        if device == "gpu":
+            check("GPU process killed (kill -9) mid-job: the job fails with the reason (device 'gpu')",
+                  b.err is not None and "GPU process was killed by signal 9" in (b.err.diag.message_detail or ""),
+                  f"{b.err and b.err.sqlstate} {b.err and b.err.diag.message_detail}")
+        else:
+            check("GPU process killed mid-job: 'auto' redoes the call on the CPU",
+                  b.err is None and b.result == [(w.n_long,)] and
+                  any("falls back to the CPU" in n for n in b.notices), f"{b.err} {b.notices}")
+        b.close()
+        new, after = wait_gpu_process(c, gp)
+        check("... and the worker starts another GPU process, which runs jobs",
+              new is not None and fingerprint(c, qs[1]) == serial[qs[1]],
+              f"pid {gp} -> {new} after {after and round(after, 1)} s")
+
+    # during an outage: 'gpu' fails at once with the reason, 'auto' runs on the CPU
+    gp = gpu_process_pid(c)
+    os.kill(gp, signal.SIGKILL)
+    down = wait_for(c, "SELECT value = 'running, restarting its GPU process' FROM gpuclust_info()"
+                       " WHERE key = 'gpu_worker'", timeout=5, every=0.005)
+    i = info(c)
+    check("during the outage gpuclust_info says why",
+          down is not None and "GPU process was killed by signal 9" in (i["gpu_reason"] or ""),
+          f"{i['gpu_worker']}: {i['gpu_reason']}")
+    t0 = time.time()
+    try:
+        c.execute(f"SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM w_small', 8, device => 'gpu')")
+        err = None
+    except psycopg.Error as e:
+        err = e
+    check("... a 'gpu' call fails at once, naming the GPU process",
+          err is not None and "GPU process" in (err.diag.message_detail or "") and time.time() - t0 < 1,
+          f"{err and err.sqlstate} {err and err.diag.message_detail}")
+    notices = []
+    c.add_notice_handler(lambda d: notices.append(d.message_primary))
+    q_auto = w.outage_auto()
+    r_auto = fingerprint(c, q_auto)
+    still = info(c)["gpu_worker"] == "running, restarting its GPU process"
+    r_cpu = fingerprint(c, q_auto[:-1] + ", device => 'cpu')")
+    check("... an 'auto' call that the GPU would take runs on the CPU",
+          r_auto == r_cpu and still and not notices, f"still down after it: {still}; notices {notices}")
+    new, after = wait_gpu_process(c, gp)
+    check("... and the GPU side comes back", new is not None and fingerprint(c, qs[0]) == serial[qs[0]],
+          f"after {after and round(after, 1)} s")
+
+    check("a session opened before the kills still answers, the postmaster never restarted",
+          one(before, "SELECT pg_postmaster_start_time()") == started)
+    before.close()
+    lines = crash_lines(server_log, log_at)
+    check("the server log shows no crash recovery", not lines,
+          "; ".join(lines[:3]) if lines else (server_log or "no log given"))
 
 
 # kmeans_step's fields, one row
@@ -594,12 +701,13 @@ def main():
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--stop-cmd")
     ap.add_argument("--start-cmd")
+    ap.add_argument("--server-log", help="the server's log, checked for crash recovery")
     args = ap.parse_args()
     if args.gpu:
         with connect() as c:
             c.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
         w = Work(True)
-        protocol_checks(w, True, args.stop_cmd, args.start_cmd)
+        protocol_checks(w, True, args.stop_cmd, args.start_cmd, args.server_log)
         gpu_only_checks(w)
     else:
         no_gpu_checks()
@@ -617,7 +725,7 @@ def main():
             stop = f"GPUCLUST_PG_DIR=/tmp/gpuclust_pg_worker GPUCLUST_PG_PORT=54339 {srv} stop"
             start = (f"GPUCLUST_PG_DIR=/tmp/gpuclust_pg_worker GPUCLUST_PG_PORT=54339"
                      f" GPUCLUST_PG_OPTS='-c gpuclust.gpu_worker_emulate=512MB' {srv} start")
-            protocol_checks(Work(False), False, stop, start)
+            protocol_checks(Work(False), False, stop, start, "/tmp/gpuclust_pg_worker/server.log")
         finally:
             subprocess.run([srv, "clean"], env=env, capture_output=True)
     print(f"{passed} passed, {failed} failed")

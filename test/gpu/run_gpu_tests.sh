@@ -252,7 +252,7 @@ sql|sql-bench|worker|worker-bench|dbdist|kagg)
 		cat "$OUTDIR/sql_bench.log";;
 	worker)
 		( eval "$env"; timeout "${WORKER_TIMEOUT:-400}" python3 test/worker_test.py --gpu \
-			--stop-cmd "$ctl -m fast stop'" --start-cmd "$ctl -o \"-k /tmp -p 5432 -c listen_addresses=\" start'" ) \
+			--server-log /tmp/pgb.log --stop-cmd "$ctl -m fast stop'" --start-cmd "$ctl -o \"-k /tmp -p 5432 -c listen_addresses=\" start'" ) \
 			> "$OUTDIR/worker_test.log" 2>&1
 		r=$?
 		cat "$OUTDIR/worker_test.log";;
