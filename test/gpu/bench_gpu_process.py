@@ -14,6 +14,7 @@ over PATH (the installed gpuclust.so), CMD restarts the server, and then
 Prints one line per build and figure, then each build's ratio to the first.
 """
 import argparse
+import os
 import re
 import shutil
 import statistics
@@ -104,7 +105,9 @@ def main():
     results = {}
     for b in a.builds:
         name, path = b.split("=", 1)
-        shutil.copyfile(path, a.lib)
+        # a new file in place of the old: running processes keep theirs mapped
+        shutil.copyfile(path, a.lib + ".new")
+        os.replace(a.lib + ".new", a.lib)
         subprocess.run(a.restart_cmd, shell=True, check=True, capture_output=True, timeout=120)
         if not wait_ready():
             print(f"{name}: the worker did not get ready")
