@@ -1139,6 +1139,17 @@ refuse_source(const QueryRole *role, const char *what, const char *tag)
 	pg_unreachable();
 }
 
+pg_noreturn static void
+refuse_not_single(const QueryRole *role)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s must be a single statement that returns rows",
+					role->name),
+			 errhint("Pass a query such as '%s'.", role->example)));
+	pg_unreachable();
+}
+
 /*
  * ERROR unless plan is one statement that returns rows and only reads:
  * checked on its analysed and rewritten queries, before anything runs.
@@ -1151,11 +1162,7 @@ check_source(SPIPlanPtr plan, const QueryRole *role)
 	ListCell   *lc;
 
 	if (list_length(sources) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a single statement that returns rows",
-						role->name),
-				 errhint("Pass a query such as '%s'.", role->example)));
+		refuse_not_single(role);
 	ps = (CachedPlanSource *) linitial(sources);
 	foreach(lc, ps->query_list)
 	{
@@ -1187,11 +1194,7 @@ check_source(SPIPlanPtr plan, const QueryRole *role)
 			refuse_source(role, "it locks the rows it reads", CreateCommandName((Node *) locking));
 	}
 	if (!SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a single statement that returns rows",
-						role->name),
-				 errhint("Pass a query such as '%s'.", role->example)));
+		refuse_not_single(role);
 }
 
 /*
@@ -1260,11 +1263,7 @@ gc_source_subquery(const char *source)
 	int			len;
 
 	if (list_length(stmts) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a single statement that returns rows",
-						source_role.name),
-				 errhint("Pass a query such as '%s'.", source_role.example)));
+		refuse_not_single(&source_role);
 	raw = linitial_node(RawStmt, stmts);
 	/* a length of 0: up to the end of the text (no ';' after it) */
 	len = raw->stmt_len > 0 ? raw->stmt_len :

@@ -1295,8 +1295,8 @@ fetch_rows(const char *what, const char *nsp, const char *source, int64 n,
 	appendStringInfo(&q, "SELECT s.id::bigint, s.f FROM %s AS s(id, f) WHERE s.f IS NOT NULL AND (",
 					 source);
 	for (int i = 0; i < nranges; i++)
-		appendStringInfo(&q, "%ss.id::bigint OPERATOR(pg_catalog.>=) " INT64_FORMAT
-						 " AND s.id::bigint OPERATOR(pg_catalog.<=) " INT64_FORMAT,
+		appendStringInfo(&q, "%ss.id OPERATOR(pg_catalog.>=) '" INT64_FORMAT "'::bigint"
+						 " AND s.id OPERATOR(pg_catalog.<=) '" INT64_FORMAT "'::bigint",
 						 i > 0 ? " OR " : "", ranges[i].lo, ranges[i].hi);
 	appendStringInfoString(&q, ") ORDER BY s.id, s.f");
 	plan = SPI_prepare_cursor(q.data, 0, NULL, CURSOR_OPT_PARALLEL_OK);

@@ -19,7 +19,7 @@ others use, and alice, who calls gpuclust.
      aggregates and operators of the names and argument types that SQL
      built by gpuclust would resolve to there (dbscan_bounds,
      dbscan_histogram, dbscan_partition(s), kmeans_step, kmeans_rank_counts,
-     kmeans_parallel_sample, count, min, max, >=, <=, +, and the built-ins
+     kmeans_parallel_sample, count, min, max, >=, <=, +, prefix -, and the built-ins
      gpuclust_postgis's PL/pgSQL calls).  Alice then calls every form, each
      named with its schema as a careful caller does.  Pass: none of
      mallory's functions ran, and every result equals the one before the
@@ -96,12 +96,15 @@ RUN_PLANTS = [
     "CREATE OPERATOR public.<= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = public.mallory_ge)",
     plant("public", "mallory_plus", "integer, integer", "integer", "0"),
     "CREATE OPERATOR public.+ (LEFTARG = integer, RIGHTARG = integer, FUNCTION = public.mallory_plus)",
+    plant("public", "mallory_neg", "bigint", "bigint", "0"),
+    "CREATE OPERATOR public.- (RIGHTARG = bigint, FUNCTION = public.mallory_neg)",
     plant("public", "format", "text, text", "text", "pg_catalog.format($1, $2)"),
     plant("public", "upper", "text", "text", "pg_catalog.upper($1)"),
     plant("public", "substr", "text, integer", "text", "pg_catalog.substr($1, $2)"),
 ]
 
 SRC = "SELECT id, f FROM alice.pts"
+NEG = "SELECT id OPERATOR(pg_catalog.-) 1000, f FROM alice.pts"
 LABELS = "SELECT id, cluster_id FROM gc.gpu_dbscan(''SELECT id, f FROM alice.pts'', 1.5, 3)"
 CALLS = {
     "gpu_kmeans": f"SELECT * FROM gc.gpu_kmeans('{SRC}', 3, seed => 7, device => 'cpu') ORDER BY id",
@@ -120,6 +123,8 @@ CALLS = {
     "gpu_kmeans_distributed, k-means||": f"SELECT * FROM gc.gpu_kmeans_distributed('{SRC}', 3, seed => 7)",
     "gpu_kmeans_distributed, random": f"SELECT * FROM gc.gpu_kmeans_distributed('{SRC}', 3, seed => 7, "
                                       "init => 'random')",
+    "gpu_kmeans_distributed, random, negative ids": "SELECT * FROM gc.gpu_kmeans_distributed("
+                                                    f"'{NEG}', 3, seed => 7, init => 'random')",
     "gpu_dbscan_distributed": f"SELECT * FROM gc.gpu_dbscan_distributed('{SRC}', 1.5, 3) ORDER BY id",
     "gpu_dbscan_distributed, 3 partitions": f"SELECT * FROM gc.gpu_dbscan_distributed('{SRC}', 1.5, 3, "
                                             "partitions => 3) ORDER BY id",
