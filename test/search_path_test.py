@@ -125,7 +125,11 @@ CALLS = {
                                       "init => 'random')",
     "gpu_kmeans_distributed, random, negative ids": "SELECT * FROM gc.gpu_kmeans_distributed("
                                                     f"'{NEG}', 3, seed => 7, init => 'random')",
+    "gpu_kmeans_distributed, on the CPU": f"SELECT * FROM gc.gpu_kmeans_distributed('{SRC}', 3, seed => 7, "
+                                          "device => 'cpu')",
     "gpu_dbscan_distributed": f"SELECT * FROM gc.gpu_dbscan_distributed('{SRC}', 1.5, 3) ORDER BY id",
+    "gpu_dbscan_distributed, on the CPU": f"SELECT * FROM gc.gpu_dbscan_distributed('{SRC}', 1.5, 3, "
+                                          "device => 'cpu') ORDER BY id",
     "gpu_dbscan_distributed, 3 partitions": f"SELECT * FROM gc.gpu_dbscan_distributed('{SRC}', 1.5, 3, "
                                             "partitions => 3) ORDER BY id",
     "window gpu_dbscan": "SELECT id, gc.gpu_dbscan(f, 1.5, 3) OVER (ORDER BY id) FROM alice.pts ORDER BY id",
