@@ -3,6 +3,15 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION gpuclust" to load this file. \quit
 
+-- Names are qualified: the extension's own objects with @extschema@ (so
+-- the extension is not relocatable), and the functions and operators
+-- that run here with pg_catalog, operators as OPERATOR(pg_catalog.=), so
+-- that no object another role created in a schema of the search_path is
+-- bound here or run by the superuser who installs it.  (Built-in type
+-- names need not be: pg_catalog, searched first, has them, and an exact
+-- name is never a better match elsewhere.)  The distributed drivers
+-- qualify the SQL they build the same way (src/driver.h).
+
 -- ---------------------------------------------------------------------
 -- Every clustering function takes the same arguments in each of its forms
 -- (src/cluster_args.c reads them alike): the rows first, then the
