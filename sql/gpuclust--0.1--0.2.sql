@@ -11,3 +11,12 @@
 -- such script, written so that objects depending on the extension's
 -- functions (views, materialized views, tables of their results) keep
 -- working: CREATE OR REPLACE, never DROP and CREATE.
+
+COMMENT ON FUNCTION @extschema@.gpuclust_info() IS
+'Whether gpuclust was built with CUDA, whether the GPU can be used (and why '
+'not), its name, memory and compute capability, and the device ''auto'' '
+'picks for each algorithm.  The free memory of the GPU and of the host (and '
+'the sizes of affinity propagation derived from it) and the GPU worker''s '
+'jobs of other roles are shown to roles with pg_read_all_stats only, as '
+'pg_stat_activity shows other sessions: to others those values are NULL, '
+'and the job counts their own.';

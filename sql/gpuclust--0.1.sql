@@ -3,6 +3,15 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION gpuclust" to load this file. \quit
 
+-- Names are qualified: the extension's own objects with @extschema@ (so
+-- the extension is not relocatable), and the functions and operators
+-- that run here with pg_catalog, operators as OPERATOR(pg_catalog.=), so
+-- that no object another role created in a schema of the search_path is
+-- bound here or run by the superuser who installs it.  (Built-in type
+-- names need not be: pg_catalog, searched first, has them, and an exact
+-- name is never a better match elsewhere.)  The distributed drivers
+-- qualify the SQL they build the same way (src/driver.h).
+
 -- ---------------------------------------------------------------------
 -- Every clustering function takes the same arguments in each of its forms
 -- (src/cluster_args.c reads them alike): the rows first, then the
@@ -49,32 +58,32 @@ DECLARE
                            seed bigint DEFAULT 0,
                            device text DEFAULT NULL$params$;
     -- given initial centroids fix k: every form but the elbow's
-    one_k CONSTANT text := params || $one_k$,
+    one_k CONSTANT text := params OPERATOR(pg_catalog.||) $one_k$,
                            init_centroids real[] DEFAULT NULL$one_k$;
     -- last, in every form
     metric_arg CONSTANT text := $metric$,
                            metric text DEFAULT 'euclidean'$metric$;
 BEGIN
-    EXECUTE format($sql$
-CREATE FUNCTION gpu_kmeans(source text, %s)
+    EXECUTE pg_catalog.format($sql$
+CREATE FUNCTION @extschema@.gpu_kmeans(source text, %s)
 RETURNS TABLE (id bigint, cluster_id int, distance float8)
 AS 'MODULE_PATHNAME', 'gpu_kmeans'
-LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k || metric_arg);
+LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k OPERATOR(pg_catalog.||) metric_arg);
 
-    EXECUTE format($sql$
-CREATE FUNCTION gpu_kmeans(features real[], %s)
+    EXECUTE pg_catalog.format($sql$
+CREATE FUNCTION @extschema@.gpu_kmeans(features real[], %s)
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k || metric_arg);
+LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k OPERATOR(pg_catalog.||) metric_arg);
 
-    EXECUTE format($sql$
-CREATE FUNCTION gpu_kmeans(features float8[], %s)
+    EXECUTE pg_catalog.format($sql$
+CREATE FUNCTION @extschema@.gpu_kmeans(features float8[], %s)
 RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_kmeans_window'
-LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k || metric_arg);
+LANGUAGE C WINDOW STABLE PARALLEL SAFE$sql$, one_k OPERATOR(pg_catalog.||) metric_arg);
 
-    EXECUTE format($sql$
-CREATE FUNCTION gpu_kmeans_fit(source text, %s,
+    EXECUTE pg_catalog.format($sql$
+CREATE FUNCTION @extschema@.gpu_kmeans_fit(source text, %s,
                                OUT centroids real[],
                                OUT inertia float8,
                                OUT iterations int,
@@ -83,15 +92,16 @@ CREATE FUNCTION gpu_kmeans_fit(source text, %s,
                                OUT d int)
 RETURNS record
 AS 'MODULE_PATHNAME', 'gpu_kmeans_fit'
-LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k || metric_arg);
+LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k OPERATOR(pg_catalog.||) metric_arg);
 
     -- the elbow: k-means for every k in [k_min, k_max], one ingest (elbow_sql.c)
-    EXECUTE format($sql$
-CREATE FUNCTION gpu_kmeans_elbow(source text, k_min int, k_max int, %s)
+    EXECUTE pg_catalog.format($sql$
+CREATE FUNCTION @extschema@.gpu_kmeans_elbow(source text, k_min int, k_max int, %s)
 RETURNS TABLE (k int, inertia float8, iterations int, converged boolean)
 AS 'MODULE_PATHNAME', 'gpu_kmeans_elbow'
 LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$,
-        substr(params, length('k int,') + 1) || metric_arg);
+        pg_catalog.substr(params, pg_catalog.length('k int,'::pg_catalog.text) OPERATOR(pg_catalog.+) 1)
+        OPERATOR(pg_catalog.||) metric_arg);
 END
 $kmeans$;
 
@@ -141,13 +151,13 @@ COMMENT ON FUNCTION gpu_kmeans_fit(text, int, int, float8, text, int, bigint, te
 'features.  Score rows with kmeans_assign(features, centroids), '
 'kmeans_assign(features, centroids, ''cosine'') for a cosine model.';
 
-CREATE FUNCTION kmeans_assign(features real[], centroids real[],
+CREATE FUNCTION @extschema@.kmeans_assign(features real[], centroids real[],
                               metric text DEFAULT 'euclidean')
 RETURNS int
 AS 'MODULE_PATHNAME', 'kmeans_assign'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION kmeans_assign(features float8[], centroids real[],
+CREATE FUNCTION @extschema@.kmeans_assign(features float8[], centroids real[],
                               metric text DEFAULT 'euclidean')
 RETURNS int
 AS 'MODULE_PATHNAME', 'kmeans_assign'
@@ -164,13 +174,13 @@ COMMENT ON FUNCTION kmeans_assign(float8[], real[], text) IS
 'kmeans_assign for double precision features (narrowed to real first, as '
 'the clustering functions do); see kmeans_assign(real[], real[], text).';
 
-CREATE FUNCTION kmeans_assign_distance(features real[], centroids real[],
+CREATE FUNCTION @extschema@.kmeans_assign_distance(features real[], centroids real[],
                                        metric text DEFAULT 'euclidean')
 RETURNS float8
 AS 'MODULE_PATHNAME', 'kmeans_assign_distance'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION kmeans_assign_distance(features float8[], centroids real[],
+CREATE FUNCTION @extschema@.kmeans_assign_distance(features float8[], centroids real[],
                                        metric text DEFAULT 'euclidean')
 RETURNS float8
 AS 'MODULE_PATHNAME', 'kmeans_assign_distance'
@@ -188,7 +198,7 @@ COMMENT ON FUNCTION kmeans_assign_distance(float8[], real[], text) IS
 -- DBSCAN (dbscan_sql.c, window_sql.c)
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpu_dbscan(source text, eps float8, min_pts int,
+CREATE FUNCTION @extschema@.gpu_dbscan(source text, eps float8, min_pts int,
                            device text DEFAULT NULL,
                            metric text DEFAULT 'euclidean',
                            algorithm text DEFAULT 'union_find')
@@ -211,7 +221,7 @@ COMMENT ON FUNCTION gpu_dbscan(text, float8, int, text, text, text) IS
 'labels.  Any other NULL argument is an error.  An empty source returns no '
 'rows.';
 
-CREATE FUNCTION gpu_dbscan(features real[], eps float8, min_pts int,
+CREATE FUNCTION @extschema@.gpu_dbscan(features real[], eps float8, min_pts int,
                            device text DEFAULT NULL,
                            metric text DEFAULT 'euclidean',
                            algorithm text DEFAULT 'union_find')
@@ -219,7 +229,7 @@ RETURNS int
 AS 'MODULE_PATHNAME', 'gpu_dbscan_window'
 LANGUAGE C WINDOW STABLE PARALLEL SAFE;
 
-CREATE FUNCTION gpu_dbscan(features float8[], eps float8, min_pts int,
+CREATE FUNCTION @extschema@.gpu_dbscan(features float8[], eps float8, min_pts int,
                            device text DEFAULT NULL,
                            metric text DEFAULT 'euclidean',
                            algorithm text DEFAULT 'union_find')
@@ -242,7 +252,7 @@ COMMENT ON FUNCTION gpu_dbscan(float8[], float8, int, text, text, text) IS
 -- Affinity propagation (ap_sql.c)
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpu_affinity_propagation(source text,
+CREATE FUNCTION @extschema@.gpu_affinity_propagation(source text,
                                          damping float8 DEFAULT 0.5,
                                          preference float8 DEFAULT NULL,
                                          max_iter int DEFAULT 200,
@@ -288,32 +298,34 @@ DECLARE
     f record;
 BEGIN
     FOR f IN
-        SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
-               pg_get_function_result(p.oid) AS result,
-               pg_get_function_identity_arguments(p.oid) AS ident,
-               p.probin, p.prosrc, p.oid::regprocedure AS plain_form
-        FROM pg_proc p
-        WHERE p.pronamespace = (SELECT oid FROM pg_namespace
-                                WHERE nspname = current_schema())
-          AND p.proname IN ('gpu_dbscan', 'gpu_kmeans', 'gpu_affinity_propagation')
-          AND p.proretset AND p.proargtypes[0] = 'text'::regtype
+        SELECT p.proname, pg_catalog.pg_get_function_arguments(p.oid) AS args,
+               pg_catalog.pg_get_function_result(p.oid) AS result,
+               pg_catalog.pg_get_function_identity_arguments(p.oid) AS ident,
+               p.probin, p.prosrc, p.oid::pg_catalog.regprocedure AS plain_form
+        FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+          AND p.proname OPERATOR(pg_catalog.=) ANY ('{gpu_dbscan, gpu_kmeans, gpu_affinity_propagation}'::pg_catalog.name[])
+          AND p.proretset
+          AND p.proargtypes[0] OPERATOR(pg_catalog.=) 'pg_catalog.text'::pg_catalog.regtype::pg_catalog.oid
         ORDER BY p.proname
     LOOP
-        IF f.args !~ '^source text, ' OR f.result !~ '^TABLE\(id bigint, ' THEN
+        IF f.args OPERATOR(pg_catalog.!~) '^source text, '::pg_catalog.text
+           OR f.result OPERATOR(pg_catalog.!~) '^TABLE\(id bigint, '::pg_catalog.text THEN
             RAISE EXCEPTION 'unexpected declaration of %', f.plain_form;
         END IF;
-        EXECUTE format(
-            'CREATE FUNCTION %I(source text, id_type anyelement, %s) RETURNS %s '
+        EXECUTE pg_catalog.format(
+            'CREATE FUNCTION @extschema@.%I(source pg_catalog.text, id_type anyelement, %s) RETURNS %s '
             'AS %L, %L LANGUAGE C VOLATILE PARALLEL UNSAFE',
-            f.proname, substr(f.args, length('source text, ') + 1),
-            regexp_replace(f.result, '^TABLE\(id bigint, ', 'TABLE(id anyelement, '),
+            f.proname, pg_catalog.substr(f.args, pg_catalog.length('source text, '::pg_catalog.text) OPERATOR(pg_catalog.+) 1),
+            pg_catalog.regexp_replace(f.result, '^TABLE\(id bigint, '::pg_catalog.text,
+                                      'TABLE(id anyelement, '::pg_catalog.text),
             f.probin, f.prosrc);
-        EXECUTE format(
-            'COMMENT ON FUNCTION %I(text, anyelement, %s) IS %L',
-            f.proname, substr(f.ident, length('source text, ') + 1),
-            format('%s for ids of any type: id_type is a NULL of the source''s '
+        EXECUTE pg_catalog.format(
+            'COMMENT ON FUNCTION @extschema@.%I(pg_catalog.text, anyelement, %s) IS %L',
+            f.proname, pg_catalog.substr(f.ident, pg_catalog.length('source text, '::pg_catalog.text) OPERATOR(pg_catalog.+) 1),
+            pg_catalog.format('%s for ids of any type: id_type is a NULL of the source''s '
                    'id type (NULL::uuid, NULL::text ...), and the results'' id '
-                   'has that type; see %s.', f.proname, f.plain_form));
+                   'has that type; see %s.'::pg_catalog.text, f.proname, f.plain_form));
     END LOOP;
 END
 $keyed$;
@@ -322,7 +334,7 @@ $keyed$;
 -- Information (info_sql.c)
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpuclust_info()
+CREATE FUNCTION @extschema@.gpuclust_info()
 RETURNS TABLE (key text, value text)
 AS 'MODULE_PATHNAME', 'gpuclust_info'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
@@ -336,7 +348,7 @@ COMMENT ON FUNCTION gpuclust_info() IS
 -- Progress of running calls (progress.c)
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpuclust_progress_rows()
+CREATE FUNCTION @extschema@.gpuclust_progress_rows()
 RETURNS TABLE (pid int, algorithm text, device text, phase text,
                iteration bigint, max_iter bigint, rows bigint,
                points_done bigint, points_total bigint, inertia float8,
@@ -344,11 +356,12 @@ RETURNS TABLE (pid int, algorithm text, device text, phase text,
 AS 'MODULE_PATHNAME', 'gpuclust_progress'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
-CREATE VIEW gpuclust_progress AS
+CREATE VIEW @extschema@.gpuclust_progress AS
 SELECT p.pid, p.userid, r.rolname AS usename, p.algorithm, p.device, p.phase,
        p.iteration, p.max_iter, p.rows, p.points_done, p.points_total,
        p.inertia, p.elapsed_ms
-FROM gpuclust_progress_rows() p LEFT JOIN pg_roles r ON r.oid = p.userid;
+FROM @extschema@.gpuclust_progress_rows() p
+     LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) p.userid;
 
 COMMENT ON VIEW gpuclust_progress IS
 'One row per running gpuclust call (when gpuclust is in '
@@ -359,14 +372,14 @@ COMMENT ON VIEW gpuclust_progress IS
 'gpu_silhouette''s rows scored), the inertia after the last '
 'k-means iteration, and the time since it started.  Roles without '
 'pg_read_all_stats see their own calls only.';
-GRANT SELECT ON gpuclust_progress TO PUBLIC;
+GRANT SELECT ON @extschema@.gpuclust_progress TO PUBLIC;
 
 -- ---------------------------------------------------------------------
 -- Choosing eps and k, reading clusters (kdistance_sql.c, elbow_sql.c,
 -- labelling_sql.c)
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpu_kdistance(source text, k int, quantiles int DEFAULT NULL,
+CREATE FUNCTION @extschema@.gpu_kdistance(source text, k int, quantiles int DEFAULT NULL,
                               device text DEFAULT NULL)
 RETURNS TABLE (rank bigint, fraction float8, kdistance float8, is_knee boolean)
 AS 'MODULE_PATHNAME', 'gpu_kdistance'
@@ -381,7 +394,7 @@ COMMENT ON FUNCTION gpu_kdistance(text, int, int, text) IS
 'i = 0 .. q, and the knee.  On the GPU (the DBSCAN kd-tree) or the CPU, '
 'with the same result bit for bit.';
 
-CREATE FUNCTION gpu_silhouette(source text, labels_query text,
+CREATE FUNCTION @extschema@.gpu_silhouette(source text, labels_query text,
                                sample_size int DEFAULT NULL,
                                seed bigint DEFAULT 0,
                                device text DEFAULT NULL,
@@ -401,7 +414,7 @@ COMMENT ON FUNCTION gpu_silhouette(text, text, int, bigint, text) IS
 'sample_size (NULL: 20,000) rows drawn by seed.  On the GPU or the CPU, with '
 'the same score bit for bit.';
 
-CREATE FUNCTION gpu_cluster_centers(source text, labels_query text)
+CREATE FUNCTION @extschema@.gpu_cluster_centers(source text, labels_query text)
 RETURNS TABLE (cluster_id bigint, size bigint, centroid float8[],
                radius float8, mean_distance float8)
 AS 'MODULE_PATHNAME', 'gpu_cluster_centers'
@@ -417,15 +430,15 @@ COMMENT ON FUNCTION gpu_cluster_centers(text, text) IS
 -- The GPU worker's jobs (info_sql.c; the worker: gpuworker.c)
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpuclust_gpu_jobs_rows()
+CREATE FUNCTION @extschema@.gpuclust_gpu_jobs_rows()
 RETURNS TABLE (pid int, algorithm text, n bigint, d int, state text,
                gpu_memory_bytes bigint, elapsed_ms float8,
                running_ms float8)
 AS 'MODULE_PATHNAME', 'gpuclust_gpu_jobs'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
-CREATE VIEW gpuclust_gpu_jobs AS
-SELECT * FROM gpuclust_gpu_jobs_rows();
+CREATE VIEW @extschema@.gpuclust_gpu_jobs AS
+SELECT * FROM @extschema@.gpuclust_gpu_jobs_rows();
 
 COMMENT ON VIEW gpuclust_gpu_jobs IS
 'The GPU worker''s queued and running jobs (when gpuclust is in '
@@ -434,11 +447,11 @@ COMMENT ON VIEW gpuclust_gpu_jobs IS
 'queued or running, the GPU memory it holds or waits for, the time since '
 'it was queued, and since it started.  Roles without pg_read_all_stats '
 'see their own jobs only.';
-GRANT SELECT ON gpuclust_gpu_jobs TO PUBLIC;
+GRANT SELECT ON @extschema@.gpuclust_gpu_jobs TO PUBLIC;
 
 -- k-means as a combinable aggregate (one Lloyd iteration), and its driver
 
-CREATE TYPE kmeans_step_result AS (
+CREATE TYPE @extschema@.kmeans_step_result AS (
     centroids real[],     -- k x d: the new centres (a centre with no row keeps its given one)
     counts bigint[],      -- rows per centre
     inertia float8,       -- sum of squared distances to the given centres
@@ -453,74 +466,74 @@ CREATE TYPE kmeans_step_result AS (
 -- The state: one flat value (kmeans_step_sql.c), not internal, so that
 -- Citus moves it (its worker_partial_agg sends the type's text form from
 -- each shard to the coordinator); parallel query ships it as any value.
-CREATE TYPE kmeans_step_state;
-CREATE FUNCTION kmeans_step_state_in(cstring)
-RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_state_in'
+CREATE TYPE @extschema@.kmeans_step_state;
+CREATE FUNCTION @extschema@.kmeans_step_state_in(cstring)
+RETURNS @extschema@.kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_state_in'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_state_out(kmeans_step_state)
+CREATE FUNCTION @extschema@.kmeans_step_state_out(@extschema@.kmeans_step_state)
 RETURNS cstring AS 'MODULE_PATHNAME', 'kmeans_step_state_out'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE TYPE kmeans_step_state (
-    INPUT = kmeans_step_state_in, OUTPUT = kmeans_step_state_out,
+CREATE TYPE @extschema@.kmeans_step_state (
+    INPUT = @extschema@.kmeans_step_state_in, OUTPUT = @extschema@.kmeans_step_state_out,
     INTERNALLENGTH = VARIABLE, ALIGNMENT = double);
-COMMENT ON TYPE kmeans_step_state IS
+COMMENT ON TYPE @extschema@.kmeans_step_state IS
 'kmeans_step''s state: per centre the count, double sums, a hash of its rows, '
 'and the rows farthest from their centres.  Its text form (base64, in the '
 'server''s byte order) is what Citus sends from the shards to the coordinator.';
 COMMENT ON FUNCTION kmeans_step_state_in(cstring) IS
 'kmeans_step_state from its text form, checked.';
-COMMENT ON FUNCTION kmeans_step_state_out(kmeans_step_state) IS
+COMMENT ON FUNCTION kmeans_step_state_out(@extschema@.kmeans_step_state) IS
 'kmeans_step_state''s text form.';
 
-CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[])
-RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+CREATE FUNCTION @extschema@.kmeans_step_transfn(@extschema@.kmeans_step_state, real[], real[])
+RETURNS @extschema@.kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[])
-RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+CREATE FUNCTION @extschema@.kmeans_step_transfn(@extschema@.kmeans_step_state, float8[], real[])
+RETURNS @extschema@.kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[], bigint)
-RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+CREATE FUNCTION @extschema@.kmeans_step_transfn(@extschema@.kmeans_step_state, real[], real[], bigint)
+RETURNS @extschema@.kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint)
-RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+CREATE FUNCTION @extschema@.kmeans_step_transfn(@extschema@.kmeans_step_state, float8[], real[], bigint)
+RETURNS @extschema@.kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[], bigint, text)
-RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+CREATE FUNCTION @extschema@.kmeans_step_transfn(@extschema@.kmeans_step_state, real[], real[], bigint, text)
+RETURNS @extschema@.kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint, text)
-RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
+CREATE FUNCTION @extschema@.kmeans_step_transfn(@extschema@.kmeans_step_state, float8[], real[], bigint, text)
+RETURNS @extschema@.kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_combine(kmeans_step_state, kmeans_step_state)
-RETURNS kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_combine'
+CREATE FUNCTION @extschema@.kmeans_step_combine(@extschema@.kmeans_step_state, @extschema@.kmeans_step_state)
+RETURNS @extschema@.kmeans_step_state AS 'MODULE_PATHNAME', 'kmeans_step_combine'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_step_final(kmeans_step_state)
-RETURNS kmeans_step_result AS 'MODULE_PATHNAME', 'kmeans_step_final'
+CREATE FUNCTION @extschema@.kmeans_step_final(@extschema@.kmeans_step_state)
+RETURNS @extschema@.kmeans_step_result AS 'MODULE_PATHNAME', 'kmeans_step_final'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
-CREATE AGGREGATE kmeans_step(features real[], centroids real[]) (
-    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
-    COMBINEFUNC = kmeans_step_combine,
-    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
-CREATE AGGREGATE kmeans_step(features float8[], centroids real[]) (
-    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
-    COMBINEFUNC = kmeans_step_combine,
-    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
-CREATE AGGREGATE kmeans_step(features real[], centroids real[], id bigint) (
-    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
-    COMBINEFUNC = kmeans_step_combine,
-    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
-CREATE AGGREGATE kmeans_step(features float8[], centroids real[], id bigint) (
-    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
-    COMBINEFUNC = kmeans_step_combine,
-    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
-CREATE AGGREGATE kmeans_step(features real[], centroids real[], id bigint, device text) (
-    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
-    COMBINEFUNC = kmeans_step_combine,
-    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
-CREATE AGGREGATE kmeans_step(features float8[], centroids real[], id bigint, device text) (
-    SFUNC = kmeans_step_transfn, STYPE = kmeans_step_state,
-    COMBINEFUNC = kmeans_step_combine,
-    FINALFUNC = kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.kmeans_step(features real[], centroids real[]) (
+    SFUNC = @extschema@.kmeans_step_transfn, STYPE = @extschema@.kmeans_step_state,
+    COMBINEFUNC = @extschema@.kmeans_step_combine,
+    FINALFUNC = @extschema@.kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.kmeans_step(features float8[], centroids real[]) (
+    SFUNC = @extschema@.kmeans_step_transfn, STYPE = @extschema@.kmeans_step_state,
+    COMBINEFUNC = @extschema@.kmeans_step_combine,
+    FINALFUNC = @extschema@.kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.kmeans_step(features real[], centroids real[], id bigint) (
+    SFUNC = @extschema@.kmeans_step_transfn, STYPE = @extschema@.kmeans_step_state,
+    COMBINEFUNC = @extschema@.kmeans_step_combine,
+    FINALFUNC = @extschema@.kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.kmeans_step(features float8[], centroids real[], id bigint) (
+    SFUNC = @extschema@.kmeans_step_transfn, STYPE = @extschema@.kmeans_step_state,
+    COMBINEFUNC = @extschema@.kmeans_step_combine,
+    FINALFUNC = @extschema@.kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.kmeans_step(features real[], centroids real[], id bigint, device text) (
+    SFUNC = @extschema@.kmeans_step_transfn, STYPE = @extschema@.kmeans_step_state,
+    COMBINEFUNC = @extschema@.kmeans_step_combine,
+    FINALFUNC = @extschema@.kmeans_step_final, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.kmeans_step(features float8[], centroids real[], id bigint, device text) (
+    SFUNC = @extschema@.kmeans_step_transfn, STYPE = @extschema@.kmeans_step_state,
+    COMBINEFUNC = @extschema@.kmeans_step_combine,
+    FINALFUNC = @extschema@.kmeans_step_final, PARALLEL = SAFE);
 
 COMMENT ON AGGREGATE kmeans_step(real[], real[]) IS
 'One k-means (Lloyd) iteration over the rows from the k x d centroids: each '
@@ -544,34 +557,34 @@ COMMENT ON AGGREGATE kmeans_step(real[], real[], bigint, text) IS
 'on every device; see kmeans_step(real[], real[]).';
 COMMENT ON AGGREGATE kmeans_step(float8[], real[], bigint, text) IS
 'kmeans_step(features, centroids, id) on the given device; see kmeans_step(real[], real[], bigint, text).';
-COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[]) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[]) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[], bigint) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, real[], real[], bigint, text) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_transfn(kmeans_step_state, float8[], real[], bigint, text) IS 'kmeans_step''s transition function.';
-COMMENT ON FUNCTION kmeans_step_combine(kmeans_step_state, kmeans_step_state) IS
+COMMENT ON FUNCTION kmeans_step_transfn(@extschema@.kmeans_step_state, real[], real[]) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(@extschema@.kmeans_step_state, float8[], real[]) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(@extschema@.kmeans_step_state, real[], real[], bigint) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(@extschema@.kmeans_step_state, float8[], real[], bigint) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(@extschema@.kmeans_step_state, real[], real[], bigint, text) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_transfn(@extschema@.kmeans_step_state, float8[], real[], bigint, text) IS 'kmeans_step''s transition function.';
+COMMENT ON FUNCTION kmeans_step_combine(@extschema@.kmeans_step_state, @extschema@.kmeans_step_state) IS
 'kmeans_step''s combine function: adds two partial states over the same centroids '
 '(parallel workers'', or Citus shards'').';
-COMMENT ON FUNCTION kmeans_step_final(kmeans_step_state) IS
+COMMENT ON FUNCTION kmeans_step_final(@extschema@.kmeans_step_state) IS
 'kmeans_step''s final function: the new centres and the iteration''s statistics.';
 
 -- The ranks behind gpu_kmeans_distributed's positional draw (random
 -- seeding, k-means||'s first candidate): an int8[] state, a real type, so
 -- that Citus runs it on the shards (kmeans_step_sql.c).
-CREATE FUNCTION kmeans_rank_counts_transfn(bigint[], bigint, bigint[])
+CREATE FUNCTION @extschema@.kmeans_rank_counts_transfn(bigint[], bigint, bigint[])
 RETURNS bigint[] AS 'MODULE_PATHNAME', 'kmeans_rank_counts_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_rank_counts_combine(bigint[], bigint[])
+CREATE FUNCTION @extschema@.kmeans_rank_counts_combine(bigint[], bigint[])
 RETURNS bigint[] AS 'MODULE_PATHNAME', 'kmeans_rank_counts_combine'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION kmeans_rank_counts_final(bigint[])
+CREATE FUNCTION @extschema@.kmeans_rank_counts_final(bigint[])
 RETURNS bigint[] AS 'MODULE_PATHNAME', 'kmeans_rank_counts_final'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE AGGREGATE kmeans_rank_counts(id bigint, pivots bigint[]) (
-    SFUNC = kmeans_rank_counts_transfn, STYPE = bigint[],
-    COMBINEFUNC = kmeans_rank_counts_combine,
-    FINALFUNC = kmeans_rank_counts_final, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.kmeans_rank_counts(id bigint, pivots bigint[]) (
+    SFUNC = @extschema@.kmeans_rank_counts_transfn, STYPE = bigint[],
+    COMBINEFUNC = @extschema@.kmeans_rank_counts_combine,
+    FINALFUNC = @extschema@.kmeans_rank_counts_final, PARALLEL = SAFE);
 COMMENT ON AGGREGATE kmeans_rank_counts(bigint, bigint[]) IS
 'For each of the pivots (ascending, the same in every row), the count of rows '
 'whose id is below it; NULL over no rows.  Combinable, with a bigint[] state: '
@@ -584,7 +597,7 @@ COMMENT ON FUNCTION kmeans_rank_counts_combine(bigint[], bigint[]) IS
 COMMENT ON FUNCTION kmeans_rank_counts_final(bigint[]) IS
 'kmeans_rank_counts''s final function: the counts below each pivot.';
 
-CREATE FUNCTION gpu_kmeans_distributed(source text, k int, max_iter int DEFAULT 300,
+CREATE FUNCTION @extschema@.gpu_kmeans_distributed(source text, k int, max_iter int DEFAULT 300,
                                        tol float8 DEFAULT 1e-4, init text DEFAULT 'k-means||',
                                        seed bigint DEFAULT 0, init_centroids real[] DEFAULT NULL,
                                        device text DEFAULT NULL,
@@ -605,12 +618,12 @@ COMMENT ON FUNCTION gpu_kmeans_distributed(text, int, int, float8, text, bigint,
 'centres equal gpu_kmeans_fit''s up '
 'to the order of the double sums; label the rows with kmeans_assign.';
 
-CREATE FUNCTION kmeans_parallel_sample(features real[], centroids real[], id bigint,
+CREATE FUNCTION @extschema@.kmeans_parallel_sample(features real[], centroids real[], id bigint,
                                        seed bigint, round int, n bigint, ell float8, phi float8)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'kmeans_parallel_sample'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION kmeans_parallel_sample(features float8[], centroids real[], id bigint,
+CREATE FUNCTION @extschema@.kmeans_parallel_sample(features float8[], centroids real[], id bigint,
                                        seed bigint, round int, n bigint, ell float8, phi float8)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'kmeans_parallel_sample'
@@ -629,21 +642,21 @@ COMMENT ON FUNCTION kmeans_parallel_sample(float8[], real[], bigint, bigint, int
 -- a halo of two eps where its rows live, joined on the coordinator.
 
 -- {n, lo_1 .. lo_d, hi_1 .. hi_d} of the rows with features; NULL when none.
-CREATE FUNCTION dbscan_bounds_transfn(float8[], real[], bigint)
+CREATE FUNCTION @extschema@.dbscan_bounds_transfn(float8[], real[], bigint)
 RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_bounds_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION dbscan_bounds_transfn(float8[], float8[], bigint)
+CREATE FUNCTION @extschema@.dbscan_bounds_transfn(float8[], float8[], bigint)
 RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_bounds_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION dbscan_bounds_combine(float8[], float8[])
+CREATE FUNCTION @extschema@.dbscan_bounds_combine(float8[], float8[])
 RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_bounds_combine'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE AGGREGATE dbscan_bounds(features real[], id bigint) (
-    SFUNC = dbscan_bounds_transfn, STYPE = float8[],
-    COMBINEFUNC = dbscan_bounds_combine, PARALLEL = SAFE);
-CREATE AGGREGATE dbscan_bounds(features float8[], id bigint) (
-    SFUNC = dbscan_bounds_transfn, STYPE = float8[],
-    COMBINEFUNC = dbscan_bounds_combine, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.dbscan_bounds(features real[], id bigint) (
+    SFUNC = @extschema@.dbscan_bounds_transfn, STYPE = float8[],
+    COMBINEFUNC = @extschema@.dbscan_bounds_combine, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.dbscan_bounds(features float8[], id bigint) (
+    SFUNC = @extschema@.dbscan_bounds_transfn, STYPE = float8[],
+    COMBINEFUNC = @extschema@.dbscan_bounds_combine, PARALLEL = SAFE);
 COMMENT ON AGGREGATE dbscan_bounds(real[], bigint) IS
 'The rows'' count and the bounds of each feature, {n, lo_1 .. lo_d, hi_1 .. hi_d} '
 '(features as real), checked as every source''s rows are (errors name the id); '
@@ -652,21 +665,21 @@ COMMENT ON AGGREGATE dbscan_bounds(float8[], bigint) IS
 'dbscan_bounds for double precision features (narrowed to real first).';
 
 -- counts[bins] of the rows' feature dim (0-based) in equal bins over [lo, hi]
-CREATE FUNCTION dbscan_histogram_transfn(float8[], real[], int, float8, float8, int)
+CREATE FUNCTION @extschema@.dbscan_histogram_transfn(float8[], real[], int, float8, float8, int)
 RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_histogram_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION dbscan_histogram_transfn(float8[], float8[], int, float8, float8, int)
+CREATE FUNCTION @extschema@.dbscan_histogram_transfn(float8[], float8[], int, float8, float8, int)
 RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_histogram_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION dbscan_histogram_combine(float8[], float8[])
+CREATE FUNCTION @extschema@.dbscan_histogram_combine(float8[], float8[])
 RETURNS float8[] AS 'MODULE_PATHNAME', 'dbscan_histogram_combine'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE AGGREGATE dbscan_histogram(features real[], dim int, lo float8, hi float8, bins int) (
-    SFUNC = dbscan_histogram_transfn, STYPE = float8[],
-    COMBINEFUNC = dbscan_histogram_combine, PARALLEL = SAFE);
-CREATE AGGREGATE dbscan_histogram(features float8[], dim int, lo float8, hi float8, bins int) (
-    SFUNC = dbscan_histogram_transfn, STYPE = float8[],
-    COMBINEFUNC = dbscan_histogram_combine, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.dbscan_histogram(features real[], dim int, lo float8, hi float8, bins int) (
+    SFUNC = @extschema@.dbscan_histogram_transfn, STYPE = float8[],
+    COMBINEFUNC = @extschema@.dbscan_histogram_combine, PARALLEL = SAFE);
+CREATE AGGREGATE @extschema@.dbscan_histogram(features float8[], dim int, lo float8, hi float8, bins int) (
+    SFUNC = @extschema@.dbscan_histogram_transfn, STYPE = float8[],
+    COMBINEFUNC = @extschema@.dbscan_histogram_combine, PARALLEL = SAFE);
 COMMENT ON AGGREGATE dbscan_histogram(real[], int, float8, float8, int) IS
 'Counts of the rows'' feature dim (0-based, as real) in bins of equal width '
 'over [lo, hi] (outside: the end bins); combinable.  gpu_dbscan_distributed''s '
@@ -675,11 +688,11 @@ COMMENT ON AGGREGATE dbscan_histogram(float8[], int, float8, float8, int) IS
 'dbscan_histogram for double precision features.';
 
 -- plan: {d, dim (0-based), halo, cut_1 .. cut_(P-1)}
-CREATE FUNCTION dbscan_partitions(features real[], plan float8[],
+CREATE FUNCTION @extschema@.dbscan_partitions(features real[], plan float8[],
                                   OUT part int, OUT home int, OUT shared boolean, OUT x real[])
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'dbscan_partitions'
 LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 2;
-CREATE FUNCTION dbscan_partitions(features float8[], plan float8[],
+CREATE FUNCTION @extschema@.dbscan_partitions(features float8[], plan float8[],
                                   OUT part int, OUT home int, OUT shared boolean, OUT x real[])
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'dbscan_partitions'
 LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 2;
@@ -692,35 +705,35 @@ COMMENT ON FUNCTION dbscan_partitions(float8[], float8[]) IS
 'dbscan_partitions for double precision features.';
 
 -- one partition's local DBSCAN and its summary (src/core/dbscan_dist.h)
-CREATE FUNCTION dbscan_partition_transfn(internal, int, bigint, real[], int, boolean,
+CREATE FUNCTION @extschema@.dbscan_partition_transfn(internal, int, bigint, real[], int, boolean,
                                          float8, int, text)
 RETURNS internal AS 'MODULE_PATHNAME', 'dbscan_partition_transfn'
 LANGUAGE C PARALLEL SAFE;
-CREATE FUNCTION dbscan_partition_combine(internal, internal)
+CREATE FUNCTION @extschema@.dbscan_partition_combine(internal, internal)
 RETURNS internal AS 'MODULE_PATHNAME', 'dbscan_partition_combine'
 LANGUAGE C PARALLEL SAFE;
-CREATE FUNCTION dbscan_partition_serialize(internal)
+CREATE FUNCTION @extschema@.dbscan_partition_serialize(internal)
 RETURNS bytea AS 'MODULE_PATHNAME', 'dbscan_partition_serialize'
 LANGUAGE C STRICT PARALLEL SAFE;
-CREATE FUNCTION dbscan_partition_deserialize(bytea, internal)
+CREATE FUNCTION @extschema@.dbscan_partition_deserialize(bytea, internal)
 RETURNS internal AS 'MODULE_PATHNAME', 'dbscan_partition_deserialize'
 LANGUAGE C STRICT PARALLEL SAFE;
-CREATE FUNCTION dbscan_partition_final(internal)
+CREATE FUNCTION @extschema@.dbscan_partition_final(internal)
 RETURNS bytea AS 'MODULE_PATHNAME', 'dbscan_partition_final'
 LANGUAGE C PARALLEL SAFE;
-CREATE AGGREGATE dbscan_partition(part int, id bigint, x real[], home int, shared boolean,
+CREATE AGGREGATE @extschema@.dbscan_partition(part int, id bigint, x real[], home int, shared boolean,
                                   eps float8, min_pts int, device text) (
-    SFUNC = dbscan_partition_transfn, STYPE = internal,
-    COMBINEFUNC = dbscan_partition_combine,
-    SERIALFUNC = dbscan_partition_serialize, DESERIALFUNC = dbscan_partition_deserialize,
-    FINALFUNC = dbscan_partition_final, PARALLEL = SAFE);
+    SFUNC = @extschema@.dbscan_partition_transfn, STYPE = internal,
+    COMBINEFUNC = @extschema@.dbscan_partition_combine,
+    SERIALFUNC = @extschema@.dbscan_partition_serialize, DESERIALFUNC = @extschema@.dbscan_partition_deserialize,
+    FINALFUNC = @extschema@.dbscan_partition_final, PARALLEL = SAFE);
 COMMENT ON AGGREGATE dbscan_partition(int, bigint, real[], int, boolean, float8, int, text) IS
 'DBSCAN of one partition''s rows (dbscan_partitions'' output, grouped by part) '
 'on this node''s GPU or CPUs, as gpu_dbscan over them in id order; returns its '
 'summary for gpu_dbscan_distributed''s merge: the local clusters, the home '
 'rows'' labels and core flags, and the core rows other partitions hold too.';
 
-CREATE FUNCTION gpu_dbscan_distributed(source text, eps float8, min_pts int,
+CREATE FUNCTION @extschema@.gpu_dbscan_distributed(source text, eps float8, min_pts int,
                                        partitions int DEFAULT NULL, device text DEFAULT NULL)
 RETURNS TABLE (id bigint, cluster_id int, is_core boolean)
 AS 'MODULE_PATHNAME', 'gpu_dbscan_distributed'

@@ -25,60 +25,82 @@
 -- The cast functions are SQL bodies (parsed and bound here) that the
 -- planner inlines into the casting expression; only the error goes
 -- through PL/pgSQL.
+--
+-- Every name is qualified: the extension's own with @extschema@, the
+-- built-ins with pg_catalog, PostGIS's with the schema PostGIS lives in
+-- (read from its pg_extension row, as this script cannot name it
+-- otherwise on every release), so that no object of another schema on
+-- the search_path is bound here or run later.
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION gpuclust_not_a_point(geometry_type text)
+CREATE FUNCTION @extschema@.gpuclust_not_a_point(geometry_type text)
 RETURNS real[]
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 BEGIN
     RAISE EXCEPTION USING
         ERRCODE = 'invalid_parameter_value',
-        MESSAGE = CASE WHEN geometry_type = 'ST_Point'
+        MESSAGE = CASE WHEN geometry_type OPERATOR(pg_catalog.=) 'ST_Point'::pg_catalog.text
                        THEN 'features are an empty point'
-                       ELSE format('features are a %s, not a point',
-                                   upper(substr(geometry_type, 4))) END,
+                       ELSE pg_catalog.format('features are a %s, not a point'::pg_catalog.text,
+                                              pg_catalog.upper(pg_catalog.substr(geometry_type, 4))) END,
         DETAIL = 'A geometry or geography is cast to real[] as the coordinates of a point: [x, y], or [x, y, z].',
-        HINT = CASE WHEN geometry_type = 'ST_Point'
+        HINT = CASE WHEN geometry_type OPERATOR(pg_catalog.=) 'ST_Point'::pg_catalog.text
                     THEN 'Leave the row out (WHERE NOT ST_IsEmpty(geom)), or give it NULL features to leave it unclustered.'
                     ELSE 'Cluster a point of each shape: ST_Centroid(geom) or ST_PointOnSurface(geom); ST_Dump(geom) splits a MULTIPOINT.' END;
 END
 $$;
 
-COMMENT ON FUNCTION gpuclust_not_a_point(text) IS
+COMMENT ON FUNCTION @extschema@.gpuclust_not_a_point(text) IS
 'The error of gpuclust_point_features for a geometry that is not a '
 'non-empty point.';
 
-CREATE FUNCTION gpuclust_point_features(g geometry)
+-- The cast functions and the casts, written with @postgis@ for PostGIS's
+-- schema.
+DO $$
+DECLARE
+    postgis CONSTANT text := (
+        SELECT pg_catalog.quote_ident(n.nspname)
+        FROM pg_catalog.pg_extension e
+        JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+        WHERE e.extname OPERATOR(pg_catalog.=) 'postgis'::pg_catalog.name);
+BEGIN
+    EXECUTE pg_catalog.replace($sql$
+CREATE FUNCTION @extschema@.gpuclust_point_features(g @postgis@.geometry)
 RETURNS real[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN CASE
     WHEN g IS NULL THEN NULL
-    WHEN ST_GeometryType(g) <> 'ST_Point' OR ST_IsEmpty(g)
-        THEN gpuclust_not_a_point(ST_GeometryType(g))
-    WHEN ST_Zmflag(g) >= 2 THEN ARRAY[ST_X(g), ST_Y(g), ST_Z(g)]::real[]
-    ELSE ARRAY[ST_X(g), ST_Y(g)]::real[]
+    WHEN @postgis@.ST_GeometryType(g) OPERATOR(pg_catalog.<>) 'ST_Point'::pg_catalog.text
+         OR @postgis@.ST_IsEmpty(g)
+        THEN @extschema@.gpuclust_not_a_point(@postgis@.ST_GeometryType(g))
+    WHEN @postgis@.ST_Zmflag(g) OPERATOR(pg_catalog.>=) 2::pg_catalog.int2
+        THEN ARRAY[@postgis@.ST_X(g), @postgis@.ST_Y(g), @postgis@.ST_Z(g)]::real[]
+    ELSE ARRAY[@postgis@.ST_X(g), @postgis@.ST_Y(g)]::real[]
 END;
 
-CREATE FUNCTION gpuclust_point_features(g geography)
+CREATE FUNCTION @extschema@.gpuclust_point_features(g @postgis@.geography)
 RETURNS real[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN gpuclust_point_features(g::geometry);
+RETURN @extschema@.gpuclust_point_features(g::@postgis@.geometry);
 
-COMMENT ON FUNCTION gpuclust_point_features(geometry) IS
+COMMENT ON FUNCTION @extschema@.gpuclust_point_features(@postgis@.geometry) IS
 'The features of a point: [x, y], or [x, y, z] for a point with Z (M is '
 'dropped); NULL for NULL; an error (22023) for any other geometry and for '
 'an empty point.  The cast from geometry to real[].';
-COMMENT ON FUNCTION gpuclust_point_features(geography) IS
+COMMENT ON FUNCTION @extschema@.gpuclust_point_features(@postgis@.geography) IS
 'The features of a geography point: [longitude, latitude] in degrees (and '
 'z), clustered as planar coordinates.  The cast from geography to real[].';
 
 -- Explicit casts: "geom::real[]" and the clustering functions use them; an
 -- implicit one could make other calls ambiguous.
-CREATE CAST (geometry AS real[])
-    WITH FUNCTION gpuclust_point_features(geometry);
-CREATE CAST (geography AS real[])
-    WITH FUNCTION gpuclust_point_features(geography);
+CREATE CAST (@postgis@.geometry AS real[])
+    WITH FUNCTION @extschema@.gpuclust_point_features(@postgis@.geometry);
+CREATE CAST (@postgis@.geography AS real[])
+    WITH FUNCTION @extschema@.gpuclust_point_features(@postgis@.geography);
+$sql$, '@postgis@'::pg_catalog.text, postgis);
+END
+$$;
 
 -- The window forms for geometry and geography: declared as gpuclust
 -- declares its real[] forms (same C function, arguments and defaults,
@@ -90,31 +112,48 @@ DECLARE
     t text;
 BEGIN
     FOR f IN
-        SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
+        SELECT p.proname, pg_catalog.pg_get_function_arguments(p.oid) AS args,
                p.probin, p.prosrc,
-               pg_get_function_identity_arguments(p.oid) AS ident,
-               p.oid::regprocedure AS real_form
-        FROM pg_proc p
-        JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
-                        AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
-        JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'gpuclust'
-        WHERE p.prokind = 'w' AND p.proargtypes[0] = 'real[]'::regtype
+               pg_catalog.pg_get_function_identity_arguments(p.oid) AS ident,
+               p.oid::pg_catalog.regprocedure AS real_form
+        FROM pg_catalog.pg_proc p
+        JOIN pg_catalog.pg_depend d
+          ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid
+         AND d.objid OPERATOR(pg_catalog.=) p.oid
+         AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+         AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+        JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+                                      AND e.extname OPERATOR(pg_catalog.=) 'gpuclust'::pg_catalog.name
+        WHERE p.prokind OPERATOR(pg_catalog.=) 'w'::pg_catalog."char"
+          AND p.proargtypes[0] OPERATOR(pg_catalog.=) 'pg_catalog.float4[]'::pg_catalog.regtype::pg_catalog.oid
         ORDER BY p.proname
     LOOP
-        FOREACH t IN ARRAY ARRAY['geometry', 'geography'] LOOP
-            EXECUTE format(
-                'CREATE FUNCTION %I(%s) RETURNS int AS %L, %L '
-                'LANGUAGE C WINDOW STABLE PARALLEL SAFE',
+        FOR t IN
+            SELECT pg_catalog.format('%I.%I'::pg_catalog.text, n.nspname, ty.typname)
+            FROM pg_catalog.pg_type ty
+            JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) ty.typnamespace
+            JOIN pg_catalog.pg_extension e ON e.extnamespace OPERATOR(pg_catalog.=) n.oid
+                                          AND e.extname OPERATOR(pg_catalog.=) 'postgis'::pg_catalog.name
+            WHERE ty.typname OPERATOR(pg_catalog.=) ANY ('{geometry, geography}'::pg_catalog.name[])
+            ORDER BY ty.typname DESC
+        LOOP
+            EXECUTE pg_catalog.format(
+                'CREATE FUNCTION @extschema@.%I(%s) RETURNS int AS %L, %L '
+                'LANGUAGE C WINDOW STABLE PARALLEL SAFE'::pg_catalog.text,
                 f.proname,
-                regexp_replace(f.args, '^(\S+) real\[\]', '\1 ' || t),
+                pg_catalog.regexp_replace(f.args, '^(\S+) real\[\]'::pg_catalog.text,
+                                          '\1 '::pg_catalog.text OPERATOR(pg_catalog.||) t),
                 f.probin, f.prosrc);
-            EXECUTE format(
-                'COMMENT ON FUNCTION %I(%s) IS %L',
+            EXECUTE pg_catalog.format(
+                'COMMENT ON FUNCTION @extschema@.%I(%s) IS %L'::pg_catalog.text,
                 f.proname,
-                regexp_replace(f.ident, '^(\S+) real\[\]', '\1 ' || t),
-                format('Window function: %s of %s points (their coordinates, '
-                       'as the cast to real[] gives them); see %s.',
-                       f.proname, t, f.real_form));
+                pg_catalog.regexp_replace(f.ident, '^(\S+) real\[\]'::pg_catalog.text,
+                                          '\1 '::pg_catalog.text OPERATOR(pg_catalog.||) t),
+                pg_catalog.format('Window function: %s of %s points (their coordinates, '
+                                  'as the cast to real[] gives them); see %s.'::pg_catalog.text,
+                                  f.proname, pg_catalog.regexp_replace(t, '^.*\.'::pg_catalog.text,
+                                                                       ''::pg_catalog.text),
+                                  f.real_form));
         END LOOP;
     END LOOP;
 END

@@ -230,13 +230,14 @@ citus_route(void)
 	bool		isnull;
 	Datum		v;
 
-	if (SPI_execute("SELECT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus')",
+	if (SPI_execute("SELECT EXISTS (SELECT FROM pg_catalog.pg_extension "
+					"WHERE extname OPERATOR(pg_catalog.=) 'citus'::pg_catalog.name)",
 					true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute failed");
 	v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!DatumGetBool(v))
 		return false;
-	if (SPI_execute("SELECT citus_is_coordinator()", true, 1) != SPI_OK_SELECT)
+	if (SPI_execute("SELECT pg_catalog.citus_is_coordinator()", true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute failed");
 	v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull || !DatumGetBool(v))
@@ -289,11 +290,12 @@ partition_keys(const char *work, int parts)
 {
 	GcPass		pass = DB_PASS("the work table's shards");
 	char	   *q = psprintf("WITH sh AS (SELECT s.shardid, s.shardminvalue::int AS lo, s.shardmaxvalue::int AS hi, "
-							 "p.groupid, row_number() OVER (PARTITION BY p.groupid ORDER BY s.shardminvalue::int) AS r "
-							 "FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) "
-							 "WHERE s.logicalrelid = %s::regclass), "
-							 "k AS (SELECT sh.shardid, min(v) AS key FROM sh JOIN generate_series(0, 999999) v "
-							 "ON worker_hash(v) BETWEEN sh.lo AND sh.hi GROUP BY sh.shardid) "
+							 "p.groupid, pg_catalog.row_number() OVER (PARTITION BY p.groupid ORDER BY s.shardminvalue::int) AS r "
+							 "FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p USING (shardid) "
+							 "WHERE s.logicalrelid OPERATOR(pg_catalog.=) %s::pg_catalog.regclass), "
+							 "k AS (SELECT sh.shardid, pg_catalog.min(v) AS key FROM sh JOIN pg_catalog.generate_series(0, 999999) v "
+							 "ON pg_catalog.worker_hash(v) OPERATOR(pg_catalog.>=) sh.lo "
+							 "AND pg_catalog.worker_hash(v) OPERATOR(pg_catalog.<=) sh.hi GROUP BY sh.shardid) "
 							 "SELECT k.key FROM sh JOIN k USING (shardid) ORDER BY sh.r, sh.groupid",
 							 quote_literal_cstr(work));
 	StringInfoData keys;
@@ -333,35 +335,35 @@ partition_keys(const char *work, int parts)
  * drops it on every node.
  */
 static void
-partitions_citus(const char *source, ArrayType *plan, int parts, double eps,
-				 int32 min_pts, text *device, DestReceiver *recv)
+partitions_citus(const char *nsp, const char *source, ArrayType *plan, int parts,
+				 double eps, int32 min_pts, text *device, DestReceiver *recv)
 {
 	static uint32 calls = 0;
 	char	   *name = psprintf("gpuclust_dbscan_%d_%u", MyProcPid, ++calls);
-	Oid			nsp = RangeVarGetCreationNamespace(makeRangeVar(NULL, name, -1));
-	char	   *work = quote_qualified_identifier(get_namespace_name(nsp), name);
+	Oid			worknsp = RangeVarGetCreationNamespace(makeRangeVar(NULL, name, -1));
+	char	   *work = quote_qualified_identifier(get_namespace_name(worknsp), name);
 	char	   *devlit = device ? quote_literal_cstr(text_to_cstring(device)) : "NULL";
 	GcPass		pass = DB_PASS("the work table");
 
 	gc_exec_pass(&pass, psprintf("CREATE UNLOGGED TABLE %s (key int, part int, id bigint, "
 								 "home int, shared boolean, x real[])", work),
 				 SPI_OK_UTILITY);
-	gc_exec_pass(&pass, psprintf("SELECT create_distributed_table(%s, 'key', colocate_with => 'none')",
+	gc_exec_pass(&pass, psprintf("SELECT pg_catalog.create_distributed_table(%s, 'key', colocate_with => 'none')",
 								 quote_literal_cstr(work)),
 				 SPI_OK_SELECT);
 	pass = DB_PASS("the repartition");
 	gc_exec_pass(&pass, psprintf("INSERT INTO %s (key, part, id, home, shared, x) "
-								 "SELECT (%s::int[])[p.part + 1], p.part, s.id, p.home, p.shared, p.x "
-								 "FROM (%s) AS s(id, f) "
-								 "CROSS JOIN LATERAL dbscan_partitions(s.f, %s::float8[]) AS p",
-								 work, partition_keys(work, parts), source,
+								 "SELECT (%s::int[])[p.part OPERATOR(pg_catalog.+) 1], p.part, s.id, p.home, p.shared, p.x "
+								 "FROM %s AS s(id, f) "
+								 "CROSS JOIN LATERAL %s.dbscan_partitions(s.f, %s::pg_catalog.float8[]) AS p",
+								 work, partition_keys(work, parts), source, nsp,
 								 float8_array_literal(plan)),
 				 SPI_OK_INSERT);
 	pass = DB_PASS("the partitions' DBSCAN");
 	gc_run_pass(&pass,
-				prepare(psprintf("SELECT part, dbscan_partition(part, id, x, home, shared, "
-								 "%s::float8, %d, %s::text) FROM %s GROUP BY key, part",
-								 float8out_internal(eps), min_pts, devlit, work),
+				prepare(psprintf("SELECT part, %s.dbscan_partition(part, id, x, home, shared, "
+								 "%s::pg_catalog.float8, %d, %s::pg_catalog.text) FROM %s GROUP BY key, part",
+								 nsp, float8out_internal(eps), min_pts, devlit, work),
 						0, NULL),
 				NULL, recv);
 	pass = DB_PASS("dropping the work table");
@@ -370,7 +372,7 @@ partitions_citus(const char *source, ArrayType *plan, int parts, double eps,
 
 /* Without Citus: one query over the source, parallel where the plan is. */
 static void
-partitions_local(const char *source, ArrayType *plan, double eps,
+partitions_local(const char *nsp, const char *source, ArrayType *plan, double eps,
 				 int32 min_pts, text *device, DestReceiver *recv)
 {
 	Oid			types[4] = {FLOAT8OID, INT4OID, TEXTOID, FLOAT8ARRAYOID};
@@ -378,10 +380,10 @@ partitions_local(const char *source, ArrayType *plan, double eps,
 	PointerGetDatum(device), PointerGetDatum(plan)};
 	bool		nulls[4] = {false, false, device == NULL, false};
 	GcPass		pass = DB_PASS("the partitions' DBSCAN");
-	char	   *q = psprintf("SELECT p.part, dbscan_partition(p.part, s.id, p.x, p.home, p.shared, "
-							 "$1, $2, $3) FROM (%s) AS s(id, f) "
-							 "CROSS JOIN LATERAL dbscan_partitions(s.f, $4) AS p GROUP BY p.part",
-							 source);
+	char	   *q = psprintf("SELECT p.part, %s.dbscan_partition(p.part, s.id, p.x, p.home, p.shared, "
+							 "$1, $2, $3) FROM %s AS s(id, f) "
+							 "CROSS JOIN LATERAL %s.dbscan_partitions(s.f, $4) AS p GROUP BY p.part",
+							 nsp, source, nsp);
 
 	gc_run_pass(&pass, prepare(q, 4, types), params_of(4, values, nulls, types),
 				recv);
@@ -392,7 +394,7 @@ static void
 emit_featureless(const char *source, ReturnSetInfo *rsinfo)
 {
 	GcPass		pass = DB_PASS("the rows' ids");
-	SPIPlanPtr	plan = prepare(psprintf("SELECT s.id::bigint FROM (%s) AS s(id, f)", source),
+	SPIPlanPtr	plan = prepare(psprintf("SELECT s.id::bigint FROM %s AS s(id, f)", source),
 							   0, NULL);
 
 	gc_run_pass(&pass, plan, NULL, NULL);
@@ -459,6 +461,7 @@ Datum
 gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const char *nsp = gc_driver_schema(fcinfo);
 	char	   *source;
 	gc_dbscan_params params;
 	gc_device	requested;
@@ -508,13 +511,14 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the source query of gpu_dbscan_distributed must return two columns, (id, features)")));
+	source = gc_source_subquery(source);
 	citus = citus_route();
 
 	/* 1. the rows' count and bounds */
 	pass = DB_PASS("the pass for the rows' bounds");
 	bounds = pass_array(&pass,
-						prepare(psprintf("SELECT dbscan_bounds(s.f, s.id) FROM (%s) AS s(id, f)",
-										 source), 0, NULL),
+						prepare(psprintf("SELECT %s.dbscan_bounds(s.f, s.id) FROM %s AS s(id, f)",
+										 nsp, source), 0, NULL),
 						NULL, &nb);
 	if (bounds == NULL)
 	{
@@ -550,8 +554,8 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 		values[3] = Int32GetDatum(bins);
 		pass = DB_PASS("the pass for the slabs' histogram");
 		counts = pass_array(&pass,
-							prepare(psprintf("SELECT dbscan_histogram(s.f, $1, $2, $3, $4) "
-											 "FROM (%s) AS s(id, f)", source), 4, types),
+							prepare(psprintf("SELECT %s.dbscan_histogram(s.f, $1, $2, $3, $4) "
+											 "FROM %s AS s(id, f)", nsp, source), 4, types),
 							params_of(4, values, nulls, types), &nc);
 		if (counts == NULL || nc != bins)
 			ereport(ERROR,
@@ -608,10 +612,10 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 
 		if (citus)
-			partitions_citus(source, plan_arr, parts, params.eps,
+			partitions_citus(nsp, source, plan_arr, parts, params.eps,
 							 (int32) params.min_pts, device, &recv.pub);
 		else
-			partitions_local(source, plan_arr, params.eps,
+			partitions_local(nsp, source, plan_arr, params.eps,
 							 (int32) params.min_pts, device, &recv.pub);
 		ms[2] = ms_since(&t);
 

@@ -8,7 +8,14 @@
  */
 #include "postgres.h"
 
+#include "catalog/dependency.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/plancache.h"
 
 #include "driver.h"
@@ -59,6 +66,26 @@ gc_exec_pass(const GcPass *pass, const char *sql, int expected)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(ret));
 	SPI_freeplan(plan);
 	error_context_stack = errcb.previous;
+}
+
+const char *
+gc_driver_schema(FunctionCallInfo fcinfo)
+{
+	Oid			fn = fcinfo->flinfo->fn_oid;
+	Oid			ext = getExtensionOfObject(ProcedureRelationId, fn);
+	char	   *nsp;
+
+	/* a function of the library declared outside the extension */
+	if (!OidIsValid(ext))
+		ext = get_extension_oid("gpuclust", false);
+	LockDatabaseObject(ExtensionRelationId, ext, 0, AccessShareLock);
+	/* a DROP that committed before the lock was granted */
+	nsp = get_namespace_name(get_func_namespace(fn));
+	if (get_extension_name(ext) == NULL || nsp == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension gpuclust was dropped as the call began")));
+	return quote_identifier(nsp);
 }
 
 void

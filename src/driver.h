@@ -57,6 +57,17 @@ extern ArrayType *gc_agg_writable_array(FunctionCallInfo fcinfo, ArrayType *a);
 extern ArrayType *gc_flat_array(Oid elemtype, Size elemsize, const void *values,
 								int len);
 
+/*
+ * The schema of the driver's own function (the extension's), quoted, with
+ * which the SQL a driver builds qualifies the extension's objects, as it
+ * qualifies built-ins with pg_catalog: no function, aggregate, operator
+ * or type of another schema on the caller's search_path is run instead.
+ * Takes a share lock on the extension first, held to the end of the
+ * transaction, so that DROP EXTENSION waits for the call instead of
+ * removing the aggregates and types its passes use.
+ */
+extern const char *gc_driver_schema(FunctionCallInfo fcinfo);
+
 /* ERROR (22004) when argument i, called name, is NULL. */
 extern void gc_driver_not_null(FunctionCallInfo fcinfo, int i, const char *name);
 

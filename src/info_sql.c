@@ -42,7 +42,10 @@
 PG_FUNCTION_INFO_V1(gpuclust_info);
 PG_FUNCTION_INFO_V1(gpuclust_gpu_jobs);
 
-/* A copy of the worker's state, and its queue's length. */
+/*
+ * A copy of the worker's state, and its queue's length: every backend's
+ * jobs when all, else the caller's own.
+ */
 typedef struct WorkerInfo
 {
 	GcWorkerState state;
@@ -56,7 +59,7 @@ typedef struct WorkerInfo
 } WorkerInfo;
 
 static bool
-worker_info(WorkerInfo *w)
+worker_info(WorkerInfo *w, bool all)
 {
 	memset(w, 0, sizeof(*w));
 	if (gc_worker == NULL)
@@ -74,6 +77,8 @@ worker_info(WorkerInfo *w)
 	{
 		uint32		s = pg_atomic_read_u32(&gc_worker->jobs[i].state);
 
+		if (!all && gc_worker->jobs[i].userid != GetUserId())
+			continue;
 		w->queued += s == GC_JOB_QUEUED;
 		w->running += s == GC_JOB_RUNNING;
 	}
@@ -191,6 +196,13 @@ gpuclust_info(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	gc_ctx		ctx;
 
+	/*
+	 * The server's free memory (the GPU's and the host's, and the sizes
+	 * derived from them) and other roles' jobs, as pg_stat_activity shows
+	 * other sessions: to roles with pg_read_all_stats only; NULL otherwise.
+	 */
+	bool		all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+
 	InitMaterializedSRF(fcinfo, 0);
 	gc_glue_ctx(&ctx);
 
@@ -199,7 +211,7 @@ gpuclust_info(PG_FUNCTION_ARGS)
 		WorkerInfo	w;
 
 		memset(&info, 0, sizeof(info));
-		if (worker_info(&w))
+		if (worker_info(&w, all))
 		{
 			/* the worker's probe: a backend never starts CUDA then */
 			info = w.info;
@@ -240,7 +252,7 @@ gpuclust_info(PG_FUNCTION_ARGS)
 		put(rsinfo, "gpu_memory_total_bytes",
 			info.usable ? psprintf("%zu", info.total_mem) : NULL);
 		put(rsinfo, "gpu_memory_free_bytes",
-			info.usable ? psprintf("%zu", info.free_mem) : NULL);
+			info.usable && all ? psprintf("%zu", info.free_mem) : NULL);
 		put(rsinfo, "gpu_compute_capability",
 			info.usable ? psprintf("%d.%d", info.cc_major, info.cc_minor) : NULL);
 
@@ -290,12 +302,15 @@ gpuclust_info(PG_FUNCTION_ARGS)
 
 		/* what gpu_affinity_propagation's memory check sees */
 		put(rsinfo, "memory_available_bytes",
-			avail == SIZE_MAX ? NULL : psprintf("%zu", avail));
+			avail == SIZE_MAX || !all ? NULL : psprintf("%zu", avail));
 		gc_glue_gpu(&gpu);
 		budget = gc_gpu_budget(&gpu);
-		put(rsinfo, "ap_max_rows_cpu", ap_max_rows(GC_DEVICE_CPU, GC_AP_FLOAT8, 0));
-		put(rsinfo, "ap_max_rows_gpu_float8", ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT8, budget));
-		put(rsinfo, "ap_max_rows_gpu_float4", ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT4, budget));
+		put(rsinfo, "ap_max_rows_cpu",
+			all ? ap_max_rows(GC_DEVICE_CPU, GC_AP_FLOAT8, 0) : NULL);
+		put(rsinfo, "ap_max_rows_gpu_float8",
+			all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT8, budget) : NULL);
+		put(rsinfo, "ap_max_rows_gpu_float4",
+			all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT4, budget) : NULL);
 	}
 
 	return (Datum) 0;

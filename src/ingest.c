@@ -51,6 +51,7 @@
 #include "nodes/params.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
+#include "parser/parser.h"
 #include "tcop/dest.h"
 #include "tcop/utility.h"
 #include "utils/array.h"
@@ -134,6 +135,22 @@ id_hint(Form_pg_attribute idatt)
 				   type, type);
 }
 
+/* ERROR (42804) unless the id column is of an integer type. */
+static void
+check_integer_id(Form_pg_attribute idatt)
+{
+	Oid			base = getBaseType(idatt->atttypid);
+
+	if (base != INT2OID && base != INT4OID && base != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("first column of the source query must be of type smallint, integer or bigint"),
+				 errdetail("Column \"%s\" is of type %s.",
+						   NameStr(idatt->attname),
+						   format_type_be(idatt->atttypid)),
+				 id_hint(idatt)));
+}
+
 /* The weight column (the third), of a numeric type. */
 static void
 check_weight_column(IngestState *st, TupleDesc td)
@@ -201,14 +218,7 @@ check_columns(IngestState *st, TupleDesc td)
 	/* integer ids name their rows, also where any type will do */
 	if (st->id_type == InvalidOid || (st->id_type == ANYOID && is_integer))
 	{
-		if (!is_integer)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("first column of the source query must be of type smallint, integer or bigint"),
-					 errdetail("Column \"%s\" is of type %s.",
-							   NameStr(idatt->attname),
-							   format_type_be(idatt->atttypid)),
-					 id_hint(idatt)));
+		check_integer_id(idatt);
 		st->id_type = base;
 	}
 	else
@@ -1129,6 +1139,17 @@ refuse_source(const QueryRole *role, const char *what, const char *tag)
 	pg_unreachable();
 }
 
+pg_noreturn static void
+refuse_not_single(const QueryRole *role)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s must be a single statement that returns rows",
+					role->name),
+			 errhint("Pass a query such as '%s'.", role->example)));
+	pg_unreachable();
+}
+
 /*
  * ERROR unless plan is one statement that returns rows and only reads:
  * checked on its analysed and rewritten queries, before anything runs.
@@ -1141,11 +1162,7 @@ check_source(SPIPlanPtr plan, const QueryRole *role)
 	ListCell   *lc;
 
 	if (list_length(sources) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a single statement that returns rows",
-						role->name),
-				 errhint("Pass a query such as '%s'.", role->example)));
+		refuse_not_single(role);
 	ps = (CachedPlanSource *) linitial(sources);
 	foreach(lc, ps->query_list)
 	{
@@ -1177,11 +1194,7 @@ check_source(SPIPlanPtr plan, const QueryRole *role)
 			refuse_source(role, "it locks the rows it reads", CreateCommandName((Node *) locking));
 	}
 	if (!SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a single statement that returns rows",
-						role->name),
-				 errhint("Pass a query such as '%s'.", role->example)));
+		refuse_not_single(role);
 }
 
 /*
@@ -1230,10 +1243,32 @@ gc_check_source_query(const char *source)
 {
 	SPIPlanPtr	plan = prepare_source(source, &source_role);
 	CachedPlanSource *ps;
+	TupleDesc	td;
 
 	check_source(plan, &source_role);
 	ps = (CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan));
-	return ps->resultDesc ? ps->resultDesc->natts : 0;
+	td = ps->resultDesc;
+	if (td == NULL)
+		return 0;
+	if (td->natts >= 2)
+		check_integer_id(TupleDescAttr(td, 0));
+	return td->natts;
+}
+
+char *
+gc_source_subquery(const char *source)
+{
+	List	   *stmts = raw_parser(source, RAW_PARSE_DEFAULT);
+	RawStmt    *raw;
+	int			len;
+
+	if (list_length(stmts) != 1)
+		refuse_not_single(&source_role);
+	raw = linitial_node(RawStmt, stmts);
+	/* a length of 0: up to the end of the text (no ';' after it) */
+	len = raw->stmt_len > 0 ? raw->stmt_len :
+		(int) strlen(source) - raw->stmt_location;
+	return psprintf("(\n%.*s\n)", len, source + raw->stmt_location);
 }
 
 void

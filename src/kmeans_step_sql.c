@@ -1152,8 +1152,8 @@ one_value(const GcPass *pass, SPIPlanPtr plan, ParamListInfo params,
  * the plan.
  */
 static ArrayType *
-fetch_rows(const char *what, const char *source, int64 n, const int64 *rows,
-		   int k, int d, MemoryContext cxt)
+fetch_rows(const char *what, const char *nsp, const char *source, int64 n,
+		   const int64 *rows, int k, int d, MemoryContext cxt)
 {
 	GcPass		pass = KM_PASS(psprintf("%s, the ids' range", what), 0);
 	int64	   *want = palloc(sizeof(int64) * k);
@@ -1180,8 +1180,9 @@ fetch_rows(const char *what, const char *source, int64 n, const int64 *rows,
 	cap = Max(KM_RANK_FETCH / m, 1);
 
 	/* the ids' range */
-	plan = SPI_prepare_cursor(psprintf("SELECT count(*), min(s.id::bigint), max(s.id::bigint) "
-									   "FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL", source),
+	plan = SPI_prepare_cursor(psprintf("SELECT pg_catalog.count(*), pg_catalog.min(s.id::bigint), "
+									   "pg_catalog.max(s.id::bigint) "
+									   "FROM %s AS s(id, f) WHERE s.f IS NOT NULL", source),
 							  0, NULL, CURSOR_OPT_PARALLEL_OK);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -1197,8 +1198,8 @@ fetch_rows(const char *what, const char *source, int64 n, const int64 *rows,
 	SPI_freetuptable(SPI_tuptable);
 	SPI_freeplan(plan);
 
-	plan = SPI_prepare_cursor(psprintf("SELECT kmeans_rank_counts(s.id, $1) FROM (%s) AS s(id, f) "
-									   "WHERE s.f IS NOT NULL", source),
+	plan = SPI_prepare_cursor(psprintf("SELECT %s.kmeans_rank_counts(s.id, $1) FROM %s AS s(id, f) "
+									   "WHERE s.f IS NOT NULL", nsp, source),
 							  1, types, CURSOR_OPT_PARALLEL_OK);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -1291,10 +1292,11 @@ fetch_rows(const char *what, const char *source, int64 n, const int64 *rows,
 	 * into the query), in the order of the window this replaces
 	 */
 	initStringInfo(&q);
-	appendStringInfo(&q, "SELECT s.id::bigint, s.f FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL AND (",
+	appendStringInfo(&q, "SELECT s.id::bigint, s.f FROM %s AS s(id, f) WHERE s.f IS NOT NULL AND (",
 					 source);
 	for (int i = 0; i < nranges; i++)
-		appendStringInfo(&q, "%ss.id BETWEEN " INT64_FORMAT " AND " INT64_FORMAT,
+		appendStringInfo(&q, "%ss.id OPERATOR(pg_catalog.>=) '" INT64_FORMAT "'::bigint"
+						 " AND s.id OPERATOR(pg_catalog.<=) '" INT64_FORMAT "'::bigint",
 						 i > 0 ? " OR " : "", ranges[i].lo, ranges[i].hi);
 	appendStringInfoString(&q, ") ORDER BY s.id, s.f");
 	plan = SPI_prepare_cursor(q.data, 0, NULL, CURSOR_OPT_PARALLEL_OK);
@@ -1360,15 +1362,15 @@ fetch_rows(const char *what, const char *source, int64 n, const int64 *rows,
  * exact sum on its grid, kmeans_step's a double sum).
  */
 static ArrayType *
-kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
-					 int k, int64 seed, MemoryContext cxt)
+kmeans_parallel_init(const char *nsp, const char *source, SPIPlanPtr step,
+					 int64 n, int d, int k, int64 seed, MemoryContext cxt)
 {
 	GcPass		pass = KM_PASS("k-means|| seeding, its first candidate", 0);
 
 	Oid			types[6] = {FLOAT4ARRAYOID, INT8OID, INT4OID, INT8OID, FLOAT8OID, FLOAT8OID};
-	char	   *q = psprintf("SELECT s.f FROM (%s) AS s(id, f) WHERE s.f IS NOT NULL AND "
-							 "kmeans_parallel_sample(s.f, $1, s.id, $2, $3, $4, $5, $6) ORDER BY s.id, s.f",
-							 source);
+	char	   *q = psprintf("SELECT s.f FROM %s AS s(id, f) WHERE s.f IS NOT NULL AND "
+							 "%s.kmeans_parallel_sample(s.f, $1, s.id, $2, $3, $4, $5, $6) ORDER BY s.id, s.f",
+							 source, nsp);
 	SPIPlanPtr	pick = SPI_prepare_cursor(q, 6, types, CURSOR_OPT_PARALLEL_OK);
 	const uint64 stream = GC_KM_STREAM_KMEANSPAR;
 	int64		first;
@@ -1387,7 +1389,7 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 	gc_glue_ctx(&ctx);
 	if (gc_km_random_rows(&ctx, n, 1, (uint64) seed, stream, &first, &gs) != GC_OK)
 		gc_glue_report(&gs, "k-means");
-	cand = fetch_rows("k-means|| seeding, its first candidate", source, n, &first, 1, d, cxt);
+	cand = fetch_rows("k-means|| seeding, its first candidate", nsp, source, n, &first, 1, d, cxt);
 	run_step(&pass, step, cand, cxt, &st);
 	for (int r = 1; r <= GC_KM_PAR_MAX_ROUNDS; r++)
 	{
@@ -1469,6 +1471,7 @@ kmeans_parallel_init(const char *source, SPIPlanPtr step, int64 n, int d,
 Datum
 gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 {
+	const char *nsp = gc_driver_schema(fcinfo);
 	char	   *source;
 	int			k,
 				max_iter,
@@ -1558,12 +1561,14 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("the source query of gpu_kmeans_distributed must return two columns, (id, features)"),
 				 errdetail("It has no sample weights yet.")));
+	source = gc_source_subquery(source);
 	/*
 	 * the device a constant, so that Citus's shard queries carry it; none:
 	 * each server's gpuclust.device
 	 */
-	q = psprintf("SELECT kmeans_step(s.f, $1, s.id%s) FROM (%s) AS s(id, f)",
-				 device == NULL ? "" : psprintf(", %s", quote_literal_cstr(device)),
+	q = psprintf("SELECT %s.kmeans_step(s.f, $1, s.id%s) FROM %s AS s(id, f)",
+				 nsp, device == NULL ? "" :
+				 psprintf(", %s::pg_catalog.text", quote_literal_cstr(device)),
 				 source);
 	plan = SPI_prepare_cursor(q, 1, types, CURSOR_OPT_PARALLEL_OK);
 	if (plan == NULL)
@@ -1590,7 +1595,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	if (given != NULL)
 		C = given;
 	else if (strcmp(init, "k-means||") == 0)
-		C = kmeans_parallel_init(source, plan, n, d, k, seed, cxt);
+		C = kmeans_parallel_init(nsp, source, plan, n, d, k, seed, cxt);
 	else
 	{
 		int64	   *rows = palloc(sizeof(int64) * k);
@@ -1601,7 +1606,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 		if (gc_km_random_rows(&ctx, n, k, (uint64) seed, GC_KM_STREAM_RANDOM,
 							  rows, &gs) != GC_OK)
 			gc_glue_report(&gs, "k-means");
-		C = fetch_rows("random seeding", source, n, rows, k, d, cxt);
+		C = fetch_rows("random seeding", nsp, source, n, rows, k, d, cxt);
 	}
 
 	/*

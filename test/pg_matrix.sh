@@ -98,5 +98,7 @@ count() {
 count /usr/bin/python3 test/compare_sklearn.py
 count /usr/bin/python3 test/upgrade_test.py
 count /usr/bin/python3 test/install_test.py "$MODE"
+count /usr/bin/python3 test/search_path_test.py
+count /usr/bin/python3 test/faults_small_test.py
 
 summary
