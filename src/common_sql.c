@@ -96,12 +96,14 @@ check_client_connection(void)
 /*
  * The core's poll (gc_ctx.poll): true once the client is known to be gone.
  * The check itself runs on the backend's thread only (it calls into libpq
- * and the timeout machinery); the core's other threads read the flag.
+ * and the timeout machinery), and, as ProcessInterrupts, not while
+ * interrupts are held off; the core's other threads read the flag.
  */
 static bool
 glue_poll(void *arg)
 {
 	if (CheckClientConnectionPending &&
+		InterruptHoldoffCount == 0 && CritSectionCount == 0 &&
 		pthread_equal(pthread_self(), backend_thread))
 		check_client_connection();
 	return ClientConnectionLost != 0;
