@@ -738,6 +738,37 @@ test_memory_helpers(void)
 	CHECK(gc_ap_max_rows(SIZE_MAX) > 1000000, "huge budget");
 }
 
+/*
+ * gc_ctx.poll: asked by the calling thread at most TU_POLL_GAP_S apart,
+ * from the similarities through the iterations; true stops the call.
+ */
+static void
+test_poll(void)
+{
+	const int64_t n = 3000;
+	const int	d = 4;
+	float	   *X = make_data(n, d, DATA_UNIFORM, 1);
+	int32_t    *lab = malloc(sizeof(int32_t) * n);
+	uint8_t    *ex = malloc(n);
+	gc_ap_result r = {0};
+	gc_ap_params p = {0.9, false, 0, 1000000, 1000001, GC_AP_FLOAT8};
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
+	gc_status	st = {0};
+	tu_poll		tp;
+	gc_code		rc;
+
+	r.labels = lab;
+	r.is_exemplar = ex;
+	tu_poll_start(&tp, &ctx, 0.3);
+	rc = gc_ap_cpu(&ctx, X, n, d, &p, &r, &st);
+	CHECK(rc == GC_ECANCEL, "poll's stop not honoured: rc %d", rc);
+	CHECK(tp.caller_polls > 0, "the calling thread never polled");
+	CHECK(tp.max_gap < TU_POLL_GAP_S, "the calling thread's polls %.3f s apart", tp.max_gap);
+	free(X);
+	free(lab);
+	free(ex);
+}
+
 static void
 test_cancel(void)
 {
@@ -792,5 +823,6 @@ main(void)
 	test_blobs();
 	test_random();
 	test_cancel();
+	test_poll();
 	return test_summary("test_affinity");
 }
