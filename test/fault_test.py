@@ -14,13 +14,13 @@
    emulates a GPU on the CPU (gpuclust.gpu_worker_emulate = 512MB, as
    test/worker_test.py starts it); the killed client's backend ends within
    the interval + 1 s and the worker's slot is free (the next call runs).
+   Its port is GPUCLUST_FAULT_PG_PORT (default 54341).
 
 Run against a server with gpuclust preloaded (libpq environment
 variables), by test/run_tests.sh.  Prints one line per check and
 "N passed, M failed"; exits 1 on a failure.
 """
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -39,7 +39,7 @@ FEW = "'SELECT id, f FROM fault_rows WHERE id <= 3'"
 ONE = "'SELECT id, f FROM fault_rows WHERE id = 1'"
 LABELS = "'SELECT id, (id % 3)::int FROM fault_rows'"
 
-# (name, SQL with {v} for the argument, the value's kind)
+# (name, SQL with {v} for the argument, the values it takes)
 CALLS = [
     ("gpu_kmeans k", f"SELECT count(*) FROM gpu_kmeans({SRC}, {{v}})", INT_EXTREMES),
     ("gpu_kmeans max_iter", f"SELECT count(*) FROM gpu_kmeans({SRC}, 3, max_iter => {{v}}, tol => 0)", INT_EXTREMES),
@@ -75,7 +75,11 @@ CALLS = [
     ("dbscan_histogram bins", "SELECT dbscan_histogram(f, 0, 0, 10, {v}) FROM fault_rows", INT_EXTREMES),
     ("dbscan_histogram dim", "SELECT dbscan_histogram(f, {v}, 0, 10, 4) FROM fault_rows", INT_EXTREMES),
     ("dbscan_partitions plan", "SELECT count(*) FROM fault_rows, dbscan_partitions(f, ARRAY[2, 0, {v}, 1, 2, 3])", FLOAT_EXTREMES),
+    ("dbscan_partitions plan dim", "SELECT count(*) FROM fault_rows, dbscan_partitions(f, ARRAY[2, {v}, 1, 1, 2, 3])", FLOAT_EXTREMES),
+    ("dbscan_partition part", "SELECT length(dbscan_partition({v}, id, f, {v}, false, 0.5, 3, 'cpu')) FROM fault_rows", INT_EXTREMES),
+    ("dbscan_partition home", "SELECT length(dbscan_partition(0, id, f, {v}, true, 0.5, 3, 'cpu')) FROM fault_rows", INT_EXTREMES),
     ("dbscan_partition min_pts", "SELECT length(dbscan_partition(0, id, f, 0, false, 0.5, {v}, 'cpu')) FROM fault_rows", INT_EXTREMES),
+    ("kmeans_rank_counts pivots", "SELECT kmeans_rank_counts(id, ARRAY[{v}, 9223372036854775807]) FROM fault_rows", BIG_EXTREMES),
     ("kmeans_parallel_sample round", "SELECT count(*) FILTER (WHERE kmeans_parallel_sample(f, ARRAY[[0,0]]::real[], id, 0, {v}, 200, 2, 1)) FROM fault_rows", INT_EXTREMES),
     ("kmeans_parallel_sample n", "SELECT count(*) FILTER (WHERE kmeans_parallel_sample(f, ARRAY[[0,0]]::real[], id, 0, 1, {v}, 2, 1)) FROM fault_rows", BIG_EXTREMES),
     ("kmeans_parallel_sample ell", "SELECT count(*) FILTER (WHERE kmeans_parallel_sample(f, ARRAY[[0,0]]::real[], id, 0, 1, 200, {v}, 1)) FROM fault_rows", FLOAT_EXTREMES),
@@ -222,10 +226,10 @@ def client_checks():
 
 def worker_checks():
     """A client of a GPU worker's job killed mid-job (the emulated GPU)."""
-    env = dict(os.environ, GPUCLUST_PG_DIR="/tmp/gpuclust_pg_fault_worker", GPUCLUST_PG_PORT="54341",
+    env = dict(os.environ, GPUCLUST_PG_DIR="/tmp/gpuclust_pg_fault_worker",
+               GPUCLUST_PG_PORT=os.environ.get("GPUCLUST_FAULT_PG_PORT", "54341"),
                GPUCLUST_PG_OPTS="-c gpuclust.gpu_worker_emulate=512MB")
-    for var in ("GPUCLUST_PG_NOPRELOAD",):
-        env.pop(var, None)
+    env.pop("GPUCLUST_PG_NOPRELOAD", None)
     srv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pg_server.sh")
     subprocess.run([srv, "clean"], env=env, capture_output=True)
     out = subprocess.run([srv, "start"], env=env, capture_output=True, text=True, check=True).stdout

@@ -739,36 +739,11 @@ test_memory_helpers(void)
 }
 
 /*
- * gc_ctx.poll: asked by the calling thread at most TU_POLL_GAP_S apart,
- * from the similarities through the iterations; true stops the call.
+ * The cancel flags, and gc_ctx.poll, which the calling thread must ask at
+ * most TU_POLL_GAP_S apart (the glue's check of the client's connection
+ * runs only there), from the similarities through the iterations; true
+ * stops the call as a raised flag does.
  */
-static void
-test_poll(void)
-{
-	const int64_t n = 3000;
-	const int	d = 4;
-	float	   *X = make_data(n, d, DATA_UNIFORM, 1);
-	int32_t    *lab = malloc(sizeof(int32_t) * n);
-	uint8_t    *ex = malloc(n);
-	gc_ap_result r = {0};
-	gc_ap_params p = {0.9, false, 0, 1000000, 1000001, GC_AP_FLOAT8};
-	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
-	gc_status	st = {0};
-	tu_poll		tp;
-	gc_code		rc;
-
-	r.labels = lab;
-	r.is_exemplar = ex;
-	tu_poll_start(&tp, &ctx, 0.3);
-	rc = gc_ap_cpu(&ctx, X, n, d, &p, &r, &st);
-	CHECK(rc == GC_ECANCEL, "poll's stop not honoured: rc %d", rc);
-	CHECK(tp.caller_polls > 0, "the calling thread never polled");
-	CHECK(tp.max_gap < TU_POLL_GAP_S, "the calling thread's polls %.3f s apart", tp.max_gap);
-	free(X);
-	free(lab);
-	free(ex);
-}
-
 static void
 test_cancel(void)
 {
@@ -783,6 +758,7 @@ test_cancel(void)
 	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {&cancel_flag, NULL}};
 	gc_status	st = {0};
 	pthread_t	th;
+	tu_poll		tp;
 	double		t0;
 	gc_code		rc;
 
@@ -803,6 +779,13 @@ test_cancel(void)
 	CHECK(rc == GC_ECANCEL, "cancel during the iterations: rc %d", rc);
 	CHECK(now_s() - t0 < 0.5, "cancel took %.3f s", now_s() - t0);
 	cancel_flag = 0;
+
+	/* the poll says stop after 0.3 s */
+	tu_poll_start(&tp, &ctx, 0.3);
+	rc = gc_ap_cpu(&ctx, X, n, d, &p, &r, &st);
+	CHECK(rc == GC_ECANCEL, "poll's stop not honoured: rc %d", rc);
+	CHECK(tp.caller_polls > 0, "the calling thread never polled");
+	CHECK(tp.max_gap < TU_POLL_GAP_S, "the calling thread's polls %.3f s apart", tp.max_gap);
 	free(X);
 	free(lab);
 	free(ex);
@@ -823,6 +806,5 @@ main(void)
 	test_blobs();
 	test_random();
 	test_cancel();
-	test_poll();
 	return test_summary("test_affinity");
 }

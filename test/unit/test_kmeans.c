@@ -1621,6 +1621,7 @@ test_cancel(void)
 	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {&cancel_flag, NULL}};
 	gc_status	st = {0};
 	pthread_t	th;
+	tu_poll		tp;
 	double		t0;
 	gc_code		rc;
 
@@ -1652,37 +1653,15 @@ test_cancel(void)
 	CHECK(rc == GC_ECANCEL, "cancel during Lloyd: rc %d", rc);
 	CHECK(now_s() - t0 < 0.5, "cancel took %.3f s", now_s() - t0);
 	cancel_flag = 0;
-	free(X);
-	free(lab);
-	free(C);
-}
 
-/*
- * gc_ctx.poll: asked by the calling thread often (the glue's check of the
- * client's connection runs only there), at most TU_POLL_GAP_S apart,
- * through k-means++ seeding and Lloyd iterations; true stops the call as a
- * cancel flag does.
- */
-static void
-test_poll(void)
-{
-	const int64_t n = 300000;
-	const int	d = 8;
-	float	   *X = make_data(n, d, DATA_UNIFORM);
-	int32_t    *lab = malloc(sizeof(int32_t) * n);
-	float	   *C = malloc(sizeof(float) * 2000 * d);
-	gc_kmeans_result r = {lab, NULL, C, 0, 0, false};
-	gc_kmeans_params p = KM_PARAMS(2000, 300, 0, GC_INIT_KMEANSPP, 1, 1);
-	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
-	gc_status	st = {0};
-	gc_kmeans_init inits[] = {GC_INIT_KMEANSPP, GC_INIT_RANDOM};
-	tu_poll		tp;
-
+	/*
+	 * gc_ctx.poll, which the calling thread must ask at most TU_POLL_GAP_S
+	 * apart (the glue's check of the client's connection runs only there),
+	 * says stop after 0.3 s of seeding, then of Lloyd iterations.
+	 */
 	for (int i = 0; i < 2; i++)
 	{
-		gc_code		rc;
-
-		p.init = inits[i];
+		p.init = i == 0 ? GC_INIT_KMEANSPP : GC_INIT_RANDOM;
 		tu_poll_start(&tp, &ctx, 0.3);
 		rc = gc_kmeans_cpu(&ctx, X, n, d, &p, &r, &st);
 		CHECK(rc == GC_ECANCEL, "init %d: poll's stop not honoured: rc %d", i, rc);
@@ -2036,6 +2015,5 @@ main(void)
 	}
 
 	test_cancel();
-	test_poll();
 	return test_summary("test_kmeans");
 }
