@@ -74,7 +74,8 @@ static pthread_t backend_thread;
  * next CHECK_FOR_INTERRUPTS turns into FATAL "connection to client lost"),
  * otherwise the check re-armed for client_connection_check_interval from
  * now.  ProcessInterrupts skips both while the backend reads a command
- * (DoingCommandRead); a core call runs inside one, never there.
+ * (DoingCommandRead); a core call runs while it executes one, so never
+ * then.
  */
 static void
 check_client_connection(void)
