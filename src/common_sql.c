@@ -14,8 +14,11 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "libpq/libpq.h"
 #include "miscadmin.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/timeout.h"
 
 #include "gpuclust.h"
 #include "gpujob.h"
@@ -61,14 +64,61 @@ gc_glue_matrix_memory_mb(const char **setting)
 	return gpuclust_max_matrix_memory;
 }
 
+/* The backend's own thread, the one that builds every core call's gc_ctx. */
+static pthread_t backend_thread;
+
+/*
+ * What ProcessInterrupts (postgres.c) does for CheckClientConnectionPending,
+ * the same in every release gpuclust builds on: ask the socket whether the
+ * client is still there; when it is gone, ClientConnectionLost (which the
+ * next CHECK_FOR_INTERRUPTS turns into FATAL "connection to client lost"),
+ * otherwise the check re-armed for client_connection_check_interval from
+ * now.  ProcessInterrupts skips both while the backend reads a command
+ * (DoingCommandRead); a core call runs while it executes one, so never
+ * then.
+ */
+static void
+check_client_connection(void)
+{
+	CheckClientConnectionPending = false;
+	if (client_connection_check_interval > 0)
+	{
+		if (!pq_check_connection())
+		{
+			ClientConnectionLost = true;
+			InterruptPending = true;
+		}
+		else
+			enable_timeout_after(CLIENT_CONNECTION_CHECK_TIMEOUT,
+								 client_connection_check_interval);
+	}
+}
+
+/*
+ * The core's poll (gc_ctx.poll): true once the client is known to be gone.
+ * The check itself runs on the backend's thread only (it calls into libpq
+ * and the timeout machinery), and, as ProcessInterrupts, not while
+ * interrupts are held off; the core's other threads read the flag.
+ */
+static bool
+glue_poll(void *arg)
+{
+	if (CheckClientConnectionPending &&
+		InterruptHoldoffCount == 0 && CritSectionCount == 0 &&
+		pthread_equal(pthread_self(), backend_thread))
+		check_client_connection();
+	return ClientConnectionLost != 0;
+}
+
 /*
  * The context of a core call: the thread count (gc_glue_cpu_threads; left
- * 0, "all cores" to the core, when neither setting bounds it), and the
- * flags the backend's signal handlers raise for a query cancel
- * (statement_timeout included) or a termination request.  The core polls
- * them and returns GC_ECANCEL; gc_glue_report() then lets
+ * 0, "all cores" to the core, when neither setting bounds it), the flags
+ * the backend's signal handlers raise for a query cancel
+ * (statement_timeout included) or a termination request, and glue_poll,
+ * which runs the check of client_connection_check_interval.  The core
+ * polls them and returns GC_ECANCEL; gc_glue_report() then lets
  * CHECK_FOR_INTERRUPTS() raise the proper error.  Every core call builds
- * its gc_ctx here.
+ * its gc_ctx here, on the backend's thread.
  */
 void
 gc_glue_ctx(gc_ctx *ctx)
@@ -78,6 +128,8 @@ gc_glue_ctx(gc_ctx *ctx)
 		0 : gc_glue_cpu_threads();
 	ctx->cancel_flags[0] = &QueryCancelPending;
 	ctx->cancel_flags[1] = &ProcDiePending;
+	backend_thread = pthread_self();
+	ctx->poll = glue_poll;
 	/* reports only while a call has a slot (the library preloaded) */
 	ctx->progress = gc_progress_active() ? gc_progress_sink : NULL;
 }

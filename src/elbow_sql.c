@@ -76,16 +76,17 @@ gpu_kmeans_elbow(PG_FUNCTION_ARGS)
 
 	runcxt = AllocSetContextCreate(cxt, "gpu_kmeans_elbow run",
 								   ALLOCSET_DEFAULT_SIZES);
-	for (int k = k_min; k <= k_max; k++)
+	/* int64: k_max may be INT_MAX (with as many rows), and k must not wrap */
+	for (int64 k = k_min; k <= k_max; k++)
 	{
 		gc_kmeans_result res;
 		Datum		out[4];
 		bool		nulls[4] = {false, false, false, false};
 
 		CHECK_FOR_INTERRUPTS();
-		params.k = k;
+		params.k = (int) k;
 		(void) gc_glue_run_kmeans(requested, &in, &params, runcxt, &res);
-		out[0] = Int32GetDatum(k);
+		out[0] = Int32GetDatum((int32) k);
 		out[1] = Float8GetDatum(res.inertia);
 		out[2] = Int32GetDatum(res.iterations);
 		out[3] = BoolGetDatum(res.converged);

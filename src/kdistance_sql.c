@@ -33,6 +33,7 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -116,20 +117,29 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 	t2 = gc_now_ms();
 	gc_progress_phase(GC_PHASE_EMIT);
 
-	if (quantiles == 0)
+	/*
+	 * From n - 1 quantiles up, every rank is a quantile's (consecutive ones
+	 * are at most one rank apart): all rows, so that the rows, not the
+	 * argument, bound the loop.
+	 */
+	if (quantiles == 0 || quantiles >= in.n - 1)
 	{
 		for (int64 i = 0; i < in.n; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
 			put_row(rsinfo, i, in.n, y[i], i == knee);
+		}
 	}
 	else
 	{
 		int64		last = -1;
 
-		for (int32 q = 0; q <= quantiles; q++)
+		for (int64 q = 0; q <= quantiles; q++)
 		{
 			int64		pos = (int64) floor((double) q * (double) (in.n - 1) /
 											(double) quantiles + 0.5);
 
+			CHECK_FOR_INTERRUPTS();
 			if (knee > last && knee < pos)
 				put_row(rsinfo, knee, in.n, y[knee], true);
 			if (pos > last)

@@ -7,7 +7,8 @@
 #     objects built on it, every way of loading the library with a call of
 #     every public function);
 #   - against one preloaded server: pg_cancel_backend from a second session,
-#     clustering beside busy loops (test/load_test.py), the affinity
+#     every loop-bounding argument at its extremes and clients killed
+#     mid-call (test/fault_test.py), clustering beside busy loops (test/load_test.py), the affinity
 #     propagation comparison, the k-means aggregate and DBSCAN over
 #     partitions under parallel query against the single-node runs, k-means
 #     and DBSCAN over a 3-node Citus cluster on localhost (test/citus_test.py:
@@ -56,6 +57,7 @@ test/pg_server.sh clean >/dev/null 2>&1 || true
 if eval "$(test/pg_server.sh start)"; then
 	trap 'test/pg_server.sh stop >/dev/null 2>&1' EXIT
 	suite "pg_cancel_backend" /usr/bin/python3 test/cancel_test.py
+	suite "runaway arguments and vanished clients" /usr/bin/python3 test/fault_test.py
 	suite "CPU threads under load" /usr/bin/python3 test/load_test.py
 	suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/compare_sklearn_ap.py
 	suite "k-means aggregate under parallel query" /usr/bin/python3 test/kmeans_distributed_test.py

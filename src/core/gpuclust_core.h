@@ -77,8 +77,13 @@ typedef struct gc_progress
  * signal handler may raise (PostgreSQL's QueryCancelPending and
  * ProcDiePending); the core polls them between units of work (at least a few
  * times a second) and returns GC_ECANCEL when one is nonzero.  NULL entries
- * are ignored.  progress, when not NULL, receives reports from the calling
- * thread only, at most once per iteration or phase (gc_report).
+ * are ignored.  poll, when not NULL, is asked at every such poll as well
+ * (gc_cancelled), on whichever thread polls, and true stops the call as a
+ * raised flag does: the caller's own checks (the glue's: the client's
+ * connection), which it runs on its own thread and answers from flags on
+ * the others; every parallel loop has the calling thread (OpenMP thread
+ * 0) poll too.  progress, when not NULL, receives reports from the
+ * calling thread only, at most once per iteration or phase (gc_report).
  */
 typedef struct gc_ctx
 {
@@ -86,6 +91,8 @@ typedef struct gc_ctx
 	const volatile sig_atomic_t *cancel_flags[2];
 	void		(*progress) (void *arg, const gc_progress *p);
 	void	   *progress_arg;
+	bool		(*poll) (void *arg);
+	void	   *poll_arg;
 } gc_ctx;
 
 /* Reports p to ctx's progress sink, if any. */
@@ -132,7 +139,7 @@ gc_cancelled(const gc_ctx *ctx)
 	for (int i = 0; i < 2; i++)
 		if (ctx->cancel_flags[i] != NULL && *ctx->cancel_flags[i] != 0)
 			return true;
-	return false;
+	return ctx->poll != NULL && ctx->poll(ctx->poll_arg);
 }
 
 /* qsort's comparison of int64_t values, ascending. */

@@ -738,6 +738,12 @@ test_memory_helpers(void)
 	CHECK(gc_ap_max_rows(SIZE_MAX) > 1000000, "huge budget");
 }
 
+/*
+ * The cancel flags, and gc_ctx.poll, which the calling thread must ask at
+ * most TU_POLL_GAP_S apart (the glue's check of the client's connection
+ * runs only there), from the similarities through the iterations; true
+ * stops the call as a raised flag does.
+ */
 static void
 test_cancel(void)
 {
@@ -752,6 +758,7 @@ test_cancel(void)
 	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {&cancel_flag, NULL}};
 	gc_status	st = {0};
 	pthread_t	th;
+	tu_poll		tp;
 	double		t0;
 	gc_code		rc;
 
@@ -772,6 +779,13 @@ test_cancel(void)
 	CHECK(rc == GC_ECANCEL, "cancel during the iterations: rc %d", rc);
 	CHECK(now_s() - t0 < 0.5, "cancel took %.3f s", now_s() - t0);
 	cancel_flag = 0;
+
+	/* the poll says stop after 0.3 s */
+	tu_poll_start(&tp, &ctx, 0.3);
+	rc = gc_ap_cpu(&ctx, X, n, d, &p, &r, &st);
+	CHECK(rc == GC_ECANCEL, "poll's stop not honoured: rc %d", rc);
+	CHECK(tp.caller_polls > 0, "the calling thread never polled");
+	CHECK(tp.max_gap < TU_POLL_GAP_S, "the calling thread's polls %.3f s apart", tp.max_gap);
 	free(X);
 	free(lab);
 	free(ex);

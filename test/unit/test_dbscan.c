@@ -466,6 +466,54 @@ test_cancel(void)
 }
 
 /*
+ * gc_ctx.poll through a whole DBSCAN on each index: the calling thread
+ * polls at most TU_POLL_GAP_S apart, from the start to the end of the call.
+ */
+static void
+test_poll(void)
+{
+	static const struct
+	{
+		int			d;
+		int64_t		n;
+		double		eps;
+		gc_dbscan_index idx;
+	}			cases[] = {
+		{2, 1000000, 0.003, GC_DBSCAN_INDEX_GRID},
+		{8, 100000, 0.25, GC_DBSCAN_INDEX_KDTREE},
+	};
+
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
+	{
+		int			d = cases[ci].d;
+		int64_t		n = cases[ci].n;
+		float	   *X = malloc(sizeof(float) * n * d);
+		int32_t    *l = malloc(sizeof(int32_t) * n);
+		uint8_t    *c = malloc(n);
+		gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
+		gc_dbscan_params p = {cases[ci].eps, 10, GC_METRIC_EUCLIDEAN, GC_DBSCAN_UNION_FIND};
+		gc_status	st;
+		uint64_t	s = 7;
+		tu_poll		tp;
+		double		t0;
+		gc_code		rc;
+
+		for (int64_t i = 0; i < n * d; i++)
+			X[i] = (float) tu_uniform(&s);
+		tu_poll_start(&tp, &ctx, 1e9);
+		t0 = now_s();
+		rc = gc_dbscan_cpu_index(&ctx, X, n, d, &p, cases[ci].idx, NULL, l, c, &st);
+		tu_poll_end(&tp);
+		CHECK(rc == GC_OK, "poll, d %d: %s", d, st.message);
+		CHECK(tp.max_gap < TU_POLL_GAP_S, "poll, d %d: the calling thread's polls %.3f s apart (call %.3f s, %ld polls)",
+			  d, tp.max_gap, now_s() - t0, tp.caller_polls);
+		free(X);
+		free(l);
+		free(c);
+	}
+}
+
+/*
  * Many kd-tree leaves, so that the union pass runs its batched, non-full
  * leaf searches, with leaves whose core points are split over components.
  */
@@ -816,6 +864,7 @@ main(void)
 	test_errors();
 	test_algorithm_device();
 	test_cancel();
+	test_poll();
 	test_huge_range(&rs);
 	test_underflow(&rs);
 	test_random(&rs);

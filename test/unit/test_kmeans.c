@@ -1621,6 +1621,7 @@ test_cancel(void)
 	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {&cancel_flag, NULL}};
 	gc_status	st = {0};
 	pthread_t	th;
+	tu_poll		tp;
 	double		t0;
 	gc_code		rc;
 
@@ -1652,6 +1653,21 @@ test_cancel(void)
 	CHECK(rc == GC_ECANCEL, "cancel during Lloyd: rc %d", rc);
 	CHECK(now_s() - t0 < 0.5, "cancel took %.3f s", now_s() - t0);
 	cancel_flag = 0;
+
+	/*
+	 * gc_ctx.poll, which the calling thread must ask at most TU_POLL_GAP_S
+	 * apart (the glue's check of the client's connection runs only there),
+	 * says stop after 0.3 s of seeding, then of Lloyd iterations.
+	 */
+	for (int i = 0; i < 2; i++)
+	{
+		p.init = i == 0 ? GC_INIT_KMEANSPP : GC_INIT_RANDOM;
+		tu_poll_start(&tp, &ctx, 0.3);
+		rc = gc_kmeans_cpu(&ctx, X, n, d, &p, &r, &st);
+		CHECK(rc == GC_ECANCEL, "init %d: poll's stop not honoured: rc %d", i, rc);
+		CHECK(tp.caller_polls > 0, "init %d: the calling thread never polled", i);
+		CHECK(tp.max_gap < TU_POLL_GAP_S, "init %d: the calling thread's polls %.3f s apart", i, tp.max_gap);
+	}
 	free(X);
 	free(lab);
 	free(C);

@@ -266,6 +266,45 @@ test_silhouette_errors(void)
 	}
 }
 
+/*
+ * gc_ctx.poll through whole k-distance and silhouette calls: the calling
+ * thread polls at most TU_POLL_GAP_S apart, from the start to the end.
+ */
+static void
+test_tools_poll(uint64_t *rs)
+{
+	const int	d = 8;
+	const int64_t n = 100000,
+				ns = 12000;
+	float	   *X = tu_make_data(rs, n, d, DATA_BLOBS, 3);
+	float	   *kd = malloc(sizeof(float) * n);
+	int32_t    *l = malloc(sizeof(int32_t) * ns);
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
+	gc_silhouette_result res;
+	gc_status	st;
+	tu_poll		tp;
+	gc_code		rc;
+
+	tu_poll_start(&tp, &ctx, 1e9);
+	rc = gc_kdistance_cpu(&ctx, X, n, d, 20, kd, &st);
+	tu_poll_end(&tp);
+	CHECK(rc == GC_OK, "k-distance: %s", st.message);
+	CHECK(tp.max_gap < TU_POLL_GAP_S, "k-distance: the calling thread's polls %.3f s apart (%ld polls)",
+		  tp.max_gap, tp.caller_polls);
+
+	for (int64_t i = 0; i < ns; i++)
+		l[i] = (int32_t) (i % 5);
+	tu_poll_start(&tp, &ctx, 1e9);
+	rc = gc_silhouette_cpu(&ctx, X, ns, d, l, 5, 0, 0, &res, &st);
+	tu_poll_end(&tp);
+	CHECK(rc == GC_OK, "silhouette: %s", st.message);
+	CHECK(tp.max_gap < TU_POLL_GAP_S, "silhouette: the calling thread's polls %.3f s apart (%ld polls)",
+		  tp.max_gap, tp.caller_polls);
+	free(X);
+	free(kd);
+	free(l);
+}
+
 static void
 test_cluster_summary(uint64_t *rs)
 {
@@ -418,6 +457,7 @@ main(void)
 	test_knee();
 	test_silhouette(&rs);
 	test_silhouette_errors();
+	test_tools_poll(&rs);
 	test_cluster_summary(&rs);
 	test_progress(&rs);
 	return test_summary("test_tools");

@@ -252,6 +252,75 @@ now_s(void)
 }
 
 /*
+ * Poll tests: a gc_ctx.poll (tu_poll_fn, arg a tu_poll) that stops the
+ * call stop_after seconds after tu_poll_start, and keeps what the glue's
+ * poll relies on: how often the calling thread (the one that started it,
+ * OpenMP thread 0) polls, and the longest time between two of its polls.
+ */
+#include <pthread.h>
+
+/*
+ * The longest time the calling thread may go without a poll: 100 ms of
+ * work, which AddressSanitizer's builds (make unit-sanitize) do about
+ * four times slower.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define TU_POLL_GAP_S 0.4
+#else
+#define TU_POLL_GAP_S 0.1
+#endif
+
+typedef struct tu_poll
+{
+	pthread_t	caller;
+	double		stop_after;		/* when to stop (now_s) */
+	double		last;			/* the caller's last poll, or the start */
+	double		max_gap;		/* the longest time between them, s */
+	long		caller_polls;
+	long		other_polls;	/* by other threads (atomic) */
+} tu_poll;
+
+static inline bool
+tu_poll_fn(void *arg)
+{
+	tu_poll    *tp = arg;
+	double		t = now_s();
+
+	if (!pthread_equal(pthread_self(), tp->caller))
+	{
+		__atomic_add_fetch(&tp->other_polls, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	tp->caller_polls++;
+	if (t - tp->last > tp->max_gap)
+		tp->max_gap = t - tp->last;
+	tp->last = t;
+	return t >= tp->stop_after;
+}
+
+/* After the call: the time since the caller's last poll counted as a gap. */
+static inline void
+tu_poll_end(tu_poll *tp)
+{
+	double		t = now_s();
+
+	if (t - tp->last > tp->max_gap)
+		tp->max_gap = t - tp->last;
+}
+
+/* ctx polls tp, which stops the call stop_after seconds from now. */
+static inline void
+tu_poll_start(tu_poll *tp, gc_ctx *ctx, double stop_after)
+{
+	memset(tp, 0, sizeof(*tp));
+	tp->caller = pthread_self();
+	tp->last = now_s();
+	tp->stop_after = tp->last + stop_after;
+	ctx->poll = tu_poll_fn;
+	ctx->poll_arg = tp;
+}
+
+/*
  * A GPU made up for dispatch's tests (gc_gpu, tu_fake_gpu): usable or not
  * (tu_fake.usable; unusable, its reason is "no usable GPU: made up"), with
  * tu_fake.mem bytes for a call, CUDA already started in the process or not
