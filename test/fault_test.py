@@ -17,7 +17,10 @@
    Its port is GPUCLUST_FAULT_PG_PORT (default 54341).
 
 Run against a server with gpuclust preloaded (libpq environment
-variables), by test/run_tests.sh.  Prints one line per check and
+variables), by test/run_tests.sh.  fault_test.py --gpu runs only 2., with
+device 'gpu', against a server that has a GPU (test/gpu/run_gpu_tests.sh
+faults: preloaded, the GPU worker's jobs; not preloaded, the backend's own
+CUDA).  Prints one line per check and
 "N passed, M failed"; exits 1 on a failure.
 """
 import os
@@ -206,8 +209,8 @@ def backend_gone_after_kill(admin, sql, name, expect_job=False):
     return gone is not None
 
 
-def client_checks():
-    """Clients killed mid-call on the CPU path."""
+def client_checks(device="cpu"):
+    """Clients killed mid-call on the device's path."""
     with connect() as admin:
         admin.execute("DROP TABLE IF EXISTS fault_big")
         admin.execute("CREATE TABLE fault_big AS SELECT i::bigint AS id,"
@@ -216,11 +219,11 @@ def client_checks():
         src = "'SELECT id, f FROM fault_big'"
         backend_gone_after_kill(
             admin, "SELECT count(*) FROM gpu_affinity_propagation('SELECT id, f FROM fault_big WHERE id <= 1500',"
-            " max_iter => 100000000, convergence_iter => 100000000, device => 'cpu')",
-            "affinity propagation (CPU)")
+            f" max_iter => 100000000, convergence_iter => 100000000, device => '{device}')",
+            f"affinity propagation ({device})")
         backend_gone_after_kill(
             admin, f"SELECT count(*) FROM gpu_kmeans({src}, 50, max_iter => 1000000, tol => 0,"
-            " n_init => 1000000, device => 'cpu')", "k-means (CPU)")
+            f" n_init => 1000000, device => '{device}')", f"k-means ({device})")
         admin.execute("DROP TABLE fault_big")
 
 
@@ -269,6 +272,14 @@ def worker_checks():
 
 
 def main():
+    if sys.argv[1:] == ["--gpu"]:
+        # a server with a GPU: the backend's own CUDA path (not preloaded)
+        # or the GPU worker's (preloaded)
+        with connect() as c:
+            c.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
+        client_checks("gpu")
+        print(f"{passed} passed, {failed} failed")
+        return 0 if failed == 0 else 1
     argument_checks()
     client_checks()
     worker_checks()

@@ -69,6 +69,10 @@
 #                    download / emit as a table
 #   worker           test/worker_test.py --gpu in that server: the worker's
 #                    hand-off, queue, cancellation and failures on the GPU
+#   faults           test/fault_test.py --gpu in that server: a client
+#                    killed mid-call (k-means, affinity propagation on
+#                    device 'gpu'): its backend ends within
+#                    client_connection_check_interval + 1 s
 #   worker-bench     test/gpu/bench_worker.py: 16 sessions, first-call
 #                    latency and idle GPU memory, worker vs per-backend
 #   dbdist           test/dbscan_distributed_test.py in that server:
@@ -225,7 +229,7 @@ stream-bench)
 	timeout "${STREAM_BENCH_TIMEOUT:-240}" python3 test/gpu/bench_kmeans_largeN.py \
 		${STREAM_BENCH_ARGS:-640000000 32 100 5} 2>&1 | tee -a "$OUTDIR/bench_stream.log"
 	;;
-sql|sql-bench|worker|worker-bench|dbdist|kagg)
+sql|sql-bench|worker|worker-bench|dbdist|kagg|faults)
 	# the extension as installed here, in a real server: the bundle made by
 	# ../shared/tools/pg-bundle make .carry (after make install), carried,
 	# with gpuclust preloaded (its GPU worker on; SQL_PRELOAD=0: not
@@ -250,6 +254,11 @@ sql|sql-bench|worker|worker-bench|dbdist|kagg)
 		( eval "$env"; timeout "${SQL_BENCH_TIMEOUT:-300}" test/gpu/sql_kmeans_timing.sh ) > "$OUTDIR/sql_bench.log" 2>&1
 		r=$?
 		cat "$OUTDIR/sql_bench.log";;
+	faults)
+		( eval "$env"; timeout "${FAULTS_TIMEOUT:-120}" python3 test/fault_test.py --gpu ) \
+			> "$OUTDIR/fault_test.log" 2>&1
+		r=$?
+		cat "$OUTDIR/fault_test.log";;
 	worker)
 		( eval "$env"; timeout "${WORKER_TIMEOUT:-400}" python3 test/worker_test.py --gpu \
 			--server-log /tmp/pgb.log --stop-cmd "$ctl -m fast stop'" --start-cmd "$ctl -o \"-k /tmp -p 5432 -c listen_addresses=\" start'" ) \
