@@ -96,7 +96,7 @@ fi
 files=$(dpkg -L $pkg)
 for f in "$libdir/gpuclust.so" "$extdir/gpuclust.control" "$extdir/gpuclust--0.1.sql" \
 	"$extdir/gpuclust--0.1--0.2.sql" "$extdir/gpuclust_postgis.control" \
-	"$extdir/gpuclust_postgis--0.1.sql"; do
+	"$extdir/gpuclust_postgis--0.1.sql" "$extdir/gpuclust_postgis--0.1--0.2.sql"; do
 	if grep -qxF "$f" <<<"$files"; then ok "package holds $f"; else fail "package holds $f"; fi
 done
 

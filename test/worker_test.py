@@ -444,21 +444,7 @@ def protocol_checks(w, gpu, stop_cmd, start_cmd, server_log=None):
     wait_for(c, no_jobs(), timeout=10)
 
     # SIGTERM to the worker mid-job
-    for device in ("gpu", "auto"):
-        pid = worker_pid(c)
-        b = Bg(w.long() if device == "gpu" else w.auto_long())
-        wait_for(c, job_state(b.pid) % "running")
-        os.kill(pid, signal.SIGTERM)
-        b.join(300)
-        if device == "gpu":
-            check("worker killed mid-job: the job fails with the reason (device 'gpu')",
-                  b.err is not None and "worker exited" in (b.err.diag.message_detail or ""),
-                  f"{b.err and b.err.sqlstate} {b.err and b.err.diag.message_detail}")
-        else:
-            check("worker killed mid-job: 'auto' redoes the call on the CPU",
-                  b.err is None and b.result == [(w.n_long,)] and
-                  any("falls back to the CPU" in n for n in b.notices), f"{b.err} {b.notices}")
-        b.close()
+    for pid in killed_mid_job(c, w, worker_pid, signal.SIGTERM, "worker", "worker exited"):
         new, after = wait_worker(c, pid)
         check("... and the worker restarts", new is not None, f"new pid {new} after {after and round(after, 1)} s")
     check("the restarted worker runs jobs", fingerprint(c, qs[1]) == serial[qs[1]])
@@ -493,6 +479,29 @@ def protocol_checks(w, gpu, stop_cmd, start_cmd, server_log=None):
             new, after = wait_worker(cc)
             check("after a restart the worker runs jobs", new is not None and
                   fingerprint(cc, qs[0]) == serial[qs[0]])
+
+
+def killed_mid_job(c, w, pid_of, sig, who, reason):
+    """Sends sig to process pid_of(c) during a 'gpu' job, then during an
+    'auto' one: the first fails naming reason, the second is redone on the
+    CPU.  Yields each process's pid once its job has ended."""
+    for device in ("gpu", "auto"):
+        pid = pid_of(c)
+        b = Bg(w.long() if device == "gpu" else w.auto_long())
+        wait_for(c, job_state(b.pid) % "running")
+        os.kill(pid, sig)
+        b.join(300)
+        how = f"{who} killed ({signal.Signals(sig).name}) mid-job"
+        if device == "gpu":
+            check(f"{how}: the job fails with the reason (device 'gpu')",
+                  b.err is not None and reason in (b.err.diag.message_detail or ""),
+                  f"{b.err and b.err.sqlstate} {b.err and b.err.diag.message_detail}")
+        else:
+            check(f"{how}: 'auto' redoes the call on the CPU",
+                  b.err is None and b.result == [(w.n_long,)] and
+                  any("falls back to the CPU" in n for n in b.notices), f"{b.err} {b.notices}")
+        b.close()
+        yield pid
 
 
 def gpu_process_pid(c):
@@ -531,21 +540,8 @@ def gpu_process_checks(c, w, qs, serial, server_log):
     check("the GPU process is the worker's child, not the postmaster's",
           gpu_process_pid(c) is not None and
           int(open(f"/proc/{gpu_process_pid(c)}/stat").read().rsplit(")", 1)[1].split()[1]) == worker_pid(c))
-    for device in ("gpu", "auto"):
-        gp = gpu_process_pid(c)
-        b = Bg(w.long() if device == "gpu" else w.auto_long())
-        wait_for(c, job_state(b.pid) % "running")
-        os.kill(gp, signal.SIGKILL)
-        b.join(300)
-        if device == "gpu":
-            check("GPU process killed (kill -9) mid-job: the job fails with the reason (device 'gpu')",
-                  b.err is not None and "GPU process was killed by signal 9" in (b.err.diag.message_detail or ""),
-                  f"{b.err and b.err.sqlstate} {b.err and b.err.diag.message_detail}")
-        else:
-            check("GPU process killed mid-job: 'auto' redoes the call on the CPU",
-                  b.err is None and b.result == [(w.n_long,)] and
-                  any("falls back to the CPU" in n for n in b.notices), f"{b.err} {b.notices}")
-        b.close()
+    for gp in killed_mid_job(c, w, gpu_process_pid, signal.SIGKILL, "GPU process",
+                             "GPU process was killed by signal 9"):
         new, after = wait_gpu_process(c, gp)
         check("... and the worker starts another GPU process, which runs jobs",
               new is not None and fingerprint(c, qs[1]) == serial[qs[1]],
