@@ -161,8 +161,10 @@ def seeding_reads(sent, shards, name):
     shipping = row_shipping(sent)
     narrow = [c for c in sent if NARROW_READ.search(c)]
     ranks = [c for c in sent if "worker_partial_agg('public.kmeans_rank_counts(" in c]
-    ranges = [re.findall(r"s\.id OPERATOR\(pg_catalog\.>=\) (-?\d+)\) AND "
-                         r"\(s\.id OPERATOR\(pg_catalog\.<=\) (-?\d+)\)", c) for c in narrow]
+    # the bounds as the driver writes them ('5'::bigint) or as plain numbers
+    bound = r"'?(-?\d+)'?(?:::bigint)?"
+    ranges = [re.findall(rf"s\.id OPERATOR\(pg_catalog\.>=\) {bound}\) AND "
+                         rf"\(s\.id OPERATOR\(pg_catalog\.<=\) {bound}\)", c) for c in narrow]
     ids = sum(int(b) - int(a) + 1 for a, b in ranges[0]) if ranges else 0
     check(f"{name}: the shards sent no rows but the seeding's narrow id ranges",
           not shipping and len(narrow) == shards and all(r == ranges[0] for r in ranges)
