@@ -507,11 +507,10 @@ gpu_dbscan_distributed(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	SPI_connect();
-	if (gc_check_source_query(source) != 2)
+	if (gc_check_source_query(source, &source) != 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the source query of gpu_dbscan_distributed must return two columns, (id, features)")));
-	source = gc_source_subquery(source);
 	citus = citus_route();
 
 	/* 1. the rows' count and bounds */

@@ -51,7 +51,6 @@
 #include "nodes/params.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
-#include "parser/parser.h"
 #include "tcop/dest.h"
 #include "tcop/utility.h"
 #include "utils/array.h"
@@ -1238,8 +1237,25 @@ gc_run_labels_query(const char *query, DestReceiver *dest)
 	run_readonly(plan, NULL, dest);
 }
 
+/*
+ * The text of plan's one statement to embed as a subquery: without a ';'
+ * after it, in parentheses on lines of their own, so that a trailing
+ * "-- comment" ends before the closing one.
+ */
+static char *
+source_subquery(const CachedPlanSource *ps)
+{
+	const RawStmt *raw = ps->raw_parse_tree;
+
+	/* a length of 0: up to the end of the text (no ';' after it) */
+	int			len = raw->stmt_len > 0 ? raw->stmt_len :
+		(int) strlen(ps->query_string) - raw->stmt_location;
+
+	return psprintf("(\n%.*s\n)", len, ps->query_string + raw->stmt_location);
+}
+
 int
-gc_check_source_query(const char *source)
+gc_check_source_query(const char *source, char **subquery)
 {
 	SPIPlanPtr	plan = prepare_source(source, &source_role);
 	CachedPlanSource *ps;
@@ -1247,28 +1263,13 @@ gc_check_source_query(const char *source)
 
 	check_source(plan, &source_role);
 	ps = (CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan));
+	*subquery = source_subquery(ps);
 	td = ps->resultDesc;
 	if (td == NULL)
 		return 0;
 	if (td->natts >= 2)
 		check_integer_id(TupleDescAttr(td, 0));
 	return td->natts;
-}
-
-char *
-gc_source_subquery(const char *source)
-{
-	List	   *stmts = raw_parser(source, RAW_PARSE_DEFAULT);
-	RawStmt    *raw;
-	int			len;
-
-	if (list_length(stmts) != 1)
-		refuse_not_single(&source_role);
-	raw = linitial_node(RawStmt, stmts);
-	/* a length of 0: up to the end of the text (no ';' after it) */
-	len = raw->stmt_len > 0 ? raw->stmt_len :
-		(int) strlen(source) - raw->stmt_location;
-	return psprintf("(\n%.*s\n)", len, source + raw->stmt_location);
 }
 
 void

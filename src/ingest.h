@@ -84,19 +84,17 @@ extern void gc_run_labels_query(const char *query, DestReceiver *dest);
  * caller that then runs its own queries over it (the distributed drivers):
  * gc_check_source_query raises the errors gc_ingest raises before running,
  * an id column (the first of two or more) not of an integer type
- * included, and returns the number of columns.
- * gc_source_subquery is the text such a caller embeds: the source's one
- * statement, without a ';' after it, in parentheses on lines of their
- * own (a trailing "-- comment" ends before the closing one), as in
- * "SELECT ... FROM <subquery> AS s(id, f)".
+ * included, and returns the number of columns and, in *subquery, the text
+ * such a caller embeds: the source's one statement, without a ';' after
+ * it, in parentheses on lines of their own (a trailing "-- comment" ends
+ * before the closing one), as in "SELECT ... FROM <subquery> AS s(id, f)".
  * gc_run_readonly runs a prepared plan with params read-only, as sources
  * run, its rows into dest, or into SPI_tuptable when dest is NULL (SPI
  * connected by the caller).
  */
 struct _SPI_plan;
 struct ParamListInfoData;
-extern int	gc_check_source_query(const char *source);
-extern char *gc_source_subquery(const char *source);
+extern int	gc_check_source_query(const char *source, char **subquery);
 extern void gc_run_readonly(struct _SPI_plan *plan, struct ParamListInfoData *params,
 							DestReceiver *dest);
 

@@ -1556,12 +1556,11 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	}
 
 	SPI_connect();
-	if (gc_check_source_query(source) != 2)
+	if (gc_check_source_query(source, &source) != 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("the source query of gpu_kmeans_distributed must return two columns, (id, features)"),
 				 errdetail("It has no sample weights yet.")));
-	source = gc_source_subquery(source);
 	/*
 	 * the device a constant, so that Citus's shard queries carry it; none:
 	 * each server's gpuclust.device
