@@ -14,9 +14,11 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "catalog/pg_authid.h"
 #include "libpq/libpq.h"
 #include "miscadmin.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timeout.h"
 
@@ -62,6 +64,17 @@ gc_glue_matrix_memory_mb(const char **setting)
 	}
 	*setting = "gpuclust.max_matrix_memory";
 	return gpuclust_max_matrix_memory;
+}
+
+/*
+ * Whether this role sees other roles' calls, jobs and the server's free
+ * memory (gpuclust_progress, gpuclust_gpu_jobs, gpuclust_info), as
+ * pg_stat_activity shows other sessions: with pg_read_all_stats.
+ */
+bool
+gc_glue_sees_all_sessions(void)
+{
+	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 }
 
 /* The backend's own thread, the one that builds every core call's gc_ctx. */

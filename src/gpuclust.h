@@ -66,6 +66,7 @@ extern int	gpuclust_gpu_memory_limit;	/* MB; 0: no limit (the free memory) */
 /* common_sql.c */
 extern int	gc_glue_cpu_threads(void);
 extern int	gc_glue_matrix_memory_mb(const char **setting);
+extern bool gc_glue_sees_all_sessions(void);
 extern void gc_glue_ctx(gc_ctx *ctx);
 extern void gc_glue_signals_block(sigset_t *old);
 extern void gc_glue_signals_restore(const sigset_t *old);

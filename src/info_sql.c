@@ -27,9 +27,7 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
-#include "catalog/pg_authid.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -198,10 +196,10 @@ gpuclust_info(PG_FUNCTION_ARGS)
 
 	/*
 	 * The server's free memory (the GPU's and the host's, and the sizes
-	 * derived from them) and other roles' jobs, as pg_stat_activity shows
-	 * other sessions: to roles with pg_read_all_stats only; NULL otherwise.
+	 * derived from them) and other roles' jobs: NULL, and the caller's own
+	 * jobs, to a role that does not see all sessions.
 	 */
-	bool		all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	bool		all = gc_glue_sees_all_sessions();
 
 	InitMaterializedSRF(fcinfo, 0);
 	gc_glue_ctx(&ctx);
@@ -325,7 +323,7 @@ Datum
 gpuclust_gpu_jobs(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	bool		all = gc_glue_sees_all_sessions();
 	TimestampTz now = GetCurrentTimestamp();
 
 	InitMaterializedSRF(fcinfo, 0);

@@ -29,14 +29,12 @@
 #include <math.h>
 
 #include "access/xact.h"
-#include "catalog/pg_authid_d.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -253,7 +251,7 @@ Datum
 gpuclust_progress(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	bool		all = gc_glue_sees_all_sessions();
 	TimestampTz now = GetCurrentTimestamp();
 
 	InitMaterializedSRF(fcinfo, 0);
