@@ -3,13 +3,12 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION gpuclust_postgis UPDATE TO '0.2'" to load this file. \quit
 
--- 0.2 names every built-in the error function of the casts calls with its
--- schema, as gpuclust_postgis--0.1.sql now creates it: its PL/pgSQL body is
--- bound when it runs, under the caller's search_path, so an installation
--- made by an older 0.1 script gets the qualified body here.  The cast
--- functions are SQL bodies, bound when they were created.  A new
--- installation runs gpuclust_postgis--0.1.sql and then this script, so
--- both end with the same objects.
+-- 0.2 names every built-in that the error function of the casts calls
+-- with its schema: its PL/pgSQL body is bound when it runs, under the
+-- caller's search_path.  (The cast functions are SQL bodies, bound when
+-- they were created.)  A new installation runs gpuclust_postgis--0.1.sql
+-- and then this script, an upgraded one this script alone, so both end
+-- with this body.
 
 CREATE OR REPLACE FUNCTION @extschema@.gpuclust_not_a_point(geometry_type text)
 RETURNS real[]

@@ -30,7 +30,10 @@
 -- built-ins with pg_catalog, PostGIS's with the schema PostGIS lives in
 -- (read from its pg_extension row, as this script cannot name it
 -- otherwise on every release), so that no object of another schema on
--- the search_path is bound here or run later.
+-- the search_path is bound here or run later.  The error function's
+-- PL/pgSQL body, bound only when it runs, is 0.1's as released:
+-- gpuclust_postgis--0.1--0.2.sql, which every installation runs after
+-- this script, replaces it with the qualified one.
 -- ---------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@.gpuclust_not_a_point(geometry_type text)
@@ -40,12 +43,12 @@ AS $$
 BEGIN
     RAISE EXCEPTION USING
         ERRCODE = 'invalid_parameter_value',
-        MESSAGE = CASE WHEN geometry_type OPERATOR(pg_catalog.=) 'ST_Point'::pg_catalog.text
+        MESSAGE = CASE WHEN geometry_type = 'ST_Point'
                        THEN 'features are an empty point'
-                       ELSE pg_catalog.format('features are a %s, not a point'::pg_catalog.text,
-                                              pg_catalog.upper(pg_catalog.substr(geometry_type, 4))) END,
+                       ELSE format('features are a %s, not a point',
+                                   upper(substr(geometry_type, 4))) END,
         DETAIL = 'A geometry or geography is cast to real[] as the coordinates of a point: [x, y], or [x, y, z].',
-        HINT = CASE WHEN geometry_type OPERATOR(pg_catalog.=) 'ST_Point'::pg_catalog.text
+        HINT = CASE WHEN geometry_type = 'ST_Point'
                     THEN 'Leave the row out (WHERE NOT ST_IsEmpty(geom)), or give it NULL features to leave it unclustered.'
                     ELSE 'Cluster a point of each shape: ST_Centroid(geom) or ST_PointOnSurface(geom); ST_Dump(geom) splits a MULTIPOINT.' END;
 END
