@@ -87,10 +87,10 @@ import psycopg
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cities  # noqa: E402  (the world cities)
-import compare_sklearn as report  # noqa: E402  (its check / info and counts)
+import compare_sklearn  # noqa: E402  (notices_during, nested_plans)
+from report import check, info, summary  # noqa: E402
 import kmeans_distributed_test as kd  # noqa: E402  (rows, ulps, compare)
 
-check, info = report.check, report.info
 CLUSTER = os.path.join(HERE, "citus_cluster.sh")
 TABLE, LOCAL = kd.TABLE, "gc_kd_local"
 K = 24
@@ -124,7 +124,7 @@ def remote_commands_at(conn, run):
             return None
         m = re.search(r"@[\w.-]+:(\d+)", diag.message_detail or "")
         return msg[len("issuing "):], int(m.group(1)) if m else None
-    return report.notices_during(
+    return compare_sklearn.notices_during(
         conn, run, "SET citus.log_remote_commands = on; SET client_min_messages = log",
         "RESET client_min_messages; RESET citus.log_remote_commands", pick)
 
@@ -621,8 +621,7 @@ def run_checks(ports, installed):
         for t in (DB_CITIES, DB_BLOBS):
             conn.execute(f"DROP TABLE {t}, {t}_local")
 
-    print(f"{report.passed} passed, {report.failed} failed")
-    return 0 if report.failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

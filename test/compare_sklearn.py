@@ -70,6 +70,7 @@ from sklearn.neighbors import NearestNeighbors
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cities import N_CITIES, fetch_features, load_cities  # noqa: E402
+from report import check, info, summary  # noqa: E402
 
 EPS, MIN_PTS = 0.25, 10
 EXPECT_CLUSTERS, EXPECT_NOISE = 576, 37864
@@ -77,23 +78,6 @@ KMEANS_KS = (10, 100)
 KMEANS_N_INIT = 10
 KMEANS_SLACK = 1.01
 TABLE = "gc_cmp_cities"
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-    print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail else ""),
-          flush=True)
-    return ok
-
-
-def info(msg):
-    print(f"INFO  {msg}", flush=True)
 
 
 def notices_during(conn, run, setup, reset, pick):
@@ -579,8 +563,7 @@ def main():
             conn.rollback()
             cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
         conn.commit()
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

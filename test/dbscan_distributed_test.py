@@ -54,10 +54,11 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import compare_sklearn as report  # noqa: E402  (its check / info and counts)
+import compare_sklearn  # noqa: E402  (notices_during, nested_plans)
+from report import check, info, summary  # noqa: E402
 from cities import load_cities  # noqa: E402
 
-check, info, nested_plans = report.check, report.info, report.nested_plans
+nested_plans = compare_sklearn.nested_plans
 
 PARALLEL = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
             "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 4")
@@ -301,8 +302,7 @@ def main():
         cur.execute("RESET client_min_messages")
         if "--bench" in args:
             bench(cur, int(args[args.index("--bench") + 1]))
-            print(f"{report.passed} passed, {report.failed} failed")
-            return 0 if report.failed == 0 else 1
+            return summary()
 
         n = load_cities(conn, "gc_dd_cities_raw")
         cur.execute("DROP TABLE IF EXISTS gc_dd_cities")
@@ -331,8 +331,7 @@ def main():
         for t in ("gc_dd_cities", "gc_dd_blobs3", "gc_dd_blobs8", "gc_dd_lattice"):
             cur.execute(f"DROP TABLE {t}")
 
-    print(f"{report.passed} passed, {report.failed} failed")
-    return 0 if report.failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import time
 import psycopg
 from psycopg import errors
 
-passed = failed = 0
+from report import check, summary
 
 INT_EXTREMES = ["2147483647", "-2147483648", "0", "-1"]
 BIG_EXTREMES = ["9223372036854775807", "-9223372036854775808", "0", "-1"]
@@ -89,14 +89,6 @@ CALLS = [
 ]
 
 ACCEPTED = {"22023", "57014"}
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail else ""), flush=True)
-    return ok
 
 
 def connect(**kw):
@@ -278,13 +270,11 @@ def main():
         with connect() as c:
             c.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
         client_checks("gpu")
-        print(f"{passed} passed, {failed} failed")
-        return 0 if failed == 0 else 1
+        return summary()
     argument_checks()
     client_checks()
     worker_checks()
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

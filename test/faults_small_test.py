@@ -18,18 +18,10 @@ import time
 
 import psycopg
 
+from report import check, summary
+
 DB = "gc_faults_small"
 ROLE = "gc_small_reader"
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail and not ok else ""))
-    sys.stdout.flush()
 
 
 SRC = "SELECT id, f FROM pts"
@@ -187,8 +179,7 @@ def main():
             info(conn)
         admin.execute(f"DROP DATABASE {DB}")
         admin.execute(f"DROP ROLE {ROLE}")
-    print(f"faults_small: {passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary('faults_small')
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ import subprocess
 import sys
 
 import psycopg
+
+from report import check, summary
 from psycopg import errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -92,17 +94,6 @@ SUPPORT = re.compile(r"_(transfn|combine|final|serialize|deserialize|rows|in|out
 CRASH = re.compile(r"terminated by signal|was terminated|exited with exit code|"
                    r"all server processes terminated|PGC_POSTMASTER|"
                    r"server closed the connection|reinitializing")
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(f"{'PASS' if ok else 'FAIL'}  PostgreSQL {MAJOR}: {name}"
-          + (f" ({detail})" if detail and not ok else ""))
-    sys.stdout.flush()
 
 
 class Server:
@@ -227,8 +218,7 @@ def main():
             phase()
         except Exception as e:  # a server that would not start, a lost session
             check(f"{phase.__name__} ran to its end", False, f"{type(e).__name__}: {e}")
-    print(f"install ({MAJOR}): {passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary(f"install ({MAJOR})")
 
 
 if __name__ == "__main__":

@@ -53,9 +53,10 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import compare_sklearn as report  # noqa: E402  (its check / info and counts)
+import compare_sklearn  # noqa: E402  (notices_during, nested_plans)
+from report import check, info, summary  # noqa: E402
 
-check, info, nested_plans = report.check, report.info, report.nested_plans
+nested_plans = compare_sklearn.nested_plans
 
 TABLE = "gc_kd_rows"
 N_BLOB, N_UNIFORM, D, BLOBS = 120_000, 2_000, 8, 24
@@ -266,8 +267,7 @@ def main():
               par["inertia"] <= 1.05 * pp["inertia"], f"ratio {par['inertia'] / pp['inertia']:.4f}")
         cur.execute(f"DROP TABLE {TABLE}")
 
-    print(f"{report.passed} passed, {report.failed} failed")
-    return 0 if report.failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import time
 
 import psycopg
 
+from report import check, summary
+
 N = 300000
 KMEANS = (f"SELECT count(*) FROM gpu_kmeans($$SELECT i, ARRAY[(i % 97) * 1.0, (i % 89) * 1.0,"
           f" (i % 83) * 1.0, (i % 79) * 1.0, sin(i), cos(i), (i % 7) * 1.0, (i % 11) * 1.0]::real[]"
@@ -46,16 +48,6 @@ SILHOUETTE = (f"SELECT silhouette FROM gpu_silhouette($${ROWS8.format(n=40000)}$
               f" device => 'cpu')$$, sample_size => {SIL_SAMPLE}, device => 'cpu')")
 ELBOW = (f"SELECT count(*) FROM gpu_kmeans_elbow($${ROWS8.format(n=100000)}$$, 2, 5, max_iter => 25,"
          f" tol => 0, device => 'cpu')")
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += ok
-    failed += not ok
-    print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail else ""), flush=True)
-    return ok
 
 
 def watch(sql, role=None):
@@ -101,8 +93,7 @@ def main():
         preloaded = c.execute("SELECT 'gpuclust' = ANY(string_to_array(current_setting("
                               "'shared_preload_libraries'), ','))").fetchone()[0]
         if not check("gpuclust is preloaded", preloaded):
-            print(f"{passed} passed, {failed} failed")
-            return 1
+            return summary()
         c.execute("DROP ROLE IF EXISTS gc_prog_user")
         c.execute("CREATE ROLE gc_prog_user")
 
@@ -190,8 +181,7 @@ def main():
     with psycopg.connect("", autocommit=True) as c:
         c.execute("DROP ROLE gc_prog_user")
 
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary()
 
 
 if __name__ == "__main__":

@@ -31,20 +31,12 @@ import sys
 
 import psycopg
 
+from report import check, summary
+
 DB = "gc_search_path"
 MALLORY = "gc_sp_mallory"
 ALICE = "gc_sp_alice"
 PATH = '"$user", public, gc, pg_catalog'
-
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail and not ok else ""))
-    sys.stdout.flush()
 
 
 def connect(user=None):
@@ -235,8 +227,7 @@ def main():
         admin.execute(f"DROP DATABASE {DB}")
         for role in (MALLORY, ALICE):
             admin.execute(f"DROP ROLE {role}")
-    print(f"search_path: {passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary('search_path')
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import sys
 
 import psycopg
 
+from report import check, summary
+
 OLDEST = "0.1"
 PTS = ("SELECT i::bigint AS id, ARRAY[(i % 7)::real, (i / 7)::real] AS f "
        "FROM generate_series(1, 60) i")
@@ -78,16 +80,6 @@ WHERE e.extname = 'gpuclust' AND d.deptype = 'e'
 ORDER BY 1, 2
 """
 
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail and not ok else ""))
-    sys.stdout.flush()
-
 
 def fresh_database(admin, name):
     admin.execute(f"DROP DATABASE IF EXISTS {name}")
@@ -139,8 +131,7 @@ def main():
                   f"only fresh: {[r[0] for r in only_new][:5]}")
         admin.execute("DROP DATABASE gc_upgrade_old")
         admin.execute("DROP DATABASE gc_upgrade_new")
-    print(f"upgrade: {passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return summary('upgrade')
 
 
 if __name__ == "__main__":

@@ -47,15 +47,7 @@ import time
 
 import psycopg
 
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({detail})" if detail else ""), flush=True)
-    return ok
+from report import check, summary
 
 
 def connect(**kw):
@@ -558,7 +550,7 @@ def gpu_process_checks(c, w, qs, serial, server_log):
           f"{i['gpu_worker']}: {i['gpu_reason']}")
     t0 = time.time()
     try:
-        c.execute(f"SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM w_small', 8, device => 'gpu')")
+        c.execute("SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM w_small', 8, device => 'gpu')")
         err = None
     except psycopg.Error as e:
         err = e
@@ -724,8 +716,7 @@ def main():
             protocol_checks(Work(False), False, stop, start, "/tmp/gpuclust_pg_worker/server.log")
         finally:
             subprocess.run([srv, "clean"], env=env, capture_output=True)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(summary())
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import psycopg
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import citus_test  # noqa: E402  (the cluster's start and stop)
-import compare_sklearn as report  # noqa: E402  (notices_during)
+import compare_sklearn  # noqa: E402  (notices_during)
 import kmeans_distributed_test as kd  # noqa: E402  (centroids_literal, ulps)
 
 DISTINCT = 100_000
@@ -211,7 +211,7 @@ def db_rows_sql(a):
 
 def notices(conn, run):
     """run() with gpuclust.log_timing on: its result and the INFO lines."""
-    return report.notices_during(
+    return compare_sklearn.notices_during(
         conn, run, "SET gpuclust.log_timing = on", "RESET gpuclust.log_timing",
         lambda d: f"{d.message_primary} | {d.message_detail or ''}"
         if (d.severity_nonlocalized or d.severity) == "INFO" else None)
