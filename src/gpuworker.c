@@ -168,7 +168,7 @@ static int	gpu_sock = -1;
 static pid_t gpu_pid = 0;
 static TimestampTz gpu_started_at = 0;
 static TimestampTz gpu_restart_at = 0;
-static int	gpu_restart_ms = GC_PROC_RESTART_MS / 2;
+static int	gpu_restart_ms = 0;	/* the last delay (0: none yet) */
 
 static Latch *
 proc_latch(int procno)
@@ -549,8 +549,9 @@ gpu_ended(void)
 		return;
 	}
 
-	/* at once after a long life; twice as late after each short one */
-	if (TimestampDifferenceExceeds(gpu_started_at, now, GC_PROC_STABLE_MS))
+	/* GC_PROC_RESTART_MS after a long life; twice the last delay after a short one */
+	if (gpu_restart_ms == 0 ||
+		TimestampDifferenceExceeds(gpu_started_at, now, GC_PROC_STABLE_MS))
 		gpu_restart_ms = GC_PROC_RESTART_MS;
 	else
 		gpu_restart_ms = Min(gpu_restart_ms * 2, GC_PROC_STABLE_MS);
