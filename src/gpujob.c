@@ -265,6 +265,28 @@ worker_ready(void)
 	return s == GC_WORKER_READY;
 }
 
+/*
+ * A consistent copy of job j's progress, which its thread in the GPU
+ * process writes (change-counted: odd while written); false when none
+ * was reported.
+ */
+static bool
+read_progress(GcJob *j, gc_progress *out)
+{
+	for (int tries = 0; tries < 1000; tries++)
+	{
+		uint32		before = pg_atomic_read_u32(&j->progress_count);
+
+		pg_read_barrier();
+		*out = j->progress;
+		pg_read_barrier();
+		if (before == pg_atomic_read_u32(&j->progress_count) &&
+			(before & 1) == 0)
+			return before != 0;
+	}
+	return false;
+}
+
 /* Sleeps until the latch is set or GC_JOB_POLL_MS pass; raises interrupts. */
 static void
 job_sleep(void)
@@ -321,7 +343,7 @@ submit_and_wait(GcJob *j, gc_status *st)
 					return gc_fail(st, GC_EDEVICE,
 								   "the gpuclust GPU worker is not running");
 			}
-			if (gc_job_read_progress(j, &p) &&
+			if (read_progress(j, &p) &&
 				memcmp(&p, &last, sizeof(p)) != 0)
 			{
 				gc_progress_sink(NULL, &p);

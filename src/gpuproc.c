@@ -209,7 +209,7 @@ unmap_segment(Mapping *m)
  * The jobs
  * --------------------------------------------------------------------- */
 
-/* Progress of a job, for gc_job_read_progress (change-counted, odd while written). */
+/* Progress of a job, for its backend (change-counted, odd while written). */
 static void
 job_progress(void *arg, const gc_progress *p)
 {

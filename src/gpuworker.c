@@ -126,27 +126,6 @@ gc_worker_init(void)
 }
 
 /* ---------------------------------------------------------------------
- * Progress of a job (the GPU process writes, the backend reads)
- * --------------------------------------------------------------------- */
-
-bool
-gc_job_read_progress(GcJob *j, gc_progress *out)
-{
-	for (int tries = 0; tries < 1000; tries++)
-	{
-		uint32		before = pg_atomic_read_u32(&j->progress_count);
-
-		pg_read_barrier();
-		*out = j->progress;
-		pg_read_barrier();
-		if (before == pg_atomic_read_u32(&j->progress_count) &&
-			(before & 1) == 0)
-			return before != 0;
-	}
-	return false;
-}
-
-/* ---------------------------------------------------------------------
  * The jobs the GPU process runs
  * --------------------------------------------------------------------- */
 

@@ -184,7 +184,4 @@ extern void gc_worker_init(void);
 /* The worker's entry point (bgw_function_name). */
 extern PGDLLEXPORT void gpuclust_gpu_worker_main(Datum arg);
 
-/* A consistent copy of job j's progress; false when none was reported. */
-extern bool gc_job_read_progress(GcJob *j, gc_progress *out);
-
 #endif							/* GPUCLUST_GPUWORKER_H */
