@@ -37,7 +37,7 @@ import psycopg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "test"))
+sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 from cities import fetch_features, load_cities  # noqa: E402
 
 CLI = os.path.join(ROOT, "test", "bin", "gpuclust-cli")

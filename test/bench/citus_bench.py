@@ -7,7 +7,7 @@ test: prints.
         [--rows 10000000] [--d 32] [--k 100] [--iters 5]
         [--db-rows 10000000] [--db-d 2] [--eps 0.05] [--min-pts 20]
 
-Starts the cluster of test/citus_cluster.sh (as test/citus_test.py does)
+Starts the cluster of test/distributed/citus_cluster.sh (as test/distributed/citus_test.py does)
 and removes it at the end.  Data: --rows rows of --d float32 features
 (100,000 distinct rows of Gaussian blobs, numpy, each repeated; the work
 per row is the same as for distinct ones) in bench_local, a plain table
@@ -39,9 +39,10 @@ import numpy as np
 import psycopg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "distributed"))
 import citus_test  # noqa: E402  (the cluster's start and stop)
-import compare_sklearn  # noqa: E402  (notices_during)
+from notices import notices_during  # noqa: E402
 import kmeans_distributed_test as kd  # noqa: E402  (centroids_literal, ulps)
 
 DISTINCT = 100_000
@@ -211,7 +212,7 @@ def db_rows_sql(a):
 
 def notices(conn, run):
     """run() with gpuclust.log_timing on: its result and the INFO lines."""
-    return compare_sklearn.notices_during(
+    return notices_during(
         conn, run, "SET gpuclust.log_timing = on", "RESET gpuclust.log_timing",
         lambda d: f"{d.message_primary} | {d.message_detail or ''}"
         if (d.severity_nonlocalized or d.severity) == "INFO" else None)

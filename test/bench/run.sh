@@ -3,12 +3,12 @@
 # machine, side by side; prints tables and ratios, and writes them also to
 # test/out/bench.txt.  One command, a few minutes:
 #   test/bench/run.sh
-# Set GC_SKIP_SETUP=1 to skip test/setup.sh (build + install) when it has run.
+# Set GC_SKIP_SETUP=1 to skip test/lib/setup.sh (build + install) when it has run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ "${GC_SKIP_SETUP:-0}" != 1 ]; then
-	test/setup.sh
+	test/lib/setup.sh
 fi
 make -s cli ${USE_CUDA:+USE_CUDA=$USE_CUDA}
 
@@ -18,9 +18,9 @@ mkdir -p test/out
 # runs starting and stopping theirs do not disturb this one.
 export GPUCLUST_PG_DIR=${GPUCLUST_PG_DIR:-/tmp/gpuclust_pg_bench}
 export GPUCLUST_PG_PORT=${GPUCLUST_PG_PORT:-54349}
-if test/pg_server.sh status; then was_running=1; else was_running=0; fi
-eval "$(test/pg_server.sh start)"
-[ "$was_running" = 1 ] || trap 'test/pg_server.sh stop >/dev/null 2>&1 || true' EXIT
+if test/lib/pg_server.sh status; then was_running=1; else was_running=0; fi
+eval "$(test/lib/pg_server.sh start)"
+[ "$was_running" = 1 ] || trap 'test/lib/pg_server.sh stop >/dev/null 2>&1 || true' EXIT
 
 /usr/bin/python3 test/bench/bench.py 2>&1 | tee test/out/bench.txt
 exit "${PIPESTATUS[0]}"

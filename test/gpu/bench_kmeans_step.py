@@ -39,7 +39,8 @@ import psycopg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "distributed"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 from citus_bench import DISTINCT, make_local, patterns, timed  # noqa: E402  (the same rows)
 import kmeans_distributed_test as kd  # noqa: E402  (centroids_literal, ulps)
 

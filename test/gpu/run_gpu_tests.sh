@@ -67,15 +67,15 @@
 #                    on 1M rows x 32, k = 100, 3 calls on 'gpu' and one on
 #                    'cpu', log_timing's ingest / upload / init / Lloyd /
 #                    download / emit as a table
-#   worker           test/worker_test.py --gpu in that server: the worker's
+#   worker           test/server/worker_test.py --gpu in that server: the worker's
 #                    hand-off, queue, cancellation and failures on the GPU
-#   faults           test/fault_test.py --gpu in that server: a client
+#   faults           test/server/fault_test.py --gpu in that server: a client
 #                    killed mid-call (k-means, affinity propagation on
 #                    device 'gpu'): its backend ends within
 #                    client_connection_check_interval + 1 s
 #   worker-bench     test/gpu/bench_worker.py: 16 sessions, first-call
 #                    latency and idle GPU memory, worker vs per-backend
-#   dbdist           test/dbscan_distributed_test.py in that server:
+#   dbdist           test/distributed/dbscan_distributed_test.py in that server:
 #                    gpu_dbscan_distributed with its partitions' runs on the
 #                    GPU (device => 'gpu') = gpu_dbscan on the CPU, serial
 #                    and under parallel query; then --bench DBDIST_BENCH_N
@@ -85,7 +85,7 @@
 #                    LD_LIBRARY_PATH=/opt/pgb/syslib (the bundle's libpq;
 #                    2026-11-25 its loader was pointed at
 #                    /opt/pgb/syslib/libpq.so.5 explicitly)
-#   kagg             test/kmeans_distributed_test.py --device gpu in that
+#   kagg             test/distributed/kmeans_distributed_test.py --device gpu in that
 #                    server (kmeans_step's blocks labelled by the GPU worker),
 #                    then test/gpu/bench_kmeans_step.py (KAGG_BENCH_ROWS rows,
 #                    default 10,000,000, of 32 features, k = 100): the
@@ -255,24 +255,24 @@ sql|sql-bench|worker|worker-bench|dbdist|kagg|faults)
 		r=$?
 		cat "$OUTDIR/sql_bench.log";;
 	faults)
-		( eval "$env"; timeout "${FAULTS_TIMEOUT:-120}" python3 test/fault_test.py --gpu ) \
+		( eval "$env"; timeout "${FAULTS_TIMEOUT:-120}" python3 test/server/fault_test.py --gpu ) \
 			> "$OUTDIR/fault_test.log" 2>&1
 		r=$?
 		cat "$OUTDIR/fault_test.log";;
 	worker)
-		( eval "$env"; timeout "${WORKER_TIMEOUT:-400}" python3 test/worker_test.py --gpu \
+		( eval "$env"; timeout "${WORKER_TIMEOUT:-400}" python3 test/server/worker_test.py --gpu \
 			--server-log /tmp/pgb.log --stop-cmd "$ctl -m fast stop'" --start-cmd "$ctl -o \"-k /tmp -p 5432 -c listen_addresses=\" start'" ) \
 			> "$OUTDIR/worker_test.log" 2>&1
 		r=$?
 		cat "$OUTDIR/worker_test.log";;
 	dbdist)
-		( eval "$env"; timeout "${DBDIST_TIMEOUT:-300}" python3 test/dbscan_distributed_test.py --device gpu &&
-			timeout "${DBDIST_BENCH_TIMEOUT:-240}" python3 test/dbscan_distributed_test.py \
+		( eval "$env"; timeout "${DBDIST_TIMEOUT:-300}" python3 test/distributed/dbscan_distributed_test.py --device gpu &&
+			timeout "${DBDIST_BENCH_TIMEOUT:-240}" python3 test/distributed/dbscan_distributed_test.py \
 				--bench "${DBDIST_BENCH_N:-10000000}" ) > "$OUTDIR/dbdist.log" 2>&1
 		r=$?
 		grep -E "^(FAIL|INFO  bench)| passed," "$OUTDIR/dbdist.log";;
 	kagg)
-		( eval "$env"; timeout "${KAGG_TIMEOUT:-240}" python3 test/kmeans_distributed_test.py --device gpu
+		( eval "$env"; timeout "${KAGG_TIMEOUT:-240}" python3 test/distributed/kmeans_distributed_test.py --device gpu
 			t=$?
 			timeout "${KAGG_BENCH_TIMEOUT:-300}" python3 test/gpu/bench_kmeans_step.py \
 				--rows "${KAGG_BENCH_ROWS:-10000000}"

@@ -3,13 +3,13 @@
 # gpuclust is built and tested on, fetched from Debian's archive by package
 # name and cached outside the checkout, so that clean clones share them.
 #
-#   test/pg_versions.sh pg_config 18   builds PostgreSQL 18 from Debian's
-#                                      source package once; prints its pg_config
-#   test/pg_versions.sh headers 17     unpacks Debian's binary
-#                                      postgresql-server-dev-17 once; prints
-#                                      its server include directory
-#   test/pg_versions.sh compile 17     compiles every glue file (src/*.c)
-#                                      against those headers; exit 1 on an error
+#   test/install/pg_versions.sh pg_config 18   builds PostgreSQL 18 from Debian's
+#                                              source package once; prints its pg_config
+#   test/install/pg_versions.sh headers 17     unpacks Debian's binary
+#                                              postgresql-server-dev-17 once; prints
+#                                              its server include directory
+#   test/install/pg_versions.sh compile 17     compiles every glue file (src/*.c)
+#                                              against those headers; exit 1 on an error
 #
 # Debian 12 ships PostgreSQL 15 only.  18's source package comes from
 # unstable and 17's server headers from Debian 13, each through a private
@@ -21,7 +21,7 @@
 # (the build, about 2 minutes on 2 cores) and .../server-dev-VERSION.
 # stdout carries only the path printed; everything else goes to stderr.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 REPO=$PWD
 CACHE=${GPUCLUST_PG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuclust}
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -65,7 +65,7 @@ private_apt() {
 	echo "$opts"
 }
 
-ensure_packages() { "$REPO/test/apt_install.sh" "$@"; }
+ensure_packages() { "$REPO/test/lib/apt_install.sh" "$@"; }
 
 # ---- a release built from source ----
 built_dir() { ls -d "$CACHE"/postgresql-"$1".* 2>/dev/null | sort -V | while read -r d; do

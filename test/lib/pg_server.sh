@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # pg_server.sh — a throwaway PostgreSQL server for gpuclust's tests and demos.
 #
-#   test/pg_server.sh start    initdb (first time) and start; prints the env
-#   test/pg_server.sh stop     stop (data is kept for the next start)
-#   test/pg_server.sh status   exit 0 when running
-#   test/pg_server.sh env      print the env lines only
-#   test/pg_server.sh clean    stop and remove the data directory
+#   test/lib/pg_server.sh start    initdb (first time) and start; prints the env
+#   test/lib/pg_server.sh stop     stop (data is kept for the next start)
+#   test/lib/pg_server.sh status   exit 0 when running
+#   test/lib/pg_server.sh env      print the env lines only
+#   test/lib/pg_server.sh clean    stop and remove the data directory
 #
-# Usage:  eval "$(test/pg_server.sh start)" && make installcheck
+# Usage:  eval "$(test/lib/pg_server.sh start)" && make installcheck
 #
 # stdout carries only the `export ...` line; everything else goes to stderr.
 # Idempotent: start on a running server, or stop on a stopped one, succeeds.
@@ -16,9 +16,9 @@
 # server listens only on a Unix socket in that directory, port
 # GPUCLUST_PG_PORT (default 54329).  PG_CONFIG picks the PostgreSQL
 # installation (default: pg_config on PATH).  GPUCLUST_PG_OPTS adds server
-# options (test/worker_test.py: "-c gpuclust.gpu_worker_emulate=512MB");
+# options (test/server/worker_test.py: "-c gpuclust.gpu_worker_emulate=512MB");
 # GPUCLUST_PG_PRELOAD names libraries preloaded before the others
-# (test/citus_cluster.sh: citus, which must come first);
+# (test/distributed/citus_cluster.sh: citus, which must come first);
 # GPUCLUST_PG_NOPRELOAD=1 preloads nothing at all, as a server that the
 # extension was just installed into (the setting is read at every start).
 set -euo pipefail
@@ -76,7 +76,7 @@ start() {
 	# A server killed without stop leaves a stale postmaster.pid behind;
 	# pg_ctl start copes with it when the pid is not alive.
 	# Preloaded, when installed: gpuclust (its gpuclust_progress view needs
-	# shared memory: test/progress_test.py) and pg_cron (test/cron_test.py;
+	# shared memory: test/server/progress_test.py) and pg_cron (test/server/cron_test.py;
 	# jobs run in background workers, the server has no TCP listener, in
 	# database postgres).
 	local libdir preload=${GPUCLUST_PG_PRELOAD:-} cron=""

@@ -1,6 +1,6 @@
 """The report of a Python suite: one line per check ("PASS  name  (detail)"
 or "FAIL ..."), INFO lines, and the closing "N passed, M failed" line that
-test/run_tests.sh and test/pg_matrix.sh count.  Every suite checks through
+test/run_tests.sh and test/install/pg_matrix.sh count.  Every suite checks through
 this one module, so its counts are the suite's."""
 
 passed = failed = 0

@@ -12,13 +12,16 @@ In a database of its own on the server of the libpq environment variables:
   - gpuclust_info() shows the server's free memory to a role with
     pg_read_all_stats only (NULL to others), with the same keys for all.
 """
+import os
 import sys
 import threading
 import time
 
 import psycopg
 
-from report import check, summary
+LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+sys.path.insert(0, LIB)
+from report import check, summary  # noqa: E402
 
 DB = "gc_faults_small"
 ROLE = "gc_small_reader"

@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # citus_cluster.sh — a Citus cluster on localhost for gpuclust's tests and
-# benchmarks: a coordinator and two workers, each a test/pg_server.sh server.
+# benchmarks: a coordinator and two workers, each a test/lib/pg_server.sh server.
 #
-#   test/citus_cluster.sh find     how Citus is had: "installed", "cached",
-#                                  "source TARBALL"; exit 3 when none is
-#   test/citus_cluster.sh build    the cached build (builds it once); prints its dir
-#   test/citus_cluster.sh start    a private PostgreSQL tree with Citus and this
-#                                  checkout's gpuclust, the 3 nodes started and
-#                                  joined; prints the env (coordinator's libpq
-#                                  variables, GPUCLUST_CITUS_PORTS, ..._PG_CONFIG)
-#   test/citus_cluster.sh stop     stop the nodes (data kept)
-#   test/citus_cluster.sh clean    stop and remove the nodes and the tree
-#   test/citus_cluster.sh node-stop I | node-start I    one node (0 = coordinator)
+#   test/distributed/citus_cluster.sh COMMAND, where COMMAND is
+#     find     how Citus is had: "installed", "cached", "source TARBALL";
+#              exit 3 when none is
+#     build    the cached build (builds it once); prints its dir
+#     start    a private PostgreSQL tree with Citus and this checkout's
+#              gpuclust, the 3 nodes started and joined; prints the env
+#              (coordinator's libpq variables, GPUCLUST_CITUS_PORTS,
+#              ..._PG_CONFIG)
+#     stop     stop the nodes (data kept)
+#     clean    stop and remove the nodes and the tree
+#     node-stop I | node-start I    one node (0 = coordinator)
 #
 # Citus comes from, in this order: a Citus installed in the PostgreSQL of
 # PG_CONFIG (used as it is: gpuclust must be installed there too, as
-# test/setup.sh does); the cached build; the vendored source
+# test/lib/setup.sh does); the cached build; the vendored source
 # citus-*.tar.gz, looked for in $GPUCLUST_VENDOR when it is set, else in
 # ../shared/vendor beside this checkout and beside the repository it was
 # cloned from.  The build
@@ -32,7 +33,7 @@
 # at ports $GPUCLUST_CITUS_PORT (default 55432) + I, trust authentication.
 # stdout carries only the env lines; everything else goes to stderr.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 REPO=$PWD
 
 SYS_PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
@@ -101,7 +102,7 @@ build() {
 	c=$(cache_dir "$t")
 	if [ -f "$c/built" ]; then echo "$c"; return 0; fi
 	# ../shared/vendor/README.md: the packages Citus builds with
-	test/apt_install.sh build-essential "postgresql-server-dev-$PG_MAJOR" libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev \
+	test/lib/apt_install.sh build-essential "postgresql-server-dev-$PG_MAJOR" libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev \
 		libselinux1-dev libxslt1-dev libpam0g-dev libreadline-dev
 	log "building $(basename "$t") once into $c (a few minutes)"
 	rm -rf "$c"
@@ -155,7 +156,7 @@ node() {	# $1: index, $2: pg_server.sh command
 	pgc=$(cat "$DIR/pg_config")
 	env $(node_env "$1") PG_CONFIG="$pgc" GPUCLUST_PG_PRELOAD=citus \
 		GPUCLUST_PG_OPTS="-c listen_addresses=localhost -c max_connections=100 -c citus.shard_count=4 -c citus.node_conninfo=sslmode=disable -c jit=off ${GPUCLUST_CITUS_OPTS:-}" \
-		test/pg_server.sh "$2"
+		test/lib/pg_server.sh "$2"
 }
 
 sql() {	# $1: node index, $2: SQL

@@ -1,6 +1,6 @@
 """cities.py — load test/data/world_cities.csv.gz into a PostgreSQL table.
 
-Shared by test/compare_sklearn.py, test/demo.py and the benchmarks.  Run with
+Shared by test/server/compare_sklearn.py, test/demo.py and the benchmarks.  Run with
 /usr/bin/python3 (Debian's psycopg 3).  The table is
 
     <name> (id bigint PRIMARY KEY,      -- GeoNames geoname_id

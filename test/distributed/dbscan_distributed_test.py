@@ -53,12 +53,11 @@ import time
 import numpy as np
 import psycopg
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import compare_sklearn  # noqa: E402  (notices_during, nested_plans)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from notices import nested_plans  # noqa: E402
 from report import check, info, summary  # noqa: E402
 from cities import load_cities  # noqa: E402
 
-nested_plans = compare_sklearn.nested_plans
 
 PARALLEL = ("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
             "SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 4")

@@ -5,7 +5,7 @@ Two modes:
   worker_test.py             (CI, no GPU) first checks the test server
                              ($PGHOST...; gpuclust preloaded): the worker runs,
                              reports "no GPU", and 'auto' falls back to the CPU.
-                             Then starts a second server (test/pg_server.sh,
+                             Then starts a second server (test/lib/pg_server.sh,
                              GPUCLUST_PG_DIR=/tmp/gpuclust_pg_worker) whose
                              worker emulates a GPU on the CPU
                              (gpuclust.gpu_worker_emulate = 512MB) and runs the
@@ -47,7 +47,9 @@ import time
 
 import psycopg
 
-from report import check, summary
+LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+sys.path.insert(0, LIB)
+from report import check, summary  # noqa: E402
 
 
 def connect(**kw):
@@ -701,7 +703,7 @@ def main():
         no_gpu_checks()
         env = dict(os.environ, GPUCLUST_PG_DIR="/tmp/gpuclust_pg_worker", GPUCLUST_PG_PORT="54339",
                    GPUCLUST_PG_OPTS="-c gpuclust.gpu_worker_emulate=512MB")
-        srv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pg_server.sh")
+        srv = os.path.join(LIB, "pg_server.sh")
         subprocess.run([srv, "clean"], env=env, capture_output=True)
         out = subprocess.run([srv, "start"], env=env, capture_output=True, text=True, check=True).stdout
         for kv in out.split()[1:]:

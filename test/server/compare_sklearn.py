@@ -4,7 +4,7 @@
 Run against a running server with the extension installed (connection from
 the libpq environment: PGHOST, PGPORT, PGUSER, PGDATABASE ...):
 
-    eval "$(test/pg_server.sh start)"; /usr/bin/python3 test/compare_sklearn.py
+    eval "$(test/lib/pg_server.sh start)"; /usr/bin/python3 test/server/compare_sklearn.py
 
 Data: the 135,233 world cities of test/data (GeoNames, CC BY 4.0), features
 ARRAY[lon, lat]::real[]; scikit-learn gets the very same float32 values, read
@@ -68,7 +68,7 @@ from sklearn.cluster import DBSCAN, KMeans
 from sklearn.metrics import silhouette_score
 from sklearn.neighbors import NearestNeighbors
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 from cities import N_CITIES, fetch_features, load_cities  # noqa: E402
 from report import check, info, summary  # noqa: E402
 
@@ -78,38 +78,6 @@ KMEANS_KS = (10, 100)
 KMEANS_N_INIT = 10
 KMEANS_SLACK = 1.01
 TABLE = "gc_cmp_cities"
-
-
-def notices_during(conn, run, setup, reset, pick):
-    """run() with the session set up by the SQL setup (reset after): its
-    result, and pick(diag) of every notice it raised that pick keeps
-    (returns other than None)."""
-    got = []
-
-    def on_notice(diag):
-        v = pick(diag)
-        if v is not None:
-            got.append(v)
-    conn.add_notice_handler(on_notice)
-    conn.execute(setup)
-    try:
-        result = run()
-    finally:
-        conn.execute(reset)
-        conn.remove_notice_handler(on_notice)
-    return result, got
-
-
-def nested_plans(conn, run):
-    """run() with auto_explain logging nested statements: their plans."""
-    return notices_during(
-        conn, run,
-        "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; "
-        "SET auto_explain.log_analyze = on; SET auto_explain.log_timing = off; "
-        "SET auto_explain.log_nested_statements = on; SET client_min_messages = log",
-        "RESET client_min_messages; SET auto_explain.log_min_duration = -1",
-        lambda d: d.message_primary if d.severity_nonlocalized == "LOG"
-        and "Query Text" in (d.message_primary or "") else None)
 
 
 def timed(cur, sql, params=None):

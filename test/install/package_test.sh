@@ -2,21 +2,21 @@
 # package_test.sh — builds the Debian package of this working tree and checks
 # it: dpkg-buildpackage -b in a copy of the tree (the files git tracks plus
 # the untracked ones it does not ignore), dpkg -i of postgresql-15-gpuclust,
-# then in a throwaway server (test/pg_server.sh, port 54349, nothing
+# then in a throwaway server (test/lib/pg_server.sh, port 54349, nothing
 # preloaded) CREATE EXTENSION and one call of each algorithm, gpuclust_info()
 # and the package's file list.  On exit, whatever happened, the server is
 # removed, the package removed and the gpuclust files that were installed
 # before (by make install) put back, so the machine is left as it was.
 #
-#   test/package_test.sh              library as the Makefile detects it
+#   test/install/package_test.sh              library as the Makefile detects it
 #                                     (CUDA when nvcc is found)
-#   USE_CUDA=0 test/package_test.sh   CPU-only library
+#   USE_CUDA=0 test/install/package_test.sh   CPU-only library
 #
 # As root, or as a user with sudo (for dpkg).  The build log is kept in
 # test/out/package_build.log.  Prints "package: N passed, M failed"; exits 0
 # only when every check passed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 
 export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
@@ -46,7 +46,7 @@ saved=$tmp/saved
 installed=0
 
 cleanup() {
-	"$root/test/pg_server.sh" clean >/dev/null 2>&1 && rmdir "$GPUCLUST_PG_DIR" 2>/dev/null || true
+	"$root/test/lib/pg_server.sh" clean >/dev/null 2>&1 && rmdir "$GPUCLUST_PG_DIR" 2>/dev/null || true
 	if [ $installed = 1 ]; then
 		$sudo_cmd dpkg -r $pkg >/dev/null 2>&1 || echo "package_test: dpkg -r $pkg failed" >&2
 		# dpkg -r removed the paths that a make install had written too:
@@ -101,7 +101,7 @@ for f in "$libdir/gpuclust.so" "$extdir/gpuclust.control" "$extdir/gpuclust--0.1
 done
 
 # ---- a server with the package's library ----
-if env_line=$("$root/test/pg_server.sh" start); then
+if env_line=$("$root/test/lib/pg_server.sh" start); then
 	eval "$env_line"
 	ok "server started (port $GPUCLUST_PG_PORT, nothing preloaded)"
 else

@@ -1,19 +1,19 @@
 #!/bin/bash
 # Installs what gpuclust needs on Debian 12 (when missing), then builds and
 # installs the extension into the PostgreSQL 15 server.  Idempotent.
-#   test/setup.sh            CUDA build when nvcc is found
-#   USE_CUDA=0 test/setup.sh CPU-only build
+#   test/lib/setup.sh            CUDA build when nvcc is found
+#   USE_CUDA=0 test/lib/setup.sh CPU-only build
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 # the server and its headers; PostGIS and pg_cron for their tests; the
 # Python the tests run; bison and flex to build PostgreSQL 18
-# (test/pg_versions.sh); the Debian packaging tools (test/package_test.sh)
+# (test/install/pg_versions.sh); the Debian packaging tools (test/install/package_test.sh)
 packages=(build-essential postgresql-15 postgresql-server-dev-15
           postgresql-15-postgis-3 postgresql-15-cron
           python3-numpy python3-sklearn python3-psycopg python3-matplotlib
           bison flex debhelper dpkg-dev postgresql-server-dev-all)
-test/apt_install.sh "${packages[@]}"
+test/lib/apt_install.sh "${packages[@]}"
 
 export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 make -s config ${USE_CUDA:+USE_CUDA=$USE_CUDA}

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # pg_matrix.sh MAJOR MODE — gpuclust on one PostgreSQL release, loaded one
 # way: pg_regress, the scikit-learn comparison, the upgrade test and the
-# install test (test/upgrade_test.py, test/install_test.py) against a
+# install test (test/install/upgrade_test.py, test/install/install_test.py) against a
 # throwaway server of that release.
 #
-#   MAJOR  15 (the system's, as test/setup.sh installed it) or 18 (built
-#          from Debian's source by test/pg_versions.sh and cached; a copy
+#   MAJOR  15 (the system's, as test/lib/setup.sh installed it) or 18 (built
+#          from Debian's source by test/install/pg_versions.sh and cached; a copy
 #          of that build under /tmp runs the server, and the extension is
 #          built for it in a copy of this tree and installed there)
 #   MODE   preloaded (shared_preload_libraries = 'gpuclust': the GPU
@@ -14,10 +14,10 @@
 #
 # Ends with one line "PostgreSQL MAJOR MODE: N passed, M failed", counting
 # pg_regress's tests and the other suites' checks;
-# exit 0 only when none failed.  USE_CUDA is passed to make as test/setup.sh
+# exit 0 only when none failed.  USE_CUDA is passed to make as test/lib/setup.sh
 # passes it.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 REPO=$PWD
 MAJOR=${1:?usage: $0 MAJOR preloaded|not-preloaded}
 MODE=${2:?usage: $0 MAJOR preloaded|not-preloaded}
@@ -39,7 +39,7 @@ if [ "$MAJOR" = 15 ]; then
 	export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 	BUILD=$REPO
 else
-	cached=$(test/pg_versions.sh pg_config "$MAJOR") || broken "no PostgreSQL $MAJOR"
+	cached=$(test/install/pg_versions.sh pg_config "$MAJOR") || broken "no PostgreSQL $MAJOR"
 	# The server runs from a copy under /tmp: the cache may sit in a home
 	# that the postgres user cannot enter, and stays as built.  PostgreSQL
 	# finds its files relative to its binaries, so a copy runs as it is.
@@ -65,10 +65,10 @@ echo "pg_matrix: $($PG_CONFIG --version), gpuclust from $BUILD, $MODE"
 export GPUCLUST_PG_DIR=/tmp/gpuclust_pg_${MAJOR}_$MODE
 export GPUCLUST_PG_PORT=$((54330 + MAJOR * 2 + NOPRELOAD))
 export GPUCLUST_PG_NOPRELOAD=$NOPRELOAD
-test/pg_server.sh clean >/dev/null 2>&1 || true
-env_line=$(test/pg_server.sh start) || broken "could not start PostgreSQL $MAJOR"
+test/lib/pg_server.sh clean >/dev/null 2>&1 || true
+env_line=$(test/lib/pg_server.sh start) || broken "could not start PostgreSQL $MAJOR"
 eval "$env_line"
-trap 'test/pg_server.sh clean >/dev/null 2>&1' EXIT
+trap 'test/lib/pg_server.sh clean >/dev/null 2>&1' EXIT
 
 # pg_regress: its tests, passed and failed.
 out=$(cd "$BUILD" && make -s installcheck ${USE_CUDA:+USE_CUDA=$USE_CUDA} 2>&1)
@@ -95,10 +95,10 @@ count() {
 	passed=$((passed + $(echo "$last" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')))
 	failed=$((failed + $(echo "$last" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')))
 }
-count /usr/bin/python3 test/compare_sklearn.py
-count /usr/bin/python3 test/upgrade_test.py
-count /usr/bin/python3 test/install_test.py "$MODE"
-count /usr/bin/python3 test/search_path_test.py
-count /usr/bin/python3 test/faults_small_test.py
+count /usr/bin/python3 test/server/compare_sklearn.py
+count /usr/bin/python3 test/install/upgrade_test.py
+count /usr/bin/python3 test/install/install_test.py "$MODE"
+count /usr/bin/python3 test/server/search_path_test.py
+count /usr/bin/python3 test/server/faults_small_test.py
 
 summary

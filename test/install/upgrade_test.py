@@ -15,11 +15,14 @@ gpuclust UPDATE, and checks:
     aggregate, view and cast), so that an upgrade script cannot lag behind
     the install scripts.
 """
+import os
 import sys
 
 import psycopg
 
-from report import check, summary
+LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+sys.path.insert(0, LIB)
+from report import check, summary  # noqa: E402
 
 OLDEST = "0.1"
 PTS = ("SELECT i::bigint AS id, ARRAY[(i % 7)::real, (i / 7)::real] AS f "

@@ -27,11 +27,14 @@ others use, and alice, who calls gpuclust.
 
 Each planted function records that it ran by raising a WARNING (an install script hides NOTICEs).
 """
+import os
 import sys
 
 import psycopg
 
-from report import check, summary
+LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+sys.path.insert(0, LIB)
+from report import check, summary  # noqa: E402
 
 DB = "gc_search_path"
 MALLORY = "gc_sp_mallory"

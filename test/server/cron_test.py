@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """cron_test.py — a scheduled clustering job, run by pg_cron in the throwaway
-server (test/pg_server.sh preloads pg_cron when it is installed).
+server (test/lib/pg_server.sh preloads pg_cron when it is installed).
 
 The job is the documented pattern: a function that refreshes a *_clusters
 table from gpu_dbscan(...) with DELETE + INSERT in one transaction, so a
@@ -18,7 +18,7 @@ reader sees either the whole previous result or the whole new one.
      unschedules the job, and checks the table against a direct gpu_dbscan
      call over the same source, and that the reader saw the new result.
 
-Connection from the usual PG* variables (eval "$(test/pg_server.sh start)").
+Connection from the usual PG* variables (eval "$(test/lib/pg_server.sh start)").
 Exit status 0 on success.
 """
 import os
@@ -124,7 +124,7 @@ def main():
         spl = conn.execute("SHOW shared_preload_libraries").fetchone()[0]
         if "pg_cron" not in spl:
             fail("pg_cron is not preloaded by this server (shared_preload_libraries = "
-                 f"'{spl}'); restart it: test/pg_server.sh stop; test/pg_server.sh start")
+                 f"'{spl}'); restart it: test/lib/pg_server.sh stop; test/lib/pg_server.sh start")
         cron_db = conn.execute("SHOW cron.database_name").fetchone()[0]
         db = conn.execute("SELECT current_database()").fetchone()[0]
         if cron_db != db:

@@ -1,7 +1,7 @@
 #!/bin/bash
 # apt_install.sh PACKAGE... — installs those of the Debian packages that are
 # missing (apt-get update first), as root or with sudo; says which.
-# Used by test/setup.sh and test/citus_cluster.sh.
+# Used by test/lib/setup.sh and test/distributed/citus_cluster.sh.
 set -euo pipefail
 missing=()
 for p in "$@"; do

@@ -52,11 +52,10 @@ import time
 import numpy as np
 import psycopg
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import compare_sklearn  # noqa: E402  (notices_during, nested_plans)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from notices import nested_plans  # noqa: E402
 from report import check, info, summary  # noqa: E402
 
-nested_plans = compare_sklearn.nested_plans
 
 TABLE = "gc_kd_rows"
 N_BLOB, N_UNIFORM, D, BLOBS = 120_000, 2_000, 8, 24

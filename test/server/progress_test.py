@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """gpuclust_progress shows a running call from a second session.
 
-Against a server with gpuclust in shared_preload_libraries (test/pg_server.sh
+Against a server with gpuclust in shared_preload_libraries (test/lib/pg_server.sh
 preloads it).  One session runs a long k-means (its source computes 300,000
 8-d rows, so that ingest takes a while too), then a DBSCAN and an affinity
 propagation, then the tools (gpu_kdistance, gpu_silhouette whose labels
@@ -18,13 +18,16 @@ every 10 ms.  Checks:
   - a role without pg_read_all_stats sees its own calls only; with it, all.
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on a failure.
 """
+import os
 import sys
 import threading
 import time
 
 import psycopg
 
-from report import check, summary
+LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+sys.path.insert(0, LIB)
+from report import check, summary  # noqa: E402
 
 N = 300000
 KMEANS = (f"SELECT count(*) FROM gpu_kmeans($$SELECT i, ARRAY[(i % 97) * 1.0, (i % 89) * 1.0,"

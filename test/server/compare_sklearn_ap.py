@@ -4,7 +4,7 @@
 Run against a running server with the extension installed (connection from
 the libpq environment: PGHOST, PGPORT, PGUSER, PGDATABASE ...):
 
-    eval "$(test/pg_server.sh start)"; /usr/bin/python3 test/compare_sklearn_ap.py
+    eval "$(test/lib/pg_server.sh start)"; /usr/bin/python3 test/server/compare_sklearn_ap.py
 
 Inputs: the data of scikit-learn's own AffinityPropagation tests (make_blobs
 with centers [[1,1],[-1,-1],[1,-1]] (+10 as in the test file), n_samples 60,

@@ -2,7 +2,7 @@
 """citus_test.py — k-means and DBSCAN over a Citus distributed table equal
 the single-node k-means and DBSCAN.
 
-Starts its own cluster (test/citus_cluster.sh: Citus built once from
+Starts its own cluster (test/distributed/citus_cluster.sh: Citus built once from
 ../shared/vendor and cached, or an installed Citus; a private PostgreSQL
 tree with this checkout's gpuclust; a coordinator and two workers on
 localhost, ports 55432-55434, data under /tmp/gpuclust_citus), stops and
@@ -43,7 +43,7 @@ Checks:
     pass, the table does not exist afterwards, and once the worker is back
     the same call succeeds.
 
-DBSCAN.  Data: the world cities (test/cities.py, 135,233 rows, features
+DBSCAN.  Data: the world cities (test/lib/cities.py, 135,233 rows, features
 [lon, lat]) and 100,000 rows of 3 features (Gaussian blobs of several
 spreads and uniform noise), each distributed by id (gc_db_cities,
 gc_db_blobs) with a plain copy on the coordinator.  Checks:
@@ -85,9 +85,9 @@ import numpy as np
 import psycopg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 import cities  # noqa: E402  (the world cities)
-import compare_sklearn  # noqa: E402  (notices_during, nested_plans)
+from notices import notices_during  # noqa: E402
 from report import check, info, summary  # noqa: E402
 import kmeans_distributed_test as kd  # noqa: E402  (rows, ulps, compare)
 
@@ -124,7 +124,7 @@ def remote_commands_at(conn, run):
             return None
         m = re.search(r"@[\w.-]+:(\d+)", diag.message_detail or "")
         return msg[len("issuing "):], int(m.group(1)) if m else None
-    return compare_sklearn.notices_during(
+    return notices_during(
         conn, run, "SET citus.log_remote_commands = on; SET client_min_messages = log",
         "RESET client_min_messages; RESET citus.log_remote_commands", pick)
 

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """gpuclust installs and runs however a user loads it.
 
-Against PostgreSQL of PG_CONFIG (default: 15's), with gpuclust installed
-there, two throwaway servers of test/pg_server.sh on their own directory
+Against PostgreSQL of PG_CONFIG (default: pg_config on PATH), with gpuclust installed
+there, two throwaway servers of test/lib/pg_server.sh on their own directory
 and port:
 
 1. Nothing in shared_preload_libraries, as right after installing:
@@ -18,7 +18,7 @@ and port:
 After each, the server's log must show no crash: no backend ended by a
 signal or a FATAL of the library, no server restart.
 
-    PG_CONFIG=/path/to/pg_config /usr/bin/python3 test/install_test.py [not-preloaded|preloaded]
+    PG_CONFIG=/path/to/pg_config /usr/bin/python3 test/install/install_test.py [not-preloaded|preloaded]
 
 (the one phase named, or both).
 """
@@ -28,12 +28,13 @@ import subprocess
 import sys
 
 import psycopg
-
-from report import check, summary
 from psycopg import errors
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PG_CONFIG = os.environ.get("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config")
+LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+sys.path.insert(0, LIB)
+from report import check, summary  # noqa: E402
+
+PG_CONFIG = os.environ.get("PG_CONFIG", "pg_config")
 MAJOR = subprocess.run([PG_CONFIG, "--version"], capture_output=True, text=True,
                        check=True).stdout.split()[1].split(".")[0]
 BASE = f"/tmp/gpuclust_install_{MAJOR}"
@@ -97,7 +98,7 @@ CRASH = re.compile(r"terminated by signal|was terminated|exited with exit code|"
 
 
 class Server:
-    """A test/pg_server.sh server of its own, preloaded or not."""
+    """A test/lib/pg_server.sh server of its own, preloaded or not."""
 
     def __init__(self, preload):
         self.env = dict(os.environ, PG_CONFIG=PG_CONFIG, GPUCLUST_PG_DIR=BASE,
@@ -114,7 +115,7 @@ class Server:
         self.sh("clean")
 
     def sh(self, what):
-        r = subprocess.run([os.path.join(HERE, "pg_server.sh"), what], env=self.env,
+        r = subprocess.run([os.path.join(LIB, "pg_server.sh"), what], env=self.env,
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"pg_server.sh {what}: {r.stderr[-2000:]}")

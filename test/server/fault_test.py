@@ -12,7 +12,7 @@
    k-means).
 3. The same for a job of the GPU worker: a second server whose worker
    emulates a GPU on the CPU (gpuclust.gpu_worker_emulate = 512MB, as
-   test/worker_test.py starts it); the killed client's backend ends within
+   test/server/worker_test.py starts it); the killed client's backend ends within
    the interval + 1 s and the worker's slot is free (the next call runs).
    Its port is GPUCLUST_FAULT_PG_PORT (default 54341).
 
@@ -32,7 +32,9 @@ import time
 import psycopg
 from psycopg import errors
 
-from report import check, summary
+LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+sys.path.insert(0, LIB)
+from report import check, summary  # noqa: E402
 
 INT_EXTREMES = ["2147483647", "-2147483648", "0", "-1"]
 BIG_EXTREMES = ["9223372036854775807", "-9223372036854775808", "0", "-1"]
@@ -225,7 +227,7 @@ def worker_checks():
                GPUCLUST_PG_PORT=os.environ.get("GPUCLUST_FAULT_PG_PORT", "54341"),
                GPUCLUST_PG_OPTS="-c gpuclust.gpu_worker_emulate=512MB")
     env.pop("GPUCLUST_PG_NOPRELOAD", None)
-    srv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pg_server.sh")
+    srv = os.path.join(LIB, "pg_server.sh")
     subprocess.run([srv, "clean"], env=env, capture_output=True)
     out = subprocess.run([srv, "start"], env=env, capture_output=True, text=True, check=True).stdout
     saved = {k: os.environ.get(k) for k in ("PGHOST", "PGPORT", "PGUSER", "PGDATABASE")}
