@@ -20,4 +20,4 @@ if test/lib/pg_server.sh status; then was_running=1; else was_running=0; fi
 eval "$(test/lib/pg_server.sh start)"
 [ "$was_running" = 1 ] || trap 'test/lib/pg_server.sh stop >/dev/null 2>&1 || true' EXIT
 mkdir -p test/out
-/usr/bin/python3 test/demo.py
+"${PYTHON:-/usr/bin/python3}" test/demo.py

@@ -1,30 +1,29 @@
 #!/bin/bash
-# The test command: sets up (test/lib/setup.sh), then runs every test suite and
-# ends with one line "N passed, N failed" counting suites:
-#   - the core's unit tests, plain and under ASan/UBSan;
-#   - on PostgreSQL 15, preloaded and not (test/install/pg_matrix.sh: pg_regress,
-#     the scikit-learn comparison, ALTER EXTENSION UPDATE from 0.1 with
-#     objects built on it, every way of loading the library with a call of
-#     every public function);
-#   - against one preloaded server: pg_cancel_backend from a second session,
-#     every loop-bounding argument at its extremes and clients killed
-#     mid-call (test/server/fault_test.py), clustering beside busy loops (test/server/load_test.py), the affinity
-#     propagation comparison, the k-means aggregate and DBSCAN over
-#     partitions under parallel query against the single-node runs, k-means
-#     and DBSCAN over a 3-node Citus cluster on localhost (test/distributed/citus_test.py:
-#     builds Citus once from ../shared/vendor into ~/.cache, says "skipped:
-#     no Citus" where there is none), a pg_cron job, the progress view read
-#     from a second session, the GPU worker's hand-off, queue, cancellation
-#     and failures (test/server/worker_test.py);
-#   - PostgreSQL 18 (built once from Debian's source into ~/.cache by
-#     test/install/pg_versions.sh), preloaded and not, as 15 above; every glue file
-#     compiled against PostgreSQL 17's headers;
-#   - the Debian package built, installed with dpkg -i and used
-#     (test/install/package_test.sh).
-# The releases' results are repeated together before the last line:
-# "PostgreSQL 18 not-preloaded: N passed, N failed", "PostgreSQL 17: compiles".
+# The test command (CI runs it): sets up, runs every suite, ends with one
+# line "N passed, N failed" counting suites.  test/README.md says what each
+# suite checks and how to run it alone.
+#
+# In order:
+#   1. test/lib/setup.sh: the Debian packages, then build and install
+#   2. the core's unit tests, plain and under ASan/UBSan
+#   3. PostgreSQL 15, preloaded and not (test/install/pg_matrix.sh)
+#   4. the suites of test/server and test/distributed against one
+#      preloaded server (test/lib/pg_server.sh)
+#   5. PostgreSQL 18, preloaded and not; every glue file compiled against
+#      PostgreSQL 17's headers (test/install/pg_versions.sh)
+#   6. the Debian package (test/install/package_test.sh), last
+# Before the last line, each release's own summary: "PostgreSQL 18
+# not-preloaded: N passed, N failed", "PostgreSQL 17: compiles".
+#
+# Environment:
+#   PG_CONFIG  the PostgreSQL 15 to test (default: pg_config on PATH)
+#   PYTHON     the Python of the suites (default: /usr/bin/python3, Debian's,
+#              where setup.sh installs python3-sklearn and python3-psycopg;
+#              a python3 earlier on PATH may lack them)
+#   USE_CUDA   passed to make (0: a CPU-only build)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+export PG_CONFIG=${PG_CONFIG:-pg_config} PYTHON=${PYTHON:-/usr/bin/python3}
 
 test/lib/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
@@ -56,16 +55,16 @@ release 15 not-preloaded
 test/lib/pg_server.sh clean >/dev/null 2>&1 || true
 if eval "$(test/lib/pg_server.sh start)"; then
 	trap 'test/lib/pg_server.sh stop >/dev/null 2>&1' EXIT
-	suite "pg_cancel_backend" /usr/bin/python3 test/server/cancel_test.py
-	suite "runaway arguments and vanished clients" /usr/bin/python3 test/server/fault_test.py
-	suite "CPU threads under load" /usr/bin/python3 test/server/load_test.py
-	suite "scikit-learn comparison (affinity propagation)" /usr/bin/python3 test/server/compare_sklearn_ap.py
-	suite "k-means aggregate under parallel query" /usr/bin/python3 test/distributed/kmeans_distributed_test.py
-	suite "DBSCAN over partitions under parallel query" /usr/bin/python3 test/distributed/dbscan_distributed_test.py
-	suite "k-means and DBSCAN over Citus" /usr/bin/python3 test/distributed/citus_test.py
-	suite "pg_cron job" /usr/bin/python3 test/server/cron_test.py
-	suite "gpuclust_progress" /usr/bin/python3 test/server/progress_test.py
-	suite "GPU worker" /usr/bin/python3 test/server/worker_test.py
+	suite "pg_cancel_backend" "$PYTHON" test/server/cancel_test.py
+	suite "runaway arguments and vanished clients" "$PYTHON" test/server/fault_test.py
+	suite "CPU threads under load" "$PYTHON" test/server/load_test.py
+	suite "scikit-learn comparison (affinity propagation)" "$PYTHON" test/server/compare_sklearn_ap.py
+	suite "k-means aggregate under parallel query" "$PYTHON" test/distributed/kmeans_distributed_test.py
+	suite "DBSCAN over partitions under parallel query" "$PYTHON" test/distributed/dbscan_distributed_test.py
+	suite "k-means and DBSCAN over Citus" "$PYTHON" test/distributed/citus_test.py
+	suite "pg_cron job" "$PYTHON" test/server/cron_test.py
+	suite "gpuclust_progress" "$PYTHON" test/server/progress_test.py
+	suite "GPU worker" "$PYTHON" test/server/worker_test.py
 	test/lib/pg_server.sh stop >/dev/null 2>&1
 else
 	echo "could not start PostgreSQL"

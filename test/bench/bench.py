@@ -162,7 +162,7 @@ def sklearn_env():
 
 def sk(*args, timeout=None, what=None, key="ms"):
     def run():
-        out = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "sk_runner.py"),
+        out = subprocess.run([sys.executable, os.path.join(HERE, "sk_runner.py"),
                               *map(str, args)], check=True, capture_output=True, text=True,
                              env=sklearn_env(), timeout=timeout)
         return json.loads(out.stdout.strip().splitlines()[-1])

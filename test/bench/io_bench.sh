@@ -8,11 +8,11 @@
 # GPUCLUST_PG_DIR) removes them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+export PG_CONFIG=${PG_CONFIG:-pg_config}
 export GPUCLUST_PG_DIR=${GPUCLUST_PG_DIR:-/tmp/gpuclust_pg_iobench}
 export GPUCLUST_PG_PORT=${GPUCLUST_PG_PORT:-54369}
 eval "$(test/lib/pg_server.sh start)"
 trap 'test/lib/pg_server.sh stop >/dev/null 2>&1 || true' EXIT
 mkdir -p test/out
-/usr/bin/python3 test/bench/io_bench.py "$@" 2>&1 | tee test/out/io_bench.txt
+"${PYTHON:-/usr/bin/python3}" test/bench/io_bench.py "$@" 2>&1 | tee test/out/io_bench.txt
 exit "${PIPESTATUS[0]}"

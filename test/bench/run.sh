@@ -22,5 +22,5 @@ if test/lib/pg_server.sh status; then was_running=1; else was_running=0; fi
 eval "$(test/lib/pg_server.sh start)"
 [ "$was_running" = 1 ] || trap 'test/lib/pg_server.sh stop >/dev/null 2>&1 || true' EXIT
 
-/usr/bin/python3 test/bench/bench.py 2>&1 | tee test/out/bench.txt
+"${PYTHON:-/usr/bin/python3}" test/bench/bench.py 2>&1 | tee test/out/bench.txt
 exit "${PIPESTATUS[0]}"

@@ -36,7 +36,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 
-SYS_PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+SYS_PG_CONFIG=${PG_CONFIG:-pg_config}
 DIR=${GPUCLUST_CITUS_DIR:-/tmp/gpuclust_citus}
 PORT0=${GPUCLUST_CITUS_PORT:-55432}
 NODES=3

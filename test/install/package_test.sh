@@ -19,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 
+# the package installs into the system's PostgreSQL 15, whatever PG_CONFIG says
 export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 export GPUCLUST_PG_DIR=/tmp/gpuclust_pkg GPUCLUST_PG_PORT=54349 GPUCLUST_PG_NOPRELOAD=1
 PSQL="$($PG_CONFIG --bindir)/psql"

@@ -4,7 +4,8 @@
 # install test (test/install/upgrade_test.py, test/install/install_test.py) against a
 # throwaway server of that release.
 #
-#   MAJOR  15 (the system's, as test/lib/setup.sh installed it) or 18 (built
+#   MAJOR  15 (that of PG_CONFIG, default pg_config on PATH, as
+#          test/lib/setup.sh installed it) or 18 (built
 #          from Debian's source by test/install/pg_versions.sh and cached; a copy
 #          of that build under /tmp runs the server, and the extension is
 #          built for it in a copy of this tree and installed there)
@@ -15,10 +16,11 @@
 # Ends with one line "PostgreSQL MAJOR MODE: N passed, M failed", counting
 # pg_regress's tests and the other suites' checks;
 # exit 0 only when none failed.  USE_CUDA is passed to make as test/lib/setup.sh
-# passes it.
+# passes it; PYTHON runs the suites (default /usr/bin/python3).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
+PYTHON=${PYTHON:-/usr/bin/python3}
 MAJOR=${1:?usage: $0 MAJOR preloaded|not-preloaded}
 MODE=${2:?usage: $0 MAJOR preloaded|not-preloaded}
 case $MODE in
@@ -36,7 +38,7 @@ broken() { echo "pg_matrix: $*" >&2; failed=$((failed + 1)); summary; exit 1; }
 
 # The extension built and installed for this release.
 if [ "$MAJOR" = 15 ]; then
-	export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+	export PG_CONFIG=${PG_CONFIG:-pg_config}
 	BUILD=$REPO
 else
 	cached=$(test/install/pg_versions.sh pg_config "$MAJOR") || broken "no PostgreSQL $MAJOR"
@@ -95,10 +97,10 @@ count() {
 	passed=$((passed + $(echo "$last" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')))
 	failed=$((failed + $(echo "$last" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')))
 }
-count /usr/bin/python3 test/server/compare_sklearn.py
-count /usr/bin/python3 test/install/upgrade_test.py
-count /usr/bin/python3 test/install/install_test.py "$MODE"
-count /usr/bin/python3 test/server/search_path_test.py
-count /usr/bin/python3 test/server/faults_small_test.py
+count "$PYTHON" test/server/compare_sklearn.py
+count "$PYTHON" test/install/upgrade_test.py
+count "$PYTHON" test/install/install_test.py "$MODE"
+count "$PYTHON" test/server/search_path_test.py
+count "$PYTHON" test/server/faults_small_test.py
 
 summary

@@ -3,6 +3,8 @@
 # installs the extension into the PostgreSQL 15 server.  Idempotent.
 #   test/lib/setup.sh            CUDA build when nvcc is found
 #   USE_CUDA=0 test/lib/setup.sh CPU-only build
+# PG_CONFIG picks the PostgreSQL to install into (default: pg_config on
+# PATH, which is 15's once these packages are in).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -15,7 +17,7 @@ packages=(build-essential postgresql-15 postgresql-server-dev-15
           bison flex debhelper dpkg-dev postgresql-server-dev-all)
 test/lib/apt_install.sh "${packages[@]}"
 
-export PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+export PG_CONFIG=${PG_CONFIG:-pg_config}
 make -s config ${USE_CUDA:+USE_CUDA=$USE_CUDA}
 if ! make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA}; then
 	# A CUDA toolkit that compiles but cannot build this library (a broken
