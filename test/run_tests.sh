@@ -7,11 +7,13 @@
 #   1. test/lib/setup.sh: the Debian packages, then build and install
 #   2. the core's unit tests, plain and under ASan/UBSan
 #   3. PostgreSQL 15, preloaded and not (test/install/pg_matrix.sh)
-#   4. the suites of test/server and test/distributed against one
+#   4. the testing build (make GC_TESTING=1, test/lib/testing_build.sh),
+#      for the emulated GPU of test/server/worker_test.py and fault_test.py
+#   5. the suites of test/server and test/distributed against one
 #      preloaded server (test/lib/pg_server.sh)
-#   5. PostgreSQL 18, preloaded and not; every glue file compiled against
+#   6. PostgreSQL 18, preloaded and not; every glue file compiled against
 #      PostgreSQL 17's headers (test/install/pg_versions.sh)
-#   6. the Debian package (test/install/package_test.sh), last
+#   7. the Debian package (test/install/package_test.sh), last
 # Before the last line, each release's own summary: "PostgreSQL 18
 # not-preloaded: N passed, N failed", "PostgreSQL 17: compiles".
 #
@@ -50,6 +52,13 @@ release() {
 }
 release 15 preloaded
 release 15 not-preloaded
+
+# The testing build, once: the suites that emulate a GPU start their
+# second server from its tree.
+testing_build() {
+	GPUCLUST_TESTING_PG_CONFIG=$(test/lib/testing_build.sh) && export GPUCLUST_TESTING_PG_CONFIG
+}
+suite "testing build (GC_TESTING)" testing_build
 
 # a fresh cluster each run: no extension left from an older build
 test/lib/pg_server.sh clean >/dev/null 2>&1 || true

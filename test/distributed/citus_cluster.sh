@@ -123,25 +123,11 @@ build() {
 ROOT=$DIR/root
 tree_pg_config() { echo "$ROOT$("$SYS_PG_CONFIG" --bindir)/pg_config"; }
 
-# The private tree: links to the system install, real copies of the programs
-# (PostgreSQL resolves its paths from its binary's real location), Citus and
-# this checkout's gpuclust.
+# The private tree (test/lib/pg_tree.sh): the system install without
+# gpuclust, Citus or pg_cron, then Citus and this checkout's gpuclust.
 make_tree() {
-	local c=$1 bindir libdir sharedir f b
-	bindir=$("$SYS_PG_CONFIG" --bindir)
-	libdir=$("$SYS_PG_CONFIG" --pkglibdir)
-	sharedir=$("$SYS_PG_CONFIG" --sharedir)
-	rm -rf "$ROOT"
-	mkdir -p "$ROOT$bindir" "$ROOT$libdir" "$ROOT$sharedir"
-	for b in postgres initdb pg_ctl pg_config; do cp "$bindir/$b" "$ROOT$bindir/"; done
-	# not gpuclust (this checkout's goes in) nor pg_cron (pg_server.sh would preload it)
-	for f in "$libdir"/*; do
-		case ${f##*/} in gpuclust*|citus*|pg_cron*) continue ;; esac
-		ln -s "$f" "$ROOT$libdir/"
-	done
-	cp -rs "$sharedir/." "$ROOT$sharedir/"
-	rm -f "$ROOT$sharedir"/extension/gpuclust* "$ROOT$sharedir"/extension/citus* \
-		"$ROOT$sharedir"/extension/columnar* "$ROOT$sharedir"/extension/pg_cron*
+	local c=$1
+	test/lib/pg_tree.sh "$ROOT" "$SYS_PG_CONFIG"
 	cp -a "$c/stage/." "$ROOT/"
 	make -s install DESTDIR="$ROOT" PG_CONFIG="$SYS_PG_CONFIG" ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null
 	chmod -R a+rX "$DIR"
@@ -161,7 +147,7 @@ node() {	# $1: index, $2: pg_server.sh command
 
 sql() {	# $1: node index, $2: SQL
 	local psql
-	psql=$(dirname "$SYS_PG_CONFIG")/psql
+	psql=$("$SYS_PG_CONFIG" --bindir)/psql
 	"$psql" -X -q -o /dev/null -v ON_ERROR_STOP=1 -h localhost -p $((PORT0 + $1)) -U "$(superuser)" -d postgres -c "$2" >&2
 }
 

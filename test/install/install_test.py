@@ -3,7 +3,8 @@
 
 Against PostgreSQL of PG_CONFIG (default: pg_config on PATH), with gpuclust installed
 there, two throwaway servers of test/lib/pg_server.sh on their own directory
-and port:
+and port (GPUCLUST_INSTALL_PG_DIR, default /tmp/gpuclust_install_MAJOR;
+GPUCLUST_INSTALL_PG_PORT, default 54400 + MAJOR):
 
 1. Nothing in shared_preload_libraries, as right after installing:
    CREATE EXTENSION; LOAD in the same session and in a fresh one; one call
@@ -32,13 +33,17 @@ from psycopg import errors
 
 LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
 sys.path.insert(0, LIB)
-from report import check, summary  # noqa: E402
+from report import check, info, summary  # noqa: E402
 
 PG_CONFIG = os.environ.get("PG_CONFIG", "pg_config")
 MAJOR = subprocess.run([PG_CONFIG, "--version"], capture_output=True, text=True,
                        check=True).stdout.split()[1].split(".")[0]
-BASE = f"/tmp/gpuclust_install_{MAJOR}"
-PORT = str(54400 + int(MAJOR))
+BASE = os.environ.get("GPUCLUST_INSTALL_PG_DIR", f"/tmp/gpuclust_install_{MAJOR}")
+# make GC_TESTING=1 (a conditional on that variable in the Makefile) builds
+# the test-only switches into the extension; a plain make leaves them out
+with open(os.path.join(os.path.dirname(os.path.dirname(LIB)), "Makefile")) as f:
+    TESTING_SWITCH = re.search(r"^\s*if(n?eq|n?def)\b.*\bGC_TESTING\b", f.read(), re.M) is not None
+PORT = os.environ.get("GPUCLUST_INSTALL_PG_PORT", str(54400 + int(MAJOR)))
 
 PTS = ("SELECT i::bigint AS id, ARRAY[(i % 7)::real, (i / 7)::real] AS f "
        "FROM generate_series(1, 60) i")
@@ -160,7 +165,7 @@ def not_preloaded():
             conn.execute("LOAD 'gpuclust'")
             check("LOAD after CREATE EXTENSION", True)
             for guc in ("gpuclust.gpu_worker", "gpuclust.gpu_worker_jobs",
-                        "gpuclust.gpu_worker_memory", "gpuclust.gpu_worker_emulate"):
+                        "gpuclust.gpu_worker_memory"):
                 try:
                     conn.execute(f"SHOW {guc}")
                     check(f"{guc} absent without preload", False, "it is defined")
@@ -190,6 +195,22 @@ def not_preloaded():
         check("no crash in the log (not preloaded)", not crashes, "; ".join(crashes[:3]))
 
 
+def no_test_switch(conn):
+    """The product build has no test-only setting: make GC_TESTING=1 builds
+    them in (test/lib/testing_build.sh).  Where the Makefile has no such
+    switch for the extension, every build has the setting: said, not checked."""
+    try:
+        conn.execute("SHOW gpuclust.gpu_worker_emulate")
+        absent = False
+    except errors.UndefinedObject:
+        absent = True
+    if TESTING_SWITCH:
+        check("gpuclust.gpu_worker_emulate absent from the product build", absent)
+    else:
+        info("the Makefile builds no separate testing library: gpuclust.gpu_worker_emulate "
+             f"{'absent' if absent else 'defined'}, not checked")
+
+
 def preloaded():
     with Server(preload=True) as srv:
         with srv.connect() as conn:
@@ -199,6 +220,7 @@ def preloaded():
             conn.execute("CREATE DATABASE second")
             worker = conn.execute("SHOW gpuclust.gpu_worker").fetchone()[0]
             check("gpuclust.gpu_worker defined when preloaded", worker == "on", worker)
+            no_test_switch(conn)
         with srv.connect("second") as conn:
             conn.execute("CREATE EXTENSION gpuclust")
             check("CREATE EXTENSION in a second database", True)

@@ -16,7 +16,9 @@
 # server listens only on a Unix socket in that directory, port
 # GPUCLUST_PG_PORT (default 54329).  PG_CONFIG picks the PostgreSQL
 # installation (default: pg_config on PATH).  GPUCLUST_PG_OPTS adds server
-# options (test/server/worker_test.py: "-c gpuclust.gpu_worker_emulate=512MB");
+# options (test/lib/emulated_gpu.py: "-c gpuclust.gpu_worker_emulate=512MB",
+# with PG_CONFIG the tree of test/lib/testing_build.sh, whose testing build
+# alone has that setting);
 # GPUCLUST_PG_PRELOAD names libraries preloaded before the others
 # (test/distributed/citus_cluster.sh: citus, which must come first);
 # GPUCLUST_PG_NOPRELOAD=1 preloads nothing at all, as a server that the

@@ -11,10 +11,11 @@
    pg_stat_activity within the interval + 1 s (affinity propagation,
    k-means).
 3. The same for a job of the GPU worker: a second server whose worker
-   emulates a GPU on the CPU (gpuclust.gpu_worker_emulate = 512MB, as
-   test/server/worker_test.py starts it); the killed client's backend ends within
+   emulates a GPU on the CPU (gpuclust.gpu_worker_emulate = 512MB, a
+   testing build: test/lib/emulated_gpu.py, as for test/server/worker_test.py); the killed client's backend ends within
    the interval + 1 s and the worker's slot is free (the next call runs).
-   Its port is GPUCLUST_FAULT_PG_PORT (default 54341).
+   Its port is GPUCLUST_FAULT_PG_PORT (default 54341), its data under
+   GPUCLUST_FAULT_PG_DIR (default /tmp/gpuclust_pg_fault_worker).
 
 Run against a server with gpuclust preloaded (libpq environment
 variables), by test/run_tests.sh.  fault_test.py --gpu runs only 2., with
@@ -34,6 +35,7 @@ from psycopg import errors
 
 LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
 sys.path.insert(0, LIB)
+from emulated_gpu import emulated_gpu_server  # noqa: E402
 from report import check, summary  # noqa: E402
 
 INT_EXTREMES = ["2147483647", "-2147483648", "0", "-1"]
@@ -223,46 +225,28 @@ def client_checks(device="cpu"):
 
 def worker_checks():
     """A client of a GPU worker's job killed mid-job (the emulated GPU)."""
-    env = dict(os.environ, GPUCLUST_PG_DIR="/tmp/gpuclust_pg_fault_worker",
-               GPUCLUST_PG_PORT=os.environ.get("GPUCLUST_FAULT_PG_PORT", "54341"),
-               GPUCLUST_PG_OPTS="-c gpuclust.gpu_worker_emulate=512MB")
-    env.pop("GPUCLUST_PG_NOPRELOAD", None)
-    srv = os.path.join(LIB, "pg_server.sh")
-    subprocess.run([srv, "clean"], env=env, capture_output=True)
-    out = subprocess.run([srv, "start"], env=env, capture_output=True, text=True, check=True).stdout
-    saved = {k: os.environ.get(k) for k in ("PGHOST", "PGPORT", "PGUSER", "PGDATABASE")}
-    for kv in out.split()[1:]:
-        k, v = kv.split("=", 1)
-        os.environ[k] = v
-    try:
-        with connect() as admin:
-            admin.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
-            admin.execute("CREATE TABLE fault_job AS SELECT i::bigint AS id,"
-                          " ARRAY[(hashint4(i) % 100000 / 1000.0)::real, (hashint4(i * 7) % 100000 / 1000.0)::real] AS f"
-                          " FROM generate_series(1, 100000) i")
-            backend_gone_after_kill(
-                admin, "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM fault_job', 200, max_iter => 100000,"
-                " tol => 0, init => 'random', n_init => 1000, device => 'gpu')",
-                "k-means job of the GPU worker", expect_job=True)
-            t0 = time.monotonic()
-            freed = False
-            while time.monotonic() - t0 < 5 and not freed:
-                freed = admin.execute("SELECT count(*) = 0 FROM gpuclust_gpu_jobs").fetchone()[0]
-                time.sleep(0.05)
-            check("the GPU worker's job slot is freed", freed)
-            try:
-                n = admin.execute("SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM fault_job WHERE id <= 1000',"
-                                  " 3, device => 'gpu')").fetchone()[0]
-            except psycopg.Error as e:
-                n = str(e)
-            check("the next GPU call runs", n == 1000, f"{n}")
-    finally:
-        subprocess.run([srv, "clean"], env=env, capture_output=True)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with emulated_gpu_server(os.environ.get("GPUCLUST_FAULT_PG_DIR", "/tmp/gpuclust_pg_fault_worker"),
+                             os.environ.get("GPUCLUST_FAULT_PG_PORT", "54341")), connect() as admin:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
+        admin.execute("CREATE TABLE fault_job AS SELECT i::bigint AS id,"
+                      " ARRAY[(hashint4(i) % 100000 / 1000.0)::real, (hashint4(i * 7) % 100000 / 1000.0)::real] AS f"
+                      " FROM generate_series(1, 100000) i")
+        backend_gone_after_kill(
+            admin, "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM fault_job', 200, max_iter => 100000,"
+            " tol => 0, init => 'random', n_init => 1000, device => 'gpu')",
+            "k-means job of the GPU worker", expect_job=True)
+        t0 = time.monotonic()
+        freed = False
+        while time.monotonic() - t0 < 5 and not freed:
+            freed = admin.execute("SELECT count(*) = 0 FROM gpuclust_gpu_jobs").fetchone()[0]
+            time.sleep(0.05)
+        check("the GPU worker's job slot is freed", freed)
+        try:
+            n = admin.execute("SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM fault_job WHERE id <= 1000',"
+                              " 3, device => 'gpu')").fetchone()[0]
+        except psycopg.Error as e:
+            n = str(e)
+        check("the next GPU call runs", n == 1000, f"{n}")
 
 
 def main():

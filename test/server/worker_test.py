@@ -5,9 +5,11 @@ Two modes:
   worker_test.py             (CI, no GPU) first checks the test server
                              ($PGHOST...; gpuclust preloaded): the worker runs,
                              reports "no GPU", and 'auto' falls back to the CPU.
-                             Then starts a second server (test/lib/pg_server.sh,
-                             GPUCLUST_PG_DIR=/tmp/gpuclust_pg_worker) whose
-                             worker emulates a GPU on the CPU
+                             Then starts a second server (test/lib/emulated_gpu.py:
+                             GPUCLUST_WORKER_PG_DIR (default /tmp/gpuclust_pg_worker),
+                             GPUCLUST_WORKER_PG_PORT (default 54339),
+                             the testing build of test/lib/testing_build.sh)
+                             whose worker emulates a GPU on the CPU
                              (gpuclust.gpu_worker_emulate = 512MB) and runs the
                              protocol checks below against it.
   worker_test.py --gpu       against the server in $PGHOST... whose worker owns
@@ -49,6 +51,7 @@ import psycopg
 
 LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
 sys.path.insert(0, LIB)
+from emulated_gpu import emulated_gpu_server  # noqa: E402
 from report import check, summary  # noqa: E402
 
 
@@ -701,23 +704,11 @@ def main():
         gpu_only_checks(w)
     else:
         no_gpu_checks()
-        env = dict(os.environ, GPUCLUST_PG_DIR="/tmp/gpuclust_pg_worker", GPUCLUST_PG_PORT="54339",
-                   GPUCLUST_PG_OPTS="-c gpuclust.gpu_worker_emulate=512MB")
-        srv = os.path.join(LIB, "pg_server.sh")
-        subprocess.run([srv, "clean"], env=env, capture_output=True)
-        out = subprocess.run([srv, "start"], env=env, capture_output=True, text=True, check=True).stdout
-        for kv in out.split()[1:]:
-            k, v = kv.split("=", 1)
-            os.environ[k] = v
-        try:
+        with emulated_gpu_server(os.environ.get("GPUCLUST_WORKER_PG_DIR", "/tmp/gpuclust_pg_worker"),
+                                 os.environ.get("GPUCLUST_WORKER_PG_PORT", "54339")) as (stop, start, log):
             with connect() as c:
                 c.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
-            stop = f"GPUCLUST_PG_DIR=/tmp/gpuclust_pg_worker GPUCLUST_PG_PORT=54339 {srv} stop"
-            start = (f"GPUCLUST_PG_DIR=/tmp/gpuclust_pg_worker GPUCLUST_PG_PORT=54339"
-                     f" GPUCLUST_PG_OPTS='-c gpuclust.gpu_worker_emulate=512MB' {srv} start")
-            protocol_checks(Work(False), False, stop, start, "/tmp/gpuclust_pg_worker/server.log")
-        finally:
-            subprocess.run([srv, "clean"], env=env, capture_output=True)
+            protocol_checks(Work(False), False, stop, start, log)
     sys.exit(summary())
 
 
