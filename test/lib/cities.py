@@ -12,7 +12,7 @@ import gzip
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CSV_GZ = os.path.join(HERE, "data", "world_cities.csv.gz")
+CSV_GZ = os.path.join(os.path.dirname(HERE), "data", "world_cities.csv.gz")
 N_CITIES = 135233
 
 
