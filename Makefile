@@ -23,7 +23,7 @@ OBJS        = $(GLUE_SRCS:.c=.o) $(CORE_OBJS)
 # CUDA: nvcc found on PATH or in $(CUDA_HOME), and its static runtime
 # (libcudart_static.a) found beside it; otherwise a CPU-only build.
 # USE_CUDA=0 forces CPU-only.
--include config.mk   # written by test/setup.sh when a CUDA build failed
+-include config.mk   # written by test/lib/setup.sh when a CUDA build failed
 CUDA_HOME  ?= /usr/local/cuda
 NVCC       ?= $(realpath $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc)))
 CUDA_ROOTS  = $(CUDA_HOME) $(if $(NVCC),$(abspath $(dir $(NVCC))..))
@@ -89,7 +89,7 @@ endif
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/core/*.h)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
-# What this build uses (printed by test/setup.sh).
+# What this build uses (printed by test/lib/setup.sh).
 .PHONY: config
 config:
 	@echo "gpuclust build: USE_CUDA=$(USE_CUDA) nvcc=$(or $(NVCC),none) cudart=$(or $(CUDART_A),none)"

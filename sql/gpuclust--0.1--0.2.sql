@@ -6,7 +6,7 @@
 -- 0.2 is the library that loads without shared_preload_libraries and builds
 -- on PostgreSQL 15 to 18.  Its SQL objects are 0.1's: a new installation
 -- runs gpuclust--0.1.sql and then this script, an upgraded one this script
--- alone, so that both end with the same objects (test/upgrade_test.py
+-- alone, so that both end with the same objects (test/install/upgrade_test.py
 -- compares them).  Every change to the SQL surface goes into the newest
 -- such script, written so that objects depending on the extension's
 -- functions (views, materialized views, tables of their results) keep
