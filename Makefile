@@ -15,7 +15,10 @@ DATA        = $(wildcard $(foreach e,$(EXTENSION),sql/$(e)--*.sql))
 REGRESS     = $(patsubst sql/%.sql,%,$(filter-out $(DATA),$(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --outputdir=test/regress_out
 
-CORE_SRCS   = $(wildcard src/core/*.c)
+# The core (src/core): one folder per algorithm plus common/; its headers
+# are included by path from src/core ("common/metric.h", "kmeans/kmeans.h").
+CORE_SRCS   = $(wildcard src/core/*/*.c)
+CORE_HDRS   = $(wildcard src/core/*.h src/core/*/*.h)
 GLUE_SRCS   = $(wildcard src/*.c)
 CORE_OBJS   = $(CORE_SRCS:.c=.o)
 OBJS        = $(GLUE_SRCS:.c=.o) $(CORE_OBJS)
@@ -80,13 +83,15 @@ ifeq ($(filter-out $(STANDALONE_GOALS) test/bin/% cuda/%,$(MAKECMDGOALS)),)
 NO_PGXS     = 1
 endif
 endif
+# the core's headers by path from src/core, for the glue and the core alike
+PG_CPPFLAGS += -Isrc/core
 ifndef NO_PGXS
 PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 endif
 
-cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/core/*.h)
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(CORE_HDRS)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 # What this build uses (printed by test/setup.sh).
@@ -94,7 +99,7 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/core/*.h)
 config:
 	@echo "gpuclust build: USE_CUDA=$(USE_CUDA) nvcc=$(or $(NVCC),none) cudart=$(or $(CUDART_A),none)"
 
-$(OBJS): $(wildcard src/core/*.h src/*.h)
+$(OBJS): $(CORE_HDRS) $(wildcard src/*.h)
 
 # ---- core unit tests and the command-line driver (no PostgreSQL) ----
 # GC_TESTING: the test-only entry points and switches (never in the extension).
@@ -105,15 +110,15 @@ UNIT_BINS   = $(patsubst test/unit/%.c,test/bin/%,$(UNIT_SRCS))
 CORE_TOBJS  = $(patsubst src/core/%.c,test/bin/core/%.o,$(CORE_SRCS))
 CORE_ALL    = $(CORE_TOBJS) $(if $(filter 1,$(USE_CUDA)),$(CU_OBJS))
 
-test/bin/core/%.o: src/core/%.c $(wildcard src/core/*.h)
-	@mkdir -p test/bin/core
+test/bin/core/%.o: src/core/%.c $(CORE_HDRS)
+	@mkdir -p $(dir $@)
 	$(TEST_CC) -c -o $@ $<
 
-test/bin/%: test/unit/%.c test/unit/testutil.h $(CORE_ALL) $(wildcard src/core/*.h)
+test/bin/%: test/unit/%.c test/unit/testutil.h $(CORE_ALL) $(CORE_HDRS)
 	@mkdir -p test/bin
 	$(TEST_CC) -o $@ $< $(CORE_ALL) $(TEST_LIBS)
 
-test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(wildcard src/core/*.h)
+test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(CORE_HDRS)
 	@mkdir -p test/bin
 	$(TEST_CC) -o $@ $< $(CORE_ALL) $(TEST_LIBS)
 
@@ -123,7 +128,7 @@ test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(wildcard src/core/*
 # test/gpu/run_gpu_tests.sh runs them (stages: see that file).
 GPU_BINS    = $(patsubst test/gpu/%.c,test/bin/gpu/%,$(wildcard test/gpu/*.c))
 
-test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(wildcard test/gpu/*.h) $(CORE_ALL) $(CU_HOOK_OBJS) $(wildcard src/core/*.h)
+test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(wildcard test/gpu/*.h) $(CORE_ALL) $(CU_HOOK_OBJS) $(CORE_HDRS)
 	@mkdir -p test/bin/gpu
 	$(TEST_CC) -Itest/unit -I$(CUDA_HOME)/include -o $@ $< $(CORE_ALL) $(CU_HOOK_OBJS) $(TEST_LIBS)
 
@@ -147,7 +152,7 @@ unit: $(UNIT_BINS)
 # The same tests, CPU core only, under AddressSanitizer (leaks included) and
 # UndefinedBehaviorSanitizer; any report fails the run.
 ASAN_BINS   = $(patsubst test/unit/%.c,test/bin/asan/%,$(UNIT_SRCS))
-test/bin/asan/%: test/unit/%.c test/unit/testutil.h $(CORE_SRCS) $(wildcard src/core/*.h)
+test/bin/asan/%: test/unit/%.c test/unit/testutil.h $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p test/bin/asan
 	$(CC) -std=gnu11 -Wall -Wextra -g -O1 -fopenmp -ffp-contract=off -fno-math-errno -DGC_TESTING \
 		-fsanitize=address,undefined -fno-sanitize-recover=undefined -Isrc/core \

@@ -50,9 +50,9 @@
 
 #include "check.cuh"
 #include "launch.cuh"
-#include "gpu.h"
-#include "affinity_internal.h"
-#include "rng.h"
+#include "common/gpu.h"
+#include "affinity/affinity.h"
+#include "common/rng.h"
 
 #define AP_CK(expr) GC_CUDA_CK("GPU affinity propagation", expr)
 

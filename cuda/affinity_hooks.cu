@@ -6,7 +6,7 @@
  */
 #define GC_TESTING 1
 
-#include "gpu.h"
+#include "common/gpu.h"
 
 extern long gc_ap_row_keep_bytes;
 extern long gc_ap_row_prefetch_bytes;

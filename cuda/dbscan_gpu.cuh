@@ -22,9 +22,9 @@
 #include <cuda_runtime.h>
 
 #include "check.cuh"
-#include "gpu.h"
+#include "common/gpu.h"
 #include "launch.cuh"
-#include "metric.h"
+#include "common/metric.h"
 
 /*
  * Everything here is internal to cuda/: gpuclust.so exports only gpu.h's

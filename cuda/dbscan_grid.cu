@@ -29,7 +29,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "dbscan_gpu.cuh"
-#include "grid_plan.h"
+#include "dbscan/grid_plan.h"
 
 #define FLAT_RUN 48				/* as dbscan_grid.c: runs this short go point by point */
 #define GRID_CHUNK (1 << 22)	/* points per grid launch (cancel granularity) */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu.h"
+#include "common/gpu.h"
 
 static bool cuda_started = false;	/* a context exists in this process */
 

@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "dbscan_gpu.cuh"
-#include "max_heap.h"
+#include "common/max_heap.h"
 #include "transfer.cuh"
 
 #pragma GCC visibility push(hidden)

@@ -12,10 +12,8 @@
 #include <stdint.h>
 
 #include "check.cuh"
-#include "gpu.h"
-extern "C" {
-#include "kmeans_internal.h"
-}
+#include "common/gpu.h"
+#include "kmeans/kmeans.h"
 
 /* Rows of a block of seeding's prefix sums (any blocking gives the same). */
 #define KM_BLOCK GC_KM_BLOCK

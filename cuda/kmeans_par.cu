@@ -2,12 +2,12 @@
  * kmeans_par.cu — k-means|| seeding on the GPU (Bahmani et al. 2012).
  *
  * It reproduces the CPU's gc_km_init_kmeans_par (kmeans_init.c, defined
- * in kmeans_internal.h) bit for bit, unweighted:
+ * in kmeans/kmeans.h) bit for bit, unweighted:
  *
  *   par_merge   the first candidate: D² of every row, the exact float32
  *               gc_dist2 (dimension order, separate multiply and add).
  *   par_max,    phi: the round's largest D² gives its grid, par_qsum the
- *   par_qsum    exact integer sum of the D² on it (kmeans_internal.h).
+ *   par_qsum    exact integer sum of the D² on it (kmeans/kmeans.h).
  *   par_flags   round r's draws, one thread per row (gc_km_par_keep, the
  *               counter 1 + (r-1) n + i).
  *   the kept rows in row order: cub::DeviceSelect::Flagged.
@@ -43,7 +43,7 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include "kmeans_dev.cuh"
-#include "rng.h"
+#include "common/rng.h"
 
 #define PAR_THREADS 256
 

@@ -4,7 +4,7 @@
  * It reproduces the CPU's gc_km_init_kmeanspp(_w) (kmeans_init.c) bit for
  * bit: the same counter-based draws (rng.h), the same float32 distances
  * summed in dimension order with separate multiply and add, and the same
- * step grid, on which every sum is an exact integer sum (kmeans_internal.h),
+ * step grid, on which every sum is an exact integer sum (kmeans/kmeans.h),
  * so that blocks and atomics add in any order.  Per centre, four kernels:
  *
  *   pp_regrid  when the step's grid changed (the largest term crossed a
@@ -51,7 +51,7 @@
 #include <cooperative_groups.h>
 
 #include "kmeans_dev.cuh"
-#include "rng.h"
+#include "common/rng.h"
 
 #define PP_THREADS 256
 #define PP_ITEMS (KM_BLOCK / PP_THREADS)	/* rows a thread of a block scan */
@@ -81,7 +81,7 @@ union pp_draw_ts
 
 namespace
 {
-/* The grid of the step (kmeans_internal.h), on the device. */
+/* The grid of the step (kmeans/kmeans.h), on the device. */
 struct pp_grid
 {
 	double		S;				/* the draws' and the potentials' */

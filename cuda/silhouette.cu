@@ -3,7 +3,7 @@
  * (src/core/gpu.h), with the score of gc_silhouette_cpu
  * (src/core/silhouette.c) bit for bit.
  *
- * The rows scored are the CPU's: gc_sil_select (silhouette_internal.h)
+ * The rows scored are the CPU's: gc_sil_select (tools/tools.h)
  * makes every check, draws the sample and counts the clusters, for both
  * devices.  The CPU forms, for each scored row i, sum[c] += sqrt(
  * gc_dist2_f64(x_i, x_j)) over the scored rows j in ascending order, then
@@ -67,10 +67,10 @@
 #include <cuda_runtime.h>
 
 #include "check.cuh"
-#include "gpu.h"
+#include "common/gpu.h"
 #include "launch.cuh"
-#include "metric.h"
-#include "silhouette_internal.h"
+#include "common/metric.h"
+#include "tools/tools.h"
 #include "transfer.cuh"
 
 #pragma GCC visibility push(hidden)	/* internal to cuda/ */

@@ -20,7 +20,7 @@
 
 #include <cuda_runtime.h>
 
-#include "gpu.h"
+#include "common/gpu.h"
 #include "transfer.cuh"
 
 #define XFER_SLOT ((size_t) 4 << 20)

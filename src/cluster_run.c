@@ -23,7 +23,7 @@
 #include "cluster_run.h"
 #include "gpujob.h"
 #include "progress.h"
-#include "core/gpu.h"
+#include "core/common/gpu.h"
 
 /*
  * After a failed GPU run.  Under 'auto', lack of GPU memory or a CUDA error

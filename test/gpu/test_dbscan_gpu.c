@@ -43,7 +43,7 @@
 #include <time.h>
 
 #include "testutil.h"
-#include "gpu.h"
+#include "common/gpu.h"
 #include "knn_eps.h"
 
 static uint64_t rs;

@@ -55,8 +55,8 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "kmeans_internal.h"
-#include "gpu.h"
+#include "kmeans/kmeans_internal.h"
+#include "common/gpu.h"
 
 static uint64_t rs;
 static int	quick;

@@ -9,9 +9,9 @@
 #include <time.h>
 
 #include "gpuclust_core.h"
-#include "gpu.h"
-#include "kmeans_internal.h"
-#include "rng.h"
+#include "common/gpu.h"
+#include "kmeans/kmeans_internal.h"
+#include "common/rng.h"
 #include "testutil.h"
 
 static uint64_t rs;				/* test data generator state */
