@@ -106,6 +106,36 @@ gc_parse_ap_precision(const char *s, gc_ap_precision *out)
 	return true;
 }
 
+/* bytes of O(n) working memory per row (flags, sums, labelling) */
+#define AP_BYTES_PER_ROW 64
+
+size_t
+gc_ap_mem_bytes(int64_t n)
+{
+	uint64_t	nn;
+
+	if (n <= 0)
+		return 0;
+	if (n > INT32_MAX)
+		return SIZE_MAX;
+	nn = (uint64_t) n * (uint64_t) n;
+	if (nn > (SIZE_MAX - (uint64_t) n * AP_BYTES_PER_ROW) / (3 * sizeof(double)))
+		return SIZE_MAX;
+	return (size_t) (nn * 3 * sizeof(double) + (uint64_t) n * AP_BYTES_PER_ROW);
+}
+
+int64_t
+gc_ap_max_rows(size_t bytes)
+{
+	int64_t		n = (int64_t) sqrt((double) bytes / (3.0 * sizeof(double))) + 2;
+
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	while (n > 0 && gc_ap_mem_bytes(n) > bytes)
+		n--;
+	return n;
+}
+
 const char *
 gc_ap_precision_name(gc_ap_precision precision)
 {

@@ -29,38 +29,9 @@
 #define AP_REFINE_CHUNK 512
 /* rows between two polls of the cancel flags */
 #define AP_POLL_ROWS 16
-/* bytes of O(n) working memory per row (flags, sums, labelling) */
-#define AP_BYTES_PER_ROW 64
 /* radix select: digit width and number of buckets */
 #define AP_RADIX_BITS 16
 #define AP_RADIX_SIZE (1 << AP_RADIX_BITS)
-
-size_t
-gc_ap_mem_bytes(int64_t n)
-{
-	uint64_t	nn;
-
-	if (n <= 0)
-		return 0;
-	if (n > INT32_MAX)
-		return SIZE_MAX;
-	nn = (uint64_t) n * (uint64_t) n;
-	if (nn > (SIZE_MAX - (uint64_t) n * AP_BYTES_PER_ROW) / (3 * sizeof(double)))
-		return SIZE_MAX;
-	return (size_t) (nn * 3 * sizeof(double) + (uint64_t) n * AP_BYTES_PER_ROW);
-}
-
-int64_t
-gc_ap_max_rows(size_t bytes)
-{
-	int64_t		n = (int64_t) sqrt((double) bytes / (3.0 * sizeof(double))) + 2;
-
-	if (n > INT32_MAX)
-		n = INT32_MAX;
-	while (n > 0 && gc_ap_mem_bytes(n) > bytes)
-		n--;
-	return n;
-}
 
 /* ------------------------------------------------------------------ */
 

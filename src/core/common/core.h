@@ -11,7 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/metric.h"		/* gc_dist2, gc_eps2: the one distance */
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,6 +3,7 @@
  * k-means alike: the unit rows, and the zero rows that have none.
  */
 #include "common/core.h"
+#include "common/metric.h"
 
 int64_t
 gc_first_zero_row(const float *X, int64_t n, int d)

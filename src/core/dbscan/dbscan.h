@@ -7,6 +7,7 @@
 #define GPUCLUST_DBSCAN_H
 
 #include "common/core.h"
+#include "common/metric.h"		/* gc_dist2, gc_eps2: the one distance */
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,6 +66,22 @@ gc_code		gc_dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						   const gc_dbscan_params *p, const float **rows,
 						   float **own, gc_dbscan_params *euclid, gc_status *st);
 
+
+/* The CPU DBSCAN's spatial indexes, one forced by tests and benchmarks. */
+typedef enum gc_dbscan_index
+{
+	GC_DBSCAN_INDEX_AUTO = 0,	/* grid for d <= 3 when it fits, else kd-tree */
+	GC_DBSCAN_INDEX_GRID,		/* d <= 3 only; falls back to the kd-tree when
+								 * the grid's cell numbers would overflow */
+	GC_DBSCAN_INDEX_KDTREE
+} gc_dbscan_index;
+
+/* gc_dbscan_cpu with a chosen index; *used (may be NULL) says which ran. */
+gc_code		gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n,
+								int d, const gc_dbscan_params *p,
+								gc_dbscan_index index, gc_dbscan_index *used,
+								int32_t *labels, uint8_t *is_core,
+								gc_status *st);
 
 /* ---- algorithms and device choice (common/dispatch.c) ---- */
 

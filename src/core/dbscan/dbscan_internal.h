@@ -1,7 +1,7 @@
 /*
- * dbscan_internal.h — what the CPU DBSCAN's driver (dbscan.c) shares with its
- * two spatial indexes (dbscan_grid.c, dbscan_kdtree.c), and an entry point
- * that forces one index, for tests and benchmarks.
+ * dbscan/dbscan_internal.h — private to dbscan/: the phases of the CPU
+ * DBSCAN, its two spatial indexes (dbscan_grid.c, dbscan_kdtree.c), and the
+ * run they share with their one caller, the driver (dbscan.c).
  */
 #ifndef GPUCLUST_DBSCAN_INTERNAL_H
 #define GPUCLUST_DBSCAN_INTERNAL_H
@@ -10,21 +10,6 @@
 #include <stdint.h>
 
 #include "dbscan/dbscan.h"
-
-typedef enum gc_dbscan_index
-{
-	GC_DBSCAN_INDEX_AUTO = 0,	/* grid for d <= 3 when it fits, else kd-tree */
-	GC_DBSCAN_INDEX_GRID,		/* d <= 3 only; falls back to the kd-tree when
-								 * the grid's cell numbers would overflow */
-	GC_DBSCAN_INDEX_KDTREE
-} gc_dbscan_index;
-
-/* gc_dbscan_cpu with a chosen index; *used (may be NULL) says which ran. */
-gc_code		gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n,
-								int d, const gc_dbscan_params *p,
-								gc_dbscan_index index, gc_dbscan_index *used,
-								int32_t *labels, uint8_t *is_core,
-								gc_status *st);
 
 /*
  * One run.  An index reorders the points ("positions" 0..n-1 in its own

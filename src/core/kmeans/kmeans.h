@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/core.h"
+#include "common/metric.h"		/* gc_dist2, gc_eps2: the one distance */
 #include "common/rng.h"
 
 #ifdef __cplusplus

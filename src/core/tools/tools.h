@@ -7,6 +7,7 @@
 #define GPUCLUST_TOOLS_H
 
 #include "common/core.h"
+#include "common/metric.h"		/* gc_dist2, gc_eps2: the one distance */
 #include "common/hostdevice.h"
 
 #ifdef __cplusplus
