@@ -45,10 +45,13 @@ USE_CUDA   ?= 1
 endif
 ifeq ($(USE_CUDA),1)
 CUDA_LIB    = $(dir $(CUDART_A))
-CU_SRCS     = $(filter-out %_hooks.cu,$(wildcard cuda/*.cu))
+# cuda/: common/ (device, transfers, checks) and one folder per algorithm.
+# Test-only: the entry points (*_hooks.cu) and the brute-force DBSCAN that
+# only dbscan_hooks.cu reaches; linked into the GPU tests, never the extension.
+CU_TEST_SRCS = $(wildcard cuda/*/*_hooks.cu) cuda/dbscan/dbscan_brute.cu
+CU_SRCS     = $(filter-out $(CU_TEST_SRCS),$(wildcard cuda/*/*.cu))
 CU_OBJS     = $(CU_SRCS:.cu=.o)
-# the test-only entry points: linked into the GPU tests, never the extension
-CU_HOOK_OBJS = $(patsubst %.cu,%.o,$(wildcard cuda/*_hooks.cu))
+CU_HOOK_OBJS = $(CU_TEST_SRCS:.cu=.o)
 OBJS       += $(CU_OBJS)
 GC_CUDA_DEF = -DGPUCLUST_CUDA
 # The one place the CUDA flags are set, for the extension and the GPU tests
@@ -58,7 +61,7 @@ GC_CUDA_DEF = -DGPUCLUST_CUDA
 # without the "a" for later GPUs; NVCC_EXTRA adds flags (-Xptxas -v).
 CUDA_ARCHS ?= 80 90a
 CUDA_PTX    = $(subst a,,$(lastword $(CUDA_ARCHS)))
-NVCC_FLAGS  = -O3 -std=c++17 -Xcompiler -fPIC -fmad=false -DGPUCLUST_CUDA -Isrc/core \
+NVCC_FLAGS  = -O3 -std=c++17 -Xcompiler -fPIC -fmad=false -DGPUCLUST_CUDA -Isrc/core -Icuda \
               $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
               -gencode arch=compute_$(CUDA_PTX),code=compute_$(CUDA_PTX) \
               $(NVCC_EXTRA)
@@ -91,7 +94,7 @@ PGXS       := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 endif
 
-cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(CORE_HDRS)
+cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh) $(CORE_HDRS)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 # What this build uses (printed by test/setup.sh).
@@ -123,8 +126,8 @@ test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(CORE_HDRS)
 	$(TEST_CC) -o $@ $< $(CORE_ALL) $(TEST_LIBS)
 
 # ---- GPU tests and benchmarks (a GPU, no PostgreSQL) ----
-# Built from the extension's own objects (cuda/*.o, NVCC_FLAGS above), the
-# test-only entry points (cuda/*_hooks.cu, same flags) and the core;
+# Built from the extension's own objects (cuda/*/*.o, NVCC_FLAGS above), the
+# test-only code (CU_TEST_SRCS, same flags) and the core;
 # test/gpu/run_gpu_tests.sh runs them (stages: see that file).
 GPU_BINS    = $(patsubst test/gpu/%.c,test/bin/gpu/%,$(wildcard test/gpu/*.c))
 

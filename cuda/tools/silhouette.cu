@@ -66,12 +66,12 @@
 
 #include <cuda_runtime.h>
 
-#include "check.cuh"
+#include "common/check.cuh"
 #include "common/gpu.h"
-#include "launch.cuh"
+#include "common/launch.cuh"
 #include "common/metric.h"
 #include "tools/tools.h"
-#include "transfer.cuh"
+#include "common/transfer.cuh"
 
 #pragma GCC visibility push(hidden)	/* internal to cuda/ */
 

@@ -11,7 +11,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "dbscan_gpu.cuh"
-#include "transfer.cuh"
+#include "common/transfer.cuh"
 
 /*
  * rootOfRow, coreRow by input row, and minrow[r] = the least row of root

@@ -41,7 +41,7 @@
 
 #include "dbscan_gpu.cuh"
 #include "common/max_heap.h"
-#include "transfer.cuh"
+#include "common/transfer.cuh"
 
 #pragma GCC visibility push(hidden)
 

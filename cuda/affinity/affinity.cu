@@ -48,8 +48,8 @@
 
 #include <cuda_runtime.h>
 
-#include "check.cuh"
-#include "launch.cuh"
+#include "common/check.cuh"
+#include "common/launch.cuh"
 #include "common/gpu.h"
 #include "affinity/affinity.h"
 #include "common/rng.h"

@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "dbscan_gpu.cuh"
-#include "transfer.cuh"
+#include "common/transfer.cuh"
 
 /* per thread: the GPU worker runs jobs on several */
 thread_local gc_dbscan_gpu_phases db_phases;
@@ -64,8 +64,8 @@ gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out)
 
 gc_code
 db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
-	   const gc_dbscan_params *p, db_index index, db_index *used,
-	   int32_t *labels, uint8_t *is_core, gc_status *st)
+	   const gc_dbscan_params *p, db_index index, db_path brute,
+	   db_index *used, int32_t *labels, uint8_t *is_core, gc_status *st)
 {
 	gc_code		rc;
 	float		eps2;
@@ -77,11 +77,10 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	memset(&db_phases, 0, sizeof(db_phases));
 	if (used != NULL)
 		*used = DB_INDEX_AUTO;
-	/* gc_dbscan_cpu's checks and messages */
-	if ((rc = gc_dbscan_check(ctx, X, n, d, p, labels, is_core, st)) != GC_OK)
-		return rc;
 	if (index == DB_INDEX_GRID && d > 3)
 		return gc_fail(st, GC_EINVAL, "the DBSCAN grid index needs d <= 3");
+	if (index == DB_INDEX_BRUTE && brute == NULL)
+		return gc_fail(st, GC_EINVAL, "the DBSCAN brute force is not in this build");
 	if (index == DB_INDEX_BRUTE && p->algorithm == GC_DBSCAN_DCLUST)
 		return gc_fail(st, GC_EINVAL, "DBSCAN algorithm dclust runs on the tree index");
 	if (n == 0)
@@ -120,7 +119,7 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	}
 	if (!applied && index == DB_INDEX_BRUTE)
 	{
-		rc = db_brute(D, ctx, Xd, ni, d, eps2, minp, labels, is_core, st);
+		rc = brute(D, ctx, Xd, ni, d, eps2, minp, labels, is_core, st);
 		if (rc != GC_OK)
 			return rc;
 		if (used != NULL)
@@ -149,7 +148,7 @@ gc_dbscan_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			  const gc_dbscan_params *p, int32_t *labels, uint8_t *is_core,
 			  gc_status *st)
 {
-	return db_run(ctx, X, n, d, p, DB_INDEX_AUTO, NULL, labels, is_core, st);
+	return db_run(ctx, X, n, d, p, DB_INDEX_AUTO, NULL, NULL, labels, is_core, st);
 }
 
 extern "C" size_t

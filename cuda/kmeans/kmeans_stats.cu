@@ -10,7 +10,7 @@
 #include <math.h>
 
 #include "kmeans_dev.cuh"
-#include "transfer.cuh"
+#include "common/transfer.cuh"
 
 /* ---- inertia and distances ---- */
 

@@ -5,7 +5,7 @@
  * phases each file provides:
  *   dbscan.cu         the entry points: checks, upload, index choice;
  *   dbscan_grid.cu    the uniform grid (d <= 3);
- *   dbscan_brute.cu   the tiled brute force (any d);
+ *   dbscan_brute.cu   the tiled brute force (any d; the GPU tests only);
  *   dbscan_tree.cu    the kd-tree (any d) and the passes on it;
  *   dbscan_dclust.cu  CUDA-DClust's chains on the tree;
  *   dbscan_number.cu  cluster numbers by lowest row, and the download;
@@ -21,9 +21,9 @@
 
 #include <cuda_runtime.h>
 
-#include "check.cuh"
+#include "common/check.cuh"
 #include "common/gpu.h"
-#include "launch.cuh"
+#include "common/launch.cuh"
 #include "common/metric.h"
 
 /*
@@ -226,11 +226,23 @@ enum db_index
 	DB_INDEX_TREE_CYCLIC		/* tests only: level l splits dimension l mod d */
 };
 
-/* gc_dbscan_gpu with a chosen index; *used (may be NULL) says which ran
- * (dbscan.cu). */
+/* A path of the GPU DBSCAN over the n points X (device): labels and
+ * is_core (host). */
+typedef gc_code (*db_path) (db_dev &D, const gc_ctx *ctx, const float *X,
+							int n, int d, float eps2, unsigned minp,
+							int32_t *labels, uint8_t *is_core, gc_status *st);
+
+/*
+ * gc_dbscan_gpu with a chosen index; *used (may be NULL) says which ran
+ * (dbscan.cu).  DB_INDEX_BRUTE runs brute, the tests' path (db_brute,
+ * passed by dbscan_hooks.cu; NULL in the extension, which never asks for
+ * it).  The caller has checked the arguments (gc_dbscan_check): CUDA
+ * trusts the core.
+ */
 gc_code		db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
-				   const gc_dbscan_params *p, db_index index, db_index *used,
-				   int32_t *labels, uint8_t *is_core, gc_status *st);
+				   const gc_dbscan_params *p, db_index index, db_path brute,
+				   db_index *used, int32_t *labels, uint8_t *is_core,
+				   gc_status *st);
 
 /*
  * The grid path over the n points X (device, d <= 3): labels and is_core
@@ -241,7 +253,7 @@ gc_code		db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 					float eps2, unsigned minp, int32_t *labels,
 					uint8_t *is_core, bool *applied, gc_status *st);
 
-/* The brute-force path, any d (dbscan_brute.cu). */
+/* The brute-force path, any d (dbscan_brute.cu: the GPU tests only). */
 gc_code		db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 					 float eps2, unsigned minp, int32_t *labels,
 					 uint8_t *is_core, gc_status *st);

@@ -102,7 +102,7 @@
 #include <string.h>
 
 #include "kmeans_dev.cuh"
-#include "transfer.cuh"
+#include "common/transfer.cuh"
 
 /*
  * Phases of this thread's last gc_kmeans_gpu call (gc_kmeans_gpu_last_phases;

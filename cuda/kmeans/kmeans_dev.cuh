@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "check.cuh"
+#include "common/check.cuh"
 #include "common/gpu.h"
 #include "kmeans/kmeans.h"
 

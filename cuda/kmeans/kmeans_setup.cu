@@ -24,7 +24,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "kmeans_dev.cuh"
-#include "transfer.cuh"
+#include "common/transfer.cuh"
 
 /* XT[j*n + r0 + r] = in[r*d + j] for a chunk of rows. */
 __global__ void
