@@ -63,6 +63,41 @@ typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
 #define PP_DIST_MIN_D 8
 #define PP_DIST_MAX ((size_t) 64 << 20)
 
+/*
+ * Seeding's block loop: the statements given run for each block b of
+ * GC_KM_BLOCK rows, rows [i0, i1) of n, the nb blocks shared by the
+ * caller's nt threads (dynamic: blocks cost alike, threads do not run
+ * alike).  KM_BLOCKS_OR_CANCEL also polls the cancel flags (ctx) before
+ * each block: once one is seen the remaining blocks are skipped (the
+ * caller's volatile int cancelled), and then the caller fails with
+ * GC_ECANCEL (its rc, st) at its label done.
+ */
+#define KM_BLOCKS(...) \
+	_Pragma("omp parallel for num_threads(nt) schedule(dynamic, 1)") \
+	for (int64_t b = 0; b < nb; b++) \
+	{ \
+		const int64_t i0 = b * GC_KM_BLOCK, \
+					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n; \
+		__VA_ARGS__ \
+	}
+
+#define KM_BLOCKS_OR_CANCEL(...) \
+	do { \
+		KM_BLOCKS( \
+			if (cancelled || gc_cancelled(ctx)) \
+			{ \
+				cancelled = 1; \
+				continue; \
+			} \
+			__VA_ARGS__ \
+		) \
+		if (cancelled) \
+		{ \
+			rc = gc_fail(st, GC_ECANCEL, "canceled"); \
+			goto done; \
+		} \
+	} while (0)
+
 #ifdef GC_TESTING
 /* tests set this to take the recomputing path at any size */
 bool		gc_km_pp_recompute = false;
@@ -326,17 +361,13 @@ pp_grid(int nt, const float *closest, const double *w, int64_t n, int64_t nb,
 {
 	const double S = gc_km_pot_scale(M, n);
 
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-	for (int64_t b = 0; b < nb; b++)
-	{
-		int64_t		i0 = b * GC_KM_BLOCK,
-					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
+	KM_BLOCKS(
 		uint64_t	s = 0;
 
 		for (int64_t i = i0; i < i1; i++)
 			s += gc_km_pot_q(gc_km_pot_term(w, i, closest[i]), S);
 		bq[b] = s;
-	}
+	);
 	off[0] = 0;
 	for (int64_t b = 0; b < nb; b++)
 		off[b + 1] = off[b] + bq[b];
@@ -399,25 +430,10 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		chosen[0] = first;
 
 	/* D² to the first centre, its grid and block sums. */
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-	for (int64_t b = 0; b < nb; b++)
-	{
-		int64_t		i0 = b * GC_KM_BLOCK,
-					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-
-		if (cancelled || gc_cancelled(ctx))
-		{
-			cancelled = 1;
-			continue;
-		}
+	KM_BLOCKS_OR_CANCEL(
 		for (int64_t i = i0; i < i1; i++)
 			closest[i] = gc_dist2(X + i * d, centroids, d);
-	}
-	if (cancelled)
-	{
-		rc = gc_fail(st, GC_ECANCEL, "canceled");
-		goto done;
-	}
+	);
 	S = pp_grid(nt, closest, w, n, nb, pp_max(nt, closest, w, n, nb), bq, off);
 
 	for (int c = 1; c < k; c++)
@@ -451,25 +467,10 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		}
 
 		/* Potential of every candidate, per block. */
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-		for (int64_t b = 0; b < nb; b++)
-		{
-			int64_t		i0 = b * GC_KM_BLOCK,
-						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-
-			if (cancelled || gc_cancelled(ctx))
-			{
-				cancelled = 1;
-				continue;
-			}
+		KM_BLOCKS_OR_CANCEL(
 			pp_pots_block(X, i0, i1, d, cand, lp, closest, w, S, bs + b * lp,
 						  dist != NULL ? dist + i0 * lp : NULL);
-		}
-		if (cancelled)
-		{
-			rc = gc_fail(st, GC_ECANCEL, "canceled");
-			goto done;
-		}
+		);
 		for (int t = 0; t < L; t++)
 		{
 			uint64_t	p = 0;
@@ -487,16 +488,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		memcpy(centroids + (size_t) c * d, X + cid[best] * d, sizeof(float) * d);
 		if (chosen)
 			chosen[c] = cid[best];
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-		for (int64_t b = 0; b < nb; b++)
-		{
-			int64_t		i0 = b * GC_KM_BLOCK,
-						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-			if (cancelled || gc_cancelled(ctx))
-			{
-				cancelled = 1;
-				continue;
-			}
+		KM_BLOCKS_OR_CANCEL(
 			if (dist != NULL)
 			{
 				for (int64_t i = i0; i < i1; i++)
@@ -506,12 +498,7 @@ gc_km_init_kmeanspp_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			else
 				pp_update_closest(X, i0, i1, d, centroids + (size_t) c * d, closest);
 			bm[b] = pp_max_term(closest, w, i0, i1);
-		}
-		if (cancelled)
-		{
-			rc = gc_fail(st, GC_ECANCEL, "canceled");
-			goto done;
-		}
+		);
 		/* The next grid: on the same one the winner's sums are the draws' */
 		for (int64_t b = 0; b < nb; b++)
 			if (bm[b] > M)
@@ -795,27 +782,12 @@ gc_km_init_kmeans_par_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		if (!(phi > 0.0))
 			break;
 		/* the draws, independent per row */
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-		for (int64_t b = 0; b < nb; b++)
-		{
-			int64_t		i0 = b * GC_KM_BLOCK,
-						i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n;
-
-			if (cancelled || gc_cancelled(ctx))
-			{
-				cancelled = 1;
-				continue;
-			}
+		KM_BLOCKS_OR_CANCEL(
 			for (int64_t i = i0; i < i1; i++)
 				keep[i] = (char) gc_km_par_keep(seed, stream, r, n, i, ell,
 												gc_km_pot_term(w, i, D2[i]),
 												phi);
-		}
-		if (cancelled)
-		{
-			rc = gc_fail(st, GC_ECANCEL, "canceled");
-			goto done;
-		}
+		);
 		for (int64_t i = 0; i < n; i++)
 			if (keep[i])
 			{
