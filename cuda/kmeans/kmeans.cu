@@ -461,6 +461,8 @@ gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, bool weighted,
 				c;
 
 	memset(out, 0, sizeof(*out));
+	out->budget = budget;
+	out->runs = n_init;
 	out->bytes = gc_kmeans_gpu_mem_bytes(n, d, k, n_init, weighted);
 	if (weighted || (km_force_chunk <= 0 && out->bytes <= budget))
 	{
@@ -518,10 +520,11 @@ struct km_host_rows
 };
 
 /*
- * gc_kmeans_gpu, checked.  Under cosine the rows clustered are X's unit
- * rows (gc_unit_rows, as gc_kmeans_cpu): made on the device from X as
- * given (km_setup) when X is resident and seeded there, else on the host
- * (its seeding, its streamed passes), the same numbers either way.
+ * The fit (gc_kmeans_gpu; gc_kmeans_on_gpu has checked its arguments).
+ * Under cosine the rows clustered are X's unit rows (gc_unit_rows, as
+ * gc_kmeans_cpu): made on the device from X as given (km_setup) when X is
+ * resident and seeded there, else on the host (its seeding, its streamed
+ * passes), the same numbers either way.
  */
 static gc_code
 km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
@@ -536,12 +539,14 @@ km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	int			best_cur = 0;
 	double		t0 = gc_now_ms();
 	size_t		budget = p->gpu_mem;
-	gc_kmeans_gpu_plan plan;
+	gc_kmeans_gpu_plan plan = p->gpu_plan;
 
 	memset(&last_phases, 0, sizeof(last_phases));
 	if (budget == 0 && (rc = km_free_budget(&budget, st)) != GC_OK)
 		return rc;
-	gc_kmeans_gpu_plan_for(n, d, p->k, runs, p->weights != NULL, budget, &plan);
+	/* the caller's plan when made for this budget and these runs */
+	if (plan.bytes == 0 || plan.budget != budget || plan.runs != runs)
+		gc_kmeans_gpu_plan_for(n, d, p->k, runs, p->weights != NULL, budget, &plan);
 	if (!plan.fits)
 		return gc_fail(st, GC_ENOMEM,
 					   p->weights != NULL ?
@@ -640,10 +645,6 @@ extern "C" gc_code
 gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			  const gc_kmeans_params *p, gc_kmeans_result *res, gc_status *st)
 {
-	gc_code		rc;
-
-	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
-		return rc;
 	if (n > INT32_MAX)
 		return gc_fail(st, GC_EINVAL, "k-means: the GPU path takes at most %d rows, got %lld",
 					   INT32_MAX, (long long) n);

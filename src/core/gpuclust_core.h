@@ -6,6 +6,23 @@
  * may use OpenMP threads, allocates its working memory with malloc, never
  * calls palloc/elog, and reports failure through gc_status.  Output arrays
  * are allocated by the caller.
+ *
+ * Who validates what.  The glue validates what the user typed and raises
+ * the SQLSTATE with the row id.  The core checks its contract once, at its
+ * public entry (gc_kmeans_check, gc_dbscan_check, ...: cheap checks, no
+ * second O(n) scan of what the caller has already checked: a caller that
+ * counted the positive weights says so in gc_kmeans_params).  CUDA trusts
+ * the core: k-means and DBSCAN reach the GPU through the core's entries
+ * (gc_kmeans_on_gpu, gc_dbscan_on_gpu); affinity propagation, k-distances
+ * and silhouette run the core's one check (gc_ap_check, gc_kdistance_check,
+ * gc_sil_select) at their GPU entry as at their CPU entry; the CUDA code
+ * checks only what is the GPU's own (row limits, memory).  Derived values
+ * are computed once and passed down (eps², the count of positive weights,
+ * the GPU memory plan the GPU worker admits a k-means job with).
+ *
+ * The folders: common/ (what every algorithm shares), kmeans/, dbscan/,
+ * affinity/, tools/, each with one public header, included here.  A
+ * folder's *_internal.h is its own.
  */
 #ifndef GPUCLUST_CORE_H
 #define GPUCLUST_CORE_H

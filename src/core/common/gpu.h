@@ -71,29 +71,6 @@ typedef struct gc_kmeans_gpu_phases
 	double		gb_streamed;	/* host-to-device bytes of those passes, 1e9 */
 } gc_kmeans_gpu_phases;
 
-/*
- * How gc_kmeans_gpu runs a problem in a budget of device memory
- * (gc_kmeans_gpu_plan_for): with X resident (its whole footprint,
- * gc_kmeans_gpu_mem_bytes, fits), else streamed: X stays in host memory
- * and every pass over it (the feature statistics, each Lloyd iteration,
- * the final inertia and distances) uploads it in chunks of chunk_rows rows
- * (a multiple of GC_KM_BLOCK, so every fixed-order double sum is
- * unchanged) through two pinned buffers, the copy of one chunk overlapping
- * the work on the other; only O(n) small arrays (labels, the distances
- * behind empty-cluster re-seeding; the best run's labels when n_init > 1)
- * and O(k d) stay on the device.  Results are bit for bit those of the
- * resident path.  fits is false when not even chunks of GC_KM_BLOCK rows
- * fit.
- */
-typedef struct gc_kmeans_gpu_plan
-{
-	bool		fits;
-	bool		streamed;
-	int64_t		chunk_rows;		/* streamed: rows per chunk */
-	int64_t		chunks;			/* streamed: chunks per pass */
-	size_t		bytes;			/* device memory the call allocates (an upper bound) */
-} gc_kmeans_gpu_plan;
-
 /* The phases add up to ms_total but for the stream's creation and the checks. */
 typedef struct gc_dbscan_gpu_phases
 {
@@ -170,8 +147,9 @@ void		gc_cuda_trim_memory(void);
 
 /*
  * k-means on the current CUDA device (cuda/kmeans.cu): the contract of
- * gc_kmeans_cpu (same arguments, same validation, same result fields; the
- * returned labels and distances refer to the returned centroids).  The
+ * gc_kmeans_cpu (same arguments, same result fields; the returned labels
+ * and distances refer to the returned centroids), checked by the caller:
+ * callers go through gc_kmeans_on_gpu (kmeans.c), which checks, n >= 1.  The
  * same seed gives the CPU's initial centres.  CUDA failures come back as
  * GC_EDEVICE (GC_ENOMEM when device memory runs out), never a crash; the
  * cancel flags are polled between iterations.  At most INT32_MAX rows.
@@ -451,6 +429,14 @@ gc_silhouette_gpu_mem_bytes(int64_t rows, int d, int32_t m)
 }
 
 #endif							/* GPUCLUST_CUDA */
+
+/*
+ * gc_kmeans_gpu, in every build (kmeans.c): gc_kmeans_check, then
+ * gc_kmeans_gpu for n >= 1.
+ */
+gc_code		gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+							 const gc_kmeans_params *p, gc_kmeans_result *res,
+							 gc_status *st);
 
 /*
  * gc_dbscan_gpu for any metric, in every build (dbscan.c): the check, then

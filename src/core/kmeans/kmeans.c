@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kmeans/kmeans_internal.h"
+#include "common/gpu.h"
 
 /*
  * The inertia of the last assignment (the sum of d2), for progress reports:
@@ -200,13 +201,16 @@ check_cosine(const float *X, int64_t n, int d, const gc_kmeans_params *p,
 	return GC_OK;
 }
 
-/* The weights: finite, in [0, GC_KMEANS_MAX_WEIGHT], at least k positive. */
+/*
+ * The weights: finite, in [0, GC_KMEANS_MAX_WEIGHT], at least k positive;
+ * checked and counted here unless the caller did (p->positive_weights).
+ */
 static gc_code
 check_weights(const gc_kmeans_params *p, int64_t n, gc_status *st)
 {
-	int64_t		positive = 0;
+	int64_t		positive = p->positive_weights;
 
-	for (int64_t i = 0; i < n; i++)
+	for (int64_t i = 0; i < n && p->positive_weights == 0; i++)
 	{
 		double		w = p->weights[i];
 
@@ -272,6 +276,18 @@ gc_kmeans_check(const float *X, int64_t n, int d, const gc_kmeans_params *p,
 	if (p->metric == GC_METRIC_COSINE && check_cosine(X, n, d, p, st) != GC_OK)
 		return st->code;
 	return GC_OK;
+}
+
+gc_code
+gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				 const gc_kmeans_params *p, gc_kmeans_result *res,
+				 gc_status *st)
+{
+	gc_code		rc;
+
+	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
+		return rc;
+	return gc_kmeans_gpu(ctx, X, n, d, p, res, st);
 }
 
 gc_code

@@ -35,6 +35,32 @@ typedef enum gc_kmeans_init
 #define GC_KMEANS_MAX_WEIGHT 3.40282346638528859811704183484516925e+38
 
 /*
+ * How gc_kmeans_gpu runs a problem in a budget of device memory
+ * (gc_kmeans_gpu_plan_for): with X resident (its whole footprint,
+ * gc_kmeans_gpu_mem_bytes, fits), else streamed: X stays in host memory
+ * and every pass over it (the feature statistics, each Lloyd iteration,
+ * the final inertia and distances) uploads it in chunks of chunk_rows rows
+ * (a multiple of GC_KM_BLOCK, so every fixed-order double sum is
+ * unchanged) through two pinned buffers, the copy of one chunk overlapping
+ * the work on the other; only O(n) small arrays (labels, the distances
+ * behind empty-cluster re-seeding; the best run's labels when n_init > 1)
+ * and O(k d) stay on the device.  Results are bit for bit those of the
+ * resident path.  fits is false when not even chunks of GC_KM_BLOCK rows
+ * fit.
+ */
+typedef struct gc_kmeans_gpu_plan
+{
+	bool		fits;
+	bool		streamed;
+	int64_t		chunk_rows;		/* streamed: rows per chunk */
+	int64_t		chunks;			/* streamed: chunks per pass */
+	size_t		bytes;			/* device memory the call allocates (an upper bound) */
+	/* what it was made for: gc_kmeans_gpu_plan_for's budget and n_init */
+	size_t		budget;
+	int			runs;
+} gc_kmeans_gpu_plan;
+
+/*
  * The parameters of a k-means call.  Every device has every one of them
  * (the GPU's run equals the CPU's: cuda/kmeans.cu).
  *
@@ -67,6 +93,13 @@ typedef struct gc_kmeans_params
 	const float *init_centroids;	/* GC_INIT_CENTROIDS: k x init_d */
 	int			init_d;
 	const double *weights;		/* n sample weights, or NULL */
+	/*
+	 * With weights: the rows of positive weight when the caller has counted
+	 * them and checked every weight (the glue does, as it reads them); the
+	 * entry then checks only positive_weights >= k, with no pass over the
+	 * weights.  0: the entry checks and counts the weights itself.
+	 */
+	int64_t		positive_weights;
 	gc_metric	metric;			/* euclidean (0) or cosine: below */
 	/*
 	 * GPU only (the CPU ignores it): the device memory the call may use,
@@ -76,6 +109,13 @@ typedef struct gc_kmeans_params
 	 * much is there (dispatch's probe, the GPU worker's admission).
 	 */
 	size_t		gpu_mem;
+	/*
+	 * GPU only: the plan (gc_kmeans_gpu_plan_for) when the caller made it
+	 * for this call (the GPU worker's admission, carried in the job); the
+	 * run uses it when it was made for gpu_mem and the call's runs, else
+	 * plans itself.  Zero: none.
+	 */
+	gc_kmeans_gpu_plan gpu_plan;
 } gc_kmeans_params;
 
 /*
