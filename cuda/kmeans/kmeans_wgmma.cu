@@ -16,13 +16,13 @@
  * Why FP16.  Its 10 mantissa bits round as TF32's do (half an ulp, 2^-11
  * relative), so the bound and the rows it leaves are the same; its
  * products run at twice TF32's rate, and its 2-byte operands halve the
- * shared memory a row takes and the L2 bytes a centre costs.  The TF32
- * kernel this replaces held 128 rows and streamed every centre through L2
- * once per 128 rows: 160 GB an iteration at FAISS's shape (1M x 256, k =
- * 20000), about 4 TB/s in its 40 ms; this one streams 40 GB, in 22 ms on
- * an H100.  Its range is
- * narrower: rows and centres are scaled by a power of two s (km_wg_prep:
- * the largest |x'| and ||c'|| times s below 2^14, so nothing overflows;
+ * shared memory a row takes and the L2 bytes a centre costs: a TF32
+ * block holds 128 rows and streams every centre through L2 once per 128
+ * rows, 160 GB an iteration at FAISS's shape (1M x 256, k = 20000), about
+ * 4 TB/s; this kernel's 256 rows stream 40 GB (docs/benchmarks.md).  Its
+ * range is narrower: rows and centres are scaled by a power of two s
+ * (km_wg_prep: the largest |x'| and ||c'|| times s below 2^14, so nothing
+ * overflows;
  * what underflows is in the measured rounding below), which changes no
  * rounding; the scores are kept times s² (exact) and unscaled where they
  * leave the kernel.
@@ -69,10 +69,9 @@
 
 /*
  * Up to this d kmeans_screen.cu's mma.sync kernel is the faster on an
- * H100 (4M x 32, k = 256, with the TF32 kernel this replaced: 1.15 ms a
- * screen against 1.66): with one stage per tile this kernel's tensor work
- * is short and each tile's wait for its products and its epilogue are
- * exposed.
+ * H100 (measured at 4M x 32, k = 256: docs/benchmarks.md): with one stage
+ * per tile this kernel's tensor work is short and each tile's wait for its
+ * products and its epilogue are exposed.
  */
 #define WG_D_MIN 64
 

@@ -114,14 +114,10 @@ gc_code		gc_ap_device_request(gc_device requested, gc_ap_precision precision,
  * the GPU (when one is usable and the call fits its memory): from
  * GC_AP_GPU_MIN_ROWS when CUDA is already running in the process (the GPU
  * worker's always is), from GC_AP_GPU_MIN_ROWS_COLD when the call would
- * start it.  Measured with test/gpu/bench_ap_gpu.c on the H100 machine
- * (16 CPU cores, all used; whole calls, median preference, damping 0.5,
- * 200 iterations, 8-d blobs, CUDA already initialised), CPU ms / GPU ms:
- *   250: 66.7 / 12.0 (5.5x); 500: 72.5 / 12.0; 1000: 185.9 / 15.2;
- *   2000: 495.0 / 33.3 (14.9x); 5000: 2626 / 139 (18.9x).
- * Below 250 not measured.  Starting CUDA costs a backend ~150-230 ms (the
- * k-means measurement, GC_KMEANS_GPU_MIN_WORK), which the CPU's whole call
- * at 1000 rows (186 ms) does not exceed and at 2000 (495 ms) does.
+ * start it, where the CPU's whole call first exceeds CUDA's start-up
+ * (~150-230 ms).  Measured on an H100 with 16 CPU cores
+ * (test/gpu/bench_ap_gpu.c; the table: docs/benchmarks.md); below 250
+ * rows not measured.
  */
 #define GC_AP_GPU_MIN_ROWS 250
 #define GC_AP_GPU_MIN_ROWS_COLD 2000

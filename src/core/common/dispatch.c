@@ -177,25 +177,14 @@ gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
 /*
  * DBSCAN under 'auto': the GPU when its whole call (upload and download
  * included; ingest and emit are the same on both devices) beats the CPU on
- * all cores.  Measured on an H100 with 16 CPU cores, on blobs with eps
- * from the data (test/gpu/bench_dbscan_gpu: rows X, the grid, d <= 3,
- * 2026-11-23; rows Z, the kd-tree, d = 4, 8, 16, 32, 64 from 5,000 to 1M
- * points, 2026-11-24; test/gpu/VERIFIED.md):
- *   - in a process where CUDA already runs, the GPU wins from `warm`
- *     points up: 10,000 in 1-d to 3-d; 20,000 in 4-d (1.5x there, 0.98x
- *     at 5,000); 5,000 in 5-d to 64-d (1.3x in 8-d to 7x in 64-d there,
- *     the smallest size measured);
- *   - a backend's first GPU call also pays CUDA's start-up, 0.2-0.35 s
- *     (and the backend then holds a context in GPU memory): the CPU time
- *     the GPU saves repays that from `cold` points up: 4M in 1-d and 2-d
- *     (the CPU takes about 76 ns a point), 1M in 3-d (about 430 ns); 4M in
- *     4-d (0.11 s saved at 1M, the largest measured: 135 against 21 ms);
- *     1M in 8-d (0.45 s saved; 0.18 s at 500,000), 500,000 in 16-d (1.1
- *     s; 0.16 s at 200,000), 200,000 in 32-d (0.48 s; 0.19 s at 100,000),
- *     100,000 in 64-d (0.45 s; 0.17 s at 50,000).  Between the measured
- *     dimensions the next one up's threshold applies.
- * Above 64-d (not measured) 'auto' keeps DBSCAN on the CPU.  With fewer
- * cores the CPU is slower, so these thresholds err towards it.
+ * all cores, by dimension: from `warm` points up in a process where CUDA
+ * already runs, from `cold` points up where the call would start CUDA (its
+ * start-up, 0.2-0.35 s, and a context held in GPU memory, must be repaid
+ * by the CPU time the GPU saves).  Measured on an H100 with 16 CPU cores
+ * (test/gpu/bench_dbscan_gpu; the tables: docs/benchmarks.md).  Between
+ * the measured dimensions the next one up's threshold applies; above 64-d
+ * (not measured) 'auto' keeps DBSCAN on the CPU.  With fewer cores the CPU
+ * is slower, so these thresholds err towards it.
  */
 static const struct
 {

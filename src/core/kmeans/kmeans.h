@@ -218,31 +218,22 @@ gc_code		gc_kmeans_check(const float *X, int64_t n, int d,
 
 /*
  * k-means from this much work per Lloyd iteration (n·k·d) up, 'auto' runs
- * on the GPU.  Measured with test/gpu/bench_crossover.c on the H200
- * machine (16 CPU cores, all used; whole calls, k-means++, max_iter 20,
- * tol 1e-4, CUDA already initialised), CPU ms / GPU ms:
- *   n·k·d 1.6e6..1.3e8, d 2..32, k 8..100:  0.26..0.82 (CPU wins) but for
- *     d = 2, k = 8, n = 1M (1.6e7): 1.64; d = 32, k = 8, n = 100k: 1.13;
- *     d = 128, k = 100: 1.41 at 2.6e7, 2.07 at 1.3e8
- *   2e8 (d 2, k 100): 1.58;  2.6e8 (d 32, k 8): 1.78;
- *   3.2e8 (d 32, k 100, n 100k, 4 iterations): 0.81;  6.4e8 (d 128): 2.47
- *   3.2e9 (SQL, 1M rows, d 32, k 100, 39 iterations): 7.0
- * The GPU's fixed costs are a few ms of allocation and upload and ~0.5 ms
- * per k-means++ centre, so small k·iterations favour the CPU; 5e8 keeps
- * 'auto' on the CPU wherever the CPU won or nearly tied.  A backend's
- * first GPU call also pays ~150-230 ms of CUDA initialisation.
+ * on the GPU.  The GPU's fixed costs are a few ms of allocation and upload
+ * and ~0.5 ms per k-means++ centre, so small k·iterations favour the CPU;
+ * 5e8 keeps 'auto' on the CPU wherever the CPU won or nearly tied on an
+ * H200 with 16 CPU cores (test/gpu/bench_crossover.c; the table:
+ * docs/benchmarks.md).  A backend's first GPU call also pays ~150-230 ms
+ * of CUDA initialisation.
  */
 #define GC_KMEANS_GPU_MIN_WORK 5.0e8
 
 /*
  * The kmeans_step aggregate's blocks (gc_kmeans_labels_*: one assignment,
  * no iterations) go to the GPU under 'auto' from this many centres up, and
- * n·k·d >= GC_KMEANS_GPU_MIN_WORK.  Measured with
- * test/gpu/bench_kmeans_step.py on the H200 machine (16 cores), a pass
- * serially, CPU s / GPU s: 10M x 32, k = 100: 2.27 / 2.54 (each 64 MiB
- * block about 14 ms slower through the GPU worker than on 16 threads);
- * 2M x 128, k = 1000: 2.79 / 1.93.  Both costs grow with n·d, the CPU's
- * also with k, so k decides; fewer cores move the crossover down.
+ * n·k·d >= GC_KMEANS_GPU_MIN_WORK.  Both devices' costs grow with n·d, the
+ * CPU's also with k, so k decides; each block through the GPU worker pays
+ * a fixed cost the CPU does not (test/gpu/bench_kmeans_step.py on an H200
+ * with 16 cores: docs/benchmarks.md); fewer cores move the crossover down.
  */
 #define GC_KMEANS_LABELS_GPU_MIN_K 256
 

@@ -85,22 +85,10 @@ int64_t		gc_silhouette_rows(const int32_t *labels, int64_t n,
  * under 'auto' run on the GPU from GC_KDISTANCE_GPU_MIN_ROWS rows /
  * GC_SILHOUETTE_GPU_MIN_ROWS rows scored up when CUDA already runs in the
  * process (the GPU worker's always does), from the _COLD ones when the
- * call would start it.  Measured with test/gpu/bench_tools (crossover
- * table; H100, 16 CPU cores all used, whole core calls, CUDA running;
- * 2026-11-25), CPU ms / GPU ms:
- *   k-distances (k = 10, blobs), n 1k, 3k, 10k, 30k, 100k:
- *     2-d 1.2, 1.0, 1.9, 3.5, 6.4x;  8-d 1.4, 2.3, 6.0, 10.1, 27.7x;
- *     32-d 1.8, 2.1, 4.6, 7.8, 18.5x (and 10.5x at 1M in 2-d, 58.9x at 1M
- *     in 8-d, 27.2x at 200k in 32-d);
- *   silhouette (exact, 10 blobs), rows 100, 300, 1k, 3k:
- *     2-d 2.2, 0.3, 1.3, 4.7x;  32-d 0.5, 1.5, 6.9, 26.2x;
- *     128-d 2.0, 3.7, 11.4, 23.3x (below 1 ms on both devices: noisy).
- * A backend's first GPU call also pays CUDA's start-up, 0.15-0.35 s
- * (GC_KMEANS_GPU_MIN_WORK, dispatch.c's DBSCAN table); the CPU time the
- * GPU saves repays it from the _COLD sizes: the k-distances of 1M rows
- * save 162 ms in 2-d (179 against 17), far more above (8-d: 443 ms
- * already at 100k); a silhouette of 20,000 rows saves 126 ms in 2-d, 1.28
- * s in 32-d, 5.1 s in 128-d.
+ * call would start it: there the CPU time the GPU saves repays CUDA's
+ * start-up, 0.15-0.35 s.  Measured on an H100 with 16 CPU cores
+ * (test/gpu/bench_tools, whole core calls, CUDA running; the tables:
+ * docs/benchmarks.md).
  */
 #define GC_KDISTANCE_GPU_MIN_ROWS 10000
 #define GC_KDISTANCE_GPU_MIN_ROWS_COLD 1000000
