@@ -15,7 +15,10 @@ DATA        = $(wildcard $(foreach e,$(EXTENSION),sql/$(e)--*.sql))
 REGRESS     = $(patsubst sql/%.sql,%,$(filter-out $(DATA),$(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --outputdir=test/regress_out
 
-CORE_SRCS   = $(wildcard src/core/*.c)
+# The core (src/core): one folder per algorithm plus common/; its headers
+# are included by path from src/core ("common/metric.h", "kmeans/kmeans.h").
+CORE_SRCS   = $(wildcard src/core/*/*.c)
+CORE_HDRS   = $(wildcard src/core/*.h src/core/*/*.h)
 GLUE_SRCS   = $(wildcard src/*.c)
 CORE_OBJS   = $(CORE_SRCS:.c=.o)
 OBJS        = $(GLUE_SRCS:.c=.o) $(CORE_OBJS)
@@ -42,10 +45,13 @@ USE_CUDA   ?= 1
 endif
 ifeq ($(USE_CUDA),1)
 CUDA_LIB    = $(dir $(CUDART_A))
-CU_SRCS     = $(filter-out %_hooks.cu,$(wildcard cuda/*.cu))
+# cuda/: common/ (device, transfers, checks) and one folder per algorithm.
+# Test-only: the entry points (*_hooks.cu) and the brute-force DBSCAN that
+# only dbscan_hooks.cu reaches; linked into the GPU tests, never the extension.
+CU_TEST_SRCS = $(wildcard cuda/*/*_hooks.cu) cuda/dbscan/dbscan_brute.cu
+CU_SRCS     = $(filter-out $(CU_TEST_SRCS),$(wildcard cuda/*/*.cu))
 CU_OBJS     = $(CU_SRCS:.cu=.o)
-# the test-only entry points: linked into the GPU tests, never the extension
-CU_HOOK_OBJS = $(patsubst %.cu,%.o,$(wildcard cuda/*_hooks.cu))
+CU_HOOK_OBJS = $(CU_TEST_SRCS:.cu=.o)
 OBJS       += $(CU_OBJS)
 GC_CUDA_DEF = -DGPUCLUST_CUDA
 # The one place the CUDA flags are set, for the extension and the GPU tests
@@ -55,7 +61,7 @@ GC_CUDA_DEF = -DGPUCLUST_CUDA
 # without the "a" for later GPUs; NVCC_EXTRA adds flags (-Xptxas -v).
 CUDA_ARCHS ?= 80 90a
 CUDA_PTX    = $(subst a,,$(lastword $(CUDA_ARCHS)))
-NVCC_FLAGS  = -O3 -std=c++17 -Xcompiler -fPIC -fmad=false -DGPUCLUST_CUDA -Isrc/core \
+NVCC_FLAGS  = -O3 -std=c++17 -Xcompiler -fPIC -fmad=false -DGPUCLUST_CUDA -Isrc/core -Icuda \
               $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
               -gencode arch=compute_$(CUDA_PTX),code=compute_$(CUDA_PTX) \
               $(NVCC_EXTRA)
@@ -80,13 +86,15 @@ ifeq ($(filter-out $(STANDALONE_GOALS) test/bin/% cuda/%,$(MAKECMDGOALS)),)
 NO_PGXS     = 1
 endif
 endif
+# the core's headers by path from src/core, for the glue and the core alike
+PG_CPPFLAGS += -Isrc/core
 ifndef NO_PGXS
 PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 endif
 
-cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/core/*.h)
+cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh) $(CORE_HDRS)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
 # What this build uses (printed by test/lib/setup.sh).
@@ -94,7 +102,7 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/core/*.h)
 config:
 	@echo "gpuclust build: USE_CUDA=$(USE_CUDA) nvcc=$(or $(NVCC),none) cudart=$(or $(CUDART_A),none)"
 
-$(OBJS): $(wildcard src/core/*.h src/*.h)
+$(OBJS): $(CORE_HDRS) $(wildcard src/*.h)
 
 # ---- core unit tests and the command-line driver (no PostgreSQL) ----
 # GC_TESTING: the test-only entry points and switches (never in the extension).
@@ -105,25 +113,25 @@ UNIT_BINS   = $(patsubst test/unit/%.c,test/bin/%,$(UNIT_SRCS))
 CORE_TOBJS  = $(patsubst src/core/%.c,test/bin/core/%.o,$(CORE_SRCS))
 CORE_ALL    = $(CORE_TOBJS) $(if $(filter 1,$(USE_CUDA)),$(CU_OBJS))
 
-test/bin/core/%.o: src/core/%.c $(wildcard src/core/*.h)
-	@mkdir -p test/bin/core
+test/bin/core/%.o: src/core/%.c $(CORE_HDRS)
+	@mkdir -p $(dir $@)
 	$(TEST_CC) -c -o $@ $<
 
-test/bin/%: test/unit/%.c test/unit/testutil.h $(CORE_ALL) $(wildcard src/core/*.h)
+test/bin/%: test/unit/%.c test/unit/testutil.h $(CORE_ALL) $(CORE_HDRS)
 	@mkdir -p test/bin
 	$(TEST_CC) -o $@ $< $(CORE_ALL) $(TEST_LIBS)
 
-test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(wildcard src/core/*.h)
+test/bin/gpuclust-cli: test/cli/gpuclust_cli.c $(CORE_ALL) $(CORE_HDRS)
 	@mkdir -p test/bin
 	$(TEST_CC) -o $@ $< $(CORE_ALL) $(TEST_LIBS)
 
 # ---- GPU tests and benchmarks (a GPU, no PostgreSQL) ----
-# Built from the extension's own objects (cuda/*.o, NVCC_FLAGS above), the
-# test-only entry points (cuda/*_hooks.cu, same flags) and the core;
+# Built from the extension's own objects (cuda/*/*.o, NVCC_FLAGS above), the
+# test-only code (CU_TEST_SRCS, same flags) and the core;
 # test/gpu/run_gpu_tests.sh runs them (stages: see that file).
 GPU_BINS    = $(patsubst test/gpu/%.c,test/bin/gpu/%,$(wildcard test/gpu/*.c))
 
-test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(wildcard test/gpu/*.h) $(CORE_ALL) $(CU_HOOK_OBJS) $(wildcard src/core/*.h)
+test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(wildcard test/gpu/*.h) $(CORE_ALL) $(CU_HOOK_OBJS) $(CORE_HDRS)
 	@mkdir -p test/bin/gpu
 	$(TEST_CC) -Itest/unit -I$(CUDA_HOME)/include -o $@ $< $(CORE_ALL) $(CU_HOOK_OBJS) $(TEST_LIBS)
 
@@ -147,7 +155,7 @@ unit: $(UNIT_BINS)
 # The same tests, CPU core only, under AddressSanitizer (leaks included) and
 # UndefinedBehaviorSanitizer; any report fails the run.
 ASAN_BINS   = $(patsubst test/unit/%.c,test/bin/asan/%,$(UNIT_SRCS))
-test/bin/asan/%: test/unit/%.c test/unit/testutil.h $(CORE_SRCS) $(wildcard src/core/*.h)
+test/bin/asan/%: test/unit/%.c test/unit/testutil.h $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p test/bin/asan
 	$(CC) -std=gnu11 -Wall -Wextra -g -O1 -fopenmp -ffp-contract=off -fno-math-errno -DGC_TESTING \
 		-fsanitize=address,undefined -fno-sanitize-recover=undefined -Isrc/core \

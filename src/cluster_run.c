@@ -23,7 +23,7 @@
 #include "cluster_run.h"
 #include "gpujob.h"
 #include "progress.h"
-#include "core/gpu.h"
+#include "core/common/gpu.h"
 
 /*
  * After a failed GPU run.  Under 'auto', lack of GPU memory or a CUDA error
@@ -140,8 +140,8 @@ gc_glue_kmeans_init_query(const char *init_query, gc_kmeans_params *p,
 	p->init_d = cin.d;
 }
 
-/* With weights, the rows of positive weight must be at least k. */
-static void
+/* With weights, the rows of positive weight must be at least k: their count. */
+static int64
 check_k_weights(int k, const GcInput *in)
 {
 	int64		positive = 0;
@@ -155,6 +155,7 @@ check_k_weights(int k, const GcInput *in)
 				 errdetail_plural("k is %d, but %lld row with features has a positive weight.",
 								  "k is %d, but %lld rows with features have a positive weight.",
 								  (unsigned long) positive, k, (long long) positive)));
+	return positive;
 }
 
 gc_device
@@ -194,7 +195,7 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	}
 	p.weights = in->weights;
 	if (p.weights != NULL)
-		check_k_weights(p.k, in);
+		p.positive_weights = check_k_weights(p.k, in);	/* the core trusts it */
 	memset(res, 0, sizeof(*res));
 	res->labels = alloc_array(cxt, in->n, sizeof(int32));
 	/* every form asks for the distances: the same core path runs */

@@ -58,7 +58,7 @@
 #include "driver.h"
 #include "gpuclust.h"
 #include "ingest.h"
-#include "core/dbscan_dist.h"
+#include "core/gpuclust_core.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan_distributed);
 

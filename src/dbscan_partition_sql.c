@@ -58,7 +58,7 @@
 #include "driver.h"
 #include "gpujob.h"
 #include "progress.h"
-#include "core/dbscan_dist.h"
+#include "core/gpuclust_core.h"
 
 PG_FUNCTION_INFO_V1(dbscan_bounds_transfn);
 PG_FUNCTION_INFO_V1(dbscan_bounds_combine);

@@ -459,7 +459,7 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 
 	kmeans_by_worker = gc_worker != NULL;
 	if (!kmeans_by_worker)
-		return gc_kmeans_gpu(ctx, in->X, in->n, in->d, &pm, res, st);
+		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, &pm, res, st);
 
 	j = my_job();
 	wait_slot_free(j);
@@ -468,6 +468,7 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	j->p.kmeans = pm;
 	gc_kmeans_gpu_plan_for(in->n, in->d, p->k, p->n_init, p->weights != NULL,
 						   pm.gpu_mem, &plan);
+	j->p.kmeans.gpu_plan = plan;	/* the run's plan too, not made again */
 	j->mem = plan.bytes;
 	j->out_labels = 0;
 	j->out_second = MAXALIGN(n * sizeof(int32));

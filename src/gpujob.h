@@ -15,7 +15,7 @@
 
 #include "gpuclust.h"
 #include "gpuworker.h"
-#include "core/gpu.h"
+#include "core/common/gpu.h"
 
 struct GcInput;
 

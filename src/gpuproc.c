@@ -244,7 +244,7 @@ run_kmeans(ProcJob *r, GcJob *j)
 							 &r->status);
 	else
 	{
-		(void) gc_kmeans_gpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
+		(void) gc_kmeans_on_gpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
 							 &r->status);
 		gc_kmeans_gpu_last_phases(&r->km_phases);
 	}

@@ -33,7 +33,7 @@
 #include "storage/dsm.h"
 
 #include "pg_compat.h"
-#include "core/gpu.h"
+#include "core/common/gpu.h"
 
 /* how long a stopping GPU process waits for its running jobs to see the cancel */
 #define GC_PROC_STOP_MS 5000

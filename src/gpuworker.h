@@ -49,7 +49,7 @@
 #include "storage/dsm.h"
 #include "storage/spin.h"
 
-#include "core/gpu.h"
+#include "core/common/gpu.h"
 
 /* seconds before the postmaster restarts a worker that exited */
 #define GC_WORKER_RESTART_S 2

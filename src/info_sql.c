@@ -35,7 +35,7 @@
 #include "gpuclust.h"
 #include "gpujob.h"
 #include "gpuworker.h"
-#include "core/gpu.h"
+#include "core/common/gpu.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_info);
 PG_FUNCTION_INFO_V1(gpuclust_gpu_jobs);

@@ -63,7 +63,7 @@
 #include "utils/plancache.h"
 #include "utils/syscache.h"
 
-#include "core/metric.h"
+#include "core/common/metric.h"
 #include "gpujob.h"
 #include "ingest.h"
 

@@ -81,8 +81,8 @@
 #include "gpuclust.h"
 #include "gpujob.h"
 #include "ingest.h"
-#include "core/kmeans_internal.h"
-#include "core/rng.h"
+#include "core/gpuclust_core.h"
+#include "core/common/rng.h"
 
 PG_FUNCTION_INFO_V1(kmeans_step_transfn);
 PG_FUNCTION_INFO_V1(kmeans_step_combine);

@@ -55,8 +55,8 @@
 #include "cluster_run.h"
 #include "progress.h"
 #include "cluster_srf.h"
-#include "core/kmeans_internal.h"
-#include "core/rng.h"
+#include "core/gpuclust_core.h"
+#include "core/common/rng.h"
 
 PG_FUNCTION_INFO_V1(gpu_kmeans_fit);
 PG_FUNCTION_INFO_V1(kmeans_assign);

@@ -37,7 +37,7 @@
 #include <cuda_runtime.h>
 
 #include "testutil.h"
-#include "gpu.h"
+#include "common/gpu.h"
 
 static int	iters = 20;
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu.h"
+#include "common/gpu.h"
 
 static uint64_t
 next(uint64_t *s)

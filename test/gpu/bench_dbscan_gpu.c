@@ -57,7 +57,7 @@
 
 #include <cuda_runtime.h>
 
-#include "gpu.h"
+#include "common/gpu.h"
 #include "knn_eps.h"
 
 static uint64_t rs = 12345;

@@ -28,7 +28,7 @@
 
 #include <cuda_runtime.h>
 
-#include "gpu.h"
+#include "common/gpu.h"
 
 static uint64_t
 next(uint64_t *s)

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "gpu.h"
+#include "common/gpu.h"
 
 static long
 env_or(const char *name, long dflt)

@@ -26,7 +26,7 @@
 
 #include <cuda_runtime.h>
 
-#include "gpu.h"
+#include "common/gpu.h"
 
 static uint64_t
 mix(uint64_t z)

@@ -56,7 +56,7 @@
 #include <cuda_runtime_api.h>
 
 #include "testutil.h"
-#include "gpu.h"
+#include "common/gpu.h"
 
 #define NOISE_FRACTION 0.05
 #define KD_BLOBS 20

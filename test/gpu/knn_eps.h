@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "metric.h"
+#include "common/metric.h"
 
 #define KNN_EPS_ROWS 24
 

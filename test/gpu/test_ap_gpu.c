@@ -43,8 +43,8 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "gpu.h"
-#include "rng.h"
+#include "common/gpu.h"
+#include "common/rng.h"
 
 static uint64_t rs;
 static int	quick;

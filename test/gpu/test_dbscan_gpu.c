@@ -43,7 +43,7 @@
 #include <time.h>
 
 #include "testutil.h"
-#include "gpu.h"
+#include "common/gpu.h"
 #include "knn_eps.h"
 
 static uint64_t rs;
@@ -742,16 +742,17 @@ errors(void)
 		GC_DBSCAN_GPU_AUTO, GC_DBSCAN_GPU_GRID, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_GPU_TREE
 	};
 
-	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &bad_eps, l, c, &st) == GC_EINVAL, "eps 0");
-	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &nan_eps, l, c, &st) == GC_EINVAL, "eps nan");
-	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &bad_mp, l, c, &st) == GC_EINVAL, "min_pts 0");
-	CHECK(gc_dbscan_gpu(NULL, X, 4, 2, &bad_alg, l, c, &st) == GC_EINVAL, "algorithm 7");
-	CHECK(gc_dbscan_gpu(NULL, X, 4, 0, &p, l, c, &st) == GC_EINVAL, "d 0");
+	/* the core's entry checks the contract; the GPU code trusts it */
+	CHECK(gc_dbscan_on_gpu(NULL, X, 4, 2, &bad_eps, l, c, &st) == GC_EINVAL, "eps 0");
+	CHECK(gc_dbscan_on_gpu(NULL, X, 4, 2, &nan_eps, l, c, &st) == GC_EINVAL, "eps nan");
+	CHECK(gc_dbscan_on_gpu(NULL, X, 4, 2, &bad_mp, l, c, &st) == GC_EINVAL, "min_pts 0");
+	CHECK(gc_dbscan_on_gpu(NULL, X, 4, 2, &bad_alg, l, c, &st) == GC_EINVAL, "algorithm 7");
+	CHECK(gc_dbscan_on_gpu(NULL, X, 4, 0, &p, l, c, &st) == GC_EINVAL, "d 0");
 	CHECK(gc_dbscan_gpu(NULL, X, 0, 2, &p, l, c, &st) == GC_OK, "n 0");
 	CHECK(gc_dbscan_gpu(NULL, X, 0, 2, &pdc, l, c, &st) == GC_OK, "n 0 dclust: %s", st.message);
 	CHECK(gc_dbscan_gpu_index(NULL, X, 0, 8, &p, GC_DBSCAN_GPU_TREE, NULL, l, c, &st) == GC_OK,
 		  "n 0 tree: %s", st.message);
-	CHECK(gc_dbscan_gpu(&ctx, X, 4, 2, &p, l, c, &st) == GC_ECANCEL, "cancel");
+	CHECK(gc_dbscan_on_gpu(&ctx, X, 4, 2, &p, l, c, &st) == GC_ECANCEL, "cancel");
 	/* the flag raised before the call: every index, both algorithms (not
 	 * the brute force with DClust, refused) */
 	for (int k = 0; k < 4; k++)

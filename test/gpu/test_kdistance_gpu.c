@@ -26,8 +26,8 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "gpu.h"
-#include "metric.h"
+#include "common/gpu.h"
+#include "common/metric.h"
 
 static uint64_t rs;
 static int	quick;

@@ -55,8 +55,8 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "kmeans_internal.h"
-#include "gpu.h"
+#include "kmeans/kmeans_internal.h"
+#include "common/gpu.h"
 
 static uint64_t rs;
 static int	quick;
@@ -1027,16 +1027,16 @@ test_errors(void)
 	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {&flag, NULL}};
 
 	p.k = 11;
-	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "k > n");
+	CHECK(gc_kmeans_on_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "k > n");
 	p.k = 0;
-	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "k = 0");
+	CHECK(gc_kmeans_on_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "k = 0");
 	p.k = 3;
 	p.tol = -1;
-	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "tol < 0");
+	CHECK(gc_kmeans_on_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_EINVAL, "tol < 0");
 	p.tol = 1e-4;
-	CHECK(gc_kmeans_gpu(NULL, X, 0, 2, &p, &r, &st) == GC_OK, "n = 0");
-	CHECK(gc_kmeans_gpu(&ctx, X, 10, 2, &p, &r, &st) == GC_ECANCEL, "cancel: %d %s", st.code, st.message);
-	CHECK(gc_kmeans_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_OK, "after cancel: %s", st.message);
+	CHECK(gc_kmeans_on_gpu(NULL, X, 0, 2, &p, &r, &st) == GC_OK, "n = 0");
+	CHECK(gc_kmeans_on_gpu(&ctx, X, 10, 2, &p, &r, &st) == GC_ECANCEL, "cancel: %d %s", st.code, st.message);
+	CHECK(gc_kmeans_on_gpu(NULL, X, 10, 2, &p, &r, &st) == GC_OK, "after cancel: %s", st.message);
 }
 
 /*

@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "gpu.h"
+#include "common/gpu.h"
 
 static uint64_t rs;
 static int	quick;

@@ -55,7 +55,7 @@ else
 	rm -rf "$BUILD"
 	mkdir -p "$BUILD"
 	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -p -t "$BUILD"
-	cp -p cuda/*.o "$BUILD/cuda/" 2>/dev/null || true
+	(cd cuda && cp -p --parents */*.o "$BUILD/cuda/") 2>/dev/null || true
 	[ -f config.mk ] && cp -p config.mk "$BUILD/"
 	(cd "$BUILD" && make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null &&
 		make -s install ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null) ||

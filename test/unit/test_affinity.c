@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "gpuclust_core.h"
-#include "rng.h"
+#include "common/rng.h"
 #include "testutil.h"
 
 static uint64_t rs;				/* test data generator state */

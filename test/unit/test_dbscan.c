@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dbscan_internal.h"
+#include "dbscan/dbscan_internal.h"
 #include "gpuclust_core.h"
-#include "gpu.h"
+#include "common/gpu.h"
 #include "testutil.h"
 
 /* ---- reference ---- */

@@ -9,9 +9,9 @@
 #include <time.h>
 
 #include "gpuclust_core.h"
-#include "gpu.h"
-#include "kmeans_internal.h"
-#include "rng.h"
+#include "common/gpu.h"
+#include "kmeans/kmeans_internal.h"
+#include "common/rng.h"
 #include "testutil.h"
 
 static uint64_t rs;				/* test data generator state */
@@ -1031,6 +1031,14 @@ test_invalid_init_weights(void)
 		  C[lab[3] * 2] == 6 && C[lab[3] * 2 + 1] == 7,
 		  "two rows of positive weight, k = 2: each its own centre (%s)", st.message);
 	CHECK(r.inertia == 0.0, "weighted inertia of exact centres: %g", r.inertia);
+	/* the caller's count of positive weights: trusted, no pass over them */
+	p.positive_weights = 2;
+	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_OK && lab[1] != lab[3] &&
+		  r.inertia == 0.0, "positive_weights 2 given: %s", st.message);
+	p.positive_weights = 1;
+	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_EINVAL &&
+		  strstr(st.message, "positive weight") != NULL,
+		  "positive_weights 1 < k given: not GC_EINVAL (message '%s')", st.message);
 }
 
 /* ---- spherical k-means (metric cosine) against brute force ---- */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "gpuclust_core.h"
-#include "gpu.h"
+#include "common/gpu.h"
 #include "testutil.h"
 
 /* One tool: its name, its crossovers, its largest n and its message beyond. */

@@ -1,0 +1,139 @@
+/*
+ * device.cu — probing the CUDA device: is there a driver, a device, how much
+ * memory.  The first call initialises CUDA in the calling process.
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/gpu.h"
+
+static bool cuda_started = false;	/* a context exists in this process */
+
+extern "C" bool
+gc_cuda_started(void)
+{
+	return cuda_started;
+}
+
+extern "C" void
+gc_cuda_keep_memory(size_t bytes)
+{
+	int			dev;
+	cudaMemPool_t pool;
+	uint64_t	threshold = bytes;
+
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+		cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
+		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+								&threshold) != cudaSuccess)
+		cudaGetLastError();		/* no pool: memory is released as before */
+}
+
+extern "C" void
+gc_cuda_trim_memory(void)
+{
+	int			dev;
+	cudaMemPool_t pool;
+
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+		cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
+		cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
+		cudaGetLastError();
+}
+
+extern "C" void
+gc_cuda_probe(int device_id, gc_cuda_device_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->device_id = device_id;
+	cudaRuntimeGetVersion(&info->runtime_version);
+	cudaDriverGetVersion(&info->driver_version);	/* 0 when no driver */
+
+	cudaError_t err = cudaGetDeviceCount(&info->device_count);
+	if (err != cudaSuccess)
+	{
+		info->device_count = 0;
+		/*
+		 * Without libcuda.so.1 the runtime says "CUDA driver version is
+		 * insufficient for CUDA runtime version", which reads as if an
+		 * upgrade would help; a driver version of 0 means there is none.
+		 */
+		if (info->driver_version == 0)
+			snprintf(info->reason, sizeof(info->reason),
+					 "no CUDA driver found (libcuda.so.1)");
+		else
+			snprintf(info->reason, sizeof(info->reason), "CUDA reports: %s",
+					 cudaGetErrorString(err));
+		cudaGetLastError();		/* clear the sticky-free error */
+		return;
+	}
+	if (info->device_count == 0)
+	{
+		snprintf(info->reason, sizeof(info->reason), "no CUDA device found");
+		return;
+	}
+	if (device_id < 0 || device_id >= info->device_count)
+	{
+		snprintf(info->reason, sizeof(info->reason),
+				 "gpuclust.gpu_device_id is %d but only %d CUDA device(s) exist",
+				 device_id, info->device_count);
+		return;
+	}
+
+	cudaDeviceProp prop;
+	err = cudaGetDeviceProperties(&prop, device_id);
+	if (err == cudaSuccess)
+		err = cudaSetDevice(device_id);
+	if (err == cudaSuccess)
+		err = cudaMemGetInfo(&info->free_mem, &info->total_mem);
+	if (err != cudaSuccess)
+	{
+		snprintf(info->reason, sizeof(info->reason), "CUDA device %d: %s",
+				 device_id, cudaGetErrorString(err));
+		cudaGetLastError();
+		return;
+	}
+	cuda_started = true;
+	snprintf(info->name, sizeof(info->name), "%s", prop.name);
+	info->cc_major = prop.major;
+	info->cc_minor = prop.minor;
+	info->usable = true;
+}
+
+/*
+ * The probe of device_id, cached for the life of the process (a backend):
+ * the driver, device count, name and compute capability are read once; the
+ * free and total memory are read again on every call (cheap once CUDA is
+ * initialised), and the device is made current.  A failure is cached too:
+ * a backend that found no driver does not try again.
+ */
+extern "C" void
+gc_cuda_probe_cached(int device_id, gc_cuda_device_info *info)
+{
+	static bool have = false;
+	static gc_cuda_device_info cache;
+
+	if (!have || cache.device_id != device_id)
+	{
+		gc_cuda_probe(device_id, &cache);
+		have = true;
+		*info = cache;
+		return;
+	}
+	*info = cache;
+	if (info->usable)
+	{
+		cudaError_t err = cudaSetDevice(device_id);
+
+		if (err == cudaSuccess)
+			err = cudaMemGetInfo(&info->free_mem, &info->total_mem);
+		if (err != cudaSuccess)
+		{
+			info->usable = false;
+			snprintf(info->reason, sizeof(info->reason), "CUDA device %d: %s",
+					 device_id, cudaGetErrorString(err));
+			cudaGetLastError();
+		}
+	}
+}

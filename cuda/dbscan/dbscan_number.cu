@@ -1,0 +1,125 @@
+/*
+ * dbscan_number.cu — the last phase of the GPU DBSCAN: clusters numbered 0,
+ * 1, 2 ... in order of their lowest input row, as the CPU numbers them, and
+ * the labels and core flags brought back to the host.
+ *
+ * From rp (each position's cluster root, or -1): an atomicMin of the input
+ * row per root, a flag on each cluster's first row, a CUB exclusive scan of
+ * the flags; a row's label is the scan at its root's first row.  The
+ * download goes through the pinned ring (transfer.cu).
+ */
+#include <cub/device/device_scan.cuh>
+
+#include "dbscan_gpu.cuh"
+#include "common/transfer.cuh"
+
+/*
+ * rootOfRow, coreRow by input row, and minrow[r] = the least row of root
+ * r.  Neighbouring positions mostly share a root (points are in cell
+ * order), so each warp takes the least row per root among its lanes first
+ * and makes one atomic per root: a large cluster would otherwise put
+ * millions of atomics on one address.
+ */
+__global__ void
+k_fin1(const int *__restrict__ rp, const int *__restrict__ perm,
+	   const uint8_t *__restrict__ core, int n, int *rootOfRow,
+	   uint8_t *coreRow, int *minrow)
+{
+	int			pos = blockIdx.x * blockDim.x + threadIdx.x;
+	int			row = INT32_MAX,
+				r = -1;
+
+	if (pos < n)
+	{
+		row = perm ? perm[pos] : pos;
+		r = rp[pos];
+		rootOfRow[row] = r;
+		coreRow[row] = core[pos];
+	}
+	/* every lane takes part: blockDim is a multiple of 32 */
+	unsigned	same = __match_any_sync(0xffffffffu, r);
+	int			least = __reduce_min_sync(same, row);
+
+	if (r >= 0 && (threadIdx.x & 31) == __ffs(same) - 1 &&
+		least < *(volatile int *) &minrow[r])
+		atomicMin(&minrow[r], least);
+}
+
+__global__ void
+k_fin2(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
+	   int n, int *flag)
+{
+	int			row = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (row < n)
+	{
+		int			r = rootOfRow[row];
+
+		flag[row] = r >= 0 && minrow[r] == row;
+	}
+}
+
+__global__ void
+k_fin3(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
+	   const int *__restrict__ idx, int n, int32_t *labels)
+{
+	int			row = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (row < n)
+	{
+		int			r = rootOfRow[row];
+
+		labels[row] = r < 0 ? GC_NOISE : idx[minrow[r]];
+	}
+}
+
+gc_code
+db_exclusive_sum(db_dev &D, const int *in, int *out, int64_t n, gc_status *st)
+{
+	size_t		bytes = 0;
+
+	DB_CK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, (int) n, D.s));
+	DB_CK(D.scratch(bytes));
+	bytes = D.cub_bytes;
+	DB_CK(cub::DeviceScan::ExclusiveSum(D.cub_tmp, bytes, in, out, (int) n, D.s));
+	return GC_OK;
+}
+
+gc_code
+db_finish(db_dev &D, int n, const int *rp, const int *perm,
+		  const uint8_t *core, int32_t *labels, uint8_t *is_core,
+		  gc_status *st)
+{
+	int		   *rootOfRow,
+			   *minrow,
+			   *flag,
+			   *idx;
+	int32_t    *dlab;
+	uint8_t    *dcore;
+	double		t0 = gc_now_ms();
+
+	DB_ALLOC(rootOfRow, n);
+	DB_ALLOC(minrow, n);
+	DB_ALLOC(flag, n);
+	DB_ALLOC(idx, n);
+	DB_ALLOC(dlab, n);
+	DB_ALLOC(dcore, n);
+	DB_CK(gc_launch(k_fill, n, DB_THREADS, DB_THREADS, D.s, minrow, n, INT32_MAX));
+	DB_CK(gc_launch(k_fin1, n, DB_THREADS, DB_THREADS, D.s, rp, perm, core, n,
+					rootOfRow, dcore, minrow));
+	DB_CK(gc_launch(k_fin2, n, DB_THREADS, DB_THREADS, D.s, rootOfRow,
+					(const int *) minrow, n, flag));
+	gc_code		rc = db_exclusive_sum(D, flag, idx, n, st);
+
+	if (rc != GC_OK)
+		return rc;
+	DB_CK(gc_launch(k_fin3, n, DB_THREADS, DB_THREADS, D.s, rootOfRow,
+					(const int *) minrow, (const int *) idx, n, dlab));
+	DB_CK(cudaStreamSynchronize(D.s));
+	db_phases.ms_number = gc_now_ms() - t0;
+	t0 = gc_now_ms();
+	DB_CK(gc_xfer_d2h(labels, dlab, sizeof(int32_t) * (size_t) n, D.s, D.host_threads));
+	DB_CK(gc_xfer_d2h(is_core, dcore, (size_t) n, D.s, D.host_threads));
+	db_phases.ms_download = gc_now_ms() - t0;
+	return GC_OK;
+}

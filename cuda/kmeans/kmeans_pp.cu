@@ -1,0 +1,982 @@
+/*
+ * kmeans_pp.cu — k-means++ seeding on the GPU, unweighted and weighted.
+ *
+ * It reproduces the CPU's gc_km_init_kmeanspp(_w) (kmeans_init.c) bit for
+ * bit: the same counter-based draws (rng.h), the same float32 distances
+ * summed in dimension order with separate multiply and add, and the same
+ * step grid, on which every sum is an exact integer sum (kmeans/kmeans.h),
+ * so that blocks and atomics add in any order.  Per centre, four kernels:
+ *
+ *   pp_regrid  when the step's grid changed (the largest term crossed a
+ *              power of two): the block sums of the D² terms on the new
+ *              grid, a CUDA block per block of KM_BLOCK rows, and the last
+ *              block done their prefix sums; otherwise nothing (the
+ *              winner's sums, on the unchanged grid, are those terms').
+ *              Up to PP_SELECT_REGRID_NB blocks (k-means||'s candidates)
+ *              pp_select does it instead: one launch fewer a centre.
+ *   pp_draw    a CUDA block per trial: R = gc_km_pot_draw(.., T); the
+ *              block of rows by binary search of the prefix sums, then the
+ *              row by a block scan of its KM_BLOCK terms (loaded coalesced,
+ *              cub::BlockLoad); the trial's row
+ *              gathered as candidate column t (d x LMAX).
+ *   pp_terms   terms[t][i] = min(closest[i], gc_dist2(x_i, cand_t)), one
+ *              thread per row (one pass over X for all L trials), in place:
+ *              closest is the row terms[best] of the previous centre (the
+ *              winner's terms are the new D²), read by the thread that
+ *              then overwrites its own row's terms; with them each trial's
+ *              block sums on the step's grid and its largest term.
+ *   pp_select  the potentials (sums of the block sums), the lowest wins
+ *              (ties: the earliest trial); its largest term gives the next
+ *              grid; if that is the same, the prefix sums of the winner's
+ *              block sums are the next draws'.
+ *
+ * The host only enqueues; it synchronises every 16 centres to poll the
+ * cancel flags.
+ *
+ * Few rows (k-means||'s candidates, small tables): pp_persist runs the
+ * same steps from the same device functions in one cooperative launch per
+ * PP_PERSIST_STEPS centres (below), where the four launches' latency was
+ * most of a step.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <type_traits>
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/iterator/cache_modified_input_iterator.cuh>
+#include <cooperative_groups.h>
+
+#include "kmeans_dev.cuh"
+#include "common/rng.h"
+
+#define PP_THREADS 256
+#define PP_ITEMS (KM_BLOCK / PP_THREADS)	/* rows a thread of a block scan */
+#define PP_TERMS_DC 8			/* pp_terms: dimensions loaded at once */
+#define PP_CS_DIMS 64			/* pp_terms: candidates' dimensions in shared memory */
+#define PP_RPT_MAX_D 32			/* pp_terms: rows a thread above 1 up to this d */
+#define PP_SELECT_REGRID_NB 16	/* up to this many blocks pp_select regrids */
+#define PP_PERSIST_NB 8		/* pp_persist by default up to this many blocks of rows ... */
+#define PP_PERSIST_ND (1 << 22)	/* ... and n x d floats */
+#define PP_PERSIST_NB_MAX 256	/* pp_persist: at most this many blocks of rows ... */
+#define PP_PERSIST_CS 6144		/* ... and d x L candidates' floats */
+#define PP_PERSIST_STEPS 64		/* pp_persist: centres a launch (the cancel poll) */
+#define PP_PERSIST_XD 128		/* pp_persist: a tile's dimensions in shared memory at once */
+#define PP_PERSIST_TW ((KM_PP_LMAX + PP_THREADS / 32 - 1) / (PP_THREADS / 32))	/* trials a warp */
+
+typedef cub::BlockScan<uint64_t, PP_THREADS> pp_scan_t;
+typedef cub::BlockReduce<uint64_t, PP_THREADS> pp_reduce_t;
+/* a block of KM_BLOCK terms, coalesced, PP_ITEMS consecutive a thread */
+typedef cub::BlockLoad<float, PP_THREADS, PP_ITEMS, cub::BLOCK_LOAD_TRANSPOSE> pp_load_t;
+
+/* pp_draw_row's shared memory */
+union pp_draw_ts
+{
+	pp_load_t::TempStorage l;
+	pp_scan_t::TempStorage s;
+};
+
+namespace
+{
+/* The grid of the step (kmeans/kmeans.h), on the device. */
+struct pp_grid
+{
+	double		S;				/* the draws' and the potentials' */
+	int			regrid;			/* pp_regrid recomputes the draws' sums */
+	unsigned	done;			/* pp_regrid's blocks done */
+};
+
+/* The device state of one seeding, shared by its kernels. */
+struct pp_state
+{
+	const float *XT;
+	int64_t		n;
+	int			d;
+	int64_t		nb;
+	const double *w;			/* NULL: unweighted */
+	int64_t		wlast;			/* the last row of positive weight */
+	float	   *terms;			/* L x n */
+	unsigned long long *bs;		/* L x nb block sums of q (pp_terms) */
+	unsigned long long *tmax;	/* L: the largest term's bits */
+	uint64_t   *bq;				/* nb block sums (pp_regrid) */
+	uint64_t   *off;			/* nb + 1: the draws' prefix sums */
+	pp_grid    *g;
+	int64_t    *cid;			/* LMAX trial rows */
+	float	   *cand;			/* d x LMAX */
+	int		   *best;			/* the last winner */
+};
+}
+
+/*
+ * off[0] = 0, off[b+1] = off[b] + in(b) (b < nb): the whole block.  in(b)
+ * may read off[b+1] itself (in place): a chunk's reads come before its
+ * scan, its writes after.
+ */
+template <typename In>
+__device__ void
+pp_prefix(In in, int64_t nb, uint64_t *off, pp_scan_t::TempStorage &ts)
+{
+	__shared__ uint64_t carry;
+
+	if (threadIdx.x == 0)
+		carry = 0;
+	__syncthreads();
+	for (int64_t b0 = 0; b0 < nb; b0 += PP_THREADS)
+	{
+		const int64_t b = b0 + threadIdx.x;
+		uint64_t	v = b < nb ? in(b) : 0,
+					incl,
+					total;
+
+		pp_scan_t(ts).InclusiveSum(v, incl, total);
+		if (b < nb)
+			off[b + 1] = carry + incl;
+		__syncthreads();
+		if (threadIdx.x == 0)
+			carry += total;
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		off[0] = 0;
+	__syncthreads();
+}
+
+/* pp_prefix's inputs: sums in global memory (written by other blocks) ... */
+struct pp_in_global
+{
+	const uint64_t *p;
+
+	__device__ uint64_t operator() (int64_t b) const
+	{
+		return __ldcg(p + b);
+	}
+};
+
+/* ... or off[b+1] itself */
+struct pp_in_place
+{
+	const uint64_t *off;
+
+	__device__ uint64_t operator() (int64_t b) const
+	{
+		return off[b + 1];
+	}
+};
+
+__device__ void
+pp_prefix_of(const uint64_t *in, int64_t nb, uint64_t *off, pp_scan_t::TempStorage &ts)
+{
+	pp_prefix(pp_in_global {in}, nb, off, ts);
+}
+
+/* The sum of q over block b of the terms closest (n), on the grid S. */
+__device__ __forceinline__ uint64_t
+pp_block_q(const pp_state &P, const float *closest, int64_t b, double S, pp_reduce_t::TempStorage &ts)
+{
+	uint64_t	s = 0;
+
+	for (int u = 0; u < PP_ITEMS; u++)
+	{
+		const int64_t i = b * KM_BLOCK + (int64_t) u * PP_THREADS + threadIdx.x;
+
+		if (i < P.n)
+			s += gc_km_pot_q(gc_km_pot_term(P.w, i, __ldcg(closest + i)), S);
+	}
+	return pp_reduce_t(ts).Sum(s);	/* thread 0's */
+}
+
+/*
+ * The draws' prefix sums off (nb + 1) of the terms closest on the grid S,
+ * by one block: each block's sum into off[b+1], then the prefix in place
+ * (a few blocks of rows: pp_select, pp_persist).
+ */
+__device__ void
+pp_regrid_here(const pp_state &P, const float *closest, double S, uint64_t *off,
+			   pp_reduce_t::TempStorage &tr, pp_scan_t::TempStorage &ts)
+{
+	for (int64_t b = 0; b < P.nb; b++)
+	{
+		const uint64_t q = pp_block_q(P, closest, b, S, tr);
+
+		if (threadIdx.x == 0)
+			off[b + 1] = q;
+		__syncthreads();
+	}
+	pp_prefix(pp_in_place {off}, P.nb, off, ts);
+}
+
+/*
+ * The draws' block sums of the winner's terms on the grid S, when the grid
+ * changed: block b of KM_BLOCK rows per CUDA block; the last one done
+ * writes their prefix sums and clears the flag.
+ */
+__global__ void __launch_bounds__(PP_THREADS)
+pp_regrid(pp_state P)
+{
+	__shared__ union
+	{
+		pp_reduce_t::TempStorage r;
+		pp_scan_t::TempStorage s;
+	}			ts;
+	__shared__ bool last;
+	uint64_t	s;
+
+	if (!P.g->regrid)
+		return;
+	s = pp_block_q(P, P.terms + (int64_t) *P.best * P.n, blockIdx.x, P.g->S, ts.r);
+	if (threadIdx.x == 0)
+	{
+		P.bq[blockIdx.x] = s;
+		__threadfence();
+		last = atomicAdd(&P.g->done, 1u) == gridDim.x - 1;
+	}
+	__syncthreads();
+	if (!last)
+		return;
+	__threadfence();
+	pp_prefix_of(P.bq, P.nb, P.off, ts.s);
+	if (threadIdx.x == 0)
+	{
+		P.g->done = 0;
+		P.g->regrid = 0;
+	}
+}
+
+/*
+ * The row of trial t of centre c (the whole block): c >= 1 draws counter
+ * 1+(c-1)L+t over the terms closest on the grid S, whose block sums'
+ * prefix is off (nb + 1); for c == 0 the single candidate is row `first`.
+ */
+__device__ int64_t
+pp_draw_row(const pp_state &P, const float *closest, const uint64_t *off, double S,
+			uint64_t seed, uint64_t stream, int c, int L, int t, int64_t first,
+			pp_draw_ts &ts)
+{
+	__shared__ int hit;
+	int64_t		row = first;
+
+	if (c > 0)
+	{
+		const uint64_t T = off[P.nb];
+
+		row = P.w == nullptr ? P.n - 1 : P.wlast;
+		if (T > 0)
+		{
+			const uint64_t R = gc_km_pot_draw(seed, stream, 1 + (uint64_t) (c - 1) * L + t, T);
+			const int64_t b = gc_km_pp_block(off, P.nb, R),
+						i0 = b * KM_BLOCK + (int64_t) threadIdx.x * PP_ITEMS,
+						rows = P.n - b * KM_BLOCK < KM_BLOCK ? P.n - b * KM_BLOCK : KM_BLOCK;
+			/* through L2: the terms may be another block's, this kernel's */
+			cub::CacheModifiedInputIterator<cub::LOAD_CG, float> in(closest + b * KM_BLOCK);
+			float		d2[PP_ITEMS];
+			uint64_t	q[PP_ITEMS],
+						s = 0,
+						acc;
+
+			pp_load_t(ts.l).Load(in, d2, (int) rows, 0.0f);
+			__syncthreads();	/* ts.l is ts.s */
+			for (int u = 0; u < PP_ITEMS; u++)
+			{
+				q[u] = i0 + u < P.n ? gc_km_pot_q(gc_km_pot_term(P.w, i0 + u, d2[u]), S) : 0;
+				s += q[u];
+			}
+			if (threadIdx.x == 0)
+				hit = KM_BLOCK;
+			pp_scan_t(ts.s).ExclusiveSum(s, acc);
+			acc += off[b];
+			for (int u = 0; u < PP_ITEMS; u++)
+			{
+				acc += q[u];
+				if (acc > R)
+				{
+					atomicMin(&hit, (int) threadIdx.x * PP_ITEMS + u);
+					break;
+				}
+			}
+			__syncthreads();
+			/* R < off[b+1]: a row of the block is hit */
+			row = b * KM_BLOCK + hit < P.n ? b * KM_BLOCK + hit : P.n - 1;
+			__syncthreads();
+		}
+	}
+	return row;
+}
+
+/* Trial t's row as candidate column t (d x KM_PP_LMAX) and its index. */
+__device__ void
+pp_take(const pp_state &P, int64_t row, int t, float *cand, int64_t *cid)
+{
+	if (threadIdx.x == 0)
+		cid[t] = row;
+	for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
+		cand[j * KM_PP_LMAX + t] = P.XT[(int64_t) j * P.n + row];
+}
+
+/*
+ * Trial t of centre c; block t also clears its trial's sums for pp_terms.
+ */
+__global__ void __launch_bounds__(PP_THREADS)
+pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
+{
+	__shared__ pp_draw_ts ts;
+	const int	t = blockIdx.x;
+	int64_t		row;
+
+	for (int64_t b = threadIdx.x; b < P.nb; b += PP_THREADS)
+		P.bs[(int64_t) t * P.nb + b] = 0;
+	if (threadIdx.x == 0)
+		P.tmax[t] = 0;
+	row = pp_draw_row(P, c > 0 ? P.terms + (int64_t) *P.best * P.n : nullptr, P.off,
+					  P.g->S, seed, stream, c, L, t, first, ts);
+	pp_take(P, row, t, P.cand, P.cid);
+	/* every column written: pp_terms computes whole groups of 4 trials */
+	if (t == 0)
+		for (int e = threadIdx.x; e < P.d * (KM_PP_LMAX - L); e += PP_THREADS)
+			P.cand[(e / (KM_PP_LMAX - L)) * KM_PP_LMAX + L + e % (KM_PP_LMAX - L)] = 0.0f;
+}
+
+/* q[t] += the chunk jc .. jc+dc-1 of row i's distance² to candidate t. */
+template <int LT>
+__device__ __forceinline__ void
+pp_terms_chunk(const pp_state &P, int64_t i, int jc, int dc,
+			   const float4 (*cs)[LT / 4], float *q)
+{
+	/* PP_TERMS_DC dimensions' loads in flight at once per thread: the
+	 * pass is bound by memory, and for a few rows by its latency */
+	for (int j0 = 0; j0 < dc; j0 += PP_TERMS_DC)
+	{
+		float		x[PP_TERMS_DC];
+
+#pragma unroll
+		for (int u = 0; u < PP_TERMS_DC; u++)
+			x[u] = j0 + u < dc ? P.XT[(int64_t) (jc + j0 + u) * P.n + i] : 0.0f;
+#pragma unroll
+		for (int u = 0; u < PP_TERMS_DC; u++)
+			if (j0 + u < dc)
+			{
+#pragma unroll
+				for (int v = 0; v < LT / 4; v++)
+				{
+					const float4 cc = cs[j0 + u][v];
+
+					q[4 * v] = gc_l2_step(q[4 * v], x[u], cc.x);
+					q[4 * v + 1] = gc_l2_step(q[4 * v + 1], x[u], cc.y);
+					q[4 * v + 2] = gc_l2_step(q[4 * v + 2], x[u], cc.z);
+					q[4 * v + 3] = gc_l2_step(q[4 * v + 3], x[u], cc.w);
+				}
+			}
+	}
+}
+
+/*
+ * terms[t][i] = min(closest[i], gc_dist2(x_i, cand_t)) for t < L, where
+ * closest is terms[best] (c > 0) or +inf (c == 0): the thread of row i
+ * reads its closest before it writes its row's terms.  LT (a multiple of
+ * 4, >= L) trials are computed, a dimension's candidates read as float4:
+ * no test of L in the inner loop, and the loop's instructions stay under
+ * the pass's memory time.  Then each trial's q on the step's grid, summed
+ * per block of KM_BLOCK rows (a CUDA block's rpt x blockDim rows lie in
+ * one), and its largest term.
+ */
+template <int LT, bool W, bool RPT>
+__global__ void __launch_bounds__(PP_THREADS)
+pp_terms(pp_state P, int L, int c, int rpt_)
+{
+	const int	rpt = RPT ? rpt_ : 1;	/* 1: no registers held across rows */
+	/* the largest term's bits: a float's unweighted (ordered as the double) */
+	typedef typename std::conditional<W, unsigned long long, unsigned>::type max_t;
+	__shared__ float4 cs[PP_CS_DIMS][LT / 4];	/* a chunk of the candidates */
+	__shared__ unsigned long long red[2][LT];
+	const int64_t r0 = (int64_t) blockIdx.x * blockDim.x * rpt;
+	const double S = P.g->S;
+	unsigned long long s[LT];
+	max_t		mx[LT];
+
+#pragma unroll
+	for (int t = 0; t < LT; t++)
+		s[t] = mx[t] = 0;
+	if (threadIdx.x < 2 * LT)
+		red[threadIdx.x / LT][threadIdx.x % LT] = 0;
+	for (int r = 0; r < rpt; r++)
+	{
+		const int64_t i = r0 + (int64_t) r * blockDim.x + threadIdx.x;
+		const bool	row = i < P.n;
+		const float cl = c == 0 || !row ? INFINITY : P.terms[(int64_t) *P.best * P.n + i];
+		float		q[LT];
+
+#pragma unroll
+		for (int t = 0; t < LT; t++)
+			q[t] = 0.0f;
+		for (int jc = 0; jc < P.d; jc += PP_CS_DIMS)
+		{
+			const int	dc = P.d - jc < PP_CS_DIMS ? P.d - jc : PP_CS_DIMS;
+
+			if (r > 0 && P.d <= PP_CS_DIMS)
+				break;			/* jc = 0, the one chunk, is in place */
+			__syncthreads();
+			for (int e = threadIdx.x; e < dc * (LT / 4); e += blockDim.x)
+				cs[e / (LT / 4)][e % (LT / 4)] =
+					((const float4 *) (P.cand + (int64_t) (jc + e / (LT / 4)) * KM_PP_LMAX))[e % (LT / 4)];
+			__syncthreads();
+			if (!row)
+				continue;
+			pp_terms_chunk<LT>(P, i, jc, dc, cs, q);
+		}
+		if (r > 0 && P.d <= PP_CS_DIMS && row)
+			pp_terms_chunk<LT>(P, i, 0, P.d, cs, q);
+#pragma unroll
+		for (int t = 0; t < LT; t++)
+			if (t < L && row)
+			{
+				const float m = q[t] < cl ? q[t] : cl;
+				const double tm = gc_km_pot_term(W ? P.w : nullptr, i, m);
+				const max_t b = W ? (max_t) __double_as_longlong(tm) : (max_t) __float_as_uint(m);	/* >= 0: ordered */
+
+				P.terms[(int64_t) t * P.n + i] = m;
+				s[t] += gc_km_pot_q(tm, S);
+				mx[t] = b > mx[t] ? b : mx[t];
+			}
+	}
+#pragma unroll
+	for (int t = 0; t < LT; t++)
+		if (t < L)
+		{
+			for (int o = 16; o > 0; o /= 2)
+			{
+				const unsigned long long so = __shfl_xor_sync(0xffffffffu, s[t], o);
+				const max_t	mo = __shfl_xor_sync(0xffffffffu, mx[t], o);
+
+				s[t] += so;
+				mx[t] = mo > mx[t] ? mo : mx[t];
+			}
+			if ((threadIdx.x & 31) == 0)
+			{
+				atomicAdd(&red[0][t], s[t]);
+				atomicMax(&red[1][t], W ? (unsigned long long) mx[t] :
+						  (unsigned long long) __double_as_longlong((double) __uint_as_float((unsigned) mx[t])));
+			}
+		}
+	__syncthreads();
+	if (threadIdx.x < L)
+	{
+		const int64_t b = r0 / KM_BLOCK;
+
+		atomicAdd(P.bs + (int64_t) threadIdx.x * P.nb + b, red[0][threadIdx.x]);
+		atomicMax(P.tmax + threadIdx.x, red[1][threadIdx.x]);
+	}
+}
+
+template <bool W, bool RPT>
+static void
+pp_terms_lt(const pp_state &P, int L, int c, int rpt, unsigned grid, int bt, cudaStream_t s)
+{
+	if (L <= 4)
+		pp_terms<4, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else if (L <= 8)
+		pp_terms<8, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else if (L <= 12)
+		pp_terms<12, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else if (L <= 16)
+		pp_terms<16, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else
+		pp_terms<KM_PP_LMAX, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+}
+
+/*
+ * pp_terms for the smallest LT that covers L trials.  Blocks of 64 rows
+ * when 256 would leave SMs idle (k-means||'s candidates); else each thread
+ * takes rpt rows (a power of two, a block's rows within one of KM_BLOCK),
+ * while that leaves 8 blocks an SM, so that the sums' reduction is paid
+ * once per rpt rows: where d <= PP_RPT_MAX_D, as there the reduction is
+ * most of a row's work; at larger d the sums held across rows cost
+ * registers, hence occupancy (1M x 128, k = 1000: k-means++ 284 -> 321 ms).
+ */
+static void
+pp_terms_launch(const pp_state &P, int L, int c, int nsm, cudaStream_t s)
+{
+	const int	bt = P.n < (int64_t) nsm * PP_THREADS * 2 ? 64 : PP_THREADS;
+	int			rpt = 1;
+	unsigned	grid;
+
+	while (bt == PP_THREADS && P.d <= PP_RPT_MAX_D && rpt < KM_BLOCK / PP_THREADS &&
+		   P.n >= (int64_t) nsm * 8 * PP_THREADS * rpt * 2)
+		rpt *= 2;
+	grid = blocks_for(P.n, bt * rpt);
+	if (P.w != nullptr)
+		rpt > 1 ? pp_terms_lt<true, true>(P, L, c, rpt, grid, bt, s)
+			: pp_terms_lt<true, false>(P, L, c, rpt, grid, bt, s);
+	else
+		rpt > 1 ? pp_terms_lt<false, true>(P, L, c, rpt, grid, bt, s)
+			: pp_terms_lt<false, false>(P, L, c, rpt, grid, bt, s);
+}
+
+/*
+ * The winner of a step's L trials (the whole block; every thread gets
+ * it): the lowest potential, the sum of its nb block sums bs[t][.], ties
+ * the earliest trial; *S the grid of its terms, from its largest term
+ * tmax[t] (a double's bits).
+ */
+__device__ int
+pp_choose(const unsigned long long *bs, const unsigned long long *tmax, int64_t nb,
+		  int L, int64_t n, double *S)
+{
+	__shared__ uint64_t pot[KM_PP_LMAX];
+	__shared__ int best_s;
+	const int	warp = threadIdx.x / 32,
+				lane = threadIdx.x % 32;
+	int			best;
+
+	for (int t = warp; t < L; t += PP_THREADS / 32)
+	{
+		uint64_t	s = 0;
+
+		for (int64_t b = lane; b < nb; b += 32)
+			s += __ldcg(bs + (int64_t) t * nb + b);
+		for (int o = 16; o > 0; o /= 2)
+			s += __shfl_xor_sync(0xffffffffu, s, o);
+		if (lane == 0)
+			pot[t] = s;
+	}
+	__syncthreads();
+	if (threadIdx.x == 0)
+	{
+		best = 0;
+		for (int u = 1; u < L; u++)
+			if (pot[u] < pot[best])
+				best = u;
+		best_s = best;
+	}
+	__syncthreads();
+	best = best_s;
+	*S = gc_km_pot_scale(__longlong_as_double((long long) __ldcg(tmax + best)), n);
+	__syncthreads();			/* pot and best_s free again */
+	return best;
+}
+
+/* Centre c = trial best (its column of cand, its row cid[best]). */
+__device__ void
+pp_put(const pp_state &P, const float *cand, const int64_t *cid, int best, int c,
+	   float *C, int64_t *chosen)
+{
+	if (threadIdx.x == 0 && chosen)
+		chosen[c] = __ldcg(cid + best);
+	for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
+		C[(int64_t) c * P.d + j] = __ldcg(cand + j * KM_PP_LMAX + best);
+}
+
+/*
+ * The potentials, the winner (centre c and its row), the next grid, and,
+ * on the same grid, the next draws' prefix sums; on a new grid, with
+ * regrid_here (a few blocks of rows), the block sums too, in place of
+ * pp_regrid's launch.
+ */
+__global__ void __launch_bounds__(PP_THREADS)
+pp_select(pp_state P, int L, float *C, int c, int64_t *chosen, bool regrid_here)
+{
+	__shared__ union
+	{
+		pp_reduce_t::TempStorage r;
+		pp_scan_t::TempStorage s;
+	}			ts;
+	__shared__ bool same;
+	double		S;
+	const int	best = pp_choose(P.bs, P.tmax, P.nb, L, P.n, &S);
+
+	if (threadIdx.x == 0)
+	{
+		*P.best = best;
+		same = c > 0 && S == P.g->S;
+		P.g->S = S;
+		P.g->regrid = !same && !regrid_here;
+	}
+	__syncthreads();
+	pp_put(P, P.cand, P.cid, best, c, C, chosen);
+	if (same)
+		pp_prefix_of((const uint64_t *) P.bs + (int64_t) best * P.nb, P.nb, P.off, ts.s);
+	else if (regrid_here)
+		pp_regrid_here(P, P.terms + (int64_t) best * P.n, S, P.off, ts.r, ts.s);
+}
+
+/*
+ * The persistent path: k-means++ over few rows (k-means||'s candidates),
+ * where each step's four launches, each a few microseconds of latency-bound
+ * work, cost more than the step.  One cooperative launch runs steps c0 ..
+ * c1-1, two grid barriers a step, with the four kernels' draws and choice
+ * (the functions above) and their terms' operations in their order, hence
+ * the same centres bit for bit (test_kmeans_gpu: test_seed runs both
+ * paths against the CPU).  Every block chooses
+ * the previous step's winner itself from its sums (pp_choose: the same
+ * result in every block); the L trial blocks then draw, on the same grid
+ * from the winner's block sums, on a new one from the block sums of its
+ * terms, which they recompute (nb <= PP_PERSIST_NB_MAX, in shared memory);
+ * the terms are computed a tile of 32 rows per block, warp w taking trials
+ * w, w + 8, ... of it against the candidates in shared memory.  Buffers
+ * written in one step and read in the next alternate by the step's parity,
+ * so that no step writes what another block may still read.
+ */
+namespace
+{
+struct pp_par
+{
+	float	   *terms[2];		/* L x n */
+	unsigned long long *bs[2];	/* L x nb */
+	unsigned long long *tmax[2];	/* KM_PP_LMAX */
+	float	   *cand[2];		/* d x KM_PP_LMAX */
+	int64_t    *cid[2];			/* KM_PP_LMAX */
+};
+}
+
+__global__ void __launch_bounds__(PP_THREADS)
+pp_persist(pp_state P, pp_par Q, uint64_t seed, uint64_t stream, int L, int c0,
+		   int c1, int k, int64_t first, float *C, int64_t *chosen)
+{
+	namespace cg = cooperative_groups;
+	cg::grid_group grid = cg::this_grid();
+	/* the draws' and the terms' shared memory, used apart (grid.sync) */
+	__shared__ union
+	{
+		pp_reduce_t::TempStorage r;
+		pp_draw_ts	d;
+		struct
+		{
+			float		cs[PP_PERSIST_CS];	/* the candidates, d x Lc */
+			float		xs[PP_PERSIST_XD][32];	/* a tile's rows */
+		}			t;
+	}			sm;
+	__shared__ uint64_t off[PP_PERSIST_NB_MAX + 1];
+	float	   *const cs = sm.t.cs;
+	float		(*const xs)[32] = sm.t.xs;
+	__shared__ unsigned long long mx_s[KM_PP_LMAX];
+	const int	warp = threadIdx.x / 32,
+				lane = threadIdx.x % 32;
+	const int64_t n = P.n,
+				nb = P.nb,
+				ntile = (n + 31) / 32;
+	double		S = c0 == 0 ? 0.0 : P.g->S;	/* the grid of step c's sums */
+
+	for (int c = c0; c < c1; c++)
+	{
+		const int	par = c & 1,
+					Lc = c == 0 ? 1 : L;
+		const float *closest = nullptr;
+
+		if (c > 0)
+		{
+			double		Sn;
+			const int	best = pp_choose(Q.bs[par ^ 1], Q.tmax[par ^ 1], nb, c == 1 ? 1 : L, n, &Sn);
+			const bool	same = c > 1 && Sn == S;
+
+			S = Sn;
+			closest = Q.terms[par ^ 1] + (int64_t) best * n;
+			if (blockIdx.x == 0)
+				pp_put(P, Q.cand[par ^ 1], Q.cid[par ^ 1], best, c - 1, C, chosen);
+			if (blockIdx.x < Lc && same)
+				pp_prefix_of((const uint64_t *) Q.bs[par ^ 1] + (int64_t) best * nb, nb, off, sm.d.s);
+			else if (blockIdx.x < Lc)
+				pp_regrid_here(P, closest, S, off, sm.r, sm.d.s);
+		}
+		if (blockIdx.x < Lc)
+			pp_take(P, pp_draw_row(P, closest, off, S, seed, stream, c, Lc, blockIdx.x, first, sm.d),
+					blockIdx.x, Q.cand[par], Q.cid[par]);
+		for (int64_t e = (int64_t) blockIdx.x * PP_THREADS + threadIdx.x; e < (int64_t) Lc * nb;
+			 e += (int64_t) gridDim.x * PP_THREADS)
+			Q.bs[par][e] = 0;
+		if (blockIdx.x == 0 && threadIdx.x < Lc)
+			Q.tmax[par][threadIdx.x] = 0;
+		if (threadIdx.x < Lc)
+			mx_s[threadIdx.x] = 0;
+		grid.sync();
+
+		/* the terms of the step's Lc trials, their block sums and largest
+		 * (sm: the draw's is done, grid.sync) */
+		for (int e = threadIdx.x; e < P.d * Lc; e += PP_THREADS)
+			cs[e] = __ldcg(Q.cand[par] + (e / Lc) * KM_PP_LMAX + e % Lc);
+		for (int64_t tile = blockIdx.x; tile < ntile; tile += gridDim.x)
+		{
+			const int64_t i = tile * 32 + lane;
+			const bool	row = i < n;
+			const float cl = closest == nullptr || !row ? INFINITY : __ldcg(closest + i);
+			float		q[PP_PERSIST_TW];
+
+#pragma unroll
+			for (int u = 0; u < PP_PERSIST_TW; u++)
+				q[u] = 0.0f;
+			/* the tile's rows, PP_PERSIST_XD dimensions at a time, in
+			 * shared memory: all their loads in flight at once */
+			for (int jc = 0; jc < P.d; jc += PP_PERSIST_XD)
+			{
+				const int	dc = P.d - jc < PP_PERSIST_XD ? P.d - jc : PP_PERSIST_XD;
+
+				__syncthreads();
+				for (int e = threadIdx.x; e < dc * 32; e += PP_THREADS)
+					xs[e / 32][e % 32] = tile * 32 + e % 32 < n ?
+						P.XT[(int64_t) (jc + e / 32) * n + tile * 32 + e % 32] : 0.0f;
+				__syncthreads();
+#pragma unroll
+				for (int u = 0; u < PP_PERSIST_TW; u++)
+				{
+					const int	t = warp + u * (PP_THREADS / 32);
+
+					if (t < Lc)
+						for (int j = 0; j < dc; j++)
+							q[u] = gc_l2_step(q[u], xs[j][lane], cs[(jc + j) * Lc + t]);
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < PP_PERSIST_TW; u++)
+			{
+				const int	t = warp + u * (PP_THREADS / 32);
+				uint64_t	s = 0,
+							mb = 0;
+
+				if (t >= Lc)
+					break;
+				if (row)
+				{
+					const float m = q[u] < cl ? q[u] : cl;
+					const double tm = gc_km_pot_term(P.w, i, m);
+
+					Q.terms[par][(int64_t) t * n + i] = m;
+					s = gc_km_pot_q(tm, S);
+					mb = (uint64_t) __double_as_longlong(tm);	/* >= 0: ordered */
+				}
+				for (int o = 16; o > 0; o /= 2)
+				{
+					const uint64_t so = __shfl_xor_sync(0xffffffffu, s, o),
+								mo = __shfl_xor_sync(0xffffffffu, mb, o);
+
+					s += so;
+					mb = mo > mb ? mo : mb;
+				}
+				if (lane == 0)
+				{
+					atomicAdd(Q.bs[par] + (int64_t) t * nb + tile * 32 / KM_BLOCK, (unsigned long long) s);
+					atomicMax(mx_s + t, (unsigned long long) mb);
+				}
+			}
+		}
+		__syncthreads();
+		if (threadIdx.x < Lc)
+			atomicMax(Q.tmax[par] + threadIdx.x, mx_s[threadIdx.x]);
+		grid.sync();
+	}
+	if (c1 == k && blockIdx.x == 0)
+	{
+		const int	par = (k - 1) & 1;
+		double		Sn;
+		const int	best = pp_choose(Q.bs[par], Q.tmax[par], nb, k == 1 ? 1 : L, n, &Sn);
+
+		pp_put(P, Q.cand[par], Q.cid[par], best, k - 1, C, chosen);
+	}
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		P.g->S = S;
+}
+
+namespace
+{
+struct pp_buffers
+{
+	pp_state	P = {};
+	cudaStream_t s = nullptr;	/* the call's: frees in its order */
+
+	~pp_buffers()
+	{
+		gc_dfree(P.terms, s);
+		gc_dfree(P.bs, s);
+		gc_dfree(P.tmax, s);
+		gc_dfree(P.bq, s);
+		gc_dfree(P.off, s);
+		gc_dfree(P.g, s);
+		gc_dfree(P.cid, s);
+		gc_dfree(P.cand, s);
+		gc_dfree(P.best, s);
+	}
+};
+}
+
+/*
+ * Whether k-means++ over n rows (nb blocks) of d dimensions with L trials
+ * runs persistent: GPUCLUST_KM_PP_PERSIST=0 never, =1 whenever it can
+ * (the tests), else up to PP_PERSIST_NB blocks and PP_PERSIST_ND floats,
+ * where it measured faster (bench_kmeans BENCH_SEED_PATHS=1, H100: 1.3 to
+ * 2.1x up to 32768 rows of d <= 256; about even at 65536 rows of d <= 32,
+ * 0.69x there at d = 256, 0.4x at 1M rows).
+ */
+static bool
+pp_persist_wanted(int64_t n, int64_t nb, int d, int L)
+{
+	const char *env = getenv("GPUCLUST_KM_PP_PERSIST");
+
+	if ((env && atoi(env) == 0) || nb > PP_PERSIST_NB_MAX || (int64_t) d * L > PP_PERSIST_CS)
+		return false;
+	return (env && atoi(env) == 1) || (nb <= PP_PERSIST_NB && n * d <= PP_PERSIST_ND);
+}
+
+/*
+ * pp_persist's blocks for n rows and L trials: all resident, at most 2 an
+ * SM; as few as take the tiles in as many rounds, as the barriers' cost
+ * grows with the blocks; at least one a trial.  0: it cannot run here.
+ */
+static int
+pp_persist_grid(int64_t n, int L, int nsm)
+{
+	const int64_t ntile = (n + 31) / 32;
+	int			occ = 0,
+				grid;
+	int64_t		rounds;
+
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp_persist, PP_THREADS, 0) != cudaSuccess ||
+		occ * nsm < L)
+	{
+		(void) cudaGetLastError();
+		return 0;
+	}
+	grid = occ < 2 ? occ * nsm : 2 * nsm;
+	rounds = (ntile + grid - 1) / grid;
+	grid = (int) ((ntile + rounds - 1) / rounds);
+	return grid < L ? L : grid;
+}
+
+/* k-means++ on the persistent path: PP_PERSIST_STEPS centres a launch. */
+static gc_code
+pp_run_persist(const gc_ctx *ctx, cudaStream_t s, pp_state &P, int L, int k,
+			   int grid, uint64_t seed, uint64_t stream, int64_t first, float *C,
+			   int64_t *chosen, gc_status *st)
+{
+	pp_par		Q;
+
+	for (int p = 0; p < 2; p++)
+	{
+		Q.terms[p] = P.terms + (size_t) p * P.n * L;
+		Q.bs[p] = P.bs + (size_t) p * P.nb * L;
+		Q.tmax[p] = P.tmax + (size_t) p * KM_PP_LMAX;
+		Q.cand[p] = P.cand + (size_t) p * P.d * KM_PP_LMAX;
+		Q.cid[p] = P.cid + (size_t) p * KM_PP_LMAX;
+	}
+	for (int c0 = 0; c0 < k; c0 += PP_PERSIST_STEPS)
+	{
+		int			c1 = k - c0 < PP_PERSIST_STEPS ? k : c0 + PP_PERSIST_STEPS,
+					Lv = L,
+					kv = k;
+		void	   *args[] = {&P, &Q, &seed, &stream, &Lv, &c0, &c1, &kv, &first, &C, &chosen};
+
+		KM_CK(cudaLaunchCooperativeKernel((const void *) pp_persist, grid, PP_THREADS, args, 0, s));
+		KM_CK(cudaStreamSynchronize(s));
+		if (gc_cancelled(ctx))
+			return gc_fail(st, GC_ECANCEL, "canceled");
+	}
+	return GC_OK;
+}
+
+static gc_code
+pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
+	   int k, const double *w, const double *w_host, uint64_t seed,
+	   uint64_t stream, float *C, int64_t *chosen, gc_status *st)
+{
+	const int	L = gc_km_n_local_trials(k);
+	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
+	const bool	regrid_here = nb <= PP_SELECT_REGRID_NB;
+	int			dev = 0,
+				nsm = 1,
+				coop = 0,
+				pgrid,
+				np;
+	bool		persist;
+	pp_buffers	B;
+	pp_state   &P = B.P;
+	int64_t		first;
+
+	if (L > KM_PP_LMAX)
+		return gc_fail(st, GC_EINTERNAL, "k-means++: %d local trials exceed %d", L, KM_PP_LMAX);
+	B.s = s;
+	P.XT = XT;
+	P.n = n;
+	P.d = d;
+	P.nb = nb;
+	P.w = w;
+	P.wlast = n - 1;
+	KM_CK(cudaGetDevice(&dev));
+	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+	KM_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+	pgrid = coop && pp_persist_wanted(n, nb, d, L) ? pp_persist_grid(n, L, nsm) : 0;
+	persist = pgrid > 0;
+	np = persist ? 2 : 1;
+	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * L * np, s));
+	KM_CK(gc_dalloc((void **) &P.bs, sizeof(unsigned long long) * (size_t) nb * L * np, s));
+	KM_CK(gc_dalloc((void **) &P.tmax, sizeof(unsigned long long) * KM_PP_LMAX * np, s));
+	KM_CK(gc_dalloc((void **) &P.bq, sizeof(uint64_t) * (size_t) nb, s));
+	KM_CK(gc_dalloc((void **) &P.off, sizeof(uint64_t) * (size_t) (nb + 1), s));
+	KM_CK(gc_dalloc((void **) &P.g, sizeof(pp_grid), s));
+	KM_CK(cudaMemsetAsync(P.g, 0, sizeof(pp_grid), s));
+	KM_CK(gc_dalloc((void **) &P.cid, sizeof(int64_t) * KM_PP_LMAX * np, s));
+	KM_CK(gc_dalloc((void **) &P.cand, sizeof(float) * (size_t) d * KM_PP_LMAX * np, s));
+	KM_CK(gc_dalloc((void **) &P.best, sizeof(int), s));
+	KM_CK(cudaMemsetAsync(P.best, 0, sizeof(int), s));
+
+	if (w != nullptr)
+	{
+		first = gc_km_weighted_first(w_host, n, seed, stream);
+		for (int64_t i = n - 1; i >= 0; i--)
+			if (w_host[i] > 0.0)
+			{
+				P.wlast = i;
+				break;
+			}
+	}
+	else
+	{
+		first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+		if (first >= n)
+			first = n - 1;
+	}
+
+	if (persist)
+		return pp_run_persist(ctx, s, P, L, k, pgrid, seed, stream, first, C, chosen, st);
+
+	/* Centre 0: one "candidate", row first, against closest = +inf. */
+	for (int c = 0; c < k; c++)
+	{
+		const int	Lc = c == 0 ? 1 : L;
+
+		if (c > 0 && !regrid_here)
+		{
+			pp_regrid<<<(unsigned) nb, PP_THREADS, 0, s>>>(P);
+			KM_LAUNCHED();
+		}
+		pp_draw<<<Lc, PP_THREADS, 0, s>>>(P, seed, stream, c, Lc, first);
+		KM_LAUNCHED();
+		pp_terms_launch(P, Lc, c, nsm, s);
+		KM_LAUNCHED();
+		pp_select<<<1, PP_THREADS, 0, s>>>(P, Lc, C, c, chosen, regrid_here);
+		KM_LAUNCHED();
+		if ((c & 15) == 15)
+		{
+			KM_CK(cudaStreamSynchronize(s));
+			if (gc_cancelled(ctx))
+				return gc_fail(st, GC_ECANCEL, "canceled");
+		}
+	}
+	KM_CK(cudaStreamSynchronize(s));
+	return GC_OK;
+}
+
+gc_code
+km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
+			 int d, int k, uint64_t seed, uint64_t stream, float *C,
+			 int64_t *chosen, gc_status *st)
+{
+	return pp_run(ctx, s, XT, n, d, k, nullptr, nullptr, seed, stream, C,
+				  chosen, st);
+}
+
+gc_code
+km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
+			   int d, int k, const double *w, const double *w_host,
+			   uint64_t seed, uint64_t stream, float *C, int64_t *chosen,
+			   gc_status *st)
+{
+	return pp_run(ctx, s, XT, n, d, k, w, w_host, seed, stream, C, chosen, st);
+}

@@ -1,0 +1,31 @@
+/*
+ * metric.c — the rows of the cosine metric (metric.h), for DBSCAN and
+ * k-means alike: the unit rows, and the zero rows that have none.
+ */
+#include "common/core.h"
+#include "common/metric.h"
+
+int64_t
+gc_first_zero_row(const float *X, int64_t n, int d)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			j = 0;
+
+		while (j < d && X[i * d + j] == 0.0f)
+			j++;
+		if (j == d)
+			return i;
+	}
+	return -1;
+}
+
+void
+gc_unit_rows(const gc_ctx *ctx, const float *X, int64_t n, int d, float *U)
+{
+	const int	team = gc_region_threads(gc_team_adapt(ctx), n / 4096);
+
+#pragma omp parallel for num_threads(team) schedule(static)
+	for (int64_t i = 0; i < n; i++)
+		(void) gc_unit_row(X + i * d, d, U + i * d);
+}

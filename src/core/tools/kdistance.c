@@ -1,0 +1,212 @@
+/*
+ * kdistance.c — the k-distance of every row (Ester et al.'s "sorted
+ * k-dist graph" for choosing DBSCAN's eps) and the knee of that curve.
+ *
+ * kdist2[i] is the k-th smallest gc_dist2(X_i, X_j) over all rows j, the
+ * row itself included (j = i gives 0, so k = 1 gives 0, as scikit-learn's
+ * NearestNeighbors.kneighbors on its training set lists the row itself
+ * first).  DBSCAN counts the point itself in min_pts, so row i is core at
+ * (eps, min_pts = k) exactly when kdist2[i] <= gc_eps2(eps): the same
+ * float32 distance, the same comparison.
+ *
+ * The index is the kd-tree of kdtree.h (DBSCAN's index for d > 3).  The
+ * grid DBSCAN uses for d <= 3 has cells of side eps/sqrt(d), and a
+ * k-distance has no eps to size them by, so the kd-tree serves every d.
+ * Each query walks the tree depth first, nearer child first, keeping the
+ * k smallest distances seen in a max-heap (max_heap.h), and skips a node whose box is
+ * farther (gc_box_mindist2, an exact lower bound of gc_dist2) than the
+ * heap's largest when the heap is full.  A skipped node holds no distance
+ * below the k-th, so the result is exact, whatever the thread count.
+ *
+ * The cancel flags are polled before every query (a query costs far more
+ * than the poll, and with a large k one query may take milliseconds);
+ * progress: the index phase, then the queries as points done of n.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+#include "tools/tools.h"
+#include "common/kdtree.h"
+#include "common/max_heap.h"
+
+#define KD_LEAF_SIZE 16
+#define KD_CHUNK 128			/* queries a thread takes at a time */
+
+/* The k-th smallest distance from q to the points of t (pts in position order). */
+static float
+kth_distance(const gc_kdtree *t, const float *pts, const float *q, int64_t k,
+			 float *heap, int64_t *stack)
+{
+	int			d = t->d;
+	int64_t		size = 0,
+				top = 0;
+
+	stack[top++] = 0;
+	while (top > 0)
+	{
+		int64_t		node = stack[--top];
+
+		if (size == k &&
+			gc_box_mindist2(q, t->lo + node * d, t->hi + node * d, d) > heap[0])
+			continue;
+		if (gc_kdtree_is_leaf(t, node))
+		{
+			for (int64_t s = t->begin[node]; s < t->end[node]; s++)
+			{
+				if (size < k)
+					gc_heap_push(heap, 1, &size, gc_dist2(q, pts + s * d, d));
+				else
+				{
+					float		v = gc_dist2_upto(q, pts + s * d, d, heap[0]);
+
+					if (v < heap[0])
+						gc_heap_replace_top(heap, 1, k, v);
+				}
+			}
+		}
+		else
+		{
+			int64_t		a = 2 * node + 1,
+						b = 2 * node + 2;
+			float		da = gc_box_mindist2(q, t->lo + a * d, t->hi + a * d, d),
+						db = gc_box_mindist2(q, t->lo + b * d, t->hi + b * d, d);
+
+			/* the nearer child is popped first */
+			if (da <= db)
+			{
+				stack[top++] = b;
+				stack[top++] = a;
+			}
+			else
+			{
+				stack[top++] = a;
+				stack[top++] = b;
+			}
+		}
+	}
+	return heap[0];
+}
+
+gc_code
+gc_kdistance_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				   int64_t k, const float *kdist2, gc_status *st)
+{
+	st->code = GC_OK;
+	st->message[0] = '\0';
+	if (n < 1 || d < 1 || X == NULL || kdist2 == NULL)
+		return gc_fail(st, GC_EINVAL, "no rows");
+	if (k < 1 || k > n)
+		return gc_fail(st, GC_EINVAL, "k = %lld must be between 1 and the number of rows (%lld)",
+					   (long long) k, (long long) n);
+	if (gc_cancelled(ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
+
+gc_code
+gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				 int64_t k, float *kdist2, gc_status *st)
+{
+	gc_kdtree	t;
+	int64_t    *perm;
+	float	   *pts;
+	int			team;
+	int			stop = 0;
+	bool		nomem = false;
+	gc_code		rc;
+	gc_loop_progress lp;
+
+	if ((rc = gc_kdistance_check(ctx, X, n, d, k, kdist2, st)) != GC_OK)
+		return rc;
+	team = gc_team_adapt(ctx);
+	perm = malloc(sizeof(int64_t) * (size_t) n);
+	pts = malloc(sizeof(float) * (size_t) n * (size_t) d);
+	if (perm == NULL || pts == NULL)
+	{
+		free(perm);
+		free(pts);
+		return gc_fail(st, GC_ENOMEM, "out of memory for the k-distances");
+	}
+	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
+	rc = gc_kdtree_build(&t, X, n, d, KD_LEAF_SIZE, team, ctx, perm, pts, st);
+	if (rc != GC_OK)
+	{
+		free(perm);
+		free(pts);
+		return rc;
+	}
+
+	gc_loop_progress_start(&lp, ctx, GC_PHASE_ITERATE, n);
+	team = gc_region_threads(gc_team_adapt(ctx), n / KD_CHUNK);
+#pragma omp parallel num_threads(team)
+	{
+		float	   *heap = malloc(sizeof(float) * (size_t) k);
+		int64_t    *stack = malloc(sizeof(int64_t) * (size_t) (2 * t.depth + 4));
+		const bool	caller = omp_get_thread_num() == 0;
+
+		if (heap == NULL || stack == NULL)
+		{
+			__atomic_store_n(&nomem, true, __ATOMIC_RELAXED);
+			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+		}
+#pragma omp for schedule(dynamic, 1)
+		for (int64_t c = 0; c < (n + KD_CHUNK - 1) / KD_CHUNK; c++)
+		{
+			int64_t		s0 = c * KD_CHUNK,
+						s1 = s0 + KD_CHUNK < n ? s0 + KD_CHUNK : n;
+
+			for (int64_t s = s0; s < s1; s++)
+			{
+				if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
+					break;
+				if (gc_cancelled(ctx))
+				{
+					__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+					break;
+				}
+				kdist2[perm[s]] = kth_distance(&t, pts, pts + s * d, k, heap,
+											   stack);
+			}
+			gc_loop_progress_add(&lp, s1 - s0, caller);
+		}
+		free(heap);
+		free(stack);
+	}
+	gc_kdtree_free(&t);
+	free(perm);
+	free(pts);
+	if (nomem)
+		return gc_fail(st, GC_ENOMEM, "out of memory for the k-distance heaps (k = %lld)",
+					   (long long) k);
+	if (stop)
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	gc_loop_progress_end(&lp);
+	return GC_OK;
+}
+
+int64_t
+gc_knee_index(const double *y, int64_t n)
+{
+	double		span,
+				best = 0.0;
+	int64_t		knee = 0;
+
+	if (n <= 2)
+		return 0;
+	span = y[n - 1] - y[0];
+	if (!(span > 0.0))
+		return 0;
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		gap = (double) i / (double) (n - 1) - (y[i] - y[0]) / span;
+
+		if (gap > best)
+		{
+			best = gap;
+			knee = i;
+		}
+	}
+	return knee;
+}
