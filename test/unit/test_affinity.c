@@ -583,7 +583,7 @@ test_sklearn_cases(void)
 	 * converged after 2 iterations, the rows are labelled all the same.
 	 * scikit-learn (random_state 34) gets [0, 0, 0]; the similarities tie
 	 * (-4, -3, -3, median -3), so the result depends on the noise: other
-	 * random states give 1, 2 or no exemplar (test/compare_sklearn_ap.py).
+	 * random states give 1, 2 or no exemplar (test/server/compare_sklearn_ap.py).
 	 */
 	{
 		float		X[] = {1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 1};

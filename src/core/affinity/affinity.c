@@ -37,7 +37,7 @@
  * end without an exemplar where scikit-learn finds one.  Where the input
  * has genuine ties the result is one of the answers scikit-learn gives for
  * some random state, not necessarily that of random_state=0;
- * test/compare_sklearn_ap.py detects and reports those cases.  Remaining
+ * test/server/compare_sklearn_ap.py detects and reports those cases.  Remaining
  * exact ties in the argmaxes below go to the lowest position, as numpy's
  * argmax.
  *
