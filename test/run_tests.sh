@@ -5,7 +5,7 @@
 #
 # In order:
 #   1. test/lib/setup.sh: the Debian packages, then build and install
-#   2. the include layering (test/check_includes.sh, where it exists);
+#   2. the include layering (test/install/check_includes.sh, where it exists);
 #      the core's unit tests, plain and under ASan/UBSan
 #   3. PostgreSQL 15, preloaded and not (test/install/pg_matrix.sh)
 #   4. the testing build (make GC_TESTING=1, test/lib/testing_build.sh),
@@ -39,7 +39,7 @@ suite() {
 
 # the #include lines by layer and folder (a grep: cheap, so first), where
 # the tree has the check
-if [ -x test/check_includes.sh ]; then suite "include layering" test/check_includes.sh; fi
+if [ -x test/install/check_includes.sh ]; then suite "include layering" test/install/check_includes.sh; fi
 suite "core unit tests" make -s unit ${USE_CUDA:+USE_CUDA=$USE_CUDA}
 suite "core unit tests under ASan/UBSan" make -s unit-sanitize
 

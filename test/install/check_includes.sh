@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_includes.sh — the layout's include rules, checked on the sources.
 #
-#   test/check_includes.sh [TREE]      (TREE: the repository root, default .)
+#   test/install/check_includes.sh [TREE]      (TREE: the repository root, default .)
 #
 # Prints each violation and exits 1 if there is one, else prints a summary
 # and exits 0.  Needs python3 (PYTHON, default python3).  The rules:
