@@ -16,7 +16,10 @@ REGRESS     = $(patsubst sql/%.sql,%,$(filter-out $(DATA),$(wildcard sql/*.sql))
 REGRESS_OPTS = --inputdir=. --outputdir=test/regress_out
 
 CORE_SRCS   = $(wildcard src/core/*.c)
-GLUE_SRCS   = $(wildcard src/*.c)
+# The glue: the module (src/gpuclust.c) and its folders (src/common, the
+# algorithms, src/distributed, src/worker); src/core is the core's.
+GLUE_SRCS   = src/gpuclust.c $(filter-out src/core/%,$(wildcard src/*/*.c))
+GLUE_HDRS   = $(filter-out src/core/%,$(wildcard src/*/*.h))
 CORE_OBJS   = $(CORE_SRCS:.c=.o)
 OBJS        = $(GLUE_SRCS:.c=.o) $(CORE_OBJS)
 
@@ -66,6 +69,8 @@ endif
 # -ffp-contract=off: no FMA, so CPU and GPU decide dist² <= eps² alike.
 GC_CFLAGS   = -O3 -fopenmp -ffp-contract=off -fno-math-errno $(GC_CUDA_DEF)
 PG_CFLAGS   = $(GC_CFLAGS) -Wno-declaration-after-statement
+# glue headers by path from src: "common/...", "worker/...", "core/..."
+PG_CPPFLAGS += -I$(srcdir)/src
 SHLIB_LINK  = -fopenmp $(CUDA_LINK)
 EXTRA_CLEAN = $(CU_OBJS) $(CU_HOOK_OBJS) test/regress_out test/bin
 
@@ -94,7 +99,7 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/core/*.h)
 config:
 	@echo "gpuclust build: USE_CUDA=$(USE_CUDA) nvcc=$(or $(NVCC),none) cudart=$(or $(CUDART_A),none)"
 
-$(OBJS): $(wildcard src/core/*.h src/*.h)
+$(OBJS): $(wildcard src/core/*.h) $(GLUE_HDRS)
 
 # ---- core unit tests and the command-line driver (no PostgreSQL) ----
 # GC_TESTING: the test-only entry points and switches (never in the extension).

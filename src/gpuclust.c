@@ -5,7 +5,7 @@
  *
  * _PG_init never touches CUDA: the library may be loaded into the
  * postmaster (shared_preload_libraries), and CUDA is not fork-safe.  When
- * preloaded it registers the GPU worker (gpuworker.c), which alone creates
+ * preloaded it registers the GPU worker (worker/worker.c), which alone creates
  * a CUDA context; otherwise the GPU is probed lazily, by the backend that
  * first needs it.
  *
@@ -14,7 +14,7 @@
  * on the parameter): gpuclust.max_cpu_threads, gpuclust.max_matrix_memory,
  * gpuclust.gpu_device_id and gpuclust.gpu_memory_limit.  Any session may lower the first two for
  * itself with gpuclust.cpu_threads and gpuclust.matrix_memory (PGC_USERSET),
- * never raise them: the glue uses the smaller of each pair (common_sql.c).
+ * never raise them: the glue uses the smaller of each pair (common/context.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -26,9 +26,9 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "gpuclust.h"
-#include "gpuworker.h"
-#include "progress.h"
+#include "common/gpuclust.h"
+#include "worker/worker.h"
+#include "common/progress.h"
 
 PG_MODULE_MAGIC;
 
