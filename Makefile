@@ -71,6 +71,12 @@ GC_CFLAGS   = -O3 -fopenmp -ffp-contract=off -fno-math-errno $(GC_CUDA_DEF)
 PG_CFLAGS   = $(GC_CFLAGS) -Wno-declaration-after-statement
 # glue headers by path from src: "common/...", "worker/...", "core/..."
 PG_CPPFLAGS += -I$(srcdir)/src
+# make GC_TESTING=1: an extension with its test-only switches
+# (gpuclust.gpu_worker_emulate), for the suites that need them; never a
+# product build.
+ifeq ($(GC_TESTING),1)
+PG_CPPFLAGS += -DGC_TESTING
+endif
 SHLIB_LINK  = -fopenmp $(CUDA_LINK)
 EXTRA_CLEAN = $(CU_OBJS) $(CU_HOOK_OBJS) test/regress_out test/bin
 

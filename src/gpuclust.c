@@ -41,7 +41,9 @@ int			gpuclust_matrix_memory = 0;	/* MB */
 int			gpuclust_max_matrix_memory = 4096;	/* MB */
 bool		gpuclust_gpu_worker = true;
 int			gpuclust_gpu_worker_jobs = 4;
+#ifdef GC_TESTING
 int			gpuclust_gpu_worker_emulate = 0;	/* MB */
+#endif
 int			gpuclust_gpu_worker_memory = 0;	/* MB */
 int			gpuclust_gpu_memory_limit = 0;	/* MB */
 
@@ -101,6 +103,8 @@ define_worker_settings(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+#ifdef GC_TESTING
+	/* test builds only (make GC_TESTING=1) */
 	DefineCustomIntVariable("gpuclust.gpu_worker_emulate",
 							"For tests: the GPU worker runs its jobs on the CPU, on a GPU of this much memory.",
 							"0 (the default) uses the real GPU.  Otherwise the "
@@ -113,6 +117,7 @@ define_worker_settings(void)
 							PGC_POSTMASTER,
 							GUC_UNIT_MB | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+#endif
 }
 
 void

@@ -57,8 +57,13 @@ extern int	gpuclust_max_matrix_memory;	/* MB */
 extern bool gpuclust_gpu_worker;	/* preloaded: a GPU worker (postmaster) */
 extern int	gpuclust_gpu_worker_jobs;	/* jobs it runs at once */
 extern int	gpuclust_gpu_worker_memory;	/* MB; 0: the free memory */
+#ifdef GC_TESTING
 extern int	gpuclust_gpu_worker_emulate;	/* MB; tests: its jobs on the CPU */
+#endif
 extern int	gpuclust_gpu_memory_limit;	/* MB; 0: no limit (the free memory) */
+
+/* the number of gc_algorithm values: the size of tables indexed by one */
+#define GC_ALGO_COUNT ((int) GC_ALGO_KMEANS_LABELS + 1)
 
 /* the largest value of the thread settings (the cores bound them anyway) */
 #define GC_MAX_THREADS_SETTING 1024

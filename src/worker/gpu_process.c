@@ -22,9 +22,10 @@
  * the process ends with _exit, so that none of the worker's exit callbacks
  * runs in it.  It ends on SIGTERM (its jobs cancelled, waited for up to
  * GC_PROC_STOP_MS), when the worker's end of the socket closes, and, by
- * PR_SET_PDEATHSIG, with the worker.  Under gpuclust.gpu_worker_emulate
- * the CPU's core functions stand in for the GPU's, on a "device" of that
- * many MB, so that the whole path is tested where no GPU is.
+ * PR_SET_PDEATHSIG, with the worker.  In a test build (GC_TESTING), under
+ * gpuclust.gpu_worker_emulate the CPU's core functions stand in for the
+ * GPU's, on a "device" of that many MB, so that the whole path is tested
+ * where no GPU is; a product build has no such setting.
  *
  *-------------------------------------------------------------------------
  */
@@ -89,6 +90,19 @@ typedef struct ProcJob
 static int	proc_sock = -1;
 static int	proc_device_id;
 static volatile sig_atomic_t stop_requested = 0;	/* SIGTERM */
+/*
+ * Whether the CPU stands in for the GPU (test builds only), and the core
+ * entry point f_gpu, or f_cpu in its stead, for the calls whose CPU entry
+ * point takes the GPU's arguments.
+ */
+#ifdef GC_TESTING
+#define EMULATED (gpuclust_gpu_worker_emulate != 0)
+#define GPU_OR_STAND_IN(f) (EMULATED ? f##_cpu : f##_gpu)
+#else
+#define EMULATED false
+#define GPU_OR_STAND_IN(f) f##_gpu
+#endif
+
 static volatile sig_atomic_t stopping = 0;	/* every job's second cancel flag */
 static pg_atomic_uint32 jobs_running;
 
@@ -97,7 +111,7 @@ gc_proc_device_memory(const gc_cuda_device_info *info)
 {
 	if (!info->usable)
 		return 0;
-	if (gpuclust_gpu_worker_emulate)
+	if (EMULATED)
 		return info->free_mem;
 	return info->free_mem > GC_WORKER_HEADROOM ?
 		info->free_mem - GC_WORKER_HEADROOM : 0;
@@ -223,15 +237,17 @@ job_progress(void *arg, const gc_progress *p)
 }
 
 /*
- * The core calls of a job's thread, one per algorithm.  Under
- * gpuclust.gpu_worker_emulate the CPU's stand in for the GPU's.
+ * The core calls of a job's thread, one per algorithm: the GPU's entry
+ * points, their inputs and outputs in the job's segments.
  */
-static void
-run_kmeans(ProcJob *r, GcJob *j)
+typedef void (*ProcRun) (ProcJob *r, GcJob *j);
+
+/* the k-means arrays the backend put in the outputs' segment, and its results there */
+static gc_kmeans_params
+kmeans_job(ProcJob *r, GcJob *j)
 {
 	gc_kmeans_params p = j->p.kmeans;
 
-	/* the weights and initial centroids the backend put in the outputs' segment */
 	if (j->in_weights != 0)
 		p.weights = (const double *) (r->o + j->in_weights);
 	if (j->in_centroids != 0)
@@ -239,119 +255,153 @@ run_kmeans(ProcJob *r, GcJob *j)
 	r->kmeans.labels = (int32_t *) (r->o + j->out_labels);
 	r->kmeans.distance = (double *) (r->o + j->out_second);
 	r->kmeans.centroids = (float *) (r->o + j->out_centroids);
-	if (gpuclust_gpu_worker_emulate)
-		(void) gc_kmeans_cpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
-							 &r->status);
-	else
-	{
-		(void) gc_kmeans_gpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
-							 &r->status);
-		gc_kmeans_gpu_last_phases(&r->km_phases);
-	}
+	return p;
+}
+
+static void
+run_kmeans(ProcJob *r, GcJob *j)
+{
+	gc_kmeans_params p = kmeans_job(r, j);
+
+	(void) gc_kmeans_gpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
+						 &r->status);
+	gc_kmeans_gpu_last_phases(&r->km_phases);
 }
 
 static void
 run_dbscan(ProcJob *r, GcJob *j)
 {
-	int32_t    *labels = (int32_t *) (r->o + j->out_labels);
-	uint8_t    *is_core = (uint8_t *) (r->o + j->out_second);
+	(void) gc_dbscan_on_gpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,
+							(int32_t *) (r->o + j->out_labels),
+							(uint8_t *) (r->o + j->out_second), &r->status);
+	gc_dbscan_gpu_last_phases(&r->db_phases);
+}
 
-	if (gpuclust_gpu_worker_emulate)
-	{
-		/*
-		 * the CPU stands in for the GPU: dclust, which runs only there, by
-		 * union-find (the same labels)
-		 */
-		gc_dbscan_params p = j->p.dbscan;
-
-		p.algorithm = GC_DBSCAN_UNION_FIND;
-		(void) gc_dbscan_cpu(&r->ctx, r->X, j->n, j->d, &p, labels, is_core,
-							 &r->status);
-	}
-	else
-	{
-		(void) gc_dbscan_on_gpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,
-								labels, is_core, &r->status);
-		gc_dbscan_gpu_last_phases(&r->db_phases);
-	}
+static void
+ap_job(ProcJob *r, GcJob *j)
+{
+	r->ap.labels = (int32_t *) (r->o + j->out_labels);
+	r->ap.is_exemplar = (uint8_t *) (r->o + j->out_second);
 }
 
 static void
 run_ap(ProcJob *r, GcJob *j)
 {
-	r->ap.labels = (int32_t *) (r->o + j->out_labels);
-	r->ap.is_exemplar = (uint8_t *) (r->o + j->out_second);
-	if (!gpuclust_gpu_worker_emulate)
-		(void) gc_ap_gpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap,
-						 &r->status);
-	else if (j->p.ap.precision == GC_AP_FLOAT8)
-		(void) gc_ap_cpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap,
-						 &r->status);
-	else
-	{
-		/* no CPU path to stand in: float4 is the GPU's own arithmetic */
-		gc_fail(&r->status, GC_EDEVICE,
-				"affinity propagation in %s runs only on a real GPU, and gpuclust.gpu_worker_emulate runs the GPU worker's jobs on the CPU",
-				gc_ap_precision_name(j->p.ap.precision));
-	}
+	ap_job(r, j);
+	(void) gc_ap_gpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap, &r->status);
 }
 
-/* the k-distances and the silhouette: the CPU's take the GPU's arguments */
+/*
+ * The k-distances, the silhouette and a kmeans_step block's labels: in a
+ * test build the CPU's entry points, which take the same arguments, may
+ * stand in (GPU_OR_STAND_IN).
+ */
 static void
 run_kdistance(ProcJob *r, GcJob *j)
 {
-	(void) (gpuclust_gpu_worker_emulate ? gc_kdistance_cpu : gc_kdistance_gpu)
-		(&r->ctx, r->X, j->n, j->d, j->p.kdistance.k,
-		 (float *) (r->o + j->out_second), &r->status);
+	(void) GPU_OR_STAND_IN(gc_kdistance) (&r->ctx, r->X, j->n, j->d,
+										  j->p.kdistance.k,
+										  (float *) (r->o + j->out_second),
+										  &r->status);
 }
 
+/* the labels the backend put in the outputs' segment */
 static void
 run_silhouette(ProcJob *r, GcJob *j)
 {
-	/* the labels the backend put in the outputs' segment */
-	(void) (gpuclust_gpu_worker_emulate ? gc_silhouette_cpu : gc_silhouette_gpu)
-		(&r->ctx, r->X, j->n, j->d, (const int32_t *) (r->o + j->in_array),
-		 j->p.silhouette.m, j->p.silhouette.sample_size, j->p.silhouette.seed,
-		 &r->silhouette, &r->status);
+	(void) GPU_OR_STAND_IN(gc_silhouette) (&r->ctx, r->X, j->n, j->d,
+										   (const int32_t *) (r->o + j->in_array),
+										   j->p.silhouette.m,
+										   j->p.silhouette.sample_size,
+										   j->p.silhouette.seed,
+										   &r->silhouette, &r->status);
 }
 
-/* a kmeans_step block's labels: the centres the backend put in the outputs' segment */
+/* the centres the backend put in the outputs' segment */
 static void
 run_kmeans_labels(ProcJob *r, GcJob *j)
 {
-	(void) (gpuclust_gpu_worker_emulate ? gc_kmeans_labels_cpu : gc_kmeans_labels_gpu)
-		(&r->ctx, r->X, j->n, j->d, (const float *) (r->o + j->in_array),
-		 j->p.kmeans.k, (int32_t *) (r->o + j->out_second), &r->status);
+	(void) GPU_OR_STAND_IN(gc_kmeans_labels) (&r->ctx, r->X, j->n, j->d,
+											  (const float *) (r->o + j->in_array),
+											  j->p.kmeans.k,
+											  (int32_t *) (r->o + j->out_second),
+											  &r->status);
 }
+
+static const ProcRun gpu_runs[GC_ALGO_COUNT] = {
+	[GC_ALGO_KMEANS] = run_kmeans,
+	[GC_ALGO_DBSCAN] = run_dbscan,
+	[GC_ALGO_AP] = run_ap,
+	[GC_ALGO_KDISTANCE] = run_kdistance,
+	[GC_ALGO_SILHOUETTE] = run_silhouette,
+	[GC_ALGO_KMEANS_LABELS] = run_kmeans_labels,
+};
+
+#ifdef GC_TESTING
+/*
+ * Test builds: the CPU's entry points stand in for the GPU's
+ * (gpuclust.gpu_worker_emulate).
+ */
+static void
+emulate_kmeans(ProcJob *r, GcJob *j)
+{
+	gc_kmeans_params p = kmeans_job(r, j);
+
+	(void) gc_kmeans_cpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
+						 &r->status);
+}
+
+/* dclust, which runs only on the GPU, by union-find (the same labels) */
+static void
+emulate_dbscan(ProcJob *r, GcJob *j)
+{
+	gc_dbscan_params p = j->p.dbscan;
+
+	p.algorithm = GC_DBSCAN_UNION_FIND;
+	(void) gc_dbscan_cpu(&r->ctx, r->X, j->n, j->d, &p,
+						 (int32_t *) (r->o + j->out_labels),
+						 (uint8_t *) (r->o + j->out_second), &r->status);
+}
+
+/* float4 is the GPU's own arithmetic: no CPU path stands in for it */
+static void
+emulate_ap(ProcJob *r, GcJob *j)
+{
+	ap_job(r, j);
+	if (j->p.ap.precision == GC_AP_FLOAT8)
+		(void) gc_ap_cpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap,
+						 &r->status);
+	else
+		gc_fail(&r->status, GC_EDEVICE,
+				"affinity propagation in %s runs only on a real GPU, and gpuclust.gpu_worker_emulate runs the GPU worker's jobs on the CPU",
+				gc_ap_precision_name(j->p.ap.precision));
+}
+
+/* the calls whose CPU entry point differs (the others: GPU_OR_STAND_IN) */
+static const ProcRun emulated_runs[GC_ALGO_COUNT] = {
+	[GC_ALGO_KMEANS] = emulate_kmeans,
+	[GC_ALGO_DBSCAN] = emulate_dbscan,
+	[GC_ALGO_AP] = emulate_ap,
+};
+#endif
 
 static void
 run_job(ProcJob *r, GcJob *j)
 {
-	switch (j->algo)
+	ProcRun		run;
+
+	if (j->algo < 0 || j->algo >= GC_ALGO_COUNT || gpu_runs[j->algo] == NULL)
 	{
-		case GC_ALGO_KMEANS:
-			run_kmeans(r, j);
-			break;
-		case GC_ALGO_DBSCAN:
-			run_dbscan(r, j);
-			break;
-		case GC_ALGO_AP:
-			run_ap(r, j);
-			break;
-		case GC_ALGO_KDISTANCE:
-			run_kdistance(r, j);
-			break;
-		case GC_ALGO_SILHOUETTE:
-			run_silhouette(r, j);
-			break;
-		case GC_ALGO_KMEANS_LABELS:
-			run_kmeans_labels(r, j);
-			break;
-		default:
-			gc_fail(&r->status, GC_EINTERNAL, "GPU job of unknown algorithm %d",
-					(int) j->algo);
-			break;
+		gc_fail(&r->status, GC_EINTERNAL, "GPU job of unknown algorithm %d",
+				(int) j->algo);
+		return;
 	}
+	run = gpu_runs[j->algo];
+#ifdef GC_TESTING
+	if (EMULATED && emulated_runs[j->algo] != NULL)
+		run = emulated_runs[j->algo];
+#endif
+	run(r, j);
 }
 
 /* The job's scalars and status into its slot (its arrays are in the segment). */
@@ -395,7 +445,7 @@ job_thread(void *arg)
 	memset(&info, 0, sizeof(info));
 	info.usable = true;
 	/* the CUDA device is per thread: make the process's current */
-	if (!gpuclust_gpu_worker_emulate)
+	if (!EMULATED)
 		gc_cuda_probe_cached(proc_device_id, &info);
 	if (!info.usable)
 		gc_fail(&r->status, GC_EDEVICE, "%s", info.reason);
@@ -528,22 +578,24 @@ proc_signals(pid_t worker)
 	pthread_sigmask(SIG_UNBLOCK, &allow, NULL);
 }
 
-/* The device, probed (creating the CUDA context) or emulated. */
+/* The device, probed (creating the CUDA context) or, in tests, emulated. */
 static void
 probe(gc_cuda_device_info *info)
 {
 	memset(info, 0, sizeof(*info));
-	if (!gpuclust_gpu_worker_emulate)
+	if (!EMULATED)
 	{
 		gc_cuda_probe_cached(proc_device_id, info);
 		return;
 	}
+#ifdef GC_TESTING
 	info->usable = true;
 	info->device_count = 1;
 	info->device_id = proc_device_id;
 	snprintf(info->name, sizeof(info->name),
 			 "the CPU (gpuclust.gpu_worker_emulate)");
 	info->total_mem = info->free_mem = (size_t) gpuclust_gpu_worker_emulate << 20;
+#endif
 }
 
 /*
@@ -604,7 +656,7 @@ gc_gpu_process_main(int sock, int device_id)
 	probe(&info);
 	gc_worker->probe = info;
 	pg_write_barrier();
-	if (info.usable && !gpuclust_gpu_worker_emulate)
+	if (info.usable && !EMULATED)
 		gc_cuda_keep_memory(gc_proc_device_memory(&info));
 	send_msg(GC_PROC_READY, -1, 0);
 	free_mem = info.free_mem;
@@ -624,7 +676,7 @@ gc_gpu_process_main(int sock, int device_id)
 			if (got == sizeof(m) && m.kind == GC_PROC_START)
 				start_job(&m);
 		}
-		if (info.usable && !gpuclust_gpu_worker_emulate)
+		if (info.usable && !EMULATED)
 			tick(&busy_at, &trimmed, &free_mem);
 	}
 	proc_stop();
