@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * gpuclust.c
- *	  Module entry point: PG_MODULE_MAGIC and the gpuclust.* GUCs.
+ *	  Module entry point: PG_MODULE_MAGIC, the gpuclust.* GUCs and
+ *	  _PG_init, the one file that sees every layer of the glue (the map:
+ *	  common/gpuclust.h).
  *
  * _PG_init never touches CUDA: the library may be loaded into the
  * postmaster (shared_preload_libraries), and CUDA is not fork-safe.  When
@@ -27,6 +29,7 @@
 #include "utils/guc.h"
 
 #include "common/gpuclust.h"
+#include "worker/job.h"
 #include "worker/worker.h"
 #include "common/progress.h"
 
@@ -226,4 +229,5 @@ _PG_init(void)
 
 	gc_progress_init();
 	gc_worker_init();
+	gc_job_init();
 }

@@ -31,9 +31,9 @@
  * and a GPU failure is the error).  An empty source still fails where the
  * device cannot run.
  *
- * Arguments: gc_glue_ap_params (common/args.c); ingest and emitter:
+ * Arguments: gc_glue_ap_params (affinity_args.c); ingest and emitter:
  * common/srf.c; run, memory check and notices: gc_glue_run_ap
- * (common/run.c).
+ * (affinity_run.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -41,8 +41,8 @@
 
 #include "fmgr.h"
 
-#include "common/run.h"
 #include "common/srf.h"
+#include "affinity/affinity_glue.h"
 
 PG_FUNCTION_INFO_V1(gpu_affinity_propagation);
 

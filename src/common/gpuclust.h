@@ -2,31 +2,43 @@
  *
  * gpuclust.h
  *	  Declarations shared by the PostgreSQL glue of gpuclust: the GUC
- *	  variables (gpuclust.c) and the helpers of common/context.c.
+ *	  variables (src/gpuclust.c), the core call's context and the mapping
+ *	  of its failures to ereport (context.c), the algorithms' names
+ *	  (registry.c).
  *
  * Only the backend's own thread ever calls PostgreSQL.  The core
  * (core/gpuclust_core.h) may run OpenMP threads; it is called from the glue
  * with a gc_ctx built by gc_glue_ctx() and reports failure through a
  * gc_status that gc_glue_report() turns into an ereport().
  *
- * The glue, by what it owns:
- *	  gpuclust.c		module magic, GUCs
- *	  common/context.c		core context and threads, signal mask, device
- *						choice, gc_glue_report
- *	  common/ingest.c			source query (SPI) -> float32 matrix, feature checks
- *	  common/args.c	each algorithm's arguments: one reader, all forms
- *	  common/run.c		each algorithm's run: device, fallback, notices
- *	  common/srf.c		the set-returning frame and its one emitter
- *	  kmeans/kmeans_sql.c, dbscan/dbscan_sql.c, affinity/affinity_sql.c	the set-returning functions
- *	  common/window_sql.c		the window functions
- *	  kmeans/kmeans_model_sql.c		gpu_kmeans_fit, kmeans_assign[_distance]
- *	  worker/info_sql.c		gpuclust_info()
- *	  worker/worker.c		the GPU worker (background worker) and its jobs
- *	  worker/job.c			a backend's GPU: dispatch's view, runs, the hand-off
+ * The glue, by folder (headers included by path from src: "common/...");
+ * a folder includes only its own headers and those of the layers below it:
+ *	  src/gpuclust.c	the module: magic, GUCs, _PG_init (sees every layer)
+ *	  distributed/		rows where they are (Citus, parallel query):
+ *						kmeans_step and its driver gpu_kmeans_distributed,
+ *						DBSCAN over partitions, the drivers' passes over SPI
+ *	  kmeans/ dbscan/ affinity/ tools/
+ *						one thin path per algorithm: its SQL functions
+ *						(*_sql.c), argument reader (*_args.c), device and
+ *						run (*_run.c), registry record (*_algorithm.c), all
+ *						declared in its *_glue.h
+ *	  worker/			the GPU as a backend sees it: the device choice
+ *						(device.c), a backend's job (job.c), the queue in
+ *						shared memory (queue.h), the background worker
+ *						(worker.c), its GPU process (gpu_process.c), and
+ *						gpuclust_info() (info_sql.c)
+ *	  common/			the shared mechanism, which names no algorithm:
+ *						this header and context.c, argument helpers
+ *						(args.c), ingest of the source (ingest.c), shared
+ *						memory for the worker (shared_memory.c), what runs
+ *						share (run.c), the set-returning frame (srf.c), the
+ *						window frame (window.c), progress (progress.c), the
+ *						registry of algorithms (algorithm.h, registry.c)
  * A new parameter goes into the install script (sql/gpuclust--*.sql, its
- * default there only) and the algorithm's signature and reader in
- * common/args.c; a new algorithm adds a signature and reader, a run
- * function, and its SQL forms over them.
+ * default there only) and the algorithm's signature and reader (its
+ * *_args.c); a new algorithm adds a folder with the same four pieces, its
+ * record in the registry, and its GPU run in worker/gpu_process.c and
+ * worker/job.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -68,7 +80,7 @@ extern int	gpuclust_gpu_memory_limit;	/* MB; 0: no limit (the free memory) */
 /* the largest value of the thread settings (the cores bound them anyway) */
 #define GC_MAX_THREADS_SETTING 1024
 
-/* common/context.c */
+/* context.c */
 extern int	gc_glue_cpu_threads(void);
 extern int	gc_glue_matrix_memory_mb(const char **setting);
 extern bool gc_glue_sees_all_sessions(void);
@@ -78,31 +90,9 @@ extern void gc_glue_signals_restore(const sigset_t *old);
 pg_noreturn extern void gc_glue_report(const gc_status *st, const char *what);
 pg_noreturn extern void gc_glue_report_hint(const gc_status *st, const char *what,
 								const char *gpu_hint);
-extern gc_code gc_glue_try_choose_device(gc_device requested,
-										 gc_algorithm algo, int64 n, int d,
-										 gc_device *chosen, gc_status *st);
-extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
-									   int64 n, int d);
-extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
-											  int d, int k, int n_init,
-											  bool weighted);
-extern gc_device gc_glue_choose_tool_device(gc_algorithm algo,
-											gc_device requested, int64 n,
-											int d, int64 param);
-extern const char *gc_glue_dbscan_gpu_hint(gc_dbscan_algorithm algorithm);
-extern gc_device gc_glue_choose_dbscan_device(gc_device requested,
-											  gc_dbscan_algorithm algorithm,
-											  int64 n, int d);
-extern const char *gc_glue_ap_gpu_hint(gc_ap_precision precision);
-extern gc_device gc_glue_choose_ap_device(gc_device requested,
-										  gc_ap_precision precision,
-										  int64 n, int d, char **note);
 extern const char *gc_device_name(gc_device dev);
 
-/* kmeans/kmeans_model_sql.c: a k x d real[] of centroids, checked (see there) */
-extern int	gc_glue_parse_centroids(ArrayType *arr, const char *what,
-									int expect_k, int *d_out, float **C_out,
-									MemoryContext cxt);
+/* registry.c: algo's name in messages, and its SQL function */
 extern const char *gc_algorithm_name(gc_algorithm algo);
 extern const char *gc_algorithm_function(gc_algorithm algo);
 

@@ -64,7 +64,7 @@
 #include "utils/syscache.h"
 
 #include "core/metric.h"
-#include "worker/job.h"
+#include "common/shared_memory.h"
 #include "common/ingest.h"
 
 /* rows between interrupt checks in the receiver */
@@ -454,7 +454,7 @@ grow_rows(IngestState *st)
 }
 
 /*
- * X in shared memory when the GPU worker takes jobs (gc_job_shared_alloc):
+ * X in shared memory when the GPU worker takes jobs (gc_shared_alloc):
  * the worker reads it where ingest wrote it.  The first segment is sized
  * as first_alloc sizes X; a larger one replaces it as X grows.  NULL (X
  * stays private) when there is no room.
@@ -466,7 +466,7 @@ shared_x(IngestState *st, int64 rows)
 	GcShared   *old = in->x_shared;
 	float	   *X;
 
-	X = gc_job_shared_alloc(st->outcxt, (Size) rows * (Size) in->d * sizeof(float),
+	X = gc_shared_alloc(st->outcxt, (Size) rows * (Size) in->d * sizeof(float),
 							&in->x_shared);
 	if (X == NULL)
 	{
@@ -476,7 +476,7 @@ shared_x(IngestState *st, int64 rows)
 	if (old != NULL)
 	{
 		memcpy(X, in->X, (Size) in->n * (Size) in->d * sizeof(float));
-		gc_job_shared_free(old);
+		gc_shared_free(old);
 	}
 	st->x_cap = rows;
 	in->X = X;
@@ -538,7 +538,7 @@ grow_x(IngestState *st)
 			float	   *X = MemoryContextAllocHuge(st->outcxt, (Size) newcap * rowbytes);
 
 			memcpy(X, in->X, (Size) in->n * rowbytes);
-			gc_job_shared_free(in->x_shared);
+			gc_shared_free(in->x_shared);
 			in->x_shared = NULL;
 			in->X = X;
 		}

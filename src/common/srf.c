@@ -20,8 +20,8 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
+#include "common/algorithm.h"
 #include "common/srf.h"
-#include "worker/job.h"
 #include "common/progress.h"
 
 /* ms since call->t_mark, which restarts */
@@ -55,9 +55,7 @@ gc_glue_srf_ingest(GcSrfCall *call)
 									  "gpuclust set-returning function",
 									  ALLOCSET_DEFAULT_SIZES);
 	call->t_mark = gc_now_ms();
-	/* k-means takes sample weights, a third column */
-	gc_ingest(source, call->args.id_type,
-			  call->args.sig == &gc_kmeans_signature ? GC_INGEST_WEIGHTS : 0,
+	gc_ingest(source, call->args.id_type, call->args.sig->ingest_flags,
 			  call->cxt, &call->in);
 	call->ms_ingest = lap(call);
 }
@@ -220,37 +218,11 @@ gc_glue_srf_end(GcSrfCall *call)
 const char *
 gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
 {
-	if (call->in.n == 0 || call->ran != GC_DEVICE_GPU)
+	const GcAlgorithm *a = gc_algorithm_of(algo);
+
+	if (call->in.n == 0 || call->ran != GC_DEVICE_GPU || a->gpu_phases == NULL)
 		return "";
-	if (algo == GC_ALGO_KMEANS)
-	{
-		gc_kmeans_gpu_phases ph;
-
-		gc_gpu_last_kmeans_phases(&ph);
-		if (ph.chunks > 0)
-			return psprintf(" (upload %.1f, init %.1f, lloyd %.1f, download %.1f; streamed in %lld chunks of %lld rows, %d passes, %.1f GB in %.1f ms)",
-							ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download,
-							(long long) ph.chunks, (long long) ph.chunk_rows,
-							ph.passes, ph.gb_streamed, ph.ms_passes);
-		return psprintf(" (upload %.1f, init %.1f, lloyd %.1f, download %.1f; %d iterations, %.1f%% of their rows assigned%s)",
-						ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.ms_download,
-						ph.total_iterations,
-						ph.total_iterations > 0 ?
-						100.0 * ph.rows_screened / ((double) call->in.n * ph.total_iterations) : 100.0,
-						ph.grid_cells > 0 ? psprintf(", %d of them through a grid of %d cells",
-													 ph.grid_iterations, ph.grid_cells) : "");
-	}
-	else if (algo == GC_ALGO_DBSCAN)
-	{
-		gc_dbscan_gpu_phases ph;
-
-		gc_gpu_last_dbscan_phases(&ph);
-		return psprintf(" (upload %.1f, cluster %.1f, number %.1f, download %.1f, free %.1f; %s index)",
-						ph.ms_upload, ph.ms_index + ph.ms_core + ph.ms_union + ph.ms_border,
-						ph.ms_number, ph.ms_download, ph.ms_free,
-						ph.grid ? "grid" : ph.tree ? "kd-tree" : "brute-force");
-	}
-	return "";					/* affinity propagation: its result's phases */
+	return a->gpu_phases(call->in.n);
 }
 
 void

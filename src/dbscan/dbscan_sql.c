@@ -8,8 +8,8 @@
  * is_core false; a row with NULL features has NULL cluster_id and is_core.
  * A NULL argument other than device is an error.
  *
- * Arguments: gc_glue_dbscan_params (common/args.c); ingest and emitter:
- * common/srf.c.  Device and run: gc_glue_run_dbscan (common/run.c), with
+ * Arguments: gc_glue_dbscan_params (dbscan_args.c); ingest and emitter:
+ * common/srf.c.  Device and run: gc_glue_run_dbscan (dbscan_run.c), with
  * the fallback to the CPU under 'auto'.  gpuclust.log_timing = on reports
  * ingest / compute / emit times in an INFO.
  *
@@ -19,8 +19,8 @@
 
 #include "fmgr.h"
 
-#include "common/run.h"
 #include "common/srf.h"
+#include "dbscan/dbscan_glue.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan);
 

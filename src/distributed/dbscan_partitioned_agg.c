@@ -53,11 +53,10 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "common/args.h"
-#include "common/run.h"
 #include "distributed/passes.h"
 #include "worker/job.h"
 #include "common/progress.h"
+#include "dbscan/dbscan_glue.h"
 #include "core/dbscan_dist.h"
 
 PG_FUNCTION_INFO_V1(dbscan_bounds_transfn);
@@ -1069,7 +1068,7 @@ rows_in_id_order(const DbpState *s, MemoryContext cxt, GcInput *in,
 	memset(in->has_features, true, sizeof(bool) * (Size) n);
 	*home = MemoryContextAllocHuge(cxt, sizeof(int32) * (Size) n);
 	*shared = MemoryContextAllocHuge(cxt, sizeof(uint8) * (Size) n);
-	in->X = gc_job_shared_alloc(cxt, rowbytes * (Size) n, &in->x_shared);
+	in->X = gc_shared_alloc(cxt, rowbytes * (Size) n, &in->x_shared);
 	if (in->X == NULL)
 		in->X = MemoryContextAllocHuge(cxt, rowbytes * (Size) n);
 	for (int64 i = 0; i < n; i++)

@@ -54,10 +54,10 @@
 #include "utils/tuplestore.h"
 #include "lib/stringinfo.h"
 
-#include "common/args.h"
 #include "distributed/passes.h"
 #include "common/gpuclust.h"
 #include "common/ingest.h"
+#include "dbscan/dbscan_glue.h"
 #include "core/dbscan_dist.h"
 
 PG_FUNCTION_INFO_V1(gpu_dbscan_distributed);

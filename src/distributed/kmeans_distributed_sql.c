@@ -23,10 +23,10 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "common/args.h"
 #include "common/gpuclust.h"
 #include "common/ingest.h"
 #include "distributed/kmeans_distributed.h"
+#include "kmeans/kmeans_glue.h"
 #include "core/kmeans_internal.h"
 #include "core/rng.h"
 

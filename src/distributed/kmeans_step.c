@@ -66,12 +66,11 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#include "common/args.h"
-#include "common/run.h"
 #include "distributed/kmeans_distributed.h"
 #include "common/gpuclust.h"
 #include "worker/job.h"
 #include "common/ingest.h"
+#include "kmeans/kmeans_glue.h"
 #include "core/kmeans_internal.h"
 #include "core/rng.h"
 
@@ -381,7 +380,7 @@ step_make_room(KmStepX *x)
 	}
 	if (cap == most && gc_worker != NULL &&
 		gc_kmeans_labels_gpu_wanted(x->device, x->s->k))
-		X = gc_job_shared_alloc(cxt, bytes, &shared);
+		X = gc_shared_alloc(cxt, bytes, &shared);
 	if (X == NULL)
 		X = MemoryContextAllocHuge(cxt, bytes);
 	if (x->in.n > 0)

@@ -30,9 +30,8 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "common/args.h"
-#include "common/run.h"
 #include "common/progress.h"
+#include "kmeans/kmeans_glue.h"
 
 PG_FUNCTION_INFO_V1(gpu_kmeans_elbow);
 

@@ -51,10 +51,9 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "common/args.h"
-#include "common/run.h"
 #include "common/progress.h"
 #include "common/srf.h"
+#include "kmeans/kmeans_glue.h"
 #include "core/kmeans_internal.h"
 #include "core/rng.h"
 
@@ -180,82 +179,6 @@ typedef struct CentroidCache
 	float	   *C;				/* k x d, row-major */
 	float	   *U;				/* their unit rows (cosine), or NULL: not yet */
 } CentroidCache;
-
-/*
- * The k x d centroids of arr (a two-dimensional real[]) into *C_out
- * (allocated in cxt), d into *d_out; returns k.  what names them in the
- * errors ("centroids", "init_centroids"); expect_k > 0 requires k rows.
- * Errors: not two-dimensional (2202E), NULLs (22004), NaN or infinities
- * (22000), values beyond the features' range (22003, gc_feature_ok), a k
- * other than expect_k (22023).
- */
-int
-gc_glue_parse_centroids(ArrayType *arr, const char *what, int expect_k,
-						int *d_out, float **C_out, MemoryContext cxt)
-{
-	int			ndim = ARR_NDIM(arr);
-	int			k,
-				d;
-	const float4 *src;
-	bits8	   *bitmap = ARR_NULLBITMAP(arr);
-	float	   *C;
-	float		bound;
-
-	if (ARR_ELEMTYPE(arr) != FLOAT4OID)
-		elog(ERROR, "unexpected element type %u in centroids", ARR_ELEMTYPE(arr));
-	if (ndim == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s are an empty array", what),
-				 errdetail("Centroids are a two-dimensional array of k rows of d features, as gpu_kmeans_fit returns them.")));
-	if (ndim != 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s must be a two-dimensional array", what),
-				 errdetail("The array has %d dimension%s; centroids are k rows of d features, as gpu_kmeans_fit returns them, e.g. '{{0,0},{10,0}}'.",
-						   ndim, ndim == 1 ? "" : "s")));
-	k = ARR_DIMS(arr)[0];
-	d = ARR_DIMS(arr)[1];
-	if (expect_k > 0 && k != expect_k)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s have %d row%s, but k is %d", what, k,
-						k == 1 ? "" : "s", expect_k),
-				 errdetail("The initial centroids are k rows of d features, one per cluster.")));
-	src = (const float4 *) ARR_DATA_PTR(arr);
-	bound = gc_feature_bound(d);
-	C = MemoryContextAlloc(cxt, (Size) k * (Size) d * sizeof(float));
-	for (int c = 0; c < k; c++)
-		for (int j = 0; j < d; j++)
-		{
-			Size		idx = (Size) c * d + j;
-
-			if (bitmap && (bitmap[idx / 8] & (1 << (idx % 8))) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("%s contain a NULL at row %d, column %d",
-								what, c + 1, j + 1)));
-			/* without NULLs the data is dense: the idx-th value */
-			C[idx] = src[idx];
-			/* the features' own range test: no distance overflows */
-			if (!gc_feature_ok(C[idx], bound))
-			{
-				if (isnan(C[idx]) || isinf(C[idx]))
-					ereport(ERROR,
-							(errcode(ERRCODE_DATA_EXCEPTION),
-							 errmsg("%s contain %s at row %d, column %d", what,
-									isnan(C[idx]) ? "NaN" : "an infinite value",
-									c + 1, j + 1),
-							 errdetail("Centroids must be finite numbers.")));
-				gc_report_out_of_range(what,
-									   psprintf("row %d, column %d", c + 1, j + 1),
-									   C[idx], d);
-			}
-		}
-	*d_out = d;
-	*C_out = C;
-	return k;
-}
 
 /* The centroids of argument argno, from the cache when it holds them. */
 static CentroidCache *

@@ -16,8 +16,8 @@
  * rows unclustered (none for an empty source) without checking k against
  * the row count.
  *
- * Arguments: gc_glue_kmeans_params (common/args.c); ingest and emitter:
- * common/srf.c.  Device and run: gc_glue_run_kmeans (common/run.c):
+ * Arguments: gc_glue_kmeans_params (kmeans_args.c); ingest and emitter:
+ * common/srf.c.  Device and run: gc_glue_run_kmeans (kmeans_run.c):
  * under 'auto', a GPU run that fails for lack of GPU memory or with a CUDA
  * error is redone on the CPU, with a NOTICE; under 'gpu' that failure is
  * the error.  gpuclust.log_timing = on reports ingest / compute / emit
@@ -29,8 +29,8 @@
 
 #include "fmgr.h"
 
-#include "common/run.h"
 #include "common/srf.h"
+#include "kmeans/kmeans_glue.h"
 
 PG_FUNCTION_INFO_V1(gpu_kmeans);
 

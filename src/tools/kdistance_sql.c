@@ -39,11 +39,10 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "common/args.h"
-#include "common/run.h"
 #include "common/gpuclust.h"
 #include "common/ingest.h"
 #include "common/progress.h"
+#include "tools/tools_glue.h"
 
 PG_FUNCTION_INFO_V1(gpu_kdistance);
 

@@ -41,11 +41,10 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "common/args.h"
-#include "common/run.h"
 #include "common/gpuclust.h"
 #include "tools/labels_query.h"
 #include "common/progress.h"
+#include "tools/tools_glue.h"
 
 PG_FUNCTION_INFO_V1(gpu_silhouette);
 PG_FUNCTION_INFO_V1(gpu_cluster_centers);

@@ -52,7 +52,7 @@
 
 #include "common/gpuclust.h"
 #include "worker/gpu_process.h"
-#include "worker/worker.h"
+#include "worker/queue.h"
 
 /* after this long without jobs the pooled GPU memory goes back to the driver */
 #define GC_PROC_TRIM_MS 5000

@@ -33,8 +33,9 @@
 #include "utils/tuplestore.h"
 
 #include "common/gpuclust.h"
+#include "worker/device.h"
 #include "worker/job.h"
-#include "worker/worker.h"
+#include "worker/queue.h"
 #include "core/gpu.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_info);

@@ -2,10 +2,10 @@
  *
  * job.c
  *	  A backend's side of the GPU: what dispatch sees, the GPU runs, and
- *	  the hand-off of a job to the GPU worker (protocol: worker/worker.h).
+ *	  the hand-off of a job to the GPU worker (protocol: worker/queue.h).
  *
  * With the worker, a GPU run puts the job in this backend's slot: the
- * matrix stays where ingest wrote it (a DSM segment, gc_job_shared_alloc)
+ * matrix stays where ingest wrote it (a DSM segment, gc_shared_alloc)
  * or, from a window partition, is copied once into the outputs' segment;
  * the parameters go into the slot.  The backend then sleeps on its latch
  * (wait event Extension), waking every GC_JOB_POLL_MS to copy the job's
@@ -18,11 +18,9 @@
  */
 #include "postgres.h"
 
-#include <sys/statvfs.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "storage/dsm_impl.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -30,7 +28,7 @@
 #include "utils/timestamp.h"
 
 #include "worker/job.h"
-#include "worker/worker.h"
+#include "worker/queue.h"
 #include "common/pg_compat.h"
 #include "common/ingest.h"
 #include "common/progress.h"
@@ -44,8 +42,6 @@
  */
 #define GC_WORKER_SETTLE_MS ((GC_WORKER_RESTART_S + 3) * 1000)
 
-/* room left in /dev/shm beside a segment of ours */
-#define GC_SHM_MARGIN ((uint64) 64 << 20)
 
 /* ---------------------------------------------------------------------
  * The GPU dispatch sees
@@ -127,69 +123,17 @@ gc_glue_gpu(gc_gpu *gpu)
 	gpu->mem_limit = (size_t) gpuclust_gpu_memory_limit << 20;
 }
 
-/* ---------------------------------------------------------------------
- * Shared memory for the matrix
- * --------------------------------------------------------------------- */
-
-static void
-shared_release(void *arg)
-{
-	GcShared   *s = (GcShared *) arg;
-
-	if (s->seg != NULL)
-		dsm_detach(s->seg);
-	s->seg = NULL;
-}
-
-/* Whether a DSM segment of bytes fits (posix DSM lives in /dev/shm). */
+/* Whether ingest should put a matrix in shared memory: the worker takes jobs. */
 static bool
-shm_has_room(Size bytes)
+worker_takes_jobs(void)
 {
-	struct statvfs fs;
-
-	if (dynamic_shared_memory_type != DSM_IMPL_POSIX)
-		return true;
-	if (statvfs("/dev/shm", &fs) != 0)
-		return true;			/* let dsm_create say what is wrong */
-	return (uint64) fs.f_bavail * fs.f_frsize >= (uint64) bytes + GC_SHM_MARGIN;
-}
-
-/* A segment of bytes, or NULL when /dev/shm or the segment slots are full. */
-static dsm_segment *
-create_segment(Size bytes)
-{
-	if (!shm_has_room(bytes))
-		return NULL;
-	return dsm_create(Max(bytes, 1), DSM_CREATE_NULL_IF_MAXSEGMENTS);
-}
-
-void *
-gc_job_shared_alloc(MemoryContext cxt, Size bytes, GcShared **shared)
-{
-	GcShared   *s;
-
-	*shared = NULL;
-	if (gc_worker == NULL || gc_worker->state != GC_WORKER_READY)
-		return NULL;
-	s = MemoryContextAllocZero(cxt, sizeof(GcShared));
-	if ((s->seg = create_segment(bytes)) == NULL)
-	{
-		pfree(s);
-		return NULL;
-	}
-	/* mapped for cxt's life, not the resource owner's */
-	dsm_pin_mapping(s->seg);
-	s->cb.func = shared_release;
-	s->cb.arg = s;
-	MemoryContextRegisterResetCallback(cxt, &s->cb);
-	*shared = s;
-	return dsm_segment_address(s->seg);
+	return gc_worker != NULL && gc_worker->state == GC_WORKER_READY;
 }
 
 void
-gc_job_shared_free(GcShared *shared)
+gc_job_init(void)
 {
-	shared_release(shared);
+	gc_shared_wanted = worker_takes_jobs;
 }
 
 /* ---------------------------------------------------------------------
@@ -390,7 +334,7 @@ job_segments(GcJob *j, const GcInput *in, Size out_bytes, gc_status *st)
 	dsm_segment *xs = in->x_shared != NULL ? in->x_shared->seg : NULL;
 	Size		bytes = xs != NULL ? out_bytes : x_off + x_bytes;
 
-	if ((out = create_segment(bytes)) == NULL)
+	if ((out = gc_shared_segment(bytes)) == NULL)
 	{
 		gc_fail(st, GC_ENOMEM,
 				"no room in shared memory for the GPU worker's job (%zu MiB; posix shared memory lives in /dev/shm)",

@@ -14,7 +14,8 @@
 #include "storage/dsm.h"
 
 #include "common/gpuclust.h"
-#include "worker/worker.h"
+#include "common/shared_memory.h"
+#include "worker/queue.h"
 #include "core/gpu.h"
 
 struct GcInput;
@@ -33,21 +34,8 @@ extern GcWorkerState gc_job_worker_settled(void);
  */
 extern void gc_glue_gpu(gc_gpu *gpu);
 
-/*
- * Shared memory for a matrix the worker will read: a DSM segment of bytes,
- * mapped until cxt is reset or deleted, or until gc_job_shared_free.
- * NULL when no worker takes jobs, or the shared memory (/dev/shm) has no
- * room for it.
- */
-typedef struct GcShared
-{
-	MemoryContextCallback cb;
-	dsm_segment *seg;			/* NULL once detached */
-} GcShared;
-
-extern void *gc_job_shared_alloc(MemoryContext cxt, Size bytes,
-								 GcShared **shared);
-extern void gc_job_shared_free(GcShared *shared);
+/* Sets gc_shared_wanted: ingest writes matrices into DSM while the worker takes jobs. */
+extern void gc_job_init(void);
 
 /*
  * The GPU runs of k-means, DBSCAN and affinity propagation on in's rows,

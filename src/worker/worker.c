@@ -3,7 +3,7 @@
  * worker.c
  *	  The GPU worker: a background worker that queues every backend's GPU
  *	  jobs and has its GPU process run them (the protocol is in
- *	  worker/worker.h, the GPU process in worker/gpu_process.h).
+ *	  worker/queue.h, the GPU process in worker/gpu_process.h).
  *
  * The worker forks its GPU process, which probes the GPU (creating the
  * CUDA context) and says READY.  Then the worker loops on its latch and
@@ -49,6 +49,7 @@
 
 #include "common/gpuclust.h"
 #include "worker/gpu_process.h"
+#include "worker/queue.h"
 #include "worker/worker.h"
 #include "common/pg_compat.h"
 

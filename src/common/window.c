@@ -15,8 +15,8 @@
  * on its own.  The first call in a partition reads the whole partition once
  * (WinGetPartitionRowCount, then WinGetFuncArgInPartition row by row from
  * the head), validates and packs the features into one float32 matrix,
- * clusters it on the device the set-returning form would use
- * (common/run.c), and keeps one label per partition row in the
+ * clusters it on the device the set-returning form would use (the
+ * algorithm's run function), and keeps one label per partition row in the
  * partition-local memory; every call then returns the label of its row
  * (WinGetCurrentPosition).  The frame is ignored: the result depends on the
  * whole partition, in its order.
@@ -26,7 +26,7 @@
  * ORDER BY.  NULL features and DBSCAN noise give NULL.
  *
  * The parameters (eps, k, ...) are read from the partition's first row
- * and checked by the set-returning form's reader (common/args.c), with its
+ * and checked by the set-returning form's reader (its folder's *_args.c), with its
  * errors; when an argument is not a constant it is evaluated on every row
  * and must not change within the partition.  A NULL parameter other than
  * device is an error.  The defaults are the install script's: PostgreSQL
@@ -34,7 +34,7 @@
  * name the 1-based row number within the partition, in the window's order
  * (there is no id).
  *
- * window_label is the one driver; each algorithm gives it its signature,
+ * gc_glue_window_label is the one driver; each algorithm gives it its signature,
  * its reader and its run (WinAlgo).  With gpuclust.log_timing on, each
  * partition logs one INFO line: the device, its rows, and the ms spent
  * reading the partition (ingest) and clustering it (compute); there is no
@@ -54,13 +54,9 @@
 #include "utils/memutils.h"
 #include "windowapi.h"
 
-#include "common/args.h"
-#include "common/run.h"
 #include "common/progress.h"
 #include "common/srf.h"
-
-PG_FUNCTION_INFO_V1(gpu_dbscan_window);
-PG_FUNCTION_INFO_V1(gpu_kmeans_window);
+#include "common/window.h"
 
 /* label of a row with no cluster (NULL features, DBSCAN noise) */
 #define WIN_NO_LABEL	(-1)
@@ -75,18 +71,6 @@ typedef struct WinPartition
 	int64		n_rows;
 	int32	   *labels;			/* n_rows, in the partition's memory */
 } WinPartition;
-
-/*
- * The parameters of a window function call (every argument but the
- * features), read from the partition's first row.
- */
-typedef struct WinArgs
-{
-	GcArgs		args;			/* row 1's values, as the readers take them */
-	bool		varies[GC_MAX_ARGS];	/* not a constant: checked on every row */
-	Oid			type[GC_MAX_ARGS];
-	bool		byval[GC_MAX_ARGS];
-} WinArgs;
 
 /* Whether a (the value of argument argno on some row) equals row 1's. */
 static bool
@@ -317,40 +301,6 @@ result_of_row(WindowObject winobj, WinPartition *part, FunctionCallInfo fcinfo)
 }
 
 /*
- * The computation of one partition's labels, in its own memory: the
- * parameters (read from row 1), the features, and the run's results.
- */
-typedef struct WinCall
-{
-	MemoryContext workcxt;
-	WinArgs		params;
-	gc_device	requested;
-	union
-	{
-		gc_kmeans_params kmeans;
-		gc_dbscan_params dbscan;
-	}			p;
-	GcInput		in;
-	/* what ran, for gpuclust.log_timing */
-	gc_device	ran;
-	int			iterations;		/* k-means */
-} WinCall;
-
-/* What a window function clusters with. */
-typedef struct WinAlgo
-{
-	const GcSignature *sig;
-	/* call->p and call->requested from call->params (the reader) */
-	void		(*read_params) (WinCall *call);
-	/*
-	 * the labels of call->in's rows with features (call->in.n >= 1); sets
-	 * call->ran (and call->iterations)
-	 */
-	const int32 *(*run) (WinCall *call);
-	gc_algorithm algo;
-} WinAlgo;
-
-/*
  * gpuclust.log_timing's INFO for one partition: as the set-returning
  * forms' (common/srf.c), without an emit phase.
  */
@@ -367,12 +317,7 @@ log_partition_timing(const WinAlgo *algo, const WinCall *call,
 					 call->in.n > 0 ? gc_device_name(call->ran) : "none",
 					 (long long) call->in.n_rows, (long long) call->in.n,
 					 call->in.d);
-	if (algo->algo == GC_ALGO_KMEANS)
-		appendStringInfo(&head, ", k %d, iterations %d", call->p.kmeans.k,
-						 call->iterations);
-	else
-		appendStringInfo(&head, ", algorithm %s",
-						 gc_dbscan_algorithm_name(call->p.dbscan.algorithm));
+	appendStringInfoString(&head, call->timing_note ? call->timing_note : "");
 	if (call->in.n > 0 && call->ran == GC_DEVICE_GPU)
 	{
 		/* the set-returning frame's itemisation reads only these two */
@@ -392,8 +337,8 @@ log_partition_timing(const WinAlgo *algo, const WinCall *call,
  * The label of the current row: the first call in a partition clusters
  * the partition with algo and keeps its labels.
  */
-static Datum
-window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
+Datum
+gc_glue_window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
 {
 	WindowObject winobj = PG_WINDOW_OBJECT();
 	WinPartition *part = partition_state(winobj);
@@ -429,85 +374,4 @@ window_label(FunctionCallInfo fcinfo, const WinAlgo *algo)
 		part->ready = true;
 	}
 	return result_of_row(winobj, part, fcinfo);
-}
-
-/* ---------------------------------------------------------------------
- * gpu_dbscan(features, eps, min_pts, device, metric, algorithm) OVER (...)
- * --------------------------------------------------------------------- */
-
-static void
-dbscan_read_params(WinCall *call)
-{
-	gc_glue_dbscan_params(&call->params.args, &call->p.dbscan,
-						  &call->requested);
-}
-
-static const int32 *
-dbscan_run(WinCall *call)
-{
-	int32	   *labels;
-	uint8	   *is_core;
-
-	call->ran = gc_glue_run_dbscan(call->requested, &call->in,
-								   &call->p.dbscan, call->workcxt, &labels,
-								   &is_core);
-	return labels;
-}
-
-static const WinAlgo win_dbscan = {
-	&gc_dbscan_signature, dbscan_read_params, dbscan_run, GC_ALGO_DBSCAN
-};
-
-Datum
-gpu_dbscan_window(PG_FUNCTION_ARGS)
-{
-	return window_label(fcinfo, &win_dbscan);
-}
-
-/* ---------------------------------------------------------------------
- * gpu_kmeans(features, k, max_iter, tol, init, n_init, seed, device,
- *			  init_centroids, metric) OVER (...)
- * --------------------------------------------------------------------- */
-
-/*
- * init_centroids (an array) work here; an init query does not: a window
- * function runs no query (it is PARALLEL SAFE and reads only its
- * partition).
- */
-static void
-kmeans_read_params(WinCall *call)
-{
-	char	   *init_query;
-
-	gc_glue_kmeans_params(&call->params.args, &call->p.kmeans,
-						  &call->requested, &init_query);
-	if (init_query != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the window form of gpu_kmeans takes no init query"),
-				 errdetail("init is \"%s\".", init_query),
-				 errhint("Pass the centroids as an array: init_centroids => (SELECT array_agg(features ORDER BY id) FROM centres).")));
-}
-
-static const int32 *
-kmeans_run(WinCall *call)
-{
-	gc_kmeans_result res;
-
-	gc_glue_check_k_rows(call->p.kmeans.k, call->in.n, GC_ROWS_PARTITION,
-						 NULL);
-	call->ran = gc_glue_run_kmeans(call->requested, &call->in,
-								   &call->p.kmeans, call->workcxt, &res);
-	call->iterations = res.iterations;
-	return res.labels;
-}
-
-static const WinAlgo win_kmeans = {
-	&gc_kmeans_signature, kmeans_read_params, kmeans_run, GC_ALGO_KMEANS
-};
-
-Datum
-gpu_kmeans_window(PG_FUNCTION_ARGS)
-{
-	return window_label(fcinfo, &win_kmeans);
 }
