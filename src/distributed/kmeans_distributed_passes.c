@@ -285,7 +285,7 @@ kmd_fetch_rows(const char *what, const char *nsp, const char *source, int64 n,
 
 	/*
 	 * the rows of the ranges left (ids are numbers: the ranges are written
-	 * into the query), in the order of the window this replaces
+	 * into the query), in (id, features) order, the order their ranks count
 	 */
 	initStringInfo(&q);
 	appendStringInfo(&q, "SELECT s.id::bigint, s.f FROM %s AS s(id, f) WHERE s.f IS NOT NULL AND (",
