@@ -328,14 +328,63 @@ run_kmeans_labels(ProcJob *r, GcJob *j)
 											  &r->status);
 }
 
-static const ProcRun gpu_runs[GC_ALGO_COUNT] = {
-	[GC_ALGO_KMEANS] = run_kmeans,
-	[GC_ALGO_DBSCAN] = run_dbscan,
-	[GC_ALGO_AP] = run_ap,
-	[GC_ALGO_KDISTANCE] = run_kdistance,
-	[GC_ALGO_SILHOUETTE] = run_silhouette,
-	[GC_ALGO_KMEANS_LABELS] = run_kmeans_labels,
+/*
+ * The job's scalars into its slot (its arrays are in the segment), for the
+ * algorithms that have some.
+ */
+static void
+publish_kmeans(ProcJob *r, GcJob *j)
+{
+	j->kmeans.inertia = r->kmeans.inertia;
+	j->kmeans.iterations = r->kmeans.iterations;
+	j->kmeans.converged = r->kmeans.converged;
+	j->phases.kmeans = r->km_phases;
+}
+
+static void
+publish_dbscan(ProcJob *r, GcJob *j)
+{
+	j->phases.dbscan = r->db_phases;
+}
+
+static void
+publish_ap(ProcJob *r, GcJob *j)
+{
+	j->ap = r->ap;
+	j->ap.labels = NULL;
+	j->ap.is_exemplar = NULL;
+}
+
+static void
+publish_silhouette(ProcJob *r, GcJob *j)
+{
+	j->silhouette = r->silhouette;
+}
+
+/* What the GPU process does for each algorithm: its run, what it publishes. */
+typedef struct ProcAlgo
+{
+	ProcRun		run;
+	ProcRun		publish;		/* NULL: the outputs are all in the segment */
+} ProcAlgo;
+
+static const ProcAlgo proc_algos[GC_ALGO_COUNT] = {
+	[GC_ALGO_KMEANS] = {run_kmeans, publish_kmeans},
+	[GC_ALGO_DBSCAN] = {run_dbscan, publish_dbscan},
+	[GC_ALGO_AP] = {run_ap, publish_ap},
+	[GC_ALGO_KDISTANCE] = {run_kdistance, NULL},
+	[GC_ALGO_SILHOUETTE] = {run_silhouette, publish_silhouette},
+	[GC_ALGO_KMEANS_LABELS] = {run_kmeans_labels, NULL},
 };
+
+/* the entry of a job's algorithm, NULL when it is unknown */
+static const ProcAlgo *
+proc_algo(const GcJob *j)
+{
+	if (j->algo < 0 || j->algo >= GC_ALGO_COUNT || proc_algos[j->algo].run == NULL)
+		return NULL;
+	return &proc_algos[j->algo];
+}
 
 #ifdef GC_TESTING
 /*
@@ -388,15 +437,16 @@ static const ProcRun emulated_runs[GC_ALGO_COUNT] = {
 static void
 run_job(ProcJob *r, GcJob *j)
 {
+	const ProcAlgo *a = proc_algo(j);
 	ProcRun		run;
 
-	if (j->algo < 0 || j->algo >= GC_ALGO_COUNT || gpu_runs[j->algo] == NULL)
+	if (a == NULL)
 	{
 		gc_fail(&r->status, GC_EINTERNAL, "GPU job of unknown algorithm %d",
 				(int) j->algo);
 		return;
 	}
-	run = gpu_runs[j->algo];
+	run = a->run;
 #ifdef GC_TESTING
 	if (EMULATED && emulated_runs[j->algo] != NULL)
 		run = emulated_runs[j->algo];
@@ -408,28 +458,10 @@ run_job(ProcJob *r, GcJob *j)
 static void
 publish(ProcJob *r, GcJob *j)
 {
-	switch (j->algo)
-	{
-		case GC_ALGO_KMEANS:
-			j->kmeans.inertia = r->kmeans.inertia;
-			j->kmeans.iterations = r->kmeans.iterations;
-			j->kmeans.converged = r->kmeans.converged;
-			j->phases.kmeans = r->km_phases;
-			break;
-		case GC_ALGO_DBSCAN:
-			j->phases.dbscan = r->db_phases;
-			break;
-		case GC_ALGO_AP:
-			j->ap = r->ap;
-			j->ap.labels = NULL;
-			j->ap.is_exemplar = NULL;
-			break;
-		case GC_ALGO_SILHOUETTE:
-			j->silhouette = r->silhouette;
-			break;
-		default:
-			break;				/* the outputs are in the segment */
-	}
+	const ProcAlgo *a = proc_algo(j);
+
+	if (a != NULL && a->publish != NULL)
+		a->publish(r, j);
 	j->status = r->status;
 	pg_write_barrier();
 }
