@@ -19,7 +19,10 @@ REGRESS_OPTS = --inputdir=. --outputdir=test/regress_out
 # are included by path from src/core ("common/metric.h", "kmeans/kmeans.h").
 CORE_SRCS   = $(wildcard src/core/*/*.c)
 CORE_HDRS   = $(wildcard src/core/*.h src/core/*/*.h)
-GLUE_SRCS   = $(wildcard src/*.c)
+# The glue: the module (src/gpuclust.c) and its folders (src/common, the
+# algorithms, src/distributed, src/worker); src/core is the core's.
+GLUE_SRCS   = src/gpuclust.c $(filter-out src/core/%,$(wildcard src/*/*.c))
+GLUE_HDRS   = $(filter-out src/core/%,$(wildcard src/*/*.h))
 CORE_OBJS   = $(CORE_SRCS:.c=.o)
 OBJS        = $(GLUE_SRCS:.c=.o) $(CORE_OBJS)
 
@@ -72,6 +75,16 @@ endif
 # -ffp-contract=off: no FMA, so CPU and GPU decide dist² <= eps² alike.
 GC_CFLAGS   = -O3 -fopenmp -ffp-contract=off -fno-math-errno $(GC_CUDA_DEF)
 PG_CFLAGS   = $(GC_CFLAGS) -Wno-declaration-after-statement
+# Headers by path: the glue's from src ("common/...", "worker/...",
+# "core/..."), the core's from src/core ("common/metric.h"); no glue header
+# shares a core header's name (test/install/check_includes.sh).
+PG_CPPFLAGS += -I$(srcdir)/src -I$(srcdir)/src/core
+# make GC_TESTING=1: an extension with its test-only switches
+# (gpuclust.gpu_worker_emulate), for the suites that need them; never a
+# product build.
+ifeq ($(GC_TESTING),1)
+PG_CPPFLAGS += -DGC_TESTING
+endif
 SHLIB_LINK  = -fopenmp $(CUDA_LINK)
 EXTRA_CLEAN = $(CU_OBJS) $(CU_HOOK_OBJS) test/regress_out test/bin
 
@@ -86,8 +99,6 @@ ifeq ($(filter-out $(STANDALONE_GOALS) test/bin/% cuda/%,$(MAKECMDGOALS)),)
 NO_PGXS     = 1
 endif
 endif
-# the core's headers by path from src/core, for the glue and the core alike
-PG_CPPFLAGS += -Isrc/core
 ifndef NO_PGXS
 PG_CONFIG  ?= pg_config
 PGXS       := $(shell $(PG_CONFIG) --pgxs)
@@ -102,7 +113,7 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh) $(CORE_HDRS)
 config:
 	@echo "gpuclust build: USE_CUDA=$(USE_CUDA) nvcc=$(or $(NVCC),none) cudart=$(or $(CUDART_A),none)"
 
-$(OBJS): $(CORE_HDRS) $(wildcard src/*.h)
+$(OBJS): $(CORE_HDRS) $(GLUE_HDRS)
 
 # ---- core unit tests and the command-line driver (no PostgreSQL) ----
 # GC_TESTING: the test-only entry points and switches (never in the extension).

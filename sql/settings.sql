@@ -18,11 +18,15 @@ SELECT coalesce(string_agg(concat_ws(' ', name, context, setting, unit, min_val,
                            '; ' ORDER BY name), 'none')
        = CASE WHEN current_setting('shared_preload_libraries') ~ 'gpuclust'
               THEN 'gpuclust.gpu_worker postmaster on; '
-                   'gpuclust.gpu_worker_emulate postmaster 0 MB 0 2147483647; '
                    'gpuclust.gpu_worker_jobs sighup 4 1 64; '
                    'gpuclust.gpu_worker_memory sighup 0 MB 0 2147483647'
               ELSE 'none' END AS worker_settings_as_loaded
 FROM pg_settings WHERE name LIKE 'gpuclust.gpu\_worker%';
+
+-- the test-only switch (gpuclust.gpu_worker_emulate) is not in the
+-- product: only a test build (make GC_TESTING=1) defines it
+SELECT count(*) AS test_only_settings
+FROM pg_settings WHERE name = 'gpuclust.gpu_worker_emulate';
 
 -- the effective thread count, as gpuclust_info() reports it
 CREATE FUNCTION threads() RETURNS int LANGUAGE sql

@@ -1,11 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * gpuclust.c
- *	  Module entry point: PG_MODULE_MAGIC and the gpuclust.* GUCs.
+ *	  Module entry point: PG_MODULE_MAGIC, the gpuclust.* GUCs and
+ *	  _PG_init, the one file that sees every layer of the glue (the map:
+ *	  common/gpuclust.h).
  *
  * _PG_init never touches CUDA: the library may be loaded into the
  * postmaster (shared_preload_libraries), and CUDA is not fork-safe.  When
- * preloaded it registers the GPU worker (gpuworker.c), which alone creates
+ * preloaded it registers the GPU worker (worker/worker.c), which alone creates
  * a CUDA context; otherwise the GPU is probed lazily, by the backend that
  * first needs it.
  *
@@ -14,7 +16,7 @@
  * on the parameter): gpuclust.max_cpu_threads, gpuclust.max_matrix_memory,
  * gpuclust.gpu_device_id and gpuclust.gpu_memory_limit.  Any session may lower the first two for
  * itself with gpuclust.cpu_threads and gpuclust.matrix_memory (PGC_USERSET),
- * never raise them: the glue uses the smaller of each pair (common_sql.c).
+ * never raise them: the glue uses the smaller of each pair (common/context.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -26,9 +28,10 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "gpuclust.h"
-#include "gpuworker.h"
-#include "progress.h"
+#include "common/gpuclust.h"
+#include "worker/job.h"
+#include "worker/worker.h"
+#include "common/progress.h"
 
 PG_MODULE_MAGIC;
 
@@ -41,7 +44,9 @@ int			gpuclust_matrix_memory = 0;	/* MB */
 int			gpuclust_max_matrix_memory = 4096;	/* MB */
 bool		gpuclust_gpu_worker = true;
 int			gpuclust_gpu_worker_jobs = 4;
+#ifdef GC_TESTING
 int			gpuclust_gpu_worker_emulate = 0;	/* MB */
+#endif
 int			gpuclust_gpu_worker_memory = 0;	/* MB */
 int			gpuclust_gpu_memory_limit = 0;	/* MB */
 
@@ -101,6 +106,8 @@ define_worker_settings(void)
 							GUC_UNIT_MB,
 							NULL, NULL, NULL);
 
+#ifdef GC_TESTING
+	/* test builds only (make GC_TESTING=1) */
 	DefineCustomIntVariable("gpuclust.gpu_worker_emulate",
 							"For tests: the GPU worker runs its jobs on the CPU, on a GPU of this much memory.",
 							"0 (the default) uses the real GPU.  Otherwise the "
@@ -113,6 +120,7 @@ define_worker_settings(void)
 							PGC_POSTMASTER,
 							GUC_UNIT_MB | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+#endif
 }
 
 void
@@ -221,4 +229,5 @@ _PG_init(void)
 
 	gc_progress_init();
 	gc_worker_init();
+	gc_job_init();
 }

@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * srf.h
+ *	  The frame of the set-returning clustering functions (kmeans/kmeans_sql.c,
+ *	  dbscan/dbscan_sql.c, affinity/affinity_sql.c): their arguments, the source query's rows,
+ *	  the one emitter of their result rows, and their timings.
+ *
+ * A set-returning function reads its arguments (gc_glue_srf_args, then
+ * its algorithm's reader), ingests the source query (gc_glue_srf_ingest),
+ * runs its algorithm (common/run.h) and emits the labels
+ * (gc_glue_srf_emit), then reports its timings when gpuclust.log_timing is
+ * on (gc_glue_srf_log_timing) and ends (gc_glue_srf_end).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUCLUST_CLUSTER_SRF_H
+#define GPUCLUST_CLUSTER_SRF_H
+
+#include "fmgr.h"
+
+#include "common/args.h"
+#include "common/ingest.h"
+
+/* One call of a set-returning clustering function. */
+typedef struct GcSrfCall
+{
+	FunctionCallInfo fcinfo;
+	GcArgs		args;
+	gc_device	requested;		/* the device argument, or the setting */
+	gc_device	ran;			/* the device that ran (or would have) */
+	MemoryContext cxt;			/* the call's working memory */
+	GcInput		in;				/* the source query's rows, in cxt */
+	/* milliseconds, for gpuclust.log_timing */
+	double		ms_ingest;
+	double		ms_compute;
+	double		ms_emit;
+	double		t_mark;			/* gc_now_ms() at the start of the phase */
+} GcSrfCall;
+
+/* fcinfo's arguments by sig, every NULL checked (gc_glue_args_of_call) */
+extern void gc_glue_srf_args(FunctionCallInfo fcinfo, const GcSignature *sig,
+							 GcSrfCall *call);
+
+/*
+ * Sets up the materialised result, creates the working memory and reads
+ * the source query (argument 0) into call->in; the compute phase starts.
+ */
+extern void gc_glue_srf_ingest(GcSrfCall *call);
+
+/*
+ * The emitter: ends the compute phase, then returns the rows (id,
+ * cluster_id, third) of a labelling in input order.  third is flags[j] as
+ * a boolean (is_core, is_exemplar) or distance[j] as a float8 (k-means),
+ * whichever is given.  GC_NOISE and rows without features get a NULL
+ * cluster_id; rows without features a NULL third column too.
+ */
+extern void gc_glue_srf_emit(GcSrfCall *call, const int32 *labels,
+							 const uint8 *flags, const double *distance);
+
+/*
+ * gpuclust.log_timing's INFO: "<head>; ingest .. ms, compute .. ms<detail>,
+ * emit .. ms", where detail itemises the compute phase (or is empty).
+ */
+extern void gc_glue_srf_log_timing(const GcSrfCall *call, const char *head,
+								   const char *compute_detail);
+
+/*
+ * The compute detail of a k-means or DBSCAN call: where its GPU run spent
+ * its time, " (upload ..., ...)"; empty when nothing ran on the GPU (and
+ * for affinity propagation, whose result carries its phases' times).
+ */
+extern const char *gc_glue_srf_gpu_phases(const GcSrfCall *call,
+										  gc_algorithm algo);
+
+/* Frees the working memory. */
+extern void gc_glue_srf_end(GcSrfCall *call);
+
+#endif							/* GPUCLUST_CLUSTER_SRF_H */

@@ -1,0 +1,66 @@
+/*-------------------------------------------------------------------------
+ *
+ * window.h
+ *	  The frame of the window forms (window.c): one driver, to which each
+ *	  algorithm gives its signature, reader, run and timing line (WinAlgo).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUCLUST_WINDOW_H
+#define GPUCLUST_WINDOW_H
+
+#include "lib/stringinfo.h"
+
+#include "common/args.h"
+#include "common/ingest.h"
+
+/*
+ * The parameters of a window function call (every argument but the
+ * features), read from the partition's first row.
+ */
+typedef struct WinArgs
+{
+	GcArgs		args;			/* row 1's values, as the readers take them */
+	bool		varies[GC_MAX_ARGS];	/* not a constant: checked on every row */
+	Oid			type[GC_MAX_ARGS];
+	bool		byval[GC_MAX_ARGS];
+} WinArgs;
+
+/*
+ * The computation of one partition's labels, in its own memory: the
+ * parameters (read from row 1), the features, and the run's results.
+ */
+typedef struct WinCall
+{
+	MemoryContext workcxt;
+	WinArgs		params;
+	gc_device	requested;
+	void	   *p;				/* the algorithm's parameters (its reader's) */
+	GcInput		in;
+	/* what ran, for gpuclust.log_timing */
+	gc_device	ran;
+	/* its parameters in gpuclust.log_timing's line: ", k 3, iterations 7" */
+	const char *timing_note;
+} WinCall;
+
+/* What a window function clusters with. */
+typedef struct WinAlgo
+{
+	const GcSignature *sig;
+	/* call->p and call->requested from call->params (the reader) */
+	void		(*read_params) (WinCall *call);
+	/*
+	 * the labels of call->in's rows with features (call->in.n >= 1); sets
+	 * call->ran and call->timing_note
+	 */
+	const int32 *(*run) (WinCall *call);
+	gc_algorithm algo;
+} WinAlgo;
+
+/*
+ * The label of the current row: the first call in a partition clusters
+ * the partition with algo and keeps its labels.
+ */
+extern Datum gc_glue_window_label(FunctionCallInfo fcinfo, const WinAlgo *algo);
+
+#endif							/* GPUCLUST_WINDOW_H */

@@ -1,0 +1,76 @@
+/*-------------------------------------------------------------------------
+ *
+ * kmeans_window_sql.c
+ *	  gpu_kmeans as a window function (common/window.c runs it).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+
+#include "common/window.h"
+#include "kmeans/kmeans_glue.h"
+
+PG_FUNCTION_INFO_V1(gpu_kmeans_window);
+
+/*
+ * gpu_kmeans(features, k, max_iter, tol, init, n_init, seed, device,
+ *			  init_centroids, metric) OVER (...)
+ */
+
+/* gpuclust.log_timing's parameters of a partition (an empty one: 0 iterations) */
+static void
+timing_note(WinCall *call, int iterations)
+{
+	const gc_kmeans_params *p = call->p;
+
+	call->timing_note = psprintf(", k %d, iterations %d", p->k, iterations);
+}
+
+/*
+ * init_centroids (an array) work here; an init query does not: a window
+ * function runs no query (it is PARALLEL SAFE and reads only its
+ * partition).
+ */
+static void
+kmeans_read_params(WinCall *call)
+{
+	gc_kmeans_params *p = palloc(sizeof(gc_kmeans_params));
+	char	   *init_query;
+
+	gc_glue_kmeans_params(&call->params.args, p, &call->requested,
+						  &init_query);
+	call->p = p;
+	timing_note(call, 0);
+	if (init_query != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the window form of gpu_kmeans takes no init query"),
+				 errdetail("init is \"%s\".", init_query),
+				 errhint("Pass the centroids as an array: init_centroids => (SELECT array_agg(features ORDER BY id) FROM centres).")));
+}
+
+static const int32 *
+kmeans_run(WinCall *call)
+{
+	const gc_kmeans_params *p = call->p;
+	gc_kmeans_result res;
+
+	gc_glue_check_k_rows(p->k, call->in.n, GC_ROWS_PARTITION, NULL);
+	call->ran = gc_glue_run_kmeans(call->requested, &call->in, p,
+								   call->workcxt, &res);
+	timing_note(call, res.iterations);
+	return res.labels;
+}
+
+static const WinAlgo win_kmeans = {
+	&gc_kmeans_signature, kmeans_read_params, kmeans_run, GC_ALGO_KMEANS
+};
+
+Datum
+gpu_kmeans_window(PG_FUNCTION_ARGS)
+{
+	return gc_glue_window_label(fcinfo, &win_kmeans);
+}

@@ -1,0 +1,183 @@
+/*-------------------------------------------------------------------------
+ *
+ * labelled_rows_sql.c
+ *	  Reading a labelling of a source query's rows (any: gpu_kmeans's,
+ *	  gpu_dbscan's with its noise, a user's own):
+ *
+ *	  gpu_silhouette(source, labels_query, sample_size, seed, device)
+ *		RETURNS (silhouette float8, rows bigint, clusters bigint,
+ *				 sampled boolean)
+ *	  gpu_cluster_centers(source, labels_query)
+ *		RETURNS TABLE (cluster_id bigint, size bigint, centroid float8[],
+ *					   radius float8, mean_distance float8)
+ *
+ * The labels query returns (id, label) and is joined to the source on id
+ * (tools/labels_query.c); rows with a NULL label, or with no row in the labels query,
+ * are noise and left out of both.  gpu_silhouette is scikit-learn's
+ * silhouette_score over the labelled rows (silhouette.c): exact when
+ * sample_size is NULL and there are at most GC_SILHOUETTE_EXACT_ROWS
+ * labelled rows, or sample_size is at least their number; otherwise on a
+ * sample of sample_size (NULL: GC_SILHOUETTE_EXACT_ROWS) rows drawn by
+ * seed.  gpu_cluster_centers returns one row per label, in ascending order
+ * (cluster_summary.c).  gpu_silhouette runs on the device dispatch chooses
+ * for the rows it scores once the labels are read (gc_glue_run_silhouette:
+ * 'auto' the GPU from GC_SILHOUETTE_GPU_MIN_ROWS rows scored when its
+ * memory fits, 'gpu' the GPU or the reason), the GPU's score equal to the
+ * CPU's bit for bit; gpu_cluster_centers, O(n d), runs on the CPU and has
+ * no device argument.  gpuclust_progress shows both: ingest (the source,
+ * then the labels), iterate (the silhouette: rows scored of total; on the
+ * GPU upload first), emit, and the device used.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+
+#include "common/gpuclust.h"
+#include "tools/labels_query.h"
+#include "common/progress.h"
+#include "tools/tools_glue.h"
+
+PG_FUNCTION_INFO_V1(gpu_silhouette);
+PG_FUNCTION_INFO_V1(gpu_cluster_centers);
+
+/*
+ * The source's rows and their labels, in cxt, for the call of function
+ * (its progress starts here).
+ */
+static void
+read_labelling(const char *function, const GcArgs *args, MemoryContext cxt,
+			   GcInput *in, int32 **labels, int32 *m, int64 **values)
+{
+	gc_progress_begin(function);
+	gc_ingest(TextDatumGetCString(args->value[GC_ARG_ROWS]), InvalidOid, 0,
+			  cxt, in);
+	gc_read_labels(TextDatumGetCString(args->value[1]), in, cxt, labels, m,
+				   values);
+}
+
+Datum
+gpu_silhouette(PG_FUNCTION_ARGS)
+{
+	GcArgs		args;
+	int64		sample_size;
+	uint64		seed;
+	gc_device	device;
+	TupleDesc	tupdesc;
+	MemoryContext cxt;
+	GcInput		in;
+	int32	   *labels;
+	int32		m;
+	int64	   *values;
+	int64		labelled;
+	gc_silhouette_result res;
+	Datum		out[4];
+	bool		nulls[4] = {false, false, false, false};
+	HeapTuple	tuple;
+	double		t0 = gc_now_ms();
+
+	gc_glue_args_of_call(fcinfo, &gc_silhouette_signature, &args);
+	gc_glue_silhouette_params(&args, &sample_size, &seed, &device);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type of gpu_silhouette must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_silhouette",
+								ALLOCSET_DEFAULT_SIZES);
+	read_labelling("gpu_silhouette", &args, cxt, &in, &labels, &m, &values);
+	labelled = gc_silhouette_rows(labels, in.n, 0);
+	if (sample_size == 0 && labelled > GC_SILHOUETTE_EXACT_ROWS)
+		sample_size = GC_SILHOUETTE_EXACT_ROWS;
+
+	device = gc_glue_run_silhouette(device, &in, labels, m, sample_size, seed,
+									&res);
+	out[0] = Float8GetDatum(res.score);
+	out[1] = Int64GetDatum(res.rows);
+	out[2] = Int64GetDatum(res.clusters);
+	out[3] = BoolGetDatum(res.sampled);
+	tuple = heap_form_tuple(tupdesc, out, nulls);
+	gc_progress_end();
+	if (gpuclust_log_timing)
+		ereport(INFO,
+				(errmsg("gpu_silhouette: device %s, n %lld, d %d, rows scored %lld; %.1f ms",
+						gc_device_name(device), (long long) in.n, in.d,
+						(long long) res.rows,
+						gc_now_ms() - t0)));
+	MemoryContextDelete(cxt);
+	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
+}
+
+Datum
+gpu_cluster_centers(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	GcArgs		args;
+	MemoryContext cxt,
+				oldcxt;
+	GcInput		in;
+	int32	   *labels;
+	int32		m;
+	int64	   *values;
+	int64	   *sizes;
+	double	   *centres,
+			   *radius,
+			   *mean_dist;
+	Datum	   *elems;
+	gc_ctx		ctx;
+	gc_status	st = {GC_OK, ""};
+
+	gc_glue_args_of_call(fcinfo, &gc_centers_signature, &args);
+	InitMaterializedSRF(fcinfo, 0);
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_cluster_centers",
+								ALLOCSET_DEFAULT_SIZES);
+	read_labelling("gpu_cluster_centers", &args, cxt, &in, &labels, &m,
+				   &values);
+	gc_progress_compute(GC_DEVICE_CPU, in.n);
+	gc_glue_ctx(&ctx);
+	if (m == 0)
+	{
+		gc_progress_end();
+		MemoryContextDelete(cxt);
+		return (Datum) 0;
+	}
+	oldcxt = MemoryContextSwitchTo(cxt);
+	sizes = palloc_extended(m * sizeof(int64), MCXT_ALLOC_HUGE);
+	centres = palloc_extended((Size) m * in.d * sizeof(double), MCXT_ALLOC_HUGE);
+	radius = palloc_extended(m * sizeof(double), MCXT_ALLOC_HUGE);
+	mean_dist = palloc_extended(m * sizeof(double), MCXT_ALLOC_HUGE);
+	elems = palloc(in.d * sizeof(Datum));
+	MemoryContextSwitchTo(oldcxt);
+
+	if (gc_cluster_summary_cpu(&ctx, in.X, in.n, in.d, labels, m, sizes,
+							   centres, radius, mean_dist, &st) != GC_OK)
+		gc_glue_report(&st, "cluster summary");
+	gc_progress_phase(GC_PHASE_EMIT);
+
+	for (int32 c = 0; c < m; c++)
+	{
+		Datum		out[5];
+		bool		nulls[5] = {false, false, false, false, false};
+
+		for (int j = 0; j < in.d; j++)
+			elems[j] = Float8GetDatum(centres[(int64) c * in.d + j]);
+		out[0] = Int64GetDatum(values[c]);
+		out[1] = Int64GetDatum(sizes[c]);
+		out[2] = PointerGetDatum(construct_array(elems, in.d, FLOAT8OID,
+												 sizeof(float8), FLOAT8PASSBYVAL,
+												 TYPALIGN_DOUBLE));
+		out[3] = Float8GetDatum(radius[c]);
+		out[4] = Float8GetDatum(mean_dist[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
+	}
+	gc_progress_end();
+	MemoryContextDelete(cxt);
+	return (Datum) 0;
+}

@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * device.h
+ *	  The device of a call (device.c): the requested device resolved with
+ *	  the GPU as dispatch sees it (gc_glue_gpu, worker/job.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUCLUST_WORKER_DEVICE_H
+#define GPUCLUST_WORKER_DEVICE_H
+
+#include "common/gpuclust.h"
+
+/*
+ * Resolve the requested device to CPU or GPU (gc_choose_device) into
+ * *chosen, or return the failure in *st.
+ */
+extern gc_code gc_glue_try_choose_device(gc_device requested,
+										 gc_algorithm algo, int64 n, int d,
+										 gc_device *chosen, gc_status *st);
+
+/* Resolve the requested device to CPU or GPU, or fail with the reason. */
+extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
+									   int64 n, int d);
+
+/*
+ * The hint of a call the GPU cannot run that uses what runs only on the
+ * GPU (what names it; gpu_only false: NULL, gc_glue_report's "use the
+ * CPU"), and the way to the CPU (cpu_way).
+ */
+extern const char *gc_glue_gpu_only_hint(bool gpu_only, const char *what,
+										 const char *cpu_way);
+
+/*
+ * After a choice that may pass a usable GPU over for lack of memory (rc,
+ * st; note empty or why): the failure raised, or the note as a NOTICE
+ * that what runs on the CPU.
+ */
+extern void gc_glue_chosen_or_report(gc_code rc, const gc_status *st,
+									 const char *note, gc_algorithm algo);
+
+#endif							/* GPUCLUST_WORKER_DEVICE_H */

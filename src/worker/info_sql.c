@@ -1,0 +1,378 @@
+/*-------------------------------------------------------------------------
+ *
+ * info_sql.c
+ *	  gpuclust_info() RETURNS TABLE (key text, value text)
+ *
+ * Says whether this build has CUDA, whether the GPU is usable (and why
+ * not), the device's name, memory and compute capability, and which device
+ * 'auto' picks for a problem big enough for the GPU (k-means: n·k·d at
+ * least auto_kmeans_gpu_min_work; affinity propagation: auto_ap_gpu_min_rows
+ * rows; smaller ones run on the CPU), where DBSCAN's algorithm dclust and
+ * affinity propagation in float4 run (the GPU, or none and why), and the
+ * most rows an affinity propagation call of this session may take on each
+ * device (the CPU's: gpuclust.matrix_memory's limit and the server's
+ * memory; the GPU's, in float8 and float4, for 2-d rows: that limit and
+ * the memory a GPU call may use; more features take O(n d) more).  The GPU
+ * is probed here, lazily, in the calling backend: never in _PG_init or the
+ * postmaster; the probe is cached per backend, the free memory read anew.
+ * cpu_threads is the effective thread count of a call (gpuclust.cpu_threads
+ * capped by gpuclust.max_cpu_threads and the cores); memory_available_bytes
+ * the memory the O(n^2) check compares with (MemAvailable, or less under a
+ * cgroup limit).  The set of keys is the same on every build; values that do
+ * not apply are NULL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "common/gpuclust.h"
+#include "worker/device.h"
+#include "worker/job.h"
+#include "worker/queue.h"
+#include "core/common/gpu.h"
+
+PG_FUNCTION_INFO_V1(gpuclust_info);
+PG_FUNCTION_INFO_V1(gpuclust_gpu_jobs);
+
+/*
+ * A copy of the worker's state, and its queue's length: every backend's
+ * jobs when all, else the caller's own.
+ */
+typedef struct WorkerInfo
+{
+	GcWorkerState state;
+	int			pid,
+				gpu_pid;		/* its GPU process's */
+	gc_cuda_device_info info;
+	size_t		budget,
+				free_mem;
+	int			queued,
+				running;
+} WorkerInfo;
+
+static bool
+worker_info(WorkerInfo *w, bool all)
+{
+	memset(w, 0, sizeof(*w));
+	if (gc_worker == NULL)
+		return false;
+	(void) gc_job_worker_settled();
+	SpinLockAcquire(&gc_worker->mutex);
+	w->state = gc_worker->state;
+	w->pid = gc_worker->pid;
+	w->gpu_pid = gc_worker->gpu_pid;
+	w->info = gc_worker->info;
+	w->budget = gc_worker->budget;
+	w->free_mem = gc_worker->free_mem;
+	SpinLockRelease(&gc_worker->mutex);
+	for (int i = 0; i < gc_worker->njobs; i++)
+	{
+		uint32		s = pg_atomic_read_u32(&gc_worker->jobs[i].state);
+
+		if (!all && gc_worker->jobs[i].userid != GetUserId())
+			continue;
+		w->queued += s == GC_JOB_QUEUED;
+		w->running += s == GC_JOB_RUNNING;
+	}
+	return true;
+}
+
+static const char *
+worker_state_name(GcWorkerState s)
+{
+	switch (s)
+	{
+		case GC_WORKER_READY:
+			return "running";
+		case GC_WORKER_NO_GPU:
+			return "running, no GPU";
+		case GC_WORKER_STARTING:
+			return "starting";
+		case GC_WORKER_RECOVERING:
+			return "running, restarting its GPU process";
+		case GC_WORKER_NONE:
+		case GC_WORKER_EXITED:
+			break;
+	}
+	return "not running";
+}
+
+static void
+put(ReturnSetInfo *rsinfo, const char *key, const char *value)
+{
+	Datum		values[2];
+	bool		nulls[2] = {false, value == NULL};
+
+	values[0] = CStringGetTextDatum(key);
+	values[1] = value ? CStringGetTextDatum(value) : (Datum) 0;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * Where DBSCAN with algorithm => 'dclust' runs (GPU only, whatever the
+ * size): "gpu", or "none (why)".
+ */
+static const char *
+dclust_device(void)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen;
+	gc_gpu		gpu;
+
+	gc_glue_gpu(&gpu);
+	if (gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 0, 0, &gpu,
+								&chosen, &st) != GC_OK)
+		return psprintf("none (%s)", st.message);
+	return gc_device_name(chosen);
+}
+
+/*
+ * Where affinity propagation runs: under 'auto' in float8 for a problem
+ * big enough for the GPU, and in float4 (GPU only, whatever the size):
+ * "gpu", "cpu", or "none (why)".
+ */
+static const char *
+ap_device(gc_ap_precision precision)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen;
+	gc_gpu		gpu;
+
+	gc_glue_gpu(&gpu);
+	if (gc_choose_device_ap(GC_DEVICE_AUTO, precision, GC_AP_GPU_MIN_ROWS, 2,
+							&gpu, &chosen, NULL, 0, &st) != GC_OK)
+		return psprintf("none (%s)", st.message);
+	return gc_device_name(chosen);
+}
+
+/*
+ * The most rows of 2-d affinity propagation that fit this session's
+ * matrix memory limit and, in precision on the GPU (gpu_budget bytes: 0
+ * when unusable, then NULL), the GPU's memory, or on the CPU the server's.
+ */
+static const char *
+ap_max_rows(gc_device device, gc_ap_precision precision, size_t gpu_budget)
+{
+	const char *setting;
+	size_t		limit = (size_t) gc_glue_matrix_memory_mb(&setting) << 20;
+	size_t		host = gc_host_memory();
+
+	if (device == GC_DEVICE_CPU)
+		return psprintf("%lld", (long long) gc_ap_max_rows(Min(limit, host)));
+	if (gpu_budget == 0)
+		return NULL;
+	return psprintf("%lld", (long long) gc_ap_gpu_max_rows(Min(limit, gpu_budget),
+														   2, precision));
+}
+
+/*
+ * Where algo runs under 'auto' for n rows of 2 features (n = 0: a problem
+ * big enough, for the algorithms whose crossover is not a number of rows):
+ * "gpu", "cpu", or "none (why)".
+ */
+static const char *
+auto_device(gc_algorithm algo, int64 n)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen;
+
+	if (gc_glue_try_choose_device(GC_DEVICE_AUTO, algo, n, n > 0 ? 2 : 0,
+								  &chosen, &st) != GC_OK)
+		return psprintf("none (%s)", st.message);
+	return gc_device_name(chosen);
+}
+
+Datum
+gpuclust_info(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	gc_ctx		ctx;
+
+	/*
+	 * The server's free memory (the GPU's and the host's, and the sizes
+	 * derived from them) and other roles' jobs: NULL, and the caller's own
+	 * jobs, to a role that does not see all sessions.
+	 */
+	bool		all = gc_glue_sees_all_sessions();
+
+	InitMaterializedSRF(fcinfo, 0);
+	gc_glue_ctx(&ctx);
+
+	{
+		gc_cuda_device_info info;
+		WorkerInfo	w;
+
+		memset(&info, 0, sizeof(info));
+		if (worker_info(&w, all))
+		{
+			/* the worker's probe: a backend never starts CUDA then */
+			info = w.info;
+			info.free_mem = w.free_mem;
+			if (w.state != GC_WORKER_READY && w.state != GC_WORKER_NO_GPU &&
+				w.state != GC_WORKER_RECOVERING)
+			{
+				info.usable = false;
+				snprintf(info.reason, sizeof(info.reason),
+						 "the gpuclust GPU worker is not running");
+			}
+		}
+		else
+		{
+			sigset_t	old;
+
+			/* the probe may initialise CUDA, which starts threads */
+			gc_glue_signals_block(&old);
+			gc_cuda_probe_cached(gpuclust_gpu_device_id, &info);
+			gc_glue_signals_restore(&old);
+		}
+
+		put(rsinfo, "cuda_build", GC_CUDA_BUILD ? "true" : "false");
+		put(rsinfo, "cuda_runtime_version",
+			info.runtime_version > 0 ?
+			psprintf("%d.%d", info.runtime_version / 1000,
+					 (info.runtime_version % 1000) / 10) : NULL);
+		put(rsinfo, "cuda_driver_version",
+			info.driver_version > 0 ?
+			psprintf("%d.%d", info.driver_version / 1000,
+					 (info.driver_version % 1000) / 10) : NULL);
+		put(rsinfo, "gpu_device_count",
+			GC_CUDA_BUILD ? psprintf("%d", info.device_count) : NULL);
+		put(rsinfo, "gpu_device_id", psprintf("%d", gpuclust_gpu_device_id));
+		put(rsinfo, "gpu_usable", info.usable ? "true" : "false");
+		put(rsinfo, "gpu_reason", info.usable ? NULL : pstrdup(info.reason));
+		put(rsinfo, "gpu_name", info.usable ? pstrdup(info.name) : NULL);
+		put(rsinfo, "gpu_memory_total_bytes",
+			info.usable ? psprintf("%zu", info.total_mem) : NULL);
+		put(rsinfo, "gpu_memory_free_bytes",
+			info.usable && all ? psprintf("%zu", info.free_mem) : NULL);
+		put(rsinfo, "gpu_compute_capability",
+			info.usable ? psprintf("%d.%d", info.cc_major, info.cc_minor) : NULL);
+
+		put(rsinfo, "gpu_worker", gc_worker == NULL ?
+			(gpuclust_gpu_worker ? "off (gpuclust is not in shared_preload_libraries)" :
+			 "off (gpuclust.gpu_worker = off)") : worker_state_name(w.state));
+		put(rsinfo, "gpu_worker_pid",
+			gc_worker != NULL && w.pid != 0 ? psprintf("%d", w.pid) : NULL);
+		put(rsinfo, "gpu_worker_gpu_process_pid",
+			gc_worker != NULL && w.gpu_pid != 0 ? psprintf("%d", w.gpu_pid) : NULL);
+		put(rsinfo, "gpu_worker_memory_budget_bytes",
+			gc_worker != NULL && w.state == GC_WORKER_READY ?
+			psprintf("%zu", w.budget) : NULL);
+		put(rsinfo, "gpu_worker_jobs_queued",
+			gc_worker != NULL ? psprintf("%d", w.queued) : NULL);
+		put(rsinfo, "gpu_worker_jobs_running",
+			gc_worker != NULL ? psprintf("%d", w.running) : NULL);
+	}
+
+	put(rsinfo, "device_setting", gc_device_name((gc_device) gpuclust_device));
+	put(rsinfo, "gpu_memory_limit_bytes", gpuclust_gpu_memory_limit > 0 ?
+		psprintf("%zu", (size_t) gpuclust_gpu_memory_limit << 20) : NULL);
+	put(rsinfo, "auto_device_kmeans", auto_device(GC_ALGO_KMEANS, 0));
+	put(rsinfo, "auto_device_dbscan", auto_device(GC_ALGO_DBSCAN, 0));
+	put(rsinfo, "dbscan_dclust_device", dclust_device());
+	put(rsinfo, "auto_device_ap", ap_device(GC_AP_FLOAT8));
+	put(rsinfo, "ap_float4_device", ap_device(GC_AP_FLOAT4));
+	put(rsinfo, "auto_kmeans_gpu_min_work",
+		psprintf("%.0f", (double) GC_KMEANS_GPU_MIN_WORK));
+	put(rsinfo, "auto_ap_gpu_min_rows", psprintf("%d", GC_AP_GPU_MIN_ROWS));
+	/* the tools under 'auto' from their crossovers (CUDA running) up */
+	put(rsinfo, "auto_device_kdistance",
+		auto_device(GC_ALGO_KDISTANCE, GC_KDISTANCE_GPU_MIN_ROWS));
+	put(rsinfo, "auto_kdistance_gpu_min_rows",
+		psprintf("%d", GC_KDISTANCE_GPU_MIN_ROWS));
+	put(rsinfo, "auto_device_silhouette",
+		auto_device(GC_ALGO_SILHOUETTE, GC_SILHOUETTE_GPU_MIN_ROWS));
+	put(rsinfo, "auto_silhouette_gpu_min_rows",
+		psprintf("%d", GC_SILHOUETTE_GPU_MIN_ROWS));
+	/* the threads a call may use: the settings, capped by the ceiling and the cores */
+	put(rsinfo, "cpu_threads", psprintf("%d", gc_threads(&ctx)));
+	{
+		size_t		avail = gc_host_memory();
+
+		gc_gpu		gpu;
+		size_t		budget;
+
+		/* what gpu_affinity_propagation's memory check sees */
+		put(rsinfo, "memory_available_bytes",
+			avail == SIZE_MAX || !all ? NULL : psprintf("%zu", avail));
+		gc_glue_gpu(&gpu);
+		budget = gc_gpu_budget(&gpu);
+		put(rsinfo, "ap_max_rows_cpu",
+			all ? ap_max_rows(GC_DEVICE_CPU, GC_AP_FLOAT8, 0) : NULL);
+		put(rsinfo, "ap_max_rows_gpu_float8",
+			all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT8, budget) : NULL);
+		put(rsinfo, "ap_max_rows_gpu_float4",
+			all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT4, budget) : NULL);
+	}
+
+	return (Datum) 0;
+}
+
+/*
+ * gpuclust_gpu_jobs(): the GPU worker's queued and running jobs, in arrival
+ * order: every backend's for roles with pg_read_all_stats, else the
+ * caller's own (as gpuclust_progress).
+ */
+Datum
+gpuclust_gpu_jobs(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		all = gc_glue_sees_all_sessions();
+	TimestampTz now = GetCurrentTimestamp();
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (gc_worker == NULL)
+		return (Datum) 0;
+	for (int i = 0; i < gc_worker->njobs; i++)
+	{
+		GcJob	   *j = &gc_worker->jobs[i];
+		uint32		s = pg_atomic_read_u32(&j->state);
+		Datum		values[8];
+		bool		nulls[8] = {0};
+		int			pid;
+		Oid			userid;
+		gc_algorithm algo;
+		int64		n;
+		int			d;
+		size_t		mem;
+		TimestampTz queued_at,
+					started_at;
+
+		if (s != GC_JOB_QUEUED && s != GC_JOB_RUNNING)
+			continue;
+		pg_read_barrier();
+		pid = j->pid;
+		userid = j->userid;
+		algo = j->algo;
+		n = j->n;
+		d = j->d;
+		mem = j->mem;
+		queued_at = j->queued_at;
+		started_at = j->started_at;
+		pg_read_barrier();
+		if (pg_atomic_read_u32(&j->state) != s)
+			continue;			/* changed while read: it is gone or moved on */
+		if (!all && userid != GetUserId())
+			continue;
+		values[0] = Int32GetDatum(pid);
+		values[1] = CStringGetTextDatum(gc_algorithm_function(algo));
+		values[2] = Int64GetDatum(n);
+		values[3] = Int32GetDatum(d);
+		values[4] = CStringGetTextDatum(s == GC_JOB_QUEUED ? "queued" : "running");
+		values[5] = Int64GetDatum((int64) mem);
+		values[6] = Float8GetDatum((double) (now - queued_at) / 1000.0);
+		if (s == GC_JOB_RUNNING)
+			values[7] = Float8GetDatum((double) (now - started_at) / 1000.0);
+		else
+			nulls[7] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,660 @@
+/*-------------------------------------------------------------------------
+ *
+ * job.c
+ *	  A backend's side of the GPU: what dispatch sees, the GPU runs, and
+ *	  the hand-off of a job to the GPU worker (protocol: worker/queue.h).
+ *
+ * With the worker, a GPU run puts the job in this backend's slot: the
+ * matrix stays where ingest wrote it (a DSM segment, gc_shared_alloc)
+ * or, from a window partition, is copied once into the outputs' segment;
+ * the parameters go into the slot.  The backend then sleeps on its latch
+ * (wait event Extension), waking every GC_JOB_POLL_MS to copy the job's
+ * progress into gpuclust_progress and to notice a worker that is gone.
+ * Cancel, statement_timeout and termination take the job back or cancel
+ * it (abandon), and raise as usual.  The outputs are copied from the
+ * segment into the caller's arrays.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "worker/job.h"
+#include "worker/queue.h"
+#include "common/pg_compat.h"
+#include "common/ingest.h"
+#include "common/progress.h"
+
+/* how often a waiting backend looks at its job besides its latch */
+#define GC_JOB_POLL_MS 250
+
+/*
+ * How long a call waits for a worker that is starting or restarting
+ * (the postmaster restarts it GC_WORKER_RESTART_S seconds after an exit)
+ */
+#define GC_WORKER_SETTLE_MS ((GC_WORKER_RESTART_S + 3) * 1000)
+
+
+/* ---------------------------------------------------------------------
+ * The GPU dispatch sees
+ * --------------------------------------------------------------------- */
+
+static bool
+worker_warm(const gc_gpu *gpu)
+{
+	(void) gpu;
+	return true;				/* the worker's context is up */
+}
+
+GcWorkerState
+gc_job_worker_settled(void)
+{
+	GcWorkerState state;
+	int			waited = 0;
+
+	for (;;)
+	{
+		SpinLockAcquire(&gc_worker->mutex);
+		state = gc_worker->state;
+		SpinLockRelease(&gc_worker->mutex);
+		if (state == GC_WORKER_READY || state == GC_WORKER_NO_GPU ||
+			state == GC_WORKER_RECOVERING || waited >= GC_WORKER_SETTLE_MS)
+			return state;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 50, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		waited += 50;
+	}
+}
+
+static void
+worker_probe(const gc_gpu *gpu, gc_gpu_state *out)
+{
+	GcWorkerState state;
+
+	memset(out, 0, sizeof(*out));
+	(void) gc_job_worker_settled();
+	SpinLockAcquire(&gc_worker->mutex);
+	state = gc_worker->state;
+	out->mem = gc_worker->budget;
+	if (state == GC_WORKER_NO_GPU)
+		snprintf(out->reason, sizeof(out->reason),
+				 "the gpuclust GPU worker has no usable GPU: %s",
+				 gc_worker->info.reason);
+	else if (state == GC_WORKER_RECOVERING)
+		strlcpy(out->reason, gc_worker->info.reason, sizeof(out->reason));
+	SpinLockRelease(&gc_worker->mutex);
+	out->usable = state == GC_WORKER_READY;
+	if (state != GC_WORKER_READY && state != GC_WORKER_NO_GPU &&
+		state != GC_WORKER_RECOVERING)
+		snprintf(out->reason, sizeof(out->reason),
+				 "the gpuclust GPU worker is not running (it restarts within %d seconds)",
+				 GC_WORKER_RESTART_S + 1);
+	else if (out->usable && gpu->device_id != gc_worker->info.device_id)
+	{
+		/* the worker's device is the server's setting, read at its start */
+		out->usable = false;
+		snprintf(out->reason, sizeof(out->reason),
+				 "gpuclust.gpu_device_id is %d, but the gpuclust GPU worker runs on GPU %d (set it in postgresql.conf and restart the server)",
+				 gpu->device_id, gc_worker->info.device_id);
+	}
+}
+
+void
+gc_glue_gpu(gc_gpu *gpu)
+{
+	if (gc_worker == NULL)
+		gc_gpu_local(gpu, gpuclust_gpu_device_id);
+	else
+	{
+		gpu->device_id = gpuclust_gpu_device_id;
+		gpu->warm = worker_warm;
+		gpu->probe = worker_probe;
+	}
+	gpu->mem_limit = (size_t) gpuclust_gpu_memory_limit << 20;
+}
+
+/* Whether ingest should put a matrix in shared memory: the worker takes jobs. */
+static bool
+worker_takes_jobs(void)
+{
+	return gc_worker != NULL && gc_worker->state == GC_WORKER_READY;
+}
+
+void
+gc_job_init(void)
+{
+	gc_shared_wanted = worker_takes_jobs;
+}
+
+/* ---------------------------------------------------------------------
+ * The hand-off
+ * --------------------------------------------------------------------- */
+
+static gc_kmeans_gpu_phases last_kmeans;
+static gc_dbscan_gpu_phases last_dbscan;
+static bool kmeans_by_worker,
+			dbscan_by_worker;
+static bool exit_callback_registered = false;
+
+static GcJob *
+my_job(void)
+{
+	Assert(gc_my_slot() >= 0 && gc_my_slot() < gc_worker->njobs);
+	return &gc_worker->jobs[gc_my_slot()];
+}
+
+static void
+set_worker_latch(void)
+{
+	int			procno;
+	bool		running;
+
+	SpinLockAcquire(&gc_worker->mutex);
+	procno = gc_worker->procno;
+	running = gc_worker->pid != 0;
+	SpinLockRelease(&gc_worker->mutex);
+	if (running)
+		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
+}
+
+/*
+ * This backend stops waiting for its job: takes it back while queued,
+ * frees it when done, else cancels it and leaves it to the worker.
+ */
+static void
+abandon(GcJob *j)
+{
+	uint32		s;
+
+	if (j->pid != MyProcPid)
+		return;
+	pg_atomic_write_u32(&j->abandoned, 1);
+	j->cancel = 1;
+	pg_memory_barrier();
+	s = GC_JOB_QUEUED;
+	if (pg_atomic_compare_exchange_u32(&j->state, &s, GC_JOB_FREE))
+		return;
+	s = GC_JOB_DONE;
+	if (pg_atomic_compare_exchange_u32(&j->state, &s, GC_JOB_FREE))
+		return;
+	set_worker_latch();			/* running: the worker frees it */
+}
+
+static void
+backend_exit(int code, Datum arg)
+{
+	if (gc_worker != NULL && gc_my_slot() >= 0 &&
+		pg_atomic_read_u32(&my_job()->state) != GC_JOB_FREE)
+		abandon(my_job());
+}
+
+static bool
+worker_ready(void)
+{
+	GcWorkerState s;
+
+	SpinLockAcquire(&gc_worker->mutex);
+	s = gc_worker->state;
+	SpinLockRelease(&gc_worker->mutex);
+	return s == GC_WORKER_READY;
+}
+
+/*
+ * A consistent copy of job j's progress, which its thread in the GPU
+ * process writes (change-counted: odd while written); false when none
+ * was reported.
+ */
+static bool
+read_progress(GcJob *j, gc_progress *out)
+{
+	for (int tries = 0; tries < 1000; tries++)
+	{
+		uint32		before = pg_atomic_read_u32(&j->progress_count);
+
+		pg_read_barrier();
+		*out = j->progress;
+		pg_read_barrier();
+		if (before == pg_atomic_read_u32(&j->progress_count) &&
+			(before & 1) == 0)
+			return before != 0;
+	}
+	return false;
+}
+
+/* Sleeps until the latch is set or GC_JOB_POLL_MS pass; raises interrupts. */
+static void
+job_sleep(void)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 GC_JOB_POLL_MS, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * Queues j (its fields filled but for the queue's) and waits for its end.
+ * GC_OK or the job's failure in st; GC_EDEVICE when the worker is not
+ * running.  Interrupts raise, after abandon.
+ */
+static gc_code
+submit_and_wait(GcJob *j, gc_status *st)
+{
+	uint32		s = GC_JOB_FREE;
+	gc_progress last = {0};
+
+	if (!exit_callback_registered)
+	{
+		before_shmem_exit(backend_exit, (Datum) 0);
+		exit_callback_registered = true;
+	}
+	j->pid = MyProcPid;
+	j->userid = GetUserId();
+	j->procno = gc_my_procno();
+	j->cancel = 0;
+	pg_atomic_write_u32(&j->abandoned, 0);
+	pg_atomic_write_u32(&j->progress_count, 0);
+	j->queued_at = GetCurrentTimestamp();
+	j->seq = pg_atomic_fetch_add_u64(&gc_worker->next_seq, 1);
+	pg_write_barrier();
+	if (!pg_atomic_compare_exchange_u32(&j->state, &s, GC_JOB_QUEUED))
+		elog(ERROR, "gpuclust: GPU job slot of backend %d is busy", MyProcPid);
+	set_worker_latch();
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			gc_progress p;
+
+			s = pg_atomic_read_u32(&j->state);
+			if (s == GC_JOB_DONE)
+				break;
+			if (s == GC_JOB_QUEUED && !worker_ready())
+			{
+				uint32		queued = GC_JOB_QUEUED;
+
+				if (pg_atomic_compare_exchange_u32(&j->state, &queued, GC_JOB_FREE))
+					return gc_fail(st, GC_EDEVICE,
+								   "the gpuclust GPU worker is not running");
+			}
+			if (read_progress(j, &p) &&
+				memcmp(&p, &last, sizeof(p)) != 0)
+			{
+				gc_progress_sink(NULL, &p);
+				last = p;
+			}
+			job_sleep();
+		}
+	}
+	PG_CATCH();
+	{
+		abandon(j);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	pg_read_barrier();
+	*st = j->status;
+	return st->code;
+}
+
+/* Waits (interruptibly) until the worker has let go of an abandoned job. */
+static void
+wait_slot_free(GcJob *j)
+{
+	while (pg_atomic_read_u32(&j->state) != GC_JOB_FREE)
+	{
+		if (!worker_ready() && j->pid == MyProcPid)
+			abandon(j);
+		job_sleep();
+	}
+}
+
+/*
+ * The outputs' segment of job j (out_bytes), with X copied in after them
+ * unless it already lives in a segment; NULL with st set when there is no
+ * room.
+ */
+static dsm_segment *
+job_segments(GcJob *j, const GcInput *in, Size out_bytes, gc_status *st)
+{
+	Size		x_bytes = (Size) in->n * (Size) in->d * sizeof(float);
+	Size		x_off = MAXALIGN(out_bytes);
+	dsm_segment *out;
+
+	dsm_segment *xs = in->x_shared != NULL ? in->x_shared->seg : NULL;
+	Size		bytes = xs != NULL ? out_bytes : x_off + x_bytes;
+
+	if ((out = gc_shared_segment(bytes)) == NULL)
+	{
+		gc_fail(st, GC_ENOMEM,
+				"no room in shared memory for the GPU worker's job (%zu MiB; posix shared memory lives in /dev/shm)",
+				(bytes >> 20) + 1);
+		return NULL;
+	}
+	j->out_seg = dsm_segment_handle(out);
+	if (xs != NULL)
+	{
+		j->x_seg = dsm_segment_handle(xs);
+		j->x_off = (char *) in->X - (char *) dsm_segment_address(xs);
+	}
+	else
+	{
+		j->x_seg = j->out_seg;
+		j->x_off = x_off;
+		memcpy((char *) dsm_segment_address(out) + x_off, in->X, x_bytes);
+	}
+	return out;
+}
+
+/* What every job sets; the offsets are zeroed (none) for the run to set. */
+static void
+job_common(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
+{
+	j->algo = algo;
+	j->n = in->n;
+	j->d = in->d;
+	j->threads = ctx->n_threads;
+	j->out_labels = j->out_second = j->out_centroids = 0;
+	j->in_weights = j->in_centroids = j->in_array = 0;
+}
+
+/* After the results are read: the slot freed, the outputs' segment unmapped. */
+static void
+job_release(GcJob *j, dsm_segment *out)
+{
+	uint32		done = GC_JOB_DONE;
+
+	(void) pg_atomic_compare_exchange_u32(&j->state, &done, GC_JOB_FREE);
+	dsm_detach(out);
+}
+
+gc_code
+gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
+				  const gc_kmeans_params *p, gc_kmeans_result *res,
+				  gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+	char	   *o;
+	Size		k = p->k,
+				n = in->n,
+				end;			/* the outputs' segment's size */
+	gc_kmeans_params pm = *p;
+	gc_kmeans_gpu_plan plan;
+	gc_gpu		gpu;
+
+	/*
+	 * The GPU memory the call may use, which decides whether it streams
+	 * its rows (gc_kmeans_gpu_plan_for): the free memory here, or the
+	 * worker's budget, at most gpuclust.gpu_memory_limit.
+	 */
+	gc_glue_gpu(&gpu);
+	pm.gpu_mem = gc_gpu_budget(&gpu);
+
+	kmeans_by_worker = gc_worker != NULL;
+	if (!kmeans_by_worker)
+		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, &pm, res, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	job_common(j, GC_ALGO_KMEANS, ctx, in);
+	/* the worker plans with the same budget: what it admits is what runs */
+	j->p.kmeans = pm;
+	gc_kmeans_gpu_plan_for(in->n, in->d, p->k, p->n_init, p->weights != NULL,
+						   pm.gpu_mem, &plan);
+	j->p.kmeans.gpu_plan = plan;	/* the run's plan too, not made again */
+	j->mem = plan.bytes;
+	j->out_labels = 0;
+	j->out_second = MAXALIGN(n * sizeof(int32));
+	j->out_centroids = j->out_second + MAXALIGN(n * sizeof(double));
+	/*
+	 * The weights and initial centroids are this backend's memory: they go
+	 * to the worker in the outputs' segment, after the centroids
+	 */
+	j->p.kmeans.weights = NULL;
+	j->p.kmeans.init_centroids = NULL;
+	end = MAXALIGN(j->out_centroids + k * in->d * sizeof(float));
+	j->in_weights = p->weights != NULL ? end : 0;
+	end += p->weights != NULL ? MAXALIGN(n * sizeof(double)) : 0;
+	j->in_centroids = p->init == GC_INIT_CENTROIDS ? end : 0;
+	end += p->init == GC_INIT_CENTROIDS ? k * in->d * sizeof(float) : 0;
+	if ((out = job_segments(j, in, end, st)) == NULL)
+		return st->code;
+	o = dsm_segment_address(out);
+	if (j->in_weights != 0)
+		memcpy(o + j->in_weights, p->weights, n * sizeof(double));
+	if (j->in_centroids != 0)
+		memcpy(o + j->in_centroids, p->init_centroids, k * in->d * sizeof(float));
+	if (submit_and_wait(j, st) == GC_OK)
+	{
+		memcpy(res->labels, o + j->out_labels, n * sizeof(int32));
+		if (res->distance != NULL)
+			memcpy(res->distance, o + j->out_second, n * sizeof(double));
+		memcpy(res->centroids, o + j->out_centroids, k * in->d * sizeof(float));
+		res->inertia = j->kmeans.inertia;
+		res->iterations = j->kmeans.iterations;
+		res->converged = j->kmeans.converged;
+		last_kmeans = j->phases.kmeans;
+	}
+	job_release(j, out);
+	return st->code;
+}
+
+/*
+ * Job j of algo (its slot free, its parameters set) whose outputs are
+ * labels and one flag a row (DBSCAN's is_core, affinity propagation's
+ * is_exemplar), needing mem bytes of GPU memory: queued and waited for,
+ * its outputs copied into labels and flags when it succeeded.  Returns
+ * the outputs' segment, for job_release once the caller has read the
+ * job's other results; NULL (st set) when there was no room for it.
+ */
+static dsm_segment *
+labelling_job(GcJob *j, gc_algorithm algo, const gc_ctx *ctx,
+			  const GcInput *in, size_t mem, int32 *labels, uint8 *flags,
+			  gc_status *st)
+{
+	dsm_segment *out;
+	char	   *o;
+	Size		n = in->n;
+
+	job_common(j, algo, ctx, in);
+	j->mem = mem;
+	j->out_labels = 0;
+	j->out_second = MAXALIGN(n * sizeof(int32));
+	j->out_centroids = 0;
+	if ((out = job_segments(j, in, j->out_second + n, st)) == NULL)
+		return NULL;
+	if (submit_and_wait(j, st) == GC_OK)
+	{
+		o = dsm_segment_address(out);
+		memcpy(labels, o + j->out_labels, n * sizeof(int32));
+		memcpy(flags, o + j->out_second, n);
+	}
+	return out;
+}
+
+gc_code
+gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
+				  const gc_dbscan_params *p, int32 *labels, uint8 *is_core,
+				  gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+
+	dbscan_by_worker = gc_worker != NULL;
+	if (gc_worker == NULL)
+		return gc_dbscan_on_gpu(ctx, in->X, in->n, in->d, p, labels, is_core,
+								st);
+
+	j = my_job();
+	wait_slot_free(j);
+	j->p.dbscan = *p;
+	if ((out = labelling_job(j, GC_ALGO_DBSCAN, ctx, in,
+							 gc_dbscan_gpu_mem_bytes(in->n, in->d),
+							 labels, is_core, st)) == NULL)
+		return st->code;
+	if (st->code == GC_OK)
+		last_dbscan = j->phases.dbscan;
+	job_release(j, out);
+	return st->code;
+}
+
+gc_code
+gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in, const gc_ap_params *p,
+			  gc_ap_result *res, gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+	int32	   *labels = res->labels;
+	uint8	   *is_exemplar = res->is_exemplar;
+
+	if (gc_worker == NULL)
+		return gc_ap_gpu(ctx, in->X, in->n, in->d, p, res, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	j->p.ap = *p;
+	if ((out = labelling_job(j, GC_ALGO_AP, ctx, in,
+							 gc_ap_gpu_mem_bytes(in->n, in->d, p->precision),
+							 labels, is_exemplar, st)) == NULL)
+		return st->code;
+	if (st->code == GC_OK)
+	{
+		/* the scalars and phase times; the arrays are this backend's */
+		*res = j->ap;
+		res->labels = labels;
+		res->is_exemplar = is_exemplar;
+	}
+	job_release(j, out);
+	return st->code;
+}
+
+/*
+ * Job j of algo (its slot free, its parameters set) needing mem bytes of
+ * GPU memory, with at most one input array of this backend's (input,
+ * in_bytes; at in_array) and one output array (output, out_bytes; at
+ * out_second) in the outputs' segment: queued and waited for, the output
+ * copied when it succeeded.  Returns the outputs' segment, for job_release
+ * once the caller has read the job's other results; NULL (st set) when
+ * there was no room for it.
+ */
+static dsm_segment *
+array_job(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in,
+		  size_t mem, const void *input, Size in_bytes, void *output,
+		  Size out_bytes, gc_status *st)
+{
+	dsm_segment *out;
+	char	   *o;
+
+	job_common(j, algo, ctx, in);
+	j->mem = mem;
+	j->in_array = MAXALIGN(out_bytes);
+	if ((out = job_segments(j, in, j->in_array + in_bytes, st)) == NULL)
+		return NULL;
+	o = dsm_segment_address(out);
+	if (input != NULL)
+		memcpy(o + j->in_array, input, in_bytes);
+	if (submit_and_wait(j, st) == GC_OK && output != NULL)
+		memcpy(output, o + j->out_second, out_bytes);
+	return out;
+}
+
+gc_code
+gc_gpu_run_kdistance(const gc_ctx *ctx, const GcInput *in, int64 k,
+					 float *kdist2, gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+
+	if (gc_worker == NULL)
+		return gc_kdistance_gpu(ctx, in->X, in->n, in->d, k, kdist2, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	j->p.kdistance.k = k;
+	if ((out = array_job(j, GC_ALGO_KDISTANCE, ctx, in,
+						 gc_kdistance_gpu_mem_bytes(in->n, in->d, k),
+						 NULL, 0, kdist2, in->n * sizeof(float), st)) == NULL)
+		return st->code;
+	job_release(j, out);
+	return st->code;
+}
+
+gc_code
+gc_gpu_run_kmeans_labels(const gc_ctx *ctx, const GcInput *in, const float *C,
+						 int k, int32 *labels, gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+
+	if (gc_worker == NULL)
+		return gc_kmeans_labels_gpu(ctx, in->X, in->n, in->d, C, k, labels, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	j->p.kmeans.k = k;
+	if ((out = array_job(j, GC_ALGO_KMEANS_LABELS, ctx, in,
+						 gc_kmeans_gpu_mem_bytes(in->n, in->d, k, 1, false),
+						 C, (Size) k * in->d * sizeof(float),
+						 labels, in->n * sizeof(int32), st)) == NULL)
+		return st->code;
+	job_release(j, out);
+	return st->code;
+}
+
+gc_code
+gc_gpu_run_silhouette(const gc_ctx *ctx, const GcInput *in,
+					  const int32 *labels, int32 m, int64 sample_size,
+					  uint64 seed, int64 rows, gc_silhouette_result *res,
+					  gc_status *st)
+{
+	GcJob	   *j;
+	dsm_segment *out;
+
+	if (gc_worker == NULL)
+		return gc_silhouette_gpu(ctx, in->X, in->n, in->d, labels, m,
+								 sample_size, seed, res, st);
+
+	j = my_job();
+	wait_slot_free(j);
+	j->p.silhouette.m = m;
+	j->p.silhouette.sample_size = sample_size;
+	j->p.silhouette.seed = seed;
+	memset(&j->silhouette, 0, sizeof(j->silhouette));
+	if ((out = array_job(j, GC_ALGO_SILHOUETTE, ctx, in,
+						 gc_silhouette_gpu_mem_bytes(rows, in->d, m),
+						 labels, in->n * sizeof(int32), NULL, 0, st)) == NULL)
+		return st->code;
+	/* the scalars, also of a failure (GC_EINVAL names the rows, clusters) */
+	*res = j->silhouette;
+	job_release(j, out);
+	return st->code;
+}
+
+void
+gc_gpu_last_kmeans_phases(gc_kmeans_gpu_phases *out)
+{
+	if (kmeans_by_worker)
+		*out = last_kmeans;
+	else
+		gc_kmeans_gpu_last_phases(out);
+}
+
+void
+gc_gpu_last_dbscan_phases(gc_dbscan_gpu_phases *out)
+{
+	if (dbscan_by_worker)
+		*out = last_dbscan;
+	else
+		gc_dbscan_gpu_last_phases(out);
+}
