@@ -10,6 +10,7 @@
 #ifndef GPUCLUST_AFFINITY_GLUE_H
 #define GPUCLUST_AFFINITY_GLUE_H
 
+#include "common/algorithm.h"
 #include "common/args.h"
 #include "common/ingest.h"
 #include "common/run.h"
@@ -57,5 +58,18 @@ extern gc_device gc_glue_choose_ap_device(gc_device requested,
 extern gc_device gc_glue_run_ap(gc_device requested, const GcInput *in,
 								const gc_ap_params *params,
 								MemoryContext cxt, gc_ap_result *res);
+
+/*
+ * The GPU run of affinity propagation (affinity_job.c), the contract of
+ * gc_ap_gpu: through the GPU worker when the server has one
+ * (worker/job.h), else in this backend; its phase times come back in res
+ * either way.
+ */
+extern gc_code gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in,
+							 const gc_ap_params *p, gc_ap_result *res,
+							 gc_status *st);
+
+/* Its GPU job in the GPU process, for its record (affinity_algorithm.c). */
+extern const GcProcSteps gc_ap_proc;
 
 #endif							/* GPUCLUST_AFFINITY_GLUE_H */

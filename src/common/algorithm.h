@@ -14,6 +14,36 @@
 
 #include "common/gpuclust.h"
 
+struct GcJob;					/* worker/queue.h */
+struct GcProcJob;				/* worker/gpu_process.h */
+
+/* A GPU job's step in the GPU process (worker/gpu_process.h). */
+typedef void (*GcProcStep) (struct GcProcJob *r, struct GcJob *j);
+
+/*
+ * What the GPU process does for an algorithm's job, defined in its job
+ * file (src/<algorithm>/<algorithm>_job.c) with GC_PROC_STEPS: the run (the
+ * core's GPU entry point on the job's inputs) and what it publishes into
+ * the job's slot (NULL: its outputs are all in the segment); in test
+ * builds also its stand-in, the run with the CPU's entry point, under
+ * gpuclust.gpu_worker_emulate (NULL: the run picks that entry point itself,
+ * GC_GPU_OR_STAND_IN).  A product build names no stand-in.
+ */
+typedef struct GcProcSteps
+{
+	GcProcStep	run;
+	GcProcStep	publish;
+#ifdef GC_TESTING
+	GcProcStep	stand_in;
+#endif
+} GcProcSteps;
+
+#ifdef GC_TESTING
+#define GC_PROC_STEPS(run, publish, stand_in) {run, publish, stand_in}
+#else
+#define GC_PROC_STEPS(run, publish, stand_in) {run, publish}
+#endif
+
 typedef struct GcAlgorithm
 {
 	gc_algorithm algo;
@@ -26,6 +56,9 @@ typedef struct GcAlgorithm
 	 * algorithm has none (affinity propagation's result carries its own).
 	 */
 	const char *(*gpu_phases) (int64 n);
+
+	/* its GPU job in the GPU process (NULL: it has none) */
+	const GcProcSteps *proc;
 } GcAlgorithm;
 
 /* The records, one per algorithm (each in its folder). */
@@ -38,5 +71,11 @@ extern const GcAlgorithm gc_silhouette_record;
 
 /* The record of algo. */
 extern const GcAlgorithm *gc_algorithm_of(gc_algorithm algo);
+
+/*
+ * The record of algo, NULL when there is none: callable where PostgreSQL
+ * is not (the GPU process), and to go through the records in order.
+ */
+extern const GcAlgorithm *gc_algorithm_find(int algo);
 
 #endif							/* GPUCLUST_ALGORITHM_H */

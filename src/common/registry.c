@@ -20,12 +20,22 @@ static const GcAlgorithm *const algorithms[GC_ALGO_COUNT] = {
 };
 
 const GcAlgorithm *
+gc_algorithm_find(int algo)
+{
+	if (algo < 0 || algo >= GC_ALGO_COUNT)
+		return NULL;
+	return algorithms[algo];
+}
+
+const GcAlgorithm *
 gc_algorithm_of(gc_algorithm algo)
 {
-	if ((int) algo < 0 || (int) algo >= GC_ALGO_COUNT || algorithms[algo] == NULL)
+	const GcAlgorithm *a = gc_algorithm_find((int) algo);
+
+	if (a == NULL)
 		elog(ERROR, "unknown algorithm %d", (int) algo);
-	Assert(algorithms[algo]->algo == algo);
-	return algorithms[algo];
+	Assert(a->algo == algo);
+	return a;
 }
 
 /* The name of algo in messages. */

@@ -8,7 +8,7 @@
 #include "postgres.h"
 
 #include "common/algorithm.h"
-#include "worker/job.h"
+#include "dbscan/dbscan_glue.h"
 
 /* where the last GPU run spent its time (gpuclust.log_timing) */
 static const char *
@@ -28,4 +28,5 @@ const GcAlgorithm gc_dbscan_record = {
 	.name = "DBSCAN",
 	.function = "gpu_dbscan",
 	.gpu_phases = dbscan_gpu_phases,
+	.proc = &gc_dbscan_proc,
 };

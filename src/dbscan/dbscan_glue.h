@@ -10,9 +10,11 @@
 #ifndef GPUCLUST_DBSCAN_GLUE_H
 #define GPUCLUST_DBSCAN_GLUE_H
 
+#include "common/algorithm.h"
 #include "common/args.h"
 #include "common/ingest.h"
 #include "common/run.h"
+#include "core/common/gpu.h"
 
 extern const GcSignature gc_dbscan_signature;
 
@@ -56,5 +58,20 @@ extern gc_device gc_glue_run_dbscan(gc_device requested, const GcInput *in,
 									const gc_dbscan_params *params,
 									MemoryContext cxt, int32 **labels,
 									uint8 **is_core);
+
+/*
+ * The GPU run of DBSCAN (dbscan_job.c), the contract of gc_dbscan_on_gpu:
+ * through the GPU worker when the server has one (worker/job.h), else in
+ * this backend.
+ */
+extern gc_code gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
+								 const gc_dbscan_params *p, int32 *labels,
+								 uint8 *is_core, gc_status *st);
+
+/* The phases of this backend's last GPU run of DBSCAN. */
+extern void gc_gpu_last_dbscan_phases(gc_dbscan_gpu_phases *out);
+
+/* Its GPU job in the GPU process, for its record (dbscan_algorithm.c). */
+extern const GcProcSteps gc_dbscan_proc;
 
 #endif							/* GPUCLUST_DBSCAN_GLUE_H */

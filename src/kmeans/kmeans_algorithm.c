@@ -9,7 +9,7 @@
 #include "postgres.h"
 
 #include "common/algorithm.h"
-#include "worker/job.h"
+#include "kmeans/kmeans_glue.h"
 
 /* where the last GPU run of n rows spent its time (gpuclust.log_timing) */
 static const char *
@@ -37,10 +37,12 @@ const GcAlgorithm gc_kmeans_record = {
 	.name = "k-means",
 	.function = "gpu_kmeans",
 	.gpu_phases = kmeans_gpu_phases,
+	.proc = &gc_kmeans_proc,
 };
 
 const GcAlgorithm gc_kmeans_labels_record = {
 	.algo = GC_ALGO_KMEANS_LABELS,
 	.name = "k-means assignment",
 	.function = "kmeans_step",
+	.proc = &gc_kmeans_labels_proc,
 };

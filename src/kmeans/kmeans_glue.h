@@ -11,9 +11,11 @@
 #ifndef GPUCLUST_KMEANS_GLUE_H
 #define GPUCLUST_KMEANS_GLUE_H
 
+#include "common/algorithm.h"
 #include "common/args.h"
 #include "common/ingest.h"
 #include "common/run.h"
+#include "core/common/gpu.h"
 
 extern const GcSignature gc_kmeans_signature;
 extern const GcSignature gc_elbow_signature;
@@ -95,5 +97,25 @@ extern void gc_glue_kmeans_init_query(const char *init_query,
  */
 extern gc_device gc_glue_kmeans_labels(gc_device requested, const GcInput *in,
 									   const float *C, int k, int32 *labels);
+
+/*
+ * The GPU runs of k-means and of the labels of in's rows for the k given
+ * centres C (kmeans_job.c), the contracts of gc_kmeans_on_gpu and
+ * gc_kmeans_labels_gpu: through the GPU worker when the server has one
+ * (worker/job.h), else in this backend.
+ */
+extern gc_code gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
+								 const gc_kmeans_params *p,
+								 gc_kmeans_result *res, gc_status *st);
+extern gc_code gc_gpu_run_kmeans_labels(const gc_ctx *ctx, const GcInput *in,
+										const float *C, int k, int32 *labels,
+										gc_status *st);
+
+/* The phases of this backend's last GPU run of k-means. */
+extern void gc_gpu_last_kmeans_phases(gc_kmeans_gpu_phases *out);
+
+/* Their GPU jobs in the GPU process, for their records (kmeans_algorithm.c). */
+extern const GcProcSteps gc_kmeans_proc;
+extern const GcProcSteps gc_kmeans_labels_proc;
 
 #endif							/* GPUCLUST_KMEANS_GLUE_H */

@@ -11,6 +11,7 @@
 #ifndef GPUCLUST_TOOLS_GLUE_H
 #define GPUCLUST_TOOLS_GLUE_H
 
+#include "common/algorithm.h"
 #include "common/args.h"
 #include "common/ingest.h"
 #include "common/run.h"
@@ -57,5 +58,24 @@ extern gc_device gc_glue_run_silhouette(gc_device requested, const GcInput *in,
 										const int32 *labels, int32 m,
 										int64 sample_size, uint64 seed,
 										gc_silhouette_result *res);
+
+/*
+ * The GPU runs of the k-distances and the silhouette (tools_job.c), the
+ * contracts of gc_kdistance_gpu and gc_silhouette_gpu: through the GPU
+ * worker when the server has one (worker/job.h), else in this backend.
+ * rows: the rows the silhouette scores (gc_silhouette_rows), which its GPU
+ * memory counts.
+ */
+extern gc_code gc_gpu_run_kdistance(const gc_ctx *ctx, const GcInput *in,
+									int64 k, float *kdist2, gc_status *st);
+extern gc_code gc_gpu_run_silhouette(const gc_ctx *ctx, const GcInput *in,
+									 const int32 *labels, int32 m,
+									 int64 sample_size, uint64 seed,
+									 int64 rows, gc_silhouette_result *res,
+									 gc_status *st);
+
+/* Their GPU jobs in the GPU process, for their records (tools_algorithm.c). */
+extern const GcProcSteps gc_kdistance_proc;
+extern const GcProcSteps gc_silhouette_proc;
 
 #endif							/* GPUCLUST_TOOLS_GLUE_H */

@@ -7,15 +7,15 @@
  *
  * It probes the GPU once (creating the CUDA context) and says READY; then
  * its main thread waits on the socket for START messages.  Each job runs
- * on a thread of its own (signals blocked) through the core entry points a
- * backend would call (gc_kmeans_gpu, gc_dbscan_on_gpu, gc_ap_gpu,
- * gc_kdistance_gpu, gc_silhouette_gpu, gc_kmeans_labels_gpu), on a CUDA
- * stream of its own; the context, the pinned staging ring (transfer.cu)
- * and device memory (CUDA's stream-ordered pool, kept up to the budget:
- * gc_cuda_keep_memory) stay from job to job, and after GC_PROC_TRIM_MS
- * without jobs the pool goes back to the driver.  A job's thread maps the
- * job's segments, writes the outputs there and the status, scalars and
- * phase times into the job's slot, unmaps them and says DONE.
+ * on a thread of its own (signals blocked) through its algorithm's run
+ * (the registry's record, common/algorithm.h: the core entry point a
+ * backend would call), on a CUDA stream of its own; the context, the
+ * pinned staging ring (transfer.cu) and device memory (CUDA's
+ * stream-ordered pool, kept up to the budget: gc_cuda_keep_memory) stay
+ * from job to job, and after GC_PROC_TRIM_MS without jobs the pool goes
+ * back to the driver.  A job's thread maps the job's segments, writes the
+ * outputs there and the status and results into the job's slot (its
+ * algorithm's publish), unmaps them and says DONE.
  *
  * Nothing here calls PostgreSQL (but set_ps_display, which writes this
  * process's own title): no elog, no palloc, no lock, no latch;
@@ -23,9 +23,10 @@
  * runs in it.  It ends on SIGTERM (its jobs cancelled, waited for up to
  * GC_PROC_STOP_MS), when the worker's end of the socket closes, and, by
  * PR_SET_PDEATHSIG, with the worker.  In a test build (GC_TESTING), under
- * gpuclust.gpu_worker_emulate the CPU's core functions stand in for the
- * GPU's, on a "device" of that many MB, so that the whole path is tested
- * where no GPU is; a product build has no such setting.
+ * gpuclust.gpu_worker_emulate the algorithms' CPU stand-ins (their
+ * records') run in place of the GPU's entry points, on a "device" of that
+ * many MB, so that the whole path is tested where no GPU is; a product
+ * build has no such setting.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,6 +51,7 @@
 #include <sys/shm.h>
 #endif
 
+#include "common/algorithm.h"
 #include "common/gpuclust.h"
 #include "worker/gpu_process.h"
 #include "worker/queue.h"
@@ -69,40 +71,19 @@ typedef struct Mapping
 	bool		attached;		/* by shmat here */
 } Mapping;
 
-/* One job, owned by its thread. */
+/* One job, owned by its thread: what its algorithm sees, its slot and mappings. */
 typedef struct ProcJob
 {
+	GcProcJob	pub;
 	GcJob	   *job;
 	int			slot;
 	Mapping		x,
 				out;
-	const float *X;
-	char	   *o;				/* the outputs' segment */
-	gc_ctx		ctx;
-	gc_status	status;
-	gc_kmeans_result kmeans;
-	gc_ap_result ap;
-	gc_silhouette_result silhouette;
-	gc_kmeans_gpu_phases km_phases;
-	gc_dbscan_gpu_phases db_phases;
 } ProcJob;
 
 static int	proc_sock = -1;
 static int	proc_device_id;
 static volatile sig_atomic_t stop_requested = 0;	/* SIGTERM */
-/*
- * Whether the CPU stands in for the GPU (test builds only), and the core
- * entry point f_gpu, or f_cpu in its stead, for the calls whose CPU entry
- * point takes the GPU's arguments.
- */
-#ifdef GC_TESTING
-#define EMULATED (gpuclust_gpu_worker_emulate != 0)
-#define GPU_OR_STAND_IN(f) (EMULATED ? f##_cpu : f##_gpu)
-#else
-#define EMULATED false
-#define GPU_OR_STAND_IN(f) f##_gpu
-#endif
-
 static volatile sig_atomic_t stopping = 0;	/* every job's second cancel flag */
 static pg_atomic_uint32 jobs_running;
 
@@ -111,7 +92,7 @@ gc_proc_device_memory(const gc_cuda_device_info *info)
 {
 	if (!info->usable)
 		return 0;
-	if (EMULATED)
+	if (GC_PROC_EMULATED)
 		return info->free_mem;
 	return info->free_mem > GC_WORKER_HEADROOM ?
 		info->free_mem - GC_WORKER_HEADROOM : 0;
@@ -236,232 +217,47 @@ job_progress(void *arg, const gc_progress *p)
 	pg_atomic_fetch_add_u32(&j->progress_count, 1);
 }
 
-/*
- * The core calls of a job's thread, one per algorithm: the GPU's entry
- * points, their inputs and outputs in the job's segments.
- */
-typedef void (*ProcRun) (ProcJob *r, GcJob *j);
-
-/* the k-means arrays the backend put in the outputs' segment, and its results there */
-static gc_kmeans_params
-kmeans_job(ProcJob *r, GcJob *j)
+/* What the GPU process does for j's algorithm (its record's), NULL when none. */
+static const GcProcSteps *
+proc_steps(const GcJob *j)
 {
-	gc_kmeans_params p = j->p.kmeans;
+	const GcAlgorithm *a = gc_algorithm_find(j->algo);
 
-	if (j->in_weights != 0)
-		p.weights = (const double *) (r->o + j->in_weights);
-	if (j->in_centroids != 0)
-		p.init_centroids = (const float *) (r->o + j->in_centroids);
-	r->kmeans.labels = (int32_t *) (r->o + j->out_labels);
-	r->kmeans.distance = (double *) (r->o + j->out_second);
-	r->kmeans.centroids = (float *) (r->o + j->out_centroids);
-	return p;
-}
-
-static void
-run_kmeans(ProcJob *r, GcJob *j)
-{
-	gc_kmeans_params p = kmeans_job(r, j);
-
-	(void) gc_kmeans_on_gpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
-						 &r->status);
-	gc_kmeans_gpu_last_phases(&r->km_phases);
-}
-
-static void
-run_dbscan(ProcJob *r, GcJob *j)
-{
-	(void) gc_dbscan_on_gpu(&r->ctx, r->X, j->n, j->d, &j->p.dbscan,
-							(int32_t *) (r->o + j->out_labels),
-							(uint8_t *) (r->o + j->out_second), &r->status);
-	gc_dbscan_gpu_last_phases(&r->db_phases);
-}
-
-static void
-ap_job(ProcJob *r, GcJob *j)
-{
-	r->ap.labels = (int32_t *) (r->o + j->out_labels);
-	r->ap.is_exemplar = (uint8_t *) (r->o + j->out_second);
-}
-
-static void
-run_ap(ProcJob *r, GcJob *j)
-{
-	ap_job(r, j);
-	(void) gc_ap_gpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap, &r->status);
+	return a != NULL ? a->proc : NULL;
 }
 
 /*
- * The k-distances, the silhouette and a kmeans_step block's labels: in a
- * test build the CPU's entry points, which take the same arguments, may
- * stand in (GPU_OR_STAND_IN).
+ * The job's run: its algorithm's (the record's), or in a test
+ * build under gpuclust.gpu_worker_emulate its CPU stand-in.
  */
 static void
-run_kdistance(ProcJob *r, GcJob *j)
+run_job(GcProcJob *r, GcJob *j)
 {
-	(void) GPU_OR_STAND_IN(gc_kdistance) (&r->ctx, r->X, j->n, j->d,
-										  j->p.kdistance.k,
-										  (float *) (r->o + j->out_second),
-										  &r->status);
-}
+	const GcProcSteps *steps = proc_steps(j);
+	GcProcStep	run;
 
-/* the labels the backend put in the outputs' segment */
-static void
-run_silhouette(ProcJob *r, GcJob *j)
-{
-	(void) GPU_OR_STAND_IN(gc_silhouette) (&r->ctx, r->X, j->n, j->d,
-										   (const int32_t *) (r->o + j->in_array),
-										   j->p.silhouette.m,
-										   j->p.silhouette.sample_size,
-										   j->p.silhouette.seed,
-										   &r->silhouette, &r->status);
-}
-
-/* the centres the backend put in the outputs' segment */
-static void
-run_kmeans_labels(ProcJob *r, GcJob *j)
-{
-	(void) GPU_OR_STAND_IN(gc_kmeans_labels) (&r->ctx, r->X, j->n, j->d,
-											  (const float *) (r->o + j->in_array),
-											  j->p.kmeans.k,
-											  (int32_t *) (r->o + j->out_second),
-											  &r->status);
-}
-
-/*
- * The job's scalars into its slot (its arrays are in the segment), for the
- * algorithms that have some.
- */
-static void
-publish_kmeans(ProcJob *r, GcJob *j)
-{
-	j->kmeans.inertia = r->kmeans.inertia;
-	j->kmeans.iterations = r->kmeans.iterations;
-	j->kmeans.converged = r->kmeans.converged;
-	j->phases.kmeans = r->km_phases;
-}
-
-static void
-publish_dbscan(ProcJob *r, GcJob *j)
-{
-	j->phases.dbscan = r->db_phases;
-}
-
-static void
-publish_ap(ProcJob *r, GcJob *j)
-{
-	j->ap = r->ap;
-	j->ap.labels = NULL;
-	j->ap.is_exemplar = NULL;
-}
-
-static void
-publish_silhouette(ProcJob *r, GcJob *j)
-{
-	j->silhouette = r->silhouette;
-}
-
-/* What the GPU process does for each algorithm: its run, what it publishes. */
-typedef struct ProcAlgo
-{
-	ProcRun		run;
-	ProcRun		publish;		/* NULL: the outputs are all in the segment */
-} ProcAlgo;
-
-static const ProcAlgo proc_algos[GC_ALGO_COUNT] = {
-	[GC_ALGO_KMEANS] = {run_kmeans, publish_kmeans},
-	[GC_ALGO_DBSCAN] = {run_dbscan, publish_dbscan},
-	[GC_ALGO_AP] = {run_ap, publish_ap},
-	[GC_ALGO_KDISTANCE] = {run_kdistance, NULL},
-	[GC_ALGO_SILHOUETTE] = {run_silhouette, publish_silhouette},
-	[GC_ALGO_KMEANS_LABELS] = {run_kmeans_labels, NULL},
-};
-
-/* the entry of a job's algorithm, NULL when it is unknown */
-static const ProcAlgo *
-proc_algo(const GcJob *j)
-{
-	if (j->algo < 0 || j->algo >= GC_ALGO_COUNT || proc_algos[j->algo].run == NULL)
-		return NULL;
-	return &proc_algos[j->algo];
-}
-
-#ifdef GC_TESTING
-/*
- * Test builds: the CPU's entry points stand in for the GPU's
- * (gpuclust.gpu_worker_emulate).
- */
-static void
-emulate_kmeans(ProcJob *r, GcJob *j)
-{
-	gc_kmeans_params p = kmeans_job(r, j);
-
-	(void) gc_kmeans_cpu(&r->ctx, r->X, j->n, j->d, &p, &r->kmeans,
-						 &r->status);
-}
-
-/* dclust, which runs only on the GPU, by union-find (the same labels) */
-static void
-emulate_dbscan(ProcJob *r, GcJob *j)
-{
-	gc_dbscan_params p = j->p.dbscan;
-
-	p.algorithm = GC_DBSCAN_UNION_FIND;
-	(void) gc_dbscan_cpu(&r->ctx, r->X, j->n, j->d, &p,
-						 (int32_t *) (r->o + j->out_labels),
-						 (uint8_t *) (r->o + j->out_second), &r->status);
-}
-
-/* float4 is the GPU's own arithmetic: no CPU path stands in for it */
-static void
-emulate_ap(ProcJob *r, GcJob *j)
-{
-	ap_job(r, j);
-	if (j->p.ap.precision == GC_AP_FLOAT8)
-		(void) gc_ap_cpu(&r->ctx, r->X, j->n, j->d, &j->p.ap, &r->ap,
-						 &r->status);
-	else
-		gc_fail(&r->status, GC_EDEVICE,
-				"affinity propagation in %s runs only on a real GPU, and gpuclust.gpu_worker_emulate runs the GPU worker's jobs on the CPU",
-				gc_ap_precision_name(j->p.ap.precision));
-}
-
-/* the calls whose CPU entry point differs (the others: GPU_OR_STAND_IN) */
-static const ProcRun emulated_runs[GC_ALGO_COUNT] = {
-	[GC_ALGO_KMEANS] = emulate_kmeans,
-	[GC_ALGO_DBSCAN] = emulate_dbscan,
-	[GC_ALGO_AP] = emulate_ap,
-};
-#endif
-
-static void
-run_job(ProcJob *r, GcJob *j)
-{
-	const ProcAlgo *a = proc_algo(j);
-	ProcRun		run;
-
-	if (a == NULL)
+	if (steps == NULL)
 	{
 		gc_fail(&r->status, GC_EINTERNAL, "GPU job of unknown algorithm %d",
 				(int) j->algo);
 		return;
 	}
-	run = a->run;
+	run = steps->run;
 #ifdef GC_TESTING
-	if (EMULATED && emulated_runs[j->algo] != NULL)
-		run = emulated_runs[j->algo];
+	if (GC_PROC_EMULATED && steps->stand_in != NULL)
+		run = steps->stand_in;
 #endif
 	run(r, j);
 }
 
 /* The job's scalars and status into its slot (its arrays are in the segment). */
 static void
-publish(ProcJob *r, GcJob *j)
+publish(GcProcJob *r, GcJob *j)
 {
-	const ProcAlgo *a = proc_algo(j);
+	const GcProcSteps *steps = proc_steps(j);
 
-	if (a != NULL && a->publish != NULL)
-		a->publish(r, j);
+	if (steps != NULL && steps->publish != NULL)
+		steps->publish(r, j);
 	j->status = r->status;
 	pg_write_barrier();
 }
@@ -477,13 +273,13 @@ job_thread(void *arg)
 	memset(&info, 0, sizeof(info));
 	info.usable = true;
 	/* the CUDA device is per thread: make the process's current */
-	if (!EMULATED)
+	if (!GC_PROC_EMULATED)
 		gc_cuda_probe_cached(proc_device_id, &info);
 	if (!info.usable)
-		gc_fail(&r->status, GC_EDEVICE, "%s", info.reason);
+		gc_fail(&r->pub.status, GC_EDEVICE, "%s", info.reason);
 	else
-		run_job(r, j);
-	publish(r, j);
+		run_job(&r->pub, j);
+	publish(&r->pub, j);
 	unmap_segment(&r->out);
 	unmap_segment(&r->x);
 	send_msg(GC_PROC_DONE, r->slot, 0);
@@ -536,14 +332,14 @@ start_job(const GcProcMsg *m)
 		fail_job(j, m->slot, GC_EDEVICE, "map the job's shared memory");
 		return;
 	}
-	r->o = r->out.addr;
-	r->X = (const float *) ((m->x.handle == m->out.handle ? r->out.addr : r->x.addr) +
-							j->x_off);
-	r->ctx.n_threads = j->threads;
-	r->ctx.cancel_flags[0] = &j->cancel;
-	r->ctx.cancel_flags[1] = &stopping;
-	r->ctx.progress = job_progress;
-	r->ctx.progress_arg = j;
+	r->pub.o = r->out.addr;
+	r->pub.X = (const float *) ((m->x.handle == m->out.handle ? r->out.addr : r->x.addr) +
+								j->x_off);
+	r->pub.ctx.n_threads = j->threads;
+	r->pub.ctx.cancel_flags[0] = &j->cancel;
+	r->pub.ctx.cancel_flags[1] = &stopping;
+	r->pub.ctx.progress = job_progress;
+	r->pub.ctx.progress_arg = j;
 
 	/* the thread and CUDA's own threads take no signal */
 	sigfillset(&all);
@@ -615,7 +411,7 @@ static void
 probe(gc_cuda_device_info *info)
 {
 	memset(info, 0, sizeof(*info));
-	if (!EMULATED)
+	if (!GC_PROC_EMULATED)
 	{
 		gc_cuda_probe_cached(proc_device_id, info);
 		return;
@@ -688,7 +484,7 @@ gc_gpu_process_main(int sock, int device_id)
 	probe(&info);
 	gc_worker->probe = info;
 	pg_write_barrier();
-	if (info.usable && !EMULATED)
+	if (info.usable && !GC_PROC_EMULATED)
 		gc_cuda_keep_memory(gc_proc_device_memory(&info));
 	send_msg(GC_PROC_READY, -1, 0);
 	free_mem = info.free_mem;
@@ -708,7 +504,7 @@ gc_gpu_process_main(int sock, int device_id)
 			if (got == sizeof(m) && m.kind == GC_PROC_START)
 				start_job(&m);
 		}
-		if (info.usable && !EMULATED)
+		if (info.usable && !GC_PROC_EMULATED)
 			tick(&busy_at, &trimmed, &free_mem);
 	}
 	proc_stop();

@@ -32,7 +32,9 @@
 
 #include "storage/dsm.h"
 
+#include "common/gpuclust.h"
 #include "common/pg_compat.h"
+#include "worker/queue.h"
 #include "core/common/gpu.h"
 
 /* how long a stopping GPU process waits for its running jobs to see the cancel */
@@ -66,6 +68,38 @@ typedef struct GcProcMsg
 	GcProcSegment x,			/* START: the job's matrix and outputs */
 				out;
 } GcProcMsg;
+
+/*
+ * A job as its thread in the GPU process sees it, for the algorithm's run
+ * and publish (its record, common/algorithm.h): they call the core with
+ * ctx (the job's threads, cancel flags and progress) on X, take their
+ * inputs from and write their arrays into the outputs' segment o (at the
+ * job's offsets), keep their scalar results in results, and set status.
+ * Then publish copies the scalars into the job's slot (GcJob's results),
+ * before the GPU process writes the status there and says DONE.  Neither
+ * may call PostgreSQL.
+ */
+typedef struct GcProcJob
+{
+	const float *X;
+	char	   *o;
+	gc_ctx		ctx;
+	gc_status	status;
+	GcJobArea	results;		/* zeroed at the start */
+} GcProcJob;
+
+/*
+ * Whether the CPU stands in for the GPU (test builds only:
+ * gpuclust.gpu_worker_emulate), and the core entry point f_gpu, or f_cpu in
+ * its stead, for a run whose CPU entry point takes the GPU's arguments.
+ */
+#ifdef GC_TESTING
+#define GC_PROC_EMULATED (gpuclust_gpu_worker_emulate != 0)
+#define GC_GPU_OR_STAND_IN(f) (GC_PROC_EMULATED ? f##_cpu : f##_gpu)
+#else
+#define GC_PROC_EMULATED false
+#define GC_GPU_OR_STAND_IN(f) f##_gpu
+#endif
 
 /*
  * The GPU memory jobs may use on a device that the probe found (less

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * job.c
- *	  A backend's side of the GPU: what dispatch sees, the GPU runs, and
- *	  the hand-off of a job to the GPU worker (protocol: worker/queue.h).
+ *	  A backend's side of the GPU: what dispatch sees, and the hand-off of
+ *	  a job to the GPU worker (protocol: worker/queue.h), which each
+ *	  algorithm's GPU run uses (src/<algorithm>/<algorithm>_job.c).
  *
  * With the worker, a GPU run puts the job in this backend's slot: the
  * matrix stays where ingest wrote it (a DSM segment, gc_shared_alloc)
@@ -140,10 +141,6 @@ gc_job_init(void)
  * The hand-off
  * --------------------------------------------------------------------- */
 
-static gc_kmeans_gpu_phases last_kmeans;
-static gc_dbscan_gpu_phases last_dbscan;
-static bool kmeans_by_worker,
-			dbscan_by_worker;
 static bool exit_callback_registered = false;
 
 static GcJob *
@@ -241,13 +238,9 @@ job_sleep(void)
 	CHECK_FOR_INTERRUPTS();
 }
 
-/*
- * Queues j (its fields filled but for the queue's) and waits for its end.
- * GC_OK or the job's failure in st; GC_EDEVICE when the worker is not
- * running.  Interrupts raise, after abandon.
- */
-static gc_code
-submit_and_wait(GcJob *j, gc_status *st)
+/* Interrupts raise after abandon: the job taken back, or cancelled. */
+gc_code
+gc_job_submit(GcJob *j, gc_status *st)
 {
 	uint32		s = GC_JOB_FREE;
 	gc_progress last = {0};
@@ -319,13 +312,8 @@ wait_slot_free(GcJob *j)
 	}
 }
 
-/*
- * The outputs' segment of job j (out_bytes), with X copied in after them
- * unless it already lives in a segment; NULL with st set when there is no
- * room.
- */
-static dsm_segment *
-job_segments(GcJob *j, const GcInput *in, Size out_bytes, gc_status *st)
+dsm_segment *
+gc_job_segments(GcJob *j, const GcInput *in, Size out_bytes, gc_status *st)
 {
 	Size		x_bytes = (Size) in->n * (Size) in->d * sizeof(float);
 	Size		x_off = MAXALIGN(out_bytes);
@@ -356,21 +344,30 @@ job_segments(GcJob *j, const GcInput *in, Size out_bytes, gc_status *st)
 	return out;
 }
 
-/* What every job sets; the offsets are zeroed (none) for the run to set. */
-static void
-job_common(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
+bool
+gc_job_by_worker(void)
 {
+	return gc_worker != NULL;
+}
+
+GcJob *
+gc_job_begin(gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
+{
+	GcJob	   *j = my_job();
+
+	wait_slot_free(j);
 	j->algo = algo;
 	j->n = in->n;
 	j->d = in->d;
 	j->threads = ctx->n_threads;
+	j->mem = 0;
 	j->out_labels = j->out_second = j->out_centroids = 0;
 	j->in_weights = j->in_centroids = j->in_array = 0;
+	return j;
 }
 
-/* After the results are read: the slot freed, the outputs' segment unmapped. */
-static void
-job_release(GcJob *j, dsm_segment *out)
+void
+gc_job_release(GcJob *j, dsm_segment *out)
 {
 	uint32		done = GC_JOB_DONE;
 
@@ -378,103 +375,21 @@ job_release(GcJob *j, dsm_segment *out)
 	dsm_detach(out);
 }
 
-gc_code
-gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
-				  const gc_kmeans_params *p, gc_kmeans_result *res,
-				  gc_status *st)
-{
-	GcJob	   *j;
-	dsm_segment *out;
-	char	   *o;
-	Size		k = p->k,
-				n = in->n,
-				end;			/* the outputs' segment's size */
-	gc_kmeans_params pm = *p;
-	gc_kmeans_gpu_plan plan;
-	gc_gpu		gpu;
-
-	/*
-	 * The GPU memory the call may use, which decides whether it streams
-	 * its rows (gc_kmeans_gpu_plan_for): the free memory here, or the
-	 * worker's budget, at most gpuclust.gpu_memory_limit.
-	 */
-	gc_glue_gpu(&gpu);
-	pm.gpu_mem = gc_gpu_budget(&gpu);
-
-	kmeans_by_worker = gc_worker != NULL;
-	if (!kmeans_by_worker)
-		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, &pm, res, st);
-
-	j = my_job();
-	wait_slot_free(j);
-	job_common(j, GC_ALGO_KMEANS, ctx, in);
-	/* the worker plans with the same budget: what it admits is what runs */
-	j->p.kmeans = pm;
-	gc_kmeans_gpu_plan_for(in->n, in->d, p->k, p->n_init, p->weights != NULL,
-						   pm.gpu_mem, &plan);
-	j->p.kmeans.gpu_plan = plan;	/* the run's plan too, not made again */
-	j->mem = plan.bytes;
-	j->out_labels = 0;
-	j->out_second = MAXALIGN(n * sizeof(int32));
-	j->out_centroids = j->out_second + MAXALIGN(n * sizeof(double));
-	/*
-	 * The weights and initial centroids are this backend's memory: they go
-	 * to the worker in the outputs' segment, after the centroids
-	 */
-	j->p.kmeans.weights = NULL;
-	j->p.kmeans.init_centroids = NULL;
-	end = MAXALIGN(j->out_centroids + k * in->d * sizeof(float));
-	j->in_weights = p->weights != NULL ? end : 0;
-	end += p->weights != NULL ? MAXALIGN(n * sizeof(double)) : 0;
-	j->in_centroids = p->init == GC_INIT_CENTROIDS ? end : 0;
-	end += p->init == GC_INIT_CENTROIDS ? k * in->d * sizeof(float) : 0;
-	if ((out = job_segments(j, in, end, st)) == NULL)
-		return st->code;
-	o = dsm_segment_address(out);
-	if (j->in_weights != 0)
-		memcpy(o + j->in_weights, p->weights, n * sizeof(double));
-	if (j->in_centroids != 0)
-		memcpy(o + j->in_centroids, p->init_centroids, k * in->d * sizeof(float));
-	if (submit_and_wait(j, st) == GC_OK)
-	{
-		memcpy(res->labels, o + j->out_labels, n * sizeof(int32));
-		if (res->distance != NULL)
-			memcpy(res->distance, o + j->out_second, n * sizeof(double));
-		memcpy(res->centroids, o + j->out_centroids, k * in->d * sizeof(float));
-		res->inertia = j->kmeans.inertia;
-		res->iterations = j->kmeans.iterations;
-		res->converged = j->kmeans.converged;
-		last_kmeans = j->phases.kmeans;
-	}
-	job_release(j, out);
-	return st->code;
-}
-
-/*
- * Job j of algo (its slot free, its parameters set) whose outputs are
- * labels and one flag a row (DBSCAN's is_core, affinity propagation's
- * is_exemplar), needing mem bytes of GPU memory: queued and waited for,
- * its outputs copied into labels and flags when it succeeded.  Returns
- * the outputs' segment, for job_release once the caller has read the
- * job's other results; NULL (st set) when there was no room for it.
- */
-static dsm_segment *
-labelling_job(GcJob *j, gc_algorithm algo, const gc_ctx *ctx,
-			  const GcInput *in, size_t mem, int32 *labels, uint8 *flags,
-			  gc_status *st)
+dsm_segment *
+gc_job_labelling(GcJob *j, const GcInput *in, size_t mem, int32 *labels,
+				 uint8 *flags, gc_status *st)
 {
 	dsm_segment *out;
 	char	   *o;
 	Size		n = in->n;
 
-	job_common(j, algo, ctx, in);
 	j->mem = mem;
 	j->out_labels = 0;
 	j->out_second = MAXALIGN(n * sizeof(int32));
 	j->out_centroids = 0;
-	if ((out = job_segments(j, in, j->out_second + n, st)) == NULL)
+	if ((out = gc_job_segments(j, in, j->out_second + n, st)) == NULL)
 		return NULL;
-	if (submit_and_wait(j, st) == GC_OK)
+	if (gc_job_submit(j, st) == GC_OK)
 	{
 		o = dsm_segment_address(out);
 		memcpy(labels, o + j->out_labels, n * sizeof(int32));
@@ -483,178 +398,21 @@ labelling_job(GcJob *j, gc_algorithm algo, const gc_ctx *ctx,
 	return out;
 }
 
-gc_code
-gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
-				  const gc_dbscan_params *p, int32 *labels, uint8 *is_core,
-				  gc_status *st)
-{
-	GcJob	   *j;
-	dsm_segment *out;
-
-	dbscan_by_worker = gc_worker != NULL;
-	if (gc_worker == NULL)
-		return gc_dbscan_on_gpu(ctx, in->X, in->n, in->d, p, labels, is_core,
-								st);
-
-	j = my_job();
-	wait_slot_free(j);
-	j->p.dbscan = *p;
-	if ((out = labelling_job(j, GC_ALGO_DBSCAN, ctx, in,
-							 gc_dbscan_gpu_mem_bytes(in->n, in->d),
-							 labels, is_core, st)) == NULL)
-		return st->code;
-	if (st->code == GC_OK)
-		last_dbscan = j->phases.dbscan;
-	job_release(j, out);
-	return st->code;
-}
-
-gc_code
-gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in, const gc_ap_params *p,
-			  gc_ap_result *res, gc_status *st)
-{
-	GcJob	   *j;
-	dsm_segment *out;
-	int32	   *labels = res->labels;
-	uint8	   *is_exemplar = res->is_exemplar;
-
-	if (gc_worker == NULL)
-		return gc_ap_gpu(ctx, in->X, in->n, in->d, p, res, st);
-
-	j = my_job();
-	wait_slot_free(j);
-	j->p.ap = *p;
-	if ((out = labelling_job(j, GC_ALGO_AP, ctx, in,
-							 gc_ap_gpu_mem_bytes(in->n, in->d, p->precision),
-							 labels, is_exemplar, st)) == NULL)
-		return st->code;
-	if (st->code == GC_OK)
-	{
-		/* the scalars and phase times; the arrays are this backend's */
-		*res = j->ap;
-		res->labels = labels;
-		res->is_exemplar = is_exemplar;
-	}
-	job_release(j, out);
-	return st->code;
-}
-
-/*
- * Job j of algo (its slot free, its parameters set) needing mem bytes of
- * GPU memory, with at most one input array of this backend's (input,
- * in_bytes; at in_array) and one output array (output, out_bytes; at
- * out_second) in the outputs' segment: queued and waited for, the output
- * copied when it succeeded.  Returns the outputs' segment, for job_release
- * once the caller has read the job's other results; NULL (st set) when
- * there was no room for it.
- */
-static dsm_segment *
-array_job(GcJob *j, gc_algorithm algo, const gc_ctx *ctx, const GcInput *in,
-		  size_t mem, const void *input, Size in_bytes, void *output,
-		  Size out_bytes, gc_status *st)
+dsm_segment *
+gc_job_array(GcJob *j, const GcInput *in, size_t mem, const void *input,
+			 Size in_bytes, void *output, Size out_bytes, gc_status *st)
 {
 	dsm_segment *out;
 	char	   *o;
 
-	job_common(j, algo, ctx, in);
 	j->mem = mem;
 	j->in_array = MAXALIGN(out_bytes);
-	if ((out = job_segments(j, in, j->in_array + in_bytes, st)) == NULL)
+	if ((out = gc_job_segments(j, in, j->in_array + in_bytes, st)) == NULL)
 		return NULL;
 	o = dsm_segment_address(out);
 	if (input != NULL)
 		memcpy(o + j->in_array, input, in_bytes);
-	if (submit_and_wait(j, st) == GC_OK && output != NULL)
+	if (gc_job_submit(j, st) == GC_OK && output != NULL)
 		memcpy(output, o + j->out_second, out_bytes);
 	return out;
-}
-
-gc_code
-gc_gpu_run_kdistance(const gc_ctx *ctx, const GcInput *in, int64 k,
-					 float *kdist2, gc_status *st)
-{
-	GcJob	   *j;
-	dsm_segment *out;
-
-	if (gc_worker == NULL)
-		return gc_kdistance_gpu(ctx, in->X, in->n, in->d, k, kdist2, st);
-
-	j = my_job();
-	wait_slot_free(j);
-	j->p.kdistance.k = k;
-	if ((out = array_job(j, GC_ALGO_KDISTANCE, ctx, in,
-						 gc_kdistance_gpu_mem_bytes(in->n, in->d, k),
-						 NULL, 0, kdist2, in->n * sizeof(float), st)) == NULL)
-		return st->code;
-	job_release(j, out);
-	return st->code;
-}
-
-gc_code
-gc_gpu_run_kmeans_labels(const gc_ctx *ctx, const GcInput *in, const float *C,
-						 int k, int32 *labels, gc_status *st)
-{
-	GcJob	   *j;
-	dsm_segment *out;
-
-	if (gc_worker == NULL)
-		return gc_kmeans_labels_gpu(ctx, in->X, in->n, in->d, C, k, labels, st);
-
-	j = my_job();
-	wait_slot_free(j);
-	j->p.kmeans.k = k;
-	if ((out = array_job(j, GC_ALGO_KMEANS_LABELS, ctx, in,
-						 gc_kmeans_gpu_mem_bytes(in->n, in->d, k, 1, false),
-						 C, (Size) k * in->d * sizeof(float),
-						 labels, in->n * sizeof(int32), st)) == NULL)
-		return st->code;
-	job_release(j, out);
-	return st->code;
-}
-
-gc_code
-gc_gpu_run_silhouette(const gc_ctx *ctx, const GcInput *in,
-					  const int32 *labels, int32 m, int64 sample_size,
-					  uint64 seed, int64 rows, gc_silhouette_result *res,
-					  gc_status *st)
-{
-	GcJob	   *j;
-	dsm_segment *out;
-
-	if (gc_worker == NULL)
-		return gc_silhouette_gpu(ctx, in->X, in->n, in->d, labels, m,
-								 sample_size, seed, res, st);
-
-	j = my_job();
-	wait_slot_free(j);
-	j->p.silhouette.m = m;
-	j->p.silhouette.sample_size = sample_size;
-	j->p.silhouette.seed = seed;
-	memset(&j->silhouette, 0, sizeof(j->silhouette));
-	if ((out = array_job(j, GC_ALGO_SILHOUETTE, ctx, in,
-						 gc_silhouette_gpu_mem_bytes(rows, in->d, m),
-						 labels, in->n * sizeof(int32), NULL, 0, st)) == NULL)
-		return st->code;
-	/* the scalars, also of a failure (GC_EINVAL names the rows, clusters) */
-	*res = j->silhouette;
-	job_release(j, out);
-	return st->code;
-}
-
-void
-gc_gpu_last_kmeans_phases(gc_kmeans_gpu_phases *out)
-{
-	if (kmeans_by_worker)
-		*out = last_kmeans;
-	else
-		gc_kmeans_gpu_last_phases(out);
-}
-
-void
-gc_gpu_last_dbscan_phases(gc_dbscan_gpu_phases *out)
-{
-	if (dbscan_by_worker)
-		*out = last_dbscan;
-	else
-		gc_dbscan_gpu_last_phases(out);
 }

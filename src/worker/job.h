@@ -2,9 +2,9 @@
  *
  * job.h
  *	  A backend's side of the GPU (worker/job.c): the GPU that dispatch sees,
- *	  the GPU runs themselves (through the GPU worker when the server has
- *	  one, else in this backend), the shared memory that ingest writes the
- *	  matrix into, and the phases of the last GPU run.
+ *	  the shared memory that ingest writes the matrix into, and the hand-off
+ *	  of a GPU job to the GPU worker, which each algorithm's GPU run uses
+ *	  when the server has one (else it runs in this backend).
  *
  *-------------------------------------------------------------------------
  */
@@ -38,52 +38,69 @@ extern void gc_glue_gpu(gc_gpu *gpu);
 extern void gc_job_init(void);
 
 /*
- * The GPU runs of k-means, DBSCAN and affinity propagation on in's rows,
- * the contract of gc_kmeans_gpu / gc_dbscan_on_gpu / gc_ap_gpu: through
- * the worker when configured (waiting interruptibly; cancel and
- * statement_timeout cancel the job), else in this backend.  Affinity
- * propagation's phase times come back in res either way.
+ * The hand-off of a GPU job to the worker, for each algorithm's job file
+ * (src/<algorithm>/<algorithm>_job.c), which lays out its parameters and
+ * results (GcJob's params and results, queue.h) and its arrays in the
+ * job's outputs' segment.  A run goes:
+ *
+ *	  if (!gc_job_by_worker())
+ *		  return <the core's GPU entry point, in this backend>;
+ *	  j = gc_job_begin(algo, ctx, in);
+ *	  <its parameters into j->params>
+ *	  out = gc_job_labelling(j, ...) or gc_job_array(j, ...), or
+ *	  gc_job_segments and gc_job_submit for other outputs;
+ *	  <its results from j->results and the segment, when st is GC_OK>
+ *	  gc_job_release(j, out);
+ *
+ * Interrupts (cancel, statement_timeout) raise, after taking the job back.
  */
-extern gc_code gc_gpu_run_kmeans(const gc_ctx *ctx, const struct GcInput *in,
-								 const gc_kmeans_params *p,
-								 gc_kmeans_result *res, gc_status *st);
-extern gc_code gc_gpu_run_dbscan(const gc_ctx *ctx, const struct GcInput *in,
-								 const gc_dbscan_params *p, int32 *labels,
-								 uint8 *is_core, gc_status *st);
-extern gc_code gc_gpu_run_ap(const gc_ctx *ctx, const struct GcInput *in,
-							 const gc_ap_params *p, gc_ap_result *res,
-							 gc_status *st);
+
+/* Whether this server's GPU runs go to the worker (else to this backend). */
+extern bool gc_job_by_worker(void);
 
 /*
- * The GPU runs of gpu_kdistance's k-distances and gpu_silhouette, the
- * contract of gc_kdistance_gpu / gc_silhouette_gpu, the same way: with the
- * worker, the silhouette's labels go to it in the job's outputs' segment,
- * the k-distances come back there and the silhouette's result in the job
- * (also when it fails: GC_EINVAL's rows and clusters).  rows: the rows
- * the silhouette scores (gc_silhouette_rows), which its GPU memory counts.
+ * This backend's job slot, once the worker has let go of its last job,
+ * set for a job of algo on in's rows: no outputs, no inputs, no memory.
  */
-extern gc_code gc_gpu_run_kdistance(const gc_ctx *ctx, const struct GcInput *in,
-									int64 k, float *kdist2, gc_status *st);
-extern gc_code gc_gpu_run_silhouette(const gc_ctx *ctx,
-									 const struct GcInput *in,
-									 const int32 *labels, int32 m,
-									 int64 sample_size, uint64 seed,
-									 int64 rows, gc_silhouette_result *res,
+extern GcJob *gc_job_begin(gc_algorithm algo, const gc_ctx *ctx,
+						   const struct GcInput *in);
+
+/*
+ * The outputs' segment of j (out_bytes, the offsets the caller set), with
+ * in's matrix copied in after them unless it already lives in a segment;
+ * NULL with st set when there is no room.
+ */
+extern dsm_segment *gc_job_segments(GcJob *j, const struct GcInput *in,
+									Size out_bytes, gc_status *st);
+
+/*
+ * Queues j and waits for its end: GC_OK or the job's failure in st;
+ * GC_EDEVICE when the worker is not running.
+ */
+extern gc_code gc_job_submit(GcJob *j, gc_status *st);
+
+/* After the results are read: the slot freed, the outputs' segment unmapped. */
+extern void gc_job_release(GcJob *j, dsm_segment *out);
+
+/*
+ * j run with labels and one flag a row as outputs (at out_labels and
+ * out_second), needing mem bytes of GPU memory: its outputs copied into
+ * labels and flags when it succeeded.  Returns the outputs' segment, for
+ * gc_job_release once the caller has read j's results; NULL (st set) when
+ * there was no room for it.
+ */
+extern dsm_segment *gc_job_labelling(GcJob *j, const struct GcInput *in,
+									 size_t mem, int32 *labels, uint8 *flags,
 									 gc_status *st);
 
 /*
- * The labels of in's rows for the k given centres C (the kmeans_step
- * aggregate's block), the contract of gc_kmeans_labels_gpu, the same way:
- * with the worker, C goes to it in the job's outputs' segment and the
- * labels come back there.
+ * j run with at most one input array of this backend's (input, in_bytes;
+ * at in_array) and one output array (output, out_bytes; at out_second),
+ * needing mem bytes of GPU memory: the output copied when it succeeded.
+ * Returns the outputs' segment as gc_job_labelling does.
  */
-extern gc_code gc_gpu_run_kmeans_labels(const gc_ctx *ctx,
-										const struct GcInput *in,
-										const float *C, int k, int32 *labels,
-										gc_status *st);
-
-/* The phases of this backend's last GPU run of each algorithm. */
-extern void gc_gpu_last_kmeans_phases(gc_kmeans_gpu_phases *out);
-extern void gc_gpu_last_dbscan_phases(gc_dbscan_gpu_phases *out);
+extern dsm_segment *gc_job_array(GcJob *j, const struct GcInput *in,
+								 size_t mem, const void *input, Size in_bytes,
+								 void *output, Size out_bytes, gc_status *st);
 
 #endif							/* GPUCLUST_GPUJOB_H */

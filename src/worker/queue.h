@@ -84,6 +84,33 @@ typedef enum GcJobState
 	GC_JOB_DONE
 } GcJobState;
 
+/*
+ * A job's parameters and scalar results, laid out by its algorithm: each
+ * algorithm's job file (src/<algorithm>/<algorithm>_job.c) defines the
+ * structs it keeps there, reads and writes them through GC_JOB_AREA, and
+ * asserts with GC_JOB_AREA_FITS that they fit.  A byte area rather than a
+ * union of every algorithm's structs: the worker then needs no algorithm's
+ * header (the algorithms sit above it), and adding one touches only its
+ * own folder.
+ */
+#define GC_JOB_AREA_BYTES 256
+
+typedef union GcJobArea
+{
+	char		bytes[GC_JOB_AREA_BYTES];
+	double		align_double;
+	int64		align_int64;
+	void	   *align_pointer;
+} GcJobArea;
+
+/* area (a GcJobArea) as a type */
+#define GC_JOB_AREA(area, type) ((type *) (area).bytes)
+
+/* type fits a GcJobArea: at file level in the job file that uses it */
+#define GC_JOB_AREA_FITS(type) \
+	StaticAssertDecl(sizeof(type) <= GC_JOB_AREA_BYTES, \
+					 CppAsString(type) " does not fit a GPU job's area")
+
 /* One backend's job. */
 typedef struct GcJob
 {
@@ -106,49 +133,22 @@ typedef struct GcJob
 	Size		x_off;
 	dsm_handle	out_seg;		/* the outputs, at out_* offsets */
 	Size		out_labels,
-				out_second,		/* k-means: distance; DBSCAN: is_core;
-								 * affinity propagation: is_exemplar;
-								 * k-distances: kdist2 (n floats), the
-								 * only output */
-				out_centroids,	/* k-means */
-				in_weights,		/* k-means' inputs there too: the sample
-								 * weights (n doubles), the initial
-								 * centroids (k x d floats); 0: none */
-				in_centroids,
-				in_array;		/* an array_job's one input there too: the
-								 * silhouette's labels (n int32), the k-means
-								 * labels' centres (k x d floats) */
-	union
-	{
-		gc_kmeans_params kmeans;
-		gc_dbscan_params dbscan;
-		gc_ap_params ap;
-		struct
-		{
-			int64		k;
-		}			kdistance;
-		struct
-		{
-			int32		m;		/* labels 0 .. m - 1 */
-			int64		sample_size;
-			uint64		seed;
-		}			silhouette;
-	}			p;
+				out_second,		/* a second output (one value a row), or
+								 * an array job's only one */
+				out_centroids,	/* a third output (k-means: centroids) */
+				in_weights,		/* inputs of this backend's there too (0:
+								 * none): k-means' sample weights and */
+				in_centroids,	/* initial centroids */
+				in_array;		/* an array job's one input */
+	GcJobArea	params;		/* the algorithm's parameters */
 
 	/* set by the worker */
 	TimestampTz started_at;
 	uint32		generation;		/* of the worker that took it */
 	/* set by the GPU process before it says DONE */
 	gc_status	status;
-	gc_kmeans_result kmeans;	/* the scalars; pointers unused */
-	gc_ap_result ap;			/* the scalars (and phase times); pointers unused */
-	gc_silhouette_result silhouette;	/* also when it failed: GC_EINVAL
-										 * says the rows and clusters */
-	union
-	{
-		gc_kmeans_gpu_phases kmeans;
-		gc_dbscan_gpu_phases dbscan;
-	}			phases;
+	GcJobArea	results;	/* the algorithm's scalar results (its arrays
+								 * are in the outputs' segment) */
 	/* progress from the job's thread (change-counted; odd while written) */
 	pg_atomic_uint32 progress_count;
 	gc_progress progress;
