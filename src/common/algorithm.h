@@ -44,6 +44,26 @@ typedef struct GcProcSteps
 #define GC_PROC_STEPS(run, publish, stand_in) {run, publish}
 #endif
 
+/*
+ * The parts of gpuclust_info()'s lines about algorithms, in this order,
+ * each part's lines in the order of the registry: where each runs, its
+ * crossovers (between them the lines of no algorithm), what fits.
+ */
+typedef enum GcInfoPart
+{
+	GC_INFO_DEVICES,
+	GC_INFO_CROSSOVERS,
+	GC_INFO_CAPACITY
+} GcInfoPart;
+
+/* Where an algorithm's gpuclust_info() lines go. */
+typedef struct GcInfoSink
+{
+	void		(*put) (struct GcInfoSink *sink, const char *key,
+						const char *value);
+	bool		all;			/* the caller sees the server's memory */
+} GcInfoSink;
+
 typedef struct GcAlgorithm
 {
 	gc_algorithm algo;
@@ -59,6 +79,9 @@ typedef struct GcAlgorithm
 
 	/* its GPU job in the GPU process (NULL: it has none) */
 	const GcProcSteps *proc;
+
+	/* its lines of gpuclust_info() in part (NULL: none) */
+	void		(*info) (GcInfoPart part, GcInfoSink *sink);
 } GcAlgorithm;
 
 /* The records, one per algorithm (each in its folder). */

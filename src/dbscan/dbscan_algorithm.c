@@ -9,6 +9,8 @@
 
 #include "common/algorithm.h"
 #include "dbscan/dbscan_glue.h"
+#include "worker/device.h"
+#include "worker/job.h"
 
 /* where the last GPU run spent its time (gpuclust.log_timing) */
 static const char *
@@ -23,10 +25,40 @@ dbscan_gpu_phases(int64 n)
 					ph.grid ? "grid" : ph.tree ? "kd-tree" : "brute-force");
 }
 
+/*
+ * Where DBSCAN with algorithm => 'dclust' runs (GPU only, whatever the
+ * size): "gpu", or "none (why)".
+ */
+static const char *
+dclust_device(void)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen;
+	gc_gpu		gpu;
+
+	gc_glue_gpu(&gpu);
+	if (gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 0, 0, &gpu,
+								&chosen, &st) != GC_OK)
+		return psprintf("none (%s)", st.message);
+	return gc_device_name(chosen);
+}
+
+/* gpuclust_info(): where it runs under 'auto', and where dclust does */
+static void
+dbscan_info(GcInfoPart part, GcInfoSink *sink)
+{
+	if (part != GC_INFO_DEVICES)
+		return;
+	sink->put(sink, "auto_device_dbscan",
+			  gc_glue_auto_device_name(GC_ALGO_DBSCAN, 0));
+	sink->put(sink, "dbscan_dclust_device", dclust_device());
+}
+
 const GcAlgorithm gc_dbscan_record = {
 	.algo = GC_ALGO_DBSCAN,
 	.name = "DBSCAN",
 	.function = "gpu_dbscan",
 	.gpu_phases = dbscan_gpu_phases,
 	.proc = &gc_dbscan_proc,
+	.info = dbscan_info,
 };

@@ -10,6 +10,7 @@
 
 #include "common/algorithm.h"
 #include "kmeans/kmeans_glue.h"
+#include "worker/device.h"
 
 /* where the last GPU run of n rows spent its time (gpuclust.log_timing) */
 static const char *
@@ -32,12 +33,25 @@ kmeans_gpu_phases(int64 n)
 												 ph.grid_iterations, ph.grid_cells) : "");
 }
 
+/* gpuclust_info(): where it runs under 'auto', from which n·k·d */
+static void
+kmeans_info(GcInfoPart part, GcInfoSink *sink)
+{
+	if (part == GC_INFO_DEVICES)
+		sink->put(sink, "auto_device_kmeans",
+				  gc_glue_auto_device_name(GC_ALGO_KMEANS, 0));
+	else if (part == GC_INFO_CROSSOVERS)
+		sink->put(sink, "auto_kmeans_gpu_min_work",
+				  psprintf("%.0f", (double) GC_KMEANS_GPU_MIN_WORK));
+}
+
 const GcAlgorithm gc_kmeans_record = {
 	.algo = GC_ALGO_KMEANS,
 	.name = "k-means",
 	.function = "gpu_kmeans",
 	.gpu_phases = kmeans_gpu_phases,
 	.proc = &gc_kmeans_proc,
+	.info = kmeans_info,
 };
 
 const GcAlgorithm gc_kmeans_labels_record = {

@@ -10,12 +10,44 @@
 
 #include "common/algorithm.h"
 #include "tools/tools_glue.h"
+#include "worker/device.h"
+
+/*
+ * gpuclust_info(): where a tool runs under 'auto' from its crossover
+ * (CUDA running) up, min_rows rows, and that crossover
+ */
+static void
+tool_lines(GcInfoPart part, GcInfoSink *sink, gc_algorithm algo,
+		   const char *tool, int min_rows)
+{
+	if (part != GC_INFO_CROSSOVERS)
+		return;
+	sink->put(sink, psprintf("auto_device_%s", tool),
+			  gc_glue_auto_device_name(algo, min_rows));
+	sink->put(sink, psprintf("auto_%s_gpu_min_rows", tool),
+			  psprintf("%d", min_rows));
+}
+
+static void
+kdistance_info(GcInfoPart part, GcInfoSink *sink)
+{
+	tool_lines(part, sink, GC_ALGO_KDISTANCE, "kdistance",
+			   GC_KDISTANCE_GPU_MIN_ROWS);
+}
+
+static void
+silhouette_info(GcInfoPart part, GcInfoSink *sink)
+{
+	tool_lines(part, sink, GC_ALGO_SILHOUETTE, "silhouette",
+			   GC_SILHOUETTE_GPU_MIN_ROWS);
+}
 
 const GcAlgorithm gc_kdistance_record = {
 	.algo = GC_ALGO_KDISTANCE,
 	.name = "k-distance",
 	.function = "gpu_kdistance",
 	.proc = &gc_kdistance_proc,
+	.info = kdistance_info,
 };
 
 const GcAlgorithm gc_silhouette_record = {
@@ -23,4 +55,5 @@ const GcAlgorithm gc_silhouette_record = {
 	.name = "silhouette",
 	.function = "gpu_silhouette",
 	.proc = &gc_silhouette_proc,
+	.info = silhouette_info,
 };

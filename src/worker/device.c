@@ -30,6 +30,18 @@ gc_glue_try_choose_device(gc_device requested, gc_algorithm algo, int64 n,
 	return gc_choose_device(requested, algo, n, d, &gpu, chosen, st);
 }
 
+const char *
+gc_glue_auto_device_name(gc_algorithm algo, int64 n)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen;
+
+	if (gc_glue_try_choose_device(GC_DEVICE_AUTO, algo, n, n > 0 ? 2 : 0,
+								  &chosen, &st) != GC_OK)
+		return psprintf("none (%s)", st.message);
+	return gc_device_name(chosen);
+}
+
 /* Resolve the requested device to CPU or GPU, or fail with the reason. */
 gc_device
 gc_glue_choose_device(gc_device requested, gc_algorithm algo, int64 n, int d)

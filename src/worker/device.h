@@ -19,6 +19,13 @@ extern gc_code gc_glue_try_choose_device(gc_device requested,
 										 gc_algorithm algo, int64 n, int d,
 										 gc_device *chosen, gc_status *st);
 
+/*
+ * Where algo runs under 'auto' for n rows of 2 features (n = 0: a problem
+ * big enough, for the algorithms whose crossover is not a number of rows):
+ * "gpu", "cpu", or "none (why)"; gpuclust_info()'s auto_device_* lines.
+ */
+extern const char *gc_glue_auto_device_name(gc_algorithm algo, int64 n);
+
 /* Resolve the requested device to CPU or GPU, or fail with the reason. */
 extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
 									   int64 n, int d);

@@ -4,15 +4,10 @@
  *	  gpuclust_info() RETURNS TABLE (key text, value text)
  *
  * Says whether this build has CUDA, whether the GPU is usable (and why
- * not), the device's name, memory and compute capability, and which device
- * 'auto' picks for a problem big enough for the GPU (k-means: n·k·d at
- * least auto_kmeans_gpu_min_work; affinity propagation: auto_ap_gpu_min_rows
- * rows; smaller ones run on the CPU), where DBSCAN's algorithm dclust and
- * affinity propagation in float4 run (the GPU, or none and why), and the
- * most rows an affinity propagation call of this session may take on each
- * device (the CPU's: gpuclust.matrix_memory's limit and the server's
- * memory; the GPU's, in float8 and float4, for 2-d rows: that limit and
- * the memory a GPU call may use; more features take O(n d) more).  The GPU
+ * not), the device's name, memory and compute capability, the GPU worker's
+ * state, and each algorithm's lines (its record's info, common/algorithm.h:
+ * which device 'auto' picks for a problem big enough for the GPU, from
+ * which size, where its GPU-only forms run, what fits).  The GPU
  * is probed here, lazily, in the calling backend: never in _PG_init or the
  * postmaster; the probe is cached per backend, the free memory read anew.
  * cpu_threads is the effective thread count of a call (gpuclust.cpu_threads
@@ -32,8 +27,8 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
+#include "common/algorithm.h"
 #include "common/gpuclust.h"
-#include "worker/device.h"
 #include "worker/job.h"
 #include "worker/queue.h"
 #include "core/common/gpu.h"
@@ -115,78 +110,30 @@ put(ReturnSetInfo *rsinfo, const char *key, const char *value)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/*
- * Where DBSCAN with algorithm => 'dclust' runs (GPU only, whatever the
- * size): "gpu", or "none (why)".
- */
-static const char *
-dclust_device(void)
+/* gpuclust_info()'s sink for the algorithms' lines */
+typedef struct InfoSink
 {
-	gc_status	st = {GC_OK, ""};
-	gc_device	chosen;
-	gc_gpu		gpu;
+	GcInfoSink	sink;
+	ReturnSetInfo *rsinfo;
+} InfoSink;
 
-	gc_glue_gpu(&gpu);
-	if (gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 0, 0, &gpu,
-								&chosen, &st) != GC_OK)
-		return psprintf("none (%s)", st.message);
-	return gc_device_name(chosen);
+static void
+info_put(GcInfoSink *sink, const char *key, const char *value)
+{
+	put(((InfoSink *) sink)->rsinfo, key, value);
 }
 
-/*
- * Where affinity propagation runs: under 'auto' in float8 for a problem
- * big enough for the GPU, and in float4 (GPU only, whatever the size):
- * "gpu", "cpu", or "none (why)".
- */
-static const char *
-ap_device(gc_ap_precision precision)
+/* Every algorithm's lines of part, in the registry's order. */
+static void
+algorithm_lines(GcInfoPart part, InfoSink *sink)
 {
-	gc_status	st = {GC_OK, ""};
-	gc_device	chosen;
-	gc_gpu		gpu;
+	for (int a = 0; a < GC_ALGO_COUNT; a++)
+	{
+		const GcAlgorithm *algo = gc_algorithm_find(a);
 
-	gc_glue_gpu(&gpu);
-	if (gc_choose_device_ap(GC_DEVICE_AUTO, precision, GC_AP_GPU_MIN_ROWS, 2,
-							&gpu, &chosen, NULL, 0, &st) != GC_OK)
-		return psprintf("none (%s)", st.message);
-	return gc_device_name(chosen);
-}
-
-/*
- * The most rows of 2-d affinity propagation that fit this session's
- * matrix memory limit and, in precision on the GPU (gpu_budget bytes: 0
- * when unusable, then NULL), the GPU's memory, or on the CPU the server's.
- */
-static const char *
-ap_max_rows(gc_device device, gc_ap_precision precision, size_t gpu_budget)
-{
-	const char *setting;
-	size_t		limit = (size_t) gc_glue_matrix_memory_mb(&setting) << 20;
-	size_t		host = gc_host_memory();
-
-	if (device == GC_DEVICE_CPU)
-		return psprintf("%lld", (long long) gc_ap_max_rows(Min(limit, host)));
-	if (gpu_budget == 0)
-		return NULL;
-	return psprintf("%lld", (long long) gc_ap_gpu_max_rows(Min(limit, gpu_budget),
-														   2, precision));
-}
-
-/*
- * Where algo runs under 'auto' for n rows of 2 features (n = 0: a problem
- * big enough, for the algorithms whose crossover is not a number of rows):
- * "gpu", "cpu", or "none (why)".
- */
-static const char *
-auto_device(gc_algorithm algo, int64 n)
-{
-	gc_status	st = {GC_OK, ""};
-	gc_device	chosen;
-
-	if (gc_glue_try_choose_device(GC_DEVICE_AUTO, algo, n, n > 0 ? 2 : 0,
-								  &chosen, &st) != GC_OK)
-		return psprintf("none (%s)", st.message);
-	return gc_device_name(chosen);
+		if (algo != NULL && algo->info != NULL)
+			algo->info(part, &sink->sink);
+	}
 }
 
 Datum
@@ -201,6 +148,7 @@ gpuclust_info(PG_FUNCTION_ARGS)
 	 * jobs, to a role that does not see all sessions.
 	 */
 	bool		all = gc_glue_sees_all_sessions();
+	InfoSink	sink = {{info_put, all}, rsinfo};
 
 	InitMaterializedSRF(fcinfo, 0);
 	gc_glue_ctx(&ctx);
@@ -274,43 +222,18 @@ gpuclust_info(PG_FUNCTION_ARGS)
 	put(rsinfo, "device_setting", gc_device_name((gc_device) gpuclust_device));
 	put(rsinfo, "gpu_memory_limit_bytes", gpuclust_gpu_memory_limit > 0 ?
 		psprintf("%zu", (size_t) gpuclust_gpu_memory_limit << 20) : NULL);
-	put(rsinfo, "auto_device_kmeans", auto_device(GC_ALGO_KMEANS, 0));
-	put(rsinfo, "auto_device_dbscan", auto_device(GC_ALGO_DBSCAN, 0));
-	put(rsinfo, "dbscan_dclust_device", dclust_device());
-	put(rsinfo, "auto_device_ap", ap_device(GC_AP_FLOAT8));
-	put(rsinfo, "ap_float4_device", ap_device(GC_AP_FLOAT4));
-	put(rsinfo, "auto_kmeans_gpu_min_work",
-		psprintf("%.0f", (double) GC_KMEANS_GPU_MIN_WORK));
-	put(rsinfo, "auto_ap_gpu_min_rows", psprintf("%d", GC_AP_GPU_MIN_ROWS));
-	/* the tools under 'auto' from their crossovers (CUDA running) up */
-	put(rsinfo, "auto_device_kdistance",
-		auto_device(GC_ALGO_KDISTANCE, GC_KDISTANCE_GPU_MIN_ROWS));
-	put(rsinfo, "auto_kdistance_gpu_min_rows",
-		psprintf("%d", GC_KDISTANCE_GPU_MIN_ROWS));
-	put(rsinfo, "auto_device_silhouette",
-		auto_device(GC_ALGO_SILHOUETTE, GC_SILHOUETTE_GPU_MIN_ROWS));
-	put(rsinfo, "auto_silhouette_gpu_min_rows",
-		psprintf("%d", GC_SILHOUETTE_GPU_MIN_ROWS));
+	algorithm_lines(GC_INFO_DEVICES, &sink);
+	algorithm_lines(GC_INFO_CROSSOVERS, &sink);
 	/* the threads a call may use: the settings, capped by the ceiling and the cores */
 	put(rsinfo, "cpu_threads", psprintf("%d", gc_threads(&ctx)));
 	{
 		size_t		avail = gc_host_memory();
 
-		gc_gpu		gpu;
-		size_t		budget;
-
-		/* what gpu_affinity_propagation's memory check sees */
+		/* what the O(n^2) memory checks see */
 		put(rsinfo, "memory_available_bytes",
 			avail == SIZE_MAX || !all ? NULL : psprintf("%zu", avail));
-		gc_glue_gpu(&gpu);
-		budget = gc_gpu_budget(&gpu);
-		put(rsinfo, "ap_max_rows_cpu",
-			all ? ap_max_rows(GC_DEVICE_CPU, GC_AP_FLOAT8, 0) : NULL);
-		put(rsinfo, "ap_max_rows_gpu_float8",
-			all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT8, budget) : NULL);
-		put(rsinfo, "ap_max_rows_gpu_float4",
-			all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT4, budget) : NULL);
 	}
+	algorithm_lines(GC_INFO_CAPACITY, &sink);
 
 	return (Datum) 0;
 }
