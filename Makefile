@@ -113,7 +113,9 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*/*.cuh) $(CORE_HDRS)
 config:
 	@echo "gpuclust build: USE_CUDA=$(USE_CUDA) nvcc=$(or $(NVCC),none) cudart=$(or $(CUDART_A),none)"
 
-$(OBJS): $(CORE_HDRS) $(GLUE_HDRS)
+# (the CUDA objects depend on the core's headers only: their rule above)
+$(GLUE_SRCS:.c=.o): $(CORE_HDRS) $(GLUE_HDRS)
+$(CORE_OBJS): $(CORE_HDRS)
 
 # ---- core unit tests and the command-line driver (no PostgreSQL) ----
 # GC_TESTING: the test-only entry points and switches (never in the extension).
