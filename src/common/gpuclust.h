@@ -20,7 +20,8 @@
  *	  kmeans/ dbscan/ affinity/ tools/
  *						one thin path per algorithm: its SQL functions
  *						(*_sql.c), argument reader (*_args.c), device and
- *						run (*_run.c), registry record (*_algorithm.c), all
+ *						run (*_run.c), GPU job on both sides of the worker
+ *						(*_job.c), registry record (*_algorithm.c), all
  *						declared in its *_glue.h
  *	  worker/			the GPU as a backend sees it: the device choice
  *						(device.c), a backend's job (job.c), the queue in
@@ -36,9 +37,8 @@
  *						registry of algorithms (algorithm.h, registry.c)
  * A new parameter goes into the install script (sql/gpuclust--*.sql, its
  * default there only) and the algorithm's signature and reader (its
- * *_args.c); a new algorithm adds a folder with the same four pieces, its
- * record in the registry, and its GPU run in worker/gpu_process.c and
- * worker/job.c.
+ * *_args.c); a new algorithm adds a folder with the same pieces and its
+ * record in the registry (docs/architecture.md walks through it).
  *
  *-------------------------------------------------------------------------
  */

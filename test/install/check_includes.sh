@@ -14,13 +14,20 @@
 #     folder: not by another folder of the core, not by cuda/, not by the
 #     glue (src/ outside src/core).  The tests (test/) may include it.
 #  3. No include cycle among the files of src/core, nor among those of
-#     cuda/: a node is a file with its extension dropped (a.c and a.h are
+#     cuda/, nor among the glue's: a node is a file with its extension dropped (a.c and a.h are
 #     one node, a.cu and a.cuh too; but a folder's public header, as
 #     kmeans/kmeans.h, is a node of its own), an edge an #include "…" resolved as
 #     the compilers do (the includer's folder, then -Isrc/core, -Icuda,
 #     -Isrc).
 #  4. No call cycle among the .c files of src/core: an edge a.c -> b.c when
 #     a.c calls a non-static gc_* function that b.c defines.
+#  5. The glue (src/ outside src/core) in layers: a file includes headers of
+#     its own folder and of lower layers only: common/ < worker/ < the
+#     algorithms' folders (none of another's) < distributed/ < gpuclust.c;
+#     and no include cycle among its files (rule 3).
+#  6. No glue header has the path of a core or CUDA header or of one of
+#     PostgreSQL's (pg_config --includedir-server; PG_CONFIG): it would
+#     shadow it, as the glue is compiled with -Isrc first.
 set -eu
 TREE=${1:-.}
 exec "${PYTHON:-python3}" - "$TREE" <<'EOF'
@@ -139,7 +146,7 @@ def cycles(edges):
     return out
 
 
-for label, files in (('src/core', core), ('cuda', cuda)):
+for label, files in (('src/core', core), ('cuda', cuda), ('glue', glue)):
     inside = set(files)
     edges = {}
     for a in files:
@@ -148,6 +155,46 @@ for label, files in (('src/core', core), ('cuda', cuda)):
                 edges.setdefault(node(a), set()).add(node(b))
     for comp in cycles(edges):
         errors.append('include cycle among %s files: %s' % (label, ' <-> '.join(comp)))
+
+# the glue's layers: a file includes its own folder's headers and those of
+# lower layers only (an algorithm folder none of another algorithm's)
+LAYER = {'core': 0, 'common': 1, 'worker': 2, 'kmeans': 3, 'dbscan': 3,
+         'affinity': 3, 'tools': 3, 'distributed': 4}
+
+
+def glue_folder(p):
+    r = rel(p).split(os.sep)
+    return r[1] if len(r) >= 3 and r[0] == 'src' else None
+
+
+for a in glue:
+    fa = glue_folder(a)
+    for name, b in includes(a):
+        fb = glue_folder(b)
+        if fb is None or fb == fa:
+            continue
+        la, lb = LAYER.get(fa, 5), LAYER.get(fb, 5)
+        if lb > la or (lb == la and fa != fb):
+            errors.append('%s includes "%s": the glue\'s %s/ is not below %s/'
+                          % (rel(a), name, fb, fa or 'src'))
+
+# no glue header shadows a core header, nor PostgreSQL's own ("common/…"):
+# the glue's compilers see -Isrc before -Isrc/core and PostgreSQL's headers
+pg_inc = None
+try:
+    import subprocess
+    pg_inc = subprocess.run([os.environ.get('PG_CONFIG', 'pg_config'), '--includedir-server'],
+                            capture_output=True, text=True, check=True).stdout.strip()
+except (OSError, subprocess.CalledProcessError):
+    pass
+for h in glue:
+    if not h.endswith('.h'):
+        continue
+    name = os.path.relpath(h, os.path.join(root, 'src'))
+    for other in [os.path.join(root, 'src/core'), os.path.join(root, 'cuda')] + \
+            ([pg_inc] if pg_inc else []):
+        if os.path.isfile(os.path.join(other, name)):
+            errors.append('%s has the name of %s' % (rel(h), os.path.join(other, name)))
 
 # call cycles among the core's .c files
 DEF = re.compile(r'^(?!static\b)[A-Za-z_][\w \t\*]*\n(gc_\w+)\s*\(', re.M)
@@ -174,6 +221,7 @@ if errors:
     print('check_includes: %d violation(s)' % len(errors))
     sys.exit(1)
 print('check_includes: %d core, %d CUDA and %d glue files: no cross-algorithm '
-      'or private include, no include or call cycle'
+      'or private include, no include or call cycle, the glue in layers, no '
+      'header shadowing another'
       % (len(core), len(cuda), len(glue)))
 EOF
