@@ -70,16 +70,19 @@ typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
  * alike).  KM_BLOCKS_OR_CANCEL also polls the cancel flags (ctx) before
  * each block: once one is seen the remaining blocks are skipped (the
  * caller's volatile int cancelled), and then the caller fails with
- * GC_ECANCEL (its rc, st) at its label done.
+ * GC_ECANCEL (its rc, st) at its label done.  KM_BLOCKS_WITH adds OpenMP
+ * clauses to the loop (a reduction).
  */
-#define KM_BLOCKS(...) \
-	_Pragma("omp parallel for num_threads(nt) schedule(dynamic, 1)") \
+#define KM_PRAGMA(x) _Pragma(#x)
+#define KM_BLOCKS_WITH(clauses, ...) \
+	KM_PRAGMA(omp parallel for num_threads(nt) schedule(dynamic, 1) clauses) \
 	for (int64_t b = 0; b < nb; b++) \
 	{ \
 		const int64_t i0 = b * GC_KM_BLOCK, \
 					i1 = i0 + GC_KM_BLOCK < n ? i0 + GC_KM_BLOCK : n; \
 		__VA_ARGS__ \
 	}
+#define KM_BLOCKS(...) KM_BLOCKS_WITH(, __VA_ARGS__)
 
 #define KM_BLOCKS_OR_CANCEL(...) \
 	do { \
@@ -340,14 +343,11 @@ pp_max(int nt, const float *closest, const double *w, int64_t n, int64_t nb)
 {
 	double		M = 0.0;
 
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(max:M)
-	for (int64_t b = 0; b < nb; b++)
-	{
-		const double m = pp_max_term(closest, w, b * GC_KM_BLOCK,
-									 b * GC_KM_BLOCK + GC_KM_BLOCK < n ? b * GC_KM_BLOCK + GC_KM_BLOCK : n);
+	KM_BLOCKS_WITH(reduction(max:M),
+		const double m = pp_max_term(closest, w, i0, i1);
 
 		M = m > M ? m : M;
-	}
+	)
 	return M;
 }
 
