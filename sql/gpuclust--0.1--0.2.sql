@@ -20,3 +20,24 @@ COMMENT ON FUNCTION @extschema@.gpuclust_info() IS
 'jobs of other roles are shown to roles with pg_read_all_stats only, as '
 'pg_stat_activity shows other sessions: to others those values are NULL, '
 'and the job counts their own.';
+
+COMMENT ON FUNCTION @extschema@.gpu_kmeans(pg_catalog.text, pg_catalog.int4, pg_catalog.int4, pg_catalog.float8,
+	pg_catalog.text, pg_catalog.int4, pg_catalog.int8, pg_catalog.text, pg_catalog.float4[], pg_catalog.text) IS
+'k-means clustering of the rows of source, a query returning (id, features): '
+'id smallint, integer or bigint; features real[], double precision[] or a '
+'type with a cast to real[].  Returns each row''s cluster (0 .. k-1) and its '
+'distance to the cluster centre, in input order; rows with NULL features '
+'get NULL.  metric is ''euclidean'' or ''cosine'' (spherical k-means: '
+'unit-length rows and centres, the cosine distance 1 - cos; rows with all '
+'features 0 are an error).  A third source column, (id, features, weight), '
+'gives sample weights (>= 0; scikit-learn''s sample_weight).  init is '
+'''k-means++'', ''k-means||'' (Bahmani et al.''s parallel k-means++), '
+'''random'', ''auto'' (k-means|| when k >= 256, else k-means++), or a '
+'query returning the k initial centroids '
+'(one features column); init_centroids gives them as a k x d real[] '
+'instead (one run then, whatever n_init); the best of n_init runs is kept; '
+'the same seed gives the same result.  device is ''auto'', ''cpu'' or '
+'''gpu''; NULL uses gpuclust.device; every option (weights, given '
+'centroids, cosine) runs on either device.  Any other NULL argument is an '
+'error.  An empty '
+'source returns no rows.';
