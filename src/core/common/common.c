@@ -1,6 +1,6 @@
 /*
  * common.c — status reporting, the clock and the parallel copy shared by
- * the core (and the CUDA side).  Thread counts: team.c.
+ * the core (and the CUDA side).  Thread counts: threads.c.
  */
 #include <math.h>
 #include <stdarg.h>

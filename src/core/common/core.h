@@ -156,7 +156,7 @@ int			gc_cores_available(void);
 /*
  * The most OpenMP threads a call with this ctx may use: ctx->n_threads, or
  * the cores this process may use (affinity mask, cgroup CPU quota) when 0.
- * Per-thread scratch is sized by this.  (team.c)
+ * Per-thread scratch is sized by this.  (threads.c)
  */
 int			gc_threads(const gc_ctx *ctx);
 
@@ -168,7 +168,7 @@ int			gc_threads(const gc_ctx *ctx);
  * num_threads(team) or num_threads(1), nothing else, since libgomp's pool
  * is resized only here, with every signal blocked (gc_team_set), so that
  * no thread it creates ever runs a PostgreSQL signal handler.  Results
- * never depend on the team.  (team.c says why.)
+ * never depend on the team.  (threads.c says why.)
  */
 int			gc_team_adapt(const gc_ctx *ctx);
 
@@ -189,7 +189,7 @@ gc_region_threads(int team, int64_t items)
 /*
  * The threads worth giving a k-means (n rows, d, k) or a DBSCAN (n rows):
  * gc_threads(ctx), but fewer for small problems, where OpenMP's barriers
- * cost more than the work they split (team.c says what was measured).
+ * cost more than the work they split (threads.c says what was measured).
  * Results never depend on the thread count; the SQL functions set
  * ctx->n_threads to this.
  */

@@ -1,5 +1,5 @@
 /*
- * team.c — how many OpenMP threads a call uses, and when the team changes.
+ * threads.c — how many OpenMP threads a call uses, and when the team changes.
  *
  * A database server is shared: other backends and other programs want the
  * cores too.  OpenMP's threads wait at the end of every parallel region for
