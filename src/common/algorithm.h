@@ -26,8 +26,8 @@ typedef void (*GcProcStep) (struct GcProcJob *r, struct GcJob *j);
  * core's GPU entry point on the job's inputs) and what it publishes into
  * the job's slot (NULL: its outputs are all in the segment); in test
  * builds also its stand-in, the run with the CPU's entry point, under
- * gpuclust.gpu_worker_emulate (NULL: the run picks that entry point itself,
- * GC_GPU_OR_STAND_IN).  A product build names no stand-in.
+ * gpuclust.gpu_worker_emulate (every algorithm has one).  A product build
+ * names no stand-in.
  */
 typedef struct GcProcSteps
 {

@@ -205,14 +205,28 @@ GC_PROC_STEPS(kmeans_run, kmeans_publish, kmeans_stand_in);
 
 /* the labels for the centres the backend put in the outputs' segment */
 static void
-kmeans_labels_run(GcProcJob *r, GcJob *j)
+kmeans_labels_call(GcProcJob *r, GcJob *j,
+				   __typeof__(gc_kmeans_labels_gpu) *labels)
 {
-	(void) GC_GPU_OR_STAND_IN(gc_kmeans_labels) (&r->ctx, r->X, j->n, j->d,
-												 (const float *) (r->o + j->in_array),
-												 GC_JOB_AREA(j->params, KmeansLabelsParams)->k,
-												 (int32_t *) (r->o + j->out_second),
-												 &r->status);
+	(void) labels(&r->ctx, r->X, j->n, j->d,
+				  (const float *) (r->o + j->in_array),
+				  GC_JOB_AREA(j->params, KmeansLabelsParams)->k,
+				  (int32_t *) (r->o + j->out_second), &r->status);
 }
 
+static void
+kmeans_labels_run(GcProcJob *r, GcJob *j)
+{
+	kmeans_labels_call(r, j, gc_kmeans_labels_gpu);
+}
+
+#ifdef GC_TESTING
+static void
+kmeans_labels_stand_in(GcProcJob *r, GcJob *j)
+{
+	kmeans_labels_call(r, j, gc_kmeans_labels_cpu);
+}
+#endif
+
 const GcProcSteps gc_kmeans_labels_proc =
-GC_PROC_STEPS(kmeans_labels_run, NULL, NULL);
+GC_PROC_STEPS(kmeans_labels_run, NULL, kmeans_labels_stand_in);

@@ -87,32 +87,59 @@ gc_gpu_run_silhouette(const gc_ctx *ctx, const GcInput *in,
 
 /* ---------------------------------------------------------------------
  * The GPU process's side: the GPU's entry points, or in a test build the
- * CPU's, which take the same arguments (GC_GPU_OR_STAND_IN)
+ * CPU's, which take the same arguments
  * --------------------------------------------------------------------- */
+
+static void
+kdistance_call(GcProcJob *r, GcJob *j, __typeof__(gc_kdistance_gpu) *kdistance)
+{
+	(void) kdistance(&r->ctx, r->X, j->n, j->d,
+					 GC_JOB_AREA(j->params, KdistanceParams)->k,
+					 (float *) (r->o + j->out_second), &r->status);
+}
 
 static void
 kdistance_run(GcProcJob *r, GcJob *j)
 {
-	(void) GC_GPU_OR_STAND_IN(gc_kdistance) (&r->ctx, r->X, j->n, j->d,
-											 GC_JOB_AREA(j->params, KdistanceParams)->k,
-											 (float *) (r->o + j->out_second),
-											 &r->status);
+	kdistance_call(r, j, gc_kdistance_gpu);
 }
 
-const GcProcSteps gc_kdistance_proc = GC_PROC_STEPS(kdistance_run, NULL, NULL);
+#ifdef GC_TESTING
+static void
+kdistance_stand_in(GcProcJob *r, GcJob *j)
+{
+	kdistance_call(r, j, gc_kdistance_cpu);
+}
+#endif
+
+const GcProcSteps gc_kdistance_proc =
+GC_PROC_STEPS(kdistance_run, NULL, kdistance_stand_in);
 
 /* the labels the backend put in the outputs' segment */
 static void
-silhouette_run(GcProcJob *r, GcJob *j)
+silhouette_call(GcProcJob *r, GcJob *j, __typeof__(gc_silhouette_gpu) *silhouette)
 {
 	const SilhouetteParams *p = GC_JOB_AREA(j->params, SilhouetteParams);
 
-	(void) GC_GPU_OR_STAND_IN(gc_silhouette) (&r->ctx, r->X, j->n, j->d,
-											  (const int32_t *) (r->o + j->in_array),
-											  p->m, p->sample_size, p->seed,
-											  GC_JOB_AREA(r->results, gc_silhouette_result),
-											  &r->status);
+	(void) silhouette(&r->ctx, r->X, j->n, j->d,
+					  (const int32_t *) (r->o + j->in_array),
+					  p->m, p->sample_size, p->seed,
+					  GC_JOB_AREA(r->results, gc_silhouette_result), &r->status);
 }
+
+static void
+silhouette_run(GcProcJob *r, GcJob *j)
+{
+	silhouette_call(r, j, gc_silhouette_gpu);
+}
+
+#ifdef GC_TESTING
+static void
+silhouette_stand_in(GcProcJob *r, GcJob *j)
+{
+	silhouette_call(r, j, gc_silhouette_cpu);
+}
+#endif
 
 /* the result into the slot */
 static void
@@ -123,4 +150,4 @@ silhouette_publish(GcProcJob *r, GcJob *j)
 }
 
 const GcProcSteps gc_silhouette_proc =
-GC_PROC_STEPS(silhouette_run, silhouette_publish, NULL);
+GC_PROC_STEPS(silhouette_run, silhouette_publish, silhouette_stand_in);

@@ -90,15 +90,12 @@ typedef struct GcProcJob
 
 /*
  * Whether the CPU stands in for the GPU (test builds only:
- * gpuclust.gpu_worker_emulate), and the core entry point f_gpu, or f_cpu in
- * its stead, for a run whose CPU entry point takes the GPU's arguments.
+ * gpuclust.gpu_worker_emulate): the records' stand-in steps then run.
  */
 #ifdef GC_TESTING
 #define GC_PROC_EMULATED (gpuclust_gpu_worker_emulate != 0)
-#define GC_GPU_OR_STAND_IN(f) (GC_PROC_EMULATED ? f##_cpu : f##_gpu)
 #else
 #define GC_PROC_EMULATED false
-#define GC_GPU_OR_STAND_IN(f) f##_gpu
 #endif
 
 /*
