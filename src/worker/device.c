@@ -42,18 +42,6 @@ gc_glue_auto_device_name(gc_algorithm algo, int64 n)
 	return gc_device_name(chosen);
 }
 
-/* Resolve the requested device to CPU or GPU, or fail with the reason. */
-gc_device
-gc_glue_choose_device(gc_device requested, gc_algorithm algo, int64 n, int d)
-{
-	gc_status	st = {GC_OK, ""};
-	gc_device	chosen;
-
-	if (gc_glue_try_choose_device(requested, algo, n, d, &chosen, &st) != GC_OK)
-		gc_glue_report(&st, gc_algorithm_name(algo));
-	return chosen;
-}
-
 /*
  * The hint of a call the GPU cannot run that uses what runs only on the
  * GPU (what names it; gpu_only false: NULL, gc_glue_report's "use the

@@ -26,10 +26,6 @@ extern gc_code gc_glue_try_choose_device(gc_device requested,
  */
 extern const char *gc_glue_auto_device_name(gc_algorithm algo, int64 n);
 
-/* Resolve the requested device to CPU or GPU, or fail with the reason. */
-extern gc_device gc_glue_choose_device(gc_device requested, gc_algorithm algo,
-									   int64 n, int d);
-
 /*
  * The hint of a call the GPU cannot run that uses what runs only on the
  * GPU (what names it; gpu_only false: NULL, gc_glue_report's "use the
