@@ -210,16 +210,17 @@ check_weights(const gc_kmeans_params *p, int64_t n, gc_status *st)
 {
 	int64_t		positive = p->positive_weights;
 
-	for (int64_t i = 0; i < n && p->positive_weights == 0; i++)
-	{
-		double		w = p->weights[i];
+	if (positive == 0)
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		w = p->weights[i];
 
-		if (!(w >= 0.0 && w <= GC_KMEANS_MAX_WEIGHT))
-			return gc_fail(st, GC_EINVAL,
-						   "k-means: the weight of row %lld is %g; weights must be finite numbers from 0 to %g",
-						   (long long) i, w, GC_KMEANS_MAX_WEIGHT);
-		positive += w > 0.0;
-	}
+			if (!(w >= 0.0 && w <= GC_KMEANS_MAX_WEIGHT))
+				return gc_fail(st, GC_EINVAL,
+							   "k-means: the weight of row %lld is %g; weights must be finite numbers from 0 to %g",
+							   (long long) i, w, GC_KMEANS_MAX_WEIGHT);
+			positive += w > 0.0;
+		}
 	if (positive < p->k)
 		return gc_fail(st, GC_EINVAL,
 					   "k-means: k (%d) must not exceed the number of rows of positive weight (%lld)",
