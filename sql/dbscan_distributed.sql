@@ -1,7 +1,7 @@
 --
 -- DBSCAN over partitions (gpu_dbscan_distributed's building blocks:
 -- dbscan_bounds, dbscan_histogram, dbscan_partitions, dbscan_partition;
--- the method: src/core/dbscan_dist.h)
+-- the method: src/core/dbscan/dbscan.h)
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpuclust;
@@ -131,7 +131,7 @@ WHERE p.id <= 4 ORDER BY p.id, q.part;
 
 --
 -- dbscan_partition(part, id, x, home, shared, eps, min_pts, device): one
--- partition's DBSCAN, its summary as a bytea (core/dbscan_dist.h's layout,
+-- partition's DBSCAN, its summary as a bytea (core/dbscan/dbscan.h's layout,
 -- in the host's byte order)
 --
 -- one partition holding every row: the header's part, clusters, home rows

@@ -10,11 +10,11 @@
 -- bound here or run by the superuser who installs it.  (Built-in type
 -- names need not be: pg_catalog, searched first, has them, and an exact
 -- name is never a better match elsewhere.)  The distributed drivers
--- qualify the SQL they build the same way (src/driver.h).
+-- qualify the SQL they build the same way (src/distributed/passes.h).
 
 -- ---------------------------------------------------------------------
 -- Every clustering function takes the same arguments in each of its forms
--- (src/cluster_args.c reads them alike): the rows first, then the
+-- (src/common/args.c reads them alike): the rows first, then the
 -- parameters, device after the first ones; parameters added later (metric,
 -- init_centroids, algorithm, precision) come after device, so that older
 -- calls keep their positions.  A parameter named by a keyword (precision)
@@ -24,7 +24,7 @@
 -- query returning (id, features).  VOLATILE PARALLEL UNSAFE: the query
 -- runs through SPI.
 --
--- Window functions (window_sql.c): gpu_dbscan(features, eps, min_pts)
+-- Window functions (src/common/window.c): gpu_dbscan(features, eps, min_pts)
 -- OVER (...) and gpu_kmeans(features, k, ...) OVER (...) return each row's
 -- cluster id; PARTITION BY clusters each partition on its own.
 --
@@ -38,7 +38,7 @@
 -- ---------------------------------------------------------------------
 
 -- ---------------------------------------------------------------------
--- k-means (kmeans_sql.c, window_sql.c, model_sql.c)
+-- k-means (src/kmeans/: kmeans_sql.c, kmeans_window_sql.c, kmeans_model_sql.c)
 --
 -- gpu_kmeans(source, ...), its window forms gpu_kmeans(features, ...) OVER
 -- (...) and gpu_kmeans_fit(source, ...) take one parameter list, written
@@ -94,7 +94,7 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'gpu_kmeans_fit'
 LANGUAGE C VOLATILE PARALLEL UNSAFE$sql$, one_k OPERATOR(pg_catalog.||) metric_arg);
 
-    -- the elbow: k-means for every k in [k_min, k_max], one ingest (elbow_sql.c)
+    -- the elbow: k-means for every k in [k_min, k_max], one ingest (kmeans_elbow_sql.c)
     EXECUTE pg_catalog.format($sql$
 CREATE FUNCTION @extschema@.gpu_kmeans_elbow(source text, k_min int, k_max int, %s)
 RETURNS TABLE (k int, inertia float8, iterations int, converged boolean)
@@ -195,7 +195,7 @@ COMMENT ON FUNCTION kmeans_assign_distance(float8[], real[], text) IS
 'kmeans_assign_distance(real[], real[]).';
 
 -- ---------------------------------------------------------------------
--- DBSCAN (dbscan_sql.c, window_sql.c)
+-- DBSCAN (src/dbscan/: dbscan_sql.c, dbscan_window_sql.c)
 -- ---------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@.gpu_dbscan(source text, eps float8, min_pts int,
@@ -249,7 +249,7 @@ COMMENT ON FUNCTION gpu_dbscan(float8[], float8, int, text, text, text) IS
 'gpu_dbscan(real[], float8, int, text, text, text).';
 
 -- ---------------------------------------------------------------------
--- Affinity propagation (ap_sql.c)
+-- Affinity propagation (src/affinity/affinity_sql.c)
 -- ---------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@.gpu_affinity_propagation(source text,
@@ -280,7 +280,7 @@ COMMENT ON FUNCTION gpu_affinity_propagation(text, float8, float8, int, int, tex
 'device; ''float4'' stores the matrices as float, on the GPU only.';
 
 -- ---------------------------------------------------------------------
--- Keyed forms (cluster_args.c, ingest.c): ids of any type
+-- Keyed forms (src/common/args.c, ingest.c): ids of any type
 --
 -- gpu_dbscan(source, id_type anyelement, eps, ...) and likewise for
 -- gpu_kmeans and gpu_affinity_propagation: a NULL of the source's id type
@@ -375,8 +375,8 @@ COMMENT ON VIEW gpuclust_progress IS
 GRANT SELECT ON @extschema@.gpuclust_progress TO PUBLIC;
 
 -- ---------------------------------------------------------------------
--- Choosing eps and k, reading clusters (kdistance_sql.c, elbow_sql.c,
--- labelling_sql.c)
+-- Choosing eps and k, reading clusters (src/tools/kdistance_sql.c,
+-- src/kmeans/kmeans_elbow_sql.c, src/tools/labelled_rows_sql.c)
 -- ---------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@.gpu_kdistance(source text, k int, quantiles int DEFAULT NULL,
@@ -427,7 +427,7 @@ COMMENT ON FUNCTION gpu_cluster_centers(text, text) IS
 'with a NULL label, or none, are noise and left out.  Runs on the CPU.';
 
 -- ---------------------------------------------------------------------
--- The GPU worker's jobs (info_sql.c; the worker: gpuworker.c)
+-- The GPU worker's jobs (src/worker/info_sql.c; the worker: worker.c)
 -- ---------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@.gpuclust_gpu_jobs_rows()
@@ -463,7 +463,7 @@ CREATE TYPE @extschema@.kmeans_step_result AS (
                           -- re-seeds has not converged, however little the labels moved)
 );
 
--- The state: one flat value (kmeans_step_sql.c), not internal, so that
+-- The state: one flat value (src/distributed/kmeans_step.c), not internal, so that
 -- Citus moves it (its worker_partial_agg sends the type's text form from
 -- each shard to the coordinator); parallel query ships it as any value.
 CREATE TYPE @extschema@.kmeans_step_state;
@@ -571,7 +571,7 @@ COMMENT ON FUNCTION kmeans_step_final(@extschema@.kmeans_step_state) IS
 
 -- The ranks behind gpu_kmeans_distributed's positional draw (random
 -- seeding, k-means||'s first candidate): an int8[] state, a real type, so
--- that Citus runs it on the shards (kmeans_step_sql.c).
+-- that Citus runs it on the shards (src/distributed/kmeans_rank_counts.c).
 CREATE FUNCTION @extschema@.kmeans_rank_counts_transfn(bigint[], bigint, bigint[])
 RETURNS bigint[] AS 'MODULE_PATHNAME', 'kmeans_rank_counts_transfn'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
@@ -636,9 +636,10 @@ COMMENT ON FUNCTION kmeans_parallel_sample(real[], real[], bigint, bigint, int, 
 COMMENT ON FUNCTION kmeans_parallel_sample(float8[], real[], bigint, bigint, int, bigint, float8, float8) IS
 'kmeans_parallel_sample for double precision features.';
 
--- DBSCAN over partitioned / distributed tables (dbscan_partition_sql.c, the
--- building blocks; dbscan_distributed_sql.c, the driver; the method:
--- src/core/dbscan_dist.h).  Slabs along one dimension, each clustered with
+-- DBSCAN over partitioned / distributed tables (src/distributed/:
+-- dbscan_partitioned_agg.c, the building blocks; dbscan_partitioned_driver.c,
+-- the driver; the method:
+-- src/core/dbscan/dbscan.h).  Slabs along one dimension, each clustered with
 -- a halo of two eps where its rows live, joined on the coordinator.
 
 -- {n, lo_1 .. lo_d, hi_1 .. hi_d} of the rows with features; NULL when none.
@@ -704,7 +705,7 @@ COMMENT ON FUNCTION dbscan_partitions(real[], float8[]) IS
 COMMENT ON FUNCTION dbscan_partitions(float8[], float8[]) IS
 'dbscan_partitions for double precision features.';
 
--- one partition's local DBSCAN and its summary (src/core/dbscan_dist.h)
+-- one partition's local DBSCAN and its summary (src/core/dbscan/dbscan.h)
 CREATE FUNCTION @extschema@.dbscan_partition_transfn(internal, int, bigint, real[], int, boolean,
                                          float8, int, text)
 RETURNS internal AS 'MODULE_PATHNAME', 'dbscan_partition_transfn'

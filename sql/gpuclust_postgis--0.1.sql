@@ -18,7 +18,7 @@
 -- * the window forms gpu_dbscan(geom, eps, min_pts) OVER (...) and
 --   gpu_kmeans(geom, k, ...) OVER (...) for geometry and geography: the
 --   same C functions as the real[] forms, which cast any other features
---   type to real[] (src/window_sql.c).  They are needed because PostGIS
+--   type to real[] (src/common/window.c).  They are needed because PostGIS
 --   casts geometry to text implicitly, which would otherwise pick the
 --   set-returning gpu_dbscan(source text, ...).
 --

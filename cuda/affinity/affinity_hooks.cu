@@ -1,6 +1,6 @@
 /*
  * affinity_hooks.cu — the GPU affinity propagation's test-only entry point
- * (src/core/gpu.h, under GC_TESTING): the shared memory ap_rows keeps a
+ * (src/core/common/gpu.h, under GC_TESTING): the shared memory ap_rows keeps a
  * row's columns in, and the bytes of its next row it prefetches, for the
  * tests and the bench.  Linked into the GPU tests and benchmarks only.
  */

@@ -1,6 +1,6 @@
 /*
- * dbscan.cu — exact DBSCAN on the GPU: gc_dbscan_gpu (src/core/gpu.h), with
- * the labels and core flags of gc_dbscan_cpu (src/core/dbscan.c) on every
+ * dbscan.cu — exact DBSCAN on the GPU: gc_dbscan_gpu (src/core/common/gpu.h), with
+ * the labels and core flags of gc_dbscan_cpu (src/core/dbscan/dbscan.c) on every
  * input.  This file owns the entry points: the checks, the upload, the
  * choice of index, the phase timings; the phases live beside it
  * (dbscan_gpu.cuh lists them).

@@ -23,7 +23,7 @@
  *     rows that partitions share), then the rows' labels from the kept
  *     summaries.
  * The labels are gpu_dbscan's over the source in id order, bit for bit
- * (ids unique; dbscan_dist.h says why).  Rows come back in no particular
+ * (ids unique; core/dbscan/dbscan.h says why).  Rows come back in no particular
  * order; noise has a NULL cluster_id and is_core false; a row with NULL
  * features has NULL cluster_id and is_core.
  *

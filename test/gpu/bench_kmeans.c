@@ -90,7 +90,7 @@ now_ms(void)
  */
 /*
  * k-means++ seeding (gpu phases' init ms, best of 3) as four kernels a
- * centre and on the persistent path (cuda/kmeans_pp.cu), on blobs: where
+ * centre and on the persistent path (cuda/kmeans/kmeans_pp.cu), on blobs: where
  * one pays over the other (PP_PERSIST_NB).  The small shapes are
  * k-means||'s reductions: about 10 k candidates.
  */

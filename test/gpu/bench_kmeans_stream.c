@@ -1,6 +1,6 @@
 /*
  * bench_kmeans_stream.c — the GPU k-means on data larger than the GPU's
- * memory (streamed: cuda/kmeans_stream.cu): rows per second of a Lloyd
+ * memory (streamed: cuda/kmeans/kmeans_stream.cu): rows per second of a Lloyd
  * iteration, each iteration one pass of every chunk over PCIe, against
  * the roofline of streamed data, the pinned host-to-device bandwidth
  * measured here (and the host's pageable-to-pinned copy, the other stage

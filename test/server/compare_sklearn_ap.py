@@ -75,7 +75,7 @@ def info(msg):
     print(f"INFO  {msg}", flush=True)
 
 
-# ---- the core's tie-breaking noise (src/core/rng.h, affinity.c) ----
+# ---- the core's tie-breaking noise (src/core/common/rng.h, affinity.c) ----
 
 MASK = (1 << 64) - 1
 NOISE_SEED, NOISE_STREAM = 0, 0x4150

@@ -281,7 +281,7 @@ typedef enum gc_algorithm
  * What dispatch knows of the GPU, asked lazily (a small problem under
  * 'auto' never asks).  Two sources give the same answers: this process's
  * own CUDA (gc_gpu_local) and the server's GPU worker (the glue's
- * gpujob.c), whose context is always warm and whose jobs wait for memory.
+ * worker/job.c), whose context is always warm and whose jobs wait for memory.
  */
 typedef struct gc_gpu_state
 {

@@ -1,7 +1,7 @@
 /*
  * max_heap.h — the k smallest floats seen so far, in a max-heap whose root
  * is the largest of them: the k-distances' search on both devices
- * (kdistance.c, cuda/kdistance.cu).  Element e lives at h[e * stride]: the
+ * (kdistance.c, cuda/dbscan/kdistance.cu).  Element e lives at h[e * stride]: the
  * CPU's heaps are arrays (stride 1), the GPU's are columns of one array a
  * batch of queries shares, so that a warp's accesses coalesce.  Plain C,
  * host and device (hostdevice.h).

@@ -217,7 +217,7 @@ gc_dist2_upto(const float *a, const float *b, int d, float lim)
 /*
  * s + (a - b)^2 in double, the subtraction, product and sum each rounded
  * once: gc_dist2_f64's step, for a kernel that forms it a dimension at a
- * time (cuda/silhouette.cu); a and b are float32 features widened.
+ * time (cuda/tools/silhouette.cu); a and b are float32 features widened.
  */
 GC_HD double
 gc_l2_step_f64(double s, double a, double b)

@@ -151,9 +151,10 @@ gc_code		gc_choose_device_dbscan(gc_device requested,
  * id of a member, core or border, gives gc_dbscan_cpu's labels and core
  * flags over the rows in id order, bit for bit (ids unique).
  *
- * Shared by the SQL building blocks (dbscan_partition_sql.c), the driver
- * (dbscan_distributed_sql.c) and the unit test (test_dbscan_partitioned.c), which
- * runs the whole pipeline against gc_dbscan_cpu.
+ * Shared by the SQL building blocks (dbscan_partitioned_agg.c), the
+ * driver (dbscan_partitioned_driver.c) and the unit test
+ * (test_dbscan_partitioned.c), which runs the whole pipeline against
+ * gc_dbscan_cpu.
  */
 /* The most partitions of one run. */
 #define GC_DBP_MAX_PARTS 65536

@@ -1,6 +1,6 @@
 /*
  * grid_plan.h — the uniform grid's plan for DBSCAN in d <= 3, shared by the
- * CPU grid (dbscan_grid.c) and the GPU grid (cuda/dbscan_grid.cu), so that
+ * CPU grid (dbscan_grid.c) and the GPU grid (cuda/dbscan/dbscan_grid.cu), so that
  * both cut space into the same cells by the same arithmetic.
  *
  * Cells have side a little under R/sqrt(d), where R = gc_l2_axis_bound(eps2)

@@ -9,7 +9,7 @@
  * reproduces them.
  *
  * With sample weights (the _w forms, which the GPU k-means also runs on
- * the host: cuda/kmeans.cu, km_seed_host), the draws are weighted as
+ * the host: cuda/kmeans/kmeans.cu, km_seed_host), the draws are weighted as
  * scikit-learn (>= 1.3) weighs them: the first k-means++ centre and the
  * random rows with probability proportional to the weight, the k-means++
  * trials proportional to w D², and a trial's potential is sum w min(D², .).
