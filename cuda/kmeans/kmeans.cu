@@ -92,7 +92,7 @@
  * same results bit for bit; seeding then runs the CPU's own function on
  * the host (the same centres as the device's k-means++, by construction).
  * gc_kmeans_gpu_plan_for says which and how large the chunks are, and
- * dispatch (src/core/dispatch.c) sends a problem that does not fit even
+ * dispatch (src/core/common/dispatch.c) sends a problem that does not fit even
  * streamed to the CPU under 'auto' (with a NOTICE) and refuses it under
  * 'gpu'; an allocation that fails anyway returns GC_ENOMEM, which the SQL
  * glue also answers under 'auto' by running on the CPU.
@@ -227,13 +227,6 @@ km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 						  stream, D.C[0], chosen_dev, st);
 }
 
-/* The runs of a fit: one from given centroids, else n_init (kmeans.c's). */
-static int
-km_runs(const gc_kmeans_params *p)
-{
-	return p->init == GC_INIT_CENTROIDS ? 1 : p->n_init;
-}
-
 /* The given centroids into D.C[0]: under cosine their unit rows (checked
  * nonzero), as kmeans.c's kmeans_run. */
 static gc_code
@@ -260,7 +253,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 	double		t0 = gc_now_ms(),
 				t1;
 
-	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, km_runs(p), NAN);
+	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, gc_kmeans_runs(p), NAN);
 	/* k-means|| runs the assignment on its candidates, as they are */
 	D.prune_on = false;
 	D.unit_centres = false;
@@ -302,7 +295,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		moved = D.h_info->moved != 0;
 		cur = 1 - cur;
 		/* the inertia is summed on the CPU path only: not reported here */
-		gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, km_runs(p), NAN);
+		gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, gc_kmeans_runs(p), NAN);
 		/* as kmeans_run: a step that re-seeds is not converged on labels */
 		if ((D.h_info->changed == 0 && D.h_info->relocated == 0) ||
 			D.h_info->shift <= tol_scaled)
@@ -534,7 +527,7 @@ km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	double		tol_scaled = 0.0;
 	km_host_rows U;
 	km_dev		D;
-	const int	runs = km_runs(p);
+	const int	runs = gc_kmeans_runs(p);
 	const bool	keep = runs > 1;
 	int			best_cur = 0;
 	double		t0 = gc_now_ms();

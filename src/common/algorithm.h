@@ -45,6 +45,23 @@ typedef struct GcProcSteps
 #endif
 
 /*
+ * The run and the stand-in of a job whose step is call(r, j, entry), with
+ * the core's GPU entry point (gpu) or, in test builds, the CPU's (cpu),
+ * which take the same arguments: static name##_run and name##_stand_in.
+ */
+#ifdef GC_TESTING
+#define GC_PROC_RUN_AND_STAND_IN(name, call, gpu, cpu) \
+	static void name##_run(struct GcProcJob *r, struct GcJob *j) \
+	{ call(r, j, gpu); } \
+	static void name##_stand_in(struct GcProcJob *r, struct GcJob *j) \
+	{ call(r, j, cpu); }
+#else
+#define GC_PROC_RUN_AND_STAND_IN(name, call, gpu, cpu) \
+	static void name##_run(struct GcProcJob *r, struct GcJob *j) \
+	{ call(r, j, gpu); }
+#endif
+
+/*
  * The parts of gpuclust_info()'s lines about algorithms, in this order,
  * each part's lines in the order of the registry: where each runs, its
  * crossovers (between them the lines of no algorithm), what fits.

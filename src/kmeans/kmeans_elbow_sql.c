@@ -64,8 +64,8 @@ gpu_kmeans_elbow(PG_FUNCTION_ARGS)
 	{
 		/* nothing to fit, but 'gpu' on a machine without one still fails */
 		(void) gc_glue_choose_kmeans_device(requested, 0, 0, k_max,
-											params.n_init,
-											params.weights != NULL);
+											gc_kmeans_runs(&params),
+											params.weights != NULL, NULL);
 		gc_progress_end();
 		MemoryContextDelete(cxt);
 		return (Datum) 0;

@@ -59,14 +59,16 @@ extern int	gc_glue_parse_centroids(ArrayType *arr, const char *what,
 									MemoryContext cxt);
 
 /*
- * The device of a k-means call (gc_choose_device_kmeans): 'auto' weighs the
- * problem's size and the GPU's free memory, and says in a NOTICE when a
- * usable GPU was passed over for lack of memory (weighted: the call has
- * sample weights, whose GPU run keeps its rows resident).
+ * The device of a k-means call of runs fits (gc_choose_device_kmeans):
+ * 'auto' weighs the problem's size and the GPU's free memory, and says in
+ * a NOTICE when a usable GPU was passed over for lack of memory (weighted:
+ * the call has sample weights, whose GPU run keeps its rows resident).
+ * plan (may be NULL): the GPU's plan when the GPU is chosen, for the run.
  */
 extern gc_device gc_glue_choose_kmeans_device(gc_device requested, int64 n,
-											  int d, int k, int n_init,
-											  bool weighted);
+											  int d, int k, int runs,
+											  bool weighted,
+											  gc_kmeans_gpu_plan *plan);
 
 /* The run (see common/run.h for what every run function does). */
 /*
@@ -102,7 +104,9 @@ extern gc_device gc_glue_kmeans_labels(gc_device requested, const GcInput *in,
  * The GPU runs of k-means and of the labels of in's rows for the k given
  * centres C (kmeans_job.c), the contracts of gc_kmeans_on_gpu and
  * gc_kmeans_labels_gpu: through the GPU worker when the server has one
- * (worker/job.h), else in this backend.
+ * (worker/job.h), else in this backend.  The k-means run's p->gpu_plan
+ * and p->gpu_mem are those of its device choice
+ * (gc_glue_choose_kmeans_device), which the worker's admission counts.
  */
 extern gc_code gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 								 const gc_kmeans_params *p,

@@ -52,30 +52,18 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	Size		k = p->k,
 				n = in->n,
 				end;			/* the outputs' segment's size */
-	gc_kmeans_params pm = *p;
-	gc_kmeans_gpu_plan plan;
-	gc_gpu		gpu;
 
-	/*
-	 * The GPU memory the call may use, which decides whether it streams
-	 * its rows (gc_kmeans_gpu_plan_for): the free memory here, or the
-	 * worker's budget, at most gpuclust.gpu_memory_limit.
-	 */
-	gc_glue_gpu(&gpu);
-	pm.gpu_mem = gc_gpu_budget(&gpu);
-
+	/* the plan of the device choice (gc_glue_run_kmeans) */
+	Assert(p->gpu_plan.fits && p->gpu_mem == p->gpu_plan.budget);
 	kmeans_by_worker = gc_job_by_worker();
 	if (!kmeans_by_worker)
-		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, &pm, res, st);
+		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, p, res, st);
 
 	j = gc_job_begin(GC_ALGO_KMEANS, ctx, in);
 	jp = GC_JOB_AREA(j->params, gc_kmeans_params);
-	/* the worker plans with the same budget: what it admits is what runs */
-	*jp = pm;
-	gc_kmeans_gpu_plan_for(in->n, in->d, p->k, p->n_init, p->weights != NULL,
-						   pm.gpu_mem, &plan);
-	jp->gpu_plan = plan;		/* the run's plan too, not made again */
-	j->mem = plan.bytes;
+	/* the worker admits what the plan allocates, and the run uses it */
+	*jp = *p;
+	j->mem = p->gpu_plan.bytes;
 	j->out_labels = 0;
 	j->out_second = MAXALIGN(n * sizeof(int32));
 	j->out_centroids = j->out_second + MAXALIGN(n * sizeof(double));
@@ -214,19 +202,8 @@ kmeans_labels_call(GcProcJob *r, GcJob *j,
 				  (int32_t *) (r->o + j->out_second), &r->status);
 }
 
-static void
-kmeans_labels_run(GcProcJob *r, GcJob *j)
-{
-	kmeans_labels_call(r, j, gc_kmeans_labels_gpu);
-}
-
-#ifdef GC_TESTING
-static void
-kmeans_labels_stand_in(GcProcJob *r, GcJob *j)
-{
-	kmeans_labels_call(r, j, gc_kmeans_labels_cpu);
-}
-#endif
+GC_PROC_RUN_AND_STAND_IN(kmeans_labels, kmeans_labels_call,
+						 gc_kmeans_labels_gpu, gc_kmeans_labels_cpu)
 
 const GcProcSteps gc_kmeans_labels_proc =
 GC_PROC_STEPS(kmeans_labels_run, NULL, kmeans_labels_stand_in);

@@ -18,15 +18,9 @@
 #include "worker/device.h"
 #include "worker/job.h"
 
-/*
- * The device of a k-means call (gc_choose_device_kmeans): 'auto' weighs the
- * problem's size and the GPU's free memory, and says in a NOTICE when a
- * usable GPU was passed over for lack of memory (weighted: the call has
- * sample weights, whose GPU run keeps its rows resident).
- */
 gc_device
 gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
-							 int n_init, bool weighted)
+							 int runs, bool weighted, gc_kmeans_gpu_plan *plan)
 {
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen = GC_DEVICE_CPU;
@@ -34,10 +28,11 @@ gc_glue_choose_kmeans_device(gc_device requested, int64 n, int d, int k,
 	gc_gpu		gpu;
 
 	gc_glue_gpu(&gpu);
-	gc_glue_chosen_or_report(gc_choose_device_kmeans(requested, n, d, k, n_init,
-											 weighted, &gpu, &chosen, note,
-											 sizeof(note), &st),
-					 &st, note, GC_ALGO_KMEANS);
+	gc_glue_chosen_or_report(gc_choose_device_kmeans(requested, n, d, k, runs,
+													 weighted, &gpu, &chosen,
+													 plan, note, sizeof(note),
+													 &st),
+							 &st, note, GC_ALGO_KMEANS);
 	return chosen;
 }
 
@@ -154,9 +149,11 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	res->centroids = gc_glue_alloc_array(cxt, (Size) params->k * (Size) in->d,
 								 sizeof(float));
 
-	chosen = gc_glue_choose_kmeans_device(requested, in->n, in->d, params->k,
-										  params->n_init,
-										  params->weights != NULL);
+	/* the GPU's plan, made with the device choice, goes to the run */
+	chosen = gc_glue_choose_kmeans_device(requested, in->n, in->d, p.k,
+										  gc_kmeans_runs(&p), p.weights != NULL,
+										  &p.gpu_plan);
+	p.gpu_mem = p.gpu_plan.budget;
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_kmeans_threads(&ctx, in->n, in->d, params->k);
@@ -192,7 +189,7 @@ gc_glue_kmeans_labels(gc_device requested, const GcInput *in, const float *C,
 	 */
 	if (gc_kmeans_labels_gpu_wanted(requested, k))
 		chosen = gc_glue_choose_kmeans_device(requested, in->n, in->d, k, 1,
-											  false);
+											  false, NULL);
 	if (in->n < k)
 		chosen = GC_DEVICE_CPU;
 	gc_glue_ctx(&ctx);

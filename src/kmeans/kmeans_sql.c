@@ -59,8 +59,9 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 	{
 		/* nothing to cluster, but 'gpu' on a machine without one still fails */
 		call.ran = gc_glue_choose_kmeans_device(call.requested, 0, 0,
-												params.k, params.n_init,
-												params.weights != NULL);
+												params.k,
+												gc_kmeans_runs(&params),
+												params.weights != NULL, NULL);
 	}
 	gc_glue_srf_emit(&call, res.labels, NULL, res.distance);
 

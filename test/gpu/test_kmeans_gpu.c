@@ -1,5 +1,5 @@
 /*
- * test_kmeans_gpu.c — the GPU k-means (cuda/kmeans.cu) against the CPU path
+ * test_kmeans_gpu.c — the GPU k-means (cuda/kmeans/kmeans.cu) against the CPU path
  * (src/core/kmeans*.c), on fresh random data of many shapes.  Needs a GPU.
  *
  *   seeding   k-means++, random, k-means|| and auto: the GPU's initial
@@ -16,8 +16,8 @@
  *   re-seeding data with many duplicate rows and random init, which makes
  *             empty clusters: GPU = CPU; hand-made steps (a row on its
  *             centre seeds no cluster): GPU = CPU bit for bit;
- *   screen    the tensor-core screen (d > 8, cuda/kmeans_screen.cu and,
- *             on an H100/H200, cuda/kmeans_wgmma.cu): every score within
+ *   screen    the tensor-core screen (d > 8, cuda/kmeans/kmeans_screen.cu and,
+ *             on an H100/H200, cuda/kmeans/kmeans_wgmma.cu): every score within
  *             the derived bound of the exact ||c'||² - 2x'.c' (FP16 on
  *             wgmma where there is one, tf32 on mma.sync, 3xtf32; the
  *             largest error as a fraction of the bound is printed); one
@@ -505,7 +505,7 @@ out:
  * from the first in one coordinate, the even ones equal to it; rows on a
  * centre, or on it plus noise far below the bound.  One step's labels must
  * equal the CPU's gc_km_assign in the current screen mode.  A row's window
- * (cuda/kmeans_screen.cu) holds its whole group: g = 2 and 12 fit in it,
+ * (cuda/kmeans/kmeans_screen.cu) holds its whole group: g = 2 and 12 fit in it,
  * g = 40 does not (the row is re-ranked over every centre).
  */
 static void
@@ -726,15 +726,15 @@ done:
 /*
  * A fit with one of the assignment's shortcuts must equal the fit without
  * it (env = "0") bit for bit: labels, centres, distances, inertia,
- * iterations.  GPUCLUST_KM_PRUNE: the bounds (cuda/kmeans_prune.cu) keep
+ * iterations.  GPUCLUST_KM_PRUNE: the bounds (cuda/kmeans/kmeans_prune.cu) keep
  * rows out of the assignment; want: the share of row-iterations they must
  * have kept.  How many they keep depends on the data (a blob split among
  * many centres is all near ties), so only k = 1 asks for it; the others
  * print it.  GPUCLUST_KM_GRID: the grid of the exact path
- * (cuda/kmeans_grid.cu); want: 1 if the fit must have set it up, 0 if
+ * (cuda/kmeans/kmeans_grid.cu); want: 1 if the fit must have set it up, 0 if
  * not, -1 if set up and dropped after each run's first iteration (it did
  * not pay).  Where it pays depends on the data too: the others print it.
- * GPUCLUST_KM_TIES: the near ties' windows (cuda/kmeans_screen.cu; off,
+ * GPUCLUST_KM_TIES: the near ties' windows (cuda/kmeans/kmeans_screen.cu; off,
  * the 3xtf32 re-screen and the re-rank over every centre); want: the
  * share of the queued rows they must have decided.
  */
@@ -1044,7 +1044,7 @@ test_errors(void)
  *
  * gc_kmeans_gpu against gc_kmeans_cpu with what issue 16 brought to the
  * GPU.  With weights the GPU sums the means in the CPU's order
- * (cuda/kmeans_weighted.cu): labels, centres, inertia, distances and
+ * (cuda/kmeans/kmeans_weighted.cu): labels, centres, inertia, distances and
  * iterations equal bit for bit.  Cosine without weights takes the
  * fixed-point sums, which equal the CPU's double sums except where those
  * round: labels on >= 99.9% of rows, the inertia within 1e-5.  Always: the
@@ -1199,58 +1199,66 @@ test_dispatch(void)
 	gc_cuda_device_info info;
 	gc_gpu		g0,
 				g1000;
+	gc_kmeans_gpu_plan plan,
+				want;
 
 	gc_gpu_local(&g0, 0);
 	gc_gpu_local(&g1000, 1000);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, false, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_CPU, 1000000, 32, 100, 1, false, &g0, &ch, NULL, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU, "cpu");
 	/* weights: on the GPU, resident or not at all */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, true, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, true, &g0, &ch, NULL,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
 		  "gpu, weights: %s", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, true, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, true, &g0, &ch, NULL,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
 		  "auto, weights: gpu");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 100, 100, 1, true, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 100, 100, 1, true, &g0, &ch, NULL,
 								  note, sizeof(note), &st) == GC_ENOMEM &&
 		  strstr(st.message, "sample weights") != NULL, "gpu, weights, too big: %s", st.message);
 	printf("  gpu, weights, too big: %s\n", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 100, 100, 1, true, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 100, 100, 1, true, &g0, &ch, NULL,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] != '\0', "auto, weights, too big: cpu with a note");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, false, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 10, 2, 2, 1, false, &g0, &ch, NULL, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "gpu, tiny");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, false, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 10, 2, 2, 1, false, &g0, &ch, NULL, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] == '\0', "auto, tiny: cpu");
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, false, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, false, &g0, &ch, NULL, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU, "auto, large: gpu");
 	/* more than any GPU's memory: gpu refuses, auto runs on the CPU and says why */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 40000, 100, 1, false, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 40000, 100, 1, false, &g0, &ch, NULL,
 								  note, sizeof(note), &st) == GC_ENOMEM, "gpu, too big: %s", st.message);
 	printf("  gpu, too big: %s\n", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 40000, 100, 1, false, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, INT64_C(2000000000), 40000, 100, 1, false, &g0, &ch, NULL,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU &&
 		  note[0] != '\0', "auto, too big: cpu with a note");
 	/* larger than the GPU's memory but streamed: the GPU */
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 100, 100, 1, false, &g0, &ch,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, INT64_C(2000000000), 100, 100, 1, false, &g0, &ch, NULL,
 								  note, sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
 		  "gpu, 2e9 x 100 streamed: %s", st.message);
 	/* gpuclust.gpu_memory_limit (gc_gpu.mem_limit): streamed within it, or the CPU */
 	g0.mem_limit = (size_t) 100 << 20;
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, false, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, false, &g0, &ch, &plan, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_GPU,
 		  "auto, 100 MiB limit: gpu (streamed)");
+	/* the chosen GPU's plan: the one made for the limit, for the run */
+	gc_kmeans_gpu_plan_for(1000000, 32, 100, 1, false, (size_t) 100 << 20, &want);
+	CHECK(plan.fits && plan.streamed && plan.budget == ((size_t) 100 << 20) &&
+		  plan.runs == 1 && memcmp(&plan, &want, sizeof(plan)) == 0,
+		  "auto, 100 MiB limit: its plan (%lld rows a chunk)", (long long) plan.chunk_rows);
 	g0.mem_limit = (size_t) 16 << 20;
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, false, &g0, &ch, note,
-								  sizeof(note), &st) == GC_ENOMEM, "gpu, 16 MiB limit: %s", st.message);
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000000, 32, 100, 1, false, &g0, &ch, &plan, note,
+								  sizeof(note), &st) == GC_ENOMEM && plan.bytes == 0,
+		  "gpu, 16 MiB limit: %s (no plan)", st.message);
 	printf("  gpu, 16 MiB limit: %s\n", st.message);
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, false, &g0, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_AUTO, 1000000, 32, 100, 1, false, &g0, &ch, NULL, note,
 								  sizeof(note), &st) == GC_OK && ch == GC_DEVICE_CPU && note[0] != '\0',
 		  "auto, 16 MiB limit: cpu with a note");
 	CHECK(gc_gpu_budget(&g0) == ((size_t) 16 << 20), "budget: the limit");
 	g0.mem_limit = 0;
-	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, false, &g1000, &ch, note,
+	CHECK(gc_choose_device_kmeans(GC_DEVICE_GPU, 1000, 2, 2, 1, false, &g1000, &ch, NULL, note,
 								  sizeof(note), &st) == GC_EDEVICE, "gpu, no such device");
 	printf("  gpu, device 1000: %s\n", st.message);
 	gc_cuda_probe_cached(0, &info);

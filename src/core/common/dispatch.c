@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 #include "gpuclust_core.h"
@@ -311,9 +312,9 @@ gc_gpu_budget(const gc_gpu *gpu)
 
 gc_code
 gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
-						int n_init, bool weighted, const gc_gpu *gpu,
-						gc_device *chosen, char *note, size_t note_len,
-						gc_status *st)
+						int runs, bool weighted, const gc_gpu *gpu,
+						gc_device *chosen, gc_kmeans_gpu_plan *plan_out,
+						char *note, size_t note_len, gc_status *st)
 {
 	gc_status	why = {GC_OK, ""};
 	size_t		free_mem = 0,
@@ -322,6 +323,8 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 
 	if (note != NULL && note_len > 0)
 		note[0] = '\0';
+	if (plan_out != NULL)
+		memset(plan_out, 0, sizeof(*plan_out));
 	*chosen = GC_DEVICE_CPU;
 	if (requested == GC_DEVICE_CPU)
 		return GC_OK;
@@ -338,7 +341,7 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 	 * resident when it fits, else streamed in chunks: what does not fit
 	 * even so (no rows: nothing is allocated)
 	 */
-	gc_kmeans_gpu_plan_for(n, d, k, n_init, weighted, free_mem, &plan);
+	gc_kmeans_gpu_plan_for(n, d, k, runs, weighted, free_mem, &plan);
 	need = plan.bytes;
 	if (n > 0 && (!plan.fits || n > INT32_MAX))
 	{
@@ -362,6 +365,8 @@ gc_choose_device_kmeans(gc_device requested, int64_t n, int d, int k,
 		return GC_OK;
 	}
 	*chosen = GC_DEVICE_GPU;
+	if (plan_out != NULL)
+		*plan_out = plan;
 	return GC_OK;
 }
 

@@ -38,13 +38,6 @@ progress_inertia(const float *d2, int64_t n, double *last)
 	return s;
 }
 
-/* The runs: n_init, one with given centroids (scikit-learn's n_init=1 for an array init) */
-static inline int
-kmeans_runs(const gc_kmeans_params *p)
-{
-	return p->init == GC_INIT_CENTROIDS ? 1 : p->n_init;
-}
-
 /*
  * The centres rows are assigned to: C, or under cosine the unit rows of C
  * (into Cu), exactly as kmeans_assign(..., 'cosine') scores a model.
@@ -75,7 +68,7 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 	int			it;
 	double		last_inertia_ms = 0.0;
 
-	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, kmeans_runs(p), NAN);
+	gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, gc_kmeans_runs(p), NAN);
 	if (p->init == GC_INIT_CENTROIDS)
 	{
 		/* spherical: the given centres normalized (none is 0: checked) */
@@ -123,7 +116,7 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 		if (rc != GC_OK)
 			return rc;
 		if (ctx != NULL && ctx->progress != NULL)
-			gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, kmeans_runs(p),
+			gc_report(ctx, GC_PHASE_ITERATE, it + 1, p->max_iter, run, gc_kmeans_runs(p),
 					  gc_km_cost(progress_inertia(d2, n, &last_inertia_ms),
 								 p->metric));
 		moved = memcmp(*C, *Cn, sizeof(float) * (size_t) k * d) != 0;
@@ -305,7 +298,7 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	int32_t    *lab = NULL;
 	double		tol_scaled = 0.0;
 	gc_code		rc = GC_OK;
-	const int	runs = kmeans_runs(p);
+	const int	runs = gc_kmeans_runs(p);
 
 	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
 		return rc;

@@ -62,7 +62,7 @@ typedef struct gc_kmeans_gpu_plan
 
 /*
  * The parameters of a k-means call.  Every device has every one of them
- * (the GPU's run equals the CPU's: cuda/kmeans.cu).
+ * (the GPU's run equals the CPU's: cuda/kmeans/kmeans.cu).
  *
  * init_centroids (init GC_INIT_CENTROIDS): the k initial centres, k x
  * init_d row-major, init_d == d, every value finite and within
@@ -110,13 +110,24 @@ typedef struct gc_kmeans_params
 	 */
 	size_t		gpu_mem;
 	/*
-	 * GPU only: the plan (gc_kmeans_gpu_plan_for) when the caller made it
-	 * for this call (the GPU worker's admission, carried in the job); the
-	 * run uses it when it was made for gpu_mem and the call's runs, else
-	 * plans itself.  Zero: none.
+	 * GPU only: the plan (gc_kmeans_gpu_plan_for) the caller's device
+	 * choice made for this call (gc_choose_device_kmeans), carried to the
+	 * run (and in the GPU worker's job, whose admission counts its bytes).
+	 * The run uses it when it was made for gpu_mem and the call's runs
+	 * (gc_kmeans_runs), else plans itself.  Zero: none.
 	 */
 	gc_kmeans_gpu_plan gpu_plan;
 } gc_kmeans_params;
+
+/*
+ * The runs of a fit: one from given centroids (scikit-learn's n_init=1 for
+ * an array init), else n_init.
+ */
+static inline int
+gc_kmeans_runs(const gc_kmeans_params *p)
+{
+	return p->init == GC_INIT_CENTROIDS ? 1 : p->n_init;
+}
 
 /*
  * metric GC_METRIC_COSINE is spherical k-means (Dhillon & Modha): every
@@ -246,7 +257,8 @@ gc_kmeans_labels_gpu_wanted(gc_device requested, int k)
 }
 
 /*
- * The device of one k-means call.  CPU: always.  GPU: the GPU, or
+ * The device of one k-means call of runs fits (gc_kmeans_runs).  CPU:
+ * always.  GPU: the GPU, or
  * GC_EDEVICE (no usable GPU, with the reason) or GC_ENOMEM (the problem
  * does not fit the GPU memory it may use (gc_gpu_budget) even streamed in
  * chunks, gc_kmeans_gpu_plan_for; or n > INT32_MAX).  AUTO: the
@@ -258,12 +270,17 @@ gc_kmeans_labels_gpu_wanted(gc_device requested, int k)
  * weighted: the call has sample weights, whose GPU run keeps its rows
  * resident (gc_kmeans_gpu_plan_for): too large for that is the CPU with a
  * note under AUTO, GC_ENOMEM under GPU.
+ *
+ * plan (may be NULL): when the GPU is chosen, the plan made for the memory
+ * the call may use, which the run takes as gc_kmeans_params.gpu_plan and
+ * gpu_mem (plan->budget) so that neither the probe nor the plan is made
+ * twice; zeroed otherwise.
  */
 gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
-									int k, int n_init, bool weighted,
+									int k, int runs, bool weighted,
 									const gc_gpu *gpu, gc_device *chosen,
-									char *note, size_t note_len,
-									gc_status *st);
+									gc_kmeans_gpu_plan *plan, char *note,
+									size_t note_len, gc_status *st);
 
 /* ---- the steps the GPU and the distributed k-means share with the CPU ---- */
 
@@ -426,7 +443,7 @@ gc_code		gc_km_init_random(const gc_ctx *ctx, const float *X, int64_t n,
 /*
  * The rows gc_km_init_random draws, without the rows themselves: rows[c]
  * (0-based, of n) is the row of centre c.  The distributed k-means
- * (kmeans_step_sql.c) seeds from the same rows of a source in a fixed order.
+ * (src/distributed/) seeds from the same rows of a source in a fixed order.
  */
 gc_code		gc_km_random_rows(const gc_ctx *ctx, int64_t n, int k,
 							  uint64_t seed, uint64_t stream, int64_t *rows,
@@ -480,7 +497,7 @@ int64_t		gc_km_weighted_first(const double *w, int64_t n, uint64_t seed,
  *     gc_km_init_kmeanspp_w over all the rows, the same seed and stream.
  *
  * chosen (may be NULL) gets the k centres' rows of X.  Threads do not
- * change the result; the GPU (cuda/kmeans_par.cu) reproduces it bit for
+ * change the result; the GPU (cuda/kmeans/kmeans_par.cu) reproduces it bit for
  * bit (unweighted).
  */
 #define GC_KM_PAR_ROUNDS 5
