@@ -1,6 +1,6 @@
 /*
- * affinity.cu — affinity propagation on the GPU: gc_ap_gpu (src/core/gpu.h),
- * the device's passes for the one driver, gc_ap_run (src/core/affinity.c,
+ * affinity.cu — affinity propagation on the GPU: gc_ap_gpu (src/core/common/gpu.h),
+ * the device's passes for the one driver, gc_ap_run (src/core/affinity/affinity.c,
  * which says what every entry is and in which order its operations run).
  * In float8 every entry is the CPU's (affinity_cpu.c) bit for bit: the same
  * double operations, each rounded on its own (-fmad=false), in the same
@@ -65,7 +65,7 @@
  * blocks of 512 kept 72% of it: 4.05 against 4.00 ms an iteration; 8.12
  * against 7.16 for doubles).  The most shared memory a block keeps its
  * row's columns in (-1: all a block can have); the tests and the bench
- * set it (gc_ap_gpu_set_row_keep, cuda/affinity_hooks.cu).
+ * set it (gc_ap_gpu_set_row_keep, cuda/affinity/affinity_hooks.cu).
  */
 long		gc_ap_row_keep_bytes = -1;
 /*
@@ -1119,9 +1119,8 @@ gc_ap_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc;
 	double		t0 = gc_now_ms();
 
+	/* gc_ap_on_gpu has checked the arguments: n >= 1 */
 	memset(&ap_phases, 0, sizeof(ap_phases));
-	if ((rc = gc_ap_check(ctx, X, n, d, p, res, st)) != GC_OK || n == 0)
-		return rc;
 	if (n > INT32_MAX)
 		return gc_fail(st, GC_EDEVICE, "GPU affinity propagation handles at most %d rows, got %lld",
 					   INT32_MAX, (long long) n);

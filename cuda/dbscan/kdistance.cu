@@ -1,7 +1,7 @@
 /*
  * kdistance.cu — every row's k-distance on the GPU: gc_kdistance_gpu
- * (src/core/gpu.h), kdist2 bit for bit gc_kdistance_cpu's
- * (src/core/kdistance.c): the k-th smallest float32 gc_dist2 from the row
+ * (src/core/common/gpu.h), kdist2 bit for bit gc_kdistance_cpu's
+ * (src/core/tools/kdistance.c): the k-th smallest float32 gc_dist2 from the row
  * to every row, the row itself counted.
  *
  * The index is the GPU DBSCAN's kd-tree (dbscan_tree.cu: balanced,
@@ -240,9 +240,7 @@ gc_kdistance_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc;
 	gc_loop_progress lp;
 
-	/* gc_kdistance_cpu's checks and messages */
-	if ((rc = gc_kdistance_check(ctx, X, n, d, k, kdist2, st)) != GC_OK)
-		return rc;
+	/* gc_kdistance_on_gpu has checked the arguments */
 	if (n > GC_DBSCAN_GPU_MAX_N)
 		return gc_fail(st, GC_EDEVICE, "the GPU k-distances take at most %d rows, got %lld",
 					   GC_DBSCAN_GPU_MAX_N, (long long) n);

@@ -1,11 +1,11 @@
 /*
- * silhouette.cu — the silhouette on the GPU: gc_silhouette_gpu
- * (src/core/gpu.h), with the score of gc_silhouette_cpu
- * (src/core/silhouette.c) bit for bit.
+ * silhouette.cu — the silhouette's values on the GPU: gc_silhouette_gpu
+ * (common/gpu.h), so that silhouette.c's driver (gc_silhouette_on_gpu)
+ * gives gc_silhouette_cpu's score bit for bit.
  *
- * The rows scored are the CPU's: gc_sil_select (tools/tools.h)
- * makes every check, draws the sample and counts the clusters, for both
- * devices.  The CPU forms, for each scored row i, sum[c] += sqrt(
+ * The rows scored are the driver's: it makes every check, draws the
+ * sample and counts the clusters, for both devices (gc_sil_rows,
+ * tools/tools.h).  The CPU forms, for each scored row i, sum[c] += sqrt(
  * gc_dist2_f64(x_i, x_j)) over the scored rows j in ascending order, then
  * a, b and s from the sums (gc_sil_nearer, gc_sil_value), and sums s in
  * row order.  To give the same doubles the GPU adds the same terms in the
@@ -21,8 +21,8 @@
  *     double +, x, / and sqrt round correctly, and -fmad=false (and the
  *     CPU's -ffp-contract=off) keep every product apart from its sum;
  *   - a thread folds each finished segment into its a or b with the CPU's
- *     own gc_sil_nearer and gc_sil_value; the host sums s in the CPU's row
- *     order (gc_sil_finish).
+ *     own gc_sil_nearer and gc_sil_value; the driver sums s in the CPU's
+ *     row order.
  *
  * The kernel, sil_rows: one thread a query row (sorted position q), a block
  * of SIL_Q of them.  The block walks j = 0 .. r-1 in tiles of SIL_TJ rows;
@@ -197,8 +197,7 @@ struct sil_host
 	int32_t    *seg = nullptr;	/* K + 1: segment starts, seg[K] = r */
 	int64_t    *at = nullptr;	/* m: the counting sort's next position */
 	float	   *XT = nullptr;	/* d x r: the features, sorted, transposed */
-	double	   *s = nullptr;	/* r: s by sorted position, then scored */
-	double	   *s_row = nullptr;
+	double	   *s = nullptr;	/* r: s by sorted position */
 
 	~sil_host()
 	{
@@ -208,7 +207,6 @@ struct sil_host
 		free(at);
 		free(XT);
 		free(s);
-		free(s_row);
 	}
 };
 
@@ -231,9 +229,8 @@ sil_sort(const float *X, int d, const gc_sil_rows *sel, sil_host &H,
 	H.at = (int64_t *) malloc(sizeof(int64_t) * (size_t) (sel->m > 0 ? sel->m : 1));
 	H.XT = (float *) malloc(sizeof(float) * ((size_t) r * (size_t) d > 0 ? (size_t) r * (size_t) d : 1));
 	H.s = (double *) malloc(sizeof(double) * (size_t) r);
-	H.s_row = (double *) malloc(sizeof(double) * (size_t) r);
 	if (H.order == NULL || H.cl == NULL || H.seg == NULL || H.at == NULL ||
-		H.XT == NULL || H.s == NULL || H.s_row == NULL)
+		H.XT == NULL || H.s == NULL)
 		return gc_fail(st, GC_ENOMEM, "GPU silhouette: out of memory for %lld rows of %d features",
 					   (long long) r, d);
 	/* each label's first position; the segment of each non-empty one */
@@ -268,10 +265,10 @@ sil_poll(const gc_ctx *ctx, gc_status *st)
 	return GC_OK;
 }
 
-/* s of every scored row (scored order) into H.s_row. */
+/* s of every scored row, in scored order, into s_row. */
 static gc_code
 sil_run(const gc_ctx *ctx, const float *X, int d, const gc_sil_rows *sel,
-		sil_host &H, gc_status *st)
+		sil_host &H, double *s_row, gc_status *st)
 {
 	const int	r = (int) sel->r;
 	const int	K = (int) sel->clusters;
@@ -326,7 +323,7 @@ sil_run(const gc_ctx *ctx, const float *X, int d, const gc_sil_rows *sel,
 	SIL_CK(gc_xfer_d2h(H.s, sd, sizeof(double) * (size_t) r, D.s, D.host_threads));
 	D.release();
 	for (int p = 0; p < r; p++)
-		H.s_row[H.order[p]] = H.s[p];
+		s_row[H.order[p]] = H.s[p];
 	gc_loop_progress_end(&lp);
 	return GC_OK;
 }
@@ -338,30 +335,15 @@ sil_run(const gc_ctx *ctx, const float *X, int d, const gc_sil_rows *sel,
 /* ------------------------------------------------------------------ */
 
 extern "C" gc_code
-gc_silhouette_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
-				  const int32_t *labels, int32_t m, int64_t sample_size,
-				  uint64_t seed, gc_silhouette_result *res, gc_status *st)
+gc_silhouette_gpu(const gc_ctx *ctx, const float *X, int d,
+				  const gc_sil_rows *sel, double *s, gc_status *st)
 {
-	gc_sil_rows sel;
-	gc_code		rc;
+	sil_host	H;
 
-	/* the CPU's checks and rows; res->rows, clusters, sampled */
-	rc = gc_sil_select(X, n, d, labels, m, sample_size, seed, &sel, res, st);
-	if (rc != GC_OK)
-		return rc;
-	if (sel.r > INT32_MAX)
-		rc = gc_fail(st, GC_EDEVICE, "GPU silhouette handles at most %d scored rows, got %lld",
-					 INT32_MAX, (long long) sel.r);
-	else
-	{
-		sil_host	H;
-
-		rc = sil_run(ctx, X, d, &sel, H, st);
-		if (rc == GC_OK)
-			gc_sil_finish(H.s_row, sel.r, res);
-	}
-	gc_sil_free(&sel);
-	return rc;
+	if (sel->r > INT32_MAX)
+		return gc_fail(st, GC_EDEVICE, "GPU silhouette handles at most %d scored rows, got %lld",
+					   INT32_MAX, (long long) sel->r);
+	return sil_run(ctx, X, d, sel, H, s, st);
 }
 
 /* pool rounding: each of the call's 4 allocations may take a 2 MiB page */

@@ -61,7 +61,7 @@ extern gc_device gc_glue_run_ap(gc_device requested, const GcInput *in,
 
 /*
  * The GPU run of affinity propagation (affinity_job.c), the contract of
- * gc_ap_gpu: through the GPU worker when the server has one
+ * gc_ap_on_gpu: through the GPU worker when the server has one
  * (worker/job.h), else in this backend; its phase times come back in res
  * either way.
  */

@@ -28,7 +28,7 @@ gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in, const gc_ap_params *p,
 	uint8	   *is_exemplar = res->is_exemplar;
 
 	if (!gc_job_by_worker())
-		return gc_ap_gpu(ctx, in->X, in->n, in->d, p, res, st);
+		return gc_ap_on_gpu(ctx, in->X, in->n, in->d, p, res, st);
 
 	j = gc_job_begin(GC_ALGO_AP, ctx, in);
 	*GC_JOB_AREA(j->params, gc_ap_params) = *p;
@@ -61,7 +61,7 @@ ap_job(GcProcJob *r, GcJob *j)
 static void
 ap_run(GcProcJob *r, GcJob *j)
 {
-	(void) gc_ap_gpu(&r->ctx, r->X, j->n, j->d,
+	(void) gc_ap_on_gpu(&r->ctx, r->X, j->n, j->d,
 					 GC_JOB_AREA(j->params, gc_ap_params), ap_job(r, j),
 					 &r->status);
 }

@@ -12,13 +12,13 @@
  * public entry (gc_kmeans_check, gc_dbscan_check, ...: cheap checks, no
  * second O(n) scan of what the caller has already checked: a caller that
  * counted the positive weights says so in gc_kmeans_params).  CUDA trusts
- * the core: k-means and DBSCAN reach the GPU through the core's entries
- * (gc_kmeans_on_gpu, gc_dbscan_on_gpu); affinity propagation, k-distances
- * and silhouette run the core's one check (gc_ap_check, gc_kdistance_check,
- * gc_sil_select) at their GPU entry as at their CPU entry; the CUDA code
+ * the core: every GPU run goes through the core's entry for it
+ * (gc_kmeans_on_gpu, gc_dbscan_on_gpu, gc_ap_on_gpu, gc_kdistance_on_gpu,
+ * gc_silhouette_on_gpu: the CPU entry's check, then cuda/); the CUDA code
  * checks only what is the GPU's own (row limits, memory).  Derived values
  * are computed once and passed down (eps², the count of positive weights,
- * the GPU memory plan the GPU worker admits a k-means job with).
+ * k-means' GPU memory plan: made by gc_choose_device_kmeans, admitted by
+ * the GPU worker, used by the run).
  *
  * The folders: common/ (what every algorithm shares), kmeans/, dbscan/,
  * affinity/, tools/, each with one public header, included here.  A

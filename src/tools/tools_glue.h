@@ -61,7 +61,7 @@ extern gc_device gc_glue_run_silhouette(gc_device requested, const GcInput *in,
 
 /*
  * The GPU runs of the k-distances and the silhouette (tools_job.c), the
- * contracts of gc_kdistance_gpu and gc_silhouette_gpu: through the GPU
+ * contracts of gc_kdistance_on_gpu and gc_silhouette_on_gpu: through the GPU
  * worker when the server has one (worker/job.h), else in this backend.
  * rows: the rows the silhouette scores (gc_silhouette_rows), which its GPU
  * memory counts.

@@ -44,7 +44,7 @@ gc_gpu_run_kdistance(const gc_ctx *ctx, const GcInput *in, int64 k,
 	dsm_segment *out;
 
 	if (!gc_job_by_worker())
-		return gc_kdistance_gpu(ctx, in->X, in->n, in->d, k, kdist2, st);
+		return gc_kdistance_on_gpu(ctx, in->X, in->n, in->d, k, kdist2, st);
 
 	j = gc_job_begin(GC_ALGO_KDISTANCE, ctx, in);
 	GC_JOB_AREA(j->params, KdistanceParams)->k = k;
@@ -66,7 +66,7 @@ gc_gpu_run_silhouette(const gc_ctx *ctx, const GcInput *in,
 	dsm_segment *out;
 
 	if (!gc_job_by_worker())
-		return gc_silhouette_gpu(ctx, in->X, in->n, in->d, labels, m,
+		return gc_silhouette_on_gpu(ctx, in->X, in->n, in->d, labels, m,
 								 sample_size, seed, res, st);
 
 	j = gc_job_begin(GC_ALGO_SILHOUETTE, ctx, in);
@@ -91,33 +91,24 @@ gc_gpu_run_silhouette(const gc_ctx *ctx, const GcInput *in,
  * --------------------------------------------------------------------- */
 
 static void
-kdistance_call(GcProcJob *r, GcJob *j, __typeof__(gc_kdistance_gpu) *kdistance)
+kdistance_call(GcProcJob *r, GcJob *j,
+			   __typeof__(gc_kdistance_on_gpu) *kdistance)
 {
 	(void) kdistance(&r->ctx, r->X, j->n, j->d,
 					 GC_JOB_AREA(j->params, KdistanceParams)->k,
 					 (float *) (r->o + j->out_second), &r->status);
 }
 
-static void
-kdistance_run(GcProcJob *r, GcJob *j)
-{
-	kdistance_call(r, j, gc_kdistance_gpu);
-}
-
-#ifdef GC_TESTING
-static void
-kdistance_stand_in(GcProcJob *r, GcJob *j)
-{
-	kdistance_call(r, j, gc_kdistance_cpu);
-}
-#endif
+GC_PROC_RUN_AND_STAND_IN(kdistance, kdistance_call, gc_kdistance_on_gpu,
+						 gc_kdistance_cpu)
 
 const GcProcSteps gc_kdistance_proc =
 GC_PROC_STEPS(kdistance_run, NULL, kdistance_stand_in);
 
 /* the labels the backend put in the outputs' segment */
 static void
-silhouette_call(GcProcJob *r, GcJob *j, __typeof__(gc_silhouette_gpu) *silhouette)
+silhouette_call(GcProcJob *r, GcJob *j,
+				__typeof__(gc_silhouette_on_gpu) *silhouette)
 {
 	const SilhouetteParams *p = GC_JOB_AREA(j->params, SilhouetteParams);
 
@@ -127,19 +118,8 @@ silhouette_call(GcProcJob *r, GcJob *j, __typeof__(gc_silhouette_gpu) *silhouett
 					  GC_JOB_AREA(r->results, gc_silhouette_result), &r->status);
 }
 
-static void
-silhouette_run(GcProcJob *r, GcJob *j)
-{
-	silhouette_call(r, j, gc_silhouette_gpu);
-}
-
-#ifdef GC_TESTING
-static void
-silhouette_stand_in(GcProcJob *r, GcJob *j)
-{
-	silhouette_call(r, j, gc_silhouette_cpu);
-}
-#endif
+GC_PROC_RUN_AND_STAND_IN(silhouette, silhouette_call, gc_silhouette_on_gpu,
+						 gc_silhouette_cpu)
 
 /* the result into the slot */
 static void

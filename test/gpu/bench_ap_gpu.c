@@ -117,7 +117,7 @@ per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
 	memset(&r, 0, sizeof(r));
 	r.labels = lab;
 	r.is_exemplar = ex;
-	rc = gc_ap_gpu(NULL, X, n, d, &p, &r, &st);
+	rc = gc_ap_on_gpu(NULL, X, n, d, &p, &r, &st);
 	wall = (omp_get_wtime() - t0) * 1e3;
 	gc_ap_gpu_last_phases(&ph);
 	if (rc != GC_OK)
@@ -174,7 +174,7 @@ crossover(void)
 		rc1 = gc_ap_cpu(NULL, X, n, 8, &p, &a, &st);
 		tc = (omp_get_wtime() - t0) * 1e3;
 		t0 = omp_get_wtime();
-		rc2 = gc_ap_gpu(NULL, X, n, 8, &p, &b, &st);
+		rc2 = gc_ap_on_gpu(NULL, X, n, 8, &p, &b, &st);
 		tg = (omp_get_wtime() - t0) * 1e3;
 		printf("  %6lld  %10.1f  %10.1f  %6.2f  %6d  %8s\n", (long long) n, tc, tg,
 			   tc / tg, b.iterations,

@@ -1,6 +1,6 @@
 /*
  * bench_tools.c — the cores of gpu_kdistance and gpu_silhouette on the GPU
- * (gc_kdistance_gpu, gc_silhouette_gpu) against the CPU (gc_kdistance_cpu,
+ * (gc_kdistance_on_gpu, gc_silhouette_on_gpu) against the CPU (gc_kdistance_cpu,
  * gc_silhouette_cpu on every core), on the same rows.  Prints each call's
  * time (GPU: the median of 3 after a warm-up call, CUDA already started;
  * CPU: one call), the speed-up, whether the two results are bit for bit
@@ -268,10 +268,10 @@ static gc_code
 tool_call(const bench *b, const tool_case *c, int dev, gc_status *st)
 {
 	if (c->labels == NULL)
-		return (dev == 0 ? gc_kdistance_gpu : gc_kdistance_cpu) (&b->ctx, c->X, c->n, c->d, c->k,
+		return (dev == 0 ? gc_kdistance_on_gpu : gc_kdistance_cpu) (&b->ctx, c->X, c->n, c->d, c->k,
 																 c->kdist2, st);
 	/* sample_size = n: every row scored, exactly */
-	return (dev == 0 ? gc_silhouette_gpu : gc_silhouette_cpu) (&b->ctx, c->X, c->n, c->d, c->labels,
+	return (dev == 0 ? gc_silhouette_on_gpu : gc_silhouette_cpu) (&b->ctx, c->X, c->n, c->d, c->labels,
 															   SIL_BLOBS, c->n, 1, c->sil, st);
 }
 

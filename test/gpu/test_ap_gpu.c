@@ -1,15 +1,15 @@
 /*
- * test_ap_gpu.c — the GPU affinity propagation (cuda/affinity.cu) against
- * the CPU's (src/core/affinity_cpu.c) and a sequential reference, on fresh
+ * test_ap_gpu.c — the GPU affinity propagation (cuda/affinity/affinity.cu) against
+ * the CPU's (src/core/affinity/affinity_cpu.c) and a sequential reference, on fresh
  * random data of many shapes.  Needs a GPU.
  *
- *   float8   gc_ap_gpu equals gc_ap_cpu on everything: labels, exemplars,
+ *   float8   gc_ap_on_gpu equals gc_ap_cpu on everything: labels, exemplars,
  *            clusters, iterations, convergence, the early answer and the
  *            preference (the median), bit for bit; blobs, uniform, grid
  *            (many equal distances) and duplicate rows; n 1 to 2000, d 1
  *            to 300 (n < d too); given and median preferences; damping
  *            0.5 to 0.95; runs stopped by max_iter; all rows equal.
- *   float4   gc_ap_gpu equals ref_ap (below) with float storage, bit for
+ *   float4   gc_ap_on_gpu equals ref_ap (below) with float storage, bit for
  *            bit.  Against float8, each case is one of: the same labels;
  *            a tie in S (float cannot tell some of the data's similarities
  *            apart, nor keep double's tie-breaking noise: the float8
@@ -495,7 +495,7 @@ run_case(const ap_case *c, bool f4)
 	}
 	cpu.rc = gc_ap_cpu(NULL, X, c->n, c->d, &p, &cpu.r, &st);
 	CHECK(cpu.rc == GC_OK, "%s: CPU failed: %s", name, st.message);
-	gpu.rc = gc_ap_gpu(NULL, X, c->n, c->d, &p, &gpu.r, &st);
+	gpu.rc = gc_ap_on_gpu(NULL, X, c->n, c->d, &p, &gpu.r, &st);
 	CHECK(gpu.rc == GC_OK, "%s: GPU failed: %s", name, st.message);
 	if (cpu.rc == GC_OK && gpu.rc == GC_OK)
 		CHECK(same_fit(&cpu, &gpu, c->n, why, sizeof(why)), "%s: float8 GPU != CPU: %s", name, why);
@@ -512,7 +512,7 @@ run_case(const ap_case *c, bool f4)
 		fit_alloc(&r8, c->n);
 		fit_alloc(&s4, c->n);
 		p.precision = GC_AP_FLOAT4;
-		g4.rc = gc_ap_gpu(NULL, X, c->n, c->d, &p, &g4.r, &st);
+		g4.rc = gc_ap_on_gpu(NULL, X, c->n, c->d, &p, &g4.r, &st);
 		CHECK(g4.rc == GC_OK, "%s: float4 GPU failed: %s", name, st.message);
 		p.precision = GC_AP_FLOAT8;
 		ref_ap(X, c->n, c->d, &p, REF_F4, &r4);
@@ -578,18 +578,18 @@ test_errors(void)
 
 	fit_alloc(&f, 3);
 	p.damping = 1.0;
-	CHECK(gc_ap_gpu(NULL, X, 3, 2, &p, &f.r, &st) == GC_EINVAL, "damping 1 accepted");
+	CHECK(gc_ap_on_gpu(NULL, X, 3, 2, &p, &f.r, &st) == GC_EINVAL, "damping 1 accepted");
 	p.damping = 0.5;
 	p.max_iter = 0;
-	CHECK(gc_ap_gpu(NULL, X, 3, 2, &p, &f.r, &st) == GC_EINVAL, "max_iter 0 accepted");
+	CHECK(gc_ap_on_gpu(NULL, X, 3, 2, &p, &f.r, &st) == GC_EINVAL, "max_iter 0 accepted");
 	p.max_iter = 200;
 	p.precision = (gc_ap_precision) 9;
-	CHECK(gc_ap_gpu(NULL, X, 3, 2, &p, &f.r, &st) == GC_EINVAL, "precision 9 accepted");
+	CHECK(gc_ap_on_gpu(NULL, X, 3, 2, &p, &f.r, &st) == GC_EINVAL, "precision 9 accepted");
 	p.precision = GC_AP_FLOAT4;
-	CHECK(gc_ap_gpu(NULL, X, 0, 2, &p, &f.r, &st) == GC_OK && f.r.n_clusters == 0, "n 0");
+	CHECK(gc_ap_on_gpu(NULL, X, 0, 2, &p, &f.r, &st) == GC_OK && f.r.n_clusters == 0, "n 0");
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cancel_flags[0] = &flag;
-	CHECK(gc_ap_gpu(&ctx, X, 3, 2, &p, &f.r, &st) == GC_ECANCEL, "cancel flag ignored");
+	CHECK(gc_ap_on_gpu(&ctx, X, 3, 2, &p, &f.r, &st) == GC_ECANCEL, "cancel flag ignored");
 	fit_free(&f);
 	/* the memory bound grows as n^2 and fits its own largest n */
 	{

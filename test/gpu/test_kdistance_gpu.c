@@ -1,6 +1,6 @@
 /*
- * test_kdistance_gpu.c — the GPU k-distances (cuda/kdistance.cu) against
- * the CPU's (src/core/kdistance.c), bit for bit, on fresh random data of
+ * test_kdistance_gpu.c — the GPU k-distances (cuda/dbscan/kdistance.cu) against
+ * the CPU's (src/core/tools/kdistance.c), bit for bit, on fresh random data of
  * many shapes; small cases also against a brute force (every distance
  * sorted).  Needs a GPU.
  *
@@ -70,7 +70,7 @@ check_case(const float *X, int64_t n, int d, int64_t k, bool brute,
 	cases++;
 	CHECK(gc_kdistance_cpu(&ctx, X, n, d, k, cpu, &st) == GC_OK, "%s: cpu: %s", what, st.message);
 	memset(gpu, 0xff, sizeof(float) * (size_t) n);
-	CHECK(gc_kdistance_gpu(&ctx, X, n, d, k, gpu, &st) == GC_OK, "%s: gpu: %s", what, st.message);
+	CHECK(gc_kdistance_on_gpu(&ctx, X, n, d, k, gpu, &st) == GC_OK, "%s: gpu: %s", what, st.message);
 	for (int64_t i = 0; i < n; i++)
 		if (memcmp(&cpu[i], &gpu[i], sizeof(float)) != 0)
 		{
@@ -161,15 +161,15 @@ test_errors(void)
 	volatile sig_atomic_t flag = 1;
 	gc_ctx		ctx;
 
-	CHECK(gc_kdistance_gpu(NULL, X, 0, 2, 1, kd, &st) == GC_EINVAL, "n 0 accepted");
-	CHECK(gc_kdistance_gpu(NULL, X, 3, 2, 0, kd, &st) == GC_EINVAL, "k 0 accepted");
-	CHECK(gc_kdistance_gpu(NULL, X, 3, 2, 4, kd, &st) == GC_EINVAL, "k > n accepted");
+	CHECK(gc_kdistance_on_gpu(NULL, X, 0, 2, 1, kd, &st) == GC_EINVAL, "n 0 accepted");
+	CHECK(gc_kdistance_on_gpu(NULL, X, 3, 2, 0, kd, &st) == GC_EINVAL, "k 0 accepted");
+	CHECK(gc_kdistance_on_gpu(NULL, X, 3, 2, 4, kd, &st) == GC_EINVAL, "k > n accepted");
 	(void) gc_kdistance_cpu(NULL, X, 3, 2, 4, kd, &cst);
 	CHECK(strcmp(st.message, cst.message) == 0, "message '%s', the CPU's '%s'",
 		  st.message, cst.message);
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cancel_flags[0] = &flag;
-	CHECK(gc_kdistance_gpu(&ctx, X, 3, 2, 1, kd, &st) == GC_ECANCEL, "cancel flag ignored");
+	CHECK(gc_kdistance_on_gpu(&ctx, X, 3, 2, 1, kd, &st) == GC_ECANCEL, "cancel flag ignored");
 	CHECK(gc_kdistance_gpu_mem_bytes(1000000, 8, 10) > (size_t) 1000000 * 8 * 8,
 		  "the memory bound counts the rows twice");
 }

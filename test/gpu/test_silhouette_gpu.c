@@ -1,9 +1,9 @@
 /*
- * test_silhouette_gpu.c — the GPU silhouette (cuda/silhouette.cu) against
- * the CPU's (src/core/silhouette.c) and a sequential reference, on fresh
+ * test_silhouette_gpu.c — the GPU silhouette (cuda/tools/silhouette.cu) against
+ * the CPU's (src/core/tools/silhouette.c) and a sequential reference, on fresh
  * random data of many shapes.  Needs a GPU.
  *
- *   CPU      gc_silhouette_gpu equals gc_silhouette_cpu on everything: the
+ *   CPU      gc_silhouette_on_gpu equals gc_silhouette_cpu on everything: the
  *            code, rows, clusters and sampled, the score bit for bit
  *            (memcmp of the double), the message of every error.  d 1 to
  *            300, 3 to 100,000 scored rows (the largest in two launches),
@@ -215,7 +215,7 @@ run_case(const sil_case *c, bool brute)
 	/* poisoned: every field must be written */
 	memset(&rc_gpu, 0x5a, sizeof(rc_gpu));
 	t0 = now_s();
-	code_gpu = gc_silhouette_gpu(&ctx, X, c->n, c->d, l, c->m, c->sample, c->seed,
+	code_gpu = gc_silhouette_on_gpu(&ctx, X, c->n, c->d, l, c->m, c->sample, c->seed,
 								 &rc_gpu, &st_gpu);
 	gpu_s += now_s() - t0;
 	n_cases++;
@@ -370,7 +370,7 @@ test_errors(void)
 		cc = gc_silhouette_cpu(&ctx, X, cases[i].n, 2, cases[i].l, cases[i].m,
 							   cases[i].sample, 11, &rc, &sc);
 		memset(&rg, 0x5a, sizeof(rg));
-		cg = gc_silhouette_gpu(&ctx, X, cases[i].n, 2, cases[i].l, cases[i].m,
+		cg = gc_silhouette_on_gpu(&ctx, X, cases[i].n, 2, cases[i].l, cases[i].m,
 							   cases[i].sample, 11, &rg, &sg);
 		CHECK(cg == cc && strcmp(sg.message, sc.message) == 0,
 			  "%s: code %d (%s), CPU %d (%s)", cases[i].what, cg, sg.message,
@@ -382,7 +382,7 @@ test_errors(void)
 			  (long long) rg.rows, (long long) rg.clusters, rg.sampled, rg.score,
 			  (long long) rc.rows, (long long) rc.clusters, rc.sampled, rc.score);
 	}
-	CHECK(gc_silhouette_gpu(NULL, X, 5, 2, one, 1, 0, 0, &(gc_silhouette_result) {0},
+	CHECK(gc_silhouette_on_gpu(NULL, X, 5, 2, one, 1, 0, 0, &(gc_silhouette_result) {0},
 							&(gc_status) {0}) == GC_EINVAL, "one cluster, no ctx");
 
 	/* the memory bound: 0 for no rows, at least the features, SIZE_MAX past INT32_MAX */
@@ -417,7 +417,7 @@ test_cancel_running(void)
 	cancel_flag = 0;
 	t0 = now_s();
 	pthread_create(&th, NULL, raise_later, NULL);
-	rc = gc_silhouette_gpu(&ctx, X, n, 1, l, 10, 0, 0, &res, &st);
+	rc = gc_silhouette_on_gpu(&ctx, X, n, 1, l, 10, 0, 0, &res, &st);
 	t = now_s() - t0;
 	pthread_join(th, NULL);
 	CHECK(rc == GC_ECANCEL && strcmp(st.message, "canceled") == 0,

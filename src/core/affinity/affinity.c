@@ -3,7 +3,7 @@
  * of scikit-learn 1.2's AffinityPropagation
  * (sklearn/cluster/_affinity_propagation.py): the one driver, gc_ap_run,
  * over a device's passes (affinity/affinity.h; the CPU's in
- * affinity_cpu.c, the GPU's in cuda/affinity.cu).  What every device
+ * affinity_cpu.c, the GPU's in cuda/affinity/affinity.cu).  What every device
  * computes, entry by entry:
  *
  * Similarities.  S[i][j] = -sum_k (x_ik - x_jk)^2, each term and the sum in
@@ -91,6 +91,7 @@
 #include <omp.h>
 
 #include "affinity/affinity.h"
+#include "common/gpu.h"
 
 bool
 gc_parse_ap_precision(const char *s, gc_ap_precision *out)
@@ -186,6 +187,17 @@ gc_ap_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (gc_cancelled(ctx))
 		return gc_fail(st, GC_ECANCEL, "canceled");
 	return GC_OK;
+}
+
+gc_code
+gc_ap_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			 const gc_ap_params *p, gc_ap_result *res, gc_status *st)
+{
+	gc_code		rc;
+
+	if ((rc = gc_ap_check(ctx, X, n, d, p, res, st)) != GC_OK || n == 0)
+		return rc;
+	return gc_ap_gpu(ctx, X, n, d, p, res, st);
 }
 
 /* The r-th smallest (0-based) entry of the full n x n matrix, diagonal 0. */

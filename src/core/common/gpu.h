@@ -58,8 +58,8 @@ typedef struct gc_kmeans_gpu_phases
 	double		ms_download;	/* labels, centres, distances back to the host */
 	int			total_iterations;	/* over all n_init runs */
 	int64_t		rows_screened;	/* rows assigned over those iterations (d > 8: the
-								 * rest kept their label by the bounds, cuda/kmeans_prune.cu) */
-	int			grid_cells;		/* d <= 3: the exact assignment's grid (cuda/kmeans_grid.cu); 0: none */
+								 * rest kept their label by the bounds, cuda/kmeans/kmeans_prune.cu) */
+	int			grid_cells;		/* d <= 3: the exact assignment's grid (cuda/kmeans/kmeans_grid.cu); 0: none */
 	int			grid_iterations;	/* of total_iterations: through it (it is dropped where it does not pay) */
 	int64_t		rows_tied;		/* 8 < d <= 256: rows the screen queued, decided among their windows' candidates */
 	int64_t		rows_reranked;	/* d > 8: rows re-ranked over every centre */
@@ -146,7 +146,7 @@ void		gc_cuda_keep_memory(size_t bytes);
 void		gc_cuda_trim_memory(void);
 
 /*
- * k-means on the current CUDA device (cuda/kmeans.cu): the contract of
+ * k-means on the current CUDA device (cuda/kmeans/kmeans.cu): the contract of
  * gc_kmeans_cpu (same arguments, same result fields; the returned labels
  * and distances refer to the returned centroids), checked by the caller:
  * callers go through gc_kmeans_on_gpu (kmeans.c), which checks, n >= 1.  The
@@ -184,7 +184,7 @@ void		gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out);
 
 /*
  * The labels of the n rows X for the k given centres C (k x d) on the
- * current CUDA device (cuda/kmeans.cu): the fit's own assignment, so
+ * current CUDA device (cuda/kmeans/kmeans.cu): the fit's own assignment, so
  * gc_kmeans_labels_cpu's labels bit for bit.  What the kmeans_step
  * aggregate assigns a block of its rows with.  1 <= k <= n <= INT32_MAX
  * (else GC_EINVAL); CUDA failures come back as GC_EDEVICE (GC_ENOMEM when
@@ -219,12 +219,13 @@ size_t		gc_dbscan_gpu_mem_bytes(int64_t n, int d);
 void		gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out);
 
 /*
- * Affinity propagation on the current CUDA device (cuda/affinity.cu): the
- * contract of gc_ap_cpu, on affinity.c's one driver, with the CPU's
- * results bit for bit in float8; float4 (p->precision) stores S, R and A
- * as floats.  CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device
- * memory runs out); the cancel flags are polled between iterations and
- * passes.  At most INT32_MAX rows.
+ * Affinity propagation on the current CUDA device (cuda/affinity/affinity.cu): the
+ * contract of gc_ap_cpu, checked by the caller: callers go through
+ * gc_ap_on_gpu (affinity.c), which checks (gc_ap_check), n >= 1.  On
+ * affinity.c's one driver, with the CPU's results bit for bit in float8;
+ * float4 (p->precision) stores S, R and A as floats.  CUDA failures come
+ * back as GC_EDEVICE (GC_ENOMEM when device memory runs out); the cancel
+ * flags are polled between iterations and passes.  At most INT32_MAX rows.
  */
 gc_code		gc_ap_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					  const gc_ap_params *p, gc_ap_result *res, gc_status *st);
@@ -240,8 +241,10 @@ int64_t		gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision);
 void		gc_ap_gpu_last_phases(gc_ap_gpu_phases *out);
 
 /*
- * k-distances on the current CUDA device (cuda/kdistance.cu): the contract
- * of gc_kdistance_cpu (same validation), kdist2 bit for bit: the k-th
+ * k-distances on the current CUDA device (cuda/dbscan/kdistance.cu): the
+ * contract of gc_kdistance_cpu, checked by the caller: callers go through
+ * gc_kdistance_on_gpu (kdistance.c), which checks (gc_kdistance_check).
+ * kdist2 bit for bit: the k-th
  * smallest of the same float32 gc_dist2 over every row, the row itself
  * counted, found exactly on the GPU DBSCAN's kd-tree (dbscan_tree.cu).
  * CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device memory runs
@@ -255,19 +258,18 @@ gc_code		gc_kdistance_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 size_t		gc_kdistance_gpu_mem_bytes(int64_t n, int d, int64_t k);
 
 /*
- * The silhouette on the current CUDA device (cuda/silhouette.cu): the
- * contract of gc_silhouette_cpu (same validation, the same rows and
- * sample), res bit for bit: each row's distance sums per cluster in the
- * CPU's order, its a, b and s as the CPU forms them, the per-row values
- * summed on the host in row order.  CUDA failures come back as GC_EDEVICE
- * (GC_ENOMEM when device memory runs out); the cancel flags are polled
- * between launches, and progress is reported as rows scored.  At most
- * INT32_MAX scored rows.
+ * The silhouette's values on the current CUDA device
+ * (cuda/tools/silhouette.cu): s[i] for each row sel chose (silhouette.c's
+ * driver, reached through gc_silhouette_on_gpu), in scored order, bit for
+ * bit the CPU's: each row's distance sums per cluster in the CPU's order,
+ * its a, b and s as the CPU forms them (tools.h).  CUDA failures come back
+ * as GC_EDEVICE (GC_ENOMEM when device memory runs out); the cancel flags
+ * are polled between launches, and progress is reported as rows scored.
+ * At most INT32_MAX scored rows.
  */
-gc_code		gc_silhouette_gpu(const gc_ctx *ctx, const float *X, int64_t n,
-							  int d, const int32_t *labels, int32_t m,
-							  int64_t sample_size, uint64_t seed,
-							  gc_silhouette_result *res, gc_status *st);
+gc_code		gc_silhouette_gpu(const gc_ctx *ctx, const float *X, int d,
+							  const gc_sil_rows *sel, double *s,
+							  gc_status *st);
 
 /*
  * Device memory gc_silhouette_gpu needs to score rows rows of d features in
@@ -412,12 +414,10 @@ gc_kdistance_gpu_mem_bytes(int64_t n, int d, int64_t k)
 }
 
 static inline gc_code
-gc_silhouette_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
-				  const int32_t *labels, int32_t m, int64_t sample_size,
-				  uint64_t seed, gc_silhouette_result *res, gc_status *st)
+gc_silhouette_gpu(const gc_ctx *ctx, const float *X, int d,
+				  const gc_sil_rows *sel, double *s, gc_status *st)
 {
-	(void) ctx, (void) X, (void) n, (void) d, (void) labels, (void) m;
-	(void) sample_size, (void) seed, (void) res;
+	(void) ctx, (void) X, (void) d, (void) sel, (void) s;
 	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
 }
 
@@ -446,6 +446,32 @@ gc_code		gc_dbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 							 const gc_dbscan_params *p, int32_t *labels,
 							 uint8_t *is_core, gc_status *st);
 
+/*
+ * gc_ap_gpu, in every build (affinity.c): gc_ap_check, then gc_ap_gpu for
+ * n >= 1.
+ */
+gc_code		gc_ap_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						 const gc_ap_params *p, gc_ap_result *res,
+						 gc_status *st);
+
+/*
+ * gc_kdistance_gpu, in every build (kdistance.c): gc_kdistance_check, then
+ * gc_kdistance_gpu.
+ */
+gc_code		gc_kdistance_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
+								int d, int64_t k, float *kdist2,
+								gc_status *st);
+
+/*
+ * The silhouette on the GPU, in every build (silhouette.c): the contract
+ * of gc_silhouette_cpu (the same checks, rows and sample) and its result
+ * bit for bit, the values of the scored rows by gc_silhouette_gpu.
+ */
+gc_code		gc_silhouette_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
+								 int d, const int32_t *labels, int32_t m,
+								 int64_t sample_size, uint64_t seed,
+								 gc_silhouette_result *res, gc_status *st);
+
 #if defined(GC_TESTING) && defined(GPUCLUST_CUDA)
 
 /* ---- test-only entry points (cuda/<name>_hooks.cu) ---- */
@@ -466,7 +492,7 @@ gc_code		gc_kmeans_gpu_step(const float *X, int64_t n, int d, int k,
 							   int64_t *n_changed, gc_status *st);
 
 /*
- * The exact path's grid (cuda/kmeans_grid.cu, d <= 3) for the centres C:
+ * The exact path's grid (cuda/kmeans/kmeans_grid.cu, d <= 3) for the centres C:
  * its cells, the candidates it lists, and per row of X (the host's float
  * arithmetic of the kernel): rows outside their cell's edges, and the
  * candidates a row and a warp of 32 consecutive rows compare with.
@@ -507,15 +533,15 @@ typedef struct gc_kmeans_gpu_timing
 	int64_t		tied_rows;		/* and rows decided in their windows (last iteration) */
 	int			screen_mode;	/* d > 8: 0 FP32 tiled kernel, 1 tf32, 3 3xtf32, 13 tf32 then 3xtf32 */
 	int			ties;			/* the screen's near ties go through windows */
-	int			screen_wgmma;	/* the screen ran on wgmma, in FP16 (cuda/kmeans_wgmma.cu) */
+	int			screen_wgmma;	/* the screen ran on wgmma, in FP16 (cuda/kmeans/kmeans_wgmma.cu) */
 } gc_kmeans_gpu_timing;
 
 /*
- * The tensor-core screen's scores (cuda/kmeans_screen.cu) of every row and
+ * The tensor-core screen's scores (cuda/kmeans/kmeans_screen.cu) of every row and
  * centre, ||c'||² - 2 x'.c' with x' = x - mu and c' = c - mu as the kernel
  * forms them: scores (n x k), mu (d, the shift).  mode 1: tf32, 3: 3xtf32.
  * *f16_scale: 0, or the scale s when mode 1 ran on wgmma in FP16
- * (cuda/kmeans_wgmma.cu: operands FP16(s x') / s).  GC_EINVAL when d has
+ * (cuda/kmeans/kmeans_wgmma.cu: operands FP16(s x') / s).  GC_EINVAL when d has
  * no screen (d <= 8 or d > 256).
  */
 gc_code		gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
@@ -579,7 +605,7 @@ gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
 								gc_status *st);
 
 /* The most shared memory (bytes) a block of the GPU affinity propagation's
- * row pass (cuda/affinity.cu) keeps its row's columns in between its
+ * row pass (cuda/affinity/affinity.cu) keeps its row's columns in between its
  * sweeps; -1 restores the default, all a block can have. */
 void		gc_ap_gpu_set_row_keep(long bytes);
 

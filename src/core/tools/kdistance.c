@@ -28,6 +28,7 @@
 #include <omp.h>
 
 #include "tools/tools.h"
+#include "common/gpu.h"
 #include "common/kdtree.h"
 #include "common/max_heap.h"
 
@@ -103,6 +104,17 @@ gc_kdistance_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (gc_cancelled(ctx))
 		return gc_fail(st, GC_ECANCEL, "canceled");
 	return GC_OK;
+}
+
+gc_code
+gc_kdistance_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					int64_t k, float *kdist2, gc_status *st)
+{
+	gc_code		rc;
+
+	if ((rc = gc_kdistance_check(ctx, X, n, d, k, kdist2, st)) != GC_OK)
+		return rc;
+	return gc_kdistance_gpu(ctx, X, n, d, k, kdist2, st);
 }
 
 gc_code

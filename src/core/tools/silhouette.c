@@ -4,14 +4,18 @@
  *
  * Rows with a negative label (noise, or no label) are left out before
  * anything else, so the score is silhouette_score(X[keep], labels[keep]).
- * The rows scored are chosen by gc_sil_select, and each row's value formed
- * by gc_sil_nearer and gc_sil_value (tools/tools.h), which the GPU
- * (cuda/silhouette.cu) shares, so both devices score the same rows alike.
- * For each scored row i (in parallel, one row per task), one pass over the
- * scored rows sums the Euclidean distances to each cluster (double
- * precision: each difference of float32 features is exact in double, the
- * squares and sums rounded in double, then sqrt), in a per-thread array of
- * m sums: O(r^2 d) time, O(r + threads * m) memory.  The cancel flags are
+ * One driver (silhouette) serves both devices: it chooses the rows scored
+ * (sil_select: the checks, the sample, the clusters), has a device form
+ * each scored row's value (sil_scores_cpu here, gc_silhouette_gpu in
+ * cuda/tools/silhouette.cu, both through gc_sil_nearer and gc_sil_value of
+ * tools/tools.h), and sums the values (sil_finish), so both devices score
+ * the same rows alike.  The GPU is reached through gc_silhouette_on_gpu.
+ * On the CPU, for each scored row i (in parallel, one row per task), one
+ * pass over the scored rows sums the Euclidean distances to each cluster
+ * (double precision: each difference of float32 features is exact in
+ * double, the squares and sums rounded in double, then sqrt), in a
+ * per-thread array of m sums: O(r^2 d) time, O(r + threads * m) memory.
+ * The cancel flags are
  * polled before every row; progress: rows scored of r.  a(i) is the sum over
  * i's own cluster divided by its size - 1, b(i) the smallest sum over size
  * among the other non-empty clusters; s(i) = (b - a) / max(a, b), 0 when
@@ -31,6 +35,7 @@
 #include <omp.h>
 
 #include "tools/tools.h"
+#include "common/gpu.h"
 #include "common/rng.h"
 
 #define SIL_STREAM 0x51u		/* the generator's stream for sampling */
@@ -84,10 +89,17 @@ gc_silhouette_rows(const int32_t *labels, int64_t n, int64_t sample_size)
 	return sil_scored(labelled, sample_size);
 }
 
-gc_code
-gc_sil_select(const float *X, int64_t n, int d, const int32_t *labels,
-			  int32_t m, int64_t sample_size, uint64_t seed, gc_sil_rows *sel,
-			  gc_silhouette_result *res, gc_status *st)
+/*
+ * Chooses the rows a silhouette of X (n x d, labels 0 .. m-1, negative
+ * ones left out) scores; resets st and res, then fills res->rows,
+ * res->clusters and res->sampled.  GC_EINVAL unless the scored rows have 2
+ * <= clusters <= rows - 1.  On any failure nothing is left allocated in
+ * sel.
+ */
+static gc_code
+sil_select(const float *X, int64_t n, int d, const int32_t *labels,
+		   int32_t m, int64_t sample_size, uint64_t seed, gc_sil_rows *sel,
+		   gc_silhouette_result *res, gc_status *st)
 {
 	int64_t		r = 0,
 				clusters = 0;
@@ -180,8 +192,8 @@ gc_sil_select(const float *X, int64_t n, int d, const int32_t *labels,
 	return GC_OK;
 }
 
-void
-gc_sil_free(gc_sil_rows *sel)
+static void
+sil_free(gc_sil_rows *sel)
 {
 	free(sel->rows);
 	free(sel->lab);
@@ -189,8 +201,9 @@ gc_sil_free(gc_sil_rows *sel)
 	memset(sel, 0, sizeof(*sel));
 }
 
-void
-gc_sil_finish(const double *s, int64_t r, gc_silhouette_result *res)
+/* res->score: the mean of s[0 .. r-1], summed in that order. */
+static void
+sil_finish(const double *s, int64_t r, gc_silhouette_result *res)
 {
 	double		total = 0.0;
 
@@ -199,36 +212,23 @@ gc_sil_finish(const double *s, int64_t r, gc_silhouette_result *res)
 	res->score = total / (double) r;
 }
 
-gc_code
-gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
-				  const int32_t *labels, int32_t m, int64_t sample_size,
-				  uint64_t seed, gc_silhouette_result *res, gc_status *st)
+/*
+ * Each scored row's value s[i] on the CPU: its distance sums per cluster
+ * (sum[c] over the scored rows j in ascending order), folded into a and b.
+ */
+static gc_code
+sil_scores_cpu(const gc_ctx *ctx, const float *X, int d,
+			   const gc_sil_rows *sel, double *s, gc_status *st)
 {
-	gc_sil_rows sel;
-	int64_t		r;
-	const int64_t *rows,
-			   *size;
-	const int32_t *lab;
-	double	   *s;
+	const int64_t r = sel->r,
+			   *rows = sel->rows,
+			   *size = sel->size;
+	const int32_t *lab = sel->lab,
+				m = sel->m;
 	int			team;
 	int			stop = 0;
 	bool		nomem = false;
-	gc_code		rc;
 	gc_loop_progress lp;
-
-	rc = gc_sil_select(X, n, d, labels, m, sample_size, seed, &sel, res, st);
-	if (rc != GC_OK)
-		return rc;
-	r = sel.r;
-	rows = sel.rows;
-	size = sel.size;
-	lab = sel.lab;
-	s = malloc(sizeof(double) * (size_t) r);
-	if (s == NULL)
-	{
-		gc_sil_free(&sel);
-		return gc_fail(st, GC_ENOMEM, "out of memory for the silhouette");
-	}
 
 	gc_loop_progress_start(&lp, ctx, GC_PHASE_ITERATE, r);
 	team = gc_region_threads(gc_team_adapt(ctx), r);
@@ -272,14 +272,56 @@ gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		}
 		free(sum);
 	}
-	if (!stop)
-		gc_sil_finish(s, r, res);
-	free(s);
-	gc_sil_free(&sel);
 	if (nomem)
 		return gc_fail(st, GC_ENOMEM, "out of memory for the per-thread sums");
 	if (stop)
 		return gc_fail(st, GC_ECANCEL, "canceled");
 	gc_loop_progress_end(&lp);
 	return GC_OK;
+}
+
+/* A device's values of the scored rows (sil_scores_cpu, gc_silhouette_gpu). */
+typedef gc_code (*sil_scores_fn) (const gc_ctx *ctx, const float *X, int d,
+								  const gc_sil_rows *sel, double *s,
+								  gc_status *st);
+
+/* The silhouette on one device: the rows, their values, the score. */
+static gc_code
+silhouette(sil_scores_fn scores, const gc_ctx *ctx, const float *X,
+		   int64_t n, int d, const int32_t *labels, int32_t m,
+		   int64_t sample_size, uint64_t seed, gc_silhouette_result *res,
+		   gc_status *st)
+{
+	gc_sil_rows sel;
+	double	   *s;
+	gc_code		rc;
+
+	rc = sil_select(X, n, d, labels, m, sample_size, seed, &sel, res, st);
+	if (rc != GC_OK)
+		return rc;
+	if ((s = malloc(sizeof(double) * (size_t) sel.r)) == NULL)
+		rc = gc_fail(st, GC_ENOMEM, "out of memory for the silhouette");
+	else if ((rc = scores(ctx, X, d, &sel, s, st)) == GC_OK)
+		sil_finish(s, sel.r, res);
+	free(s);
+	sil_free(&sel);
+	return rc;
+}
+
+gc_code
+gc_silhouette_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				  const int32_t *labels, int32_t m, int64_t sample_size,
+				  uint64_t seed, gc_silhouette_result *res, gc_status *st)
+{
+	return silhouette(sil_scores_cpu, ctx, X, n, d, labels, m, sample_size,
+					  seed, res, st);
+}
+
+gc_code
+gc_silhouette_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					 const int32_t *labels, int32_t m, int64_t sample_size,
+					 uint64_t seed, gc_silhouette_result *res, gc_status *st)
+{
+	return silhouette(gc_silhouette_gpu, ctx, X, n, d, labels, m,
+					  sample_size, seed, res, st);
 }

@@ -140,20 +140,20 @@ gc_code		gc_cluster_summary_cpu(const gc_ctx *ctx, const float *X,
 								   gc_status *st);
 
 /*
- * What the silhouette's two devices share
- * (silhouette.c, cuda/silhouette.cu), so that they score the same rows and
- * form each row's value and the score with the same operations.
+ * What the silhouette's two devices share (silhouette.c's driver,
+ * cuda/tools/silhouette.cu), so that they score the same rows and form each
+ * row's value with the same operations.
  *
- * gc_sil_select is the whole contract before the distances: the checks,
- * the labelled rows, the sample (gc_sample_rows), the per-cluster sizes,
- * the cluster-count check (GC_EINVAL with res->rows, clusters and sampled
- * filled), and the labels of the scored rows.  A device then sums, for each
- * scored row i, sqrt(gc_dist2_f64(x_i, x_j)) over the scored rows j in
- * ascending order into its cluster's sum (double), folds the sums into a
- * and b with gc_sil_nearer and gc_sil_value below, and hands the values s
- * (in scored order) to gc_sil_finish, which sums them in that order.
+ * The driver chooses the rows scored: the checks, the labelled rows, the
+ * sample (gc_sample_rows), the per-cluster sizes and the cluster count
+ * (GC_EINVAL with res->rows, clusters and sampled filled).  A device then
+ * sums, for each scored row i, sqrt(gc_dist2_f64(x_i, x_j)) over the
+ * scored rows j in ascending order into its cluster's sum (double), folds
+ * the sums into a and b with gc_sil_nearer and gc_sil_value below, and
+ * hands the driver the values s (in scored order), which it sums in that
+ * order.
  */
-/* The rows a silhouette scores (gc_sil_select; gc_sil_free releases). */
+/* The rows a silhouette scores, as the driver chose them. */
 typedef struct gc_sil_rows
 {
 	int64_t		r;				/* rows scored */
@@ -163,22 +163,6 @@ typedef struct gc_sil_rows
 	int32_t		m;				/* labels 0 .. m-1 */
 	int64_t		clusters;		/* labels with size > 0 */
 } gc_sil_rows;
-
-/*
- * Chooses the rows a silhouette of X (n x d, labels 0 .. m-1, negative
- * ones left out) scores; resets st and res, then fills res->rows,
- * res->clusters and res->sampled.  On any failure nothing is left
- * allocated in sel.
- */
-gc_code		gc_sil_select(const float *X, int64_t n, int d,
-						  const int32_t *labels, int32_t m,
-						  int64_t sample_size, uint64_t seed,
-						  gc_sil_rows *sel, gc_silhouette_result *res,
-						  gc_status *st);
-void		gc_sil_free(gc_sil_rows *sel);
-
-/* res->score: the mean of s[0 .. r-1], summed in that order. */
-void		gc_sil_finish(const double *s, int64_t r, gc_silhouette_result *res);
 
 
 #ifdef __cplusplus
