@@ -52,11 +52,7 @@ else
 	# A copy of the sources (no objects of another release) with this
 	# tree's CUDA objects, which do not depend on PostgreSQL.
 	BUILD=/tmp/gpuclust_build_$MAJOR
-	rm -rf "$BUILD"
-	mkdir -p "$BUILD"
-	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -p -t "$BUILD"
-	(cd cuda && cp -p --parents */*.o "$BUILD/cuda/") 2>/dev/null || true
-	[ -f config.mk ] && cp -p config.mk "$BUILD/"
+	test/lib/tree_copy.sh "$BUILD" || broken "copying the tree to $BUILD failed"
 	(cd "$BUILD" && make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null &&
 		make -s install ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null) ||
 		broken "building gpuclust for PostgreSQL $MAJOR failed"

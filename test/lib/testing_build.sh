@@ -9,11 +9,11 @@
 #
 #   test/lib/testing_build.sh            build if the sources changed; print
 #
-# The build runs in a copy of this tree (the files git tracks and the
-# untracked ones it does not ignore), with this tree's CUDA objects, built
-# by the product build and reused as they are (CUDA is never compiled here),
-# and its config.mk.  A second call with the same sources, CUDA objects,
-# PG_CONFIG and USE_CUDA prints the same tree at once.
+# The build runs in a copy of this tree (test/lib/tree_copy.sh: the files
+# git tracks and the untracked ones it does not ignore, with this tree's
+# CUDA objects, built by the product build and reused as they are, and its
+# config.mk).  A second call with the same sources, CUDA objects, PG_CONFIG
+# and USE_CUDA prints the same tree at once.
 #   PG_CONFIG             the PostgreSQL built against (default: pg_config on PATH)
 #   GPUCLUST_TESTING_DIR  where the copy and the tree go (default /tmp/gpuclust_testing)
 #   USE_CUDA              passed to make, as test/lib/setup.sh passes it
@@ -28,11 +28,9 @@ tree_pg_config=$ROOT$("$PG_CONFIG" --bindir)/pg_config
 
 log() { echo "testing_build: $*" >&2; }
 
-sources() { git ls-files -co --exclude-standard -z | while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done; }
-cuda_objects() { find cuda -name '*.o' -print0 2>/dev/null || true; }
 key=$( {
 	echo "$PG_CONFIG ${USE_CUDA:-} $("$PG_CONFIG" --version)"
-	{ sources; cuda_objects; if [ -f config.mk ]; then printf 'config.mk\0'; fi; } | xargs -0 -r sha1sum
+	test/lib/tree_copy.sh --list | xargs -0 -r sha1sum
 } | sha1sum | cut -d' ' -f1)
 if [ -x "$tree_pg_config" ] && [ "$(cat "$DIR/key" 2>/dev/null)" = "$key" ]; then
 	echo "$tree_pg_config"
@@ -41,12 +39,7 @@ fi
 
 log "building gpuclust with GC_TESTING=1 in $BUILD"
 rm -rf "$DIR"
-mkdir -p "$BUILD"
-sources | xargs -0 cp --parents -p -t "$BUILD"
-cuda_objects | xargs -0 -r cp --parents -p -t "$BUILD"
-# the objects newer than their sources in the copy: make keeps them
-find "$BUILD/cuda" -name '*.o' -exec touch {} + 2>/dev/null || true
-if [ -f config.mk ]; then cp -p config.mk "$BUILD/"; fi
+test/lib/tree_copy.sh "$BUILD"
 make_args=(GC_TESTING=1 PG_CONFIG="$PG_CONFIG" ${USE_CUDA:+USE_CUDA=$USE_CUDA})
 (cd "$BUILD" && make -s -j"$(nproc)" "${make_args[@]}" >&2) || { log "the build failed"; exit 1; }
 test/lib/pg_tree.sh "$ROOT" "$PG_CONFIG"
