@@ -76,7 +76,7 @@ typedef struct gc_ap_result
 
 /*
  * On all CPU cores, float8 only (GC_EINVAL "affinity propagation in float4
- * runs only on the GPU" otherwise).  gc_ap_gpu (gpu.h) is the same
+ * runs only on the GPU" otherwise).  gc_ap_on_gpu (gpu.h) is the same
  * contract on the GPU, with the same results bit for bit in float8.
  */
 gc_code		gc_ap_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
