@@ -65,10 +65,8 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- build ----
-mkdir -p "$src" "$saved/lib" "$saved/ext" "$(dirname "$log")"
-git ls-files -z -co --exclude-standard |
-	while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-	tar --null -T - -cf - | tar -xf - -C "$src"
+mkdir -p "$saved/lib" "$saved/ext" "$(dirname "$log")"
+test/lib/tree_copy.sh --sources "$src"
 echo "package_test: dpkg-buildpackage -b in $src (USE_CUDA=${USE_CUDA-auto}), log $log"
 start=$SECONDS
 # USE_CUDA, when set, reaches the Makefile through the environment
