@@ -81,9 +81,11 @@
  * the cosine metric (spherical k-means: the unit rows, assigned to the
  * unit rows of the centres, means normalized by km_finalize).
  *
- * Memory.  The call's budget is p->gpu_mem (the caller's: dispatch's
- * probe, gpuclust.gpu_memory_limit, the GPU worker's admission), or the
- * free device memory when that is 0.  When gc_kmeans_gpu_mem_bytes fits
+ * Memory.  The call runs by p->gpu_plan, the plan its device choice made
+ * (gc_choose_device_kmeans: the memory the call may use, under
+ * gpuclust.gpu_memory_limit, which the GPU worker's admission counts);
+ * given none, by a plan for p->gpu_mem, or for the free device memory when
+ * that is 0.  When gc_kmeans_gpu_mem_bytes fits
  * it, X stays resident on the device (XT, plus XR for the sorted update)
  * for the whole call.  Otherwise the call is streamed (kmeans_stream.cu):
  * X stays on the host and every pass over it (the feature statistics, the
@@ -455,7 +457,6 @@ gc_kmeans_gpu_plan_for(int64_t n, int d, int k, int n_init, bool weighted,
 
 	memset(out, 0, sizeof(*out));
 	out->budget = budget;
-	out->runs = n_init;
 	out->bytes = gc_kmeans_gpu_mem_bytes(n, d, k, n_init, weighted);
 	if (weighted || (km_force_chunk <= 0 && out->bytes <= budget))
 	{
@@ -531,21 +532,24 @@ km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	const bool	keep = runs > 1;
 	int			best_cur = 0;
 	double		t0 = gc_now_ms();
-	size_t		budget = p->gpu_mem;
 	gc_kmeans_gpu_plan plan = p->gpu_plan;
 
 	memset(&last_phases, 0, sizeof(last_phases));
-	if (budget == 0 && (rc = km_free_budget(&budget, st)) != GC_OK)
-		return rc;
-	/* the caller's plan when made for this budget and these runs */
-	if (plan.bytes == 0 || plan.budget != budget || plan.runs != runs)
+	if (plan.bytes == 0)
+	{
+		/* no plan given: one for gpu_mem, or for the free memory */
+		size_t		budget = p->gpu_mem;
+
+		if (budget == 0 && (rc = km_free_budget(&budget, st)) != GC_OK)
+			return rc;
 		gc_kmeans_gpu_plan_for(n, d, p->k, runs, p->weights != NULL, budget, &plan);
+	}
 	if (!plan.fits)
 		return gc_fail(st, GC_ENOMEM,
 					   p->weights != NULL ?
 					   "GPU k-means: needs at least %zu MiB of GPU memory for its weighted rows, but may use %zu MiB" :
 					   "GPU k-means: needs at least %zu MiB of GPU memory, even streaming its rows, but may use %zu MiB",
-					   (plan.bytes >> 20) + 1, budget >> 20);
+					   (plan.bytes >> 20) + 1, plan.budget >> 20);
 	gc_report(ctx, GC_PHASE_UPLOAD, 0, p->max_iter, 0, runs, NAN);
 	D.unit = p->metric == GC_METRIC_COSINE;
 	D.hw = p->weights;

@@ -105,8 +105,8 @@ extern gc_device gc_glue_kmeans_labels(gc_device requested, const GcInput *in,
  * centres C (kmeans_job.c), the contracts of gc_kmeans_on_gpu and
  * gc_kmeans_labels_gpu: through the GPU worker when the server has one
  * (worker/job.h), else in this backend.  The k-means run's p->gpu_plan
- * and p->gpu_mem are those of its device choice
- * (gc_glue_choose_kmeans_device), which the worker's admission counts.
+ * is its device choice's (gc_glue_choose_kmeans_device), which the
+ * worker's admission counts.
  */
 extern gc_code gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 								 const gc_kmeans_params *p,

@@ -54,7 +54,7 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 				end;			/* the outputs' segment's size */
 
 	/* the plan of the device choice (gc_glue_run_kmeans) */
-	Assert(p->gpu_plan.fits && p->gpu_mem == p->gpu_plan.budget);
+	Assert(p->gpu_plan.fits && p->gpu_plan.bytes > 0);
 	kmeans_by_worker = gc_job_by_worker();
 	if (!kmeans_by_worker)
 		return gc_kmeans_on_gpu(ctx, in->X, in->n, in->d, p, res, st);

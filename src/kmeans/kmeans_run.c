@@ -141,7 +141,8 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	}
 	p.weights = in->weights;
 	if (p.weights != NULL)
-		p.positive_weights = check_k_weights(p.k, in);	/* the core trusts it */
+		p.positive_weights = check_k_weights(p.k, in);
+	p.rows_checked = true;		/* the weights as read, the zero rows above */
 	memset(res, 0, sizeof(*res));
 	res->labels = gc_glue_alloc_array(cxt, in->n, sizeof(int32));
 	/* every form asks for the distances: the same core path runs */
@@ -153,7 +154,6 @@ gc_glue_run_kmeans(gc_device requested, const GcInput *in,
 	chosen = gc_glue_choose_kmeans_device(requested, in->n, in->d, p.k,
 										  gc_kmeans_runs(&p), p.weights != NULL,
 										  &p.gpu_plan);
-	p.gpu_mem = p.gpu_plan.budget;
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_kmeans_threads(&ctx, in->n, in->d, params->k);

@@ -1032,6 +1032,7 @@ test_invalid_init_weights(void)
 		  "two rows of positive weight, k = 2: each its own centre (%s)", st.message);
 	CHECK(r.inertia == 0.0, "weighted inertia of exact centres: %g", r.inertia);
 	/* the caller's count of positive weights: trusted, no pass over them */
+	p.rows_checked = true;
 	p.positive_weights = 2;
 	CHECK(gc_kmeans_cpu(NULL, X, 4, 2, &p, &r, &st) == GC_OK && lab[1] != lab[3] &&
 		  r.inertia == 0.0, "positive_weights 2 given: %s", st.message);

@@ -175,12 +175,15 @@ check_init_centroids(const gc_kmeans_params *p, int d, gc_status *st)
 	return GC_OK;
 }
 
-/* Under cosine: no zero row, no zero initial centroid. */
+/*
+ * Under cosine: no zero row (unless the caller checked the rows), no zero
+ * initial centroid.
+ */
 static gc_code
 check_cosine(const float *X, int64_t n, int d, const gc_kmeans_params *p,
 			 gc_status *st)
 {
-	int64_t		zero = gc_first_zero_row(X, n, d);
+	int64_t		zero = p->rows_checked ? -1 : gc_first_zero_row(X, n, d);
 
 	if (zero >= 0)
 		return gc_fail(st, GC_EINVAL,
@@ -196,14 +199,14 @@ check_cosine(const float *X, int64_t n, int d, const gc_kmeans_params *p,
 
 /*
  * The weights: finite, in [0, GC_KMEANS_MAX_WEIGHT], at least k positive;
- * checked and counted here unless the caller did (p->positive_weights).
+ * checked and counted here unless the caller did (p->rows_checked).
  */
 static gc_code
 check_weights(const gc_kmeans_params *p, int64_t n, gc_status *st)
 {
-	int64_t		positive = p->positive_weights;
+	int64_t		positive = p->rows_checked ? p->positive_weights : 0;
 
-	if (positive == 0)
+	if (!p->rows_checked)
 		for (int64_t i = 0; i < n; i++)
 		{
 			double		w = p->weights[i];

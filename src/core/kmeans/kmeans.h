@@ -55,9 +55,7 @@ typedef struct gc_kmeans_gpu_plan
 	int64_t		chunk_rows;		/* streamed: rows per chunk */
 	int64_t		chunks;			/* streamed: chunks per pass */
 	size_t		bytes;			/* device memory the call allocates (an upper bound) */
-	/* what it was made for: gc_kmeans_gpu_plan_for's budget and n_init */
-	size_t		budget;
-	int			runs;
+	size_t		budget;			/* the memory it was made for */
 } gc_kmeans_gpu_plan;
 
 /*
@@ -94,29 +92,27 @@ typedef struct gc_kmeans_params
 	int			init_d;
 	const double *weights;		/* n sample weights, or NULL */
 	/*
-	 * With weights: the rows of positive weight when the caller has counted
-	 * them and checked every weight (the glue does, as it reads them); the
-	 * entry then checks only positive_weights >= k, with no pass over the
-	 * weights.  0: the entry checks and counts the weights itself.
+	 * rows_checked: the caller has checked the rows as the entry would
+	 * (every weight in range; under cosine no row all 0) and, with
+	 * weights, counted the rows of positive weight into positive_weights
+	 * (the glue does, as it reads them); the entry then checks only
+	 * positive_weights >= k, with no pass over the rows.  false: the entry
+	 * checks the rows and counts the weights itself.
 	 */
+	bool		rows_checked;
 	int64_t		positive_weights;
 	gc_metric	metric;			/* euclidean (0) or cosine: below */
 	/*
-	 * GPU only (the CPU ignores it): the device memory the call may use,
-	 * bytes; 0: the device's free memory when the call starts.  A problem
-	 * whose data do not fit it is streamed in chunks of rows
-	 * (gc_kmeans_gpu_plan_for, gpu.h).  The caller has checked that this
-	 * much is there (dispatch's probe, the GPU worker's admission).
-	 */
-	size_t		gpu_mem;
-	/*
-	 * GPU only: the plan (gc_kmeans_gpu_plan_for) the caller's device
-	 * choice made for this call (gc_choose_device_kmeans), carried to the
-	 * run (and in the GPU worker's job, whose admission counts its bytes).
-	 * The run uses it when it was made for gpu_mem and the call's runs
-	 * (gc_kmeans_runs), else plans itself.  Zero: none.
+	 * GPU only (the CPU ignores both): the plan the call runs by
+	 * (gc_kmeans_gpu_plan_for), made for exactly this call by its device
+	 * choice (gc_choose_device_kmeans) and carried to the run (and in the
+	 * GPU worker's job, whose admission counts its bytes).  Zero: none,
+	 * and the run plans for gpu_mem, the device memory the call may use
+	 * (bytes; 0: the device's free memory when the call starts).  A
+	 * problem whose data do not fit is streamed in chunks of rows.
 	 */
 	gc_kmeans_gpu_plan gpu_plan;
+	size_t		gpu_mem;
 } gc_kmeans_params;
 
 /*
@@ -272,9 +268,8 @@ gc_kmeans_labels_gpu_wanted(gc_device requested, int k)
  * note under AUTO, GC_ENOMEM under GPU.
  *
  * plan (may be NULL): when the GPU is chosen, the plan made for the memory
- * the call may use, which the run takes as gc_kmeans_params.gpu_plan and
- * gpu_mem (plan->budget) so that neither the probe nor the plan is made
- * twice; zeroed otherwise.
+ * the call may use, which the run takes as gc_kmeans_params.gpu_plan so
+ * that neither the probe nor the plan is made twice; zeroed otherwise.
  */
 gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
 									int k, int runs, bool weighted,
