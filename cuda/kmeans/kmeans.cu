@@ -660,8 +660,7 @@ gc_kmeans_labels_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	km_dev		D;
 	gc_code		rc;
 
-	if (n < 1 || d < 1 || k < 1 || k > n || X == NULL || C == NULL || labels == NULL)
-		return gc_fail(st, GC_EINVAL, "k-means labels: bad arguments (GPU: 1 <= k <= n)");
+	/* gc_kmeans_labels_on_gpu has checked the arguments: 1 <= k <= n */
 	if (n > INT32_MAX)
 		return gc_fail(st, GC_EINVAL, "k-means: the GPU path takes at most %d rows, got %lld",
 					   INT32_MAX, (long long) n);

@@ -9,12 +9,14 @@
  *
  * Who validates what.  The glue validates what the user typed and raises
  * the SQLSTATE with the row id.  The core checks its contract once, at its
- * public entry (gc_kmeans_check, gc_dbscan_check, ...: cheap checks, no
- * second O(n) scan of what the caller has already checked: a caller that
- * counted the positive weights says so in gc_kmeans_params).  CUDA trusts
- * the core: every GPU run goes through the core's entry for it
- * (gc_kmeans_on_gpu, gc_dbscan_on_gpu, gc_ap_on_gpu, gc_kdistance_on_gpu,
- * gc_silhouette_on_gpu: the CPU entry's check, then cuda/); the CUDA code
+ * public entry (an algorithm's CPU and GPU entries share one check: cheap
+ * checks, no second O(n) scan of what the caller has already checked: a
+ * caller that checked k-means' rows and counted the positive weights says
+ * so in gc_kmeans_params.rows_checked).
+ * CUDA trusts the core: every GPU run goes through the core's entry for it
+ * (gc_kmeans_on_gpu, gc_kmeans_labels_on_gpu, gc_dbscan_on_gpu,
+ * gc_ap_on_gpu, gc_kdistance_on_gpu, gc_silhouette_on_gpu: the CPU entry's
+ * check, then cuda/); the CUDA code
  * checks only what is the GPU's own (row limits, memory).  Derived values
  * are computed once and passed down (eps², the count of positive weights,
  * k-means' GPU memory plan: made by gc_choose_device_kmeans, admitted by

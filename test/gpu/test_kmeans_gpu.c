@@ -35,7 +35,7 @@
  *             one chunk, uploaded once);
  *             the plan (gc_kmeans_gpu_plan_for) and cancel between chunks;
  *   errors    bad parameters (GC_EINVAL), cancel flag (GC_ECANCEL), n = 0;
- *   labels    gc_kmeans_labels_gpu (kmeans_step's labels for given centres)
+ *   labels    gc_kmeans_labels_on_gpu (kmeans_step's labels for given centres)
  *             = gc_kmeans_labels_cpu = gc_km_nearest on every row, through
  *             the grid, k_assign_small, the screen (every mode, windows
  *             and cascade) and the tiled kernel, d 1 to 1000, k 1 to 2000,
@@ -1268,7 +1268,7 @@ test_dispatch(void)
 }
 
 /*
- * ---- labels: gc_kmeans_labels_gpu (kmeans_step's GPU labels) ----
+ * ---- labels: gc_kmeans_labels_on_gpu (kmeans_step's GPU labels) ----
  *
  * The GPU's labels of rows for given centres = gc_kmeans_labels_cpu's =
  * gc_km_nearest's on every row (testutil.h's labels_kind inputs: duplicate
@@ -1332,7 +1332,7 @@ test_labels(int64_t n, int d, int k, labels_kind kind, const char *screen,
 	tu_make_labels_case(&rs, n, d, k, kind, &X, &C);
 	memset(lg, 0xa5, sizeof(int32_t) * n);
 	memset(lc, 0x5a, sizeof(int32_t) * n);
-	rg = gc_kmeans_labels_gpu(NULL, X, n, d, C, k, lg, &st);
+	rg = gc_kmeans_labels_on_gpu(NULL, X, n, d, C, k, lg, &st);
 	CHECK(rg == GC_OK, "labels gpu n=%lld d=%d k=%d %s: rc %d %s", (long long) n, d, k,
 		  lb_name[kind], rg, st.message);
 	rc = gc_kmeans_labels_cpu(NULL, X, n, d, C, k, lc, &st);
@@ -1389,19 +1389,19 @@ test_labels_errors(void)
 	int32_t		lab[10];
 	gc_status	st = {0};
 
-	CHECK(gc_kmeans_labels_gpu(NULL, X, 3, 2, X, 4, lab, &st) == GC_EINVAL && st.message[0],
+	CHECK(gc_kmeans_labels_on_gpu(NULL, X, 3, 2, X, 4, lab, &st) == GC_EINVAL && st.message[0],
 		  "labels gpu k > n: %s", st.message);
-	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, X, 11, lab, &st) == GC_EINVAL, "labels gpu k = n + 1");
-	CHECK(gc_kmeans_labels_gpu(NULL, X, 0, 2, X, 1, lab, &st) == GC_EINVAL, "labels gpu n = 0");
-	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, X, 0, lab, &st) == GC_EINVAL, "labels gpu k = 0");
-	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 0, X, 1, lab, &st) == GC_EINVAL, "labels gpu d = 0");
-	CHECK(gc_kmeans_labels_gpu(NULL, NULL, 10, 2, X, 1, lab, &st) == GC_EINVAL, "labels gpu X NULL");
-	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, NULL, 1, lab, &st) == GC_EINVAL, "labels gpu C NULL");
-	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, X, 1, NULL, &st) == GC_EINVAL, "labels gpu labels NULL");
+	CHECK(gc_kmeans_labels_on_gpu(NULL, X, 10, 2, X, 11, lab, &st) == GC_EINVAL, "labels gpu k = n + 1");
+	CHECK(gc_kmeans_labels_on_gpu(NULL, X, 0, 2, X, 1, lab, &st) == GC_EINVAL, "labels gpu n = 0");
+	CHECK(gc_kmeans_labels_on_gpu(NULL, X, 10, 2, X, 0, lab, &st) == GC_EINVAL, "labels gpu k = 0");
+	CHECK(gc_kmeans_labels_on_gpu(NULL, X, 10, 0, X, 1, lab, &st) == GC_EINVAL, "labels gpu d = 0");
+	CHECK(gc_kmeans_labels_on_gpu(NULL, NULL, 10, 2, X, 1, lab, &st) == GC_EINVAL, "labels gpu X NULL");
+	CHECK(gc_kmeans_labels_on_gpu(NULL, X, 10, 2, NULL, 1, lab, &st) == GC_EINVAL, "labels gpu C NULL");
+	CHECK(gc_kmeans_labels_on_gpu(NULL, X, 10, 2, X, 1, NULL, &st) == GC_EINVAL, "labels gpu labels NULL");
 	/* still usable after the refusals: k = n = 10, the rows themselves the
 	 * centres (all distinct: row i gets label i) */
 	memset(lab, 0xff, sizeof(lab));
-	CHECK(gc_kmeans_labels_gpu(NULL, X, 10, 2, X, 10, lab, &st) == GC_OK, "labels gpu k = n: %s", st.message);
+	CHECK(gc_kmeans_labels_on_gpu(NULL, X, 10, 2, X, 10, lab, &st) == GC_OK, "labels gpu k = n: %s", st.message);
 	for (int i = 0; i < 10; i++)
 	{
 		float		bd;

@@ -7,7 +7,8 @@
  * these in the postmaster or _PG_init: CUDA is not fork-safe.
  *
  * Test-only entry points (forcing an index, one Lloyd step, timings) are
- * declared under GC_TESTING and defined in cuda/<name>_hooks.cu, which only the
+ * declared under GC_TESTING and defined in cuda/<algorithm>/<name>_hooks.cu
+ * (and the brute-force DBSCAN, cuda/dbscan/dbscan_brute.cu), which only the
  * test programs link: the extension carries none of them.
  */
 #ifndef GPUCLUST_GPU_H
@@ -186,28 +187,29 @@ void		gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out);
  * The labels of the n rows X for the k given centres C (k x d) on the
  * current CUDA device (cuda/kmeans/kmeans.cu): the fit's own assignment, so
  * gc_kmeans_labels_cpu's labels bit for bit.  What the kmeans_step
- * aggregate assigns a block of its rows with.  1 <= k <= n <= INT32_MAX
- * (else GC_EINVAL); CUDA failures come back as GC_EDEVICE (GC_ENOMEM when
- * device memory runs out).  Device memory: gc_kmeans_gpu_mem_bytes(n, d,
- * k, 1, false) bounds it.
+ * aggregate assigns a block of its rows with.  Checked by the caller:
+ * callers go through gc_kmeans_labels_on_gpu (kmeans_assign.c), which
+ * checks, 1 <= k <= n; n <= INT32_MAX (else GC_EINVAL).  CUDA failures
+ * come back as GC_EDEVICE (GC_ENOMEM when device memory runs out).  Device
+ * memory: gc_kmeans_gpu_mem_bytes(n, d, k, 1, false) bounds it.
  */
 gc_code		gc_kmeans_labels_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 								 int d, const float *C, int k, int32_t *labels,
 								 gc_status *st);
 
 /*
- * DBSCAN on the current CUDA device (cuda/dbscan*.cu) with the contract of
- * gc_dbscan_cpu: same validation, and labels and is_core identical to the
- * CPU's on every input (same float32 distance, core rule, components,
- * nearest-core border rule with ties to the lowest row, numbering by
- * lowest row).  Index: the uniform grid for d <= 3 (when its cell numbers
- * fit), tiled brute force otherwise.  The data go up and the labels come
+ * DBSCAN on the current CUDA device (cuda/dbscan/) with the contract of
+ * gc_dbscan_cpu, checked by the caller (gc_dbscan_on_gpu): labels and
+ * is_core identical to the CPU's on every input (same float32 distance,
+ * core rule, components, nearest-core border rule with ties to the lowest
+ * row, numbering by lowest row).  Index: the uniform grid for d <= 3 (when
+ * its cell numbers fit), the kd-tree otherwise.  The data go up and the labels come
  * back through a pinned ring (transfer.cu) with gc_threads(ctx) host
  * threads.  CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device
  * memory runs out); the cancel flags are polled between phases and
  * launches.  At most GC_DBSCAN_GPU_MAX_N points (more: GC_EDEVICE).
  * Euclidean only: callers go through gc_dbscan_on_gpu (dbscan.c), which
- * hands it the Euclidean form of any metric (gc_dbscan_rows).
+ * hands it the Euclidean form of any metric.
  */
 gc_code		gc_dbscan_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const gc_dbscan_params *p, int32_t *labels,
@@ -243,7 +245,7 @@ void		gc_ap_gpu_last_phases(gc_ap_gpu_phases *out);
 /*
  * k-distances on the current CUDA device (cuda/dbscan/kdistance.cu): the
  * contract of gc_kdistance_cpu, checked by the caller: callers go through
- * gc_kdistance_on_gpu (kdistance.c), which checks (gc_kdistance_check).
+ * gc_kdistance_on_gpu (kdistance.c), which makes gc_kdistance_cpu's check.
  * kdist2 bit for bit: the k-th
  * smallest of the same float32 gc_dist2 over every row, the row itself
  * counted, found exactly on the GPU DBSCAN's kd-tree (dbscan_tree.cu).
@@ -431,7 +433,7 @@ gc_silhouette_gpu_mem_bytes(int64_t rows, int d, int32_t m)
 #endif							/* GPUCLUST_CUDA */
 
 /*
- * gc_kmeans_gpu, in every build (kmeans.c): gc_kmeans_check, then
+ * gc_kmeans_gpu, in every build (kmeans.c): gc_kmeans_cpu's check, then
  * gc_kmeans_gpu for n >= 1.
  */
 gc_code		gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
@@ -439,8 +441,16 @@ gc_code		gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 							 gc_status *st);
 
 /*
+ * gc_kmeans_labels_gpu, in every build (kmeans_assign.c): the CPU's check,
+ * then 1 <= k <= n (else GC_EINVAL), then gc_kmeans_labels_gpu.
+ */
+gc_code		gc_kmeans_labels_on_gpu(const gc_ctx *ctx, const float *X,
+									int64_t n, int d, const float *C, int k,
+									int32_t *labels, gc_status *st);
+
+/*
  * gc_dbscan_gpu for any metric, in every build (dbscan.c): the check, then
- * gc_dbscan_gpu on gc_dbscan_rows' Euclidean form of the problem.
+ * gc_dbscan_gpu on the Euclidean form of the problem.
  */
 gc_code		gc_dbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 							 const gc_dbscan_params *p, int32_t *labels,
@@ -455,8 +465,8 @@ gc_code		gc_ap_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						 gc_status *st);
 
 /*
- * gc_kdistance_gpu, in every build (kdistance.c): gc_kdistance_check, then
- * gc_kdistance_gpu.
+ * gc_kdistance_gpu, in every build (kdistance.c): gc_kdistance_cpu's
+ * check, then gc_kdistance_gpu.
  */
 gc_code		gc_kdistance_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 								int d, int64_t k, float *kdist2,
@@ -474,9 +484,9 @@ gc_code		gc_silhouette_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 
 #if defined(GC_TESTING) && defined(GPUCLUST_CUDA)
 
-/* ---- test-only entry points (cuda/<name>_hooks.cu) ---- */
+/* ---- test-only entry points (cuda/<algorithm>/<name>_hooks.cu) ---- */
 
-/* The initial centres of one run (stream as kmeans_internal.h); chosen
+/* The initial centres of one run (stream as kmeans/kmeans.h); chosen
  * (k rows, may be NULL) is filled for k-means++ and k-means|| only; init
  * GC_INIT_AUTO resolves as gc_km_init_resolve. */
 gc_code		gc_kmeans_gpu_seed(const gc_ctx *ctx, const float *X, int64_t n,

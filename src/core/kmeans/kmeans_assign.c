@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kmeans/kmeans_internal.h"
+#include "common/gpu.h"
 
 #define KM_W 16
 #define KM_FN assign_block_w16
@@ -188,6 +189,31 @@ gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 	return GC_OK;
 }
 
+/* The labels' contract on every device: n >= 0, d >= 1, k >= 1, arrays. */
+static gc_code
+labels_check(const float *X, int64_t n, int d, const float *C, int k,
+			 const int32_t *labels, gc_status *st)
+{
+	if (n < 0 || d < 1 || k < 1 || C == NULL ||
+		(n > 0 && (X == NULL || labels == NULL)))
+		return gc_fail(st, GC_EINVAL, "k-means labels: bad arguments");
+	return GC_OK;
+}
+
+gc_code
+gc_kmeans_labels_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						const float *C, int k, int32_t *labels, gc_status *st)
+{
+	gc_code		rc;
+
+	if ((rc = labels_check(X, n, d, C, k, labels, st)) != GC_OK)
+		return rc;
+	/* the GPU's run sets up the fit's arrays for k centres among n rows */
+	if (n == 0 || k > n)
+		return gc_fail(st, GC_EINVAL, "k-means labels: bad arguments (GPU: 1 <= k <= n)");
+	return gc_kmeans_labels_gpu(ctx, X, n, d, C, k, labels, st);
+}
+
 gc_code
 gc_kmeans_labels_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					 const float *C, int k, int32_t *labels, gc_status *st)
@@ -196,11 +222,8 @@ gc_kmeans_labels_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	float	   *d2;
 	gc_code		rc;
 
-	if (n < 0 || d < 1 || k < 1 || C == NULL ||
-		(n > 0 && (X == NULL || labels == NULL)))
-		return gc_fail(st, GC_EINVAL, "k-means labels: bad arguments");
-	if (n == 0)
-		return GC_OK;
+	if ((rc = labels_check(X, n, d, C, k, labels, st)) != GC_OK || n == 0)
+		return rc;
 	/* only the transposed centres: no per-row scratch */
 	ws = gc_km_ws_create(0, d, k, gc_threads(ctx));
 	d2 = malloc(sizeof(float) * (size_t) n);
