@@ -1,8 +1,9 @@
 /*
  * dbscan.cu — exact DBSCAN on the GPU: gc_dbscan_gpu (src/core/common/gpu.h), with
  * the labels and core flags of gc_dbscan_cpu (src/core/dbscan/dbscan.c) on every
- * input.  This file owns the entry points: the checks, the upload, the
- * choice of index, the phase timings; the phases live beside it
+ * input.  This file owns the entry points (their arguments checked by
+ * gc_dbscan_on_gpu): the GPU's limits, the upload, the choice of index,
+ * the phase timings; the phases live beside it
  * (dbscan_gpu.cuh lists them).
  *
  * The one distance is metric.h's gc_dist2, the CPU's own definition: float32,

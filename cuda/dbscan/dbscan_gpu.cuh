@@ -3,7 +3,7 @@
  * the call's scoped device resources (db_dev) and error plumbing, the phase
  * timings, the lock-free union-find, the two small fill kernels, and the
  * phases each file provides:
- *   dbscan.cu         the entry points: checks, upload, index choice;
+ *   dbscan.cu         the entry points: the GPU's limits, upload, index choice;
  *   dbscan_grid.cu    the uniform grid (d <= 3);
  *   dbscan_brute.cu   the tiled brute force (any d; the GPU tests only);
  *   dbscan_tree.cu    the kd-tree (any d) and the passes on it;

@@ -1,6 +1,6 @@
 /*
  * kmeans_stream.cu — the GPU k-means on data larger than its device memory
- * (gc_kmeans_gpu_plan in gpu.h says when): X stays in host memory, and
+ * (gc_kmeans_gpu_plan in kmeans/kmeans.h says when): X stays in host memory, and
  * every pass over it uploads it in chunks of D.chunk rows.
  *
  * Buffers: two pinned host buffers and two device buffers of one chunk

@@ -118,10 +118,17 @@ number_clusters(gc_dbscan_job *j, int32_t *labels)
 	return GC_OK;
 }
 
-gc_code
-gc_dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
-			   const gc_dbscan_params *p, const float **rows, float **own,
-			   gc_dbscan_params *euclid, gc_status *st)
+/*
+ * Every metric as a Euclidean DBSCAN, the one the indexes and devices
+ * run: *rows and *euclid (metric Euclidean) give the labels of X under p.
+ * Euclidean: X and p.  Cosine: the unit rows (gc_unit_rows, in a new
+ * array *own the caller frees) and eps' with gc_eps2(eps') = fl(2 eps)
+ * exactly (metric.h).  GC_EINVAL naming a zero row, GC_ENOMEM.
+ */
+static gc_code
+dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			const gc_dbscan_params *p, const float **rows, float **own,
+			gc_dbscan_params *euclid, gc_status *st)
 {
 	int64_t		zero;
 
@@ -159,7 +166,7 @@ gc_dbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc;
 
 	if ((rc = gc_dbscan_check(ctx, X, n, d, p, labels, is_core, st)) != GC_OK ||
-		(rc = gc_dbscan_rows(ctx, X, n, d, p, &rows, &own, &ep, st)) != GC_OK)
+		(rc = dbscan_rows(ctx, X, n, d, p, &rows, &own, &ep, st)) != GC_OK)
 		return rc;
 	rc = gc_dbscan_gpu(ctx, rows, n, d, &ep, labels, is_core, st);
 	free(own);
@@ -235,7 +242,7 @@ gc_dbscan_cpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	j.nthreads = gc_team_adapt(ctx);	/* the team for the whole call */
 	if (j.nthreads < 1)
 		j.nthreads = 1;
-	if ((rc = gc_dbscan_rows(ctx, X, n, d, p, &j.X, &unit, &ep, st)) != GC_OK)
+	if ((rc = dbscan_rows(ctx, X, n, d, p, &j.X, &unit, &ep, st)) != GC_OK)
 		return rc;
 	j.n = n;
 	j.d = d;

@@ -55,18 +55,6 @@ gc_code		gc_dbscan_check(const gc_ctx *ctx, const float *X, int64_t n,
 							const int32_t *labels, const uint8_t *is_core,
 							gc_status *st);
 
-/*
- * Every metric as a Euclidean DBSCAN, the one the indexes and devices
- * run: *rows and *euclid (metric Euclidean) give the labels of X under p.
- * Euclidean: X and p.  Cosine: the unit rows (gc_unit_rows, in a new
- * array *own the caller frees) and eps' with gc_eps2(eps') = fl(2 eps)
- * exactly (metric.h).  GC_EINVAL naming a zero row, GC_ENOMEM.
- */
-gc_code		gc_dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
-						   const gc_dbscan_params *p, const float **rows,
-						   float **own, gc_dbscan_params *euclid, gc_status *st);
-
-
 /* The CPU DBSCAN's spatial indexes, one forced by tests and benchmarks. */
 typedef enum gc_dbscan_index
 {

@@ -224,9 +224,15 @@ check_weights(const gc_kmeans_params *p, int64_t n, gc_status *st)
 	return GC_OK;
 }
 
-gc_code
-gc_kmeans_check(const float *X, int64_t n, int d, const gc_kmeans_params *p,
-				gc_kmeans_result *res, gc_status *st)
+/*
+ * The checks (and messages) of both devices' entries before a fit starts:
+ * clears st, validates the parameters, k <= n, the arrays, the initial
+ * centroids and the weights, and resets res's inertia, iterations and
+ * converged.
+ */
+static gc_code
+kmeans_check(const float *X, int64_t n, int d, const gc_kmeans_params *p,
+			 gc_kmeans_result *res, gc_status *st)
 {
 	if (st)
 	{
@@ -282,7 +288,7 @@ gc_kmeans_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 {
 	gc_code		rc;
 
-	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
+	if ((rc = kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
 		return rc;
 	return gc_kmeans_gpu(ctx, X, n, d, p, res, st);
 }
@@ -303,7 +309,7 @@ gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc = GC_OK;
 	const int	runs = gc_kmeans_runs(p);
 
-	if ((rc = gc_kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
+	if ((rc = kmeans_check(X, n, d, p, res, st)) != GC_OK || n == 0)
 		return rc;
 
 	if (p->metric == GC_METRIC_COSINE)

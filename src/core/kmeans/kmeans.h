@@ -27,7 +27,7 @@ typedef enum gc_kmeans_init
 	GC_INIT_KMEANSPP = 0,		/* greedy k-means++, as scikit-learn */
 	GC_INIT_RANDOM,				/* k distinct rows drawn uniformly */
 	GC_INIT_CENTROIDS,			/* init_centroids, as given (one run) */
-	GC_INIT_KMEANS_PARALLEL,	/* k-means|| (Bahmani et al.), kmeans_internal.h */
+	GC_INIT_KMEANS_PARALLEL,	/* k-means|| (Bahmani et al.), below */
 	GC_INIT_AUTO				/* k-means|| when k >= GC_KM_AUTO_PARALLEL_K, else k-means++ */
 } gc_kmeans_init;
 
@@ -209,17 +209,6 @@ void		gc_kmeans_block_terms(const gc_ctx *ctx, const float *X, int64_t n,
 
 /* The hash of a row's float32 features (kmeans_step's members). */
 uint64_t	gc_km_row_hash(const float *x, int d);
-
-/*
- * The checks (and messages) every k-means path makes before it starts:
- * clears st, validates the parameters, k <= n, the arrays, the initial
- * centroids and the weights, and resets res's inertia, iterations and
- * converged.
- */
-gc_code		gc_kmeans_check(const float *X, int64_t n, int d,
-							const gc_kmeans_params *p, gc_kmeans_result *res,
-							gc_status *st);
-
 
 /* ---- device choice (common/dispatch.c) ---- */
 
@@ -529,41 +518,6 @@ gc_kmeans_init gc_km_init_resolve(gc_kmeans_init init, int64_t n, int d, int k);
 
 /* The stream of run `run` of a resolved init (k-means++, random, k-means||). */
 uint64_t	gc_km_init_stream(gc_kmeans_init init, int run);
-
-/* ---- Lloyd steps (kmeans_assign.c, kmeans_update.c) ---- */
-
-/* Working memory of the Lloyd steps (kmeans/kmeans_internal.h: its parts). */
-typedef struct gc_km_ws gc_km_ws;
-
-/*
- * Assignment: labels[i] = argmin_c gc_dist2(X_i, C_c), ties to the lowest c,
- * d2[i] = that float distance².  *n_changed counts rows whose label differs
- * from the value labels[i] held before (fill labels with -1 first).
- */
-gc_code		gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
-						 int64_t n, int d, const float *C, int k,
-						 int32_t *labels, float *d2, int64_t *n_changed,
-						 gc_status *st);
-
-/*
- * Update: C_new = mean of each cluster's rows (double sums, rounded to
- * float); with ws->weights, the weighted mean sum(w x) / sum(w), each sum
- * in double with the same fixed order.  Empty clusters (no row; with
- * weights: no row of positive weight) are re-seeded as scikit-learn does:
- * the rows farthest from their centres (by d2; ties: lowest row; only rows
- * with d2 > 0; with weights: of positive weight) are moved, the farthest
- * to the lowest empty cluster id, and become its centre; a cluster left
- * with no row (no weight) keeps its centre from C_old.  With ws->unit_centres
- * (spherical k-means) each new centre is normalized (gc_unit_row), and a
- * mean of 0 keeps its centre from C_old too.  *shift = sum of squared
- * centre moves (double); *n_relocated = clusters re-seeded (may be NULL):
- * fewer than the empty ones when fewer rows qualify.
- */
-gc_code		gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
-						 int64_t n, int d, int k, const int32_t *labels,
-						 const float *d2, const float *C_old, float *C_new,
-						 double *shift, int *n_relocated, gc_status *st);
-
 
 /*
  * sum_i ||X_i - C_{labels[i]}||² recomputed in double; distance[i] gets the

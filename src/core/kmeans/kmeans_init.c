@@ -4,7 +4,7 @@
  *
  * Every draw comes from the counter-based generator of rng.h, and every sum
  * of the draws' terms is an exact integer sum on the step's grid
- * (kmeans_internal.h), so the centres depend on (seed, stream, data) only —
+ * (kmeans.h), so the centres depend on (seed, stream, data) only —
  * not on the thread count or the order of the additions — and the GPU
  * reproduces them.
  *
@@ -43,7 +43,7 @@ typedef float v8f_u __attribute__((vector_size(32), aligned(4)));
 
 /*
  * out[t] = sum over rows i0..i1-1 of q(w_i min(closest[i], gc_dist2(X_i,
- * candidate t))) on the grid S (kmeans_internal.h), for nv*8 candidates stored
+ * candidate t))) on the grid S (kmeans.h), for nv*8 candidates stored
  * transposed in cand (cand[j*nv*8 + t]).  The float distance is built as
  * gc_dist2 builds it ((c-x)² == (x-c)² exactly), so it is bit-identical.
  * PP_ROWS rows go together: each sum over dimensions is a chain of
@@ -311,7 +311,7 @@ pp_max_term(const float *closest, const double *w, int64_t i0, int64_t i1)
 }
 
 /*
- * A k-means++ draw R < off[nb] (kmeans_internal.h): the first row i with
+ * A k-means++ draw R < off[nb] (kmeans.h): the first row i with
  * off[b] + q(t_b0) + ... + q(t_i) > R, b the block of R; such a row has
  * q(t_i) > 0, so a positive weight.  With off[nb] = 0: last (the last row
  * of positive weight).
@@ -655,7 +655,7 @@ gc_km_init_random_w(const gc_ctx *ctx, const float *X, int64_t n, int d,
 }
 
 /* ------------------------------------------------------------------ */
-/* k-means|| (kmeans_internal.h defines it)                            */
+/* k-means|| (kmeans.h defines it)                            */
 /* ------------------------------------------------------------------ */
 
 /*

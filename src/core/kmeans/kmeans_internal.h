@@ -1,6 +1,7 @@
 /*
- * kmeans/kmeans_internal.h — private to kmeans/: the working memory of the
- * CPU Lloyd steps (gc_km_ws) and the test switches.  What the GPU and the
+ * kmeans/kmeans_internal.h — private to kmeans/: the CPU Lloyd steps
+ * (gc_km_assign, gc_km_update) and their working memory (gc_km_ws), and the
+ * test switches.  What the GPU and the
  * distributed k-means share with the CPU is in kmeans/kmeans.h.
  *
  * Determinism: every floating-point reduction runs over fixed blocks of
@@ -60,6 +61,35 @@ void		gc_km_ws_destroy(gc_km_ws *ws);
  * made for: its per-thread scratch.
  */
 int			gc_km_team(const gc_ctx *ctx, const gc_km_ws *ws);
+
+/*
+ * Assignment: labels[i] = argmin_c gc_dist2(X_i, C_c), ties to the lowest c,
+ * d2[i] = that float distance².  *n_changed counts rows whose label differs
+ * from the value labels[i] held before (fill labels with -1 first).
+ */
+gc_code		gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
+						 int64_t n, int d, const float *C, int k,
+						 int32_t *labels, float *d2, int64_t *n_changed,
+						 gc_status *st);
+
+/*
+ * Update: C_new = mean of each cluster's rows (double sums, rounded to
+ * float); with ws->weights, the weighted mean sum(w x) / sum(w), each sum
+ * in double with the same fixed order.  Empty clusters (no row; with
+ * weights: no row of positive weight) are re-seeded as scikit-learn does:
+ * the rows farthest from their centres (by d2; ties: lowest row; only rows
+ * with d2 > 0; with weights: of positive weight) are moved, the farthest
+ * to the lowest empty cluster id, and become its centre; a cluster left
+ * with no row (no weight) keeps its centre from C_old.  With ws->unit_centres
+ * (spherical k-means) each new centre is normalized (gc_unit_row), and a
+ * mean of 0 keeps its centre from C_old too.  *shift = sum of squared
+ * centre moves (double); *n_relocated = clusters re-seeded (may be NULL):
+ * fewer than the empty ones when fewer rows qualify.
+ */
+gc_code		gc_km_update(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
+						 int64_t n, int d, int k, const int32_t *labels,
+						 const float *d2, const float *C_old, float *C_new,
+						 double *shift, int *n_relocated, gc_status *st);
 
 /* Test switch: k-means++ recomputes the winner's distances at any size. */
 #ifdef GC_TESTING

@@ -90,9 +90,10 @@ kth_distance(const gc_kdtree *t, const float *pts, const float *q, int64_t k,
 	return heap[0];
 }
 
-gc_code
-gc_kdistance_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
-				   int64_t k, const float *kdist2, gc_status *st)
+/* The checks of both devices' k-distances (GC_EINVAL, GC_ECANCEL). */
+static gc_code
+kdistance_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
+				int64_t k, const float *kdist2, gc_status *st)
 {
 	st->code = GC_OK;
 	st->message[0] = '\0';
@@ -112,7 +113,7 @@ gc_kdistance_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 {
 	gc_code		rc;
 
-	if ((rc = gc_kdistance_check(ctx, X, n, d, k, kdist2, st)) != GC_OK)
+	if ((rc = kdistance_check(ctx, X, n, d, k, kdist2, st)) != GC_OK)
 		return rc;
 	return gc_kdistance_gpu(ctx, X, n, d, k, kdist2, st);
 }
@@ -130,7 +131,7 @@ gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc;
 	gc_loop_progress lp;
 
-	if ((rc = gc_kdistance_check(ctx, X, n, d, k, kdist2, st)) != GC_OK)
+	if ((rc = kdistance_check(ctx, X, n, d, k, kdist2, st)) != GC_OK)
 		return rc;
 	team = gc_team_adapt(ctx);
 	perm = malloc(sizeof(int64_t) * (size_t) n);

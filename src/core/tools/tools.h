@@ -24,12 +24,6 @@ extern "C" {
 gc_code		gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n,
 							 int d, int64_t k, float *kdist2, gc_status *st);
 
-/* The checks of both devices' k-distances (GC_EINVAL, GC_ECANCEL), with
- * the CPU's messages. */
-gc_code		gc_kdistance_check(const gc_ctx *ctx, const float *X, int64_t n,
-							   int d, int64_t k, const float *kdist2,
-							   gc_status *st);
-
 /*
  * The knee of the ascending curve y[0..n-1] (n >= 1): the index maximising
  * x' - y' where x' = i/(n-1) and y' = (y[i]-y[0])/(y[n-1]-y[0]), i.e. the
