@@ -23,25 +23,25 @@ typedef void (*GcProcStep) (struct GcProcJob *r, struct GcJob *j);
 /*
  * What the GPU process does for an algorithm's job, defined in its job
  * file (src/<algorithm>/<algorithm>_job.c) with GC_PROC_STEPS: the run (the
- * core's GPU entry point on the job's inputs) and what it publishes into
- * the job's slot (NULL: its outputs are all in the segment); in test
- * builds also its stand-in, the run with the CPU's entry point, under
+ * core's GPU entry point on the job's inputs, its arrays written into the
+ * segment, its scalars into the GcProcJob's results, which the GPU process
+ * then copies whole into the job's slot); in test builds also its
+ * stand-in, the run with the CPU's entry point, under
  * gpuclust.gpu_worker_emulate (every algorithm has one).  A product build
  * names no stand-in.
  */
 typedef struct GcProcSteps
 {
 	GcProcStep	run;
-	GcProcStep	publish;
 #ifdef GC_TESTING
 	GcProcStep	stand_in;
 #endif
 } GcProcSteps;
 
 #ifdef GC_TESTING
-#define GC_PROC_STEPS(run, publish, stand_in) {run, publish, stand_in}
+#define GC_PROC_STEPS(run, stand_in) {run, stand_in}
 #else
-#define GC_PROC_STEPS(run, publish, stand_in) {run, publish}
+#define GC_PROC_STEPS(run, stand_in) {run}
 #endif
 
 /*
