@@ -55,7 +55,6 @@
 #include "windowapi.h"
 
 #include "common/progress.h"
-#include "common/srf.h"
 #include "common/window.h"
 
 /* label of a row with no cluster (NULL features, DBSCAN noise) */
@@ -308,7 +307,6 @@ static void
 log_partition_timing(const WinAlgo *algo, const WinCall *call,
 					 double ms_ingest, double ms_compute)
 {
-	const char *detail = "";
 	StringInfoData head;
 
 	initStringInfo(&head);
@@ -318,19 +316,11 @@ log_partition_timing(const WinAlgo *algo, const WinCall *call,
 					 (long long) call->in.n_rows, (long long) call->in.n,
 					 call->in.d);
 	appendStringInfoString(&head, call->timing_note ? call->timing_note : "");
-	if (call->in.n > 0 && call->ran == GC_DEVICE_GPU)
-	{
-		/* the set-returning frame's itemisation reads only these two */
-		GcSrfCall	srf;
-
-		memset(&srf, 0, sizeof(srf));
-		srf.in.n = call->in.n;
-		srf.ran = call->ran;
-		detail = gc_glue_srf_gpu_phases(&srf, algo->algo);
-	}
 	ereport(INFO,
 			(errmsg("%s; ingest %.1f ms, compute %.1f ms%s",
-					head.data, ms_ingest, ms_compute, detail)));
+					head.data, ms_ingest, ms_compute,
+					gc_algorithm_gpu_phases(algo->algo, call->ran,
+											call->in.n))));
 }
 
 /*
