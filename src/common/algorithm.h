@@ -64,7 +64,11 @@ typedef struct GcProcSteps
 /*
  * The parts of gpuclust_info()'s lines about algorithms, in this order,
  * each part's lines in the order of the registry: where each runs, its
- * crossovers (between them the lines of no algorithm), what fits.
+ * crossovers (between them the lines of no algorithm), what fits.  One
+ * exception: the tools (tools/tools_algorithm.c) put where they run
+ * (auto_device_kdistance, auto_device_silhouette) in CROSSOVERS, each just
+ * before its crossover: gpuclust_info()'s order of lines is part of its
+ * output, and this keeps it.
  */
 typedef enum GcInfoPart
 {
