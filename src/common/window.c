@@ -34,9 +34,10 @@
  * name the 1-based row number within the partition, in the window's order
  * (there is no id).
  *
- * gc_glue_window_label is the one driver; each algorithm gives it its signature,
- * its reader and its run (WinAlgo).  With gpuclust.log_timing on, each
- * partition logs one INFO line: the device, its rows, and the ms spent
+ * gc_glue_window_label is the one driver; each algorithm gives it its
+ * signature, its reader, its run and its parameters' part of the timing
+ * line (WinAlgo).  With gpuclust.log_timing on, each partition logs one
+ * INFO line: the device, its rows, and the ms spent
  * reading the partition (ingest) and clustering it (compute); there is no
  * emit phase, each row's call returns its label.
  *
@@ -315,7 +316,7 @@ log_partition_timing(const WinAlgo *algo, const WinCall *call,
 					 call->in.n > 0 ? gc_device_name(call->ran) : "none",
 					 (long long) call->in.n_rows, (long long) call->in.n,
 					 call->in.d);
-	appendStringInfoString(&head, call->timing_note ? call->timing_note : "");
+	algo->timing(call, &head);
 	ereport(INFO,
 			(errmsg("%s; ingest %.1f ms, compute %.1f ms%s",
 					head.data, ms_ingest, ms_compute,
