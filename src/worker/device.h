@@ -20,6 +20,13 @@ extern gc_code gc_glue_try_choose_device(gc_device requested,
 										 gc_device *chosen, gc_status *st);
 
 /*
+ * A device choice for gpuclust_info(): the name of the device chosen, or
+ * "none (why)" when the choice failed (rc, st).
+ */
+extern const char *gc_glue_device_or_none(gc_code rc, gc_device chosen,
+										  const gc_status *st);
+
+/*
  * Where algo runs under 'auto' for n rows of 2 features (n = 0: a problem
  * big enough, for the algorithms whose crossover is not a number of rows):
  * "gpu", "cpu", or "none (why)"; gpuclust_info()'s auto_device_* lines.
