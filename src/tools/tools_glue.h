@@ -32,16 +32,6 @@ extern void gc_glue_silhouette_params(const GcArgs *a, int64 *sample_size,
 									  uint64 *seed, gc_device *device);
 
 /*
- * The device of a tool's call: algo GC_ALGO_KDISTANCE (param k) on n rows,
- * or GC_ALGO_SILHOUETTE (param m) scoring n rows; a failure under 'gpu'
- * raised, a usable GPU passed over under 'auto' for lack of memory said
- * in a NOTICE.
- */
-extern gc_device gc_glue_choose_tool_device(gc_algorithm algo,
-											gc_device requested, int64 n,
-											int d, int64 param);
-
-/*
  * The tools run the same way: on the device dispatch chooses
  * (gc_choose_device_kdistance, gc_choose_device_silhouette; under 'auto'
  * a NOTICE when a usable GPU was passed over for lack of memory), through

@@ -23,9 +23,9 @@
  * small), a usable GPU passed over under 'auto' for lack of memory said in
  * a NOTICE.
  */
-gc_device
-gc_glue_choose_tool_device(gc_algorithm algo, gc_device requested, int64 n,
-						   int d, int64 param)
+static gc_device
+choose_tool_device(gc_algorithm algo, gc_device requested, int64 n, int d,
+				   int64 param)
 {
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen = GC_DEVICE_CPU;
@@ -95,8 +95,7 @@ run_tool(gc_device requested, const GcInput *in, int64 rows, int64 param,
 	gc_device	chosen;
 	gc_ctx		ctx;
 
-	chosen = gc_glue_choose_tool_device(c->algo, requested, rows, in->d,
-										param);
+	chosen = choose_tool_device(c->algo, requested, rows, in->d, param);
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	if (chosen == GC_DEVICE_GPU &&

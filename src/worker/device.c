@@ -19,9 +19,9 @@
  * probe of this backend's own CUDA blocks signals while CUDA starts; the
  * worker's may wait, interruptibly, for the worker to start.
  */
-gc_code
-gc_glue_try_choose_device(gc_device requested, gc_algorithm algo, int64 n,
-						  int d, gc_device *chosen, gc_status *st)
+static gc_code
+try_choose_device(gc_device requested, gc_algorithm algo, int64 n, int d,
+				  gc_device *chosen, gc_status *st)
 {
 	gc_gpu		gpu;
 
@@ -45,8 +45,8 @@ gc_glue_auto_device_name(gc_algorithm algo, int64 n)
 	gc_device	chosen;
 	gc_code		rc;
 
-	rc = gc_glue_try_choose_device(GC_DEVICE_AUTO, algo, n, n > 0 ? 2 : 0,
-								   &chosen, &st);
+	rc = try_choose_device(GC_DEVICE_AUTO, algo, n, n > 0 ? 2 : 0, &chosen,
+						   &st);
 	return gc_glue_device_or_none(rc, chosen, &st);
 }
 

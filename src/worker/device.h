@@ -12,14 +12,6 @@
 #include "common/gpuclust.h"
 
 /*
- * Resolve the requested device to CPU or GPU (gc_choose_device) into
- * *chosen, or return the failure in *st.
- */
-extern gc_code gc_glue_try_choose_device(gc_device requested,
-										 gc_algorithm algo, int64 n, int d,
-										 gc_device *chosen, gc_status *st);
-
-/*
  * A device choice for gpuclust_info(): the name of the device chosen, or
  * "none (why)" when the choice failed (rc, st).
  */
