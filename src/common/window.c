@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * window_sql.c
+ * window.c
  *	  The window forms of the clustering functions, PostGIS-style:
  *
  *	  gpu_dbscan(features, eps, min_pts [, device, metric, algorithm])
