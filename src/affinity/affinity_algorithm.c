@@ -16,6 +16,7 @@
 
 #include "affinity/affinity_glue.h"
 #include "common/algorithm.h"
+#include "worker/device.h"
 #include "worker/job.h"
 
 /*
@@ -29,12 +30,12 @@ ap_device(gc_ap_precision precision)
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen;
 	gc_gpu		gpu;
+	gc_code		rc;
 
 	gc_glue_gpu(&gpu);
-	if (gc_choose_device_ap(GC_DEVICE_AUTO, precision, GC_AP_GPU_MIN_ROWS, 2,
-							&gpu, &chosen, NULL, 0, &st) != GC_OK)
-		return psprintf("none (%s)", st.message);
-	return gc_device_name(chosen);
+	rc = gc_choose_device_ap(GC_DEVICE_AUTO, precision, GC_AP_GPU_MIN_ROWS, 2,
+							 &gpu, &chosen, NULL, 0, &st);
+	return gc_glue_device_or_none(rc, chosen, &st);
 }
 
 /*

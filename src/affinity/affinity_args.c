@@ -80,7 +80,10 @@ gc_glue_ap_params(const GcArgs *a, gc_ap_params *p, gc_device *device)
 	gc_glue_check_at_least_1(a, AP_CONVERGENCE_ITER, p->convergence_iter);
 	requested = gc_glue_arg_device(a, AP_DEVICE);
 	p->precision = parse_ap_precision(a->value[AP_PRECISION]);
-	/* the device the precision asks for: float4's as dclust's (above) */
+	/*
+	 * the device the precision asks for: float4's as dclust's
+	 * (dbscan/dbscan_args.c)
+	 */
 	if (gc_ap_device_request(requested, p->precision, device, &st) != GC_OK)
 		gc_glue_refuse_on_cpu(a, AP_DEVICE, requested, &st,
 					  "\"precision\" => 'float8', which runs on every device");

@@ -38,7 +38,10 @@ gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in, const gc_ap_params *p,
 		return st->code;
 	if (st->code == GC_OK)
 	{
-		/* the scalars and phase times; the arrays are this backend's */
+		/*
+		 * the scalars and phase times; the arrays are this backend's (the
+		 * pointers in the slot are the GPU process's)
+		 */
 		*res = *GC_JOB_AREA(j->results, gc_ap_result);
 		res->labels = labels;
 		res->is_exemplar = is_exemplar;
@@ -66,17 +69,6 @@ ap_run(GcProcJob *r, GcJob *j)
 					 &r->status);
 }
 
-/* the scalars and phase times into the slot (the arrays are in the segment) */
-static void
-ap_publish(GcProcJob *r, GcJob *j)
-{
-	gc_ap_result *slot = GC_JOB_AREA(j->results, gc_ap_result);
-
-	*slot = *GC_JOB_AREA(r->results, gc_ap_result);
-	slot->labels = NULL;
-	slot->is_exemplar = NULL;
-}
-
 #ifdef GC_TESTING
 /* test builds: float8 on the CPU; float4 is the GPU's own arithmetic */
 static void
@@ -95,4 +87,4 @@ ap_stand_in(GcProcJob *r, GcJob *j)
 #endif
 
 const GcProcSteps gc_ap_proc =
-GC_PROC_STEPS(ap_run, ap_publish, ap_stand_in);
+GC_PROC_STEPS(ap_run, ap_stand_in);

@@ -3,8 +3,9 @@
  * affinity_run.c
  *	  Running affinity propagation on the rows of a call: the device (float4
  *	  only on the GPU), the check that its n x n matrices fit the memory
- *	  limits, the GPU run (worker/job.c), the fallback to the CPU under
- *	  'auto', and the notices of a run that did not iterate or converge.
+ *	  limits, the GPU run (affinity_job.c's gc_gpu_run_ap, over
+ *	  worker/job.c), the fallback to the CPU under 'auto', and the notices
+ *	  of a run that did not iterate or converge.
  *
  *-------------------------------------------------------------------------
  */

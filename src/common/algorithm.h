@@ -23,25 +23,25 @@ typedef void (*GcProcStep) (struct GcProcJob *r, struct GcJob *j);
 /*
  * What the GPU process does for an algorithm's job, defined in its job
  * file (src/<algorithm>/<algorithm>_job.c) with GC_PROC_STEPS: the run (the
- * core's GPU entry point on the job's inputs) and what it publishes into
- * the job's slot (NULL: its outputs are all in the segment); in test
- * builds also its stand-in, the run with the CPU's entry point, under
+ * core's GPU entry point on the job's inputs, its arrays written into the
+ * segment, its scalars into the GcProcJob's results, which the GPU process
+ * then copies whole into the job's slot); in test builds also its
+ * stand-in, the run with the CPU's entry point, under
  * gpuclust.gpu_worker_emulate (every algorithm has one).  A product build
  * names no stand-in.
  */
 typedef struct GcProcSteps
 {
 	GcProcStep	run;
-	GcProcStep	publish;
 #ifdef GC_TESTING
 	GcProcStep	stand_in;
 #endif
 } GcProcSteps;
 
 #ifdef GC_TESTING
-#define GC_PROC_STEPS(run, publish, stand_in) {run, publish, stand_in}
+#define GC_PROC_STEPS(run, stand_in) {run, stand_in}
 #else
-#define GC_PROC_STEPS(run, publish, stand_in) {run, publish}
+#define GC_PROC_STEPS(run, stand_in) {run}
 #endif
 
 /*
@@ -64,7 +64,11 @@ typedef struct GcProcSteps
 /*
  * The parts of gpuclust_info()'s lines about algorithms, in this order,
  * each part's lines in the order of the registry: where each runs, its
- * crossovers (between them the lines of no algorithm), what fits.
+ * crossovers (between them the lines of no algorithm), what fits.  One
+ * exception: the tools (tools/tools_algorithm.c) put where they run
+ * (auto_device_kdistance, auto_device_silhouette) in CROSSOVERS, each just
+ * before its crossover: gpuclust_info()'s order of lines is part of its
+ * output, and this keeps it.
  */
 typedef enum GcInfoPart
 {

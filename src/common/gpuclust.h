@@ -96,4 +96,13 @@ extern const char *gc_device_name(gc_device dev);
 extern const char *gc_algorithm_name(gc_algorithm algo);
 extern const char *gc_algorithm_function(gc_algorithm algo);
 
+/*
+ * gpuclust.log_timing's itemisation of a call of algo on n rows that ran
+ * on ran: where its GPU run spent its time, " (upload ..., ...)"; empty
+ * when nothing ran on the GPU, and for an algorithm without one (affinity
+ * propagation, whose result carries its phases' times).
+ */
+extern const char *gc_algorithm_gpu_phases(gc_algorithm algo, gc_device ran,
+										   int64 n);
+
 #endif							/* GPUCLUST_H */

@@ -51,3 +51,13 @@ gc_algorithm_function(gc_algorithm algo)
 {
 	return gc_algorithm_of(algo)->function;
 }
+
+const char *
+gc_algorithm_gpu_phases(gc_algorithm algo, gc_device ran, int64 n)
+{
+	const GcAlgorithm *a = gc_algorithm_of(algo);
+
+	if (n == 0 || ran != GC_DEVICE_GPU || a->gpu_phases == NULL)
+		return "";
+	return a->gpu_phases(n);
+}

@@ -53,8 +53,8 @@ gc_glue_alloc_array(MemoryContext cxt, Size n, Size size)
  * How errors name the input row of row j of X: "row with id 7", "source
  * row 12" (ids of another type: the id is not printed), "partition row 3".
  */
-char *
-gc_glue_row_name(const GcInput *in, int64 j)
+static char *
+row_name(const GcInput *in, int64 j)
 {
 	int64		i,
 				seen = -1;
@@ -79,7 +79,7 @@ gc_glue_check_no_zero_row(const GcInput *in)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("features of %s are all 0: the cosine distance is undefined",
-						gc_glue_row_name(in, zero)),
+						row_name(in, zero)),
 				 errhint("Leave zero vectors out of the source, or use metric => 'euclidean'.")));
 }
 

@@ -35,12 +35,6 @@ extern gc_device gc_glue_gpu_failed(gc_device requested, gc_status *st,
 /* n elements of size bytes each, in cxt (huge: more than 1 GB works). */
 extern void *gc_glue_alloc_array(MemoryContext cxt, Size n, Size size);
 
-/*
- * How errors name the input row of row j of X: "row with id 7", "source
- * row 12" (ids of another type: the id is not printed), "partition row 3".
- */
-extern char *gc_glue_row_name(const GcInput *in, int64 j);
-
 /* Under the cosine metric: no row of X may be all 0 (22000, naming it). */
 extern void gc_glue_check_no_zero_row(const GcInput *in);
 

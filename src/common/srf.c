@@ -20,7 +20,6 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "common/algorithm.h"
 #include "common/srf.h"
 #include "common/progress.h"
 
@@ -213,16 +212,6 @@ gc_glue_srf_end(GcSrfCall *call)
 	gc_progress_end();
 	MemoryContextDelete(call->cxt);
 	call->cxt = NULL;
-}
-
-const char *
-gc_glue_srf_gpu_phases(const GcSrfCall *call, gc_algorithm algo)
-{
-	const GcAlgorithm *a = gc_algorithm_of(algo);
-
-	if (call->in.n == 0 || call->ran != GC_DEVICE_GPU || a->gpu_phases == NULL)
-		return "";
-	return a->gpu_phases(call->in.n);
 }
 
 void

@@ -59,18 +59,11 @@ extern void gc_glue_srf_emit(GcSrfCall *call, const int32 *labels,
 
 /*
  * gpuclust.log_timing's INFO: "<head>; ingest .. ms, compute .. ms<detail>,
- * emit .. ms", where detail itemises the compute phase (or is empty).
+ * emit .. ms", where detail itemises the compute phase (or is empty: the
+ * GPU's phases, gc_algorithm_gpu_phases).
  */
 extern void gc_glue_srf_log_timing(const GcSrfCall *call, const char *head,
 								   const char *compute_detail);
-
-/*
- * The compute detail of a k-means or DBSCAN call: where its GPU run spent
- * its time, " (upload ..., ...)"; empty when nothing ran on the GPU (and
- * for affinity propagation, whose result carries its phases' times).
- */
-extern const char *gc_glue_srf_gpu_phases(const GcSrfCall *call,
-										  gc_algorithm algo);
 
 /* Frees the working memory. */
 extern void gc_glue_srf_end(GcSrfCall *call);

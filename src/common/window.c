@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * window_sql.c
+ * window.c
  *	  The window forms of the clustering functions, PostGIS-style:
  *
  *	  gpu_dbscan(features, eps, min_pts [, device, metric, algorithm])
@@ -34,9 +34,10 @@
  * name the 1-based row number within the partition, in the window's order
  * (there is no id).
  *
- * gc_glue_window_label is the one driver; each algorithm gives it its signature,
- * its reader and its run (WinAlgo).  With gpuclust.log_timing on, each
- * partition logs one INFO line: the device, its rows, and the ms spent
+ * gc_glue_window_label is the one driver; each algorithm gives it its
+ * signature, its reader, its run and its parameters' part of the timing
+ * line (WinAlgo).  With gpuclust.log_timing on, each partition logs one
+ * INFO line: the device, its rows, and the ms spent
  * reading the partition (ingest) and clustering it (compute); there is no
  * emit phase, each row's call returns its label.
  *
@@ -55,7 +56,6 @@
 #include "windowapi.h"
 
 #include "common/progress.h"
-#include "common/srf.h"
 #include "common/window.h"
 
 /* label of a row with no cluster (NULL features, DBSCAN noise) */
@@ -308,7 +308,6 @@ static void
 log_partition_timing(const WinAlgo *algo, const WinCall *call,
 					 double ms_ingest, double ms_compute)
 {
-	const char *detail = "";
 	StringInfoData head;
 
 	initStringInfo(&head);
@@ -317,20 +316,12 @@ log_partition_timing(const WinAlgo *algo, const WinCall *call,
 					 call->in.n > 0 ? gc_device_name(call->ran) : "none",
 					 (long long) call->in.n_rows, (long long) call->in.n,
 					 call->in.d);
-	appendStringInfoString(&head, call->timing_note ? call->timing_note : "");
-	if (call->in.n > 0 && call->ran == GC_DEVICE_GPU)
-	{
-		/* the set-returning frame's itemisation reads only these two */
-		GcSrfCall	srf;
-
-		memset(&srf, 0, sizeof(srf));
-		srf.in.n = call->in.n;
-		srf.ran = call->ran;
-		detail = gc_glue_srf_gpu_phases(&srf, algo->algo);
-	}
+	algo->timing(call, &head);
 	ereport(INFO,
 			(errmsg("%s; ingest %.1f ms, compute %.1f ms%s",
-					head.data, ms_ingest, ms_compute, detail)));
+					head.data, ms_ingest, ms_compute,
+					gc_algorithm_gpu_phases(algo->algo, call->ran,
+											call->in.n))));
 }
 
 /*

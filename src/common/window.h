@@ -39,8 +39,7 @@ typedef struct WinCall
 	GcInput		in;
 	/* what ran, for gpuclust.log_timing */
 	gc_device	ran;
-	/* its parameters in gpuclust.log_timing's line: ", k 3, iterations 7" */
-	const char *timing_note;
+	int			iterations;		/* k-means': 0 when nothing ran */
 } WinCall;
 
 /* What a window function clusters with. */
@@ -51,9 +50,14 @@ typedef struct WinAlgo
 	void		(*read_params) (WinCall *call);
 	/*
 	 * the labels of call->in's rows with features (call->in.n >= 1); sets
-	 * call->ran and call->timing_note
+	 * call->ran (and what timing reads)
 	 */
 	const int32 *(*run) (WinCall *call);
+	/*
+	 * appends the call's parameters to gpuclust.log_timing's line, ", k 3,
+	 * iterations 7" (called only when the line is logged)
+	 */
+	void		(*timing) (const WinCall *call, StringInfo line);
 	gc_algorithm algo;
 } WinAlgo;
 

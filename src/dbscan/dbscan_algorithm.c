@@ -35,12 +35,12 @@ dclust_device(void)
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen;
 	gc_gpu		gpu;
+	gc_code		rc;
 
 	gc_glue_gpu(&gpu);
-	if (gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 0, 0, &gpu,
-								&chosen, &st) != GC_OK)
-		return psprintf("none (%s)", st.message);
-	return gc_device_name(chosen);
+	rc = gc_choose_device_dbscan(GC_DEVICE_AUTO, GC_DBSCAN_DCLUST, 0, 0, &gpu,
+								 &chosen, &st);
+	return gc_glue_device_or_none(rc, chosen, &st);
 }
 
 /* gpuclust_info(): where it runs under 'auto', and where dclust does */

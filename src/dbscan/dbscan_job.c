@@ -63,14 +63,6 @@ dbscan_run(GcProcJob *r, GcJob *j)
 	gc_dbscan_gpu_last_phases(GC_JOB_AREA(r->results, gc_dbscan_gpu_phases));
 }
 
-/* the phase times into the slot */
-static void
-dbscan_publish(GcProcJob *r, GcJob *j)
-{
-	*GC_JOB_AREA(j->results, gc_dbscan_gpu_phases) =
-		*GC_JOB_AREA(r->results, gc_dbscan_gpu_phases);
-}
-
 #ifdef GC_TESTING
 /* test builds: dclust, which runs only on the GPU, by union-find (the same labels) */
 static void
@@ -86,4 +78,4 @@ dbscan_stand_in(GcProcJob *r, GcJob *j)
 #endif
 
 const GcProcSteps gc_dbscan_proc =
-GC_PROC_STEPS(dbscan_run, dbscan_publish, dbscan_stand_in);
+GC_PROC_STEPS(dbscan_run, dbscan_stand_in);

@@ -3,8 +3,8 @@
  * dbscan_run.c
  *	  Running DBSCAN on the rows of a call, shared by every SQL form
  *	  (set-returning, window, the partition aggregate): the device (dclust
- *	  only on the GPU), the GPU run (worker/job.c), the fallback to the CPU
- *	  under 'auto'.
+ *	  only on the GPU), the GPU run (dbscan_job.c's gc_gpu_run_dbscan, over
+ *	  worker/job.c), the fallback to the CPU under 'auto'.
  *
  *-------------------------------------------------------------------------
  */

@@ -57,7 +57,8 @@ gpu_dbscan(PG_FUNCTION_ARGS)
 										gc_device_name(call.ran),
 										(long long) call.in.n, call.in.d,
 										gc_dbscan_algorithm_name(params.algorithm)),
-							   gc_glue_srf_gpu_phases(&call, GC_ALGO_DBSCAN));
+							   gc_algorithm_gpu_phases(GC_ALGO_DBSCAN,
+													   call.ran, call.in.n));
 	gc_glue_srf_end(&call);
 	return (Datum) 0;
 }

@@ -8,7 +8,6 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "utils/builtins.h"
 
 #include "common/window.h"
 #include "dbscan/dbscan_glue.h"
@@ -23,8 +22,6 @@ dbscan_read_params(WinCall *call)
 
 	gc_glue_dbscan_params(&call->params.args, p, &call->requested);
 	call->p = p;
-	call->timing_note = psprintf(", algorithm %s",
-								 gc_dbscan_algorithm_name(p->algorithm));
 }
 
 static const int32 *
@@ -39,8 +36,22 @@ dbscan_run(WinCall *call)
 	return labels;
 }
 
+/* gpuclust.log_timing's parameters of a partition */
+static void
+dbscan_timing(const WinCall *call, StringInfo line)
+{
+	const gc_dbscan_params *p = call->p;
+
+	appendStringInfo(line, ", algorithm %s",
+					 gc_dbscan_algorithm_name(p->algorithm));
+}
+
 static const WinAlgo win_dbscan = {
-	&gc_dbscan_signature, dbscan_read_params, dbscan_run, GC_ALGO_DBSCAN
+	.sig = &gc_dbscan_signature,
+	.read_params = dbscan_read_params,
+	.run = dbscan_run,
+	.timing = dbscan_timing,
+	.algo = GC_ALGO_DBSCAN
 };
 
 Datum

@@ -54,7 +54,7 @@
 #include "utils/tuplestore.h"
 
 #include "distributed/passes.h"
-#include "worker/job.h"
+#include "common/shared_memory.h"
 #include "common/progress.h"
 #include "dbscan/dbscan_glue.h"
 #include "core/gpuclust_core.h"

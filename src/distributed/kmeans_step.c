@@ -68,7 +68,7 @@
 
 #include "distributed/kmeans_distributed.h"
 #include "common/gpuclust.h"
-#include "worker/job.h"
+#include "common/shared_memory.h"
 #include "common/ingest.h"
 #include "kmeans/kmeans_glue.h"
 #include "core/gpuclust_core.h"
@@ -378,8 +378,7 @@ step_make_room(KmStepX *x)
 		step_flush(x);
 		return;
 	}
-	if (cap == most && gc_worker != NULL &&
-		gc_kmeans_labels_gpu_wanted(x->device, x->s->k))
+	if (cap == most && gc_kmeans_labels_gpu_wanted(x->device, x->s->k))
 		X = gc_shared_alloc(cxt, bytes, &shared);
 	if (X == NULL)
 		X = MemoryContextAllocHuge(cxt, bytes);

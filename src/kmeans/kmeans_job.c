@@ -4,8 +4,9 @@
  *	  The GPU jobs of k-means and of its labelling of given centres (the
  *	  kmeans_step aggregate's blocks): the backend's side (the parameters,
  *	  the arrays in the outputs' segment, the results read back; worker/job.h)
- *	  and the GPU process's (the core call and what it publishes;
- *	  worker/gpu_process.h), which calls no PostgreSQL function.
+ *	  and the GPU process's (the core call, its scalars and phase times in
+ *	  the job's results; worker/gpu_process.h), which calls no PostgreSQL
+ *	  function.
  *
  *-------------------------------------------------------------------------
  */
@@ -167,19 +168,6 @@ kmeans_run(GcProcJob *r, GcJob *j)
 	gc_kmeans_gpu_last_phases(&GC_JOB_AREA(r->results, KmeansResults)->phases);
 }
 
-/* the scalars into the slot (the arrays are in the segment) */
-static void
-kmeans_publish(GcProcJob *r, GcJob *j)
-{
-	const KmeansResults *res = GC_JOB_AREA(r->results, KmeansResults);
-	KmeansResults *slot = GC_JOB_AREA(j->results, KmeansResults);
-
-	slot->kmeans.inertia = res->kmeans.inertia;
-	slot->kmeans.iterations = res->kmeans.iterations;
-	slot->kmeans.converged = res->kmeans.converged;
-	slot->phases = res->phases;
-}
-
 #ifdef GC_TESTING
 static void
 kmeans_stand_in(GcProcJob *r, GcJob *j)
@@ -189,7 +177,7 @@ kmeans_stand_in(GcProcJob *r, GcJob *j)
 #endif
 
 const GcProcSteps gc_kmeans_proc =
-GC_PROC_STEPS(kmeans_run, kmeans_publish, kmeans_stand_in);
+GC_PROC_STEPS(kmeans_run, kmeans_stand_in);
 
 /* the labels for the centres the backend put in the outputs' segment */
 static void
@@ -206,4 +194,4 @@ GC_PROC_RUN_AND_STAND_IN(kmeans_labels, kmeans_labels_call,
 						 gc_kmeans_labels_gpu, gc_kmeans_labels_cpu)
 
 const GcProcSteps gc_kmeans_labels_proc =
-GC_PROC_STEPS(kmeans_labels_run, NULL, kmeans_labels_stand_in);
+GC_PROC_STEPS(kmeans_labels_run, kmeans_labels_stand_in);

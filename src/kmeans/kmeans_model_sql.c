@@ -52,7 +52,7 @@
 #include "utils/memutils.h"
 
 #include "common/progress.h"
-#include "common/srf.h"
+#include "common/ingest.h"
 #include "kmeans/kmeans_glue.h"
 #include "core/gpuclust_core.h"
 #include "core/common/rng.h"
@@ -147,20 +147,12 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	tuple = heap_form_tuple(tupdesc, values, nulls);
 
 	if (gpuclust_log_timing)
-	{
-		/* the set-returning frame's GPU itemisation reads only in.n, ran */
-		GcSrfCall	srf;
-
-		memset(&srf, 0, sizeof(srf));
-		srf.in.n = in.n;
-		srf.ran = ran;
 		ereport(INFO,
 				(errmsg("gpu_kmeans_fit: device %s, n %lld, d %d, k %d, iterations %d; ingest %.1f ms, compute %.1f ms%s, emit %.1f ms",
 						gc_device_name(ran), (long long) in.n, in.d, params.k,
 						res.iterations, t1 - t0, t2 - t1,
-						gc_glue_srf_gpu_phases(&srf, GC_ALGO_KMEANS),
+						gc_algorithm_gpu_phases(GC_ALGO_KMEANS, ran, in.n),
 						gc_now_ms() - t2)));
-	}
 	MemoryContextDelete(workcxt);
 	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
 }

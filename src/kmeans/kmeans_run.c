@@ -3,9 +3,10 @@
  * kmeans_run.c
  *	  Running k-means on the rows of a call, shared by every SQL form
  *	  (set-returning, window, model fit, elbow) and by the kmeans_step
- *	  aggregate's blocks: the device, the GPU run (worker/job.c), the
- *	  fallback to the CPU under 'auto', and the notice of fewer distinct
- *	  clusters than k.
+ *	  aggregate's blocks: the device, the GPU run (kmeans_job.c's
+ *	  gc_gpu_run_kmeans and gc_gpu_run_kmeans_labels, over worker/job.c),
+ *	  the fallback to the CPU under 'auto', and the notice of fewer
+ *	  distinct clusters than k.
  *
  *-------------------------------------------------------------------------
  */

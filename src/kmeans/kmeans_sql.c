@@ -71,7 +71,8 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 										gc_device_name(call.ran),
 										(long long) call.in.n, call.in.d,
 										params.k, res.iterations),
-							   gc_glue_srf_gpu_phases(&call, GC_ALGO_KMEANS));
+							   gc_algorithm_gpu_phases(GC_ALGO_KMEANS,
+													   call.ran, call.in.n));
 	gc_glue_srf_end(&call);
 	return (Datum) 0;
 }

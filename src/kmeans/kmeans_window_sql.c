@@ -8,7 +8,6 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "utils/builtins.h"
 
 #include "common/window.h"
 #include "kmeans/kmeans_glue.h"
@@ -19,15 +18,6 @@ PG_FUNCTION_INFO_V1(gpu_kmeans_window);
  * gpu_kmeans(features, k, max_iter, tol, init, n_init, seed, device,
  *			  init_centroids, metric) OVER (...)
  */
-
-/* gpuclust.log_timing's parameters of a partition (an empty one: 0 iterations) */
-static void
-timing_note(WinCall *call, int iterations)
-{
-	const gc_kmeans_params *p = call->p;
-
-	call->timing_note = psprintf(", k %d, iterations %d", p->k, iterations);
-}
 
 /*
  * init_centroids (an array) work here; an init query does not: a window
@@ -43,7 +33,6 @@ kmeans_read_params(WinCall *call)
 	gc_glue_kmeans_params(&call->params.args, p, &call->requested,
 						  &init_query);
 	call->p = p;
-	timing_note(call, 0);
 	if (init_query != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -61,12 +50,25 @@ kmeans_run(WinCall *call)
 	gc_glue_check_k_rows(p->k, call->in.n, GC_ROWS_PARTITION, NULL);
 	call->ran = gc_glue_run_kmeans(call->requested, &call->in, p,
 								   call->workcxt, &res);
-	timing_note(call, res.iterations);
+	call->iterations = res.iterations;
 	return res.labels;
 }
 
+/* gpuclust.log_timing's parameters of a partition (an empty one: 0 iterations) */
+static void
+kmeans_timing(const WinCall *call, StringInfo line)
+{
+	const gc_kmeans_params *p = call->p;
+
+	appendStringInfo(line, ", k %d, iterations %d", p->k, call->iterations);
+}
+
 static const WinAlgo win_kmeans = {
-	&gc_kmeans_signature, kmeans_read_params, kmeans_run, GC_ALGO_KMEANS
+	.sig = &gc_kmeans_signature,
+	.read_params = kmeans_read_params,
+	.run = kmeans_run,
+	.timing = kmeans_timing,
+	.algo = GC_ALGO_KMEANS
 };
 
 Datum

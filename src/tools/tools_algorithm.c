@@ -14,7 +14,11 @@
 
 /*
  * gpuclust_info(): where a tool runs under 'auto' from its crossover
- * (CUDA running) up, min_rows rows, and that crossover
+ * (CUDA running) up, min_rows rows, and that crossover.  Both lines go in
+ * the CROSSOVERS part, the device line too, though the other algorithms
+ * put theirs in DEVICES (common/algorithm.h): gpuclust_info() shows each
+ * tool's two lines together, after the other algorithms' crossovers, and
+ * its order of lines is part of its output.
  */
 static void
 tool_lines(GcInfoPart part, GcInfoSink *sink, gc_algorithm algo,

@@ -32,25 +32,17 @@ extern void gc_glue_silhouette_params(const GcArgs *a, int64 *sample_size,
 									  uint64 *seed, gc_device *device);
 
 /*
- * The device of a tool's call: algo GC_ALGO_KDISTANCE (param k) on n rows,
- * or GC_ALGO_SILHOUETTE (param m) scoring n rows; a failure under 'gpu'
- * raised, a usable GPU passed over under 'auto' for lack of memory said
- * in a NOTICE.
- */
-extern gc_device gc_glue_choose_tool_device(gc_algorithm algo,
-											gc_device requested, int64 n,
-											int d, int64 param);
-
-/*
  * The tools run the same way: on the device dispatch chooses
  * (gc_choose_device_kdistance, gc_choose_device_silhouette; under 'auto'
- * a NOTICE when a usable GPU was passed over for lack of memory), through
- * worker/job.c on the GPU, with the same fallback.  gpu_kdistance's
- * k-distances (1 <= k <= in->n, checked by the caller) into kdist2 (in->n
- * floats, the caller's); gpu_silhouette's score of labels (0 .. m - 1, -1
- * noise), sample_size 0 for every labelled row, into res: fewer than 2
- * clusters, or as many as the rows scored, is 22023 on either device.
- * Both show the device that runs in gpuclust_progress.
+ * a NOTICE when a usable GPU was passed over for lack of memory), on the
+ * GPU through tools_job.c's runs (gc_gpu_run_kdistance,
+ * gc_gpu_run_silhouette, over worker/job.c), with the same fallback.
+ * gpu_kdistance's k-distances (1 <= k <= in->n, checked by the caller)
+ * into kdist2 (in->n floats, the caller's); gpu_silhouette's score of
+ * labels (0 .. m - 1, -1 noise), sample_size 0 for every labelled row,
+ * into res: fewer than 2 clusters, or as many as the rows scored, is
+ * 22023 on either device.  Both show the device that runs in
+ * gpuclust_progress.
  */
 extern gc_device gc_glue_run_kdistance(gc_device requested, const GcInput *in,
 									   int64 k, float *kdist2);

@@ -103,7 +103,7 @@ GC_PROC_RUN_AND_STAND_IN(kdistance, kdistance_call, gc_kdistance_on_gpu,
 						 gc_kdistance_cpu)
 
 const GcProcSteps gc_kdistance_proc =
-GC_PROC_STEPS(kdistance_run, NULL, kdistance_stand_in);
+GC_PROC_STEPS(kdistance_run, kdistance_stand_in);
 
 /* the labels the backend put in the outputs' segment */
 static void
@@ -121,13 +121,5 @@ silhouette_call(GcProcJob *r, GcJob *j,
 GC_PROC_RUN_AND_STAND_IN(silhouette, silhouette_call, gc_silhouette_on_gpu,
 						 gc_silhouette_cpu)
 
-/* the result into the slot */
-static void
-silhouette_publish(GcProcJob *r, GcJob *j)
-{
-	*GC_JOB_AREA(j->results, gc_silhouette_result) =
-		*GC_JOB_AREA(r->results, gc_silhouette_result);
-}
-
 const GcProcSteps gc_silhouette_proc =
-GC_PROC_STEPS(silhouette_run, silhouette_publish, silhouette_stand_in);
+GC_PROC_STEPS(silhouette_run, silhouette_stand_in);

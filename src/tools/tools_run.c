@@ -3,8 +3,9 @@
  * tools_run.c
  *	  Running the tools for choosing parameters on the rows of a call:
  *	  gpu_kdistance's k-distances and gpu_silhouette's score, each on the
- *	  device dispatch chooses, through worker/job.c on the GPU, with the
- *	  algorithms' fallback to the CPU under 'auto'.
+ *	  device dispatch chooses, on the GPU through tools_job.c's runs
+ *	  (gc_gpu_run_*, over worker/job.c), with the algorithms' fallback to
+ *	  the CPU under 'auto'.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,9 +24,9 @@
  * small), a usable GPU passed over under 'auto' for lack of memory said in
  * a NOTICE.
  */
-gc_device
-gc_glue_choose_tool_device(gc_algorithm algo, gc_device requested, int64 n,
-						   int d, int64 param)
+static gc_device
+choose_tool_device(gc_algorithm algo, gc_device requested, int64 n, int d,
+				   int64 param)
 {
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen = GC_DEVICE_CPU;
@@ -59,7 +60,7 @@ typedef struct ToolCall
 	gc_silhouette_result *res;
 } ToolCall;
 
-/* c's core call on in's rows on device (the GPU's: worker/job.c's runs). */
+/* c's core call on in's rows on device (the GPU's: tools_job.c's runs). */
 static gc_code
 tool_call(const gc_ctx *ctx, const GcInput *in, gc_device device,
 		  const ToolCall *c, gc_status *st)
@@ -84,9 +85,9 @@ tool_call(const gc_ctx *ctx, const GcInput *in, gc_device device,
 /*
  * Tool call c on the device dispatch chooses for rows rows (the
  * silhouette's: those it scores) and param (k, or m), shown in
- * gpuclust_progress, with the algorithms' fallback (gpu_failed); a GPU
- * run's GC_EINVAL (the input, which the CPU would refuse too) is not
- * redone.  Returns the device that ran; a failure is left in st.
+ * gpuclust_progress, with the algorithms' fallback (gc_glue_gpu_failed);
+ * a GPU run's GC_EINVAL (the input, which the CPU would refuse too) is
+ * not redone.  Returns the device that ran; a failure is left in st.
  */
 static gc_device
 run_tool(gc_device requested, const GcInput *in, int64 rows, int64 param,
@@ -95,8 +96,7 @@ run_tool(gc_device requested, const GcInput *in, int64 rows, int64 param,
 	gc_device	chosen;
 	gc_ctx		ctx;
 
-	chosen = gc_glue_choose_tool_device(c->algo, requested, rows, in->d,
-										param);
+	chosen = choose_tool_device(c->algo, requested, rows, in->d, param);
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	if (chosen == GC_DEVICE_GPU &&

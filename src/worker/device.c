@@ -19,9 +19,9 @@
  * probe of this backend's own CUDA blocks signals while CUDA starts; the
  * worker's may wait, interruptibly, for the worker to start.
  */
-gc_code
-gc_glue_try_choose_device(gc_device requested, gc_algorithm algo, int64 n,
-						  int d, gc_device *chosen, gc_status *st)
+static gc_code
+try_choose_device(gc_device requested, gc_algorithm algo, int64 n, int d,
+				  gc_device *chosen, gc_status *st)
 {
 	gc_gpu		gpu;
 
@@ -31,15 +31,23 @@ gc_glue_try_choose_device(gc_device requested, gc_algorithm algo, int64 n,
 }
 
 const char *
+gc_glue_device_or_none(gc_code rc, gc_device chosen, const gc_status *st)
+{
+	if (rc != GC_OK)
+		return psprintf("none (%s)", st->message);
+	return gc_device_name(chosen);
+}
+
+const char *
 gc_glue_auto_device_name(gc_algorithm algo, int64 n)
 {
 	gc_status	st = {GC_OK, ""};
 	gc_device	chosen;
+	gc_code		rc;
 
-	if (gc_glue_try_choose_device(GC_DEVICE_AUTO, algo, n, n > 0 ? 2 : 0,
-								  &chosen, &st) != GC_OK)
-		return psprintf("none (%s)", st.message);
-	return gc_device_name(chosen);
+	rc = try_choose_device(GC_DEVICE_AUTO, algo, n, n > 0 ? 2 : 0, &chosen,
+						   &st);
+	return gc_glue_device_or_none(rc, chosen, &st);
 }
 
 /*

@@ -12,12 +12,11 @@
 #include "common/gpuclust.h"
 
 /*
- * Resolve the requested device to CPU or GPU (gc_choose_device) into
- * *chosen, or return the failure in *st.
+ * A device choice for gpuclust_info(): the name of the device chosen, or
+ * "none (why)" when the choice failed (rc, st).
  */
-extern gc_code gc_glue_try_choose_device(gc_device requested,
-										 gc_algorithm algo, int64 n, int d,
-										 gc_device *chosen, gc_status *st);
+extern const char *gc_glue_device_or_none(gc_code rc, gc_device chosen,
+										  const gc_status *st);
 
 /*
  * Where algo runs under 'auto' for n rows of 2 features (n = 0: a problem

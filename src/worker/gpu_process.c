@@ -14,8 +14,8 @@
  * stream-ordered pool, kept up to the budget: gc_cuda_keep_memory) stay
  * from job to job, and after GC_PROC_TRIM_MS without jobs the pool goes
  * back to the driver.  A job's thread maps the job's segments, writes the
- * outputs there and the status and results into the job's slot (its
- * algorithm's publish), unmaps them and says DONE.
+ * outputs there and the status and results into the job's slot (publish),
+ * unmaps them and says DONE.
  *
  * Nothing here calls PostgreSQL (but set_ps_display, which writes this
  * process's own title): no elog, no palloc, no lock, no latch;
@@ -250,14 +250,14 @@ run_job(GcProcJob *r, GcJob *j)
 	run(r, j);
 }
 
-/* The job's scalars and status into its slot (its arrays are in the segment). */
+/*
+ * The job's results (its scalars, as its run laid them out) and status into
+ * its slot (its arrays are in the segment).
+ */
 static void
 publish(GcProcJob *r, GcJob *j)
 {
-	const GcProcSteps *steps = proc_steps(j);
-
-	if (steps != NULL && steps->publish != NULL)
-		steps->publish(r, j);
+	j->results = r->results;
 	j->status = r->status;
 	pg_write_barrier();
 }

@@ -71,13 +71,12 @@ typedef struct GcProcMsg
 
 /*
  * A job as its thread in the GPU process sees it, for the algorithm's run
- * and publish (its record, common/algorithm.h): they call the core with
- * ctx (the job's threads, cancel flags and progress) on X, take their
- * inputs from and write their arrays into the outputs' segment o (at the
- * job's offsets), keep their scalar results in results, and set status.
- * Then publish copies the scalars into the job's slot (GcJob's results),
- * before the GPU process writes the status there and says DONE.  Neither
- * may call PostgreSQL.
+ * (its record, common/algorithm.h): it calls the core with ctx (the job's
+ * threads, cancel flags and progress) on X, takes its inputs from and
+ * writes its arrays into the outputs' segment o (at the job's offsets),
+ * keeps its scalar results in results, and sets status.  Then the GPU
+ * process copies results and status into the job's slot (GcJob's) and
+ * says DONE.  The run may not call PostgreSQL.
  */
 typedef struct GcProcJob
 {

@@ -124,17 +124,27 @@ gc_glue_gpu(gc_gpu *gpu)
 	gpu->mem_limit = (size_t) gpuclust_gpu_memory_limit << 20;
 }
 
-/* Whether ingest should put a matrix in shared memory: the worker takes jobs. */
+/*
+ * Whether the worker takes jobs; also whether ingest should put a matrix
+ * in shared memory (gc_shared_wanted).
+ */
 static bool
-worker_takes_jobs(void)
+worker_ready(void)
 {
-	return gc_worker != NULL && gc_worker->state == GC_WORKER_READY;
+	GcWorkerState s;
+
+	if (gc_worker == NULL)
+		return false;
+	SpinLockAcquire(&gc_worker->mutex);
+	s = gc_worker->state;
+	SpinLockRelease(&gc_worker->mutex);
+	return s == GC_WORKER_READY;
 }
 
 void
 gc_job_init(void)
 {
-	gc_shared_wanted = worker_takes_jobs;
+	gc_shared_wanted = worker_ready;
 }
 
 /* ---------------------------------------------------------------------
@@ -193,17 +203,6 @@ backend_exit(int code, Datum arg)
 	if (gc_worker != NULL && gc_my_slot() >= 0 &&
 		pg_atomic_read_u32(&my_job()->state) != GC_JOB_FREE)
 		abandon(my_job());
-}
-
-static bool
-worker_ready(void)
-{
-	GcWorkerState s;
-
-	SpinLockAcquire(&gc_worker->mutex);
-	s = gc_worker->state;
-	SpinLockRelease(&gc_worker->mutex);
-	return s == GC_WORKER_READY;
 }
 
 /*
