@@ -103,7 +103,7 @@ extern gc_device gc_glue_kmeans_labels(gc_device requested, const GcInput *in,
 /*
  * The GPU runs of k-means and of the labels of in's rows for the k given
  * centres C (kmeans_job.c), the contracts of gc_kmeans_on_gpu and
- * gc_kmeans_labels_gpu: through the GPU worker when the server has one
+ * gc_kmeans_labels_on_gpu: through the GPU worker when the server has one
  * (worker/job.h), else in this backend.  The k-means run's p->gpu_plan
  * is its device choice's (gc_glue_choose_kmeans_device), which the
  * worker's admission counts.

@@ -111,7 +111,8 @@ gc_gpu_run_kmeans_labels(const gc_ctx *ctx, const GcInput *in, const float *C,
 	dsm_segment *out;
 
 	if (!gc_job_by_worker())
-		return gc_kmeans_labels_gpu(ctx, in->X, in->n, in->d, C, k, labels, st);
+		return gc_kmeans_labels_on_gpu(ctx, in->X, in->n, in->d, C, k, labels,
+									   st);
 
 	j = gc_job_begin(GC_ALGO_KMEANS_LABELS, ctx, in);
 	GC_JOB_AREA(j->params, KmeansLabelsParams)->k = k;
@@ -182,7 +183,7 @@ GC_PROC_STEPS(kmeans_run, kmeans_stand_in);
 /* the labels for the centres the backend put in the outputs' segment */
 static void
 kmeans_labels_call(GcProcJob *r, GcJob *j,
-				   __typeof__(gc_kmeans_labels_gpu) *labels)
+				   __typeof__(gc_kmeans_labels_on_gpu) *labels)
 {
 	(void) labels(&r->ctx, r->X, j->n, j->d,
 				  (const float *) (r->o + j->in_array),
@@ -191,7 +192,7 @@ kmeans_labels_call(GcProcJob *r, GcJob *j,
 }
 
 GC_PROC_RUN_AND_STAND_IN(kmeans_labels, kmeans_labels_call,
-						 gc_kmeans_labels_gpu, gc_kmeans_labels_cpu)
+						 gc_kmeans_labels_on_gpu, gc_kmeans_labels_cpu)
 
 const GcProcSteps gc_kmeans_labels_proc =
 GC_PROC_STEPS(kmeans_labels_run, kmeans_labels_stand_in);
