@@ -22,8 +22,10 @@
 # ignore (those deleted from the working tree left out), every object under
 # cuda/ as built, and config.mk where there is one.  The CUDA objects do not
 # depend on PostgreSQL, so a build for another release or with GC_TESTING
-# reuses them: they are touched in the copy, newer than their sources and
-# the core's headers, so that make never compiles CUDA there.
+# reuses them.  Every file keeps its time stamp (cp -p), so make in the copy
+# judges the objects as make in this tree does: built after their sources
+# and the core's headers, they are up to date; a stale one is compiled
+# again there as it would be here.
 set -euo pipefail
 ARG=${1:?usage: $0 DEST | --sources DEST | --key [PATH...]}
 OBJECTS=1
@@ -67,4 +69,3 @@ mkdir -p "$DEST"
 sources | xargs -0 cp --parents -p -t "$DEST"
 [ "$OBJECTS" = 1 ] || exit 0
 { cuda_objects; config; } | xargs -0 -r cp --parents -p -t "$DEST"
-find "$DEST/cuda" -name '*.o' -exec touch {} + 2>/dev/null || true
