@@ -58,9 +58,17 @@ release 15 preloaded
 release 15 not-preloaded
 
 # The testing build, once: the suites that emulate a GPU start their
-# second server from its tree.
+# second server from its tree.  Where it fails, they fail at once
+# (GPUCLUST_TESTING_BUILD_FAILED: test/lib/emulated_gpu.py) rather than
+# build it again.
 testing_build() {
-	GPUCLUST_TESTING_PG_CONFIG=$(test/lib/testing_build.sh) && export GPUCLUST_TESTING_PG_CONFIG
+	if GPUCLUST_TESTING_PG_CONFIG=$(test/lib/testing_build.sh); then
+		export GPUCLUST_TESTING_PG_CONFIG
+	else
+		unset GPUCLUST_TESTING_PG_CONFIG
+		export GPUCLUST_TESTING_BUILD_FAILED=1
+		return 1
+	fi
 }
 suite "testing build (GC_TESTING)" testing_build
 
