@@ -13,7 +13,7 @@
 --   other geometry (LINESTRING, POLYGON, MULTIPOINT ...) and an empty
 --   point are an error (22023); NULL gives NULL.  The set-returning forms
 --   use these casts for a source query returning (id, geom), as for any
---   type with a cast to real[] (src/ingest.c);
+--   type with a cast to real[] (src/common/ingest.c);
 --
 -- * the window forms gpu_dbscan(geom, eps, min_pts) OVER (...) and
 --   gpu_kmeans(geom, k, ...) OVER (...) for geometry and geography: the

@@ -14,7 +14,7 @@ import numpy as np
 import psycopg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "lib"))
 from cities import load_cities  # noqa: E402
 
 OUT = os.path.join(HERE, "out", "world_clusters.png")

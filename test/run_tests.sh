@@ -5,8 +5,8 @@
 #
 # In order:
 #   1. test/lib/setup.sh: the Debian packages, then build and install
-#   2. the include layering (test/install/check_includes.sh, where it exists);
-#      the core's unit tests, plain and under ASan/UBSan
+#   2. the include layering (test/install/check_includes.sh); the core's
+#      unit tests, plain and under ASan/UBSan
 #   3. PostgreSQL 15, preloaded and not (test/install/pg_matrix.sh)
 #   4. the testing build (make GC_TESTING=1, test/lib/testing_build.sh),
 #      for the emulated GPU of test/server/worker_test.py and fault_test.py
@@ -37,9 +37,9 @@ suite() {
 	if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
 }
 
-# the #include lines by layer and folder (a grep: cheap, so first), where
-# the tree has the check
-if [ -x test/install/check_includes.sh ]; then suite "include layering" test/install/check_includes.sh; fi
+# the #include lines by layer and folder (a parse of the sources in Python,
+# under a second: cheap, so first)
+suite "include layering" test/install/check_includes.sh
 suite "core unit tests" make -s unit ${USE_CUDA:+USE_CUDA=$USE_CUDA}
 suite "core unit tests under ASan/UBSan" make -s unit-sanitize
 
@@ -58,9 +58,17 @@ release 15 preloaded
 release 15 not-preloaded
 
 # The testing build, once: the suites that emulate a GPU start their
-# second server from its tree.
+# second server from its tree.  Where it fails, they fail at once
+# (GPUCLUST_TESTING_BUILD_FAILED: test/lib/emulated_gpu.py) rather than
+# build it again.
 testing_build() {
-	GPUCLUST_TESTING_PG_CONFIG=$(test/lib/testing_build.sh) && export GPUCLUST_TESTING_PG_CONFIG
+	if GPUCLUST_TESTING_PG_CONFIG=$(test/lib/testing_build.sh); then
+		export GPUCLUST_TESTING_PG_CONFIG
+	else
+		unset GPUCLUST_TESTING_PG_CONFIG
+		export GPUCLUST_TESTING_BUILD_FAILED=1
+		return 1
+	fi
 }
 suite "testing build (GC_TESTING)" testing_build
 

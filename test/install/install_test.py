@@ -33,16 +33,12 @@ from psycopg import errors
 
 LIB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
 sys.path.insert(0, LIB)
-from report import check, info, summary  # noqa: E402
+from report import check, summary  # noqa: E402
 
 PG_CONFIG = os.environ.get("PG_CONFIG", "pg_config")
 MAJOR = subprocess.run([PG_CONFIG, "--version"], capture_output=True, text=True,
                        check=True).stdout.split()[1].split(".")[0]
 BASE = os.environ.get("GPUCLUST_INSTALL_PG_DIR", f"/tmp/gpuclust_install_{MAJOR}")
-# make GC_TESTING=1 (a conditional on that variable in the Makefile) builds
-# the test-only switches into the extension; a plain make leaves them out
-with open(os.path.join(os.path.dirname(os.path.dirname(LIB)), "Makefile")) as f:
-    TESTING_SWITCH = re.search(r"^\s*if(n?eq|n?def)\b.*\bGC_TESTING\b", f.read(), re.M) is not None
 PORT = os.environ.get("GPUCLUST_INSTALL_PG_PORT", str(54400 + int(MAJOR)))
 
 PTS = ("SELECT i::bigint AS id, ARRAY[(i % 7)::real, (i / 7)::real] AS f "
@@ -195,22 +191,6 @@ def not_preloaded():
         check("no crash in the log (not preloaded)", not crashes, "; ".join(crashes[:3]))
 
 
-def no_test_switch(conn):
-    """The product build has no test-only setting: make GC_TESTING=1 builds
-    them in (test/lib/testing_build.sh).  Where the Makefile has no such
-    switch for the extension, every build has the setting: said, not checked."""
-    try:
-        conn.execute("SHOW gpuclust.gpu_worker_emulate")
-        absent = False
-    except errors.UndefinedObject:
-        absent = True
-    if TESTING_SWITCH:
-        check("gpuclust.gpu_worker_emulate absent from the product build", absent)
-    else:
-        info("the Makefile builds no separate testing library: gpuclust.gpu_worker_emulate "
-             f"{'absent' if absent else 'defined'}, not checked")
-
-
 def preloaded():
     with Server(preload=True) as srv:
         with srv.connect() as conn:
@@ -220,7 +200,6 @@ def preloaded():
             conn.execute("CREATE DATABASE second")
             worker = conn.execute("SHOW gpuclust.gpu_worker").fetchone()[0]
             check("gpuclust.gpu_worker defined when preloaded", worker == "on", worker)
-            no_test_switch(conn)
         with srv.connect("second") as conn:
             conn.execute("CREATE EXTENSION gpuclust")
             check("CREATE EXTENSION in a second database", True)

@@ -8,7 +8,8 @@
 #          test/lib/setup.sh installed it) or 18 (built
 #          from Debian's source by test/install/pg_versions.sh and cached; a copy
 #          of that build under /tmp runs the server, and the extension is
-#          built for it in a copy of this tree and installed there)
+#          built for it in a copy of this tree and installed there, once
+#          for both modes while the sources stay the same)
 #   MODE   preloaded (shared_preload_libraries = 'gpuclust': the GPU
 #          worker) or not-preloaded (as right after installing: CREATE
 #          EXTENSION loads the library in each backend)
@@ -46,16 +47,28 @@ else
 	# that the postgres user cannot enter, and stays as built.  PostgreSQL
 	# finds its files relative to its binaries, so a copy runs as it is.
 	PG_ROOT=/tmp/gpuclust_pgsql_$MAJOR
-	rm -rf "$PG_ROOT"
-	cp -a "$(dirname "$(dirname "$cached")")" "$PG_ROOT"
 	export PG_CONFIG=$PG_ROOT/bin/pg_config
-	# A copy of the sources (no objects of another release) with this
-	# tree's CUDA objects, which do not depend on PostgreSQL.
+	# gpuclust built in a copy of the sources (no objects of another
+	# release) with this tree's CUDA objects, which do not depend on
+	# PostgreSQL, and installed into that copy of PostgreSQL.  Both copies
+	# are made once for the two modes, and again only when the key changes:
+	# the cached release, USE_CUDA, and what the build and make installcheck
+	# read (tree_copy.sh --key expected).  The key is written last, so a
+	# build that failed is made again.
 	BUILD=/tmp/gpuclust_build_$MAJOR
-	test/lib/tree_copy.sh "$BUILD" || broken "copying the tree to $BUILD failed"
-	(cd "$BUILD" && make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null &&
-		make -s install ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null) ||
-		broken "building gpuclust for PostgreSQL $MAJOR failed"
+	key=$(echo "$cached $(stat -c %Y "$cached") ${USE_CUDA:-} $(test/lib/tree_copy.sh --key expected)" |
+		sha1sum | cut -d' ' -f1)
+	if [ "$(cat "$PG_ROOT/gpuclust.key" 2>/dev/null)" = "$key" ] && [ -f "$BUILD/gpuclust.so" ]; then
+		echo "pg_matrix: gpuclust as built for PostgreSQL $MAJOR before (same key)"
+	else
+		rm -rf "$PG_ROOT"
+		cp -a "$(dirname "$(dirname "$cached")")" "$PG_ROOT"
+		test/lib/tree_copy.sh "$BUILD" || broken "copying the tree to $BUILD failed"
+		(cd "$BUILD" && make -s -j"$(nproc)" ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null &&
+			make -s install ${USE_CUDA:+USE_CUDA=$USE_CUDA} >/dev/null) ||
+			broken "building gpuclust for PostgreSQL $MAJOR failed"
+		echo "$key" >"$PG_ROOT/gpuclust.key"
+	fi
 fi
 echo "pg_matrix: $($PG_CONFIG --version), gpuclust from $BUILD, $MODE"
 

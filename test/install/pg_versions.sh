@@ -18,7 +18,7 @@
 # this machine's apt already uses.  PostgreSQL 16 is in neither suite.
 #
 # The cache: $GPUCLUST_PG_CACHE (default ~/.cache/gpuclust)/postgresql-VERSION
-# (the build, about 2 minutes on 2 cores) and .../server-dev-VERSION.
+# (the build, about 3 minutes on 2 cores) and .../server-dev-VERSION.
 # stdout carries only the path printed; everything else goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -3,11 +3,17 @@
 test/server/fault_test.py.  That setting exists only in a testing build
 (make GC_TESTING=1), so the server runs from the private PostgreSQL tree of
 test/lib/testing_build.sh: $GPUCLUST_TESTING_PG_CONFIG when it is set
-(test/run_tests.sh builds it once and sets it), else built here."""
+(test/run_tests.sh builds it once and sets it), else built here.  Where
+that build failed (GPUCLUST_TESTING_BUILD_FAILED=1: test/run_tests.sh's
+suite "testing build" failed; or the build here), the suite ends at once
+with one failed check and its counts, without building again."""
 import contextlib
 import os
 import shlex
 import subprocess
+import sys
+
+from report import check, summary
 
 LIB = os.path.dirname(os.path.abspath(__file__))
 PG_SERVER = os.path.join(LIB, "pg_server.sh")
@@ -15,13 +21,24 @@ EMULATE = "-c gpuclust.gpu_worker_emulate=512MB"
 LIBPQ = ("PGHOST", "PGPORT", "PGUSER", "PGDATABASE")
 
 
+def no_testing_build(why):
+    """Ends the suite: one failed check, then its counts (exit status 1)."""
+    check("the testing build (make GC_TESTING=1) for the emulated GPU", False, why)
+    sys.exit(summary())
+
+
 def testing_pg_config():
     """The pg_config of the testing build's tree (built when needed)."""
     pgc = os.environ.get("GPUCLUST_TESTING_PG_CONFIG")
-    if not pgc:
-        pgc = subprocess.run([os.path.join(LIB, "testing_build.sh")], check=True,
-                             stdout=subprocess.PIPE, text=True).stdout.strip()
-        os.environ["GPUCLUST_TESTING_PG_CONFIG"] = pgc
+    if pgc:
+        return pgc
+    if os.environ.get("GPUCLUST_TESTING_BUILD_FAILED") == "1":
+        no_testing_build("it failed earlier in this run: the suite \"testing build\" says why")
+    r = subprocess.run([os.path.join(LIB, "testing_build.sh")], stdout=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        no_testing_build("test/lib/testing_build.sh failed: its output above says why")
+    pgc = r.stdout.strip()
+    os.environ["GPUCLUST_TESTING_PG_CONFIG"] = pgc
     return pgc
 
 

@@ -12,8 +12,10 @@
 # The build runs in a copy of this tree (test/lib/tree_copy.sh: the files
 # git tracks and the untracked ones it does not ignore, with this tree's
 # CUDA objects, built by the product build and reused as they are, and its
-# config.mk).  A second call with the same sources, CUDA objects, PG_CONFIG
-# and USE_CUDA prints the same tree at once.
+# config.mk).  A second call with the same files that make reads
+# (tree_copy.sh --key: the Makefile, config.mk, the control files, src/,
+# sql/, cuda/ with its objects), PG_CONFIG and USE_CUDA prints the same
+# tree at once; a change under test/ or docs/ keeps it.
 #   PG_CONFIG             the PostgreSQL built against (default: pg_config on PATH)
 #   GPUCLUST_TESTING_DIR  where the copy and the tree go (default /tmp/gpuclust_testing)
 #   USE_CUDA              passed to make, as test/lib/setup.sh passes it
@@ -28,10 +30,9 @@ tree_pg_config=$ROOT$("$PG_CONFIG" --bindir)/pg_config
 
 log() { echo "testing_build: $*" >&2; }
 
-key=$( {
-	echo "$PG_CONFIG ${USE_CUDA:-} $("$PG_CONFIG" --version)"
-	test/lib/tree_copy.sh --list | xargs -0 -r sha1sum
-} | sha1sum | cut -d' ' -f1)
+# what the build reads (not test/ nor docs/: editing a test keeps the build)
+key=$(echo "$PG_CONFIG ${USE_CUDA:-} $("$PG_CONFIG" --version) $(test/lib/tree_copy.sh --key)" |
+	sha1sum | cut -d' ' -f1)
 if [ -x "$tree_pg_config" ] && [ "$(cat "$DIR/key" 2>/dev/null)" = "$key" ]; then
 	echo "$tree_pg_config"
 	exit 0

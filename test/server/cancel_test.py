@@ -7,12 +7,16 @@ each after a second with pg_cancel_backend.  The call must end with SQLSTATE 570
 must go on working.  Run against a server with the extension installed
 (libpq environment variables), by test/run_tests.sh.
 """
+import os
 import sys
 import threading
 import time
 
 import psycopg
 from psycopg import errors
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from report import check, summary  # noqa: E402
 
 CALLS = {
     "k-means (core)":
@@ -30,7 +34,6 @@ CALLS = {
 
 
 def main():
-    passed = failed = 0
     with psycopg.connect("", autocommit=True) as admin, \
             psycopg.connect("", autocommit=True) as worker:
         admin.execute("CREATE EXTENSION IF NOT EXISTS gpuclust")
@@ -54,13 +57,9 @@ def main():
             t.join()
             lag = ended - cancelled_at[0] if cancelled_at else float("nan")
             usable = worker.execute("SELECT 1").fetchone()[0] == 1
-            ok = outcome == "cancelled" and lag < 2.0 and usable
-            passed += ok
-            failed += not ok
-            print(f"{'PASS' if ok else 'FAIL'}  {name}: {outcome} {lag:.2f} s after "
-                  f"pg_cancel_backend; session usable afterwards: {usable}")
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+            check(name, outcome == "cancelled" and lag < 2.0 and usable,
+                  f"{outcome} {lag:.2f} s after pg_cancel_backend; session usable afterwards: {usable}")
+    return summary()
 
 
 if __name__ == "__main__":

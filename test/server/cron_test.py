@@ -19,7 +19,8 @@ reader sees either the whole previous result or the whole new one.
      call over the same source, and that the reader saw the new result.
 
 Connection from the usual PG* variables (eval "$(test/lib/pg_server.sh start)").
-Exit status 0 on success.
+Prints a line per check and "N passed, M failed" (test/lib/report.py); exit
+status 0 on success.
 """
 import os
 import sys
@@ -27,6 +28,9 @@ import threading
 import time
 
 import psycopg
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from report import check, summary  # noqa: E402
 
 SCHEMA = "gc_cron_test"
 JOB = "gc_cron_test_refresh"
@@ -40,8 +44,9 @@ def log(msg):
 
 
 def fail(msg):
-    print(f"cron_test: FAIL: {msg}", flush=True)
-    sys.exit(1)
+    """A failure that ends the test: its check, then the counts."""
+    check(msg, False)
+    sys.exit(summary())
 
 
 SETUP = f"""
@@ -206,23 +211,16 @@ def main():
         log(f"reader: {reader.polls} snapshots, refreshes seen: "
             + ", ".join(f"{n} rows" for n in reader.states.values()))
 
-        ok = True
-        if diff != 0 or rows != N2:
-            ok = False
-            log(f"FAIL: the refreshed table is not gpu_dbscan's result ({diff} rows differ, {rows} rows)")
-        if last_ts == first_ts:
-            ok = False
-            log("FAIL: the table was not refreshed by the job")
-        if reader.errors:
-            ok = False
-            for e in reader.errors[:10]:
-                log(f"FAIL: reader: {e}")
-        if reader.states.get(first_ts) != N1 or N2 not in reader.states.values():
-            ok = False
-            log("FAIL: the reader did not see both the old and the new result")
+        check("the refreshed table is gpu_dbscan's result", diff == 0 and rows == N2,
+              f"{diff} rows differ, {rows} rows")
+        check("the table was refreshed by the job", last_ts != first_ts)
+        check("the reader saw only whole results, without an error", not reader.errors,
+              "; ".join(reader.errors[:10]))
+        check("the reader saw both the old and the new result",
+              reader.states.get(first_ts) == N1 and N2 in reader.states.values())
         conn.execute(f"DROP SCHEMA {SCHEMA} CASCADE")
-    log(f"{'ok' if ok else 'FAILED'} in {time.monotonic() - t0:.1f} s")
-    return 0 if ok else 1
+    log(f"done in {time.monotonic() - t0:.1f} s")
+    return summary()
 
 
 if __name__ == "__main__":

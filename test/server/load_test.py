@@ -34,6 +34,9 @@ import time
 
 import psycopg
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+from report import check, summary  # noqa: E402
+
 CALLS = {
     "k-means 200k x 2-d, k = 100":
         "SELECT count(*) FROM gpu_kmeans('SELECT id, f FROM load_km', 100, seed => 1, device => 'cpu')",
@@ -154,7 +157,6 @@ def main():
             conc[name] = {t: concurrent_wall(sql, cores, t) for t in (0, 1, cores)}
         conn.execute("DROP TABLE IF EXISTS load_km, load_db, load_wide")
 
-    passed = failed = 0
     print(f"{cores} cores; compute ms (median of 3), default threads vs gpuclust.cpu_threads = 1;"
           f" load: {cores} busy loops")
     for name in CALLS:
@@ -167,18 +169,14 @@ def main():
         if not bench:
             for what, ok in (("idle: default not slower than one thread", ok_idle),
                              ("under load: default <= 1.5x one thread", ok_load)):
-                print(f"{'PASS' if ok else 'FAIL'}  {name}: {what}")
-                passed += ok
-                failed += not ok
+                check(f"{name}: {what}", ok)
     print(f"{cores} sessions at once, wall seconds: default threads vs a fixed count")
     for name in CALLS:
         c = conc[name]
         best = min(c[1], c[cores])
         print(f"  {name}: default {c[0]:.2f} s; 1 thread each {c[1]:.2f} s; {cores} threads each"
               f" {c[cores]:.2f} s; default / best fixed {c[0] / best:.2f} (target <= 1.3)")
-    if not bench:
-        print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return 0 if bench else summary()
 
 
 if __name__ == "__main__":
