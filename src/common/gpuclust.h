@@ -75,7 +75,7 @@ extern int	gpuclust_gpu_worker_emulate;	/* MB; tests: its jobs on the CPU */
 extern int	gpuclust_gpu_memory_limit;	/* MB; 0: no limit (the free memory) */
 
 /* the number of gc_algorithm values: the size of tables indexed by one */
-#define GC_ALGO_COUNT ((int) GC_ALGO_KMEANS_LABELS + 1)
+#define GC_ALGO_COUNT ((int) GC_ALGO_HDBSCAN + 1)
 
 /* the largest value of the thread settings (the cores bound them anyway) */
 #define GC_MAX_THREADS_SETTING 1024

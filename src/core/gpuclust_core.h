@@ -15,7 +15,8 @@
  * so in gc_kmeans_params.rows_checked).
  * CUDA trusts the core: every GPU run goes through the core's entry for it
  * (gc_kmeans_on_gpu, gc_kmeans_labels_on_gpu, gc_dbscan_on_gpu,
- * gc_ap_on_gpu, gc_kdistance_on_gpu, gc_silhouette_on_gpu: the CPU entry's
+ * gc_ap_on_gpu, gc_kdistance_on_gpu, gc_silhouette_on_gpu,
+ * gc_hdbscan_on_gpu, gc_hdbscan_mst_on_gpu: the CPU entry's
  * check, then cuda/); the CUDA code
  * checks only what is the GPU's own (row limits, memory).  Derived values
  * are computed once and passed down (eps², the count of positive weights,
@@ -23,7 +24,7 @@
  * the GPU worker, used by the run).
  *
  * The folders: common/ (what every algorithm shares), kmeans/, dbscan/,
- * affinity/, tools/, each with one public header, included here.  A
+ * hdbscan/, affinity/, tools/, each with one public header, included here.  A
  * folder's *_internal.h is its own.
  */
 #ifndef GPUCLUST_CORE_H
@@ -33,6 +34,7 @@
 #include "common/metric.h"
 #include "kmeans/kmeans.h"
 #include "dbscan/dbscan.h"
+#include "hdbscan/hdbscan.h"
 #include "affinity/affinity.h"
 #include "tools/tools.h"
 

@@ -272,9 +272,11 @@ typedef enum gc_algorithm
 								 * gc_choose_device) */
 	GC_ALGO_SILHOUETTE,			/* gpu_silhouette (n rows scored in 2
 								 * clusters in gc_choose_device) */
-	GC_ALGO_KMEANS_LABELS		/* the labels of rows for given centres (the
+	GC_ALGO_KMEANS_LABELS,		/* the labels of rows for given centres (the
 								 * kmeans_step aggregate's blocks; k-means's
 								 * rule with n_init 1) */
+	GC_ALGO_HDBSCAN				/* HDBSCAN and its MST (min_samples 1 in
+								 * gc_choose_device) */
 } gc_algorithm;
 
 /*

@@ -113,6 +113,19 @@ typedef struct gc_ap_gpu_phases
 	double		ms_total;		/* the whole call */
 } gc_ap_gpu_phases;
 
+/* The last gc_hdbscan_mst_gpu call of this thread (host clock). */
+typedef struct gc_hdbscan_gpu_phases
+{
+	double		ms_upload;		/* allocation of the rows and the copy */
+	double		ms_index;		/* the kd-tree */
+	double		ms_core;		/* the core distances */
+	double		ms_mst;			/* Borůvka's rounds */
+	double		ms_sort;		/* the edges sorted by (w, a, b) */
+	double		ms_download;	/* core distances and edges to the host */
+	double		ms_total;		/* the whole call */
+	int			rounds;			/* Borůvka's rounds */
+} gc_hdbscan_gpu_phases;
+
 /* The most points gc_dbscan_gpu takes (int32 positions, one spare). */
 #define GC_DBSCAN_GPU_MAX_N (INT32_MAX - 1)
 
@@ -279,6 +292,26 @@ gc_code		gc_silhouette_gpu(const gc_ctx *ctx, const float *X, int d,
  */
 size_t		gc_silhouette_gpu_mem_bytes(int64_t rows, int d, int32_t m);
 
+/*
+ * HDBSCAN's phases 1 and 2 on the current CUDA device (cuda/hdbscan/):
+ * the core distances and the mutual-reachability MST of the rows R (the
+ * unit rows under cosine), edges sorted by (w, a, b), bit for bit
+ * gc_hdbscan_core_cpu's and gc_hdbscan_mst_edges_cpu's.  Checked by the
+ * caller: callers go through gc_hdbscan_on_gpu or gc_hdbscan_mst_on_gpu
+ * (hdbscan.c), which make the CPU's check; 2 <= n <= GC_HDBSCAN_GPU_MAX_N.
+ * CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device memory runs
+ * out); the cancel flags are polled between the phases and rounds.
+ */
+gc_code		gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n,
+							   int d, int64_t min_samples, double alpha,
+							   gc_metric metric, double *core,
+							   gc_mst_edge *edges, gc_status *st);
+
+/* Device memory gc_hdbscan_mst_gpu needs (bytes; an upper bound). */
+size_t		gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples);
+
+void		gc_hdbscan_gpu_last_phases(gc_hdbscan_gpu_phases *out);
+
 #else							/* no CUDA: the stubs */
 
 static inline void
@@ -430,6 +463,29 @@ gc_silhouette_gpu_mem_bytes(int64_t rows, int d, int32_t m)
 	return 0;
 }
 
+static inline gc_code
+gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
+				   int64_t min_samples, double alpha, gc_metric metric,
+				   double *core, gc_mst_edge *edges, gc_status *st)
+{
+	(void) ctx, (void) R, (void) n, (void) d, (void) min_samples;
+	(void) alpha, (void) metric, (void) core, (void) edges;
+	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
+}
+
+static inline size_t
+gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
+{
+	(void) n, (void) d, (void) min_samples;
+	return 0;
+}
+
+static inline void
+gc_hdbscan_gpu_last_phases(gc_hdbscan_gpu_phases *out)
+{
+	memset(out, 0, sizeof(*out));
+}
+
 #endif							/* GPUCLUST_CUDA */
 
 /*
@@ -481,6 +537,21 @@ gc_code		gc_silhouette_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 								 int d, const int32_t *labels, int32_t m,
 								 int64_t sample_size, uint64_t seed,
 								 gc_silhouette_result *res, gc_status *st);
+
+/*
+ * HDBSCAN on the GPU, in every build (hdbscan.c): gc_hdbscan_cpu's check
+ * and contract, its result bit for bit: phases 1 and 2 by
+ * gc_hdbscan_mst_gpu, phase 3 on the CPU (gc_hdbscan_from_mst).
+ */
+gc_code		gc_hdbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
+							  int d, const gc_hdbscan_params *p,
+							  gc_hdbscan_result *res, gc_status *st);
+
+/* gc_hdbscan_mst_cpu's contract and result on the GPU (hdbscan.c). */
+gc_code		gc_hdbscan_mst_on_gpu(const gc_ctx *ctx, const float *X,
+								  int64_t n, int d,
+								  const gc_hdbscan_params *p, double *core,
+								  gc_mst_edge *edges, gc_status *st);
 
 #if defined(GC_TESTING) && defined(GPUCLUST_CUDA)
 
