@@ -281,6 +281,9 @@ gc_choose_device(gc_device requested, gc_algorithm algo, int64_t n, int d,
 	if (algo == GC_ALGO_SILHOUETTE)
 		return gc_choose_device_silhouette(requested, n, d, 2, gpu, chosen,
 										   NULL, 0, st);
+	if (algo == GC_ALGO_HDBSCAN)
+		return gc_choose_device_hdbscan(requested, n, d, 1, gpu, chosen,
+										NULL, 0, st);
 	(void) n;
 	(void) d;
 	switch (requested)
@@ -542,4 +545,32 @@ gc_choose_device_silhouette(gc_device requested, int64_t rows, int d,
 						  gc_silhouette_gpu_mem_bytes(rows, d, m), INT32_MAX,
 						  silhouette_short, &m, gpu, chosen, note, note_len,
 						  st);
+}
+
+/* HDBSCAN's: min_samples (int64_t) in arg */
+static void
+hdbscan_short(const void *arg, int64_t n, size_t need, size_t free_mem,
+			  int device_id, char *msg, size_t len)
+{
+	if (n > GC_HDBSCAN_GPU_MAX_N)
+		snprintf(msg, len, "the GPU HDBSCAN takes at most %lld rows",
+				 (long long) GC_HDBSCAN_GPU_MAX_N);
+	else
+		snprintf(msg, len,
+				 "HDBSCAN of %lld rows (min_samples = %lld) needs about %zu MiB of GPU memory, but GPU %d has %zu MiB for it",
+				 (long long) n, (long long) *(const int64_t *) arg,
+				 (need >> 20) + 1, device_id, free_mem >> 20);
+}
+
+gc_code
+gc_choose_device_hdbscan(gc_device requested, int64_t n, int d,
+						 int64_t min_samples, const gc_gpu *gpu,
+						 gc_device *chosen, char *note, size_t note_len,
+						 gc_status *st)
+{
+	return choose_by_rows(requested, n, GC_HDBSCAN_GPU_MIN_ROWS,
+						  GC_HDBSCAN_GPU_MIN_ROWS_COLD,
+						  gc_hdbscan_gpu_mem_bytes(n, d, min_samples),
+						  GC_HDBSCAN_GPU_MAX_N, hdbscan_short, &min_samples,
+						  gpu, chosen, note, note_len, st);
 }
