@@ -112,6 +112,7 @@ extern const GcAlgorithm gc_dbscan_record;
 extern const GcAlgorithm gc_ap_record;
 extern const GcAlgorithm gc_kdistance_record;
 extern const GcAlgorithm gc_silhouette_record;
+extern const GcAlgorithm gc_hdbscan_record;
 
 /* The record of algo. */
 extern const GcAlgorithm *gc_algorithm_of(gc_algorithm algo);

@@ -126,4 +126,8 @@ typedef enum GcRowsOrigin
 extern void gc_glue_check_k_rows(int k, int64 n, GcRowsOrigin origin,
 								 const char *hint);
 
+/* The same for the argument name, whose value is value (HDBSCAN's min_samples). */
+extern void gc_glue_check_rows_for(const char *name, int64 value, int64 n,
+								   GcRowsOrigin origin, const char *hint);
+
 #endif							/* GPUCLUST_CLUSTER_ARGS_H */

@@ -17,7 +17,7 @@
  *	  distributed/		rows where they are (Citus, parallel query):
  *						kmeans_step and its driver gpu_kmeans_distributed,
  *						DBSCAN over partitions, the drivers' passes over SPI
- *	  kmeans/ dbscan/ affinity/ tools/
+ *	  kmeans/ dbscan/ hdbscan/ affinity/ tools/
  *						one thin path per algorithm: its SQL functions
  *						(*_sql.c), argument reader (*_args.c), device and
  *						run (*_run.c), GPU job on both sides of the worker

@@ -17,6 +17,7 @@ static const GcAlgorithm *const algorithms[GC_ALGO_COUNT] = {
 	[GC_ALGO_KDISTANCE] = &gc_kdistance_record,
 	[GC_ALGO_SILHOUETTE] = &gc_silhouette_record,
 	[GC_ALGO_KMEANS_LABELS] = &gc_kmeans_labels_record,
+	[GC_ALGO_HDBSCAN] = &gc_hdbscan_record,
 };
 
 const GcAlgorithm *

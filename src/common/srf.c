@@ -3,8 +3,9 @@
  * srf.c
  *	  The frame of the set-returning clustering functions: arguments,
  *	  ingest of the source query into the call's working memory, the one
- *	  emitter of (id, cluster_id, is_core | is_exemplar | distance) rows,
- *	  and the phase timings of gpuclust.log_timing.  See common/srf.h.
+ *	  emitter of (id, cluster_id, is_core | is_exemplar | distance |
+ *	  probability and outlier_score) rows, and the phase timings of
+ *	  gpuclust.log_timing.  See common/srf.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,6 +61,21 @@ gc_glue_srf_ingest(GcSrfCall *call)
 }
 
 /*
+ * The columns after (id, cluster_id) of a labelling's rows: one flag as a
+ * boolean (is_core, is_exemplar), or one or two float8 columns (k-means's
+ * distance; HDBSCAN's probability and outlier score).
+ */
+typedef struct SrfExtra
+{
+	int			n;				/* 1 or 2 */
+	const uint8 *flags;			/* the one column, or NULL */
+	const double *value[2];		/* the float8 columns (flags NULL) */
+} SrfExtra;
+
+/* the most columns of a labelling's row */
+#define SRF_MAX_COLS 4
+
+/*
  * The result rows are built in place: one minimal tuple per pattern of
  * NULLs (a row with features and a cluster, a noise row, a row without
  * features), formed once; each row overwrites its values and the
@@ -70,19 +86,19 @@ typedef struct RowTemplate
 {
 	MinimalTuple tup;
 	char	   *data;			/* where its values start */
-	int			off[3];			/* offset of each value in data; -1: NULL */
+	int			off[SRF_MAX_COLS];	/* offset of each value in data; -1: NULL */
 } RowTemplate;
 
 /* Forms the template of desc's rows with the given NULLs. */
 static void
 make_template(RowTemplate *t, TupleDesc desc, const bool *nulls)
 {
-	Datum		zeros[3] = {0, 0, 0};
+	Datum		zeros[SRF_MAX_COLS] = {0};
 	uintptr_t	off = 0;
 
 	t->tup = gc_form_minimal_tuple(desc, zeros, (bool *) nulls);
 	t->data = (char *) t->tup + t->tup->t_hoff - MINIMAL_TUPLE_OFFSET;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
@@ -96,47 +112,63 @@ make_template(RowTemplate *t, TupleDesc desc, const bool *nulls)
 	}
 }
 
-/* True when desc's columns are (int8, int4, float8 | bool), by value. */
+/*
+ * True when desc's columns are (int8, int4, then bool or float8 as x has
+ * them), by value.
+ */
 static bool
-templates_apply(TupleDesc desc, bool flags)
+templates_apply(TupleDesc desc, const SrfExtra *x)
 {
-	if (desc->natts != 3)
+	if (desc->natts != 2 + x->n)
 		return false;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
 		if (!att->attbyval || att->attlen <= 0)
 			return false;
+		if (i >= 2 &&
+			att->atttypid != (x->flags != NULL ? BOOLOID : FLOAT8OID))
+			return false;
 	}
 	return TupleDescAttr(desc, 0)->atttypid == INT8OID &&
-		TupleDescAttr(desc, 1)->atttypid == INT4OID &&
-		TupleDescAttr(desc, 2)->atttypid == (flags ? BOOLOID : FLOAT8OID);
+		TupleDescAttr(desc, 1)->atttypid == INT4OID;
 }
 
-void
-gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
-				 const double *distance)
+/* Extra column c of feature row j as a Datum. */
+static Datum
+extra_datum(const SrfExtra *x, int c, int64 j)
+{
+	return x->flags ? BoolGetDatum(x->flags[j] != 0) :
+		Float8GetDatum(x->value[c][j]);
+}
+
+/*
+ * The emitter: the rows (id, cluster_id, x's columns) of a labelling in
+ * input order (see gc_glue_srf_emit).
+ */
+static void
+emit_labelling(GcSrfCall *call, const int32 *labels, const SrfExtra *x)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
 	TupleDesc	desc = rsinfo->setDesc;
 	Tuplestorestate *store = rsinfo->setResult;
 	const GcInput *in = &call->in;
-	static const bool pattern_nulls[3][3] = {
-		{false, false, false},	/* a row in a cluster */
-		{false, true, false},	/* noise */
-		{false, true, true}		/* no features */
+	/* a row in a cluster, noise, no features */
+	static const bool pattern_nulls[3][SRF_MAX_COLS] = {
+		{false, false, false, false},
+		{false, true, false, false},
+		{false, true, true, true}
 	};
 	RowTemplate tpl[3];
 	TupleTableSlot *slot;
 	MemoryContext oldcxt;
 
-	Assert(in->n == 0 ||
-		   (labels != NULL && (flags == NULL) != (distance == NULL)));
-	call->ms_compute = lap(call);
-	gc_progress_phase(GC_PHASE_EMIT);
+	Assert(in->n == 0 || labels != NULL);
+	Assert(x->n >= 1 && x->n <= SRF_MAX_COLS - 2);
+	gc_glue_srf_emit_begin(call);
 
-	if (in->keys != NULL || !templates_apply(desc, flags != NULL))
+	if (in->keys != NULL || !templates_apply(desc, x))
 	{
 		/*
 		 * A keyed call (ids of the source's own type), or a declaration
@@ -144,8 +176,8 @@ gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
 		 */
 		for (int64 i = 0, j = 0; i < in->n_rows; i++)
 		{
-			Datum		values[3] = {0, 0, 0};
-			bool		nulls[3] = {false, true, true};
+			Datum		values[SRF_MAX_COLS] = {0};
+			bool		nulls[SRF_MAX_COLS] = {false, true, true, true};
 
 			values[0] = in->keys ? in->keys[i] : Int64GetDatum(in->ids[i]);
 			if (in->has_features[i])
@@ -153,16 +185,18 @@ gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
 				nulls[1] = labels[j] == GC_NOISE;
 				if (!nulls[1])
 					values[1] = Int32GetDatum(labels[j]);
-				nulls[2] = false;
-				values[2] = flags ? BoolGetDatum(flags[j] != 0) :
-					Float8GetDatum(distance[j]);
+				for (int c = 0; c < x->n; c++)
+				{
+					nulls[2 + c] = false;
+					values[2 + c] = extra_datum(x, c, j);
+				}
 				j++;
 			}
 			tuplestore_putvalues(store, desc, values, nulls);
 			if ((i & 0xFFFF) == 0xFFFF)
 				CHECK_FOR_INTERRUPTS();
 		}
-		call->ms_emit = lap(call);
+		gc_glue_srf_emit_end(call);
 		return;
 	}
 
@@ -190,10 +224,12 @@ gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
 				t = &tpl[0];
 				memcpy(t->data + t->off[1], &label, sizeof(int32));
 			}
-			if (flags)
-				t->data[t->off[2]] = flags[j] != 0;
+			if (x->flags)
+				t->data[t->off[2]] = x->flags[j] != 0;
 			else
-				memcpy(t->data + t->off[2], &distance[j], sizeof(double));
+				for (int c = 0; c < x->n; c++)
+					memcpy(t->data + t->off[2 + c], &x->value[c][j],
+						   sizeof(double));
 			j++;
 		}
 		memcpy(t->data + t->off[0], &id, sizeof(int64));
@@ -203,6 +239,38 @@ gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
 			CHECK_FOR_INTERRUPTS();
 	}
 	ExecDropSingleTupleTableSlot(slot);
+	gc_glue_srf_emit_end(call);
+}
+
+void
+gc_glue_srf_emit(GcSrfCall *call, const int32 *labels, const uint8 *flags,
+				 const double *distance)
+{
+	SrfExtra	x = {1, flags, {distance, NULL}};
+
+	Assert(call->in.n == 0 || (flags == NULL) != (distance == NULL));
+	emit_labelling(call, labels, &x);
+}
+
+void
+gc_glue_srf_emit_scores(GcSrfCall *call, const int32 *labels,
+						const double *first, const double *second)
+{
+	SrfExtra	x = {2, NULL, {first, second}};
+
+	emit_labelling(call, labels, &x);
+}
+
+void
+gc_glue_srf_emit_begin(GcSrfCall *call)
+{
+	call->ms_compute = lap(call);
+	gc_progress_phase(GC_PHASE_EMIT);
+}
+
+void
+gc_glue_srf_emit_end(GcSrfCall *call)
+{
 	call->ms_emit = lap(call);
 }
 

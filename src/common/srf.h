@@ -2,8 +2,9 @@
  *
  * srf.h
  *	  The frame of the set-returning clustering functions (kmeans/kmeans_sql.c,
- *	  dbscan/dbscan_sql.c, affinity/affinity_sql.c): their arguments, the source query's rows,
- *	  the one emitter of their result rows, and their timings.
+ *	  dbscan/dbscan_sql.c, affinity/affinity_sql.c, hdbscan/hdbscan_sql.c): their
+ *	  arguments, the source query's rows, the one emitter of their result
+ *	  rows, and their timings.
  *
  * A set-returning function reads its arguments (gc_glue_srf_args, then
  * its algorithm's reader), ingests the source query (gc_glue_srf_ingest),
@@ -56,6 +57,22 @@ extern void gc_glue_srf_ingest(GcSrfCall *call);
  */
 extern void gc_glue_srf_emit(GcSrfCall *call, const int32 *labels,
 							 const uint8 *flags, const double *distance);
+
+/*
+ * The same for rows (id, cluster_id, first[j], second[j]) with two
+ * float8 columns (HDBSCAN's probability and outlier score): rows without
+ * features get NULL in both.
+ */
+extern void gc_glue_srf_emit_scores(GcSrfCall *call, const int32 *labels,
+									const double *first, const double *second);
+
+/*
+ * Around a function's own emitter of rows of another shape (a tree, the
+ * edges of a graph): begin ends the compute phase and shows the emit
+ * phase, end ends the emit phase (gc_glue_srf_emit calls both).
+ */
+extern void gc_glue_srf_emit_begin(GcSrfCall *call);
+extern void gc_glue_srf_emit_end(GcSrfCall *call);
 
 /*
  * gpuclust.log_timing's INFO: "<head>; ingest .. ms, compute .. ms<detail>,

@@ -1,0 +1,157 @@
+/*-------------------------------------------------------------------------
+ *
+ * hdbscan_run.c
+ *	  Running HDBSCAN on the rows of a call, shared by every SQL form
+ *	  (gpu_hdbscan, gpu_hdbscan_tree, the window form) and by
+ *	  gpu_minimum_spanning_tree: the device, the GPU run of phases 1 and 2
+ *	  (hdbscan_job.c's gc_gpu_run_hdbscan_mst, over worker/job.c) followed
+ *	  by phase 3 here, the CPU's whole call, the fallback to the CPU under
+ *	  'auto'.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/progress.h"
+#include "hdbscan/hdbscan_glue.h"
+#include "worker/device.h"
+#include "worker/job.h"
+
+gc_device
+gc_glue_choose_hdbscan_device(gc_device requested, const gc_hdbscan_params *p,
+							  int64 n, int d)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen = GC_DEVICE_CPU;
+	char		note[256];
+	gc_gpu		gpu;
+
+	gc_glue_gpu(&gpu);
+	gc_glue_chosen_or_report(gc_choose_device_hdbscan(requested, n, d,
+													  p->min_samples, &gpu,
+													  &chosen, note,
+													  sizeof(note), &st),
+							 &st, note, GC_ALGO_HDBSCAN);
+	return chosen;
+}
+
+/*
+ * One run's core call on device: the MST alone into edges (res NULL), or
+ * HDBSCAN's result into res.  On the GPU, phases 1 and 2 there, into
+ * edges (in->n - 1 of them; for HDBSCAN, NULL: the run's own), phase 3
+ * here.
+ */
+static gc_code
+hdbscan_call(const gc_ctx *ctx, const GcInput *in, gc_device device,
+			 const gc_hdbscan_params *p, gc_mst_edge *edges,
+			 gc_hdbscan_result *res, gc_status *st)
+{
+	gc_mst_edge *e = edges;
+
+	if (device == GC_DEVICE_CPU)
+		return res == NULL ?
+			gc_hdbscan_mst_cpu(ctx, in->X, in->n, in->d, p, NULL, edges, st) :
+			gc_hdbscan_cpu(ctx, in->X, in->n, in->d, p, res, st);
+	if (e == NULL)
+		e = gc_glue_alloc_array(CurrentMemoryContext, Max(in->n - 1, 1),
+								sizeof(gc_mst_edge));
+	if (gc_gpu_run_hdbscan_mst(ctx, in, p, e, st) == GC_OK && res != NULL)
+	{
+		gc_progress_phase(GC_PHASE_LABEL);
+		(void) gc_hdbscan_from_mst(ctx, in->n, e, p, res, st);
+	}
+	if (e != edges)
+		pfree(e);
+	return st->code;
+}
+
+/*
+ * The run of a call on the device dispatch chooses (edges and res as
+ * hdbscan_call's), shown in gpuclust_progress, with the algorithms'
+ * fallback (gc_glue_gpu_failed).
+ * A tree the core returned with a failure is freed.  Returns the device
+ * that ran; a failure is raised.
+ */
+static gc_device
+run(gc_device requested, const GcInput *in, const gc_hdbscan_params *p,
+	gc_mst_edge *edges, gc_hdbscan_result *res)
+{
+	gc_status	st = {GC_OK, ""};
+	gc_device	chosen;
+	gc_ctx		ctx;
+
+	Assert(in->n >= 1 && p->min_samples <= in->n);
+	if (p->metric == GC_METRIC_COSINE)
+		gc_glue_check_no_zero_row(in);
+	chosen = gc_glue_choose_hdbscan_device(requested, p, in->n, in->d);
+	gc_progress_compute(chosen, in->n);
+	gc_glue_ctx(&ctx);
+	ctx.n_threads = gc_dbscan_threads(&ctx, in->n);
+	if (chosen == GC_DEVICE_GPU &&
+		hdbscan_call(&ctx, in, GC_DEVICE_GPU, p, edges, res, &st) != GC_OK)
+	{
+		if (res != NULL)
+			gc_hdbscan_tree_free(res->tree);
+		chosen = gc_glue_gpu_failed(requested, &st,
+									gc_algorithm_name(GC_ALGO_HDBSCAN), NULL);
+		gc_progress_compute(chosen, in->n);
+	}
+	if (chosen == GC_DEVICE_CPU &&
+		hdbscan_call(&ctx, in, GC_DEVICE_CPU, p, edges, res, &st) != GC_OK)
+	{
+		if (res != NULL)
+			gc_hdbscan_tree_free(res->tree);
+		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_HDBSCAN));
+	}
+	return chosen;
+}
+
+/* The core's condensed tree copied into cxt (*dst), then freed. */
+static void
+keep_tree(MemoryContext cxt, gc_hdbscan_tree *src, gc_hdbscan_tree *dst)
+{
+	*dst = *src;
+	dst->rows = gc_glue_alloc_array(cxt, Max(src->nrows, 1),
+									sizeof(gc_hdbscan_tree_row));
+	dst->selected = gc_glue_alloc_array(cxt, Max(src->nclusters, 1),
+										sizeof(int32));
+	if (src->nrows > 0)
+		memcpy(dst->rows, src->rows, src->nrows * sizeof(gc_hdbscan_tree_row));
+	if (src->nclusters > 0)
+		memcpy(dst->selected, src->selected, src->nclusters * sizeof(int32));
+	gc_hdbscan_tree_free(src);
+}
+
+gc_device
+gc_glue_run_hdbscan(gc_device requested, const GcInput *in,
+					const gc_hdbscan_params *p, MemoryContext cxt,
+					bool want_tree, GcHdbscanOut *out)
+{
+	gc_hdbscan_result res;
+	gc_hdbscan_tree tree;
+	gc_device	chosen;
+
+	memset(out, 0, sizeof(*out));
+	memset(&res, 0, sizeof(res));
+	memset(&tree, 0, sizeof(tree));
+	out->labels = res.labels = gc_glue_alloc_array(cxt, in->n, sizeof(int32));
+	out->probability = res.probability =
+		gc_glue_alloc_array(cxt, in->n, sizeof(double));
+	out->outlier = res.outlier = gc_glue_alloc_array(cxt, in->n, sizeof(double));
+	res.tree = want_tree ? &tree : NULL;
+
+	chosen = run(requested, in, p, NULL, &res);
+	out->clusters = res.clusters;
+	if (want_tree)
+		keep_tree(cxt, &tree, &out->tree);
+	return chosen;
+}
+
+gc_device
+gc_glue_run_mst(gc_device requested, const GcInput *in,
+				const gc_hdbscan_params *p, MemoryContext cxt,
+				gc_mst_edge **edges)
+{
+	*edges = gc_glue_alloc_array(cxt, Max(in->n - 1, 1), sizeof(gc_mst_edge));
+	return run(requested, in, p, *edges, NULL);
+}
