@@ -27,3 +27,71 @@ BEGIN
                     ELSE 'Cluster a point of each shape: ST_Centroid(geom) or ST_PointOnSurface(geom); ST_Dump(geom) splits a MULTIPOINT.' END;
 END
 $$;
+
+-- The window forms for geometry and geography of every window function of
+-- gpuclust, as gpuclust_postgis--0.1.sql declares them: gpuclust 0.2 adds
+-- gpu_hdbscan(features, ...) OVER (...).  A new installation's 0.1 script
+-- has declared them all already (it reads gpuclust's, 0.2's); an upgraded
+-- one gets gpu_hdbscan's here.  CREATE OR REPLACE, so that both paths end
+-- with the same objects, and objects depending on the others keep
+-- working.  gpuclust must be at 0.2 first.
+DO $$
+DECLARE
+    f record;
+    t text;
+BEGIN
+    IF (SELECT e.extversion FROM pg_catalog.pg_extension e
+        WHERE e.extname OPERATOR(pg_catalog.=) 'gpuclust'::pg_catalog.name)
+       OPERATOR(pg_catalog.=) '0.1'::pg_catalog.text THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = 'gpuclust_postgis 0.2 needs gpuclust 0.2',
+            HINT = 'Run ALTER EXTENSION gpuclust UPDATE first, then ALTER EXTENSION gpuclust_postgis UPDATE.';
+    END IF;
+    FOR f IN
+        SELECT p.proname, pg_catalog.pg_get_function_arguments(p.oid) AS args,
+               p.probin, p.prosrc,
+               pg_catalog.pg_get_function_identity_arguments(p.oid) AS ident,
+               p.oid::pg_catalog.regprocedure AS real_form
+        FROM pg_catalog.pg_proc p
+        JOIN pg_catalog.pg_depend d
+          ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid
+         AND d.objid OPERATOR(pg_catalog.=) p.oid
+         AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+         AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog."char"
+        JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+                                      AND e.extname OPERATOR(pg_catalog.=) 'gpuclust'::pg_catalog.name
+        WHERE p.prokind OPERATOR(pg_catalog.=) 'w'::pg_catalog."char"
+          AND p.proargtypes[0] OPERATOR(pg_catalog.=) 'pg_catalog.float4[]'::pg_catalog.regtype::pg_catalog.oid
+        ORDER BY p.proname
+    LOOP
+        FOR t IN
+            SELECT pg_catalog.format('%I.%I'::pg_catalog.text, n.nspname, ty.typname)
+            FROM pg_catalog.pg_type ty
+            JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) ty.typnamespace
+            JOIN pg_catalog.pg_extension e ON e.extnamespace OPERATOR(pg_catalog.=) n.oid
+                                          AND e.extname OPERATOR(pg_catalog.=) 'postgis'::pg_catalog.name
+            WHERE ty.typname OPERATOR(pg_catalog.=) ANY ('{geometry, geography}'::pg_catalog.name[])
+            ORDER BY ty.typname DESC
+        LOOP
+            EXECUTE pg_catalog.format(
+                'CREATE OR REPLACE FUNCTION @extschema@.%I(%s) RETURNS int AS %L, %L '
+                'LANGUAGE C WINDOW STABLE PARALLEL SAFE'::pg_catalog.text,
+                f.proname,
+                pg_catalog.regexp_replace(f.args, '^(\S+) real\[\]'::pg_catalog.text,
+                                          '\1 '::pg_catalog.text OPERATOR(pg_catalog.||) t),
+                f.probin, f.prosrc);
+            EXECUTE pg_catalog.format(
+                'COMMENT ON FUNCTION @extschema@.%I(%s) IS %L'::pg_catalog.text,
+                f.proname,
+                pg_catalog.regexp_replace(f.ident, '^(\S+) real\[\]'::pg_catalog.text,
+                                          '\1 '::pg_catalog.text OPERATOR(pg_catalog.||) t),
+                pg_catalog.format('Window function: %s of %s points (their coordinates, '
+                                  'as the cast to real[] gives them); see %s.'::pg_catalog.text,
+                                  f.proname, pg_catalog.regexp_replace(t, '^.*\.'::pg_catalog.text,
+                                                                       ''::pg_catalog.text),
+                                  f.real_form));
+        END LOOP;
+    END LOOP;
+END
+$$;

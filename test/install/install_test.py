@@ -64,6 +64,12 @@ CALLS = [
     ("gpu_dbscan keyed", "SELECT count(*) FROM gpu_dbscan('SELECT id::text, f FROM pts', "
      "NULL::text, 1.5, 3)"),
     ("gpu_dbscan window", "SELECT count(*) FROM (SELECT gpu_dbscan(f, 1.5, 3) OVER () FROM pts) s"),
+    ("gpu_hdbscan", "SELECT count(*) FROM gpu_hdbscan('SELECT * FROM pts', 4)"),
+    ("gpu_hdbscan keyed", "SELECT count(*) FROM gpu_hdbscan('SELECT id::text, f FROM pts', "
+     "NULL::text, 4)"),
+    ("gpu_hdbscan window", "SELECT count(*) FROM (SELECT gpu_hdbscan(f, 4) OVER () FROM pts) s"),
+    ("gpu_hdbscan_tree", "SELECT count(*) FROM gpu_hdbscan_tree('SELECT * FROM pts', 4)"),
+    ("gpu_minimum_spanning_tree", "SELECT count(*) FROM gpu_minimum_spanning_tree('SELECT * FROM pts')"),
     ("gpu_affinity_propagation", "SELECT count(*) FROM gpu_affinity_propagation('SELECT * FROM pts')"),
     ("gpu_affinity_propagation keyed", "SELECT count(*) FROM gpu_affinity_propagation("
      "'SELECT id::text, f FROM pts', NULL::text)"),

@@ -130,6 +130,11 @@ CALLS = {
     "window gpu_dbscan": "SELECT id, gc.gpu_dbscan(f, 1.5, 3) OVER (ORDER BY id) FROM alice.pts ORDER BY id",
     "window gpu_kmeans": "SELECT id, gc.gpu_kmeans(f, 3, seed => 7, device => 'cpu') OVER (ORDER BY id) "
                          "FROM alice.pts ORDER BY id",
+    "gpu_hdbscan": f"SELECT * FROM gc.gpu_hdbscan('{SRC}', 4) ORDER BY id",
+    "gpu_hdbscan, keyed": f"SELECT * FROM gc.gpu_hdbscan('{SRC}', NULL::bigint, 4) ORDER BY id",
+    "gpu_hdbscan_tree": f"SELECT * FROM gc.gpu_hdbscan_tree('{SRC}', 4)",
+    "gpu_minimum_spanning_tree": f"SELECT * FROM gc.gpu_minimum_spanning_tree('{SRC}', 2)",
+    "window gpu_hdbscan": "SELECT id, gc.gpu_hdbscan(f, 4) OVER (ORDER BY id) FROM alice.pts ORDER BY id",
     "gpu_kdistance": f"SELECT * FROM gc.gpu_kdistance('{SRC}', 3) ORDER BY rank",
     "gpu_silhouette": f"SELECT * FROM gc.gpu_silhouette('{SRC}', '{LABELS}')",
     "gpu_cluster_centers": f"SELECT * FROM gc.gpu_cluster_centers('{SRC}', '{LABELS}')",
@@ -142,6 +147,8 @@ POSTGIS_CALLS = {
                             "FROM alice.pts', 1.5, 3) ORDER BY id",
     "window gpu_dbscan of points": "SELECT id, gc.gpu_dbscan(public.st_makepoint(f[1], f[2]), 1.5, 3) "
                                    "OVER (ORDER BY id) FROM alice.pts ORDER BY id",
+    "window gpu_hdbscan of points": "SELECT id, gc.gpu_hdbscan(public.st_makepoint(f[1], f[2]), 4) "
+                                    "OVER (ORDER BY id) FROM alice.pts ORDER BY id",
     "a line's error": "SELECT * FROM gc.gpu_dbscan('SELECT 1::bigint, "
                       "public.st_geomfromtext(''LINESTRING(0 0, 1 1)'')', 1.5, 3)",
 }
@@ -169,7 +176,7 @@ def install_time(admin, postgis):
           not admin.notices, admin.notices[:3])
     keyed = admin.execute("SELECT count(*) FROM pg_proc WHERE pronamespace = 'shared'::regnamespace "
                           "AND proargtypes[1] = 'anyelement'::regtype").fetchone()[0]
-    check("CREATE EXTENSION gpuclust SCHEMA shared: the 3 keyed forms made", keyed == 3, keyed)
+    check("CREATE EXTENSION gpuclust SCHEMA shared: the 6 keyed forms made", keyed == 6, keyed)
     if postgis:
         admin.notices.clear()
         admin.execute("CREATE EXTENSION gpuclust_postgis SCHEMA shared")
@@ -178,8 +185,8 @@ def install_time(admin, postgis):
         forms = admin.execute("SELECT count(*) FROM pg_proc WHERE pronamespace = 'shared'::regnamespace "
                               "AND prokind = 'w' AND proargtypes[0] IN ('geometry'::regtype, "
                               "'geography'::regtype)").fetchone()[0]
-        check("CREATE EXTENSION gpuclust_postgis SCHEMA shared: the 4 window forms made",
-              forms == 4, forms)
+        check("CREATE EXTENSION gpuclust_postgis SCHEMA shared: the 6 window forms made",
+              forms == 6, forms)
         admin.execute("DROP EXTENSION gpuclust_postgis")
     admin.execute("DROP EXTENSION gpuclust")
     admin.execute("DROP SCHEMA shared CASCADE")
