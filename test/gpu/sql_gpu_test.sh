@@ -32,7 +32,8 @@
 # several chunks and equals the unlimited GPU run bit for bit and the CPU
 # row for row; then times gpu_kmeans end to end on that table and gpu_dbscan on a 10M-row 2-d
 # table (SQL_SKIP_10M=1 skips it) on both devices, with
-# gpuclust.log_timing's breakdown.
+# gpuclust.log_timing's breakdown.  HDBSCAN: hdbscan_checks below (alone:
+# SQL_ONLY=hdbscan).
 # Logs to $OUT (or test/out).  Exit status: the number of failed checks.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,6 +78,181 @@ gpu_cancel() {
 		echo "FAIL $name: seen '$seen': $(cat "$log")"; fails=$((fails + 1))
 	fi
 }
+
+# hdbscan_checks: HDBSCAN through SQL on the GPU gives the CPU's result bit
+# for bit (gpu_hdbscan's labels, probabilities and outlier scores,
+# gpu_hdbscan_tree's rows and gpu_minimum_spanning_tree's edges in their
+# order, the window form's labels) on blobs in 2-d (the benchmark's shape),
+# 3-d and 16-d, cosine, heavy duplicates and every option; 'auto' runs it
+# on the CPU below auto_hdbscan_gpu_min_rows rows and on the GPU from there
+# (a warm backend), on the CPU with a NOTICE when the GPU's memory is too
+# small, where 'gpu' fails with 53200; gpuclust.log_timing itemises the GPU
+# phases; a GPU call stops at statement_timeout and, with the GPU worker,
+# its job (listed in gpuclust_gpu_jobs as gpu_hdbscan) is cancelled; the
+# benchmark's 110,000 rows (mcs 15) timed end to end on both devices.
+# Run by the main flow, or alone: SQL_ONLY=hdbscan test/gpu/sql_gpu_test.sh.
+hdbscan_checks() {
+	local mode="not preloaded: CUDA in each backend" r n min name src args ms
+	[ "$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'gpu_worker'")" = running ] &&
+		mode="through the GPU worker"
+	echo "== HDBSCAN: device gpu = device cpu, bit for bit ($mode)"
+	# hd_u(x): a uniform value in (0, 1) from a hash; hd_n(x): a normal one
+	$P -c "CREATE OR REPLACE FUNCTION hd_u(bigint) RETURNS float8 IMMUTABLE LANGUAGE sql
+	         AS 'SELECT (hashint8(\$1) + 2147483649.0::float8) / 4294967298.0'" \
+	   -c "CREATE OR REPLACE FUNCTION hd_n(bigint) RETURNS float8 IMMUTABLE LANGUAGE sql
+	         AS 'SELECT sqrt(-2 * ln(hd_u(\$1))) * cos(2 * pi() * hd_u(\$1 # 987654321))'" \
+	   -c "DROP TABLE IF EXISTS hd_b2, hd_b3, hd_b16, hd_dup" \
+	   -c "CREATE TABLE hd_b2 AS SELECT i::bigint AS id,
+	         CASE WHEN i > 100000 THEN ARRAY[-10 + 20 * hd_u(i), -10 + 20 * hd_u(i + 10000000)]
+	              ELSE ARRAY[-10 + 20 * hd_u(i % 50 + 777) + 0.6 * hd_n(i),
+	                         -10 + 20 * hd_u(i % 50 + 888) + 0.6 * hd_n(i + 20000000)] END::real[] AS f
+	         FROM generate_series(1, 110000) i" \
+	   -c "CREATE TABLE hd_b3 AS SELECT i::bigint AS id,
+	         ARRAY(SELECT 10 * hd_u((i % 12) * 3 + j) + (0.2 + (i % 3) * 0.3) * hd_n(i * 4 + j)
+	               FROM generate_series(1, 3) j)::real[] AS f
+	         FROM generate_series(1, 30000) i" \
+	   -c "CREATE TABLE hd_b16 AS SELECT i::bigint AS id,
+	         ARRAY(SELECT 10 * hd_u((i % 12) * 16 + j) + 0.8 * hd_n(i * 16 + j)
+	               FROM generate_series(1, 16) j)::real[] AS f
+	         FROM generate_series(1, 20000) i" \
+	   -c "CREATE TABLE hd_dup AS SELECT i::bigint AS id,
+	         ARRAY[(i % 400) / 20, (i % 400) % 20 + (i % 400) / 200 * 0.5]::real[] AS f
+	         FROM generate_series(1, 20000) i" || { echo "FAIL HDBSCAN tables"; fails=$((fails + 1)); return; }
+	# hdcmp NAME SOURCE ARGS: gpu_hdbscan's three columns equal, row for row
+	hdcmp() {
+		r=$($P -c "SELECT (count(*) = (SELECT count(*) FROM ($2) s) AND count(*) FILTER (WHERE
+		           g.cluster_id IS DISTINCT FROM c.cluster_id OR g.probability IS DISTINCT FROM c.probability
+		           OR g.outlier_score IS DISTINCT FROM c.outlier_score) = 0)::text
+		    || ' rows ' || count(*) || ', clusters ' || count(DISTINCT c.cluster_id)
+		    || ', noise ' || count(*) FILTER (WHERE c.cluster_id IS NULL)
+		    || ', labels differing ' || count(*) FILTER (WHERE g.cluster_id IS DISTINCT FROM c.cluster_id)
+		    || ', scores differing ' || count(*) FILTER (WHERE g.probability IS DISTINCT FROM c.probability
+		                                                 OR g.outlier_score IS DISTINCT FROM c.outlier_score)
+		    FROM gpu_hdbscan(\$q\$$2\$q\$, $3, device => 'gpu') g
+		    JOIN gpu_hdbscan(\$q\$$2\$q\$, $3, device => 'cpu') c USING (id)" 2>&1)
+		case "$r" in
+			true*) echo "ok   hdbscan $1:${r#true}";;
+			*) echo "FAIL hdbscan $1: $r"; fails=$((fails + 1));;
+		esac
+	}
+	# ordcmp NAME FUNCTION SOURCE ARGS COLUMNS: a tree function's rows equal, in order
+	ordcmp() {
+		r=$($P -c "SELECT (count(*) > 0 AND count(*) FILTER (WHERE ($5) IS DISTINCT FROM ($(echo "$5" | sed 's/g\./c./g'))) = 0)::text
+		    || ' rows ' || count(*) || ', differing ' || count(*) FILTER (WHERE ($5) IS DISTINCT FROM ($(echo "$5" | sed 's/g\./c./g')))
+		    FROM $2(\$q\$$3\$q\$, $4, device => 'gpu') WITH ORDINALITY g
+		    FULL JOIN $2(\$q\$$3\$q\$, $4, device => 'cpu') WITH ORDINALITY c USING (ordinality)" 2>&1)
+		case "$r" in
+			true*) echo "ok   $2 $1:${r#true}";;
+			*) echo "FAIL $2 $1: $r"; fails=$((fails + 1));;
+		esac
+	}
+	hdcmp "2-d, 110,000 rows (50 blobs + 10,000 uniform), the defaults" "SELECT id, f FROM hd_b2" "5"
+	hdcmp "2-d, 110,000 rows, min_cluster_size 15" "SELECT id, f FROM hd_b2" "15"
+	hdcmp "2-d, 110,000 rows, leaf, epsilon 0.3" "SELECT id, f FROM hd_b2" \
+		"15, cluster_selection_method => 'leaf', cluster_selection_epsilon => 0.3"
+	hdcmp "2-d, min_samples 1, alpha 0.5" "SELECT id, f FROM hd_b2 WHERE id % 4 = 0" "10, 1, alpha => 0.5"
+	hdcmp "2-d, one blob, allow_single_cluster" "SELECT id, f FROM hd_b2 WHERE id % 50 = 3 AND id <= 100000" \
+		"20, allow_single_cluster => true"
+	hdcmp "3-d, 30,000 rows, min_samples 4" "SELECT id, f FROM hd_b3" "10, 4"
+	hdcmp "3-d, NULL features in every tenth row" \
+		"SELECT id, CASE WHEN id % 10 <> 0 THEN f END FROM hd_b3 WHERE id <= 5000" "10"
+	hdcmp "16-d, 20,000 rows" "SELECT id, f FROM hd_b16" "20"
+	hdcmp "16-d, cosine" "SELECT id, f FROM hd_b16" "20, metric => 'cosine'"
+	hdcmp "heavy duplicates (400 points), min_samples 10" "SELECT id, f FROM hd_dup" "5, 10"
+	hdcmp "heavy duplicates, min_samples 100" "SELECT id, f FROM hd_dup" "60, 100"
+	ordcmp "3-d" gpu_hdbscan_tree "SELECT id, f FROM hd_b3" "10, 4" \
+		"g.parent, g.child, g.id, g.lambda, g.child_size, g.cluster_id"
+	ordcmp "heavy duplicates" gpu_hdbscan_tree "SELECT id, f FROM hd_dup" "5, 10" \
+		"g.parent, g.child, g.id, g.lambda, g.child_size, g.cluster_id"
+	ordcmp "2-d, min_samples 1 (Euclidean)" gpu_minimum_spanning_tree "SELECT id, f FROM hd_b2" "1" \
+		"g.id_a, g.id_b, g.distance"
+	ordcmp "16-d, min_samples 5, alpha 2" gpu_minimum_spanning_tree "SELECT id, f FROM hd_b16" "5, alpha => 2" \
+		"g.id_a, g.id_b, g.distance"
+	ordcmp "heavy duplicates, min_samples 7 (ties)" gpu_minimum_spanning_tree "SELECT id, f FROM hd_dup" "7" \
+		"g.id_a, g.id_b, g.distance"
+	r=$($P -c "SELECT count(*) FILTER (WHERE g IS DISTINCT FROM c)::text || ' of ' || count(*) FROM (
+	             SELECT gpu_hdbscan(f, 10, device => 'gpu') OVER w AS g, gpu_hdbscan(f, 10, device => 'cpu') OVER w AS c
+	             FROM hd_b3 WINDOW w AS (PARTITION BY id % 3 ORDER BY id)) s" 2>&1)
+	case "$r" in
+		"0 of 30000") echo "ok   window gpu_hdbscan, 3 partitions: gpu = cpu ($r rows differ)";;
+		*) echo "FAIL window gpu_hdbscan, 3 partitions: $r"; fails=$((fails + 1));;
+	esac
+
+	echo "== HDBSCAN under auto: the CPU below auto_hdbscan_gpu_min_rows, the GPU from there (warm)"
+	check "auto_device_hdbscan is gpu" \
+		"SELECT value = 'gpu' FROM gpuclust_info() WHERE key = 'auto_device_hdbscan'"
+	min=$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'auto_hdbscan_gpu_min_rows'")
+	for n in $((min - 1)) $min; do
+		dev=gpu; [ "$n" -lt "$min" ] && dev=cpu
+		r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpuclust_info()" \
+			-c "SELECT count(*) FROM gpu_hdbscan('SELECT id, f FROM hd_b2 WHERE id <= $n', 15)" 2>&1)
+		echo "$r" | grep -q "gpu_hdbscan: device $dev, n $n," && echo "ok   gpu_hdbscan, auto, $n rows: $dev" \
+			|| { echo "FAIL gpu_hdbscan, auto, $n rows: $r"; fails=$((fails + 1)); }
+	done
+	r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_minimum_spanning_tree('SELECT id, f FROM hd_b2', device => 'gpu')" 2>&1)
+	echo "$r" | grep -q "gpu_minimum_spanning_tree: device gpu, n 110000, d 2, min_samples 1, alpha 1;.* (upload .*rounds" \
+		&& echo "ok   log_timing itemises the GPU phases: $(echo "$r" | grep INFO | sed 's/.*compute/compute/')" \
+		|| { echo "FAIL log_timing of a GPU MST: $r"; fails=$((fails + 1)); }
+	r=$($P -c "SET gpuclust.gpu_memory_limit = '1MB'" -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpuclust_info()" \
+		-c "SELECT count(*) FROM gpu_hdbscan('SELECT id, f FROM hd_b2', 15)" 2>&1)
+	echo "$r" | grep -q "NOTICE:  HDBSCAN runs on the CPU" && echo "$r" | grep -q "gpu_hdbscan: device cpu" \
+		&& echo "ok   gpu_hdbscan, auto, gpu_memory_limit 1MB: the CPU, with a NOTICE: $(echo "$r" | grep DETAIL)" \
+		|| { echo "FAIL gpu_hdbscan, auto, gpu_memory_limit 1MB: $r"; fails=$((fails + 1)); }
+	r=$($P -c "SET gpuclust.gpu_memory_limit = '1MB'" -c "\\set VERBOSITY verbose" \
+		-c "SELECT count(*) FROM gpu_hdbscan('SELECT id, f FROM hd_b2', 15, device => 'gpu')" 2>&1)
+	echo "$r" | grep -q "ERROR:  53200: out of memory" && echo "ok   gpu_hdbscan, gpu, gpu_memory_limit 1MB: 53200" \
+		|| { echo "FAIL gpu_hdbscan, gpu, gpu_memory_limit 1MB: $r"; fails=$((fails + 1)); }
+
+	echo "== HDBSCAN on the GPU: stopped by statement_timeout (and pg_cancel_backend)"
+	[ -n "$($P -c "SELECT 1 FROM pg_class WHERE relname = 'big'")" ] || make_big_table
+	local call="SELECT count(*) FROM gpu_hdbscan('SELECT id, f FROM big', 10, device => 'gpu')" watch=""
+	[ -n "$($P -c "SELECT 1 FROM pg_settings WHERE name = 'shared_preload_libraries' AND setting ~ 'gpuclust'")" ] && watch=1
+	ms=$(psql -X -q -At -c '\timing on' -c "$call" 2>&1 | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p')
+	ms=${ms%.*}
+	if [ -z "$ms" ] || [ "$ms" -lt 300 ]; then
+		echo "FAIL gpu_hdbscan on 1M x 32 on the GPU, timed: '${ms}' ms (an error, or too short to stop)"; fails=$((fails + 1))
+	else
+		gpu_cancel "gpu_hdbscan on 1M x 32 on the GPU ($ms ms), statement_timeout $((ms * 6 / 10)) ms" \
+			"${watch:+SELECT pid FROM gpuclust_progress WHERE algorithm = 'gpu_hdbscan' AND device = 'gpu' AND phase NOT IN ('ingest', 'emit')}" \
+			"SET statement_timeout = $((ms * 6 / 10))" "$call" "statement timeout"
+		if [ "$($P -c "SELECT value FROM gpuclust_info() WHERE key = 'gpu_worker'")" = running ]; then
+			for k in $(seq 1 300); do
+				[ -z "$($P -c "SELECT 1 FROM gpuclust_gpu_jobs WHERE algorithm = 'gpu_hdbscan'")" ] && break
+				sleep 0.1
+			done
+			gpu_cancel "gpu_hdbscan: a job of the worker (gpuclust_gpu_jobs), cancelled" \
+				"SELECT pid FROM gpuclust_gpu_jobs WHERE algorithm = 'gpu_hdbscan' AND state = 'running'" \
+				"SET statement_timeout = '60s'" "$call" "user request"
+		fi
+	fi
+
+	echo "== HDBSCAN, 110,000 rows 2-d (the benchmark's shape, min_cluster_size 15), end to end"
+	cat > /tmp/timing_hd.sql <<'SQL'
+\timing on
+SET gpuclust.log_timing = on;
+SELECT 'gpu (first call in this backend)';
+SELECT count(DISTINCT cluster_id) FROM gpu_hdbscan('SELECT id, f FROM hd_b2', 15, device => 'gpu');
+SELECT 'gpu';
+SELECT count(DISTINCT cluster_id) FROM gpu_hdbscan('SELECT id, f FROM hd_b2', 15, device => 'gpu');
+SELECT 'gpu';
+SELECT count(DISTINCT cluster_id) FROM gpu_hdbscan('SELECT id, f FROM hd_b2', 15, device => 'gpu');
+SELECT 'auto';
+SELECT count(DISTINCT cluster_id) FROM gpu_hdbscan('SELECT id, f FROM hd_b2', 15);
+SELECT 'cpu';
+SELECT count(DISTINCT cluster_id) FROM gpu_hdbscan('SELECT id, f FROM hd_b2', 15, device => 'cpu');
+SELECT 'ingest alone';
+SELECT count(*) FROM hd_b2;
+SQL
+	psql -X -At -f /tmp/timing_hd.sql 2>&1 | tee "$OUTDIR/sql_timing_hdbscan.log"
+	$P -c "DROP TABLE hd_b2, hd_b3, hd_b16, hd_dup" -c "DROP FUNCTION hd_n(bigint), hd_u(bigint)"
+}
+
+if [ "${SQL_ONLY:-}" = hdbscan ]; then
+	$P -c 'DROP EXTENSION IF EXISTS gpuclust' -c 'CREATE EXTENSION gpuclust' || { echo "FAIL CREATE EXTENSION"; exit 100; }
+	hdbscan_checks
+	echo "sql_gpu_test: $fails failed"
+	exit $fails
+fi
 
 $P -c 'DROP EXTENSION IF EXISTS gpuclust' -c 'CREATE EXTENSION gpuclust' || { echo "FAIL CREATE EXTENSION"; exit 100; }
 echo "== gpuclust_info()"
@@ -629,6 +805,8 @@ for q in "gpu_kdistance('SELECT id, f FROM kd_2', 10, quantiles => 10|k-distance
 		|| { echo "FAIL $fn, gpu, gpu_memory_limit 1MB: $r"; fails=$((fails + 1)); }
 done
 $P -c "DROP TABLE kd_2, kd_3, kd_16, kd_dup, sil_km, sil_db" -c "DROP FUNCTION rt(int, int)"
+
+hdbscan_checks
 
 echo "== auto"
 r=$($P -c "SET gpuclust.log_timing = on" -c "SELECT count(*) FROM gpu_kmeans('SELECT id, f[1:2] FROM t_s1 WHERE id <= 1000', 3)" 2>&1)
