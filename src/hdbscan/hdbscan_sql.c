@@ -76,6 +76,17 @@ hdbscan_begin(FunctionCallInfo fcinfo, const GcSignature *sig,
 	return true;
 }
 
+/* gpu_hdbscan's or gpu_hdbscan_tree's call up to its result, *out. */
+static void
+hdbscan_run_call(FunctionCallInfo fcinfo, GcSrfCall *call,
+				 gc_hdbscan_params *p, bool want_tree, GcHdbscanOut *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (hdbscan_begin(fcinfo, &gc_hdbscan_signature, call, p))
+		call->ran = gc_glue_run_hdbscan(call->requested, &call->in, p,
+										call->cxt, want_tree, out);
+}
+
 /* gpuclust.log_timing's line, and the end of the call. */
 static void
 hdbscan_end(GcSrfCall *call, const gc_hdbscan_params *p, const char *what)
@@ -116,6 +127,17 @@ feature_rows(const GcInput *in, MemoryContext cxt)
 	return rows;
 }
 
+/* Result row r of the call (interrupts checked every 64k rows). */
+static void
+put_row(FunctionCallInfo fcinfo, Datum *values, bool *nulls, int64 r)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	if ((r & 0xFFFF) == 0xFFFF)
+		CHECK_FOR_INTERRUPTS();
+}
+
 /* The id of source row i, as the result's id column has it. */
 static Datum
 row_id(const GcInput *in, int64 i)
@@ -130,10 +152,7 @@ gpu_hdbscan(PG_FUNCTION_ARGS)
 	gc_hdbscan_params params;
 	GcHdbscanOut out;
 
-	memset(&out, 0, sizeof(out));
-	if (hdbscan_begin(fcinfo, &gc_hdbscan_signature, &call, &params))
-		call.ran = gc_glue_run_hdbscan(call.requested, &call.in, &params,
-									   call.cxt, false, &out);
+	hdbscan_run_call(fcinfo, &call, &params, false, &out);
 	gc_glue_srf_emit_scores(&call, out.labels, out.probability, out.outlier);
 	hdbscan_end(&call, &params, hdbscan_timing(&params, out.clusters));
 	return (Datum) 0;
@@ -142,16 +161,12 @@ gpu_hdbscan(PG_FUNCTION_ARGS)
 Datum
 gpu_hdbscan_tree(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	GcSrfCall	call;
 	gc_hdbscan_params params;
 	GcHdbscanOut out;
 	int64	   *rows;
 
-	memset(&out, 0, sizeof(out));
-	if (hdbscan_begin(fcinfo, &gc_hdbscan_signature, &call, &params))
-		call.ran = gc_glue_run_hdbscan(call.requested, &call.in, &params,
-									   call.cxt, true, &out);
+	hdbscan_run_call(fcinfo, &call, &params, true, &out);
 	gc_glue_srf_emit_begin(&call);
 	rows = feature_rows(&call.in, call.cxt);
 	for (int64 r = 0; r < out.tree.nrows; r++)
@@ -179,9 +194,7 @@ gpu_hdbscan_tree(PG_FUNCTION_ARGS)
 		}
 		values[3] = Float8GetDatum(t->lambda);
 		values[4] = Int64GetDatum(t->child_size);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		if ((r & 0xFFFF) == 0xFFFF)
-			CHECK_FOR_INTERRUPTS();
+		put_row(fcinfo, values, nulls, r);
 	}
 	gc_glue_srf_emit_end(&call);
 	hdbscan_end(&call, &params, hdbscan_timing(&params, out.clusters));
@@ -191,7 +204,6 @@ gpu_hdbscan_tree(PG_FUNCTION_ARGS)
 Datum
 gpu_minimum_spanning_tree(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	GcSrfCall	call;
 	gc_hdbscan_params params;
 	gc_mst_edge *edges = NULL;
@@ -214,9 +226,7 @@ gpu_minimum_spanning_tree(PG_FUNCTION_ARGS)
 		values[0] = row_id(&call.in, rows[edges[e].a]);
 		values[1] = row_id(&call.in, rows[edges[e].b]);
 		values[2] = Float8GetDatum(edges[e].w);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		if ((e & 0xFFFF) == 0xFFFF)
-			CHECK_FOR_INTERRUPTS();
+		put_row(fcinfo, values, nulls, e);
 	}
 	gc_glue_srf_emit_end(&call);
 	hdbscan_end(&call, &params, psprintf(", alpha %g", params.alpha));
