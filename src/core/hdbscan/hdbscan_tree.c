@@ -1,17 +1,639 @@
 /*
- * hdbscan_tree.c — placeholder: phase 3 is being written.
+ * hdbscan_tree.c — HDBSCAN's phase 3 on the CPU: from the minimum spanning
+ * tree's edges, sorted by (w, a, b), to the single-linkage tree, the
+ * condensed tree, the stabilities, the selection of the flat clusters and
+ * each row's label, membership probability and GLOSH outlier score.
+ *
+ * The semantics are scikit-learn 1.9.1's (sklearn/cluster/_hdbscan/
+ * _tree.pyx and _linkage.pyx), with every floating-point formula computed
+ * with the same operations in the same order, so that stabilities,
+ * probabilities, infinities and NaNs come out as scikit-learn's:
+ *
+ *  - single linkage: edge i makes node n + i, joining the current cluster
+ *    of a (left) and that of b (right) at distance w;
+ *  - condensing (_condense_tree): the single-linkage nodes are visited
+ *    breadth first from the root; a node whose two sides both have at
+ *    least min_cluster_size rows splits its cluster in two new clusters,
+ *    numbered in the order of the visit; a smaller side falls out of the
+ *    cluster, its rows listed breadth first with lambda = 1 / w (+inf at
+ *    w = 0).  Only the nodes that still carry a cluster are visited, and
+ *    each side that falls out is walked once, so this is O(n) where
+ *    scikit-learn re-walks subtrees; the rows come out in scikit-learn's
+ *    order (a breadth-first walk restricted to a subtree that contains the
+ *    root, or to the subtree of one node, visits its nodes in the order
+ *    the whole walk does), and the stabilities are summed in that order;
+ *  - stability: the sum over a cluster's rows of (lambda - its birth
+ *    lambda) * the row's size;
+ *  - excess of mass: a cluster is kept when the sum of its two children's
+ *    stabilities is not greater than its own (the root only with
+ *    allow_single_cluster), and selected when kept with no kept ancestor;
+ *  - leaf: the clusters with no children; none (no split) selects none;
+ *  - cluster_selection_epsilon (epsilon_search, traverse_upwards): a
+ *    selected cluster born at a distance 1 / lambda below epsilon is
+ *    replaced by its lowest ancestor born at a distance above epsilon, or
+ *    the child of the root it lies under (the root with
+ *    allow_single_cluster).  scikit-learn 1.9.1 raises a TypeError when
+ *    that climb passes a parent other than the root; this does what its
+ *    code means: the parent's distance is 1 / the lambda of its own row;
+ *  - labelling (_do_labelling): a row takes its nearest selected cluster
+ *    above it; a row under none is noise, except when allow_single_cluster
+ *    selected exactly the root: then it joins it when its lambda reaches
+ *    1 / epsilon (epsilon > 0) or the largest lambda of the root's own
+ *    rows;
+ *  - probability (get_probabilities): min(lambda, max) / max with max the
+ *    largest lambda of the rows of the row's selected cluster (its direct
+ *    children), 1 when max is 0 or lambda is infinite, 0 for noise;
+ *  - GLOSH (the hdbscan package's outlier_scores): (lambda_max - lambda) /
+ *    lambda_max with lambda_max the largest lambda of any row in the whole
+ *    subtree of the cluster the row leaves, 0 when lambda_max is 0 or
+ *    lambda is infinite; where lambda_max is infinite and lambda is not,
+ *    1 (the limit, which the formula would make NaN).
+ *
+ * The flat clusters are numbered 0, 1, ... by their lowest input position
+ * (not scikit-learn's numbering).  Everything is iterative (no recursion:
+ * a chain of 10M rows is a tree 10M deep), O(n) time but for the
+ * near-linear union-find, O(n) memory.
  */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hdbscan/hdbscan.h"
+#include "common/union_find.h"
+
+/* How often the loops poll for a cancel: every 2^20 items. */
+#define HD_POLL_MASK ((INT64_C(1) << 20) - 1)
+
+/* The state of one call; cluster c is condensed-tree node n + c. */
+typedef struct hd_tree
+{
+	const gc_ctx *ctx;
+	int64_t		n;
+	int64_t		mcs;			/* min_cluster_size */
+	const gc_mst_edge *edges;
+
+	/* single linkage: node n + i joins left[i] and right[i], size[i] rows */
+	int64_t    *left,
+			   *right,
+			   *size;
+
+	/* the condensed tree's clusters (at most kmax) */
+	int64_t		nclu,
+				kmax;
+	int64_t    *cparent;		/* the parent cluster (-1 for the root) */
+	int64_t    *cchild;			/* the first of its two children, or -1 */
+	double	   *birth;			/* the lambda of its own row (root: 0) */
+	double	   *stab;			/* the stability, then EOM's subtree sum */
+	double	   *death;			/* the largest lambda of its direct rows */
+
+	/* per input row: the cluster it leaves, the lambda it leaves at */
+	int64_t    *pclu;
+	double	   *plambda;
+
+	/* the condensed tree's rows, when the caller wants them */
+	gc_hdbscan_tree_row *rows;
+	int64_t		nrows;
+
+	int64_t		work;			/* items done since the last poll */
+} hd_tree;
+
+/* Counts one item; true (cancelled) at most every 2^20 items. */
+static inline bool
+hd_poll(hd_tree *t)
+{
+	return (++t->work & HD_POLL_MASK) == 0 && gc_cancelled(t->ctx);
+}
+
+static void
+hd_free(hd_tree *t)
+{
+	free(t->left);
+	free(t->right);
+	free(t->size);
+	free(t->cparent);
+	free(t->cchild);
+	free(t->birth);
+	free(t->stab);
+	free(t->death);
+	free(t->pclu);
+	free(t->plambda);
+	free(t->rows);
+}
+
+/* The rows under single-linkage node x (a row: 1). */
+static inline int64_t
+hd_count(const hd_tree *t, int64_t x)
+{
+	return x >= t->n ? t->size[x - t->n] : 1;
+}
+
+/* scikit-learn's lambda of a merge at distance w. */
+static inline double
+hd_lambda(double w)
+{
+	return w > 0.0 ? 1.0 / w : INFINITY;
+}
+
+/*
+ * The single-linkage tree (make_single_linkage): edge i joins the current
+ * clusters of a and b as node n + i.  The union-find over the rows keeps,
+ * at each root, the node its cluster is now (node[]).
+ */
+static gc_code
+hd_single_linkage(hd_tree *t, gc_status *st)
+{
+	int64_t		n = t->n;
+	int64_t    *uf = malloc(sizeof(int64_t) * (size_t) n);
+	int64_t    *node = malloc(sizeof(int64_t) * (size_t) n);
+	gc_code		rc = GC_OK;
+
+	if (uf == NULL || node == NULL)
+	{
+		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's single-linkage tree");
+		goto done;
+	}
+	for (int64_t i = 0; i < n; i++)
+		uf[i] = node[i] = i;
+	for (int64_t i = 0; i < n - 1; i++)
+	{
+		const gc_mst_edge *e = &t->edges[i];
+		int64_t		ra,
+					rb;
+
+		if (e->a < 0 || e->a >= n || e->b < 0 || e->b >= n)
+		{
+			rc = gc_fail(st, GC_EINVAL, "HDBSCAN's edge %lld joins a row outside 0 .. %lld",
+						 (long long) i, (long long) n - 1);
+			goto done;
+		}
+		ra = gc_uf_find(uf, e->a);
+		rb = gc_uf_find(uf, e->b);
+		if (ra == rb)
+		{
+			rc = gc_fail(st, GC_EINVAL, "HDBSCAN's edges do not form a spanning tree (edge %lld closes a cycle)",
+						 (long long) i);
+			goto done;
+		}
+		t->left[i] = node[ra];
+		t->right[i] = node[rb];
+		t->size[i] = hd_count(t, node[ra]) + hd_count(t, node[rb]);
+		gc_uf_union(uf, ra, rb);
+		node[ra < rb ? ra : rb] = n + i;	/* the lower root stays */
+		if (hd_poll(t))
+		{
+			rc = gc_fail(st, GC_ECANCEL, "canceled");
+			goto done;
+		}
+	}
+done:
+	free(uf);
+	free(node);
+	return rc;
+}
+
+/* A row of the condensed tree: parent cluster c, child node, lambda, size. */
+static inline void
+hd_row(hd_tree *t, int64_t c, int64_t child, double lambda, int64_t size)
+{
+	/* _compute_stability's sum, in the rows' order */
+	t->stab[c] += (lambda - t->birth[c]) * (double) size;
+	if (lambda > t->death[c])
+		t->death[c] = lambda;
+	if (t->rows != NULL)
+	{
+		gc_hdbscan_tree_row *r = &t->rows[t->nrows];
+
+		r->parent = t->n + c;
+		r->child = child;
+		r->lambda = lambda;
+		r->child_size = size;
+	}
+	t->nrows++;
+}
+
+/* A new cluster, child of c, born at lambda with size rows. */
+static int64_t
+hd_new_cluster(hd_tree *t, int64_t c, double lambda, int64_t size)
+{
+	int64_t		k = t->nclu++;
+
+	t->cparent[k] = c;
+	t->cchild[k] = -1;
+	t->birth[k] = lambda;
+	t->stab[k] = 0.0;
+	t->death[k] = 0.0;
+	hd_row(t, c, t->n + k, lambda, size);
+	return k;
+}
+
+/*
+ * The rows under single-linkage node s fall out of cluster c at lambda,
+ * listed breadth first (bfs_from_hierarchy); queue has room for the
+ * internal nodes under s.
+ */
+static bool
+hd_fall_out(hd_tree *t, int64_t s, int64_t c, double lambda, int64_t *queue)
+{
+	int64_t		n = t->n,
+				head = 0,
+				tail = 0;
+
+	if (s < n)
+	{
+		t->pclu[s] = c;
+		t->plambda[s] = lambda;
+		hd_row(t, c, s, lambda, 1);
+		return hd_poll(t);
+	}
+	queue[tail++] = s;
+	while (head < tail)
+	{
+		int64_t		x = queue[head++] - n;
+		int64_t		side[2] = {t->left[x], t->right[x]};
+
+		for (int j = 0; j < 2; j++)
+		{
+			if (side[j] >= n)
+				queue[tail++] = side[j];
+			else
+			{
+				t->pclu[side[j]] = c;
+				t->plambda[side[j]] = lambda;
+				hd_row(t, c, side[j], lambda, 1);
+			}
+		}
+		if (hd_poll(t))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The condensed tree (_condense_tree): the single-linkage nodes that carry
+ * a cluster, breadth first from the root; queue holds (node, cluster)
+ * pairs, fall the fall_out walk's queue.  Every side that falls out is
+ * walked once, since the nodes under it carry no cluster.
+ */
+static gc_code
+hd_condense(hd_tree *t, gc_status *st)
+{
+	int64_t		n = t->n,
+				head = 0,
+				tail = 0;
+	int64_t    *queue = malloc(sizeof(int64_t) * 2 * (size_t) (n - 1));
+	int64_t    *fall = malloc(sizeof(int64_t) * (size_t) (n - 1));
+	gc_code		rc = GC_OK;
+
+	if (queue == NULL || fall == NULL)
+	{
+		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's condensed tree");
+		goto done;
+	}
+	t->nclu = 1;
+	t->cparent[0] = -1;
+	t->cchild[0] = -1;
+	t->birth[0] = 0.0;
+	t->stab[0] = 0.0;
+	t->death[0] = 0.0;
+	queue[tail++] = 2 * n - 2;
+	queue[tail++] = 0;
+	while (head < tail)
+	{
+		int64_t		x = queue[head++] - n,
+					c = queue[head++];
+		int64_t		l = t->left[x],
+					r = t->right[x];
+		int64_t		lc = hd_count(t, l),
+					rcnt = hd_count(t, r);
+		double		lambda = hd_lambda(t->edges[x].w);
+		bool		stop = false;
+
+		if (lc >= t->mcs && rcnt >= t->mcs)
+		{
+			int64_t		kl = hd_new_cluster(t, c, lambda, lc);
+			int64_t		kr = hd_new_cluster(t, c, lambda, rcnt);
+
+			t->cchild[c] = kl;
+			queue[tail++] = l;
+			queue[tail++] = kl;
+			queue[tail++] = r;
+			queue[tail++] = kr;
+		}
+		else if (lc < t->mcs && rcnt < t->mcs)
+			stop = hd_fall_out(t, l, c, lambda, fall) ||
+				hd_fall_out(t, r, c, lambda, fall);
+		else if (lc < t->mcs)
+		{
+			stop = hd_fall_out(t, l, c, lambda, fall);
+			queue[tail++] = r;
+			queue[tail++] = c;
+		}
+		else
+		{
+			stop = hd_fall_out(t, r, c, lambda, fall);
+			queue[tail++] = l;
+			queue[tail++] = c;
+		}
+		if (stop || hd_poll(t))
+		{
+			rc = gc_fail(st, GC_ECANCEL, "canceled");
+			goto done;
+		}
+	}
+done:
+	free(queue);
+	free(fall);
+	return rc;
+}
+
+
+/*
+ * Excess of mass (_get_clusters' 'eom'): the clusters from the highest
+ * number down (children before parents, the numbering being breadth
+ * first), each kept unless its children's stabilities sum to more than
+ * its own, which then becomes its stability; the root takes part only
+ * with allow_single_cluster.  A kept cluster unselects everything under
+ * it, so the selected ones are those kept with no kept ancestor.
+ */
+static void
+hd_select_eom(hd_tree *t, bool allow_single, uint8_t *sel)
+{
+	int64_t		k = t->nclu,
+				last = allow_single ? 0 : 1;
+
+	for (int64_t c = k - 1; c >= last; c--)
+	{
+		int64_t		ch = t->cchild[c];
+		double		sub = ch < 0 ? 0.0 : t->stab[ch] + t->stab[ch + 1];
+
+		sel[c] = !(sub > t->stab[c]);
+		if (!sel[c])
+			t->stab[c] = sub;
+	}
+	if (!allow_single)
+		sel[0] = 0;
+	/* sel[c] | 2: under a kept cluster; the root's parent is none */
+	for (int64_t c = 1; c < k; c++)
+		if (sel[t->cparent[c]] != 0)
+			sel[c] |= 2;
+	for (int64_t c = 0; c < k; c++)
+		sel[c] = sel[c] == 1;
+}
+
+/* leaf: the clusters with no children (none when the root never splits). */
+static void
+hd_select_leaf(const hd_tree *t, uint8_t *sel)
+{
+	for (int64_t c = 0; c < t->nclu; c++)
+		sel[c] = t->nclu > 1 && t->cchild[c] < 0;
+}
+
+/*
+ * epsilon_search over the selected clusters: one born at a distance
+ * 1 / birth below epsilon gives way to climb[c] (traverse_upwards from
+ * c): its lowest ancestor other than the root born at a distance above
+ * epsilon, else the child of the root it lies under, or the root with
+ * allow_single_cluster.  climb[] is filled from the root down; the result
+ * does not depend on the order scikit-learn visits the clusters in, since
+ * every cluster under a climb's result climbs to it too.
+ */
+static void
+hd_epsilon_search(const hd_tree *t, double epsilon, bool allow_single,
+				  uint8_t *sel, int64_t *climb)
+{
+	int64_t		k = t->nclu;
+
+	climb[0] = 0;
+	for (int64_t c = 1; c < k; c++)
+	{
+		int64_t		p = t->cparent[c];
+
+		if (p == 0)
+			climb[c] = allow_single ? 0 : c;
+		else
+			climb[c] = 1.0 / t->birth[p] > epsilon ? p : climb[p];
+	}
+	/* sel[c] | 2: selected by the search */
+	for (int64_t c = 1; c < k; c++)
+		if (sel[c] & 1)
+			sel[1.0 / t->birth[c] < epsilon ? climb[c] : c] |= 2;
+	for (int64_t c = 0; c < k; c++)
+		sel[c] = (sel[c] & 2) != 0;
+}
+
+/*
+ * The flat selection of p's method, epsilon and allow_single_cluster into
+ * sel (climb: scratch of nclu).
+ */
+static void
+hd_select(hd_tree *t, const gc_hdbscan_params *p, uint8_t *sel,
+		  int64_t *climb)
+{
+	if (p->method == GC_HDBSCAN_LEAF)
+		hd_select_leaf(t, sel);
+	else
+		hd_select_eom(t, p->allow_single_cluster, sel);
+	/*
+	 * epsilon: not without a split, nor when EOM selected the root (then
+	 * alone)
+	 */
+	if (p->epsilon != 0.0 && t->nclu > 1 && !sel[0])
+		hd_epsilon_search(t, p->epsilon, p->allow_single_cluster, sel, climb);
+}
+
+/* get_probabilities: a row at lambda in a cluster whose rows reach mx. */
+static inline double
+hd_probability(double mx, double lambda)
+{
+	if (mx == 0.0 || isinf(lambda))
+		return 1.0;
+	return (lambda < mx ? lambda : mx) / mx;
+}
+
+/* GLOSH: a row at lambda leaving a cluster whose subtree reaches lmax. */
+static inline double
+hd_glosh(double lmax, double lambda)
+{
+	if (lmax == 0.0 || !isfinite(lambda))
+		return 0.0;
+	if (isinf(lmax))
+		return 1.0;
+	return (lmax - lambda) / lmax;
+}
+
+/*
+ * Each row's label, probability and outlier score from the selection sel
+ * (_do_labelling, get_probabilities, GLOSH); flat[c] receives cluster c's
+ * flat number or GC_NOISE.  top and lmax: scratch of nclu.
+ */
+static gc_code
+hd_label(hd_tree *t, const gc_hdbscan_params *p, const uint8_t *sel,
+		 int64_t *top, double *lmax, int32_t *flat, gc_hdbscan_result *res,
+		 gc_status *st)
+{
+	int64_t		k = t->nclu,
+				nsel = 0;
+	int32_t		nflat = 0;
+	bool		single_root;
+	double		threshold;
+
+	/* top[c]: the nearest selected cluster at or above c, else the root */
+	top[0] = 0;
+	for (int64_t c = 1; c < k; c++)
+		top[c] = sel[c] ? c : top[t->cparent[c]];
+	for (int64_t c = 0; c < k; c++)
+	{
+		nsel += sel[c];
+		flat[c] = GC_NOISE;
+	}
+	/* the root selected alone with allow_single_cluster takes rows by lambda */
+	single_root = p->allow_single_cluster && nsel == 1 && sel[0];
+	threshold = p->epsilon != 0.0 ? 1.0 / p->epsilon : t->death[0];
+	/* lmax[c]: the largest lambda in c's subtree, children before parents */
+	memcpy(lmax, t->death, sizeof(double) * (size_t) k);
+	for (int64_t c = k - 1; c >= 1; c--)
+		if (lmax[c] > lmax[t->cparent[c]])
+			lmax[t->cparent[c]] = lmax[c];
+
+	for (int64_t i = 0; i < t->n; i++)
+	{
+		int64_t		c = t->pclu[i],
+					cl = top[c];
+		double		lambda = t->plambda[i];
+
+		if (cl == 0 && !(single_root && lambda >= threshold))
+		{
+			res->labels[i] = GC_NOISE;
+			res->probability[i] = 0.0;
+		}
+		else
+		{
+			if (flat[cl] == GC_NOISE)
+				flat[cl] = nflat++;
+			res->labels[i] = flat[cl];
+			res->probability[i] = hd_probability(t->death[cl], lambda);
+		}
+		res->outlier[i] = hd_glosh(lmax[c], lambda);
+		if (hd_poll(t))
+			return gc_fail(st, GC_ECANCEL, "canceled");
+	}
+	res->clusters = nflat;
+	return GC_OK;
+}
+
+/* The arrays of one call: the single-linkage tree, clusters, rows. */
+static gc_code
+hd_alloc(hd_tree *t, bool want_rows, gc_status *st)
+{
+	size_t		n = (size_t) t->n,
+				k = (size_t) t->kmax;
+
+	t->left = malloc(sizeof(int64_t) * (n - 1));
+	t->right = malloc(sizeof(int64_t) * (n - 1));
+	t->size = malloc(sizeof(int64_t) * (n - 1));
+	t->cparent = malloc(sizeof(int64_t) * k);
+	t->cchild = malloc(sizeof(int64_t) * k);
+	t->birth = malloc(sizeof(double) * k);
+	t->stab = malloc(sizeof(double) * k);
+	t->death = malloc(sizeof(double) * k);
+	t->pclu = malloc(sizeof(int64_t) * n);
+	t->plambda = malloc(sizeof(double) * n);
+	if (want_rows)
+		t->rows = malloc(sizeof(gc_hdbscan_tree_row) * (n + k));
+	if (t->left == NULL || t->right == NULL || t->size == NULL ||
+		t->cparent == NULL || t->cchild == NULL ||
+		t->birth == NULL || t->stab == NULL || t->death == NULL ||
+		t->pclu == NULL || t->plambda == NULL ||
+		(want_rows && t->rows == NULL))
+		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's tree (%lld rows)",
+					   (long long) t->n);
+	return GC_OK;
+}
+
+/* One row alone: noise, and a tree with no rows. */
+static gc_code
+hd_one_row(gc_hdbscan_result *res)
+{
+	res->labels[0] = GC_NOISE;
+	res->probability[0] = 0.0;
+	res->outlier[0] = 0.0;
+	res->clusters = 0;
+	return GC_OK;
+}
 
 gc_code
 gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 					const gc_hdbscan_params *p, gc_hdbscan_result *res,
 					gc_status *st)
 {
-	(void) ctx, (void) n, (void) edges, (void) p, (void) res;
-	return gc_fail(st, GC_EINTERNAL, "HDBSCAN's tree is not written yet");
+	hd_tree		t;
+	uint8_t    *sel = NULL;
+	int64_t    *scratch = NULL;
+	double	   *lmax = NULL;
+	int32_t    *flat = NULL;
+	gc_code		rc;
+
+	res->clusters = 0;
+	if (res->tree != NULL)
+		memset(res->tree, 0, sizeof(*res->tree));
+	if (p->min_cluster_size < 2)
+		return gc_fail(st, GC_EINVAL, "min_cluster_size must be at least 2");
+	if (p->method != GC_HDBSCAN_EOM && p->method != GC_HDBSCAN_LEAF)
+		return gc_fail(st, GC_EINVAL, "unknown cluster_selection_method");
+	if (!(p->epsilon >= 0.0) || isinf(p->epsilon))
+		return gc_fail(st, GC_EINVAL, "cluster_selection_epsilon must be finite and at least 0");
+	if (n <= 0)
+		return GC_OK;
+	if (n == 1)
+		return hd_one_row(res);
+
+	memset(&t, 0, sizeof(t));
+	t.ctx = ctx;
+	t.n = n;
+	t.mcs = p->min_cluster_size;
+	t.edges = edges;
+	/* at most n / mcs leaves of a binary tree */
+	t.kmax = 2 * (n / t.mcs) + 1;
+	if ((rc = hd_alloc(&t, res->tree != NULL, st)) != GC_OK ||
+		(rc = hd_single_linkage(&t, st)) != GC_OK ||
+		(rc = hd_condense(&t, st)) != GC_OK)
+		goto done;
+	/* the single-linkage tree is done with */
+	free(t.left);
+	free(t.right);
+	free(t.size);
+	t.left = t.right = t.size = NULL;
+
+	sel = malloc((size_t) t.nclu);
+	scratch = malloc(sizeof(int64_t) * (size_t) t.nclu);
+	lmax = malloc(sizeof(double) * (size_t) t.nclu);
+	flat = malloc(sizeof(int32_t) * (size_t) t.nclu);
+	if (sel == NULL || scratch == NULL || lmax == NULL || flat == NULL)
+	{
+		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
+		goto done;
+	}
+	hd_select(&t, p, sel, scratch);
+	if ((rc = hd_label(&t, p, sel, scratch, lmax, flat, res, st)) != GC_OK)
+		goto done;
+	if (res->tree != NULL)
+	{
+		res->tree->rows = t.rows;
+		res->tree->nrows = t.nrows;
+		res->tree->selected = flat;
+		res->tree->nclusters = t.nclu;
+		t.rows = NULL;
+		flat = NULL;
+	}
+done:
+	if (rc != GC_OK)
+		res->clusters = 0;
+	hd_free(&t);
+	free(sel);
+	free(scratch);
+	free(lmax);
+	free(flat);
+	return rc;
 }
 
 void

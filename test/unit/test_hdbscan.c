@@ -1,0 +1,928 @@
+/*
+ * test_hdbscan.c — HDBSCAN's phase 3 (gc_hdbscan_from_mst) and the whole
+ * call (gc_hdbscan_cpu):
+ *  - scikit-learn 1.9.1's results on the fixtures of test/data/hdbscan
+ *    (core distances and MST weights from hdbscan_ref.h's brute force,
+ *    bit for bit; labels up to a renumbering; probabilities to 1e-12);
+ *  - a naive transliteration of scikit-learn's _tree.pyx (its re-walks,
+ *    its union-finds, its max_lambdas over runs of rows) on random
+ *    spanning trees: the same condensed tree, row for row, the same
+ *    labels and probabilities bit for bit;
+ *  - hand-made trees for epsilon (eom and leaf, climbing past a parent
+ *    other than the root), allow_single_cluster, leaf with no split,
+ *    duplicates (w = 0);
+ *  - GLOSH against a brute force over the condensed tree's rows;
+ *  - the tree's consistency; chains of 1M rows, a 10M-row timing.
+ * Run from the repository root (test/data/hdbscan).  GPUCLUST_TEST_SEED
+ * repeats a run.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuclust_core.h"
+#include "testutil.h"
+#include "hdbscan_ref.h"
+
+#define FIXTURE_DIR "test/data/hdbscan"
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+static gc_hdbscan_params
+params(int64_t mcs, double eps, gc_hdbscan_method method, bool single)
+{
+	gc_hdbscan_params p = {
+		.min_cluster_size = mcs, .min_samples = 1, .epsilon = eps,
+		.method = method, .allow_single_cluster = single, .alpha = 1.0,
+		.metric = GC_METRIC_EUCLIDEAN
+	};
+
+	return p;
+}
+
+/* The result arrays of n rows (and the tree when tree). */
+typedef struct outs
+{
+	int32_t    *labels;
+	double	   *prob,
+			   *outlier;
+	gc_hdbscan_tree tree;
+	gc_hdbscan_result res;
+} outs;
+
+static void
+outs_init(outs *o, int64_t n, bool tree)
+{
+	size_t		m = (size_t) (n > 0 ? n : 1);
+
+	memset(o, 0, sizeof(*o));
+	o->labels = malloc(sizeof(int32_t) * m);
+	o->prob = malloc(sizeof(double) * m);
+	o->outlier = malloc(sizeof(double) * m);
+	o->res.labels = o->labels;
+	o->res.probability = o->prob;
+	o->res.outlier = o->outlier;
+	o->res.tree = tree ? &o->tree : NULL;
+}
+
+static void
+outs_free(outs *o)
+{
+	free(o->labels);
+	free(o->prob);
+	free(o->outlier);
+	gc_hdbscan_tree_free(&o->tree);
+}
+
+static int
+edge_cmp(const void *x, const void *y)
+{
+	const gc_mst_edge *e = x,
+			   *f = y;
+
+	return ref_edge_cmp(e->w, e->a, e->b, f->w, f->a, f->b);
+}
+
+/* Edges with a < b, sorted by (w, a, b). */
+static void
+sort_edges(gc_mst_edge *e, int64_t m)
+{
+	for (int64_t i = 0; i < m; i++)
+		if (e[i].a > e[i].b)
+		{
+			int64_t		t = e[i].a;
+
+			e[i].a = e[i].b;
+			e[i].b = t;
+		}
+	qsort(e, (size_t) m, sizeof(gc_mst_edge), edge_cmp);
+}
+
+/*
+ * Whether labels a and b are the same partition (noise for noise, a
+ * bijection between the clusters); a's labels < ka, b's < kb.  Only the
+ * labels in use count: scikit-learn numbers a selected cluster that no
+ * row joins (the root, selected beside another cluster) too.
+ */
+static bool
+same_partition(const int32_t *a, const int32_t *b, int64_t n, int ka, int kb)
+{
+	int32_t    *ab = malloc(sizeof(int32_t) * (size_t) (ka + 1)),
+			   *ba = malloc(sizeof(int32_t) * (size_t) (kb + 1));
+	bool		ok = true;
+
+	for (int i = 0; i <= ka; i++)
+		ab[i] = -2;
+	for (int i = 0; i <= kb; i++)
+		ba[i] = -2;
+	for (int64_t i = 0; i < n && ok; i++)
+	{
+		if ((a[i] < 0) != (b[i] < 0))
+			ok = false;
+		else if (a[i] >= 0)
+		{
+			if (a[i] >= ka || b[i] >= kb)
+				ok = false;
+			else if (ab[a[i]] == -2 && ba[b[i]] == -2)
+				ab[a[i]] = b[i], ba[b[i]] = a[i];
+			else if (ab[a[i]] != b[i] || ba[b[i]] != a[i])
+				ok = false;
+		}
+	}
+	free(ab);
+	free(ba);
+	return ok;
+}
+
+/* Labels numbered 0, 1, ... by their lowest position; true when so. */
+static bool
+numbered_by_position(const int32_t *lab, int64_t n, int clusters)
+{
+	int32_t		next = 0;
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		if (lab[i] == next)
+			next++;
+		else if (lab[i] > next || lab[i] < GC_NOISE)
+			return false;
+	}
+	return next == clusters;
+}
+
+/*
+ * The tree's consistency with the result: every row once a child and
+ * every cluster but the root once, parents before children, sizes the
+ * sum of the children's, a child's lambda not below its parent's birth,
+ * selected[] giving each row's label (its nearest selected cluster), the
+ * labels numbered by position.  Returns the failures found.
+ */
+static int
+check_tree(int64_t n, const gc_hdbscan_params *p, const outs *o,
+		   const char *what)
+{
+	const gc_hdbscan_tree *t = &o->tree;
+	int64_t		k = t->nclusters;
+	int64_t    *seen = calloc((size_t) (n + k + 1), sizeof(int64_t));
+	int64_t    *cpar = malloc(sizeof(int64_t) * (size_t) (k + 1));
+	int64_t    *csum = calloc((size_t) (k + 1), sizeof(int64_t));
+	int64_t    *csz = malloc(sizeof(int64_t) * (size_t) (k + 1));
+	int64_t    *top = malloc(sizeof(int64_t) * (size_t) (k + 1));
+	int64_t    *ppar = malloc(sizeof(int64_t) * (size_t) n);
+	double	   *birth = malloc(sizeof(double) * (size_t) (k + 1));
+	int			bad = 0,
+				nsel = 0;
+
+	if (n == 1)
+	{
+		bad += !(t->nrows == 0);
+		goto out;
+	}
+	bad += !(k >= 1 && t->nrows == n + k - 1);
+	for (int64_t c = 0; c < k; c++)
+		cpar[c] = -1, csz[c] = c == 0 ? n : 0, birth[c] = 0.0;
+	for (int64_t r = 0; r < t->nrows && bad == 0; r++)
+	{
+		const gc_hdbscan_tree_row *w = &t->rows[r];
+		int64_t		pc = w->parent - n;
+
+		if (pc < 0 || pc >= k || w->child < 0 || w->child >= n + k ||
+			w->child == n || seen[w->child]++)
+		{
+			bad++;
+			break;
+		}
+		csum[pc] += w->child_size;
+		if (w->child < n)
+		{
+			bad += w->child_size != 1;
+			ppar[w->child] = pc;
+		}
+		else
+		{
+			int64_t		cc = w->child - n;
+
+			bad += !(cc > pc);	/* breadth first: parents first */
+			cpar[cc] = pc;
+			csz[cc] = w->child_size;
+			birth[cc] = w->lambda;
+		}
+	}
+	for (int64_t r = 0; r < t->nrows && bad == 0; r++)
+		bad += !(t->rows[r].lambda >= birth[t->rows[r].parent - n]);
+	for (int64_t c = 0; c < k && bad == 0; c++)
+		bad += csum[c] != csz[c];
+	if (bad)
+		goto out;
+	/* the labels from selected[] */
+	top[0] = 0;
+	for (int64_t c = 0; c < k; c++)
+		nsel += t->selected[c] != GC_NOISE;
+	for (int64_t c = 1; c < k; c++)
+		top[c] = t->selected[c] != GC_NOISE ? c : top[cpar[c]];
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		c = top[ppar[i]];
+		int32_t		want = c != 0 ? t->selected[c] : GC_NOISE;
+
+		/* the root selected alone with allow_single_cluster: by lambda */
+		if (c == 0 && p->allow_single_cluster && t->selected[0] != GC_NOISE &&
+			o->labels[i] == t->selected[0])
+			want = t->selected[0];
+		bad += o->labels[i] != want;
+	}
+	bad += !numbered_by_position(o->labels, n, o->res.clusters);
+	bad += nsel != o->res.clusters;
+out:
+	CHECK(bad == 0, "%s: the tree is not consistent (%d)", what, bad);
+	free(seen);
+	free(cpar);
+	free(csum);
+	free(csz);
+	free(top);
+	free(ppar);
+	free(birth);
+	return bad;
+}
+
+/* ------------------------------------------------------------------ */
+/* GLOSH by brute force over the tree's rows                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * lambda_max of every cluster: each row's lambda taken up its whole
+ * parent chain (O(n depth)); then each row's score from the cluster it
+ * leaves.  Returns the rows whose score differs (bits).
+ */
+static int64_t
+glosh_brute(int64_t n, const gc_hdbscan_tree *t, const double *outlier)
+{
+	int64_t		k = t->nclusters,
+				bad = 0;
+	int64_t    *cpar = malloc(sizeof(int64_t) * (size_t) (k + 1));
+	double	   *lmax = calloc((size_t) (k + 1), sizeof(double));
+
+	for (int64_t c = 0; c < k; c++)
+		cpar[c] = -1;
+	for (int64_t r = 0; r < t->nrows; r++)
+		if (t->rows[r].child >= n)
+			cpar[t->rows[r].child - n] = t->rows[r].parent - n;
+	for (int64_t r = 0; r < t->nrows; r++)
+		for (int64_t c = t->rows[r].parent - n; c >= 0; c = cpar[c])
+			if (t->rows[r].lambda > lmax[c])
+				lmax[c] = t->rows[r].lambda;
+	for (int64_t r = 0; r < t->nrows; r++)
+	{
+		const gc_hdbscan_tree_row *w = &t->rows[r];
+		double		lm = lmax[w->parent - n],
+					want;
+
+		if (w->child >= n)
+			continue;
+		if (lm == 0.0 || isinf(w->lambda))
+			want = 0.0;
+		else if (isinf(lm))
+			want = 1.0;
+		else
+			want = (lm - w->lambda) / lm;
+		if (memcmp(&want, &outlier[w->child], sizeof(double)) != 0)
+			bad++;
+	}
+	free(cpar);
+	free(lmax);
+	return bad;
+}
+
+/* ------------------------------------------------------------------ */
+/* A naive transliteration of scikit-learn 1.9.1's _tree.pyx           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Written from its semantics, with its costs: a breadth-first re-walk of
+ * every subtree that falls out, bfs-marking under kept clusters, the
+ * union-find of _do_labelling, max_lambdas over the runs of equal parents,
+ * the climb of traverse_upwards (as its code means, the parent's own row),
+ * epsilon_search's processed list visited in a chosen order.  O(n²).
+ */
+typedef struct naive
+{
+	int64_t		n;
+	int64_t    *L,
+			   *R,
+			   *S;
+	double	   *W;
+	gc_hdbscan_tree_row *rows;
+	int64_t		nrows;
+	int64_t		root;			/* n */
+	int64_t		maxnode;		/* the largest cluster node + 1 */
+	int32_t    *labels;			/* scikit-learn's numbering */
+	double	   *prob;
+	int			clusters;
+} naive;
+
+static int64_t
+nv_count(const naive *v, int64_t x)
+{
+	return x >= v->n ? v->S[x - v->n] : 1;
+}
+
+/* bfs_from_hierarchy: the nodes under root, level by level. */
+static int64_t
+nv_bfs(const naive *v, int64_t root, int64_t *out)
+{
+	int64_t		len = 0,
+				lo = 0;
+
+	out[len++] = root;
+	while (lo < len)
+	{
+		int64_t		hi = len;
+
+		for (int64_t i = lo; i < hi; i++)
+			if (out[i] >= v->n)
+			{
+				out[len++] = v->L[out[i] - v->n];
+				out[len++] = v->R[out[i] - v->n];
+			}
+		lo = hi;
+	}
+	return len;
+}
+
+static void
+nv_push(naive *v, int64_t parent, int64_t child, double lambda, int64_t size)
+{
+	gc_hdbscan_tree_row *r = &v->rows[v->nrows++];
+
+	r->parent = parent;
+	r->child = child;
+	r->lambda = lambda;
+	r->child_size = size;
+}
+
+static void
+nv_condense(naive *v, int64_t mcs)
+{
+	int64_t		n = v->n,
+				root = 2 * (n - 1),
+				next = n + 1;
+	int64_t    *list = malloc(sizeof(int64_t) * (size_t) (2 * n));
+	int64_t    *sub = malloc(sizeof(int64_t) * (size_t) (2 * n));
+	int64_t    *relabel = malloc(sizeof(int64_t) * (size_t) (2 * n));
+	char	   *ignore = calloc((size_t) (2 * n), 1);
+	int64_t		len = nv_bfs(v, root, list);
+
+	relabel[root] = n;
+	for (int64_t q = 0; q < len; q++)
+	{
+		int64_t		node = list[q],
+					l,
+					r,
+					lc,
+					rc;
+		double		lambda;
+
+		if (ignore[node] || node < n)
+			continue;
+		l = v->L[node - n];
+		r = v->R[node - n];
+		lambda = v->W[node - n] > 0.0 ? 1.0 / v->W[node - n] : INFINITY;
+		lc = nv_count(v, l);
+		rc = nv_count(v, r);
+		if (lc >= mcs && rc >= mcs)
+		{
+			relabel[l] = next++;
+			nv_push(v, relabel[node], relabel[l], lambda, lc);
+			relabel[r] = next++;
+			nv_push(v, relabel[node], relabel[r], lambda, rc);
+		}
+		else
+		{
+			int64_t		side[2] = {l, r};
+			bool		fall[2] = {lc < mcs, rc < mcs};
+
+			if (!fall[0])
+				relabel[l] = relabel[node];
+			if (!fall[1])
+				relabel[r] = relabel[node];
+			for (int j = 0; j < 2; j++)
+			{
+				int64_t		m;
+
+				if (!fall[j])
+					continue;
+				m = nv_bfs(v, side[j], sub);
+				for (int64_t s = 0; s < m; s++)
+				{
+					if (sub[s] < n)
+						nv_push(v, relabel[node], sub[s], lambda, 1);
+					ignore[sub[s]] = 1;
+				}
+			}
+		}
+	}
+	v->maxnode = next;
+	free(list);
+	free(sub);
+	free(relabel);
+	free(ignore);
+}
+
+/* The TreeUnionFind of _do_labelling: union by rank, full compression. */
+static int64_t
+nv_find(int64_t *par, int64_t x)
+{
+	int64_t		r = x;
+
+	while (par[r] != r)
+		r = par[r];
+	while (par[x] != r)
+	{
+		int64_t		nx = par[x];
+
+		par[x] = r;
+		x = nx;
+	}
+	return r;
+}
+
+static void
+nv_union(int64_t *par, int64_t *rank, int64_t x, int64_t y)
+{
+	int64_t		xr = nv_find(par, x),
+				yr = nv_find(par, y);
+
+	if (rank[xr] < rank[yr])
+		par[xr] = yr;
+	else if (rank[xr] > rank[yr])
+		par[yr] = xr;
+	else
+	{
+		par[yr] = xr;
+		rank[xr]++;
+	}
+}
+
+/* The children clusters of c (cluster_tree rows), in row order. */
+static int
+nv_children(const naive *v, int64_t c, int64_t *ch)
+{
+	int			m = 0;
+
+	for (int64_t r = 0; r < v->nrows; r++)
+		if (v->rows[r].child_size > 1 && v->rows[r].parent == c)
+			ch[m++] = v->rows[r].child;
+	return m;
+}
+
+/* Marks every cluster under c (bfs_from_cluster_tree, c excluded). */
+static void
+nv_mark_under(const naive *v, int64_t c, char *mark)
+{
+	int64_t    *q = malloc(sizeof(int64_t) * (size_t) v->maxnode);
+	int64_t		len = 0;
+
+	q[len++] = c;
+	for (int64_t i = 0; i < len; i++)
+	{
+		int64_t		ch[2];
+		int			m = nv_children(v, q[i], ch);
+
+		for (int j = 0; j < m; j++)
+		{
+			mark[ch[j]] = 1;
+			q[len++] = ch[j];
+		}
+	}
+	free(q);
+}
+
+static double
+nv_birth(const naive *v, int64_t c)
+{
+	for (int64_t r = 0; r < v->nrows; r++)
+		if (v->rows[r].child == c)
+			return v->rows[r].lambda;
+	return NAN;
+}
+
+static int64_t
+nv_parent(const naive *v, int64_t c)
+{
+	for (int64_t r = 0; r < v->nrows; r++)
+		if (v->rows[r].child == c)
+			return v->rows[r].parent;
+	return -1;
+}
+
+/* traverse_upwards, the parent's distance from its own row. */
+static int64_t
+nv_traverse_upwards(const naive *v, double eps, int64_t leaf, bool single)
+{
+	for (;;)
+	{
+		int64_t		parent = nv_parent(v, leaf);
+
+		if (parent == v->root)
+			return single ? parent : leaf;
+		if (1.0 / nv_birth(v, parent) > eps)
+			return parent;
+		leaf = parent;
+	}
+}
+
+/* epsilon_search over in[], the leaves visited ascending or descending. */
+static void
+nv_epsilon_search(const naive *v, double eps, bool single, const char *in,
+				  char *out, bool descending)
+{
+	char	   *processed = calloc((size_t) v->maxnode, 1);
+
+	memset(out, 0, (size_t) v->maxnode);
+	for (int64_t i = 0; i < v->maxnode; i++)
+	{
+		int64_t		leaf = descending ? v->maxnode - 1 - i : i;
+
+		if (!in[leaf])
+			continue;
+		if (1.0 / nv_birth(v, leaf) < eps)
+		{
+			if (!processed[leaf])
+			{
+				int64_t		e = nv_traverse_upwards(v, eps, leaf, single);
+
+				out[e] = 1;
+				nv_mark_under(v, e, processed);
+			}
+		}
+		else
+			out[leaf] = 1;
+	}
+	free(processed);
+}
+
+static void
+nv_select(naive *v, const gc_hdbscan_params *p, bool descending, char *sel)
+{
+	int64_t		root = v->root,
+				top = v->maxnode;
+	double	   *births = malloc(sizeof(double) * (size_t) top);
+	double	   *stab = calloc((size_t) top, sizeof(double));
+	char	   *key = calloc((size_t) top, 1);
+	char	   *tmp = calloc((size_t) top, 1);
+	bool		any_cluster_rows = false;
+
+	for (int64_t c = 0; c < top; c++)
+		births[c] = NAN;
+	for (int64_t r = 0; r < v->nrows; r++)
+		births[v->rows[r].child] = v->rows[r].lambda;
+	births[root] = 0.0;
+	for (int64_t r = 0; r < v->nrows; r++)
+		stab[v->rows[r].parent] += (v->rows[r].lambda - births[v->rows[r].parent]) *
+			(double) v->rows[r].child_size;
+	for (int64_t r = 0; r < v->nrows; r++)
+		any_cluster_rows |= v->rows[r].child_size > 1;
+	memset(sel, 0, (size_t) top);
+	for (int64_t c = root; c < top; c++)
+		key[c] = c != root || p->allow_single_cluster;
+	if (p->method == GC_HDBSCAN_EOM)
+	{
+		for (int64_t c = top - 1; c >= root; c--)
+		{
+			int64_t		ch[2];
+			int			m;
+			double		sub = 0.0;
+
+			if (!key[c])
+				continue;
+			m = nv_children(v, c, ch);
+			for (int j = 0; j < m; j++)
+				sub += stab[ch[j]];
+			if (sub > stab[c])
+			{
+				sel[c] = 0;
+				stab[c] = sub;
+			}
+			else
+			{
+				sel[c] = 1;
+				nv_mark_under(v, c, tmp);
+			}
+		}
+		for (int64_t c = root; c < top; c++)
+			if (tmp[c])
+				sel[c] = 0;
+		if (p->epsilon != 0.0 && any_cluster_rows)
+		{
+			int			cnt = 0;
+
+			for (int64_t c = root; c < top; c++)
+				cnt += sel[c];
+			if (!(cnt == 1 && sel[root]))
+			{
+				memcpy(tmp, sel, (size_t) top);
+				nv_epsilon_search(v, p->epsilon, p->allow_single_cluster, tmp,
+								  sel, descending);
+			}
+		}
+	}
+	else
+	{
+		int64_t		nleaves = 0;
+
+		for (int64_t c = root; c < top && any_cluster_rows; c++)
+		{
+			int64_t		ch[2];
+
+			tmp[c] = nv_children(v, c, ch) == 0;
+			nleaves += tmp[c];
+		}
+		if (nleaves == 0)
+			key[root] = 1;	/* set, then reset by the selection below */
+		if (p->epsilon != 0.0)
+			nv_epsilon_search(v, p->epsilon, p->allow_single_cluster, tmp,
+							  sel, descending);
+		else
+			memcpy(sel, tmp, (size_t) top);
+		for (int64_t c = root; c < top; c++)
+			sel[c] = sel[c] && key[c];
+	}
+	free(births);
+	free(stab);
+	free(key);
+	free(tmp);
+}
+
+/* _do_labelling and get_probabilities (max_lambdas over runs). */
+static void
+nv_label(naive *v, const gc_hdbscan_params *p, const char *sel)
+{
+	int64_t		n = v->n,
+				root = v->root,
+				top = v->maxnode,
+				nsel = 0;
+	int64_t    *par = malloc(sizeof(int64_t) * (size_t) top);
+	int64_t    *rank = calloc((size_t) top, sizeof(int64_t));
+	int64_t    *map = malloc(sizeof(int64_t) * (size_t) top);
+	int64_t    *rev = malloc(sizeof(int64_t) * (size_t) top);
+	double	   *deaths = calloc((size_t) top, sizeof(double));
+	int64_t		cur;
+	double		mx;
+
+	for (int64_t c = 0; c < top; c++)
+		par[c] = c, map[c] = -1;
+	for (int64_t c = root; c < top; c++)
+		if (sel[c])
+		{
+			rev[nsel] = c;
+			map[c] = nsel++;
+		}
+	for (int64_t r = 0; r < v->nrows; r++)
+		if (!(v->rows[r].child >= root && sel[v->rows[r].child]))
+			nv_union(par, rank, v->rows[r].parent, v->rows[r].child);
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		c = nv_find(par, i);
+		int32_t		lab = GC_NOISE;
+
+		if (c != root)
+			lab = (int32_t) map[c];
+		else if (nsel == 1 && p->allow_single_cluster)
+		{
+			double		pl = NAN,
+						th;
+
+			for (int64_t r = 0; r < v->nrows; r++)
+				if (v->rows[r].child == i)
+					pl = v->rows[r].lambda;
+			if (p->epsilon != 0.0)
+				th = 1.0 / p->epsilon;
+			else
+			{
+				th = -INFINITY;
+				for (int64_t r = 0; r < v->nrows; r++)
+					if (v->rows[r].parent == c && v->rows[r].lambda > th)
+						th = v->rows[r].lambda;
+			}
+			if (pl >= th)
+				lab = (int32_t) map[c];
+		}
+		v->labels[i] = lab;
+	}
+	/* max_lambdas: the last run of each parent */
+	cur = v->rows[0].parent;
+	mx = v->rows[0].lambda;
+	for (int64_t r = 1; r < v->nrows; r++)
+	{
+		if (v->rows[r].parent == cur)
+			mx = mx > v->rows[r].lambda ? mx : v->rows[r].lambda;
+		else
+		{
+			deaths[cur] = mx;
+			cur = v->rows[r].parent;
+			mx = v->rows[r].lambda;
+		}
+	}
+	deaths[cur] = mx;
+	for (int64_t i = 0; i < n; i++)
+		v->prob[i] = 0.0;
+	for (int64_t r = 0; r < v->nrows; r++)
+	{
+		int64_t		pt = v->rows[r].child;
+		double		dm,
+					l = v->rows[r].lambda;
+
+		if (pt >= root || v->labels[pt] == GC_NOISE)
+			continue;
+		dm = deaths[rev[v->labels[pt]]];
+		if (dm == 0.0 || isinf(l))
+			v->prob[pt] = 1.0;
+		else
+			v->prob[pt] = (l < dm ? l : dm) / dm;
+	}
+	v->clusters = (int) nsel;
+	free(par);
+	free(rank);
+	free(map);
+	free(rev);
+	free(deaths);
+}
+
+/* The whole naive pipeline from sorted edges. */
+static void
+nv_run(naive *v, int64_t n, const gc_mst_edge *e, const gc_hdbscan_params *p,
+	   bool descending)
+{
+	int64_t    *uf = malloc(sizeof(int64_t) * (size_t) (2 * n));
+	char	   *sel;
+
+	memset(v, 0, sizeof(*v));
+	v->n = n;
+	v->root = n;
+	v->L = malloc(sizeof(int64_t) * (size_t) n);
+	v->R = malloc(sizeof(int64_t) * (size_t) n);
+	v->S = malloc(sizeof(int64_t) * (size_t) n);
+	v->W = malloc(sizeof(double) * (size_t) n);
+	v->rows = malloc(sizeof(gc_hdbscan_tree_row) * (size_t) (2 * n));
+	v->labels = malloc(sizeof(int32_t) * (size_t) n);
+	v->prob = malloc(sizeof(double) * (size_t) n);
+	for (int64_t i = 0; i < 2 * n; i++)
+		uf[i] = i;
+	/* make_single_linkage with scikit-learn's UnionFind (new node on top) */
+	for (int64_t i = 0; i < n - 1; i++)
+	{
+		int64_t		ra = e[i].a,
+					rb = e[i].b;
+
+		while (uf[ra] != ra)
+			ra = uf[ra];
+		while (uf[rb] != rb)
+			rb = uf[rb];
+		v->L[i] = ra;
+		v->R[i] = rb;
+		v->S[i] = nv_count(v, ra) + nv_count(v, rb);
+		v->W[i] = e[i].w;
+		uf[ra] = uf[rb] = n + i;
+	}
+	nv_condense(v, p->min_cluster_size);
+	sel = calloc((size_t) v->maxnode, 1);
+	nv_select(v, p, descending, sel);
+	nv_label(v, p, sel);
+	free(sel);
+	free(uf);
+}
+
+static void
+nv_free(naive *v)
+{
+	free(v->L);
+	free(v->R);
+	free(v->S);
+	free(v->W);
+	free(v->rows);
+	free(v->labels);
+	free(v->prob);
+}
+
+/* ------------------------------------------------------------------ */
+/* Against the naive transliteration on random spanning trees          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A random spanning tree of n rows: row i > 0 hangs from a random earlier
+ * row, positions shuffled; weights from a few values (ties, 0) or spread.
+ */
+static gc_mst_edge *
+random_mst(uint64_t *rs, int64_t n, int kind)
+{
+	gc_mst_edge *e = malloc(sizeof(gc_mst_edge) * (size_t) (n > 1 ? n - 1 : 1));
+	int64_t    *perm = malloc(sizeof(int64_t) * (size_t) n);
+
+	for (int64_t i = 0; i < n; i++)
+		perm[i] = i;
+	for (int64_t i = n - 1; i > 0; i--)
+	{
+		int64_t		j = (int64_t) (tu_next(rs) % (uint64_t) (i + 1)),
+					t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (int64_t i = 1; i < n; i++)
+	{
+		gc_mst_edge *f = &e[i - 1];
+
+		f->a = perm[(int64_t) (tu_next(rs) % (uint64_t) i)];
+		f->b = perm[i];
+		switch (kind)
+		{
+			case 0:				/* spread: no ties */
+				f->w = tu_uniform(rs) * 10.0;
+				break;
+			case 1:				/* a few values: ties everywhere */
+				f->w = (double) (1 + tu_next(rs) % 6);
+				break;
+			case 2:				/* duplicates: many zeros */
+				f->w = tu_next(rs) % 3 == 0 ? 0.0 : tu_uniform(rs);
+				break;
+			default:			/* clustered: small inside, large between */
+				f->w = tu_next(rs) % 8 == 0 ? 5.0 + tu_uniform(rs) * 5.0 :
+					tu_uniform(rs) * 0.5;
+				break;
+		}
+	}
+	sort_edges(e, n - 1);
+	free(perm);
+	return e;
+}
+
+static void
+test_against_naive(uint64_t *rs)
+{
+	int			cases = 0,
+				bad = 0;
+
+	for (int it = 0; it < 400; it++)
+	{
+		int64_t		n = 2 + (int64_t) (tu_next(rs) % (it < 200 ? 60 : 700));
+		int			kind = (int) (tu_next(rs) % 4);
+		gc_mst_edge *e = random_mst(rs, n, kind);
+		gc_hdbscan_params p = params(2 + (int64_t) (tu_next(rs) % 8),
+									 0.0,
+									 tu_next(rs) % 2 ? GC_HDBSCAN_LEAF : GC_HDBSCAN_EOM,
+									 tu_next(rs) % 3 == 0);
+		static const double epss[] = {0.0, 0.0, 0.3, 1.0, 2.5, 4.0, 7.0};
+		naive		v,
+					v2;
+		outs		o;
+		gc_status	st;
+		char		what[160];
+
+		p.epsilon = epss[tu_next(rs) % 7];
+		snprintf(what, sizeof(what), "naive n=%lld kind=%d mcs=%lld %s eps=%g single=%d",
+				 (long long) n, kind, (long long) p.min_cluster_size,
+				 p.method == GC_HDBSCAN_LEAF ? "leaf" : "eom", p.epsilon,
+				 p.allow_single_cluster);
+		nv_run(&v, n, e, &p, false);
+		nv_run(&v2, n, e, &p, true);
+		outs_init(&o, n, true);
+		CHECK(gc_hdbscan_from_mst(NULL, n, e, &p, &o.res, &st) == GC_OK, "%s: %s", what, st.message);
+		cases++;
+		/* epsilon_search's order of visit does not matter */
+		bad += !(v.clusters == v2.clusters &&
+				 memcmp(v.labels, v2.labels, sizeof(int32_t) * n) == 0);
+		CHECK(v.clusters == v2.clusters &&
+			  memcmp(v.labels, v2.labels, sizeof(int32_t) * n) == 0,
+			  "%s: epsilon_search's order matters", what);
+		CHECK(o.tree.nrows == v.nrows &&
+			  memcmp(o.tree.rows, v.rows, sizeof(gc_hdbscan_tree_row) * v.nrows) == 0,
+			  "%s: the condensed tree differs", what);
+		CHECK(same_partition(o.labels, v.labels, n, o.res.clusters, v.clusters),
+			  "%s: labels differ", what);
+		CHECK(memcmp(o.prob, v.prob, sizeof(double) * n) == 0,
+			  "%s: probabilities differ", what);
+		check_tree(n, &p, &o, what);
+		CHECK(glosh_brute(n, &o.tree, o.outlier) == 0, "%s: GLOSH differs", what);
+		outs_free(&o);
+		nv_free(&v);
+		nv_free(&v2);
+		free(e);
+	}
+	printf("naive transliteration: %d random trees\n", cases);
+	(void) bad;
+}
+
+int
+main(void)
+{
+	uint64_t	seed = tu_seed(),
+				rs = seed;
+
+	printf("seed %llu\n", (unsigned long long) seed);
+	test_against_naive(&rs);
+	return test_summary("test_hdbscan");
+}
