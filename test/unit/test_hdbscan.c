@@ -1526,6 +1526,383 @@ test_fixtures(void)
 	free(paths);
 }
 
+/* ------------------------------------------------------------------ */
+/* Hand-made trees                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Phase 3 on m edges (any order of sides; sorted here), with the tree. */
+static void
+run_edges(int64_t n, gc_mst_edge *e, const gc_hdbscan_params *p, outs *o,
+		  const char *what)
+{
+	gc_status	st;
+
+	sort_edges(e, n - 1);
+	outs_init(o, n, true);
+	CHECK(gc_hdbscan_from_mst(NULL, n, e, p, &o->res, &st) == GC_OK, "%s: %s", what, st.message);
+	check_tree(n, p, o, what);
+	CHECK(glosh_brute(n, &o->tree, o->outlier) == 0, "%s: GLOSH differs", what);
+	for (int64_t i = 0; i < n; i++)
+		CHECK(!isnan(o->prob[i]) && !isnan(o->outlier[i]), "%s: row %lld: NaN", what, (long long) i);
+}
+
+static bool
+labels_are(const outs *o, const int32_t *want, int64_t n)
+{
+	return memcmp(o->labels, want, sizeof(int32_t) * (size_t) n) == 0;
+}
+
+static void
+print_labels(const char *what, const outs *o, int64_t n)
+{
+	printf("    %s:", what);
+	for (int64_t i = 0; i < n; i++)
+		printf(" %d", o->labels[i]);
+	printf("\n");
+}
+
+/*
+ * Thirteen rows: A11 = {0, 1, 2, 12}, A12 = {3, 4, 5}, A2 = {6, 7, 8},
+ * B = {9, 10, 11}; A1 = A11 + A12 splits at 2, A = A1 + A2 at 4, the root
+ * = A + B at 8; row 12 joins A11 at 1; min_cluster_size 3.  Clusters:
+ * root 13, A 14, B 15, A1 16, A2 17, A11 18, A12 19.
+ */
+static gc_mst_edge *
+nested_tree(void)
+{
+	static const gc_mst_edge e[12] = {
+		{0, 1, 0.125}, {1, 2, 0.125}, {3, 4, 0.125}, {4, 5, 0.125},
+		{6, 7, 0.125}, {7, 8, 0.125}, {9, 10, 0.125}, {10, 11, 0.125},
+		{0, 12, 1.0}, {2, 3, 2.0}, {5, 6, 4.0}, {8, 9, 8.0}
+	};
+	gc_mst_edge *c = malloc(sizeof(e));
+
+	memcpy(c, e, sizeof(e));
+	return c;
+}
+
+static void
+test_epsilon(void)
+{
+	static const int32_t leaves[13] = {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 0},
+				a1[13] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 0},
+				a_b[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0},
+				all[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+				nested[13] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 0};
+	static const struct
+	{
+		const char *what;
+		gc_hdbscan_method method;
+		double		eps;
+		bool		single;
+		const int32_t *want;
+		int			clusters;
+	}			cases[] = {
+		{"eom", GC_HDBSCAN_EOM, 0.0, false, leaves, 4},
+		{"leaf", GC_HDBSCAN_LEAF, 0.0, false, leaves, 4},
+		/* A11, A12 (born at 2) climb to A1 (born at 4) */
+		{"leaf eps 3", GC_HDBSCAN_LEAF, 3.0, false, a1, 3},
+		{"eom eps 3", GC_HDBSCAN_EOM, 3.0, false, a1, 3},
+		/* A11 climbs past A1 (born at 4 < 5) to A (born at 8) */
+		{"leaf eps 5", GC_HDBSCAN_LEAF, 5.0, false, a_b, 2},
+		{"eom eps 5", GC_HDBSCAN_EOM, 5.0, false, a_b, 2},
+		/* every climb ends under the root: at A and B, or the root */
+		{"leaf eps 10", GC_HDBSCAN_LEAF, 10.0, false, a_b, 2},
+		{"leaf eps 10 single", GC_HDBSCAN_LEAF, 10.0, true, all, 1},
+		{"eom eps 10 single", GC_HDBSCAN_EOM, 10.0, true, all, 1},
+		/* eps = A2's distance: A2 stays, A11 and A12 climb to A above it */
+		{"leaf eps 4", GC_HDBSCAN_LEAF, 4.0, false, nested, 3},
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+	{
+		gc_mst_edge *e = nested_tree();
+		gc_hdbscan_params p = params(3, cases[k].eps, cases[k].method, cases[k].single);
+		outs		o;
+
+		run_edges(13, e, &p, &o, cases[k].what);
+		CHECK(labels_are(&o, cases[k].want, 13) && o.res.clusters == cases[k].clusters,
+			  "%s: labels", cases[k].what);
+		if (!labels_are(&o, cases[k].want, 13))
+			print_labels(cases[k].what, &o, 13);
+		/* row 12 leaves A11 at 1 where A11's rows reach 8 */
+		if (cases[k].want == leaves)
+			CHECK(o.prob[12] == 0.125 && o.prob[0] == 1.0, "%s: probabilities %g %g",
+				  cases[k].what, o.prob[12], o.prob[0]);
+		else
+			CHECK(o.prob[12] == 1.0, "%s: probability %g", cases[k].what, o.prob[12]);
+		CHECK(o.outlier[12] == 0.875 && o.outlier[0] == 0.0, "%s: outlier %g",
+			  cases[k].what, o.outlier[12]);
+		/* nested: A2 (17) and A (14) both selected */
+		if (cases[k].want == nested)
+			CHECK(o.tree.selected[14 - 13] == 0 && o.tree.selected[17 - 13] == 1 &&
+				  o.tree.selected[15 - 13] == 2, "%s: selected", cases[k].what);
+		outs_free(&o);
+		free(e);
+	}
+}
+
+/*
+ * Six rows that never split (min_cluster_size 3): 0..3 at 1, row 4 joins
+ * at 2, row 5 at 4.
+ */
+static void
+test_single_cluster(void)
+{
+	static const int32_t none[6] = {-1, -1, -1, -1, -1, -1},
+				core4[6] = {0, 0, 0, 0, -1, -1},
+				core5[6] = {0, 0, 0, 0, 0, -1};
+	static const struct
+	{
+		const char *what;
+		gc_hdbscan_method method;
+		double		eps;
+		bool		single;
+		const int32_t *want;
+	}			cases[] = {
+		{"eom", GC_HDBSCAN_EOM, 0.0, false, none},
+		/* the root alone, rows at the largest lambda of its own rows (1) */
+		{"eom single", GC_HDBSCAN_EOM, 0.0, true, core4},
+		/* rows at lambda >= 1 / epsilon */
+		{"eom single eps 1.5", GC_HDBSCAN_EOM, 1.5, true, core4},
+		{"eom single eps 3", GC_HDBSCAN_EOM, 3.0, true, core5},
+		{"eom eps 3", GC_HDBSCAN_EOM, 3.0, false, none},
+		/* leaf with no split selects nothing (scikit-learn 1.9.1's code) */
+		{"leaf no split", GC_HDBSCAN_LEAF, 0.0, false, none},
+		{"leaf no split single", GC_HDBSCAN_LEAF, 0.0, true, none},
+		{"leaf no split single eps", GC_HDBSCAN_LEAF, 3.0, true, none},
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+	{
+		gc_mst_edge e[5] = {{0, 1, 1.0}, {1, 2, 1.0}, {2, 3, 1.0}, {3, 4, 2.0}, {4, 5, 4.0}};
+		gc_hdbscan_params p = params(3, cases[k].eps, cases[k].method, cases[k].single);
+		outs		o;
+
+		run_edges(6, e, &p, &o, cases[k].what);
+		CHECK(labels_are(&o, cases[k].want, 6), "%s: labels", cases[k].what);
+		if (!labels_are(&o, cases[k].want, 6))
+			print_labels(cases[k].what, &o, 6);
+		CHECK(o.tree.nclusters == 1 && o.tree.nrows == 6, "%s: tree", cases[k].what);
+		if (cases[k].want != none)
+			CHECK(o.prob[0] == 1.0 && o.prob[5] == 0.0 &&
+				  o.prob[4] == (cases[k].want == core5 ? 0.5 : 0.0),
+				  "%s: probabilities", cases[k].what);
+		CHECK(o.outlier[5] == 0.75 && o.outlier[4] == 0.5 && o.outlier[0] == 0.0,
+			  "%s: outliers", cases[k].what);
+		outs_free(&o);
+	}
+}
+
+/* Rows at distance 0: lambda +inf, stabilities inf and NaN. */
+static void
+test_duplicates(void)
+{
+	/* A = 0..3, B = 4..7 copies, A + B at 2, row 8 at 5 */
+	{
+		gc_mst_edge e[8] = {{0, 1, 0}, {1, 2, 0}, {2, 3, 0}, {4, 5, 0}, {5, 6, 0},
+		{6, 7, 0}, {3, 4, 2.0}, {7, 8, 5.0}};
+		static const int32_t want[9] = {0, 0, 0, 0, 1, 1, 1, 1, -1};
+		gc_hdbscan_params p = params(3, 0.0, GC_HDBSCAN_EOM, false);
+		outs		o;
+
+		run_edges(9, e, &p, &o, "duplicates");
+		CHECK(labels_are(&o, want, 9), "duplicates: labels");
+		CHECK(o.prob[0] == 1.0 && o.prob[8] == 0.0, "duplicates: probabilities");
+		/* row 8 leaves the root, whose subtree reaches +inf: 1 (not NaN) */
+		CHECK(o.outlier[0] == 0.0 && o.outlier[8] == 1.0, "duplicates: outliers %g",
+			  o.outlier[8]);
+		CHECK(isinf(o.tree.rows[o.tree.nrows - 1].lambda), "duplicates: lambda inf");
+		outs_free(&o);
+	}
+	/* six copies split in two at distance 0: stabilities inf - inf = NaN */
+	for (int single = 0; single < 2; single++)
+	{
+		gc_mst_edge e[5] = {{0, 2, 0}, {1, 3, 0}, {2, 4, 0}, {3, 5, 0}, {4, 5, 0}};
+		static const int32_t two[6] = {0, 1, 0, 1, 0, 1},
+					one[6] = {0, 0, 0, 0, 0, 0};
+		gc_hdbscan_params p = params(3, 0.0, GC_HDBSCAN_EOM, single);
+		outs		o;
+
+		run_edges(6, e, &p, &o, single ? "copies single" : "copies");
+		/* NaN > x is false: the children are kept; with allow_single the root */
+		CHECK(labels_are(&o, single ? one : two, 6), "copies: labels");
+		for (int i = 0; i < 6; i++)
+			CHECK(o.prob[i] == 1.0 && o.outlier[i] == 0.0, "copies: row %d", i);
+		outs_free(&o);
+	}
+}
+
+/* n = 0, n = 1, parameters, the tree freed twice. */
+static void
+test_small(void)
+{
+	gc_hdbscan_params p = params(2, 0.0, GC_HDBSCAN_EOM, false);
+	gc_status	st;
+	outs		o;
+	gc_mst_edge e[1] = {{0, 1, 1.0}};
+
+	outs_init(&o, 1, true);
+	o.labels[0] = 7;
+	CHECK(gc_hdbscan_from_mst(NULL, 0, NULL, &p, &o.res, &st) == GC_OK &&
+		  o.res.clusters == 0 && o.tree.nrows == 0 && o.labels[0] == 7, "n = 0");
+	CHECK(gc_hdbscan_from_mst(NULL, 1, NULL, &p, &o.res, &st) == GC_OK &&
+		  o.labels[0] == GC_NOISE && o.prob[0] == 0.0 && o.outlier[0] == 0.0 &&
+		  o.res.clusters == 0 && o.tree.nrows == 0 && o.tree.rows == NULL, "n = 1");
+	p.min_cluster_size = 1;
+	CHECK(gc_hdbscan_from_mst(NULL, 2, e, &p, &o.res, &st) == GC_EINVAL, "mcs 1");
+	p.min_cluster_size = 2;
+	p.method = (gc_hdbscan_method) 7;
+	CHECK(gc_hdbscan_from_mst(NULL, 2, e, &p, &o.res, &st) == GC_EINVAL, "method");
+	p.method = GC_HDBSCAN_EOM;
+	e[0].b = 5;
+	CHECK(gc_hdbscan_from_mst(NULL, 2, e, &p, &o.res, &st) == GC_EINVAL &&
+		  o.tree.rows == NULL, "edge out of range: %s", st.message);
+	outs_free(&o);
+	gc_hdbscan_tree_free(&o.tree);
+	gc_hdbscan_tree_free(NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Size: chains of 1M rows, a random tree of 10M, cancel               */
+/* ------------------------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define BIG_N INT64_C(1000000)
+#else
+#define BIG_N INT64_C(10000000)
+#endif
+
+static double
+timed(int64_t n, const gc_mst_edge *e, const gc_hdbscan_params *p, outs *o)
+{
+	gc_status	st;
+	gc_ctx		ctx = {.n_threads = 1};
+	double		t0 = now_s();
+
+	CHECK(gc_hdbscan_from_mst(&ctx, n, e, p, &o->res, &st) == GC_OK, "%s", st.message);
+	return now_s() - t0;
+}
+
+static void
+test_chains(void)
+{
+	int64_t		n = 1000000;
+	gc_mst_edge *e = malloc(sizeof(gc_mst_edge) * (size_t) n);
+	outs		o;
+	double		t;
+	bool		ok = true;
+
+	/* each row joins the rest at a larger distance: 1M levels, no split */
+	for (int64_t i = 0; i < n - 1; i++)
+		e[i] = (gc_mst_edge) {i, i + 1, (double) (i + 1)};
+	{
+		gc_hdbscan_params p = params(5, 0.0, GC_HDBSCAN_EOM, true);
+
+		outs_init(&o, n, true);
+		t = timed(n, e, &p, &o);
+		printf("chain of %lld rows, single linkage 1M deep: %.3f s\n", (long long) n, t);
+		check_tree(n, &p, &o, "chain");
+		/* the root alone; rows 0..4 leave last, at lambda 1 / 4 */
+		CHECK(o.tree.nclusters == 1 && o.res.clusters == 1 && o.labels[0] == 0 &&
+			  o.labels[4] == 0 && o.labels[5] == GC_NOISE && o.prob[4] == 1.0 &&
+			  o.prob[5] == 0.0, "chain: labels");
+		outs_free(&o);
+	}
+	/*
+	 * groups of 5 rows (at 0.5) in a line, the gap after group k at k + 1:
+	 * every merge splits, a cluster tree 200k deep
+	 */
+	for (int64_t i = 0; i < n - 1; i++)
+		e[i] = (gc_mst_edge) {i, i + 1, i % 5 == 4 ? (double) (i / 5 + 1) : 0.5};
+	sort_edges(e, n - 1);
+	for (int m = 0; m < 3; m++)
+	{
+		gc_hdbscan_params p = params(5, m == 2 ? 1000.5 : 0.0,
+									 m == 1 ? GC_HDBSCAN_LEAF : GC_HDBSCAN_EOM, false);
+		int64_t		groups = n / 5;
+
+		outs_init(&o, n, true);
+		t = timed(n, e, &p, &o);
+		printf("groups of 5 in a line, cluster tree %lld deep, %s%s: %.3f s\n",
+			   (long long) groups - 1, m == 1 ? "leaf" : "eom",
+			   m == 2 ? " eps 1000.5" : "", t);
+		check_tree(n, &p, &o, "groups");
+		/* every group a cluster; with epsilon groups 0..1000 are one */
+		ok = true;
+		for (int64_t i = 0; i < n; i++)
+		{
+			int64_t		g = i / 5;
+
+			ok &= o.labels[i] == (m < 2 ? g : g <= 1000 ? 0 : g - 1000);
+		}
+		CHECK(ok && o.res.clusters == (m < 2 ? groups : groups - 1000), "groups %d: labels", m);
+		outs_free(&o);
+	}
+	free(e);
+}
+
+static void
+test_big(uint64_t *rs)
+{
+	int64_t		n = BIG_N;
+	double		t0 = now_s();
+	gc_mst_edge *e = random_mst(rs, n, 3);
+	gc_hdbscan_params p = params(15, 0.0, GC_HDBSCAN_EOM, false);
+	outs		o;
+	double		t;
+
+	printf("random tree of %lld rows made in %.1f s\n", (long long) n, now_s() - t0);
+	outs_init(&o, n, false);
+	t = timed(n, e, &p, &o);
+	printf("gc_hdbscan_from_mst, %lld rows, random tree, eom, no tree: %.3f s (%d clusters)\n",
+		   (long long) n, t, o.res.clusters);
+	outs_free(&o);
+	outs_init(&o, n, true);
+	p.method = GC_HDBSCAN_LEAF;
+	t = timed(n, e, &p, &o);
+	printf("gc_hdbscan_from_mst, %lld rows, random tree, leaf, with the tree: %.3f s (%d clusters)\n",
+		   (long long) n, t, o.res.clusters);
+	check_tree(n, &p, &o, "big");
+	outs_free(&o);
+	free(e);
+}
+
+static int	polls_left;
+
+static bool
+stop_after_polls(void *arg)
+{
+	(void) arg;
+	return --polls_left < 0;
+}
+
+/* A cancel at any of the first polls: GC_ECANCEL, nothing left allocated. */
+static void
+test_cancel(uint64_t *rs)
+{
+	int64_t		n = 3000000;
+	gc_mst_edge *e = random_mst(rs, n, 0);
+	gc_hdbscan_params p = params(5, 0.0, GC_HDBSCAN_EOM, false);
+
+	for (int k = 0; k < 12; k++)
+	{
+		gc_ctx		ctx = {.n_threads = 1, .poll = stop_after_polls};
+		gc_status	st;
+		outs		o;
+		gc_code		rc;
+
+		polls_left = k;
+		outs_init(&o, n, true);
+		rc = gc_hdbscan_from_mst(&ctx, n, e, &p, &o.res, &st);
+		CHECK(rc == (polls_left < 0 ? GC_ECANCEL : GC_OK), "cancel at poll %d: %d", k, rc);
+		CHECK(rc == GC_OK || (o.tree.rows == NULL && o.tree.selected == NULL),
+			  "cancel at poll %d: a tree", k);
+		outs_free(&o);
+	}
+	free(e);
+}
+
 int
 main(void)
 {
@@ -1535,5 +1912,12 @@ main(void)
 	printf("seed %llu\n", (unsigned long long) seed);
 	test_fixtures();
 	test_against_naive(&rs);
+	test_epsilon();
+	test_single_cluster();
+	test_duplicates();
+	test_small();
+	test_chains();
+	test_cancel(&rs);
+	test_big(&rs);
 	return test_summary("test_hdbscan");
 }

@@ -57,12 +57,62 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 
 #include "hdbscan/hdbscan.h"
-#include "common/union_find.h"
 
 /* How often the loops poll for a cancel: every 2^20 items. */
 #define HD_POLL_MASK ((INT64_C(1) << 20) - 1)
+
+/*
+ * How many items ahead the loops over random places prefetch: the
+ * union-find entries of the edges to come, the single-linkage nodes of
+ * the queue.
+ */
+#define HD_AHEAD 16
+
+/* Single-linkage node n + i: the sides it joins at distance w, its rows. */
+typedef struct hd_node
+{
+	int64_t		left,
+				right,
+				size;
+	double		w;
+} hd_node;
+
+/* A row's union-find entry; at a root, the set's node and rows. */
+typedef struct hd_set
+{
+	int64_t		parent,
+				node,
+				size;
+} hd_set;
+
+/* A single-linkage node that carries cluster c, waiting in the queue. */
+typedef struct hd_visit
+{
+	int64_t		x,
+				c;
+} hd_visit;
+
+/*
+ * A side of more than one row falling out of cluster c at lambda: its
+ * rows are listed from the tree's row `row` on, breadth first.
+ */
+typedef struct hd_fall
+{
+	int64_t		s,
+				c,
+				row;
+	double		lambda;
+} hd_fall;
+
+/* Where an input row leaves the condensed tree: cluster c at lambda. */
+typedef struct hd_leave
+{
+	int64_t		c;
+	double		lambda;
+} hd_leave;
 
 /* The state of one call; cluster c is condensed-tree node n + c. */
 typedef struct hd_tree
@@ -72,10 +122,8 @@ typedef struct hd_tree
 	int64_t		mcs;			/* min_cluster_size */
 	const gc_mst_edge *edges;
 
-	/* single linkage: node n + i joins left[i] and right[i], size[i] rows */
-	int64_t    *left,
-			   *right,
-			   *size;
+	hd_node    *node;			/* the single-linkage tree, n - 1 */
+	void	   *scratch;		/* union-find entries, then the queue */
 
 	/* the condensed tree's clusters (at most kmax) */
 	int64_t		nclu,
@@ -86,9 +134,10 @@ typedef struct hd_tree
 	double	   *stab;			/* the stability, then EOM's subtree sum */
 	double	   *death;			/* the largest lambda of its direct rows */
 
-	/* per input row: the cluster it leaves, the lambda it leaves at */
-	int64_t    *pclu;
-	double	   *plambda;
+	hd_leave   *leave;			/* per input row */
+	hd_fall    *fall;			/* the sides of several rows that fall */
+	int64_t		nfall,
+				maxfall;		/* the most rows of one */
 
 	/* the condensed tree's rows, when the caller wants them */
 	gc_hdbscan_tree_row *rows;
@@ -107,16 +156,15 @@ hd_poll(hd_tree *t)
 static void
 hd_free(hd_tree *t)
 {
-	free(t->left);
-	free(t->right);
-	free(t->size);
+	free(t->node);
+	free(t->scratch);
 	free(t->cparent);
 	free(t->cchild);
 	free(t->birth);
 	free(t->stab);
 	free(t->death);
-	free(t->pclu);
-	free(t->plambda);
+	free(t->leave);
+	free(t->fall);
 	free(t->rows);
 }
 
@@ -124,7 +172,7 @@ hd_free(hd_tree *t)
 static inline int64_t
 hd_count(const hd_tree *t, int64_t x)
 {
-	return x >= t->n ? t->size[x - t->n] : 1;
+	return x >= t->n ? t->node[x - t->n].size : 1;
 }
 
 /* scikit-learn's lambda of a merge at distance w. */
@@ -134,81 +182,93 @@ hd_lambda(double w)
 	return w > 0.0 ? 1.0 / w : INFINITY;
 }
 
+/* The root of x's set, halving the path. */
+static inline int64_t
+hd_find(hd_set *set, int64_t x)
+{
+	while (set[x].parent != x)
+	{
+		set[x].parent = set[set[x].parent].parent;
+		x = set[x].parent;
+	}
+	return x;
+}
+
+/* Prefetches the union-find entries of edge e's rows (when in range). */
+static inline void
+hd_prefetch_sets(const hd_set *set, int64_t n, const gc_mst_edge *e)
+{
+	if (e->a >= 0 && e->a < n && e->b >= 0 && e->b < n)
+	{
+		__builtin_prefetch(&set[e->a]);
+		__builtin_prefetch(&set[e->b]);
+	}
+}
+
 /*
  * The single-linkage tree (make_single_linkage): edge i joins the current
- * clusters of a and b as node n + i.  The union-find over the rows keeps,
- * at each root, the node its cluster is now (node[]).
+ * clusters of a and b as node n + i.  A union-find by size over the rows
+ * keeps, at each root, the node its set is now and its rows.
  */
 static gc_code
 hd_single_linkage(hd_tree *t, gc_status *st)
 {
 	int64_t		n = t->n;
-	int64_t    *uf = malloc(sizeof(int64_t) * (size_t) n);
-	int64_t    *node = malloc(sizeof(int64_t) * (size_t) n);
-	gc_code		rc = GC_OK;
+	hd_set	   *set = t->scratch;
+	const gc_mst_edge *e = t->edges;
 
-	if (uf == NULL || node == NULL)
-	{
-		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's single-linkage tree");
-		goto done;
-	}
 	for (int64_t i = 0; i < n; i++)
-		uf[i] = node[i] = i;
+		set[i] = (hd_set) {i, i, 1};
 	for (int64_t i = 0; i < n - 1; i++)
 	{
-		const gc_mst_edge *e = &t->edges[i];
 		int64_t		ra,
-					rb;
+					rb,
+					big,
+					small;
 
-		if (e->a < 0 || e->a >= n || e->b < 0 || e->b >= n)
-		{
-			rc = gc_fail(st, GC_EINVAL, "HDBSCAN's edge %lld joins a row outside 0 .. %lld",
-						 (long long) i, (long long) n - 1);
-			goto done;
-		}
-		ra = gc_uf_find(uf, e->a);
-		rb = gc_uf_find(uf, e->b);
+		if (i + HD_AHEAD < n - 1)
+			hd_prefetch_sets(set, n, &e[i + HD_AHEAD]);
+		if (e[i].a < 0 || e[i].a >= n || e[i].b < 0 || e[i].b >= n)
+			return gc_fail(st, GC_EINVAL, "HDBSCAN's edge %lld joins a row outside 0 .. %lld",
+						   (long long) i, (long long) n - 1);
+		ra = hd_find(set, e[i].a);
+		rb = hd_find(set, e[i].b);
 		if (ra == rb)
-		{
-			rc = gc_fail(st, GC_EINVAL, "HDBSCAN's edges do not form a spanning tree (edge %lld closes a cycle)",
-						 (long long) i);
-			goto done;
-		}
-		t->left[i] = node[ra];
-		t->right[i] = node[rb];
-		t->size[i] = hd_count(t, node[ra]) + hd_count(t, node[rb]);
-		gc_uf_union(uf, ra, rb);
-		node[ra < rb ? ra : rb] = n + i;	/* the lower root stays */
+			return gc_fail(st, GC_EINVAL, "HDBSCAN's edges do not form a spanning tree (edge %lld closes a cycle)",
+						   (long long) i);
+		t->node[i] = (hd_node) {set[ra].node, set[rb].node,
+		set[ra].size + set[rb].size, e[i].w};
+		big = set[ra].size >= set[rb].size ? ra : rb;
+		small = big == ra ? rb : ra;
+		set[small].parent = big;
+		set[big].size = t->node[i].size;
+		set[big].node = n + i;
 		if (hd_poll(t))
-		{
-			rc = gc_fail(st, GC_ECANCEL, "canceled");
-			goto done;
-		}
+			return gc_fail(st, GC_ECANCEL, "canceled");
 	}
-done:
-	free(uf);
-	free(node);
-	return rc;
+	return GC_OK;
 }
 
-/* A row of the condensed tree: parent cluster c, child node, lambda, size. */
+/*
+ * Row bookkeeping of the condensed tree, in the rows' order: cluster c's
+ * stability (_compute_stability's sum, row by row) and largest lambda for
+ * count rows of size each at lambda.
+ */
 static inline void
-hd_row(hd_tree *t, int64_t c, int64_t child, double lambda, int64_t size)
+hd_account(hd_tree *t, int64_t c, double lambda, int64_t size, int64_t count)
 {
-	/* _compute_stability's sum, in the rows' order */
-	t->stab[c] += (lambda - t->birth[c]) * (double) size;
+	for (int64_t k = 0; k < count; k++)
+		t->stab[c] += (lambda - t->birth[c]) * (double) size;
 	if (lambda > t->death[c])
 		t->death[c] = lambda;
-	if (t->rows != NULL)
-	{
-		gc_hdbscan_tree_row *r = &t->rows[t->nrows];
+}
 
-		r->parent = t->n + c;
-		r->child = child;
-		r->lambda = lambda;
-		r->child_size = size;
-	}
-	t->nrows++;
+static inline void
+hd_put_row(hd_tree *t, int64_t at, int64_t c, int64_t child, double lambda,
+		   int64_t size)
+{
+	if (t->rows != NULL)
+		t->rows[at] = (gc_hdbscan_tree_row) {t->n + c, child, lambda, size};
 }
 
 /* A new cluster, child of c, born at lambda with size rows. */
@@ -222,57 +282,57 @@ hd_new_cluster(hd_tree *t, int64_t c, double lambda, int64_t size)
 	t->birth[k] = lambda;
 	t->stab[k] = 0.0;
 	t->death[k] = 0.0;
-	hd_row(t, c, t->n + k, lambda, size);
+	hd_account(t, c, lambda, size, 1);
+	hd_put_row(t, t->nrows++, c, t->n + k, lambda, size);
 	return k;
 }
 
 /*
- * The rows under single-linkage node s fall out of cluster c at lambda,
- * listed breadth first (bfs_from_hierarchy); queue has room for the
- * internal nodes under s.
+ * Side s (count rows) falls out of cluster c at lambda: its rows take
+ * the next count places; a single row is placed now, larger sides are
+ * listed for hd_walk_falls.
  */
-static bool
-hd_fall_out(hd_tree *t, int64_t s, int64_t c, double lambda, int64_t *queue)
+static void
+hd_fall_out(hd_tree *t, int64_t s, int64_t count, int64_t c, double lambda)
 {
-	int64_t		n = t->n,
-				head = 0,
-				tail = 0;
-
-	if (s < n)
+	hd_account(t, c, lambda, 1, count);
+	if (s < t->n)
 	{
-		t->pclu[s] = c;
-		t->plambda[s] = lambda;
-		hd_row(t, c, s, lambda, 1);
-		return hd_poll(t);
+		t->leave[s] = (hd_leave) {c, lambda};
+		hd_put_row(t, t->nrows, c, s, lambda, 1);
 	}
-	queue[tail++] = s;
-	while (head < tail)
+	else
 	{
-		int64_t		x = queue[head++] - n;
-		int64_t		side[2] = {t->left[x], t->right[x]};
-
-		for (int j = 0; j < 2; j++)
-		{
-			if (side[j] >= n)
-				queue[tail++] = side[j];
-			else
-			{
-				t->pclu[side[j]] = c;
-				t->plambda[side[j]] = lambda;
-				hd_row(t, c, side[j], lambda, 1);
-			}
-		}
-		if (hd_poll(t))
-			return true;
+		t->fall[t->nfall++] = (hd_fall) {s, c, t->nrows, lambda};
+		if (count > t->maxfall)
+			t->maxfall = count;
 	}
-	return false;
+	t->nrows += count;
+}
+
+/* Prefetches the single-linkage node of x and, when ready, its sides'. */
+static inline void
+hd_prefetch_visit(const hd_tree *t, int64_t x, bool sides)
+{
+	const hd_node *nd = &t->node[x - t->n];
+
+	__builtin_prefetch(nd);
+	if (sides)
+	{
+		if (nd->left >= t->n)
+			__builtin_prefetch(&t->node[nd->left - t->n]);
+		if (nd->right >= t->n)
+			__builtin_prefetch(&t->node[nd->right - t->n]);
+	}
 }
 
 /*
- * The condensed tree (_condense_tree): the single-linkage nodes that carry
- * a cluster, breadth first from the root; queue holds (node, cluster)
- * pairs, fall the fall_out walk's queue.  Every side that falls out is
- * walked once, since the nodes under it carry no cluster.
+ * The condensed tree (_condense_tree), first its skeleton: the
+ * single-linkage nodes that carry a cluster, breadth first from the root
+ * (the queue in scratch), each splitting its cluster in two new ones or
+ * letting one or both sides fall out.  The rows are counted and placed in
+ * scikit-learn's order as they come; the sides of several rows that fall
+ * are walked afterwards (hd_walk_falls), into their places.
  */
 static gc_code
 hd_condense(hd_tree *t, gc_status *st)
@@ -280,72 +340,144 @@ hd_condense(hd_tree *t, gc_status *st)
 	int64_t		n = t->n,
 				head = 0,
 				tail = 0;
-	int64_t    *queue = malloc(sizeof(int64_t) * 2 * (size_t) (n - 1));
-	int64_t    *fall = malloc(sizeof(int64_t) * (size_t) (n - 1));
-	gc_code		rc = GC_OK;
+	hd_visit   *queue = t->scratch;
 
-	if (queue == NULL || fall == NULL)
-	{
-		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's condensed tree");
-		goto done;
-	}
 	t->nclu = 1;
 	t->cparent[0] = -1;
 	t->cchild[0] = -1;
 	t->birth[0] = 0.0;
 	t->stab[0] = 0.0;
 	t->death[0] = 0.0;
-	queue[tail++] = 2 * n - 2;
-	queue[tail++] = 0;
+	queue[tail++] = (hd_visit) {2 * n - 2, 0};
 	while (head < tail)
 	{
-		int64_t		x = queue[head++] - n,
-					c = queue[head++];
-		int64_t		l = t->left[x],
-					r = t->right[x];
-		int64_t		lc = hd_count(t, l),
-					rcnt = hd_count(t, r);
-		double		lambda = hd_lambda(t->edges[x].w);
-		bool		stop = false;
+		hd_visit	v = queue[head++];
+		const hd_node *nd = &t->node[v.x - n];
+		int64_t		lc = hd_count(t, nd->left),
+					rc = hd_count(t, nd->right);
+		double		lambda = hd_lambda(nd->w);
 
-		if (lc >= t->mcs && rcnt >= t->mcs)
+		if (head + HD_AHEAD < tail)
+			hd_prefetch_visit(t, queue[head + HD_AHEAD].x, false);
+		if (head + HD_AHEAD / 2 < tail)
+			hd_prefetch_visit(t, queue[head + HD_AHEAD / 2].x, true);
+		if (lc >= t->mcs && rc >= t->mcs)
 		{
-			int64_t		kl = hd_new_cluster(t, c, lambda, lc);
-			int64_t		kr = hd_new_cluster(t, c, lambda, rcnt);
+			int64_t		kl = hd_new_cluster(t, v.c, lambda, lc);
+			int64_t		kr = hd_new_cluster(t, v.c, lambda, rc);
 
-			t->cchild[c] = kl;
-			queue[tail++] = l;
-			queue[tail++] = kl;
-			queue[tail++] = r;
-			queue[tail++] = kr;
-		}
-		else if (lc < t->mcs && rcnt < t->mcs)
-			stop = hd_fall_out(t, l, c, lambda, fall) ||
-				hd_fall_out(t, r, c, lambda, fall);
-		else if (lc < t->mcs)
-		{
-			stop = hd_fall_out(t, l, c, lambda, fall);
-			queue[tail++] = r;
-			queue[tail++] = c;
+			t->cchild[v.c] = kl;
+			queue[tail++] = (hd_visit) {nd->left, kl};
+			queue[tail++] = (hd_visit) {nd->right, kr};
 		}
 		else
 		{
-			stop = hd_fall_out(t, r, c, lambda, fall);
-			queue[tail++] = l;
-			queue[tail++] = c;
+			if (lc < t->mcs)
+				hd_fall_out(t, nd->left, lc, v.c, lambda);
+			if (rc < t->mcs)
+				hd_fall_out(t, nd->right, rc, v.c, lambda);
+			if (lc >= t->mcs)
+				queue[tail++] = (hd_visit) {nd->left, v.c};
+			if (rc >= t->mcs)
+				queue[tail++] = (hd_visit) {nd->right, v.c};
 		}
-		if (stop || hd_poll(t))
-		{
-			rc = gc_fail(st, GC_ECANCEL, "canceled");
-			goto done;
-		}
+		if (hd_poll(t))
+			return gc_fail(st, GC_ECANCEL, "canceled");
 	}
-done:
-	free(queue);
-	free(fall);
-	return rc;
+	return GC_OK;
 }
 
+/*
+ * The rows of one falling side, breadth first (bfs_from_hierarchy) into
+ * their places; queue has room for its internal nodes.  The caller's
+ * thread polls every 2^20 nodes: true when cancelled.
+ */
+static bool
+hd_walk_fall(const hd_tree *t, const hd_fall *f, int64_t *queue, bool caller)
+{
+	int64_t		n = t->n,
+				head = 0,
+				tail = 0,
+				row = f->row;
+	gc_hdbscan_tree_row *rows = t->rows;
+
+	queue[tail++] = f->s;
+	while (head < tail)
+	{
+		if (caller && (head & HD_POLL_MASK) == HD_POLL_MASK && gc_cancelled(t->ctx))
+			return true;
+		const hd_node *nd = &t->node[queue[head++] - n];
+		int64_t		side[2] = {nd->left, nd->right};
+
+		if (head + HD_AHEAD / 4 < tail)
+			__builtin_prefetch(&t->node[queue[head + HD_AHEAD / 4] - n]);
+		for (int j = 0; j < 2; j++)
+		{
+			if (side[j] >= n)
+				queue[tail++] = side[j];
+			else
+			{
+				t->leave[side[j]] = (hd_leave) {f->c, f->lambda};
+				if (rows != NULL)
+					rows[row] = (gc_hdbscan_tree_row) {n + f->c, side[j], f->lambda, 1};
+				row++;
+			}
+		}
+	}
+	return false;
+}
+
+/*
+ * Every falling side of several rows, on the team: each writes its own
+ * rows and places only, so the result does not depend on the threads.
+ * Each thread's queue holds the internal nodes of the largest side.
+ */
+static gc_code
+hd_walk_falls(hd_tree *t, gc_status *st)
+{
+	int			team = gc_team_adapt(t->ctx);
+	int			stop = 0;
+
+	if (t->maxfall > 0 && (int64_t) team > t->n / t->maxfall)
+		team = (int) (t->n / t->maxfall > 1 ? t->n / t->maxfall : 1);
+#pragma omp parallel num_threads(gc_region_threads(team, t->nfall))
+	{
+		int64_t    *queue = malloc(sizeof(int64_t) * (size_t) (t->maxfall > 0 ? t->maxfall : 1));
+		const bool	caller = omp_get_thread_num() == 0;
+
+		if (queue == NULL)
+			__atomic_store_n(&stop, 2, __ATOMIC_RELAXED);
+#pragma omp for schedule(dynamic, 1)
+		for (int64_t b = 0; b < (t->nfall + 4095) / 4096; b++)
+		{
+			int64_t		f1 = (b + 1) * 4096 < t->nfall ? (b + 1) * 4096 : t->nfall;
+
+			if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
+				continue;
+			if (caller && gc_cancelled(t->ctx))
+			{
+				__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+			for (int64_t f = b * 4096; f < f1; f++)
+			{
+				if (f + HD_AHEAD < f1)
+					__builtin_prefetch(&t->node[t->fall[f + HD_AHEAD].s - t->n]);
+				if (hd_walk_fall(t, &t->fall[f], queue, caller))
+				{
+					__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+					break;
+				}
+			}
+		}
+		free(queue);
+	}
+	if (stop == 2)
+		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's condensed tree");
+	if (stop == 1 || gc_cancelled(t->ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
 
 /*
  * Excess of mass (_get_clusters' 'eom'): the clusters from the highest
@@ -497,9 +629,9 @@ hd_label(hd_tree *t, const gc_hdbscan_params *p, const uint8_t *sel,
 
 	for (int64_t i = 0; i < t->n; i++)
 	{
-		int64_t		c = t->pclu[i],
+		int64_t		c = t->leave[i].c,
 					cl = top[c];
-		double		lambda = t->plambda[i];
+		double		lambda = t->leave[i].lambda;
 
 		if (cl == 0 && !(single_root && lambda >= threshold))
 		{
@@ -528,22 +660,22 @@ hd_alloc(hd_tree *t, bool want_rows, gc_status *st)
 	size_t		n = (size_t) t->n,
 				k = (size_t) t->kmax;
 
-	t->left = malloc(sizeof(int64_t) * (n - 1));
-	t->right = malloc(sizeof(int64_t) * (n - 1));
-	t->size = malloc(sizeof(int64_t) * (n - 1));
+	t->node = malloc(sizeof(hd_node) * (n - 1));
+	/* the union-find entries, then the queue: at most n - 1 visits */
+	t->scratch = malloc(sizeof(hd_set) * n);
 	t->cparent = malloc(sizeof(int64_t) * k);
 	t->cchild = malloc(sizeof(int64_t) * k);
 	t->birth = malloc(sizeof(double) * k);
 	t->stab = malloc(sizeof(double) * k);
 	t->death = malloc(sizeof(double) * k);
-	t->pclu = malloc(sizeof(int64_t) * n);
-	t->plambda = malloc(sizeof(double) * n);
+	t->leave = malloc(sizeof(hd_leave) * n);
+	/* a side of several rows has two at least */
+	t->fall = malloc(sizeof(hd_fall) * (n / 2 + 1));
 	if (want_rows)
 		t->rows = malloc(sizeof(gc_hdbscan_tree_row) * (n + k));
-	if (t->left == NULL || t->right == NULL || t->size == NULL ||
-		t->cparent == NULL || t->cchild == NULL ||
-		t->birth == NULL || t->stab == NULL || t->death == NULL ||
-		t->pclu == NULL || t->plambda == NULL ||
+	if (t->node == NULL || t->scratch == NULL || t->cparent == NULL ||
+		t->cchild == NULL || t->birth == NULL || t->stab == NULL ||
+		t->death == NULL || t->leave == NULL || t->fall == NULL ||
 		(want_rows && t->rows == NULL))
 		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's tree (%lld rows)",
 					   (long long) t->n);
@@ -596,13 +728,16 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 	t.kmax = 2 * (n / t.mcs) + 1;
 	if ((rc = hd_alloc(&t, res->tree != NULL, st)) != GC_OK ||
 		(rc = hd_single_linkage(&t, st)) != GC_OK ||
-		(rc = hd_condense(&t, st)) != GC_OK)
+		(rc = hd_condense(&t, st)) != GC_OK ||
+		(rc = hd_walk_falls(&t, st)) != GC_OK)
 		goto done;
 	/* the single-linkage tree is done with */
-	free(t.left);
-	free(t.right);
-	free(t.size);
-	t.left = t.right = t.size = NULL;
+	free(t.node);
+	free(t.scratch);
+	free(t.fall);
+	t.node = NULL;
+	t.scratch = NULL;
+	t.fall = NULL;
 
 	sel = malloc((size_t) t.nclu);
 	scratch = malloc(sizeof(int64_t) * (size_t) t.nclu);
