@@ -42,7 +42,10 @@
  *    rows;
  *  - probability (get_probabilities): min(lambda, max) / max with max the
  *    largest lambda of the rows of the row's selected cluster (its direct
- *    children), 1 when max is 0 or lambda is infinite, 0 for noise;
+ *    children), 1 when max is 0 or lambda is infinite, 0 for noise
+ *    (scikit-learn's max_lambdas keeps the largest of the last run of a
+ *    cluster's rows, which come from its deepest single-linkage node and
+ *    so hold its largest lambda);
  *  - GLOSH (the hdbscan package's outlier_scores): (lambda_max - lambda) /
  *    lambda_max with lambda_max the largest lambda of any row in the whole
  *    subtree of the cluster the row leaves, 0 when lambda_max is 0 or
@@ -50,9 +53,19 @@
  *    1 (the limit, which the formula would make NaN).
  *
  * The flat clusters are numbered 0, 1, ... by their lowest input position
- * (not scikit-learn's numbering).  Everything is iterative (no recursion:
- * a chain of 10M rows is a tree 10M deep), O(n) time but for the
- * near-linear union-find, O(n) memory.
+ * (not scikit-learn's numbering).  A selected cluster that no row joins
+ * (the root, selected by epsilon beside a cluster under it) has no
+ * number: the tree's selected[] holds GC_NOISE for it and clusters does
+ * not count it.
+ *
+ * The work: the single-linkage tree by a union-find by size over the
+ * rows (sequential, in the edges' order); the condensed tree's skeleton
+ * breadth first, which places every row of the tree and sums the
+ * stabilities; the sides of several rows that fall out walked on the
+ * team, each into its own places; then the selection over the clusters
+ * and one pass over the rows.  Everything is iterative (a chain of 10M
+ * rows is a tree 10M deep), O(n) time but for the near-linear
+ * union-find, O(n) memory (about 90 bytes a row, 120 with the tree).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -404,11 +417,11 @@ hd_walk_fall(const hd_tree *t, const hd_fall *f, int64_t *queue, bool caller)
 	queue[tail++] = f->s;
 	while (head < tail)
 	{
-		if (caller && (head & HD_POLL_MASK) == HD_POLL_MASK && gc_cancelled(t->ctx))
-			return true;
 		const hd_node *nd = &t->node[queue[head++] - n];
 		int64_t		side[2] = {nd->left, nd->right};
 
+		if (caller && (head & HD_POLL_MASK) == 0 && gc_cancelled(t->ctx))
+			return true;
 		if (head + HD_AHEAD / 4 < tail)
 			__builtin_prefetch(&t->node[queue[head + HD_AHEAD / 4] - n]);
 		for (int j = 0; j < 2; j++)
@@ -437,20 +450,25 @@ hd_walk_falls(hd_tree *t, gc_status *st)
 {
 	int			team = gc_team_adapt(t->ctx);
 	int			stop = 0;
+	int64_t		most = t->maxfall > 0 ? t->maxfall : 1;
+	/* blocks of about 2^20 rows at most: the caller polls between them */
+	int64_t		block = (HD_POLL_MASK + 1) / most > 4096 ? 4096 :
+		(HD_POLL_MASK + 1) / most > 1 ? (HD_POLL_MASK + 1) / most : 1;
 
-	if (t->maxfall > 0 && (int64_t) team > t->n / t->maxfall)
-		team = (int) (t->n / t->maxfall > 1 ? t->n / t->maxfall : 1);
+	/* the queues take n entries at most */
+	if ((int64_t) team > t->n / most)
+		team = (int) (t->n / most > 1 ? t->n / most : 1);
 #pragma omp parallel num_threads(gc_region_threads(team, t->nfall))
 	{
-		int64_t    *queue = malloc(sizeof(int64_t) * (size_t) (t->maxfall > 0 ? t->maxfall : 1));
+		int64_t    *queue = malloc(sizeof(int64_t) * (size_t) most);
 		const bool	caller = omp_get_thread_num() == 0;
 
 		if (queue == NULL)
 			__atomic_store_n(&stop, 2, __ATOMIC_RELAXED);
 #pragma omp for schedule(dynamic, 1)
-		for (int64_t b = 0; b < (t->nfall + 4095) / 4096; b++)
+		for (int64_t b = 0; b < (t->nfall + block - 1) / block; b++)
 		{
-			int64_t		f1 = (b + 1) * 4096 < t->nfall ? (b + 1) * 4096 : t->nfall;
+			int64_t		f1 = (b + 1) * block < t->nfall ? (b + 1) * block : t->nfall;
 
 			if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
 				continue;
@@ -459,7 +477,7 @@ hd_walk_falls(hd_tree *t, gc_status *st)
 				__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 				continue;
 			}
-			for (int64_t f = b * 4096; f < f1; f++)
+			for (int64_t f = b * block; f < f1; f++)
 			{
 				if (f + HD_AHEAD < f1)
 					__builtin_prefetch(&t->node[t->fall[f + HD_AHEAD].s - t->n]);
@@ -700,7 +718,7 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 {
 	hd_tree		t;
 	uint8_t    *sel = NULL;
-	int64_t    *scratch = NULL;
+	int64_t    *climb = NULL;
 	double	   *lmax = NULL;
 	int32_t    *flat = NULL;
 	gc_code		rc;
@@ -740,20 +758,22 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 	t.fall = NULL;
 
 	sel = malloc((size_t) t.nclu);
-	scratch = malloc(sizeof(int64_t) * (size_t) t.nclu);
+	climb = malloc(sizeof(int64_t) * (size_t) t.nclu);
 	lmax = malloc(sizeof(double) * (size_t) t.nclu);
 	flat = malloc(sizeof(int32_t) * (size_t) t.nclu);
-	if (sel == NULL || scratch == NULL || lmax == NULL || flat == NULL)
+	if (sel == NULL || climb == NULL || lmax == NULL || flat == NULL)
 	{
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
 		goto done;
 	}
-	hd_select(&t, p, sel, scratch);
-	if ((rc = hd_label(&t, p, sel, scratch, lmax, flat, res, st)) != GC_OK)
+	hd_select(&t, p, sel, climb);
+	if ((rc = hd_label(&t, p, sel, climb, lmax, flat, res, st)) != GC_OK)
 		goto done;
 	if (res->tree != NULL)
 	{
-		res->tree->rows = t.rows;
+		gc_hdbscan_tree_row *fit = realloc(t.rows, sizeof(gc_hdbscan_tree_row) * (size_t) t.nrows);
+
+		res->tree->rows = fit != NULL ? fit : t.rows;
 		res->tree->nrows = t.nrows;
 		res->tree->selected = flat;
 		res->tree->nclusters = t.nclu;
@@ -765,7 +785,7 @@ done:
 		res->clusters = 0;
 	hd_free(&t);
 	free(sel);
-	free(scratch);
+	free(climb);
 	free(lmax);
 	free(flat);
 	return rc;
