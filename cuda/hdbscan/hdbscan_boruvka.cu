@@ -49,7 +49,7 @@
 
 #pragma GCC visibility push(hidden)
 
-#define HB_SEARCH_ROWS (1 << 21)	/* positions a search launch, at most */
+#define HB_SEARCH_ROWS (1 << 20)	/* positions a search launch, at most */
 #define HB_MAX_ROUNDS 64		/* at most 32 can happen (n < 2^31) */
 
 enum
