@@ -2,7 +2,7 @@
  * bench_hdbscan.c — whole HDBSCAN calls on the GPU (gc_hdbscan_on_gpu:
  * phases 1 and 2 on the GPU, cuda/hdbscan/, phase 3 on the CPU) against
  * the CPU (gc_hdbscan_cpu on every core), on the issue's data
- * (hdbscan_data.h: 50 blobs of sigma 0.6 in [-10, 10]^d plus 1/11 uniform
+ * (hdbscan_common.h: 50 blobs of sigma 0.6 in [-10, 10]^d plus 1/11 uniform
  * noise over their box; min_cluster_size = min_samples = 15):
  *
  *   110k x 2, 1M x 2, 10M x 2 (the CPU only when its estimate, 1M's time x
@@ -48,7 +48,7 @@
 #include <cuda_runtime_api.h>
 
 #include "testutil.h"
-#include "hdbscan_data.h"
+#include "hdbscan_common.h"
 #include "common/gpu.h"
 #include "hdbscan/hdbscan.h"
 
@@ -95,22 +95,6 @@ env_double(const char *name, double dflt)
 	const char *e = getenv(name);
 
 	return e != NULL ? atof(e) : dflt;
-}
-
-/* The default pool's high-water mark: reset, or read (bytes). */
-static size_t
-pool_peak(bool reset)
-{
-	cudaMemPool_t pool;
-	unsigned long long v = 0;	/* the attribute is 64 bits */
-
-	if (cudaDeviceGetDefaultMemPool(&pool, 0) != cudaSuccess)
-		return 0;
-	if (reset)
-		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v);
-	else
-		cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v);
-	return (size_t) v;
 }
 
 static void

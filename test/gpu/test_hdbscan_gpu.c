@@ -41,7 +41,7 @@
 #include <cuda_runtime_api.h>
 
 #include "testutil.h"
-#include "hdbscan_data.h"
+#include "hdbscan_common.h"
 #include "hdbscan_ref.h"
 #include "common/gpu.h"
 #include "common/metric.h"
@@ -475,24 +475,6 @@ free_memory(void)
 	cudaDeviceSynchronize();
 	cudaMemGetInfo(&fr, &tot);
 	return fr;
-}
-
-/* The default pool's high-water mark since the last reset (bytes). */
-static size_t
-pool_peak(bool reset)
-{
-	cudaMemPool_t pool;
-	unsigned long long v = 0;	/* the attribute is 64 bits */
-
-	if (cudaDeviceGetDefaultMemPool(&pool, 0) != cudaSuccess)
-		return 0;
-	if (reset)
-	{
-		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v);
-		return 0;
-	}
-	cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v);
-	return (size_t) v;
 }
 
 static void

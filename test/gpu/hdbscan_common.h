@@ -1,18 +1,41 @@
 /*
- * hdbscan_data.h — HDBSCAN's benchmark data (test_hdbscan_gpu,
- * bench_hdbscan): scikit-learn's make_blobs recipe of the issue, nb centres
+ * hdbscan_common.h — what test_hdbscan_gpu and bench_hdbscan share: the
+ * default memory pool's high-water mark (the device memory a call used),
+ * and HDBSCAN's benchmark data, scikit-learn's make_blobs recipe of the issue, nb centres
  * uniform in [-10, 10]^d (center_box), n - n / 11 rows Gaussian around them
  * (cluster_std 0.6, the centre drawn per row), then n / 11 rows uniform over
  * the blobs' bounding box (110k: 100,000 + 10,000).  testutil.h's generator.
  */
-#ifndef GPUCLUST_HDBSCAN_DATA_H
-#define GPUCLUST_HDBSCAN_DATA_H
+#ifndef GPUCLUST_HDBSCAN_COMMON_H
+#define GPUCLUST_HDBSCAN_COMMON_H
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <cuda_runtime_api.h>
+
 #include "testutil.h"
+
+/*
+ * The default pool's high-water mark, where every allocation of the GPU
+ * calls comes from (check.cuh's gc_dalloc): reset (returns 0) or read
+ * (bytes).
+ */
+static size_t
+pool_peak(bool reset)
+{
+	cudaMemPool_t pool;
+	unsigned long long v = 0;	/* the attribute is 64 bits */
+
+	if (cudaDeviceGetDefaultMemPool(&pool, 0) != cudaSuccess)
+		return 0;
+	if (reset)
+		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v);
+	else
+		cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &v);
+	return reset ? 0 : (size_t) v;
+}
 
 static float *
 make_blobs_noise(uint64_t *rs, int64_t n, int d, int nb)
@@ -52,4 +75,4 @@ make_blobs_noise(uint64_t *rs, int64_t n, int d, int nb)
 	return X;
 }
 
-#endif							/* GPUCLUST_HDBSCAN_DATA_H */
+#endif							/* GPUCLUST_HDBSCAN_COMMON_H */
