@@ -240,14 +240,15 @@ gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 	 * offsets 24, CUB's segmented sort at most 16); the core distances 8
 	 * and in row order 8; Borůvka's arrays (hb_boruvka_bytes); the edges
 	 * 16, the sort's other buffers 16 and the edges out 24.  Plus a
-	 * batch's heaps and room for the allocator and CUB's radix sort.
+	 * batch's heaps, and room for the allocator's rounding of some 30
+	 * allocations and CUB's radix sort.
 	 */
 	const size_t per = (size_t) 9 * (size_t) d + 24 + 16 + 16 + 16 + 16 + 24;
 
 	if (n < 1)
 		return 0;
 	return (size_t) n * per + hb_boruvka_bytes(n) +
-		hb_core_heap_bytes(n, min_samples) + ((size_t) 64 << 20);
+		hb_core_heap_bytes(n, min_samples) + ((size_t) 128 << 20);
 }
 
 extern "C" void
