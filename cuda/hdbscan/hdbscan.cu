@@ -132,7 +132,7 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 			   *ew2,
 			   *eab2,
 			   *ws,
-			   *abs;
+			   *ps;
 	gc_mst_edge *eo;
 	const int	m = n - 1;
 	double		t0 = gc_now_ms();
@@ -178,11 +178,11 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 	t0 = gc_now_ms();
 	HB_ALLOC(ew2, m);
 	HB_ALLOC(eab2, m);
-	if ((rc = hb_sort_edges(D, m, ew, eab, ew2, eab2, &ws, &abs, st)) != GC_OK)
+	if ((rc = hb_sort_edges(D, m, ew, eab, ew2, eab2, &ws, &ps, st)) != GC_OK)
 		return rc;
 	HB_ALLOC(eo, m);
 	HB_CK(gc_launch(k_hb_edges_out, m, HB_THREADS, HB_THREADS, D.s,
-					(const unsigned long long *) ws, (const unsigned long long *) abs, m, eo));
+					(const unsigned long long *) ws, (const unsigned long long *) ps, m, eo));
 	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
 		return rc;
 	hb_phases.ms_sort = gc_now_ms() - t0;

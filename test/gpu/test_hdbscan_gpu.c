@@ -9,8 +9,9 @@
  *            (a, b and w's bits, in (w, a, b) order).  n 2 to 300,000 and
  *            one of 2,000,000 in 2-d (the search in several launches); d 1,
  *            2, 3, 8, 16, 64 (each query path: d <= 4, 8, 16 in registers,
- *            the rows read from memory above 16); min_samples 1, 2, 5, 15,
- *            64 and n; alpha 1, 0.5 and 2; Euclidean and cosine (the unit
+ *            the rows read from memory above 16); min_samples 1, 2 to 32
+ *            (the k smallest in registers), 33, 64 and n (in heaps); alpha
+ *            1, 0.5 and 2; Euclidean and cosine (the unit
  *            rows, gc_unit_rows, as the driver makes them); uniform rows,
  *            blobs, duplicates (core distances 0, every weight tied) and
  *            integer lattices (many ties); min_samples large enough that
@@ -190,12 +191,16 @@ check_phases(const float *X, int64_t n, int d, int64_t ms, double alpha,
 	free(eg);
 }
 
-static const int64_t ms_choices[] = {1, 2, 5, 15, 64, -1};	/* -1: n */
+/*
+ * min_samples: 1 (no search), the k smallest in registers (2 to 16, 17 to
+ * 32: hdbscan_core.cu), in heaps (above 32), n (-1).
+ */
+static const int64_t ms_choices[] = {1, 2, 5, 15, 16, 20, 32, 33, 64, -1};
 
 static int64_t
 pick_ms(int64_t n, bool small_ms)
 {
-	int			c = (int) (tu_next(&rs) % (small_ms ? 4 : 6));
+	int			c = (int) (tu_next(&rs) % (small_ms ? 7 : 10));
 	int64_t		ms = ms_choices[c] < 0 ? n : ms_choices[c];
 
 	return ms < n ? ms : n;
