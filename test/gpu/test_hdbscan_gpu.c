@@ -11,8 +11,8 @@
  *            2, 3, 8, 16, 64 (each query path: d <= 4, 8, 16 in registers,
  *            the rows read from memory above 16); min_samples 1, 2 to 32
  *            (the k smallest in registers), 33, 64 and n (in heaps); alpha
- *            1, 0.5 and 2; Euclidean and cosine (the unit
- *            rows, gc_unit_rows, as the driver makes them); uniform rows,
+ *            1, 0.5 and 2; Euclidean and cosine (the unit rows,
+ *            gc_unit_rows, as the driver makes them); uniform rows,
  *            blobs, duplicates (core distances 0, every weight tied) and
  *            integer lattices (many ties); min_samples large enough that
  *            the core distances' heaps take several batches of queries.
