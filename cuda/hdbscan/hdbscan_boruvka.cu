@@ -386,20 +386,7 @@ k_hb_search(hb_mst S, int p0, int cnt)
 				opened++;
 			}
 
-			const int	votes = __popc(__ballot_sync(FULL, a_near)),
-						voters = __popc(__ballot_sync(FULL, need));
-
-			/* the child nearer to most lanes is popped first */
-			if (2 * votes >= voters)
-			{
-				stack[sp++] = b;
-				stack[sp++] = a;
-			}
-			else
-			{
-				stack[sp++] = a;
-				stack[sp++] = b;
-			}
+			hb_push_children(stack, sp, a, b, a_near, need);
 		}
 	}
 	if (active)

@@ -148,20 +148,8 @@ k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
 			const bool	a_near = need &&
 				q.box2(T.lo + (int64_t) a * d, T.hi + (int64_t) a * d) <=
 				q.box2(T.lo + (int64_t) c * d, T.hi + (int64_t) c * d);
-			const int	votes = __popc(__ballot_sync(FULL, a_near)),
-						voters = __popc(__ballot_sync(FULL, need));
 
-			/* the child nearer to most lanes is popped first */
-			if (2 * votes >= voters)
-			{
-				stack[sp++] = c;
-				stack[sp++] = a;
-			}
-			else
-			{
-				stack[sp++] = a;
-				stack[sp++] = c;
-			}
+			hb_push_children(stack, sp, a, c, a_near, need);
 		}
 	}
 	if (active)
@@ -247,25 +235,13 @@ k_hb_knn_reg(gc_kdtree T, int k, gc_metric metric, int p0, int cnt,
 		}
 		else
 		{
-			const int	l = 2 * node + 1,
-						r = l + 1;
-			const bool	l_near = need &&
-				q.box2(T.lo + (int64_t) l * d, T.hi + (int64_t) l * d) <=
-				q.box2(T.lo + (int64_t) r * d, T.hi + (int64_t) r * d);
-			const int	votes = __popc(__ballot_sync(FULL, l_near)),
-						voters = __popc(__ballot_sync(FULL, need));
+			const int	a = 2 * node + 1,
+						c = a + 1;
+			const bool	a_near = need &&
+				q.box2(T.lo + (int64_t) a * d, T.hi + (int64_t) a * d) <=
+				q.box2(T.lo + (int64_t) c * d, T.hi + (int64_t) c * d);
 
-			/* the child nearer to most lanes is popped first */
-			if (2 * votes >= voters)
-			{
-				stack[sp++] = r;
-				stack[sp++] = l;
-			}
-			else
-			{
-				stack[sp++] = l;
-				stack[sp++] = r;
-			}
+			hb_push_children(stack, sp, a, c, a_near, need);
 		}
 	}
 	if (active)

@@ -181,6 +181,30 @@ struct hb_query<0>
 	}
 };
 
+/*
+ * A warp's walk: node a's and b's children pushed on the warp's stack, the
+ * one nearer to most of the lanes that need their parent (near_a: a is
+ * nearer to this lane) last, so popped first.  Every lane calls it.
+ */
+__device__ __forceinline__ void
+hb_push_children(int *stack, int &sp, int a, int b, bool near_a, bool need)
+{
+	const unsigned FULL = 0xffffffffu;
+	const int	votes = __popc(__ballot_sync(FULL, near_a && need)),
+				voters = __popc(__ballot_sync(FULL, need));
+
+	if (2 * votes >= voters)
+	{
+		stack[sp++] = b;
+		stack[sp++] = a;
+	}
+	else
+	{
+		stack[sp++] = a;
+		stack[sp++] = b;
+	}
+}
+
 /* The query path for d: its registers (4, 8, 16) or memory (0). */
 static inline int
 hb_dq(int d)
