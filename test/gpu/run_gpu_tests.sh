@@ -13,6 +13,10 @@
 #                    per seed in DB_SEEDS (default: one fresh seed); every
 #                    index (grid, tree, brute force) and both algorithms
 #                    (union-find, DClust); ~45 s a seed on the H100
+#   hdbscan-test     test_hdbscan_gpu: HDBSCAN's GPU phases (core distances,
+#                    the spanning tree's edges) = the CPU's bit for bit and
+#                    the brute force's on small cases; whole calls = the
+#                    CPU's; memory, cancel, progress; about 1 minute
 #   ap-test          test_ap_gpu: affinity propagation, float8 = CPU bit for
 #                    bit, float4 = its sequential reference, float4 against
 #                    float8 with the ties named
@@ -47,6 +51,11 @@
 #                    calls CPU vs GPU; then bench_ap_sklearn.py
 #                    (scikit-learn per iteration; AP_SKLEARN_N, default
 #                    "5000 10000 20000")
+#   hdbscan-bench    bench_hdbscan: whole HDBSCAN calls GPU vs CPU (110k,
+#                    1M, 10M x 2, 1M x 16, the 10M spanning tree), phases,
+#                    memory, floors, the crossover; then bench_hdbscan
+#                    --trace (each Borůvka round, in
+#                    bench_hdbscan_trace.log); about 3-4 minutes
 #   dbscan-bench     bench_dbscan_gpu: GPU vs CPU table, rows A-G, X, Z
 #                    (BENCH_ONLY=A,B,...; Y, the brute force, only when
 #                    named; BENCH_C_BRUTE=1 adds the brute force to C;
@@ -174,6 +183,19 @@ tools-bench)
 	PYTHONUNBUFFERED=1 timeout "${TOOLS_PEERS_TIMEOUT:-300}" python3 test/gpu/bench_tools.py /tmp \
 		2>&1 | tee "$OUTDIR/bench_tools_peers.log"
 	;;
+hdbscan-test)
+	echo "== test_hdbscan_gpu"
+	run test_hdbscan_gpu.log "${HD_TEST_TIMEOUT:-300}" $B/test_hdbscan_gpu || rc=1
+	grep -E "FAIL|passed|seed|  [a-z0-9]" "$OUTDIR/test_hdbscan_gpu.log" | head -40
+	;;
+hdbscan-bench)
+	echo "== bench_hdbscan"
+	timeout "${HD_BENCH_TIMEOUT:-400}" $B/bench_hdbscan 2>&1 | tee "$OUTDIR/bench_hdbscan.log"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+	echo "== bench_hdbscan --trace (stderr: $OUTDIR/bench_hdbscan_trace.log)"
+	timeout "${HD_TRACE_TIMEOUT:-120}" $B/bench_hdbscan --trace 2> "$OUTDIR/bench_hdbscan_trace.log" || rc=1
+	grep -E "^==|round|tree" "$OUTDIR/bench_hdbscan_trace.log" | head -60
+	;;
 ap-test)
 	echo "== test_ap_gpu"
 	run test_ap_gpu.log "${AP_TEST_TIMEOUT:-300}" $B/test_ap_gpu || rc=1
@@ -188,7 +210,7 @@ ap-bench)
 	;;
 sanitize)
 	echo "== compute-sanitizer"
-	for bin in ${SANITIZE_BINS:-test_kmeans_gpu test_dbscan_gpu test_ap_gpu test_kdistance_gpu test_silhouette_gpu}; do
+	for bin in ${SANITIZE_BINS:-test_kmeans_gpu test_dbscan_gpu test_ap_gpu test_kdistance_gpu test_silhouette_gpu test_hdbscan_gpu}; do
 		for tool in ${SANITIZE_TOOLS:-memcheck initcheck synccheck racecheck}; do
 			q=1; [ $tool = racecheck ] && q=2
 			sanitize $tool $q $bin || rc=1
