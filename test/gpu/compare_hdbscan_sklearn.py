@@ -57,9 +57,13 @@ scikit-learn's brute path divides the core distances by alpha as well.
 scikit-learn's HDBSCAN takes O(n²) time (110k 2-d rows: 71.6 s); a case
 whose estimated time passes HDBSCAN_CMP_CASE_S (90 s) or what is left of
 HDBSCAN_CMP_BUDGET_S (210 s, the whole run's) is checked without it (the
-MST and tree checks still run) and says so.  scikit-learn 1.9.1 raises a
-TypeError in epsilon_search on some inputs with cluster_selection_epsilon:
-such a case's scikit-learn comparison is skipped, printed and counted.
+MST and tree checks still run) and says so.  scikit-learn 1.9.1 under
+numpy 2.5 raises a TypeError ("only 0-dimensional arrays can be converted
+to Python scalars", its epsilon_search's traverse_upwards) whenever
+cluster_selection_epsilon moves a selected cluster up the tree: such a
+case's scikit-learn comparisons (stock, and its tree code on our MST) are
+skipped, printed and counted, as any other failure of scikit-learn's own;
+GPU = CPU and the MST checks still run.
 """
 import argparse
 import os
@@ -510,8 +514,11 @@ def compare_case(conn, SK, devices, name, X, kw, dry):
             devices = []
         else:
             msts["ref"] = ref_mst(X, core, alpha, metric)
-            lab, prob, score = sklearn_tree(SK, n, msts["ref"], kw)
-            ours["ref"] = (renumber(lab), prob, np.nan_to_num(score, nan=1.0))
+            try:
+                lab, prob, score = sklearn_tree(SK, n, msts["ref"], kw)
+                ours["ref"] = (renumber(lab), prob, np.nan_to_num(score, nan=1.0))
+            except TypeError as e:
+                skip(name, f"scikit-learn's tree code raised TypeError on the reference MST: {e}")
     else:
         source = f"SELECT id, f FROM {TABLE} ORDER BY id"
         copy_rows(conn, TABLE, X)
@@ -561,12 +568,12 @@ def compare_case(conn, SK, devices, name, X, kw, dry):
 
 def tree_check(SK, name, lab, prob, score, edges, kw):
     """scikit-learn's tree code on our MST, in our order, gives our labels,
-    probabilities and GLOSH scores: True, False, or None when it raised
-    scikit-learn's epsilon_search TypeError."""
+    probabilities and GLOSH scores: True, False, or None when it failed
+    (scikit-learn 1.9.1's epsilon_search TypeError)."""
     try:
         t_lab, t_prob, t_score = sklearn_tree(SK, len(lab), edges, kw)
-    except TypeError as e:
-        skip(name, f"scikit-learn's tree code raised TypeError on our MST: {e}")
+    except Exception as e:      # its epsilon_search's TypeError; a malformed MST fails the MST check
+        skip(name, f"scikit-learn's tree code on our MST raised {type(e).__name__}: {e}")
         return None
     defined = ~np.isnan(t_score)
     return check(f"{name}: scikit-learn's tree code on our MST gives our labels, probabilities, GLOSH",
@@ -606,7 +613,7 @@ def versus_sklearn(name, lab, prob, edges, res, tree_ok):
 
 def stock(SK, name, X, kw):
     """run_sklearn's result, or None (skipped, and why) when it would take
-    too long or raises scikit-learn's epsilon_search TypeError."""
+    too long or fails (scikit-learn 1.9.1's epsilon_search TypeError)."""
     est = sklearn_estimate_s(*X.shape, kw.get("metric", "euclidean"))
     allowed = min(CASE_S, BUDGET_S - (time.perf_counter() - T0))
     if est > allowed:
@@ -614,8 +621,8 @@ def stock(SK, name, X, kw):
         return None
     try:
         res = run_sklearn(SK, X, kw)
-    except TypeError as e:
-        skip(name, f"scikit-learn's HDBSCAN raised TypeError (its epsilon_search): {e}")
+    except Exception as e:      # its epsilon_search's TypeError, or another failure of its own
+        skip(name, f"scikit-learn's HDBSCAN raised {type(e).__name__}: {e}")
         return None
     info(f"{name}: scikit-learn {res[3]:.2f} s (estimated {est:.2f} s)")
     return res
