@@ -103,6 +103,25 @@
 #                    (default 2,000,000) rows of 128 features, k = 1000, 2
 #                    iterations, where the labelling dominates; same psycopg
 #                    as dbdist
+#   hdbscan-sklearn  test/gpu/compare_hdbscan_sklearn.py in that server:
+#                    gpu_hdbscan and gpu_minimum_spanning_tree on 'cpu' and
+#                    'gpu' against scikit-learn's HDBSCAN (1.3 or later) on
+#                    fresh random cases (the seed printed;
+#                    HDBSCAN_CMP_SEED=N replays it): GPU = CPU bit for bit,
+#                    the MST's weights, scikit-learn's tree code on our
+#                    MST, stock HDBSCAN (TIE: a difference that the order of
+#                    equal MST weights alone explains).  About 3-4 minutes
+#                    (HDBSCAN_CMP_BUDGET_S, 210 s, of scikit-learn at most);
+#                    at most HDBSCAN_CMP_TIMEOUT (300) s.  psycopg from
+#                    .carry/py, as dbdist
+#   hdbscan-sql-bench  test/gpu/bench_hdbscan.py in that server: gpu_hdbscan
+#                    on 110k 2-d (the issue's; scikit-learn's HDBSCAN timed
+#                    beside it, ~72 s, BENCH_HDBSCAN_SKLEARN=0 leaves it
+#                    out), 1M 2-d, 1M 16-d, 10M 2-d (GPU; the CPU with
+#                    BENCH_HDBSCAN_CPU_10M=1) and gpu_minimum_spanning_tree
+#                    on the 10M rows, whole SQL calls twice each with
+#                    log_timing's ingest share, GPU = CPU checked; about 5-6
+#                    minutes, at most HDBSCAN_BENCH_TIMEOUT (420) s
 # Every stage runs under a time limit.  Logs go to $OUT (when set) or
 # test/out.  Exit status: nonzero if any stage failed.
 set -uo pipefail
@@ -251,7 +270,7 @@ stream-bench)
 	timeout "${STREAM_BENCH_TIMEOUT:-240}" python3 test/gpu/bench_kmeans_largeN.py \
 		${STREAM_BENCH_ARGS:-640000000 32 100 5} 2>&1 | tee -a "$OUTDIR/bench_stream.log"
 	;;
-sql|sql-bench|worker|worker-bench|dbdist|kagg|faults)
+sql|sql-bench|worker|worker-bench|dbdist|kagg|faults|hdbscan-sklearn|hdbscan-sql-bench)
 	# the extension as installed here, in a real server: the bundle made by
 	# ../shared/tools/pg-bundle make .carry (after make install), carried,
 	# with gpuclust preloaded (its GPU worker on; SQL_PRELOAD=0: not
@@ -304,6 +323,18 @@ sql|sql-bench|worker|worker-bench|dbdist|kagg|faults)
 			exit $((t | b | $?)) ) > "$OUTDIR/kagg.log" 2>&1
 		r=$?
 		grep -E "^(FAIL|\||  |per pass|gpu_kmeans_distributed)| passed,|rows x" "$OUTDIR/kagg.log";;
+	hdbscan-sklearn)
+		( eval "$env"; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/.carry/py${PYTHONPATH:+:$PYTHONPATH}
+			timeout "${HDBSCAN_CMP_TIMEOUT:-300}" python3 test/gpu/compare_hdbscan_sklearn.py ) \
+			> "$OUTDIR/compare_hdbscan_sklearn.log" 2>&1
+		r=$?
+		grep -E "^(FAIL|TIE|SKIP)|^compare_hdbscan_sklearn|ties \(" "$OUTDIR/compare_hdbscan_sklearn.log";;
+	hdbscan-sql-bench)
+		( eval "$env"; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/.carry/py${PYTHONPATH:+:$PYTHONPATH}
+			timeout "${HDBSCAN_BENCH_TIMEOUT:-420}" python3 test/gpu/bench_hdbscan.py ) \
+			> "$OUTDIR/bench_hdbscan.log" 2>&1
+		r=$?
+		cat "$OUTDIR/bench_hdbscan.log";;
 	worker-bench)
 		( eval "$env"; timeout "${WORKER_BENCH_TIMEOUT:-500}" python3 test/gpu/bench_worker.py \
 			--restart-cmd "$ctl -m fast restart'" ) > "$OUTDIR/bench_worker.log" 2>&1
