@@ -141,4 +141,18 @@ private:
 	}
 };
 
+/*
+ * Synchronise D's stream, then poll the cancel flags: what a call does
+ * between its phases and launches.  who names the algorithm in a CUDA
+ * error's message.
+ */
+static inline gc_code
+gc_sync_poll(gc_dev &D, const gc_ctx *ctx, const char *who, gc_status *st)
+{
+	GC_CUDA_CK(who, cudaStreamSynchronize(D.s));
+	if (gc_cancelled(ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
+
 #endif							/* GPUCLUST_CHECK_CUH */

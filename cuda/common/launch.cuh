@@ -1,6 +1,7 @@
 /*
  * launch.cuh — the one way the GPU DBSCAN (cuda/dbscan*.cu) launches a
- * kernel over a range of work items.  Internal to cuda/.
+ * kernel over a range of work items, and two small fill kernels.  Internal
+ * to cuda/.
  *
  * gc_launch: blocks of per_block items, threads threads each; an empty
  * range launches nothing (a zero-sized grid is a CUDA error, "invalid
@@ -28,6 +29,25 @@ gc_launch(void (*kernel)(P...), int64_t items, int per_block, int threads,
 		return cudaErrorInvalidConfiguration;
 	kernel<<<(unsigned) blocks, threads, 0, s>>>(args...);
 	return cudaGetLastError();
+}
+
+/* Small kernels (each file that launches them has its own copy). */
+static __global__ void
+k_iota(int *a, int n)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		a[i] = i;
+}
+
+static __global__ void
+k_fill(int *a, int n, int v)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		a[i] = v;
 }
 
 #endif							/* GPUCLUST_LAUNCH_CUH */

@@ -1,12 +1,11 @@
 /*
  * dbscan_gpu.cuh — what the GPU DBSCAN's files share (internal to cuda/):
  * the call's scoped device resources (db_dev) and error plumbing, the phase
- * timings, the lock-free union-find, the two small fill kernels, and the
- * phases each file provides:
+ * timings, the lock-free union-find, and the phases each file provides:
  *   dbscan.cu         the entry points: the GPU's limits, upload, index choice;
  *   dbscan_grid.cu    the uniform grid (d <= 3);
  *   dbscan_brute.cu   the tiled brute force (any d; the GPU tests only);
- *   dbscan_tree.cu    the kd-tree (any d) and the passes on it;
+ *   dbscan_tree.cu    the passes on the kd-tree (common/kdtree.cuh; any d);
  *   dbscan_dclust.cu  CUDA-DClust's chains on the tree;
  *   dbscan_number.cu  cluster numbers by lowest row, and the download;
  *   dbscan_hooks.cu   test-only entry points (never in the extension).
@@ -23,6 +22,7 @@
 
 #include "common/check.cuh"
 #include "common/gpu.h"
+#include "common/kdtree.cuh"
 #include "common/launch.cuh"
 #include "common/metric.h"
 
@@ -56,10 +56,7 @@ using db_dev = gc_dev;
 static inline gc_code
 db_sync_poll(db_dev &D, const gc_ctx *ctx, gc_status *st)
 {
-	DB_CK(cudaStreamSynchronize(D.s));
-	if (gc_cancelled(ctx))
-		return gc_fail(st, GC_ECANCEL, "canceled");
-	return GC_OK;
+	return gc_sync_poll(D, ctx, "GPU DBSCAN", st);
 }
 
 /* ------------------------------------------------------------------ */
@@ -191,28 +188,6 @@ db_tile_dist2(float (&acc)[TJ], const float *__restrict__ x, bool compute,
 }
 
 /* ------------------------------------------------------------------ */
-/* small kernels (each file that launches them has its own copy)       */
-/* ------------------------------------------------------------------ */
-
-static __global__ void
-k_iota(int *a, int n)
-{
-	int			i = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-		a[i] = i;
-}
-
-static __global__ void
-k_fill(int *a, int n, int v)
-{
-	int			i = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-		a[i] = v;
-}
-
-/* ------------------------------------------------------------------ */
 /* the phases                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -264,36 +239,8 @@ gc_code		db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 
 #define TR_Q 128				/* threads a query node: its points */
 
-/* Node j of level l holds positions [tr_off(j), tr_off(j + 1)). */
-__host__ __device__ __forceinline__ int
-tr_off(int64_t j, int n, int l)
-{
-	return (int) ((j * (int64_t) n) >> l);
-}
-
-/* The node of level l that holds position p. */
-__host__ __device__ __forceinline__ int64_t
-tr_node_of(int p, int n, int l)
-{
-	return ((((int64_t) p + 1) << l) + n - 1) / n - 1;
-}
-
-/* The balanced kd-tree over n points (positions: the rows in its order). */
-struct db_tree
-{
-	int			n,
-				d;
-	int			depth;			/* leaves at this level: 32..64 points */
-	int			qlevel;			/* query nodes: depth - 1 (or 0) */
-	int64_t		nleaf,
-				nq,
-				nnode;			/* heap order: node h has children 2h+1, 2h+2 */
-	float	   *lo,
-			   *hi;				/* nnode x d: each node's exact box */
-	int		   *perm;			/* position -> row */
-	int		   *pos_of_row;		/* row -> position */
-	float	   *Xs;				/* the rows in position order */
-};
+/* The tree (common/kdtree.cuh), by the name DBSCAN's files give it. */
+using db_tree = gc_kdtree;
 
 /* The query nodes' candidate leaves, written a chunk of nodes at a time. */
 struct db_lists
@@ -363,14 +310,6 @@ dc_collide(const db_pass &A, int a, int b)
 	if (!(((volatile unsigned *) A.colmat)[bit >> 5] & m))
 		atomicOr(&A.colmat[bit >> 5], m);
 }
-
-/*
- * The tree over X (device, n x d): T's arrays allocated in D.  Each node
- * splits along its widest dimension, or (cyclic, tests only) level l along
- * dimension l mod d.
- */
-gc_code		db_tree_build(db_dev &D, const gc_ctx *ctx, const float *X, int n,
-						  int d, bool cyclic, db_tree &T, gc_status *st);
 
 /* Every query node's candidate leaves counted, and the chunks planned. */
 gc_code		db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T,

@@ -3,16 +3,9 @@
  * d = 3 (and below it where the grid's cell numbers would overflow), and
  * the passes that both algorithms run on it.
  *
- * The tree is balanced and implicit, built on the GPU level by level:
- * node j of level l holds positions [j n / 2^l, (j + 1) n / 2^l), so a
- * node's children are its halves; every leaf is at level `depth`, with 32
- * to 64 points.  At each level a node's exact box (per-dimension minimum
- * and maximum, float atomics on an order-preserving encoding) gives its
- * widest dimension, and a CUB segmented sort of each node's positions
- * along it splits the node at its median.  The boxes are final as they are
- * made (later levels permute only inside a node), so every node keeps the
- * exact box of its points.  Memory: the rows once more in position order,
- * the boxes (n d / 16 floats at most each side), O(n) more.
+ * The tree is common/kdtree.cuh's (balanced, implicit, every node's exact
+ * box, leaves of 32 to 64 points in position order; common/kdtree.cu
+ * builds it on the GPU).
  *
  * Queries run by node one level above the leaves (64 to 128 points, one
  * thread each; tr_query).  A node's candidate leaves are those whose box
@@ -43,11 +36,9 @@
 #include <algorithm>
 
 #include <cub/device/device_scan.cuh>
-#include <cub/device/device_segmented_sort.cuh>
 
 #include "dbscan_gpu.cuh"
 
-#define TR_LEAF 32				/* leaves hold 32 to 64 points */
 #define TR_TJ 32				/* candidate rows per tile */
 #define TR_STACK 128			/* > 2 (depth + 1) for depth <= 31 */
 #define TR_LIST_PER_POINT 8		/* list budget: entries a point */
@@ -56,250 +47,6 @@
 #define TR_NEAR 8				/* count: leaves of the first pass */
 #define TR_NB_MAX 32			/* neighbours kept a point, at most */
 #define TR_SPREAD 16			/* union: every 16th node goes first */
-
-/* ------------------------------------------------------------------ */
-/* the build                                                           */
-/* ------------------------------------------------------------------ */
-
-/* floats in an unsigned order: a < b iff enc(a) < enc(b) */
-__device__ __forceinline__ unsigned
-tr_enc(float f)
-{
-	unsigned	b = __float_as_uint(f);
-
-	return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-
-__device__ __forceinline__ float
-tr_dec(unsigned u)
-{
-	return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
-}
-
-/*
- * The boxes of the nodes of level l, from their points' rows X[perm[p]]:
- * blocks of TR_BOX_T threads, bpn blocks a node, each over chunk
- * positions; a thread keeps one dimension's extremes over its rows, lanes
- * of the same dimension combine by shuffles, then one atomic each.
- */
-#define TR_BOX_T 256
-
-__global__ void __launch_bounds__(TR_BOX_T)
-k_tr_box(const float *__restrict__ X, const int *__restrict__ perm, int n,
-		 int d, int l, int bpn, int chunk, unsigned *olo, unsigned *ohi)
-{
-	const int64_t j = blockIdx.x / bpn;
-	const int	c = blockIdx.x % bpn;
-	const int	b = tr_off(j, n, l),
-				e = tr_off(j + 1, n, l);
-	const int	s = b + c * chunk,
-				t1 = e < s + chunk ? e : s + chunk;
-	const int	tpr = d < TR_BOX_T ? d : TR_BOX_T;	/* threads a row */
-	const int	rpar = TR_BOX_T / tpr;	/* rows at a time */
-	const int	r0 = threadIdx.x / tpr,
-				j0 = threadIdx.x % tpr;
-	const int64_t h = ((int64_t) 1 << l) - 1 + j;
-	const bool	shfl = tpr <= 32 && (32 % tpr) == 0;
-
-	if (r0 >= rpar)
-		return;					/* no barrier below */
-	for (int k = j0; k < d; k += tpr)
-	{
-		float		mn = __int_as_float(0x7f800000),
-					mx = -__int_as_float(0x7f800000);
-
-		for (int p = s + r0; p < t1; p += rpar)
-		{
-			float		v = X[(int64_t) perm[p] * d + k];
-
-			mn = v < mn ? v : mn;
-			mx = v > mx ? v : mx;
-		}
-		if (shfl)
-		{
-			/* tpr divides 32 and d == tpr: one pass of k, every lane here */
-			for (int o = tpr; o < 32; o <<= 1)
-			{
-				float		a = __shfl_xor_sync(0xffffffffu, mn, o),
-							z = __shfl_xor_sync(0xffffffffu, mx, o);
-
-				mn = a < mn ? a : mn;
-				mx = z > mx ? z : mx;
-			}
-			if ((threadIdx.x & 31) >= tpr)
-				continue;
-		}
-		if (mn <= mx)
-		{
-			atomicMin(&olo[h * d + k], tr_enc(mn));
-			atomicMax(&ohi[h * d + k], tr_enc(mx));
-		}
-	}
-}
-
-/*
- * Each node of level l: its widest dimension (the lowest of equals); or,
- * cyclic, dimension l mod d.
- */
-__global__ void
-k_tr_sdim(const unsigned *__restrict__ olo, const unsigned *__restrict__ ohi,
-		  int d, int l, int64_t nodes, bool cyclic, int *sdim)
-{
-	int64_t		j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (j >= nodes)
-		return;
-	if (cyclic)
-	{
-		sdim[j] = l % d;
-		return;
-	}
-	int64_t		h = ((int64_t) 1 << l) - 1 + j;
-	int			best = 0;
-	float		w = -1.0f;
-
-	for (int k = 0; k < d; k++)
-	{
-		float		x = tr_dec(ohi[h * d + k]) - tr_dec(olo[h * d + k]);
-
-		if (x > w)
-		{
-			w = x;
-			best = k;
-		}
-	}
-	sdim[j] = best;
-}
-
-/* The sort keys of level l, and its segments' offsets. */
-__global__ void
-k_tr_keys(const float *__restrict__ X, const int *__restrict__ perm,
-		  const int *__restrict__ sdim, int n, int d, int l, float *key)
-{
-	int			p = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (p < n)
-		key[p] = X[(int64_t) perm[p] * d + sdim[tr_node_of(p, n, l)]];
-}
-
-__global__ void
-k_tr_offsets(int n, int l, int64_t nodes, int *off)
-{
-	int64_t		j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (j <= nodes)
-		off[j] = tr_off(j, n, l);
-}
-
-__global__ void
-k_tr_decode(const unsigned *__restrict__ o, int64_t m, float *f)
-{
-	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < m)
-		f[i] = tr_dec(o[i]);
-}
-
-__global__ void
-k_tr_gather(const float *__restrict__ X, const int *__restrict__ perm,
-			int n, int d, float *Xs, int *pos_of_row)
-{
-	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < (int64_t) n * d)
-	{
-		int			p = (int) (i / d),
-					k = (int) (i % d);
-		int			r = perm[p];
-
-		Xs[i] = X[(int64_t) r * d + k];
-		if (k == 0)
-			pos_of_row[r] = p;
-	}
-}
-
-gc_code
-db_tree_build(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
-			  bool cyclic, db_tree &T, gc_status *st)
-{
-	unsigned   *olo,
-			   *ohi;
-	int		   *perm2,
-			   *sdim,
-			   *off;
-	float	   *key,
-			   *key2;
-	gc_code		rc;
-
-	T.n = n;
-	T.d = d;
-	T.depth = 0;
-	while ((n >> (T.depth + 1)) >= TR_LEAF)
-		T.depth++;
-	T.qlevel = T.depth > 0 ? T.depth - 1 : 0;
-	T.nleaf = (int64_t) 1 << T.depth;
-	T.nq = (int64_t) 1 << T.qlevel;
-	T.nnode = 2 * T.nleaf - 1;
-
-	DB_ALLOC(T.perm, n);
-	DB_ALLOC(perm2, n);
-	DB_ALLOC(key, n);
-	DB_ALLOC(key2, n);
-	DB_ALLOC(sdim, T.nleaf);
-	DB_ALLOC(off, T.nleaf + 1);
-	DB_ALLOC(olo, T.nnode * d);
-	DB_ALLOC(ohi, T.nnode * d);
-	DB_CK(cudaMemsetAsync(olo, 0xff, sizeof(unsigned) * (size_t) (T.nnode * d), D.s));
-	DB_CK(cudaMemsetAsync(ohi, 0, sizeof(unsigned) * (size_t) (T.nnode * d), D.s));
-	DB_CK(gc_launch(k_iota, n, DB_THREADS, DB_THREADS, D.s, T.perm, n));
-
-	for (int l = 0; l <= T.depth; l++)
-	{
-		int64_t		nodes = (int64_t) 1 << l;
-		int			maxsz = (int) (((int64_t) n + nodes - 1) >> l);
-		int			chunk = 4096;
-		int			bpn = (maxsz + chunk - 1) / chunk;
-
-		DB_CK(gc_launch(k_tr_box, nodes * bpn, 1, TR_BOX_T, D.s, X,
-						(const int *) T.perm, n, d, l, bpn, chunk, olo, ohi));
-		if (l == T.depth)
-			break;
-		DB_CK(gc_launch(k_tr_sdim, nodes, DB_THREADS, DB_THREADS, D.s,
-						(const unsigned *) olo, (const unsigned *) ohi, d, l, nodes, cyclic, sdim));
-		DB_CK(gc_launch(k_tr_keys, n, DB_THREADS, DB_THREADS, D.s, X,
-						(const int *) T.perm, (const int *) sdim, n, d, l, key));
-		DB_CK(gc_launch(k_tr_offsets, nodes + 1, DB_THREADS, DB_THREADS, D.s, n, l, nodes, off));
-
-		size_t		bytes = 0;
-
-		DB_CK(cub::DeviceSegmentedSort::SortPairs(nullptr, bytes, key, key2, T.perm, perm2,
-												  (int64_t) n, nodes, off, off + 1, D.s));
-		DB_CK(D.scratch(bytes));
-		bytes = D.cub_bytes;
-		DB_CK(cub::DeviceSegmentedSort::SortPairs(D.cub_tmp, bytes, key, key2, T.perm, perm2,
-												  (int64_t) n, nodes, off, off + 1, D.s));
-		{
-			int		   *t = T.perm;
-
-			T.perm = perm2;
-			perm2 = t;
-		}
-		if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
-			return rc;
-	}
-
-	DB_ALLOC(T.lo, T.nnode * d);
-	DB_ALLOC(T.hi, T.nnode * d);
-	DB_CK(gc_launch(k_tr_decode, T.nnode * d, DB_THREADS, DB_THREADS, D.s,
-					(const unsigned *) olo, T.nnode * d, T.lo));
-	DB_CK(gc_launch(k_tr_decode, T.nnode * d, DB_THREADS, DB_THREADS, D.s,
-					(const unsigned *) ohi, T.nnode * d, T.hi));
-	DB_ALLOC(T.Xs, (int64_t) n * d);
-	DB_ALLOC(T.pos_of_row, n);
-	DB_CK(gc_launch(k_tr_gather, (int64_t) n * d, DB_THREADS, DB_THREADS, D.s, X,
-					(const int *) T.perm, n, d, T.Xs, T.pos_of_row));
-	return db_sync_poll(D, ctx, st);
-}
 
 /* ------------------------------------------------------------------ */
 /* the candidate lists                                                 */
@@ -938,7 +685,7 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	memset(&A, 0, sizeof(A));
 	db_phases.grid = 0;
 	db_phases.tree = 1;
-	if ((rc = db_tree_build(D, ctx, X, n, d, cyclic, T, st)) != GC_OK)
+	if ((rc = gc_kdtree_build(D, ctx, X, n, d, cyclic, T, st)) != GC_OK)
 		return rc;
 	db_trace("tree built; leaves", T.nleaf);
 	{

@@ -4,7 +4,7 @@
  * (src/core/tools/kdistance.c): the k-th smallest float32 gc_dist2 from the row
  * to every row, the row itself counted.
  *
- * The index is the GPU DBSCAN's kd-tree (dbscan_tree.cu: balanced,
+ * The index is the GPU's kd-tree (common/kdtree.cuh: balanced,
  * implicit, every node's exact box, leaves of 32 to 64 rows in position
  * order), as the CPU's k-distances run on the CPU DBSCAN's.  The search is
  * the CPU's, run by a warp for 32 consecutive positions at once (one
@@ -30,7 +30,7 @@
  * Work: the distances computed depend on the data (a leaf is 32 to 64 rows;
  * a query in a dense region visits about k / 32 + a few leaves); the
  * brute-force bound is n^2 d subtractions, multiplications and additions.
- * Memory: the tree (dbscan_tree.cu: about 9 n d + 44 n bytes with the
+ * Memory: the tree (common/kdtree.cu: about 9 n d + 44 n bytes with the
  * input), the k-distances (4 n) and the heaps of one batch of queries (4 k
  * a query, at most KD_HEAP_BYTES a batch but one block's worth).  The
  * queries go in batches: the cancel flags are polled and progress
@@ -258,7 +258,7 @@ gc_kdistance_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	KD_CK(D.alloc(Xd, n * d));
 	KD_CK(gc_xfer_h2d(Xd, X, sizeof(float) * (size_t) n * d, D.s, D.host_threads));
 	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
-	if ((rc = db_tree_build(D, ctx, Xd, (int) n, d, false, T, st)) != GC_OK)
+	if ((rc = gc_kdtree_build(D, ctx, Xd, (int) n, d, false, T, st)) != GC_OK)
 		return rc;
 	D.drop(Xd);					/* the tree has the rows in its order */
 	KD_CK(D.alloc(H, B * k));
@@ -293,7 +293,7 @@ gc_kdistance_gpu_mem_bytes(int64_t n, int d, int64_t k)
 {
 	/*
 	 * The input (4 d a row, dropped once the tree is built) and the tree
-	 * (dbscan_tree.cu: its rows 4 d, the boxes and their build copies at
+	 * (common/kdtree.cu: its rows 4 d, the boxes and their build copies at
 	 * most d, permutations, keys and offsets 24, CUB's segmented sort at
 	 * most 16), the k-distances (4): 9 d + 44, rounded up; plus a batch's
 	 * heaps and room for the allocator.

@@ -1,29 +1,258 @@
 /*
- * hdbscan.cu — placeholder: HDBSCAN's GPU phases are being written.
+ * hdbscan.cu — HDBSCAN's phases 1 and 2 on the GPU: gc_hdbscan_mst_gpu
+ * (src/core/common/gpu.h), the core distances and the edges of the
+ * mutual-reachability minimum spanning tree, bit for bit
+ * gc_hdbscan_core_cpu's and gc_hdbscan_mst_edges_cpu's (phase 3, the
+ * trees and the labels, runs on the CPU: hdbscan.c's driver).
+ *
+ * The call: the rows up (transfer.cu's pinned ring), the kd-tree
+ * (common/kdtree.cu), the core distances (hdbscan_core.cu), Borůvka's
+ * rounds (hdbscan_boruvka.cu), the edges sorted by (w, a, b) with two
+ * stable CUB radix sorts (by pair, then by weight: non-negative doubles
+ * order as their bits), and the core distances (in row order) and edges
+ * down.  Every allocation is the call's (check.cuh's gc_dev), released on
+ * every way out.
  */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "common/gpu.h"
+#include <cub/device/device_radix_sort.cuh>
+
+#include "hdbscan_gpu.cuh"
+#include "common/transfer.cuh"
+
+#pragma GCC visibility push(hidden)
+
+thread_local gc_hdbscan_gpu_phases hb_phases;
+
+bool
+hb_tracing(void)
+{
+	static int	on = -1;
+
+	if (on < 0)
+	{
+		const char *e = getenv("GPUCLUST_HB_TRACE");
+
+		on = e != NULL && e[0] == '1';
+	}
+	return on == 1;
+}
+
+void
+hb_trace(const char *fmt,...)
+{
+	va_list		ap;
+
+	if (!hb_tracing())
+		return;
+	va_start(ap, fmt);
+	fputs("gpuclust hdbscan: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* The core distances in row order. */
+__global__ void
+k_hb_core_rows(const double *__restrict__ core, const int *__restrict__ perm,
+			   int n, double *out)
+{
+	const int	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < n)
+		out[perm[p]] = core[p];
+}
+
+/* The sorted edges as the core's gc_mst_edge. */
+__global__ void
+k_hb_edges_out(const unsigned long long *__restrict__ ew,
+			   const unsigned long long *__restrict__ eab, int m,
+			   gc_mst_edge *out)
+{
+	const int	e = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (e < m)
+	{
+		out[e].a = (int64_t) (eab[e] >> 32);
+		out[e].b = (int64_t) (eab[e] & 0xffffffffu);
+		out[e].w = hb_dbl(ew[e]);
+	}
+}
+
+/*
+ * The m edges (weights ew, pairs eab) sorted by (w, a, b), with ew2 and
+ * eab2 as the sorts' other buffers; *w_out and *ab_out: where they ended.
+ */
+static gc_code
+hb_sort_edges(gc_dev &D, int m, unsigned long long *ew, unsigned long long *eab,
+			  unsigned long long *ew2, unsigned long long *eab2,
+			  unsigned long long **w_out, unsigned long long **ab_out,
+			  gc_status *st)
+{
+	cub::DoubleBuffer<unsigned long long> pk(eab, eab2),
+				pv(ew, ew2);
+	size_t		b1 = 0,
+				b2 = 0,
+				bytes;
+
+	/* pairs use bits 0 .. 62 (rows < 2^31), weights 0 .. 62 (sign 0) */
+	HB_CK(cub::DeviceRadixSort::SortPairs(nullptr, b1, pk, pv, m, 0, 63, D.s));
+	HB_CK(cub::DeviceRadixSort::SortPairs(nullptr, b2, pv, pk, m, 0, 63, D.s));
+	HB_CK(D.scratch(b1 > b2 ? b1 : b2));
+	bytes = D.cub_bytes;
+	HB_CK(cub::DeviceRadixSort::SortPairs(D.cub_tmp, bytes, pk, pv, m, 0, 63, D.s));
+
+	/* then stably by weight: the pairs' order stays among equal weights */
+	cub::DoubleBuffer<unsigned long long> wk(pv.Current(), pv.Alternate()),
+				wv(pk.Current(), pk.Alternate());
+
+	bytes = D.cub_bytes;
+	HB_CK(cub::DeviceRadixSort::SortPairs(D.cub_tmp, bytes, wk, wv, m, 0, 63, D.s));
+	*w_out = wk.Current();
+	*ab_out = wv.Current();
+	return GC_OK;
+}
+
+/* The call, its resources in D (released by D's destructor on any error). */
+static gc_code
+hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
+	   int64_t min_samples, double alpha, gc_metric metric, double *core,
+	   gc_mst_edge *edges, gc_status *st)
+{
+	gc_kdtree	T;
+	float	   *Xd;
+	double	   *cp,
+			   *cr;
+	unsigned long long *ew,
+			   *eab,
+			   *ew2,
+			   *eab2,
+			   *ws,
+			   *ps;
+	gc_mst_edge *eo;
+	const int	m = n - 1;
+	double		t0 = gc_now_ms();
+	gc_code		rc;
+
+	/* the rows up */
+	D.host_threads = gc_team_adapt(ctx);
+	gc_report(ctx, GC_PHASE_UPLOAD, 0, 0, 0, n, NAN);
+	HB_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
+	HB_ALLOC(Xd, (int64_t) n * d);
+	HB_CK(gc_xfer_h2d(Xd, R, sizeof(float) * (size_t) n * d, D.s, D.host_threads));
+	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
+	hb_phases.ms_upload = gc_now_ms() - t0;
+
+	/* the index */
+	t0 = gc_now_ms();
+	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
+	if ((rc = gc_kdtree_build(D, ctx, Xd, n, d, false, T, st)) != GC_OK)
+		return rc;
+	D.drop(Xd);					/* the tree has the rows in its order */
+	hb_phases.ms_index = gc_now_ms() - t0;
+	hb_trace("tree: n %d, d %d, depth %d, %lld leaves", n, d, T.depth, (long long) T.nleaf);
+
+	/* phase 1: the core distances, by position */
+	t0 = gc_now_ms();
+	gc_report(ctx, GC_PHASE_INIT, 0, 0, 0, n, NAN);
+	HB_ALLOC(cp, n);
+	if ((rc = hb_core(D, ctx, T, min_samples, metric, cp, st)) != GC_OK)
+		return rc;
+	hb_phases.ms_core = gc_now_ms() - t0;
+
+	/* phase 2: the edges */
+	t0 = gc_now_ms();
+	HB_ALLOC(ew, m);
+	HB_ALLOC(eab, m);
+	if ((rc = hb_boruvka(D, ctx, T, cp, alpha, metric, ew, eab, &hb_phases.rounds,
+						 st)) != GC_OK)
+		return rc;
+	hb_phases.ms_mst = gc_now_ms() - t0;
+
+	/* sorted by (w, a, b) */
+	t0 = gc_now_ms();
+	HB_ALLOC(ew2, m);
+	HB_ALLOC(eab2, m);
+	if ((rc = hb_sort_edges(D, m, ew, eab, ew2, eab2, &ws, &ps, st)) != GC_OK)
+		return rc;
+	HB_ALLOC(eo, m);
+	HB_CK(gc_launch(k_hb_edges_out, m, HB_THREADS, HB_THREADS, D.s,
+					(const unsigned long long *) ws, (const unsigned long long *) ps, m, eo));
+	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
+	hb_phases.ms_sort = gc_now_ms() - t0;
+
+	/* down */
+	t0 = gc_now_ms();
+	if (core != NULL)
+	{
+		HB_ALLOC(cr, n);
+		HB_CK(gc_launch(k_hb_core_rows, n, HB_THREADS, HB_THREADS, D.s,
+						(const double *) cp, (const int *) T.perm, n, cr));
+		HB_CK(gc_xfer_d2h(core, cr, sizeof(double) * (size_t) n, D.s, D.host_threads));
+	}
+	HB_CK(gc_xfer_d2h(edges, eo, sizeof(gc_mst_edge) * (size_t) m, D.s, D.host_threads));
+	hb_phases.ms_download = gc_now_ms() - t0;
+	return GC_OK;
+}
+
+#pragma GCC visibility pop
 
 extern "C" gc_code
 gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
 				   int64_t min_samples, double alpha, gc_metric metric,
 				   double *core, gc_mst_edge *edges, gc_status *st)
 {
-	(void) ctx, (void) R, (void) n, (void) d, (void) min_samples;
-	(void) alpha, (void) metric, (void) core, (void) edges;
-	return gc_fail(st, GC_EDEVICE, "HDBSCAN's GPU path is not written yet");
+	const double t0 = gc_now_ms();
+	gc_code		rc;
+
+	memset(&hb_phases, 0, sizeof(hb_phases));
+	/* the caller has checked; what would break the kernels is refused */
+	if (n > GC_HDBSCAN_GPU_MAX_N)
+		return gc_fail(st, GC_EDEVICE, "the GPU HDBSCAN takes at most %d rows, got %lld",
+					   GC_HDBSCAN_GPU_MAX_N, (long long) n);
+	if (n < 2 || d < 1 || min_samples < 1 || min_samples > n || !(alpha > 0.0) ||
+		R == NULL || edges == NULL)
+		return gc_fail(st, GC_EINVAL, "%s: bad arguments (n %lld, d %d, min_samples %lld)",
+					   HB_WHO, (long long) n, d, (long long) min_samples);
+	{
+		gc_dev		D;
+
+		rc = hb_run(D, ctx, R, (int) n, d, min_samples, alpha, metric, core, edges, st);
+		D.release();
+	}
+	hb_phases.ms_total = gc_now_ms() - t0;
+	return rc;
 }
 
 extern "C" size_t
 gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 {
-	(void) n, (void) d, (void) min_samples;
-	return 0;
+	/*
+	 * Everything the call allocates, as if all lived at once (an upper
+	 * bound): the rows 4 d; the tree (common/kdtree.cu: its rows 4 d,
+	 * the boxes and their build copies at most d, permutations, keys and
+	 * offsets 24, CUB's segmented sort at most 16); the core distances 8
+	 * and in row order 8; Borůvka's arrays (hb_boruvka_bytes); the edges
+	 * 16, the sort's other buffers 16 and the edges out 24.  Plus a
+	 * batch's heaps, and room for the allocator's rounding of some 30
+	 * allocations and CUB's radix sort.
+	 */
+	const size_t per = (size_t) 9 * (size_t) d + 24 + 16 + 16 + 16 + 16 + 24;
+
+	if (n < 1)
+		return 0;
+	return (size_t) n * per + hb_boruvka_bytes(n) +
+		hb_core_heap_bytes(n, min_samples) + ((size_t) 128 << 20);
 }
 
 extern "C" void
 gc_hdbscan_gpu_last_phases(gc_hdbscan_gpu_phases *out)
 {
-	memset(out, 0, sizeof(*out));
+	*out = hb_phases;
 }

@@ -27,6 +27,10 @@ One file per case, plain text:
     core                     then one line of N core distances (%.17g)
     mst                      then one line of the N-1 sorted mutual-
                              reachability weights of scikit-learn's tree
+    single_linkage           then one line of scikit-learn's single-linkage
+                             tree, N-1 rows of "left right value" in its
+                             own order (its order of equal weights is its
+                             unstable argsort's)
     end
 
 The inputs are float32 values; scikit-learn computes on them in double,
@@ -133,6 +137,9 @@ def main():
             f.write("probabilities\n" + fmt17(h.probabilities_) + "\n")
             f.write("core\n" + fmt17(core) + "\n")
             f.write("mst\n" + fmt17(np.sort(slt["value"])) + "\n")
+            f.write("single_linkage\n" + " ".join(
+                "%d %d %.17g" % (r["left_node"], r["right_node"], r["value"])
+                for r in slt) + "\n")
             f.write("end\n")
         print("%-20s n=%5d d=%2d clusters=%d noise=%d" %
               (name, X.shape[0], X.shape[1], h.labels_.max() + 1,

@@ -13,6 +13,10 @@
 #                    per seed in DB_SEEDS (default: one fresh seed); every
 #                    index (grid, tree, brute force) and both algorithms
 #                    (union-find, DClust); ~45 s a seed on the H100
+#   hdbscan-test     test_hdbscan_gpu: HDBSCAN's GPU phases (core distances,
+#                    the spanning tree's edges) = the CPU's bit for bit and
+#                    the brute force's on small cases; whole calls = the
+#                    CPU's; memory, cancel, progress; about 1 minute
 #   ap-test          test_ap_gpu: affinity propagation, float8 = CPU bit for
 #                    bit, float4 = its sequential reference, float4 against
 #                    float8 with the ties named
@@ -47,6 +51,11 @@
 #                    calls CPU vs GPU; then bench_ap_sklearn.py
 #                    (scikit-learn per iteration; AP_SKLEARN_N, default
 #                    "5000 10000 20000")
+#   hdbscan-bench    bench_hdbscan: whole HDBSCAN calls GPU vs CPU (110k,
+#                    1M, 10M x 2, 1M x 16, the 10M spanning tree), phases,
+#                    memory, floors, the crossover; then bench_hdbscan
+#                    --trace (each Borůvka round, in
+#                    bench_hdbscan_trace.log); about 3-4 minutes
 #   dbscan-bench     bench_dbscan_gpu: GPU vs CPU table, rows A-G, X, Z
 #                    (BENCH_ONLY=A,B,...; Y, the brute force, only when
 #                    named; BENCH_C_BRUTE=1 adds the brute force to C;
@@ -94,6 +103,25 @@
 #                    (default 2,000,000) rows of 128 features, k = 1000, 2
 #                    iterations, where the labelling dominates; same psycopg
 #                    as dbdist
+#   hdbscan-sklearn  test/gpu/compare_hdbscan_sklearn.py in that server:
+#                    gpu_hdbscan and gpu_minimum_spanning_tree on 'cpu' and
+#                    'gpu' against scikit-learn's HDBSCAN (1.3 or later) on
+#                    fresh random cases (the seed printed;
+#                    HDBSCAN_CMP_SEED=N replays it): GPU = CPU bit for bit,
+#                    the MST's weights, scikit-learn's tree code on our
+#                    MST, stock HDBSCAN (TIE: a difference that the order of
+#                    equal MST weights alone explains).  About 3-4 minutes
+#                    (HDBSCAN_CMP_BUDGET_S, 210 s, of scikit-learn at most);
+#                    at most HDBSCAN_CMP_TIMEOUT (300) s.  psycopg from
+#                    .carry/py, as dbdist
+#   hdbscan-sql-bench  test/gpu/bench_hdbscan.py in that server: gpu_hdbscan
+#                    on 110k 2-d (the issue's; scikit-learn's HDBSCAN timed
+#                    beside it, ~72 s, BENCH_HDBSCAN_SKLEARN=0 leaves it
+#                    out), 1M 2-d, 1M 16-d, 10M 2-d (GPU; the CPU with
+#                    BENCH_HDBSCAN_CPU_10M=1) and gpu_minimum_spanning_tree
+#                    on the 10M rows, whole SQL calls twice each with
+#                    log_timing's ingest share, GPU = CPU checked; about 5-6
+#                    minutes, at most HDBSCAN_BENCH_TIMEOUT (420) s
 # Every stage runs under a time limit.  Logs go to $OUT (when set) or
 # test/out.  Exit status: nonzero if any stage failed.
 set -uo pipefail
@@ -174,6 +202,19 @@ tools-bench)
 	PYTHONUNBUFFERED=1 timeout "${TOOLS_PEERS_TIMEOUT:-300}" python3 test/gpu/bench_tools.py /tmp \
 		2>&1 | tee "$OUTDIR/bench_tools_peers.log"
 	;;
+hdbscan-test)
+	echo "== test_hdbscan_gpu"
+	run test_hdbscan_gpu.log "${HD_TEST_TIMEOUT:-300}" $B/test_hdbscan_gpu || rc=1
+	grep -E "FAIL|passed|seed|  [a-z0-9]" "$OUTDIR/test_hdbscan_gpu.log" | head -40
+	;;
+hdbscan-bench)
+	echo "== bench_hdbscan"
+	timeout "${HD_BENCH_TIMEOUT:-400}" $B/bench_hdbscan 2>&1 | tee "$OUTDIR/bench_hdbscan.log"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+	echo "== bench_hdbscan --trace (stderr: $OUTDIR/bench_hdbscan_trace.log)"
+	timeout "${HD_TRACE_TIMEOUT:-120}" $B/bench_hdbscan --trace 2> "$OUTDIR/bench_hdbscan_trace.log" || rc=1
+	grep -E "^==|round|tree" "$OUTDIR/bench_hdbscan_trace.log" | head -60
+	;;
 ap-test)
 	echo "== test_ap_gpu"
 	run test_ap_gpu.log "${AP_TEST_TIMEOUT:-300}" $B/test_ap_gpu || rc=1
@@ -188,7 +229,7 @@ ap-bench)
 	;;
 sanitize)
 	echo "== compute-sanitizer"
-	for bin in ${SANITIZE_BINS:-test_kmeans_gpu test_dbscan_gpu test_ap_gpu test_kdistance_gpu test_silhouette_gpu}; do
+	for bin in ${SANITIZE_BINS:-test_kmeans_gpu test_dbscan_gpu test_ap_gpu test_kdistance_gpu test_silhouette_gpu test_hdbscan_gpu}; do
 		for tool in ${SANITIZE_TOOLS:-memcheck initcheck synccheck racecheck}; do
 			q=1; [ $tool = racecheck ] && q=2
 			sanitize $tool $q $bin || rc=1
@@ -229,7 +270,7 @@ stream-bench)
 	timeout "${STREAM_BENCH_TIMEOUT:-240}" python3 test/gpu/bench_kmeans_largeN.py \
 		${STREAM_BENCH_ARGS:-640000000 32 100 5} 2>&1 | tee -a "$OUTDIR/bench_stream.log"
 	;;
-sql|sql-bench|worker|worker-bench|dbdist|kagg|faults)
+sql|sql-bench|worker|worker-bench|dbdist|kagg|faults|hdbscan-sklearn|hdbscan-sql-bench)
 	# the extension as installed here, in a real server: the bundle made by
 	# ../shared/tools/pg-bundle make .carry (after make install), carried,
 	# with gpuclust preloaded (its GPU worker on; SQL_PRELOAD=0: not
@@ -282,6 +323,18 @@ sql|sql-bench|worker|worker-bench|dbdist|kagg|faults)
 			exit $((t | b | $?)) ) > "$OUTDIR/kagg.log" 2>&1
 		r=$?
 		grep -E "^(FAIL|\||  |per pass|gpu_kmeans_distributed)| passed,|rows x" "$OUTDIR/kagg.log";;
+	hdbscan-sklearn)
+		( eval "$env"; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/.carry/py${PYTHONPATH:+:$PYTHONPATH}
+			timeout "${HDBSCAN_CMP_TIMEOUT:-300}" python3 test/gpu/compare_hdbscan_sklearn.py ) \
+			> "$OUTDIR/compare_hdbscan_sklearn.log" 2>&1
+		r=$?
+		grep -E "^(FAIL|TIE|SKIP)|^compare_hdbscan_sklearn|ties \(" "$OUTDIR/compare_hdbscan_sklearn.log";;
+	hdbscan-sql-bench)
+		( eval "$env"; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/.carry/py${PYTHONPATH:+:$PYTHONPATH}
+			timeout "${HDBSCAN_BENCH_TIMEOUT:-420}" python3 test/gpu/bench_hdbscan.py ) \
+			> "$OUTDIR/bench_hdbscan.log" 2>&1
+		r=$?
+		cat "$OUTDIR/bench_hdbscan.log";;
 	worker-bench)
 		( eval "$env"; timeout "${WORKER_BENCH_TIMEOUT:-500}" python3 test/gpu/bench_worker.py \
 			--restart-cmd "$ctl -m fast restart'" ) > "$OUTDIR/bench_worker.log" 2>&1

@@ -6,9 +6,9 @@
 # Prints each violation and exits 1 if there is one, else prints a summary
 # and exits 0.  Needs python3 (PYTHON, default python3).  The rules:
 #  1. A file of an algorithm's folder (src/core/<algo>/, cuda/<algo>/, algo
-#     one of kmeans, dbscan, affinity, tools) includes no file of another
-#     algorithm's folder (core or CUDA); common/ and its own algorithm's
-#     folders are fine.  Direct includes: the umbrella gpuclust_core.h and
+#     one of kmeans, dbscan, hdbscan, affinity, tools) includes no file of
+#     another algorithm's folder (core or CUDA); common/ and its own
+#     algorithm's folders are fine.  Direct includes: the umbrella gpuclust_core.h and
 #     common/gpu.h name every algorithm by design.
 #  2. A private header (*_internal.h) is included only by files of its own
 #     folder: not by another folder of the core, not by cuda/, not by the
@@ -34,7 +34,7 @@ exec "${PYTHON:-python3}" - "$TREE" <<'EOF'
 import os, re, sys
 
 root = os.path.abspath(sys.argv[1])
-ALGOS = ('kmeans', 'dbscan', 'affinity', 'tools')
+ALGOS = ('kmeans', 'dbscan', 'hdbscan', 'affinity', 'tools')
 SRC_EXT = ('.c', '.h', '.cu', '.cuh')
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # the compilers' -I order: the core's headers by path from src/core, the
@@ -158,7 +158,7 @@ for label, files in (('src/core', core), ('cuda', cuda), ('glue', glue)):
 
 # the glue's layers: a file includes its own folder's headers and those of
 # lower layers only (an algorithm folder none of another algorithm's)
-LAYER = {'core': 0, 'common': 1, 'worker': 2, 'kmeans': 3, 'dbscan': 3,
+LAYER = {'core': 0, 'common': 1, 'worker': 2, 'kmeans': 3, 'dbscan': 3, 'hdbscan': 3,
          'affinity': 3, 'tools': 3, 'distributed': 4}
 
 

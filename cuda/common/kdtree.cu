@@ -1,0 +1,259 @@
+/*
+ * kdtree.cu — the build of the balanced kd-tree (kdtree.cuh) on the GPU,
+ * level by level: each node's exact box, its widest dimension, and a CUB
+ * segmented sort of its positions along it.
+ */
+#include <cub/device/device_segmented_sort.cuh>
+
+#include "common/kdtree.cuh"
+#include "common/launch.cuh"
+
+#pragma GCC visibility push(hidden)
+
+#define KT_THREADS 256
+#define TR_LEAF 32				/* leaves hold 32 to 64 points */
+
+#define KT_CK(expr) GC_CUDA_CK("GPU kd-tree", expr)
+#define KT_ALLOC(p, count) KT_CK(D.alloc((p), (count)))
+
+/* floats in an unsigned order: a < b iff enc(a) < enc(b) */
+__device__ __forceinline__ unsigned
+tr_enc(float f)
+{
+	unsigned	b = __float_as_uint(f);
+
+	return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+__device__ __forceinline__ float
+tr_dec(unsigned u)
+{
+	return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+
+/*
+ * The boxes of the nodes of level l, from their points' rows X[perm[p]]:
+ * blocks of TR_BOX_T threads, bpn blocks a node, each over chunk
+ * positions; a thread keeps one dimension's extremes over its rows, lanes
+ * of the same dimension combine by shuffles, then one atomic each.
+ */
+#define TR_BOX_T 256
+
+__global__ void __launch_bounds__(TR_BOX_T)
+k_tr_box(const float *__restrict__ X, const int *__restrict__ perm, int n,
+		 int d, int l, int bpn, int chunk, unsigned *olo, unsigned *ohi)
+{
+	const int64_t j = blockIdx.x / bpn;
+	const int	c = blockIdx.x % bpn;
+	const int	b = tr_off(j, n, l),
+				e = tr_off(j + 1, n, l);
+	const int	s = b + c * chunk,
+				t1 = e < s + chunk ? e : s + chunk;
+	const int	tpr = d < TR_BOX_T ? d : TR_BOX_T;	/* threads a row */
+	const int	rpar = TR_BOX_T / tpr;	/* rows at a time */
+	const int	r0 = threadIdx.x / tpr,
+				j0 = threadIdx.x % tpr;
+	const int64_t h = ((int64_t) 1 << l) - 1 + j;
+	const bool	shfl = tpr <= 32 && (32 % tpr) == 0;
+
+	if (r0 >= rpar)
+		return;					/* no barrier below */
+	for (int k = j0; k < d; k += tpr)
+	{
+		float		mn = __int_as_float(0x7f800000),
+					mx = -__int_as_float(0x7f800000);
+
+		for (int p = s + r0; p < t1; p += rpar)
+		{
+			float		v = X[(int64_t) perm[p] * d + k];
+
+			mn = v < mn ? v : mn;
+			mx = v > mx ? v : mx;
+		}
+		if (shfl)
+		{
+			/* tpr divides 32 and d == tpr: one pass of k, every lane here */
+			for (int o = tpr; o < 32; o <<= 1)
+			{
+				float		a = __shfl_xor_sync(0xffffffffu, mn, o),
+							z = __shfl_xor_sync(0xffffffffu, mx, o);
+
+				mn = a < mn ? a : mn;
+				mx = z > mx ? z : mx;
+			}
+			if ((threadIdx.x & 31) >= tpr)
+				continue;
+		}
+		if (mn <= mx)
+		{
+			atomicMin(&olo[h * d + k], tr_enc(mn));
+			atomicMax(&ohi[h * d + k], tr_enc(mx));
+		}
+	}
+}
+
+/*
+ * Each node of level l: its widest dimension (the lowest of equals); or,
+ * cyclic, dimension l mod d.
+ */
+__global__ void
+k_tr_sdim(const unsigned *__restrict__ olo, const unsigned *__restrict__ ohi,
+		  int d, int l, int64_t nodes, bool cyclic, int *sdim)
+{
+	int64_t		j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j >= nodes)
+		return;
+	if (cyclic)
+	{
+		sdim[j] = l % d;
+		return;
+	}
+	int64_t		h = ((int64_t) 1 << l) - 1 + j;
+	int			best = 0;
+	float		w = -1.0f;
+
+	for (int k = 0; k < d; k++)
+	{
+		float		x = tr_dec(ohi[h * d + k]) - tr_dec(olo[h * d + k]);
+
+		if (x > w)
+		{
+			w = x;
+			best = k;
+		}
+	}
+	sdim[j] = best;
+}
+
+/* The sort keys of level l, and its segments' offsets. */
+__global__ void
+k_tr_keys(const float *__restrict__ X, const int *__restrict__ perm,
+		  const int *__restrict__ sdim, int n, int d, int l, float *key)
+{
+	int			p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < n)
+		key[p] = X[(int64_t) perm[p] * d + sdim[tr_node_of(p, n, l)]];
+}
+
+__global__ void
+k_tr_offsets(int n, int l, int64_t nodes, int *off)
+{
+	int64_t		j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j <= nodes)
+		off[j] = tr_off(j, n, l);
+}
+
+__global__ void
+k_tr_decode(const unsigned *__restrict__ o, int64_t m, float *f)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < m)
+		f[i] = tr_dec(o[i]);
+}
+
+__global__ void
+k_tr_gather(const float *__restrict__ X, const int *__restrict__ perm,
+			int n, int d, float *Xs, int *pos_of_row)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < (int64_t) n * d)
+	{
+		int			p = (int) (i / d),
+					k = (int) (i % d);
+		int			r = perm[p];
+
+		Xs[i] = X[(int64_t) r * d + k];
+		if (k == 0)
+			pos_of_row[r] = p;
+	}
+}
+
+gc_code
+gc_kdtree_build(gc_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
+				bool cyclic, gc_kdtree &T, gc_status *st)
+{
+	unsigned   *olo,
+			   *ohi;
+	int		   *perm2,
+			   *sdim,
+			   *off;
+	float	   *key,
+			   *key2;
+	gc_code		rc;
+
+	T.n = n;
+	T.d = d;
+	T.depth = 0;
+	while ((n >> (T.depth + 1)) >= TR_LEAF)
+		T.depth++;
+	T.qlevel = T.depth > 0 ? T.depth - 1 : 0;
+	T.nleaf = (int64_t) 1 << T.depth;
+	T.nq = (int64_t) 1 << T.qlevel;
+	T.nnode = 2 * T.nleaf - 1;
+
+	KT_ALLOC(T.perm, n);
+	KT_ALLOC(perm2, n);
+	KT_ALLOC(key, n);
+	KT_ALLOC(key2, n);
+	KT_ALLOC(sdim, T.nleaf);
+	KT_ALLOC(off, T.nleaf + 1);
+	KT_ALLOC(olo, T.nnode * d);
+	KT_ALLOC(ohi, T.nnode * d);
+	KT_CK(cudaMemsetAsync(olo, 0xff, sizeof(unsigned) * (size_t) (T.nnode * d), D.s));
+	KT_CK(cudaMemsetAsync(ohi, 0, sizeof(unsigned) * (size_t) (T.nnode * d), D.s));
+	KT_CK(gc_launch(k_iota, n, KT_THREADS, KT_THREADS, D.s, T.perm, n));
+
+	for (int l = 0; l <= T.depth; l++)
+	{
+		int64_t		nodes = (int64_t) 1 << l;
+		int			maxsz = (int) (((int64_t) n + nodes - 1) >> l);
+		int			chunk = 4096;
+		int			bpn = (maxsz + chunk - 1) / chunk;
+
+		KT_CK(gc_launch(k_tr_box, nodes * bpn, 1, TR_BOX_T, D.s, X,
+						(const int *) T.perm, n, d, l, bpn, chunk, olo, ohi));
+		if (l == T.depth)
+			break;
+		KT_CK(gc_launch(k_tr_sdim, nodes, KT_THREADS, KT_THREADS, D.s,
+						(const unsigned *) olo, (const unsigned *) ohi, d, l, nodes, cyclic, sdim));
+		KT_CK(gc_launch(k_tr_keys, n, KT_THREADS, KT_THREADS, D.s, X,
+						(const int *) T.perm, (const int *) sdim, n, d, l, key));
+		KT_CK(gc_launch(k_tr_offsets, nodes + 1, KT_THREADS, KT_THREADS, D.s, n, l, nodes, off));
+
+		size_t		bytes = 0;
+
+		KT_CK(cub::DeviceSegmentedSort::SortPairs(nullptr, bytes, key, key2, T.perm, perm2,
+												  (int64_t) n, nodes, off, off + 1, D.s));
+		KT_CK(D.scratch(bytes));
+		bytes = D.cub_bytes;
+		KT_CK(cub::DeviceSegmentedSort::SortPairs(D.cub_tmp, bytes, key, key2, T.perm, perm2,
+												  (int64_t) n, nodes, off, off + 1, D.s));
+		{
+			int		   *t = T.perm;
+
+			T.perm = perm2;
+			perm2 = t;
+		}
+		if ((rc = gc_sync_poll(D, ctx, "GPU kd-tree", st)) != GC_OK)
+			return rc;
+	}
+
+	KT_ALLOC(T.lo, T.nnode * d);
+	KT_ALLOC(T.hi, T.nnode * d);
+	KT_CK(gc_launch(k_tr_decode, T.nnode * d, KT_THREADS, KT_THREADS, D.s,
+					(const unsigned *) olo, T.nnode * d, T.lo));
+	KT_CK(gc_launch(k_tr_decode, T.nnode * d, KT_THREADS, KT_THREADS, D.s,
+					(const unsigned *) ohi, T.nnode * d, T.hi));
+	KT_ALLOC(T.Xs, (int64_t) n * d);
+	KT_ALLOC(T.pos_of_row, n);
+	KT_CK(gc_launch(k_tr_gather, (int64_t) n * d, KT_THREADS, KT_THREADS, D.s, X,
+					(const int *) T.perm, n, d, T.Xs, T.pos_of_row));
+	return gc_sync_poll(D, ctx, "GPU kd-tree", st);
+}
+
+#pragma GCC visibility pop

@@ -1,0 +1,681 @@
+/*
+ * hdbscan_boruvka.cu — the minimum spanning tree of the mutual-reachability
+ * graph, w(i, j) = max(core_i, core_j, dist(i, j) / alpha), on the GPU by
+ * Borůvka's rounds over the kd-tree (as ArborX's), without the n² graph:
+ * the unique tree under the total order (w, a, b), a < b the rows, so bit
+ * for bit gc_hdbscan_mst_edges_cpu's edges.
+ *
+ * Components are named by a position of theirs, the root: label[p] for
+ * every position.  A round:
+ *   1. seeds (k_hb_seed): a row whose last edge still leaves its component
+ *      keeps it, and when that edge was its exact least it does not search
+ *      again (its component only grew); each component's bound cw[c] starts
+ *      at the least of those edges and of the edges between neighbouring
+ *      positions of different components.  Every value cw[c] ever holds is
+ *      the weight of an edge leaving c.
+ *   2. search (k_hb_search): each other row walks the tree for its least
+ *      edge to another component in (w, a, b) order, a warp for 32
+ *      consecutive positions with one stack, uniform across its lanes.  A
+ *      lane skips a node whose rows all lie in its component (the node's
+ *      label), and one whose lower bound max(core_i, the node's least core,
+ *      the box's distance / alpha) exceeds min(its best w, cw[c]), or
+ *      equals its best w while the node's least row makes every pair of it
+ *      order after its best.  It publishes its best into cw[c]
+ *      (atomicMin on the bits: non-negative doubles order as their bits).
+ *      Nothing skipped holds an edge of weight at most c's least, so the
+ *      row that holds c's least edge finds it exactly.
+ *   3. pick (k_hb_pick): among the rows whose best weighs cw[c], the least
+ *      pair, cab[c] (atomicMin on a << 32 | b).
+ *   4. hook (k_hb_hook): each component hangs under the component at the
+ *      other end of its edge and appends the edge; two that chose the same
+ *      edge keep it once, the lower root staying a root.  Pointer jumping
+ *      (k_hb_jump, ceil(log2(components)) + 1 times: each at least halves
+ *      every path) then takes every old root to its new root, and each row
+ *      is relabelled.
+ *   5. the nodes' labels (k_hb_nlab_*: a leaf's rows' common label or -1,
+ *      then each level from its children's).
+ * Each round at least halves the components, so there are at most
+ * log2(n) + 1 rounds.  The cancel flags are polled between the launches
+ * of the search and between rounds; a round that adds no edge, an edge
+ * count past n - 1 or a component without an edge is an internal error
+ * (GC_EDEVICE), never a hang.
+ *
+ * Memory: 46 bytes a row and 16 a node, besides the tree, the core
+ * distances and the edges.
+ */
+#include <math.h>
+
+#include "hdbscan_gpu.cuh"
+
+#pragma GCC visibility push(hidden)
+
+#define HB_SEARCH_ROWS (1 << 20)	/* positions a search launch, at most */
+#define HB_MAX_ROUNDS 64		/* at most 32 can happen (n < 2^31) */
+
+enum
+{
+	HB_ERR_EDGES = 1,			/* more than n - 1 edges */
+	HB_ERR_NOEDGE = 2,			/* a component without an edge */
+	HB_ERR_PAIR = 4,			/* an edge not leaving its component */
+	HB_ERR_SPLIT = 8			/* more than one component at the end */
+};
+
+/* What the kernels read and write; device arrays. */
+struct hb_mst
+{
+	gc_kdtree	T;
+	gc_metric	metric;
+	double		alpha;
+	const double *core;			/* n: by position */
+	double	   *ncore;			/* nnode: the least core of the node */
+	int		   *nrow;			/* nnode: the least row of the node */
+	int		   *nlab;			/* nnode: the node's component, or -1 */
+	int		   *label;			/* n: the component (root) of a position */
+	unsigned long long *bw;		/* n: the row's best edge: weight bits */
+	unsigned long long *bab;	/* and pair */
+	int		   *bo;				/* and other end (position), or -1 */
+	uint8_t    *exact;			/* n: the best is the row's least edge out */
+	uint8_t    *go;				/* n: the row searches this round */
+	unsigned long long *cw;		/* by root: the bound, then the least weight */
+	unsigned long long *cab;	/* by root: the least pair of that weight */
+	int		   *parent;			/* by root: the component it hangs under */
+	unsigned long long *ew;		/* n - 1: the edges' weights (bits) */
+	unsigned long long *eab;	/* and pairs */
+	unsigned   *info;			/* [0]: edges so far, [1]: HB_ERR_* bits */
+	unsigned long long *stats;	/* [0]: nodes opened, [1]: distances */
+};
+
+/* ------------------------------------------------------------------ */
+/* the nodes                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Each leaf's least core and least row. */
+__global__ void
+k_hb_nodes_leaf(hb_mst S)
+{
+	const int64_t L = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (L >= S.T.nleaf)
+		return;
+	const int	b = tr_off(L, S.T.n, S.T.depth),
+				e = tr_off(L + 1, S.T.n, S.T.depth);
+	const int64_t h = S.T.nleaf - 1 + L;
+	double		c = INFINITY;
+	int			r = INT32_MAX;
+
+	for (int p = b; p < e; p++)
+	{
+		c = S.core[p] < c ? S.core[p] : c;
+		r = S.T.perm[p] < r ? S.T.perm[p] : r;
+	}
+	S.ncore[h] = c;
+	S.nrow[h] = r;
+}
+
+/* The nodes of level l from their children. */
+__global__ void
+k_hb_nodes_up(hb_mst S, int l)
+{
+	const int64_t j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j >= ((int64_t) 1 << l))
+		return;
+	const int64_t h = ((int64_t) 1 << l) - 1 + j,
+				a = 2 * h + 1,
+				b = a + 1;
+
+	S.ncore[h] = S.ncore[a] < S.ncore[b] ? S.ncore[a] : S.ncore[b];
+	S.nrow[h] = S.nrow[a] < S.nrow[b] ? S.nrow[a] : S.nrow[b];
+}
+
+/* Each leaf's label: its rows' common component, or -1. */
+__global__ void
+k_hb_nlab_leaf(hb_mst S)
+{
+	const int64_t L = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (L >= S.T.nleaf)
+		return;
+	const int	b = tr_off(L, S.T.n, S.T.depth),
+				e = tr_off(L + 1, S.T.n, S.T.depth);
+	int			lab = S.label[b];
+
+	for (int p = b + 1; p < e && lab >= 0; p++)
+		if (S.label[p] != lab)
+			lab = -1;
+	S.nlab[S.T.nleaf - 1 + L] = lab;
+}
+
+__global__ void
+k_hb_nlab_up(hb_mst S, int l)
+{
+	const int64_t j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j >= ((int64_t) 1 << l))
+		return;
+	const int64_t h = ((int64_t) 1 << l) - 1 + j;
+	const int	a = S.nlab[2 * h + 1],
+				b = S.nlab[2 * h + 2];
+
+	S.nlab[h] = a == b ? a : -1;
+}
+
+static gc_code
+hb_node_labels(gc_dev &D, const hb_mst &S, gc_status *st)
+{
+	HB_CK(gc_launch(k_hb_nlab_leaf, S.T.nleaf, HB_THREADS, HB_THREADS, D.s, S));
+	for (int l = S.T.depth - 1; l >= 0; l--)
+		HB_CK(gc_launch(k_hb_nlab_up, (int64_t) 1 << l, HB_THREADS, HB_THREADS, D.s, S, l));
+	return GC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* a round                                                             */
+/* ------------------------------------------------------------------ */
+
+__global__ void
+k_hb_init(hb_mst S)
+{
+	const int	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p >= S.T.n)
+		return;
+	S.label[p] = p;
+	S.bw[p] = HB_INF_BITS;
+	S.bab[p] = HB_NO_PAIR;
+	S.bo[p] = -1;
+	S.exact[p] = 0;
+}
+
+/* Each root's bound and pair cleared, and its parent itself. */
+__global__ void
+k_hb_reset(hb_mst S)
+{
+	const int	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p >= S.T.n || S.label[p] != p)
+		return;
+	S.cw[p] = HB_INF_BITS;
+	S.cab[p] = HB_NO_PAIR;
+	S.parent[p] = p;
+}
+
+/*
+ * Step 1: the rows' last edges kept where they still leave the component
+ * (and searched again unless they were exact), the others cleared; the
+ * components' bounds from those and from each pair of neighbouring
+ * positions of different components.
+ */
+__global__ void
+k_hb_seed(hb_mst S)
+{
+	const int	p = blockIdx.x * blockDim.x + threadIdx.x;
+	const int	n = S.T.n,
+				d = S.T.d;
+
+	if (p >= n)
+		return;
+	const int	c = S.label[p],
+				o = S.bo[p];
+
+	if (o >= 0 && S.label[o] != c)
+	{
+		atomicMin(&S.cw[c], S.bw[p]);
+		S.go[p] = !S.exact[p];
+	}
+	else
+	{
+		S.bw[p] = HB_INF_BITS;
+		S.bab[p] = HB_NO_PAIR;
+		S.bo[p] = -1;
+		S.exact[p] = 0;
+		S.go[p] = 1;
+	}
+	if (p + 1 < n && S.label[p + 1] != c)
+	{
+		const double s = gc_dist2_f64(S.T.Xs + (int64_t) p * d,
+									  S.T.Xs + (int64_t) (p + 1) * d, d);
+		const unsigned long long w =
+			hb_bits(hb_weight(S.metric, S.alpha, S.core[p], S.core[p + 1], s));
+
+		atomicMin(&S.cw[c], w);
+		atomicMin(&S.cw[S.label[p + 1]], w);
+	}
+}
+
+/* cw[c] as it is now (it only falls, and 64-bit loads are whole). */
+__device__ __forceinline__ double
+hb_load_cw(const hb_mst &S, int c)
+{
+	return hb_dbl(*(volatile const unsigned long long *) &S.cw[c]);
+}
+
+/*
+ * Whether a lane with best (bw, bab), bound = min(bw, cw), must open node
+ * h: false when no edge of the node can come before its best, nor weigh at
+ * most cw.  *exact is cleared when only cw closed it.
+ */
+template <int DQ>
+__device__ __forceinline__ bool
+hb_open(const hb_mst &S, const hb_query<DQ> &q, int64_t h, double ci, int ri,
+		double bw, unsigned long long bab, double bound, bool *exact)
+{
+	const int	d = S.T.d;
+	double		lb = S.ncore[h];
+
+	lb = ci > lb ? ci : lb;
+	if (!(lb > bound))
+	{
+		const double s = q.box2(S.T.lo + h * d, S.T.hi + h * d),
+					dl = gc_hdbscan_dist(S.metric, s) / S.alpha;
+
+		lb = dl > lb ? dl : lb;
+	}
+	if (lb > bound)
+	{
+		*exact = *exact && lb > bw;
+		return false;
+	}
+	/* weights tie with the best at best: then only a lesser pair helps */
+	return !(lb == bw && hb_pair(ri, S.nrow[h]) > bab);
+}
+
+/*
+ * Step 2: the least edge to another component of each position of
+ * p0 .. p0 + cnt - 1 that searches this round, from its seed.
+ */
+template <int DQ>
+__global__ void __launch_bounds__(HB_T)
+k_hb_search(hb_mst S, int p0, int cnt)
+{
+	const unsigned FULL = 0xffffffffu;
+	const int	t = blockIdx.x * HB_T + threadIdx.x;
+	const int	d = S.T.d;
+	const int64_t first_leaf = S.T.nleaf - 1;
+
+	if ((t & ~31) >= cnt)
+		return;					/* the whole warp is past the batch */
+
+	const int	p = p0 + (t < cnt ? t : 0);
+	const bool	active = t < cnt && S.go[p];
+
+	if (!__any_sync(FULL, active))
+		return;
+
+	const int	c = S.label[p],
+				ri = S.T.perm[p];
+	const double ci = S.core[p];
+	const hb_query<DQ> q(S.T.Xs + (int64_t) p * d, d);
+	double		bw = hb_dbl(S.bw[p]);
+	unsigned long long bab = S.bab[p];
+	int			bo = S.bo[p];
+	double		cw = hb_load_cw(S, c);
+	double		bound = bw < cw ? bw : cw;
+	bool		exact = true;
+	unsigned long long opened = 0,
+				dists = 0;
+	int			stack[HB_STACK];
+	int			sp = 0;
+
+	stack[sp++] = 0;
+	while (sp > 0)
+	{
+		const int	node = stack[--sp];
+		bool		need = active && S.nlab[node] != c;
+
+		if (need)
+			need = hb_open<DQ>(S, q, node, ci, ri, bw, bab, bound, &exact);
+		if (!__any_sync(FULL, need))
+			continue;
+		if (node >= first_leaf)
+		{
+			if (!need)
+				continue;
+			const int64_t leaf = node - first_leaf;
+			const int	b = tr_off(leaf, S.T.n, S.T.depth),
+						e = tr_off(leaf + 1, S.T.n, S.T.depth);
+
+			opened++;
+			for (int s = b; s < e; s++)
+			{
+				if (S.label[s] == c)
+					continue;
+
+				const double cs = S.core[s],
+							m = ci > cs ? ci : cs;
+
+				if (m > bound)
+				{
+					exact = exact && m > bw;
+					continue;
+				}
+
+				const double w = hb_weight(S.metric, S.alpha, ci, cs,
+										   q.dist2(S.T.Xs + (int64_t) s * d));
+				const unsigned long long ab = hb_pair(ri, S.T.perm[s]);
+
+				dists++;
+				if (w < bw || (w == bw && ab < bab))
+				{
+					bw = w;
+					bab = ab;
+					bo = s;
+					bound = w < bound ? w : bound;
+				}
+			}
+			/* publish the best, and learn the component's */
+			if (bw < cw)
+				cw = hb_dbl(atomicMin(&S.cw[c], hb_bits(bw)));
+			else
+				cw = hb_load_cw(S, c);
+			cw = bw < cw ? bw : cw;
+			bound = bw < cw ? bw : cw;
+		}
+		else
+		{
+			const int	a = 2 * node + 1,
+						b = a + 1;
+			bool		a_near = false;
+
+			if (need)
+			{
+				const double da = q.box2(S.T.lo + (int64_t) a * d, S.T.hi + (int64_t) a * d),
+							db = q.box2(S.T.lo + (int64_t) b * d, S.T.hi + (int64_t) b * d);
+
+				a_near = da < db || (da == db && S.nrow[a] <= S.nrow[b]);
+				opened++;
+			}
+
+			hb_push_children(stack, sp, a, b, a_near, need);
+		}
+	}
+	if (active)
+	{
+		S.bw[p] = hb_bits(bw);
+		S.bab[p] = bab;
+		S.bo[p] = bo;
+		S.exact[p] = exact;
+		if (bw < cw)
+			atomicMin(&S.cw[c], hb_bits(bw));
+	}
+	if (S.stats != nullptr)
+	{
+		/* one atomic a warp */
+		for (int o = 16; o > 0; o >>= 1)
+		{
+			opened += __shfl_xor_sync(FULL, opened, o);
+			dists += __shfl_xor_sync(FULL, dists, o);
+		}
+		if ((threadIdx.x & 31) == 0)
+		{
+			atomicAdd(&S.stats[0], opened);
+			atomicAdd(&S.stats[1], dists);
+		}
+	}
+}
+
+/* Step 3: each component's least pair among its rows of the least weight. */
+__global__ void
+k_hb_pick(hb_mst S)
+{
+	const int	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p >= S.T.n)
+		return;
+	const int	c = S.label[p];
+	const unsigned long long w = S.bw[p];
+
+	if (w != HB_INF_BITS && w == S.cw[c])
+		atomicMin(&S.cab[c], S.bab[p]);
+}
+
+/*
+ * Step 4: each root c hangs under the component at the other end of its
+ * edge, which it appends, unless that component chose the same edge and
+ * has the higher root (it hangs under c and appends it).
+ */
+__global__ void
+k_hb_hook(hb_mst S)
+{
+	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
+	const int	n = S.T.n;
+
+	if (c >= n || S.label[c] != c)
+		return;
+
+	const unsigned long long ab = S.cab[c];
+
+	if (ab == HB_NO_PAIR)
+	{
+		atomicOr(&S.info[1], HB_ERR_NOEDGE);
+		return;
+	}
+
+	const unsigned ra = (unsigned) (ab >> 32),
+				rb = (unsigned) (ab & 0xffffffffu);
+
+	if (ra >= (unsigned) n || rb >= (unsigned) n)
+	{
+		atomicOr(&S.info[1], HB_ERR_PAIR);
+		return;
+	}
+
+	const int	la = S.label[S.T.pos_of_row[ra]],
+				lb = S.label[S.T.pos_of_row[rb]];
+	const int	other = la == c ? lb : la;
+
+	if ((la != c && lb != c) || other == c)
+	{
+		atomicOr(&S.info[1], HB_ERR_PAIR);
+		return;
+	}
+	if (S.cab[other] == ab && c < other)
+		return;					/* the same edge: other appends it */
+	S.parent[c] = other;
+
+	const unsigned e = atomicAdd(&S.info[0], 1u);
+
+	if (e >= (unsigned) (n - 1))
+	{
+		atomicOr(&S.info[1], HB_ERR_EDGES);
+		return;
+	}
+	S.ew[e] = S.cw[c];
+	S.eab[e] = ab;
+}
+
+/*
+ * One step of pointer jumping over the roots of the round (their labels
+ * are still their own): parent[c] = parent[parent[c]].  A parent read
+ * while another thread writes it is its old or its new value, both above
+ * c, so each launch at least halves every path to a root.
+ */
+__global__ void
+k_hb_jump(hb_mst S)
+{
+	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c >= S.T.n || S.label[c] != c)
+		return;
+
+	volatile int *par = S.parent;
+	const int	p = par[c],
+				pp = par[p];
+
+	if (pp != p)
+		par[c] = pp;
+}
+
+/* Every position relabelled: its old root's new root. */
+__global__ void
+k_hb_relabel(hb_mst S)
+{
+	const int	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < S.T.n)
+		S.label[p] = S.parent[S.label[p]];
+}
+
+/* At the end: every position in position 0's component. */
+__global__ void
+k_hb_check_one(hb_mst S)
+{
+	const int	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < S.T.n && S.label[p] != S.label[0])
+		atomicOr(&S.info[1], HB_ERR_SPLIT);
+}
+
+/* ------------------------------------------------------------------ */
+/* the rounds                                                          */
+/* ------------------------------------------------------------------ */
+
+template <int DQ>
+static cudaError_t
+hb_search_launch(const hb_mst &S, int p0, int cnt, cudaStream_t s)
+{
+	return gc_launch(k_hb_search<DQ>, cnt, HB_T, HB_T, s, S, p0, cnt);
+}
+
+size_t
+hb_boruvka_bytes(int64_t n)
+{
+	/*
+	 * label, bo, parent 4 each; bw, bab, cw, cab 8 each; exact, go 1 each:
+	 * 46 a row; per node ncore 8, nrow and nlab 4 (nodes < n / 16)
+	 */
+	return (size_t) n * 46 + (size_t) (n / 16 + 2) * 16 + 64;
+}
+
+/* The round's edges and errors, to the host. */
+static gc_code
+hb_read_info(gc_dev &D, const hb_mst &S, unsigned *info, gc_status *st)
+{
+	HB_CK(cudaMemcpyAsync(info, S.info, 2 * sizeof(unsigned), cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaStreamSynchronize(D.s));
+	if (info[1] != 0)
+		return gc_fail(st, GC_EDEVICE, "%s: internal error in Borůvka's rounds (code %u)",
+					   HB_WHO, info[1]);
+	return GC_OK;
+}
+
+gc_code
+hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
+		   const double *core, double alpha, gc_metric metric,
+		   unsigned long long *ew, unsigned long long *eab, int *rounds,
+		   gc_status *st)
+{
+	const int	n = T.n;
+	const int	dq = hb_dq(T.d);
+	hb_mst		S;
+	unsigned	info[2] = {0, 0};
+	int64_t		edges = 0;
+	gc_code		rc;
+
+	*rounds = 0;
+	if (T.depth > HB_MAX_DEPTH)
+		return gc_fail(st, GC_EDEVICE, "%s: tree too deep (%d)", HB_WHO, T.depth);
+	memset(&S, 0, sizeof(S));
+	S.T = T;
+	S.metric = metric;
+	S.alpha = alpha;
+	S.core = core;
+	S.ew = ew;
+	S.eab = eab;
+	HB_ALLOC(S.ncore, T.nnode);
+	HB_ALLOC(S.nrow, T.nnode);
+	HB_ALLOC(S.nlab, T.nnode);
+	HB_ALLOC(S.label, n);
+	HB_ALLOC(S.bw, n);
+	HB_ALLOC(S.bab, n);
+	HB_ALLOC(S.bo, n);
+	HB_ALLOC(S.exact, n);
+	HB_ALLOC(S.go, n);
+	HB_ALLOC(S.cw, n);
+	HB_ALLOC(S.cab, n);
+	HB_ALLOC(S.parent, n);
+	HB_ALLOC(S.info, 2);
+	HB_CK(cudaMemsetAsync(S.info, 0, 2 * sizeof(unsigned), D.s));
+	if (hb_tracing())
+	{
+		HB_ALLOC(S.stats, 2);
+		HB_CK(cudaMemsetAsync(S.stats, 0, 2 * sizeof(unsigned long long), D.s));
+	}
+
+	/* the nodes' least cores and rows; every row its own component */
+	HB_CK(gc_launch(k_hb_nodes_leaf, T.nleaf, HB_THREADS, HB_THREADS, D.s, S));
+	for (int l = T.depth - 1; l >= 0; l--)
+		HB_CK(gc_launch(k_hb_nodes_up, (int64_t) 1 << l, HB_THREADS, HB_THREADS, D.s, S, l));
+	HB_CK(gc_launch(k_hb_init, n, HB_THREADS, HB_THREADS, D.s, S));
+	if ((rc = hb_node_labels(D, S, st)) != GC_OK)
+		return rc;
+
+	while (edges < n - 1)
+	{
+		const int64_t comps = n - edges;
+		double		t0 = gc_now_ms();
+		int			jumps = 1;
+
+		if (*rounds >= HB_MAX_ROUNDS)
+			return gc_fail(st, GC_EDEVICE, "%s: internal error: %d rounds", HB_WHO, *rounds);
+		++*rounds;
+		gc_report(ctx, GC_PHASE_ITERATE, *rounds, 0, edges, n - 1, NAN);
+
+		HB_CK(gc_launch(k_hb_reset, n, HB_THREADS, HB_THREADS, D.s, S));
+		HB_CK(gc_launch(k_hb_seed, n, HB_THREADS, HB_THREADS, D.s, S));
+		for (int64_t p0 = 0; p0 < n; p0 += HB_SEARCH_ROWS)
+		{
+			const int	cnt = (int) (n - p0 < HB_SEARCH_ROWS ? n - p0 : HB_SEARCH_ROWS);
+
+			if (dq == 4)
+				HB_CK(hb_search_launch<4>(S, (int) p0, cnt, D.s));
+			else if (dq == 8)
+				HB_CK(hb_search_launch<8>(S, (int) p0, cnt, D.s));
+			else if (dq == 16)
+				HB_CK(hb_search_launch<16>(S, (int) p0, cnt, D.s));
+			else
+				HB_CK(hb_search_launch<0>(S, (int) p0, cnt, D.s));
+			if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+				return rc;
+		}
+		HB_CK(gc_launch(k_hb_pick, n, HB_THREADS, HB_THREADS, D.s, S));
+		HB_CK(gc_launch(k_hb_hook, n, HB_THREADS, HB_THREADS, D.s, S));
+		while (((int64_t) 1 << (jumps - 1)) < comps)
+			jumps++;			/* ceil(log2(comps)) + 1 */
+		for (int j = 0; j < jumps; j++)
+			HB_CK(gc_launch(k_hb_jump, n, HB_THREADS, HB_THREADS, D.s, S));
+		HB_CK(gc_launch(k_hb_relabel, n, HB_THREADS, HB_THREADS, D.s, S));
+		if ((rc = hb_node_labels(D, S, st)) != GC_OK ||
+			(rc = hb_read_info(D, S, info, st)) != GC_OK)
+			return rc;
+		if ((int64_t) info[0] <= edges)
+			return gc_fail(st, GC_EDEVICE, "%s: internal error: round %d added no edge",
+						   HB_WHO, *rounds);
+		edges = info[0];
+		if (hb_tracing())
+		{
+			unsigned long long stats[2];
+
+			HB_CK(cudaMemcpy(stats, S.stats, sizeof(stats), cudaMemcpyDeviceToHost));
+			hb_trace("round %d: %lld components -> %lld, %.2f ms, nodes opened %llu, distances %llu",
+					 *rounds, (long long) comps, (long long) (n - edges),
+					 gc_now_ms() - t0, stats[0], stats[1]);
+			HB_CK(cudaMemsetAsync(S.stats, 0, sizeof(stats), D.s));
+		}
+		if (gc_cancelled(ctx))
+			return gc_fail(st, GC_ECANCEL, "canceled");
+	}
+	HB_CK(gc_launch(k_hb_check_one, n, HB_THREADS, HB_THREADS, D.s, S));
+	if ((rc = hb_read_info(D, S, info, st)) != GC_OK)
+		return rc;
+	/* the sort reuses this memory */
+	for (void *a : {(void *) S.ncore, (void *) S.nrow, (void *) S.nlab, (void *) S.label,
+			(void *) S.bw, (void *) S.bab, (void *) S.bo, (void *) S.exact, (void *) S.go,
+			(void *) S.cw, (void *) S.cab, (void *) S.parent, (void *) S.info,
+			(void *) S.stats})
+		if (a != nullptr)
+			D.drop(a);
+	return GC_OK;
+}
+
+#pragma GCC visibility pop

@@ -1,0 +1,332 @@
+/*
+ * hdbscan_core.cu — HDBSCAN's core distances on the GPU: core[p] =
+ * gc_hdbscan_dist(metric, the k-th smallest gc_dist2_f64 from row p to
+ * every row, itself counted), bit for bit gc_hdbscan_core_cpu's.
+ *
+ * The search is the k-distances' (cuda/dbscan/kdistance.cu) in double: a
+ * warp runs 32 consecutive positions at once (one query a lane, neighbours
+ * in the tree, so their searches mostly agree), walking the tree depth
+ * first with one stack, uniform across its lanes.  Each lane keeps its k
+ * smallest squared distances so far: for k <= HB_KREG in registers, a list
+ * sorted downwards whose first element is the k-th smallest (+inf until k
+ * are seen; the slots past k hold -inf and never move); for larger k in a
+ * max-heap in global memory (a column per lane: element e of the batch's
+ * query t at H[e B + t], so the lanes' accesses to one element coalesce).
+ * Either way a value enters when it is below the k-th smallest so far (or
+ * fewer than k are kept), so both keep the same multiset.  A lane needs a
+ * node while fewer than k are kept or the node's box bound (hb_query::box2,
+ * an exact lower bound of gc_dist2_f64) is below its k-th smallest: a node
+ * whose rows are all at least that far cannot change the k-th smallest
+ * value, so the result is exact whatever the order of the walk.  Of two
+ * children the one nearer to most lanes goes first.
+ *
+ * Memory: for k > HB_KREG the heaps of one batch of queries (8 k bytes a
+ * query, at most HB_HEAP_BYTES a batch but one block's worth).  The cancel
+ * flags are polled between batches.
+ */
+#include <math.h>
+
+#include "hdbscan_gpu.cuh"
+
+#pragma GCC visibility push(hidden)
+
+#define HB_HEAP_BYTES ((int64_t) 256 << 20)	/* a batch's heaps, at most */
+#define HB_BATCH_MAX ((int64_t) 1 << 18)	/* queries a launch, at most */
+#define HB_KREG 32				/* k up to this: the k smallest in registers */
+
+/* v added to the max-heap h (element e at h[e * stride]) of *size elements. */
+__device__ __forceinline__ void
+hb_heap_push(double *h, int64_t stride, int64_t *size, double v)
+{
+	int64_t		i = (*size)++;
+
+	while (i > 0)
+	{
+		int64_t		p = (i - 1) / 2;
+		double		hp = h[p * stride];
+
+		if (hp >= v)
+			break;
+		h[i * stride] = hp;
+		i = p;
+	}
+	h[i * stride] = v;
+}
+
+/* The root of the full heap of k elements replaced by v, sifted down. */
+__device__ __forceinline__ void
+hb_heap_replace_top(double *h, int64_t stride, int64_t k, double v)
+{
+	int64_t		i = 0;
+
+	for (;;)
+	{
+		int64_t		l = 2 * i + 1,
+					r = l + 1,
+					m = i;
+		double		mv = v;
+
+		if (l < k && h[l * stride] > mv)
+		{
+			m = l;
+			mv = h[l * stride];
+		}
+		if (r < k && h[r * stride] > mv)
+			m = r;
+		if (m == i)
+			break;
+		h[i * stride] = h[m * stride];
+		i = m;
+	}
+	h[i * stride] = v;
+}
+
+/*
+ * The core distances of positions p0 .. p0 + cnt - 1 into core (by
+ * position); query t of the batch keeps its heap at H + t, stride B.
+ */
+template <int DQ>
+__global__ void __launch_bounds__(HB_T)
+k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
+		 int64_t B, double *__restrict__ H, double *__restrict__ core)
+{
+	const unsigned FULL = 0xffffffffu;
+	const int	t = blockIdx.x * HB_T + threadIdx.x;
+	const int	d = T.d;
+	const bool	active = t < cnt;
+	const int	pos = p0 + (active ? t : 0);
+	double	   *h = H + t;
+	int64_t		size = 0;
+	double		top = INFINITY;	/* the heap's largest once full */
+	int			stack[HB_STACK];
+	int			sp = 0;
+
+	if ((t & ~31) >= cnt)
+		return;					/* the whole warp is past the batch */
+
+	const hb_query<DQ> q(T.Xs + (int64_t) pos * d, d);
+
+	stack[sp++] = 0;
+	while (sp > 0)
+	{
+		const int	node = stack[--sp];
+		const bool	need = active &&
+			(size < k || q.box2(T.lo + (int64_t) node * d,
+								T.hi + (int64_t) node * d) < top);
+
+		if (!__any_sync(FULL, need))
+			continue;
+		if (node >= T.nleaf - 1)
+		{
+			const int64_t leaf = node - (T.nleaf - 1);
+			const int	b = tr_off(leaf, T.n, T.depth),
+						e = tr_off(leaf + 1, T.n, T.depth);
+
+			if (!need)
+				continue;
+			for (int s = b; s < e; s++)
+			{
+				const double v = q.dist2(T.Xs + (int64_t) s * d);
+
+				if (size < k)
+				{
+					hb_heap_push(h, B, &size, v);
+					if (size == k)
+						top = h[0];
+				}
+				else if (v < top)
+				{
+					hb_heap_replace_top(h, B, k, v);
+					top = h[0];
+				}
+			}
+		}
+		else
+		{
+			const int	a = 2 * node + 1,
+						c = a + 1;
+			const bool	a_near = need &&
+				q.box2(T.lo + (int64_t) a * d, T.hi + (int64_t) a * d) <=
+				q.box2(T.lo + (int64_t) c * d, T.hi + (int64_t) c * d);
+
+			hb_push_children(stack, sp, a, c, a_near, need);
+		}
+	}
+	if (active)
+		core[pos] = gc_hdbscan_dist(metric, top);
+}
+
+/*
+ * v into the list a, sorted downwards, that keeps the k smallest (v below
+ * its first, the k-th smallest): the first leaves, the larger ones move up
+ * one place, v takes its place among them (unrolled: a stays in registers).
+ */
+template <int KR>
+__device__ __forceinline__ void
+hb_list_insert(double (&a)[KR], double v)
+{
+	bool		placed = false;
+
+#pragma unroll
+	for (int j = 0; j < KR; j++)
+	{
+		const double nx = j + 1 < KR ? a[j + 1] : -INFINITY;
+
+		if (!placed)
+		{
+			if (nx > v)
+				a[j] = nx;
+			else
+			{
+				a[j] = v;
+				placed = true;
+			}
+		}
+	}
+}
+
+/* k_hb_knn with the k smallest in registers (k <= KR). */
+template <int DQ, int KR>
+__global__ void __launch_bounds__(HB_T)
+k_hb_knn_reg(gc_kdtree T, int k, gc_metric metric, int p0, int cnt,
+			 double *__restrict__ core)
+{
+	const unsigned FULL = 0xffffffffu;
+	const int	t = blockIdx.x * HB_T + threadIdx.x;
+	const int	d = T.d;
+	const bool	active = t < cnt;
+	const int	pos = p0 + (active ? t : 0);
+	double		a[KR];			/* a[0]: the k-th smallest so far */
+	int			stack[HB_STACK];
+	int			sp = 0;
+
+	if ((t & ~31) >= cnt)
+		return;					/* the whole warp is past the batch */
+
+	const hb_query<DQ> q(T.Xs + (int64_t) pos * d, d);
+
+#pragma unroll
+	for (int j = 0; j < KR; j++)
+		a[j] = j < k ? INFINITY : -INFINITY;
+	stack[sp++] = 0;
+	while (sp > 0)
+	{
+		const int	node = stack[--sp];
+		const bool	need = active &&
+			q.box2(T.lo + (int64_t) node * d, T.hi + (int64_t) node * d) < a[0];
+
+		if (!__any_sync(FULL, need))
+			continue;
+		if (node >= T.nleaf - 1)
+		{
+			const int64_t leaf = node - (T.nleaf - 1);
+			const int	b = tr_off(leaf, T.n, T.depth),
+						e = tr_off(leaf + 1, T.n, T.depth);
+
+			if (!need)
+				continue;
+			for (int s = b; s < e; s++)
+			{
+				const double v = q.dist2(T.Xs + (int64_t) s * d);
+
+				if (v < a[0])
+					hb_list_insert<KR>(a, v);
+			}
+		}
+		else
+		{
+			const int	a = 2 * node + 1,
+						c = a + 1;
+			const bool	a_near = need &&
+				q.box2(T.lo + (int64_t) a * d, T.hi + (int64_t) a * d) <=
+				q.box2(T.lo + (int64_t) c * d, T.hi + (int64_t) c * d);
+
+			hb_push_children(stack, sp, a, c, a_near, need);
+		}
+	}
+	if (active)
+		core[pos] = gc_hdbscan_dist(metric, a[0]);
+}
+
+/* Queries a launch: as many heaps as fit HB_HEAP_BYTES, in whole blocks. */
+static int64_t
+hb_knn_batch(int64_t n, int64_t k)
+{
+	int64_t		b = HB_HEAP_BYTES / ((int64_t) sizeof(double) * k) / HB_T * HB_T;
+	int64_t		nr = (n + HB_T - 1) / HB_T * HB_T;
+
+	if (b < HB_T)
+		b = HB_T;
+	if (b > HB_BATCH_MAX)
+		b = HB_BATCH_MAX;
+	return b < nr ? b : nr;
+}
+
+size_t
+hb_core_heap_bytes(int64_t n, int64_t k)
+{
+	if (k <= HB_KREG)
+		return 0;
+	return (size_t) hb_knn_batch(n, k) * (size_t) k * sizeof(double);
+}
+
+/* The batch's launch: registers for k <= HB_KREG (H unused), else heaps. */
+template <int DQ>
+static cudaError_t
+hb_knn_launch(const gc_kdtree &T, int64_t k, gc_metric metric, int p0,
+			  int cnt, int64_t B, double *H, double *core, cudaStream_t s)
+{
+	if (k <= 16)
+		return gc_launch(k_hb_knn_reg<DQ, 16>, cnt, HB_T, HB_T, s, T, (int) k, metric,
+						 p0, cnt, core);
+	if (k <= HB_KREG)
+		return gc_launch(k_hb_knn_reg<DQ, HB_KREG>, cnt, HB_T, HB_T, s, T, (int) k, metric,
+						 p0, cnt, core);
+	return gc_launch(k_hb_knn<DQ>, cnt, HB_T, HB_T, s, T, k, metric, p0, cnt,
+					 B, H, core);
+}
+
+gc_code
+hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
+		gc_metric metric, double *core, gc_status *st)
+{
+	const int64_t n = T.n;
+	const int	dq = hb_dq(T.d);
+	int64_t		B;
+	double	   *H;
+	gc_code		rc;
+
+	if (k < 1 || k > n)
+		return gc_fail(st, GC_EINVAL, "min_samples must be between 1 and %lld, got %lld",
+					   (long long) n, (long long) k);
+	if (k == 1)
+	{
+		/* the row itself, at distance 0: every core distance is 0 */
+		HB_CK(cudaMemsetAsync(core, 0, sizeof(double) * (size_t) n, D.s));
+		return hb_sync_poll(D, ctx, st);
+	}
+	B = k <= HB_KREG ? (n < HB_BATCH_MAX ? n : HB_BATCH_MAX) : hb_knn_batch(n, k);
+	H = nullptr;
+	if (k > HB_KREG)
+		HB_ALLOC(H, B * k);
+	for (int64_t p0 = 0; p0 < n; p0 += B)
+	{
+		const int	cnt = (int) (n - p0 < B ? n - p0 : B);
+
+		if (dq == 4)
+			HB_CK(hb_knn_launch<4>(T, k, metric, (int) p0, cnt, B, H, core, D.s));
+		else if (dq == 8)
+			HB_CK(hb_knn_launch<8>(T, k, metric, (int) p0, cnt, B, H, core, D.s));
+		else if (dq == 16)
+			HB_CK(hb_knn_launch<16>(T, k, metric, (int) p0, cnt, B, H, core, D.s));
+		else
+			HB_CK(hb_knn_launch<0>(T, k, metric, (int) p0, cnt, B, H, core, D.s));
+		if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+			return rc;
+	}
+	if (H != nullptr)
+		D.drop(H);
+	return GC_OK;
+}
+
+#pragma GCC visibility pop

@@ -1,0 +1,711 @@
+/*
+ * test_hdbscan_gpu.c — HDBSCAN's GPU phases (cuda/hdbscan/) against the
+ * CPU's, bit for bit, on fresh random data of many shapes; small cases also
+ * against the brute force of hdbscan_ref.h (every distance sorted, Prim
+ * over the whole mutual-reachability matrix).  Needs a GPU.
+ *
+ *   phases   gc_hdbscan_mst_gpu = gc_hdbscan_core_cpu +
+ *            gc_hdbscan_mst_edges_cpu: the core distances and the edges
+ *            (a, b and w's bits, in (w, a, b) order).  n 2 to 300,000 and
+ *            one of 2,000,000 in 2-d (the search in several launches); d 1,
+ *            2, 3, 8, 16, 64 (each query path: d <= 4, 8, 16 in registers,
+ *            the rows read from memory above 16); min_samples 1, 2 to 32
+ *            (the k smallest in registers), 33, 64 and n (in heaps); alpha
+ *            1, 0.5 and 2; Euclidean and cosine (the unit rows,
+ *            gc_unit_rows, as the driver makes them); uniform rows,
+ *            blobs, duplicates (core distances 0, every weight tied) and
+ *            integer lattices (many ties); min_samples large enough that
+ *            the core distances' heaps take several batches of queries.
+ *   calls    gc_hdbscan_on_gpu = gc_hdbscan_cpu (labels, probability and
+ *            outlier bits, clusters) and gc_hdbscan_mst_on_gpu =
+ *            gc_hdbscan_mst_cpu, under both selection methods, epsilon,
+ *            allow_single_cluster.
+ *   memory   the pool's high-water mark of a call at most
+ *            gc_hdbscan_gpu_mem_bytes, the free memory back after it;
+ *            gc_hdbscan_gpu_mem_bytes(10M, 2, 15) within 4 GB.
+ *   cancel   a flag raised before the call, and during its rounds (from
+ *            the progress callback): GC_ECANCEL, nothing kept; the
+ *            progress phases in order; the longest time between polls.
+ *   errors   arguments the GPU cannot take: GC_EINVAL / GC_EDEVICE.
+ *
+ * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
+ * set (for compute-sanitizer's memcheck), =2 a tiny one (racecheck).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "testutil.h"
+#include "hdbscan_common.h"
+#include "hdbscan_ref.h"
+#include "common/gpu.h"
+#include "common/metric.h"
+#include "hdbscan/hdbscan.h"
+
+static uint64_t rs;
+static int	quick;
+static int	cases;
+
+/* ------------------------------------------------------------------ */
+/* data                                                                */
+/* ------------------------------------------------------------------ */
+
+/* A zero row has no cosine distance: moved off the origin. */
+static void
+no_zero_rows(float *X, int64_t n, int d)
+{
+	for (int64_t i = 0; i < n; i++)
+	{
+		bool		zero = true;
+
+		for (int j = 0; j < d; j++)
+			zero = zero && X[i * d + j] == 0.0f;
+		if (zero)
+			X[i * d] = 1.0f;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* the phases                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Rows whose bits differ (core), edges that differ in a, b or w's bits. */
+static int64_t
+core_diff(const double *x, const double *y, int64_t n, int64_t *first)
+{
+	int64_t		bad = 0;
+
+	*first = -1;
+	for (int64_t i = 0; i < n; i++)
+		if (memcmp(&x[i], &y[i], sizeof(double)) != 0)
+		{
+			if (*first < 0)
+				*first = i;
+			bad++;
+		}
+	return bad;
+}
+
+static int64_t
+edge_diff(const gc_mst_edge *x, const gc_mst_edge *y, int64_t m, int64_t *first)
+{
+	int64_t		bad = 0;
+
+	*first = -1;
+	for (int64_t e = 0; e < m; e++)
+		if (x[e].a != y[e].a || x[e].b != y[e].b ||
+			memcmp(&x[e].w, &y[e].w, sizeof(double)) != 0)
+		{
+			if (*first < 0)
+				*first = e;
+			bad++;
+		}
+	return bad;
+}
+
+static void
+report_edge(const char *what, const char *other, const gc_mst_edge *g,
+			const gc_mst_edge *c, int64_t e)
+{
+	fprintf(stderr, "  %s: edge %lld: gpu (%.17g, %lld, %lld), %s (%.17g, %lld, %lld)\n",
+			what, (long long) e, g[e].w, (long long) g[e].a, (long long) g[e].b,
+			other, c[e].w, (long long) c[e].a, (long long) c[e].b);
+}
+
+/*
+ * One case: X (n x d) at min_samples ms, alpha, metric: the GPU's phases
+ * = the CPU's bit for bit (and = the brute force's when brute); what
+ * names it in a failure.
+ */
+static void
+check_phases(const float *X, int64_t n, int d, int64_t ms, double alpha,
+			 gc_metric metric, bool brute, const char *what)
+{
+	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {NULL, NULL}};
+	gc_status	st;
+	const int64_t m = n - 1;
+	const bool	cosine = metric == GC_METRIC_COSINE;
+	float	   *U = NULL;
+	const float *R = X;
+	double	   *cc = malloc(sizeof(double) * (size_t) n),
+			   *cg = malloc(sizeof(double) * (size_t) n);
+	gc_mst_edge *ec = malloc(sizeof(gc_mst_edge) * (size_t) m),
+			   *eg = malloc(sizeof(gc_mst_edge) * (size_t) m);
+	int64_t		bad,
+				first;
+	gc_code		rc;
+	char		name[200];
+
+	cases++;
+	snprintf(name, sizeof(name), "%s n=%lld d=%d min_samples=%lld alpha=%g%s", what,
+			 (long long) n, d, (long long) ms, alpha, cosine ? " cosine" : "");
+	if (cosine)
+	{
+		U = malloc(sizeof(float) * (size_t) n * d);
+		gc_unit_rows(&ctx, X, n, d, U);
+		R = U;
+	}
+	memset(cg, 0xff, sizeof(double) * (size_t) n);
+	memset(eg, 0xff, sizeof(gc_mst_edge) * (size_t) m);
+	rc = gc_hdbscan_mst_gpu(&ctx, R, n, d, ms, alpha, metric, cg, eg, &st);
+	CHECK(rc == GC_OK, "%s: gpu: %s", name, st.message);
+	if (rc == GC_OK)
+	{
+		if (gc_hdbscan_core_cpu(&ctx, R, n, d, ms, metric, cc, &st) != GC_OK ||
+			gc_hdbscan_mst_edges_cpu(&ctx, R, n, d, alpha, metric, cc, ec, &st) != GC_OK)
+			CHECK(false, "%s: cpu: %s", name, st.message);
+		else
+		{
+			bad = core_diff(cc, cg, n, &first);
+			CHECK(bad == 0, "%s: %lld core distances differ (row %lld: cpu %.17g, gpu %.17g)",
+				  name, (long long) bad, (long long) first,
+				  first >= 0 ? cc[first] : 0.0, first >= 0 ? cg[first] : 0.0);
+			bad = edge_diff(eg, ec, m, &first);
+			CHECK(bad == 0, "%s: %lld edges differ from the CPU's", name, (long long) bad);
+			if (bad)
+				report_edge(name, "cpu", eg, ec, first);
+		}
+		if (brute)
+		{
+			ref_core(R, n, d, ms, cosine, cc);
+			bad = core_diff(cc, cg, n, &first);
+			CHECK(bad == 0, "%s: %lld core distances differ from the brute force's (row %lld)",
+				  name, (long long) bad, (long long) first);
+			ref_mst(R, n, d, alpha, cosine, cc, ec);
+			bad = edge_diff(eg, ec, m, &first);
+			CHECK(bad == 0, "%s: %lld edges differ from the brute force's", name, (long long) bad);
+			if (bad)
+				report_edge(name, "brute", eg, ec, first);
+		}
+	}
+	free(U);
+	free(cc);
+	free(cg);
+	free(ec);
+	free(eg);
+}
+
+/*
+ * min_samples: 1 (no search), the k smallest in registers (2 to 16, 17 to
+ * 32: hdbscan_core.cu), in heaps (above 32), n (-1).
+ */
+static const int64_t ms_choices[] = {1, 2, 5, 15, 16, 20, 32, 33, 64, -1};
+
+static int64_t
+pick_ms(int64_t n, bool small_ms)
+{
+	int			c = (int) (tu_next(&rs) % (small_ms ? 7 : 10));
+	int64_t		ms = ms_choices[c] < 0 ? n : ms_choices[c];
+
+	return ms < n ? ms : n;
+}
+
+static double
+pick_alpha(void)
+{
+	static const double a[] = {1.0, 1.0, 0.5, 2.0};
+
+	return a[tu_next(&rs) % 4];
+}
+
+/*
+ * Small shapes: every path, against the brute force too (quick: every
+ * other shape, one case each; 2: a few).
+ */
+static void
+test_small(void)
+{
+	static const int64_t ns[] = {2, 3, 5, 31, 32, 33, 63, 64, 65, 100, 129, 700, 2000};
+	static const int dims[] = {1, 2, 3, 5, 8, 9, 16, 17, 64};
+	size_t		nn = quick >= 2 ? 6 : sizeof(ns) / sizeof(ns[0]);
+	size_t		nd = quick >= 2 ? 3 : sizeof(dims) / sizeof(dims[0]);
+	double		t0 = now_s();
+
+	for (size_t i = 0; i < nn; i++)
+		for (size_t j = 0; j < nd; j++)
+		{
+			const int64_t n = ns[i];
+			const int	d = dims[j];
+			const data_kind kind = (data_kind) ((i + j) % 4);
+			float	   *X;
+			bool		cosine,
+						brute;
+
+			if (quick == 1 && (i + j) % 2 != 0)
+				continue;
+			X = tu_make_data(&rs, n, d, kind, 1 + (int) (tu_next(&rs) % 12));
+			cosine = tu_next(&rs) % 5 == 0;
+			brute = n * n * d <= (quick ? 4000000 : 300000000);
+			if (cosine)
+				no_zero_rows(X, n, d);
+			check_phases(X, n, d, pick_ms(n, false), pick_alpha(),
+						 cosine ? GC_METRIC_COSINE : GC_METRIC_EUCLIDEAN, brute,
+						 data_name[kind]);
+			if (!quick)
+				check_phases(X, n, d, pick_ms(n, false), 1.0, GC_METRIC_EUCLIDEAN, false,
+							 data_name[kind]);
+			free(X);
+		}
+	printf("  small shapes: %.1f s\n", now_s() - t0);
+}
+
+/* Large shapes: deep trees, several batches and launches, against the CPU. */
+static void
+test_large(void)
+{
+	static const struct
+	{
+		int64_t		n;
+		int			d;
+	}			big[] = {
+		{300000, 2}, {200000, 3}, {60000, 8}, {30000, 16}, {8000, 64}, {150000, 1},
+	};
+	double		t0 = now_s();
+
+	for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++)
+	{
+		const int64_t n = quick ? big[i].n / 20 : big[i].n;
+		const int	d = big[i].d;
+
+		for (int kind = DATA_UNIFORM; kind <= DATA_BLOBS; kind++)
+		{
+			float	   *X = tu_make_data(&rs, n, d, (data_kind) kind, 1 + (int) (tu_next(&rs) % 12));
+
+			check_phases(X, n, d, kind == DATA_UNIFORM ? 5 : 15, pick_alpha(),
+						 GC_METRIC_EUCLIDEAN, false, data_name[kind]);
+			free(X);
+		}
+		{
+			float	   *X = make_blobs_noise(&rs, n, d, 50);
+
+			check_phases(X, n, d, pick_ms(n, true), 1.0, GC_METRIC_EUCLIDEAN, false,
+						 "blobs+noise");
+			free(X);
+		}
+	}
+	/* ties: few distinct rows, integer lattices */
+	for (int d = 1; d <= 8; d *= 2)
+	{
+		const int64_t n = quick ? 3000 : 20000;
+		float	   *X = tu_make_data(&rs, n, d, DATA_DUPLICATES, 1 + (int) (tu_next(&rs) % 12));
+
+		check_phases(X, n, d, pick_ms(n, true), pick_alpha(), GC_METRIC_EUCLIDEAN, false,
+					 "duplicates");
+		free(X);
+		X = tu_make_data(&rs, n, d, DATA_GRID, 1);
+		check_phases(X, n, d, pick_ms(n, true), pick_alpha(), GC_METRIC_EUCLIDEAN, false,
+					 "grid");
+		free(X);
+	}
+	/* cosine */
+	{
+		const int64_t n = quick ? 5000 : 100000;
+		float	   *X = make_blobs_noise(&rs, n, 3, 20);
+
+		check_phases(X, n, 3, 15, 1.0, GC_METRIC_COSINE, false, "blobs+noise");
+		free(X);
+		X = make_blobs_noise(&rs, n / 5, 16, 20);
+		check_phases(X, n / 5, 16, 5, 2.0, GC_METRIC_COSINE, false, "blobs+noise");
+		free(X);
+	}
+	/* min_samples whose heaps take several batches of queries */
+	{
+		const int64_t n = quick ? 3000 : 12000;
+		float	   *X = tu_make_data(&rs, n, 2, DATA_BLOBS, 5);
+
+		check_phases(X, n, 2, quick ? 2900 : 8000, 1.0, GC_METRIC_EUCLIDEAN, false, "batches");
+		free(X);
+	}
+	printf("  large shapes: %.1f s\n", now_s() - t0);
+}
+
+/* 2M rows of 2 features: the search in several launches. */
+static void
+test_huge(void)
+{
+	const int64_t n = 2000000;
+	float	   *X = make_blobs_noise(&rs, n, 2, 50);
+	gc_hdbscan_gpu_phases ph;
+	double		t0 = now_s();
+
+	check_phases(X, n, 2, 15, 1.0, GC_METRIC_EUCLIDEAN, false, "blobs+noise");
+	gc_hdbscan_gpu_last_phases(&ph);
+	printf("  2M x 2: %.1f s (GPU: %.1f ms: upload %.1f, index %.1f, core %.1f, "
+		   "mst %.1f in %d rounds, sort %.1f, download %.1f)\n",
+		   now_s() - t0, ph.ms_total, ph.ms_upload, ph.ms_index, ph.ms_core, ph.ms_mst,
+		   ph.rounds, ph.ms_sort, ph.ms_download);
+	free(X);
+}
+
+/* ------------------------------------------------------------------ */
+/* whole calls                                                         */
+/* ------------------------------------------------------------------ */
+
+static void
+check_call(const float *X, int64_t n, int d, const gc_hdbscan_params *p,
+		   const char *what)
+{
+	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {NULL, NULL}};
+	gc_status	st;
+	gc_hdbscan_result rc_,
+				rg;
+	int64_t		bl = 0,
+				bp = 0,
+				bo = 0;
+	gc_code		c1,
+				c2;
+	char		name[240];
+
+	cases++;
+	snprintf(name, sizeof(name), "%s n=%lld d=%d mcs=%lld ms=%lld %s eps=%g single=%d alpha=%g %s",
+			 what, (long long) n, d, (long long) p->min_cluster_size, (long long) p->min_samples,
+			 gc_hdbscan_method_name(p->method), p->epsilon, p->allow_single_cluster, p->alpha,
+			 p->metric == GC_METRIC_COSINE ? "cosine" : "euclidean");
+	memset(&rc_, 0, sizeof(rc_));
+	memset(&rg, 0, sizeof(rg));
+	rc_.labels = malloc(sizeof(int32_t) * (size_t) n);
+	rc_.probability = malloc(sizeof(double) * (size_t) n);
+	rc_.outlier = malloc(sizeof(double) * (size_t) n);
+	rg.labels = malloc(sizeof(int32_t) * (size_t) n);
+	rg.probability = malloc(sizeof(double) * (size_t) n);
+	rg.outlier = malloc(sizeof(double) * (size_t) n);
+	c1 = gc_hdbscan_cpu(&ctx, X, n, d, p, &rc_, &st);
+	CHECK(c1 == GC_OK, "%s: cpu: %s", name, st.message);
+	c2 = gc_hdbscan_on_gpu(&ctx, X, n, d, p, &rg, &st);
+	CHECK(c2 == GC_OK, "%s: gpu: %s", name, st.message);
+	if (c1 == GC_OK && c2 == GC_OK)
+	{
+		for (int64_t i = 0; i < n; i++)
+		{
+			bl += rc_.labels[i] != rg.labels[i];
+			bp += memcmp(&rc_.probability[i], &rg.probability[i], sizeof(double)) != 0;
+			bo += memcmp(&rc_.outlier[i], &rg.outlier[i], sizeof(double)) != 0;
+		}
+		CHECK(rc_.clusters == rg.clusters && bl == 0 && bp == 0 && bo == 0,
+			  "%s: clusters %d / %d; %lld labels, %lld probabilities, %lld outlier scores differ",
+			  name, rc_.clusters, rg.clusters, (long long) bl, (long long) bp, (long long) bo);
+	}
+	free(rc_.labels);
+	free(rc_.probability);
+	free(rc_.outlier);
+	free(rg.labels);
+	free(rg.probability);
+	free(rg.outlier);
+
+	/* the spanning tree alone */
+	{
+		double	   *c_core = malloc(sizeof(double) * (size_t) n),
+				   *g_core = malloc(sizeof(double) * (size_t) n);
+		gc_mst_edge *ce = malloc(sizeof(gc_mst_edge) * (size_t) (n > 1 ? n - 1 : 1)),
+				   *ge = malloc(sizeof(gc_mst_edge) * (size_t) (n > 1 ? n - 1 : 1));
+		int64_t		first;
+
+		c1 = gc_hdbscan_mst_cpu(&ctx, X, n, d, p, c_core, ce, &st);
+		CHECK(c1 == GC_OK, "%s: mst cpu: %s", name, st.message);
+		c2 = gc_hdbscan_mst_on_gpu(&ctx, X, n, d, p, g_core, ge, &st);
+		CHECK(c2 == GC_OK, "%s: mst gpu: %s", name, st.message);
+		if (c1 == GC_OK && c2 == GC_OK)
+		{
+			CHECK(core_diff(c_core, g_core, n, &first) == 0, "%s: mst: core distances differ", name);
+			CHECK(edge_diff(ge, ce, n - 1, &first) == 0, "%s: mst: edges differ", name);
+		}
+		free(c_core);
+		free(g_core);
+		free(ce);
+		free(ge);
+	}
+}
+
+static void
+test_calls(void)
+{
+	const int64_t n = quick ? 3000 : 50000;
+	gc_hdbscan_params p = {.min_cluster_size = 15, .min_samples = 15, .epsilon = 0.0,
+	.method = GC_HDBSCAN_EOM, .allow_single_cluster = false, .alpha = 1.0,
+	.metric = GC_METRIC_EUCLIDEAN};
+	float	   *X = make_blobs_noise(&rs, n, 2, 20);
+	double		t0 = now_s();
+
+	check_call(X, n, 2, &p, "blobs+noise");
+	p.method = GC_HDBSCAN_LEAF;
+	check_call(X, n, 2, &p, "blobs+noise");
+	p.method = GC_HDBSCAN_EOM;
+	p.epsilon = 0.5;
+	p.min_samples = 5;
+	check_call(X, n, 2, &p, "blobs+noise");
+	p.epsilon = 0.0;
+	p.allow_single_cluster = true;
+	p.alpha = 0.5;
+	check_call(X, n, 2, &p, "blobs+noise");
+	p.allow_single_cluster = false;
+	p.alpha = 2.0;
+	p.metric = GC_METRIC_COSINE;
+	check_call(X, n, 2, &p, "blobs+noise");
+	free(X);
+
+	p.alpha = 1.0;
+	p.metric = GC_METRIC_EUCLIDEAN;
+	p.min_cluster_size = 5;
+	p.min_samples = 3;
+	X = tu_make_data(&rs, n / 5, 3, DATA_GRID, 1);
+	check_call(X, n / 5, 3, &p, "grid");
+	free(X);
+	X = tu_make_data(&rs, n / 5, 4, DATA_DUPLICATES, 7);
+	check_call(X, n / 5, 4, &p, "duplicates");
+	free(X);
+	X = tu_make_data(&rs, n / 2, 16, DATA_BLOBS, 9);
+	p.method = GC_HDBSCAN_LEAF;
+	check_call(X, n / 2, 16, &p, "blobs");
+	free(X);
+	printf("  whole calls: %.1f s\n", now_s() - t0);
+}
+
+/* ------------------------------------------------------------------ */
+/* memory, cancel, progress, errors                                    */
+/* ------------------------------------------------------------------ */
+
+/* The device's free memory after every stream's work (bytes). */
+static size_t
+free_memory(void)
+{
+	size_t		fr = 0,
+				tot = 0;
+
+	cudaDeviceSynchronize();
+	cudaMemGetInfo(&fr, &tot);
+	return fr;
+}
+
+static void
+test_memory(void)
+{
+	static const struct
+	{
+		int64_t		n;
+		int			d;
+		int64_t		ms;
+	}			mc[] = {
+		{1000000, 2, 15}, {200000, 16, 5}, {100000, 3, 1}, {20000, 2, 2000},
+	};
+	gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {NULL, NULL}};
+	gc_status	st;
+
+	CHECK(gc_hdbscan_gpu_mem_bytes(10000000, 2, 15) <= ((size_t) 4 << 30),
+		  "10M x 2 needs %.2f GB by gc_hdbscan_gpu_mem_bytes",
+		  gc_hdbscan_gpu_mem_bytes(10000000, 2, 15) / 1e9);
+	for (size_t i = 0; i < sizeof(mc) / sizeof(mc[0]); i++)
+	{
+		const int64_t n = quick ? mc[i].n / 50 : mc[i].n;
+		const int	d = mc[i].d;
+		const int64_t ms = mc[i].ms < n ? mc[i].ms : n;
+		float	   *X = make_blobs_noise(&rs, n, d, 30);
+		double	   *core = malloc(sizeof(double) * (size_t) n);
+		gc_mst_edge *e = malloc(sizeof(gc_mst_edge) * (size_t) (n - 1));
+		size_t		before = free_memory(),
+					after,
+					peak,
+					bound = gc_hdbscan_gpu_mem_bytes(n, d, ms);
+		gc_code		rc;
+
+		pool_peak(true);
+		rc = gc_hdbscan_mst_gpu(&ctx, X, n, d, ms, 1.0, GC_METRIC_EUCLIDEAN, core, e, &st);
+		CHECK(rc == GC_OK, "memory n=%lld d=%d: %s", (long long) n, d, st.message);
+		peak = pool_peak(false);
+		after = free_memory();
+		printf("  memory n=%lld d=%d min_samples=%lld: peak %.1f MB, bound %.1f MB, free %+.1f MB\n",
+			   (long long) n, d, (long long) ms, peak / 1e6, bound / 1e6,
+			   ((double) after - (double) before) / 1e6);
+		CHECK(peak <= bound, "n=%lld d=%d: peak %zu above the bound %zu", (long long) n, d,
+			  peak, bound);
+		CHECK(after + ((size_t) 8 << 20) >= before, "n=%lld d=%d: %.1f MB not given back",
+			  (long long) n, d, ((double) before - (double) after) / 1e6);
+		free(X);
+		free(core);
+		free(e);
+	}
+}
+
+typedef struct progress_log
+{
+	int			phases[64];
+	int			count;
+	int64_t		last_round;
+	int64_t		cancel_at;		/* raise cancel_flag at this round (0: never) */
+	bool		order_ok;
+} progress_log;
+
+static void
+on_progress(void *arg, const gc_progress *p)
+{
+	progress_log *lg = arg;
+
+	if (lg->count > 0 && (int) p->phase < lg->phases[lg->count - 1])
+		lg->order_ok = false;
+	if (p->phase == GC_PHASE_ITERATE)
+	{
+		if (p->iteration != lg->last_round + 1)
+			lg->order_ok = false;
+		lg->last_round = p->iteration;
+		if (lg->cancel_at > 0 && p->iteration >= lg->cancel_at)
+			cancel_flag = 1;
+	}
+	if (lg->count < 64)
+		lg->phases[lg->count++] = (int) p->phase;
+}
+
+static void
+test_cancel_progress(void)
+{
+	const int64_t n = quick ? 20000 : 400000;
+	float	   *X = make_blobs_noise(&rs, n, 2, 30);
+	double	   *core = malloc(sizeof(double) * (size_t) n);
+	gc_mst_edge *e = malloc(sizeof(gc_mst_edge) * (size_t) (n - 1));
+	progress_log lg;
+	gc_ctx		ctx;
+	gc_status	st;
+	size_t		before;
+	gc_code		rc;
+	tu_poll		tp;
+
+	/* the phases in order, rounds 1, 2, ... */
+	memset(&lg, 0, sizeof(lg));
+	lg.order_ok = true;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.progress = on_progress;
+	ctx.progress_arg = &lg;
+	rc = gc_hdbscan_mst_gpu(&ctx, X, n, 2, 15, 1.0, GC_METRIC_EUCLIDEAN, core, e, &st);
+	CHECK(rc == GC_OK, "progress run: %s", st.message);
+	CHECK(lg.order_ok && lg.count >= 4 && lg.phases[0] == GC_PHASE_UPLOAD &&
+		  lg.phases[1] == GC_PHASE_INDEX && lg.phases[2] == GC_PHASE_INIT &&
+		  lg.phases[3] == GC_PHASE_ITERATE, "progress: %d reports, in order %d", lg.count,
+		  lg.order_ok);
+
+	/* a flag raised before the call, then during its second round */
+	before = free_memory();
+	cancel_flag = 1;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cancel_flags[0] = &cancel_flag;
+	rc = gc_hdbscan_mst_gpu(&ctx, X, n, 2, 15, 1.0, GC_METRIC_EUCLIDEAN, core, e, &st);
+	CHECK(rc == GC_ECANCEL, "cancel before: %d %s", rc, st.message);
+	cancel_flag = 0;
+	memset(&lg, 0, sizeof(lg));
+	lg.order_ok = true;
+	lg.cancel_at = 2;
+	ctx.progress = on_progress;
+	ctx.progress_arg = &lg;
+	rc = gc_hdbscan_mst_gpu(&ctx, X, n, 2, 15, 1.0, GC_METRIC_EUCLIDEAN, core, e, &st);
+	CHECK(rc == GC_ECANCEL && lg.last_round == 2, "cancel in round 2: %d (%s), last round %lld",
+		  rc, st.message, (long long) lg.last_round);
+	cancel_flag = 0;
+	CHECK(free_memory() + ((size_t) 8 << 20) >= before, "cancelled calls kept memory");
+
+	/* the poll: how long the calling thread goes between two */
+	memset(&ctx, 0, sizeof(ctx));
+	memset(&tp, 0, sizeof(tp));
+	tp.caller = pthread_self();
+	tp.last = now_s();
+	tp.stop_after = 1e30;
+	ctx.poll = tu_poll_fn;
+	ctx.poll_arg = &tp;
+	rc = gc_hdbscan_mst_gpu(&ctx, X, n, 2, 15, 1.0, GC_METRIC_EUCLIDEAN, core, e, &st);
+	CHECK(rc == GC_OK, "poll run: %s", st.message);
+	printf("  polls: %ld, the longest gap %.1f ms (n %lld)\n", tp.caller_polls,
+		   tp.max_gap * 1e3, (long long) n);
+	CHECK(tp.max_gap < 0.5, "%.0f ms between two polls", tp.max_gap * 1e3);
+	free(X);
+	free(core);
+	free(e);
+}
+
+static void
+test_errors(void)
+{
+	float		X[6] = {0, 0, 1, 1, 5, 5};
+	double		core[3];
+	gc_mst_edge e[2];
+	gc_status	st;
+
+	CHECK(gc_hdbscan_mst_gpu(NULL, X, 1, 2, 1, 1.0, GC_METRIC_EUCLIDEAN, core, e, &st) == GC_EINVAL,
+		  "n 1 accepted");
+	CHECK(gc_hdbscan_mst_gpu(NULL, X, 3, 2, 4, 1.0, GC_METRIC_EUCLIDEAN, core, e, &st) == GC_EINVAL,
+		  "min_samples > n accepted");
+	CHECK(gc_hdbscan_mst_gpu(NULL, X, 3, 2, 0, 1.0, GC_METRIC_EUCLIDEAN, core, e, &st) == GC_EINVAL,
+		  "min_samples 0 accepted");
+	CHECK(gc_hdbscan_mst_gpu(NULL, X, 3, 2, 1, 0.0, GC_METRIC_EUCLIDEAN, core, e, &st) == GC_EINVAL,
+		  "alpha 0 accepted");
+	CHECK(gc_hdbscan_mst_gpu(NULL, X, (int64_t) GC_HDBSCAN_GPU_MAX_N + 1, 2, 1, 1.0,
+							 GC_METRIC_EUCLIDEAN, core, e, &st) == GC_EDEVICE, "n too large accepted");
+	/* n 2 and 3: the smallest trees, core NULL allowed */
+	CHECK(gc_hdbscan_mst_gpu(NULL, X, 3, 2, 2, 1.0, GC_METRIC_EUCLIDEAN, NULL, e, &st) == GC_OK,
+		  "n 3: %s", st.message);
+	CHECK(e[0].a == 0 && e[0].b == 1 && e[0].w == sqrt(2.0) && e[1].a == 1 && e[1].b == 2 &&
+		  e[1].w == sqrt(32.0), "n 3: edges (%lld %lld %g) (%lld %lld %g)",
+		  (long long) e[0].a, (long long) e[0].b, e[0].w, (long long) e[1].a,
+		  (long long) e[1].b, e[1].w);
+}
+
+/* The same call twice: the same bits. */
+static void
+test_repeat(void)
+{
+	const int64_t n = quick ? 5000 : 100000;
+	float	   *X = tu_make_data(&rs, n, 2, DATA_GRID, 1);
+	double	   *c1 = malloc(sizeof(double) * (size_t) n),
+			   *c2 = malloc(sizeof(double) * (size_t) n);
+	gc_mst_edge *e1 = malloc(sizeof(gc_mst_edge) * (size_t) (n - 1)),
+			   *e2 = malloc(sizeof(gc_mst_edge) * (size_t) (n - 1));
+	gc_status	st;
+	int64_t		first;
+
+	CHECK(gc_hdbscan_mst_gpu(NULL, X, n, 2, 4, 1.0, GC_METRIC_EUCLIDEAN, c1, e1, &st) == GC_OK &&
+		  gc_hdbscan_mst_gpu(NULL, X, n, 2, 4, 1.0, GC_METRIC_EUCLIDEAN, c2, e2, &st) == GC_OK,
+		  "repeat: %s", st.message);
+	CHECK(core_diff(c1, c2, n, &first) == 0 && edge_diff(e1, e2, n - 1, &first) == 0,
+		  "repeat: two calls differ");
+	free(X);
+	free(c1);
+	free(c2);
+	free(e1);
+	free(e2);
+}
+
+int
+main(void)
+{
+	uint64_t	seed = tu_seed();
+	const char *q = getenv("GPUCLUST_TEST_QUICK");
+	gc_cuda_device_info info;
+	double		t0 = now_s();
+
+	quick = q ? atoi(q) : 0;
+	rs = seed;
+	gc_cuda_probe(0, &info);
+	if (!info.usable)
+	{
+		printf("test_hdbscan_gpu: no usable GPU: %s\n", info.reason);
+		return 1;
+	}
+	printf("test_hdbscan_gpu: seed %llu (GPUCLUST_TEST_SEED to repeat), %s, quick %d\n",
+		   (unsigned long long) seed, info.name, quick);
+
+	test_errors();
+	test_small();
+	if (quick < 2)
+	{
+		test_large();
+		test_repeat();
+		test_calls();
+		test_memory();
+		test_cancel_progress();
+	}
+	if (!quick)
+		test_huge();
+	printf("test_hdbscan_gpu: %d cases, %.1f s\n", cases, now_s() - t0);
+	return test_summary("test_hdbscan_gpu");
+}
