@@ -19,7 +19,8 @@
  *                             reported rather than compared with eps,
  *                             and gc_l2_step_f64, its step;
  *   gc_box_*, gc_boxbox_*     bounds from a point or box to a box, exact in
- *                             float (below);
+ *                             float (below); gc_box_mindist2_f64 the
+ *                             lower bound of gc_dist2_f64 (HDBSCAN);
  *   gc_eps2, gc_l2_axis_bound eps² as compared, and a bound on |a_j - b_j|
  *                             for any two neighbours (the grid's cell side);
  *   gc_feature_limit          the largest |feature| that keeps it finite.
@@ -308,6 +309,30 @@ gc_box_mindist2(const float *p, const float *lo, const float *hi, int d)
 	GC_UNROLL
 	for (int j = 0; j < d; j++)
 		s = gc_l2_acc(s, gc_box_gap(p[j], lo[j], hi[j]));
+	return s;
+}
+
+/*
+ * <= gc_dist2_f64(p, q) for every q in [lo, hi]: per dimension the gap
+ * fl(lo - p) or fl(p - hi) of the features widened to double (0 inside the
+ * box), squared and summed in dimension order as gc_l2_step_f64 does.  For
+ * q_j >= lo_j > p_j, fl(q_j - p_j) >= fl(lo_j - p_j) since rounding is
+ * monotone, and |fl(p_j - q_j)| = fl(q_j - p_j) (rounding to nearest is
+ * symmetric); so each term is at most gc_dist2_f64's, and the monotone
+ * square and sum keep the bound (the argument above, in double).
+ */
+GC_HD double
+gc_box_mindist2_f64(const float *p, const float *lo, const float *hi, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+	{
+		double		t = p[j] < lo[j] ? (double) lo[j] - (double) p[j]
+			: p[j] > hi[j] ? (double) p[j] - (double) hi[j] : 0.0;
+
+		s = gc_l2_step_f64(s, t, 0.0);
+	}
 	return s;
 }
 

@@ -1,0 +1,532 @@
+/*
+ * hdbscan_mst.c — HDBSCAN's phase 2 on the CPU: the minimum spanning tree
+ * of the mutual-reachability graph, w(i, j) = max(core_i, core_j,
+ * dist(i, j) / alpha), by Borůvka's algorithm over the kd-tree, without
+ * forming the n² graph.
+ *
+ * Edges are ordered by (w, a, b), a < b their rows: a total order, so the
+ * minimum spanning tree under it is unique, and each round of Borůvka's
+ * algorithm adds, for every component, its least outgoing edge in that
+ * order.  For one row i, the edges (i, j) of equal w come in the order of
+ * j alone (every j < i gives (j, i), before every j > i, which gives
+ * (i, j)): a query keeps the least (w, j).
+ *
+ * A round: every position s (rows in the kd-tree's order) walks the tree
+ * depth first for its least edge to another component, skipping a node
+ * when
+ *   - all its rows lie in s's component (the node's component label,
+ *     recomputed bottom-up after each round), or
+ *   - its lower bound max(core_s, the node's smallest core,
+ *     dist(gc_box_mindist2_f64) / alpha), exact as every step is monotone,
+ *     exceeds the component's bound (the least weight any of its rows has
+ *     found this round), or exceeds s's best so far, or equals it while
+ *     the node's smallest row is no smaller than s's best j.
+ * A skipped node holds no edge of s before the component's least edge, so
+ * the row that owns that edge always finds it; each component keeps the
+ * least edge its rows offer (a compare-and-swap in the same order), and
+ * the round unites them.  The bound is only ever a weight found, shared
+ * between threads: it prunes more or less with the timing, never the
+ * result, which is the unique tree whatever the thread count.  Each round
+ * starts the bounds from the pairs of neighbouring positions in different
+ * components (near in space, as the tree orders them).
+ *
+ * Finally the n - 1 edges are sorted by (w, a, b): a radix sort of w's
+ * bits (w >= 0, so they order as w does; stable), then each run of equal
+ * w by (a, b).
+ *
+ * The cancel flags are polled before every query and every round;
+ * progress: GC_PHASE_ITERATE at each round (iteration = the round, the
+ * edges found so far of n - 1).  Memory: a few arrays of n.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+#include "hdbscan/hdbscan_internal.h"
+#include "common/radix_sort.h"
+#include "common/union_find.h"
+
+#define MST_CHUNK 128			/* queries a thread takes at a time */
+
+typedef struct mst_run
+{
+	const gc_ctx *ctx;
+	const gc_hd_index *ix;
+	gc_metric	metric;
+	double		alpha;
+	double	   *pcore;			/* per position: its core distance */
+	double	   *ncore;			/* per node: the smallest core */
+	int64_t    *nrow;			/* per node: the smallest row */
+	int64_t    *ncomp;			/* per node: its rows' component, or -1 */
+	int64_t    *comp;			/* per position: union-find parent (the
+								 * root, the lowest position, between
+								 * rounds) */
+	double	   *bw;				/* per position: its least edge's weight */
+	int64_t    *bo;				/* per position: its other end, or -1 */
+	uint64_t   *bound;			/* per root: the bits of the least weight
+								 * found this round */
+	int64_t    *cbest;			/* per root: the position of its least
+								 * edge, or -1 */
+	int			stop;			/* shared: a cancel was seen */
+} mst_run;
+
+static inline double
+from_bits(uint64_t u)
+{
+	double		w;
+
+	memcpy(&w, &u, sizeof(w));
+	return w;
+}
+
+static inline uint64_t
+to_bits(double w)
+{
+	uint64_t	u;
+
+	memcpy(&u, &w, sizeof(u));
+	return u;
+}
+
+/* The bound of root c lowered to w (non-negative doubles order as their
+ * bits). */
+static inline void
+bound_min(uint64_t *b, double w)
+{
+	uint64_t	v = to_bits(w),
+				cur = __atomic_load_n(b, __ATOMIC_RELAXED);
+
+	while (v < cur &&
+		   !__atomic_compare_exchange_n(b, &cur, v, true, __ATOMIC_RELAXED,
+										__ATOMIC_RELAXED))
+		;
+}
+
+static inline double
+bound_of(const mst_run *m, int64_t c)
+{
+	return from_bits(__atomic_load_n(&m->bound[c], __ATOMIC_RELAXED));
+}
+
+static inline double
+dmax(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+/* dist / alpha from the squared distance s, as the weight divides it. */
+static inline double
+reach(const mst_run *m, double s)
+{
+	return gc_hdbscan_dist(m->metric, s) / m->alpha;
+}
+
+/* w of positions s and t. */
+static inline double
+pair_weight(const mst_run *m, int64_t s, int64_t t)
+{
+	const int	d = m->ix->d;
+
+	return dmax(dmax(m->pcore[s], m->pcore[t]),
+				reach(m, gc_dist2_f64(m->ix->pts + s * d, m->ix->pts + t * d, d)));
+}
+
+/*
+ * Whether an edge of weight at least lb to a row at least row may still
+ * come before both the component's bound and the query's best (w_o, j_o).
+ */
+static inline bool
+may_beat(double lb, int64_t row, double bound, double w_o, int64_t j_o)
+{
+	return lb <= bound && (lb < w_o || (lb == w_o && row < j_o));
+}
+
+/* Whether the edge of position s comes before that of position t. */
+static bool
+edge_less(const mst_run *m, int64_t s, int64_t t)
+{
+	const int64_t *perm = m->ix->perm;
+	int64_t		is = perm[s],
+				js = perm[m->bo[s]],
+				it = perm[t],
+				jt = perm[m->bo[t]];
+	int64_t		as = is < js ? is : js,
+				at = it < jt ? it : jt;
+
+	if (m->bw[s] != m->bw[t])
+		return m->bw[s] < m->bw[t];
+	if (as != at)
+		return as < at;
+	return is + js - as < it + jt - at;
+}
+
+/* Position s's edge offered to its component (cbest: the least so far). */
+static void
+offer(mst_run *m, int64_t c, int64_t s)
+{
+	int64_t		cur = __atomic_load_n(&m->cbest[c], __ATOMIC_ACQUIRE);
+
+	while (cur < 0 || edge_less(m, s, cur))
+		if (__atomic_compare_exchange_n(&m->cbest[c], &cur, s, true,
+										__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return;
+}
+
+/* Position s's least edge to another component (the header's walk). */
+static void
+query(mst_run *m, int64_t s, int64_t *stack)
+{
+	const gc_hd_index *ix = m->ix;
+	const gc_kdtree *t = &ix->t;
+	const int	d = ix->d;
+	const float *q = ix->pts + s * d;
+	const int64_t c = m->comp[s];
+	const double cs = m->pcore[s];
+	double		w_o = INFINITY;
+	int64_t		o = -1,
+				j_o = INT64_MAX,
+				top = 0;
+
+	if (cs > bound_of(m, c))
+		return;
+	stack[top++] = 0;
+	while (top > 0)
+	{
+		int64_t		node = stack[--top];
+		double		bound,
+					lb;
+
+		if (m->ncomp[node] == c)
+			continue;
+		bound = bound_of(m, c);
+		lb = dmax(cs, m->ncore[node]);
+		if (!may_beat(lb, m->nrow[node], bound, w_o, j_o))
+			continue;
+		lb = dmax(lb, reach(m, gc_box_mindist2_f64(q, t->lo + node * d,
+												   t->hi + node * d, d)));
+		if (!may_beat(lb, m->nrow[node], bound, w_o, j_o))
+			continue;
+		if (!gc_kdtree_is_leaf(t, node))
+		{
+			gc_hd_push_children(t, q, node, stack, &top);
+			continue;
+		}
+		for (int64_t u = t->begin[node]; u < t->end[node]; u++)
+		{
+			int64_t		row = ix->perm[u];
+			double		w = dmax(cs, m->pcore[u]);
+
+			if (m->comp[u] == c || !may_beat(w, row, bound, w_o, j_o))
+				continue;
+			w = dmax(w, reach(m, gc_dist2_f64(q, ix->pts + u * d, d)));
+			if (!may_beat(w, row, bound, w_o, j_o))
+				continue;
+			w_o = w;
+			o = u;
+			j_o = row;
+			if (w < bound)
+			{
+				bound_min(&m->bound[c], w);
+				bound = w;
+			}
+		}
+	}
+	m->bw[s] = w_o;
+	m->bo[s] = o;
+	if (o >= 0)
+		offer(m, c, s);
+}
+
+/* Per node: the smallest core and row below it (fixed for the call). */
+static void
+node_minima(mst_run *m, int team)
+{
+	const gc_kdtree *t = &m->ix->t;
+
+#pragma omp parallel for num_threads(team) schedule(static)
+	for (int64_t node = t->first_leaf; node < t->nnodes; node++)
+	{
+		double		mc = INFINITY;
+		int64_t		mr = INT64_MAX;
+
+		for (int64_t u = t->begin[node]; u < t->end[node]; u++)
+		{
+			mc = m->pcore[u] < mc ? m->pcore[u] : mc;
+			mr = m->ix->perm[u] < mr ? m->ix->perm[u] : mr;
+		}
+		m->ncore[node] = mc;
+		m->nrow[node] = mr;
+	}
+	for (int64_t node = t->first_leaf - 1; node >= 0; node--)
+	{
+		int64_t		l = 2 * node + 1;
+
+		m->ncore[node] = m->ncore[l] < m->ncore[l + 1] ? m->ncore[l] : m->ncore[l + 1];
+		m->nrow[node] = m->nrow[l] < m->nrow[l + 1] ? m->nrow[l] : m->nrow[l + 1];
+	}
+}
+
+/*
+ * Each position's component made its root (comp fully compressed), and
+ * each node's label: the component of all its rows, or -1.
+ */
+static void
+relabel(mst_run *m, int team)
+{
+	const gc_kdtree *t = &m->ix->t;
+	const int64_t n = m->ix->n;
+
+#pragma omp parallel num_threads(team)
+	{
+#pragma omp for schedule(static)
+		for (int64_t s = 0; s < n; s++)
+			(void) gc_uf_find(m->comp, s);
+#pragma omp for schedule(static)
+		for (int64_t node = t->first_leaf; node < t->nnodes; node++)
+		{
+			int64_t		b = t->begin[node],
+						lab = b < t->end[node] ? m->comp[b] : -1;
+
+			for (int64_t u = b + 1; u < t->end[node] && lab >= 0; u++)
+				if (m->comp[u] != lab)
+					lab = -1;
+			m->ncomp[node] = lab;
+		}
+	}
+	for (int64_t node = t->first_leaf - 1; node >= 0; node--)
+	{
+		int64_t		l = 2 * node + 1;
+
+		m->ncomp[node] = m->ncomp[l] == m->ncomp[l + 1] ? m->ncomp[l] : -1;
+	}
+}
+
+/* One round's queries: every position's least edge, every root's least. */
+static void
+round_queries(mst_run *m, int team)
+{
+	const int64_t n = m->ix->n;
+	const int64_t nchunks = (n + MST_CHUNK - 1) / MST_CHUNK;
+
+#pragma omp parallel num_threads(team)
+	{
+		int64_t    *stack = malloc(sizeof(int64_t) * (size_t) (2 * m->ix->t.depth + 4));
+
+		if (stack == NULL)
+			__atomic_store_n(&m->stop, 2, __ATOMIC_RELAXED);
+#pragma omp for schedule(static)
+		for (int64_t s = 0; s < n; s++)
+		{
+			m->bound[s] = to_bits(INFINITY);
+			m->cbest[s] = -1;
+		}
+		/* the bounds from neighbouring positions (implicit barrier above) */
+#pragma omp for schedule(static)
+		for (int64_t s = 0; s < n - 1; s++)
+			if (m->comp[s] != m->comp[s + 1])
+			{
+				double		w = pair_weight(m, s, s + 1);
+
+				bound_min(&m->bound[m->comp[s]], w);
+				bound_min(&m->bound[m->comp[s + 1]], w);
+			}
+#pragma omp for schedule(dynamic, 1)
+		for (int64_t ch = 0; ch < nchunks; ch++)
+		{
+			int64_t		s0 = ch * MST_CHUNK,
+						s1 = s0 + MST_CHUNK < n ? s0 + MST_CHUNK : n;
+
+			for (int64_t s = s0; s < s1; s++)
+			{
+				if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
+					break;
+				if (gc_cancelled(m->ctx))
+				{
+					__atomic_store_n(&m->stop, 1, __ATOMIC_RELAXED);
+					break;
+				}
+				query(m, s, stack);
+			}
+		}
+		free(stack);
+	}
+}
+
+/*
+ * The roots' least edges united; each new edge appended to edges at
+ * *nedges.  Returns the components left, or -1 when a root found no edge.
+ */
+static int64_t
+unite(mst_run *m, int64_t ncomps, gc_mst_edge *edges, int64_t *nedges)
+{
+	const int64_t n = m->ix->n;
+	const int64_t *perm = m->ix->perm;
+	int64_t		offered = 0,
+				left = ncomps;
+
+	for (int64_t c = 0; c < n; c++)
+	{
+		int64_t		s = m->cbest[c],
+					o,
+					i,
+					j;
+
+		if (s < 0)
+			continue;
+		offered++;
+		o = m->bo[s];
+		if (gc_uf_find(m->comp, s) == gc_uf_find(m->comp, o))
+			continue;			/* the other side chose the same edge */
+		gc_uf_union(m->comp, s, o);
+		i = perm[s];
+		j = perm[o];
+		edges[*nedges].a = i < j ? i : j;
+		edges[*nedges].b = i < j ? j : i;
+		edges[*nedges].w = m->bw[s];
+		(*nedges)++;
+		left--;
+	}
+	return offered == ncomps ? left : -1;
+}
+
+static int
+edge_ab_cmp(const void *x, const void *y)
+{
+	const gc_mst_edge *e = x,
+			   *f = y;
+
+	if (e->a != f->a)
+		return e->a < f->a ? -1 : 1;
+	return e->b < f->b ? -1 : e->b > f->b;
+}
+
+/*
+ * The m edges sorted by (w, a, b): keys and vals (m each) and tmpk, tmpv,
+ * tmpe (m each) are scratch.  False on cancel or no memory (*nomem).
+ */
+static bool
+sort_edges(const gc_ctx *ctx, gc_mst_edge *edges, int64_t m, uint64_t *keys,
+		   int64_t *vals, uint64_t *tmpk, int64_t *tmpv, gc_mst_edge *tmpe,
+		   int team, bool *nomem)
+{
+	*nomem = false;
+#pragma omp parallel for num_threads(team) schedule(static)
+	for (int64_t k = 0; k < m; k++)
+	{
+		keys[k] = to_bits(edges[k].w);
+		vals[k] = k;
+		tmpe[k] = edges[k];
+	}
+	if (!gc_radix_sort_kv(keys, vals, m, 63, tmpk, tmpv, team, ctx, nomem))
+		return false;
+#pragma omp parallel for num_threads(team) schedule(static)
+	for (int64_t k = 0; k < m; k++)
+		edges[k] = tmpe[vals[k]];
+	for (int64_t k = 0; k < m;)
+	{
+		int64_t		r = k + 1;
+
+		while (r < m && edges[r].w == edges[k].w)
+			r++;
+		if (r - k > 1)
+			qsort(edges + k, (size_t) (r - k), sizeof(gc_mst_edge), edge_ab_cmp);
+		k = r;
+	}
+	return true;
+}
+
+static void
+mst_free(mst_run *m)
+{
+	free(m->pcore);
+	free(m->ncore);
+	free(m->nrow);
+	free(m->ncomp);
+	free(m->comp);
+	free(m->bw);
+	free(m->bo);
+	free(m->bound);
+	free(m->cbest);
+}
+
+/* Borůvka's rounds: the n - 1 edges, unsorted. */
+static gc_code
+mst_rounds(mst_run *m, const double *core, gc_mst_edge *edges, gc_status *st)
+{
+	const int64_t n = m->ix->n;
+	int64_t		ncomps = n,
+				nedges = 0;
+	int			team = gc_team_adapt(m->ctx);
+
+#pragma omp parallel for num_threads(team) schedule(static)
+	for (int64_t s = 0; s < n; s++)
+	{
+		m->pcore[s] = core[m->ix->perm[s]];
+		m->comp[s] = s;
+	}
+	node_minima(m, team);
+	relabel(m, team);
+	for (int64_t round = 1; ncomps > 1; round++)
+	{
+		gc_report(m->ctx, GC_PHASE_ITERATE, round, 0, nedges, n - 1, NAN);
+		if (gc_cancelled(m->ctx))
+			return gc_fail(st, GC_ECANCEL, "canceled");
+		team = gc_team_adapt(m->ctx);
+		round_queries(m, team);
+		if (m->stop == 2)
+			return gc_fail(st, GC_ENOMEM, "out of memory for the MST's search stacks");
+		if (m->stop)
+			return gc_fail(st, GC_ECANCEL, "canceled");
+		ncomps = unite(m, ncomps, edges, &nedges);
+		if (ncomps < 0)
+			return gc_fail(st, GC_EINTERNAL, "a component of the MST found no edge in round %lld",
+						   (long long) round);
+		relabel(m, team);
+	}
+	return GC_OK;
+}
+
+gc_code
+gc_hd_mst(const gc_ctx *ctx, const gc_hd_index *ix, double alpha,
+		  gc_metric metric, const double *core, gc_mst_edge *edges,
+		  gc_status *st)
+{
+	const int64_t n = ix->n,
+				nn = ix->t.nnodes;
+	mst_run		m = {.ctx = ctx, .ix = ix, .metric = metric, .alpha = alpha};
+	gc_mst_edge *tmpe;
+	bool		nomem;
+	gc_code		rc;
+
+	m.pcore = malloc(sizeof(double) * (size_t) n);
+	m.ncore = malloc(sizeof(double) * (size_t) nn);
+	m.nrow = malloc(sizeof(int64_t) * (size_t) nn);
+	m.ncomp = malloc(sizeof(int64_t) * (size_t) nn);
+	m.comp = malloc(sizeof(int64_t) * (size_t) n);
+	m.bw = malloc(sizeof(double) * (size_t) n);
+	m.bo = malloc(sizeof(int64_t) * (size_t) n);
+	m.bound = malloc(sizeof(uint64_t) * (size_t) n);
+	m.cbest = malloc(sizeof(int64_t) * (size_t) n);
+	if (!m.pcore || !m.ncore || !m.nrow || !m.ncomp || !m.comp || !m.bw ||
+		!m.bo || !m.bound || !m.cbest)
+	{
+		mst_free(&m);
+		return gc_fail(st, GC_ENOMEM, "out of memory for the MST of %lld rows",
+					   (long long) n);
+	}
+	rc = mst_rounds(&m, core, edges, st);
+	/* the sort's scratch: the rounds' arrays of n, and one more */
+	tmpe = rc == GC_OK ? malloc(sizeof(gc_mst_edge) * (size_t) n) : NULL;
+	if (rc == GC_OK && tmpe == NULL)
+		rc = gc_fail(st, GC_ENOMEM, "out of memory for sorting the MST's %lld edges",
+					 (long long) n - 1);
+	if (rc == GC_OK &&
+		!sort_edges(ctx, edges, n - 1, m.bound, m.cbest, (uint64_t *) m.bw,
+					m.bo, tmpe, gc_team_adapt(ctx), &nomem))
+		rc = nomem ? gc_fail(st, GC_ENOMEM, "out of memory for sorting the MST's edges")
+			: gc_fail(st, GC_ECANCEL, "canceled");
+	free(tmpe);
+	mst_free(&m);
+	return rc;
+}
