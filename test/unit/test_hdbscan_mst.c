@@ -656,12 +656,34 @@ test_progress(uint64_t *rs)
 
 /* ---- timings (printed) ---- */
 
+/* When each of Borůvka's rounds started, and the components it found. */
+typedef struct round_log
+{
+	int			rounds;
+	double		start[64];
+	int64_t		comps[64];
+} round_log;
+
+static void
+log_round(void *arg, const gc_progress *p)
+{
+	round_log  *log = arg;
+
+	if (p->phase == GC_PHASE_ITERATE && log->rounds < 64)
+	{
+		log->start[log->rounds] = now_s();
+		log->comps[log->rounds++] = p->total + 1 - p->done;
+	}
+}
+
+/* The core distances and the MST of X, timed, and each round's time. */
 static void
 time_one(const char *what, const float *X, int64_t n, int d, int64_t ms)
 {
 	double	   *core = malloc(sizeof(double) * n);
 	gc_mst_edge *edges = malloc(sizeof(gc_mst_edge) * n);
-	gc_ctx		ctx = {0};
+	round_log	log = {0};
+	gc_ctx		ctx = {.progress = log_round, .progress_arg = &log};
 	gc_status	st;
 	double		t0,
 				t1,
@@ -676,8 +698,11 @@ time_one(const char *what, const float *X, int64_t n, int d, int64_t ms)
 									  edges, &st);
 	t2 = now_s();
 	CHECK(rc == GC_OK, "%s: %s", what, st.message);
-	printf("test_hdbscan_mst: %s on %d threads: core %.3f s, MST %.3f s\n", what,
-		   gc_threads(&ctx), t1 - t0, t2 - t1);
+	printf("test_hdbscan_mst: %s on %d threads: core %.3f s, MST %.3f s (%d rounds)\n",
+		   what, gc_threads(&ctx), t1 - t0, t2 - t1, log.rounds);
+	for (int r = 0; r < log.rounds; r++)
+		printf("    round %d: %lld components, %.1f ms\n", r + 1, (long long) log.comps[r],
+			   1e3 * ((r + 1 < log.rounds ? log.start[r + 1] : t2) - log.start[r]));
 	free(core);
 	free(edges);
 }

@@ -19,8 +19,9 @@
  *                             reported rather than compared with eps,
  *                             and gc_l2_step_f64, its step;
  *   gc_box_*, gc_boxbox_*     bounds from a point or box to a box, exact in
- *                             float (below); gc_box_mindist2_f64 the
- *                             lower bound of gc_dist2_f64 (HDBSCAN);
+ *                             float (below); gc_box_mindist2_f64 and
+ *                             gc_boxbox_mindist2_f64 the lower bounds of
+ *                             gc_dist2_f64 (HDBSCAN);
  *   gc_eps2, gc_l2_axis_bound eps² as compared, and a bound on |a_j - b_j|
  *                             for any two neighbours (the grid's cell side);
  *   gc_feature_limit          the largest |feature| that keeps it finite.
@@ -387,6 +388,27 @@ gc_boxbox_mindist2(const float *alo, const float *ahi,
 		else if (ahi[j] < blo[j])
 			t = gc_fsub(blo[j], ahi[j]);
 		s = gc_l2_acc(s, t);
+	}
+	return s;
+}
+
+/*
+ * <= gc_dist2_f64(a, b) for every a in box A, b in box B: the gap between
+ * the two intervals in double, as gc_box_mindist2_f64 (for b_j >= blo_j >
+ * ahi_j >= a_j, fl(b_j - a_j) >= fl(blo_j - ahi_j)).
+ */
+GC_HD double
+gc_boxbox_mindist2_f64(const float *alo, const float *ahi,
+					   const float *blo, const float *bhi, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+	{
+		double		t = bhi[j] < alo[j] ? (double) alo[j] - (double) bhi[j]
+			: ahi[j] < blo[j] ? (double) blo[j] - (double) ahi[j] : 0.0;
+
+		s = gc_l2_step_f64(s, t, 0.0);
 	}
 	return s;
 }

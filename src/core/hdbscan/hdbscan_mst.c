@@ -47,7 +47,7 @@
 #include "common/radix_sort.h"
 #include "common/union_find.h"
 
-#define MST_CHUNK 128			/* queries a thread takes at a time */
+#define MST_CHUNK 8				/* leaves a thread takes at a time */
 
 typedef struct mst_run
 {
@@ -115,11 +115,16 @@ dmax(double a, double b)
 	return a > b ? a : b;
 }
 
-/* dist / alpha from the squared distance s, as the weight divides it. */
+/*
+ * dist / alpha from the squared distance s, as the weight divides it (a
+ * division by 1 is exact: skipped).
+ */
 static inline double
 reach(const mst_run *m, double s)
 {
-	return gc_hdbscan_dist(m->metric, s) / m->alpha;
+	double		dist = gc_hdbscan_dist(m->metric, s);
+
+	return m->alpha == 1.0 ? dist : dist / m->alpha;
 }
 
 /* w of positions s and t. */
@@ -188,9 +193,9 @@ query(mst_run *m, int64_t s, int64_t *stack)
 				j_o = INT64_MAX,
 				top = 0;
 
-	if (cs > bound_of(m, c))
-		return;
-	stack[top++] = 0;
+	/* no edge of s comes before the bound when core_s exceeds it */
+	if (cs <= bound_of(m, c))
+		stack[top++] = 0;
 	while (top > 0)
 	{
 		int64_t		node = stack[--top];
@@ -302,16 +307,60 @@ relabel(mst_run *m, int team)
 	}
 }
 
-/* One round's queries: every position's least edge, every root's least. */
+/*
+ * Whether a node may hold an edge from leaf L, whose rows all lie in one
+ * component c, that comes no later than c's bound: the walk of query()
+ * with L's box for the point (gc_boxbox_mindist2_f64) and L's smallest
+ * core, stopping at the first leaf it reaches.  When none may, no row of
+ * L holds c's least edge, and L's queries are skipped.
+ */
+static bool
+leaf_may_reach(const mst_run *m, int64_t leaf, int64_t *stack)
+{
+	const gc_kdtree *t = &m->ix->t;
+	const int	d = m->ix->d;
+	const int64_t c = m->ncomp[leaf];
+	const float *llo = t->lo + leaf * d,
+			   *lhi = t->hi + leaf * d;
+	int64_t		top = 0;
+
+	stack[top++] = 0;
+	while (top > 0)
+	{
+		int64_t		node = stack[--top];
+		double		bound,
+					lb;
+
+		if (m->ncomp[node] == c)
+			continue;
+		bound = bound_of(m, c);
+		lb = dmax(m->ncore[leaf], m->ncore[node]);
+		if (lb > bound ||
+			dmax(lb, reach(m, gc_boxbox_mindist2_f64(llo, lhi, t->lo + node * d,
+													 t->hi + node * d, d))) > bound)
+			continue;
+		if (gc_kdtree_is_leaf(t, node))
+			return true;
+		gc_hd_push_children(t, m->ix->pts + t->begin[leaf] * d, node, stack, &top);
+	}
+	return false;
+}
+
+/*
+ * One round's queries, leaf by leaf: every position's least edge, every
+ * root's least.
+ */
 static void
 round_queries(mst_run *m, int team)
 {
+	const gc_kdtree *t = &m->ix->t;
 	const int64_t n = m->ix->n;
-	const int64_t nchunks = (n + MST_CHUNK - 1) / MST_CHUNK;
+	const int64_t nleaves = t->nnodes - t->first_leaf;
+	const int64_t nchunks = (nleaves + MST_CHUNK - 1) / MST_CHUNK;
 
 #pragma omp parallel num_threads(team)
 	{
-		int64_t    *stack = malloc(sizeof(int64_t) * (size_t) (2 * m->ix->t.depth + 4));
+		int64_t    *stack = malloc(sizeof(int64_t) * (size_t) (2 * t->depth + 4));
 
 		if (stack == NULL)
 			__atomic_store_n(&m->stop, 2, __ATOMIC_RELAXED);
@@ -334,19 +383,28 @@ round_queries(mst_run *m, int team)
 #pragma omp for schedule(dynamic, 1)
 		for (int64_t ch = 0; ch < nchunks; ch++)
 		{
-			int64_t		s0 = ch * MST_CHUNK,
-						s1 = s0 + MST_CHUNK < n ? s0 + MST_CHUNK : n;
+			int64_t		l0 = t->first_leaf + ch * MST_CHUNK,
+						l1 = l0 + MST_CHUNK < t->nnodes ? l0 + MST_CHUNK : t->nnodes;
 
-			for (int64_t s = s0; s < s1; s++)
+			for (int64_t leaf = l0; leaf < l1; leaf++)
 			{
+				bool		skip;
+
 				if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
 					break;
-				if (gc_cancelled(m->ctx))
+				skip = m->ncomp[leaf] >= 0 && !leaf_may_reach(m, leaf, stack);
+				for (int64_t s = t->begin[leaf]; s < t->end[leaf]; s++)
 				{
-					__atomic_store_n(&m->stop, 1, __ATOMIC_RELAXED);
-					break;
+					if (gc_cancelled(m->ctx))
+					{
+						__atomic_store_n(&m->stop, 1, __ATOMIC_RELAXED);
+						break;
+					}
+					if (skip)
+						m->bo[s] = -1;
+					else
+						query(m, s, stack);
 				}
-				query(m, s, stack);
 			}
 		}
 		free(stack);
