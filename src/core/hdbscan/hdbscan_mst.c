@@ -17,10 +17,11 @@
  *   - all its rows lie in s's component (the node's component label,
  *     recomputed bottom-up after each round), or
  *   - its lower bound max(core_s, the node's smallest core,
- *     dist(gc_box_mindist2_f64) / alpha), exact as every step is monotone,
- *     exceeds the component's bound (the least weight any of its rows has
- *     found this round), or exceeds s's best so far, or equals it while
- *     the node's smallest row is no smaller than s's best j.
+ *     dist(box) / alpha) (dist of gc_boxbox_mindist2_f64, exact as every
+ *     step is monotone) exceeds the component's bound (the least weight
+ *     any of its rows has found this round), or exceeds s's best so far,
+ *     or equals it while the node's smallest row is no smaller than s's
+ *     best j.
  * A skipped node holds no edge of s before the component's least edge, so
  * the row that owns that edge always finds it; each component keeps the
  * least edge its rows offer (a compare-and-swap in the same order), and
@@ -28,7 +29,10 @@
  * between threads: it prunes more or less with the timing, never the
  * result, which is the unique tree whatever the thread count.  Each round
  * starts the bounds from the pairs of neighbouring positions in different
- * components (near in space, as the tree orders them).
+ * components (near in space, as the tree orders them).  A leaf whose rows
+ * all lie in one component first walks the tree as one query, with its
+ * box and its smallest core: when no node may hold an edge within the
+ * bound, none of its rows queries (in the late rounds, most leaves).
  *
  * Finally the n - 1 edges are sorted by (w, a, b): a radix sort of w's
  * bits (w >= 0, so they order as w does; stable), then each run of equal
@@ -115,6 +119,12 @@ dmax(double a, double b)
 	return a > b ? a : b;
 }
 
+static inline double
+dmin(double a, double b)
+{
+	return a < b ? a : b;
+}
+
 /*
  * dist / alpha from the squared distance s, as the weight divides it (a
  * division by 1 is exact: skipped).
@@ -178,24 +188,62 @@ offer(mst_run *m, int64_t c, int64_t s)
 			return;
 }
 
-/* Position s's least edge to another component (the header's walk). */
+/*
+ * The rows of leaf node (another component's than c) scanned for the least
+ * edge of position s: *w_o, *o and *j_o its weight, other end and row so
+ * far, *bound c's bound as last read.
+ */
 static void
-query(mst_run *m, int64_t s, int64_t *stack)
+scan_leaf(mst_run *m, int64_t s, int64_t c, int64_t node, double *w_o,
+		  int64_t *o, int64_t *j_o, double *bound)
 {
 	const gc_hd_index *ix = m->ix;
-	const gc_kdtree *t = &ix->t;
 	const int	d = ix->d;
 	const float *q = ix->pts + s * d;
-	const int64_t c = m->comp[s];
 	const double cs = m->pcore[s];
+
+	for (int64_t u = ix->t.begin[node]; u < ix->t.end[node]; u++)
+	{
+		int64_t		row = ix->perm[u];
+		double		w = dmax(cs, m->pcore[u]);
+
+		if (m->comp[u] == c || !may_beat(w, row, *bound, *w_o, *j_o))
+			continue;
+		w = dmax(w, reach(m, gc_dist2_f64(q, ix->pts + u * d, d)));
+		if (!may_beat(w, row, *bound, *w_o, *j_o))
+			continue;
+		*w_o = w;
+		*o = u;
+		*j_o = row;
+		if (w < *bound)
+		{
+			bound_min(&m->bound[c], w);
+			*bound = w;
+		}
+	}
+}
+
+/*
+ * The header's walk from the box [qlo, qhi] of rows of component c whose
+ * smallest core is cq, depth first, the child nearer qlo first.  From a
+ * position s (qlo = qhi = its row, cq its core) it scans the leaves it
+ * reaches and offers s's least edge to c.  From a leaf's box (s = -1),
+ * whose rows all lie in c, it stops at the first leaf it reaches: it
+ * returns whether any node may hold an edge of the box before c's bound
+ * (when none may, no row of the leaf holds c's least edge).
+ */
+static bool
+walk(mst_run *m, int64_t c, double cq, const float *qlo, const float *qhi,
+	 int64_t s, int64_t *stack)
+{
+	const gc_kdtree *t = &m->ix->t;
+	const int	d = m->ix->d;
 	double		w_o = INFINITY;
 	int64_t		o = -1,
 				j_o = INT64_MAX,
 				top = 0;
 
-	/* no edge of s comes before the bound when core_s exceeds it */
-	if (cs <= bound_of(m, c))
-		stack[top++] = 0;
+	stack[top++] = 0;
 	while (top > 0)
 	{
 		int64_t		node = stack[--top];
@@ -205,79 +253,37 @@ query(mst_run *m, int64_t s, int64_t *stack)
 		if (m->ncomp[node] == c)
 			continue;
 		bound = bound_of(m, c);
-		lb = dmax(cs, m->ncore[node]);
+		lb = dmax(cq, m->ncore[node]);
 		if (!may_beat(lb, m->nrow[node], bound, w_o, j_o))
 			continue;
-		lb = dmax(lb, reach(m, gc_box_mindist2_f64(q, t->lo + node * d,
-												   t->hi + node * d, d)));
+		lb = dmax(lb, reach(m, gc_boxbox_mindist2_f64(qlo, qhi, t->lo + node * d,
+													  t->hi + node * d, d)));
 		if (!may_beat(lb, m->nrow[node], bound, w_o, j_o))
 			continue;
 		if (!gc_kdtree_is_leaf(t, node))
-		{
-			gc_hd_push_children(t, q, node, stack, &top);
-			continue;
-		}
-		for (int64_t u = t->begin[node]; u < t->end[node]; u++)
-		{
-			int64_t		row = ix->perm[u];
-			double		w = dmax(cs, m->pcore[u]);
-
-			if (m->comp[u] == c || !may_beat(w, row, bound, w_o, j_o))
-				continue;
-			w = dmax(w, reach(m, gc_dist2_f64(q, ix->pts + u * d, d)));
-			if (!may_beat(w, row, bound, w_o, j_o))
-				continue;
-			w_o = w;
-			o = u;
-			j_o = row;
-			if (w < bound)
-			{
-				bound_min(&m->bound[c], w);
-				bound = w;
-			}
-		}
+			gc_hd_push_children(t, qlo, node, stack, &top);
+		else if (s < 0)
+			return true;
+		else
+			scan_leaf(m, s, c, node, &w_o, &o, &j_o, &bound);
 	}
-	m->bw[s] = w_o;
-	m->bo[s] = o;
-	if (o >= 0)
-		offer(m, c, s);
-}
-
-/* Per node: the smallest core and row below it (fixed for the call). */
-static void
-node_minima(mst_run *m, int team)
-{
-	const gc_kdtree *t = &m->ix->t;
-
-#pragma omp parallel for num_threads(team) schedule(static)
-	for (int64_t node = t->first_leaf; node < t->nnodes; node++)
+	if (s >= 0)
 	{
-		double		mc = INFINITY;
-		int64_t		mr = INT64_MAX;
-
-		for (int64_t u = t->begin[node]; u < t->end[node]; u++)
-		{
-			mc = m->pcore[u] < mc ? m->pcore[u] : mc;
-			mr = m->ix->perm[u] < mr ? m->ix->perm[u] : mr;
-		}
-		m->ncore[node] = mc;
-		m->nrow[node] = mr;
+		m->bw[s] = w_o;
+		m->bo[s] = o;
+		if (o >= 0)
+			offer(m, c, s);
 	}
-	for (int64_t node = t->first_leaf - 1; node >= 0; node--)
-	{
-		int64_t		l = 2 * node + 1;
-
-		m->ncore[node] = m->ncore[l] < m->ncore[l + 1] ? m->ncore[l] : m->ncore[l + 1];
-		m->nrow[node] = m->nrow[l] < m->nrow[l + 1] ? m->nrow[l] : m->nrow[l + 1];
-	}
+	return false;
 }
 
 /*
  * Each position's component made its root (comp fully compressed), and
- * each node's label: the component of all its rows, or -1.
+ * per node its rows' component, or -1; with minima, also its smallest core
+ * and row (fixed for the call).
  */
 static void
-relabel(mst_run *m, int team)
+summarize(mst_run *m, int team, bool minima)
 {
 	const gc_kdtree *t = &m->ix->t;
 	const int64_t n = m->ix->n;
@@ -297,6 +303,16 @@ relabel(mst_run *m, int team)
 				if (m->comp[u] != lab)
 					lab = -1;
 			m->ncomp[node] = lab;
+			if (!minima)
+				continue;
+			m->ncore[node] = INFINITY;
+			m->nrow[node] = INT64_MAX;
+			for (int64_t u = b; u < t->end[node]; u++)
+			{
+				m->ncore[node] = dmin(m->ncore[node], m->pcore[u]);
+				if (m->ix->perm[u] < m->nrow[node])
+					m->nrow[node] = m->ix->perm[u];
+			}
 		}
 	}
 	for (int64_t node = t->first_leaf - 1; node >= 0; node--)
@@ -304,46 +320,11 @@ relabel(mst_run *m, int team)
 		int64_t		l = 2 * node + 1;
 
 		m->ncomp[node] = m->ncomp[l] == m->ncomp[l + 1] ? m->ncomp[l] : -1;
-	}
-}
-
-/*
- * Whether a node may hold an edge from leaf L, whose rows all lie in one
- * component c, that comes no later than c's bound: the walk of query()
- * with L's box for the point (gc_boxbox_mindist2_f64) and L's smallest
- * core, stopping at the first leaf it reaches.  When none may, no row of
- * L holds c's least edge, and L's queries are skipped.
- */
-static bool
-leaf_may_reach(const mst_run *m, int64_t leaf, int64_t *stack)
-{
-	const gc_kdtree *t = &m->ix->t;
-	const int	d = m->ix->d;
-	const int64_t c = m->ncomp[leaf];
-	const float *llo = t->lo + leaf * d,
-			   *lhi = t->hi + leaf * d;
-	int64_t		top = 0;
-
-	stack[top++] = 0;
-	while (top > 0)
-	{
-		int64_t		node = stack[--top];
-		double		bound,
-					lb;
-
-		if (m->ncomp[node] == c)
+		if (!minima)
 			continue;
-		bound = bound_of(m, c);
-		lb = dmax(m->ncore[leaf], m->ncore[node]);
-		if (lb > bound ||
-			dmax(lb, reach(m, gc_boxbox_mindist2_f64(llo, lhi, t->lo + node * d,
-													 t->hi + node * d, d))) > bound)
-			continue;
-		if (gc_kdtree_is_leaf(t, node))
-			return true;
-		gc_hd_push_children(t, m->ix->pts + t->begin[leaf] * d, node, stack, &top);
+		m->ncore[node] = dmin(m->ncore[l], m->ncore[l + 1]);
+		m->nrow[node] = m->nrow[l] < m->nrow[l + 1] ? m->nrow[l] : m->nrow[l + 1];
 	}
-	return false;
 }
 
 /*
@@ -355,6 +336,7 @@ round_queries(mst_run *m, int team)
 {
 	const gc_kdtree *t = &m->ix->t;
 	const int64_t n = m->ix->n;
+	const int	d = m->ix->d;
 	const int64_t nleaves = t->nnodes - t->first_leaf;
 	const int64_t nchunks = (nleaves + MST_CHUNK - 1) / MST_CHUNK;
 
@@ -392,7 +374,9 @@ round_queries(mst_run *m, int team)
 
 				if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
 					break;
-				skip = m->ncomp[leaf] >= 0 && !leaf_may_reach(m, leaf, stack);
+				skip = m->ncomp[leaf] >= 0 &&
+					!walk(m, m->ncomp[leaf], m->ncore[leaf], t->lo + leaf * d,
+						  t->hi + leaf * d, -1, stack);
 				for (int64_t s = t->begin[leaf]; s < t->end[leaf]; s++)
 				{
 					if (gc_cancelled(m->ctx))
@@ -403,7 +387,8 @@ round_queries(mst_run *m, int team)
 					if (skip)
 						m->bo[s] = -1;
 					else
-						query(m, s, stack);
+						(void) walk(m, m->comp[s], m->pcore[s], m->ix->pts + s * d,
+									m->ix->pts + s * d, s, stack);
 				}
 			}
 		}
@@ -523,8 +508,7 @@ mst_rounds(mst_run *m, const double *core, gc_mst_edge *edges, gc_status *st)
 		m->pcore[s] = core[m->ix->perm[s]];
 		m->comp[s] = s;
 	}
-	node_minima(m, team);
-	relabel(m, team);
+	summarize(m, team, true);
 	for (int64_t round = 1; ncomps > 1; round++)
 	{
 		gc_report(m->ctx, GC_PHASE_ITERATE, round, 0, nedges, n - 1, NAN);
@@ -540,7 +524,7 @@ mst_rounds(mst_run *m, const double *core, gc_mst_edge *edges, gc_status *st)
 		if (ncomps < 0)
 			return gc_fail(st, GC_EINTERNAL, "a component of the MST found no edge in round %lld",
 						   (long long) round);
-		relabel(m, team);
+		summarize(m, team, false);
 	}
 	return GC_OK;
 }
