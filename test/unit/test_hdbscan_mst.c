@@ -214,6 +214,22 @@ test_random(uint64_t *rs)
 			free(X);
 			cases++;
 		}
+	/* a lattice: runs of thousands of equal weights (sorted apart) */
+	{
+		const int64_t side = 66,
+					n = side * side;
+		float	   *X = malloc(sizeof(float) * n * 2);
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			X[2 * i] = (float) (i % side);
+			X[2 * i + 1] = (float) (i / side);
+		}
+		check_case(X, n, 2, 1, 1.0, GC_METRIC_EUCLIDEAN, "lattice 66 x 66, min_samples 1");
+		check_case(X, n, 2, 5, 1.0, GC_METRIC_EUCLIDEAN, "lattice 66 x 66, min_samples 5");
+		free(X);
+		cases += 2;
+	}
 	printf("test_hdbscan_mst: %d random cases against the references\n", cases);
 }
 

@@ -34,9 +34,7 @@
  * box and its smallest core: when no node may hold an edge within the
  * bound, none of its rows queries (in the late rounds, most leaves).
  *
- * Finally the n - 1 edges are sorted by (w, a, b): a radix sort of w's
- * bits (w >= 0, so they order as w does; stable), then each run of equal
- * w by (a, b).
+ * Finally the n - 1 edges are sorted by (w, a, b) (sort_edges).
  *
  * The cancel flags are polled before every query and every round;
  * progress: GC_PHASE_ITERATE at each round (iteration = the round, the
@@ -52,6 +50,7 @@
 #include "common/union_find.h"
 
 #define MST_CHUNK 8				/* leaves a thread takes at a time */
+#define MST_LONG_RUN 4096		/* equal weights radix-sorted by (a, b) */
 
 typedef struct mst_run
 {
@@ -72,7 +71,7 @@ typedef struct mst_run
 								 * found this round */
 	int64_t    *cbest;			/* per root: the position of its least
 								 * edge, or -1 */
-	int			stop;			/* shared: a cancel was seen */
+	int			stop;			/* shared: 1 a cancel was seen, 2 no memory */
 } mst_run;
 
 static inline double
@@ -444,35 +443,73 @@ edge_ab_cmp(const void *x, const void *y)
 	return e->b < f->b ? -1 : e->b > f->b;
 }
 
+/* Scratch of m entries each for sorting m edges. */
+typedef struct sort_scratch
+{
+	uint64_t   *keys,
+			   *tmpk;
+	int64_t    *vals,
+			   *tmpv;
+	gc_mst_edge *tmpe;
+} sort_scratch;
+
 /*
- * The m edges sorted by (w, a, b): keys and vals (m each) and tmpk, tmpv,
- * tmpe (m each) are scratch.  False on cancel or no memory (*nomem).
+ * The m edges e put in the order of their keys (stable): a radix sort of
+ * key_bits bits.  False on cancel or no memory (*nomem).
  */
 static bool
-sort_edges(const gc_ctx *ctx, gc_mst_edge *edges, int64_t m, uint64_t *keys,
-		   int64_t *vals, uint64_t *tmpk, int64_t *tmpv, gc_mst_edge *tmpe,
-		   int team, bool *nomem)
+sort_by_keys(const gc_ctx *ctx, gc_mst_edge *e, int64_t m, int key_bits,
+			 const sort_scratch *x, int team, bool *nomem)
 {
-	*nomem = false;
-#pragma omp parallel for num_threads(team) schedule(static)
-	for (int64_t k = 0; k < m; k++)
-	{
-		keys[k] = to_bits(edges[k].w);
-		vals[k] = k;
-		tmpe[k] = edges[k];
-	}
-	if (!gc_radix_sort_kv(keys, vals, m, 63, tmpk, tmpv, team, ctx, nomem))
+	if (!gc_radix_sort_kv(x->keys, x->vals, m, key_bits, x->tmpk, x->tmpv, team,
+						  ctx, nomem))
 		return false;
 #pragma omp parallel for num_threads(team) schedule(static)
 	for (int64_t k = 0; k < m; k++)
-		edges[k] = tmpe[vals[k]];
+		x->tmpe[k] = e[x->vals[k]];
+	gc_copy(e, x->tmpe, sizeof(gc_mst_edge) * (size_t) m, team);
+	return true;
+}
+
+/*
+ * The m edges of n rows sorted by (w, a, b): by the bits of w (w >= 0,
+ * so they order as w does), then each run of equal w by (a, b): a long one
+ * (a lattice's) by the radix sort of a * n + b, the others by qsort.
+ */
+static bool
+sort_edges(const gc_ctx *ctx, gc_mst_edge *edges, int64_t m, int64_t n,
+		   const sort_scratch *x, int team, bool *nomem)
+{
+	int			ab_bits = 0;
+
+	while (ab_bits < 64 && (UINT64_C(1) << ab_bits) / (uint64_t) n < (uint64_t) n)
+		ab_bits++;				/* n * n <= 2^ab_bits */
+#pragma omp parallel for num_threads(team) schedule(static)
+	for (int64_t k = 0; k < m; k++)
+	{
+		x->keys[k] = to_bits(edges[k].w);
+		x->vals[k] = k;
+	}
+	if (!sort_by_keys(ctx, edges, m, 63, x, team, nomem))
+		return false;
 	for (int64_t k = 0; k < m;)
 	{
 		int64_t		r = k + 1;
 
 		while (r < m && edges[r].w == edges[k].w)
 			r++;
-		if (r - k > 1)
+		if (r - k >= MST_LONG_RUN && ab_bits < 64)
+		{
+#pragma omp parallel for num_threads(team) schedule(static)
+			for (int64_t i = k; i < r; i++)
+			{
+				x->keys[i - k] = (uint64_t) edges[i].a * (uint64_t) n + (uint64_t) edges[i].b;
+				x->vals[i - k] = i - k;
+			}
+			if (!sort_by_keys(ctx, edges + k, r - k, ab_bits, x, team, nomem))
+				return false;
+		}
+		else if (r - k > 1)
 			qsort(edges + k, (size_t) (r - k), sizeof(gc_mst_edge), edge_ab_cmp);
 		k = r;
 	}
@@ -537,7 +574,7 @@ gc_hd_mst(const gc_ctx *ctx, const gc_hd_index *ix, double alpha,
 	const int64_t n = ix->n,
 				nn = ix->t.nnodes;
 	mst_run		m = {.ctx = ctx, .ix = ix, .metric = metric, .alpha = alpha};
-	gc_mst_edge *tmpe;
+	sort_scratch x;
 	bool		nomem;
 	gc_code		rc;
 
@@ -558,17 +595,23 @@ gc_hd_mst(const gc_ctx *ctx, const gc_hd_index *ix, double alpha,
 					   (long long) n);
 	}
 	rc = mst_rounds(&m, core, edges, st);
-	/* the sort's scratch: the rounds' arrays of n, and one more */
-	tmpe = rc == GC_OK ? malloc(sizeof(gc_mst_edge) * (size_t) n) : NULL;
-	if (rc == GC_OK && tmpe == NULL)
+	/*
+	 * the sort's scratch: the rounds' arrays of n, done with (bw's storage
+	 * taken as uint64_t from here on), and one more
+	 */
+	x.keys = m.bound;
+	x.vals = m.cbest;
+	x.tmpk = (uint64_t *) m.bw;
+	x.tmpv = m.bo;
+	x.tmpe = rc == GC_OK ? malloc(sizeof(gc_mst_edge) * (size_t) n) : NULL;
+	if (rc == GC_OK && x.tmpe == NULL)
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for sorting the MST's %lld edges",
 					 (long long) n - 1);
 	if (rc == GC_OK &&
-		!sort_edges(ctx, edges, n - 1, m.bound, m.cbest, (uint64_t *) m.bw,
-					m.bo, tmpe, gc_team_adapt(ctx), &nomem))
+		!sort_edges(ctx, edges, n - 1, n, &x, gc_team_adapt(ctx), &nomem))
 		rc = nomem ? gc_fail(st, GC_ENOMEM, "out of memory for sorting the MST's edges")
 			: gc_fail(st, GC_ECANCEL, "canceled");
-	free(tmpe);
+	free(x.tmpe);
 	mst_free(&m);
 	return rc;
 }
