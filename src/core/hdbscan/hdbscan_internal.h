@@ -37,8 +37,10 @@ gc_code		gc_hd_mst(const gc_ctx *ctx, const gc_hd_index *ix, double alpha,
 					  gc_metric metric, const double *core, gc_mst_edge *edges,
 					  gc_status *st);
 
-/* The next node of a depth-first walk of the kd-tree from q: the child
- * nearer q (by the split) is pushed last, so popped first. */
+/*
+ * The two children of node pushed on a depth-first walk's stack from q:
+ * the one on q's side of the split last, so that it is popped first.
+ */
 static inline void
 gc_hd_push_children(const gc_kdtree *t, const float *q, int64_t node,
 					int64_t *stack, int64_t *top)

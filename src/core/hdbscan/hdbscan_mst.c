@@ -51,6 +51,7 @@
 
 #define MST_CHUNK 8				/* leaves a thread takes at a time */
 #define MST_LONG_RUN 4096		/* equal weights radix-sorted by (a, b) */
+#define MST_POLL_EDGES (1 << 18)	/* edges between polls in the tie sort */
 
 typedef struct mst_run
 {
@@ -396,40 +397,59 @@ round_queries(mst_run *m, int team)
 }
 
 /*
- * The roots' least edges united; each new edge appended to edges at
- * *nedges.  Returns the components left, or -1 when a root found no edge.
+ * The roots' least edges united, in parallel; each new edge appended to
+ * edges at *nedges (in no fixed order: they are sorted at the end).
+ * Returns the components left, or -1 when a root found no edge.  Two
+ * components whose least edges reach each other chose the same edge (each
+ * is the least edge between them): the lower root adds it.
  */
 static int64_t
-unite(mst_run *m, int64_t ncomps, gc_mst_edge *edges, int64_t *nedges)
+unite(mst_run *m, int64_t ncomps, gc_mst_edge *edges, int64_t *nedges,
+	  int team)
 {
 	const int64_t n = m->ix->n;
 	const int64_t *perm = m->ix->perm;
+	/* per root: the root its edge reaches (the bounds are done with) */
+	int64_t    *reached = (int64_t *) m->bound;
 	int64_t		offered = 0,
-				left = ncomps;
+				added = 0,
+				next = *nedges;
 
-	for (int64_t c = 0; c < n; c++)
+#pragma omp parallel num_threads(team)
 	{
-		int64_t		s = m->cbest[c],
-					o,
-					i,
-					j;
+#pragma omp for schedule(static) reduction(+:offered)
+		for (int64_t c = 0; c < n; c++)
+			if (m->cbest[c] >= 0)
+			{
+				reached[c] = m->comp[m->bo[m->cbest[c]]];
+				offered++;
+			}
+#pragma omp for schedule(static) reduction(+:added)
+		for (int64_t c = 0; c < n; c++)
+		{
+			int64_t		s = m->cbest[c],
+						r,
+						i,
+						j,
+						k;
 
-		if (s < 0)
-			continue;
-		offered++;
-		o = m->bo[s];
-		if (gc_uf_find(m->comp, s) == gc_uf_find(m->comp, o))
-			continue;			/* the other side chose the same edge */
-		gc_uf_union(m->comp, s, o);
-		i = perm[s];
-		j = perm[o];
-		edges[*nedges].a = i < j ? i : j;
-		edges[*nedges].b = i < j ? j : i;
-		edges[*nedges].w = m->bw[s];
-		(*nedges)++;
-		left--;
+			if (s < 0)
+				continue;
+			r = reached[c];
+			if (r < c && m->cbest[r] >= 0 && reached[r] == c)
+				continue;
+			gc_uf_union(m->comp, c, r);
+			i = perm[s];
+			j = perm[m->bo[s]];
+			k = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+			edges[k].a = i < j ? i : j;
+			edges[k].b = i < j ? j : i;
+			edges[k].w = m->bw[s];
+			added++;
+		}
 	}
-	return offered == ncomps ? left : -1;
+	*nedges = next;
+	return offered == ncomps ? ncomps - added : -1;
 }
 
 static int
@@ -475,6 +495,7 @@ sort_by_keys(const gc_ctx *ctx, gc_mst_edge *e, int64_t m, int key_bits,
  * The m edges of n rows sorted by (w, a, b): by the bits of w (w >= 0,
  * so they order as w does), then each run of equal w by (a, b): a long one
  * (a lattice's) by the radix sort of a * n + b, the others by qsort.
+ * False on cancel (polled between runs) or no memory (*nomem).
  */
 static bool
 sort_edges(const gc_ctx *ctx, gc_mst_edge *edges, int64_t m, int64_t n,
@@ -492,12 +513,18 @@ sort_edges(const gc_ctx *ctx, gc_mst_edge *edges, int64_t m, int64_t n,
 	}
 	if (!sort_by_keys(ctx, edges, m, 63, x, team, nomem))
 		return false;
-	for (int64_t k = 0; k < m;)
+	for (int64_t k = 0, polled = 0; k < m;)
 	{
 		int64_t		r = k + 1;
 
 		while (r < m && edges[r].w == edges[k].w)
 			r++;
+		if (r - polled >= MST_POLL_EDGES)
+		{
+			if (gc_cancelled(ctx))
+				return false;
+			polled = r;
+		}
 		if (r - k >= MST_LONG_RUN && ab_bits < 64)
 		{
 #pragma omp parallel for num_threads(team) schedule(static)
@@ -557,10 +584,12 @@ mst_rounds(mst_run *m, const double *core, gc_mst_edge *edges, gc_status *st)
 			return gc_fail(st, GC_ENOMEM, "out of memory for the MST's search stacks");
 		if (m->stop)
 			return gc_fail(st, GC_ECANCEL, "canceled");
-		ncomps = unite(m, ncomps, edges, &nedges);
+		ncomps = unite(m, ncomps, edges, &nedges, team);
 		if (ncomps < 0)
 			return gc_fail(st, GC_EINTERNAL, "a component of the MST found no edge in round %lld",
 						   (long long) round);
+		if (gc_cancelled(m->ctx))
+			return gc_fail(st, GC_ECANCEL, "canceled");
 		summarize(m, team, false);
 	}
 	return GC_OK;
