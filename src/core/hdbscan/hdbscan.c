@@ -183,7 +183,7 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	core = malloc(sizeof(double) * (size_t) n);
 	edges = malloc(sizeof(gc_mst_edge) * (size_t) n);
 	if (core == NULL || edges == NULL)
-		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's tree of %lld rows",
+		rc = gc_fail(st, GC_ENOMEM, "out of memory for the core distances and the MST of %lld rows",
 					 (long long) n);
 	else
 		rc = phases(ctx, X, n, d, p, dev, core, edges, st);
