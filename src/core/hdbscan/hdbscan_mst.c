@@ -21,7 +21,12 @@
  *     step is monotone) exceeds the component's bound (the least weight
  *     any of its rows has found this round), or exceeds s's best so far,
  *     or equals it while the node's smallest row is no smaller than s's
- *     best j.
+ *     best j, or equals the component's bound while the edge already
+ *     offered to the component comes before (a, b) >= (min, max) of s's
+ *     row and the node's smallest row.
+ * The children of a node are walked the one on s's side of the split
+ * first, or where s lies on the split (duplicates), the one with the
+ * smaller row first (the equal weights' tie is then settled soon).
  * A skipped node holds no edge of s before the component's least edge, so
  * the row that owns that edge always finds it; each component keeps the
  * least edge its rows offer (a compare-and-swap in the same order), and
@@ -176,6 +181,32 @@ edge_less(const mst_run *m, int64_t s, int64_t t)
 	return is + js - as < it + jt - at;
 }
 
+/*
+ * Whether the least edge offered to c so far comes before every edge of
+ * weight at least w between a row at least r1 and a row at least r2 (whose
+ * (a, b) is at least (min(r1, r2), max(r1, r2))): among equal weights, a
+ * skip the bound cannot make.
+ */
+static bool
+offered_before(const mst_run *m, int64_t c, double w, int64_t r1, int64_t r2)
+{
+	int64_t		cb = __atomic_load_n(&m->cbest[c], __ATOMIC_ACQUIRE),
+				i,
+				j,
+				a;
+
+	if (cb < 0)
+		return false;
+	if (m->bw[cb] != w)
+		return m->bw[cb] < w;
+	i = m->ix->perm[cb];
+	j = m->ix->perm[m->bo[cb]];
+	a = i < j ? i : j;
+	if (a != (r1 < r2 ? r1 : r2))
+		return a < (r1 < r2 ? r1 : r2);
+	return i + j - a < (r1 < r2 ? r2 : r1);
+}
+
 /* Position s's edge offered to its component (cbest: the least so far). */
 static void
 offer(mst_run *m, int64_t c, int64_t s)
@@ -224,8 +255,30 @@ scan_leaf(mst_run *m, int64_t s, int64_t c, int64_t node, double *w_o,
 }
 
 /*
+ * The two children of node pushed on a walk's stack from q, the one to
+ * walk first last: the one on q's side of the split, or when q lies on it
+ * (as all rows of many duplicates do), the one with the smaller row, so
+ * that the walk reaches the smallest row among equal weights soon.
+ */
+static inline void
+push_children(const mst_run *m, const float *q, int64_t node, int64_t *stack,
+			  int64_t *top)
+{
+	const gc_kdtree *t = &m->ix->t;
+	const int64_t l = 2 * node + 1;
+	const float v = q[t->split_dim[node]],
+				sv = t->split_val[node];
+	bool		left_first = v < sv || (v == sv && m->nrow[l] < m->nrow[l + 1]);
+
+	stack[(*top)++] = left_first ? l + 1 : l;
+	stack[(*top)++] = left_first ? l : l + 1;
+}
+
+/*
  * The header's walk from the box [qlo, qhi] of rows of component c whose
- * smallest core is cq, depth first, the child nearer qlo first.  From a
+ * smallest core is cq and smallest row qrow, depth first, in
+ * push_children's order; a node whose bound equals c's is skipped too
+ * when the edge offered to c comes before all of its edges.  From a
  * position s (qlo = qhi = its row, cq its core) it scans the leaves it
  * reaches and offers s's least edge to c.  From a leaf's box (s = -1),
  * whose rows all lie in c, it stops at the first leaf it reaches: it
@@ -233,8 +286,8 @@ scan_leaf(mst_run *m, int64_t s, int64_t c, int64_t node, double *w_o,
  * (when none may, no row of the leaf holds c's least edge).
  */
 static bool
-walk(mst_run *m, int64_t c, double cq, const float *qlo, const float *qhi,
-	 int64_t s, int64_t *stack)
+walk(mst_run *m, int64_t c, double cq, int64_t qrow, const float *qlo,
+	 const float *qhi, int64_t s, int64_t *stack)
 {
 	const gc_kdtree *t = &m->ix->t;
 	const int	d = m->ix->d;
@@ -258,10 +311,12 @@ walk(mst_run *m, int64_t c, double cq, const float *qlo, const float *qhi,
 			continue;
 		lb = dmax(lb, reach(m, gc_boxbox_mindist2_f64(qlo, qhi, t->lo + node * d,
 													  t->hi + node * d, d)));
-		if (!may_beat(lb, m->nrow[node], bound, w_o, j_o))
+		if (!may_beat(lb, m->nrow[node], bound, w_o, j_o) ||
+			(lb == bound &&
+			 offered_before(m, c, lb, qrow, m->nrow[node])))
 			continue;
 		if (!gc_kdtree_is_leaf(t, node))
-			gc_hd_push_children(t, qlo, node, stack, &top);
+			push_children(m, qlo, node, stack, &top);
 		else if (s < 0)
 			return true;
 		else
@@ -375,8 +430,8 @@ round_queries(mst_run *m, int team)
 				if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
 					break;
 				skip = m->ncomp[leaf] >= 0 &&
-					!walk(m, m->ncomp[leaf], m->ncore[leaf], t->lo + leaf * d,
-						  t->hi + leaf * d, -1, stack);
+					!walk(m, m->ncomp[leaf], m->ncore[leaf], m->nrow[leaf],
+						  t->lo + leaf * d, t->hi + leaf * d, -1, stack);
 				for (int64_t s = t->begin[leaf]; s < t->end[leaf]; s++)
 				{
 					if (gc_cancelled(m->ctx))
@@ -387,8 +442,8 @@ round_queries(mst_run *m, int team)
 					if (skip)
 						m->bo[s] = -1;
 					else
-						(void) walk(m, m->comp[s], m->pcore[s], m->ix->pts + s * d,
-									m->ix->pts + s * d, s, stack);
+						(void) walk(m, m->comp[s], m->pcore[s], m->ix->perm[s],
+									m->ix->pts + s * d, m->ix->pts + s * d, s, stack);
 				}
 			}
 		}
