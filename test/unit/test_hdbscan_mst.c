@@ -230,6 +230,21 @@ test_random(uint64_t *rs)
 		free(X);
 		cases += 2;
 	}
+	/* every row the same, and two values per feature: all ties */
+	for (int k = 0; k < 2; k++)
+	{
+		const int64_t n = 1500;
+		float	   *X = malloc(sizeof(float) * n * 3);
+
+		for (int64_t i = 0; i < n * 3; i++)
+			X[i] = k == 0 ? 1.5f : (float) (tu_next(rs) % 2);
+		check_case(X, n, 3, 1, 1.0, GC_METRIC_EUCLIDEAN, k == 0 ? "same rows, min_samples 1"
+				   : "two values, min_samples 1");
+		check_case(X, n, 3, 7, 2.0, GC_METRIC_EUCLIDEAN, k == 0 ? "same rows, min_samples 7"
+				   : "two values, min_samples 7");
+		free(X);
+		cases += 2;
+	}
 	printf("test_hdbscan_mst: %d random cases against the references\n", cases);
 }
 
