@@ -83,7 +83,7 @@ kth_dist2(const gc_hd_index *ix, const float *q, int64_t k, double *heap,
 			continue;
 		if (!gc_kdtree_is_leaf(t, node))
 		{
-			gc_hd_push_children(t, q, node, stack, &top);
+			gc_hd_push_children(t, q, node, true, stack, &top);
 			continue;
 		}
 		for (int64_t s = t->begin[node]; s < t->end[node]; s++)

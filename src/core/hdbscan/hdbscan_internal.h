@@ -38,15 +38,18 @@ gc_code		gc_hd_mst(const gc_ctx *ctx, const gc_hd_index *ix, double alpha,
 					  gc_status *st);
 
 /*
- * The two children of node pushed on a depth-first walk's stack from q:
- * the one on q's side of the split last, so that it is popped first.
+ * The two children of node pushed on a depth-first walk's stack from q,
+ * the one to walk first last: the one on q's side of the split, or when q
+ * lies on it, the left one if tie_left.
  */
 static inline void
 gc_hd_push_children(const gc_kdtree *t, const float *q, int64_t node,
-					int64_t *stack, int64_t *top)
+					bool tie_left, int64_t *stack, int64_t *top)
 {
-	int64_t		l = 2 * node + 1;
-	bool		left_first = q[t->split_dim[node]] <= t->split_val[node];
+	const int64_t l = 2 * node + 1;
+	const float v = q[t->split_dim[node]],
+				sv = t->split_val[node];
+	const bool	left_first = v < sv || (v == sv && tie_left);
 
 	stack[(*top)++] = left_first ? l + 1 : l;
 	stack[(*top)++] = left_first ? l : l + 1;

@@ -255,31 +255,9 @@ scan_leaf(mst_run *m, int64_t s, int64_t c, int64_t node, double *w_o,
 }
 
 /*
- * The two children of node pushed on a walk's stack from q, the one to
- * walk first last: the one on q's side of the split, or when q lies on it
- * (as all rows of many duplicates do), the one with the smaller row, so
- * that the walk reaches the smallest row among equal weights soon.
- */
-static inline void
-push_children(const mst_run *m, const float *q, int64_t node, int64_t *stack,
-			  int64_t *top)
-{
-	const gc_kdtree *t = &m->ix->t;
-	const int64_t l = 2 * node + 1;
-	const float v = q[t->split_dim[node]],
-				sv = t->split_val[node];
-	bool		left_first = v < sv || (v == sv && m->nrow[l] < m->nrow[l + 1]);
-
-	stack[(*top)++] = left_first ? l + 1 : l;
-	stack[(*top)++] = left_first ? l : l + 1;
-}
-
-/*
  * The header's walk from the box [qlo, qhi] of rows of component c whose
- * smallest core is cq and smallest row qrow, depth first, in
- * push_children's order; a node whose bound equals c's is skipped too
- * when the edge offered to c comes before all of its edges.  From a
- * position s (qlo = qhi = its row, cq its core) it scans the leaves it
+ * smallest core is cq and smallest row qrow, in the header's order and
+ * with its skips.  From a position s (qlo = qhi = its row, cq its core) it scans the leaves it
  * reaches and offers s's least edge to c.  From a leaf's box (s = -1),
  * whose rows all lie in c, it stops at the first leaf it reaches: it
  * returns whether any node may hold an edge of the box before c's bound
@@ -316,7 +294,9 @@ walk(mst_run *m, int64_t c, double cq, int64_t qrow, const float *qlo,
 			 offered_before(m, c, lb, qrow, m->nrow[node])))
 			continue;
 		if (!gc_kdtree_is_leaf(t, node))
-			push_children(m, qlo, node, stack, &top);
+			gc_hd_push_children(t, qlo, node,
+								m->nrow[2 * node + 1] < m->nrow[2 * node + 2],
+								stack, &top);
 		else if (s < 0)
 			return true;
 		else
