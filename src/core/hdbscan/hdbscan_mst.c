@@ -597,9 +597,11 @@ static gc_code
 mst_rounds(mst_run *m, const double *core, gc_mst_edge *edges, gc_status *st)
 {
 	const int64_t n = m->ix->n;
+	/* the regions' work: the chunks of leaves (one thread for one) */
+	const int64_t nchunks = (m->ix->t.nnodes - m->ix->t.first_leaf + MST_CHUNK - 1) / MST_CHUNK;
 	int64_t		ncomps = n,
 				nedges = 0;
-	int			team = gc_team_adapt(m->ctx);
+	int			team = gc_region_threads(gc_team_adapt(m->ctx), nchunks);
 
 #pragma omp parallel for num_threads(team) schedule(static)
 	for (int64_t s = 0; s < n; s++)
@@ -613,7 +615,7 @@ mst_rounds(mst_run *m, const double *core, gc_mst_edge *edges, gc_status *st)
 		gc_report(m->ctx, GC_PHASE_ITERATE, round, 0, nedges, n - 1, NAN);
 		if (gc_cancelled(m->ctx))
 			return gc_fail(st, GC_ECANCEL, "canceled");
-		team = gc_team_adapt(m->ctx);
+		team = gc_region_threads(gc_team_adapt(m->ctx), nchunks);
 		round_queries(m, team);
 		if (m->stop == 2)
 			return gc_fail(st, GC_ENOMEM, "out of memory for the MST's search stacks");
@@ -672,7 +674,8 @@ gc_hd_mst(const gc_ctx *ctx, const gc_hd_index *ix, double alpha,
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for sorting the MST's %lld edges",
 					 (long long) n - 1);
 	if (rc == GC_OK &&
-		!sort_edges(ctx, edges, n - 1, n, &x, gc_team_adapt(ctx), &nomem))
+		!sort_edges(ctx, edges, n - 1, n, &x,
+					gc_region_threads(gc_team_adapt(ctx), (n - 1) / 4096), &nomem))
 		rc = nomem ? gc_fail(st, GC_ENOMEM, "out of memory for sorting the MST's edges")
 			: gc_fail(st, GC_ECANCEL, "canceled");
 	free(x.tmpe);
