@@ -257,11 +257,12 @@ scan_leaf(mst_run *m, int64_t s, int64_t c, int64_t node, double *w_o,
 /*
  * The header's walk from the box [qlo, qhi] of rows of component c whose
  * smallest core is cq and smallest row qrow, in the header's order and
- * with its skips.  From a position s (qlo = qhi = its row, cq its core) it scans the leaves it
- * reaches and offers s's least edge to c.  From a leaf's box (s = -1),
- * whose rows all lie in c, it stops at the first leaf it reaches: it
- * returns whether any node may hold an edge of the box before c's bound
- * (when none may, no row of the leaf holds c's least edge).
+ * with its skips.  From a position s (qlo = qhi = its row, cq its core)
+ * it scans the leaves it reaches and offers s's least edge to c.  From a
+ * leaf's box (s = -1), whose rows all lie in c, it stops at the first leaf
+ * it reaches: it returns whether any node may hold an edge of the box
+ * before c's bound (when none may, no row of the leaf holds c's least
+ * edge).
  */
 static bool
 walk(mst_run *m, int64_t c, double cq, int64_t qrow, const float *qlo,
@@ -565,7 +566,8 @@ sort_edges(const gc_ctx *ctx, gc_mst_edge *edges, int64_t m, int64_t n,
 #pragma omp parallel for num_threads(team) schedule(static)
 			for (int64_t i = k; i < r; i++)
 			{
-				x->keys[i - k] = (uint64_t) edges[i].a * (uint64_t) n + (uint64_t) edges[i].b;
+				x->keys[i - k] = (uint64_t) edges[i].a * (uint64_t) n +
+					(uint64_t) edges[i].b;
 				x->vals[i - k] = i - k;
 			}
 			if (!sort_by_keys(ctx, edges + k, r - k, ab_bits, x, team, nomem))
@@ -598,7 +600,8 @@ mst_rounds(mst_run *m, const double *core, gc_mst_edge *edges, gc_status *st)
 {
 	const int64_t n = m->ix->n;
 	/* the regions' work: the chunks of leaves (one thread for one) */
-	const int64_t nchunks = (m->ix->t.nnodes - m->ix->t.first_leaf + MST_CHUNK - 1) / MST_CHUNK;
+	const int64_t nleaves = m->ix->t.nnodes - m->ix->t.first_leaf,
+				nchunks = (nleaves + MST_CHUNK - 1) / MST_CHUNK;
 	int64_t		ncomps = n,
 				nedges = 0;
 	int			team = gc_region_threads(gc_team_adapt(m->ctx), nchunks);
