@@ -321,19 +321,23 @@ gc_box_mindist2(const float *p, const float *lo, const float *hi, int d)
  * monotone, and |fl(p_j - q_j)| = fl(q_j - p_j) (rounding to nearest is
  * symmetric); so each term is at most gc_dist2_f64's, and the monotone
  * square and sum keep the bound (the argument above, in double).
+ * gc_box_step_f64 is one dimension's step of it (s + the gap squared, 0
+ * inside), for kernels that hold the query row in registers.
  */
+GC_HD double
+gc_box_step_f64(double s, float p, float lo, float hi)
+{
+	return p < lo ? gc_l2_step_f64(s, (double) lo, (double) p) :
+		p > hi ? gc_l2_step_f64(s, (double) p, (double) hi) : s;
+}
+
 GC_HD double
 gc_box_mindist2_f64(const float *p, const float *lo, const float *hi, int d)
 {
 	double		s = 0.0;
 
 	for (int j = 0; j < d; j++)
-	{
-		double		t = p[j] < lo[j] ? (double) lo[j] - (double) p[j]
-			: p[j] > hi[j] ? (double) p[j] - (double) hi[j] : 0.0;
-
-		s = gc_l2_step_f64(s, t, 0.0);
-	}
+		s = gc_box_step_f64(s, p[j], lo[j], hi[j]);
 	return s;
 }
 
