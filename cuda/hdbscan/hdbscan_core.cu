@@ -27,59 +27,13 @@
 #include <math.h>
 
 #include "hdbscan_gpu.cuh"
+#include "common/max_heap.h"
 
 #pragma GCC visibility push(hidden)
 
 #define HB_HEAP_BYTES ((int64_t) 256 << 20)	/* a batch's heaps, at most */
 #define HB_BATCH_MAX ((int64_t) 1 << 18)	/* queries a launch, at most */
 #define HB_KREG 32				/* k up to this: the k smallest in registers */
-
-/* v added to the max-heap h (element e at h[e * stride]) of *size elements. */
-__device__ __forceinline__ void
-hb_heap_push(double *h, int64_t stride, int64_t *size, double v)
-{
-	int64_t		i = (*size)++;
-
-	while (i > 0)
-	{
-		int64_t		p = (i - 1) / 2;
-		double		hp = h[p * stride];
-
-		if (hp >= v)
-			break;
-		h[i * stride] = hp;
-		i = p;
-	}
-	h[i * stride] = v;
-}
-
-/* The root of the full heap of k elements replaced by v, sifted down. */
-__device__ __forceinline__ void
-hb_heap_replace_top(double *h, int64_t stride, int64_t k, double v)
-{
-	int64_t		i = 0;
-
-	for (;;)
-	{
-		int64_t		l = 2 * i + 1,
-					r = l + 1,
-					m = i;
-		double		mv = v;
-
-		if (l < k && h[l * stride] > mv)
-		{
-			m = l;
-			mv = h[l * stride];
-		}
-		if (r < k && h[r * stride] > mv)
-			m = r;
-		if (m == i)
-			break;
-		h[i * stride] = h[m * stride];
-		i = m;
-	}
-	h[i * stride] = v;
-}
 
 /*
  * The core distances of positions p0 .. p0 + cnt - 1 into core (by
@@ -130,13 +84,13 @@ k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
 
 				if (size < k)
 				{
-					hb_heap_push(h, B, &size, v);
+					gc_heap_push_f64(h, B, &size, v);
 					if (size == k)
 						top = h[0];
 				}
 				else if (v < top)
 				{
-					hb_heap_replace_top(h, B, k, v);
+					gc_heap_replace_top_f64(h, B, k, v);
 					top = h[0];
 				}
 			}

@@ -105,16 +105,9 @@ hb_weight(gc_metric metric, double alpha, double ci, double cj, double s)
  * widened floats by gc_l2_step_f64's operations, squared and summed in
  * dimension order.  Rounding is monotone, so each gap is at most the
  * rounded difference to any row in the box, and the sum at most the
- * distance.  (metric.h's gc_box_mindist2_f64, written here too until both
- * meet.)
+ * distance: metric.h's gc_box_mindist2_f64, a step at a time
+ * (gc_box_step_f64).
  */
-__device__ __forceinline__ double
-hb_box_step(double s, float x, float lo, float hi)
-{
-	return x < lo ? gc_l2_step_f64(s, (double) lo, (double) x) :
-		x > hi ? gc_l2_step_f64(s, (double) x, (double) hi) : s;
-}
-
 template <int DQ>
 struct hb_query
 {
@@ -148,7 +141,7 @@ struct hb_query
 #pragma unroll
 		for (int j = 0; j < DQ; j++)
 			if (j < d)
-				s = hb_box_step(s, x[j], lo[j], hi[j]);
+				s = gc_box_step_f64(s, x[j], lo[j], hi[j]);
 		return s;
 	}
 };
@@ -176,7 +169,7 @@ struct hb_query<0>
 		double		s = 0.0;
 
 		for (int j = 0; j < d; j++)
-			s = hb_box_step(s, x[j], lo[j], hi[j]);
+			s = gc_box_step_f64(s, x[j], lo[j], hi[j]);
 		return s;
 	}
 };

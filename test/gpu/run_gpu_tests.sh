@@ -332,9 +332,9 @@ sql|sql-bench|worker|worker-bench|dbdist|kagg|faults|hdbscan-sklearn|hdbscan-sql
 	hdbscan-sql-bench)
 		( eval "$env"; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/.carry/py${PYTHONPATH:+:$PYTHONPATH}
 			timeout "${HDBSCAN_BENCH_TIMEOUT:-420}" python3 test/gpu/bench_hdbscan.py ) \
-			> "$OUTDIR/bench_hdbscan.log" 2>&1
+			> "$OUTDIR/bench_hdbscan_sql.log" 2>&1
 		r=$?
-		cat "$OUTDIR/bench_hdbscan.log";;
+		cat "$OUTDIR/bench_hdbscan_sql.log";;
 	worker-bench)
 		( eval "$env"; timeout "${WORKER_BENCH_TIMEOUT:-500}" python3 test/gpu/bench_worker.py \
 			--restart-cmd "$ctl -m fast restart'" ) > "$OUTDIR/bench_worker.log" 2>&1

@@ -19,7 +19,9 @@
  *                             reported rather than compared with eps,
  *                             and gc_l2_step_f64, its step;
  *   gc_box_*, gc_boxbox_*     bounds from a point or box to a box, exact in
- *                             float (below);
+ *                             float (below); gc_box_mindist2_f64 and
+ *                             gc_boxbox_mindist2_f64 the lower bounds of
+ *                             gc_dist2_f64 (HDBSCAN);
  *   gc_eps2, gc_l2_axis_bound eps² as compared, and a bound on |a_j - b_j|
  *                             for any two neighbours (the grid's cell side);
  *   gc_feature_limit          the largest |feature| that keeps it finite.
@@ -312,6 +314,34 @@ gc_box_mindist2(const float *p, const float *lo, const float *hi, int d)
 }
 
 /*
+ * <= gc_dist2_f64(p, q) for every q in [lo, hi]: per dimension the gap
+ * fl(lo - p) or fl(p - hi) of the features widened to double (0 inside the
+ * box), squared and summed in dimension order as gc_l2_step_f64 does.  For
+ * q_j >= lo_j > p_j, fl(q_j - p_j) >= fl(lo_j - p_j) since rounding is
+ * monotone, and |fl(p_j - q_j)| = fl(q_j - p_j) (rounding to nearest is
+ * symmetric); so each term is at most gc_dist2_f64's, and the monotone
+ * square and sum keep the bound (the argument above, in double).
+ * gc_box_step_f64 is one dimension's step of it (s + the gap squared, 0
+ * inside), for kernels that hold the query row in registers.
+ */
+GC_HD double
+gc_box_step_f64(double s, float p, float lo, float hi)
+{
+	return p < lo ? gc_l2_step_f64(s, (double) lo, (double) p) :
+		p > hi ? gc_l2_step_f64(s, (double) p, (double) hi) : s;
+}
+
+GC_HD double
+gc_box_mindist2_f64(const float *p, const float *lo, const float *hi, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+		s = gc_box_step_f64(s, p[j], lo[j], hi[j]);
+	return s;
+}
+
+/*
  * gc_box_mindist2, the same sum without branches: of lo - p and p - hi at
  * most one is positive, so the gap is exactly as there.
  */
@@ -362,6 +392,27 @@ gc_boxbox_mindist2(const float *alo, const float *ahi,
 		else if (ahi[j] < blo[j])
 			t = gc_fsub(blo[j], ahi[j]);
 		s = gc_l2_acc(s, t);
+	}
+	return s;
+}
+
+/*
+ * <= gc_dist2_f64(a, b) for every a in box A, b in box B: the gap between
+ * the two intervals in double, as gc_box_mindist2_f64 (for b_j >= blo_j >
+ * ahi_j >= a_j, fl(b_j - a_j) >= fl(blo_j - ahi_j)).
+ */
+GC_HD double
+gc_boxbox_mindist2_f64(const float *alo, const float *ahi,
+					   const float *blo, const float *bhi, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+	{
+		double		t = bhi[j] < alo[j] ? (double) alo[j] - (double) bhi[j]
+			: ahi[j] < blo[j] ? (double) blo[j] - (double) ahi[j] : 0.0;
+
+		s = gc_l2_step_f64(s, t, 0.0);
 	}
 	return s;
 }
