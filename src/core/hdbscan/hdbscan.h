@@ -114,7 +114,9 @@ void		gc_hdbscan_tree_free(gc_hdbscan_tree *t);
  * (lambda_max - lambda) / lambda_max, lambda the row's lambda when it
  * leaves the tree and lambda_max the largest lambda of any row of the
  * cluster it leaves, over that cluster's whole subtree; 0 where
- * lambda_max is 0 or lambda is infinite.  tree, when not NULL, receives
+ * lambda_max is 0 or lambda is infinite, 1 where lambda_max is infinite
+ * (duplicates below) and lambda finite (the formula's limit, never NaN).
+ * tree, when not NULL, receives
  * the condensed tree (free it with gc_hdbscan_tree_free).
  */
 typedef struct gc_hdbscan_result
