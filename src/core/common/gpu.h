@@ -261,7 +261,7 @@ void		gc_ap_gpu_last_phases(gc_ap_gpu_phases *out);
  * gc_kdistance_on_gpu (kdistance.c), which makes gc_kdistance_cpu's check.
  * kdist2 bit for bit: the k-th
  * smallest of the same float32 gc_dist2 over every row, the row itself
- * counted, found exactly on the GPU DBSCAN's kd-tree (dbscan_tree.cu).
+ * counted, found exactly on the GPU kd-tree (cuda/common/kdtree.cu).
  * CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device memory runs
  * out); the cancel flags are polled between launches, and progress is
  * reported as queries done.  At most GC_DBSCAN_GPU_MAX_N rows.
