@@ -35,41 +35,61 @@ gc_glue_choose_hdbscan_device(gc_device requested, const gc_hdbscan_params *p,
 	return chosen;
 }
 
-/*
- * One run's core call on device: the MST alone into edges (res NULL), or
- * HDBSCAN's result into res.  On the GPU, phases 1 and 2 there, into
- * edges (in->n - 1 of them; for HDBSCAN, NULL: the run's own), phase 3
- * here.
- */
+/* The CPU's whole call: the MST alone into edges (res NULL), or res. */
 static gc_code
-hdbscan_call(const gc_ctx *ctx, const GcInput *in, gc_device device,
-			 const gc_hdbscan_params *p, gc_mst_edge *edges,
-			 gc_hdbscan_result *res, gc_status *st)
+cpu_call(const gc_ctx *ctx, const GcInput *in, const gc_hdbscan_params *p,
+		 gc_mst_edge *edges, gc_hdbscan_result *res, gc_status *st)
+{
+	return res == NULL ?
+		gc_hdbscan_mst_cpu(ctx, in->X, in->n, in->d, p, NULL, edges, st) :
+		gc_hdbscan_cpu(ctx, in->X, in->n, in->d, p, res, st);
+}
+
+/* A failure of the core raised, the tree it may have returned freed. */
+static void
+report(gc_status *st, gc_hdbscan_result *res)
+{
+	if (res != NULL)
+		gc_hdbscan_tree_free(res->tree);
+	gc_glue_report(st, gc_algorithm_name(GC_ALGO_HDBSCAN));
+}
+
+/*
+ * The GPU's run: phases 1 and 2 there (hdbscan_job.c), into edges (in->n
+ * - 1 of them; for HDBSCAN, NULL: the run's own), then phase 3 here.
+ * Returns false when the GPU's phases failed (st says why), for the
+ * fallback; a failure of phase 3, on the host, is raised as the CPU's is.
+ */
+static bool
+gpu_run(const gc_ctx *ctx, const GcInput *in, const gc_hdbscan_params *p,
+		gc_mst_edge *edges, gc_hdbscan_result *res, gc_status *st)
 {
 	gc_mst_edge *e = edges;
 
-	if (device == GC_DEVICE_CPU)
-		return res == NULL ?
-			gc_hdbscan_mst_cpu(ctx, in->X, in->n, in->d, p, NULL, edges, st) :
-			gc_hdbscan_cpu(ctx, in->X, in->n, in->d, p, res, st);
 	if (e == NULL)
 		e = gc_glue_alloc_array(CurrentMemoryContext, Max(in->n - 1, 1),
 								sizeof(gc_mst_edge));
-	if (gc_gpu_run_hdbscan_mst(ctx, in, p, e, st) == GC_OK && res != NULL)
+	if (gc_gpu_run_hdbscan_mst(ctx, in, p, e, st) != GC_OK)
+	{
+		if (e != edges)
+			pfree(e);
+		return false;
+	}
+	if (res != NULL)
 	{
 		gc_progress_phase(GC_PHASE_LABEL);
-		(void) gc_hdbscan_from_mst(ctx, in->n, e, p, res, st);
+		if (gc_hdbscan_from_mst(ctx, in->n, e, p, res, st) != GC_OK)
+			report(st, res);
 	}
 	if (e != edges)
 		pfree(e);
-	return st->code;
+	return true;
 }
 
 /*
  * The run of a call on the device dispatch chooses (edges and res as
- * hdbscan_call's), shown in gpuclust_progress, with the algorithms'
- * fallback (gc_glue_gpu_failed).
- * A tree the core returned with a failure is freed.  Returns the device
+ * gpu_run's), shown in gpuclust_progress, with the algorithms' fallback
+ * (gc_glue_gpu_failed) when the GPU's phases fail.  Returns the device
  * that ran; a failure is raised.
  */
 static gc_device
@@ -87,39 +107,43 @@ run(gc_device requested, const GcInput *in, const gc_hdbscan_params *p,
 	gc_progress_compute(chosen, in->n);
 	gc_glue_ctx(&ctx);
 	ctx.n_threads = gc_dbscan_threads(&ctx, in->n);
-	if (chosen == GC_DEVICE_GPU &&
-		hdbscan_call(&ctx, in, GC_DEVICE_GPU, p, edges, res, &st) != GC_OK)
+	if (chosen == GC_DEVICE_GPU && !gpu_run(&ctx, in, p, edges, res, &st))
 	{
-		if (res != NULL)
-			gc_hdbscan_tree_free(res->tree);
 		chosen = gc_glue_gpu_failed(requested, &st,
 									gc_algorithm_name(GC_ALGO_HDBSCAN), NULL);
 		gc_progress_compute(chosen, in->n);
 	}
-	if (chosen == GC_DEVICE_CPU &&
-		hdbscan_call(&ctx, in, GC_DEVICE_CPU, p, edges, res, &st) != GC_OK)
-	{
-		if (res != NULL)
-			gc_hdbscan_tree_free(res->tree);
-		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_HDBSCAN));
-	}
+	if (chosen == GC_DEVICE_CPU && cpu_call(&ctx, in, p, edges, res, &st) != GC_OK)
+		report(&st, res);
 	return chosen;
 }
 
-/* The core's condensed tree copied into cxt (*dst), then freed. */
+/*
+ * The core's condensed tree copied into cxt (*dst), then freed (also when
+ * the copy's allocation fails).
+ */
 static void
 keep_tree(MemoryContext cxt, gc_hdbscan_tree *src, gc_hdbscan_tree *dst)
 {
 	*dst = *src;
-	dst->rows = gc_glue_alloc_array(cxt, Max(src->nrows, 1),
-									sizeof(gc_hdbscan_tree_row));
-	dst->selected = gc_glue_alloc_array(cxt, Max(src->nclusters, 1),
-										sizeof(int32));
-	if (src->nrows > 0)
-		memcpy(dst->rows, src->rows, src->nrows * sizeof(gc_hdbscan_tree_row));
-	if (src->nclusters > 0)
-		memcpy(dst->selected, src->selected, src->nclusters * sizeof(int32));
-	gc_hdbscan_tree_free(src);
+	PG_TRY();
+	{
+		dst->rows = gc_glue_alloc_array(cxt, Max(src->nrows, 1),
+										sizeof(gc_hdbscan_tree_row));
+		dst->selected = gc_glue_alloc_array(cxt, Max(src->nclusters, 1),
+											sizeof(int32));
+		if (src->nrows > 0)
+			memcpy(dst->rows, src->rows,
+				   src->nrows * sizeof(gc_hdbscan_tree_row));
+		if (src->nclusters > 0)
+			memcpy(dst->selected, src->selected,
+				   src->nclusters * sizeof(int32));
+	}
+	PG_FINALLY();
+	{
+		gc_hdbscan_tree_free(src);
+	}
+	PG_END_TRY();
 }
 
 gc_device

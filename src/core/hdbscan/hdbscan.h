@@ -177,7 +177,8 @@ gc_code		gc_hdbscan_mst_edges_cpu(const gc_ctx *ctx, const float *R,
 /*
  * Phase 3, on the CPU for both devices (hdbscan_tree.c): from the n - 1
  * edges sorted by (w, a, b) to res (labels, probability, outlier,
- * clusters, tree).  O(n log n) time at most, O(n) memory.
+ * clusters, tree).  Near-linear time (a union-find and walks of the
+ * trees), O(n) memory.
  */
 gc_code		gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n,
 								const gc_mst_edge *edges,
