@@ -86,10 +86,11 @@ read_common(const GcArgs *a, int alpha, int metric, int device,
 			gc_hdbscan_params *p, gc_device *requested)
 {
 	p->alpha = DatumGetFloat8(a->value[alpha]);
-	if (isnan(p->alpha) || isinf(p->alpha) || p->alpha <= 0)
+	if (isnan(p->alpha) || isinf(p->alpha) || p->alpha < GC_HDBSCAN_MIN_ALPHA)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("alpha must be a finite number greater than 0")));
+				 errmsg("alpha must be a finite number of at least %g",
+						GC_HDBSCAN_MIN_ALPHA)));
 	p->metric = gc_glue_parse_metric(a->value[metric]);
 	if (p->metric == GC_METRIC_INNER_PRODUCT)
 		ereport(ERROR,

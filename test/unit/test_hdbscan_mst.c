@@ -463,6 +463,7 @@ static const bad_params bad[] = {
 	{"alpha -2", 5, 2, 0.0, 0, -2.0, 0, false, "alpha", "-2", NULL},
 	{"alpha nan", 5, 2, 0.0, 0, NAN, 0, false, "alpha", "nan", NULL},
 	{"alpha inf", 5, 2, 0.0, 0, INFINITY, 0, false, "alpha", "inf", NULL},
+	{"alpha 1e-300", 5, 2, 0.0, 0, 1e-300, 0, false, "alpha", "1e-300", NULL},
 	{"inner product", 5, 2, 0.0, 0, 1.0, GC_METRIC_INNER_PRODUCT, false,
 	"inner product", "euclidean", "cosine"},
 	{"metric 9", 5, 2, 0.0, 0, 1.0, 9, false, "metric", "9", NULL},

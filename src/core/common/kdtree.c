@@ -104,7 +104,7 @@ split_node(gc_kdtree *t, const float *X, float *key, int64_t *perm, int64_t node
 		key[i] = X[perm[i] * d + dim];
 	if (e - b >= 2)
 		select_kth(key, perm, b, e - 1, m);
-	t->split_dim[node] = (int16_t) dim;
+	t->split_dim[node] = (int32_t) dim;
 	t->split_val[node] = e > b ? key[m] : 0.0f;
 }
 
@@ -129,7 +129,7 @@ gc_kdtree_build(gc_kdtree *t, const float *X, int64_t n, int d, int leaf_size,
 	t->end = malloc(sizeof(int64_t) * (size_t) t->nnodes);
 	t->lo = malloc(sizeof(float) * (size_t) t->nnodes * d);
 	t->hi = malloc(sizeof(float) * (size_t) t->nnodes * d);
-	t->split_dim = malloc(sizeof(int16_t) * (size_t) t->nnodes);
+	t->split_dim = malloc(sizeof(int32_t) * (size_t) t->nnodes);
 	t->split_val = malloc(sizeof(float) * (size_t) t->nnodes);
 	key = malloc(sizeof(float) * (size_t) n);
 	if (!t->begin || !t->end || !t->lo || !t->hi || !t->split_dim ||

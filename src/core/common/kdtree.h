@@ -23,7 +23,7 @@ typedef struct gc_kdtree
 			   *end;			/* node i covers positions [begin, end) */
 	float	   *lo,
 			   *hi;				/* nnodes * d: bounding box of the points */
-	int16_t    *split_dim;		/* internal nodes: the split dimension */
+	int32_t    *split_dim;		/* internal nodes: the split dimension */
 	float	   *split_val;		/* internal nodes: left <= split_val <= right */
 } gc_kdtree;
 

@@ -67,9 +67,9 @@ gc_hdbscan_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (!mst_only && p->method != GC_HDBSCAN_EOM && p->method != GC_HDBSCAN_LEAF)
 		return gc_fail(st, GC_EINVAL, "unknown cluster_selection_method %d",
 					   (int) p->method);
-	if (!(p->alpha > 0.0 && isfinite(p->alpha)))
-		return gc_fail(st, GC_EINVAL, "alpha must be positive and finite, got %g",
-					   p->alpha);
+	if (!(p->alpha >= GC_HDBSCAN_MIN_ALPHA && isfinite(p->alpha)))
+		return gc_fail(st, GC_EINVAL, "alpha must be finite and at least %g, got %g",
+					   GC_HDBSCAN_MIN_ALPHA, p->alpha);
 	if (p->metric == GC_METRIC_INNER_PRODUCT)
 		return gc_fail(st, GC_EINVAL, "HDBSCAN supports the euclidean and cosine metrics: the inner product is not a distance");
 	if (p->metric != GC_METRIC_EUCLIDEAN && p->metric != GC_METRIC_COSINE)
@@ -167,17 +167,15 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_mst_edge *edges;
 	gc_code		rc;
 
+	if (res != NULL && res->tree != NULL)
+		*res->tree = (gc_hdbscan_tree) {0};
 	if ((rc = gc_hdbscan_check(ctx, X, n, d, p, false, st)) != GC_OK)
 		return rc;
 	if (res == NULL)
 		return gc_fail(st, GC_EINVAL, "HDBSCAN result missing");
 	res->clusters = 0;
 	if (n == 0)
-	{
-		if (res->tree != NULL)
-			*res->tree = (gc_hdbscan_tree) {0};
 		return GC_OK;
-	}
 	if (res->labels == NULL || res->probability == NULL || res->outlier == NULL)
 		return gc_fail(st, GC_EINVAL, "HDBSCAN output array missing");
 	core = malloc(sizeof(double) * (size_t) n);
@@ -301,8 +299,8 @@ gc_hdbscan_mst_edges_cpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
 	gc_code		rc;
 
 	rc = phase_check(ctx, R, n, d, core, n > 1 ? (const void *) edges : core,
-					 !(alpha > 0.0 && isfinite(alpha)),
-					 "alpha must be positive and finite", st);
+					 !(alpha >= GC_HDBSCAN_MIN_ALPHA && isfinite(alpha)),
+					 "alpha must be finite and at least 1e-200", st);
 	if (rc != GC_OK || n <= 1)
 		return rc;
 	if ((rc = gc_hd_index_build(ctx, R, n, d, &ix, st)) != GC_OK)

@@ -63,9 +63,15 @@ typedef struct gc_hdbscan_params
 	double		epsilon;		/* cluster_selection_epsilon: >= 0, finite */
 	gc_hdbscan_method method;
 	bool		allow_single_cluster;
-	double		alpha;			/* > 0, finite */
+	double		alpha;			/* >= GC_HDBSCAN_MIN_ALPHA, finite */
 	gc_metric	metric;			/* euclidean or cosine */
 } gc_hdbscan_params;
+
+/*
+ * The smallest alpha: float32 rows are at most about 1e39 sqrt(d) apart,
+ * so every weight dist / alpha stays finite.
+ */
+#define GC_HDBSCAN_MIN_ALPHA 1e-200
 
 /* One edge of the minimum spanning tree: rows a < b (input positions). */
 typedef struct gc_mst_edge

@@ -24,6 +24,7 @@
 
 #define HD_LEAF_SIZE 16
 #define HD_CHUNK 128			/* queries a thread takes at a time */
+#define HD_HEAP_BYTES ((int64_t) 256 << 20)	/* the threads' heaps, at most */
 
 gc_code
 gc_hd_index_build(const gc_ctx *ctx, const float *R, int64_t n, int d,
@@ -99,13 +100,28 @@ kth_dist2(const gc_hd_index *ix, const float *q, int64_t k, double *heap,
 	return heap[0];
 }
 
+/*
+ * team, fewer where the threads' heaps (min_samples doubles each) would
+ * take more than HD_HEAP_BYTES or the n doubles of the core distances:
+ * memory stays O(n) whatever min_samples and the cores.
+ */
+static int
+heap_threads(int team, int64_t n, int64_t min_samples)
+{
+	const double budget = fmax((double) HD_HEAP_BYTES, 8.0 * (double) n);
+	const double fit = budget / (8.0 * (double) min_samples);
+
+	return fit < 1.0 ? 1 : fit < (double) team ? (int) fit : team;
+}
+
 gc_code
 gc_hd_core(const gc_ctx *ctx, const gc_hd_index *ix, int64_t min_samples,
 		   gc_metric metric, double *core, gc_status *st)
 {
 	const int64_t n = ix->n;
 	const int64_t nchunks = (n + HD_CHUNK - 1) / HD_CHUNK;
-	const int	team = gc_region_threads(gc_team_adapt(ctx), nchunks);
+	const int	team = heap_threads(gc_region_threads(gc_team_adapt(ctx), nchunks),
+									n, min_samples);
 	int			stop = 0;
 	bool		nomem = false;
 	gc_loop_progress lp;
