@@ -36,81 +36,6 @@
 #define HB_KREG 32				/* k up to this: the k smallest in registers */
 
 /*
- * The core distances of positions p0 .. p0 + cnt - 1 into core (by
- * position); query t of the batch keeps its heap at H + t, stride B.
- */
-template <int DQ>
-__global__ void __launch_bounds__(HB_T)
-k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
-		 int64_t B, double *__restrict__ H, double *__restrict__ core)
-{
-	const unsigned FULL = 0xffffffffu;
-	const int	t = blockIdx.x * HB_T + threadIdx.x;
-	const int	d = T.d;
-	const bool	active = t < cnt;
-	const int	pos = p0 + (active ? t : 0);
-	double	   *h = H + t;
-	int64_t		size = 0;
-	double		top = INFINITY;	/* the heap's largest once full */
-	int			stack[HB_STACK];
-	int			sp = 0;
-
-	if ((t & ~31) >= cnt)
-		return;					/* the whole warp is past the batch */
-
-	const hb_query<DQ> q(T.Xs + (int64_t) pos * d, d);
-
-	stack[sp++] = 0;
-	while (sp > 0)
-	{
-		const int	node = stack[--sp];
-		const bool	need = active &&
-			(size < k || q.box2(T.lo + (int64_t) node * d,
-								T.hi + (int64_t) node * d) < top);
-
-		if (!__any_sync(FULL, need))
-			continue;
-		if (node >= T.nleaf - 1)
-		{
-			const int64_t leaf = node - (T.nleaf - 1);
-			const int	b = tr_off(leaf, T.n, T.depth),
-						e = tr_off(leaf + 1, T.n, T.depth);
-
-			if (!need)
-				continue;
-			for (int s = b; s < e; s++)
-			{
-				const double v = q.dist2(T.Xs + (int64_t) s * d);
-
-				if (size < k)
-				{
-					gc_heap_push_f64(h, B, &size, v);
-					if (size == k)
-						top = h[0];
-				}
-				else if (v < top)
-				{
-					gc_heap_replace_top_f64(h, B, k, v);
-					top = h[0];
-				}
-			}
-		}
-		else
-		{
-			const int	a = 2 * node + 1,
-						c = a + 1;
-			const bool	a_near = need &&
-				q.box2(T.lo + (int64_t) a * d, T.hi + (int64_t) a * d) <=
-				q.box2(T.lo + (int64_t) c * d, T.hi + (int64_t) c * d);
-
-			hb_push_children(stack, sp, a, c, a_near, need);
-		}
-	}
-	if (active)
-		core[pos] = gc_hdbscan_dist(metric, top);
-}
-
-/*
  * v into the list a, sorted downwards, that keeps the k smallest (v below
  * its first, the k-th smallest): the first leaves, the larger ones move up
  * one place, v takes its place among them (unrolled: a stays in registers).
@@ -139,18 +64,81 @@ hb_list_insert(double (&a)[KR], double v)
 	}
 }
 
-/* k_hb_knn with the k smallest in registers (k <= KR). */
+/*
+ * The k smallest squared distances a query has seen: bound() is what a
+ * node's box must be nearer than to be entered (+inf until k are kept),
+ * add(v) keeps v when it is below it, kth() the k-th smallest at the end.
+ * KR > 0: a sorted list of KR in registers (k <= KR; H and B unused);
+ * KR == 0: a max-heap in global memory, query t's column of H (element e
+ * at H[e B + t]), as max_heap.h keeps it.
+ */
+template <int KR>
+struct hb_keep
+{
+	double		a[KR];			/* a[0]: the k-th smallest so far */
+
+	__device__ __forceinline__ hb_keep(double *H, int t, int64_t B, int64_t k)
+	{
+		(void) H, (void) t, (void) B;
+#pragma unroll
+		for (int j = 0; j < KR; j++)
+			a[j] = j < k ? INFINITY : -INFINITY;
+	}
+	__device__ __forceinline__ double bound() const { return a[0]; }
+	__device__ __forceinline__ void add(double v)
+	{
+		if (v < a[0])
+			hb_list_insert<KR>(a, v);
+	}
+	__device__ __forceinline__ double kth() const { return a[0]; }
+};
+
+template <>
+struct hb_keep<0>
+{
+	double	   *h;
+	int64_t		B,
+				k,
+				size;
+	double		top;			/* the heap's largest once full */
+
+	__device__ __forceinline__ hb_keep(double *H, int t, int64_t B_, int64_t k_)
+		: h(H + t), B(B_), k(k_), size(0), top(INFINITY) {}
+	__device__ __forceinline__ double bound() const
+	{
+		return size < k ? INFINITY : top;
+	}
+	__device__ __forceinline__ void add(double v)
+	{
+		if (size < k)
+		{
+			gc_heap_push_f64(h, B, &size, v);
+			if (size == k)
+				top = h[0];
+		}
+		else if (v < top)
+		{
+			gc_heap_replace_top_f64(h, B, k, v);
+			top = h[0];
+		}
+	}
+	__device__ __forceinline__ double kth() const { return top; }
+};
+
+/*
+ * The core distances of positions p0 .. p0 + cnt - 1 into core (by
+ * position), the k smallest kept by hb_keep<KR> (H and B: its heaps).
+ */
 template <int DQ, int KR>
 __global__ void __launch_bounds__(HB_T)
-k_hb_knn_reg(gc_kdtree T, int k, gc_metric metric, int p0, int cnt,
-			 double *__restrict__ core)
+k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
+		 int64_t B, double *__restrict__ H, double *__restrict__ core)
 {
 	const unsigned FULL = 0xffffffffu;
 	const int	t = blockIdx.x * HB_T + threadIdx.x;
 	const int	d = T.d;
 	const bool	active = t < cnt;
 	const int	pos = p0 + (active ? t : 0);
-	double		a[KR];			/* a[0]: the k-th smallest so far */
 	int			stack[HB_STACK];
 	int			sp = 0;
 
@@ -158,16 +146,14 @@ k_hb_knn_reg(gc_kdtree T, int k, gc_metric metric, int p0, int cnt,
 		return;					/* the whole warp is past the batch */
 
 	const hb_query<DQ> q(T.Xs + (int64_t) pos * d, d);
+	hb_keep<KR> keep(H, t, B, k);
 
-#pragma unroll
-	for (int j = 0; j < KR; j++)
-		a[j] = j < k ? INFINITY : -INFINITY;
 	stack[sp++] = 0;
 	while (sp > 0)
 	{
 		const int	node = stack[--sp];
 		const bool	need = active &&
-			q.box2(T.lo + (int64_t) node * d, T.hi + (int64_t) node * d) < a[0];
+			q.box2(T.lo + (int64_t) node * d, T.hi + (int64_t) node * d) < keep.bound();
 
 		if (!__any_sync(FULL, need))
 			continue;
@@ -180,26 +166,21 @@ k_hb_knn_reg(gc_kdtree T, int k, gc_metric metric, int p0, int cnt,
 			if (!need)
 				continue;
 			for (int s = b; s < e; s++)
-			{
-				const double v = q.dist2(T.Xs + (int64_t) s * d);
-
-				if (v < a[0])
-					hb_list_insert<KR>(a, v);
-			}
+				keep.add(q.dist2(T.Xs + (int64_t) s * d));
 		}
 		else
 		{
-			const int	a = 2 * node + 1,
-						c = a + 1;
-			const bool	a_near = need &&
-				q.box2(T.lo + (int64_t) a * d, T.hi + (int64_t) a * d) <=
-				q.box2(T.lo + (int64_t) c * d, T.hi + (int64_t) c * d);
+			const int	l = 2 * node + 1,
+						r = l + 1;
+			const bool	l_near = need &&
+				q.box2(T.lo + (int64_t) l * d, T.hi + (int64_t) l * d) <=
+				q.box2(T.lo + (int64_t) r * d, T.hi + (int64_t) r * d);
 
-			hb_push_children(stack, sp, a, c, a_near, need);
+			hb_push_children(stack, sp, l, r, l_near, need);
 		}
 	}
 	if (active)
-		core[pos] = gc_hdbscan_dist(metric, a[0]);
+		core[pos] = gc_hdbscan_dist(metric, keep.kth());
 }
 
 /* Queries a launch: as many heaps as fit HB_HEAP_BYTES, in whole blocks. */
@@ -231,12 +212,12 @@ hb_knn_launch(const gc_kdtree &T, int64_t k, gc_metric metric, int p0,
 			  int cnt, int64_t B, double *H, double *core, cudaStream_t s)
 {
 	if (k <= 16)
-		return gc_launch(k_hb_knn_reg<DQ, 16>, cnt, HB_T, HB_T, s, T, (int) k, metric,
-						 p0, cnt, core);
+		return gc_launch(k_hb_knn<DQ, 16>, cnt, HB_T, HB_T, s, T, k, metric,
+						 p0, cnt, B, H, core);
 	if (k <= HB_KREG)
-		return gc_launch(k_hb_knn_reg<DQ, HB_KREG>, cnt, HB_T, HB_T, s, T, (int) k, metric,
-						 p0, cnt, core);
-	return gc_launch(k_hb_knn<DQ>, cnt, HB_T, HB_T, s, T, k, metric, p0, cnt,
+		return gc_launch(k_hb_knn<DQ, HB_KREG>, cnt, HB_T, HB_T, s, T, k, metric,
+						 p0, cnt, B, H, core);
+	return gc_launch(k_hb_knn<DQ, 0>, cnt, HB_T, HB_T, s, T, k, metric, p0, cnt,
 					 B, H, core);
 }
 
