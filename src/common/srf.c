@@ -179,7 +179,7 @@ emit_labelling(GcSrfCall *call, const int32 *labels, const SrfExtra *x)
 			Datum		values[SRF_MAX_COLS] = {0};
 			bool		nulls[SRF_MAX_COLS] = {false, true, true, true};
 
-			values[0] = in->keys ? in->keys[i] : Int64GetDatum(in->ids[i]);
+			values[0] = gc_glue_srf_id(in, i);
 			if (in->has_features[i])
 			{
 				nulls[1] = labels[j] == GC_NOISE;
@@ -192,9 +192,7 @@ emit_labelling(GcSrfCall *call, const int32 *labels, const SrfExtra *x)
 				}
 				j++;
 			}
-			tuplestore_putvalues(store, desc, values, nulls);
-			if ((i & 0xFFFF) == 0xFFFF)
-				CHECK_FOR_INTERRUPTS();
+			gc_glue_srf_put(call, values, nulls, i);
 		}
 		gc_glue_srf_emit_end(call);
 		return;
@@ -259,6 +257,22 @@ gc_glue_srf_emit_scores(GcSrfCall *call, const int32 *labels,
 	SrfExtra	x = {2, NULL, {first, second}};
 
 	emit_labelling(call, labels, &x);
+}
+
+Datum
+gc_glue_srf_id(const GcInput *in, int64 i)
+{
+	return in->keys != NULL ? in->keys[i] : Int64GetDatum(in->ids[i]);
+}
+
+void
+gc_glue_srf_put(GcSrfCall *call, Datum *values, bool *nulls, int64 r)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
+
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	if ((r & 0xFFFF) == 0xFFFF)
+		CHECK_FOR_INTERRUPTS();
 }
 
 void

@@ -74,6 +74,13 @@ extern void gc_glue_srf_emit_scores(GcSrfCall *call, const int32 *labels,
 extern void gc_glue_srf_emit_begin(GcSrfCall *call);
 extern void gc_glue_srf_emit_end(GcSrfCall *call);
 
+/* The id of source row i as a result's id column has it (keys or ids). */
+extern Datum gc_glue_srf_id(const GcInput *in, int64 i);
+
+/* Result row r of the call (interrupts checked every 64k rows). */
+extern void gc_glue_srf_put(GcSrfCall *call, Datum *values, bool *nulls,
+							int64 r);
+
 /*
  * gpuclust.log_timing's INFO: "<head>; ingest .. ms, compute .. ms<detail>,
  * emit .. ms", where detail itemises the compute phase (or is empty: the

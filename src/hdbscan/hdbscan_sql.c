@@ -38,10 +38,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "funcapi.h"
-#include "miscadmin.h"
 #include "utils/lsyscache.h"
-#include "utils/tuplestore.h"
 
 #include "common/srf.h"
 #include "hdbscan/hdbscan_glue.h"
@@ -127,24 +124,6 @@ feature_rows(const GcInput *in, MemoryContext cxt)
 	return rows;
 }
 
-/* Result row r of the call (interrupts checked every 64k rows). */
-static void
-put_row(FunctionCallInfo fcinfo, Datum *values, bool *nulls, int64 r)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	if ((r & 0xFFFF) == 0xFFFF)
-		CHECK_FOR_INTERRUPTS();
-}
-
-/* The id of source row i, as the result's id column has it. */
-static Datum
-row_id(const GcInput *in, int64 i)
-{
-	return in->keys != NULL ? in->keys[i] : Int64GetDatum(in->ids[i]);
-}
-
 Datum
 gpu_hdbscan(PG_FUNCTION_ARGS)
 {
@@ -181,7 +160,7 @@ gpu_hdbscan_tree(PG_FUNCTION_ARGS)
 		{
 			/* a row leaves the cluster */
 			nulls[1] = nulls[5] = true;
-			values[2] = row_id(&call.in, rows[t->child]);
+			values[2] = gc_glue_srf_id(&call.in, rows[t->child]);
 		}
 		else
 		{
@@ -194,7 +173,7 @@ gpu_hdbscan_tree(PG_FUNCTION_ARGS)
 		}
 		values[3] = Float8GetDatum(t->lambda);
 		values[4] = Int64GetDatum(t->child_size);
-		put_row(fcinfo, values, nulls, r);
+		gc_glue_srf_put(&call, values, nulls, r);
 	}
 	gc_glue_srf_emit_end(&call);
 	hdbscan_end(&call, &params, hdbscan_timing(&params, out.clusters));
@@ -223,10 +202,10 @@ gpu_minimum_spanning_tree(PG_FUNCTION_ARGS)
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 
-		values[0] = row_id(&call.in, rows[edges[e].a]);
-		values[1] = row_id(&call.in, rows[edges[e].b]);
+		values[0] = gc_glue_srf_id(&call.in, rows[edges[e].a]);
+		values[1] = gc_glue_srf_id(&call.in, rows[edges[e].b]);
 		values[2] = Float8GetDatum(edges[e].w);
-		put_row(fcinfo, values, nulls, e);
+		gc_glue_srf_put(&call, values, nulls, e);
 	}
 	gc_glue_srf_emit_end(&call);
 	hdbscan_end(&call, &params, psprintf(", alpha %g", params.alpha));
