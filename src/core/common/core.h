@@ -197,7 +197,7 @@ int			gc_kmeans_threads(const gc_ctx *ctx, int64_t n, int d, int k);
 int			gc_dbscan_threads(const gc_ctx *ctx, int64_t n);
 
 /* ------------------------------------------------------------------ */
-/* The rows of the cosine metric (metric.c), DBSCAN's and k-means'     */
+/* The rows of the cosine metric (metric.c), the clusterings' alike   */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -210,6 +210,15 @@ void		gc_unit_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 /* The position of the first row of X whose features are all 0, or -1. */
 int64_t		gc_first_zero_row(const float *X, int64_t n, int d);
+
+/*
+ * The rows a cosine clustering searches: *rows = the unit rows of X, in a
+ * new array *own the caller frees; X itself (*own NULL) when n is 0.
+ * GC_EINVAL naming the first zero row (its cosine distance is undefined),
+ * GC_ENOMEM.
+ */
+gc_code		gc_cosine_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						   const float **rows, float **own, gc_status *st);
 
 /* ------------------------------------------------------------------ */
 /* Memory available to the process (sysmem.c)                          */

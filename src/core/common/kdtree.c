@@ -6,10 +6,14 @@
  * into place with quickselect, on a scratch array of that coordinate.  The
  * shape depends only on n, so it and the result are the same whatever the
  * thread count.
+ *
+ * And the parallel loop of queries over the built tree (gc_kdtree_query_all:
+ * the k-distances' and HDBSCAN's core distances').
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 
 #include "common/metric.h"
 #include "common/kdtree.h"
@@ -212,5 +216,58 @@ gc_kdtree_build(gc_kdtree *t, const float *X, int64_t n, int d, int leaf_size,
 											t->hi[(2 * node + 2) * d + k]);
 			}
 	}
+	return GC_OK;
+}
+
+gc_code
+gc_kdtree_query_all(const gc_ctx *ctx, const gc_kdtree *t, int team,
+					int64_t chunk, size_t heap_bytes, gc_phase phase,
+					gc_kdtree_query_fn query, void *arg)
+{
+	const int64_t n = t->n;
+	const int64_t nchunks = (n + chunk - 1) / chunk;
+	int			stop = 0;
+	bool		nomem = false;
+	gc_loop_progress lp;
+
+	gc_loop_progress_start(&lp, ctx, phase, n);
+#pragma omp parallel num_threads(team)
+	{
+		void	   *heap = malloc(heap_bytes);
+		int64_t    *stack = malloc(sizeof(int64_t) * (size_t) (2 * t->depth + 4));
+		const bool	caller = omp_get_thread_num() == 0;
+
+		if (heap == NULL || stack == NULL)
+		{
+			__atomic_store_n(&nomem, true, __ATOMIC_RELAXED);
+			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+		}
+#pragma omp for schedule(dynamic, 1)
+		for (int64_t c = 0; c < nchunks; c++)
+		{
+			int64_t		s0 = c * chunk,
+						s1 = s0 + chunk < n ? s0 + chunk : n;
+
+			for (int64_t s = s0; s < s1; s++)
+			{
+				if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
+					break;
+				if (gc_cancelled(ctx))
+				{
+					__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+					break;
+				}
+				query(arg, s, heap, stack);
+			}
+			gc_loop_progress_add(&lp, s1 - s0, caller);
+		}
+		free(heap);
+		free(stack);
+	}
+	if (nomem)
+		return GC_ENOMEM;
+	if (stop)
+		return GC_ECANCEL;
+	gc_loop_progress_end(&lp);
 	return GC_OK;
 }

@@ -38,6 +38,23 @@ gc_code		gc_kdtree_build(gc_kdtree *t, const float *X, int64_t n, int d,
 
 void		gc_kdtree_free(gc_kdtree *t);
 
+/*
+ * One query from every position s of t (0 <= s < t->n), in chunks of chunk
+ * positions over team threads: query(arg, s, heap, stack), where heap is
+ * the thread's heap_bytes and stack its room for a depth-first walk of t
+ * (2 depth + 4 nodes).  The cancel flags are polled before every query;
+ * progress: phase, with the positions done of t->n.  Returns GC_OK,
+ * GC_ENOMEM (a thread's heap or stack not allocated) or GC_ECANCEL, and
+ * leaves the message to the caller (st untouched).
+ */
+typedef void (*gc_kdtree_query_fn) (void *arg, int64_t s, void *heap,
+									int64_t *stack);
+
+gc_code		gc_kdtree_query_all(const gc_ctx *ctx, const gc_kdtree *t,
+								int team, int64_t chunk, size_t heap_bytes,
+								gc_phase phase, gc_kdtree_query_fn query,
+								void *arg);
+
 static inline int
 gc_kdtree_is_leaf(const gc_kdtree *t, int64_t node)
 {

@@ -121,7 +121,7 @@ number_clusters(gc_dbscan_job *j, int32_t *labels)
 /*
  * Every metric as a Euclidean DBSCAN, the one the indexes and devices
  * run: *rows and *euclid (metric Euclidean) give the labels of X under p.
- * Euclidean: X and p.  Cosine: the unit rows (gc_unit_rows, in a new
+ * Euclidean: X and p.  Cosine: the unit rows (gc_cosine_rows, in a new
  * array *own the caller frees) and eps' with gc_eps2(eps') = fl(2 eps)
  * exactly (metric.h).  GC_EINVAL naming a zero row, GC_ENOMEM.
  */
@@ -130,8 +130,6 @@ dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			const gc_dbscan_params *p, const float **rows, float **own,
 			gc_dbscan_params *euclid, gc_status *st)
 {
-	int64_t		zero;
-
 	*rows = X;
 	*own = NULL;
 	*euclid = *p;
@@ -141,18 +139,7 @@ dbscan_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	 * within an ulp of f, far inside f's float rounding interval */
 	euclid->metric = GC_METRIC_EUCLIDEAN;
 	euclid->eps = sqrt((double) gc_metric_eps2(GC_METRIC_COSINE, p->eps));
-	if (n == 0)
-		return GC_OK;
-	if ((zero = gc_first_zero_row(X, n, d)) >= 0)
-		return gc_fail(st, GC_EINVAL,
-					   "row %lld has all features 0: its cosine distance is undefined",
-					   (long long) zero + 1);
-	if ((*own = malloc(sizeof(float) * (size_t) n * (size_t) d)) == NULL)
-		return gc_fail(st, GC_ENOMEM, "out of memory for the unit rows of %lld points",
-					   (long long) n);
-	gc_unit_rows(ctx, X, n, d, *own);
-	*rows = *own;
-	return GC_OK;
+	return gc_cosine_rows(ctx, X, n, d, rows, own, st);
 }
 
 gc_code

@@ -83,32 +83,6 @@ gc_hdbscan_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	return GC_OK;
 }
 
-/*
- * The rows phases 1 and 2 search: X, or under cosine its unit rows in a
- * new array *own the caller frees (GC_EINVAL naming a zero row).
- */
-static gc_code
-metric_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
-			gc_metric metric, const float **rows, float **own, gc_status *st)
-{
-	int64_t		zero;
-
-	*rows = X;
-	*own = NULL;
-	if (metric != GC_METRIC_COSINE)
-		return GC_OK;
-	if ((zero = gc_first_zero_row(X, n, d)) >= 0)
-		return gc_fail(st, GC_EINVAL,
-					   "row %lld has all features 0: its cosine distance is undefined",
-					   (long long) zero + 1);
-	if ((*own = malloc(sizeof(float) * (size_t) n * (size_t) d)) == NULL)
-		return gc_fail(st, GC_ENOMEM, "out of memory for the unit rows of %lld points",
-					   (long long) n);
-	gc_unit_rows(ctx, X, n, d, *own);
-	*rows = *own;
-	return GC_OK;
-}
-
 /* Phases 1 and 2 on the CPU, one index for both. */
 static gc_code
 phases_cpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
@@ -137,14 +111,15 @@ phases(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	   const gc_hdbscan_params *p, gc_device dev, double *core,
 	   gc_mst_edge *edges, gc_status *st)
 {
-	const float *rows;
-	float	   *own;
+	const float *rows = X;	/* the rows phases 1 and 2 search */
+	float	   *own = NULL;
 	gc_code		rc;
 
 	if (dev == GC_DEVICE_GPU && n > GC_HDBSCAN_GPU_MAX_N)
 		return gc_fail(st, GC_EINVAL, "HDBSCAN on the GPU takes at most %lld rows, got %lld",
 					   (long long) GC_HDBSCAN_GPU_MAX_N, (long long) n);
-	if ((rc = metric_rows(ctx, X, n, d, p->metric, &rows, &own, st)) != GC_OK)
+	if (p->metric == GC_METRIC_COSINE &&
+		(rc = gc_cosine_rows(ctx, X, n, d, &rows, &own, st)) != GC_OK)
 		return rc;
 	if (n == 1)
 		core[0] = gc_hdbscan_dist(p->metric, 0.0);

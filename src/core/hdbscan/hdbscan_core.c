@@ -17,7 +17,6 @@
  */
 #include <math.h>
 #include <stdlib.h>
-#include <omp.h>
 
 #include "hdbscan/hdbscan_internal.h"
 #include "common/max_heap.h"
@@ -114,59 +113,42 @@ heap_threads(int team, int64_t n, int64_t min_samples)
 	return fit < 1.0 ? 1 : fit < (double) team ? (int) fit : team;
 }
 
+typedef struct core_query
+{
+	const gc_hd_index *ix;
+	int64_t		min_samples;
+	gc_metric	metric;
+	double	   *core;
+} core_query;
+
+static void
+core_of(void *arg, int64_t s, void *heap, int64_t *stack)
+{
+	const core_query *q = arg;
+	const gc_hd_index *ix = q->ix;
+
+	q->core[ix->perm[s]] =
+		gc_hdbscan_dist(q->metric, kth_dist2(ix, ix->pts + s * ix->d,
+											 q->min_samples, heap, stack));
+}
+
 gc_code
 gc_hd_core(const gc_ctx *ctx, const gc_hd_index *ix, int64_t min_samples,
 		   gc_metric metric, double *core, gc_status *st)
 {
-	const int64_t n = ix->n;
-	const int64_t nchunks = (n + HD_CHUNK - 1) / HD_CHUNK;
+	const int64_t nchunks = (ix->n + HD_CHUNK - 1) / HD_CHUNK;
 	const int	team = heap_threads(gc_region_threads(gc_team_adapt(ctx), nchunks),
-									n, min_samples);
-	int			stop = 0;
-	bool		nomem = false;
-	gc_loop_progress lp;
+									ix->n, min_samples);
+	core_query	q = {ix, min_samples, metric, core};
+	gc_code		rc;
 
-	gc_loop_progress_start(&lp, ctx, GC_PHASE_INIT, n);
-#pragma omp parallel num_threads(team)
-	{
-		double	   *heap = malloc(sizeof(double) * (size_t) min_samples);
-		int64_t    *stack = malloc(sizeof(int64_t) * (size_t) (2 * ix->t.depth + 4));
-		const bool	caller = omp_get_thread_num() == 0;
-
-		if (heap == NULL || stack == NULL)
-		{
-			__atomic_store_n(&nomem, true, __ATOMIC_RELAXED);
-			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-		}
-#pragma omp for schedule(dynamic, 1)
-		for (int64_t c = 0; c < nchunks; c++)
-		{
-			int64_t		s0 = c * HD_CHUNK,
-						s1 = s0 + HD_CHUNK < n ? s0 + HD_CHUNK : n;
-
-			for (int64_t s = s0; s < s1; s++)
-			{
-				if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
-					break;
-				if (gc_cancelled(ctx))
-				{
-					__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-					break;
-				}
-				core[ix->perm[s]] =
-					gc_hdbscan_dist(metric, kth_dist2(ix, ix->pts + s * ix->d,
-													  min_samples, heap, stack));
-			}
-			gc_loop_progress_add(&lp, s1 - s0, caller);
-		}
-		free(heap);
-		free(stack);
-	}
-	if (nomem)
+	rc = gc_kdtree_query_all(ctx, &ix->t, team, HD_CHUNK,
+							 sizeof(double) * (size_t) min_samples,
+							 GC_PHASE_INIT, core_of, &q);
+	if (rc == GC_ENOMEM)
 		return gc_fail(st, GC_ENOMEM, "out of memory for the core distances' heaps (min_samples = %lld)",
 					   (long long) min_samples);
-	if (stop)
+	if (rc == GC_ECANCEL)
 		return gc_fail(st, GC_ECANCEL, "canceled");
-	gc_loop_progress_end(&lp);
 	return GC_OK;
 }

@@ -25,7 +25,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <omp.h>
 
 #include "tools/tools.h"
 #include "common/gpu.h"
@@ -118,6 +117,24 @@ gc_kdistance_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	return gc_kdistance_gpu(ctx, X, n, d, k, kdist2, st);
 }
 
+typedef struct kdist_query
+{
+	const gc_kdtree *t;
+	const float *pts;
+	int64_t		k;
+	const int64_t *perm;
+	float	   *kdist2;
+} kdist_query;
+
+static void
+kdist_of(void *arg, int64_t s, void *heap, int64_t *stack)
+{
+	const kdist_query *q = arg;
+
+	q->kdist2[q->perm[s]] = kth_distance(q->t, q->pts, q->pts + s * q->t->d,
+										 q->k, heap, stack);
+}
+
 gc_code
 gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				 int64_t k, float *kdist2, gc_status *st)
@@ -125,15 +142,10 @@ gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_kdtree	t;
 	int64_t    *perm;
 	float	   *pts;
-	int			team;
-	int			stop = 0;
-	bool		nomem = false;
 	gc_code		rc;
-	gc_loop_progress lp;
 
 	if ((rc = kdistance_check(ctx, X, n, d, k, kdist2, st)) != GC_OK)
 		return rc;
-	team = gc_team_adapt(ctx);
 	perm = malloc(sizeof(int64_t) * (size_t) n);
 	pts = malloc(sizeof(float) * (size_t) n * (size_t) d);
 	if (perm == NULL || pts == NULL)
@@ -143,60 +155,26 @@ gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return gc_fail(st, GC_ENOMEM, "out of memory for the k-distances");
 	}
 	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
-	rc = gc_kdtree_build(&t, X, n, d, KD_LEAF_SIZE, team, ctx, perm, pts, st);
-	if (rc != GC_OK)
+	rc = gc_kdtree_build(&t, X, n, d, KD_LEAF_SIZE, gc_team_adapt(ctx), ctx,
+						 perm, pts, st);
+	if (rc == GC_OK)
 	{
-		free(perm);
-		free(pts);
-		return rc;
+		kdist_query q = {&t, pts, k, perm, kdist2};
+
+		rc = gc_kdtree_query_all(ctx, &t,
+								 gc_region_threads(gc_team_adapt(ctx), n / KD_CHUNK),
+								 KD_CHUNK, sizeof(float) * (size_t) k,
+								 GC_PHASE_ITERATE, kdist_of, &q);
+		gc_kdtree_free(&t);
+		if (rc == GC_ENOMEM)
+			gc_fail(st, GC_ENOMEM, "out of memory for the k-distance heaps (k = %lld)",
+					(long long) k);
+		else if (rc == GC_ECANCEL)
+			gc_fail(st, GC_ECANCEL, "canceled");
 	}
-
-	gc_loop_progress_start(&lp, ctx, GC_PHASE_ITERATE, n);
-	team = gc_region_threads(gc_team_adapt(ctx), n / KD_CHUNK);
-#pragma omp parallel num_threads(team)
-	{
-		float	   *heap = malloc(sizeof(float) * (size_t) k);
-		int64_t    *stack = malloc(sizeof(int64_t) * (size_t) (2 * t.depth + 4));
-		const bool	caller = omp_get_thread_num() == 0;
-
-		if (heap == NULL || stack == NULL)
-		{
-			__atomic_store_n(&nomem, true, __ATOMIC_RELAXED);
-			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-		}
-#pragma omp for schedule(dynamic, 1)
-		for (int64_t c = 0; c < (n + KD_CHUNK - 1) / KD_CHUNK; c++)
-		{
-			int64_t		s0 = c * KD_CHUNK,
-						s1 = s0 + KD_CHUNK < n ? s0 + KD_CHUNK : n;
-
-			for (int64_t s = s0; s < s1; s++)
-			{
-				if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
-					break;
-				if (gc_cancelled(ctx))
-				{
-					__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-					break;
-				}
-				kdist2[perm[s]] = kth_distance(&t, pts, pts + s * d, k, heap,
-											   stack);
-			}
-			gc_loop_progress_add(&lp, s1 - s0, caller);
-		}
-		free(heap);
-		free(stack);
-	}
-	gc_kdtree_free(&t);
 	free(perm);
 	free(pts);
-	if (nomem)
-		return gc_fail(st, GC_ENOMEM, "out of memory for the k-distance heaps (k = %lld)",
-					   (long long) k);
-	if (stop)
-		return gc_fail(st, GC_ECANCEL, "canceled");
-	gc_loop_progress_end(&lp);
-	return GC_OK;
+	return rc;
 }
 
 int64_t
