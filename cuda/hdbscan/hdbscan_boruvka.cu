@@ -36,14 +36,14 @@
  *      then each level from its children's).
  * Each round at least halves the components, so there are at most
  * log2(n) + 1 rounds.  The cancel flags are polled while each launch of
- * the search runs and between rounds.  A cancel raises the call's stop
- * flag, which each warp of the search reads at the first leaf it opens
- * and every HB_STOP_EVERY after, leaving when it is raised with its rows' bests
- * unwritten (what it published into cw is an edge's weight all the same):
- * each launch of the search is the last on the stream, and the call then
- * returns GC_ECANCEL, launching nothing more.  A round that adds no edge,
- * an edge count past n - 1 or a component without an edge is an internal
- * error (GC_EDEVICE), never a hang.
+ * the search runs and at the end of each round.  A cancel raises the
+ * call's stop flag, which each warp of the search reads at the first leaf
+ * it opens and every HB_STOP_EVERY after, leaving when it is raised with
+ * its rows' bests unwritten (what it published into cw is an edge's
+ * weight all the same): each launch of the search is the last on the
+ * stream, and the call then returns GC_ECANCEL, launching nothing more.
+ * A round that adds no edge, an edge count past n - 1 or a component
+ * without an edge is an internal error (GC_EDEVICE), never a hang.
  *
  * Memory: 46 bytes a row and 16 a node, besides the tree, the core
  * distances and the edges.

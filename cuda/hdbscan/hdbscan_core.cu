@@ -24,9 +24,9 @@
  * query, at most HB_HEAP_BYTES a batch but one block's worth).  The cancel
  * flags are polled while a batch runs (hb_sync_poll).  A cancel raises the
  * call's stop flag, which each warp reads at the first leaf it opens and
- * every HB_STOP_EVERY after, leaving when it is raised, its rows' core distances
- * unwritten: the batch is the last launch on the stream, and the call then
- * returns GC_ECANCEL, launching nothing more.
+ * every HB_STOP_EVERY after, leaving when it is raised, its rows' core
+ * distances unwritten: the batch is the last launch on the stream, and the
+ * call then returns GC_ECANCEL, launching nothing more.
  */
 #include <math.h>
 

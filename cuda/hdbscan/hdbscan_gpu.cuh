@@ -39,7 +39,7 @@
 #define HB_T 128				/* search kernels: 4 warps of queries */
 #define HB_STACK 32				/* > depth + 1: depth <= 25 (n < 2^31, leaves of 32+) */
 #define HB_MAX_DEPTH 30
-#define HB_STOP_EVERY 32		/* leaves a warp's walk opens between two reads of the stop flag */
+#define HB_STOP_EVERY 32		/* leaves a walk opens between reads of the stop flag */
 
 #define HB_WHO "GPU HDBSCAN"
 #define HB_CK(expr) GC_CUDA_CK(HB_WHO, expr)
