@@ -60,22 +60,33 @@ gc_dfree(void *p, cudaStream_t s)
 #pragma GCC visibility push(hidden)
 
 /*
- * A stop flag (stop.cu): an int in pinned host memory that the device
- * reads, 0 when taken; the host's address, its device address in *dev.
- * NULL (and *dev NULL) when none can be had: all are taken, or no pinned
- * memory.  gc_stop_give hands it back once no kernel can read it.
+ * A call's stop flag: an int in device memory, 0 from the call's start,
+ * that its long kernels read while they run (gc_stopped, in L2), raised by
+ * a copy on a stream of its own (stop_s), which the copy engine runs
+ * beside the call's kernels.
  */
-volatile int *gc_stop_take(const volatile int **dev);
-void		gc_stop_give(volatile int *flag);
+struct gc_stop
+{
+	int		   *flag = nullptr;
+	cudaStream_t s = nullptr;
+};
 
 /*
  * Wait for stream s without holding a CPU core, polling ctx's cancel flags
- * about every millisecond while it runs; when they are raised, raise stop
- * (when not NULL), set *cancelled and go on waiting: the kernels that read
- * stop end early, the rest run out.  The stream's status (stop.cu).
+ * about every millisecond while it runs; when they are raised, raise stop's
+ * flag (when it has one), set *cancelled and go on waiting: the kernels
+ * that read it end early, the rest run out.  The stream's status
+ * (stop.cu).
  */
 cudaError_t gc_stream_wait(cudaStream_t s, const gc_ctx *ctx,
-						   volatile int *stop, bool *cancelled);
+						   const gc_stop *stop, bool *cancelled);
+
+/*
+ * The pinned 1 that raises a stop flag, allocated at the first call of the
+ * process (stop.cu): made before a call's kernels run, since a page-locked
+ * allocation waits for them.  Pageable memory when none can be pinned.
+ */
+const int  *gc_stop_one(void);
 
 #pragma GCC visibility pop
 
@@ -94,8 +105,8 @@ struct gc_dev
 	size_t		cub_bytes = 0;
 	int			host_threads = 1;	/* for the host side of transfers */
 	double	   *ms_alloc = nullptr;
-	volatile int *stop_h = nullptr; /* the stop flag, once taken */
-	const volatile int *stop_d = nullptr;	/* and its device address */
+	gc_stop		stop;			/* the stop flag, once asked for */
+	bool		stop_none = false;	/* none could be had */
 
 	~gc_dev()
 	{
@@ -106,6 +117,12 @@ struct gc_dev
 	{
 		if (s)
 			cudaStreamSynchronize(s);
+		if (stop.s)
+		{
+			cudaStreamSynchronize(stop.s);
+			cudaStreamDestroy(stop.s);
+		}
+		stop = gc_stop();
 		for (void *p : allocs)
 			gc_dfree(p, s);
 		allocs.clear();
@@ -115,23 +132,30 @@ struct gc_dev
 		if (s)
 			cudaStreamDestroy(s);
 		s = nullptr;
-		/* no kernel of the call runs now: the flag can serve another */
-		gc_stop_give(stop_h);
-		stop_h = nullptr;
-		stop_d = nullptr;
 	}
 
 	/*
-	 * The call's stop flag for its kernels (gc_stopped), taken at the
-	 * first ask; gc_sync_poll raises it on a cancel.  NULL when none can
-	 * be had: the kernels then run to their end, and the cancel is seen
-	 * between launches.
+	 * The call's stop flag for its kernels (gc_stopped), made at the
+	 * first ask, 0 in stream order; gc_sync_poll raises it on a cancel.
+	 * NULL when it cannot be had: the kernels then run to their end, and
+	 * the cancel is seen between launches.
 	 */
 	const volatile int *stop_flag()
 	{
-		if (stop_h == nullptr)
-			stop_h = gc_stop_take(&stop_d);
-		return stop_d;
+		if (stop.flag == nullptr && !stop_none)
+		{
+			if (gc_stop_one() == nullptr || alloc(stop.flag, 1) != cudaSuccess ||
+				cudaMemsetAsync(stop.flag, 0, sizeof(int), s) != cudaSuccess ||
+				cudaStreamCreateWithFlags(&stop.s, cudaStreamNonBlocking) != cudaSuccess)
+			{
+				cudaGetLastError();
+				if (stop.s)
+					cudaStreamDestroy(stop.s);
+				stop = gc_stop();
+				stop_none = true;
+			}
+		}
+		return stop.flag;
 	}
 
 	template <typename T>
@@ -198,7 +222,7 @@ gc_sync_poll(gc_dev &D, const gc_ctx *ctx, const char *who, gc_status *st)
 {
 	bool		cancelled;
 
-	GC_CUDA_CK(who, gc_stream_wait(D.s, ctx, D.stop_h, &cancelled));
+	GC_CUDA_CK(who, gc_stream_wait(D.s, ctx, &D.stop, &cancelled));
 	if (cancelled || gc_cancelled(ctx))
 		return gc_fail(st, GC_ECANCEL, "canceled");
 	return GC_OK;
@@ -206,8 +230,8 @@ gc_sync_poll(gc_dev &D, const gc_ctx *ctx, const char *who, gc_status *st)
 
 /*
  * In a kernel: whether the call's stop flag (gc_dev::stop_flag; NULL:
- * never) is raised.  A read of host memory: once per row or per many
- * steps of a walk, not per step.
+ * never) is raised.  A read of L2 past the L1: once per many steps of a
+ * walk, not per step.
  */
 __device__ __forceinline__ bool
 gc_stopped(const volatile int *flag)

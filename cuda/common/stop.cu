@@ -1,15 +1,13 @@
 /*
- * stop.cu — stopping a call's kernels while they run, and waiting for a
- * stream without holding a CPU core (check.cuh).
+ * stop.cu — waiting for a call's stream without holding a CPU core, and
+ * stopping its kernels while they run (check.cuh).
  *
- * The stop flags are ints in one page of pinned host memory mapped into
- * the device's address space: a kernel reads its call's flag while it runs
- * (gc_stopped, gc_warp_stopped), the host raises it (gc_stream_wait).  The
- * page is allocated on first use and kept for the process, a slot handed
- * to each call that asks (gc_dev::stop_flag), because a page-locked
- * allocation or release waits for the whole device, every stream, which a
- * call must not do while others run (the GPU worker's jobs).  Portable: its
- * one device address (unified addressing) serves every device.
+ * A call's stop flag lives in device memory, where its kernels read it
+ * for the price of an L2 access; the host raises it by copying a 1 from
+ * pinned memory on a stream of the call's own, which the copy engine runs
+ * beside the kernels.  The pinned 1 is allocated once for the process: a
+ * page-locked allocation waits for the whole device, every stream, which
+ * a call must not do while others run (the GPU worker's jobs).
  */
 #include <mutex>
 #include <time.h>
@@ -18,69 +16,23 @@
 
 #pragma GCC visibility push(hidden)
 
-#define STOP_SLOTS 64			/* calls that can hold a flag at once */
-#define STOP_STRIDE 16			/* ints between two flags: one 64-byte line each */
-
-static struct
+const int *
+gc_stop_one(void)
 {
-	int		   *host;			/* STOP_SLOTS * STOP_STRIDE ints, or NULL */
-	bool		tried;			/* allocation attempted (ok or not) */
-	bool		used[STOP_SLOTS];
-} stop_page;
-static std::mutex stop_mu;
+	static std::once_flag once;
+	static int *pinned = nullptr;
+	static const int pageable = 1;
 
-/* The page, allocated on first use; false when it cannot be had. */
-static bool
-stop_page_ready(void)
-{
-	if (!stop_page.tried)
-	{
-		stop_page.tried = true;
-		if (cudaHostAlloc((void **) &stop_page.host,
-						  sizeof(int) * STOP_SLOTS * STOP_STRIDE,
-						  cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
+	std::call_once(once, [] {
+		if (cudaHostAlloc((void **) &pinned, sizeof(int), cudaHostAllocPortable) != cudaSuccess)
 		{
 			cudaGetLastError();
-			stop_page.host = nullptr;
+			pinned = nullptr;
 		}
-	}
-	return stop_page.host != nullptr;
-}
-
-volatile int *
-gc_stop_take(const volatile int **dev)
-{
-	std::lock_guard<std::mutex> lock(stop_mu);
-
-	*dev = nullptr;
-	if (!stop_page_ready())
-		return nullptr;
-	for (int i = 0; i < STOP_SLOTS; i++)
-		if (!stop_page.used[i])
-		{
-			int		   *h = stop_page.host + i * STOP_STRIDE;
-			void	   *d = nullptr;
-
-			if (cudaHostGetDevicePointer(&d, h, 0) != cudaSuccess)
-			{
-				cudaGetLastError();
-				return nullptr;
-			}
-			stop_page.used[i] = true;
-			*(volatile int *) h = 0;
-			*dev = (const volatile int *) d;
-			return h;
-		}
-	return nullptr;
-}
-
-void
-gc_stop_give(volatile int *flag)
-{
-	std::lock_guard<std::mutex> lock(stop_mu);
-
-	if (flag != nullptr)
-		stop_page.used[((int *) flag - stop_page.host) / STOP_STRIDE] = false;
+		else
+			*pinned = 1;
+	});
+	return pinned != nullptr ? pinned : &pageable;
 }
 
 /*
@@ -104,7 +56,7 @@ nap_ms(double ms)
 }
 
 cudaError_t
-gc_stream_wait(cudaStream_t s, const gc_ctx *ctx, volatile int *stop,
+gc_stream_wait(cudaStream_t s, const gc_ctx *ctx, const gc_stop *stop,
 			   bool *cancelled)
 {
 	const double t0 = gc_now_ms();
@@ -122,8 +74,10 @@ gc_stream_wait(cudaStream_t s, const gc_ctx *ctx, volatile int *stop,
 		{
 			/* the kernels that read the flag end early; the rest run out */
 			*cancelled = true;
-			if (stop != nullptr)
-				*stop = 1;
+			if (stop != nullptr && stop->flag != nullptr &&
+				cudaMemcpyAsync(stop->flag, gc_stop_one(), sizeof(int),
+								cudaMemcpyHostToDevice, stop->s) != cudaSuccess)
+				cudaGetLastError();	/* the kernels then run out */
 		}
 		nap_ms(nap < GC_WAIT_NAP_MIN_MS ? GC_WAIT_NAP_MIN_MS :
 			   nap > GC_WAIT_NAP_MAX_MS ? GC_WAIT_NAP_MAX_MS : nap);

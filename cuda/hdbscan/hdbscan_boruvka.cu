@@ -37,10 +37,10 @@
  * Each round at least halves the components, so there are at most
  * log2(n) + 1 rounds.  The cancel flags are polled while each launch of
  * the search runs and at the end of each round.  A cancel raises the
- * call's stop flag, which each warp of the search reads at the first leaf
- * it opens and every HB_STOP_EVERY after, leaving when it is raised with
- * its rows' bests unwritten (what it published into cw is an edge's
- * weight all the same): each launch of the search is the last on the
+ * call's stop flag, which each warp of the search reads after every
+ * HB_STOP_EVERY leaves it opens (a short walk never: it ends soon),
+ * leaving when it is raised with its rows' bests unwritten (what it
+ * published into cw is an edge's weight all the same): each launch of the search is the last on the
  * stream, and the call then returns GC_ECANCEL, launching nothing more.
  * A round that adds no edge, an edge count past n - 1 or a component
  * without an edge is an internal error (GC_EDEVICE), never a hang.
@@ -88,7 +88,7 @@ struct hb_mst
 	unsigned long long *eab;	/* and pairs */
 	unsigned   *info;			/* [0]: edges so far, [1]: HB_ERR_* bits */
 	unsigned long long *stats;	/* [0]: nodes opened, [1]: distances */
-	const volatile int *stop;	/* the call's stop flag (host memory), or NULL */
+	const volatile int *stop;	/* the call's stop flag (device memory), or NULL */
 };
 
 /* ------------------------------------------------------------------ */
@@ -337,7 +337,7 @@ k_hb_search(hb_mst S, int p0, int cnt)
 			continue;
 		if (node >= first_leaf)
 		{
-			if (leaves++ % HB_STOP_EVERY == 0 && gc_warp_stopped(S.stop))
+			if (++leaves % HB_STOP_EVERY == 0 && gc_warp_stopped(S.stop))
 				return;
 			if (!need)
 				continue;

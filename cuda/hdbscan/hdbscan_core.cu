@@ -23,10 +23,10 @@
  * Memory: for k > HB_KREG the heaps of one batch of queries (8 k bytes a
  * query, at most HB_HEAP_BYTES a batch but one block's worth).  The cancel
  * flags are polled while a batch runs (hb_sync_poll).  A cancel raises the
- * call's stop flag, which each warp reads at the first leaf it opens and
- * every HB_STOP_EVERY after, leaving when it is raised, its rows' core
- * distances unwritten: the batch is the last launch on the stream, and the
- * call then returns GC_ECANCEL, launching nothing more.
+ * call's stop flag, which each warp reads after every HB_STOP_EVERY leaves
+ * it opens (a short walk never: it ends soon), leaving when it is raised,
+ * its rows' core distances unwritten: the batch is the last launch on the
+ * stream, and the call then returns GC_ECANCEL, launching nothing more.
  */
 #include <math.h>
 
@@ -170,7 +170,7 @@ k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
 			const int	b = tr_off(leaf, T.n, T.depth),
 						e = tr_off(leaf + 1, T.n, T.depth);
 
-			if (leaves++ % HB_STOP_EVERY == 0 && gc_warp_stopped(stop))
+			if (++leaves % HB_STOP_EVERY == 0 && gc_warp_stopped(stop))
 				return;
 			if (!need)
 				continue;
