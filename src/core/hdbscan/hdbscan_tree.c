@@ -77,8 +77,8 @@
  *    the rows, which the team then writes, a side that falls walked
  *    breadth first;
  *  - the selection over the clusters, then the labels, probabilities and
- *    outlier scores of the rows on the team, and the flat numbers in one
- *    pass in input order.
+ *    outlier scores of the rows on the team, each cluster's lowest row on
+ *    the team, and the flat numbers in the order of those rows.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -569,13 +569,16 @@ hd_glosh(double lmax, double lambda)
 	return (lmax - lambda) / lmax;
 }
 
-/* What the rows' labelling reads: the selection made from the tree. */
+/* What the rows' labelling reads and writes. */
 typedef struct hd_labelling
 {
 	const int64_t *top;			/* the nearest selected cluster at or above */
 	const double *lmax;			/* the largest lambda in a subtree */
 	bool		single_root;	/* the root selected alone, taking by lambda */
 	double		threshold;		/* the lambda it takes rows from */
+	int64_t    *first;			/* each cluster's lowest row (n: none) */
+	const int32_t *flat;		/* each cluster's flat number */
+	gc_hdbscan_result *res;
 } hd_labelling;
 
 /*
@@ -583,9 +586,10 @@ typedef struct hd_labelling
  * selected cluster (or GC_NOISE), the probability, the outlier score.
  */
 static void
-hd_label_rows(const hd_tree *t, const hd_labelling *lb, int64_t i0,
-			  int64_t i1, gc_hdbscan_result *res)
+hd_label_rows(const hd_tree *t, hd_labelling *lb, int64_t i0, int64_t i1)
 {
+	gc_hdbscan_result *res = lb->res;
+
 	for (int64_t i = i0; i < i1; i++)
 	{
 		int64_t		c = t->leave[i].c,
@@ -606,12 +610,44 @@ hd_label_rows(const hd_tree *t, const hd_labelling *lb, int64_t i0,
 	}
 }
 
+/* Rows [i0, i1): each labelled row lowers its cluster's first row. */
+static void
+hd_first_rows(const hd_tree *t, hd_labelling *lb, int64_t i0, int64_t i1)
+{
+	(void) t;
+	for (int64_t i = i0; i < i1; i++)
+	{
+		int32_t		cl = lb->res->labels[i];
+		int64_t		seen;
+
+		if (cl == GC_NOISE)
+			continue;
+		seen = __atomic_load_n(&lb->first[cl], __ATOMIC_RELAXED);
+		while (i < seen &&
+			   !__atomic_compare_exchange_n(&lb->first[cl], &seen, i, false,
+											__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
+}
+
+/* Rows [i0, i1): the flat number in place of the provisional one. */
+static void
+hd_flat_rows(const hd_tree *t, hd_labelling *lb, int64_t i0, int64_t i1)
+{
+	(void) t;
+	for (int64_t i = i0; i < i1; i++)
+		if (lb->res->labels[i] != GC_NOISE)
+			lb->res->labels[i] = lb->flat[lb->res->labels[i]];
+}
+
 /*
- * hd_label_rows over every row on the team, in blocks of 2^20 rows, the
- * caller's thread polling for a cancel between its blocks.
+ * fn over every row on the team, in blocks of 2^20 rows, the caller's
+ * thread polling for a cancel between its blocks.  The results do not
+ * depend on the team.
  */
 static gc_code
-hd_label_all(hd_tree *t, const hd_labelling *lb, gc_hdbscan_result *res,
+hd_team_rows(hd_tree *t, hd_labelling *lb,
+			 void (*fn) (const hd_tree *, hd_labelling *, int64_t, int64_t),
 			 gc_status *st)
 {
 	int64_t		block = HD_POLL_MASK + 1,
@@ -626,8 +662,7 @@ hd_label_all(hd_tree *t, const hd_labelling *lb, gc_hdbscan_result *res,
 		if (omp_get_thread_num() == 0 && gc_cancelled(t->ctx))
 			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 		else
-			hd_label_rows(t, lb, b * block,
-						  (b + 1) * block < t->n ? (b + 1) * block : t->n, res);
+			fn(t, lb, b * block, (b + 1) * block < t->n ? (b + 1) * block : t->n);
 	}
 	if (stop || gc_cancelled(t->ctx))
 		return gc_fail(st, GC_ECANCEL, "canceled");
@@ -637,19 +672,20 @@ hd_label_all(hd_tree *t, const hd_labelling *lb, gc_hdbscan_result *res,
 /*
  * Each row's label, probability and outlier score from the selection sel
  * (_do_labelling, get_probabilities, GLOSH) on the team (hd_label_rows);
- * then flat[c]
- * receives cluster c's flat number (or GC_NOISE) in one pass in input
- * order, and the labels take them.  top and lmax: scratch of nclu.
+ * then flat[c] receives cluster c's flat number (or GC_NOISE), the order
+ * of the clusters' lowest rows, and the labels take them.  top, lmax and
+ * first: scratch of nclu.
  */
 static gc_code
 hd_label(hd_tree *t, const gc_hdbscan_params *p, const uint8_t *sel,
-		 int64_t *top, double *lmax, int32_t *flat, gc_hdbscan_result *res,
-		 gc_status *st)
+		 int64_t *top, double *lmax, int64_t *first, int32_t *flat,
+		 gc_hdbscan_result *res, gc_status *st)
 {
 	int64_t		k = t->nclu,
-				nsel = 0;
-	int32_t		nflat = 0;
-	hd_labelling lb;
+				nsel = 0,
+				nflat = 0;
+	hd_labelling lb = {.top = top, .lmax = lmax, .first = first,
+	.flat = flat, .res = res};
 	gc_code		rc;
 
 	/* top[c]: the nearest selected cluster at or above c, else the root */
@@ -660,6 +696,7 @@ hd_label(hd_tree *t, const gc_hdbscan_params *p, const uint8_t *sel,
 	{
 		nsel += sel[c];
 		flat[c] = GC_NOISE;
+		first[c] = t->n;
 	}
 	/* the root selected alone with allow_single_cluster takes rows by lambda */
 	lb.single_root = p->allow_single_cluster && nsel == 1 && sel[0];
@@ -670,21 +707,19 @@ hd_label(hd_tree *t, const gc_hdbscan_params *p, const uint8_t *sel,
 		if (lmax[c] > lmax[t->cparent[c]])
 			lmax[t->cparent[c]] = lmax[c];
 
-	lb.top = top;
-	lb.lmax = lmax;
-	if ((rc = hd_label_all(t, &lb, res, st)) != GC_OK)
+	if ((rc = hd_team_rows(t, &lb, hd_label_rows, st)) != GC_OK ||
+		(rc = hd_team_rows(t, &lb, hd_first_rows, st)) != GC_OK)
 		return rc;
-	for (int64_t i = 0; i < t->n; i++)
-	{
-		int32_t		cl = res->labels[i];
-
-		if (cl == GC_NOISE)
-			continue;
-		if (flat[cl] == GC_NOISE)
-			flat[cl] = nflat++;
-		res->labels[i] = flat[cl];
-	}
-	res->clusters = nflat;
+	/* the clusters rows joined, by their lowest row (top: free now) */
+	for (int64_t c = 0; c < k; c++)
+		if (first[c] < t->n)
+			top[nflat++] = first[c];
+	qsort(top, (size_t) nflat, sizeof(int64_t), gc_cmp_int64);
+	for (int64_t j = 0; j < nflat; j++)
+		flat[res->labels[top[j]]] = (int32_t) j;
+	if ((rc = hd_team_rows(t, &lb, hd_flat_rows, st)) != GC_OK)
+		return rc;
+	res->clusters = (int32_t) nflat;
 	return GC_OK;
 }
 
@@ -928,7 +963,8 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 {
 	hd_tree		t;
 	uint8_t    *sel = NULL;
-	int64_t    *climb = NULL;
+	int64_t    *climb = NULL,
+			   *first = NULL;
 	double	   *lmax = NULL;
 	int32_t    *flat = NULL,
 			   *selected = NULL;
@@ -973,18 +1009,20 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 
 	sel = malloc((size_t) t.nclu);
 	climb = malloc(sizeof(int64_t) * (size_t) t.nclu);
+	first = malloc(sizeof(int64_t) * (size_t) t.nclu);
 	lmax = malloc(sizeof(double) * (size_t) t.nclu);
 	flat = malloc(sizeof(int32_t) * (size_t) t.nclu);
 	if (res->tree != NULL)
 		selected = malloc(sizeof(int32_t) * (size_t) t.nclu);
-	if (sel == NULL || climb == NULL || lmax == NULL || flat == NULL ||
+	if (sel == NULL || climb == NULL || first == NULL || lmax == NULL ||
+		flat == NULL ||
 		(res->tree != NULL && selected == NULL))
 	{
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
 		goto done;
 	}
 	hd_select(&t, p, sel, climb);
-	if ((rc = hd_label(&t, p, sel, climb, lmax, flat, res, st)) != GC_OK)
+	if ((rc = hd_label(&t, p, sel, climb, lmax, first, flat, res, st)) != GC_OK)
 		goto done;
 	if (res->tree != NULL)
 	{
@@ -997,6 +1035,7 @@ done:
 	hd_free(&t);
 	free(sel);
 	free(climb);
+	free(first);
 	free(lmax);
 	free(flat);
 	free(selected);
