@@ -606,9 +606,9 @@ def condensed_check(conn, SK, name, source, kw, device, n, edges):
     lam = np.array([float(r[3]) for r in rows])
     size = np.array([int(r[4]) for r in rows], dtype=np.int64)
     same = (len(rows) == len(ct) and np.array_equal(parent, ct["parent"]) and np.array_equal(child, ct["child"])
-            and np.array_equal(lam, ct["value"]) and np.array_equal(size, ct["child_size"]))
+            and np.array_equal(lam, ct["value"]) and np.array_equal(size, ct["cluster_size"]))
     first = next((i for i in range(min(len(rows), len(ct)))
-                  if (parent[i], child[i], size[i]) != (ct["parent"][i], ct["child"][i], ct["child_size"][i])
+                  if (parent[i], child[i], size[i]) != (ct["parent"][i], ct["child"][i], ct["cluster_size"][i])
                   or lam[i] != ct["value"][i]), None)
     return check(f"{name}: gpu_hdbscan_tree on {device} = scikit-learn's condensed tree of our MST, row for row",
                  same, f"{len(rows)} rows against {len(ct)}; first difference at row {first}")
