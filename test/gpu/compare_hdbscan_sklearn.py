@@ -36,6 +36,9 @@ gpuclust_info() says the GPU is usable, on 'gpu'; the checks:
                  lambda is finite and lambda_max infinite, duplicates in
                  its cluster, the score is undefined: only bounded);
                  every outlier_score in [0, 1];
+  condensed      gpu_hdbscan_tree's rows on each device are scikit-learn's
+                 _condense_tree of our MST, row for row in its order
+                 (parent, child, lambda bit for bit, size);
   scikit-learn   HDBSCAN(...).fit(X): the same labels up to a renumbering,
                  probabilities within 1e-12, and the MST's weights
                  (_single_linkage_tree_['value'], sorted) equal to ours.  A
