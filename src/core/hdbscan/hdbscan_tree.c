@@ -55,7 +55,7 @@
  * not count it.
  *
  * The work, O(n) but for the near-linear union-find, O(n) memory (about
- * 100 bytes a row, 150 with the tree), everything iterative (a chain of
+ * 60 bytes a row, 125 with the tree), everything iterative (a chain of
  * 10M rows is a tree 10M deep):
  *
  *  - the single-linkage tree by a union-find by size over the rows,
