@@ -3,7 +3,9 @@
  * every GPU algorithm (internal to cuda/): an allocation failure is
  * GC_ENOMEM, anything else GC_EDEVICE, and the message names the algorithm,
  * the error and the call.  A non-sticky error is cleared, so the process
- * can go on using the GPU.
+ * can go on using the GPU.  Also each call's device resources (gc_dev),
+ * its stop flag, and the wait for its stream that polls the cancel flags
+ * (gc_sync_poll; stop.cu).
  */
 #ifndef GPUCLUST_CHECK_CUH
 #define GPUCLUST_CHECK_CUH
@@ -55,11 +57,45 @@ gc_dfree(void *p, cudaStream_t s)
 		cudaFreeAsync(p, s);
 }
 
+#pragma GCC visibility push(hidden)
+
+/*
+ * A call's stop flag: an int in device memory, 0 from the call's start,
+ * that its long kernels read while they run (gc_stopped, in L2), raised by
+ * a copy on a stream of its own (stop_s), which the copy engine runs
+ * beside the call's kernels.
+ */
+struct gc_stop
+{
+	int		   *flag = nullptr;
+	cudaStream_t s = nullptr;
+};
+
+/*
+ * Wait for stream s without holding a CPU core, polling ctx's cancel flags
+ * about every millisecond while it runs; when they are raised, raise stop's
+ * flag (when it has one), set *cancelled and go on waiting: the kernels
+ * that read it end early, the rest run out.  The stream's status
+ * (stop.cu).
+ */
+cudaError_t gc_stream_wait(cudaStream_t s, const gc_ctx *ctx,
+						   const gc_stop *stop, bool *cancelled);
+
+/*
+ * The pinned 1 that raises a stop flag, allocated at the first call of the
+ * process (stop.cu): made before a call's kernels run, since a page-locked
+ * allocation waits for them.  Pageable memory when none can be pinned.
+ */
+const int  *gc_stop_one(void);
+
+#pragma GCC visibility pop
+
 /*
  * The device resources of one call, released on every path out of it
  * (release(), or the destructor after an error): the stream, each
- * allocation, the CUB scratch.  Time spent allocating is added to
- * *ms_alloc when the call sets it.  drop() releases one allocation early.
+ * allocation, the CUB scratch, the stop flag.  Time spent allocating is
+ * added to *ms_alloc when the call sets it.  drop() releases one
+ * allocation early.
  */
 struct gc_dev
 {
@@ -69,6 +105,8 @@ struct gc_dev
 	size_t		cub_bytes = 0;
 	int			host_threads = 1;	/* for the host side of transfers */
 	double	   *ms_alloc = nullptr;
+	gc_stop		stop;			/* the stop flag, once asked for */
+	bool		stop_none = false;	/* none could be had */
 
 	~gc_dev()
 	{
@@ -79,6 +117,12 @@ struct gc_dev
 	{
 		if (s)
 			cudaStreamSynchronize(s);
+		if (stop.s)
+		{
+			cudaStreamSynchronize(stop.s);
+			cudaStreamDestroy(stop.s);
+		}
+		stop = gc_stop();
 		for (void *p : allocs)
 			gc_dfree(p, s);
 		allocs.clear();
@@ -88,6 +132,30 @@ struct gc_dev
 		if (s)
 			cudaStreamDestroy(s);
 		s = nullptr;
+	}
+
+	/*
+	 * The call's stop flag for its kernels (gc_stopped), made at the
+	 * first ask, 0 in stream order; gc_sync_poll raises it on a cancel.
+	 * NULL when it cannot be had: the kernels then run to their end, and
+	 * the cancel is seen between launches.
+	 */
+	const volatile int *stop_flag()
+	{
+		if (stop.flag == nullptr && !stop_none)
+		{
+			if (gc_stop_one() == nullptr || alloc(stop.flag, 1) != cudaSuccess ||
+				cudaMemsetAsync(stop.flag, 0, sizeof(int), s) != cudaSuccess ||
+				cudaStreamCreateWithFlags(&stop.s, cudaStreamNonBlocking) != cudaSuccess)
+			{
+				cudaGetLastError();
+				if (stop.s)
+					cudaStreamDestroy(stop.s);
+				stop = gc_stop();
+				stop_none = true;
+			}
+		}
+		return stop.flag;
 	}
 
 	template <typename T>
@@ -142,17 +210,43 @@ private:
 };
 
 /*
- * Synchronise D's stream, then poll the cancel flags: what a call does
- * between its phases and launches.  who names the algorithm in a CUDA
- * error's message.
+ * Wait for D's stream, polling the cancel flags while it runs and once
+ * more at its end: what a call does between its phases and launches.  A
+ * cancel raises D's stop flag, waits for the stream to drain (the kernels
+ * that read the flag end early, their results partial) and returns
+ * GC_ECANCEL, so the caller returns at once and reads nothing of them.
+ * who names the algorithm in a CUDA error's message.
  */
 static inline gc_code
 gc_sync_poll(gc_dev &D, const gc_ctx *ctx, const char *who, gc_status *st)
 {
-	GC_CUDA_CK(who, cudaStreamSynchronize(D.s));
-	if (gc_cancelled(ctx))
+	bool		cancelled;
+
+	GC_CUDA_CK(who, gc_stream_wait(D.s, ctx, &D.stop, &cancelled));
+	if (cancelled || gc_cancelled(ctx))
 		return gc_fail(st, GC_ECANCEL, "canceled");
 	return GC_OK;
+}
+
+/*
+ * In a kernel: whether the call's stop flag (gc_dev::stop_flag; NULL:
+ * never) is raised.  A read of L2 past the L1: once per many steps of a
+ * walk, not per step.
+ */
+__device__ __forceinline__ bool
+gc_stopped(const volatile int *flag)
+{
+	return flag != nullptr && *flag != 0;
+}
+
+/*
+ * gc_stopped, the same answer on every lane of the warp (every lane calls
+ * it), so the warp can leave a loop whose steps it syncs as one.
+ */
+__device__ __forceinline__ bool
+gc_warp_stopped(const volatile int *flag)
+{
+	return flag != nullptr && __any_sync(0xffffffffu, gc_stopped(flag));
 }
 
 #endif							/* GPUCLUST_CHECK_CUH */

@@ -35,10 +35,15 @@
  *   5. the nodes' labels (k_hb_nlab_*: a leaf's rows' common label or -1,
  *      then each level from its children's).
  * Each round at least halves the components, so there are at most
- * log2(n) + 1 rounds.  The cancel flags are polled between the launches
- * of the search and between rounds; a round that adds no edge, an edge
- * count past n - 1 or a component without an edge is an internal error
- * (GC_EDEVICE), never a hang.
+ * log2(n) + 1 rounds.  The cancel flags are polled while each launch of
+ * the search runs and at the end of each round.  A cancel raises the
+ * call's stop flag, which each warp of the search reads after every
+ * HB_STOP_EVERY leaves it opens (a short walk never: it ends soon),
+ * leaving when it is raised with its rows' bests unwritten (what it
+ * published into cw is an edge's weight all the same): each launch of the search is the last on the
+ * stream, and the call then returns GC_ECANCEL, launching nothing more.
+ * A round that adds no edge, an edge count past n - 1 or a component
+ * without an edge is an internal error (GC_EDEVICE), never a hang.
  *
  * Memory: 46 bytes a row and 16 a node, besides the tree, the core
  * distances and the edges.
@@ -83,6 +88,7 @@ struct hb_mst
 	unsigned long long *eab;	/* and pairs */
 	unsigned   *info;			/* [0]: edges so far, [1]: HB_ERR_* bits */
 	unsigned long long *stats;	/* [0]: nodes opened, [1]: distances */
+	const volatile int *stop;	/* the call's stop flag (device memory), or NULL */
 };
 
 /* ------------------------------------------------------------------ */
@@ -282,7 +288,8 @@ hb_open(const hb_mst &S, const hb_query<DQ> &q, int64_t h, double ci, int ri,
 
 /*
  * Step 2: the least edge to another component of each position of
- * p0 .. p0 + cnt - 1 that searches this round, from its seed.
+ * p0 .. p0 + cnt - 1 that searches this round, from its seed; a warp that
+ * sees the stop flag raised leaves, writing none of its rows' bests.
  */
 template <int DQ>
 __global__ void __launch_bounds__(HB_T)
@@ -316,6 +323,7 @@ k_hb_search(hb_mst S, int p0, int cnt)
 				dists = 0;
 	int			stack[HB_STACK];
 	int			sp = 0;
+	unsigned	leaves = 0;		/* opened by the warp */
 
 	stack[sp++] = 0;
 	while (sp > 0)
@@ -329,6 +337,8 @@ k_hb_search(hb_mst S, int p0, int cnt)
 			continue;
 		if (node >= first_leaf)
 		{
+			if (++leaves % HB_STOP_EVERY == 0 && gc_warp_stopped(S.stop))
+				return;
 			if (!need)
 				continue;
 			const int64_t leaf = node - first_leaf;
@@ -547,10 +557,15 @@ hb_boruvka_bytes(int64_t n)
 	return (size_t) n * 46 + (size_t) (n / 16 + 2) * 16 + 64;
 }
 
-/* The round's edges and errors, to the host. */
+/* The round's edges and errors, to the host, once its kernels are done. */
 static gc_code
-hb_read_info(gc_dev &D, const hb_mst &S, unsigned *info, gc_status *st)
+hb_read_info(gc_dev &D, const gc_ctx *ctx, const hb_mst &S, unsigned *info,
+			 gc_status *st)
 {
+	gc_code		rc;
+
+	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
 	HB_CK(cudaMemcpyAsync(info, S.info, 2 * sizeof(unsigned), cudaMemcpyDeviceToHost, D.s));
 	HB_CK(cudaStreamSynchronize(D.s));
 	if (info[1] != 0)
@@ -582,6 +597,7 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 	S.core = core;
 	S.ew = ew;
 	S.eab = eab;
+	S.stop = D.stop_flag();
 	HB_ALLOC(S.ncore, T.nnode);
 	HB_ALLOC(S.nrow, T.nnode);
 	HB_ALLOC(S.nlab, T.nnode);
@@ -646,7 +662,7 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 			HB_CK(gc_launch(k_hb_jump, n, HB_THREADS, HB_THREADS, D.s, S));
 		HB_CK(gc_launch(k_hb_relabel, n, HB_THREADS, HB_THREADS, D.s, S));
 		if ((rc = hb_node_labels(D, S, st)) != GC_OK ||
-			(rc = hb_read_info(D, S, info, st)) != GC_OK)
+			(rc = hb_read_info(D, ctx, S, info, st)) != GC_OK)
 			return rc;
 		if ((int64_t) info[0] <= edges)
 			return gc_fail(st, GC_EDEVICE, "%s: internal error: round %d added no edge",
@@ -662,11 +678,9 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 					 gc_now_ms() - t0, stats[0], stats[1]);
 			HB_CK(cudaMemsetAsync(S.stats, 0, sizeof(stats), D.s));
 		}
-		if (gc_cancelled(ctx))
-			return gc_fail(st, GC_ECANCEL, "canceled");
 	}
 	HB_CK(gc_launch(k_hb_check_one, n, HB_THREADS, HB_THREADS, D.s, S));
-	if ((rc = hb_read_info(D, S, info, st)) != GC_OK)
+	if ((rc = hb_read_info(D, ctx, S, info, st)) != GC_OK)
 		return rc;
 	/* the sort reuses this memory */
 	for (void *a : {(void *) S.ncore, (void *) S.nrow, (void *) S.nlab, (void *) S.label,

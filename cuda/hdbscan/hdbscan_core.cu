@@ -22,7 +22,11 @@
  *
  * Memory: for k > HB_KREG the heaps of one batch of queries (8 k bytes a
  * query, at most HB_HEAP_BYTES a batch but one block's worth).  The cancel
- * flags are polled between batches.
+ * flags are polled while a batch runs (hb_sync_poll).  A cancel raises the
+ * call's stop flag, which each warp reads after every HB_STOP_EVERY leaves
+ * it opens (a short walk never: it ends soon), leaving when it is raised,
+ * its rows' core distances unwritten: the batch is the last launch on the
+ * stream, and the call then returns GC_ECANCEL, launching nothing more.
  */
 #include <math.h>
 
@@ -127,12 +131,14 @@ struct hb_keep<0>
 
 /*
  * The core distances of positions p0 .. p0 + cnt - 1 into core (by
- * position), the k smallest kept by hb_keep<KR> (H and B: its heaps).
+ * position), the k smallest kept by hb_keep<KR> (H and B: its heaps); a
+ * warp that sees stop raised leaves, writing none of its rows.
  */
 template <int DQ, int KR>
 __global__ void __launch_bounds__(HB_T)
 k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
-		 int64_t B, double *__restrict__ H, double *__restrict__ core)
+		 int64_t B, double *__restrict__ H, double *__restrict__ core,
+		 const volatile int *stop)
 {
 	const unsigned FULL = 0xffffffffu;
 	const int	t = blockIdx.x * HB_T + threadIdx.x;
@@ -141,6 +147,7 @@ k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
 	const int	pos = p0 + (active ? t : 0);
 	int			stack[HB_STACK];
 	int			sp = 0;
+	unsigned	leaves = 0;		/* opened by the warp */
 
 	if ((t & ~31) >= cnt)
 		return;					/* the whole warp is past the batch */
@@ -163,6 +170,8 @@ k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
 			const int	b = tr_off(leaf, T.n, T.depth),
 						e = tr_off(leaf + 1, T.n, T.depth);
 
+			if (++leaves % HB_STOP_EVERY == 0 && gc_warp_stopped(stop))
+				return;
 			if (!need)
 				continue;
 			for (int s = b; s < e; s++)
@@ -205,20 +214,26 @@ hb_core_heap_bytes(int64_t n, int64_t k)
 	return (size_t) hb_knn_batch(n, k) * (size_t) k * sizeof(double);
 }
 
-/* The batch's launch: registers for k <= HB_KREG (H unused), else heaps. */
+/*
+ * The batch's launch on D's stream, with its stop flag: registers for k <=
+ * HB_KREG (H unused), else heaps.
+ */
 template <int DQ>
 static cudaError_t
-hb_knn_launch(const gc_kdtree &T, int64_t k, gc_metric metric, int p0,
-			  int cnt, int64_t B, double *H, double *core, cudaStream_t s)
+hb_knn_launch(gc_dev &D, const gc_kdtree &T, int64_t k, gc_metric metric,
+			  int p0, int cnt, int64_t B, double *H, double *core)
 {
+	const volatile int *stop = D.stop_flag();
+	const cudaStream_t s = D.s;
+
 	if (k <= 16)
 		return gc_launch(k_hb_knn<DQ, 16>, cnt, HB_T, HB_T, s, T, k, metric,
-						 p0, cnt, B, H, core);
+						 p0, cnt, B, H, core, stop);
 	if (k <= HB_KREG)
 		return gc_launch(k_hb_knn<DQ, HB_KREG>, cnt, HB_T, HB_T, s, T, k, metric,
-						 p0, cnt, B, H, core);
+						 p0, cnt, B, H, core, stop);
 	return gc_launch(k_hb_knn<DQ, 0>, cnt, HB_T, HB_T, s, T, k, metric, p0, cnt,
-					 B, H, core);
+					 B, H, core, stop);
 }
 
 gc_code
@@ -249,13 +264,13 @@ hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
 		const int	cnt = (int) (n - p0 < B ? n - p0 : B);
 
 		if (dq == 4)
-			HB_CK(hb_knn_launch<4>(T, k, metric, (int) p0, cnt, B, H, core, D.s));
+			HB_CK(hb_knn_launch<4>(D, T, k, metric, (int) p0, cnt, B, H, core));
 		else if (dq == 8)
-			HB_CK(hb_knn_launch<8>(T, k, metric, (int) p0, cnt, B, H, core, D.s));
+			HB_CK(hb_knn_launch<8>(D, T, k, metric, (int) p0, cnt, B, H, core));
 		else if (dq == 16)
-			HB_CK(hb_knn_launch<16>(T, k, metric, (int) p0, cnt, B, H, core, D.s));
+			HB_CK(hb_knn_launch<16>(D, T, k, metric, (int) p0, cnt, B, H, core));
 		else
-			HB_CK(hb_knn_launch<0>(T, k, metric, (int) p0, cnt, B, H, core, D.s));
+			HB_CK(hb_knn_launch<0>(D, T, k, metric, (int) p0, cnt, B, H, core));
 		if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
 			return rc;
 	}

@@ -39,6 +39,7 @@
 #define HB_T 128				/* search kernels: 4 warps of queries */
 #define HB_STACK 32				/* > depth + 1: depth <= 25 (n < 2^31, leaves of 32+) */
 #define HB_MAX_DEPTH 30
+#define HB_STOP_EVERY 32		/* leaves a walk opens between reads of the stop flag */
 
 #define HB_WHO "GPU HDBSCAN"
 #define HB_CK(expr) GC_CUDA_CK(HB_WHO, expr)
@@ -54,7 +55,10 @@ extern thread_local gc_hdbscan_gpu_phases hb_phases;
 bool		hb_tracing(void);
 void		hb_trace(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 
-/* Synchronise, then poll the cancel flags. */
+/*
+ * Wait for the stream, polling the cancel flags (check.cuh's gc_sync_poll:
+ * a cancel stops the walks that read D's stop flag).
+ */
 static inline gc_code
 hb_sync_poll(gc_dev &D, const gc_ctx *ctx, gc_status *st)
 {
@@ -208,7 +212,8 @@ hb_dq(int d)
 /*
  * Phase 1 (hdbscan_core.cu): core[p] for every position p of T, the
  * distance to its k-th nearest row (itself counted), in double.  Batches
- * of queries, the cancel flags polled between them.
+ * of queries, the cancel flags polled while each runs: a cancel stops
+ * the walks.
  */
 gc_code		hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
 					gc_metric metric, double *core, gc_status *st);

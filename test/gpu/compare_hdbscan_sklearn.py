@@ -36,6 +36,9 @@ gpuclust_info() says the GPU is usable, on 'gpu'; the checks:
                  lambda is finite and lambda_max infinite, duplicates in
                  its cluster, the score is undefined: only bounded);
                  every outlier_score in [0, 1];
+  condensed      gpu_hdbscan_tree's rows on each device are scikit-learn's
+                 _condense_tree of our MST, row for row in its order
+                 (parent, child, lambda bit for bit, size);
   scikit-learn   HDBSCAN(...).fit(X): the same labels up to a renumbering,
                  probabilities within 1e-12, and the MST's weights
                  (_single_linkage_tree_['value'], sorted) equal to ours.  A
@@ -555,6 +558,9 @@ def compare_case(conn, SK, devices, name, X, kw, dry):
           + (f", largest difference {max_diff(edges['w'], w):.3g}" if len(w) == len(edges) else ""))
 
     tree_ok = tree_check(SK, name, lab, prob, score, edges, kw)
+    if not dry:
+        for dev in ours:
+            condensed_check(conn, SK, name, source, kw, dev, n, edges)
     res = stock(SK, name, X, kw)
     if res is not None:
         versus_sklearn(name, lab, prob, edges, res, tree_ok)
@@ -583,6 +589,32 @@ def tree_check(SK, name, lab, prob, score, edges, kw):
                  f"GLOSH max diff {max_diff(score[defined], t_score[defined]):.3g}"
                  + (f" ({int((~defined).sum())} rows under an infinite lambda_max only bounded)"
                     if (~defined).any() else ""))
+
+
+def condensed_check(conn, SK, name, source, kw, device, n, edges):
+    """gpu_hdbscan_tree's rows on device are scikit-learn's _condense_tree
+    of our MST in our order, row for row in its order: parent, child (a
+    cluster n + number, or a row's id), lambda bit for bit, child_size."""
+    _, MST_edge_dtype, make_single_linkage, condense, _ = SK
+    mst = np.empty(len(edges), dtype=MST_edge_dtype)
+    mst["current_node"], mst["next_node"], mst["distance"] = edges["a"], edges["b"], edges["w"]
+    ct = condense(make_single_linkage(mst), kw.get("min_cluster_size", 5))
+    try:
+        rows = copy_out(conn, call_sql("gpu_hdbscan_tree", source, kw, device,
+                                       "parent, child, id, lambda, child_size"))
+    except Exception as e:      # psycopg.Error: the call's message
+        return check(f"{name}: gpu_hdbscan_tree on {device}", False, str(e).strip()[:300])
+    parent = np.array([n + int(r[0]) for r in rows], dtype=np.int64)
+    child = np.array([int(r[2]) if r[1] is None else n + int(r[1]) for r in rows], dtype=np.int64)
+    lam = np.array([float(r[3]) for r in rows])
+    size = np.array([int(r[4]) for r in rows], dtype=np.int64)
+    same = (len(rows) == len(ct) and np.array_equal(parent, ct["parent"]) and np.array_equal(child, ct["child"])
+            and np.array_equal(lam, ct["value"]) and np.array_equal(size, ct["cluster_size"]))
+    first = next((i for i in range(min(len(rows), len(ct)))
+                  if (parent[i], child[i], size[i]) != (ct["parent"][i], ct["child"][i], ct["cluster_size"][i])
+                  or lam[i] != ct["value"][i]), None)
+    return check(f"{name}: gpu_hdbscan_tree on {device} = scikit-learn's condensed tree of our MST, row for row",
+                 same, f"{len(rows)} rows against {len(ct)}; first difference at row {first}")
 
 
 def versus_sklearn(name, lab, prob, edges, res, tree_ok):

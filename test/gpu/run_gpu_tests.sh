@@ -16,7 +16,8 @@
 #   hdbscan-test     test_hdbscan_gpu: HDBSCAN's GPU phases (core distances,
 #                    the spanning tree's edges) = the CPU's bit for bit and
 #                    the brute force's on small cases; whole calls = the
-#                    CPU's; memory, cancel, progress; about 1 minute
+#                    CPU's; memory, cancel (also raised while a kernel
+#                    runs, timed), progress; about 1 minute
 #   ap-test          test_ap_gpu: affinity propagation, float8 = CPU bit for
 #                    bit, float4 = its sequential reference, float4 against
 #                    float8 with the ties named
@@ -109,7 +110,8 @@
 #                    fresh random cases (the seed printed;
 #                    HDBSCAN_CMP_SEED=N replays it): GPU = CPU bit for bit,
 #                    the MST's weights, scikit-learn's tree code on our
-#                    MST, stock HDBSCAN (TIE: a difference that the order of
+#                    MST, gpu_hdbscan_tree = its condensed tree of our
+#                    MST row for row, stock HDBSCAN (TIE: a difference that the order of
 #                    equal MST weights alone explains).  About 3-4 minutes
 #                    (HDBSCAN_CMP_BUDGET_S, 210 s, of scikit-learn at most);
 #                    at most HDBSCAN_CMP_TIMEOUT (300) s.  psycopg from

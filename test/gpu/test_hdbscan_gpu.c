@@ -26,6 +26,11 @@
  *   cancel   a flag raised before the call, and during its rounds (from
  *            the progress callback): GC_ECANCEL, nothing kept; the
  *            progress phases in order; the longest time between polls.
+ *            A flag raised from a second thread while a long kernel runs
+ *            (300k x 16: the core distances, Borůvka's first round; 1M x
+ *            2: a round): GC_ECANCEL within CANCEL_LATENCY_S of the raise,
+ *            no CUDA error left, the memory back, and the next call equal
+ *            to the CPU's.
  *   errors   arguments the GPU cannot take: GC_EINVAL / GC_EDEVICE.
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
@@ -623,6 +628,162 @@ test_cancel_progress(void)
 	free(e);
 }
 
+/*
+ * Cancel while a kernel runs: a second thread raises cancel_flag delay_s
+ * after the call's progress reports phase (for GC_PHASE_ITERATE, round
+ * round); the time from the raise to the call's return is what the stop
+ * flag (check.cuh) bounds.
+ */
+#define CANCEL_LATENCY_S 0.25
+
+typedef struct raiser
+{
+	gc_phase	phase;			/* armed at this phase's report */
+	int64_t		round;			/* of this round, for GC_PHASE_ITERATE */
+	double		delay_s;		/* raise this long after */
+	double		armed_at;		/* now_s() when armed, 0 before (atomic) */
+	int			quit;			/* stop waiting: the call is over (atomic) */
+	int			last_phase;		/* the last phase reported (atomic) */
+	int64_t		last_round;		/* and round (atomic) */
+	int			raised_phase;	/* what was reported last at the raise */
+	int64_t		raised_round;
+	double		raised_at;		/* now_s() at the raise, 0 if none */
+} raiser;
+
+static void
+on_arm(void *arg, const gc_progress *p)
+{
+	raiser	   *r = arg;
+	double		t = now_s(),
+				a;
+
+	__atomic_store_n(&r->last_phase, (int) p->phase, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->last_round, p->iteration, __ATOMIC_RELAXED);
+	__atomic_load(&r->armed_at, &a, __ATOMIC_ACQUIRE);
+	if (a == 0 && p->phase == r->phase &&
+		(p->phase != GC_PHASE_ITERATE || p->iteration >= r->round))
+		__atomic_store(&r->armed_at, &t, __ATOMIC_RELEASE);
+}
+
+static void *
+raiser_main(void *arg)
+{
+	raiser	   *r = arg;
+	struct timespec nap = {0, 100 * 1000};
+
+	while (!__atomic_load_n(&r->quit, __ATOMIC_ACQUIRE))
+	{
+		double		t = now_s(),
+					a;
+
+		__atomic_load(&r->armed_at, &a, __ATOMIC_ACQUIRE);
+		if (a > 0 && t >= a + r->delay_s)
+		{
+			r->raised_phase = __atomic_load_n(&r->last_phase, __ATOMIC_RELAXED);
+			r->raised_round = __atomic_load_n(&r->last_round, __ATOMIC_RELAXED);
+			r->raised_at = now_s();
+			cancel_flag = 1;
+			break;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * gc_hdbscan_on_gpu on X cancelled from a second thread delay_s after
+ * progress reports phase (round round): GC_ECANCEL within
+ * CANCEL_LATENCY_S of the raise (timed but not held to it under quick,
+ * compute-sanitizer's runs), no CUDA error left, the memory back.
+ */
+static void
+check_cancel_running(const float *X, int64_t n, int d, gc_phase phase,
+					 int64_t round, double delay_s)
+{
+	gc_hdbscan_params p = {.min_cluster_size = 15, .min_samples = 15, .epsilon = 0.0,
+	.method = GC_HDBSCAN_EOM, .allow_single_cluster = false, .alpha = 1.0,
+	.metric = GC_METRIC_EUCLIDEAN};
+	gc_hdbscan_result res;
+	raiser		r;
+	pthread_t	th;
+	gc_ctx		ctx;
+	gc_status	st;
+	size_t		before = free_memory();
+	double		back,
+				latency;
+	cudaError_t e;
+	gc_code		rc;
+
+	cases++;
+	memset(&res, 0, sizeof(res));
+	res.labels = malloc(sizeof(int32_t) * (size_t) n);
+	res.probability = malloc(sizeof(double) * (size_t) n);
+	res.outlier = malloc(sizeof(double) * (size_t) n);
+	memset(&r, 0, sizeof(r));
+	r.phase = phase;
+	r.round = round;
+	r.delay_s = delay_s;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cancel_flags[0] = &cancel_flag;
+	ctx.progress = on_arm;
+	ctx.progress_arg = &r;
+	cancel_flag = 0;
+	pthread_create(&th, NULL, raiser_main, &r);
+	rc = gc_hdbscan_on_gpu(&ctx, X, n, d, &p, &res, &st);
+	back = now_s();
+	__atomic_store_n(&r.quit, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	cancel_flag = 0;
+	latency = r.raised_at > 0 ? back - r.raised_at : -1.0;
+	printf("  cancel n=%lld d=%d: raised in %s (round %lld), returned %.1f ms later\n",
+		   (long long) n, d, gc_phase_name((gc_phase) r.raised_phase),
+		   (long long) r.raised_round, latency * 1e3);
+	CHECK(rc == GC_ECANCEL, "cancel n=%lld d=%d: %d (%s)%s", (long long) n, d, rc,
+		  rc == GC_OK ? "done" : st.message, r.raised_at > 0 ? "" : ", the call ended first");
+	CHECK(r.raised_at > 0 && (quick || latency < CANCEL_LATENCY_S),
+		  "cancel n=%lld d=%d: %.0f ms from the raise to the return", (long long) n, d,
+		  latency * 1e3);
+	e = cudaPeekAtLastError();
+	if (e == cudaSuccess)
+		e = cudaDeviceSynchronize();
+	CHECK(e == cudaSuccess, "cancel n=%lld d=%d: CUDA error left: %s", (long long) n, d,
+		  cudaGetErrorString(e));
+	CHECK(free_memory() + ((size_t) 8 << 20) >= before, "cancel n=%lld d=%d: memory kept",
+		  (long long) n, d);
+	free(res.labels);
+	free(res.probability);
+	free(res.outlier);
+}
+
+static void
+test_cancel_running(void)
+{
+	const int64_t n16 = quick ? 30000 : 300000,
+				n2 = quick ? 100000 : 1000000;
+	float	   *X = make_blobs_noise(&rs, n16, 16, 50);
+	double		t0 = now_s();
+
+	/* the core distances' walks, then the first round's */
+	check_cancel_running(X, n16, 16, GC_PHASE_INIT, 0, 0.1);
+	check_cancel_running(X, n16, 16, GC_PHASE_ITERATE, 1, 0.1);
+	free(X);
+	/* a round of a 2-d call */
+	X = make_blobs_noise(&rs, n2, 2, 50);
+	check_cancel_running(X, n2, 2, GC_PHASE_ITERATE, 2, 0.002);
+	free(X);
+	/* the next call as the CPU's */
+	X = make_blobs_noise(&rs, 20000, 2, 20);
+	{
+		gc_hdbscan_params p = {.min_cluster_size = 15, .min_samples = 15, .epsilon = 0.0,
+		.method = GC_HDBSCAN_EOM, .allow_single_cluster = false, .alpha = 1.0,
+		.metric = GC_METRIC_EUCLIDEAN};
+
+		check_call(X, 20000, 2, &p, "after cancel");
+	}
+	free(X);
+	printf("  cancel while running: %.1f s\n", now_s() - t0);
+}
+
 static void
 test_errors(void)
 {
@@ -703,6 +864,7 @@ main(void)
 		test_calls();
 		test_memory();
 		test_cancel_progress();
+		test_cancel_running();
 	}
 	if (!quick)
 		test_huge();

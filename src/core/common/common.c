@@ -3,6 +3,9 @@
  * the core (and the CUDA side).  Thread counts: threads.c.
  */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,6 +68,22 @@ gc_copy(void *dst, const void *src, size_t bytes, int threads)
 
 		memcpy((char *) dst + lo, (const char *) src + lo, hi - lo);
 	}
+}
+
+void *
+gc_malloc_touched(size_t bytes, int threads)
+{
+	char	   *p = malloc(bytes);
+	const size_t page = (size_t) sysconf(_SC_PAGESIZE);
+	const int64_t pages = (int64_t) (bytes / page);
+	const int	T = bytes / threads < ((size_t) 1 << 20) ? 1 : threads;
+
+	if (p == NULL)
+		return NULL;
+#pragma omp parallel for num_threads(T) schedule(static)
+	for (int64_t i = 0; i < pages; i++)
+		p[i * page] = 0;
+	return p;
 }
 
 const char *

@@ -150,6 +150,14 @@ double		gc_now_ms(void);
 /* memcpy on a team of threads (one for small copies). */
 void		gc_copy(void *dst, const void *src, size_t bytes, int threads);
 
+/*
+ * malloc, then one write to each page on a team of threads: a large array
+ * that a sequential pass will fill in random order takes its page faults
+ * (the kernel's zeroing of each page) on every core first, not one by one
+ * in that pass.  Under 1 MB a thread, one thread.
+ */
+void	   *gc_malloc_touched(size_t bytes, int threads);
+
 /* The cores this process may use: its affinity mask, its cgroup's CPU quota. */
 int			gc_cores_available(void);
 

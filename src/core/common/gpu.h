@@ -300,7 +300,9 @@ size_t		gc_silhouette_gpu_mem_bytes(int64_t rows, int d, int32_t m);
  * caller: callers go through gc_hdbscan_on_gpu or gc_hdbscan_mst_on_gpu
  * (hdbscan.c), which make the CPU's check; 2 <= n <= GC_HDBSCAN_GPU_MAX_N.
  * CUDA failures come back as GC_EDEVICE (GC_ENOMEM when device memory runs
- * out); the cancel flags are polled between the phases and rounds.
+ * out); the cancel flags are polled about every millisecond while the
+ * device works, and a cancel stops the long kernels (the core distances'
+ * and Borůvka's walks) where they are.
  */
 gc_code		gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n,
 							   int d, int64_t min_samples, double alpha,

@@ -153,8 +153,9 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return GC_OK;
 	if (res->labels == NULL || res->probability == NULL || res->outlier == NULL)
 		return gc_fail(st, GC_EINVAL, "HDBSCAN output array missing");
-	core = malloc(sizeof(double) * (size_t) n);
-	edges = malloc(sizeof(gc_mst_edge) * (size_t) n);
+	/* touched on the team: the GPU's download or the CPU's phases fill them */
+	core = gc_malloc_touched(sizeof(double) * (size_t) n, gc_team_adapt(ctx));
+	edges = gc_malloc_touched(sizeof(gc_mst_edge) * (size_t) n, gc_team_adapt(ctx));
 	if (core == NULL || edges == NULL)
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for the core distances and the MST of %lld rows",
 					 (long long) n);

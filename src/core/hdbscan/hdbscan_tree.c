@@ -16,12 +16,8 @@
  *    least min_cluster_size rows splits its cluster in two new clusters,
  *    numbered in the order of the visit; a smaller side falls out of the
  *    cluster, its rows listed breadth first with lambda = 1 / w (+inf at
- *    w = 0).  Only the nodes that still carry a cluster are visited, and
- *    each side that falls out is walked once, so this is O(n) where
- *    scikit-learn re-walks subtrees; the rows come out in scikit-learn's
- *    order (a breadth-first walk restricted to a subtree that contains the
- *    root, or to the subtree of one node, visits its nodes in the order
- *    the whole walk does), and the stabilities are summed in that order;
+ *    w = 0).  The result is computed in another order (below) and equals
+ *    this walk's, rows, numbers and sums;
  *  - stability: the sum over a cluster's rows of (lambda - its birth
  *    lambda) * the row's size;
  *  - excess of mass: a cluster is kept when the sum of its two children's
@@ -58,14 +54,31 @@
  * number: the tree's selected[] holds GC_NOISE for it and clusters does
  * not count it.
  *
- * The work: the single-linkage tree by a union-find by size over the
- * rows (sequential, in the edges' order); the condensed tree's skeleton
- * breadth first, which places every row of the tree and sums the
- * stabilities; the sides of several rows that fall out walked on the
- * team, each into its own places; then the selection over the clusters
- * and one pass over the rows.  Everything is iterative (a chain of 10M
- * rows is a tree 10M deep), O(n) time but for the near-linear
- * union-find, O(n) memory (about 90 bytes a row, 120 with the tree).
+ * The work, O(n) but for the near-linear union-find, O(n) memory (about
+ * 60 bytes a row, 125 with the tree), everything iterative (a chain of
+ * 10M rows is a tree 10M deep):
+ *
+ *  - the single-linkage tree by a union-find by size over the rows,
+ *    sequential in the edges' order, the two finds of an edge in step;
+ *  - the condensed tree in one pass over the single-linkage nodes from
+ *    the root down in index order (a parent's index is above its
+ *    children's), each node handing its place to its two sides: the
+ *    cluster it carries, or the cluster and lambda its rows fell out at.
+ *    A cluster's rows all come from the nodes of one path down the tree
+ *    (where a node does not split its cluster, at most one side carries
+ *    it on), so this order adds them to its stability in the order the
+ *    breadth-first walk does; the clusters get provisional numbers, each
+ *    after its parent and beside its sibling, which is all the selection
+ *    and the labelling need;
+ *  - when the tree is wanted, the breadth-first order: the nodes that
+ *    carry a cluster sorted by (depth, preorder position), which is the
+ *    order a breadth-first walk visits them in, by two counting sorts;
+ *    from it scikit-learn's cluster numbers and each node's place among
+ *    the rows, which the team then writes, a side that falls walked
+ *    breadth first;
+ *  - the selection over the clusters, then the labels, probabilities and
+ *    outlier scores of the rows on the team, each cluster's lowest row on
+ *    the team, and the flat numbers in the order of those rows.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -79,53 +92,72 @@
 
 /*
  * How many items ahead the loops over random places prefetch: the
- * union-find entries of the edges to come, the single-linkage nodes of
- * the queue.
+ * union-find entries of the edges to come, the places the condensing
+ * pass writes.
  */
 #define HD_AHEAD 16
 
-/* Single-linkage node n + i: the sides it joins at distance w, its rows. */
+/* A place's lambda while its node still carries the cluster. */
+#define HD_CARRIED (-1.0)
+
+/*
+ * A row (below n) or single-linkage node n + i: below 2^32 with n below
+ * 2^31.  Rows, sizes and clusters fit int32_t.  The compact entries keep
+ * the random reads of the sequential passes in fewer cache lines.
+ */
+typedef uint32_t hd_id;
+
+/*
+ * Single-linkage node n + i: the sides it joins at distance w and their
+ * rows.
+ */
 typedef struct hd_node
 {
-	int64_t		left,
-				right,
-				size;
+	hd_id		left,
+				right;
+	int32_t		lsize,
+				rsize;
 	double		w;
 } hd_node;
 
 /* A row's union-find entry; at a root, the set's node and rows. */
 typedef struct hd_set
 {
-	int64_t		parent,
-				node,
-				size;
+	int32_t		parent;
+	hd_id		node;
+	int32_t		size;
 } hd_set;
 
-/* A single-linkage node that carries cluster c, waiting in the queue. */
-typedef struct hd_visit
+/*
+ * Where a single-linkage node or a row sits in the condensed tree: in
+ * cluster c, which it carries (lambda HD_CARRIED) or which its rows left
+ * at lambda.
+ */
+typedef struct hd_place
 {
-	int64_t		x,
-				c;
-} hd_visit;
+	int32_t		c;
+	double		lambda;
+} hd_place;
 
 /*
- * A side of more than one row falling out of cluster c at lambda: its
- * rows are listed from the tree's row `row` on, breadth first.
+ * A carrying node's breadth-first key, its depth and its position in the
+ * preorder of the single-linkage nodes (below n - 1), and the
+ * condensed-tree rows it writes (a split: -2).
  */
-typedef struct hd_fall
+typedef struct hd_bfs
 {
-	int64_t		s,
-				c,
-				row;
-	double		lambda;
-} hd_fall;
+	int32_t		depth;
+	uint32_t	pre;
+	int32_t		rows;
+} hd_bfs;
 
-/* Where an input row leaves the condensed tree: cluster c at lambda. */
-typedef struct hd_leave
+/* A carrying node in the breadth-first sort (node -1: an empty slot). */
+typedef struct hd_key
 {
-	int64_t		c;
-	double		lambda;
-} hd_leave;
+	int32_t		node,
+				depth,
+				rows;
+} hd_key;
 
 /* The state of one call; cluster c is condensed-tree node n + c. */
 typedef struct hd_tree
@@ -136,9 +168,11 @@ typedef struct hd_tree
 	const gc_mst_edge *edges;
 
 	hd_node    *node;			/* the single-linkage tree, n - 1 */
-	void	   *scratch;		/* union-find entries, then the queue */
+	hd_set	   *set;			/* the union-find entries, n */
+	hd_place   *place;			/* each node's, n - 1, in set's room */
+	hd_place   *leave;			/* each row's */
 
-	/* the condensed tree's clusters (at most kmax) */
+	/* the condensed tree's clusters (at most kmax), provisional numbers */
 	int64_t		nclu,
 				kmax;
 	int64_t    *cparent;		/* the parent cluster (-1 for the root) */
@@ -147,12 +181,11 @@ typedef struct hd_tree
 	double	   *stab;			/* the stability, then EOM's subtree sum */
 	double	   *death;			/* the largest lambda of its direct rows */
 
-	hd_leave   *leave;			/* per input row */
-	hd_fall    *fall;			/* the sides of several rows that fall */
-	int64_t		nfall,
-				maxfall;		/* the most rows of one */
-
-	/* the condensed tree's rows, when the caller wants them */
+	/* when the tree is wanted */
+	hd_bfs	   *bfs;			/* each carrying node's, n - 1 */
+	int64_t		maxdepth,
+				maxfall;		/* the most rows of a side of several */
+	int64_t    *number;			/* scikit-learn's number of each cluster */
 	gc_hdbscan_tree_row *rows;
 	int64_t		nrows;
 
@@ -170,22 +203,16 @@ static void
 hd_free(hd_tree *t)
 {
 	free(t->node);
-	free(t->scratch);
+	free(t->set);
+	free(t->leave);
 	free(t->cparent);
 	free(t->cchild);
 	free(t->birth);
 	free(t->stab);
 	free(t->death);
-	free(t->leave);
-	free(t->fall);
+	free(t->bfs);
+	free(t->number);
 	free(t->rows);
-}
-
-/* The rows under single-linkage node x (a row: 1). */
-static inline int64_t
-hd_count(const hd_tree *t, int64_t x)
-{
-	return x >= t->n ? t->node[x - t->n].size : 1;
 }
 
 /* scikit-learn's lambda of a merge at distance w. */
@@ -195,9 +222,11 @@ hd_lambda(double w)
 	return w > 0.0 ? 1.0 / w : INFINITY;
 }
 
+/* ---- the single-linkage tree ---- */
+
 /* The root of x's set, halving the path. */
-static inline int64_t
-hd_find(hd_set *set, int64_t x)
+static inline int32_t
+hd_find(hd_set *set, int32_t x)
 {
 	while (set[x].parent != x)
 	{
@@ -205,6 +234,30 @@ hd_find(hd_set *set, int64_t x)
 		x = set[x].parent;
 	}
 	return x;
+}
+
+/*
+ * The roots of a's and b's sets, both paths halved in step so that the
+ * loads of the two are in flight together.  (Where the paths meet, each
+ * step still points an entry at one of its ancestors.)
+ */
+static inline void
+hd_find2(hd_set *set, int32_t a, int32_t b, int32_t *ra, int32_t *rb)
+{
+	for (;;)
+	{
+		int32_t		pa = set[a].parent,
+					pb = set[b].parent;
+
+		if (pa == a || pb == b)
+			break;
+		set[a].parent = set[pa].parent;
+		set[b].parent = set[pb].parent;
+		a = set[a].parent;
+		b = set[b].parent;
+	}
+	*ra = hd_find(set, a);
+	*rb = hd_find(set, b);
 }
 
 /* Prefetches the union-find entries of edge e's rows (when in range). */
@@ -227,14 +280,14 @@ static gc_code
 hd_single_linkage(hd_tree *t, gc_status *st)
 {
 	int64_t		n = t->n;
-	hd_set	   *set = t->scratch;
+	hd_set	   *set = t->set;
 	const gc_mst_edge *e = t->edges;
 
 	for (int64_t i = 0; i < n; i++)
-		set[i] = (hd_set) {i, i, 1};
+		set[i] = (hd_set) {(int32_t) i, (hd_id) i, 1};
 	for (int64_t i = 0; i < n - 1; i++)
 	{
-		int64_t		ra,
+		int32_t		ra,
 					rb,
 					big,
 					small;
@@ -244,28 +297,29 @@ hd_single_linkage(hd_tree *t, gc_status *st)
 		if (e[i].a < 0 || e[i].a >= n || e[i].b < 0 || e[i].b >= n)
 			return gc_fail(st, GC_EINVAL, "HDBSCAN's edge %lld joins a row outside 0 .. %lld",
 						   (long long) i, (long long) n - 1);
-		ra = hd_find(set, e[i].a);
-		rb = hd_find(set, e[i].b);
+		hd_find2(set, (int32_t) e[i].a, (int32_t) e[i].b, &ra, &rb);
 		if (ra == rb)
 			return gc_fail(st, GC_EINVAL, "HDBSCAN's edges do not form a spanning tree (edge %lld closes a cycle)",
 						   (long long) i);
 		t->node[i] = (hd_node) {set[ra].node, set[rb].node,
-		set[ra].size + set[rb].size, e[i].w};
+		set[ra].size, set[rb].size, e[i].w};
 		big = set[ra].size >= set[rb].size ? ra : rb;
 		small = big == ra ? rb : ra;
 		set[small].parent = big;
-		set[big].size = t->node[i].size;
-		set[big].node = n + i;
+		set[big].size = set[ra].size + set[rb].size;
+		set[big].node = (hd_id) (n + i);
 		if (hd_poll(t))
 			return gc_fail(st, GC_ECANCEL, "canceled");
 	}
 	return GC_OK;
 }
 
+/* ---- the condensed tree ---- */
+
 /*
- * Row bookkeeping of the condensed tree, in the rows' order: cluster c's
- * stability (_compute_stability's sum, row by row) and largest lambda for
- * count rows of size each at lambda.
+ * Cluster c's bookkeeping for count rows of size each leaving it at
+ * lambda, in the rows' order: its stability (_compute_stability's sum,
+ * row by row) and its largest lambda.
  */
 static inline void
 hd_account(hd_tree *t, int64_t c, double lambda, int64_t size, int64_t count)
@@ -276,19 +330,11 @@ hd_account(hd_tree *t, int64_t c, double lambda, int64_t size, int64_t count)
 		t->death[c] = lambda;
 }
 
-static inline void
-hd_put_row(hd_tree *t, int64_t at, int64_t c, int64_t child, double lambda,
-		   int64_t size)
-{
-	if (t->rows != NULL)
-		t->rows[at] = (gc_hdbscan_tree_row) {t->n + c, child, lambda, size};
-}
-
 /* A new cluster, child of c, born at lambda with size rows. */
-static int64_t
+static int32_t
 hd_new_cluster(hd_tree *t, int64_t c, double lambda, int64_t size)
 {
-	int64_t		k = t->nclu++;
+	int32_t		k = (int32_t) t->nclu++;
 
 	t->cparent[k] = c;
 	t->cchild[k] = -1;
@@ -296,64 +342,86 @@ hd_new_cluster(hd_tree *t, int64_t c, double lambda, int64_t size)
 	t->stab[k] = 0.0;
 	t->death[k] = 0.0;
 	hd_account(t, c, lambda, size, 1);
-	hd_put_row(t, t->nrows++, c, t->n + k, lambda, size);
 	return k;
 }
 
+/* Hands single-linkage node or row x its place. */
+static inline void
+hd_hand(hd_tree *t, int64_t x, int32_t c, double lambda)
+{
+	if (x < t->n)
+		t->leave[x] = (hd_place) {c, lambda};
+	else
+		t->place[x - t->n] = (hd_place) {c, lambda};
+}
+
+/* Prefetches, for writing, the places node i will hand its sides. */
+static inline void
+hd_prefetch_hand(const hd_tree *t, int64_t i)
+{
+	const hd_node *nd = &t->node[i];
+	int64_t		side[2] = {nd->left, nd->right};
+
+	for (int j = 0; j < 2; j++)
+		__builtin_prefetch(side[j] < t->n ? (const void *) &t->leave[side[j]]
+						   : (const void *) &t->place[side[j] - t->n], 1);
+}
+
 /*
- * Side s (count rows) falls out of cluster c at lambda: its rows take
- * the next count places; a single row is placed now, larger sides are
- * listed for hd_walk_falls.
+ * Node i carries cluster c: it splits c in two new clusters, or lets its
+ * smaller sides fall out (left first), the other carrying c on.  With the
+ * tree wanted, a carried side's breadth-first key from node i's.
  */
 static void
-hd_fall_out(hd_tree *t, int64_t s, int64_t count, int64_t c, double lambda)
+hd_carry(hd_tree *t, int64_t i, int32_t c)
 {
-	hd_account(t, c, lambda, 1, count);
-	if (s < t->n)
-	{
-		t->leave[s] = (hd_leave) {c, lambda};
-		hd_put_row(t, t->nrows, c, s, lambda, 1);
-	}
-	else
-	{
-		t->fall[t->nfall++] = (hd_fall) {s, c, t->nrows, lambda};
-		if (count > t->maxfall)
-			t->maxfall = count;
-	}
-	t->nrows += count;
-}
+	const hd_node *nd = &t->node[i];
+	int64_t		side[2] = {nd->left, nd->right},
+				size[2] = {nd->lsize, nd->rsize};
+	double		lambda = hd_lambda(nd->w);
+	bool		split = size[0] >= t->mcs && size[1] >= t->mcs;
 
-/* Prefetches the single-linkage node of x and, when ready, its sides'. */
-static inline void
-hd_prefetch_visit(const hd_tree *t, int64_t x, bool sides)
-{
-	const hd_node *nd = &t->node[x - t->n];
-
-	__builtin_prefetch(nd);
-	if (sides)
+	if (split)
+		t->cchild[c] = t->nclu;
+	if (t->bfs != NULL)
+		t->bfs[i].rows = split ? -2 : (size[0] < t->mcs ? size[0] : 0) +
+			(size[1] < t->mcs ? size[1] : 0);
+	for (int j = 0; j < 2; j++)
 	{
-		if (nd->left >= t->n)
-			__builtin_prefetch(&t->node[nd->left - t->n]);
-		if (nd->right >= t->n)
-			__builtin_prefetch(&t->node[nd->right - t->n]);
+		if (split)
+			hd_hand(t, side[j], hd_new_cluster(t, c, lambda, size[j]), HD_CARRIED);
+		else if (size[j] >= t->mcs)
+			hd_hand(t, side[j], c, HD_CARRIED);
+		else
+		{
+			hd_account(t, c, lambda, 1, size[j]);
+			hd_hand(t, side[j], c, lambda);
+			if (size[j] > t->maxfall)
+				t->maxfall = size[j];
+		}
+		if (t->bfs != NULL && size[j] >= t->mcs)
+		{
+			hd_bfs		b = t->bfs[i];
+
+			/* the left side's subtree holds lsize - 1 nodes */
+			t->bfs[side[j] - t->n] = (hd_bfs) {b.depth + 1,
+			b.pre + 1 + (uint32_t) (j == 0 ? 0 : size[0] - 1), 0};
+			if (b.depth + 1 > t->maxdepth)
+				t->maxdepth = b.depth + 1;
+		}
 	}
 }
 
 /*
- * The condensed tree (_condense_tree), first its skeleton: the
- * single-linkage nodes that carry a cluster, breadth first from the root
- * (the queue in scratch), each splitting its cluster in two new ones or
- * letting one or both sides fall out.  The rows are counted and placed in
- * scikit-learn's order as they come; the sides of several rows that fall
- * are walked afterwards (hd_walk_falls), into their places.
+ * The condensed tree (_condense_tree) in one pass from the root down, in
+ * index order: a node that carries a cluster splits it or lets sides fall
+ * (hd_carry); a node whose rows fell hands the same place to its sides.
+ * Every row ends with the cluster it leaves and the lambda it leaves at.
  */
 static gc_code
 hd_condense(hd_tree *t, gc_status *st)
 {
-	int64_t		n = t->n,
-				head = 0,
-				tail = 0;
-	hd_visit   *queue = t->scratch;
+	int64_t		n = t->n;
 
 	t->nclu = 1;
 	t->cparent[0] = -1;
@@ -361,38 +429,21 @@ hd_condense(hd_tree *t, gc_status *st)
 	t->birth[0] = 0.0;
 	t->stab[0] = 0.0;
 	t->death[0] = 0.0;
-	queue[tail++] = (hd_visit) {2 * n - 2, 0};
-	while (head < tail)
+	t->place[n - 2] = (hd_place) {0, HD_CARRIED};
+	if (t->bfs != NULL)
+		t->bfs[n - 2] = (hd_bfs) {0, 0, 0};
+	for (int64_t i = n - 2; i >= 0; i--)
 	{
-		hd_visit	v = queue[head++];
-		const hd_node *nd = &t->node[v.x - n];
-		int64_t		lc = hd_count(t, nd->left),
-					rc = hd_count(t, nd->right);
-		double		lambda = hd_lambda(nd->w);
+		hd_place	pl = t->place[i];
 
-		if (head + HD_AHEAD < tail)
-			hd_prefetch_visit(t, queue[head + HD_AHEAD].x, false);
-		if (head + HD_AHEAD / 2 < tail)
-			hd_prefetch_visit(t, queue[head + HD_AHEAD / 2].x, true);
-		if (lc >= t->mcs && rc >= t->mcs)
-		{
-			int64_t		kl = hd_new_cluster(t, v.c, lambda, lc);
-			int64_t		kr = hd_new_cluster(t, v.c, lambda, rc);
-
-			t->cchild[v.c] = kl;
-			queue[tail++] = (hd_visit) {nd->left, kl};
-			queue[tail++] = (hd_visit) {nd->right, kr};
-		}
+		if (i >= HD_AHEAD)
+			hd_prefetch_hand(t, i - HD_AHEAD);
+		if (pl.lambda == HD_CARRIED)
+			hd_carry(t, i, pl.c);
 		else
 		{
-			if (lc < t->mcs)
-				hd_fall_out(t, nd->left, lc, v.c, lambda);
-			if (rc < t->mcs)
-				hd_fall_out(t, nd->right, rc, v.c, lambda);
-			if (lc >= t->mcs)
-				queue[tail++] = (hd_visit) {nd->left, v.c};
-			if (rc >= t->mcs)
-				queue[tail++] = (hd_visit) {nd->right, v.c};
+			hd_hand(t, t->node[i].left, pl.c, pl.lambda);
+			hd_hand(t, t->node[i].right, pl.c, pl.lambda);
 		}
 		if (hd_poll(t))
 			return gc_fail(st, GC_ECANCEL, "canceled");
@@ -400,110 +451,15 @@ hd_condense(hd_tree *t, gc_status *st)
 	return GC_OK;
 }
 
-/*
- * The rows of one falling side, breadth first (bfs_from_hierarchy) into
- * their places; queue has room for its internal nodes.  The caller's
- * thread polls every 2^20 nodes: true when cancelled.
- */
-static bool
-hd_walk_fall(const hd_tree *t, const hd_fall *f, int64_t *queue, bool caller)
-{
-	int64_t		n = t->n,
-				head = 0,
-				tail = 0,
-				row = f->row;
-	gc_hdbscan_tree_row *rows = t->rows;
-
-	queue[tail++] = f->s;
-	while (head < tail)
-	{
-		const hd_node *nd = &t->node[queue[head++] - n];
-		int64_t		side[2] = {nd->left, nd->right};
-
-		if (caller && (head & HD_POLL_MASK) == 0 && gc_cancelled(t->ctx))
-			return true;
-		if (head + HD_AHEAD / 4 < tail)
-			__builtin_prefetch(&t->node[queue[head + HD_AHEAD / 4] - n]);
-		for (int j = 0; j < 2; j++)
-		{
-			if (side[j] >= n)
-				queue[tail++] = side[j];
-			else
-			{
-				t->leave[side[j]] = (hd_leave) {f->c, f->lambda};
-				if (rows != NULL)
-					rows[row] = (gc_hdbscan_tree_row) {n + f->c, side[j], f->lambda, 1};
-				row++;
-			}
-		}
-	}
-	return false;
-}
-
-/*
- * Every falling side of several rows, on the team: each writes its own
- * rows and places only, so the result does not depend on the threads.
- * Each thread's queue holds the internal nodes of the largest side.
- */
-static gc_code
-hd_walk_falls(hd_tree *t, gc_status *st)
-{
-	int			team = gc_team_adapt(t->ctx);
-	int			stop = 0;
-	int64_t		most = t->maxfall > 0 ? t->maxfall : 1;
-	/* blocks of about 2^20 rows at most: the caller polls between them */
-	int64_t		block = (HD_POLL_MASK + 1) / most > 4096 ? 4096 :
-		(HD_POLL_MASK + 1) / most > 1 ? (HD_POLL_MASK + 1) / most : 1;
-
-	/* the queues take n entries at most */
-	if ((int64_t) team > t->n / most)
-		team = (int) (t->n / most > 1 ? t->n / most : 1);
-#pragma omp parallel num_threads(gc_region_threads(team, t->nfall))
-	{
-		int64_t    *queue = malloc(sizeof(int64_t) * (size_t) most);
-		const bool	caller = omp_get_thread_num() == 0;
-
-		if (queue == NULL)
-			__atomic_store_n(&stop, 2, __ATOMIC_RELAXED);
-#pragma omp for schedule(dynamic, 1)
-		for (int64_t b = 0; b < (t->nfall + block - 1) / block; b++)
-		{
-			int64_t		f1 = (b + 1) * block < t->nfall ? (b + 1) * block : t->nfall;
-
-			if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
-				continue;
-			if (caller && gc_cancelled(t->ctx))
-			{
-				__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-				continue;
-			}
-			for (int64_t f = b * block; f < f1; f++)
-			{
-				if (f + HD_AHEAD < f1)
-					__builtin_prefetch(&t->node[t->fall[f + HD_AHEAD].s - t->n]);
-				if (hd_walk_fall(t, &t->fall[f], queue, caller))
-				{
-					__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-					break;
-				}
-			}
-		}
-		free(queue);
-	}
-	if (stop == 2)
-		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's condensed tree");
-	if (stop == 1 || gc_cancelled(t->ctx))
-		return gc_fail(st, GC_ECANCEL, "canceled");
-	return GC_OK;
-}
+/* ---- the selection ---- */
 
 /*
  * Excess of mass (_get_clusters' 'eom'): the clusters from the highest
- * number down (children before parents, the numbering being breadth
- * first), each kept unless its children's stabilities sum to more than
- * its own, which then becomes its stability; the root takes part only
- * with allow_single_cluster.  A kept cluster unselects everything under
- * it, so the selected ones are those kept with no kept ancestor.
+ * number down (children before parents), each kept unless its children's
+ * stabilities sum to more than its own, which then becomes its stability;
+ * the root takes part only with allow_single_cluster.  A kept cluster
+ * unselects everything under it, so the selected ones are those kept with
+ * no kept ancestor.
  */
 static void
 hd_select_eom(hd_tree *t, bool allow_single, uint8_t *sel)
@@ -591,6 +547,8 @@ hd_select(hd_tree *t, const gc_hdbscan_params *p, uint8_t *sel,
 		hd_epsilon_search(t, p->epsilon, p->allow_single_cluster, sel, climb);
 }
 
+/* ---- the rows' results ---- */
+
 /* get_probabilities: a row at lambda in a cluster whose rows reach mx. */
 static inline double
 hd_probability(double mx, double lambda)
@@ -611,21 +569,124 @@ hd_glosh(double lmax, double lambda)
 	return (lmax - lambda) / lmax;
 }
 
+/* What the rows' labelling reads and writes. */
+typedef struct hd_labelling
+{
+	const int64_t *top;			/* the nearest selected cluster at or above */
+	const double *lmax;			/* the largest lambda in a subtree */
+	bool		single_root;	/* the root selected alone, taking by lambda */
+	double		threshold;		/* the lambda it takes rows from */
+	int64_t    *first;			/* each cluster's lowest row (n: none) */
+	const int32_t *flat;		/* each cluster's flat number */
+	gc_hdbscan_result *res;
+} hd_labelling;
+
+/*
+ * Rows [i0, i1): the label as the provisional number of the row's
+ * selected cluster (or GC_NOISE), the probability, the outlier score.
+ */
+static void
+hd_label_rows(const hd_tree *t, hd_labelling *lb, int64_t i0, int64_t i1)
+{
+	gc_hdbscan_result *res = lb->res;
+
+	for (int64_t i = i0; i < i1; i++)
+	{
+		int64_t		c = t->leave[i].c,
+					cl = lb->top[c];
+		double		lambda = t->leave[i].lambda;
+
+		if (cl == 0 && !(lb->single_root && lambda >= lb->threshold))
+		{
+			res->labels[i] = GC_NOISE;
+			res->probability[i] = 0.0;
+		}
+		else
+		{
+			res->labels[i] = (int32_t) cl;
+			res->probability[i] = hd_probability(t->death[cl], lambda);
+		}
+		res->outlier[i] = hd_glosh(lb->lmax[c], lambda);
+	}
+}
+
+/* Rows [i0, i1): each labelled row lowers its cluster's first row. */
+static void
+hd_first_rows(const hd_tree *t, hd_labelling *lb, int64_t i0, int64_t i1)
+{
+	(void) t;
+	for (int64_t i = i0; i < i1; i++)
+	{
+		int32_t		cl = lb->res->labels[i];
+		int64_t		seen;
+
+		if (cl == GC_NOISE)
+			continue;
+		seen = __atomic_load_n(&lb->first[cl], __ATOMIC_RELAXED);
+		while (i < seen &&
+			   !__atomic_compare_exchange_n(&lb->first[cl], &seen, i, false,
+											__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
+}
+
+/* Rows [i0, i1): the flat number in place of the provisional one. */
+static void
+hd_flat_rows(const hd_tree *t, hd_labelling *lb, int64_t i0, int64_t i1)
+{
+	(void) t;
+	for (int64_t i = i0; i < i1; i++)
+		if (lb->res->labels[i] != GC_NOISE)
+			lb->res->labels[i] = lb->flat[lb->res->labels[i]];
+}
+
+/*
+ * fn over every row on the team, in blocks of 2^20 rows, the caller's
+ * thread polling for a cancel between its blocks.  The results do not
+ * depend on the team.
+ */
+static gc_code
+hd_team_rows(hd_tree *t, hd_labelling *lb,
+			 void (*fn) (const hd_tree *, hd_labelling *, int64_t, int64_t),
+			 gc_status *st)
+{
+	int64_t		block = HD_POLL_MASK + 1,
+				nb = (t->n + block - 1) / block;
+	int			stop = 0;
+
+#pragma omp parallel for num_threads(gc_region_threads(gc_team_adapt(t->ctx), nb)) schedule(dynamic, 1)
+	for (int64_t b = 0; b < nb; b++)
+	{
+		if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
+			continue;
+		if (omp_get_thread_num() == 0 && gc_cancelled(t->ctx))
+			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+		else
+			fn(t, lb, b * block, (b + 1) * block < t->n ? (b + 1) * block : t->n);
+	}
+	if (stop || gc_cancelled(t->ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
+
 /*
  * Each row's label, probability and outlier score from the selection sel
- * (_do_labelling, get_probabilities, GLOSH); flat[c] receives cluster c's
- * flat number or GC_NOISE.  top and lmax: scratch of nclu.
+ * (_do_labelling, get_probabilities, GLOSH) on the team (hd_label_rows);
+ * then flat[c] receives cluster c's flat number (or GC_NOISE), the order
+ * of the clusters' lowest rows, and the labels take them.  top, lmax and
+ * first: scratch of nclu.
  */
 static gc_code
 hd_label(hd_tree *t, const gc_hdbscan_params *p, const uint8_t *sel,
-		 int64_t *top, double *lmax, int32_t *flat, gc_hdbscan_result *res,
-		 gc_status *st)
+		 int64_t *top, double *lmax, int64_t *first, int32_t *flat,
+		 gc_hdbscan_result *res, gc_status *st)
 {
 	int64_t		k = t->nclu,
-				nsel = 0;
-	int32_t		nflat = 0;
-	bool		single_root;
-	double		threshold;
+				nsel = 0,
+				nflat = 0;
+	hd_labelling lb = {.top = top, .lmax = lmax, .first = first,
+	.flat = flat, .res = res};
+	gc_code		rc;
 
 	/* top[c]: the nearest selected cluster at or above c, else the root */
 	top[0] = 0;
@@ -635,66 +696,234 @@ hd_label(hd_tree *t, const gc_hdbscan_params *p, const uint8_t *sel,
 	{
 		nsel += sel[c];
 		flat[c] = GC_NOISE;
+		first[c] = t->n;
 	}
 	/* the root selected alone with allow_single_cluster takes rows by lambda */
-	single_root = p->allow_single_cluster && nsel == 1 && sel[0];
-	threshold = p->epsilon != 0.0 ? 1.0 / p->epsilon : t->death[0];
+	lb.single_root = p->allow_single_cluster && nsel == 1 && sel[0];
+	lb.threshold = p->epsilon != 0.0 ? 1.0 / p->epsilon : t->death[0];
 	/* lmax[c]: the largest lambda in c's subtree, children before parents */
 	memcpy(lmax, t->death, sizeof(double) * (size_t) k);
 	for (int64_t c = k - 1; c >= 1; c--)
 		if (lmax[c] > lmax[t->cparent[c]])
 			lmax[t->cparent[c]] = lmax[c];
 
-	for (int64_t i = 0; i < t->n; i++)
-	{
-		int64_t		c = t->leave[i].c,
-					cl = top[c];
-		double		lambda = t->leave[i].lambda;
-
-		if (cl == 0 && !(single_root && lambda >= threshold))
-		{
-			res->labels[i] = GC_NOISE;
-			res->probability[i] = 0.0;
-		}
-		else
-		{
-			if (flat[cl] == GC_NOISE)
-				flat[cl] = nflat++;
-			res->labels[i] = flat[cl];
-			res->probability[i] = hd_probability(t->death[cl], lambda);
-		}
-		res->outlier[i] = hd_glosh(lmax[c], lambda);
-		if (hd_poll(t))
-			return gc_fail(st, GC_ECANCEL, "canceled");
-	}
-	res->clusters = nflat;
+	if ((rc = hd_team_rows(t, &lb, hd_label_rows, st)) != GC_OK ||
+		(rc = hd_team_rows(t, &lb, hd_first_rows, st)) != GC_OK)
+		return rc;
+	/* the clusters rows joined, by their lowest row (top: free now) */
+	for (int64_t c = 0; c < k; c++)
+		if (first[c] < t->n)
+			top[nflat++] = first[c];
+	qsort(top, (size_t) nflat, sizeof(int64_t), gc_cmp_int64);
+	for (int64_t j = 0; j < nflat; j++)
+		flat[res->labels[top[j]]] = (int32_t) j;
+	if ((rc = hd_team_rows(t, &lb, hd_flat_rows, st)) != GC_OK)
+		return rc;
+	res->clusters = (int32_t) nflat;
 	return GC_OK;
 }
 
-/* The arrays of one call: the single-linkage tree, clusters, rows. */
+/* ---- the condensed tree's rows, when wanted ---- */
+
+/*
+ * The nodes that carry a cluster in breadth-first order into order[]
+ * (returns how many): within a depth a breadth-first walk meets the nodes
+ * in preorder, so a scatter by the preorder positions (distinct, below
+ * n - 1) then a stable counting sort by depth.  slot: scratch of n - 1,
+ * count: of maxdepth + 2.
+ */
+static int64_t
+hd_bfs_order(const hd_tree *t, hd_key *slot, int64_t *count, hd_key *order)
+{
+	int64_t		n = t->n,
+				m = 0;
+
+	for (int64_t s = 0; s < n - 1; s++)
+		slot[s].node = -1;
+	memset(count, 0, sizeof(int64_t) * (size_t) (t->maxdepth + 2));
+	for (int64_t i = 0; i < n - 1; i++)
+		if (t->place[i].lambda == HD_CARRIED)
+		{
+			hd_bfs		b = t->bfs[i];
+
+			slot[b.pre] = (hd_key) {(int32_t) i, b.depth, b.rows};
+			count[b.depth + 1]++;
+		}
+	for (int64_t d = 1; d <= t->maxdepth + 1; d++)
+		count[d] += count[d - 1];
+	for (int64_t s = 0; s < n - 1; s++)
+		if (slot[s].node >= 0)
+		{
+			order[count[slot[s].depth]++] = slot[s];
+			m++;
+		}
+	return m;
+}
+
+/*
+ * The rows of side s falling out of cluster number c at lambda, breadth
+ * first (bfs_from_hierarchy), from place row on; queue has room for its
+ * internal nodes.  Returns the next place.
+ */
+static int64_t
+hd_fall_rows(const hd_tree *t, int64_t s, int64_t c, double lambda,
+			 int64_t row, int64_t *queue)
+{
+	int64_t		n = t->n,
+				head = 0,
+				tail = 0;
+
+	if (s < n)
+	{
+		t->rows[row] = (gc_hdbscan_tree_row) {n + c, s, lambda, 1};
+		return row + 1;
+	}
+	queue[tail++] = s;
+	while (head < tail)
+	{
+		const hd_node *nd = &t->node[queue[head++] - n];
+		int64_t		side[2] = {nd->left, nd->right};
+
+		for (int j = 0; j < 2; j++)
+		{
+			if (side[j] >= n)
+				queue[tail++] = side[j];
+			else
+				t->rows[row++] = (gc_hdbscan_tree_row) {n + c, side[j], lambda, 1};
+		}
+	}
+	return row;
+}
+
+/* The rows carrying node i writes from place row on. */
+static void
+hd_node_rows(const hd_tree *t, int64_t i, int64_t row, int64_t *queue)
+{
+	const hd_node *nd = &t->node[i];
+	int64_t		side[2] = {nd->left, nd->right},
+				size[2] = {nd->lsize, nd->rsize},
+				c = t->number[t->place[i].c];
+	double		lambda = hd_lambda(nd->w);
+	bool		split = size[0] >= t->mcs && size[1] >= t->mcs;
+
+	for (int j = 0; j < 2; j++)
+	{
+		if (split)
+			t->rows[row++] = (gc_hdbscan_tree_row) {t->n + c,
+				t->n + t->number[t->place[side[j] - t->n].c], lambda, size[j]};
+		else if (size[j] < t->mcs)
+			row = hd_fall_rows(t, side[j], c, lambda, row, queue);
+	}
+}
+
+/*
+ * The condensed tree's rows in scikit-learn's order and its cluster
+ * numbers: the carrying nodes in breadth-first order number the clusters
+ * of their splits and take their places among the rows (at[j], the count
+ * before them), then the team writes each node's rows.
+ */
 static gc_code
-hd_alloc(hd_tree *t, bool want_rows, gc_status *st)
+hd_tree_rows(hd_tree *t, gc_status *st)
+{
+	int64_t		n = t->n,
+				m,
+				next = 1;
+	int			team = gc_team_adapt(t->ctx);
+	hd_key	   *slot = gc_malloc_touched(sizeof(hd_key) * (size_t) (n - 1), team),
+			   *order = gc_malloc_touched(sizeof(hd_key) * (size_t) (n - 1), team);
+	int64_t    *count = malloc(sizeof(int64_t) * (size_t) (t->maxdepth + 2)),
+			   *at;
+	int			stop = 0;
+	int64_t		most = t->maxfall > 1 ? t->maxfall : 1;
+
+	t->number = malloc(sizeof(int64_t) * (size_t) t->nclu);
+	t->rows = gc_malloc_touched(sizeof(gc_hdbscan_tree_row) * (size_t) (n + t->nclu), team);
+	if (slot == NULL || count == NULL || order == NULL || t->number == NULL ||
+		t->rows == NULL)
+	{
+		free(slot);
+		free(count);
+		free(order);
+		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's condensed tree (%lld rows)",
+					   (long long) n);
+	}
+	m = hd_bfs_order(t, slot, count, order);
+	free(count);
+	/* each node's place among the rows, in the slots' room (12 bytes each) */
+	at = (int64_t *) slot;
+	t->number[0] = 0;
+	t->nrows = 0;
+	for (int64_t j = 0; j < m; j++)
+	{
+		at[j] = t->nrows;
+		if (order[j].rows < 0)
+		{
+			const hd_node *nd = &t->node[order[j].node];
+
+			t->number[t->place[nd->left - n].c] = next++;
+			t->number[t->place[nd->right - n].c] = next++;
+		}
+		t->nrows += order[j].rows < 0 ? 2 : order[j].rows;
+	}
+
+	/* each thread's queue holds a falling side's internal nodes */
+#pragma omp parallel num_threads(gc_region_threads(team, m / 4096 + 1))
+	{
+		int64_t    *queue = malloc(sizeof(int64_t) * (size_t) most);
+
+		if (queue == NULL)
+			__atomic_store_n(&stop, 2, __ATOMIC_RELAXED);
+#pragma omp for schedule(dynamic, 4096)
+		for (int64_t j = 0; j < m; j++)
+		{
+			if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
+				continue;
+			if ((j & 4095) == 0 && omp_get_thread_num() == 0 && gc_cancelled(t->ctx))
+				__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+			else
+				hd_node_rows(t, order[j].node, at[j], queue);
+		}
+		free(queue);
+	}
+	free(slot);
+	free(order);
+	if (stop == 2)
+		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's condensed tree");
+	if (stop == 1 || gc_cancelled(t->ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
+
+/* ---- the call ---- */
+
+/*
+ * The arrays of one call: the single-linkage tree, the union-find entries
+ * and then in their room the places, the clusters; the large ones touched
+ * on the team (gc_malloc_touched).
+ */
+static gc_code
+hd_alloc(hd_tree *t, bool want_tree, gc_status *st)
 {
 	size_t		n = (size_t) t->n,
-				k = (size_t) t->kmax;
+				k = (size_t) t->kmax,
+				sets = sizeof(hd_set) * n,
+				places = sizeof(hd_place) * (n - 1);
+	int			team = gc_team_adapt(t->ctx);
 
-	t->node = malloc(sizeof(hd_node) * (n - 1));
-	/* the union-find entries, then the queue: at most n - 1 visits */
-	t->scratch = malloc(sizeof(hd_set) * n);
+	t->node = gc_malloc_touched(sizeof(hd_node) * (n - 1), team);
+	t->set = gc_malloc_touched(sets > places ? sets : places, team);
+	t->place = (hd_place *) t->set;
+	t->leave = gc_malloc_touched(sizeof(hd_place) * n, team);
 	t->cparent = malloc(sizeof(int64_t) * k);
 	t->cchild = malloc(sizeof(int64_t) * k);
 	t->birth = malloc(sizeof(double) * k);
 	t->stab = malloc(sizeof(double) * k);
 	t->death = malloc(sizeof(double) * k);
-	t->leave = malloc(sizeof(hd_leave) * n);
-	/* a side of several rows has two at least */
-	t->fall = malloc(sizeof(hd_fall) * (n / 2 + 1));
-	if (want_rows)
-		t->rows = malloc(sizeof(gc_hdbscan_tree_row) * (n + k));
-	if (t->node == NULL || t->scratch == NULL || t->cparent == NULL ||
-		t->cchild == NULL || t->birth == NULL || t->stab == NULL ||
-		t->death == NULL || t->leave == NULL || t->fall == NULL ||
-		(want_rows && t->rows == NULL))
+	if (want_tree)
+		t->bfs = gc_malloc_touched(sizeof(hd_bfs) * (n - 1), team);
+	if (t->node == NULL || t->set == NULL || t->leave == NULL ||
+		t->cparent == NULL || t->cchild == NULL || t->birth == NULL ||
+		t->stab == NULL || t->death == NULL || (want_tree && t->bfs == NULL))
 		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's tree (%lld rows)",
 					   (long long) t->n);
 	return GC_OK;
@@ -711,6 +940,22 @@ hd_one_row(gc_hdbscan_result *res)
 	return GC_OK;
 }
 
+/* The tree for the caller: its rows, and selected[] by cluster number. */
+static void
+hd_give_tree(hd_tree *t, const int32_t *flat, int32_t *selected,
+			 gc_hdbscan_tree *out)
+{
+	gc_hdbscan_tree_row *fit = realloc(t->rows, sizeof(gc_hdbscan_tree_row) * (size_t) t->nrows);
+
+	for (int64_t c = 0; c < t->nclu; c++)
+		selected[t->number[c]] = flat[c];
+	out->rows = fit != NULL ? fit : t->rows;
+	out->nrows = t->nrows;
+	out->selected = selected;
+	out->nclusters = t->nclu;
+	t->rows = NULL;
+}
+
 gc_code
 gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 					const gc_hdbscan_params *p, gc_hdbscan_result *res,
@@ -718,9 +963,11 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 {
 	hd_tree		t;
 	uint8_t    *sel = NULL;
-	int64_t    *climb = NULL;
+	int64_t    *climb = NULL,
+			   *first = NULL;
 	double	   *lmax = NULL;
-	int32_t    *flat = NULL;
+	int32_t    *flat = NULL,
+			   *selected = NULL;
 	gc_code		rc;
 
 	res->clusters = 0;
@@ -736,6 +983,8 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 		return GC_OK;
 	if (n == 1)
 		return hd_one_row(res);
+	if (n >= INT32_MAX)
+		return gc_fail(st, GC_EINVAL, "HDBSCAN takes fewer than %d rows", INT32_MAX);
 
 	memset(&t, 0, sizeof(t));
 	t.ctx = ctx;
@@ -747,38 +996,38 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 	if ((rc = hd_alloc(&t, res->tree != NULL, st)) != GC_OK ||
 		(rc = hd_single_linkage(&t, st)) != GC_OK ||
 		(rc = hd_condense(&t, st)) != GC_OK ||
-		(rc = hd_walk_falls(&t, st)) != GC_OK)
+		(res->tree != NULL && (rc = hd_tree_rows(&t, st)) != GC_OK))
 		goto done;
 	/* the single-linkage tree is done with */
 	free(t.node);
-	free(t.scratch);
-	free(t.fall);
+	free(t.set);
+	free(t.bfs);
 	t.node = NULL;
-	t.scratch = NULL;
-	t.fall = NULL;
+	t.set = NULL;
+	t.place = NULL;
+	t.bfs = NULL;
 
 	sel = malloc((size_t) t.nclu);
 	climb = malloc(sizeof(int64_t) * (size_t) t.nclu);
+	first = malloc(sizeof(int64_t) * (size_t) t.nclu);
 	lmax = malloc(sizeof(double) * (size_t) t.nclu);
 	flat = malloc(sizeof(int32_t) * (size_t) t.nclu);
-	if (sel == NULL || climb == NULL || lmax == NULL || flat == NULL)
+	if (res->tree != NULL)
+		selected = malloc(sizeof(int32_t) * (size_t) t.nclu);
+	if (sel == NULL || climb == NULL || first == NULL || lmax == NULL ||
+		flat == NULL ||
+		(res->tree != NULL && selected == NULL))
 	{
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
 		goto done;
 	}
 	hd_select(&t, p, sel, climb);
-	if ((rc = hd_label(&t, p, sel, climb, lmax, flat, res, st)) != GC_OK)
+	if ((rc = hd_label(&t, p, sel, climb, lmax, first, flat, res, st)) != GC_OK)
 		goto done;
 	if (res->tree != NULL)
 	{
-		gc_hdbscan_tree_row *fit = realloc(t.rows, sizeof(gc_hdbscan_tree_row) * (size_t) t.nrows);
-
-		res->tree->rows = fit != NULL ? fit : t.rows;
-		res->tree->nrows = t.nrows;
-		res->tree->selected = flat;
-		res->tree->nclusters = t.nclu;
-		t.rows = NULL;
-		flat = NULL;
+		hd_give_tree(&t, flat, selected, res->tree);
+		selected = NULL;
 	}
 done:
 	if (rc != GC_OK)
@@ -786,8 +1035,10 @@ done:
 	hd_free(&t);
 	free(sel);
 	free(climb);
+	free(first);
 	free(lmax);
 	free(flat);
+	free(selected);
 	return rc;
 }
 
