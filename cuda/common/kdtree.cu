@@ -1,9 +1,13 @@
 /*
  * kdtree.cu — the build of the balanced kd-tree (kdtree.cuh) on the GPU,
- * level by level: each node's exact box, its widest dimension, and a CUB
- * segmented sort of its positions along it.
+ * level by level: each node's exact box, its widest dimension, and one CUB
+ * radix sort of every position by (its node, its coordinate along that
+ * dimension), which sorts each node's positions in place (a node's
+ * positions are a contiguous range, the nodes in order).  One device-wide
+ * sort a level keeps the whole GPU busy where a segmented sort of a few
+ * huge segments would not.
  */
-#include <cub/device/device_segmented_sort.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "common/kdtree.cuh"
 #include "common/launch.cuh"
@@ -126,24 +130,24 @@ k_tr_sdim(const unsigned *__restrict__ olo, const unsigned *__restrict__ ohi,
 	sdim[j] = best;
 }
 
-/* The sort keys of level l, and its segments' offsets. */
+/*
+ * The sort keys of level l: a position's node (below 2^l) above its
+ * coordinate along the node's dimension, in tr_enc's order.
+ */
 __global__ void
 k_tr_keys(const float *__restrict__ X, const int *__restrict__ perm,
-		  const int *__restrict__ sdim, int n, int d, int l, float *key)
+		  const int *__restrict__ sdim, int n, int d, int l,
+		  unsigned long long *key)
 {
 	int			p = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (p < n)
-		key[p] = X[(int64_t) perm[p] * d + sdim[tr_node_of(p, n, l)]];
-}
+	{
+		int64_t		j = tr_node_of(p, n, l);
 
-__global__ void
-k_tr_offsets(int n, int l, int64_t nodes, int *off)
-{
-	int64_t		j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (j <= nodes)
-		off[j] = tr_off(j, n, l);
+		key[p] = (unsigned long long) j << 32 |
+			tr_enc(X[(int64_t) perm[p] * d + sdim[j]]);
+	}
 }
 
 __global__ void
@@ -180,9 +184,8 @@ gc_kdtree_build(gc_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	unsigned   *olo,
 			   *ohi;
 	int		   *perm2,
-			   *sdim,
-			   *off;
-	float	   *key,
+			   *sdim;
+	unsigned long long *key,
 			   *key2;
 	gc_code		rc;
 
@@ -201,7 +204,6 @@ gc_kdtree_build(gc_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	KT_ALLOC(key, n);
 	KT_ALLOC(key2, n);
 	KT_ALLOC(sdim, T.nleaf);
-	KT_ALLOC(off, T.nleaf + 1);
 	KT_ALLOC(olo, T.nnode * d);
 	KT_ALLOC(ohi, T.nnode * d);
 	KT_CK(cudaMemsetAsync(olo, 0xff, sizeof(unsigned) * (size_t) (T.nnode * d), D.s));
@@ -223,22 +225,20 @@ gc_kdtree_build(gc_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 						(const unsigned *) olo, (const unsigned *) ohi, d, l, nodes, cyclic, sdim));
 		KT_CK(gc_launch(k_tr_keys, n, KT_THREADS, KT_THREADS, D.s, X,
 						(const int *) T.perm, (const int *) sdim, n, d, l, key));
-		KT_CK(gc_launch(k_tr_offsets, nodes + 1, KT_THREADS, KT_THREADS, D.s, n, l, nodes, off));
 
+		/* the node's l bits above the coordinate's 32 */
+		cub::DoubleBuffer<unsigned long long> keys(key, key2);
+		cub::DoubleBuffer<int> vals(T.perm, perm2);
 		size_t		bytes = 0;
 
-		KT_CK(cub::DeviceSegmentedSort::SortPairs(nullptr, bytes, key, key2, T.perm, perm2,
-												  (int64_t) n, nodes, off, off + 1, D.s));
+		KT_CK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, vals, n, 0, 32 + l, D.s));
 		KT_CK(D.scratch(bytes));
 		bytes = D.cub_bytes;
-		KT_CK(cub::DeviceSegmentedSort::SortPairs(D.cub_tmp, bytes, key, key2, T.perm, perm2,
-												  (int64_t) n, nodes, off, off + 1, D.s));
-		{
-			int		   *t = T.perm;
-
-			T.perm = perm2;
-			perm2 = t;
-		}
+		KT_CK(cub::DeviceRadixSort::SortPairs(D.cub_tmp, bytes, keys, vals, n, 0, 32 + l, D.s));
+		key = keys.Current();
+		key2 = keys.Alternate();
+		T.perm = vals.Current();
+		perm2 = vals.Alternate();
 		if ((rc = gc_sync_poll(D, ctx, "GPU kd-tree", st)) != GC_OK)
 			return rc;
 	}

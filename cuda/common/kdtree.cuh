@@ -10,8 +10,8 @@
  * to 64 points (fewer when n < 64: the root is then the one leaf).  At
  * each level a node's exact box (per-dimension minimum and maximum, float
  * atomics on an order-preserving encoding) gives its widest dimension, and
- * a CUB segmented sort of each node's positions along it splits the node
- * at its median.  The boxes are final as they are made (later levels
+ * one CUB radix sort of all positions by (node, coordinate along the
+ * node's dimension) splits every node at its median.  The boxes are final as they are made (later levels
  * permute only inside a node), so every node keeps the exact box of its
  * points.  Memory: the rows once more in position order, the boxes (n d /
  * 16 floats at most each side), O(n) more.

@@ -159,7 +159,7 @@ gc_dbscan_gpu_mem_bytes(int64_t n, int d)
 	 * An upper bound over the indexes and algorithms, in bytes a point.
 	 * The kd-tree needs the most: the input (4d), its sorted copy (4d),
 	 * node boxes (<= d) and their build copies (<= d), the build's
-	 * permutations and keys (20), CUB's segmented sort (<= 16), candidate
+	 * permutations and keys (24), CUB's radix sort's scratch (<= 12), candidate
 	 * lists (32: 8 entries, at least 8M in all), counts and flags (5), kept
 	 * neighbours (<= 32 x 4), union-find and border (16), numbering (21),
 	 * CUDA-DClust's chains (32): 10d + 270.  The grid (d <= 3) needs at

@@ -294,7 +294,7 @@ gc_kdistance_gpu_mem_bytes(int64_t n, int d, int64_t k)
 	/*
 	 * The input (4 d a row, dropped once the tree is built) and the tree
 	 * (common/kdtree.cu: its rows 4 d, the boxes and their build copies at
-	 * most d, permutations, keys and offsets 24, CUB's segmented sort at
+	 * most d, permutations and keys 24, CUB's radix sort's scratch at
 	 * most 16), the k-distances (4): 9 d + 44, rounded up; plus a batch's
 	 * heaps and room for the allocator.
 	 */

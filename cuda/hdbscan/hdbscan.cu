@@ -236,8 +236,8 @@ gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 	/*
 	 * Everything the call allocates, as if all lived at once (an upper
 	 * bound): the rows 4 d; the tree (common/kdtree.cu: its rows 4 d,
-	 * the boxes and their build copies at most d, permutations, keys and
-	 * offsets 24, CUB's segmented sort at most 16); the core distances 8
+	 * the boxes and their build copies at most d, permutations and keys
+	 * 24, CUB's radix sort's scratch at most 16); the core distances 8
 	 * and in row order 8; Borůvka's arrays (hb_boruvka_bytes); the edges
 	 * 16, the sort's other buffers 16 and the edges out 24.  Plus a
 	 * batch's heaps, and room for the allocator's rounding of some 30
