@@ -52,6 +52,9 @@ gc_hdbscan_check(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return gc_fail(st, GC_EINVAL, "number of rows must not be negative");
 	if (d < 1)
 		return gc_fail(st, GC_EINVAL, "dimension must be at least 1, got %d", d);
+	if (!mst_only && n > GC_HDBSCAN_TREE_MAX_N)
+		return gc_fail(st, GC_EINVAL, "HDBSCAN takes at most %lld rows, got %lld",
+					   (long long) GC_HDBSCAN_TREE_MAX_N, (long long) n);
 	if (!mst_only && p->min_cluster_size < 2)
 		return gc_fail(st, GC_EINVAL, "min_cluster_size must be at least 2, got %lld",
 					   (long long) p->min_cluster_size);
@@ -140,6 +143,7 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 {
 	double	   *core;
 	gc_mst_edge *edges;
+	int			team;
 	gc_code		rc;
 
 	if (res != NULL && res->tree != NULL)
@@ -154,8 +158,9 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (res->labels == NULL || res->probability == NULL || res->outlier == NULL)
 		return gc_fail(st, GC_EINVAL, "HDBSCAN output array missing");
 	/* touched on the team: the GPU's download or the CPU's phases fill them */
-	core = gc_malloc_touched(sizeof(double) * (size_t) n, gc_team_adapt(ctx));
-	edges = gc_malloc_touched(sizeof(gc_mst_edge) * (size_t) n, gc_team_adapt(ctx));
+	team = gc_team_adapt(ctx);
+	core = gc_malloc_touched(sizeof(double) * (size_t) n, team);
+	edges = gc_malloc_touched(sizeof(gc_mst_edge) * (size_t) n, team);
 	if (core == NULL || edges == NULL)
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for the core distances and the MST of %lld rows",
 					 (long long) n);

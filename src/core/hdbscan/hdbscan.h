@@ -225,6 +225,13 @@ gc_code		gc_choose_device_hdbscan(gc_device requested, int64_t n, int d,
 /* The most rows the GPU's HDBSCAN takes (int32 positions). */
 #define GC_HDBSCAN_GPU_MAX_N (INT32_MAX - 1)
 
+/*
+ * The most rows phase 3 takes on either device (hdbscan_tree.c's 32-bit
+ * entries: single-linkage nodes below 2^32); gc_hdbscan_check refuses more
+ * unless the call is the spanning tree alone.
+ */
+#define GC_HDBSCAN_TREE_MAX_N (INT32_MAX - 1)
+
 #ifdef __cplusplus
 }
 #endif

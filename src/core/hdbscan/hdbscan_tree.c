@@ -101,9 +101,10 @@
 #define HD_CARRIED (-1.0)
 
 /*
- * A row (below n) or single-linkage node n + i: below 2^32 with n below
- * 2^31.  Rows, sizes and clusters fit int32_t.  The compact entries keep
- * the random reads of the sequential passes in fewer cache lines.
+ * A row (below n) or single-linkage node n + i: below 2^32 with n at most
+ * GC_HDBSCAN_TREE_MAX_N.  Rows, sizes and clusters fit int32_t.  The
+ * compact entries keep the random reads of the sequential passes in fewer
+ * cache lines.
  */
 typedef uint32_t hd_id;
 
@@ -983,8 +984,9 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 		return GC_OK;
 	if (n == 1)
 		return hd_one_row(res);
-	if (n >= INT32_MAX)
-		return gc_fail(st, GC_EINVAL, "HDBSCAN takes fewer than %d rows", INT32_MAX);
+	if (n > GC_HDBSCAN_TREE_MAX_N)
+		return gc_fail(st, GC_EINVAL, "HDBSCAN takes at most %lld rows, got %lld",
+					   (long long) GC_HDBSCAN_TREE_MAX_N, (long long) n);
 
 	memset(&t, 0, sizeof(t));
 	t.ctx = ctx;
