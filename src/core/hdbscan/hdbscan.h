@@ -82,6 +82,22 @@ typedef struct gc_mst_edge
 } gc_mst_edge;
 
 /*
+ * Node n + i of the single-linkage tree (scikit-learn's
+ * single_linkage_tree_ row i): edge i of the spanning tree in (w, a, b)
+ * order joins, at distance w, the current cluster of its a (left) and that
+ * of its b (right), each a row (below n) or an earlier node, of lsize and
+ * rsize rows.  The size of an edge, so the GPU's job returns either.
+ */
+typedef struct gc_linkage_node
+{
+	uint32_t	left,
+				right;
+	int32_t		lsize,
+				rsize;
+	double		w;
+} gc_linkage_node;
+
+/*
  * One row of the condensed tree.  Nodes are numbered as scikit-learn's
  * condensed_tree_ numbers them: 0 .. n-1 the rows (input positions), n the
  * root cluster, then the clusters in the order the tree is walked from the
@@ -181,15 +197,35 @@ gc_code		gc_hdbscan_mst_edges_cpu(const gc_ctx *ctx, const float *R,
 									 gc_mst_edge *edges, gc_status *st);
 
 /*
- * Phase 3, on the CPU for both devices (hdbscan_tree.c): from the n - 1
- * edges sorted by (w, a, b) to res (labels, probability, outlier,
- * clusters, tree).  Near-linear time (a union-find and walks of the
- * trees), O(n) memory.
+ * Phase 3 (hdbscan_tree.c): from the n - 1 edges sorted by (w, a, b) to
+ * res (labels, probability, outlier, clusters, tree), in two steps: the
+ * single-linkage tree (gc_hdbscan_linkage: a union-find over the edges in
+ * order, near-linear; on the GPU, gc_hdbscan_linkage_gpu), then the
+ * condensed tree and the rest (gc_hdbscan_from_linkage: walks of the
+ * trees, linear).  O(n) memory.  n <= GC_HDBSCAN_TREE_MAX_N.
  */
 gc_code		gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n,
 								const gc_mst_edge *edges,
 								const gc_hdbscan_params *p,
 								gc_hdbscan_result *res, gc_status *st);
+gc_code		gc_hdbscan_linkage(const gc_ctx *ctx, int64_t n,
+							   const gc_mst_edge *edges,
+							   gc_linkage_node *nodes, gc_status *st);
+gc_code		gc_hdbscan_from_linkage(const gc_ctx *ctx, int64_t n,
+									const gc_linkage_node *nodes,
+									const gc_hdbscan_params *p,
+									gc_hdbscan_result *res, gc_status *st);
+
+/*
+ * Phases 1 and 2 and the single-linkage tree (what phase 3 goes on from):
+ * nodes (n - 1) as gc_hdbscan_linkage's of gc_hdbscan_mst_cpu's edges, on
+ * the CPU, or (gc_hdbscan_linkage_on_gpu) all on the GPU, bit for bit the
+ * same.  gc_hdbscan_cpu's checks.
+ */
+gc_code		gc_hdbscan_linkage_cpu(const gc_ctx *ctx, const float *X,
+								   int64_t n, int d,
+								   const gc_hdbscan_params *p,
+								   gc_linkage_node *nodes, gc_status *st);
 
 /* The weight of a pair from its squared distance s (gc_dist2_f64). */
 GC_HD double

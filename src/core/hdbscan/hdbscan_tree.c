@@ -58,8 +58,11 @@
  * 60 bytes a row, 125 with the tree), everything iterative (a chain of
  * 10M rows is a tree 10M deep):
  *
- *  - the single-linkage tree by a union-find by size over the rows,
- *    sequential in the edges' order, the two finds of an edge in step;
+ *  - the single-linkage tree (gc_hdbscan_linkage) by a union-find by size
+ *    over the rows, sequential in the edges' order, the two finds of an
+ *    edge in step; the GPU builds the same nodes itself
+ *    (cuda/hdbscan/hdbscan_linkage.cu), and the rest
+ *    (gc_hdbscan_from_linkage) goes on from them;
  *  - the condensed tree in one pass over the single-linkage nodes from
  *    the root down in index order (a parent's index is above its
  *    children's), each node handing its place to its two sides: the
@@ -108,19 +111,6 @@
  */
 typedef uint32_t hd_id;
 
-/*
- * Single-linkage node n + i: the sides it joins at distance w and their
- * rows.
- */
-typedef struct hd_node
-{
-	hd_id		left,
-				right;
-	int32_t		lsize,
-				rsize;
-	double		w;
-} hd_node;
-
 /* A row's union-find entry; at a root, the set's node and rows. */
 typedef struct hd_set
 {
@@ -166,11 +156,8 @@ typedef struct hd_tree
 	const gc_ctx *ctx;
 	int64_t		n;
 	int64_t		mcs;			/* min_cluster_size */
-	const gc_mst_edge *edges;
-
-	hd_node    *node;			/* the single-linkage tree, n - 1 */
-	hd_set	   *set;			/* the union-find entries, n */
-	hd_place   *place;			/* each node's, n - 1, in set's room */
+	const gc_linkage_node *node;	/* the single-linkage tree, n - 1 */
+	hd_place   *place;			/* each node's, n - 1 */
 	hd_place   *leave;			/* each row's */
 
 	/* the condensed tree's clusters (at most kmax), provisional numbers */
@@ -203,8 +190,7 @@ hd_poll(hd_tree *t)
 static void
 hd_free(hd_tree *t)
 {
-	free(t->node);
-	free(t->set);
+	free(t->place);
 	free(t->leave);
 	free(t->cparent);
 	free(t->cchild);
@@ -278,12 +264,9 @@ hd_prefetch_sets(const hd_set *set, int64_t n, const gc_mst_edge *e)
  * keeps, at each root, the node its set is now and its rows.
  */
 static gc_code
-hd_single_linkage(hd_tree *t, gc_status *st)
+hd_single_linkage(const gc_ctx *ctx, int64_t n, const gc_mst_edge *e,
+				  hd_set *set, gc_linkage_node *node, gc_status *st)
 {
-	int64_t		n = t->n;
-	hd_set	   *set = t->set;
-	const gc_mst_edge *e = t->edges;
-
 	for (int64_t i = 0; i < n; i++)
 		set[i] = (hd_set) {(int32_t) i, (hd_id) i, 1};
 	for (int64_t i = 0; i < n - 1; i++)
@@ -302,14 +285,14 @@ hd_single_linkage(hd_tree *t, gc_status *st)
 		if (ra == rb)
 			return gc_fail(st, GC_EINVAL, "HDBSCAN's edges do not form a spanning tree (edge %lld closes a cycle)",
 						   (long long) i);
-		t->node[i] = (hd_node) {set[ra].node, set[rb].node,
+		node[i] = (gc_linkage_node) {set[ra].node, set[rb].node,
 		set[ra].size, set[rb].size, e[i].w};
 		big = set[ra].size >= set[rb].size ? ra : rb;
 		small = big == ra ? rb : ra;
 		set[small].parent = big;
 		set[big].size = set[ra].size + set[rb].size;
 		set[big].node = (hd_id) (n + i);
-		if (hd_poll(t))
+		if ((i & HD_POLL_MASK) == HD_POLL_MASK && gc_cancelled(ctx))
 			return gc_fail(st, GC_ECANCEL, "canceled");
 	}
 	return GC_OK;
@@ -360,7 +343,7 @@ hd_hand(hd_tree *t, int64_t x, int32_t c, double lambda)
 static inline void
 hd_prefetch_hand(const hd_tree *t, int64_t i)
 {
-	const hd_node *nd = &t->node[i];
+	const gc_linkage_node *nd = &t->node[i];
 	int64_t		side[2] = {nd->left, nd->right};
 
 	for (int j = 0; j < 2; j++)
@@ -376,7 +359,7 @@ hd_prefetch_hand(const hd_tree *t, int64_t i)
 static void
 hd_carry(hd_tree *t, int64_t i, int32_t c)
 {
-	const hd_node *nd = &t->node[i];
+	const gc_linkage_node *nd = &t->node[i];
 	int64_t		side[2] = {nd->left, nd->right},
 				size[2] = {nd->lsize, nd->rsize};
 	double		lambda = hd_lambda(nd->w);
@@ -437,6 +420,9 @@ hd_condense(hd_tree *t, gc_status *st)
 	{
 		hd_place	pl = t->place[i];
 
+		if (t->node[i].left >= n + i || t->node[i].right >= n + i)
+			return gc_fail(st, GC_EINVAL, "HDBSCAN's single-linkage node %lld joins a later node",
+						   (long long) i);
 		if (i >= HD_AHEAD)
 			hd_prefetch_hand(t, i - HD_AHEAD);
 		if (pl.lambda == HD_CARRIED)
@@ -782,7 +768,7 @@ hd_fall_rows(const hd_tree *t, int64_t s, int64_t c, double lambda,
 	queue[tail++] = s;
 	while (head < tail)
 	{
-		const hd_node *nd = &t->node[queue[head++] - n];
+		const gc_linkage_node *nd = &t->node[queue[head++] - n];
 		int64_t		side[2] = {nd->left, nd->right};
 
 		for (int j = 0; j < 2; j++)
@@ -800,7 +786,7 @@ hd_fall_rows(const hd_tree *t, int64_t s, int64_t c, double lambda,
 static void
 hd_node_rows(const hd_tree *t, int64_t i, int64_t row, int64_t *queue)
 {
-	const hd_node *nd = &t->node[i];
+	const gc_linkage_node *nd = &t->node[i];
 	int64_t		side[2] = {nd->left, nd->right},
 				size[2] = {nd->lsize, nd->rsize},
 				c = t->number[t->place[i].c];
@@ -859,7 +845,7 @@ hd_tree_rows(hd_tree *t, gc_status *st)
 		at[j] = t->nrows;
 		if (order[j].rows < 0)
 		{
-			const hd_node *nd = &t->node[order[j].node];
+			const gc_linkage_node *nd = &t->node[order[j].node];
 
 			t->number[t->place[nd->left - n].c] = next++;
 			t->number[t->place[nd->right - n].c] = next++;
@@ -898,22 +884,17 @@ hd_tree_rows(hd_tree *t, gc_status *st)
 /* ---- the call ---- */
 
 /*
- * The arrays of one call: the single-linkage tree, the union-find entries
- * and then in their room the places, the clusters; the large ones touched
+ * The arrays of one call: the places, the clusters; the large ones touched
  * on the team (gc_malloc_touched).
  */
 static gc_code
 hd_alloc(hd_tree *t, bool want_tree, gc_status *st)
 {
 	size_t		n = (size_t) t->n,
-				k = (size_t) t->kmax,
-				sets = sizeof(hd_set) * n,
-				places = sizeof(hd_place) * (n - 1);
+				k = (size_t) t->kmax;
 	int			team = gc_team_adapt(t->ctx);
 
-	t->node = gc_malloc_touched(sizeof(hd_node) * (n - 1), team);
-	t->set = gc_malloc_touched(sets > places ? sets : places, team);
-	t->place = (hd_place *) t->set;
+	t->place = gc_malloc_touched(sizeof(hd_place) * (n - 1), team);
 	t->leave = gc_malloc_touched(sizeof(hd_place) * n, team);
 	t->cparent = malloc(sizeof(int64_t) * k);
 	t->cchild = malloc(sizeof(int64_t) * k);
@@ -922,7 +903,7 @@ hd_alloc(hd_tree *t, bool want_tree, gc_status *st)
 	t->death = malloc(sizeof(double) * k);
 	if (want_tree)
 		t->bfs = gc_malloc_touched(sizeof(hd_bfs) * (n - 1), team);
-	if (t->node == NULL || t->set == NULL || t->leave == NULL ||
+	if (t->place == NULL || t->leave == NULL ||
 		t->cparent == NULL || t->cchild == NULL || t->birth == NULL ||
 		t->stab == NULL || t->death == NULL || (want_tree && t->bfs == NULL))
 		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's tree (%lld rows)",
@@ -957,10 +938,75 @@ hd_give_tree(hd_tree *t, const int32_t *flat, int32_t *selected,
 	t->rows = NULL;
 }
 
+/* The checks of phase 3's parameters and row count, the result cleared. */
+static gc_code
+hd_check(int64_t n, const gc_hdbscan_params *p, gc_hdbscan_result *res,
+		 gc_status *st)
+{
+	res->clusters = 0;
+	if (res->tree != NULL)
+		memset(res->tree, 0, sizeof(*res->tree));
+	if (p->min_cluster_size < 2)
+		return gc_fail(st, GC_EINVAL, "min_cluster_size must be at least 2");
+	if (p->method != GC_HDBSCAN_EOM && p->method != GC_HDBSCAN_LEAF)
+		return gc_fail(st, GC_EINVAL, "unknown cluster_selection_method");
+	if (!(p->epsilon >= 0.0) || isinf(p->epsilon))
+		return gc_fail(st, GC_EINVAL, "cluster_selection_epsilon must be finite and at least 0");
+	if (n > GC_HDBSCAN_TREE_MAX_N)
+		return gc_fail(st, GC_EINVAL, "HDBSCAN takes at most %lld rows, got %lld",
+					   (long long) GC_HDBSCAN_TREE_MAX_N, (long long) n);
+	return GC_OK;
+}
+
+gc_code
+gc_hdbscan_linkage(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
+				   gc_linkage_node *nodes, gc_status *st)
+{
+	hd_set	   *set;
+	gc_code		rc;
+
+	if (n > GC_HDBSCAN_TREE_MAX_N)
+		return gc_fail(st, GC_EINVAL, "HDBSCAN takes at most %lld rows, got %lld",
+					   (long long) GC_HDBSCAN_TREE_MAX_N, (long long) n);
+	if (n <= 1)
+		return GC_OK;
+	set = gc_malloc_touched(sizeof(hd_set) * (size_t) n, gc_team_adapt(ctx));
+	if (set == NULL)
+		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's single-linkage tree (%lld rows)",
+					   (long long) n);
+	rc = hd_single_linkage(ctx, n, edges, set, nodes, st);
+	free(set);
+	return rc;
+}
+
 gc_code
 gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 					const gc_hdbscan_params *p, gc_hdbscan_result *res,
 					gc_status *st)
+{
+	gc_linkage_node *nodes;
+	gc_code		rc;
+
+	if ((rc = hd_check(n, p, res, st)) != GC_OK)
+		return rc;
+	if (n <= 1)
+		return gc_hdbscan_from_linkage(ctx, n, NULL, p, res, st);
+	nodes = gc_malloc_touched(sizeof(gc_linkage_node) * (size_t) (n - 1),
+							  gc_team_adapt(ctx));
+	if (nodes == NULL)
+		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's single-linkage tree (%lld rows)",
+					   (long long) n);
+	if ((rc = gc_hdbscan_linkage(ctx, n, edges, nodes, st)) == GC_OK)
+		rc = gc_hdbscan_from_linkage(ctx, n, nodes, p, res, st);
+	free(nodes);
+	return rc;
+}
+
+gc_code
+gc_hdbscan_from_linkage(const gc_ctx *ctx, int64_t n,
+						const gc_linkage_node *nodes,
+						const gc_hdbscan_params *p, gc_hdbscan_result *res,
+						gc_status *st)
 {
 	hd_tree		t;
 	uint8_t    *sel = NULL;
@@ -971,41 +1017,26 @@ gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 			   *selected = NULL;
 	gc_code		rc;
 
-	res->clusters = 0;
-	if (res->tree != NULL)
-		memset(res->tree, 0, sizeof(*res->tree));
-	if (p->min_cluster_size < 2)
-		return gc_fail(st, GC_EINVAL, "min_cluster_size must be at least 2");
-	if (p->method != GC_HDBSCAN_EOM && p->method != GC_HDBSCAN_LEAF)
-		return gc_fail(st, GC_EINVAL, "unknown cluster_selection_method");
-	if (!(p->epsilon >= 0.0) || isinf(p->epsilon))
-		return gc_fail(st, GC_EINVAL, "cluster_selection_epsilon must be finite and at least 0");
-	if (n <= 0)
-		return GC_OK;
+	if ((rc = hd_check(n, p, res, st)) != GC_OK || n <= 0)
+		return rc;
 	if (n == 1)
 		return hd_one_row(res);
-	if (n > GC_HDBSCAN_TREE_MAX_N)
-		return gc_fail(st, GC_EINVAL, "HDBSCAN takes at most %lld rows, got %lld",
-					   (long long) GC_HDBSCAN_TREE_MAX_N, (long long) n);
 
 	memset(&t, 0, sizeof(t));
 	t.ctx = ctx;
 	t.n = n;
 	t.mcs = p->min_cluster_size;
-	t.edges = edges;
+	t.node = nodes;
 	/* at most n / mcs leaves of a binary tree */
 	t.kmax = 2 * (n / t.mcs) + 1;
 	if ((rc = hd_alloc(&t, res->tree != NULL, st)) != GC_OK ||
-		(rc = hd_single_linkage(&t, st)) != GC_OK ||
 		(rc = hd_condense(&t, st)) != GC_OK ||
 		(res->tree != NULL && (rc = hd_tree_rows(&t, st)) != GC_OK))
 		goto done;
-	/* the single-linkage tree is done with */
-	free(t.node);
-	free(t.set);
+	/* the single-linkage tree's places are done with */
+	free(t.place);
 	free(t.bfs);
 	t.node = NULL;
-	t.set = NULL;
 	t.place = NULL;
 	t.bfs = NULL;
 
