@@ -2,16 +2,20 @@
  * hdbscan.cu — HDBSCAN's phases 1 and 2 on the GPU: gc_hdbscan_mst_gpu
  * (src/core/common/gpu.h), the core distances and the edges of the
  * mutual-reachability minimum spanning tree, bit for bit
- * gc_hdbscan_core_cpu's and gc_hdbscan_mst_edges_cpu's (phase 3, the
- * trees and the labels, runs on the CPU: hdbscan.c's driver).
+ * gc_hdbscan_core_cpu's and gc_hdbscan_mst_edges_cpu's; and
+ * gc_hdbscan_linkage_gpu, which goes on to phase 3's first step, the
+ * single-linkage tree (hdbscan_linkage.cu), bit for bit
+ * gc_hdbscan_linkage's (the rest of phase 3 runs on the CPU: hdbscan.c's
+ * driver).
  *
  * The call: the rows up (transfer.cu's pinned ring), the kd-tree
  * (common/kdtree.cu), the core distances (hdbscan_core.cu), Borůvka's
  * rounds (hdbscan_boruvka.cu), the edges sorted by (w, a, b) with two
  * stable CUB radix sorts (by pair, then by weight: non-negative doubles
  * order as their bits), and the core distances (in row order) and edges
- * down.  Every allocation is the call's (check.cuh's gc_dev), released on
- * every way out.
+ * down, or the single-linkage tree of the edges and its nodes down.  Every
+ * allocation is the call's (check.cuh's gc_dev), released on every way
+ * out.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -117,11 +121,14 @@ hb_sort_edges(gc_dev &D, int m, unsigned long long *ew, unsigned long long *eab,
 	return GC_OK;
 }
 
-/* The call, its resources in D (released by D's destructor on any error). */
+/*
+ * The call, its resources in D (released by D's destructor on any error):
+ * core (may be NULL) and edges, or nodes.
+ */
 static gc_code
 hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 	   int64_t min_samples, double alpha, gc_metric metric, double *core,
-	   gc_mst_edge *edges, gc_status *st)
+	   gc_mst_edge *edges, gc_linkage_node *nodes, gc_status *st)
 {
 	gc_kdtree	T;
 	float	   *Xd;
@@ -133,7 +140,8 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 			   *eab2,
 			   *ws,
 			   *ps;
-	gc_mst_edge *eo;
+	gc_mst_edge *eo = nullptr;
+	gc_linkage_node *no = nullptr;
 	const int	m = n - 1;
 	double		t0 = gc_now_ms();
 	gc_code		rc;
@@ -180,33 +188,57 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 	HB_ALLOC(eab2, m);
 	if ((rc = hb_sort_edges(D, m, ew, eab, ew2, eab2, &ws, &ps, st)) != GC_OK)
 		return rc;
-	HB_ALLOC(eo, m);
-	HB_CK(gc_launch(k_hb_edges_out, m, HB_THREADS, HB_THREADS, D.s,
-					(const unsigned long long *) ws, (const unsigned long long *) ps, m, eo));
+	if (edges != nullptr)
+	{
+		HB_ALLOC(eo, m);
+		HB_CK(gc_launch(k_hb_edges_out, m, HB_THREADS, HB_THREADS, D.s,
+						(const unsigned long long *) ws, (const unsigned long long *) ps, m, eo));
+	}
 	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
 		return rc;
 	hb_phases.ms_sort = gc_now_ms() - t0;
 
-	/* down */
-	t0 = gc_now_ms();
-	if (core != NULL)
+	/* the core distances in row order, while the tree is there */
+	if (core != nullptr)
 	{
 		HB_ALLOC(cr, n);
 		HB_CK(gc_launch(k_hb_core_rows, n, HB_THREADS, HB_THREADS, D.s,
 						(const double *) cp, (const int *) T.perm, n, cr));
-		HB_CK(gc_xfer_d2h(core, cr, sizeof(double) * (size_t) n, D.s, D.host_threads));
 	}
-	HB_CK(gc_xfer_d2h(edges, eo, sizeof(gc_mst_edge) * (size_t) m, D.s, D.host_threads));
+
+	/* the single-linkage tree, in the room of the tree and the sort's buffers */
+	if (nodes != nullptr)
+	{
+		t0 = gc_now_ms();
+		for (void *a : {(void *) T.lo, (void *) T.hi, (void *) T.perm,
+				(void *) T.pos_of_row, (void *) T.Xs, (void *) cp,
+				(void *) (ws == ew ? ew2 : ew), (void *) (ps == eab ? eab2 : eab)})
+			D.drop(a);
+		HB_ALLOC(no, m);
+		if ((rc = hb_linkage(D, ctx, n, ws, ps, no, st)) != GC_OK ||
+			(rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+			return rc;
+		hb_phases.ms_linkage = gc_now_ms() - t0;
+	}
+
+	/* down */
+	t0 = gc_now_ms();
+	if (core != nullptr)
+		HB_CK(gc_xfer_d2h(core, cr, sizeof(double) * (size_t) n, D.s, D.host_threads));
+	if (edges != nullptr)
+		HB_CK(gc_xfer_d2h(edges, eo, sizeof(gc_mst_edge) * (size_t) m, D.s, D.host_threads));
+	if (nodes != nullptr)
+		HB_CK(gc_xfer_d2h(nodes, no, sizeof(gc_linkage_node) * (size_t) m, D.s,
+						  D.host_threads));
 	hb_phases.ms_download = gc_now_ms() - t0;
 	return GC_OK;
 }
 
-#pragma GCC visibility pop
-
-extern "C" gc_code
-gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
-				   int64_t min_samples, double alpha, gc_metric metric,
-				   double *core, gc_mst_edge *edges, gc_status *st)
+/* Either entry: core and edges, or nodes (the other NULL). */
+static gc_code
+hb_call(const gc_ctx *ctx, const float *R, int64_t n, int d,
+		int64_t min_samples, double alpha, gc_metric metric, double *core,
+		gc_mst_edge *edges, gc_linkage_node *nodes, gc_status *st)
 {
 	const double t0 = gc_now_ms();
 	gc_code		rc;
@@ -217,17 +249,40 @@ gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
 		return gc_fail(st, GC_EDEVICE, "the GPU HDBSCAN takes at most %d rows, got %lld",
 					   GC_HDBSCAN_GPU_MAX_N, (long long) n);
 	if (n < 2 || d < 1 || min_samples < 1 || min_samples > n || !(alpha > 0.0) ||
-		R == NULL || edges == NULL)
+		R == NULL || (edges == NULL && nodes == NULL))
 		return gc_fail(st, GC_EINVAL, "%s: bad arguments (n %lld, d %d, min_samples %lld)",
 					   HB_WHO, (long long) n, d, (long long) min_samples);
 	{
 		gc_dev		D;
 
-		rc = hb_run(D, ctx, R, (int) n, d, min_samples, alpha, metric, core, edges, st);
+		rc = hb_run(D, ctx, R, (int) n, d, min_samples, alpha, metric, core, edges,
+					nodes, st);
 		D.release();
 	}
 	hb_phases.ms_total = gc_now_ms() - t0;
 	return rc;
+}
+
+#pragma GCC visibility pop
+
+extern "C" gc_code
+gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
+				   int64_t min_samples, double alpha, gc_metric metric,
+				   double *core, gc_mst_edge *edges, gc_status *st)
+{
+	if (edges == NULL)
+		return gc_fail(st, GC_EINVAL, "%s: no room for the edges", HB_WHO);
+	return hb_call(ctx, R, n, d, min_samples, alpha, metric, core, edges, nullptr, st);
+}
+
+extern "C" gc_code
+gc_hdbscan_linkage_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
+					   int64_t min_samples, double alpha, gc_metric metric,
+					   gc_linkage_node *nodes, gc_status *st)
+{
+	if (nodes == NULL)
+		return gc_fail(st, GC_EINVAL, "%s: no room for the single-linkage tree", HB_WHO);
+	return hb_call(ctx, R, n, d, min_samples, alpha, metric, nullptr, nullptr, nodes, st);
 }
 
 extern "C" size_t
@@ -240,15 +295,22 @@ gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 	 * 24, CUB's radix sort's scratch at most 16); the core distances 8
 	 * and in row order 8; Borůvka's arrays (hb_boruvka_bytes); the edges
 	 * 16, the sort's other buffers 16 and the edges out 24.  Plus a
-	 * batch's heaps, and room for the allocator's rounding of some 30
+	 * batch's heaps.  The single-linkage tree runs after the tree, the
+	 * core distances and the sort's other buffers are released: the
+	 * sorted edges, the nodes out and its own (hb_linkage_bytes).  The
+	 * larger of the two, and room for the allocator's rounding of some 60
 	 * allocations and CUB's radix sort.
 	 */
 	const size_t per = (size_t) 9 * (size_t) d + 24 + 16 + 16 + 16 + 16 + 24;
+	size_t		phases,
+				linkage;
 
 	if (n < 1)
 		return 0;
-	return (size_t) n * per + hb_boruvka_bytes(n) +
-		hb_core_heap_bytes(n, min_samples) + ((size_t) 128 << 20);
+	phases = (size_t) n * per + hb_boruvka_bytes(n) + hb_core_heap_bytes(n, min_samples);
+	/* the single-linkage tree's: the sorted edges 16 and the nodes out 24 */
+	linkage = (size_t) n * (16 + 24) + hb_linkage_bytes(n);
+	return (phases > linkage ? phases : linkage) + ((size_t) 128 << 20);
 }
 
 extern "C" void

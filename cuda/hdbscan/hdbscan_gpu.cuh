@@ -8,7 +8,8 @@
  *   hdbscan_core.cu     the core distances: an exact k-nearest-neighbour
  *                       search in double on the kd-tree;
  *   hdbscan_boruvka.cu  the minimum spanning tree: Borůvka's rounds on the
- *                       kd-tree.
+ *                       kd-tree;
+ *   hdbscan_linkage.cu  the single-linkage tree of its edges.
  * The tree is common/kdtree.cuh's; positions are its order of the rows, and
  * every edge is reported by input rows.
  *
@@ -234,6 +235,20 @@ gc_code		hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 
 /* The bytes hb_boruvka allocates for n rows (an upper bound; not the edges). */
 size_t		hb_boruvka_bytes(int64_t n);
+
+/*
+ * Phase 3's first step (hdbscan_linkage.cu): the single-linkage tree of
+ * the n - 1 edges sorted by (w, a, b) (ew the weights' bits, eab the
+ * pairs), into out (device, n - 1 nodes), bit for bit gc_hdbscan_linkage's.
+ * 2 <= n < 2^30.
+ */
+gc_code		hb_linkage(gc_dev &D, const gc_ctx *ctx, int n,
+					   const unsigned long long *ew,
+					   const unsigned long long *eab, gc_linkage_node *out,
+					   gc_status *st);
+
+/* The bytes hb_linkage allocates for n rows (an upper bound; not out). */
+size_t		hb_linkage_bytes(int64_t n);
 
 #pragma GCC visibility pop
 

@@ -9,9 +9,11 @@
  * Every form computes phases 1 and 2 (the core distances and the minimum
  * spanning tree of the mutual-reachability graph) on the device dispatch
  * chooses, and phase 3 (the trees, the flat clusters) on the CPU: on the
- * GPU the job is phases 1 and 2 alone (gc_hdbscan_mst_on_gpu, in the GPU
- * worker's process when there is one), whose n - 1 edges this backend
- * turns into the result (gc_hdbscan_from_mst); on the CPU the core's
+ * GPU the job is phases 1 and 2 and the single-linkage tree
+ * (gc_hdbscan_linkage_on_gpu, in the GPU worker's process when there is
+ * one), whose n - 1 nodes this backend turns into the result
+ * (gc_hdbscan_from_linkage), or for gpu_minimum_spanning_tree the n - 1
+ * edges alone (gc_hdbscan_mst_on_gpu); on the CPU the core's
  * gc_hdbscan_cpu does the three.  Both give the same result bit for bit.
  *
  *-------------------------------------------------------------------------
@@ -90,13 +92,16 @@ extern gc_device gc_glue_run_mst(gc_device requested, const GcInput *in,
 								 MemoryContext cxt, gc_mst_edge **edges);
 
 /*
- * Phases 1 and 2 on the GPU (hdbscan_job.c), the contract of
- * gc_hdbscan_mst_on_gpu (core distances not kept): through the GPU worker
- * when the server has one (worker/job.h), else in this backend.
+ * HDBSCAN's GPU job (hdbscan_job.c): with nodes, phases 1 and 2 and the
+ * single-linkage tree, the contract of gc_hdbscan_linkage_on_gpu; else
+ * phases 1 and 2 alone into edges, that of gc_hdbscan_mst_on_gpu (core
+ * distances not kept).  Through the GPU worker when the server has one
+ * (worker/job.h), else in this backend.
  */
-extern gc_code gc_gpu_run_hdbscan_mst(const gc_ctx *ctx, const GcInput *in,
-									  const gc_hdbscan_params *p,
-									  gc_mst_edge *edges, gc_status *st);
+extern gc_code gc_gpu_run_hdbscan(const gc_ctx *ctx, const GcInput *in,
+								  const gc_hdbscan_params *p,
+								  gc_mst_edge *edges, gc_linkage_node *nodes,
+								  gc_status *st);
 
 /* The phases of this backend's last GPU run of HDBSCAN's phases 1 and 2. */
 extern void gc_gpu_last_hdbscan_phases(gc_hdbscan_gpu_phases *out);

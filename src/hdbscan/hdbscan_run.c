@@ -4,9 +4,9 @@
  *	  Running HDBSCAN on the rows of a call, shared by every SQL form
  *	  (gpu_hdbscan, gpu_hdbscan_tree, the window form) and by
  *	  gpu_minimum_spanning_tree: the device, the GPU run of phases 1 and 2
- *	  (hdbscan_job.c's gc_gpu_run_hdbscan_mst, over worker/job.c) followed
- *	  by phase 3 here, the CPU's whole call, the fallback to the CPU under
- *	  'auto'.
+ *	  and the single-linkage tree (hdbscan_job.c's gc_gpu_run_hdbscan, over
+ *	  worker/job.c) followed by the rest of phase 3 here, the CPU's whole
+ *	  call, the fallback to the CPU under 'auto'.
  *
  *-------------------------------------------------------------------------
  */
@@ -55,34 +55,31 @@ report(gc_status *st, gc_hdbscan_result *res)
 }
 
 /*
- * The GPU's run: phases 1 and 2 there (hdbscan_job.c), into edges (in->n
- * - 1 of them; for HDBSCAN, NULL: the run's own), then phase 3 here.
- * Returns false when the GPU's phases failed (st says why), for the
- * fallback; a failure of phase 3, on the host, is raised as the CPU's is.
+ * The GPU's run: for the MST alone (res NULL), phases 1 and 2 there
+ * (hdbscan_job.c) into edges (in->n - 1 of them); for HDBSCAN, phases 1
+ * and 2 and the single-linkage tree there, then the rest of phase 3 here.
+ * Returns false when the GPU's work failed (st says why), for the
+ * fallback; a failure on the host is raised as the CPU's is.
  */
 static bool
 gpu_run(const gc_ctx *ctx, const GcInput *in, const gc_hdbscan_params *p,
 		gc_mst_edge *edges, gc_hdbscan_result *res, gc_status *st)
 {
-	gc_mst_edge *e = edges;
+	gc_linkage_node *nodes;
 
-	if (e == NULL)
-		e = gc_glue_alloc_array(CurrentMemoryContext, Max(in->n - 1, 1),
-								sizeof(gc_mst_edge));
-	if (gc_gpu_run_hdbscan_mst(ctx, in, p, e, st) != GC_OK)
+	if (res == NULL)
+		return gc_gpu_run_hdbscan(ctx, in, p, edges, NULL, st) == GC_OK;
+	nodes = gc_glue_alloc_array(CurrentMemoryContext, Max(in->n - 1, 1),
+								sizeof(gc_linkage_node));
+	if (gc_gpu_run_hdbscan(ctx, in, p, NULL, nodes, st) != GC_OK)
 	{
-		if (e != edges)
-			pfree(e);
+		pfree(nodes);
 		return false;
 	}
-	if (res != NULL)
-	{
-		gc_progress_phase(GC_PHASE_LABEL);
-		if (gc_hdbscan_from_mst(ctx, in->n, e, p, res, st) != GC_OK)
-			report(st, res);
-	}
-	if (e != edges)
-		pfree(e);
+	gc_progress_phase(GC_PHASE_LABEL);
+	if (gc_hdbscan_from_linkage(ctx, in->n, nodes, p, res, st) != GC_OK)
+		report(st, res);
+	pfree(nodes);
 	return true;
 }
 

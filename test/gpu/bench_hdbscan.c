@@ -1,6 +1,7 @@
 /*
  * bench_hdbscan.c — whole HDBSCAN calls on the GPU (gc_hdbscan_on_gpu:
- * phases 1 and 2 on the GPU, cuda/hdbscan/, phase 3 on the CPU) against
+ * phases 1 and 2 and the single-linkage tree on the GPU, cuda/hdbscan/,
+ * the rest of phase 3 on the CPU) against
  * the CPU (gc_hdbscan_cpu on every core), on the issue's data
  * (hdbscan_common.h: 50 blobs of sigma 0.6 in [-10, 10]^d plus 1/11 uniform
  * noise over their box; min_cluster_size = min_samples = 15):
@@ -14,8 +15,9 @@
  * GPU: a warm-up call, then the median of 3 (CUDA started before; one
  * timed call when the warm-up took over a second); of the last call the
  * GPU's phases (gc_hdbscan_gpu_last_phases: upload, index, core distances,
- * Borůvka's rounds, sort, download; the rest of the whole call is the CPU's
- * phase 3 and the driver), the device memory (gc_hdbscan_gpu_mem_bytes, and
+ * Borůvka's rounds, sort, single linkage, download; the rest of the whole
+ * call is the CPU's rest of phase 3 and the driver), the device memory
+ * (gc_hdbscan_gpu_mem_bytes, and
  * the default pool's high-water mark over a call), and the floor:
  *   HBM    the rows read once, the core distances and the edges written
  *          once: n (4 d + 8) + (n - 1) 24 bytes at 4.8 TB/s;
@@ -268,9 +270,10 @@ bench_case(bench *b, hd_case *c, bool cpu)
 	}
 	gc_hdbscan_gpu_last_phases(&ph);
 	printf("  GPU whole call %.1f ms; of it the GPU's phases %.1f ms: upload %.1f, index %.1f, "
-		   "core %.1f, Borůvka %.1f (%d rounds), sort %.1f, download %.1f; the rest %.1f ms\n",
+		   "core %.1f, Borůvka %.1f (%d rounds), sort %.1f, single linkage %.1f, download %.1f; "
+		   "the rest %.1f ms\n",
 		   g, ph.ms_total, ph.ms_upload, ph.ms_index, ph.ms_core, ph.ms_mst, ph.rounds,
-		   ph.ms_sort, ph.ms_download, g - ph.ms_total);
+		   ph.ms_sort, ph.ms_linkage, ph.ms_download, g - ph.ms_total);
 	printf("    device memory: bound %.1f MB (gc_hdbscan_gpu_mem_bytes), measured peak %.1f MB\n",
 		   gc_hdbscan_gpu_mem_bytes(c->n, c->d, c->p.min_samples) / 1e6, peak / 1e6);
 	print_floor(c, &ph);

@@ -16,6 +16,14 @@
  *            blobs, duplicates (core distances 0, every weight tied) and
  *            integer lattices (many ties); min_samples large enough that
  *            the core distances' heaps take several batches of queries.
+ *   linkage  the single-linkage tree (cuda/hdbscan/hdbscan_linkage.cu,
+ *            through the test hook gc_hdbscan_gpu_linkage_of) =
+ *            gc_hdbscan_linkage's union-find, node for node: of every
+ *            case's edges above, and of random spanning trees of every
+ *            shape (random attachments, paths and caterpillars with ranks
+ *            rising, falling or random, stars, brooms), n 2 to 5,000 and
+ *            a few of 200,000 to 2,000,000; and gc_hdbscan_linkage_on_gpu
+ *            = gc_hdbscan_linkage_cpu on data.
  *   calls    gc_hdbscan_on_gpu = gc_hdbscan_cpu (labels, probability and
  *            outlier bits, clusters) and gc_hdbscan_mst_on_gpu =
  *            gc_hdbscan_mst_cpu, under both selection methods, epsilon,
@@ -124,9 +132,54 @@ report_edge(const char *what, const char *other, const gc_mst_edge *g,
 }
 
 /*
+ * The GPU's single-linkage tree of the n - 1 edges e (in (w, a, b) order)
+ * = the union-find's, node for node; what names it in a failure.
+ */
+static void
+check_linkage(const gc_mst_edge *e, int64_t n, const char *what)
+{
+	gc_status	st;
+	gc_linkage_node *c = malloc(sizeof(gc_linkage_node) * (size_t) n),
+			   *g = malloc(sizeof(gc_linkage_node) * (size_t) n);
+	gc_code		rc;
+
+	memset(g, 0xff, sizeof(gc_linkage_node) * (size_t) n);
+	rc = gc_hdbscan_linkage(NULL, n, e, c, &st);
+	CHECK(rc == GC_OK, "%s: linkage: cpu: %s", what, st.message);
+	if (rc == GC_OK)
+	{
+		rc = gc_hdbscan_gpu_linkage_of(e, n, g, &st);
+		CHECK(rc == GC_OK, "%s: linkage: gpu: %s", what, st.message);
+	}
+	if (rc == GC_OK)
+	{
+		int64_t		bad = 0,
+					first = -1;
+
+		for (int64_t i = 0; i < n - 1; i++)
+			if (memcmp(&c[i], &g[i], sizeof(gc_linkage_node)) != 0)
+			{
+				if (first < 0)
+					first = i;
+				bad++;
+			}
+		CHECK(bad == 0, "%s: linkage: %lld of %lld nodes differ", what, (long long) bad,
+			  (long long) n - 1);
+		if (bad)
+			fprintf(stderr, "  node %lld: cpu (%u, %u, %d, %d), gpu (%u, %u, %d, %d)\n",
+					(long long) first, c[first].left, c[first].right, c[first].lsize,
+					c[first].rsize, g[first].left, g[first].right, g[first].lsize,
+					g[first].rsize);
+	}
+	free(c);
+	free(g);
+}
+
+/*
  * One case: X (n x d) at min_samples ms, alpha, metric: the GPU's phases
- * = the CPU's bit for bit (and = the brute force's when brute); what
- * names it in a failure.
+ * = the CPU's bit for bit (and = the brute force's when brute), and the
+ * GPU's single-linkage tree of the edges = the union-find's; what names
+ * it in a failure.
  */
 static void
 check_phases(const float *X, int64_t n, int d, int64_t ms, double alpha,
@@ -175,6 +228,8 @@ check_phases(const float *X, int64_t n, int d, int64_t ms, double alpha,
 			CHECK(bad == 0, "%s: %lld edges differ from the CPU's", name, (long long) bad);
 			if (bad)
 				report_edge(name, "cpu", eg, ec, first);
+			else if (n >= 2)
+				check_linkage(eg, n, name);
 		}
 		if (brute)
 		{
@@ -836,6 +891,137 @@ test_repeat(void)
 	free(e2);
 }
 
+/* ------------------------------------------------------------------ */
+/* the single-linkage tree of any spanning tree                        */
+/* ------------------------------------------------------------------ */
+
+static int
+edge_order(const void *x, const void *y)
+{
+	const gc_mst_edge *e = x,
+			   *f = y;
+
+	if (e->w != f->w)
+		return e->w < f->w ? -1 : 1;
+	if (e->a != f->a)
+		return e->a < f->a ? -1 : 1;
+	return (e->b > f->b) - (e->b < f->b);
+}
+
+/*
+ * A random spanning tree of n rows of shape kind, its edges in (w, a, b)
+ * order: 0 random attachments, 1 a path, 2 a caterpillar (a path with
+ * legs), 3 a star, 4 a broom (a path ending in a star); ranks 0 random,
+ * 1 rising along the build, 2 falling, 3 few distinct weights (ties
+ * settled by the pairs).  The rows are shuffled.
+ */
+static gc_mst_edge *
+random_tree(int64_t n, int kind, int ranks)
+{
+	gc_mst_edge *e = malloc(sizeof(gc_mst_edge) * (size_t) n);
+	int64_t    *name = malloc(sizeof(int64_t) * (size_t) n);
+
+	for (int64_t i = 0; i < n; i++)
+		name[i] = i;
+	for (int64_t i = n - 1; i > 0; i--)
+	{
+		int64_t		j = (int64_t) (tu_next(&rs) % (uint64_t) (i + 1)),
+					t = name[i];
+
+		name[i] = name[j];
+		name[j] = t;
+	}
+	for (int64_t i = 1; i < n; i++)
+	{
+		int64_t		j;
+		double		w;
+
+		switch (kind)
+		{
+			case 0:
+				j = (int64_t) (tu_next(&rs) % (uint64_t) i);
+				break;
+			case 1:
+				j = i - 1;
+				break;
+			case 2:
+				j = i < 2 || tu_next(&rs) % 2 ? i - 1 : i - 2;
+				break;
+			case 3:
+				j = 0;
+				break;
+			default:
+				j = i < n / 2 ? i - 1 : n / 2 - 1;
+				break;
+		}
+		w = ranks == 1 ? (double) i : ranks == 2 ? (double) (n - i) :
+			ranks == 3 ? (double) (tu_next(&rs) % 4) : tu_uniform(&rs);
+		e[i - 1].a = name[i] < name[j] ? name[i] : name[j];
+		e[i - 1].b = name[i] < name[j] ? name[j] : name[i];
+		e[i - 1].w = w;
+	}
+	qsort(e, (size_t) (n - 1), sizeof(gc_mst_edge), edge_order);
+	free(name);
+	return e;
+}
+
+static void
+test_linkage_trees(void)
+{
+	static const int64_t big[] = {200000, 2000000};
+	const int	count = quick >= 2 ? 30 : quick ? 300 : 2000;
+	char		what[100];
+
+	for (int it = 0; it < count; it++)
+	{
+		const int64_t n = 2 + (int64_t) (tu_next(&rs) % (it < count / 2 ? 40 : 5000));
+		const int	kind = (int) (tu_next(&rs) % 5),
+					ranks = (int) (tu_next(&rs) % 4);
+		gc_mst_edge *e = random_tree(n, kind, ranks);
+
+		snprintf(what, sizeof(what), "tree n=%lld shape %d ranks %d", (long long) n, kind, ranks);
+		check_linkage(e, n, what);
+		free(e);
+		cases++;
+	}
+	for (int i = 0; i < (quick ? 0 : 2); i++)
+		for (int kind = 0; kind < 5; kind++)
+		{
+			const int	ranks = kind == 1 ? 1 + i : 0;
+			gc_mst_edge *e = random_tree(big[i], kind, ranks);
+
+			snprintf(what, sizeof(what), "tree n=%lld shape %d ranks %d",
+					 (long long) big[i], kind, ranks);
+			check_linkage(e, big[i], what);
+			free(e);
+			cases++;
+		}
+}
+
+/* gc_hdbscan_linkage_on_gpu = gc_hdbscan_linkage_cpu on data. */
+static void
+test_linkage_calls(void)
+{
+	const int64_t n = quick ? 20000 : 300000;
+	uint64_t	r = rs;
+	float	   *X = make_blobs_noise(&r, n, 2, 50);
+	gc_hdbscan_params p = {15, 15, 0.0, GC_HDBSCAN_EOM, false, 1.0, GC_METRIC_EUCLIDEAN};
+	gc_linkage_node *c = malloc(sizeof(gc_linkage_node) * (size_t) n),
+			   *g = malloc(sizeof(gc_linkage_node) * (size_t) n);
+	gc_status	st;
+
+	CHECK(gc_hdbscan_linkage_cpu(NULL, X, n, 2, &p, c, &st) == GC_OK, "linkage cpu: %s",
+		  st.message);
+	CHECK(gc_hdbscan_linkage_on_gpu(NULL, X, n, 2, &p, g, &st) == GC_OK, "linkage gpu: %s",
+		  st.message);
+	CHECK(memcmp(c, g, sizeof(gc_linkage_node) * (size_t) (n - 1)) == 0,
+		  "linkage on data: the GPU's nodes differ from the CPU's");
+	free(X);
+	free(c);
+	free(g);
+	cases++;
+}
+
 int
 main(void)
 {
@@ -857,8 +1043,10 @@ main(void)
 
 	test_errors();
 	test_small();
+	test_linkage_trees();
 	if (quick < 2)
 	{
+		test_linkage_calls();
 		test_large();
 		test_repeat();
 		test_calls();

@@ -5,7 +5,8 @@
  * fresh random inputs each run (the seed is printed; GPUCLUST_TEST_SEED
  * replays it), with 1, 2 and 3 threads; scikit-learn's core distances and
  * MST weights of the fixtures (test/data/hdbscan, or GPUCLUST_TEST_DATA);
- * every message of gc_hdbscan_check; cancel and the calling thread's
+ * every message of gc_hdbscan_check; the single-linkage entries
+ * (gc_hdbscan_linkage_cpu, gc_hdbscan_from_linkage); cancel and the calling thread's
  * polls; progress; and (printed, not checked) the timings of the
  * benchmark's inputs.
  */
@@ -476,6 +477,7 @@ test_checks(void)
 				Z[6] = {1, 1, 0, 0, 2, 2};
 	double		core[4];
 	gc_mst_edge edges[4];
+	gc_linkage_node nodes[4];
 	int32_t		labels[4];
 	double		prob[4],
 				outl[4];
@@ -534,7 +536,21 @@ test_checks(void)
 				  "mst cpu: min_samples", "min_samples", "9", "4");
 	expect_einval(gc_hdbscan_mst_on_gpu(NULL, X, 4, 2, &p, core, edges, &st), &st,
 				  "mst gpu: min_samples", "min_samples", "9", "4");
+	expect_einval(gc_hdbscan_linkage_cpu(NULL, X, 4, 2, &p, nodes, &st), &st,
+				  "linkage cpu: min_samples", "min_samples", "9", "4");
+	expect_einval(gc_hdbscan_linkage_on_gpu(NULL, X, 4, 2, &p, nodes, &st), &st,
+				  "linkage gpu: min_samples", "min_samples", "9", "4");
 	p.min_samples = 2;
+	p.min_cluster_size = 1;
+	expect_einval(gc_hdbscan_linkage_cpu(NULL, X, 4, 2, &p, nodes, &st), &st,
+				  "linkage cpu: min_cluster_size", "min_cluster_size", NULL, NULL);
+	p.min_cluster_size = 2;
+	expect_einval(gc_hdbscan_linkage_cpu(NULL, X, 4, 2, &p, NULL, &st), &st,
+				  "linkage: no nodes", "array", NULL, NULL);
+	CHECK(gc_hdbscan_linkage_cpu(&cancel, X, 4, 2, &p, nodes, &st) == GC_ECANCEL,
+		  "linkage cpu: cancel");
+	CHECK(gc_hdbscan_linkage_on_gpu(&cancel, X, 4, 2, &p, nodes, &st) == GC_ECANCEL,
+		  "linkage gpu: cancel");
 	CHECK(gc_hdbscan_cpu(&cancel, X, 4, 2, &p, &res, &st) == GC_ECANCEL, "cpu: cancel");
 	CHECK(gc_hdbscan_on_gpu(&cancel, X, 4, 2, &p, &res, &st) == GC_ECANCEL, "gpu: cancel");
 	CHECK(gc_hdbscan_mst_cpu(&cancel, X, 4, 2, &p, core, edges, &st) == GC_ECANCEL,
@@ -747,6 +763,65 @@ time_one(const char *what, const float *X, int64_t n, int d, int64_t ms)
 	free(edges);
 }
 
+/*
+ * gc_hdbscan_linkage_cpu = gc_hdbscan_mst_cpu's edges through
+ * gc_hdbscan_linkage, and gc_hdbscan_from_linkage of them = the whole
+ * call; a node that joins a later one is refused (22023's GC_EINVAL).
+ */
+static void
+test_linkage(uint64_t *rs)
+{
+	for (int it = 0; it < 20; it++)
+	{
+		const int64_t n = 2 + (int64_t) (tu_next(rs) % 3000);
+		const int	d = 1 + (int) (tu_next(rs) % 4);
+		float	   *X = tu_make_data(rs, n, d, (data_kind) (tu_next(rs) % 4), 5);
+		gc_hdbscan_params p = params(1 + (int64_t) (tu_next(rs) % (n < 20 ? n : 20)), 1.0,
+									 GC_METRIC_EUCLIDEAN);
+		gc_mst_edge *e = malloc(sizeof(gc_mst_edge) * (size_t) n);
+		gc_linkage_node *a = malloc(sizeof(gc_linkage_node) * (size_t) n),
+				   *b = malloc(sizeof(gc_linkage_node) * (size_t) n);
+		int32_t    *l1 = malloc(sizeof(int32_t) * (size_t) n),
+				   *l2 = malloc(sizeof(int32_t) * (size_t) n);
+		double	   *p1 = malloc(sizeof(double) * (size_t) 4 * n),
+				   *o1 = p1 + n,
+				   *p2 = o1 + n,
+				   *o2 = p2 + n;
+		gc_hdbscan_result r1 = {l1, p1, o1, 0, NULL},
+					r2 = {l2, p2, o2, 0, NULL};
+		gc_status	st;
+
+		CHECK(gc_hdbscan_mst_cpu(NULL, X, n, d, &p, NULL, e, &st) == GC_OK &&
+			  gc_hdbscan_linkage(NULL, n, e, a, &st) == GC_OK &&
+			  gc_hdbscan_linkage_cpu(NULL, X, n, d, &p, b, &st) == GC_OK,
+			  "linkage n=%lld: %s", (long long) n, st.message);
+		CHECK(memcmp(a, b, sizeof(gc_linkage_node) * (size_t) (n - 1)) == 0,
+			  "linkage n=%lld: the entry's nodes differ from the edges'", (long long) n);
+		CHECK(gc_hdbscan_cpu(NULL, X, n, d, &p, &r1, &st) == GC_OK &&
+			  gc_hdbscan_from_linkage(NULL, n, b, &p, &r2, &st) == GC_OK,
+			  "from_linkage n=%lld: %s", (long long) n, st.message);
+		CHECK(r1.clusters == r2.clusters &&
+			  memcmp(l1, l2, sizeof(int32_t) * (size_t) n) == 0 &&
+			  memcmp(p1, p2, sizeof(double) * (size_t) n) == 0 &&
+			  memcmp(o1, o2, sizeof(double) * (size_t) n) == 0,
+			  "from_linkage n=%lld: differs from the whole call", (long long) n);
+		if (n >= 3)
+		{
+			b[0].left = (uint32_t) (2 * n);
+			CHECK(gc_hdbscan_from_linkage(NULL, n, b, &p, &r2, &st) == GC_EINVAL &&
+				  strstr(st.message, "later node") != NULL,
+				  "a bad node: %s", st.message);
+		}
+		free(X);
+		free(e);
+		free(a);
+		free(b);
+		free(l1);
+		free(l2);
+		free(p1);
+	}
+}
+
 static void
 test_timings(uint64_t *rs)
 {
@@ -772,6 +847,7 @@ main(void)
 	test_checks();
 	test_random(&rs);
 	test_fixtures();
+	test_linkage(&rs);
 	test_progress(&rs);
 	test_poll(&rs);
 	test_timings(&rs);

@@ -121,7 +121,8 @@ typedef struct gc_hdbscan_gpu_phases
 	double		ms_core;		/* the core distances */
 	double		ms_mst;			/* Borůvka's rounds */
 	double		ms_sort;		/* the edges sorted by (w, a, b) */
-	double		ms_download;	/* core distances and edges to the host */
+	double		ms_linkage;		/* the single-linkage tree (when asked) */
+	double		ms_download;	/* core distances and edges or nodes to the host */
 	double		ms_total;		/* the whole call */
 	int			rounds;			/* Borůvka's rounds */
 } gc_hdbscan_gpu_phases;
@@ -309,7 +310,21 @@ gc_code		gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n,
 							   gc_metric metric, double *core,
 							   gc_mst_edge *edges, gc_status *st);
 
-/* Device memory gc_hdbscan_mst_gpu needs (bytes; an upper bound). */
+/*
+ * gc_hdbscan_mst_gpu's phases, then the single-linkage tree of their edges
+ * on the device (cuda/hdbscan/hdbscan_linkage.cu): nodes (n - 1) in place
+ * of the edges, bit for bit gc_hdbscan_linkage's of them.  The same
+ * checks, errors and cancel.
+ */
+gc_code		gc_hdbscan_linkage_gpu(const gc_ctx *ctx, const float *R, int64_t n,
+								   int d, int64_t min_samples, double alpha,
+								   gc_metric metric, gc_linkage_node *nodes,
+								   gc_status *st);
+
+/*
+ * Device memory gc_hdbscan_mst_gpu or gc_hdbscan_linkage_gpu needs (bytes;
+ * an upper bound for both).
+ */
 size_t		gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples);
 
 void		gc_hdbscan_gpu_last_phases(gc_hdbscan_gpu_phases *out);
@@ -475,6 +490,16 @@ gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
 	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
 }
 
+static inline gc_code
+gc_hdbscan_linkage_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
+					   int64_t min_samples, double alpha, gc_metric metric,
+					   gc_linkage_node *nodes, gc_status *st)
+{
+	(void) ctx, (void) R, (void) n, (void) d, (void) min_samples;
+	(void) alpha, (void) metric, (void) nodes;
+	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
+}
+
 static inline size_t
 gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 {
@@ -542,8 +567,9 @@ gc_code		gc_silhouette_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 
 /*
  * HDBSCAN on the GPU, in every build (hdbscan.c): gc_hdbscan_cpu's check
- * and contract, its result bit for bit: phases 1 and 2 by
- * gc_hdbscan_mst_gpu, phase 3 on the CPU (gc_hdbscan_from_mst).
+ * and contract, its result bit for bit: phases 1 and 2 and the
+ * single-linkage tree by gc_hdbscan_linkage_gpu, the rest of phase 3 on
+ * the CPU (gc_hdbscan_from_linkage).
  */
 gc_code		gc_hdbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 							  int d, const gc_hdbscan_params *p,
@@ -554,6 +580,12 @@ gc_code		gc_hdbscan_mst_on_gpu(const gc_ctx *ctx, const float *X,
 								  int64_t n, int d,
 								  const gc_hdbscan_params *p, double *core,
 								  gc_mst_edge *edges, gc_status *st);
+
+/* gc_hdbscan_linkage_cpu's contract and result on the GPU (hdbscan.c). */
+gc_code		gc_hdbscan_linkage_on_gpu(const gc_ctx *ctx, const float *X,
+									  int64_t n, int d,
+									  const gc_hdbscan_params *p,
+									  gc_linkage_node *nodes, gc_status *st);
 
 #if defined(GC_TESTING) && defined(GPUCLUST_CUDA)
 
@@ -630,6 +662,14 @@ typedef struct gc_kmeans_gpu_timing
 gc_code		gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
 										const float *C, int mode, float *scores,
 										float *mu, float *f16_scale, gc_status *st);
+
+/*
+ * The single-linkage tree of any spanning tree given as n - 1 edges in
+ * their (w, a, b) order (cuda/hdbscan/hdbscan_hooks.cu): the GPU's
+ * gc_hdbscan_linkage_gpu step alone, for tests on trees no data gives.
+ */
+gc_code		gc_hdbscan_gpu_linkage_of(const gc_mst_edge *edges, int64_t n,
+									  gc_linkage_node *nodes, gc_status *st);
 
 /*
  * Forces gc_kmeans_gpu calls of this thread to stream X in chunks of rows

@@ -2,7 +2,8 @@
  * hdbscan.c — HDBSCAN's driver (hdbscan.h): the checks, the rows of the
  * metric, phases 1 and 2 on the chosen device (hdbscan_core.c and
  * hdbscan_mst.c on the CPU, gc_hdbscan_mst_gpu on the GPU), then phase 3
- * on the CPU (hdbscan_tree.c) for both.
+ * (hdbscan_tree.c): on the GPU its first step, the single-linkage tree,
+ * runs there too (gc_hdbscan_linkage_gpu), the rest on the CPU.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -105,14 +106,15 @@ phases_cpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
 }
 
 /*
- * Phases 1 and 2 of checked input (n >= 1) on device dev: core (n) and the
- * n - 1 edges sorted by (w, a, b).  One row has core distance 0 and no
- * edge on either device.
+ * Phases 1 and 2 of checked input (n >= 1) on device dev: core (n, may be
+ * NULL) and the n - 1 edges sorted by (w, a, b), or with nodes (edges
+ * NULL) the single-linkage tree of those edges.  One row has core
+ * distance 0 and no edge on either device.
  */
 static gc_code
 phases(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	   const gc_hdbscan_params *p, gc_device dev, double *core,
-	   gc_mst_edge *edges, gc_status *st)
+	   gc_mst_edge *edges, gc_linkage_node *nodes, gc_status *st)
 {
 	const float *rows = X;	/* the rows phases 1 and 2 search */
 	float	   *own = NULL;
@@ -125,13 +127,48 @@ phases(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		(rc = gc_cosine_rows(ctx, X, n, d, &rows, &own, st)) != GC_OK)
 		return rc;
 	if (n == 1)
-		core[0] = gc_hdbscan_dist(p->metric, 0.0);
+	{
+		if (core != NULL)
+			core[0] = gc_hdbscan_dist(p->metric, 0.0);
+	}
+	else if (dev == GC_DEVICE_GPU && nodes != NULL)
+		rc = gc_hdbscan_linkage_gpu(ctx, rows, n, d, p->min_samples, p->alpha,
+									p->metric, nodes, st);
 	else if (dev == GC_DEVICE_GPU)
 		rc = gc_hdbscan_mst_gpu(ctx, rows, n, d, p->min_samples, p->alpha,
 								p->metric, core, edges, st);
 	else
 		rc = phases_cpu(ctx, rows, n, d, p, core, edges, st);
 	free(own);
+	return rc;
+}
+
+/*
+ * Phases 1 and 2 and the single-linkage tree of checked input (n >= 1)
+ * into nodes: on the GPU all three there; on the CPU the edges, then the
+ * union-find.
+ */
+static gc_code
+phases_linkage(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			   const gc_hdbscan_params *p, gc_device dev,
+			   gc_linkage_node *nodes, gc_status *st)
+{
+	int			team = gc_team_adapt(ctx);
+	double	   *core;
+	gc_mst_edge *edges;
+	gc_code		rc;
+
+	if (dev == GC_DEVICE_GPU)
+		return phases(ctx, X, n, d, p, dev, NULL, NULL, nodes, st);
+	core = gc_malloc_touched(sizeof(double) * (size_t) n, team);
+	edges = gc_malloc_touched(sizeof(gc_mst_edge) * (size_t) n, team);
+	if (core == NULL || edges == NULL)
+		rc = gc_fail(st, GC_ENOMEM, "out of memory for the core distances and the MST of %lld rows",
+					 (long long) n);
+	else if ((rc = phases(ctx, X, n, d, p, dev, core, edges, NULL, st)) == GC_OK)
+		rc = gc_hdbscan_linkage(ctx, n, edges, nodes, st);
+	free(core);
+	free(edges);
 	return rc;
 }
 
@@ -143,6 +180,7 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 {
 	double	   *core;
 	gc_mst_edge *edges;
+	gc_linkage_node *nodes;
 	int			team;
 	gc_code		rc;
 
@@ -159,13 +197,27 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return gc_fail(st, GC_EINVAL, "HDBSCAN output array missing");
 	/* touched on the team: the GPU's download or the CPU's phases fill them */
 	team = gc_team_adapt(ctx);
+	if (dev == GC_DEVICE_GPU)
+	{
+		nodes = gc_malloc_touched(sizeof(gc_linkage_node) * (size_t) n, team);
+		if (nodes == NULL)
+			rc = gc_fail(st, GC_ENOMEM, "out of memory for the single-linkage tree of %lld rows",
+						 (long long) n);
+		else if ((rc = phases(ctx, X, n, d, p, dev, NULL, NULL, nodes, st)) == GC_OK)
+		{
+			gc_report(ctx, GC_PHASE_LABEL, 0, 0, 0, n, NAN);
+			rc = gc_hdbscan_from_linkage(ctx, n, nodes, p, res, st);
+		}
+		free(nodes);
+		return rc;
+	}
 	core = gc_malloc_touched(sizeof(double) * (size_t) n, team);
 	edges = gc_malloc_touched(sizeof(gc_mst_edge) * (size_t) n, team);
 	if (core == NULL || edges == NULL)
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for the core distances and the MST of %lld rows",
 					 (long long) n);
 	else
-		rc = phases(ctx, X, n, d, p, dev, core, edges, st);
+		rc = phases(ctx, X, n, d, p, dev, core, edges, NULL, st);
 	free(core);
 	if (rc == GC_OK)
 	{
@@ -208,7 +260,7 @@ mst_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (core == NULL && (core = own = malloc(sizeof(double) * (size_t) n)) == NULL)
 		return gc_fail(st, GC_ENOMEM, "out of memory for the core distances of %lld rows",
 					   (long long) n);
-	rc = phases(ctx, X, n, d, p, dev, core, edges, st);
+	rc = phases(ctx, X, n, d, p, dev, core, edges, NULL, st);
 	free(own);
 	return rc;
 }
@@ -227,6 +279,37 @@ gc_hdbscan_mst_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					  gc_mst_edge *edges, gc_status *st)
 {
 	return mst_run(ctx, X, n, d, p, GC_DEVICE_GPU, core, edges, st);
+}
+
+/* The single-linkage tree on device dev: gc_hdbscan_linkage_cpu's contract. */
+static gc_code
+linkage_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
+			const gc_hdbscan_params *p, gc_device dev, gc_linkage_node *nodes,
+			gc_status *st)
+{
+	gc_code		rc;
+
+	if ((rc = gc_hdbscan_check(ctx, X, n, d, p, false, st)) != GC_OK || n == 0)
+		return rc;
+	if (nodes == NULL && n > 1)
+		return gc_fail(st, GC_EINVAL, "HDBSCAN output array missing");
+	return phases_linkage(ctx, X, n, d, p, dev, nodes, st);
+}
+
+gc_code
+gc_hdbscan_linkage_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					   const gc_hdbscan_params *p, gc_linkage_node *nodes,
+					   gc_status *st)
+{
+	return linkage_run(ctx, X, n, d, p, GC_DEVICE_CPU, nodes, st);
+}
+
+gc_code
+gc_hdbscan_linkage_on_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						  const gc_hdbscan_params *p, gc_linkage_node *nodes,
+						  gc_status *st)
+{
+	return linkage_run(ctx, X, n, d, p, GC_DEVICE_GPU, nodes, st);
 }
 
 /*
