@@ -122,13 +122,74 @@ hb_sort_edges(gc_dev &D, int m, unsigned long long *ew, unsigned long long *eab,
 }
 
 /*
- * The call, its resources in D (released by D's destructor on any error):
- * core (may be NULL) and edges, or nodes.
+ * What a call returns: core (may be NULL) and edges; or nodes; or with p,
+ * res (labels, probabilities, outlier scores, clusters).
+ */
+struct hb_out
+{
+	double	   *core;
+	gc_mst_edge *edges;
+	gc_linkage_node *nodes;
+	const gc_hdbscan_params *p;
+	gc_hdbscan_result *res;
+};
+
+/*
+ * Phase 3 on the device from the sorted edges (ws, ps): the single-linkage
+ * tree, into o.nodes (down), or on to the condensed tree and o.res.
  */
 static gc_code
+hb_phase3(gc_dev &D, const gc_ctx *ctx, int n, unsigned long long *ws,
+		  unsigned long long *ps, const hb_out &o, gc_status *st)
+{
+	const int	m = n - 1;
+	gc_linkage_node *no;
+	unsigned   *par = nullptr;
+	uint8_t    *side = nullptr;
+	gc_hdbscan_place *leave;
+	gc_hdbscan_clusters cl = {0};
+	double	   *death;
+	double		t0 = gc_now_ms();
+	gc_code		rc;
+
+	HB_ALLOC(no, m);
+	if ((rc = hb_linkage(D, ctx, n, ws, ps, no, o.res ? &par : nullptr,
+						 o.res ? &side : nullptr, st)) != GC_OK ||
+		(rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
+	hb_phases.ms_linkage = gc_now_ms() - t0;
+	if (o.res == nullptr)
+	{
+		t0 = gc_now_ms();
+		HB_CK(gc_xfer_d2h(o.nodes, no, sizeof(gc_linkage_node) * (size_t) m, D.s,
+						  D.host_threads));
+		hb_phases.ms_download += gc_now_ms() - t0;
+		return GC_OK;
+	}
+
+	t0 = gc_now_ms();
+	gc_report(ctx, GC_PHASE_LABEL, 0, 0, 0, n, NAN);
+	D.drop(ws);
+	D.drop(ps);
+	HB_ALLOC(leave, n);
+	rc = hb_condense(D, ctx, n, o.p->min_cluster_size, no, par, side, leave, &cl, &death, st);
+	if (rc == GC_OK)
+	{
+		D.drop(no);
+		D.drop(par);
+		D.drop(side);
+		rc = hb_label(D, ctx, n, o.p, leave, &cl, death, o.res, st);
+	}
+	gc_hdbscan_clusters_free(&cl);
+	hb_phases.ms_labels = gc_now_ms() - t0;
+	return rc;
+}
+
+/* The call, its resources in D (released by D's destructor on any error). */
+static gc_code
 hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
-	   int64_t min_samples, double alpha, gc_metric metric, double *core,
-	   gc_mst_edge *edges, gc_linkage_node *nodes, gc_status *st)
+	   int64_t min_samples, double alpha, gc_metric metric, const hb_out &o,
+	   gc_status *st)
 {
 	gc_kdtree	T;
 	float	   *Xd;
@@ -141,7 +202,6 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 			   *ws,
 			   *ps;
 	gc_mst_edge *eo = nullptr;
-	gc_linkage_node *no = nullptr;
 	const int	m = n - 1;
 	double		t0 = gc_now_ms();
 	gc_code		rc;
@@ -188,7 +248,7 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 	HB_ALLOC(eab2, m);
 	if ((rc = hb_sort_edges(D, m, ew, eab, ew2, eab2, &ws, &ps, st)) != GC_OK)
 		return rc;
-	if (edges != nullptr)
+	if (o.edges != nullptr)
 	{
 		HB_ALLOC(eo, m);
 		HB_CK(gc_launch(k_hb_edges_out, m, HB_THREADS, HB_THREADS, D.s,
@@ -199,46 +259,37 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 	hb_phases.ms_sort = gc_now_ms() - t0;
 
 	/* the core distances in row order, while the tree is there */
-	if (core != nullptr)
+	if (o.core != nullptr)
 	{
 		HB_ALLOC(cr, n);
 		HB_CK(gc_launch(k_hb_core_rows, n, HB_THREADS, HB_THREADS, D.s,
 						(const double *) cp, (const int *) T.perm, n, cr));
 	}
 
-	/* the single-linkage tree, in the room of the tree and the sort's buffers */
-	if (nodes != nullptr)
+	/* phase 3, in the room of the tree and the sort's other buffers */
+	if (o.nodes != nullptr || o.res != nullptr)
 	{
-		t0 = gc_now_ms();
 		for (void *a : {(void *) T.lo, (void *) T.hi, (void *) T.perm,
 				(void *) T.pos_of_row, (void *) T.Xs, (void *) cp,
 				(void *) (ws == ew ? ew2 : ew), (void *) (ps == eab ? eab2 : eab)})
 			D.drop(a);
-		HB_ALLOC(no, m);
-		if ((rc = hb_linkage(D, ctx, n, ws, ps, no, st)) != GC_OK ||
-			(rc = hb_sync_poll(D, ctx, st)) != GC_OK)
-			return rc;
-		hb_phases.ms_linkage = gc_now_ms() - t0;
+		return hb_phase3(D, ctx, n, ws, ps, o, st);
 	}
 
 	/* down */
 	t0 = gc_now_ms();
-	if (core != nullptr)
-		HB_CK(gc_xfer_d2h(core, cr, sizeof(double) * (size_t) n, D.s, D.host_threads));
-	if (edges != nullptr)
-		HB_CK(gc_xfer_d2h(edges, eo, sizeof(gc_mst_edge) * (size_t) m, D.s, D.host_threads));
-	if (nodes != nullptr)
-		HB_CK(gc_xfer_d2h(nodes, no, sizeof(gc_linkage_node) * (size_t) m, D.s,
-						  D.host_threads));
+	if (o.core != nullptr)
+		HB_CK(gc_xfer_d2h(o.core, cr, sizeof(double) * (size_t) n, D.s, D.host_threads));
+	HB_CK(gc_xfer_d2h(o.edges, eo, sizeof(gc_mst_edge) * (size_t) m, D.s, D.host_threads));
 	hb_phases.ms_download = gc_now_ms() - t0;
 	return GC_OK;
 }
 
-/* Either entry: core and edges, or nodes (the other NULL). */
+/* Every entry: o says what it returns. */
 static gc_code
 hb_call(const gc_ctx *ctx, const float *R, int64_t n, int d,
-		int64_t min_samples, double alpha, gc_metric metric, double *core,
-		gc_mst_edge *edges, gc_linkage_node *nodes, gc_status *st)
+		int64_t min_samples, double alpha, gc_metric metric, const hb_out &o,
+		gc_status *st)
 {
 	const double t0 = gc_now_ms();
 	gc_code		rc;
@@ -249,14 +300,13 @@ hb_call(const gc_ctx *ctx, const float *R, int64_t n, int d,
 		return gc_fail(st, GC_EDEVICE, "the GPU HDBSCAN takes at most %d rows, got %lld",
 					   GC_HDBSCAN_GPU_MAX_N, (long long) n);
 	if (n < 2 || d < 1 || min_samples < 1 || min_samples > n || !(alpha > 0.0) ||
-		R == NULL || (edges == NULL && nodes == NULL))
+		R == NULL)
 		return gc_fail(st, GC_EINVAL, "%s: bad arguments (n %lld, d %d, min_samples %lld)",
 					   HB_WHO, (long long) n, d, (long long) min_samples);
 	{
 		gc_dev		D;
 
-		rc = hb_run(D, ctx, R, (int) n, d, min_samples, alpha, metric, core, edges,
-					nodes, st);
+		rc = hb_run(D, ctx, R, (int) n, d, min_samples, alpha, metric, o, st);
 		D.release();
 	}
 	hb_phases.ms_total = gc_now_ms() - t0;
@@ -270,9 +320,11 @@ gc_hdbscan_mst_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
 				   int64_t min_samples, double alpha, gc_metric metric,
 				   double *core, gc_mst_edge *edges, gc_status *st)
 {
+	hb_out		o = {core, edges, nullptr, nullptr, nullptr};
+
 	if (edges == NULL)
 		return gc_fail(st, GC_EINVAL, "%s: no room for the edges", HB_WHO);
-	return hb_call(ctx, R, n, d, min_samples, alpha, metric, core, edges, nullptr, st);
+	return hb_call(ctx, R, n, d, min_samples, alpha, metric, o, st);
 }
 
 extern "C" gc_code
@@ -280,9 +332,24 @@ gc_hdbscan_linkage_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
 					   int64_t min_samples, double alpha, gc_metric metric,
 					   gc_linkage_node *nodes, gc_status *st)
 {
+	hb_out		o = {nullptr, nullptr, nodes, nullptr, nullptr};
+
 	if (nodes == NULL)
 		return gc_fail(st, GC_EINVAL, "%s: no room for the single-linkage tree", HB_WHO);
-	return hb_call(ctx, R, n, d, min_samples, alpha, metric, nullptr, nullptr, nodes, st);
+	return hb_call(ctx, R, n, d, min_samples, alpha, metric, o, st);
+}
+
+extern "C" gc_code
+gc_hdbscan_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
+			   const gc_hdbscan_params *p, gc_hdbscan_result *res, gc_status *st)
+{
+	hb_out		o = {nullptr, nullptr, nullptr, p, res};
+
+	if (p == NULL || p->min_cluster_size < 2 || res == NULL || res->tree != NULL ||
+		res->labels == NULL || res->probability == NULL || res->outlier == NULL)
+		return gc_fail(st, GC_EINVAL, "%s: bad arguments for the labels", HB_WHO);
+	res->clusters = 0;
+	return hb_call(ctx, R, n, d, p->min_samples, p->alpha, p->metric, o, st);
 }
 
 extern "C" size_t
@@ -303,13 +370,21 @@ gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 	 */
 	const size_t per = (size_t) 9 * (size_t) d + 24 + 16 + 16 + 16 + 16 + 24;
 	size_t		phases,
-				linkage;
+				linkage,
+				condense;
 
 	if (n < 1)
 		return 0;
 	phases = (size_t) n * per + hb_boruvka_bytes(n) + hb_core_heap_bytes(n, min_samples);
-	/* the single-linkage tree's: the sorted edges 16 and the nodes out 24 */
+	/*
+	 * phase 3's: the single-linkage tree's (the sorted edges 16 and the
+	 * nodes out 24), then the condensed tree's (the nodes, their parents
+	 * and sides 34, and its own at min_cluster_size 2, the most clusters)
+	 */
 	linkage = (size_t) n * (16 + 24) + hb_linkage_bytes(n);
+	condense = (size_t) n * 34 + hb_condense_bytes(n, 2);
+	if (condense > linkage)
+		linkage = condense;
 	return (phases > linkage ? phases : linkage) + ((size_t) 128 << 20);
 }
 

@@ -9,7 +9,8 @@
  *                       search in double on the kd-tree;
  *   hdbscan_boruvka.cu  the minimum spanning tree: Borůvka's rounds on the
  *                       kd-tree;
- *   hdbscan_linkage.cu  the single-linkage tree of its edges.
+ *   hdbscan_linkage.cu  the single-linkage tree of its edges;
+ *   hdbscan_condense.cu the condensed tree, the labels.
  * The tree is common/kdtree.cuh's; positions are its order of the rows, and
  * every edge is reported by input rows.
  *
@@ -240,15 +241,46 @@ size_t		hb_boruvka_bytes(int64_t n);
  * Phase 3's first step (hdbscan_linkage.cu): the single-linkage tree of
  * the n - 1 edges sorted by (w, a, b) (ew the weights' bits, eab the
  * pairs), into out (device, n - 1 nodes), bit for bit gc_hdbscan_linkage's.
+ * With par (else NULL), each node's parent n + i (rows and nodes, 2n - 1;
+ * the root's 0xffffffff) and side (0 left, 1 right) handed out, in D.
  * 2 <= n < 2^30.
  */
 gc_code		hb_linkage(gc_dev &D, const gc_ctx *ctx, int n,
 					   const unsigned long long *ew,
 					   const unsigned long long *eab, gc_linkage_node *out,
-					   gc_status *st);
+					   unsigned **par, uint8_t **side, gc_status *st);
 
 /* The bytes hb_linkage allocates for n rows (an upper bound; not out). */
 size_t		hb_linkage_bytes(int64_t n);
+
+/*
+ * The condensed tree of the single-linkage tree (node, par and side as
+ * hb_linkage hands them out; hdbscan_condense.cu) at min_cluster_size
+ * mcs: each row's place into leave (device, n) and the clusters into cl
+ * (host arrays malloc'ed here: gc_hdbscan_clusters_free), bit for bit
+ * gc_hdbscan_condense's; with death (else NULL), the clusters' deaths
+ * kept on the device for hb_label.
+ */
+gc_code		hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
+						const gc_linkage_node *node, const unsigned *par,
+						const uint8_t *side, gc_hdbscan_place *leave,
+						gc_hdbscan_clusters *cl, double **death,
+						gc_status *st);
+
+/*
+ * The flat selection of p on the host (gc_hdbscan_select, which makes
+ * cl->stab EOM's sums), then each row's label, probability and outlier
+ * score on the device from its place (leave, death: device) and the flat
+ * numbers: res's arrays and clusters filled, bit for bit the CPU's.
+ */
+gc_code		hb_label(gc_dev &D, const gc_ctx *ctx, int n,
+					 const gc_hdbscan_params *p,
+					 const gc_hdbscan_place *leave, gc_hdbscan_clusters *cl,
+					 const double *death, gc_hdbscan_result *res,
+					 gc_status *st);
+
+/* The bytes hb_condense and hb_label allocate (an upper bound). */
+size_t		hb_condense_bytes(int64_t n, int64_t mcs);
 
 #pragma GCC visibility pop
 

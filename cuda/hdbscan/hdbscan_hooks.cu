@@ -1,7 +1,8 @@
 /*
- * hdbscan_hooks.cu — the GPU HDBSCAN's test-only entry point: the
+ * hdbscan_hooks.cu — the GPU HDBSCAN's test-only entry points: the
  * single-linkage tree (hdbscan_linkage.cu) of any spanning tree the test
- * gives (src/core/common/gpu.h, under GC_TESTING).  Linked into the GPU
+ * gives, and the condensed tree (hdbscan_condense.cu) of any single-linkage
+ * tree (src/core/common/gpu.h, under GC_TESTING).  Linked into the GPU
  * tests and benchmarks only (the Makefile's CU_TEST_SRCS).
  */
 #define GC_TESTING 1
@@ -34,7 +35,7 @@ linkage_of(gc_dev &D, const gc_mst_edge *edges, int n, gc_linkage_node *nodes,
 						  cudaMemcpyHostToDevice, D.s));
 	HB_CK(cudaMemcpyAsync(eab, ab.data(), sizeof(unsigned long long) * (size_t) m,
 						  cudaMemcpyHostToDevice, D.s));
-	gc_code		rc = hb_linkage(D, nullptr, n, ew, eab, out, st);
+	gc_code		rc = hb_linkage(D, nullptr, n, ew, eab, out, nullptr, nullptr, st);
 
 	if (rc != GC_OK)
 		return rc;
@@ -62,5 +63,73 @@ gc_hdbscan_gpu_linkage_of(const gc_mst_edge *edges, int64_t n,
 		rc = linkage_of(D, edges, (int) n, nodes, st);
 		D.release();
 	}
+	return rc;
+}
+
+/* Each node's parent and side in it, from the nodes' children. */
+__global__ static void
+k_hk_parents(int n, const gc_linkage_node *node, unsigned *par, uint8_t *side)
+{
+	const int	i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n - 1)
+		return;
+	par[node[i].left] = par[node[i].right] = (unsigned) n + (unsigned) i;
+	side[node[i].left] = 0;
+	side[node[i].right] = 1;
+	if (i == n - 2)
+		par[n + i] = 0xffffffffu;
+}
+
+static gc_code
+condense_of(gc_dev &D, const gc_linkage_node *nodes, int n, int64_t mcs,
+			gc_hdbscan_clusters *out, gc_hdbscan_place *leave, gc_status *st)
+{
+	const int	m = n - 1;
+	gc_linkage_node *node;
+	unsigned   *par;
+	uint8_t    *side;
+	gc_hdbscan_place *lv;
+	gc_code		rc;
+
+	HB_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
+	HB_ALLOC(node, m);
+	HB_ALLOC(par, (int64_t) n + m);
+	HB_ALLOC(side, (int64_t) n + m);
+	HB_ALLOC(lv, n);
+	HB_CK(cudaMemcpyAsync(node, nodes, sizeof(gc_linkage_node) * (size_t) m,
+						  cudaMemcpyHostToDevice, D.s));
+	HB_CK(gc_launch(k_hk_parents, m, HB_THREADS, HB_THREADS, D.s, n,
+					(const gc_linkage_node *) node, par, side));
+	if ((rc = hb_condense(D, nullptr, n, mcs, node, par, side, lv, out, nullptr, st)) != GC_OK)
+		return rc;
+	HB_CK(cudaMemcpyAsync(leave, lv, sizeof(gc_hdbscan_place) * (size_t) n,
+						  cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaStreamSynchronize(D.s));
+	return GC_OK;
+}
+
+extern "C" gc_code
+gc_hdbscan_gpu_condense_of(const gc_linkage_node *nodes, int64_t n, int64_t mcs,
+						   gc_hdbscan_clusters *out, gc_hdbscan_place *leave,
+						   gc_status *st)
+{
+	gc_code		rc;
+
+	memset(out, 0, sizeof(*out));
+	if (n < 2 || n > (1 << 29) || mcs < 2 || nodes == NULL || leave == NULL)
+		return gc_fail(st, GC_EINVAL, "%s: bad arguments (n %lld)", HB_WHO, (long long) n);
+	for (int64_t i = 0; i < n - 1; i++)
+		if (nodes[i].left >= (uint32_t) (n + i) || nodes[i].right >= (uint32_t) (n + i))
+			return gc_fail(st, GC_EINVAL, "%s: node %lld joins a later node", HB_WHO,
+						   (long long) i);
+	{
+		gc_dev		D;
+
+		rc = condense_of(D, nodes, (int) n, mcs, out, leave, st);
+		D.release();
+	}
+	if (rc != GC_OK)
+		gc_hdbscan_clusters_free(out);
 	return rc;
 }

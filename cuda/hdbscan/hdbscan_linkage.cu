@@ -530,7 +530,8 @@ hb_linkage_bytes(int64_t n)
 
 gc_code
 hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
-		   const unsigned long long *eab, gc_linkage_node *out, gc_status *st)
+		   const unsigned long long *eab, gc_linkage_node *out, unsigned **par,
+		   uint8_t **side, gc_status *st)
 {
 	const int	m = n - 1;
 	const int64_t N = (int64_t) n + m,
@@ -583,6 +584,7 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 	HB_ALLOC(W.cnt, 4);
 	HB_CK(cudaMemsetAsync(W.cnt, 0, 4 * sizeof(unsigned), D.s));
 	HB_CK(cudaMemsetAsync(W.par, 0xff, sizeof(unsigned) * (size_t) N, D.s));
+	HB_CK(cudaMemsetAsync(W.side, 0, (size_t) N, D.s));
 	HB_CK(gc_launch(k_hl_init, n, HB_THREADS, HB_THREADS, D.s, W, m));
 
 	/* 1. contraction */
@@ -707,9 +709,18 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 	HB_CK(gc_launch(k_hl_out, m, HB_THREADS, HB_THREADS, D.s, n,
 					(const unsigned *) child, (const int *) val, ew, out));
 	for (void *a : {(void *) child, (void *) nxt, (void *) nxt2, (void *) val,
-			(void *) val2, (void *) W.par, (void *) W.side, (void *) W.zside,
-			(void *) W.cnt})
+			(void *) val2, (void *) W.zside, (void *) W.cnt})
 		D.drop(a);
+	if (par != nullptr)
+	{
+		*par = W.par;
+		*side = W.side;
+	}
+	else
+	{
+		D.drop(W.par);
+		D.drop(W.side);
+	}
 	return GC_OK;
 }
 

@@ -19,9 +19,10 @@ hdbscan_gpu_phases(int64 n)
 	gc_hdbscan_gpu_phases ph;
 
 	gc_gpu_last_hdbscan_phases(&ph);
-	return psprintf(" (upload %.1f, index %.1f, core %.1f, mst %.1f in %d rounds, sort %.1f, linkage %.1f, download %.1f)",
+	return psprintf(" (upload %.1f, index %.1f, core %.1f, mst %.1f in %d rounds, sort %.1f, linkage %.1f, labels %.1f, download %.1f)",
 					ph.ms_upload, ph.ms_index, ph.ms_core, ph.ms_mst,
-					ph.rounds, ph.ms_sort, ph.ms_linkage, ph.ms_download);
+					ph.rounds, ph.ms_sort, ph.ms_linkage, ph.ms_labels,
+					ph.ms_download);
 }
 
 /*

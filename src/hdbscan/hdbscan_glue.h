@@ -9,11 +9,13 @@
  * Every form computes phases 1 and 2 (the core distances and the minimum
  * spanning tree of the mutual-reachability graph) on the device dispatch
  * chooses, and phase 3 (the trees, the flat clusters) on the CPU: on the
- * GPU the job is phases 1 and 2 and the single-linkage tree
- * (gc_hdbscan_linkage_on_gpu, in the GPU worker's process when there is
- * one), whose n - 1 nodes this backend turns into the result
- * (gc_hdbscan_from_linkage), or for gpu_minimum_spanning_tree the n - 1
- * edges alone (gc_hdbscan_mst_on_gpu); on the CPU the core's
+ * GPU the job (in the GPU worker's process when there is one) is the
+ * whole call for gpu_hdbscan and its window form (gc_hdbscan_on_gpu: all
+ * on the GPU but the flat selection), phases 1 and 2 and the
+ * single-linkage tree for gpu_hdbscan_tree (gc_hdbscan_linkage_on_gpu),
+ * whose n - 1 nodes this backend turns into the condensed tree
+ * (gc_hdbscan_from_linkage), and the n - 1 edges alone for
+ * gpu_minimum_spanning_tree (gc_hdbscan_mst_on_gpu); on the CPU the core's
  * gc_hdbscan_cpu does the three.  Both give the same result bit for bit.
  *
  *-------------------------------------------------------------------------
@@ -92,16 +94,34 @@ extern gc_device gc_glue_run_mst(gc_device requested, const GcInput *in,
 								 MemoryContext cxt, gc_mst_edge **edges);
 
 /*
- * HDBSCAN's GPU job (hdbscan_job.c): with nodes, phases 1 and 2 and the
- * single-linkage tree, the contract of gc_hdbscan_linkage_on_gpu; else
- * phases 1 and 2 alone into edges, that of gc_hdbscan_mst_on_gpu (core
- * distances not kept).  Through the GPU worker when the server has one
- * (worker/job.h), else in this backend.
+ * The rows' results of one call in one block of GC_HDBSCAN_OUT_BYTES a
+ * row, what the GPU job returns: the probabilities, the outlier scores,
+ * the labels; res's arrays pointed into block (its tree NULL).
+ */
+#define GC_HDBSCAN_OUT_BYTES (sizeof(double) + sizeof(double) + sizeof(int32))
+
+static inline void
+gc_glue_hdbscan_arrays(void *block, int64 n, gc_hdbscan_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->probability = (double *) block;
+	res->outlier = res->probability + n;
+	res->labels = (int32 *) (res->outlier + n);
+}
+
+/*
+ * HDBSCAN's GPU job (hdbscan_job.c), one of: with res (its arrays laid out
+ * by gc_glue_hdbscan_arrays), the whole call, the contract of
+ * gc_hdbscan_on_gpu; with nodes, phases 1 and 2 and the single-linkage
+ * tree, that of gc_hdbscan_linkage_on_gpu; with edges, phases 1 and 2
+ * alone, that of gc_hdbscan_mst_on_gpu (core distances not kept).  Through
+ * the GPU worker when the server has one (worker/job.h), else in this
+ * backend.
  */
 extern gc_code gc_gpu_run_hdbscan(const gc_ctx *ctx, const GcInput *in,
 								  const gc_hdbscan_params *p,
 								  gc_mst_edge *edges, gc_linkage_node *nodes,
-								  gc_status *st);
+								  gc_hdbscan_result *res, gc_status *st);
 
 /* The phases of this backend's last GPU run of HDBSCAN's phases 1 and 2. */
 extern void gc_gpu_last_hdbscan_phases(gc_hdbscan_gpu_phases *out);

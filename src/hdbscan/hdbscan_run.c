@@ -55,11 +55,12 @@ report(gc_status *st, gc_hdbscan_result *res)
 }
 
 /*
- * The GPU's run: for the MST alone (res NULL), phases 1 and 2 there
- * (hdbscan_job.c) into edges (in->n - 1 of them); for HDBSCAN, phases 1
- * and 2 and the single-linkage tree there, then the rest of phase 3 here.
- * Returns false when the GPU's work failed (st says why), for the
- * fallback; a failure on the host is raised as the CPU's is.
+ * The GPU's run (hdbscan_job.c): for the MST alone (res NULL), phases 1
+ * and 2 into edges (in->n - 1 of them); for HDBSCAN the whole call into
+ * res; for the condensed tree, phases 1 and 2 and the single-linkage tree
+ * there, then the rest of phase 3 here.  Returns false when the GPU's work
+ * failed (st says why), for the fallback; a failure on the host is raised
+ * as the CPU's is.
  */
 static bool
 gpu_run(const gc_ctx *ctx, const GcInput *in, const gc_hdbscan_params *p,
@@ -68,10 +69,12 @@ gpu_run(const gc_ctx *ctx, const GcInput *in, const gc_hdbscan_params *p,
 	gc_linkage_node *nodes;
 
 	if (res == NULL)
-		return gc_gpu_run_hdbscan(ctx, in, p, edges, NULL, st) == GC_OK;
+		return gc_gpu_run_hdbscan(ctx, in, p, edges, NULL, NULL, st) == GC_OK;
+	if (res->tree == NULL)
+		return gc_gpu_run_hdbscan(ctx, in, p, NULL, NULL, res, st) == GC_OK;
 	nodes = gc_glue_alloc_array(CurrentMemoryContext, Max(in->n - 1, 1),
 								sizeof(gc_linkage_node));
-	if (gc_gpu_run_hdbscan(ctx, in, p, NULL, nodes, st) != GC_OK)
+	if (gc_gpu_run_hdbscan(ctx, in, p, NULL, nodes, NULL, st) != GC_OK)
 	{
 		pfree(nodes);
 		return false;
@@ -153,12 +156,13 @@ gc_glue_run_hdbscan(gc_device requested, const GcInput *in,
 	gc_device	chosen;
 
 	memset(out, 0, sizeof(*out));
-	memset(&res, 0, sizeof(res));
 	memset(&tree, 0, sizeof(tree));
-	out->labels = res.labels = gc_glue_alloc_array(cxt, in->n, sizeof(int32));
-	out->probability = res.probability =
-		gc_glue_alloc_array(cxt, in->n, sizeof(double));
-	out->outlier = res.outlier = gc_glue_alloc_array(cxt, in->n, sizeof(double));
+	/* one block, which the GPU job fills whole */
+	gc_glue_hdbscan_arrays(gc_glue_alloc_array(cxt, in->n, GC_HDBSCAN_OUT_BYTES),
+						   in->n, &res);
+	out->labels = res.labels;
+	out->probability = res.probability;
+	out->outlier = res.outlier;
 	res.tree = want_tree ? &tree : NULL;
 
 	chosen = run(requested, in, p, NULL, &res);

@@ -1,7 +1,7 @@
 /*
  * bench_hdbscan.c — whole HDBSCAN calls on the GPU (gc_hdbscan_on_gpu:
- * phases 1 and 2 and the single-linkage tree on the GPU, cuda/hdbscan/,
- * the rest of phase 3 on the CPU) against
+ * all on the GPU, cuda/hdbscan/, but the flat selection over the
+ * clusters) against
  * the CPU (gc_hdbscan_cpu on every core), on the issue's data
  * (hdbscan_common.h: 50 blobs of sigma 0.6 in [-10, 10]^d plus 1/11 uniform
  * noise over their box; min_cluster_size = min_samples = 15):
@@ -15,18 +15,20 @@
  * GPU: a warm-up call, then the median of 3 (CUDA started before; one
  * timed call when the warm-up took over a second); of the last call the
  * GPU's phases (gc_hdbscan_gpu_last_phases: upload, index, core distances,
- * Borůvka's rounds, sort, single linkage, download; the rest of the whole
- * call is the CPU's rest of phase 3 and the driver), the device memory
- * (gc_hdbscan_gpu_mem_bytes, and
+ * Borůvka's rounds, sort, single linkage, condensed tree and labels,
+ * download; the rest of the whole call is the driver's), the device
+ * memory (gc_hdbscan_gpu_mem_bytes, and
  * the default pool's high-water mark over a call), and the floor:
- *   HBM    the rows read once, the core distances and the edges written
- *          once: n (4 d + 8) + (n - 1) 24 bytes at 4.8 TB/s;
+ *   HBM    the rows read once and the results written once: n (4 d + 20)
+ *          bytes (labels 4, probabilities and scores 8 each; the spanning
+ *          tree alone: the core distances 8 and the edges (n - 1) 24) at
+ *          4.8 TB/s;
  *   FP64   the k-nearest rows of each row, the least any exact search
  *          computes: n min_samples distances of 3 d FLOP at 67 TFLOP/s
  *          (the H200's FP64 tensor peak; the code runs no FMA, so its own
  *          ceiling is lower);
- *   PCIe   the rows up and the results down, n (4 d + 8) + (n - 1) 24
- *          bytes at 64 GB/s (PCIe 5.0 x16) — the floor of the call;
+ *   PCIe   the rows up and the results down, the same bytes at 64 GB/s
+ *          (PCIe 5.0 x16) — the floor of the call;
  * the floor of the GPU call is the largest.  CPU: one call, stopped
  * through its cancel flag after BENCH_HD_CPU_S seconds (default 40).
  * Whether the GPU's labels, probabilities and outlier scores equal the
@@ -234,7 +236,9 @@ bit_diff(const void *x, const void *y, int64_t n, size_t elem)
 static void
 print_floor(const hd_case *c, const gc_hdbscan_gpu_phases *ph)
 {
-	const double bytes = (double) c->n * (4.0 * c->d + 8.0) + (double) (c->n - 1) * 24.0,
+	const double bytes = c->mst_only ?
+		(double) c->n * (4.0 * c->d + 8.0) + (double) (c->n - 1) * 24.0 :
+		(double) c->n * (4.0 * c->d + 20.0),
 				flops = (double) c->n * (double) c->p.min_samples * 3.0 * c->d,
 				hbm = bytes / HBM_BPS * 1e3,
 				fp = flops / FP64_FLOPS * 1e3,
@@ -270,10 +274,10 @@ bench_case(bench *b, hd_case *c, bool cpu)
 	}
 	gc_hdbscan_gpu_last_phases(&ph);
 	printf("  GPU whole call %.1f ms; of it the GPU's phases %.1f ms: upload %.1f, index %.1f, "
-		   "core %.1f, Borůvka %.1f (%d rounds), sort %.1f, single linkage %.1f, download %.1f; "
-		   "the rest %.1f ms\n",
+		   "core %.1f, Borůvka %.1f (%d rounds), sort %.1f, single linkage %.1f, condensed "
+		   "tree and labels %.1f, download %.1f; the rest %.1f ms\n",
 		   g, ph.ms_total, ph.ms_upload, ph.ms_index, ph.ms_core, ph.ms_mst, ph.rounds,
-		   ph.ms_sort, ph.ms_linkage, ph.ms_download, g - ph.ms_total);
+		   ph.ms_sort, ph.ms_linkage, ph.ms_labels, ph.ms_download, g - ph.ms_total);
 	printf("    device memory: bound %.1f MB (gc_hdbscan_gpu_mem_bytes), measured peak %.1f MB\n",
 		   gc_hdbscan_gpu_mem_bytes(c->n, c->d, c->p.min_samples) / 1e6, peak / 1e6);
 	print_floor(c, &ph);

@@ -24,10 +24,16 @@
  *            rising, falling or random, stars, brooms), n 2 to 5,000 and
  *            a few of 200,000 to 2,000,000; and gc_hdbscan_linkage_on_gpu
  *            = gc_hdbscan_linkage_cpu on data.
+ *   condense the condensed tree (cuda/hdbscan/hdbscan_condense.cu, through
+ *            gc_hdbscan_gpu_condense_of) = gc_hdbscan_condense's pass:
+ *            the clusters' parents, children, births, stabilities and
+ *            deaths and every row's place, bit for bit, at
+ *            min_cluster_size 2 and a random one, on every tree above.
  *   calls    gc_hdbscan_on_gpu = gc_hdbscan_cpu (labels, probability and
- *            outlier bits, clusters) and gc_hdbscan_mst_on_gpu =
- *            gc_hdbscan_mst_cpu, under both selection methods, epsilon,
- *            allow_single_cluster.
+ *            outlier bits, clusters; and with the condensed tree wanted,
+ *            its rows too) and gc_hdbscan_mst_on_gpu = gc_hdbscan_mst_cpu,
+ *            under both selection methods, epsilon, allow_single_cluster;
+ *            and 300 small calls of random data and options.
  *   memory   the pool's high-water mark of a call at most
  *            gc_hdbscan_gpu_mem_bytes, the free memory back after it;
  *            gc_hdbscan_gpu_mem_bytes(10M, 2, 15) within 4 GB.
@@ -131,6 +137,61 @@ report_edge(const char *what, const char *other, const gc_mst_edge *g,
 			other, c[e].w, (long long) c[e].a, (long long) c[e].b);
 }
 
+static int64_t
+bits_diff(const void *x, const void *y, int64_t count, size_t elem)
+{
+	int64_t		bad = 0;
+
+	for (int64_t i = 0; i < count; i++)
+		bad += memcmp((const char *) x + i * elem, (const char *) y + i * elem, elem) != 0;
+	return bad;
+}
+
+/*
+ * The GPU's condensed tree of the single-linkage nodes at min_cluster_size
+ * mcs = the CPU's pass: the clusters' parents, children, births,
+ * stabilities and deaths, and each row's place, bit for bit.
+ */
+static void
+check_condense(const gc_linkage_node *nodes, int64_t n, int64_t mcs, const char *what)
+{
+	gc_status	st;
+	gc_hdbscan_clusters c,
+				g;
+	gc_hdbscan_place *lc = malloc(sizeof(gc_hdbscan_place) * (size_t) n),
+			   *lg = malloc(sizeof(gc_hdbscan_place) * (size_t) n);
+	gc_code		rc;
+
+	rc = gc_hdbscan_condense(NULL, n, nodes, mcs, &c, lc, &st);
+	CHECK(rc == GC_OK, "%s: condense mcs %lld: cpu: %s", what, (long long) mcs, st.message);
+	if (rc == GC_OK)
+	{
+		rc = gc_hdbscan_gpu_condense_of(nodes, n, mcs, &g, lg, &st);
+		CHECK(rc == GC_OK, "%s: condense mcs %lld: gpu: %s", what, (long long) mcs, st.message);
+		if (rc == GC_OK)
+		{
+			int64_t		bad = -1,
+						rows = 0;
+
+			if (c.n == g.n)
+				bad = bits_diff(c.parent, g.parent, c.n, 8) + bits_diff(c.child, g.child, c.n, 8) +
+					bits_diff(c.birth, g.birth, c.n, 8) + bits_diff(c.stab, g.stab, c.n, 8) +
+					bits_diff(c.death, g.death, c.n, 8);
+			for (int64_t i = 0; i < n; i++)
+				rows += lc[i].c != lg[i].c ||
+					memcmp(&lc[i].lambda, &lg[i].lambda, sizeof(double)) != 0;
+			CHECK(bad == 0 && rows == 0,
+				  "%s: condense mcs %lld: clusters %lld / %lld, %lld values and %lld rows differ",
+				  what, (long long) mcs, (long long) c.n, (long long) g.n, (long long) bad,
+				  (long long) rows);
+			gc_hdbscan_clusters_free(&g);
+		}
+		gc_hdbscan_clusters_free(&c);
+	}
+	free(lc);
+	free(lg);
+}
+
 /*
  * The GPU's single-linkage tree of the n - 1 edges e (in (w, a, b) order)
  * = the union-find's, node for node; what names it in a failure.
@@ -165,6 +226,11 @@ check_linkage(const gc_mst_edge *e, int64_t n, const char *what)
 			}
 		CHECK(bad == 0, "%s: linkage: %lld of %lld nodes differ", what, (long long) bad,
 			  (long long) n - 1);
+		if (bad == 0)
+		{
+			check_condense(c, n, 2, what);
+			check_condense(c, n, 2 + (int64_t) (tu_next(&rs) % (n < 40 ? n : 40)), what);
+		}
 		if (bad)
 			fprintf(stderr, "  node %lld: cpu (%u, %u, %d, %d), gpu (%u, %u, %d, %d)\n",
 					(long long) first, c[first].left, c[first].right, c[first].lsize,
@@ -437,20 +503,37 @@ check_call(const float *X, int64_t n, int d, const gc_hdbscan_params *p,
 	rg.outlier = malloc(sizeof(double) * (size_t) n);
 	c1 = gc_hdbscan_cpu(&ctx, X, n, d, p, &rc_, &st);
 	CHECK(c1 == GC_OK, "%s: cpu: %s", name, st.message);
-	c2 = gc_hdbscan_on_gpu(&ctx, X, n, d, p, &rg, &st);
-	CHECK(c2 == GC_OK, "%s: gpu: %s", name, st.message);
-	if (c1 == GC_OK && c2 == GC_OK)
+	for (int tree = 0; tree < 2 && c1 == GC_OK; tree++)
 	{
-		for (int64_t i = 0; i < n; i++)
+		gc_hdbscan_tree tc = {0},
+					tg = {0};
+
+		/* with the tree: the GPU's single-linkage tree, the CPU's pass */
+		rc_.tree = tree ? &tc : NULL;
+		rg.tree = tree ? &tg : NULL;
+		if (tree && gc_hdbscan_cpu(&ctx, X, n, d, p, &rc_, &st) != GC_OK)
+			break;
+		c2 = gc_hdbscan_on_gpu(&ctx, X, n, d, p, &rg, &st);
+		CHECK(c2 == GC_OK, "%s: gpu%s: %s", name, tree ? " (tree)" : "", st.message);
+		if (c2 == GC_OK)
 		{
-			bl += rc_.labels[i] != rg.labels[i];
-			bp += memcmp(&rc_.probability[i], &rg.probability[i], sizeof(double)) != 0;
-			bo += memcmp(&rc_.outlier[i], &rg.outlier[i], sizeof(double)) != 0;
+			bl = bits_diff(rc_.labels, rg.labels, n, sizeof(int32_t));
+			bp = bits_diff(rc_.probability, rg.probability, n, sizeof(double));
+			bo = bits_diff(rc_.outlier, rg.outlier, n, sizeof(double));
+			CHECK(rc_.clusters == rg.clusters && bl == 0 && bp == 0 && bo == 0,
+				  "%s%s: clusters %d / %d; %lld labels, %lld probabilities, %lld outlier scores differ",
+				  name, tree ? " (tree)" : "", rc_.clusters, rg.clusters, (long long) bl,
+				  (long long) bp, (long long) bo);
+			if (tree)
+				CHECK(tc.nrows == tg.nrows && tc.nclusters == tg.nclusters &&
+					  bits_diff(tc.rows, tg.rows, tc.nrows, sizeof(gc_hdbscan_tree_row)) == 0 &&
+					  bits_diff(tc.selected, tg.selected, tc.nclusters, sizeof(int32_t)) == 0,
+					  "%s: the condensed trees differ", name);
 		}
-		CHECK(rc_.clusters == rg.clusters && bl == 0 && bp == 0 && bo == 0,
-			  "%s: clusters %d / %d; %lld labels, %lld probabilities, %lld outlier scores differ",
-			  name, rc_.clusters, rg.clusters, (long long) bl, (long long) bp, (long long) bo);
+		gc_hdbscan_tree_free(&tc);
+		gc_hdbscan_tree_free(&tg);
 	}
+	rc_.tree = rg.tree = NULL;
 	free(rc_.labels);
 	free(rc_.probability);
 	free(rc_.outlier);
@@ -998,6 +1081,38 @@ test_linkage_trees(void)
 		}
 }
 
+/*
+ * Whole calls on fresh small inputs with random options: every shape of
+ * data (ties, duplicates), both methods, epsilon, allow_single_cluster,
+ * min_samples up to n.
+ */
+static void
+test_calls_random(void)
+{
+	const int	count = quick >= 2 ? 10 : quick ? 60 : 300;
+	static const double eps[] = {0.0, 0.0, 0.05, 0.5, 3.0};
+	double		t0 = now_s();
+
+	for (int it = 0; it < count; it++)
+	{
+		const int64_t n = 2 + (int64_t) (tu_next(&rs) % (it % 3 == 0 ? 40 : 3000));
+		const int	d = 1 + (int) (tu_next(&rs) % 4);
+		float	   *X = tu_make_data(&rs, n, d, (data_kind) (tu_next(&rs) % 4),
+									 1 + (int) (tu_next(&rs) % 12));
+		gc_hdbscan_params p = {
+			.min_cluster_size = 2 + (int64_t) (tu_next(&rs) % 20),
+			.min_samples = 1 + (int64_t) (tu_next(&rs) % (uint64_t) (n < 20 ? n : 20)),
+			.epsilon = eps[tu_next(&rs) % 5],
+			.method = tu_next(&rs) % 2 ? GC_HDBSCAN_LEAF : GC_HDBSCAN_EOM,
+			.allow_single_cluster = tu_next(&rs) % 2,
+			.alpha = 1.0, .metric = GC_METRIC_EUCLIDEAN};
+
+		check_call(X, n, d, &p, "random");
+		free(X);
+	}
+	printf("  random whole calls: %.1f s\n", now_s() - t0);
+}
+
 /* gc_hdbscan_linkage_on_gpu = gc_hdbscan_linkage_cpu on data. */
 static void
 test_linkage_calls(void)
@@ -1044,6 +1159,7 @@ main(void)
 	test_errors();
 	test_small();
 	test_linkage_trees();
+	test_calls_random();
 	if (quick < 2)
 	{
 		test_linkage_calls();

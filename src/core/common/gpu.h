@@ -122,6 +122,7 @@ typedef struct gc_hdbscan_gpu_phases
 	double		ms_mst;			/* Borůvka's rounds */
 	double		ms_sort;		/* the edges sorted by (w, a, b) */
 	double		ms_linkage;		/* the single-linkage tree (when asked) */
+	double		ms_labels;		/* the condensed tree, the labels, down */
 	double		ms_download;	/* core distances and edges or nodes to the host */
 	double		ms_total;		/* the whole call */
 	int			rounds;			/* Borůvka's rounds */
@@ -322,8 +323,22 @@ gc_code		gc_hdbscan_linkage_gpu(const gc_ctx *ctx, const float *R, int64_t n,
 								   gc_status *st);
 
 /*
- * Device memory gc_hdbscan_mst_gpu or gc_hdbscan_linkage_gpu needs (bytes;
- * an upper bound for both).
+ * The whole of HDBSCAN on the device but the flat selection
+ * (cuda/hdbscan/hdbscan_condense.cu): gc_hdbscan_linkage_gpu's phases,
+ * then the condensed tree, each row's label, probability and outlier
+ * score; the selection, over the clusters alone, by the core's
+ * gc_hdbscan_select on the host.  res's arrays and clusters bit for bit
+ * gc_hdbscan_cpu's; res->tree NULL (the condensed tree's rows come from
+ * gc_hdbscan_linkage_gpu's nodes and the CPU).  The same checks, errors
+ * and cancel.
+ */
+gc_code		gc_hdbscan_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
+						   const gc_hdbscan_params *p, gc_hdbscan_result *res,
+						   gc_status *st);
+
+/*
+ * Device memory gc_hdbscan_mst_gpu, gc_hdbscan_linkage_gpu or
+ * gc_hdbscan_gpu needs (bytes; an upper bound for each).
  */
 size_t		gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples);
 
@@ -500,6 +515,14 @@ gc_hdbscan_linkage_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
 	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
 }
 
+static inline gc_code
+gc_hdbscan_gpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
+			   const gc_hdbscan_params *p, gc_hdbscan_result *res, gc_status *st)
+{
+	(void) ctx, (void) R, (void) n, (void) d, (void) p, (void) res;
+	return gc_fail(st, GC_EDEVICE, "gpuclust was built without CUDA");
+}
+
 static inline size_t
 gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 {
@@ -567,9 +590,10 @@ gc_code		gc_silhouette_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 
 /*
  * HDBSCAN on the GPU, in every build (hdbscan.c): gc_hdbscan_cpu's check
- * and contract, its result bit for bit: phases 1 and 2 and the
- * single-linkage tree by gc_hdbscan_linkage_gpu, the rest of phase 3 on
- * the CPU (gc_hdbscan_from_linkage).
+ * and contract, its result bit for bit: the whole call by gc_hdbscan_gpu;
+ * with the condensed tree wanted, phases 1 and 2 and the single-linkage
+ * tree by gc_hdbscan_linkage_gpu, the rest of phase 3 on the CPU
+ * (gc_hdbscan_from_linkage).
  */
 gc_code		gc_hdbscan_on_gpu(const gc_ctx *ctx, const float *X, int64_t n,
 							  int d, const gc_hdbscan_params *p,
@@ -670,6 +694,17 @@ gc_code		gc_kmeans_gpu_screen_scores(const float *X, int64_t n, int d, int k,
  */
 gc_code		gc_hdbscan_gpu_linkage_of(const gc_mst_edge *edges, int64_t n,
 									  gc_linkage_node *nodes, gc_status *st);
+
+/*
+ * The condensed tree of any single-linkage tree (nodes as
+ * gc_hdbscan_linkage makes them) at min_cluster_size mcs on the GPU
+ * (cuda/hdbscan/hdbscan_hooks.cu): clusters (host arrays malloc'ed:
+ * gc_hdbscan_clusters_free) and places (leave, n), to compare with
+ * gc_hdbscan_condense's.
+ */
+gc_code		gc_hdbscan_gpu_condense_of(const gc_linkage_node *nodes, int64_t n,
+									   int64_t mcs, gc_hdbscan_clusters *out,
+									   gc_hdbscan_place *leave, gc_status *st);
 
 /*
  * Forces gc_kmeans_gpu calls of this thread to stream X in chunks of rows

@@ -172,6 +172,31 @@ phases_linkage(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	return rc;
 }
 
+/*
+ * The whole call of checked input (n >= 1) on the GPU, but the condensed
+ * tree's rows: gc_hdbscan_gpu on the rows of the metric.
+ */
+static gc_code
+phases_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
+		   const gc_hdbscan_params *p, gc_hdbscan_result *res, gc_status *st)
+{
+	const float *rows = X;
+	float	   *own = NULL;
+	gc_code		rc;
+
+	if (n > GC_HDBSCAN_GPU_MAX_N)
+		return gc_fail(st, GC_EINVAL, "HDBSCAN on the GPU takes at most %lld rows, got %lld",
+					   (long long) GC_HDBSCAN_GPU_MAX_N, (long long) n);
+	if (n == 1)
+		return gc_hdbscan_from_linkage(ctx, 1, NULL, p, res, st);
+	if (p->metric == GC_METRIC_COSINE &&
+		(rc = gc_cosine_rows(ctx, X, n, d, &rows, &own, st)) != GC_OK)
+		return rc;
+	rc = gc_hdbscan_gpu(ctx, rows, n, d, p, res, st);
+	free(own);
+	return rc;
+}
+
 /* HDBSCAN on device dev: gc_hdbscan_cpu's contract. */
 static gc_code
 hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
@@ -195,6 +220,8 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		return GC_OK;
 	if (res->labels == NULL || res->probability == NULL || res->outlier == NULL)
 		return gc_fail(st, GC_EINVAL, "HDBSCAN output array missing");
+	if (dev == GC_DEVICE_GPU && res->tree == NULL)
+		return phases_gpu(ctx, X, n, d, p, res, st);
 	/* touched on the team: the GPU's download or the CPU's phases fill them */
 	team = gc_team_adapt(ctx);
 	if (dev == GC_DEVICE_GPU)

@@ -98,6 +98,44 @@ typedef struct gc_linkage_node
 } gc_linkage_node;
 
 /*
+ * The clusters of the condensed tree as phase 3 numbers them: 0 the root,
+ * the two children of a split numbered together, after every cluster of
+ * the splits above (the order a pass over the single-linkage nodes from
+ * the root meets the splits in); arrays of n.
+ */
+typedef struct gc_hdbscan_clusters
+{
+	int64_t		n;
+	int64_t    *parent;			/* the parent cluster (-1 for the root) */
+	int64_t    *child;			/* the first of its two children, or -1 */
+	double	   *birth;			/* the lambda of its own row (root: 0) */
+	double	   *stab;			/* the stability, then EOM's subtree sum */
+	double	   *death;			/* the largest lambda of its direct rows */
+} gc_hdbscan_clusters;
+
+/* Where a row leaves the condensed tree: cluster c, at lambda. */
+typedef struct gc_hdbscan_place
+{
+	int32_t		c;
+	double		lambda;
+} gc_hdbscan_place;
+
+/*
+ * What each row's label needs from the flat selection (gc_hdbscan_select):
+ * per cluster its nearest selected cluster at or above it (else the root,
+ * 0) and the largest lambda in its subtree; whether the root was selected
+ * alone under allow_single_cluster, then taking the rows whose lambda
+ * reaches threshold.
+ */
+typedef struct gc_hdbscan_selection
+{
+	int64_t    *top;
+	double	   *lmax;
+	bool		single_root;
+	double		threshold;
+} gc_hdbscan_selection;
+
+/*
  * One row of the condensed tree.  Nodes are numbered as scikit-learn's
  * condensed_tree_ numbers them: 0 .. n-1 the rows (input positions), n the
  * root cluster, then the clusters in the order the tree is walked from the
@@ -215,6 +253,85 @@ gc_code		gc_hdbscan_from_linkage(const gc_ctx *ctx, int64_t n,
 									const gc_linkage_node *nodes,
 									const gc_hdbscan_params *p,
 									gc_hdbscan_result *res, gc_status *st);
+
+/*
+ * Phase 3's steps after the condensed tree, which the GPU's run shares:
+ * the flat selection of p's method, epsilon and allow_single_cluster into
+ * sel (top and lmax of cl->n each; cl->stab becomes EOM's subtree sums),
+ * and the flat numbers 0, 1, ... of the clusters some row joined, in the
+ * order of their lowest rows (first[c], n for none), into flat (GC_NOISE
+ * for the others), returning how many (scratch: cl->n).
+ */
+gc_code		gc_hdbscan_select(gc_hdbscan_clusters *cl,
+							  const gc_hdbscan_params *p,
+							  gc_hdbscan_selection *sel, gc_status *st);
+int32_t		gc_hdbscan_flat(int64_t nclu, const int64_t *first, int64_t n,
+							int32_t *flat, int64_t *scratch);
+
+/*
+ * The condensed tree of the single-linkage nodes at min_cluster_size mcs
+ * on the CPU (hdbscan_tree.c's pass from the root): its clusters (arrays
+ * malloc'ed here: gc_hdbscan_clusters_free) and each row's place (leave,
+ * n); what the GPU's condensing is tested against.
+ */
+gc_code		gc_hdbscan_condense(const gc_ctx *ctx, int64_t n,
+								const gc_linkage_node *nodes, int64_t mcs,
+								gc_hdbscan_clusters *out,
+								gc_hdbscan_place *leave, gc_status *st);
+void		gc_hdbscan_clusters_free(gc_hdbscan_clusters *cl);
+
+/* scikit-learn's lambda of a merge at distance w. */
+GC_HD double
+gc_hdbscan_lambda(double w)
+{
+	return w > 0.0 ? 1.0 / w : INFINITY;
+}
+
+/* get_probabilities: a row at lambda in a cluster whose rows reach mx. */
+GC_HD double
+gc_hdbscan_probability(double mx, double lambda)
+{
+	if (mx == 0.0 || isinf(lambda))
+		return 1.0;
+	return (lambda < mx ? lambda : mx) / mx;
+}
+
+/* GLOSH: a row at lambda leaving a cluster whose subtree reaches lmax. */
+GC_HD double
+gc_hdbscan_glosh(double lmax, double lambda)
+{
+	if (lmax == 0.0 || !isfinite(lambda))
+		return 0.0;
+	if (isinf(lmax))
+		return 1.0;
+	return (lmax - lambda) / lmax;
+}
+
+/*
+ * A row's label (the provisional number of its selected cluster, or
+ * GC_NOISE), membership probability and outlier score from its place pl
+ * and the selection (_do_labelling, get_probabilities, GLOSH), on either
+ * device; death: the clusters' largest direct lambdas.
+ */
+GC_HD void
+gc_hdbscan_row(gc_hdbscan_place pl, const int64_t *top, const double *death,
+			   const double *lmax, bool single_root, double threshold,
+			   int32_t *label, double *probability, double *outlier)
+{
+	const int64_t cl = top[pl.c];
+
+	if (cl == 0 && !(single_root && pl.lambda >= threshold))
+	{
+		*label = GC_NOISE;
+		*probability = 0.0;
+	}
+	else
+	{
+		*label = (int32_t) cl;
+		*probability = gc_hdbscan_probability(death[cl], pl.lambda);
+	}
+	*outlier = gc_hdbscan_glosh(lmax[pl.c], pl.lambda);
+}
 
 /*
  * Phases 1 and 2 and the single-linkage tree (what phase 3 goes on from):

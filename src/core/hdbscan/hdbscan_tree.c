@@ -120,15 +120,11 @@ typedef struct hd_set
 } hd_set;
 
 /*
- * Where a single-linkage node or a row sits in the condensed tree: in
- * cluster c, which it carries (lambda HD_CARRIED) or which its rows left
- * at lambda.
+ * Where a single-linkage node or a row sits in the condensed tree
+ * (gc_hdbscan_place): in cluster c, which it carries (lambda HD_CARRIED)
+ * or which its rows left at lambda.
  */
-typedef struct hd_place
-{
-	int32_t		c;
-	double		lambda;
-} hd_place;
+typedef gc_hdbscan_place hd_place;
 
 /*
  * A carrying node's breadth-first key, its depth and its position in the
@@ -161,13 +157,8 @@ typedef struct hd_tree
 	hd_place   *leave;			/* each row's */
 
 	/* the condensed tree's clusters (at most kmax), provisional numbers */
-	int64_t		nclu,
-				kmax;
-	int64_t    *cparent;		/* the parent cluster (-1 for the root) */
-	int64_t    *cchild;			/* the first of its two children, or -1 */
-	double	   *birth;			/* the lambda of its own row (root: 0) */
-	double	   *stab;			/* the stability, then EOM's subtree sum */
-	double	   *death;			/* the largest lambda of its direct rows */
+	gc_hdbscan_clusters cl;
+	int64_t		kmax;
 
 	/* when the tree is wanted */
 	hd_bfs	   *bfs;			/* each carrying node's, n - 1 */
@@ -192,21 +183,14 @@ hd_free(hd_tree *t)
 {
 	free(t->place);
 	free(t->leave);
-	free(t->cparent);
-	free(t->cchild);
-	free(t->birth);
-	free(t->stab);
-	free(t->death);
+	free(t->cl.parent);
+	free(t->cl.child);
+	free(t->cl.birth);
+	free(t->cl.stab);
+	free(t->cl.death);
 	free(t->bfs);
 	free(t->number);
 	free(t->rows);
-}
-
-/* scikit-learn's lambda of a merge at distance w. */
-static inline double
-hd_lambda(double w)
-{
-	return w > 0.0 ? 1.0 / w : INFINITY;
 }
 
 /* ---- the single-linkage tree ---- */
@@ -309,22 +293,22 @@ static inline void
 hd_account(hd_tree *t, int64_t c, double lambda, int64_t size, int64_t count)
 {
 	for (int64_t k = 0; k < count; k++)
-		t->stab[c] += (lambda - t->birth[c]) * (double) size;
-	if (lambda > t->death[c])
-		t->death[c] = lambda;
+		t->cl.stab[c] += (lambda - t->cl.birth[c]) * (double) size;
+	if (lambda > t->cl.death[c])
+		t->cl.death[c] = lambda;
 }
 
 /* A new cluster, child of c, born at lambda with size rows. */
 static int32_t
 hd_new_cluster(hd_tree *t, int64_t c, double lambda, int64_t size)
 {
-	int32_t		k = (int32_t) t->nclu++;
+	int32_t		k = (int32_t) t->cl.n++;
 
-	t->cparent[k] = c;
-	t->cchild[k] = -1;
-	t->birth[k] = lambda;
-	t->stab[k] = 0.0;
-	t->death[k] = 0.0;
+	t->cl.parent[k] = c;
+	t->cl.child[k] = -1;
+	t->cl.birth[k] = lambda;
+	t->cl.stab[k] = 0.0;
+	t->cl.death[k] = 0.0;
 	hd_account(t, c, lambda, size, 1);
 	return k;
 }
@@ -362,11 +346,11 @@ hd_carry(hd_tree *t, int64_t i, int32_t c)
 	const gc_linkage_node *nd = &t->node[i];
 	int64_t		side[2] = {nd->left, nd->right},
 				size[2] = {nd->lsize, nd->rsize};
-	double		lambda = hd_lambda(nd->w);
+	double		lambda = gc_hdbscan_lambda(nd->w);
 	bool		split = size[0] >= t->mcs && size[1] >= t->mcs;
 
 	if (split)
-		t->cchild[c] = t->nclu;
+		t->cl.child[c] = t->cl.n;
 	if (t->bfs != NULL)
 		t->bfs[i].rows = split ? -2 : (size[0] < t->mcs ? size[0] : 0) +
 			(size[1] < t->mcs ? size[1] : 0);
@@ -407,12 +391,12 @@ hd_condense(hd_tree *t, gc_status *st)
 {
 	int64_t		n = t->n;
 
-	t->nclu = 1;
-	t->cparent[0] = -1;
-	t->cchild[0] = -1;
-	t->birth[0] = 0.0;
-	t->stab[0] = 0.0;
-	t->death[0] = 0.0;
+	t->cl.n = 1;
+	t->cl.parent[0] = -1;
+	t->cl.child[0] = -1;
+	t->cl.birth[0] = 0.0;
+	t->cl.stab[0] = 0.0;
+	t->cl.death[0] = 0.0;
 	t->place[n - 2] = (hd_place) {0, HD_CARRIED};
 	if (t->bfs != NULL)
 		t->bfs[n - 2] = (hd_bfs) {0, 0, 0};
@@ -449,25 +433,25 @@ hd_condense(hd_tree *t, gc_status *st)
  * no kept ancestor.
  */
 static void
-hd_select_eom(hd_tree *t, bool allow_single, uint8_t *sel)
+hd_select_eom(gc_hdbscan_clusters *cl, bool allow_single, uint8_t *sel)
 {
-	int64_t		k = t->nclu,
+	int64_t		k = cl->n,
 				last = allow_single ? 0 : 1;
 
 	for (int64_t c = k - 1; c >= last; c--)
 	{
-		int64_t		ch = t->cchild[c];
-		double		sub = ch < 0 ? 0.0 : t->stab[ch] + t->stab[ch + 1];
+		int64_t		ch = cl->child[c];
+		double		sub = ch < 0 ? 0.0 : cl->stab[ch] + cl->stab[ch + 1];
 
-		sel[c] = !(sub > t->stab[c]);
+		sel[c] = !(sub > cl->stab[c]);
 		if (!sel[c])
-			t->stab[c] = sub;
+			cl->stab[c] = sub;
 	}
 	if (!allow_single)
 		sel[0] = 0;
 	/* sel[c] | 2: under a kept cluster; the root's parent is none */
 	for (int64_t c = 1; c < k; c++)
-		if (sel[t->cparent[c]] != 0)
+		if (sel[cl->parent[c]] != 0)
 			sel[c] |= 2;
 	for (int64_t c = 0; c < k; c++)
 		sel[c] = sel[c] == 1;
@@ -475,10 +459,10 @@ hd_select_eom(hd_tree *t, bool allow_single, uint8_t *sel)
 
 /* leaf: the clusters with no children (none when the root never splits). */
 static void
-hd_select_leaf(const hd_tree *t, uint8_t *sel)
+hd_select_leaf(const gc_hdbscan_clusters *cl, uint8_t *sel)
 {
-	for (int64_t c = 0; c < t->nclu; c++)
-		sel[c] = t->nclu > 1 && t->cchild[c] < 0;
+	for (int64_t c = 0; c < cl->n; c++)
+		sel[c] = cl->n > 1 && cl->child[c] < 0;
 }
 
 /*
@@ -491,78 +475,96 @@ hd_select_leaf(const hd_tree *t, uint8_t *sel)
  * every cluster under a climb's result climbs to it too.
  */
 static void
-hd_epsilon_search(const hd_tree *t, double epsilon, bool allow_single,
-				  uint8_t *sel, int64_t *climb)
+hd_epsilon_search(const gc_hdbscan_clusters *cl, double epsilon,
+				  bool allow_single, uint8_t *sel, int64_t *climb)
 {
-	int64_t		k = t->nclu;
+	int64_t		k = cl->n;
 
 	climb[0] = 0;
 	for (int64_t c = 1; c < k; c++)
 	{
-		int64_t		p = t->cparent[c];
+		int64_t		p = cl->parent[c];
 
 		if (p == 0)
 			climb[c] = allow_single ? 0 : c;
 		else
-			climb[c] = 1.0 / t->birth[p] > epsilon ? p : climb[p];
+			climb[c] = 1.0 / cl->birth[p] > epsilon ? p : climb[p];
 	}
 	/* sel[c] | 2: selected by the search */
 	for (int64_t c = 1; c < k; c++)
 		if (sel[c] & 1)
-			sel[1.0 / t->birth[c] < epsilon ? climb[c] : c] |= 2;
+			sel[1.0 / cl->birth[c] < epsilon ? climb[c] : c] |= 2;
 	for (int64_t c = 0; c < k; c++)
 		sel[c] = (sel[c] & 2) != 0;
 }
 
-/*
- * The flat selection of p's method, epsilon and allow_single_cluster into
- * sel (climb: scratch of nclu).
- */
-static void
-hd_select(hd_tree *t, const gc_hdbscan_params *p, uint8_t *sel,
-		  int64_t *climb)
+gc_code
+gc_hdbscan_select(gc_hdbscan_clusters *cl, const gc_hdbscan_params *p,
+				  gc_hdbscan_selection *out, gc_status *st)
 {
+	int64_t		k = cl->n,
+				nsel = 0;
+	uint8_t    *sel = malloc((size_t) k);
+	int64_t    *top = out->top;
+	double	   *lmax = out->lmax;
+
+	if (sel == NULL)
+		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
+	/* the flat selection of p's method (top: the epsilon search's scratch) */
 	if (p->method == GC_HDBSCAN_LEAF)
-		hd_select_leaf(t, sel);
+		hd_select_leaf(cl, sel);
 	else
-		hd_select_eom(t, p->allow_single_cluster, sel);
+		hd_select_eom(cl, p->allow_single_cluster, sel);
 	/*
 	 * epsilon: not without a split, nor when EOM selected the root (then
 	 * alone)
 	 */
-	if (p->epsilon != 0.0 && t->nclu > 1 && !sel[0])
-		hd_epsilon_search(t, p->epsilon, p->allow_single_cluster, sel, climb);
+	if (p->epsilon != 0.0 && k > 1 && !sel[0])
+		hd_epsilon_search(cl, p->epsilon, p->allow_single_cluster, sel, top);
+
+	/* top[c]: the nearest selected cluster at or above c, else the root */
+	top[0] = 0;
+	for (int64_t c = 1; c < k; c++)
+		top[c] = sel[c] ? c : top[cl->parent[c]];
+	for (int64_t c = 0; c < k; c++)
+		nsel += sel[c];
+	/* the root selected alone with allow_single_cluster takes rows by lambda */
+	out->single_root = p->allow_single_cluster && nsel == 1 && sel[0];
+	out->threshold = p->epsilon != 0.0 ? 1.0 / p->epsilon : cl->death[0];
+	/* lmax[c]: the largest lambda in c's subtree, children before parents */
+	memcpy(lmax, cl->death, sizeof(double) * (size_t) k);
+	for (int64_t c = k - 1; c >= 1; c--)
+		if (lmax[c] > lmax[cl->parent[c]])
+			lmax[cl->parent[c]] = lmax[c];
+	free(sel);
+	return GC_OK;
+}
+
+int32_t
+gc_hdbscan_flat(int64_t nclu, const int64_t *first, int64_t n, int32_t *flat,
+				int64_t *scratch)
+{
+	int64_t		nflat = 0;
+
+	/* rows and clusters are below 2^31: (first row, cluster) in one key */
+	for (int64_t c = 0; c < nclu; c++)
+	{
+		flat[c] = GC_NOISE;
+		if (first[c] < n)
+			scratch[nflat++] = first[c] << 32 | c;
+	}
+	qsort(scratch, (size_t) nflat, sizeof(int64_t), gc_cmp_int64);
+	for (int64_t j = 0; j < nflat; j++)
+		flat[scratch[j] & 0xffffffffu] = (int32_t) j;
+	return (int32_t) nflat;
 }
 
 /* ---- the rows' results ---- */
 
-/* get_probabilities: a row at lambda in a cluster whose rows reach mx. */
-static inline double
-hd_probability(double mx, double lambda)
-{
-	if (mx == 0.0 || isinf(lambda))
-		return 1.0;
-	return (lambda < mx ? lambda : mx) / mx;
-}
-
-/* GLOSH: a row at lambda leaving a cluster whose subtree reaches lmax. */
-static inline double
-hd_glosh(double lmax, double lambda)
-{
-	if (lmax == 0.0 || !isfinite(lambda))
-		return 0.0;
-	if (isinf(lmax))
-		return 1.0;
-	return (lmax - lambda) / lmax;
-}
-
 /* What the rows' labelling reads and writes. */
 typedef struct hd_labelling
 {
-	const int64_t *top;			/* the nearest selected cluster at or above */
-	const double *lmax;			/* the largest lambda in a subtree */
-	bool		single_root;	/* the root selected alone, taking by lambda */
-	double		threshold;		/* the lambda it takes rows from */
+	const gc_hdbscan_selection *sel;
 	int64_t    *first;			/* each cluster's lowest row (n: none) */
 	const int32_t *flat;		/* each cluster's flat number */
 	gc_hdbscan_result *res;
@@ -575,26 +577,13 @@ typedef struct hd_labelling
 static void
 hd_label_rows(const hd_tree *t, hd_labelling *lb, int64_t i0, int64_t i1)
 {
+	const gc_hdbscan_selection *sel = lb->sel;
 	gc_hdbscan_result *res = lb->res;
 
 	for (int64_t i = i0; i < i1; i++)
-	{
-		int64_t		c = t->leave[i].c,
-					cl = lb->top[c];
-		double		lambda = t->leave[i].lambda;
-
-		if (cl == 0 && !(lb->single_root && lambda >= lb->threshold))
-		{
-			res->labels[i] = GC_NOISE;
-			res->probability[i] = 0.0;
-		}
-		else
-		{
-			res->labels[i] = (int32_t) cl;
-			res->probability[i] = hd_probability(t->death[cl], lambda);
-		}
-		res->outlier[i] = hd_glosh(lb->lmax[c], lambda);
-	}
+		gc_hdbscan_row(t->leave[i], sel->top, t->cl.death, sel->lmax,
+					   sel->single_root, sel->threshold, &res->labels[i],
+					   &res->probability[i], &res->outlier[i]);
 }
 
 /* Rows [i0, i1): each labelled row lowers its cluster's first row. */
@@ -657,57 +646,25 @@ hd_team_rows(hd_tree *t, hd_labelling *lb,
 }
 
 /*
- * Each row's label, probability and outlier score from the selection sel
- * (_do_labelling, get_probabilities, GLOSH) on the team (hd_label_rows);
- * then flat[c] receives cluster c's flat number (or GC_NOISE), the order
- * of the clusters' lowest rows, and the labels take them.  top, lmax and
- * first: scratch of nclu.
+ * Each row's label, probability and outlier score from the selection
+ * (gc_hdbscan_row) on the team; then flat[c] receives cluster c's flat
+ * number (gc_hdbscan_flat), and the labels take them.  first: scratch of
+ * nclu; key: of nclu.
  */
 static gc_code
-hd_label(hd_tree *t, const gc_hdbscan_params *p, const uint8_t *sel,
-		 int64_t *top, double *lmax, int64_t *first, int32_t *flat,
-		 gc_hdbscan_result *res, gc_status *st)
+hd_label(hd_tree *t, const gc_hdbscan_selection *sel, int64_t *first,
+		 int32_t *flat, int64_t *key, gc_hdbscan_result *res, gc_status *st)
 {
-	int64_t		k = t->nclu,
-				nsel = 0,
-				nflat = 0;
-	hd_labelling lb = {.top = top, .lmax = lmax, .first = first,
-	.flat = flat, .res = res};
+	hd_labelling lb = {.sel = sel, .first = first, .flat = flat, .res = res};
 	gc_code		rc;
 
-	/* top[c]: the nearest selected cluster at or above c, else the root */
-	top[0] = 0;
-	for (int64_t c = 1; c < k; c++)
-		top[c] = sel[c] ? c : top[t->cparent[c]];
-	for (int64_t c = 0; c < k; c++)
-	{
-		nsel += sel[c];
-		flat[c] = GC_NOISE;
+	for (int64_t c = 0; c < t->cl.n; c++)
 		first[c] = t->n;
-	}
-	/* the root selected alone with allow_single_cluster takes rows by lambda */
-	lb.single_root = p->allow_single_cluster && nsel == 1 && sel[0];
-	lb.threshold = p->epsilon != 0.0 ? 1.0 / p->epsilon : t->death[0];
-	/* lmax[c]: the largest lambda in c's subtree, children before parents */
-	memcpy(lmax, t->death, sizeof(double) * (size_t) k);
-	for (int64_t c = k - 1; c >= 1; c--)
-		if (lmax[c] > lmax[t->cparent[c]])
-			lmax[t->cparent[c]] = lmax[c];
-
 	if ((rc = hd_team_rows(t, &lb, hd_label_rows, st)) != GC_OK ||
 		(rc = hd_team_rows(t, &lb, hd_first_rows, st)) != GC_OK)
 		return rc;
-	/* the clusters rows joined, by their lowest row (top: free now) */
-	for (int64_t c = 0; c < k; c++)
-		if (first[c] < t->n)
-			top[nflat++] = first[c];
-	qsort(top, (size_t) nflat, sizeof(int64_t), gc_cmp_int64);
-	for (int64_t j = 0; j < nflat; j++)
-		flat[res->labels[top[j]]] = (int32_t) j;
-	if ((rc = hd_team_rows(t, &lb, hd_flat_rows, st)) != GC_OK)
-		return rc;
-	res->clusters = (int32_t) nflat;
-	return GC_OK;
+	res->clusters = gc_hdbscan_flat(t->cl.n, first, t->n, flat, key);
+	return hd_team_rows(t, &lb, hd_flat_rows, st);
 }
 
 /* ---- the condensed tree's rows, when wanted ---- */
@@ -790,7 +747,7 @@ hd_node_rows(const hd_tree *t, int64_t i, int64_t row, int64_t *queue)
 	int64_t		side[2] = {nd->left, nd->right},
 				size[2] = {nd->lsize, nd->rsize},
 				c = t->number[t->place[i].c];
-	double		lambda = hd_lambda(nd->w);
+	double		lambda = gc_hdbscan_lambda(nd->w);
 	bool		split = size[0] >= t->mcs && size[1] >= t->mcs;
 
 	for (int j = 0; j < 2; j++)
@@ -823,8 +780,8 @@ hd_tree_rows(hd_tree *t, gc_status *st)
 	int			stop = 0;
 	int64_t		most = t->maxfall > 1 ? t->maxfall : 1;
 
-	t->number = malloc(sizeof(int64_t) * (size_t) t->nclu);
-	t->rows = gc_malloc_touched(sizeof(gc_hdbscan_tree_row) * (size_t) (n + t->nclu), team);
+	t->number = malloc(sizeof(int64_t) * (size_t) t->cl.n);
+	t->rows = gc_malloc_touched(sizeof(gc_hdbscan_tree_row) * (size_t) (n + t->cl.n), team);
 	if (slot == NULL || count == NULL || order == NULL || t->number == NULL ||
 		t->rows == NULL)
 	{
@@ -896,16 +853,16 @@ hd_alloc(hd_tree *t, bool want_tree, gc_status *st)
 
 	t->place = gc_malloc_touched(sizeof(hd_place) * (n - 1), team);
 	t->leave = gc_malloc_touched(sizeof(hd_place) * n, team);
-	t->cparent = malloc(sizeof(int64_t) * k);
-	t->cchild = malloc(sizeof(int64_t) * k);
-	t->birth = malloc(sizeof(double) * k);
-	t->stab = malloc(sizeof(double) * k);
-	t->death = malloc(sizeof(double) * k);
+	t->cl.parent = malloc(sizeof(int64_t) * k);
+	t->cl.child = malloc(sizeof(int64_t) * k);
+	t->cl.birth = malloc(sizeof(double) * k);
+	t->cl.stab = malloc(sizeof(double) * k);
+	t->cl.death = malloc(sizeof(double) * k);
 	if (want_tree)
 		t->bfs = gc_malloc_touched(sizeof(hd_bfs) * (n - 1), team);
 	if (t->place == NULL || t->leave == NULL ||
-		t->cparent == NULL || t->cchild == NULL || t->birth == NULL ||
-		t->stab == NULL || t->death == NULL || (want_tree && t->bfs == NULL))
+		t->cl.parent == NULL || t->cl.child == NULL || t->cl.birth == NULL ||
+		t->cl.stab == NULL || t->cl.death == NULL || (want_tree && t->bfs == NULL))
 		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's tree (%lld rows)",
 					   (long long) t->n);
 	return GC_OK;
@@ -929,12 +886,12 @@ hd_give_tree(hd_tree *t, const int32_t *flat, int32_t *selected,
 {
 	gc_hdbscan_tree_row *fit = realloc(t->rows, sizeof(gc_hdbscan_tree_row) * (size_t) t->nrows);
 
-	for (int64_t c = 0; c < t->nclu; c++)
+	for (int64_t c = 0; c < t->cl.n; c++)
 		selected[t->number[c]] = flat[c];
 	out->rows = fit != NULL ? fit : t->rows;
 	out->nrows = t->nrows;
 	out->selected = selected;
-	out->nclusters = t->nclu;
+	out->nclusters = t->cl.n;
 	t->rows = NULL;
 }
 
@@ -1009,10 +966,9 @@ gc_hdbscan_from_linkage(const gc_ctx *ctx, int64_t n,
 						gc_status *st)
 {
 	hd_tree		t;
-	uint8_t    *sel = NULL;
-	int64_t    *climb = NULL,
-			   *first = NULL;
-	double	   *lmax = NULL;
+	gc_hdbscan_selection sel = {0};
+	int64_t    *first = NULL,
+			   *key = NULL;
 	int32_t    *flat = NULL,
 			   *selected = NULL;
 	gc_code		rc;
@@ -1040,22 +996,21 @@ gc_hdbscan_from_linkage(const gc_ctx *ctx, int64_t n,
 	t.place = NULL;
 	t.bfs = NULL;
 
-	sel = malloc((size_t) t.nclu);
-	climb = malloc(sizeof(int64_t) * (size_t) t.nclu);
-	first = malloc(sizeof(int64_t) * (size_t) t.nclu);
-	lmax = malloc(sizeof(double) * (size_t) t.nclu);
-	flat = malloc(sizeof(int32_t) * (size_t) t.nclu);
+	sel.top = malloc(sizeof(int64_t) * (size_t) t.cl.n);
+	sel.lmax = malloc(sizeof(double) * (size_t) t.cl.n);
+	first = malloc(sizeof(int64_t) * (size_t) t.cl.n);
+	key = malloc(sizeof(int64_t) * (size_t) t.cl.n);
+	flat = malloc(sizeof(int32_t) * (size_t) t.cl.n);
 	if (res->tree != NULL)
-		selected = malloc(sizeof(int32_t) * (size_t) t.nclu);
-	if (sel == NULL || climb == NULL || first == NULL || lmax == NULL ||
-		flat == NULL ||
-		(res->tree != NULL && selected == NULL))
+		selected = malloc(sizeof(int32_t) * (size_t) t.cl.n);
+	if (sel.top == NULL || sel.lmax == NULL || first == NULL || key == NULL ||
+		flat == NULL || (res->tree != NULL && selected == NULL))
 	{
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
 		goto done;
 	}
-	hd_select(&t, p, sel, climb);
-	if ((rc = hd_label(&t, p, sel, climb, lmax, first, flat, res, st)) != GC_OK)
+	if ((rc = gc_hdbscan_select(&t.cl, p, &sel, st)) != GC_OK ||
+		(rc = hd_label(&t, &sel, first, flat, key, res, st)) != GC_OK)
 		goto done;
 	if (res->tree != NULL)
 	{
@@ -1066,13 +1021,53 @@ done:
 	if (rc != GC_OK)
 		res->clusters = 0;
 	hd_free(&t);
-	free(sel);
-	free(climb);
+	free(sel.top);
+	free(sel.lmax);
 	free(first);
-	free(lmax);
+	free(key);
 	free(flat);
 	free(selected);
 	return rc;
+}
+
+gc_code
+gc_hdbscan_condense(const gc_ctx *ctx, int64_t n, const gc_linkage_node *nodes,
+					int64_t mcs, gc_hdbscan_clusters *out,
+					gc_hdbscan_place *leave, gc_status *st)
+{
+	hd_tree		t;
+	gc_code		rc;
+
+	memset(out, 0, sizeof(*out));
+	if (mcs < 2 || n < 2 || n > GC_HDBSCAN_TREE_MAX_N)
+		return gc_fail(st, GC_EINVAL, "HDBSCAN's condensed tree of %lld rows, min_cluster_size %lld",
+					   (long long) n, (long long) mcs);
+	memset(&t, 0, sizeof(t));
+	t.ctx = ctx;
+	t.n = n;
+	t.mcs = mcs;
+	t.node = nodes;
+	t.kmax = 2 * (n / t.mcs) + 1;
+	if ((rc = hd_alloc(&t, false, st)) == GC_OK &&
+		(rc = hd_condense(&t, st)) == GC_OK)
+	{
+		memcpy(leave, t.leave, sizeof(gc_hdbscan_place) * (size_t) n);
+		*out = t.cl;
+		memset(&t.cl, 0, sizeof(t.cl));
+	}
+	hd_free(&t);
+	return rc;
+}
+
+void
+gc_hdbscan_clusters_free(gc_hdbscan_clusters *cl)
+{
+	free(cl->parent);
+	free(cl->child);
+	free(cl->birth);
+	free(cl->stab);
+	free(cl->death);
+	memset(cl, 0, sizeof(*cl));
 }
 
 void
