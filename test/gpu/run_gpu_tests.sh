@@ -15,9 +15,11 @@
 #                    (union-find, DClust); ~45 s a seed on the H100
 #   hdbscan-test     test_hdbscan_gpu: HDBSCAN's GPU phases (core distances,
 #                    the spanning tree's edges) = the CPU's bit for bit and
-#                    the brute force's on small cases; whole calls = the
-#                    CPU's; memory, cancel (also raised while a kernel
-#                    runs, timed), progress; about 1 minute
+#                    the brute force's on small cases; the single-linkage
+#                    and condensed trees = the CPU's on random spanning
+#                    trees; whole calls = the CPU's; memory, cancel (also
+#                    raised while a kernel runs, timed), progress; about 1
+#                    minute
 #   ap-test          test_ap_gpu: affinity propagation, float8 = CPU bit for
 #                    bit, float4 = its sequential reference, float4 against
 #                    float8 with the ties named
