@@ -62,7 +62,7 @@ gc_dfree(void *p, cudaStream_t s)
 /*
  * A call's stop flag: an int in device memory, 0 from the call's start,
  * that its long kernels read while they run (gc_stopped, in L2), raised by
- * a copy on a stream of its own (stop_s), which the copy engine runs
+ * a copy on a stream of its own (s), which the copy engine runs
  * beside the call's kernels.
  */
 struct gc_stop
@@ -144,7 +144,9 @@ struct gc_dev
 	{
 		if (stop.flag == nullptr && !stop_none)
 		{
-			if (gc_stop_one() == nullptr || alloc(stop.flag, 1) != cudaSuccess ||
+			/* the pinned 1 first: a page-locked allocation waits for kernels */
+			(void) gc_stop_one();
+			if (alloc(stop.flag, 1) != cudaSuccess ||
 				cudaMemsetAsync(stop.flag, 0, sizeof(int), s) != cudaSuccess ||
 				cudaStreamCreateWithFlags(&stop.s, cudaStreamNonBlocking) != cudaSuccess)
 			{

@@ -60,6 +60,23 @@ hb_trace(const char *fmt,...)
 	va_end(ap);
 }
 
+gc_code
+hb_read_counts(gc_dev &D, const gc_ctx *ctx, const unsigned *dev, unsigned *host,
+			   int count, int err, const char *what, gc_status *st)
+{
+	gc_code		rc;
+
+	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
+	HB_CK(cudaMemcpyAsync(host, dev, sizeof(unsigned) * (size_t) count, cudaMemcpyDeviceToHost,
+						  D.s));
+	HB_CK(cudaStreamSynchronize(D.s));
+	if (host[err] != 0)
+		return gc_fail(st, GC_EDEVICE, "%s: internal error in %s (code %u)", HB_WHO, what,
+					   host[err]);
+	return GC_OK;
+}
+
 /* The core distances in row order. */
 __global__ void
 k_hb_core_rows(const double *__restrict__ core, const int *__restrict__ perm,

@@ -557,23 +557,6 @@ hb_boruvka_bytes(int64_t n)
 	return (size_t) n * 46 + (size_t) (n / 16 + 2) * 16 + 64;
 }
 
-/* The round's edges and errors, to the host, once its kernels are done. */
-static gc_code
-hb_read_info(gc_dev &D, const gc_ctx *ctx, const hb_mst &S, unsigned *info,
-			 gc_status *st)
-{
-	gc_code		rc;
-
-	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
-		return rc;
-	HB_CK(cudaMemcpyAsync(info, S.info, 2 * sizeof(unsigned), cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaStreamSynchronize(D.s));
-	if (info[1] != 0)
-		return gc_fail(st, GC_EDEVICE, "%s: internal error in Borůvka's rounds (code %u)",
-					   HB_WHO, info[1]);
-	return GC_OK;
-}
-
 gc_code
 hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 		   const double *core, double alpha, gc_metric metric,
@@ -662,7 +645,7 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 			HB_CK(gc_launch(k_hb_jump, n, HB_THREADS, HB_THREADS, D.s, S));
 		HB_CK(gc_launch(k_hb_relabel, n, HB_THREADS, HB_THREADS, D.s, S));
 		if ((rc = hb_node_labels(D, S, st)) != GC_OK ||
-			(rc = hb_read_info(D, ctx, S, info, st)) != GC_OK)
+			(rc = hb_read_counts(D, ctx, S.info, info, 2, 1, "Borůvka's rounds", st)) != GC_OK)
 			return rc;
 		if ((int64_t) info[0] <= edges)
 			return gc_fail(st, GC_EDEVICE, "%s: internal error: round %d added no edge",
@@ -680,7 +663,7 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 		}
 	}
 	HB_CK(gc_launch(k_hb_check_one, n, HB_THREADS, HB_THREADS, D.s, S));
-	if ((rc = hb_read_info(D, ctx, S, info, st)) != GC_OK)
+	if ((rc = hb_read_counts(D, ctx, S.info, info, 2, 1, "Borůvka's rounds", st)) != GC_OK)
 		return rc;
 	/* the sort reuses this memory */
 	for (void *a : {(void *) S.ncore, (void *) S.nrow, (void *) S.nlab, (void *) S.label,

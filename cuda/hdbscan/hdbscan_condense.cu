@@ -392,23 +392,6 @@ hc_clusters_down(gc_dev &D, const hc_clusters &C, gc_hdbscan_clusters *cl,
 	return GC_OK;
 }
 
-/* The first two counters, once the stream is done. */
-static gc_code
-hc_counts(gc_dev &D, const gc_ctx *ctx, const hc_work &W, unsigned *cnt,
-		  gc_status *st)
-{
-	gc_code		rc;
-
-	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
-		return rc;
-	HB_CK(cudaMemcpyAsync(cnt, W.cnt, 2 * sizeof(unsigned), cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaStreamSynchronize(D.s));
-	if (cnt[1] != 0)
-		return gc_fail(st, GC_EDEVICE, "%s: internal error in the condensed tree (code %u)",
-					   HB_WHO, cnt[1]);
-	return GC_OK;
-}
-
 gc_code
 hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 			const gc_linkage_node *node, const unsigned *par,
@@ -454,7 +437,7 @@ hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 	HB_CK(cub::DeviceScan::ExclusiveSum(D.cub_tmp, bytes, W.sflag, W.sidx, m, D.s));
 	HB_CK(cudaMemcpyAsync(&last[0], W.sflag + m - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
 	HB_CK(cudaMemcpyAsync(&last[1], W.sidx + m - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
-	if ((rc = hc_counts(D, ctx, W, cnt, st)) != GC_OK)
+	if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 2, 1, "the condensed tree", st)) != GC_OK)
 		return rc;
 	nclu = 1 + 2 * (last[0] + last[1]);
 	ncarry = (int) cnt[0];
@@ -496,7 +479,7 @@ hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 	}
 	HB_CK(gc_launch(k_hc_stab, nclu, HC_WARPS, 32 * HC_WARPS, D.s, nclu, ncarry, mcs,
 					(const hc_rec *) rec, (const int *) cstart, C));
-	if ((rc = hc_counts(D, ctx, W, cnt, st)) != GC_OK)
+	if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 2, 1, "the condensed tree", st)) != GC_OK)
 		return rc;
 	for (void *a : {(void *) W.kind, (void *) W.sflag, (void *) W.sidx, (void *) W.lab,
 			(void *) W.nxt, (void *) W.fall, (void *) W.cnt, (void *) key, (void *) key2,

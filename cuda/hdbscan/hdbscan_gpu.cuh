@@ -67,6 +67,16 @@ hb_sync_poll(gc_dev &D, const gc_ctx *ctx, gc_status *st)
 	return gc_sync_poll(D, ctx, HB_WHO, st);
 }
 
+/*
+ * count counters at dev (device memory) into host once D's stream is done
+ * (hb_sync_poll: a cancel is GC_ECANCEL); GC_EDEVICE, "internal error in
+ * <what>", when host[err] is not 0: the error flags of a phase's kernels,
+ * which only a malformed input could raise (hdbscan.cu).
+ */
+gc_code		hb_read_counts(gc_dev &D, const gc_ctx *ctx, const unsigned *dev,
+						   unsigned *host, int count, int err, const char *what,
+						   gc_status *st);
+
 /* non-negative doubles order as their bits do */
 __device__ __forceinline__ unsigned long long
 hb_bits(double w)

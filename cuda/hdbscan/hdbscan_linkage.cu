@@ -482,22 +482,6 @@ k_hl_out(int n, const unsigned *child, const int *val,
 
 /* ---- the host side ---- */
 
-static gc_code
-hl_counts(gc_dev &D, const gc_ctx *ctx, const hl_work &W, unsigned *cnt,
-		  gc_status *st)
-{
-	gc_code		rc;
-
-	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
-		return rc;
-	HB_CK(cudaMemcpyAsync(cnt, W.cnt, 4 * sizeof(unsigned), cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaStreamSynchronize(D.s));
-	if (cnt[3] != 0)
-		return gc_fail(st, GC_EDEVICE, "%s: internal error in the single-linkage tree (code %u)",
-					   HB_WHO, cnt[3]);
-	return GC_OK;
-}
-
 /* ceil(log2(x)) + 1 for x >= 1: the jumps that reach a root from depth x */
 static int
 hl_log_steps(int64_t x)
@@ -604,7 +588,7 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 			HB_CK(gc_launch(k_hl_jump, na, HB_THREADS, HB_THREADS, D.s, W, na));
 		HB_CK(gc_launch(k_hl_up, na, HB_THREADS, HB_THREADS, D.s, W, na, off));
 		HB_CK(gc_launch(k_hl_rename, ne, HB_THREADS, HB_THREADS, D.s, W, ne));
-		if ((rc = hl_counts(D, ctx, W, cnt, st)) != GC_OK)
+		if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 4, 3, "the single-linkage tree", st)) != GC_OK)
 			return rc;
 		nm = (int) cnt[2];
 		if ((int) cnt[0] < 1 || (int) cnt[0] >= na || nm != na - (int) cnt[0] ||
@@ -678,7 +662,7 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 		HB_CK(gc_launch(k_hl_chain, cntl, HB_THREADS, HB_THREADS, D.s, W, cntl,
 						(const unsigned long long *) kb.Current()));
 		HB_CK(gc_launch(k_hl_leaves, nal, HB_THREADS, HB_THREADS, D.s, W, nal, lvl_off[l]));
-		if ((rc = hl_counts(D, ctx, W, cnt, st)) != GC_OK)
+		if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 4, 3, "the single-linkage tree", st)) != GC_OK)
 			return rc;
 	}
 	for (void *a : {(void *) cidx, (void *) cnode, (void *) crank, (void *) upmap,
@@ -704,7 +688,7 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 		std::swap(nxt, nxt2);
 		std::swap(val, val2);
 	}
-	if ((rc = hl_counts(D, ctx, W, cnt, st)) != GC_OK)
+	if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 4, 3, "the single-linkage tree", st)) != GC_OK)
 		return rc;
 	HB_CK(gc_launch(k_hl_out, m, HB_THREADS, HB_THREADS, D.s, n,
 					(const unsigned *) child, (const int *) val, ew, out));

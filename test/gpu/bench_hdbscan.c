@@ -222,17 +222,6 @@ cpu_once_ms(bench *b, hd_case *c, gc_status *st)
 	return ms;
 }
 
-/* Elements of n (of elem bytes) whose bits differ. */
-static int64_t
-bit_diff(const void *x, const void *y, int64_t n, size_t elem)
-{
-	int64_t		bad = 0;
-
-	for (int64_t i = 0; i < n; i++)
-		bad += memcmp((const char *) x + i * elem, (const char *) y + i * elem, elem) != 0;
-	return bad;
-}
-
 static void
 print_floor(const hd_case *c, const gc_hdbscan_gpu_phases *ph)
 {
@@ -288,11 +277,11 @@ bench_case(bench *b, hd_case *c, bool cpu)
 		int64_t		diff;
 
 		if (c->mst_only)
-			diff = bit_diff(c->ecpu, c->egpu, c->n - 1, sizeof(gc_mst_edge));
+			diff = bits_diff(c->ecpu, c->egpu, c->n - 1, sizeof(gc_mst_edge));
 		else
-			diff = bit_diff(c->cpu.labels, c->gpu.labels, c->n, sizeof(int32_t)) +
-				bit_diff(c->cpu.probability, c->gpu.probability, c->n, sizeof(double)) +
-				bit_diff(c->cpu.outlier, c->gpu.outlier, c->n, sizeof(double));
+			diff = bits_diff(c->cpu.labels, c->gpu.labels, c->n, sizeof(int32_t)) +
+				bits_diff(c->cpu.probability, c->gpu.probability, c->n, sizeof(double)) +
+				bits_diff(c->cpu.outlier, c->gpu.outlier, c->n, sizeof(double));
 		printf("  CPU %.1f ms: %.1fx the GPU; results %s", cms, cms / g,
 			   diff == 0 ? "equal bit for bit" : "DIFFER");
 		if (diff != 0)

@@ -75,4 +75,15 @@ make_blobs_noise(uint64_t *rs, int64_t n, int d, int nb)
 	return X;
 }
 
+/* Elements of count (of elem bytes each) whose bits differ. */
+static inline int64_t
+bits_diff(const void *x, const void *y, int64_t count, size_t elem)
+{
+	int64_t		bad = 0;
+
+	for (int64_t i = 0; i < count; i++)
+		bad += memcmp((const char *) x + i * elem, (const char *) y + i * elem, elem) != 0;
+	return bad;
+}
+
 #endif							/* GPUCLUST_HDBSCAN_COMMON_H */

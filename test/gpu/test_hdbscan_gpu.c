@@ -137,16 +137,6 @@ report_edge(const char *what, const char *other, const gc_mst_edge *g,
 			other, c[e].w, (long long) c[e].a, (long long) c[e].b);
 }
 
-static int64_t
-bits_diff(const void *x, const void *y, int64_t count, size_t elem)
-{
-	int64_t		bad = 0;
-
-	for (int64_t i = 0; i < count; i++)
-		bad += memcmp((const char *) x + i * elem, (const char *) y + i * elem, elem) != 0;
-	return bad;
-}
-
 /*
  * The GPU's condensed tree of the single-linkage nodes at min_cluster_size
  * mcs = the CPU's pass: the clusters' parents, children, births,
