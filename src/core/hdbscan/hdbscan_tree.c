@@ -79,9 +79,13 @@
  *    from it scikit-learn's cluster numbers and each node's place among
  *    the rows, which the team then writes, a side that falls walked
  *    breadth first;
- *  - the selection over the clusters, then the labels, probabilities and
- *    outlier scores of the rows on the team, each cluster's lowest row on
- *    the team, and the flat numbers in the order of those rows.
+ *  - the selection over the clusters (gc_hdbscan_select), then the
+ *    labels, probabilities and outlier scores of the rows on the team
+ *    (gc_hdbscan_row), each cluster's lowest row on the team, and the flat
+ *    numbers in the order of those rows (gc_hdbscan_flat).  The GPU's run
+ *    (cuda/hdbscan/hdbscan_condense.cu) condenses the tree and labels the
+ *    rows itself with the same definitions, the selection and the flat
+ *    numbers made here.
  */
 #include <math.h>
 #include <stdlib.h>
