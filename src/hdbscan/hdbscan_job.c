@@ -73,6 +73,9 @@ gc_gpu_run_hdbscan(const gc_ctx *ctx, const GcInput *in,
 			gc_hdbscan_linkage_on_gpu(ctx, in->X, in->n, in->d, p, nodes, st) :
 			gc_hdbscan_mst_on_gpu(ctx, in->X, in->n, in->d, p, NULL, edges, st);
 
+	/* the rows' results come back as one block (gc_glue_hdbscan_arrays) */
+	Assert(res == NULL || (res->outlier == res->probability + in->n &&
+						   res->labels == (int32 *) (res->outlier + in->n)));
 	j = gc_job_begin(GC_ALGO_HDBSCAN, ctx, in);
 	params = GC_JOB_AREA(j->params, GcHdbscanJob);
 	params->p = *p;

@@ -2,8 +2,9 @@
  * hdbscan.c — HDBSCAN's driver (hdbscan.h): the checks, the rows of the
  * metric, phases 1 and 2 on the chosen device (hdbscan_core.c and
  * hdbscan_mst.c on the CPU, gc_hdbscan_mst_gpu on the GPU), then phase 3
- * (hdbscan_tree.c): on the GPU its first step, the single-linkage tree,
- * runs there too (gc_hdbscan_linkage_gpu), the rest on the CPU.
+ * (hdbscan_tree.c); on the GPU phase 3 runs there too but for the flat
+ * selection (gc_hdbscan_gpu), or, for the condensed tree's rows, its first
+ * step (gc_hdbscan_linkage_gpu), the rest on the CPU.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -107,14 +108,16 @@ phases_cpu(const gc_ctx *ctx, const float *R, int64_t n, int d,
 
 /*
  * Phases 1 and 2 of checked input (n >= 1) on device dev: core (n, may be
- * NULL) and the n - 1 edges sorted by (w, a, b), or with nodes (edges
- * NULL) the single-linkage tree of those edges.  One row has core
- * distance 0 and no edge on either device.
+ * NULL) and the n - 1 edges sorted by (w, a, b); on the GPU instead, with
+ * nodes, the single-linkage tree of those edges, or with res, the whole
+ * call's result.  One row has core distance 0 and no edge on either
+ * device.
  */
 static gc_code
 phases(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	   const gc_hdbscan_params *p, gc_device dev, double *core,
-	   gc_mst_edge *edges, gc_linkage_node *nodes, gc_status *st)
+	   gc_mst_edge *edges, gc_linkage_node *nodes, gc_hdbscan_result *res,
+	   gc_status *st)
 {
 	const float *rows = X;	/* the rows phases 1 and 2 search */
 	float	   *own = NULL;
@@ -126,11 +129,15 @@ phases(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (p->metric == GC_METRIC_COSINE &&
 		(rc = gc_cosine_rows(ctx, X, n, d, &rows, &own, st)) != GC_OK)
 		return rc;
-	if (n == 1)
+	if (n == 1 && res != NULL)
+		rc = gc_hdbscan_from_linkage(ctx, 1, NULL, p, res, st);
+	else if (n == 1)
 	{
 		if (core != NULL)
 			core[0] = gc_hdbscan_dist(p->metric, 0.0);
 	}
+	else if (dev == GC_DEVICE_GPU && res != NULL)
+		rc = gc_hdbscan_gpu(ctx, rows, n, d, p, res, st);
 	else if (dev == GC_DEVICE_GPU && nodes != NULL)
 		rc = gc_hdbscan_linkage_gpu(ctx, rows, n, d, p->min_samples, p->alpha,
 									p->metric, nodes, st);
@@ -159,41 +166,16 @@ phases_linkage(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc;
 
 	if (dev == GC_DEVICE_GPU)
-		return phases(ctx, X, n, d, p, dev, NULL, NULL, nodes, st);
+		return phases(ctx, X, n, d, p, dev, NULL, NULL, nodes, NULL, st);
 	core = gc_malloc_touched(sizeof(double) * (size_t) n, team);
 	edges = gc_malloc_touched(sizeof(gc_mst_edge) * (size_t) n, team);
 	if (core == NULL || edges == NULL)
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for the core distances and the MST of %lld rows",
 					 (long long) n);
-	else if ((rc = phases(ctx, X, n, d, p, dev, core, edges, NULL, st)) == GC_OK)
+	else if ((rc = phases(ctx, X, n, d, p, dev, core, edges, NULL, NULL, st)) == GC_OK)
 		rc = gc_hdbscan_linkage(ctx, n, edges, nodes, st);
 	free(core);
 	free(edges);
-	return rc;
-}
-
-/*
- * The whole call of checked input (n >= 1) on the GPU, but the condensed
- * tree's rows: gc_hdbscan_gpu on the rows of the metric.
- */
-static gc_code
-phases_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
-		   const gc_hdbscan_params *p, gc_hdbscan_result *res, gc_status *st)
-{
-	const float *rows = X;
-	float	   *own = NULL;
-	gc_code		rc;
-
-	if (n > GC_HDBSCAN_GPU_MAX_N)
-		return gc_fail(st, GC_EINVAL, "HDBSCAN on the GPU takes at most %lld rows, got %lld",
-					   (long long) GC_HDBSCAN_GPU_MAX_N, (long long) n);
-	if (n == 1)
-		return gc_hdbscan_from_linkage(ctx, 1, NULL, p, res, st);
-	if (p->metric == GC_METRIC_COSINE &&
-		(rc = gc_cosine_rows(ctx, X, n, d, &rows, &own, st)) != GC_OK)
-		return rc;
-	rc = gc_hdbscan_gpu(ctx, rows, n, d, p, res, st);
-	free(own);
 	return rc;
 }
 
@@ -221,16 +203,17 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (res->labels == NULL || res->probability == NULL || res->outlier == NULL)
 		return gc_fail(st, GC_EINVAL, "HDBSCAN output array missing");
 	if (dev == GC_DEVICE_GPU && res->tree == NULL)
-		return phases_gpu(ctx, X, n, d, p, res, st);
+		return phases(ctx, X, n, d, p, dev, NULL, NULL, NULL, res, st);
 	/* touched on the team: the GPU's download or the CPU's phases fill them */
 	team = gc_team_adapt(ctx);
 	if (dev == GC_DEVICE_GPU)
 	{
+		/* the condensed tree's rows: the GPU's single-linkage tree, then here */
 		nodes = gc_malloc_touched(sizeof(gc_linkage_node) * (size_t) n, team);
 		if (nodes == NULL)
 			rc = gc_fail(st, GC_ENOMEM, "out of memory for the single-linkage tree of %lld rows",
 						 (long long) n);
-		else if ((rc = phases(ctx, X, n, d, p, dev, NULL, NULL, nodes, st)) == GC_OK)
+		else if ((rc = phases_linkage(ctx, X, n, d, p, dev, nodes, st)) == GC_OK)
 		{
 			gc_report(ctx, GC_PHASE_LABEL, 0, 0, 0, n, NAN);
 			rc = gc_hdbscan_from_linkage(ctx, n, nodes, p, res, st);
@@ -244,7 +227,7 @@ hdbscan_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		rc = gc_fail(st, GC_ENOMEM, "out of memory for the core distances and the MST of %lld rows",
 					 (long long) n);
 	else
-		rc = phases(ctx, X, n, d, p, dev, core, edges, NULL, st);
+		rc = phases(ctx, X, n, d, p, dev, core, edges, NULL, NULL, st);
 	free(core);
 	if (rc == GC_OK)
 	{
@@ -287,7 +270,7 @@ mst_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (core == NULL && (core = own = malloc(sizeof(double) * (size_t) n)) == NULL)
 		return gc_fail(st, GC_ENOMEM, "out of memory for the core distances of %lld rows",
 					   (long long) n);
-	rc = phases(ctx, X, n, d, p, dev, core, edges, NULL, st);
+	rc = phases(ctx, X, n, d, p, dev, core, edges, NULL, NULL, st);
 	free(own);
 	return rc;
 }

@@ -158,6 +158,7 @@ typedef struct hd_tree
 	int64_t		mcs;			/* min_cluster_size */
 	const gc_linkage_node *node;	/* the single-linkage tree, n - 1 */
 	hd_place   *place;			/* each node's, n - 1 */
+	bool		lent_place;		/* place is the caller's room */
 	hd_place   *leave;			/* each row's */
 
 	/* the condensed tree's clusters (at most kmax), provisional numbers */
@@ -185,7 +186,8 @@ hd_poll(hd_tree *t)
 static void
 hd_free(hd_tree *t)
 {
-	free(t->place);
+	if (!t->lent_place)
+		free(t->place);
 	free(t->leave);
 	free(t->cl.parent);
 	free(t->cl.child);
@@ -408,9 +410,6 @@ hd_condense(hd_tree *t, gc_status *st)
 	{
 		hd_place	pl = t->place[i];
 
-		if (t->node[i].left >= n + i || t->node[i].right >= n + i)
-			return gc_fail(st, GC_EINVAL, "HDBSCAN's single-linkage node %lld joins a later node",
-						   (long long) i);
 		if (i >= HD_AHEAD)
 			hd_prefetch_hand(t, i - HD_AHEAD);
 		if (pl.lambda == HD_CARRIED)
@@ -855,7 +854,8 @@ hd_alloc(hd_tree *t, bool want_tree, gc_status *st)
 				k = (size_t) t->kmax;
 	int			team = gc_team_adapt(t->ctx);
 
-	t->place = gc_malloc_touched(sizeof(hd_place) * (n - 1), team);
+	if (t->place == NULL)
+		t->place = gc_malloc_touched(sizeof(hd_place) * (n - 1), team);
 	t->leave = gc_malloc_touched(sizeof(hd_place) * n, team);
 	t->cl.parent = malloc(sizeof(int64_t) * k);
 	t->cl.child = malloc(sizeof(int64_t) * k);
@@ -870,6 +870,32 @@ hd_alloc(hd_tree *t, bool want_tree, gc_status *st)
 		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's tree (%lld rows)",
 					   (long long) t->n);
 	return GC_OK;
+}
+
+/*
+ * t set up for n >= 2 rows of the single-linkage nodes at min_cluster_size
+ * mcs, its arrays allocated (the places in room when given, n - 1 of them),
+ * and the condensed tree built (hd_condense).
+ */
+static gc_code
+hd_build(hd_tree *t, const gc_ctx *ctx, int64_t n, int64_t mcs,
+		 const gc_linkage_node *nodes, bool want_tree, hd_place *room,
+		 gc_status *st)
+{
+	gc_code		rc;
+
+	memset(t, 0, sizeof(*t));
+	t->ctx = ctx;
+	t->n = n;
+	t->mcs = mcs;
+	t->node = nodes;
+	t->place = room;
+	t->lent_place = room != NULL;
+	/* at most n / mcs leaves of a binary tree */
+	t->kmax = 2 * (n / mcs) + 1;
+	if ((rc = hd_alloc(t, want_tree, st)) != GC_OK)
+		return rc;
+	return hd_condense(t, st);
 }
 
 /* One row alone: noise, and a tree with no rows. */
@@ -940,26 +966,40 @@ gc_hdbscan_linkage(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 	return rc;
 }
 
+static gc_code hd_from_linkage(const gc_ctx *ctx, int64_t n,
+								const gc_linkage_node *nodes,
+								const gc_hdbscan_params *p,
+								gc_hdbscan_result *res, hd_place *room,
+								gc_status *st);
+
 gc_code
 gc_hdbscan_from_mst(const gc_ctx *ctx, int64_t n, const gc_mst_edge *edges,
 					const gc_hdbscan_params *p, gc_hdbscan_result *res,
 					gc_status *st)
 {
+	size_t		sets,
+				places;
+	int			team = gc_team_adapt(ctx);
 	gc_linkage_node *nodes;
+	void	   *room;
 	gc_code		rc;
 
 	if ((rc = hd_check(n, p, res, st)) != GC_OK)
 		return rc;
 	if (n <= 1)
 		return gc_hdbscan_from_linkage(ctx, n, NULL, p, res, st);
-	nodes = gc_malloc_touched(sizeof(gc_linkage_node) * (size_t) (n - 1),
-							  gc_team_adapt(ctx));
-	if (nodes == NULL)
-		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's single-linkage tree (%lld rows)",
-					   (long long) n);
-	if ((rc = gc_hdbscan_linkage(ctx, n, edges, nodes, st)) == GC_OK)
-		rc = gc_hdbscan_from_linkage(ctx, n, nodes, p, res, st);
+	/* the union-find's entries, then in their room the nodes' places */
+	sets = sizeof(hd_set) * (size_t) n;
+	places = sizeof(hd_place) * (size_t) (n - 1);
+	nodes = gc_malloc_touched(sizeof(gc_linkage_node) * (size_t) (n - 1), team);
+	room = gc_malloc_touched(sets > places ? sets : places, team);
+	if (nodes == NULL || room == NULL)
+		rc = gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's single-linkage tree (%lld rows)",
+					 (long long) n);
+	else if ((rc = hd_single_linkage(ctx, n, edges, room, nodes, st)) == GC_OK)
+		rc = hd_from_linkage(ctx, n, nodes, p, res, room, st);
 	free(nodes);
+	free(room);
 	return rc;
 }
 
@@ -968,6 +1008,25 @@ gc_hdbscan_from_linkage(const gc_ctx *ctx, int64_t n,
 						const gc_linkage_node *nodes,
 						const gc_hdbscan_params *p, gc_hdbscan_result *res,
 						gc_status *st)
+{
+	int64_t		bad = INT64_MAX;
+
+	/* the pass indexes by the children: each a row or an earlier node */
+#pragma omp parallel for num_threads(gc_region_threads(gc_team_adapt(ctx), n / 65536 + 1)) reduction(min:bad)
+	for (int64_t i = 0; i < n - 1; i++)
+		if ((int64_t) nodes[i].left >= n + i || (int64_t) nodes[i].right >= n + i)
+			bad = i < bad ? i : bad;
+	if (bad != INT64_MAX)
+		return gc_fail(st, GC_EINVAL, "HDBSCAN's single-linkage node %lld joins a later node",
+					   (long long) bad);
+	return hd_from_linkage(ctx, n, nodes, p, res, NULL, st);
+}
+
+/* gc_hdbscan_from_linkage, the places in room when given (n - 1). */
+static gc_code
+hd_from_linkage(const gc_ctx *ctx, int64_t n, const gc_linkage_node *nodes,
+				const gc_hdbscan_params *p, gc_hdbscan_result *res,
+				hd_place *room, gc_status *st)
 {
 	hd_tree		t;
 	gc_hdbscan_selection sel = {0};
@@ -982,19 +1041,13 @@ gc_hdbscan_from_linkage(const gc_ctx *ctx, int64_t n,
 	if (n == 1)
 		return hd_one_row(res);
 
-	memset(&t, 0, sizeof(t));
-	t.ctx = ctx;
-	t.n = n;
-	t.mcs = p->min_cluster_size;
-	t.node = nodes;
-	/* at most n / mcs leaves of a binary tree */
-	t.kmax = 2 * (n / t.mcs) + 1;
-	if ((rc = hd_alloc(&t, res->tree != NULL, st)) != GC_OK ||
-		(rc = hd_condense(&t, st)) != GC_OK ||
+	if ((rc = hd_build(&t, ctx, n, p->min_cluster_size, nodes, res->tree != NULL,
+					   room, st)) != GC_OK ||
 		(res->tree != NULL && (rc = hd_tree_rows(&t, st)) != GC_OK))
 		goto done;
 	/* the single-linkage tree's places are done with */
-	free(t.place);
+	if (!t.lent_place)
+		free(t.place);
 	free(t.bfs);
 	t.node = NULL;
 	t.place = NULL;
@@ -1046,14 +1099,7 @@ gc_hdbscan_condense(const gc_ctx *ctx, int64_t n, const gc_linkage_node *nodes,
 	if (mcs < 2 || n < 2 || n > GC_HDBSCAN_TREE_MAX_N)
 		return gc_fail(st, GC_EINVAL, "HDBSCAN's condensed tree of %lld rows, min_cluster_size %lld",
 					   (long long) n, (long long) mcs);
-	memset(&t, 0, sizeof(t));
-	t.ctx = ctx;
-	t.n = n;
-	t.mcs = mcs;
-	t.node = nodes;
-	t.kmax = 2 * (n / t.mcs) + 1;
-	if ((rc = hd_alloc(&t, false, st)) == GC_OK &&
-		(rc = hd_condense(&t, st)) == GC_OK)
+	if ((rc = hd_build(&t, ctx, n, mcs, nodes, false, NULL, st)) == GC_OK)
 	{
 		memcpy(leave, t.leave, sizeof(gc_hdbscan_place) * (size_t) n);
 		*out = t.cl;
