@@ -82,6 +82,13 @@ cudaError_t gc_stream_wait(cudaStream_t s, const gc_ctx *ctx,
 						   const gc_stop *stop, bool *cancelled);
 
 /*
+ * Wait for event ev (created blocking-sync): asked for GC_WAIT_SPIN_MS, as
+ * gc_stream_wait does, then slept on, so a short wait ends when the work
+ * does and not when the thread is woken (stop.cu).
+ */
+cudaError_t gc_event_wait(cudaEvent_t ev);
+
+/*
  * The pinned 1 that raises a stop flag, allocated at the first call of the
  * process (stop.cu): made before a call's kernels run, since a page-locked
  * allocation waits for them.  Pageable memory when none can be pinned.

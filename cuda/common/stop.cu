@@ -85,4 +85,16 @@ gc_stream_wait(cudaStream_t s, const gc_ctx *ctx, const gc_stop *stop,
 	return e;
 }
 
+cudaError_t
+gc_event_wait(cudaEvent_t ev)
+{
+	const double t0 = gc_now_ms();
+	cudaError_t e;
+
+	while ((e = cudaEventQuery(ev)) == cudaErrorNotReady)
+		if (gc_now_ms() - t0 >= GC_WAIT_SPIN_MS)
+			return cudaEventSynchronize(ev);
+	return e;
+}
+
 #pragma GCC visibility pop

@@ -6,13 +6,16 @@
  * clustering.  Here the host copies each 4 MiB chunk into one slot of a
  * pinned ring (gc_copy: the call's own OpenMP threads) while the copy
  * engine moves the chunk before it, so the two overlap and each runs near
- * its own speed.
+ * its own speed.  A download of several arrays (gc_xfer_d2h_many) is one
+ * such pipeline: the engine goes on from one array's last chunk to the
+ * next array's first without waiting for the host.
  *
  * The ring (XFER_SLOTS x XFER_SLOT bytes) is allocated on first use and kept
  * for the life of the process; each slot has an event recorded after the
- * copy that uses it, and a copy into a slot first waits for it.  The events
- * are blocking-sync: a waiting thread sleeps, never spins on a core that
- * another backend wants.  Small copies, a second thread of the process
+ * copy that uses it, and a copy into a slot first waits for it
+ * (gc_event_wait: asked for half a millisecond, as every wait of a call
+ * is, then slept on; the events are blocking-sync, so a long wait never
+ * holds a core that another backend wants).  Small copies, a second thread of the process
  * that finds the ring busy, a device other than the ring's, and a process
  * where the pinned allocation failed use one plain cudaMemcpyAsync.
  */
@@ -21,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include "common/gpu.h"
+#include "common/check.cuh"
 #include "transfer.cuh"
 
 #define XFER_SLOT ((size_t) 4 << 20)
@@ -98,7 +102,7 @@ gc_xfer_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s,
 		const size_t len = bytes - off < XFER_SLOT ? bytes - off : XFER_SLOT;
 		char	   *slot = ring.buf + (size_t) b * XFER_SLOT;
 
-		e = cudaEventSynchronize(ring.ev[b]);	/* the slot's last copy is done */
+		e = gc_event_wait(ring.ev[b]);	/* the slot's last copy is done */
 		if (e != cudaSuccess)
 			break;
 		gc_copy(slot, (const char *) src + off, len, T);
@@ -109,51 +113,111 @@ gc_xfer_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s,
 	return e;
 }
 
+/*
+ * A place in a list of segments: segment seg, offset off; norm moves it
+ * past the segments it has used up (and the empty ones) to the next chunk.
+ */
+struct xfer_pos
+{
+	int			seg = 0;
+	size_t		off = 0;
+
+	void		norm(const gc_xfer_seg *sg, int nseg)
+	{
+		while (seg < nseg && off >= sg[seg].bytes)
+		{
+			seg++;
+			off = 0;
+		}
+	}
+
+	bool		more(int nseg) const
+	{
+		return seg < nseg;
+	}
+
+	/* the length of the chunk here: the rest of the segment, at most a slot */
+	size_t		len(const gc_xfer_seg *sg) const
+	{
+		return sg[seg].bytes - off < XFER_SLOT ? sg[seg].bytes - off : XFER_SLOT;
+	}
+};
+
+cudaError_t
+gc_xfer_d2h_many(const gc_xfer_seg *sg, int nseg, cudaStream_t s, int host_threads)
+{
+	std::unique_lock<std::mutex> lock(ring_mu, std::try_to_lock);
+	const int	T = copy_threads(host_threads);
+	size_t		total = 0;
+	cudaError_t e = cudaSuccess;
+
+	for (int g = 0; g < nseg; g++)
+		total += sg[g].bytes;
+	if (total < XFER_DIRECT || !lock.owns_lock() || !ring_ready())
+	{
+		for (int g = 0; g < nseg && e == cudaSuccess; g++)
+			if (sg[g].bytes > 0)
+				e = cudaMemcpyAsync(sg[g].dst, sg[g].src, sg[g].bytes,
+									cudaMemcpyDeviceToHost, s);
+		return e == cudaSuccess ? cudaStreamSynchronize(s) : e;
+	}
+
+	/*
+	 * The chunks of every segment in turn (none spans two), the i-th into
+	 * slot i % XFER_SLOTS: put walks the chunks the copy engine is given,
+	 * get the ones the host copies out, XFER_SLOTS behind put once the
+	 * ring is full.  Chunk i + XFER_SLOTS is queued as soon as chunk i is
+	 * out of its slot, so the engine always has the next ones, across the
+	 * segments' boundaries too.
+	 */
+	xfer_pos	put,
+				get;
+	size_t		np = 0,
+				ng = 0;
+	auto		enqueue = [&]() -> cudaError_t {
+		const int	b = (int) (np % XFER_SLOTS);
+		const size_t len = put.len(sg);
+		cudaError_t ee = gc_event_wait(ring.ev[b]);	/* the slot is free */
+
+		if (ee == cudaSuccess)
+			ee = cudaMemcpyAsync(ring.buf + (size_t) b * XFER_SLOT,
+								 (const char *) sg[put.seg].src + put.off, len,
+								 cudaMemcpyDeviceToHost, s);
+		if (ee == cudaSuccess)
+			ee = cudaEventRecord(ring.ev[b], s);
+		put.off += len;
+		put.norm(sg, nseg);
+		np++;
+		return ee;
+	};
+
+	put.norm(sg, nseg);
+	get.norm(sg, nseg);
+	while (np < XFER_SLOTS && put.more(nseg) && e == cudaSuccess)
+		e = enqueue();
+	while (get.more(nseg) && e == cudaSuccess)
+	{
+		const int	b = (int) (ng % XFER_SLOTS);
+		const size_t len = get.len(sg);
+
+		e = gc_event_wait(ring.ev[b]);
+		if (e != cudaSuccess)
+			break;
+		gc_copy((char *) sg[get.seg].dst + get.off, ring.buf + (size_t) b * XFER_SLOT, len, T);
+		get.off += len;
+		get.norm(sg, nseg);
+		ng++;
+		if (put.more(nseg))
+			e = enqueue();		/* chunk ng - 1 + XFER_SLOTS, into slot b */
+	}
+	return e;
+}
+
 cudaError_t
 gc_xfer_d2h(void *dst, const void *src, size_t bytes, cudaStream_t s,
 			int host_threads)
 {
-	std::unique_lock<std::mutex> lock(ring_mu, std::try_to_lock);
-	const int	T = copy_threads(host_threads);
-	const size_t nchunks = (bytes + XFER_SLOT - 1) / XFER_SLOT;
-	cudaError_t e = cudaSuccess;
+	const gc_xfer_seg one = {dst, src, bytes};
 
-	if (bytes < XFER_DIRECT || !lock.owns_lock() || !ring_ready())
-	{
-		e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s);
-		return e == cudaSuccess ? cudaStreamSynchronize(s) : e;
-	}
-
-	/* chunk i into slot i % XFER_SLOTS, once that slot's last copy is done */
-	auto		enqueue = [&](size_t i) -> cudaError_t {
-		const int	b = (int) (i % XFER_SLOTS);
-		const size_t off = i * XFER_SLOT;
-		const size_t len = bytes - off < XFER_SLOT ? bytes - off : XFER_SLOT;
-		cudaError_t ee = cudaEventSynchronize(ring.ev[b]);
-
-		if (ee == cudaSuccess)
-			ee = cudaMemcpyAsync(ring.buf + (size_t) b * XFER_SLOT,
-								 (const char *) src + off, len,
-								 cudaMemcpyDeviceToHost, s);
-		if (ee == cudaSuccess)
-			ee = cudaEventRecord(ring.ev[b], s);
-		return ee;
-	};
-
-	for (size_t i = 0; i < nchunks && i < XFER_SLOTS && e == cudaSuccess; i++)
-		e = enqueue(i);
-	for (size_t i = 0; i < nchunks && e == cudaSuccess; i++)
-	{
-		const int	b = (int) (i % XFER_SLOTS);
-		const size_t off = i * XFER_SLOT;
-		const size_t len = bytes - off < XFER_SLOT ? bytes - off : XFER_SLOT;
-
-		e = cudaEventSynchronize(ring.ev[b]);
-		if (e != cudaSuccess)
-			break;
-		gc_copy((char *) dst + off, ring.buf + (size_t) b * XFER_SLOT, len, T);
-		if (i + XFER_SLOTS < nchunks)
-			e = enqueue(i + XFER_SLOTS);
-	}
-	return e;
+	return gc_xfer_d2h_many(&one, 1, s, host_threads);
 }

@@ -20,8 +20,25 @@
 cudaError_t gc_xfer_h2d(void *dst, const void *src, size_t bytes,
 						cudaStream_t s, int host_threads);
 
-/* bytes from device src to host dst after the work queued on s; returns
- * once dst holds them. */
+/* One piece of a download: bytes from device src to host dst. */
+struct gc_xfer_seg
+{
+	void	   *dst;
+	const void *src;
+	size_t		bytes;
+};
+
+/*
+ * The nseg segments (any sizes, 0 too) from the device after the work
+ * queued on s, in one pipeline: their chunks follow each other through
+ * the ring, so the copy engine moves the next ones, the next segment's
+ * too, while host_threads threads copy one out.  Returns once every dst
+ * holds its bytes.
+ */
+cudaError_t gc_xfer_d2h_many(const gc_xfer_seg *seg, int nseg,
+							 cudaStream_t s, int host_threads);
+
+/* gc_xfer_d2h_many of one segment: bytes from device src to host dst. */
 cudaError_t gc_xfer_d2h(void *dst, const void *src, size_t bytes,
 						cudaStream_t s, int host_threads);
 
