@@ -5,8 +5,11 @@
  * dimension), which sorts each node's positions in place (a node's
  * positions are a contiguous range, the nodes in order).  One device-wide
  * sort a level keeps the whole GPU busy where a segmented sort of a few
- * huge segments would not.
+ * huge segments would not.  The levels are queued without a wait between
+ * them (a level's sort of 10M rows takes about a millisecond); the host
+ * waits once, polling the cancel flags, at the end.
  */
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include "common/kdtree.cuh"
@@ -15,7 +18,6 @@
 #pragma GCC visibility push(hidden)
 
 #define KT_THREADS 256
-#define TR_LEAF 32				/* leaves hold 32 to 64 points */
 
 #define KT_CK(expr) GC_CUDA_CK("GPU kd-tree", expr)
 #define KT_ALLOC(p, count) KT_CK(D.alloc((p), (count)))
@@ -150,6 +152,118 @@ k_tr_keys(const float *__restrict__ X, const int *__restrict__ perm,
 	}
 }
 
+/*
+ * The levels l0 .. depth below node j = blockIdx.x of level l0 (at most
+ * TR_BLK_MAX positions), in one block, exactly as the device-wide levels
+ * would make them: at each level every sub-node's box (a warp a sub-node,
+ * the extremes of the encoded coordinates) and widest dimension, then one
+ * stable block radix sort of the node's positions by (sub-node,
+ * coordinate along its dimension), the device-wide sort's keys in the same
+ * order.  The node's rows stay in shared memory until the leaves.
+ */
+#define TR_BLK_T 256
+#define TR_BLK_ITEMS 8
+#define TR_BLK_MAX (TR_BLK_T * TR_BLK_ITEMS)
+
+__global__ void __launch_bounds__(TR_BLK_T)
+k_tr_block(const float *__restrict__ X, int *perm, int n, int d, int l0,
+		   int depth, bool cyclic, unsigned *olo, unsigned *ohi)
+{
+	typedef cub::BlockRadixSort<unsigned long long, TR_BLK_T, TR_BLK_ITEMS, int> sorter;
+	__shared__ typename sorter::TempStorage tmp;
+	__shared__ int rows[TR_BLK_MAX];	/* the node's rows, in its order */
+	__shared__ int dims[TR_BLK_MAX];	/* each sub-node's dimension */
+	const int64_t j = blockIdx.x;
+	const int	b = tr_off(j, n, l0),
+				m = tr_off(j + 1, n, l0) - b;
+	const int	lane = threadIdx.x & 31,
+				warp = threadIdx.x >> 5;
+
+	for (int i = threadIdx.x; i < m; i += TR_BLK_T)
+		rows[i] = perm[b + i];
+	__syncthreads();
+	for (int l = l0; l <= depth; l++)
+	{
+		const int	k = l - l0;
+		const int64_t first = j << k;	/* the level's first sub-node here */
+
+		/* the boxes, and the dimension each sub-node splits along */
+		for (int s = warp; s < (1 << k); s += TR_BLK_T / 32)
+		{
+			const int	sb = tr_off(first + s, n, l) - b,
+						se = tr_off(first + s + 1, n, l) - b;
+			const int64_t h = ((int64_t) 1 << l) - 1 + first + s;
+			float		w = -1.0f;
+			int			best = 0;
+
+			for (int c = 0; c < d; c++)
+			{
+				unsigned	mn = 0xffffffffu,
+							mx = 0;
+
+				for (int p = sb + lane; p < se; p += 32)
+				{
+					const unsigned v = tr_enc(X[(int64_t) rows[p] * d + c]);
+
+					mn = v < mn ? v : mn;
+					mx = v > mx ? v : mx;
+				}
+				mn = __reduce_min_sync(0xffffffffu, mn);
+				mx = __reduce_max_sync(0xffffffffu, mx);
+				if (lane == 0)
+				{
+					olo[h * d + c] = mn;
+					ohi[h * d + c] = mx;
+				}
+				if (tr_dec(mx) - tr_dec(mn) > w)
+				{
+					w = tr_dec(mx) - tr_dec(mn);
+					best = c;
+				}
+			}
+			if (lane == 0)
+				dims[s] = cyclic ? l % d : best;
+		}
+		if (l == depth)
+			break;
+		__syncthreads();
+
+		/* the keys in position order (blocked), the padding after them */
+		unsigned long long key[TR_BLK_ITEMS];
+		int			val[TR_BLK_ITEMS];
+
+		for (int i = 0; i < TR_BLK_ITEMS; i++)
+		{
+			const int	p = threadIdx.x * TR_BLK_ITEMS + i;
+
+			key[i] = ~0ULL;
+			val[i] = 0;
+			if (p < m)
+			{
+				const int	s = (int) (tr_node_of(b + p, n, l) - first);
+
+				key[i] = (unsigned long long) s << 32 |
+					tr_enc(X[(int64_t) rows[p] * d + dims[s]]);
+				val[i] = rows[p];
+			}
+		}
+		__syncthreads();
+		/* the sub-node's k bits above the coordinate's 32, one more for the padding */
+		sorter(tmp).Sort(key, val, 0, 33 + k);
+		for (int i = 0; i < TR_BLK_ITEMS; i++)
+		{
+			const int	p = threadIdx.x * TR_BLK_ITEMS + i;
+
+			if (p < m)
+				rows[p] = val[i];
+		}
+		__syncthreads();
+	}
+	__syncthreads();
+	for (int i = threadIdx.x; i < m; i += TR_BLK_T)
+		perm[b + i] = rows[i];
+}
+
 __global__ void
 k_tr_decode(const unsigned *__restrict__ o, int64_t m, float *f)
 {
@@ -177,9 +291,20 @@ k_tr_gather(const float *__restrict__ X, const int *__restrict__ perm,
 	}
 }
 
+/* The level from which k_tr_block makes the tree: nodes of TR_BLK_MAX or less. */
+static int
+tr_block_level(int n, int depth)
+{
+	int			l = 0;
+
+	while (l < depth && (((int64_t) n + ((int64_t) 1 << l) - 1) >> l) > TR_BLK_MAX)
+		l++;
+	return l;
+}
+
 gc_code
 gc_kdtree_build(gc_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
-				bool cyclic, gc_kdtree &T, gc_status *st)
+				int leaf, bool cyclic, bool blocks, gc_kdtree &T, gc_status *st)
 {
 	unsigned   *olo,
 			   *ohi;
@@ -187,13 +312,17 @@ gc_kdtree_build(gc_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 			   *sdim;
 	unsigned long long *key,
 			   *key2;
-	gc_code		rc;
 
 	T.n = n;
 	T.d = d;
 	T.depth = 0;
-	while ((n >> (T.depth + 1)) >= TR_LEAF)
+	int			l0;
+
+	if (leaf < 1)
+		leaf = 1;
+	while ((n >> (T.depth + 1)) >= leaf)
 		T.depth++;
+	l0 = blocks ? tr_block_level(n, T.depth) : T.depth + 1;
 	T.qlevel = T.depth > 0 ? T.depth - 1 : 0;
 	T.nleaf = (int64_t) 1 << T.depth;
 	T.nq = (int64_t) 1 << T.qlevel;
@@ -210,7 +339,7 @@ gc_kdtree_build(gc_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	KT_CK(cudaMemsetAsync(ohi, 0, sizeof(unsigned) * (size_t) (T.nnode * d), D.s));
 	KT_CK(gc_launch(k_iota, n, KT_THREADS, KT_THREADS, D.s, T.perm, n));
 
-	for (int l = 0; l <= T.depth; l++)
+	for (int l = 0; l <= T.depth && l < l0; l++)
 	{
 		int64_t		nodes = (int64_t) 1 << l;
 		int			maxsz = (int) (((int64_t) n + nodes - 1) >> l);
@@ -239,9 +368,10 @@ gc_kdtree_build(gc_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		key2 = keys.Alternate();
 		T.perm = vals.Current();
 		perm2 = vals.Alternate();
-		if ((rc = gc_sync_poll(D, ctx, "GPU kd-tree", st)) != GC_OK)
-			return rc;
 	}
+	if (l0 <= T.depth)
+		KT_CK(gc_launch(k_tr_block, (int64_t) 1 << l0, 1, TR_BLK_T, D.s, X, T.perm, n, d,
+						l0, T.depth, cyclic, olo, ohi));
 
 	KT_ALLOC(T.lo, T.nnode * d);
 	KT_ALLOC(T.hi, T.nnode * d);

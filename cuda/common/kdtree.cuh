@@ -6,15 +6,18 @@
  *
  * The tree is balanced and implicit, built on the GPU level by level:
  * node j of level l holds positions [j n / 2^l, (j + 1) n / 2^l), so a
- * node's children are its halves; every leaf is at level `depth`, with 32
- * to 64 points (fewer when n < 64: the root is then the one leaf).  At
- * each level a node's exact box (per-dimension minimum and maximum, float
- * atomics on an order-preserving encoding) gives its widest dimension, and
- * one CUB radix sort of all positions by (node, coordinate along the
- * node's dimension) splits every node at its median.  The boxes are final as they are made (later levels
- * permute only inside a node), so every node keeps the exact box of its
- * points.  Memory: the rows once more in position order, the boxes (n d /
- * 16 floats at most each side), O(n) more.
+ * node's children are its halves; every leaf is at level `depth`, with
+ * leaf to 2 leaf points (fewer when n < 2 leaf: the root is then the one
+ * leaf).  At each level a node's exact box (per-dimension minimum and
+ * maximum, float atomics on an order-preserving encoding) gives its widest
+ * dimension, and one CUB radix sort of all positions by (node, coordinate
+ * along the node's dimension) splits every node at its median.  Once the
+ * nodes hold at most 2048 points, a block a node makes the levels below
+ * it in shared memory, the same boxes and the same order (a stable block
+ * radix sort by the same keys).  The boxes are final as they are made
+ * (later levels permute only inside a node), so every node keeps the exact
+ * box of its points.  Memory: the rows once more in position order, the
+ * boxes (n d / leaf floats at most each side), O(n) more.
  */
 #ifndef GPUCLUST_KDTREE_CUH
 #define GPUCLUST_KDTREE_CUH
@@ -47,7 +50,7 @@ struct gc_kdtree
 {
 	int			n,
 				d;
-	int			depth;			/* leaves at this level: 32..64 points */
+	int			depth;			/* leaves at this level: leaf..2 leaf points */
 	int			qlevel;			/* query nodes: depth - 1 (or 0) */
 	int64_t		nleaf,
 				nq,
@@ -59,14 +62,20 @@ struct gc_kdtree
 	float	   *Xs;				/* the rows in position order */
 };
 
+/* Points a leaf holds at least, but for HDBSCAN's low dimensions. */
+#define GC_KDTREE_LEAF 32
+
 /*
- * The tree over X (device, n x d, 1 <= n < 2^31): T's arrays allocated in D.
- * Each node splits along its widest dimension, or (cyclic, tests only)
- * level l along dimension l mod d.  The cancel flags are polled between
- * levels.
+ * The tree over X (device, n x d, 1 <= n < 2^31) with leaves of leaf to 2
+ * leaf points: T's arrays allocated in D.  Each node splits along its
+ * widest dimension, or (cyclic, tests only) level l along dimension l mod
+ * d.  blocks: the small nodes' levels by k_tr_block (every caller; false:
+ * all device-wide, the tests' reference).  The cancel flags are polled at
+ * the end.
  */
 gc_code		gc_kdtree_build(gc_dev &D, const gc_ctx *ctx, const float *X, int n,
-							int d, bool cyclic, gc_kdtree &T, gc_status *st);
+							int d, int leaf, bool cyclic, bool blocks,
+							gc_kdtree &T, gc_status *st);
 
 #pragma GCC visibility pop
 

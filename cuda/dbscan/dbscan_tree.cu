@@ -685,7 +685,7 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	memset(&A, 0, sizeof(A));
 	db_phases.grid = 0;
 	db_phases.tree = 1;
-	if ((rc = gc_kdtree_build(D, ctx, X, n, d, cyclic, T, st)) != GC_OK)
+	if ((rc = gc_kdtree_build(D, ctx, X, n, d, GC_KDTREE_LEAF, cyclic, true, T, st)) != GC_OK)
 		return rc;
 	db_trace("tree built; leaves", T.nleaf);
 	{

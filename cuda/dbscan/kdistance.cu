@@ -258,7 +258,7 @@ gc_kdistance_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	KD_CK(D.alloc(Xd, n * d));
 	KD_CK(gc_xfer_h2d(Xd, X, sizeof(float) * (size_t) n * d, D.s, D.host_threads));
 	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
-	if ((rc = gc_kdtree_build(D, ctx, Xd, (int) n, d, false, T, st)) != GC_OK)
+	if ((rc = gc_kdtree_build(D, ctx, Xd, (int) n, d, GC_KDTREE_LEAF, false, true, T, st)) != GC_OK)
 		return rc;
 	D.drop(Xd);					/* the tree has the rows in its order */
 	KD_CK(D.alloc(H, B * k));

@@ -164,8 +164,7 @@ hb_phase3(gc_dev &D, const gc_ctx *ctx, int n, unsigned long long *ws,
 	unsigned   *par = nullptr;
 	uint8_t    *side = nullptr;
 	gc_hdbscan_place *leave;
-	gc_hdbscan_clusters cl = {0};
-	double	   *death;
+	hb_clusters_dev cl;
 	double		t0 = gc_now_ms();
 	gc_code		rc;
 
@@ -189,18 +188,32 @@ hb_phase3(gc_dev &D, const gc_ctx *ctx, int n, unsigned long long *ws,
 	D.drop(ws);
 	D.drop(ps);
 	HB_ALLOC(leave, n);
-	rc = hb_condense(D, ctx, n, o.p->min_cluster_size, no, par, side, leave, &cl, &death, st);
+	rc = hb_condense_dev(D, ctx, n, o.p->min_cluster_size, no, par, side, leave, &cl, st);
 	if (rc == GC_OK)
 	{
 		D.drop(no);
 		D.drop(par);
 		D.drop(side);
-		rc = hb_label(D, ctx, n, o.p, leave, &cl, death, o.res, st);
+		rc = hb_label(D, ctx, n, o.p, leave, cl, o.res, st);
 	}
-	gc_hdbscan_clusters_free(&cl);
 	hb_phases.ms_labels = gc_now_ms() - t0;
 	return rc;
 }
+
+/* Two events, destroyed with the call. */
+struct hb_events
+{
+	cudaEvent_t a = nullptr,
+				b = nullptr;
+
+	~hb_events()
+	{
+		if (a != nullptr)
+			cudaEventDestroy(a);
+		if (b != nullptr)
+			cudaEventDestroy(b);
+	}
+};
 
 /* The call, its resources in D (released by D's destructor on any error). */
 static gc_code
@@ -208,6 +221,7 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 	   int64_t min_samples, double alpha, gc_metric metric, const hb_out &o,
 	   gc_status *st)
 {
+	hb_events	E;
 	gc_kdtree	T;
 	float	   *Xd;
 	double	   *cp,
@@ -236,28 +250,39 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 	/* the index */
 	t0 = gc_now_ms();
 	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
-	if ((rc = gc_kdtree_build(D, ctx, Xd, n, d, false, T, st)) != GC_OK)
+	if ((rc = gc_kdtree_build(D, ctx, Xd, n, d, hb_leaf(d), false, true, T, st)) != GC_OK)
 		return rc;
 	D.drop(Xd);					/* the tree has the rows in its order */
 	hb_phases.ms_index = gc_now_ms() - t0;
 	hb_trace("tree: n %d, d %d, depth %d, %lld leaves", n, d, T.depth, (long long) T.nleaf);
 
-	/* phase 1: the core distances, by position */
+	/*
+	 * phase 1: the core distances, by position, not waited for (Borůvka's
+	 * first wait is theirs too): their time from two events around them
+	 */
 	t0 = gc_now_ms();
 	gc_report(ctx, GC_PHASE_INIT, 0, 0, 0, n, NAN);
 	HB_ALLOC(cp, n);
+	HB_CK(cudaEventCreate(&E.a));
+	HB_CK(cudaEventCreate(&E.b));
+	HB_CK(cudaEventRecord(E.a, D.s));
 	if ((rc = hb_core(D, ctx, T, min_samples, metric, cp, st)) != GC_OK)
 		return rc;
-	hb_phases.ms_core = gc_now_ms() - t0;
+	HB_CK(cudaEventRecord(E.b, D.s));
 
 	/* phase 2: the edges */
-	t0 = gc_now_ms();
 	HB_ALLOC(ew, m);
 	HB_ALLOC(eab, m);
 	if ((rc = hb_boruvka(D, ctx, T, cp, alpha, metric, ew, eab, &hb_phases.rounds,
 						 st)) != GC_OK)
 		return rc;
-	hb_phases.ms_mst = gc_now_ms() - t0;
+	{
+		float		core_ms = 0.0f;
+
+		HB_CK(cudaEventElapsedTime(&core_ms, E.a, E.b));
+		hb_phases.ms_core = core_ms;
+		hb_phases.ms_mst = gc_now_ms() - t0 - core_ms;
+	}
 
 	/* sorted by (w, a, b) */
 	t0 = gc_now_ms();
@@ -375,8 +400,9 @@ gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 	/*
 	 * Everything the call allocates, as if all lived at once (an upper
 	 * bound): the rows 4 d; the tree (common/kdtree.cu: its rows 4 d,
-	 * the boxes and their build copies at most d, permutations and keys
-	 * 24, CUB's radix sort's scratch at most 16); the core distances 8
+	 * the boxes and their build copies 16 d a node, under 2 / leaf nodes
+	 * a row, permutations and keys 24, CUB's radix sort's scratch at most
+	 * 16); the core distances 8
 	 * and in row order 8; Borůvka's arrays (hb_boruvka_bytes); the edges
 	 * 16, the sort's other buffers 16 and the edges out 24.  Plus a
 	 * batch's heaps.  The single-linkage tree runs after the tree, the
@@ -385,14 +411,15 @@ gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 	 * larger of the two, and room for the allocator's rounding of some 60
 	 * allocations and CUB's radix sort.
 	 */
-	const size_t per = (size_t) 9 * (size_t) d + 24 + 16 + 16 + 16 + 16 + 24;
+	const size_t per = (size_t) 8 * (size_t) d + (size_t) (32 * d / hb_leaf(d) + 1) +
+		24 + 16 + 16 + 16 + 16 + 24;
 	size_t		phases,
 				linkage,
 				condense;
 
 	if (n < 1)
 		return 0;
-	phases = (size_t) n * per + hb_boruvka_bytes(n) + hb_core_heap_bytes(n, min_samples);
+	phases = (size_t) n * per + hb_boruvka_bytes(n, d) + hb_core_heap_bytes(n, min_samples);
 	/*
 	 * phase 3's: the single-linkage tree's (the sorted edges 16 and the
 	 * nodes out 24), then the condensed tree's (the nodes, their parents

@@ -33,15 +33,17 @@
  *      every path) then takes every old root to its new root, and each row
  *      is relabelled.
  *   5. the nodes' labels (k_hb_nlab_*: a leaf's rows' common label or -1,
- *      then each level from its children's).
+ *      then each level from its children's, the top levels in one block).
  * Each round at least halves the components, so there are at most
- * log2(n) + 1 rounds.  The cancel flags are polled while each launch of
- * the search runs and at the end of each round.  A cancel raises the
+ * log2(n) + 1 rounds.  The round is queued whole and the host waits once,
+ * at its end, polling the cancel flags meanwhile.  A cancel raises the
  * call's stop flag, which each warp of the search reads after every
  * HB_STOP_EVERY leaves it opens (a short walk never: it ends soon),
  * leaving when it is raised with its rows' bests unwritten (what it
- * published into cw is an edge's weight all the same): each launch of the search is the last on the
- * stream, and the call then returns GC_ECANCEL, launching nothing more.
+ * published into cw is an edge's weight all the same); the round's other
+ * kernels then run on those partial bests, where they can neither hang nor
+ * write out of bounds (fixed launch counts, the edge count checked), and
+ * the call returns GC_ECANCEL, launching nothing more.
  * A round that adds no edge, an edge count past n - 1 or a component
  * without an edge is an internal error (GC_EDEVICE), never a hang.
  *
@@ -152,13 +154,10 @@ k_hb_nlab_leaf(hb_mst S)
 	S.nlab[S.T.nleaf - 1 + L] = lab;
 }
 
-__global__ void
-k_hb_nlab_up(hb_mst S, int l)
+/* Node j of level l: its children's common label, or -1. */
+__device__ __forceinline__ void
+hb_nlab_node(const hb_mst &S, int l, int64_t j)
 {
-	const int64_t j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (j >= ((int64_t) 1 << l))
-		return;
 	const int64_t h = ((int64_t) 1 << l) - 1 + j;
 	const int	a = S.nlab[2 * h + 1],
 				b = S.nlab[2 * h + 2];
@@ -166,12 +165,41 @@ k_hb_nlab_up(hb_mst S, int l)
 	S.nlab[h] = a == b ? a : -1;
 }
 
+__global__ void
+k_hb_nlab_up(hb_mst S, int l)
+{
+	const int64_t j = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j < ((int64_t) 1 << l))
+		hb_nlab_node(S, l, j);
+}
+
+/* Levels top - 1 .. 0 in one block, a barrier between levels. */
+#define HB_NLAB_TOP 12			/* levels of at most 2048 nodes */
+#define HB_NLAB_T 1024
+
+__global__ void __launch_bounds__(HB_NLAB_T)
+k_hb_nlab_top(hb_mst S, int top)
+{
+	for (int l = top - 1; l >= 0; l--)
+	{
+		for (int64_t j = threadIdx.x; j < ((int64_t) 1 << l); j += blockDim.x)
+			hb_nlab_node(S, l, j);
+		__syncthreads();
+	}
+}
+
+/* The leaves', then each level's up to the root: the small ones at once. */
 static gc_code
 hb_node_labels(gc_dev &D, const hb_mst &S, gc_status *st)
 {
+	const int	top = S.T.depth < HB_NLAB_TOP ? S.T.depth : HB_NLAB_TOP;
+
 	HB_CK(gc_launch(k_hb_nlab_leaf, S.T.nleaf, HB_THREADS, HB_THREADS, D.s, S));
-	for (int l = S.T.depth - 1; l >= 0; l--)
+	for (int l = S.T.depth - 1; l >= top; l--)
 		HB_CK(gc_launch(k_hb_nlab_up, (int64_t) 1 << l, HB_THREADS, HB_THREADS, D.s, S, l));
+	if (top > 0)
+		HB_CK(gc_launch(k_hb_nlab_top, HB_NLAB_T, HB_NLAB_T, HB_NLAB_T, D.s, S, top));
 	return GC_OK;
 }
 
@@ -548,13 +576,13 @@ hb_search_launch(const hb_mst &S, int p0, int cnt, cudaStream_t s)
 }
 
 size_t
-hb_boruvka_bytes(int64_t n)
+hb_boruvka_bytes(int64_t n, int d)
 {
 	/*
 	 * label, bo, parent 4 each; bw, bab, cw, cab 8 each; exact, go 1 each:
-	 * 46 a row; per node ncore 8, nrow and nlab 4 (nodes < n / 16)
+	 * 46 a row; per node ncore 8, nrow and nlab 4 (nodes < 2 n / leaf)
 	 */
-	return (size_t) n * 46 + (size_t) (n / 16 + 2) * 16 + 64;
+	return (size_t) n * 46 + (size_t) (2 * n / hb_leaf(d) + 2) * 16 + 64;
 }
 
 gc_code
@@ -634,8 +662,6 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 				HB_CK(hb_search_launch<16>(S, (int) p0, cnt, D.s));
 			else
 				HB_CK(hb_search_launch<0>(S, (int) p0, cnt, D.s));
-			if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
-				return rc;
 		}
 		HB_CK(gc_launch(k_hb_pick, n, HB_THREADS, HB_THREADS, D.s, S));
 		HB_CK(gc_launch(k_hb_hook, n, HB_THREADS, HB_THREADS, D.s, S));

@@ -5,7 +5,8 @@
  * root (gc_hdbscan_condense); then, with the flat selection made on the
  * host by the core's own gc_hdbscan_select (a few arrays of clusters),
  * each row's label, membership probability and outlier score by the
- * core's gc_hdbscan_row, and the flat numbers by gc_hdbscan_flat.
+ * core's gc_hdbscan_row, and the flat numbers as gc_hdbscan_flat gives
+ * them.
  *
  * The condensed tree, in the pass's terms: a node carries a cluster when
  * it is the root or holds at least min_cluster_size rows (its parent then
@@ -31,13 +32,21 @@
  *    (lambda - birth) once for each of its rows, left side first; the
  *    largest lambda of those nodes is the cluster's death.
  *
- * The labels: the clusters down to the host, the selection there, its
- * per-cluster arrays up, each row's label, probability and score and each
- * cluster's lowest row on the device, the flat numbers on the host, the
- * labels renumbered on the device.  Errors that only a malformed tree
+ * The labels: the clusters (one device block) down to the host in one
+ * copy, the selection there, its two per-cluster arrays up in one copy;
+ * then all on the device: each row's label, probability and score, each
+ * cluster's lowest row, the flat numbers and the labels renumbered.  The
+ * flat numbers are gc_hdbscan_flat's: the clusters some row joined, by
+ * (lowest row, cluster), numbered 0, 1, ...; here every cluster's key
+ * (lowest row << 32 | cluster, n for none) in one CUB radix sort, each
+ * cluster's number its place in that order when it has a row (those sort
+ * first), and the count the place of the first without one.  The results
+ * and that count come down in one pipeline (transfer.cu).  So the host
+ * waits for the device once, for the clusters, and then for the results:
+ * no round trip between the kernels.  Errors that only a malformed tree
  * could make set a flag: GC_EDEVICE.
  */
-#include <vector>
+#include <stdlib.h>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
@@ -77,7 +86,10 @@ struct hc_work
 	unsigned   *cnt;			/* [0] carrying nodes, [1] errors */
 };
 
-/* The clusters, device arrays of kmax. */
+/*
+ * The clusters, device arrays of nclu: the five arrays of one block
+ * (hb_clusters_dev), in gc_hdbscan_clusters' order.
+ */
 struct hc_clusters
 {
 	int64_t    *parent,
@@ -86,6 +98,20 @@ struct hc_clusters
 			   *stab,
 			   *death;
 };
+
+/* The arrays of a block of 5 k words (device or host). */
+static hc_clusters
+hc_carve(int64_t *b, int64_t k)
+{
+	hc_clusters C;
+
+	C.parent = b;
+	C.child = b + k;
+	C.birth = (double *) (b + 2 * k);
+	C.stab = (double *) (b + 3 * k);
+	C.death = (double *) (b + 4 * k);
+	return C;
+}
 
 /* Each node: whether it carries, whether it splits. */
 __global__ void
@@ -271,15 +297,21 @@ k_hc_recs(hc_work W, int ncarry, const unsigned long long *key, hc_rec *rec,
 }
 
 /*
- * Each cluster's stability and death, a warp a cluster: its nodes in
- * shared memory 32 at a time, lane 0 adding their terms in order.
+ * Each cluster's stability and death, a warp a cluster, its nodes 32 at a
+ * time: each lane turns its node into what the sum adds, in the CPU pass's
+ * operations (a split: term * each side's rows, two additions; else term *
+ * 1.0 once for each row that falls); then every lane adds all 32 nodes' in
+ * order, each node's handed round by shuffles, so the sum's chain of
+ * additions is all that waits (every lane holds the same sum).  The death
+ * is the lanes' largest lambda.
  */
 #define HC_WARPS 4
+
 __global__ void __launch_bounds__(32 * HC_WARPS)
 k_hc_stab(int nclu, int ncarry, int64_t mcs, const hc_rec *rec,
 		  const int *cstart, hc_clusters C)
 {
-	__shared__ hc_rec buf[HC_WARPS][32];
+	const unsigned FULL = 0xffffffffu;
 	const int	w = threadIdx.x / 32,
 				lane = threadIdx.x % 32,
 				c = blockIdx.x * HC_WARPS + w;
@@ -294,35 +326,51 @@ k_hc_stab(int nclu, int ncarry, int64_t mcs, const hc_rec *rec,
 
 	for (int base = b; base < e; base += 32)
 	{
-		const int	cnt = e - base < 32 ? e - base : 32;
+		double		v1 = 0.0,	/* added c1 times */
+					v2 = 0.0;	/* then once more, when split */
+		int			c1 = 0,
+					split = 0;
 
-		if (lane < cnt)
-			buf[w][lane] = rec[base + lane];
-		__syncwarp();
-		if (lane == 0)
-			for (int t = 0; t < cnt; t++)
+		if (base + lane < e)
+		{
+			const hc_rec r = rec[base + lane];
+			const double term = r.lambda - birth;
+
+			split = r.l >= mcs && r.r >= mcs;
+			if (split)
 			{
-				const hc_rec r = buf[w][t];
-				const double term = r.lambda - birth;
-
-				if (r.l >= mcs && r.r >= mcs)
-				{
-					s += term * (double) r.l;
-					s += term * (double) r.r;
-				}
-				else
-				{
-					if (r.l < mcs)
-						for (int k = 0; k < r.l; k++)
-							s += term * 1.0;
-					if (r.r < mcs)
-						for (int k = 0; k < r.r; k++)
-							s += term * 1.0;
-				}
-				if (r.lambda > death)
-					death = r.lambda;
+				v1 = term * (double) r.l;
+				c1 = 1;
+				v2 = term * (double) r.r;
 			}
-		__syncwarp();
+			else
+			{
+				v1 = term * 1.0;
+				c1 = (r.l < mcs ? r.l : 0) + (r.r < mcs ? r.r : 0);
+			}
+			if (r.lambda > death)
+				death = r.lambda;
+		}
+#pragma unroll 8
+		for (int t = 0; t < 32; t++)
+		{
+			const double a = __shfl_sync(FULL, v1, t),
+						z = __shfl_sync(FULL, v2, t);
+			const int	k1 = __shfl_sync(FULL, c1, t),
+						sp = __shfl_sync(FULL, split, t);
+
+			for (int k = 0; k < k1; k++)
+				s += a;
+			if (sp)
+				s += z;
+		}
+	}
+	for (int o = 16; o > 0; o >>= 1)
+	{
+		const double x = __shfl_xor_sync(FULL, death, o);
+
+		if (x > death)
+			death = x;
 	}
 	if (lane == 0)
 	{
@@ -331,12 +379,25 @@ k_hc_stab(int nclu, int ncarry, int64_t mcs, const hc_rec *rec,
 	}
 }
 
-/* Each row's label, probability and score; its cluster's lowest row. */
+/* Each cluster's key with no row yet: (n, cluster). */
+__global__ void
+k_hc_key0(int k, int n, unsigned long long *key)
+{
+	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c < k)
+		key[c] = ((unsigned long long) (unsigned) n << 32) | (unsigned) c;
+}
+
+/*
+ * Each row's label, probability and score; its cluster's key takes the
+ * lowest row (rows and clusters are below 2^31).
+ */
 __global__ void
 k_hc_rows(int n, const gc_hdbscan_place *leave, const int64_t *top,
 		  const double *death, const double *lmax, bool single_root,
 		  double threshold, int32_t *label, double *prob, double *outl,
-		  int *first)
+		  unsigned long long *key)
 {
 	const int	r = blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -345,7 +406,30 @@ k_hc_rows(int n, const gc_hdbscan_place *leave, const int64_t *top,
 	gc_hdbscan_row(leave[r], top, death, lmax, single_root, threshold, &label[r],
 				   &prob[r], &outl[r]);
 	if (label[r] != GC_NOISE)
-		atomicMin(&first[label[r]], r);
+		atomicMin(&key[label[r]],
+				  ((unsigned long long) (unsigned) r << 32) | (unsigned) label[r]);
+}
+
+/*
+ * The k keys sorted: a cluster with a row (lowest row below n) gets its
+ * place as its flat number, the others GC_NOISE; *nflat, the count of the
+ * first sort first, is written by the last of them (or place 0 when none).
+ */
+__global__ void
+k_hc_rank(int k, int n, const unsigned long long *key, int32_t *flat, int32_t *nflat)
+{
+	const int	j = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j >= k)
+		return;
+	const bool	in = (key[j] >> 32) < (unsigned) n,
+				next_in = j + 1 < k && (key[j + 1] >> 32) < (unsigned) n;
+
+	flat[key[j] & 0xffffffffu] = in ? j : GC_NOISE;
+	if (in && !next_in)
+		*nflat = j + 1;
+	else if (j == 0 && !in)
+		*nflat = 0;
 }
 
 /* The flat numbers in place of the provisional ones. */
@@ -366,37 +450,67 @@ hb_condense_bytes(int64_t n, int64_t mcs)
 	/*
 	 * per node: kind 1, sflag and sidx 8, lab and nxt 8, the keys and the
 	 * sort's other buffer 16, the records 16; fall 4 a row and a node;
-	 * leave 16 a row; the clusters (2n / mcs + 1) 40 each and the
-	 * selection's arrays 24; the labels 4, probabilities 8 and scores 8
-	 * and the first rows; CUB's scan and sort.
+	 * leave 16 a row; the labels 4, probabilities 8 and scores 8.  Per
+	 * cluster (2n / mcs + 1): the clusters' block 40, the selection's
+	 * arrays 16, the flat numbering's keys and the sort's other buffer 16,
+	 * the flat numbers 4.  CUB's scan and sort.
 	 */
 	const int64_t k = 2 * (n / (mcs > 1 ? mcs : 2)) + 1;
 
-	return (size_t) n * (1 + 8 + 8 + 16 + 16 + 8 + 16 + 20 + 8) +
-		(size_t) k * (40 + 24 + 8) + ((size_t) 16 << 20);
+	return (size_t) n * (1 + 8 + 8 + 16 + 16 + 8 + 16 + 20) +
+		(size_t) k * (40 + 16 + 16 + 4) + ((size_t) 16 << 20);
 }
 
-/* The device's clusters into the host's cl (arrays of cl->n). */
-static gc_code
-hc_clusters_down(gc_dev &D, const hc_clusters &C, gc_hdbscan_clusters *cl,
-				 gc_status *st)
+/*
+ * The host block of hb_label: the clusters' five arrays and the
+ * selection's two, k words each.  A fresh block of 128 KiB or more is
+ * mmap'd pages, each faulting on its first touch (the copy down, the
+ * selection), so the thread keeps the last one it had up to HC_KEEP bytes
+ * and reuses it when it is large enough; a larger one is the call's own.
+ */
+#define HC_KEEP ((size_t) 8 << 20)
+
+struct hc_kept_block
 {
-	const size_t k = (size_t) cl->n;
+	void	   *p = nullptr;
+	size_t		bytes = 0;
 
-	HB_CK(cudaMemcpyAsync(cl->parent, C.parent, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaMemcpyAsync(cl->child, C.child, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaMemcpyAsync(cl->birth, C.birth, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaMemcpyAsync(cl->stab, C.stab, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaMemcpyAsync(cl->death, C.death, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaStreamSynchronize(D.s));
-	return GC_OK;
-}
+	~hc_kept_block()
+	{
+		free(p);
+	}
+};
+
+static thread_local hc_kept_block hc_kept;
+
+/* A call's host block (get: NULL when out of memory), freed when its own. */
+struct hc_host_block
+{
+	void	   *own = nullptr;
+
+	~hc_host_block()
+	{
+		free(own);
+	}
+
+	void	   *get(size_t bytes)
+	{
+		if (bytes <= hc_kept.bytes)
+			return hc_kept.p;
+		if (bytes > HC_KEEP)
+			return own = malloc(bytes);
+		free(hc_kept.p);
+		hc_kept.p = malloc(bytes);
+		hc_kept.bytes = hc_kept.p != nullptr ? bytes : 0;
+		return hc_kept.p;
+	}
+};
 
 gc_code
-hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
-			const gc_linkage_node *node, const unsigned *par,
-			const uint8_t *side, gc_hdbscan_place *leave,
-			gc_hdbscan_clusters *cl, double **death, gc_status *st)
+hb_condense_dev(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
+				const gc_linkage_node *node, const unsigned *par,
+				const uint8_t *side, gc_hdbscan_place *leave,
+				hb_clusters_dev *out, gc_status *st)
 {
 	const int	m = n - 1;
 	hc_work		W;
@@ -405,6 +519,7 @@ hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 	int			last[2],
 				nclu,
 				ncarry;
+	int64_t    *block;
 	int		   *cstart;
 	unsigned long long *key,
 			   *key2;
@@ -451,12 +566,9 @@ hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 		HB_CK(gc_launch(k_hc_fall, (int64_t) n + m, HB_THREADS, HB_THREADS, D.s, W));
 	HB_CK(gc_launch(k_hc_leave, n, HB_THREADS, HB_THREADS, D.s, W));
 
-	/* the clusters */
-	HB_ALLOC(C.parent, nclu);
-	HB_ALLOC(C.child, nclu);
-	HB_ALLOC(C.birth, nclu);
-	HB_ALLOC(C.stab, nclu);
-	HB_ALLOC(C.death, nclu);
+	/* the clusters, one block */
+	HB_ALLOC(block, 5 * (int64_t) nclu);
+	C = hc_carve(block, nclu);
 	HB_CK(cudaMemsetAsync(C.child, 0xff, sizeof(int64_t) * (size_t) nclu, D.s));
 	HB_CK(gc_launch(k_hc_clusters, m, HB_THREADS, HB_THREADS, D.s, W, C));
 
@@ -485,87 +597,152 @@ hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 			(void *) W.nxt, (void *) W.fall, (void *) W.cnt, (void *) key, (void *) key2,
 			(void *) rec, (void *) cstart})
 		D.drop(a);
+	out->n = nclu;
+	out->block = block;
+	return GC_OK;
+}
 
-	/* the clusters to the host: arrays of nclu */
-	cl->n = nclu;
-	cl->parent = (int64_t *) malloc(sizeof(int64_t) * (size_t) nclu);
-	cl->child = (int64_t *) malloc(sizeof(int64_t) * (size_t) nclu);
-	cl->birth = (double *) malloc(sizeof(double) * (size_t) nclu);
-	cl->stab = (double *) malloc(sizeof(double) * (size_t) nclu);
-	cl->death = (double *) malloc(sizeof(double) * (size_t) nclu);
+gc_code
+hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
+			const gc_linkage_node *node, const unsigned *par,
+			const uint8_t *side, gc_hdbscan_place *leave,
+			gc_hdbscan_clusters *cl, double **death, gc_status *st)
+{
+	hb_clusters_dev B;
+	hc_clusters C;
+	size_t		k;
+	gc_code		rc;
+
+	if ((rc = hb_condense_dev(D, ctx, n, mcs, node, par, side, leave, &B, st)) != GC_OK)
+		return rc;
+	C = hc_carve(B.block, B.n);
+	k = (size_t) B.n;
+
+	/* the clusters to the host: arrays of their own (gc_hdbscan_clusters_free) */
+	cl->n = B.n;
+	cl->parent = (int64_t *) malloc(sizeof(int64_t) * k);
+	cl->child = (int64_t *) malloc(sizeof(int64_t) * k);
+	cl->birth = (double *) malloc(sizeof(double) * k);
+	cl->stab = (double *) malloc(sizeof(double) * k);
+	cl->death = (double *) malloc(sizeof(double) * k);
 	if (cl->parent == NULL || cl->child == NULL || cl->birth == NULL ||
 		cl->stab == NULL || cl->death == NULL)
 		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
-	if ((rc = hc_clusters_down(D, C, cl, st)) != GC_OK)
-		return rc;
-	for (void *a : {(void *) C.parent, (void *) C.child, (void *) C.birth, (void *) C.stab})
-		D.drop(a);
+	HB_CK(cudaMemcpyAsync(cl->parent, C.parent, 8 * k, cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaMemcpyAsync(cl->child, C.child, 8 * k, cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaMemcpyAsync(cl->birth, C.birth, 8 * k, cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaMemcpyAsync(cl->stab, C.stab, 8 * k, cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaMemcpyAsync(cl->death, C.death, 8 * k, cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaStreamSynchronize(D.s));
 	if (death != nullptr)
 		*death = C.death;
 	else
-		D.drop(C.death);
+		D.drop(B.block);
 	return GC_OK;
 }
 
 gc_code
 hb_label(gc_dev &D, const gc_ctx *ctx, int n, const gc_hdbscan_params *p,
-		 const gc_hdbscan_place *leave, gc_hdbscan_clusters *cl,
-		 const double *death, gc_hdbscan_result *res, gc_status *st)
+		 const gc_hdbscan_place *leave, const hb_clusters_dev &B,
+		 gc_hdbscan_result *res, gc_status *st)
 {
-	const int64_t k = cl->n;
-	std::vector<int64_t> top((size_t) k),
-				first64((size_t) k),
-				scratch((size_t) k);
-	std::vector<double> lmax((size_t) k);
-	std::vector<int> first((size_t) k);
-	std::vector<int32_t> flat((size_t) k);
-	gc_hdbscan_selection sel = {top.data(), lmax.data(), false, 0.0};
-	int64_t    *top_d;
-	double	   *lmax_d,
-			   *prob,
+	const int64_t k = B.n;
+	const size_t kb = sizeof(int64_t) * (size_t) k;
+	const hc_clusters C = hc_carve(B.block, k);
+	hc_host_block hb;
+	int64_t    *h = (int64_t *) hb.get(7 * kb);
+	gc_hdbscan_clusters cl;
+	gc_hdbscan_selection sel;
+	int64_t    *sel_d;
+	double	   *prob,
 			   *outl;
 	int32_t    *label,
-			   *flat_d;
-	int		   *first_d;
+			   *flat,
+			   *nflat_d,
+				nflat = 0;
+	unsigned long long *key,
+			   *key2;
+	int			end_bit = 32;
+	size_t		bytes = 0;
 	gc_code		rc;
 
-	/* the selection on the host, its arrays up */
-	if ((rc = gc_hdbscan_select(cl, p, &sel, st)) != GC_OK)
-		return rc;
-	HB_ALLOC(top_d, k);
-	HB_ALLOC(lmax_d, k);
-	HB_CK(cudaMemcpyAsync(top_d, top.data(), 8 * (size_t) k, cudaMemcpyHostToDevice, D.s));
-	HB_CK(cudaMemcpyAsync(lmax_d, lmax.data(), 8 * (size_t) k, cudaMemcpyHostToDevice, D.s));
+	if (h == nullptr)
+		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
 
-	/* the rows */
+	/*
+	 * the clusters down in one copy (the stream has nothing else queued:
+	 * hb_condense_dev read its counts), into the block's first five
+	 * arrays; the selection into its last two, and up in one copy
+	 */
+	HB_CK(cudaMemcpyAsync(h, B.block, 5 * kb, cudaMemcpyDeviceToHost, D.s));
+	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
+	{
+		const hc_clusters H = hc_carve(h, k);
+
+		cl.n = k;
+		cl.parent = H.parent;
+		cl.child = H.child;
+		cl.birth = H.birth;
+		cl.stab = H.stab;
+		cl.death = H.death;
+	}
+	sel.top = h + 5 * k;
+	sel.lmax = (double *) (h + 6 * k);
+	sel.single_root = false;
+	sel.threshold = 0.0;
+	if ((rc = gc_hdbscan_select(&cl, p, &sel, st)) != GC_OK)
+		return rc;
+	HB_ALLOC(sel_d, 2 * k);
+	HB_CK(cudaMemcpyAsync(sel_d, sel.top, 2 * kb, cudaMemcpyHostToDevice, D.s));
+
+	/* the rows, each cluster's key (lowest row, cluster) */
 	HB_ALLOC(label, n);
 	HB_ALLOC(prob, n);
 	HB_ALLOC(outl, n);
-	HB_ALLOC(first_d, k);
-	HB_CK(gc_launch(k_fill, k, HB_THREADS, HB_THREADS, D.s, first_d, (int) k, n));
+	HB_ALLOC(key, k);
+	HB_ALLOC(key2, k);
+	HB_ALLOC(flat, k);
+	HB_ALLOC(nflat_d, 1);
+	HB_CK(gc_launch(k_hc_key0, k, HB_THREADS, HB_THREADS, D.s, (int) k, n, key));
 	HB_CK(gc_launch(k_hc_rows, n, HB_THREADS, HB_THREADS, D.s, n, leave,
-					(const int64_t *) top_d, death, (const double *) lmax_d,
-					sel.single_root, sel.threshold, label, prob, outl, first_d));
+					(const int64_t *) sel_d, (const double *) C.death,
+					(const double *) (sel_d + k), sel.single_root, sel.threshold, label,
+					prob, outl, key));
 
-	/* the flat numbers on the host, the labels renumbered */
-	HB_CK(cudaMemcpyAsync(first.data(), first_d, sizeof(int) * (size_t) k,
-						  cudaMemcpyDeviceToHost, D.s));
-	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
-		return rc;
-	for (int64_t c = 0; c < k; c++)
-		first64[c] = first[c];
-	res->clusters = gc_hdbscan_flat(k, first64.data(), n, flat.data(), scratch.data());
-	HB_ALLOC(flat_d, k);
-	HB_CK(cudaMemcpyAsync(flat_d, flat.data(), sizeof(int32_t) * (size_t) k,
-						  cudaMemcpyHostToDevice, D.s));
-	HB_CK(gc_launch(k_hc_flat, n, HB_THREADS, HB_THREADS, D.s, n, (const int32_t *) flat_d,
+	/*
+	 * the flat numbers: the keys sorted (the rows' bits: up to n, which
+	 * marks none), each one's place; the labels renumbered
+	 */
+	while (end_bit < 64 && ((int64_t) 1 << (end_bit - 32)) <= (int64_t) n)
+		end_bit++;
+	{
+		cub::DoubleBuffer<unsigned long long> kd(key, key2);
+
+		HB_CK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, kd, (int) k, 0, end_bit, D.s));
+		HB_CK(D.scratch(bytes));
+		bytes = D.cub_bytes;
+		HB_CK(cub::DeviceRadixSort::SortKeys(D.cub_tmp, bytes, kd, (int) k, 0, end_bit, D.s));
+		HB_CK(gc_launch(k_hc_rank, k, HB_THREADS, HB_THREADS, D.s, (int) k, n,
+						(const unsigned long long *) kd.Current(), flat, nflat_d));
+	}
+	HB_CK(gc_launch(k_hc_flat, n, HB_THREADS, HB_THREADS, D.s, n, (const int32_t *) flat,
 					label));
+	if (gc_cancelled(ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
 
-	/* down */
-	HB_CK(gc_xfer_d2h(res->labels, label, sizeof(int32_t) * (size_t) n, D.s, D.host_threads));
-	HB_CK(gc_xfer_d2h(res->probability, prob, sizeof(double) * (size_t) n, D.s,
-					  D.host_threads));
-	HB_CK(gc_xfer_d2h(res->outlier, outl, sizeof(double) * (size_t) n, D.s, D.host_threads));
+	/* down: the results and the count of flat clusters, one pipeline */
+	{
+		const gc_xfer_seg seg[4] = {
+			{res->labels, label, sizeof(int32_t) * (size_t) n},
+			{res->probability, prob, sizeof(double) * (size_t) n},
+			{res->outlier, outl, sizeof(double) * (size_t) n},
+			{&nflat, nflat_d, sizeof(int32_t)},
+		};
+
+		HB_CK(gc_xfer_d2h_many(seg, 4, D.s, D.host_threads));
+	}
+	res->clusters = nflat;
 	return GC_OK;
 }
 

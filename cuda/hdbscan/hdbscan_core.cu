@@ -21,12 +21,15 @@
  * children the one nearer to most lanes goes first.
  *
  * Memory: for k > HB_KREG the heaps of one batch of queries (8 k bytes a
- * query, at most HB_HEAP_BYTES a batch but one block's worth).  The cancel
- * flags are polled while a batch runs (hb_sync_poll).  A cancel raises the
- * call's stop flag, which each warp reads after every HB_STOP_EVERY leaves
- * it opens (a short walk never: it ends soon), leaving when it is raised,
- * its rows' core distances unwritten: the batch is the last launch on the
- * stream, and the call then returns GC_ECANCEL, launching nothing more.
+ * query, at most HB_HEAP_BYTES a batch but one block's worth; the batches
+ * run one after another on the stream, reusing them); for k <= HB_KREG one
+ * launch takes every query.  Nothing waits for them: the caller's next
+ * wait (Borůvka's first round's) polls the cancel flags while they run.  A
+ * cancel raises the call's stop flag, which each warp reads after every
+ * HB_STOP_EVERY leaves it opens (a short walk never: it ends soon),
+ * leaving when it is raised, its rows' core distances unwritten; the
+ * launches after it read the flag too, and the call then returns
+ * GC_ECANCEL, launching nothing more.
  */
 #include <math.h>
 
@@ -255,7 +258,7 @@ hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
 		HB_CK(cudaMemsetAsync(core, 0, sizeof(double) * (size_t) n, D.s));
 		return hb_sync_poll(D, ctx, st);
 	}
-	B = k <= HB_KREG ? (n < HB_BATCH_MAX ? n : HB_BATCH_MAX) : hb_knn_batch(n, k);
+	B = k <= HB_KREG ? n : hb_knn_batch(n, k);
 	H = nullptr;
 	if (k > HB_KREG)
 		HB_ALLOC(H, B * k);
@@ -271,8 +274,6 @@ hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
 			HB_CK(hb_knn_launch<16>(D, T, k, metric, (int) p0, cnt, B, H, core));
 		else
 			HB_CK(hb_knn_launch<0>(D, T, k, metric, (int) p0, cnt, B, H, core));
-		if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
-			return rc;
 	}
 	if (H != nullptr)
 		D.drop(H);

@@ -39,7 +39,7 @@
 
 #define HB_THREADS 256			/* simple kernels */
 #define HB_T 128				/* search kernels: 4 warps of queries */
-#define HB_STACK 32				/* > depth + 1: depth <= 25 (n < 2^31, leaves of 32+) */
+#define HB_STACK 32				/* > depth + 1: depth <= 27 (n < 2^31, leaves of 8+) */
 #define HB_MAX_DEPTH 30
 #define HB_STOP_EVERY 32		/* leaves a walk opens between reads of the stop flag */
 
@@ -214,6 +214,19 @@ hb_push_children(int *stack, int &sp, int a, int b, bool near_a, bool need)
 	}
 }
 
+/*
+ * The least points of a leaf of the tree (common/kdtree.cuh) for d: 8 up
+ * to HB_LEAF_MAX_D dimensions, where a warp's 32 queries, walking as one,
+ * otherwise scan many rows none of them needs; the shared 32 above.
+ */
+#define HB_LEAF_MAX_D 16
+
+static inline int
+hb_leaf(int d)
+{
+	return d <= HB_LEAF_MAX_D ? 8 : GC_KDTREE_LEAF;
+}
+
 /* The query path for d: its registers (4, 8, 16) or memory (0). */
 static inline int
 hb_dq(int d)
@@ -245,7 +258,7 @@ gc_code		hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 					   int *rounds, gc_status *st);
 
 /* The bytes hb_boruvka allocates for n rows (an upper bound; not the edges). */
-size_t		hb_boruvka_bytes(int64_t n);
+size_t		hb_boruvka_bytes(int64_t n, int d);
 
 /*
  * Phase 3's first step (hdbscan_linkage.cu): the single-linkage tree of
@@ -264,12 +277,31 @@ gc_code		hb_linkage(gc_dev &D, const gc_ctx *ctx, int n,
 size_t		hb_linkage_bytes(int64_t n);
 
 /*
+ * The condensed tree's clusters on the device: one block (in D) of the n
+ * clusters' five arrays of gc_hdbscan_clusters, in its order: parent,
+ * child (int64_t), birth, stab, death (double), n each.
+ */
+struct hb_clusters_dev
+{
+	int64_t		n;
+	int64_t    *block;
+};
+
+/*
  * The condensed tree of the single-linkage tree (node, par and side as
  * hb_linkage hands them out; hdbscan_condense.cu) at min_cluster_size
- * mcs: each row's place into leave (device, n) and the clusters into cl
- * (host arrays malloc'ed here: gc_hdbscan_clusters_free), bit for bit
- * gc_hdbscan_condense's; with death (else NULL), the clusters' deaths
- * kept on the device for hb_label.
+ * mcs: each row's place into leave (device, n) and the clusters into out
+ * (device), bit for bit gc_hdbscan_condense's.
+ */
+gc_code		hb_condense_dev(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
+							const gc_linkage_node *node, const unsigned *par,
+							const uint8_t *side, gc_hdbscan_place *leave,
+							hb_clusters_dev *out, gc_status *st);
+
+/*
+ * hb_condense_dev with the clusters into cl (host arrays malloc'ed here:
+ * gc_hdbscan_clusters_free); with death (else NULL), the clusters' deaths
+ * kept on the device.
  */
 gc_code		hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 						const gc_linkage_node *node, const unsigned *par,
@@ -278,16 +310,15 @@ gc_code		hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 						gc_status *st);
 
 /*
- * The flat selection of p on the host (gc_hdbscan_select, which makes
- * cl->stab EOM's sums), then each row's label, probability and outlier
- * score on the device from its place (leave, death: device) and the flat
- * numbers: res's arrays and clusters filled, bit for bit the CPU's.
+ * The clusters C (hb_condense_dev's) down, the flat selection of p on
+ * the host (gc_hdbscan_select), then each row's label, probability and
+ * outlier score and the flat numbers on the device from its place (leave:
+ * device): res's arrays and clusters filled, bit for bit the CPU's.
  */
 gc_code		hb_label(gc_dev &D, const gc_ctx *ctx, int n,
 					 const gc_hdbscan_params *p,
-					 const gc_hdbscan_place *leave, gc_hdbscan_clusters *cl,
-					 const double *death, gc_hdbscan_result *res,
-					 gc_status *st);
+					 const gc_hdbscan_place *leave, const hb_clusters_dev &C,
+					 gc_hdbscan_result *res, gc_status *st);
 
 /* The bytes hb_condense and hb_label allocate (an upper bound). */
 size_t		hb_condense_bytes(int64_t n, int64_t mcs);

@@ -1,8 +1,9 @@
 /*
  * hdbscan_hooks.cu — the GPU HDBSCAN's test-only entry points: the
  * single-linkage tree (hdbscan_linkage.cu) of any spanning tree the test
- * gives, and the condensed tree (hdbscan_condense.cu) of any single-linkage
- * tree (src/core/common/gpu.h, under GC_TESTING).  Linked into the GPU
+ * gives, the condensed tree (hdbscan_condense.cu) of any single-linkage
+ * tree, and the kd-tree its searches walk (common/kdtree.cu) from either
+ * build (src/core/common/gpu.h, under GC_TESTING).  Linked into the GPU
  * tests and benchmarks only (the Makefile's CU_TEST_SRCS).
  */
 #define GC_TESTING 1
@@ -131,5 +132,52 @@ gc_hdbscan_gpu_condense_of(const gc_linkage_node *nodes, int64_t n, int64_t mcs,
 	}
 	if (rc != GC_OK)
 		gc_hdbscan_clusters_free(out);
+	return rc;
+}
+
+static gc_code
+kdtree_of(gc_dev &D, const float *X, int n, int d, int leaf, bool cyclic,
+		  bool blocks, int64_t cap, int *depth, int *perm, float *lo, float *hi,
+		  gc_status *st)
+{
+	gc_kdtree	T;
+	float	   *Xd;
+	gc_code		rc;
+
+	HB_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
+	HB_ALLOC(Xd, (int64_t) n * d);
+	HB_CK(cudaMemcpyAsync(Xd, X, sizeof(float) * (size_t) n * d, cudaMemcpyHostToDevice, D.s));
+	if ((rc = gc_kdtree_build(D, nullptr, Xd, n, d, leaf, cyclic, blocks, T, st)) != GC_OK)
+		return rc;
+	if (T.nnode > cap)
+		return gc_fail(st, GC_EINVAL, "GPU kd-tree: %lld nodes, room for %lld",
+					   (long long) T.nnode, (long long) cap);
+	HB_CK(cudaMemcpyAsync(perm, T.perm, sizeof(int) * (size_t) n, cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaMemcpyAsync(lo, T.lo, sizeof(float) * (size_t) (T.nnode * d),
+						  cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaMemcpyAsync(hi, T.hi, sizeof(float) * (size_t) (T.nnode * d),
+						  cudaMemcpyDeviceToHost, D.s));
+	HB_CK(cudaStreamSynchronize(D.s));
+	*depth = T.depth;
+	return GC_OK;
+}
+
+extern "C" gc_code
+gc_kdtree_gpu_of(const float *X, int64_t n, int d, int leaf, bool cyclic, bool blocks,
+				 int64_t cap, int *depth, int *perm, float *lo, float *hi,
+				 gc_status *st)
+{
+	gc_code		rc;
+
+	if (n < 1 || n >= INT32_MAX || d < 1 || leaf < 1 || X == NULL || perm == NULL ||
+		lo == NULL || hi == NULL || depth == NULL)
+		return gc_fail(st, GC_EINVAL, "GPU kd-tree: bad arguments (n %lld, d %d)",
+					   (long long) n, d);
+	{
+		gc_dev		D;
+
+		rc = kdtree_of(D, X, (int) n, d, leaf, cyclic, blocks, cap, depth, perm, lo, hi, st);
+		D.release();
+	}
 	return rc;
 }

@@ -34,15 +34,18 @@
  *     chain's bottom.
  *
  *  3. the children from (parent, side), and the sizes from an Euler tour
- *     of the tree, list-ranked by pointer jumping (Wyllie): a node's rows
- *     are the leaves its tour passes between its entry and its exit.
+ *     of the tree: a node's rows are the leaves its tour passes between
+ *     its entry and its exit.  The tour is list-ranked by sublists: one
+ *     thread walks from each of about 1 in HL_SPLIT events (the splitters)
+ *     to the next, the short list of splitters is ranked by pointer
+ *     jumping (Wyllie), and each event adds its splitter's sum.
  *
- * Work O(n log n) (the lifting and the ranking), memory about 100 bytes a
- * row (the lifting's tables at most 4 (log2 n + 2) bytes a row of the
- * largest level).  Errors that only a bad input could make (a supervertex
- * with no edge, a level that does not contract, a node with a child too
- * many) set a flag: GC_EDEVICE, never a hang.  The cancel flags are polled
- * at each level.
+ * Work O(n log n) (the lifting), memory about 100 bytes a row (the
+ * lifting's tables at most 4 (log2 n + 2) bytes a row of the largest
+ * level).  Errors that only a bad input could make (a supervertex with no
+ * edge, a level that does not contract, a node with a child too many)
+ * set a flag: GC_EDEVICE, never a hang.  The cancel flags are polled at
+ * each level.
  */
 #include <utility>
 
@@ -55,11 +58,22 @@
 #define HL_NONE 0xffffffffu
 #define HL_MAX_LEVELS 40		/* at most 31 happen (n < 2^31) */
 
+/*
+ * One splitter in about HL_SPLIT events of the tour.  The longest walk
+ * grows as HL_SPLIT ln(E / HL_SPLIT) (the splitters fall on the list as at
+ * random: about 380 steps at 4M events), the splitters' pointer jumping as
+ * (E / HL_SPLIT) log2(E / HL_SPLIT); 32 keeps both a small part of the
+ * whole tour's pointer jumping.
+ */
+#define HL_SPLIT 32
+#define HL_SPLITTER 0x80000000u	/* in own: the event is its sublist's splitter */
+
 enum
 {
 	HL_ERR_NOEDGE = 1,			/* a supervertex without an edge */
 	HL_ERR_CHAIN = 2,			/* a chain whose bottom is not its e0 */
-	HL_ERR_CHILD = 4			/* a side filled twice, or left empty */
+	HL_ERR_CHILD = 4,			/* a side filled twice, or left empty */
+	HL_ERR_ROOT = 8				/* a root other than the last edge's node */
 };
 
 /* The arrays of the work; device memory. */
@@ -430,6 +444,9 @@ k_hl_tour(hl_work W, int64_t N, const unsigned *child, unsigned *nxt,
 		val[2 * x] = 0;
 	}
 	val[2 * x + 1] = 0;
+	/* the list's head is the last edge's entry (hl_split) */
+	if ((p == HL_NONE) != (x == N - 1))
+		atomicOr(&W.cnt[3], HL_ERR_ROOT);
 	if (p == HL_NONE)
 		nxt[2 * x + 1] = HL_NONE;
 	else if (W.side[x] == 0)
@@ -438,7 +455,94 @@ k_hl_tour(hl_work W, int64_t N, const unsigned *child, unsigned *nxt,
 		nxt[2 * x + 1] = 2 * p + 1;
 }
 
-/* One step of list ranking: each event's sum to the tour's end doubles. */
+/*
+ * The splitters of the tour's list ranking: the events t with pi(t) =
+ * t * A mod E below ns0 = ceil(E / HL_SPLIT), numbered pi(t), and the
+ * list's head (the root's entry, E - 2) as ns0 unless it is one already.
+ * pi is a bijection of [0, E), so their count is known on the host; with
+ * A prime to E and about 0.618 E, neighbouring and strided indices land far
+ * apart, so the splitters fall on the list as at random whatever its order
+ * (t % HL_SPLIT == 0 would never pick an exit, which are odd, and the
+ * exits up a chain of right children follow one another).
+ */
+struct hl_split
+{
+	unsigned long long E,
+				M;				/* floor((2^64 - 1) / E), for hl_mulmod */
+	unsigned	A,
+				Ainv,			/* A's inverse mod E */
+				ns0,
+				ns,				/* the splitters: ns0, or ns0 + 1 with the head */
+				head;
+};
+
+/*
+ * a b mod E (a, b < E < 2^32) by Barrett's reduction, a few multiplies
+ * where % would call a division: the quotient estimate is floor(ab / E)
+ * or one less, so one subtraction at most corrects it.
+ */
+__device__ __forceinline__ unsigned
+hl_mulmod(const hl_split &P, unsigned a, unsigned b)
+{
+	const unsigned long long x = (unsigned long long) a * b,
+				r = x - __umul64hi(x, P.M) * P.E;
+
+	return (unsigned) (r >= P.E ? r - P.E : r);
+}
+
+/* Event t's splitter, or HL_NONE. */
+__device__ __forceinline__ unsigned
+hl_split_id(const hl_split &P, unsigned t)
+{
+	const unsigned p = hl_mulmod(P, t, P.A);
+
+	return p < P.ns0 ? p : t == P.head ? P.ns0 : HL_NONE;
+}
+
+/*
+ * Each splitter's sublist, walked up to the next splitter or the end:
+ * each event's splitter into own (with HL_SPLITTER on the splitter's own),
+ * and, in val's place but the splitter's, the sum of val from the splitter
+ * to the event, the event excluded; the sublist's sum and the next
+ * splitter into stot and snxt.  Each event but the splitters is read and
+ * written by its walk only.  A tour flagged bad is not walked (a child
+ * twice could lead a walk into a cycle without a splitter); a good one's
+ * events have one predecessor each, so each walk ends.
+ */
+__global__ void
+k_hl_walk(hl_split P, const unsigned *err, const unsigned *nxt, int *val,
+		  unsigned *own, unsigned *snxt, int *stot)
+{
+	const unsigned j = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (j >= P.ns)
+		return;
+	if (*err != 0)
+	{
+		snxt[j] = HL_NONE;
+		stot[j] = 0;
+		return;
+	}
+	const unsigned t = j == P.ns0 ? P.head : hl_mulmod(P, j, P.Ainv);
+	unsigned	u = nxt[t],
+				k = HL_NONE;
+	int			acc = val[t];
+
+	own[t] = j | HL_SPLITTER;
+	while (u < P.E && (k = hl_split_id(P, u)) == HL_NONE)
+	{
+		const int	v = val[u];
+
+		own[u] = j;
+		val[u] = acc;
+		acc += v;
+		u = nxt[u];
+	}
+	snxt[j] = k;
+	stot[j] = acc;
+}
+
+/* One step of list ranking: each splitter's sum to the tour's end doubles. */
 __global__ void
 k_hl_rank(int64_t E, const unsigned *nxt, const int *val, unsigned *nxt2,
 		  int *val2)
@@ -459,6 +563,26 @@ k_hl_rank(int64_t E, const unsigned *nxt, const int *val, unsigned *nxt2,
 		nxt2[i] = nxt[t];
 		val2[i] = val[i] + val[t];
 	}
+}
+
+/*
+ * Each event's sum of val to the tour's end: its splitter's, less the
+ * sum before it in its sublist.  An event no walk passed (a tour flagged
+ * bad) is left as it is.
+ */
+__global__ void
+k_hl_sum(int64_t E, unsigned ns, const unsigned *own, const int *stot,
+		 int *val)
+{
+	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= E)
+		return;
+	const unsigned k = own[i],
+				s = k & ~HL_SPLITTER;
+
+	if (s < ns)
+		val[i] = (k & HL_SPLITTER) ? stot[s] : stot[s] - val[i];
 }
 
 /* The nodes out: children, their rows (entry's sum less exit's), w. */
@@ -493,6 +617,56 @@ hl_log_steps(int64_t x)
 	return k;
 }
 
+static int64_t
+hl_gcd(int64_t a, int64_t b)
+{
+	while (b != 0)
+	{
+		const int64_t r = a % b;
+
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+/* The splitters of a tour of E events whose head is head. */
+static hl_split
+hl_split_plan(int64_t E, unsigned head)
+{
+	hl_split	P;
+	int64_t		a = (int64_t) ((double) E * 0.6180339887498949),
+				r0 = E,
+				r1,
+				t0 = 0,
+				t1 = 1;
+
+	while (a < 1 || hl_gcd(a, E) != 1)
+		a++;
+	/* A's inverse mod E: extended Euclid */
+	r1 = a;
+	while (r1 != 0)
+	{
+		const int64_t q = r0 / r1,
+					r2 = r0 - q * r1,
+					t2 = t0 - q * t1;
+
+		r0 = r1;
+		r1 = r2;
+		t0 = t1;
+		t1 = t2;
+	}
+	P.E = (unsigned long long) E;
+	P.M = ~0ULL / P.E;
+	P.A = (unsigned) a;
+	P.Ainv = (unsigned) (t0 < 0 ? t0 + E : t0);
+	P.ns0 = (unsigned) ((E + HL_SPLIT - 1) / HL_SPLIT);
+	P.head = head;
+	P.ns = (unsigned) ((unsigned long long) head * P.A % P.E) < P.ns0 ?
+		P.ns0 : P.ns0 + 1;
+	return P;
+}
+
 size_t
 hb_linkage_bytes(int64_t n)
 {
@@ -500,15 +674,16 @@ hb_linkage_bytes(int64_t n)
 	 * The expansion's, the most at once: per edge su, sv, egrp 4 each,
 	 * zside and elev 1, the keys and the sort's other buffer 16; per node
 	 * (2n) par 4, side 1, cidx 4; the level lists' 13 per entry (2n); per
-	 * row hook and upmap 4, and D_1's nodes (at most n: the rows pair up
-	 * at level 0) cnode and crank 4 and the lifting's K tables 4; CUB's
-	 * sort of the keys about 8 per edge.  (The contraction's lists of
-	 * supervertices and edges, 20 a row, are gone by then; the tour's
-	 * 4 arrays of 4n events, 64 a row, come after the lifting's.)
+	 * row upmap 4, and D_1's nodes (at most n: the rows pair up at level
+	 * 0) cnode and crank 4 and the lifting's K tables 4; CUB's sort of the
+	 * keys about 8 per edge.  (The contraction's lists of supervertices
+	 * and edges and its hook, 24 a row, are gone by then; the tour's 3
+	 * arrays of 4n events, 48 a row, and its splitters' 4 of 4n / HL_SPLIT,
+	 * 2 a row, come after the lifting's.)
 	 */
 	const int64_t K = hl_log_steps(n);
 
-	return (size_t) n * (size_t) (12 + 2 + 16 + 18 + 26 + 8 + 8 + 4 * K + 8) +
+	return (size_t) n * (size_t) (12 + 2 + 16 + 18 + 26 + 4 + 8 + 4 * K + 8) +
 		((size_t) 16 << 20);
 }
 
@@ -535,9 +710,12 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 			   *up,
 			   *child,
 			   *nxt,
-			   *nxt2;
+			   *own,
+			   *snxt,
+			   *snxt2;
 	int		   *val,
-			   *val2;
+			   *stot,
+			   *stot2;
 	unsigned long long *key,
 			   *key2;
 	gc_code		rc;
@@ -612,7 +790,8 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 	D.drop(W.alive);
 	D.drop(W.alive2);
 	D.drop(W.minE);
-	W.act = W.act2 = W.alive = W.alive2 = W.minE = nullptr;
+	D.drop(W.hook);
+	W.act = W.act2 = W.alive = W.alive2 = W.minE = W.hook = nullptr;
 
 	/* 2. expansion */
 	{
@@ -667,7 +846,7 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 	}
 	for (void *a : {(void *) cidx, (void *) cnode, (void *) crank, (void *) upmap,
 			(void *) up, (void *) key, (void *) key2, (void *) W.su, (void *) W.sv,
-			(void *) W.elev, (void *) W.egrp, (void *) W.hook, (void *) W.ls,
+			(void *) W.elev, (void *) W.egrp, (void *) W.ls,
 			(void *) W.le, (void *) W.lup, (void *) W.lside})
 		D.drop(a);
 
@@ -676,24 +855,39 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 	HB_CK(cudaMemsetAsync(child, 0xff, sizeof(unsigned) * 2 * (size_t) m, D.s));
 	HB_CK(gc_launch(k_hl_children, N, HB_THREADS, HB_THREADS, D.s, W, N, child));
 	HB_ALLOC(nxt, E);
-	HB_ALLOC(nxt2, E);
 	HB_ALLOC(val, E);
-	HB_ALLOC(val2, E);
+	HB_ALLOC(own, E);
 	HB_CK(gc_launch(k_hl_tour, N, HB_THREADS, HB_THREADS, D.s, W, N,
 					(const unsigned *) child, nxt, val));
-	for (int r = hl_log_steps(E); r > 0; r--)
 	{
-		HB_CK(gc_launch(k_hl_rank, E, HB_THREADS, HB_THREADS, D.s, E,
-						(const unsigned *) nxt, (const int *) val, nxt2, val2));
-		std::swap(nxt, nxt2);
-		std::swap(val, val2);
+		/* the head: the root's entry, the last edge's (k_hl_tour checks) */
+		const hl_split P = hl_split_plan(E, (unsigned) (E - 2));
+
+		HB_ALLOC(snxt, P.ns);
+		HB_ALLOC(snxt2, P.ns);
+		HB_ALLOC(stot, P.ns);
+		HB_ALLOC(stot2, P.ns);
+		HB_CK(gc_launch(k_hl_walk, P.ns, HB_THREADS, HB_THREADS, D.s, P,
+						(const unsigned *) (W.cnt + 3), (const unsigned *) nxt,
+						val, own, snxt, stot));
+		for (int r = hl_log_steps(P.ns); r > 0; r--)
+		{
+			HB_CK(gc_launch(k_hl_rank, P.ns, HB_THREADS, HB_THREADS, D.s,
+							(int64_t) P.ns, (const unsigned *) snxt,
+							(const int *) stot, snxt2, stot2));
+			std::swap(snxt, snxt2);
+			std::swap(stot, stot2);
+		}
+		HB_CK(gc_launch(k_hl_sum, E, HB_THREADS, HB_THREADS, D.s, E, P.ns,
+						(const unsigned *) own, (const int *) stot, val));
 	}
 	if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 4, 3, "the single-linkage tree", st)) != GC_OK)
 		return rc;
 	HB_CK(gc_launch(k_hl_out, m, HB_THREADS, HB_THREADS, D.s, n,
 					(const unsigned *) child, (const int *) val, ew, out));
-	for (void *a : {(void *) child, (void *) nxt, (void *) nxt2, (void *) val,
-			(void *) val2, (void *) W.zside, (void *) W.cnt})
+	for (void *a : {(void *) child, (void *) nxt, (void *) val, (void *) own,
+			(void *) snxt, (void *) snxt2, (void *) stot, (void *) stot2,
+			(void *) W.zside, (void *) W.cnt})
 		D.drop(a);
 	if (par != nullptr)
 	{

@@ -91,6 +91,96 @@ no_zero_rows(float *X, int64_t n, int d)
 }
 
 /* ------------------------------------------------------------------ */
+/* the kd-tree                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The tree's small nodes made in blocks (k_tr_block) = made level by level
+ * device-wide: the same permutation, the same boxes (as floats: a box's
+ * -0 and +0 are the same bound), on random rows with ties (coordinates on
+ * a few values, duplicated rows), every leaf size HDBSCAN and the others
+ * use, both split rules, n around the block's 2048 and past it.
+ */
+static void
+test_kdtree_blocks(void)
+{
+	static const int64_t ns[] = {1, 2, 7, 8, 9, 63, 64, 65, 1000, 1024, 2047, 2048, 2049, 4097,
+	5000, 65537, 300001};
+	static const int ds[] = {1, 2, 3, 5, 16};
+	int			bad = 0,
+				done = 0;
+
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		for (size_t j = 0; j < sizeof(ds) / sizeof(ds[0]); j++)
+		{
+			const int64_t n = ns[i];
+			const int	d = ds[j],
+						leaf = (i + j) % 2 ? 8 : 32,
+						levels = (int) (tu_next(&rs) % 4);	/* 0: continuous */
+			const bool	cyclic = (i * 5 + j) % 3 == 0;
+			int			depth = 0;
+			int64_t		cap;
+			float	   *X = malloc(sizeof(float) * (size_t) (n * d));
+			int		   *p1 = malloc(sizeof(int) * (size_t) n),
+					   *p2 = malloc(sizeof(int) * (size_t) n);
+			float	   *lo1,
+					   *hi1,
+					   *lo2,
+					   *hi2;
+			gc_status	st;
+			gc_code		r1,
+						r2;
+			int			d1 = -1,
+						d2 = -2;
+
+			while ((n >> (depth + 1)) >= leaf)
+				depth++;
+			cap = ((int64_t) 2 << depth) - 1;
+			lo1 = malloc(sizeof(float) * (size_t) (cap * d));
+			hi1 = malloc(sizeof(float) * (size_t) (cap * d));
+			lo2 = malloc(sizeof(float) * (size_t) (cap * d));
+			hi2 = malloc(sizeof(float) * (size_t) (cap * d));
+			for (int64_t r = 0; r < n * d; r++)
+			{
+				double		u = tu_uniform(&rs);
+
+				X[r] = levels ? (float) (int) (u * (1 + 2 * levels)) - (float) levels :
+					(float) (u * 200.0 - 100.0);
+			}
+			for (int64_t r = 1; r < n; r++)
+				if (tu_next(&rs) % 7 == 0)
+					memcpy(&X[r * d], &X[(r - 1) * d], sizeof(float) * (size_t) d);
+			r1 = gc_kdtree_gpu_of(X, n, d, leaf, cyclic, true, cap, &d1, p1, lo1, hi1, &st);
+			CHECK(r1 == GC_OK, "kd-tree n=%lld d=%d: blocks: %s", (long long) n, d, st.message);
+			r2 = gc_kdtree_gpu_of(X, n, d, leaf, cyclic, false, cap, &d2, p2, lo2, hi2, &st);
+			CHECK(r2 == GC_OK, "kd-tree n=%lld d=%d: levels: %s", (long long) n, d, st.message);
+			if (r1 == GC_OK && r2 == GC_OK)
+			{
+				int64_t		diff = d1 != d2;
+
+				for (int64_t r = 0; r < n && !diff; r++)
+					diff = p1[r] != p2[r];
+				for (int64_t h = 0; h < cap * d && !diff; h++)
+					diff = lo1[h] != lo2[h] || hi1[h] != hi2[h];
+				CHECK(diff == 0, "kd-tree n=%lld d=%d leaf %d%s: the builds differ",
+					  (long long) n, d, leaf, cyclic ? " cyclic" : "");
+				bad += diff != 0;
+			}
+			done++;
+			cases++;
+			free(X);
+			free(p1);
+			free(p2);
+			free(lo1);
+			free(hi1);
+			free(lo2);
+			free(hi2);
+		}
+	printf("  kd-tree: the blocks' levels = the device-wide levels on %d trees (%d differ)\n",
+		   done, bad);
+}
+
+/* ------------------------------------------------------------------ */
 /* the phases                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -1147,6 +1237,7 @@ main(void)
 		   (unsigned long long) seed, info.name, quick);
 
 	test_errors();
+	test_kdtree_blocks();
 	test_small();
 	test_linkage_trees();
 	test_calls_random();

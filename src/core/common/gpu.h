@@ -696,6 +696,17 @@ gc_code		gc_hdbscan_gpu_linkage_of(const gc_mst_edge *edges, int64_t n,
 									  gc_linkage_node *nodes, gc_status *st);
 
 /*
+ * The GPU's kd-tree (cuda/common/kdtree.cuh) over X (host, n x d) with
+ * leaves of leaf to 2 leaf points, the small nodes' levels made in blocks
+ * or all device-wide (cuda/hdbscan/hdbscan_hooks.cu): its depth, its
+ * permutation (perm, n) and its boxes (lo, hi: cap nodes x d at least,
+ * cap >= 2^(depth + 1) - 1), to compare the two builds.
+ */
+gc_code		gc_kdtree_gpu_of(const float *X, int64_t n, int d, int leaf, bool cyclic,
+							 bool blocks, int64_t cap, int *depth, int *perm,
+							 float *lo, float *hi, gc_status *st);
+
+/*
  * The condensed tree of any single-linkage tree (nodes as
  * gc_hdbscan_linkage makes them) at min_cluster_size mcs on the GPU
  * (cuda/hdbscan/hdbscan_hooks.cu): clusters (host arrays malloc'ed:
