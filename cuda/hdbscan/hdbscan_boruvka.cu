@@ -20,7 +20,9 @@
  *      label), and one whose lower bound max(core_i, the node's least core,
  *      the box's distance / alpha) exceeds min(its best w, cw[c]), or
  *      equals its best w while the node's least row makes every pair of it
- *      order after its best.  It publishes its best into cw[c]
+ *      order after its best; a row inside a node of its component's alone
+ *      whose faces are all farther than that opens none (hb_inside).  It
+ *      publishes its best into cw[c]
  *      (atomicMin on the bits: non-negative doubles order as their bits).
  *      Nothing skipped holds an edge of weight at most c's least, so the
  *      row that holds c's least edge finds it exactly.
@@ -315,6 +317,35 @@ hb_open(const hb_mst &S, const hb_query<DQ> &q, int64_t h, double ci, int ri,
 }
 
 /*
+ * Whether row p of component c (core ci), inside the largest node A whose
+ * rows all lie in c, has every edge out of c heavier than bound: each row
+ * of another component lies beyond a plane of a split above A, so past a
+ * face of A's box, and its weight is at least max(ci, that face's
+ * distance).  Then the lane opens nothing, and as the root's bound would,
+ * clears *exact unless the bound was its own best.
+ */
+template <int DQ>
+__device__ __forceinline__ bool
+hb_inside(const hb_mst &S, const hb_query<DQ> &q, int p, int c, double ci,
+		  double bound, double bw, bool *exact)
+{
+	const int	d = S.T.d;
+	int64_t		h = S.T.nleaf - 1 + tr_node_of(p, S.T.n, S.T.depth);
+	double		lb;
+
+	if (S.nlab[h] != c)
+		return false;
+	while (h > 0 && S.nlab[(h - 1) / 2] == c)
+		h = (h - 1) / 2;
+	lb = gc_hdbscan_dist(S.metric, q.out2(S.T.lo + h * d, S.T.hi + h * d)) / S.alpha;
+	lb = ci > lb ? ci : lb;
+	if (!(lb > bound))
+		return false;
+	*exact = *exact && lb > bw;
+	return true;
+}
+
+/*
  * Step 2: the least edge to another component of each position of
  * p0 .. p0 + cnt - 1 that searches this round, from its seed; a warp that
  * sees the stop flag raised leaves, writing none of its rows' bests.
@@ -346,7 +377,8 @@ k_hb_search(hb_mst S, int p0, int cnt)
 	int			bo = S.bo[p];
 	double		cw = hb_load_cw(S, c);
 	double		bound = bw < cw ? bw : cw;
-	bool		exact = true;
+	bool		exact = true,
+				inside = active && hb_inside(S, q, p, c, ci, bound, bw, &exact);
 	unsigned long long opened = 0,
 				dists = 0;
 	int			stack[HB_STACK];
@@ -357,7 +389,7 @@ k_hb_search(hb_mst S, int p0, int cnt)
 	while (sp > 0)
 	{
 		const int	node = stack[--sp];
-		bool		need = active && S.nlab[node] != c;
+		bool		need = active && !inside && S.nlab[node] != c;
 
 		if (need)
 			need = hb_open<DQ>(S, q, node, ci, ri, bw, bab, bound, &exact);

@@ -114,6 +114,22 @@ hb_weight(gc_metric metric, double alpha, double ci, double cj, double s)
 }
 
 /*
+ * The least of g and the gaps from x, in its box [lo, hi], to the box's two
+ * faces along one dimension, each the rounded difference of the widened
+ * floats as gc_l2_step_f64 forms it (so never above the difference to a
+ * row beyond that face).
+ */
+__device__ __forceinline__ double
+hb_out_step(double g, float x, float lo, float hi)
+{
+	const double a = __dsub_rn((double) x, (double) lo),
+				b = __dsub_rn((double) hi, (double) x),
+				m = a < b ? a : b;
+
+	return m < g ? m : g;
+}
+
+/*
  * A lane's query row: in registers for d <= DQ (4, 8 or 16), else read from
  * the tree's rows (DQ 0).  dist2 is gc_dist2_f64 bit for bit; box2 is the
  * exact lower bound of gc_dist2_f64 from the row to any row of a float box
@@ -122,7 +138,10 @@ hb_weight(gc_metric metric, double alpha, double ci, double cj, double s)
  * dimension order.  Rounding is monotone, so each gap is at most the
  * rounded difference to any row in the box, and the sum at most the
  * distance: metric.h's gc_box_mindist2_f64, a step at a time
- * (gc_box_step_f64).
+ * (gc_box_step_f64).  out2, for a row inside the box, is the square of its
+ * least gap to a face (hb_out_step): no more than gc_dist2_f64 to any row
+ * the box's planes separate from it, since that sum holds the rounded
+ * square of a difference at least that gap.
  */
 template <int DQ>
 struct hb_query
@@ -160,6 +179,18 @@ struct hb_query
 				s = gc_box_step_f64(s, x[j], lo[j], hi[j]);
 		return s;
 	}
+
+	__device__ __forceinline__ double out2(const float *__restrict__ lo,
+										   const float *__restrict__ hi) const
+	{
+		double		g = INFINITY;
+
+#pragma unroll
+		for (int j = 0; j < DQ; j++)
+			if (j < d)
+				g = hb_out_step(g, x[j], lo[j], hi[j]);
+		return __dmul_rn(g, g);
+	}
 };
 
 template <>
@@ -187,6 +218,16 @@ struct hb_query<0>
 		for (int j = 0; j < d; j++)
 			s = gc_box_step_f64(s, x[j], lo[j], hi[j]);
 		return s;
+	}
+
+	__device__ __forceinline__ double out2(const float *__restrict__ lo,
+										   const float *__restrict__ hi) const
+	{
+		double		g = INFINITY;
+
+		for (int j = 0; j < d; j++)
+			g = hb_out_step(g, x[j], lo[j], hi[j]);
+		return __dmul_rn(g, g);
 	}
 };
 
