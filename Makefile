@@ -148,9 +148,22 @@ test/bin/gpu/%: test/gpu/%.c test/unit/testutil.h $(wildcard test/gpu/*.h) $(COR
 	@mkdir -p test/bin/gpu
 	$(TEST_CC) -Itest/unit -I$(CUDA_HOME)/include -o $@ $< $(CORE_ALL) $(CU_HOOK_OBJS) $(TEST_LIBS)
 
+# The CUPTI tracer (test/gpu/trace/, loaded through CUDA_INJECTION64_PATH),
+# built by gpu-build where $(CUDA_HOME) has CUPTI; a toolkit without it
+# builds the rest.  It finds libcupti beside itself first, then in the
+# toolkit.
+CUPTI_H     = $(firstword $(wildcard $(foreach i,include extras/CUPTI/include,$(CUDA_HOME)/$(i)/cupti.h)))
+CUPTI_SO    = $(firstword $(wildcard $(foreach l,lib64 lib extras/CUPTI/lib64,$(CUDA_HOME)/$(l)/libcupti.so)))
+GPU_TRACE   = $(if $(and $(CUPTI_H),$(CUPTI_SO)),test/bin/gpu/libgc_cupti_trace.so)
+
+test/bin/gpu/libgc_cupti_trace.so: test/gpu/trace/cupti_trace.c
+	@mkdir -p test/bin/gpu
+	$(CC) -O2 -Wall -shared -fPIC -I$(dir $(CUPTI_H)) -o $@ $< \
+		-L$(dir $(CUPTI_SO)) -Wl,-rpath,'$$ORIGIN':$(dir $(CUPTI_SO)) -lcupti
+
 .PHONY: gpu-build gpu-check gpu-bench
 ifeq ($(USE_CUDA),1)
-gpu-build: $(GPU_BINS)
+gpu-build: $(GPU_BINS) $(GPU_TRACE)
 else
 gpu-build:
 	@echo "gpu-build: this build has no CUDA (make config says why)"; exit 1

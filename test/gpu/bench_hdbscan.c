@@ -39,6 +39,17 @@
  *                            with GPUCLUST_HB_TRACE=1: each round's
  *                            components, time, nodes opened and distances
  *                            on stderr
+ *   bench_hdbscan --ratio    case B (1M x 2): a warm-up of each, then 5
+ *                            GPU and 5 CPU calls in turn, the medians and
+ *                            their ratio (one CPU call swings by 10-20%
+ *                            from run to run on a shared host)
+ *   bench_hdbscan --profile  the GPU alone on case B (1M x 2): a warm-up
+ *                            and 3 calls with the pool as the test
+ *                            binaries leave it (released at each sync),
+ *                            then as the GPU worker keeps it
+ *                            (gc_cuda_keep_memory), each call's time and
+ *                            phases; run under trace/cupti_trace.c for
+ *                            the timeline
  * BENCH_HD_SCALE (default 1) multiplies every n; BENCH_HD_NO_CPU=1: the
  * GPU's alone.  Exit status 1 when a GPU call failed or differs.
  */
@@ -391,6 +402,89 @@ bench_trace(bench *b)
 	}
 }
 
+/* One --profile call: its time and phases. */
+static void
+profile_call(bench *b, hd_case *c, const char *what)
+{
+	gc_hdbscan_gpu_phases ph;
+	gc_status	st;
+	double		ms = gc_now_ms();
+
+	if (hd_call(b, c, true, &st) != GC_OK)
+	{
+		printf("profile: GPU failed: %s\n", st.message);
+		b->bad = true;
+		return;
+	}
+	ms = gc_now_ms() - ms;
+	gc_hdbscan_gpu_last_phases(&ph);
+	printf("  %s: %.2f ms; phases %.2f: upload %.2f, index %.2f, core %.2f, Borůvka %.2f, "
+		   "sort %.2f, linkage %.2f, labels %.2f, download %.2f\n", what, ms, ph.ms_total,
+		   ph.ms_upload, ph.ms_index, ph.ms_core, ph.ms_mst, ph.ms_sort, ph.ms_linkage,
+		   ph.ms_labels, ph.ms_download);
+	fflush(stdout);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	const double x = *(const double *) a,
+				y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* --ratio: case B, 5 GPU and 5 CPU calls in turn, the medians. */
+static void
+bench_ratio(bench *b)
+{
+	hd_case		c = case_make("B 1M 2-d", (int64_t) (1000000 * b->scale), 2, 15, false, 101);
+	double		g[5],
+				p[5];
+	gc_status	st;
+
+	if (hd_call(b, &c, true, &st) != GC_OK || hd_call(b, &c, false, &st) != GC_OK)
+	{
+		printf("ratio: a call failed: %s\n", st.message);
+		b->bad = true;
+		case_free(&c);
+		return;
+	}
+	for (int r = 0; r < 5; r++)
+	{
+		g[r] = gc_now_ms();
+		if (hd_call(b, &c, true, &st) != GC_OK)
+			b->bad = true;
+		g[r] = gc_now_ms() - g[r];
+		p[r] = gc_now_ms();
+		if (hd_call(b, &c, false, &st) != GC_OK)
+			b->bad = true;
+		p[r] = gc_now_ms() - p[r];
+		printf("  GPU %.1f ms, CPU %.1f ms\n", g[r], p[r]);
+	}
+	qsort(g, 5, sizeof(double), cmp_double);
+	qsort(p, 5, sizeof(double), cmp_double);
+	printf("ratio %lld x 2: GPU median %.1f ms (%.1f-%.1f), CPU median %.1f ms (%.1f-%.1f): "
+		   "%.1fx\n", (long long) c.n, g[2], g[0], g[4], p[2], p[0], p[4], p[2] / g[2]);
+	case_free(&c);
+}
+
+/* --profile: case B on the GPU, the pool released, then kept. */
+static void
+bench_profile(bench *b, const gc_cuda_device_info *info)
+{
+	hd_case		c = case_make("B 1M 2-d", (int64_t) (1000000 * b->scale), 2, 15, false, 101);
+
+	printf("profile %lld x 2, the pool released at each sync:\n", (long long) c.n);
+	for (int r = 0; r < 4; r++)
+		profile_call(b, &c, r == 0 ? "warm-up" : "call");
+	gc_cuda_keep_memory(info->total_mem);
+	printf("the pool kept (gc_cuda_keep_memory):\n");
+	for (int r = 0; r < 4; r++)
+		profile_call(b, &c, r == 0 ? "warm-up" : "call");
+	case_free(&c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -398,7 +492,9 @@ main(int argc, char **argv)
 		.cpu_s = (int) env_double("BENCH_HD_CPU_S", 40),
 		.no_cpu = getenv("BENCH_HD_NO_CPU") != NULL && atoi(getenv("BENCH_HD_NO_CPU")) != 0,
 	.ctx = {.n_threads = 0, .cancel_flags = {&cancel_flag, NULL}}};
-	const bool	trace = argc > 1 && strcmp(argv[1], "--trace") == 0;
+	const bool	trace = argc > 1 && strcmp(argv[1], "--trace") == 0,
+				profile = argc > 1 && strcmp(argv[1], "--profile") == 0,
+				ratio = argc > 1 && strcmp(argv[1], "--ratio") == 0;
 	gc_cuda_device_info info;
 	struct sigaction sa;
 	double		t0 = gc_now_ms();
@@ -423,6 +519,16 @@ main(int argc, char **argv)
 	if (trace)
 	{
 		bench_trace(&b);
+		return b.bad ? 1 : 0;
+	}
+	if (profile)
+	{
+		bench_profile(&b, &info);
+		return b.bad ? 1 : 0;
+	}
+	if (ratio)
+	{
+		bench_ratio(&b);
 		return b.bad ? 1 : 0;
 	}
 
