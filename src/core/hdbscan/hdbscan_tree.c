@@ -84,8 +84,9 @@
  *    (gc_hdbscan_row), each cluster's lowest row on the team, and the flat
  *    numbers in the order of those rows (gc_hdbscan_flat).  The GPU's run
  *    (cuda/hdbscan/hdbscan_condense.cu) condenses the tree and labels the
- *    rows itself with the same definitions, the selection and the flat
- *    numbers made here.
+ *    rows itself with the same definitions, the selection made here; it
+ *    numbers the clusters on the device in the same order (by lowest row,
+ *    then cluster).
  */
 #include <math.h>
 #include <stdlib.h>
