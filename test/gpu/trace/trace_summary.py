@@ -68,6 +68,17 @@ def busy(iv):
     return total
 
 
+def by_name(what, recs, most):
+    """The most records' names by their total time, with their counts."""
+    per = defaultdict(lambda: [0, 0])
+    for s, e, n in recs:
+        per[n][0] += 1
+        per[n][1] += e - s
+    print("\n%s by total time:" % what)
+    for n, (c, t) in sorted(per.items(), key=lambda x: -x[1][1])[:most]:
+        print("  %8.3f ms %5d  %s" % (t / 1e6, c, n))
+
+
 def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under | head
     ap = argparse.ArgumentParser()
@@ -100,20 +111,8 @@ def main():
     b = busy(d) / 1e6
     print("call %d of %d: span %.2f ms, device busy %.2f ms (%.0f%%), %d device operations, "
           "%d runtime calls" % (k, len(starts), span, b, 100 * b / span, len(d), len(r)))
-    per = defaultdict(lambda: [0, 0])
-    for s, e, n in d:
-        per[n][0] += 1
-        per[n][1] += e - s
-    print("\ndevice operations by total time:")
-    for n, (c, t) in sorted(per.items(), key=lambda x: -x[1][1])[:40]:
-        print("  %8.3f ms %5d  %s" % (t / 1e6, c, n))
-    rp = defaultdict(lambda: [0, 0])
-    for s, e, n in r:
-        rp[n][0] += 1
-        rp[n][1] += e - s
-    print("\nruntime calls by total time:")
-    for n, (c, t) in sorted(rp.items(), key=lambda x: -x[1][1])[:20]:
-        print("  %8.3f ms %5d  %s" % (t / 1e6, c, n))
+    by_name("device operations", d, 40)
+    by_name("runtime calls", r, 20)
     print("\ndevice idle gaps of %g us or more (offset from the call's start):" % a.gaps)
     prev_end, prev_name, idle = lo, "(start)", 0
     for s, e, n in d:
