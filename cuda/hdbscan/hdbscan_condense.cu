@@ -26,8 +26,9 @@
  *    bit for bit: a cluster's rows all leave from the carrying nodes of
  *    one path, which the pass meets top down; those nodes sorted by
  *    (cluster, decreasing index) (CUB radix sort) put each cluster's in
- *    that order, one warp a cluster streams them through shared memory and
- *    one lane adds their terms in order, as hd_carry does: a split adds
+ *    that order, one warp a cluster, each lane turning a node into its
+ *    terms and the warp adding them in order (handed round by shuffles),
+ *    as hd_carry does: a split adds
  *    (lambda - birth) times each side's rows, a side that falls adds
  *    (lambda - birth) once for each of its rows, left side first; the
  *    largest lambda of those nodes is the cluster's death.
@@ -599,45 +600,6 @@ hb_condense_dev(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 		D.drop(a);
 	out->n = nclu;
 	out->block = block;
-	return GC_OK;
-}
-
-gc_code
-hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
-			const gc_linkage_node *node, const unsigned *par,
-			const uint8_t *side, gc_hdbscan_place *leave,
-			gc_hdbscan_clusters *cl, double **death, gc_status *st)
-{
-	hb_clusters_dev B;
-	hc_clusters C;
-	size_t		k;
-	gc_code		rc;
-
-	if ((rc = hb_condense_dev(D, ctx, n, mcs, node, par, side, leave, &B, st)) != GC_OK)
-		return rc;
-	C = hc_carve(B.block, B.n);
-	k = (size_t) B.n;
-
-	/* the clusters to the host: arrays of their own (gc_hdbscan_clusters_free) */
-	cl->n = B.n;
-	cl->parent = (int64_t *) malloc(sizeof(int64_t) * k);
-	cl->child = (int64_t *) malloc(sizeof(int64_t) * k);
-	cl->birth = (double *) malloc(sizeof(double) * k);
-	cl->stab = (double *) malloc(sizeof(double) * k);
-	cl->death = (double *) malloc(sizeof(double) * k);
-	if (cl->parent == NULL || cl->child == NULL || cl->birth == NULL ||
-		cl->stab == NULL || cl->death == NULL)
-		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
-	HB_CK(cudaMemcpyAsync(cl->parent, C.parent, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaMemcpyAsync(cl->child, C.child, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaMemcpyAsync(cl->birth, C.birth, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaMemcpyAsync(cl->stab, C.stab, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaMemcpyAsync(cl->death, C.death, 8 * k, cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaStreamSynchronize(D.s));
-	if (death != nullptr)
-		*death = C.death;
-	else
-		D.drop(B.block);
 	return GC_OK;
 }
 

@@ -247,7 +247,6 @@ hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
 	const int	dq = hb_dq(T.d);
 	int64_t		B;
 	double	   *H;
-	gc_code		rc;
 
 	if (k < 1 || k > n)
 		return gc_fail(st, GC_EINVAL, "min_samples must be between 1 and %lld, got %lld",

@@ -277,9 +277,10 @@ hb_dq(int d)
 
 /*
  * Phase 1 (hdbscan_core.cu): core[p] for every position p of T, the
- * distance to its k-th nearest row (itself counted), in double.  Batches
- * of queries, the cancel flags polled while each runs: a cancel stops
- * the walks.
+ * distance to its k-th nearest row (itself counted), in double, queued on
+ * D's stream and not waited for (min_samples 1: every core distance 0,
+ * waited for): the next wait polls the cancel flags while the walks run,
+ * and a cancel stops them.
  */
 gc_code		hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
 					gc_metric metric, double *core, gc_status *st);
@@ -339,16 +340,6 @@ gc_code		hb_condense_dev(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 							const uint8_t *side, gc_hdbscan_place *leave,
 							hb_clusters_dev *out, gc_status *st);
 
-/*
- * hb_condense_dev with the clusters into cl (host arrays malloc'ed here:
- * gc_hdbscan_clusters_free); with death (else NULL), the clusters' deaths
- * kept on the device.
- */
-gc_code		hb_condense(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
-						const gc_linkage_node *node, const unsigned *par,
-						const uint8_t *side, gc_hdbscan_place *leave,
-						gc_hdbscan_clusters *cl, double **death,
-						gc_status *st);
 
 /*
  * The clusters C (hb_condense_dev's) down, the flat selection of p on
@@ -361,7 +352,7 @@ gc_code		hb_label(gc_dev &D, const gc_ctx *ctx, int n,
 					 const gc_hdbscan_place *leave, const hb_clusters_dev &C,
 					 gc_hdbscan_result *res, gc_status *st);
 
-/* The bytes hb_condense and hb_label allocate (an upper bound). */
+/* The bytes hb_condense_dev and hb_label allocate (an upper bound). */
 size_t		hb_condense_bytes(int64_t n, int64_t mcs);
 
 #pragma GCC visibility pop

@@ -82,6 +82,30 @@ k_hk_parents(int n, const gc_linkage_node *node, unsigned *par, uint8_t *side)
 		par[n + i] = 0xffffffffu;
 }
 
+/*
+ * The condensed tree's clusters from the device's block into cl (host
+ * arrays of their own, as gc_hdbscan_condense gives them:
+ * gc_hdbscan_clusters_free).
+ */
+static gc_code
+clusters_down(gc_dev &D, const hb_clusters_dev &B, gc_hdbscan_clusters *cl,
+			  gc_status *st)
+{
+	const size_t bytes = sizeof(int64_t) * (size_t) B.n;
+	void	  **arr[5] = {(void **) &cl->parent, (void **) &cl->child,
+		(void **) &cl->birth, (void **) &cl->stab, (void **) &cl->death};
+
+	cl->n = B.n;
+	for (int a = 0; a < 5; a++)
+		if ((*arr[a] = malloc(bytes)) == NULL)
+			return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
+	for (int a = 0; a < 5; a++)
+		HB_CK(cudaMemcpyAsync(*arr[a], B.block + a * B.n, bytes, cudaMemcpyDeviceToHost,
+							  D.s));
+	HB_CK(cudaStreamSynchronize(D.s));
+	return GC_OK;
+}
+
 static gc_code
 condense_of(gc_dev &D, const gc_linkage_node *nodes, int n, int64_t mcs,
 			gc_hdbscan_clusters *out, gc_hdbscan_place *leave, gc_status *st)
@@ -102,7 +126,10 @@ condense_of(gc_dev &D, const gc_linkage_node *nodes, int n, int64_t mcs,
 						  cudaMemcpyHostToDevice, D.s));
 	HB_CK(gc_launch(k_hk_parents, m, HB_THREADS, HB_THREADS, D.s, n,
 					(const gc_linkage_node *) node, par, side));
-	if ((rc = hb_condense(D, nullptr, n, mcs, node, par, side, lv, out, nullptr, st)) != GC_OK)
+	hb_clusters_dev B;
+
+	if ((rc = hb_condense_dev(D, nullptr, n, mcs, node, par, side, lv, &B, st)) != GC_OK ||
+		(rc = clusters_down(D, B, out, st)) != GC_OK)
 		return rc;
 	HB_CK(cudaMemcpyAsync(leave, lv, sizeof(gc_hdbscan_place) * (size_t) n,
 						  cudaMemcpyDeviceToHost, D.s));
