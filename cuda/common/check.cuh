@@ -95,14 +95,23 @@ cudaError_t gc_event_wait(cudaEvent_t ev);
  */
 const int  *gc_stop_one(void);
 
+/*
+ * A slot of GC_PIN_WORDS pinned 64-bit words for one call, allocated with
+ * the pinned 1 (stop.cu); NULL when none is free or none could be pinned.
+ * gc_pin_release gives it back once nothing copies into it.
+ */
+#define GC_PIN_WORDS 8
+uint64_t   *gc_pin_claim(void);
+void		gc_pin_release(uint64_t *w);
+
 #pragma GCC visibility pop
 
 /*
  * The device resources of one call, released on every path out of it
  * (release(), or the destructor after an error): the stream, each
- * allocation, the CUB scratch, the stop flag.  Time spent allocating is
- * added to *ms_alloc when the call sets it.  drop() releases one
- * allocation early.
+ * allocation, the CUB scratch, the stop flag, the pinned words.  Time
+ * spent allocating is added to *ms_alloc when the call sets it.  drop()
+ * releases one allocation early.
  */
 struct gc_dev
 {
@@ -114,6 +123,8 @@ struct gc_dev
 	double	   *ms_alloc = nullptr;
 	gc_stop		stop;			/* the stop flag, once asked for */
 	bool		stop_none = false;	/* none could be had */
+	uint64_t   *pin = nullptr;	/* the call's pinned words, once asked for */
+	bool		pin_asked = false;
 
 	~gc_dev()
 	{
@@ -130,6 +141,9 @@ struct gc_dev
 			cudaStreamDestroy(stop.s);
 		}
 		stop = gc_stop();
+		gc_pin_release(pin);
+		pin = nullptr;
+		pin_asked = false;
 		for (void *p : allocs)
 			gc_dfree(p, s);
 		allocs.clear();
@@ -165,6 +179,21 @@ struct gc_dev
 			}
 		}
 		return stop.flag;
+	}
+
+	/*
+	 * The call's GC_PIN_WORDS pinned words (gc_pin_claim), claimed at the
+	 * first ask: ask before the call's first launch, since the process's
+	 * first ask pins memory, which waits for the device.  NULL when none.
+	 */
+	uint64_t   *pinned()
+	{
+		if (!pin_asked)
+		{
+			pin_asked = true;
+			pin = gc_pin_claim();
+		}
+		return pin;
 	}
 
 	template <typename T>
