@@ -64,13 +64,25 @@ gc_code
 hb_read_counts(gc_dev &D, const gc_ctx *ctx, const unsigned *dev, unsigned *host,
 			   int count, int err, const char *what, gc_status *st)
 {
+	const size_t bytes = sizeof(unsigned) * (size_t) count;
+	uint64_t   *pin = D.pinned();
 	gc_code		rc;
 
-	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
-		return rc;
-	HB_CK(cudaMemcpyAsync(host, dev, sizeof(unsigned) * (size_t) count, cudaMemcpyDeviceToHost,
-						  D.s));
-	HB_CK(cudaStreamSynchronize(D.s));
+	if (pin != nullptr && bytes <= sizeof(uint64_t) * GC_PIN_WORDS)
+	{
+		/* queued behind the phase: there when the one wait ends */
+		HB_CK(cudaMemcpyAsync(pin, dev, bytes, cudaMemcpyDeviceToHost, D.s));
+		if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+			return rc;
+		memcpy(host, pin, bytes);
+	}
+	else
+	{
+		if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
+			return rc;
+		HB_CK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, D.s));
+		HB_CK(cudaStreamSynchronize(D.s));
+	}
 	if (host[err] != 0)
 		return gc_fail(st, GC_EDEVICE, "%s: internal error in %s (code %u)", HB_WHO, what,
 					   host[err]);
@@ -223,6 +235,7 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 {
 	hb_events	E;
 	gc_kdtree	T;
+	hb_seeds	Sd;
 	float	   *Xd;
 	double	   *cp,
 			   *cr;
@@ -237,7 +250,8 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 	double		t0 = gc_now_ms();
 	gc_code		rc;
 
-	/* the rows up */
+	/* the rows up; the pinned words first (see gc_dev::pinned) */
+	(void) D.pinned();
 	D.host_threads = gc_team_adapt(ctx);
 	gc_report(ctx, GC_PHASE_UPLOAD, 0, 0, 0, n, NAN);
 	HB_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
@@ -266,14 +280,14 @@ hb_run(gc_dev &D, const gc_ctx *ctx, const float *R, int n, int d,
 	HB_CK(cudaEventCreate(&E.a));
 	HB_CK(cudaEventCreate(&E.b));
 	HB_CK(cudaEventRecord(E.a, D.s));
-	if ((rc = hb_core(D, ctx, T, min_samples, metric, cp, st)) != GC_OK)
+	if ((rc = hb_core(D, ctx, T, min_samples, metric, cp, &Sd, st)) != GC_OK)
 		return rc;
 	HB_CK(cudaEventRecord(E.b, D.s));
 
 	/* phase 2: the edges */
 	HB_ALLOC(ew, m);
 	HB_ALLOC(eab, m);
-	if ((rc = hb_boruvka(D, ctx, T, cp, alpha, metric, ew, eab, &hb_phases.rounds,
+	if ((rc = hb_boruvka(D, ctx, T, cp, Sd, alpha, metric, ew, eab, &hb_phases.rounds,
 						 st)) != GC_OK)
 		return rc;
 	{
@@ -405,7 +419,7 @@ gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 	 * 16); the core distances 8
 	 * and in row order 8; Borůvka's arrays (hb_boruvka_bytes); the edges
 	 * 16, the sort's other buffers 16 and the edges out 24.  Plus a
-	 * batch's heaps.  The single-linkage tree runs after the tree, the
+	 * batch's heaps, or the seeds.  The single-linkage tree runs after the tree, the
 	 * core distances and the sort's other buffers are released: the
 	 * sorted edges, the nodes out and its own (hb_linkage_bytes).  The
 	 * larger of the two, and room for the allocator's rounding of some 60
@@ -419,7 +433,7 @@ gc_hdbscan_gpu_mem_bytes(int64_t n, int d, int64_t min_samples)
 
 	if (n < 1)
 		return 0;
-	phases = (size_t) n * per + hb_boruvka_bytes(n, d) + hb_core_heap_bytes(n, min_samples);
+	phases = (size_t) n * per + hb_boruvka_bytes(n, d) + hb_core_bytes(n, min_samples);
 	/*
 	 * phase 3's: the single-linkage tree's (the sorted edges 16 and the
 	 * nodes out 24), then the condensed tree's (the nodes, their parents

@@ -6,26 +6,32 @@
  * for bit gc_hdbscan_mst_edges_cpu's edges.
  *
  * Components are named by a position of theirs, the root: label[p] for
- * every position.  A round:
+ * every position.  Before the first round each row's best is its least
+ * edge to its nearest rows, from the core distances' search (k_hb_from_knn,
+ * hb_seeds), and exact when that edge weighs the row's core distance and
+ * the list holds every row within it; such a row does not search in
+ * round 1.  A round:
  *   1. seeds (k_hb_seed): a row whose last edge still leaves its component
  *      keeps it, and when that edge was its exact least it does not search
  *      again (its component only grew); each component's bound cw[c] starts
  *      at the least of those edges and of the edges between neighbouring
  *      positions of different components.  Every value cw[c] ever holds is
  *      the weight of an edge leaving c.
- *   2. search (k_hb_search): each other row walks the tree for its least
- *      edge to another component in (w, a, b) order, a warp for 32
- *      consecutive positions with one stack, uniform across its lanes.  A
- *      lane skips a node whose rows all lie in its component (the node's
- *      label), and one whose lower bound max(core_i, the node's least core,
- *      the box's distance / alpha) exceeds min(its best w, cw[c]), or
- *      equals its best w while the node's least row makes every pair of it
- *      order after its best; a row inside a node of its component's alone
- *      whose faces are all farther than that opens none (hb_inside).  It
- *      publishes its best into cw[c]
- *      (atomicMin on the bits: non-negative doubles order as their bits).
- *      Nothing skipped holds an edge of weight at most c's least, so the
- *      row that holds c's least edge finds it exactly.
+ *   2. search: a row that searches but lies inside a node of its
+ *      component's alone whose box's faces all lie beyond its bound opens
+ *      nothing (hb_inside; k_hb_go settles such rows first), and the
+ *      others, listed in position order (CUB's select), walk the tree
+ *      (k_hb_search) for their least edge to another component in
+ *      (w, a, b) order, a warp for 32 consecutive rows of the list with
+ *      one stack, uniform across its lanes.  A lane skips a node whose
+ *      rows all lie in its component (the node's label), and one whose
+ *      lower bound max(core_i, the node's least core, the box's distance /
+ *      alpha) exceeds min(its best w, cw[c]), or equals its best w while
+ *      the node's least row makes every pair of it order after its best.
+ *      It publishes its best into cw[c] (atomicMin on the bits:
+ *      non-negative doubles order as their bits).  Nothing skipped holds
+ *      an edge of weight at most c's least, so the row that holds c's
+ *      least edge finds it exactly.
  *   3. pick (k_hb_pick): among the rows whose best weighs cw[c], the least
  *      pair, cab[c] (atomicMin on a << 32 | b).
  *   4. hook (k_hb_hook): each component hangs under the component at the
@@ -49,10 +55,13 @@
  * A round that adds no edge, an edge count past n - 1 or a component
  * without an edge is an internal error (GC_EDEVICE), never a hang.
  *
- * Memory: 46 bytes a row and 16 a node, besides the tree, the core
+ * Memory: 50 bytes a row and 16 a node, besides the tree, the core
  * distances and the edges.
  */
 #include <math.h>
+
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include "hdbscan_gpu.cuh"
 
@@ -85,6 +94,8 @@ struct hb_mst
 	int		   *bo;				/* and other end (position), or -1 */
 	uint8_t    *exact;			/* n: the best is the row's least edge out */
 	uint8_t    *go;				/* n: the row searches this round */
+	int		   *list;			/* the positions that search, in order */
+	const int  *nlist;			/* and their count (device) */
 	unsigned long long *cw;		/* by root: the bound, then the least weight */
 	unsigned long long *cab;	/* by root: the least pair of that weight */
 	int		   *parent;			/* by root: the component it hangs under */
@@ -223,6 +234,58 @@ k_hb_init(hb_mst S)
 	S.exact[p] = 0;
 }
 
+/*
+ * Round 1's seeds (hb_seeds): each row's least edge to the rows of its
+ * list, and whether it is exact, the row's least edge of all.  Every edge
+ * of row p weighs at least core_p; one that weighs core_p joins it to a
+ * row within core_p * alpha, so for alpha <= 1 within core_p, all of them
+ * in the list when it is tight.  So an edge of the list that weighs
+ * core_p, the least pair of them, is p's least.  Distances as the
+ * search's (gc_dist2_f64 is hb_query::dist2).
+ */
+__global__ void
+k_hb_from_knn(hb_mst S, const int *__restrict__ nbr, const uint8_t *__restrict__ tight,
+			  int k1)
+{
+	const int	p = blockIdx.x * blockDim.x + threadIdx.x;
+	const int	n = S.T.n,
+				d = S.T.d;
+
+	if (p >= n)
+		return;
+	const double ci = S.core[p];
+	const int	ri = S.T.perm[p];
+	const float *xp = S.T.Xs + (int64_t) p * d;
+	double		bw = INFINITY;
+	unsigned long long bab = HB_NO_PAIR;
+	int			bo = -1;
+
+	for (int j = 0; j < k1; j++)
+	{
+		const int	s = nbr[(int64_t) j * n + p];
+
+		if (s < 0 || s == p)
+			continue;
+
+		const double w = hb_weight(S.metric, S.alpha, ci, S.core[s],
+								   gc_dist2_f64(xp, S.T.Xs + (int64_t) s * d, d));
+		const unsigned long long ab = hb_pair(ri, S.T.perm[s]);
+
+		if (w < bw || (w == bw && ab < bab))
+		{
+			bw = w;
+			bab = ab;
+			bo = s;
+		}
+	}
+	if (bo < 0)
+		return;
+	S.bw[p] = hb_bits(bw);
+	S.bab[p] = bab;
+	S.bo[p] = bo;
+	S.exact[p] = tight[p] && S.alpha <= 1.0 && bw == ci;
+}
+
 /* Each root's bound and pair cleared, and its parent itself. */
 __global__ void
 k_hb_reset(hb_mst S)
@@ -346,28 +409,57 @@ hb_inside(const hb_mst &S, const hb_query<DQ> &q, int p, int c, double ci,
 }
 
 /*
- * Step 2: the least edge to another component of each position of
- * p0 .. p0 + cnt - 1 that searches this round, from its seed; a warp that
- * sees the stop flag raised leaves, writing none of its rows' bests.
+ * Step 2a: which rows search.  A row that searches (go) but lies inside a
+ * node of its component's alone, beyond the bound min(its best, cw[c]) as
+ * seeding left it, would open nothing (hb_inside): its exact flag is set
+ * here and it does not search.  The bound only falls during the search,
+ * so such a row would find it inside there too.
+ */
+template <int DQ>
+__global__ void
+k_hb_go(hb_mst S)
+{
+	const int	p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p >= S.T.n || !S.go[p])
+		return;
+
+	const int	c = S.label[p];
+	const hb_query<DQ> q(S.T.Xs + (int64_t) p * S.T.d, S.T.d);
+	const double bw = hb_dbl(S.bw[p]),
+				cw = hb_load_cw(S, c);
+	bool		exact = true;
+
+	if (hb_inside(S, q, p, c, S.core[p], bw < cw ? bw : cw, bw, &exact))
+	{
+		S.exact[p] = exact;
+		S.go[p] = 0;
+	}
+}
+
+/*
+ * Step 2b: the least edge to another component of each row of list[i0 ..
+ * i0 + cnt - 1] (those past the list's count: none), from its seed; the
+ * list keeps the positions' order, so a warp's rows lie near each other.
+ * A warp that sees the stop flag raised leaves, writing none of its rows'
+ * bests.
  */
 template <int DQ>
 __global__ void __launch_bounds__(HB_T)
-k_hb_search(hb_mst S, int p0, int cnt)
+k_hb_search(hb_mst S, int i0, int cnt)
 {
 	const unsigned FULL = 0xffffffffu;
 	const int	t = blockIdx.x * HB_T + threadIdx.x;
 	const int	d = S.T.d;
 	const int64_t first_leaf = S.T.nleaf - 1;
+	const int	rest = *S.nlist - i0,
+				lim = cnt < rest ? cnt : rest;
 
-	if ((t & ~31) >= cnt)
+	if ((t & ~31) >= lim)
 		return;					/* the whole warp is past the batch */
 
-	const int	p = p0 + (t < cnt ? t : 0);
-	const bool	active = t < cnt && S.go[p];
-
-	if (!__any_sync(FULL, active))
-		return;
-
+	const int	p = S.list[i0 + (t < lim ? t : 0)];
+	const bool	active = t < lim;
 	const int	c = S.label[p],
 				ri = S.T.perm[p];
 	const double ci = S.core[p];
@@ -600,32 +692,51 @@ k_hb_check_one(hb_mst S)
 /* the rounds                                                          */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Steps 2a and 2b: the rows that search into S.list (in order: CUB's
+ * select over the go flags), then their searches, HB_SEARCH_ROWS of the
+ * list a launch (n in all: those past its count leave at once).
+ */
 template <int DQ>
-static cudaError_t
-hb_search_launch(const hb_mst &S, int p0, int cnt, cudaStream_t s)
+static gc_code
+hb_search(gc_dev &D, const hb_mst &S, int *nlist, gc_status *st)
 {
-	return gc_launch(k_hb_search<DQ>, cnt, HB_T, HB_T, s, S, p0, cnt);
+	const int	n = S.T.n;
+	size_t		bytes = D.cub_bytes;
+
+	HB_CK(gc_launch(k_hb_go<DQ>, n, HB_THREADS, HB_THREADS, D.s, S));
+	HB_CK(cub::DeviceSelect::Flagged(D.cub_tmp, bytes, thrust::counting_iterator<int>(0),
+									 S.go, S.list, nlist, n, D.s));
+	for (int64_t i0 = 0; i0 < n; i0 += HB_SEARCH_ROWS)
+	{
+		const int	cnt = (int) (n - i0 < HB_SEARCH_ROWS ? n - i0 : HB_SEARCH_ROWS);
+
+		HB_CK(gc_launch(k_hb_search<DQ>, cnt, HB_T, HB_T, D.s, S, (int) i0, cnt));
+	}
+	return GC_OK;
 }
 
 size_t
 hb_boruvka_bytes(int64_t n, int d)
 {
 	/*
-	 * label, bo, parent 4 each; bw, bab, cw, cab 8 each; exact, go 1 each:
-	 * 46 a row; per node ncore 8, nrow and nlab 4 (nodes < 2 n / leaf)
+	 * label, bo, parent, list 4 each; bw, bab, cw, cab 8 each; exact, go 1
+	 * each: 50 a row; per node ncore 8, nrow and nlab 4 (nodes < 2 n /
+	 * leaf)
 	 */
-	return (size_t) n * 46 + (size_t) (2 * n / hb_leaf(d) + 2) * 16 + 64;
+	return (size_t) n * 50 + (size_t) (2 * n / hb_leaf(d) + 2) * 16 + 64;
 }
 
 gc_code
 hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
-		   const double *core, double alpha, gc_metric metric,
+		   const double *core, const hb_seeds &Sd, double alpha, gc_metric metric,
 		   unsigned long long *ew, unsigned long long *eab, int *rounds,
 		   gc_status *st)
 {
 	const int	n = T.n;
 	const int	dq = hb_dq(T.d);
 	hb_mst		S;
+	int		   *nlist;
 	unsigned	info[2] = {0, 0};
 	int64_t		edges = 0;
 	gc_code		rc;
@@ -653,6 +764,16 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 	HB_ALLOC(S.cw, n);
 	HB_ALLOC(S.cab, n);
 	HB_ALLOC(S.parent, n);
+	HB_ALLOC(S.list, n);
+	HB_ALLOC(nlist, 1);
+	S.nlist = nlist;
+	{
+		size_t		bytes = 0;
+
+		HB_CK(cub::DeviceSelect::Flagged(nullptr, bytes, thrust::counting_iterator<int>(0),
+										 S.go, S.list, nlist, n, D.s));
+		HB_CK(D.scratch(bytes));
+	}
 	HB_ALLOC(S.info, 2);
 	HB_CK(cudaMemsetAsync(S.info, 0, 2 * sizeof(unsigned), D.s));
 	if (hb_tracing())
@@ -666,6 +787,13 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 	for (int l = T.depth - 1; l >= 0; l--)
 		HB_CK(gc_launch(k_hb_nodes_up, (int64_t) 1 << l, HB_THREADS, HB_THREADS, D.s, S, l));
 	HB_CK(gc_launch(k_hb_init, n, HB_THREADS, HB_THREADS, D.s, S));
+	if (Sd.nbr != nullptr)
+	{
+		HB_CK(gc_launch(k_hb_from_knn, n, HB_THREADS, HB_THREADS, D.s, S,
+						(const int *) Sd.nbr, (const uint8_t *) Sd.tight, Sd.k1));
+		D.drop(Sd.nbr);
+		D.drop(Sd.tight);
+	}
 	if ((rc = hb_node_labels(D, S, st)) != GC_OK)
 		return rc;
 
@@ -682,19 +810,11 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 
 		HB_CK(gc_launch(k_hb_reset, n, HB_THREADS, HB_THREADS, D.s, S));
 		HB_CK(gc_launch(k_hb_seed, n, HB_THREADS, HB_THREADS, D.s, S));
-		for (int64_t p0 = 0; p0 < n; p0 += HB_SEARCH_ROWS)
-		{
-			const int	cnt = (int) (n - p0 < HB_SEARCH_ROWS ? n - p0 : HB_SEARCH_ROWS);
-
-			if (dq == 4)
-				HB_CK(hb_search_launch<4>(S, (int) p0, cnt, D.s));
-			else if (dq == 8)
-				HB_CK(hb_search_launch<8>(S, (int) p0, cnt, D.s));
-			else if (dq == 16)
-				HB_CK(hb_search_launch<16>(S, (int) p0, cnt, D.s));
-			else
-				HB_CK(hb_search_launch<0>(S, (int) p0, cnt, D.s));
-		}
+		rc = dq == 4 ? hb_search<4>(D, S, nlist, st) :
+			dq == 8 ? hb_search<8>(D, S, nlist, st) :
+			dq == 16 ? hb_search<16>(D, S, nlist, st) : hb_search<0>(D, S, nlist, st);
+		if (rc != GC_OK)
+			return rc;
 		HB_CK(gc_launch(k_hb_pick, n, HB_THREADS, HB_THREADS, D.s, S));
 		HB_CK(gc_launch(k_hb_hook, n, HB_THREADS, HB_THREADS, D.s, S));
 		while (((int64_t) 1 << (jumps - 1)) < comps)
@@ -712,11 +832,13 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 		if (hb_tracing())
 		{
 			unsigned long long stats[2];
+			int			searched;
 
 			HB_CK(cudaMemcpy(stats, S.stats, sizeof(stats), cudaMemcpyDeviceToHost));
-			hb_trace("round %d: %lld components -> %lld, %.2f ms, nodes opened %llu, distances %llu",
+			HB_CK(cudaMemcpy(&searched, nlist, sizeof(int), cudaMemcpyDeviceToHost));
+			hb_trace("round %d: %lld components -> %lld, %.2f ms, rows searched %d, nodes opened %llu, distances %llu",
 					 *rounds, (long long) comps, (long long) (n - edges),
-					 gc_now_ms() - t0, stats[0], stats[1]);
+					 gc_now_ms() - t0, searched, stats[0], stats[1]);
 			HB_CK(cudaMemsetAsync(S.stats, 0, sizeof(stats), D.s));
 		}
 	}
@@ -726,8 +848,8 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 	/* the sort reuses this memory */
 	for (void *a : {(void *) S.ncore, (void *) S.nrow, (void *) S.nlab, (void *) S.label,
 			(void *) S.bw, (void *) S.bab, (void *) S.bo, (void *) S.exact, (void *) S.go,
-			(void *) S.cw, (void *) S.cab, (void *) S.parent, (void *) S.info,
-			(void *) S.stats})
+			(void *) S.cw, (void *) S.cab, (void *) S.parent, (void *) S.list,
+			(void *) nlist, (void *) S.info, (void *) S.stats})
 		if (a != nullptr)
 			D.drop(a);
 	return GC_OK;

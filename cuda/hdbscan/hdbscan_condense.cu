@@ -84,7 +84,7 @@ struct hc_work
 	int		   *nxt;			/* m: the jump up its chain */
 	unsigned   *fall;			/* n + m: the carrying node it leaves at */
 	gc_hdbscan_place *leave;	/* n */
-	unsigned   *cnt;			/* [0] carrying nodes, [1] errors */
+	unsigned   *cnt;			/* [0] carrying nodes, [1] errors, [2] splits */
 };
 
 /*
@@ -131,6 +131,8 @@ k_hc_kind(hc_work W)
 	W.sflag[W.m - 1 - i] = split;
 	if (carry)
 		atomicAdd(&W.cnt[0], 1u);
+	if (split)
+		atomicAdd(&W.cnt[2], 1u);
 }
 
 /* The split rank of node i: the splits above it in the pass's order. */
@@ -516,9 +518,8 @@ hb_condense_dev(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 	const int	m = n - 1;
 	hc_work		W;
 	hc_clusters C;
-	unsigned	cnt[2];
-	int			last[2],
-				nclu,
+	unsigned	cnt[3];
+	int			nclu,
 				ncarry;
 	int64_t    *block;
 	int		   *cstart;
@@ -542,8 +543,8 @@ hb_condense_dev(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 	HB_ALLOC(W.lab, m);
 	HB_ALLOC(W.nxt, m);
 	HB_ALLOC(W.fall, (int64_t) n + m);
-	HB_ALLOC(W.cnt, 2);
-	HB_CK(cudaMemsetAsync(W.cnt, 0, 2 * sizeof(unsigned), D.s));
+	HB_ALLOC(W.cnt, 3);
+	HB_CK(cudaMemsetAsync(W.cnt, 0, 3 * sizeof(unsigned), D.s));
 
 	/* the kinds, the splits' ranks, the count of clusters */
 	HB_CK(gc_launch(k_hc_kind, m, HB_THREADS, HB_THREADS, D.s, W));
@@ -551,11 +552,9 @@ hb_condense_dev(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 	HB_CK(D.scratch(bytes));
 	bytes = D.cub_bytes;
 	HB_CK(cub::DeviceScan::ExclusiveSum(D.cub_tmp, bytes, W.sflag, W.sidx, m, D.s));
-	HB_CK(cudaMemcpyAsync(&last[0], W.sflag + m - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
-	HB_CK(cudaMemcpyAsync(&last[1], W.sidx + m - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
-	if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 2, 1, "the condensed tree", st)) != GC_OK)
+	if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 3, 1, "the condensed tree", st)) != GC_OK)
 		return rc;
-	nclu = 1 + 2 * (last[0] + last[1]);
+	nclu = 1 + 2 * (int) cnt[2];
 	ncarry = (int) cnt[0];
 
 	/* the cluster of each carrying node, the place of each row */
@@ -592,7 +591,7 @@ hb_condense_dev(gc_dev &D, const gc_ctx *ctx, int n, int64_t mcs,
 	}
 	HB_CK(gc_launch(k_hc_stab, nclu, HC_WARPS, 32 * HC_WARPS, D.s, nclu, ncarry, mcs,
 					(const hc_rec *) rec, (const int *) cstart, C));
-	if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 2, 1, "the condensed tree", st)) != GC_OK)
+	if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 3, 1, "the condensed tree", st)) != GC_OK)
 		return rc;
 	for (void *a : {(void *) W.kind, (void *) W.sflag, (void *) W.sidx, (void *) W.lab,
 			(void *) W.nxt, (void *) W.fall, (void *) W.cnt, (void *) key, (void *) key2,

@@ -20,6 +20,12 @@
  * value, so the result is exact whatever the order of the walk.  Of two
  * children the one nearer to most lanes goes first.
  *
+ * For 2 <= k < HB_SEED_K1 the lists keep k + 1 distances with their
+ * positions (the core distance is then the second): each row's k + 1
+ * nearest positions go out as Borůvka's first seeds (hb_seeds), with
+ * whether the (k + 1)-th lies farther than the core distance, which
+ * makes the first k exactly the rows within it.
+ *
  * Memory: for k > HB_KREG the heaps of one batch of queries (8 k bytes a
  * query, at most HB_HEAP_BYTES a batch but one block's worth; the batches
  * run one after another on the stream, reusing them); for k <= HB_KREG one
@@ -43,13 +49,14 @@
 #define HB_KREG 32				/* k up to this: the k smallest in registers */
 
 /*
- * v into the list a, sorted downwards, that keeps the k smallest (v below
- * its first, the k-th smallest): the first leaves, the larger ones move up
- * one place, v takes its place among them (unrolled: a stays in registers).
+ * v (at position pos) into the list a, sorted downwards, that keeps the
+ * smallest (v below its first, the largest kept): the first leaves, the
+ * larger ones move up one place, v takes its place among them (unrolled:
+ * a stays in registers).  With NB the positions ix move alongside.
  */
-template <int KR>
+template <int KR, bool NB>
 __device__ __forceinline__ void
-hb_list_insert(double (&a)[KR], double v)
+hb_list_insert(double (&a)[KR], int (&ix)[NB ? KR : 1], double v, int pos)
 {
 	bool		placed = false;
 
@@ -61,10 +68,16 @@ hb_list_insert(double (&a)[KR], double v)
 		if (!placed)
 		{
 			if (nx > v)
+			{
 				a[j] = nx;
+				if constexpr (NB)
+					ix[j] = j + 1 < KR ? ix[j + 1] : -1;
+			}
 			else
 			{
 				a[j] = v;
+				if constexpr (NB)
+					ix[j] = pos;
 				placed = true;
 			}
 		}
@@ -72,36 +85,42 @@ hb_list_insert(double (&a)[KR], double v)
 }
 
 /*
- * The k smallest squared distances a query has seen: bound() is what a
- * node's box must be nearer than to be entered (+inf until k are kept),
- * add(v) keeps v when it is below it, kth() the k-th smallest at the end.
- * KR > 0: a sorted list of KR in registers (k <= KR; H and B unused);
- * KR == 0: a max-heap in global memory, query t's column of H (element e
- * at H[e B + t]), as max_heap.h keeps it.
+ * The smallest squared distances a query has seen, kk of them: bound() is
+ * what a node's box must be nearer than to be entered (+inf until kk are
+ * kept), add(v, pos) keeps v when it is below it, kth() the kk-th smallest
+ * at the end.  KR > 0: a sorted list of KR in registers (kk <= KR; H and B
+ * unused), with the positions when NB; KR == 0: a max-heap in global
+ * memory, query t's column of H (element e at H[e B + t]), as max_heap.h
+ * keeps it.
  */
-template <int KR>
+template <int KR, bool NB>
 struct hb_keep
 {
-	double		a[KR];			/* a[0]: the k-th smallest so far */
+	double		a[KR];			/* a[0]: the kk-th smallest so far */
+	int			ix[NB ? KR : 1];	/* NB: their positions, -1 none */
 
-	__device__ __forceinline__ hb_keep(double *H, int t, int64_t B, int64_t k)
+	__device__ __forceinline__ hb_keep(double *H, int t, int64_t B, int64_t kk)
 	{
 		(void) H, (void) t, (void) B;
 #pragma unroll
 		for (int j = 0; j < KR; j++)
-			a[j] = j < k ? INFINITY : -INFINITY;
+		{
+			a[j] = j < kk ? INFINITY : -INFINITY;
+			if constexpr (NB)
+				ix[j] = -1;
+		}
 	}
 	__device__ __forceinline__ double bound() const { return a[0]; }
-	__device__ __forceinline__ void add(double v)
+	__device__ __forceinline__ void add(double v, int pos)
 	{
 		if (v < a[0])
-			hb_list_insert<KR>(a, v);
+			hb_list_insert<KR, NB>(a, ix, v, pos);
 	}
 	__device__ __forceinline__ double kth() const { return a[0]; }
 };
 
 template <>
-struct hb_keep<0>
+struct hb_keep<0, false>
 {
 	double	   *h;
 	int64_t		B,
@@ -115,8 +134,9 @@ struct hb_keep<0>
 	{
 		return size < k ? INFINITY : top;
 	}
-	__device__ __forceinline__ void add(double v)
+	__device__ __forceinline__ void add(double v, int pos)
 	{
+		(void) pos;
 		if (size < k)
 		{
 			gc_heap_push_f64(h, B, &size, v);
@@ -134,14 +154,15 @@ struct hb_keep<0>
 
 /*
  * The core distances of positions p0 .. p0 + cnt - 1 into core (by
- * position), the k smallest kept by hb_keep<KR> (H and B: its heaps); a
- * warp that sees stop raised leaves, writing none of its rows.
+ * position), the smallest kept by hb_keep<KR, NB> (H and B: its heaps); a
+ * warp that sees stop raised leaves, writing none of its rows.  With NB
+ * it keeps k + 1 with their positions and writes them to Sd (hb_seeds).
  */
-template <int DQ, int KR>
+template <int DQ, int KR, bool NB>
 __global__ void __launch_bounds__(HB_T)
 k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
 		 int64_t B, double *__restrict__ H, double *__restrict__ core,
-		 const volatile int *stop)
+		 hb_seeds Sd, const volatile int *stop)
 {
 	const unsigned FULL = 0xffffffffu;
 	const int	t = blockIdx.x * HB_T + threadIdx.x;
@@ -156,7 +177,7 @@ k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
 		return;					/* the whole warp is past the batch */
 
 	const hb_query<DQ> q(T.Xs + (int64_t) pos * d, d);
-	hb_keep<KR> keep(H, t, B, k);
+	hb_keep<KR, NB> keep(H, t, B, NB ? k + 1 : k);
 
 	stack[sp++] = 0;
 	while (sp > 0)
@@ -178,7 +199,7 @@ k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
 			if (!need)
 				continue;
 			for (int s = b; s < e; s++)
-				keep.add(q.dist2(T.Xs + (int64_t) s * d));
+				keep.add(q.dist2(T.Xs + (int64_t) s * d), s);
 		}
 		else
 		{
@@ -191,7 +212,21 @@ k_hb_knn(gc_kdtree T, int64_t k, gc_metric metric, int p0, int cnt,
 			hb_push_children(stack, sp, l, r, l_near, need);
 		}
 	}
-	if (active)
+	if (!active)
+		return;
+	if constexpr (NB)
+	{
+		/* a[0] is the (k + 1)-th smallest, a[1] the k-th */
+		const double c = gc_hdbscan_dist(metric, keep.a[1]);
+
+		core[pos] = c;
+		Sd.tight[pos] = gc_hdbscan_dist(metric, keep.a[0]) > c;
+#pragma unroll
+		for (int j = 0; j < KR; j++)
+			if (j <= k)
+				Sd.nbr[(int64_t) j * T.n + pos] = keep.ix[j];
+	}
+	else
 		core[pos] = gc_hdbscan_dist(metric, keep.kth());
 }
 
@@ -210,8 +245,10 @@ hb_knn_batch(int64_t n, int64_t k)
 }
 
 size_t
-hb_core_heap_bytes(int64_t n, int64_t k)
+hb_core_bytes(int64_t n, int64_t k)
 {
+	if (k >= 2 && k + 1 <= HB_SEED_K1)
+		return (size_t) n * (size_t) (4 * (k + 1) + 1);
 	if (k <= HB_KREG)
 		return 0;
 	return (size_t) hb_knn_batch(n, k) * (size_t) k * sizeof(double);
@@ -219,34 +256,44 @@ hb_core_heap_bytes(int64_t n, int64_t k)
 
 /*
  * The batch's launch on D's stream, with its stop flag: registers for k <=
- * HB_KREG (H unused), else heaps.
+ * HB_KREG (H unused), with the seeds' positions when Sd has room for them
+ * (k + 1 <= HB_SEED_K1), else heaps.
  */
 template <int DQ>
 static cudaError_t
 hb_knn_launch(gc_dev &D, const gc_kdtree &T, int64_t k, gc_metric metric,
-			  int p0, int cnt, int64_t B, double *H, double *core)
+			  int p0, int cnt, int64_t B, double *H, double *core,
+			  const hb_seeds &Sd)
 {
 	const volatile int *stop = D.stop_flag();
 	const cudaStream_t s = D.s;
 
+	if (Sd.nbr != nullptr && k + 1 <= 8)
+		return gc_launch(k_hb_knn<DQ, 8, true>, cnt, HB_T, HB_T, s, T, k, metric,
+						 p0, cnt, B, H, core, Sd, stop);
+	if (Sd.nbr != nullptr)
+		return gc_launch(k_hb_knn<DQ, HB_SEED_K1, true>, cnt, HB_T, HB_T, s, T, k,
+						 metric, p0, cnt, B, H, core, Sd, stop);
 	if (k <= 16)
-		return gc_launch(k_hb_knn<DQ, 16>, cnt, HB_T, HB_T, s, T, k, metric,
-						 p0, cnt, B, H, core, stop);
+		return gc_launch(k_hb_knn<DQ, 16, false>, cnt, HB_T, HB_T, s, T, k, metric,
+						 p0, cnt, B, H, core, Sd, stop);
 	if (k <= HB_KREG)
-		return gc_launch(k_hb_knn<DQ, HB_KREG>, cnt, HB_T, HB_T, s, T, k, metric,
-						 p0, cnt, B, H, core, stop);
-	return gc_launch(k_hb_knn<DQ, 0>, cnt, HB_T, HB_T, s, T, k, metric, p0, cnt,
-					 B, H, core, stop);
+		return gc_launch(k_hb_knn<DQ, HB_KREG, false>, cnt, HB_T, HB_T, s, T, k,
+						 metric, p0, cnt, B, H, core, Sd, stop);
+	return gc_launch(k_hb_knn<DQ, 0, false>, cnt, HB_T, HB_T, s, T, k, metric, p0,
+					 cnt, B, H, core, Sd, stop);
 }
 
 gc_code
 hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
-		gc_metric metric, double *core, gc_status *st)
+		gc_metric metric, double *core, hb_seeds *Sd, gc_status *st)
 {
 	const int64_t n = T.n;
 	const int	dq = hb_dq(T.d);
 	int64_t		B;
 	double	   *H;
+
+	*Sd = hb_seeds();
 
 	if (k < 1 || k > n)
 		return gc_fail(st, GC_EINVAL, "min_samples must be between 1 and %lld, got %lld",
@@ -261,18 +308,24 @@ hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
 	H = nullptr;
 	if (k > HB_KREG)
 		HB_ALLOC(H, B * k);
+	if (k + 1 <= HB_SEED_K1)
+	{
+		Sd->k1 = (int) k + 1;
+		HB_ALLOC(Sd->nbr, n * Sd->k1);
+		HB_ALLOC(Sd->tight, n);
+	}
 	for (int64_t p0 = 0; p0 < n; p0 += B)
 	{
 		const int	cnt = (int) (n - p0 < B ? n - p0 : B);
 
 		if (dq == 4)
-			HB_CK(hb_knn_launch<4>(D, T, k, metric, (int) p0, cnt, B, H, core));
+			HB_CK(hb_knn_launch<4>(D, T, k, metric, (int) p0, cnt, B, H, core, *Sd));
 		else if (dq == 8)
-			HB_CK(hb_knn_launch<8>(D, T, k, metric, (int) p0, cnt, B, H, core));
+			HB_CK(hb_knn_launch<8>(D, T, k, metric, (int) p0, cnt, B, H, core, *Sd));
 		else if (dq == 16)
-			HB_CK(hb_knn_launch<16>(D, T, k, metric, (int) p0, cnt, B, H, core));
+			HB_CK(hb_knn_launch<16>(D, T, k, metric, (int) p0, cnt, B, H, core, *Sd));
 		else
-			HB_CK(hb_knn_launch<0>(D, T, k, metric, (int) p0, cnt, B, H, core));
+			HB_CK(hb_knn_launch<0>(D, T, k, metric, (int) p0, cnt, B, H, core, *Sd));
 	}
 	if (H != nullptr)
 		D.drop(H);

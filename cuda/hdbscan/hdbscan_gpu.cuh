@@ -276,17 +276,35 @@ hb_dq(int d)
 }
 
 /*
+ * Borůvka's first seeds, from the core distances' search: each position's
+ * k + 1 nearest positions (itself among them unless more than k + 1 rows
+ * share its point; -1 where fewer rows exist), element j of position p at
+ * nbr[j n + p], and tight[p]: whether every row outside them lies farther
+ * than p's core distance (the (k + 1)-th's distance exceeds the k-th's),
+ * so that the rows within it are all in the list.  Kept for 2 <= k <
+ * HB_SEED_K1 (nbr NULL otherwise); k1 = k + 1.
+ */
+#define HB_SEED_K1 16
+
+struct hb_seeds
+{
+	int		   *nbr = nullptr;
+	uint8_t    *tight = nullptr;
+	int			k1 = 0;
+};
+
+/*
  * Phase 1 (hdbscan_core.cu): core[p] for every position p of T, the
  * distance to its k-th nearest row (itself counted), in double, queued on
  * D's stream and not waited for (min_samples 1: every core distance 0,
  * waited for): the next wait polls the cancel flags while the walks run,
- * and a cancel stops them.
+ * and a cancel stops them.  *Sd: the seeds, allocated on D.
  */
 gc_code		hb_core(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T, int64_t k,
-					gc_metric metric, double *core, gc_status *st);
+					gc_metric metric, double *core, hb_seeds *Sd, gc_status *st);
 
-/* The heaps' bytes hb_core allocates for n rows at k (an upper bound). */
-size_t		hb_core_heap_bytes(int64_t n, int64_t k);
+/* The bytes hb_core allocates for n rows at k: heaps and seeds (an upper bound). */
+size_t		hb_core_bytes(int64_t n, int64_t k);
 
 /*
  * Phase 2 (hdbscan_boruvka.cu): the n - 1 edges of the minimum spanning
@@ -295,7 +313,8 @@ size_t		hb_core_heap_bytes(int64_t n, int64_t k);
  * *rounds: Borůvka's rounds.
  */
 gc_code		hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
-					   const double *core, double alpha, gc_metric metric,
+					   const double *core, const hb_seeds &Sd, double alpha,
+					   gc_metric metric,
 					   unsigned long long *ew, unsigned long long *eab,
 					   int *rounds, gc_status *st);
 

@@ -44,8 +44,10 @@
  * lifting's tables at most 4 (log2 n + 2) bytes a row of the largest
  * level).  Errors that only a bad input could make (a supervertex with no
  * edge, a level that does not contract, a node with a child too many)
- * set a flag: GC_EDEVICE, never a hang.  The cancel flags are polled at
- * each level.
+ * set a flag: GC_EDEVICE, never a hang.  The host reads each
+ * contraction level's counts, polling the cancel flags while it waits;
+ * the expansion (its sizes known from those counts) and the tour are
+ * queued whole, with one wait at their end.
  */
 #include <utility>
 
@@ -841,8 +843,6 @@ hb_linkage(gc_dev &D, const gc_ctx *ctx, int n, const unsigned long long *ew,
 		HB_CK(gc_launch(k_hl_chain, cntl, HB_THREADS, HB_THREADS, D.s, W, cntl,
 						(const unsigned long long *) kb.Current()));
 		HB_CK(gc_launch(k_hl_leaves, nal, HB_THREADS, HB_THREADS, D.s, W, nal, lvl_off[l]));
-		if ((rc = hb_read_counts(D, ctx, W.cnt, cnt, 4, 3, "the single-linkage tree", st)) != GC_OK)
-			return rc;
 	}
 	for (void *a : {(void *) cidx, (void *) cnode, (void *) crank, (void *) upmap,
 			(void *) up, (void *) key, (void *) key2, (void *) W.su, (void *) W.sv,
