@@ -19,8 +19,9 @@
  *      the weight of an edge leaving c.
  *   2. search: a row that searches but lies inside a node of its
  *      component's alone whose box's faces all lie beyond its bound opens
- *      nothing (hb_inside; k_hb_go settles such rows first), and the
- *      others, listed in position order (CUB's select), walk the tree
+ *      nothing (hb_inside; from round 2 k_hb_go settles such rows
+ *      first), and the others, listed in position order (CUB's select;
+ *      not in round 1, whose few lie far apart), walk the tree
  *      (k_hb_search) for their least edge to another component in
  *      (w, a, b) order, a warp for 32 consecutive rows of the list with
  *      one stack, uniform across its lanes.  A lane skips a node whose
@@ -441,25 +442,30 @@ k_hb_go(hb_mst S)
  * Step 2b: the least edge to another component of each row of list[i0 ..
  * i0 + cnt - 1] (those past the list's count: none), from its seed; the
  * list keeps the positions' order, so a warp's rows lie near each other.
- * A warp that sees the stop flag raised leaves, writing none of its rows'
- * bests.
+ * Not listed: positions i0 .. i0 + cnt - 1, those with go set.  A warp
+ * that sees the stop flag raised leaves, writing none of its rows' bests.
  */
 template <int DQ>
 __global__ void __launch_bounds__(HB_T)
-k_hb_search(hb_mst S, int i0, int cnt)
+k_hb_search(hb_mst S, int i0, int cnt, bool listed)
 {
 	const unsigned FULL = 0xffffffffu;
 	const int	t = blockIdx.x * HB_T + threadIdx.x;
 	const int	d = S.T.d;
 	const int64_t first_leaf = S.T.nleaf - 1;
-	const int	rest = *S.nlist - i0,
+	const int	rest = listed ? *S.nlist - i0 : cnt,
 				lim = cnt < rest ? cnt : rest;
 
 	if ((t & ~31) >= lim)
 		return;					/* the whole warp is past the batch */
 
-	const int	p = S.list[i0 + (t < lim ? t : 0)];
-	const bool	active = t < lim;
+	const int	i = i0 + (t < lim ? t : 0),
+				p = listed ? S.list[i] : i;
+	const bool	active = t < lim && (listed || S.go[p]);
+
+	if (!__any_sync(FULL, active))
+		return;
+
 	const int	c = S.label[p],
 				ri = S.T.perm[p];
 	const double ci = S.core[p];
@@ -695,23 +701,28 @@ k_hb_check_one(hb_mst S)
 /*
  * Steps 2a and 2b: the rows that search into S.list (in order: CUB's
  * select over the go flags), then their searches, HB_SEARCH_ROWS of the
- * list a launch (n in all: those past its count leave at once).
+ * list a launch (n in all: those past its count leave at once).  Not in
+ * round 1 (listed false), whose few searching rows lie apart, one in many
+ * warps: packed, a warp's 32 would walk 32 distant paths.
  */
 template <int DQ>
 static gc_code
-hb_search(gc_dev &D, const hb_mst &S, int *nlist, gc_status *st)
+hb_search(gc_dev &D, const hb_mst &S, int *nlist, bool listed, gc_status *st)
 {
 	const int	n = S.T.n;
 	size_t		bytes = D.cub_bytes;
 
-	HB_CK(gc_launch(k_hb_go<DQ>, n, HB_THREADS, HB_THREADS, D.s, S));
-	HB_CK(cub::DeviceSelect::Flagged(D.cub_tmp, bytes, thrust::counting_iterator<int>(0),
-									 S.go, S.list, nlist, n, D.s));
+	if (listed)
+	{
+		HB_CK(gc_launch(k_hb_go<DQ>, n, HB_THREADS, HB_THREADS, D.s, S));
+		HB_CK(cub::DeviceSelect::Flagged(D.cub_tmp, bytes, thrust::counting_iterator<int>(0),
+										 S.go, S.list, nlist, n, D.s));
+	}
 	for (int64_t i0 = 0; i0 < n; i0 += HB_SEARCH_ROWS)
 	{
 		const int	cnt = (int) (n - i0 < HB_SEARCH_ROWS ? n - i0 : HB_SEARCH_ROWS);
 
-		HB_CK(gc_launch(k_hb_search<DQ>, cnt, HB_T, HB_T, D.s, S, (int) i0, cnt));
+		HB_CK(gc_launch(k_hb_search<DQ>, cnt, HB_T, HB_T, D.s, S, (int) i0, cnt, listed));
 	}
 	return GC_OK;
 }
@@ -802,6 +813,7 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 		const int64_t comps = n - edges;
 		double		t0 = gc_now_ms();
 		int			jumps = 1;
+		bool		listed;
 
 		if (*rounds >= HB_MAX_ROUNDS)
 			return gc_fail(st, GC_EDEVICE, "%s: internal error: %d rounds", HB_WHO, *rounds);
@@ -810,9 +822,11 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 
 		HB_CK(gc_launch(k_hb_reset, n, HB_THREADS, HB_THREADS, D.s, S));
 		HB_CK(gc_launch(k_hb_seed, n, HB_THREADS, HB_THREADS, D.s, S));
-		rc = dq == 4 ? hb_search<4>(D, S, nlist, st) :
-			dq == 8 ? hb_search<8>(D, S, nlist, st) :
-			dq == 16 ? hb_search<16>(D, S, nlist, st) : hb_search<0>(D, S, nlist, st);
+		listed = *rounds > 1;
+		rc = dq == 4 ? hb_search<4>(D, S, nlist, listed, st) :
+			dq == 8 ? hb_search<8>(D, S, nlist, listed, st) :
+			dq == 16 ? hb_search<16>(D, S, nlist, listed, st) :
+			hb_search<0>(D, S, nlist, listed, st);
 		if (rc != GC_OK)
 			return rc;
 		HB_CK(gc_launch(k_hb_pick, n, HB_THREADS, HB_THREADS, D.s, S));
@@ -835,7 +849,9 @@ hb_boruvka(gc_dev &D, const gc_ctx *ctx, const gc_kdtree &T,
 			int			searched;
 
 			HB_CK(cudaMemcpy(stats, S.stats, sizeof(stats), cudaMemcpyDeviceToHost));
-			HB_CK(cudaMemcpy(&searched, nlist, sizeof(int), cudaMemcpyDeviceToHost));
+			searched = -1;		/* not counted unless listed */
+			if (listed)
+				HB_CK(cudaMemcpy(&searched, nlist, sizeof(int), cudaMemcpyDeviceToHost));
 			hb_trace("round %d: %lld components -> %lld, %.2f ms, rows searched %d, nodes opened %llu, distances %llu",
 					 *rounds, (long long) comps, (long long) (n - edges),
 					 gc_now_ms() - t0, searched, stats[0], stats[1]);
