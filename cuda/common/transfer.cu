@@ -3,13 +3,10 @@
  *
  * A copy from pageable memory goes through the driver's own staging, one
  * thread at a time: 80 MB took 15 ms on the H100 machine, as long as the
- * clustering.  Here the host copies each 1 MiB chunk into one slot of a
+ * clustering.  Here the host copies each 4 MiB chunk into one slot of a
  * pinned ring (gc_copy: the call's own OpenMP threads) while the copy
  * engine moves the chunk before it, so the two overlap and each runs near
- * its own speed.  The pipeline fills and drains in about one chunk's
- * time, while the chunk's host copy stays near its DMA's (4 MiB on the
- * H200 machine: 134 and 161 us), so the engine seldom waits: hence chunks
- * of 1 MiB, not larger.  A download of several arrays (gc_xfer_d2h_many) is one
+ * its own speed.  A download of several arrays (gc_xfer_d2h_many) is one
  * such pipeline: the engine goes on from one array's last chunk to the
  * next array's first without waiting for the host.
  *
@@ -30,9 +27,9 @@
 #include "common/check.cuh"
 #include "transfer.cuh"
 
-#define XFER_SLOT ((size_t) 1 << 20)
-#define XFER_SLOTS 16
-#define XFER_DIRECT ((size_t) 256 << 10)	/* below this, one plain copy */
+#define XFER_SLOT ((size_t) 4 << 20)
+#define XFER_SLOTS 4
+#define XFER_DIRECT ((size_t) 1 << 20)	/* below this, one plain copy */
 #define XFER_MAX_THREADS 8		/* host copy bandwidth is saturated by then */
 
 static struct

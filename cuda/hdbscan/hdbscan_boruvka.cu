@@ -242,7 +242,9 @@ k_hb_init(hb_mst S)
  * row within core_p * alpha, so for alpha <= 1 within core_p, all of them
  * in the list when it is tight.  So an edge of the list that weighs
  * core_p, the least pair of them, is p's least.  Distances as the
- * search's (gc_dist2_f64 is hb_query::dist2).
+ * search's (gc_dist2_f64 is hb_query::dist2).  A position out of range
+ * is skipped: a warp of the core distances' search that saw the stop flag
+ * left its rows' lists unwritten, and the call ends cancelled.
  */
 __global__ void
 k_hb_from_knn(hb_mst S, const int *__restrict__ nbr, const uint8_t *__restrict__ tight,
@@ -265,7 +267,8 @@ k_hb_from_knn(hb_mst S, const int *__restrict__ nbr, const uint8_t *__restrict__
 	{
 		const int	s = nbr[(int64_t) j * n + p];
 
-		if (s < 0 || s == p)
+		/* none (-1), itself, or never written: a cancelled search's warp */
+		if (s < 0 || s >= n || s == p)
 			continue;
 
 		const double w = hb_weight(S.metric, S.alpha, ci, S.core[s],

@@ -631,11 +631,11 @@ hb_label(gc_dev &D, const gc_ctx *ctx, int n, const gc_hdbscan_params *p,
 		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
 
 	/*
-	 * the clusters down in one transfer (the stream has nothing else
-	 * queued: hb_condense_dev read its counts), into the block's first
-	 * five arrays; the selection into its last two, and up in one
+	 * the clusters down in one copy (the stream has nothing else queued:
+	 * hb_condense_dev read its counts), into the block's first five
+	 * arrays; the selection into its last two, and up in one copy
 	 */
-	HB_CK(gc_xfer_d2h(h, B.block, 5 * kb, D.s, D.host_threads));
+	HB_CK(cudaMemcpyAsync(h, B.block, 5 * kb, cudaMemcpyDeviceToHost, D.s));
 	if ((rc = hb_sync_poll(D, ctx, st)) != GC_OK)
 		return rc;
 	{
@@ -655,7 +655,7 @@ hb_label(gc_dev &D, const gc_ctx *ctx, int n, const gc_hdbscan_params *p,
 	if ((rc = gc_hdbscan_select(&cl, p, &sel, st)) != GC_OK)
 		return rc;
 	HB_ALLOC(sel_d, 2 * k);
-	HB_CK(gc_xfer_h2d(sel_d, sel.top, 2 * kb, D.s, D.host_threads));
+	HB_CK(cudaMemcpyAsync(sel_d, sel.top, 2 * kb, cudaMemcpyHostToDevice, D.s));
 
 	/* the rows, each cluster's key (lowest row, cluster) */
 	HB_ALLOC(label, n);

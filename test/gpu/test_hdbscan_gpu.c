@@ -42,9 +42,11 @@
  *            progress phases in order; the longest time between polls.
  *            A flag raised from a second thread while a long kernel runs
  *            (300k x 16: the core distances, Borůvka's first round; 1M x
- *            2: a round): GC_ECANCEL within CANCEL_LATENCY_S of the raise,
- *            no CUDA error left, the memory back, and the next call equal
- *            to the CPU's.
+ *            2: a round), the memory pool full of 0x7f bytes first, so
+ *            what a cancelled kernel leaves unwritten is not zeros:
+ *            GC_ECANCEL within CANCEL_LATENCY_S of the raise, no CUDA
+ *            error left, the memory back, and the next call equal to the
+ *            CPU's.
  *   errors   arguments the GPU cannot take: GC_EINVAL / GC_EDEVICE.
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
@@ -909,10 +911,41 @@ raiser_main(void *arg)
 }
 
 /*
+ * The device's memory pool holding bytes of 0x7f bytes for the next
+ * allocations (keep: the pool keeps what is freed), or back to releasing
+ * at each sync (!keep): so what a cancelled kernel leaves unwritten is
+ * not the zeros of fresh pages but huge values, which a kernel after it
+ * must not take for positions.
+ */
+static void
+poison_pool(size_t bytes, bool keep)
+{
+	cudaMemPool_t pool;
+	uint64_t	threshold = keep ? UINT64_MAX : 0;
+	int			dev = 0;
+	void	   *p = NULL;
+
+	cudaGetDevice(&dev);
+	if (cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess)
+		return;
+	cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+	if (keep && cudaMallocAsync(&p, bytes, 0) == cudaSuccess)
+	{
+		cudaMemsetAsync(p, 0x7f, bytes, 0);
+		cudaFreeAsync(p, 0);
+	}
+	cudaDeviceSynchronize();
+	if (!keep)
+		cudaMemPoolTrimTo(pool, 0);
+	cudaGetLastError();
+}
+
+/*
  * gc_hdbscan_on_gpu on X cancelled from a second thread delay_s after
  * progress reports phase (round round): GC_ECANCEL within
  * CANCEL_LATENCY_S of the raise (timed but not held to it under quick,
- * compute-sanitizer's runs), no CUDA error left, the memory back.
+ * compute-sanitizer's runs), no CUDA error left, the memory back.  The
+ * pool is poisoned first (poison_pool).
  */
 static void
 check_cancel_running(const float *X, int64_t n, int d, gc_phase phase,
@@ -926,13 +959,15 @@ check_cancel_running(const float *X, int64_t n, int d, gc_phase phase,
 	pthread_t	th;
 	gc_ctx		ctx;
 	gc_status	st;
-	size_t		before = free_memory();
+	size_t		before;
 	double		back,
 				latency;
 	cudaError_t e;
 	gc_code		rc;
 
 	cases++;
+	poison_pool((size_t) 1 << 30, true);
+	before = free_memory();
 	memset(&res, 0, sizeof(res));
 	res.labels = malloc(sizeof(int32_t) * (size_t) n);
 	res.probability = malloc(sizeof(double) * (size_t) n);
@@ -968,6 +1003,7 @@ check_cancel_running(const float *X, int64_t n, int d, gc_phase phase,
 		  cudaGetErrorString(e));
 	CHECK(free_memory() + ((size_t) 8 << 20) >= before, "cancel n=%lld d=%d: memory kept",
 		  (long long) n, d);
+	poison_pool(0, false);
 	free(res.labels);
 	free(res.probability);
 	free(res.outlier);
