@@ -911,33 +911,32 @@ raiser_main(void *arg)
 }
 
 /*
- * The device's memory pool holding bytes of 0x7f bytes for the next
- * allocations (keep: the pool keeps what is freed), or back to releasing
- * at each sync (!keep): so what a cancelled kernel leaves unwritten is
- * not the zeros of fresh pages but huge values, which a kernel after it
- * must not take for positions.
+ * The device's memory pool keeping bytes of 0x7f bytes for the next
+ * allocations (gc_cuda_keep_memory), so what a cancelled kernel leaves
+ * unwritten is not the zeros of fresh pages but huge values, which a
+ * kernel after it must not take for positions; unpoison_pool gives the
+ * pool back to releasing at each sync, empty.
  */
 static void
-poison_pool(size_t bytes, bool keep)
+poison_pool(size_t bytes)
 {
-	cudaMemPool_t pool;
-	uint64_t	threshold = keep ? UINT64_MAX : 0;
-	int			dev = 0;
 	void	   *p = NULL;
 
-	cudaGetDevice(&dev);
-	if (cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess)
-		return;
-	cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
-	if (keep && cudaMallocAsync(&p, bytes, 0) == cudaSuccess)
+	gc_cuda_keep_memory(bytes);
+	if (cudaMallocAsync(&p, bytes, 0) == cudaSuccess)
 	{
 		cudaMemsetAsync(p, 0x7f, bytes, 0);
 		cudaFreeAsync(p, 0);
 	}
 	cudaDeviceSynchronize();
-	if (!keep)
-		cudaMemPoolTrimTo(pool, 0);
 	cudaGetLastError();
+}
+
+static void
+unpoison_pool(void)
+{
+	gc_cuda_keep_memory(0);
+	gc_cuda_trim_memory();
 }
 
 /*
@@ -966,7 +965,7 @@ check_cancel_running(const float *X, int64_t n, int d, gc_phase phase,
 	gc_code		rc;
 
 	cases++;
-	poison_pool((size_t) 1 << 30, true);
+	poison_pool((size_t) 1 << 30);
 	before = free_memory();
 	memset(&res, 0, sizeof(res));
 	res.labels = malloc(sizeof(int32_t) * (size_t) n);
@@ -1003,7 +1002,7 @@ check_cancel_running(const float *X, int64_t n, int d, gc_phase phase,
 		  cudaGetErrorString(e));
 	CHECK(free_memory() + ((size_t) 8 << 20) >= before, "cancel n=%lld d=%d: memory kept",
 		  (long long) n, d);
-	poison_pool(0, false);
+	unpoison_pool();
 	free(res.labels);
 	free(res.probability);
 	free(res.outlier);
