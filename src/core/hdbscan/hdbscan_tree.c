@@ -430,55 +430,35 @@ hd_condense(hd_tree *t, gc_status *st)
 
 /*
  * Excess of mass (_get_clusters' 'eom'): the clusters from the highest
- * number down (children before parents), each kept (sel[c] = 1) unless its
- * children's stabilities sum to more than its own, which then becomes its
- * stability; the root takes part only with allow_single_cluster.  A kept
- * cluster unselects everything under it (hd_under), so the selected ones
- * are those kept with none kept above.  The same pass takes each
- * cluster's lmax up to its parent, as hd_select_lmax does.
+ * number down (children before parents), each kept unless its children's
+ * stabilities sum to more than its own, which then becomes its stability;
+ * the root takes part only with allow_single_cluster.  A kept cluster
+ * unselects everything under it, so the selected ones are those kept with
+ * no kept ancestor.
  */
 static void
-hd_select_eom(gc_hdbscan_clusters *cl, bool allow_single, uint8_t *sel, double *lmax)
+hd_select_eom(gc_hdbscan_clusters *cl, bool allow_single, uint8_t *sel)
 {
-	int64_t		k = cl->n;
+	int64_t		k = cl->n,
+				last = allow_single ? 0 : 1;
 
-	for (int64_t c = k - 1; c >= 0; c--)
+	for (int64_t c = k - 1; c >= last; c--)
 	{
 		int64_t		ch = cl->child[c];
 		double		sub = ch < 0 ? 0.0 : cl->stab[ch] + cl->stab[ch + 1];
 
-		if (c == 0 && !allow_single)
-		{
-			sel[0] = 0;
-			break;
-		}
 		sel[c] = !(sub > cl->stab[c]);
 		if (!sel[c])
 			cl->stab[c] = sub;
-		if (c > 0 && lmax[c] > lmax[cl->parent[c]])
-			lmax[cl->parent[c]] = lmax[c];
 	}
-}
-
-/*
- * sel[c] |= 2 when a cluster above c is kept: then sel[c] == 1 marks the
- * selected clusters (the root's parent is none).
- */
-static void
-hd_under(const gc_hdbscan_clusters *cl, uint8_t *sel)
-{
-	for (int64_t c = 1; c < cl->n; c++)
+	if (!allow_single)
+		sel[0] = 0;
+	/* sel[c] | 2: under a kept cluster; the root's parent is none */
+	for (int64_t c = 1; c < k; c++)
 		if (sel[cl->parent[c]] != 0)
 			sel[c] |= 2;
-}
-
-/* lmax[c] (death on entry): the largest lambda in c's subtree. */
-static void
-hd_select_lmax(const gc_hdbscan_clusters *cl, double *lmax)
-{
-	for (int64_t c = cl->n - 1; c >= 1; c--)
-		if (lmax[c] > lmax[cl->parent[c]])
-			lmax[cl->parent[c]] = lmax[c];
+	for (int64_t c = 0; c < k; c++)
+		sel[c] = sel[c] == 1;
 }
 
 /* leaf: the clusters with no children (none when the root never splits). */
@@ -527,57 +507,39 @@ gc_hdbscan_select(gc_hdbscan_clusters *cl, const gc_hdbscan_params *p,
 				  gc_hdbscan_selection *out, gc_status *st)
 {
 	int64_t		k = cl->n,
-				nsel;
+				nsel = 0;
 	uint8_t    *sel = malloc((size_t) k);
 	int64_t    *top = out->top;
 	double	   *lmax = out->lmax;
-	bool		mark = p->method != GC_HDBSCAN_LEAF;
 
 	if (sel == NULL)
 		return gc_fail(st, GC_ENOMEM, "out of memory for HDBSCAN's clusters");
-	/* the kept clusters of p's method; lmax from death, children first */
-	memcpy(lmax, cl->death, sizeof(double) * (size_t) k);
+	/* the flat selection of p's method (top: the epsilon search's scratch) */
 	if (p->method == GC_HDBSCAN_LEAF)
-	{
 		hd_select_leaf(cl, sel);
-		hd_select_lmax(cl, lmax);
-	}
 	else
-		hd_select_eom(cl, p->allow_single_cluster, sel, lmax);
-
+		hd_select_eom(cl, p->allow_single_cluster, sel);
 	/*
-	 * epsilon (top: its scratch) on the selected ones: not without a
-	 * split, nor when EOM kept the root (then alone)
+	 * epsilon: not without a split, nor when EOM selected the root (then
+	 * alone)
 	 */
 	if (p->epsilon != 0.0 && k > 1 && !sel[0])
-	{
-		if (mark)
-			hd_under(cl, sel);
-		for (int64_t c = 0; c < k; c++)
-			sel[c] = sel[c] == 1;
 		hd_epsilon_search(cl, p->epsilon, p->allow_single_cluster, sel, top);
-		mark = false;
-	}
 
-	/*
-	 * top[c]: the nearest selected cluster at or above c, else the root,
-	 * with hd_under's marks made in the same pass when they are still to
-	 * make (a parent comes before its children)
-	 */
+	/* top[c]: the nearest selected cluster at or above c, else the root */
 	top[0] = 0;
-	nsel = sel[0] == 1;
 	for (int64_t c = 1; c < k; c++)
-	{
-		int64_t		pc = cl->parent[c];
-
-		if (mark && sel[pc] != 0)
-			sel[c] |= 2;
-		nsel += sel[c] == 1;
-		top[c] = sel[c] == 1 ? c : top[pc];
-	}
+		top[c] = sel[c] ? c : top[cl->parent[c]];
+	for (int64_t c = 0; c < k; c++)
+		nsel += sel[c];
 	/* the root selected alone with allow_single_cluster takes rows by lambda */
-	out->single_root = p->allow_single_cluster && nsel == 1 && sel[0] == 1;
+	out->single_root = p->allow_single_cluster && nsel == 1 && sel[0];
 	out->threshold = p->epsilon != 0.0 ? 1.0 / p->epsilon : cl->death[0];
+	/* lmax[c]: the largest lambda in c's subtree, children before parents */
+	memcpy(lmax, cl->death, sizeof(double) * (size_t) k);
+	for (int64_t c = k - 1; c >= 1; c--)
+		if (lmax[c] > lmax[cl->parent[c]])
+			lmax[cl->parent[c]] = lmax[c];
 	free(sel);
 	return GC_OK;
 }
