@@ -6,7 +6,7 @@
  * positions are a contiguous range, the nodes in order).  One device-wide
  * sort a level keeps the whole GPU busy where a segmented sort of a few
  * huge segments would not.  The levels are queued without a wait between
- * them (a level's sort of 10M rows takes about a millisecond); the host
+ * them (the host needs nothing of them until the tree is whole); the host
  * waits once, polling the cancel flags, at the end.
  */
 #include <cub/block/block_radix_sort.cuh>

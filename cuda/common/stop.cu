@@ -89,8 +89,9 @@ gc_pin_release(uint64_t *w)
  * GC_WAIT_NAP_MIN_MS to GC_WAIT_NAP_MAX_MS: a wait ends at most about 1.6%
  * (and the nap's timer slack) after its work, and the cancel flags are
  * polled at least every GC_WAIT_NAP_MAX_MS.  While it sleeps the thread's
- * timer slack is GC_WAIT_SLACK_NS (Linux's default, 50 us, would make the
- * first naps three times as long as asked), its own again when it ends.
+ * timer slack is GC_WAIT_SLACK_NS, its own again when it ends: Linux's
+ * default slack is longer than the shortest naps, which would then end
+ * well after the work.
  */
 #define GC_WAIT_SPIN_MS 0.5
 #define GC_WAIT_NAP_MIN_MS 0.02

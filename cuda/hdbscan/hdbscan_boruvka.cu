@@ -18,10 +18,10 @@
  *      positions of different components.  Every value cw[c] ever holds is
  *      the weight of an edge leaving c.
  *   2. search: a row that searches but lies inside a node of its
- *      component's alone whose box's faces all lie beyond its bound opens
- *      nothing (hb_inside; from round 2 k_hb_go settles such rows
- *      first), and the others, listed in position order (CUB's select;
- *      not in round 1, whose few lie far apart), walk the tree
+ *      component's alone whose box's faces all lie beyond its bound would
+ *      open nothing (hb_inside): from round 2 k_hb_go settles such rows
+ *      without a walk, and the others, listed in position order (CUB's
+ *      select; not in round 1, whose few lie far apart), walk the tree
  *      (k_hb_search) for their least edge to another component in
  *      (w, a, b) order, a warp for 32 consecutive rows of the list with
  *      one stack, uniform across its lanes.  A lane skips a node whose
@@ -388,8 +388,8 @@ hb_open(const hb_mst &S, const hb_query<DQ> &q, int64_t h, double ci, int ri,
  * rows all lie in c, has every edge out of c heavier than bound: each row
  * of another component lies beyond a plane of a split above A, so past a
  * face of A's box, and its weight is at least max(ci, that face's
- * distance).  Then the lane opens nothing, and as the root's bound would,
- * clears *exact unless the bound was its own best.
+ * distance).  Then the row needs no walk, and as the root's bound would,
+ * this clears *exact unless the bound was its own best.
  */
 template <int DQ>
 __device__ __forceinline__ bool
@@ -416,8 +416,8 @@ hb_inside(const hb_mst &S, const hb_query<DQ> &q, int p, int c, double ci,
  * Step 2a: which rows search.  A row that searches (go) but lies inside a
  * node of its component's alone, beyond the bound min(its best, cw[c]) as
  * seeding left it, would open nothing (hb_inside): its exact flag is set
- * here and it does not search.  The bound only falls during the search,
- * so such a row would find it inside there too.
+ * here and it does not search.  Not needed in round 1: every leaf holds
+ * rows of several components then.
  */
 template <int DQ>
 __global__ void
@@ -478,8 +478,7 @@ k_hb_search(hb_mst S, int i0, int cnt, bool listed)
 	int			bo = S.bo[p];
 	double		cw = hb_load_cw(S, c);
 	double		bound = bw < cw ? bw : cw;
-	bool		exact = true,
-				inside = active && hb_inside(S, q, p, c, ci, bound, bw, &exact);
+	bool		exact = true;
 	unsigned long long opened = 0,
 				dists = 0;
 	int			stack[HB_STACK];
@@ -490,7 +489,7 @@ k_hb_search(hb_mst S, int i0, int cnt, bool listed)
 	while (sp > 0)
 	{
 		const int	node = stack[--sp];
-		bool		need = active && !inside && S.nlab[node] != c;
+		bool		need = active && S.nlab[node] != c;
 
 		if (need)
 			need = hb_open<DQ>(S, q, node, ci, ri, bw, bab, bound, &exact);
