@@ -2,6 +2,8 @@
  * device.cu — probing the CUDA device: is there a driver, a device, how much
  * memory.  The first call initialises CUDA in the calling process.
  */
+#include <mutex>
+
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,27 +103,41 @@ gc_cuda_probe(int device_id, gc_cuda_device_info *info)
 	info->usable = true;
 }
 
+/* the most devices whose probes a process caches (more: probed each time) */
+#define PROBE_CACHE 16
+
 /*
- * The probe of device_id, cached for the life of the process (a backend):
- * the driver, device count, name and compute capability are read once; the
- * free and total memory are read again on every call (cheap once CUDA is
- * initialised), and the device is made current.  A failure is cached too:
- * a backend that found no driver does not try again.
+ * The probe of device_id, cached for the life of the process (a backend,
+ * or the GPU worker's process with a probe a device): the driver, device
+ * count, name and compute capability are read once; the free and total
+ * memory are read again on every call (cheap once CUDA is initialised),
+ * and the device is made current.  A failure is cached too: a backend
+ * that found no driver does not try again.  A device whose context has
+ * failed (a sticky error) answers every later call with it: then the
+ * copy says so, not usable.
  */
 extern "C" void
 gc_cuda_probe_cached(int device_id, gc_cuda_device_info *info)
 {
-	static bool have = false;
-	static gc_cuda_device_info cache;
+	static std::mutex mu;
+	static int	have = 0;
+	static gc_cuda_device_info cache[PROBE_CACHE];
+	int			c;
 
-	if (!have || cache.device_id != device_id)
 	{
-		gc_cuda_probe(device_id, &cache);
-		have = true;
-		*info = cache;
-		return;
+		std::lock_guard<std::mutex> lock(mu);
+
+		for (c = 0; c < have && cache[c].device_id != device_id; c++)
+			;
+		if (c == have)
+		{
+			gc_cuda_probe(device_id, info);
+			if (have < PROBE_CACHE)
+				cache[have++] = *info;
+			return;
+		}
+		*info = cache[c];
 	}
-	*info = cache;
 	if (info->usable)
 	{
 		cudaError_t err = cudaSetDevice(device_id);

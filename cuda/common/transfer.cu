@@ -10,14 +10,16 @@
  * such pipeline: the engine goes on from one array's last chunk to the
  * next array's first without waiting for the host.
  *
- * The ring (XFER_SLOTS x XFER_SLOT bytes) is allocated on first use and kept
- * for the life of the process; each slot has an event recorded after the
+ * Each device has its ring (XFER_SLOTS x XFER_SLOT bytes), allocated on its
+ * first use and kept for the life of the process (the GPU worker's process
+ * copies to several devices at once); each slot has an event recorded after the
  * copy that uses it, and a copy into a slot first waits for it
  * (gc_event_wait: asked for half a millisecond, as every wait of a call
  * is, then slept on; the events are blocking-sync, so a long wait never
  * holds a core that another backend wants).  Small copies, a second thread of the process
- * that finds the ring busy, a device other than the ring's, and a process
- * where the pinned allocation failed use one plain cudaMemcpyAsync.
+ * that finds its device's ring busy, a device numbered XFER_DEVICES or
+ * more, and a device whose pinned allocation failed use one plain
+ * cudaMemcpyAsync.
  */
 #include <mutex>
 
@@ -31,51 +33,70 @@
 #define XFER_SLOTS 4
 #define XFER_DIRECT ((size_t) 1 << 20)	/* below this, one plain copy */
 #define XFER_MAX_THREADS 8		/* host copy bandwidth is saturated by then */
+#define XFER_DEVICES 16			/* devices with a ring */
 
-static struct
+struct xfer_ring
 {
 	char	   *buf;			/* XFER_SLOTS * XFER_SLOT pinned bytes */
-	cudaEvent_t ev[XFER_SLOTS];
-	int			device;
+	cudaEvent_t ev[XFER_SLOTS];	/* of the ring's device */
 	bool		tried;			/* allocation attempted (ok or not) */
-} ring;
-static std::mutex ring_mu;
+	std::mutex	mu;				/* one copy at a time */
+};
+static xfer_ring rings[XFER_DEVICES];
 
-/* The ring, allocated on first use; false when it cannot be had. */
-static bool
-ring_ready(void)
+/* The current device's ring (nullptr: none), allocated on its first use. */
+static xfer_ring *
+ring_of_device(void)
 {
 	int			dev = -1;
 
 	if (cudaGetDevice(&dev) != cudaSuccess)
 	{
 		cudaGetLastError();
-		return false;
+		return nullptr;
 	}
-	if (!ring.tried)
+	return dev >= 0 && dev < XFER_DEVICES ? &rings[dev] : nullptr;
+}
+
+/* Whether ring r (locked by the caller) has its buffer and events. */
+static bool
+ring_ready(xfer_ring *r)
+{
+	if (!r->tried)
 	{
-		ring.tried = true;
-		ring.device = dev;
-		if (cudaHostAlloc((void **) &ring.buf, XFER_SLOTS * XFER_SLOT,
+		r->tried = true;
+		if (cudaHostAlloc((void **) &r->buf, XFER_SLOTS * XFER_SLOT,
 						  cudaHostAllocPortable) != cudaSuccess)
 		{
 			cudaGetLastError();
-			ring.buf = nullptr;
+			r->buf = nullptr;
 			return false;
 		}
 		for (int b = 0; b < XFER_SLOTS; b++)
-			if (cudaEventCreateWithFlags(&ring.ev[b], cudaEventBlockingSync |
+			if (cudaEventCreateWithFlags(&r->ev[b], cudaEventBlockingSync |
 										 cudaEventDisableTiming) != cudaSuccess)
 			{
 				cudaGetLastError();
 				for (int c = 0; c < b; c++)
-					cudaEventDestroy(ring.ev[c]);
-				cudaFreeHost(ring.buf);
-				ring.buf = nullptr;
+					cudaEventDestroy(r->ev[c]);
+				cudaFreeHost(r->buf);
+				r->buf = nullptr;
 				return false;
 			}
 	}
-	return ring.buf != nullptr && ring.device == dev;
+	return r->buf != nullptr;
+}
+
+/* The current device's ring, locked in lock, when it is free and ready. */
+static xfer_ring *
+take_ring(std::unique_lock<std::mutex> &lock)
+{
+	xfer_ring  *r = ring_of_device();
+
+	if (r == nullptr)
+		return nullptr;
+	lock = std::unique_lock<std::mutex>(r->mu, std::try_to_lock);
+	return lock.owns_lock() && ring_ready(r) ? r : nullptr;
 }
 
 static int
@@ -90,25 +111,26 @@ cudaError_t
 gc_xfer_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s,
 			int host_threads)
 {
-	std::unique_lock<std::mutex> lock(ring_mu, std::try_to_lock);
+	std::unique_lock<std::mutex> lock;
+	xfer_ring  *ring = bytes < XFER_DIRECT ? nullptr : take_ring(lock);
 	const int	T = copy_threads(host_threads);
 	cudaError_t e = cudaSuccess;
 
-	if (bytes < XFER_DIRECT || !lock.owns_lock() || !ring_ready())
+	if (ring == nullptr)
 		return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
 	for (size_t off = 0, i = 0; off < bytes && e == cudaSuccess; off += XFER_SLOT, i++)
 	{
 		const int	b = (int) (i % XFER_SLOTS);
 		const size_t len = bytes - off < XFER_SLOT ? bytes - off : XFER_SLOT;
-		char	   *slot = ring.buf + (size_t) b * XFER_SLOT;
+		char	   *slot = ring->buf + (size_t) b * XFER_SLOT;
 
-		e = gc_event_wait(ring.ev[b]);	/* the slot's last copy is done */
+		e = gc_event_wait(ring->ev[b]);	/* the slot's last copy is done */
 		if (e != cudaSuccess)
 			break;
 		gc_copy(slot, (const char *) src + off, len, T);
 		e = cudaMemcpyAsync((char *) dst + off, slot, len, cudaMemcpyHostToDevice, s);
 		if (e == cudaSuccess)
-			e = cudaEventRecord(ring.ev[b], s);
+			e = cudaEventRecord(ring->ev[b], s);
 	}
 	return e;
 }
@@ -146,14 +168,17 @@ struct xfer_pos
 cudaError_t
 gc_xfer_d2h_many(const gc_xfer_seg *sg, int nseg, cudaStream_t s, int host_threads)
 {
-	std::unique_lock<std::mutex> lock(ring_mu, std::try_to_lock);
+	std::unique_lock<std::mutex> lock;
+	xfer_ring  *ring = nullptr;
 	const int	T = copy_threads(host_threads);
 	size_t		total = 0;
 	cudaError_t e = cudaSuccess;
 
 	for (int g = 0; g < nseg; g++)
 		total += sg[g].bytes;
-	if (total < XFER_DIRECT || !lock.owns_lock() || !ring_ready())
+	if (total >= XFER_DIRECT)
+		ring = take_ring(lock);
+	if (ring == nullptr)
 	{
 		for (int g = 0; g < nseg && e == cudaSuccess; g++)
 			if (sg[g].bytes > 0)
@@ -177,14 +202,14 @@ gc_xfer_d2h_many(const gc_xfer_seg *sg, int nseg, cudaStream_t s, int host_threa
 	auto		enqueue = [&]() -> cudaError_t {
 		const int	b = (int) (np % XFER_SLOTS);
 		const size_t len = put.len(sg);
-		cudaError_t ee = gc_event_wait(ring.ev[b]);	/* the slot is free */
+		cudaError_t ee = gc_event_wait(ring->ev[b]);	/* the slot is free */
 
 		if (ee == cudaSuccess)
-			ee = cudaMemcpyAsync(ring.buf + (size_t) b * XFER_SLOT,
+			ee = cudaMemcpyAsync(ring->buf + (size_t) b * XFER_SLOT,
 								 (const char *) sg[put.seg].src + put.off, len,
 								 cudaMemcpyDeviceToHost, s);
 		if (ee == cudaSuccess)
-			ee = cudaEventRecord(ring.ev[b], s);
+			ee = cudaEventRecord(ring->ev[b], s);
 		put.off += len;
 		put.norm(sg, nseg);
 		np++;
@@ -200,10 +225,10 @@ gc_xfer_d2h_many(const gc_xfer_seg *sg, int nseg, cudaStream_t s, int host_threa
 		const int	b = (int) (ng % XFER_SLOTS);
 		const size_t len = get.len(sg);
 
-		e = gc_event_wait(ring.ev[b]);
+		e = gc_event_wait(ring->ev[b]);
 		if (e != cudaSuccess)
 			break;
-		gc_copy((char *) sg[get.seg].dst + get.off, ring.buf + (size_t) b * XFER_SLOT, len, T);
+		gc_copy((char *) sg[get.seg].dst + get.off, ring->buf + (size_t) b * XFER_SLOT, len, T);
 		get.off += len;
 		get.norm(sg, nseg);
 		ng++;
