@@ -183,3 +183,51 @@ BEGIN
     END LOOP;
 END
 $keyed$;
+
+-- ---------------------------------------------------------------------
+-- The GPU worker's GPUs, and the GPU each of its jobs runs on
+-- (src/worker/info_sql.c).  gpuclust_gpu_jobs gains its gpu column through
+-- a function of its own: 0.1's gpuclust_gpu_jobs_rows stays as it was for
+-- what may be built on it.
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@.gpuclust_gpus_rows()
+RETURNS TABLE (gpu int, name text, state text, reason text,
+               memory_total_bytes bigint, memory_free_bytes bigint,
+               memory_budget_bytes bigint, memory_reserved_bytes bigint,
+               jobs_running int, jobs_done bigint)
+AS 'MODULE_PATHNAME', 'gpuclust_gpus'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW @extschema@.gpuclust_gpus AS
+SELECT * FROM @extschema@.gpuclust_gpus_rows();
+
+COMMENT ON VIEW @extschema@.gpuclust_gpus IS
+'The GPUs the GPU worker owns (gpuclust.gpu_devices; empty without the '
+'worker), one row each: the CUDA device number, its name, its state '
+'(starting, ready, unusable: its probe failed, lost: it failed during a '
+'job and takes no more until the worker restarts its GPU process), why it '
+'is not ready, its total and free memory, the memory jobs may hold on it '
+'(its budget) and hold now, and its running jobs and the jobs that ended '
+'on it.  The free and held memory are NULL to roles without '
+'pg_read_all_stats.';
+GRANT SELECT ON @extschema@.gpuclust_gpus TO PUBLIC;
+
+CREATE FUNCTION @extschema@.gpuclust_gpu_job_rows()
+RETURNS TABLE (pid int, algorithm text, n bigint, d int, state text,
+               gpu_memory_bytes bigint, elapsed_ms float8,
+               running_ms float8, gpu int)
+AS 'MODULE_PATHNAME', 'gpuclust_gpu_jobs'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE OR REPLACE VIEW @extschema@.gpuclust_gpu_jobs AS
+SELECT * FROM @extschema@.gpuclust_gpu_job_rows();
+
+COMMENT ON VIEW @extschema@.gpuclust_gpu_jobs IS
+'The GPU worker''s queued and running jobs (when gpuclust is in '
+'shared_preload_libraries with gpuclust.gpu_worker on; otherwise empty): '
+'the pid of the backend that asked, the function, rows and features, '
+'queued or running, the GPU memory it holds or waits for, the time since '
+'it was queued, since it started, and the GPU it runs on (its CUDA device '
+'number; NULL while queued).  Roles without pg_read_all_stats see their '
+'own jobs only.';

@@ -11,22 +11,24 @@ LOAD 'gpuclust';
 
 SELECT name, context, setting, unit, min_val, max_val
 FROM pg_settings WHERE name LIKE 'gpuclust.%' AND name NOT LIKE 'gpuclust.gpu\_worker%'
+  AND name <> 'gpuclust.gpu_devices'
 ORDER BY name;
 
 -- the GPU worker's settings exist only when the library is preloaded
-SELECT coalesce(string_agg(concat_ws(' ', name, context, setting, unit, min_val, max_val),
+SELECT coalesce(string_agg(concat_ws(' ', name, context, nullif(setting, ''), unit, min_val, max_val),
                            '; ' ORDER BY name), 'none')
        = CASE WHEN current_setting('shared_preload_libraries') ~ 'gpuclust'
-              THEN 'gpuclust.gpu_worker postmaster on; '
+              THEN 'gpuclust.gpu_devices postmaster; '
+                   'gpuclust.gpu_worker postmaster on; '
                    'gpuclust.gpu_worker_jobs sighup 4 1 64; '
                    'gpuclust.gpu_worker_memory sighup 0 MB 0 2147483647'
               ELSE 'none' END AS worker_settings_as_loaded
-FROM pg_settings WHERE name LIKE 'gpuclust.gpu\_worker%';
+FROM pg_settings WHERE name LIKE 'gpuclust.gpu\_worker%' OR name = 'gpuclust.gpu_devices';
 
--- the test-only switch (gpuclust.gpu_worker_emulate) is not in the
--- product: only a test build (make GC_TESTING=1) defines it
+-- the test-only switches (gpuclust.gpu_worker_emulate*) are not in the
+-- product: only a test build (make GC_TESTING=1) defines them
 SELECT count(*) AS test_only_settings
-FROM pg_settings WHERE name = 'gpuclust.gpu_worker_emulate';
+FROM pg_settings WHERE name LIKE 'gpuclust.gpu\_worker\_emulate%';
 
 -- the effective thread count, as gpuclust_info() reports it
 CREATE FUNCTION threads() RETURNS int LANGUAGE sql

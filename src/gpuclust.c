@@ -44,8 +44,10 @@ int			gpuclust_matrix_memory = 0;	/* MB */
 int			gpuclust_max_matrix_memory = 4096;	/* MB */
 bool		gpuclust_gpu_worker = true;
 int			gpuclust_gpu_worker_jobs = 4;
+char	   *gpuclust_gpu_devices = NULL;
 #ifdef GC_TESTING
 int			gpuclust_gpu_worker_emulate = 0;	/* MB */
+bool		gpuclust_gpu_worker_emulate_lose_gpu = false;
 #endif
 int			gpuclust_gpu_worker_memory = 0;	/* MB */
 int			gpuclust_gpu_memory_limit = 0;	/* MB */
@@ -58,6 +60,21 @@ static const struct config_enum_entry device_options[] = {
 };
 
 void		_PG_init(void);
+
+/* gpuclust.gpu_devices: a list gc_worker_devices can read */
+static bool
+check_gpu_devices(char **newval, void **extra, GucSource source)
+{
+	int			devices[GC_WORKER_MAX_GPUS];
+	char		err[200];
+
+	if (gc_worker_devices(*newval, devices, err, sizeof(err)) < 0)
+	{
+		GUC_check_errdetail("%s", err);
+		return false;
+	}
+	return true;
+}
 
 /*
  * The GPU worker's settings.  PostgreSQL accepts PGC_POSTMASTER settings
@@ -83,10 +100,23 @@ define_worker_settings(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomStringVariable("gpuclust.gpu_devices",
+							   "The CUDA devices the GPU worker owns.",
+							   "A comma-separated list of CUDA device numbers "
+							   "(as CUDA numbers them, after CUDA_VISIBLE_DEVICES); "
+							   "empty (the default) owns every visible GPU.  The "
+							   "worker holds a context on each and runs each job "
+							   "on one of them.",
+							   &gpuclust_gpu_devices,
+							   "",
+							   PGC_POSTMASTER,
+							   0,
+							   check_gpu_devices, NULL, NULL);
+
 	DefineCustomIntVariable("gpuclust.gpu_worker_jobs",
-							"Most GPU jobs the GPU worker runs at once.",
+							"Most GPU jobs the GPU worker runs at once on one GPU.",
 							"Queued jobs start in arrival order when one of "
-							"these is free and their GPU memory fits.",
+							"these is free on a GPU where their memory fits.",
 							&gpuclust_gpu_worker_jobs,
 							4, 1, GC_WORKER_MAX_JOBS,
 							PGC_SIGHUP,
@@ -94,12 +124,12 @@ define_worker_settings(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuclust.gpu_worker_memory",
-							"Most GPU memory the GPU worker's jobs may hold at once.",
-							"0 (the default) allows the device's free memory when "
+							"Most GPU memory the GPU worker's jobs may hold at once on one GPU.",
+							"0 (the default) allows each device's free memory when "
 							"the worker started, less a margin.  Jobs wait in "
-							"arrival order until theirs fits; a job that needs "
-							"more than this fails under device 'gpu' and runs on "
-							"the CPU under 'auto'.",
+							"arrival order until theirs fits on a GPU; a job that "
+							"needs more than any GPU allows fails under device "
+							"'gpu' and runs on the CPU under 'auto'.",
 							&gpuclust_gpu_worker_memory,
 							0, 0, INT_MAX,
 							PGC_SIGHUP,
@@ -120,6 +150,17 @@ define_worker_settings(void)
 							PGC_POSTMASTER,
 							GUC_UNIT_MB | GUC_NOT_IN_SAMPLE,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gpuclust.gpu_worker_emulate_lose_gpu",
+							 "For tests: this session's jobs make the emulated GPU they run on fail.",
+							 "A GPU that fails during a job is marked lost; the "
+							 "worker redoes the job on another GPU when one is "
+							 "usable.",
+							 &gpuclust_gpu_worker_emulate_lose_gpu,
+							 false,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 #endif
 }
 
@@ -163,7 +204,9 @@ _PG_init(void)
 
 	DefineCustomIntVariable("gpuclust.gpu_device_id",
 							"CUDA device number used when running on the GPU.",
-							NULL,
+							"With the GPU worker, jobs run on any GPU of "
+							"gpuclust.gpu_devices; a session whose value differs "
+							"from the server's runs its jobs on this GPU.",
 							&gpuclust_gpu_device_id,
 							0, 0, 1024,
 							PGC_SUSET,

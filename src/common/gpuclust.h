@@ -69,8 +69,10 @@ extern int	gpuclust_max_matrix_memory;	/* MB */
 extern bool gpuclust_gpu_worker;	/* preloaded: a GPU worker (postmaster) */
 extern int	gpuclust_gpu_worker_jobs;	/* jobs it runs at once */
 extern int	gpuclust_gpu_worker_memory;	/* MB; 0: the free memory */
+extern char *gpuclust_gpu_devices;	/* the worker's GPUs ("": every one) */
 #ifdef GC_TESTING
 extern int	gpuclust_gpu_worker_emulate;	/* MB; tests: its jobs on the CPU */
+extern bool gpuclust_gpu_worker_emulate_lose_gpu;	/* tests: jobs fail their GPU */
 #endif
 extern int	gpuclust_gpu_memory_limit;	/* MB; 0: no limit (the free memory) */
 

@@ -5,15 +5,19 @@
  *	  and runs the jobs the worker starts (why it is a process of its own,
  *	  and its messages: worker/gpu_process.h).
  *
- * It probes the GPU once (creating the CUDA context) and says READY; then
- * its main thread waits on the socket for START messages.  Each job runs
- * on a thread of its own (signals blocked) through its algorithm's run
- * (the registry's record, common/algorithm.h: the core entry point a
- * backend would call), on a CUDA stream of its own; the context, the
- * pinned staging ring (transfer.cu) and device memory (CUDA's
- * stream-ordered pool, kept up to the budget: gc_cuda_keep_memory) stay
- * from job to job, and after GC_PROC_TRIM_MS without jobs the pool goes
- * back to the driver.  A job's thread maps the job's segments, writes the
+ * It probes each of its GPUs once (creating a CUDA context on each) and
+ * says READY; then its main thread waits on the socket for START
+ * messages.  Each job runs on a thread of its own (signals blocked), with
+ * its GPU made current there, through its algorithm's run (the registry's
+ * record, common/algorithm.h: the core entry point a backend would call),
+ * on a CUDA stream of its own; the contexts, the pinned staging rings
+ * (transfer.cu, one a device) and device memory (each device's
+ * stream-ordered pool, kept up to its budget: gc_cuda_keep_memory) stay
+ * from job to job, and after GC_PROC_TRIM_MS without jobs the pools go
+ * back to the driver.  A job that fails with a CUDA error is followed by
+ * a look at its GPU: when its context is gone (a sticky error), the GPU
+ * is reported LOST before the job's DONE, and this process gives it no
+ * more work.  A job's thread maps the job's segments, writes the
  * outputs there and the status and results into the job's slot (publish),
  * unmaps them and says DONE.
  *
@@ -77,12 +81,16 @@ typedef struct ProcJob
 	GcProcJob	pub;
 	GcJob	   *job;
 	int			slot;
+	int			gpu;			/* index into proc_devices */
 	Mapping		x,
 				out;
 } ProcJob;
 
 static int	proc_sock = -1;
-static int	proc_device_id;
+static int	proc_devices[GC_WORKER_MAX_GPUS];	/* CUDA device numbers */
+static int	proc_ngpus;
+static volatile sig_atomic_t proc_lost[GC_WORKER_MAX_GPUS];
+static pthread_mutex_t lost_mu = PTHREAD_MUTEX_INITIALIZER;
 static volatile sig_atomic_t stop_requested = 0;	/* SIGTERM */
 static volatile sig_atomic_t stopping = 0;	/* every job's second cancel flag */
 static pg_atomic_uint32 jobs_running;
@@ -99,13 +107,14 @@ gc_proc_device_memory(const gc_cuda_device_info *info)
 }
 
 static void
-send_msg(GcProcMsgKind kind, int slot, uint64 value)
+send_msg(GcProcMsgKind kind, int slot, int gpu, uint64 value)
 {
 	GcProcMsg	m;
 
 	memset(&m, 0, sizeof(m));
 	m.kind = kind;
 	m.slot = slot;
+	m.gpu = gpu;
 	m.value = value;
 	/* a datagram each: threads never interleave; a gone worker ends us anyway */
 	while (send(proc_sock, &m, sizeof(m), MSG_NOSIGNAL) < 0 && errno == EINTR)
@@ -262,7 +271,39 @@ publish(GcProcJob *r, GcJob *j)
 	pg_write_barrier();
 }
 
-/* A job's thread: the core call, the results, DONE. */
+/*
+ * After job j failed on GPU gpu with st: whether the GPU's context is gone
+ * (a sticky error fails every later call; in a test build, the job asked
+ * its emulated GPU to fail, on its first run), and then LOST, with how in
+ * its probe.
+ */
+static void
+check_lost(const GcJob *j, int gpu, const gc_status *st)
+{
+	gc_cuda_device_info info;
+
+	if (st->code != GC_EDEVICE)
+		return;
+	memset(&info, 0, sizeof(info));
+	info.device_id = proc_devices[gpu];
+	if (GC_PROC_EMULATED)
+	{
+		info.usable = !(j->lose_gpu && j->lost_on < 0);
+		snprintf(info.reason, sizeof(info.reason), "%s", st->message);
+	}
+	else
+		gc_cuda_probe_cached(proc_devices[gpu], &info);
+	if (info.usable)
+		return;
+	pthread_mutex_lock(&lost_mu);
+	proc_lost[gpu] = 1;
+	gc_worker->probes[gpu] = info;
+	pg_write_barrier();
+	pthread_mutex_unlock(&lost_mu);
+	send_msg(GC_PROC_LOST, -1, gpu, 0);
+}
+
+/* A job's thread: the core call on its GPU, the results, DONE. */
 static void *
 job_thread(void *arg)
 {
@@ -271,18 +312,27 @@ job_thread(void *arg)
 	gc_cuda_device_info info;
 
 	memset(&info, 0, sizeof(info));
-	info.usable = true;
-	/* the CUDA device is per thread: make the process's current */
-	if (!GC_PROC_EMULATED)
-		gc_cuda_probe_cached(proc_device_id, &info);
+	info.usable = !proc_lost[r->gpu];
+	snprintf(info.reason, sizeof(info.reason), "GPU %d failed during an earlier job",
+			 proc_devices[r->gpu]);
+	/* the CUDA device is per thread: make the job's current */
+	if (info.usable && !GC_PROC_EMULATED)
+		gc_cuda_probe_cached(proc_devices[r->gpu], &info);
 	if (!info.usable)
 		gc_fail(&r->pub.status, GC_EDEVICE, "%s", info.reason);
+#ifdef GC_TESTING
+	else if (GC_PROC_EMULATED && j->lose_gpu && j->lost_on < 0)
+		gc_fail(&r->pub.status, GC_EDEVICE,
+				"the emulated GPU %d failed (gpuclust.gpu_worker_emulate_lose_gpu)",
+				proc_devices[r->gpu]);
+#endif
 	else
 		run_job(&r->pub, j);
+	check_lost(j, r->gpu, &r->pub.status);
 	publish(&r->pub, j);
 	unmap_segment(&r->out);
 	unmap_segment(&r->x);
-	send_msg(GC_PROC_DONE, r->slot, 0);
+	send_msg(GC_PROC_DONE, r->slot, r->gpu, 0);
 	free(r);
 	pg_atomic_fetch_sub_u32(&jobs_running, 1);
 	return NULL;
@@ -298,7 +348,7 @@ fail_job(GcJob *j, int slot, gc_code code, const char *what)
 			strerror(errno));
 	j->status = st;
 	pg_write_barrier();
-	send_msg(GC_PROC_DONE, slot, 0);
+	send_msg(GC_PROC_DONE, slot, -1, 0);
 }
 
 /* START: the job in m->slot on a thread of its own. */
@@ -317,6 +367,12 @@ start_job(const GcProcMsg *m)
 		return;
 	j = &gc_worker->jobs[m->slot];
 	pg_read_barrier();
+	if (m->gpu < 0 || m->gpu >= proc_ngpus)
+	{
+		errno = EINVAL;
+		fail_job(j, m->slot, GC_EINTERNAL, "run a job on an unknown GPU");
+		return;
+	}
 	if ((r = calloc(1, sizeof(ProcJob))) == NULL)
 	{
 		fail_job(j, m->slot, GC_ENOMEM, "allocate a job");
@@ -324,6 +380,7 @@ start_job(const GcProcMsg *m)
 	}
 	r->job = j;
 	r->slot = m->slot;
+	r->gpu = m->gpu;
 	if (!map_segment(&m->out, &r->out) ||
 		(m->x.handle != m->out.handle && !map_segment(&m->x, &r->x)))
 	{
@@ -406,20 +463,20 @@ proc_signals(pid_t worker)
 	pthread_sigmask(SIG_UNBLOCK, &allow, NULL);
 }
 
-/* The device, probed (creating the CUDA context) or, in tests, emulated. */
+/* Device device, probed (creating its CUDA context) or, in tests, emulated. */
 static void
-probe(gc_cuda_device_info *info)
+probe(int device, gc_cuda_device_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	if (!GC_PROC_EMULATED)
 	{
-		gc_cuda_probe_cached(proc_device_id, info);
+		gc_cuda_probe_cached(device, info);
 		return;
 	}
 #ifdef GC_TESTING
 	info->usable = true;
-	info->device_count = 1;
-	info->device_id = proc_device_id;
+	info->device_count = proc_ngpus;
+	info->device_id = device;
 	snprintf(info->name, sizeof(info->name),
 			 "the CPU (gpuclust.gpu_worker_emulate)");
 	info->total_mem = info->free_mem = (size_t) gpuclust_gpu_worker_emulate << 20;
@@ -427,14 +484,53 @@ probe(gc_cuda_device_info *info)
 }
 
 /*
- * Once a tick: the device's free memory to the worker when it changed, and
+ * The GPUs, each probed into gc_worker->probes, their pools kept: those
+ * listed, or every visible one (an emulated worker: one).  With no device
+ * at all, the one probe that says why.
+ */
+static void
+probe_all(const int *devices, int ndevices)
+{
+	gc_cuda_device_info first;
+
+	if (ndevices > 0)
+	{
+		memcpy(proc_devices, devices, sizeof(int) * ndevices);
+		proc_ngpus = ndevices;
+	}
+	else
+	{
+		proc_devices[0] = 0;
+		proc_ngpus = 1;
+		if (!GC_PROC_EMULATED)
+		{
+			gc_cuda_probe(0, &first);
+			proc_ngpus = Min(Max(first.device_count, 1), GC_WORKER_MAX_GPUS);
+			for (int g = 0; g < proc_ngpus; g++)
+				proc_devices[g] = g;
+		}
+	}
+	for (int g = 0; g < proc_ngpus; g++)
+	{
+		gc_cuda_device_info *info = &gc_worker->probes[g];
+
+		probe(proc_devices[g], info);
+		if (info->usable && !GC_PROC_EMULATED)
+			gc_cuda_keep_memory(gc_proc_device_memory(info));
+	}
+	gc_worker->nprobes = proc_ngpus;
+	pg_write_barrier();
+}
+
+/*
+ * Once a tick: each GPU's free memory to the worker when it changed, and
  * the pooled memory back to the driver after GC_PROC_TRIM_MS without jobs.
  */
 static void
 tick(double *busy_at, bool *trimmed, size_t *free_mem)
 {
-	gc_cuda_device_info info;
 	double		now = gc_now_ms();
+	bool		trim = false;
 
 	if (pg_atomic_read_u32(&jobs_running) > 0)
 	{
@@ -443,14 +539,23 @@ tick(double *busy_at, bool *trimmed, size_t *free_mem)
 	}
 	else if (!*trimmed && now - *busy_at >= GC_PROC_TRIM_MS)
 	{
-		gc_cuda_trim_memory();
+		trim = true;
 		*trimmed = true;
 	}
-	gc_cuda_probe_cached(proc_device_id, &info);
-	if (info.usable && info.free_mem != *free_mem)
+	for (int g = 0; g < proc_ngpus; g++)
 	{
-		*free_mem = info.free_mem;
-		send_msg(GC_PROC_FREE_MEM, -1, info.free_mem);
+		gc_cuda_device_info info;
+
+		if (!gc_worker->probes[g].usable || proc_lost[g])
+			continue;
+		gc_cuda_probe_cached(proc_devices[g], &info);	/* makes it current */
+		if (trim)
+			gc_cuda_trim_memory();
+		if (info.usable && info.free_mem != free_mem[g])
+		{
+			free_mem[g] = info.free_mem;
+			send_msg(GC_PROC_FREE_MEM, -1, g, info.free_mem);
+		}
 	}
 }
 
@@ -467,27 +572,22 @@ proc_stop(void)
 }
 
 void
-gc_gpu_process_main(int sock, int device_id)
+gc_gpu_process_main(int sock, const int *devices, int ndevices)
 {
-	gc_cuda_device_info info;
 	double		busy_at = 0;
 	bool		trimmed = true;
-	size_t		free_mem = 0;
+	size_t		free_mem[GC_WORKER_MAX_GPUS];
 
 	proc_sock = sock;
-	proc_device_id = device_id;
 	pg_atomic_init_u32(&jobs_running, 0);
 	proc_signals(getppid());
 	/* "gpuclust GPU worker GPU process" in ps: this process's own memory */
 	set_ps_display("GPU process");
 
-	probe(&info);
-	gc_worker->probe = info;
-	pg_write_barrier();
-	if (info.usable && !GC_PROC_EMULATED)
-		gc_cuda_keep_memory(gc_proc_device_memory(&info));
-	send_msg(GC_PROC_READY, -1, 0);
-	free_mem = info.free_mem;
+	probe_all(devices, ndevices);
+	send_msg(GC_PROC_READY, -1, -1, 0);
+	for (int g = 0; g < proc_ngpus; g++)
+		free_mem[g] = gc_worker->probes[g].free_mem;
 
 	while (!stop_requested)
 	{
@@ -504,8 +604,8 @@ gc_gpu_process_main(int sock, int device_id)
 			if (got == sizeof(m) && m.kind == GC_PROC_START)
 				start_job(&m);
 		}
-		if (info.usable && !GC_PROC_EMULATED)
-			tick(&busy_at, &trimmed, &free_mem);
+		if (!GC_PROC_EMULATED)
+			tick(&busy_at, &trimmed, free_mem);
 	}
 	proc_stop();
 }

@@ -17,13 +17,16 @@
  * ran and forks another one.
  *
  * Messages, one datagram each on a SOCK_SEQPACKET socket pair:
- *	  worker -> GPU process   GC_PROC_START: run the job in slot (queued
- *							  there, its segments attached by the worker,
- *							  which keeps them until GC_PROC_DONE)
- *	  GPU process -> worker   GC_PROC_READY: the probe is in
- *							  gc_worker->probe; GC_PROC_DONE: the job in
- *							  slot has ended, its status and results in the
- *							  slot; GC_PROC_FREE_MEM: the device's free memory
+ *	  worker -> GPU process   GC_PROC_START: run the job in slot on GPU gpu
+ *							  (queued there, its segments attached by the
+ *							  worker, which keeps them until GC_PROC_DONE)
+ *	  GPU process -> worker   GC_PROC_READY: the probes are in
+ *							  gc_worker->probes, one a GPU; GC_PROC_DONE:
+ *							  the job in slot has ended, its status and
+ *							  results in the slot; GC_PROC_LOST: GPU gpu
+ *							  failed during a job (before that job's DONE;
+ *							  how, in its probe); GC_PROC_FREE_MEM: GPU
+ *							  gpu's free memory
  *
  *-------------------------------------------------------------------------
  */
@@ -45,6 +48,7 @@ typedef enum GcProcMsgKind
 	GC_PROC_START = 1,
 	GC_PROC_READY,
 	GC_PROC_DONE,
+	GC_PROC_LOST,
 	GC_PROC_FREE_MEM
 } GcProcMsgKind;
 
@@ -64,6 +68,8 @@ typedef struct GcProcMsg
 {
 	int32		kind;			/* a GcProcMsgKind */
 	int32		slot;			/* START, DONE: the job's */
+	int32		gpu;			/* START, LOST, FREE_MEM: the GPU (index
+								 * into gc_worker->gpus) */
 	uint64		value;			/* FREE_MEM: bytes */
 	GcProcSegment x,			/* START: the job's matrix and outputs */
 				out;
@@ -105,8 +111,10 @@ extern size_t gc_proc_device_memory(const gc_cuda_device_info *info);
 
 /*
  * The GPU process's entry point, in the worker's child right after
- * fork(): sock is its end of the socket pair.  Never returns.
+ * fork(): sock is its end of the socket pair, devices the CUDA devices
+ * it probes (ndevices 0: every visible one).  Never returns.
  */
-pg_noreturn extern void gc_gpu_process_main(int sock, int device_id);
+pg_noreturn extern void gc_gpu_process_main(int sock, const int *devices,
+											int ndevices);
 
 #endif							/* GPUCLUST_GPUPROC_H */

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * info_sql.c
- *	  gpuclust_info() RETURNS TABLE (key text, value text)
+ *	  gpuclust_info() RETURNS TABLE (key text, value text), and the GPU
+ *	  worker's views: gpuclust_gpus (its GPUs) and gpuclust_gpu_jobs (its
+ *	  jobs, and the GPU each runs on)
  *
  * Says whether this build has CUDA, whether the GPU is usable (and why
  * not), the device's name, memory and compute capability, the GPU worker's
@@ -22,6 +24,7 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -35,6 +38,7 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_info);
 PG_FUNCTION_INFO_V1(gpuclust_gpu_jobs);
+PG_FUNCTION_INFO_V1(gpuclust_gpus);
 
 /*
  * A copy of the worker's state, and its queue's length: every backend's
@@ -50,6 +54,8 @@ typedef struct WorkerInfo
 				free_mem;
 	int			queued,
 				running;
+	int			ngpus;
+	GcWorkerGpu gpus[GC_WORKER_MAX_GPUS];
 } WorkerInfo;
 
 static bool
@@ -64,9 +70,17 @@ worker_info(WorkerInfo *w, bool all)
 	w->pid = gc_worker->pid;
 	w->gpu_pid = gc_worker->gpu_pid;
 	w->info = gc_worker->info;
-	w->budget = gc_worker->budget;
-	w->free_mem = gc_worker->free_mem;
+	w->ngpus = gc_worker->ngpus;
+	memcpy(w->gpus, gc_worker->gpus, sizeof(GcWorkerGpu) * w->ngpus);
 	SpinLockRelease(&gc_worker->mutex);
+	/* the line of the first usable GPU (the one info describes) */
+	for (int g = 0; g < w->ngpus; g++)
+		if (w->gpus[g].state == GC_GPU_READY)
+		{
+			w->budget = w->gpus[g].budget;
+			w->free_mem = w->gpus[g].free_mem;
+			break;
+		}
 	for (int i = 0; i < gc_worker->njobs; i++)
 	{
 		uint32		s = pg_atomic_read_u32(&gc_worker->jobs[i].state);
@@ -210,6 +224,18 @@ gpuclust_info(PG_FUNCTION_ARGS)
 			gc_worker != NULL && w.pid != 0 ? psprintf("%d", w.pid) : NULL);
 		put(rsinfo, "gpu_worker_gpu_process_pid",
 			gc_worker != NULL && w.gpu_pid != 0 ? psprintf("%d", w.gpu_pid) : NULL);
+		if (gc_worker != NULL && w.ngpus > 0)
+		{
+			StringInfoData list;
+
+			initStringInfo(&list);
+			for (int g = 0; g < w.ngpus; g++)
+				appendStringInfo(&list, "%s%d", g > 0 ? ", " : "",
+								 w.gpus[g].device_id);
+			put(rsinfo, "gpu_worker_devices", list.data);
+		}
+		else
+			put(rsinfo, "gpu_worker_devices", NULL);
 		put(rsinfo, "gpu_worker_memory_budget_bytes",
 			gc_worker != NULL && w.state == GC_WORKER_READY ?
 			psprintf("%zu", w.budget) : NULL);
@@ -257,9 +283,10 @@ gpuclust_gpu_jobs(PG_FUNCTION_ARGS)
 	{
 		GcJob	   *j = &gc_worker->jobs[i];
 		uint32		s = pg_atomic_read_u32(&j->state);
-		Datum		values[8];
-		bool		nulls[8] = {0};
-		int			pid;
+		Datum		values[9];
+		bool		nulls[9] = {0};
+		int			pid,
+					gpu;
 		Oid			userid;
 		gc_algorithm algo;
 		int64		n;
@@ -279,6 +306,7 @@ gpuclust_gpu_jobs(PG_FUNCTION_ARGS)
 		mem = j->mem;
 		queued_at = j->queued_at;
 		started_at = j->started_at;
+		gpu = j->gpu;
 		pg_read_barrier();
 		if (pg_atomic_read_u32(&j->state) != s)
 			continue;			/* changed while read: it is gone or moved on */
@@ -295,6 +323,72 @@ gpuclust_gpu_jobs(PG_FUNCTION_ARGS)
 			values[7] = Float8GetDatum((double) (now - started_at) / 1000.0);
 		else
 			nulls[7] = true;
+		/* its GPU's CUDA number (a column the view of version 0.1 lacks) */
+		if (s == GC_JOB_RUNNING && gpu >= 0 && gpu < gc_worker->ngpus)
+			values[8] = Int32GetDatum(gc_worker->gpus[gpu].device_id);
+		else
+			nulls[8] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+static const char *
+gpu_state_name(GcGpuState s)
+{
+	switch (s)
+	{
+		case GC_GPU_READY:
+			return "ready";
+		case GC_GPU_UNUSABLE:
+			return "unusable";
+		case GC_GPU_LOST:
+			return "lost";
+		case GC_GPU_STARTING:
+			break;
+	}
+	return "starting";
+}
+
+/*
+ * gpuclust_gpus(): the GPU worker's GPUs, one row each: its CUDA number,
+ * name, state and why it takes no jobs, its memory, and its jobs.  The
+ * free and held memory are NULL to roles without pg_read_all_stats (as
+ * gpuclust_info's free memory).
+ */
+Datum
+gpuclust_gpus(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		all = gc_glue_sees_all_sessions();
+	WorkerInfo	w;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!worker_info(&w, all))
+		return (Datum) 0;
+	for (int g = 0; g < w.ngpus; g++)
+	{
+		const GcWorkerGpu *gpu = &w.gpus[g];
+		bool		has = gpu->info.name[0] != '\0';
+		Datum		values[10];
+		bool		nulls[10] = {0};
+
+		values[0] = Int32GetDatum(gpu->device_id);
+		values[1] = has ? CStringGetTextDatum(gpu->info.name) : (Datum) 0;
+		nulls[1] = !has;
+		values[2] = CStringGetTextDatum(gpu_state_name(gpu->state));
+		values[3] = gpu->state != GC_GPU_READY ?
+			CStringGetTextDatum(gpu->info.reason) : (Datum) 0;
+		nulls[3] = gpu->state == GC_GPU_READY;
+		values[4] = Int64GetDatum((int64) gpu->info.total_mem);
+		nulls[4] = !has;
+		values[5] = Int64GetDatum((int64) gpu->free_mem);
+		nulls[5] = !has || !all;
+		values[6] = Int64GetDatum((int64) gpu->budget);
+		values[7] = Int64GetDatum((int64) gpu->reserved);
+		nulls[7] = !all;
+		values[8] = Int32GetDatum(gpu->running);
+		values[9] = Int64GetDatum((int64) gpu->done);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

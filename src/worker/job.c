@@ -77,37 +77,103 @@ gc_job_worker_settled(void)
 	}
 }
 
+/*
+ * The CUDA device this session's jobs must run on: its gpuclust.gpu_device_id
+ * when that differs from the server's, else -1 (any of the worker's).
+ */
+static int
+wanted_device(void)
+{
+	int			server;
+
+	SpinLockAcquire(&gc_worker->mutex);
+	server = gc_worker->server_device_id;
+	SpinLockRelease(&gc_worker->mutex);
+	return gpuclust_gpu_device_id != server ? gpuclust_gpu_device_id : -1;
+}
+
+/* The GPU list of the worker ("0, 1"), into buf. */
+static void
+owned_list(char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (int g = 0; g < gc_worker->ngpus; g++)
+	{
+		size_t		len = strlen(buf);
+
+		snprintf(buf + len, size - len, "%s%d", g > 0 ? ", " : "",
+				 gc_worker->gpus[g].device_id);
+	}
+}
+
+/*
+ * The worker's GPUs as dispatch sees them: usable when one this session
+ * may use takes jobs; mem the largest budget of those (a job runs on one).
+ */
+static void
+worker_gpus(int want, gc_gpu_state *out)
+{
+	bool		owned = false;
+	char		owns[100];
+
+	for (int g = 0; g < gc_worker->ngpus; g++)
+	{
+		const GcWorkerGpu *gpu = &gc_worker->gpus[g];
+
+		if (want >= 0 && gpu->device_id != want)
+			continue;
+		owned = true;
+		if (gpu->state == GC_GPU_READY)
+		{
+			out->usable = true;
+			out->mem = Max(out->mem, gpu->budget);
+		}
+		else
+		{
+			size_t		len = strlen(out->reason);
+
+			snprintf(out->reason + len, sizeof(out->reason) - len,
+					 "%sGPU %d of the gpuclust GPU worker is %s: %s",
+					 len > 0 ? "; " : "", gpu->device_id,
+					 gpu->state == GC_GPU_LOST ? "lost" : "not usable",
+					 gpu->info.reason);
+		}
+	}
+	if (out->usable)
+		out->reason[0] = '\0';
+	else if (want >= 0 && !owned)
+	{
+		owned_list(owns, sizeof(owns));
+		snprintf(out->reason, sizeof(out->reason),
+				 "gpuclust.gpu_device_id is %d, but the GPUs of the gpuclust GPU worker are %s (gpuclust.gpu_devices, read at the server's start)",
+				 want, owns);
+	}
+}
+
 static void
 worker_probe(const gc_gpu *gpu, gc_gpu_state *out)
 {
 	GcWorkerState state;
+	int			want = wanted_device();
 
 	memset(out, 0, sizeof(*out));
 	(void) gc_job_worker_settled();
 	SpinLockAcquire(&gc_worker->mutex);
 	state = gc_worker->state;
-	out->mem = gc_worker->budget;
-	if (state == GC_WORKER_NO_GPU)
+	if (state == GC_WORKER_READY)
+		worker_gpus(want, out);
+	else if (state == GC_WORKER_NO_GPU)
 		snprintf(out->reason, sizeof(out->reason),
 				 "the gpuclust GPU worker has no usable GPU: %s",
 				 gc_worker->info.reason);
 	else if (state == GC_WORKER_RECOVERING)
 		strlcpy(out->reason, gc_worker->info.reason, sizeof(out->reason));
 	SpinLockRelease(&gc_worker->mutex);
-	out->usable = state == GC_WORKER_READY;
 	if (state != GC_WORKER_READY && state != GC_WORKER_NO_GPU &&
 		state != GC_WORKER_RECOVERING)
 		snprintf(out->reason, sizeof(out->reason),
 				 "the gpuclust GPU worker is not running (it restarts within %d seconds)",
 				 GC_WORKER_RESTART_S + 1);
-	else if (out->usable && gpu->device_id != gc_worker->info.device_id)
-	{
-		/* the worker's device is the server's setting, read at its start */
-		out->usable = false;
-		snprintf(out->reason, sizeof(out->reason),
-				 "gpuclust.gpu_device_id is %d, but the gpuclust GPU worker runs on GPU %d (set it in postgresql.conf and restart the server)",
-				 gpu->device_id, gc_worker->info.device_id);
-	}
 }
 
 void
@@ -255,6 +321,14 @@ gc_job_submit(GcJob *j, gc_status *st)
 	j->cancel = 0;
 	pg_atomic_write_u32(&j->abandoned, 0);
 	pg_atomic_write_u32(&j->progress_count, 0);
+	j->want_device = wanted_device();
+#ifdef GC_TESTING
+	j->lose_gpu = gpuclust_gpu_worker_emulate_lose_gpu;
+#else
+	j->lose_gpu = false;
+#endif
+	j->gpu = -1;
+	j->lost_on = -1;
 	j->queued_at = GetCurrentTimestamp();
 	j->seq = pg_atomic_fetch_add_u64(&gc_worker->next_seq, 1);
 	pg_write_barrier();

@@ -12,15 +12,22 @@
  * (worker/gpu_process.h), which creates the CUDA context once; no backend initialises
  * CUDA.  Without preloading, each backend uses its own context, lazily.
  *
+ * The worker owns the GPUs of gpuclust.gpu_devices (every visible one by
+ * default), each with its own memory budget and job count; its GPU process
+ * holds a CUDA context on each.  A job runs on one of them: the least
+ * loaded one where its memory fits, or the one its session's
+ * gpuclust.gpu_device_id names when that differs from the server's.
+ *
  * The hand-off, through the shared memory of this header:
  *	  - a backend owns one job slot (gc_my_slot()).  It puts the float32
  *		matrix in a DSM segment (ingest writes it there directly), the
  *		outputs' segment beside it, the parameters in the slot, and queues
  *		the job (FREE -> QUEUED, an arrival number, the worker's latch);
  *	  - the worker starts queued jobs in arrival order when their GPU memory
- *		fits its budget (QUEUED -> RUNNING): it attaches their segments and
- *		hands them to the GPU process, which runs each on a thread of its
- *		own with its own CUDA stream, so jobs overlap when memory allows;
+ *		fits the budget of one of its GPUs (QUEUED -> RUNNING): it attaches
+ *		their segments and hands them to the GPU process, which runs each on
+ *		a thread of its own with its own CUDA stream on the job's GPU, so
+ *		jobs overlap when memory allows;
  *	  - when the GPU process says a job has ended (its status and outputs
  *		written), the worker detaches its segments, marks it DONE and sets
  *		the backend's latch; the backend reads the outputs and frees the
@@ -30,6 +37,12 @@
  * the core polls between iterations, and leaves the slot "abandoned": the
  * worker frees it when the job has ended.  Every state change is a
  * compare-and-swap, so the two sides never both own a slot.
+ *
+ * A GPU that fails during a job (its context lost: an Xid, a fault) is
+ * marked lost and takes no more jobs; the jobs that failed on it are
+ * queued again, once, when another GPU is usable (else they fail, and
+ * 'auto' redoes them on the CPU).  The worker restarts its GPU process to
+ * bring a lost GPU back once no job runs, GC_GPU_RETRY_MS after the loss.
  *
  * The GPU process's end (a CUDA fault, kill -9) fails the jobs it was
  * running ("the gpuclust GPU process ... during the job": 'auto' redoes
@@ -62,8 +75,14 @@
 /* how long after its GPU process ended the worker forks a new one, at first */
 #define GC_PROC_RESTART_MS 1000
 
-/* the most jobs the worker runs at once (gpuclust.gpu_worker_jobs) */
+/* the most jobs the worker runs at once on one GPU (gpuclust.gpu_worker_jobs) */
 #define GC_WORKER_MAX_JOBS 64
+
+/* the most GPUs the worker owns (gpuclust.gpu_devices) */
+#define GC_WORKER_MAX_GPUS 16
+
+/* how long after a GPU was lost the worker may restart its GPU process for it */
+#define GC_GPU_RETRY_MS 5000
 
 typedef enum GcWorkerState
 {
@@ -75,6 +94,15 @@ typedef enum GcWorkerState
 								 * (reason says why) */
 	GC_WORKER_EXITED			/* exited; the postmaster restarts it */
 } GcWorkerState;
+
+/* One of the worker's GPUs. */
+typedef enum GcGpuState
+{
+	GC_GPU_STARTING = 0,		/* its GPU process probes it */
+	GC_GPU_READY,				/* takes jobs */
+	GC_GPU_UNUSABLE,			/* the probe failed: info.reason says why */
+	GC_GPU_LOST					/* failed during a job: info.reason says how */
+} GcGpuState;
 
 typedef enum GcJobState
 {
@@ -128,6 +156,9 @@ typedef struct GcJob
 	int			d;
 	int			threads;		/* host threads (copies) */
 	size_t		mem;			/* GPU memory it needs (bytes) */
+	int			want_device;	/* the CUDA device it must run on (-1: any) */
+	bool		lose_gpu;		/* test builds: its first run makes its
+								 * emulated GPU fail */
 	TimestampTz queued_at;
 	dsm_handle	x_seg;			/* X (n x d float32) at x_off */
 	Size		x_off;
@@ -145,6 +176,9 @@ typedef struct GcJob
 	/* set by the worker */
 	TimestampTz started_at;
 	uint32		generation;		/* of the worker that took it */
+	int			gpu;			/* the GPU it runs on (index into gpus; -1) */
+	int			lost_on;		/* the GPU it failed on when that was lost,
+								 * before it was queued again (-1: none) */
 	/* set by the GPU process before it says DONE */
 	gc_status	status;
 	GcJobArea	results;	/* the algorithm's scalar results (its arrays
@@ -153,6 +187,19 @@ typedef struct GcJob
 	pg_atomic_uint32 progress_count;
 	gc_progress progress;
 } GcJob;
+
+typedef struct GcWorkerGpu
+{
+	int			device_id;		/* its CUDA device number */
+	GcGpuState	state;
+	gc_cuda_device_info info;	/* its probe (reason when unusable or lost) */
+	size_t		budget;			/* GPU memory for jobs */
+	size_t		reserved;		/* of it, held by running jobs */
+	size_t		free_mem;		/* cudaMemGetInfo, last read */
+	int			running;		/* jobs */
+	uint64		done;			/* jobs ended on it since the worker started */
+	TimestampTz lost_at;
+} GcWorkerGpu;
 
 typedef struct GcWorkerShared
 {
@@ -163,14 +210,15 @@ typedef struct GcWorkerShared
 	uint32		generation;		/* worker starts so far */
 	TimestampTz started_at;
 	int			gpu_pid;		/* its GPU process (0: none) */
-	gc_cuda_device_info info;	/* the probe at start (reason when no GPU or
-								 * recovering) */
-	gc_cuda_device_info probe;	/* written by the GPU process before READY */
-	size_t		budget;			/* GPU memory for jobs */
-	size_t		reserved;		/* of it, held by running jobs */
-	size_t		free_mem;		/* cudaMemGetInfo, last read */
-	int			running;
-	int			max_jobs;
+	gc_cuda_device_info info;	/* the first usable GPU's probe (the reason
+								 * when there is none or while recovering) */
+	int			server_device_id;	/* gpuclust.gpu_device_id of the server */
+	int			ngpus;
+	GcWorkerGpu gpus[GC_WORKER_MAX_GPUS];
+
+	/* written by the GPU process: its probes before READY, a loss before LOST */
+	int			nprobes;
+	gc_cuda_device_info probes[GC_WORKER_MAX_GPUS];
 
 	pg_atomic_uint64 next_seq;	/* arrival numbers */
 	int			njobs;			/* MaxBackends */

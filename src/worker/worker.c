@@ -5,13 +5,22 @@
  *	  jobs and has its GPU process run them (the protocol is in
  *	  worker/queue.h, the GPU process in worker/gpu_process.h).
  *
- * The worker forks its GPU process, which probes the GPU (creating the
- * CUDA context) and says READY.  Then the worker loops on its latch and
- * the process's socket: it finishes the jobs the process says are done,
- * and starts queued jobs in arrival order while the oldest one's GPU
- * memory fits what running jobs leave of the budget (the free memory at
+ * The worker forks its GPU process, which probes the GPUs of
+ * gpuclust.gpu_devices (creating a CUDA context on each) and says READY.
+ * Then the worker loops on its latch and the process's socket: it
+ * finishes the jobs the process says are done, and starts queued jobs in
+ * arrival order while the oldest one fits a usable GPU: its GPU memory
+ * within what running jobs leave of that GPU's budget (its free memory at
  * the probe, less GC_WORKER_HEADROOM) and fewer than
- * gpuclust.gpu_worker_jobs run.  The worker itself never calls CUDA.
+ * gpuclust.gpu_worker_jobs running there.  Of the GPUs it fits, the one
+ * with the fewest running jobs takes it (then the least memory held, then
+ * the lowest number).  The worker itself never calls CUDA.
+ *
+ * A GPU that the process reports lost (LOST: its context failed during a
+ * job) takes no more jobs, and the jobs that failed on it are queued again
+ * on the others, once.  When none runs and GC_GPU_RETRY_MS have passed,
+ * the worker stops its GPU process and forks a new one, which creates
+ * every context anew; jobs wait meanwhile.
  *
  * When the GPU process ends, for whatever reason, the worker fails the
  * jobs it ran, says why in gpuclust_info, and forks a new one
@@ -141,7 +150,11 @@ typedef struct Running
 
 static Running *runs;			/* njobs of them, by slot */
 static bool stopping = false;	/* the worker is exiting */
-static int	device_id;
+
+/* gpuclust.gpu_devices, read at start (ndevices 0: every visible GPU) */
+static int	devices[GC_WORKER_MAX_GPUS];
+static int	ndevices;
+static bool restarting = false; /* a planned restart of the GPU process */
 
 /* The GPU process: its socket (-1: none) and pid, and when to fork the next. */
 static int	gpu_sock = -1;
@@ -202,12 +215,19 @@ detach_segments(Running *r)
 	r->x_seg = r->out_seg = NULL;
 }
 
+/* Running job r lets go of its GPU's memory and segments. */
 static void
-release_memory(size_t mem)
+leave_gpu(Running *r)
 {
+	GcJob	   *j = r->job;
+	GcWorkerGpu *g = &gc_worker->gpus[j->gpu];
+
+	detach_segments(r);
+	r->used = false;
 	SpinLockAcquire(&gc_worker->mutex);
-	gc_worker->reserved -= mem;
-	gc_worker->running--;
+	g->reserved -= j->mem;
+	g->running--;
+	g->done++;
 	SpinLockRelease(&gc_worker->mutex);
 }
 
@@ -215,12 +235,47 @@ release_memory(size_t mem)
 static void
 end_run(Running *r, const gc_status *st)
 {
-	GcJob	   *j = r->job;
+	leave_gpu(r);
+	finish_job(r->job, st);
+}
 
-	detach_segments(r);
-	r->used = false;
-	release_memory(j->mem);
-	finish_job(j, st);
+/* Whether a GPU but number skip takes jobs. */
+static bool
+other_gpu_ready(int skip)
+{
+	for (int g = 0; g < gc_worker->ngpus; g++)
+		if (g != skip && gc_worker->gpus[g].state == GC_GPU_READY)
+			return true;
+	return false;
+}
+
+/*
+ * Running job r failed with st on a GPU that is lost: queued again, with
+ * its arrival number, when it may run elsewhere (once, not cancelled, not
+ * abandoned, not pinned to that GPU, another GPU usable).
+ */
+static bool
+queue_again(Running *r, const gc_status *st)
+{
+	GcJob	   *j = r->job;
+	GcWorkerGpu *g = &gc_worker->gpus[j->gpu];
+	uint32		running = GC_JOB_RUNNING;
+
+	if (st->code == GC_OK || st->code == GC_ECANCEL || g->state != GC_GPU_LOST ||
+		j->lost_on >= 0 || j->cancel || pg_atomic_read_u32(&j->abandoned) ||
+		j->want_device >= 0 || !other_gpu_ready(j->gpu))
+		return false;
+	ereport(LOG,
+			(errmsg("gpuclust GPU worker: the %s job of PID %d failed on lost GPU %d; it runs again on another GPU",
+					gc_algorithm_name(j->algo), j->pid, g->device_id),
+			 errdetail("%s", st->message)));
+	if (!pg_atomic_compare_exchange_u32(&j->state, &running, GC_JOB_QUEUED))
+		return false;
+	/* the worker alone takes queued jobs: these are read after this */
+	leave_gpu(r);
+	j->lost_on = j->gpu;
+	j->gpu = -1;
+	return true;
 }
 
 /* DONE from the GPU process: the job in slot has ended, its status in it. */
@@ -240,6 +295,17 @@ job_done(int slot)
 	/* cancelled by the worker's exit, not by its backend */
 	if (st.code == GC_ECANCEL && stopping && !j->cancel)
 		gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker exited");
+	if (queue_again(r, &st))
+		return;
+	if (st.code != GC_OK && st.code != GC_ECANCEL &&
+		gc_worker->gpus[j->gpu].state == GC_GPU_LOST)
+	{
+		gc_status	lost = st;
+
+		gc_fail(&lost, st.code, "GPU %d of the gpuclust GPU worker failed during the job: %s",
+				gc_worker->gpus[j->gpu].device_id, st.message);
+		st = lost;
+	}
 	end_run(r, &st);
 }
 
@@ -273,6 +339,7 @@ take(GcJob *j)
 		return false;
 	j->started_at = GetCurrentTimestamp();
 	j->generation = gc_worker->generation;
+	j->gpu = -1;
 	return true;
 }
 
@@ -318,6 +385,7 @@ start_run(Running *r, gc_status *st)
 	memset(&m, 0, sizeof(m));
 	m.kind = GC_PROC_START;
 	m.slot = j - gc_worker->jobs;
+	m.gpu = j->gpu;
 	proc_segment(r->x_seg, &m.x);
 	proc_segment(r->out_seg, &m.out);
 	if (send(gpu_sock, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m))
@@ -329,10 +397,86 @@ start_run(Running *r, gc_status *st)
 	return true;
 }
 
+/* The GPUs job j may run on: those of its device when it is pinned, else all. */
+static bool
+gpu_allowed(const GcJob *j, int g)
+{
+	return j->want_device < 0 || gc_worker->gpus[g].device_id == j->want_device;
+}
+
 /*
- * Starts queued jobs in arrival order while the oldest fits (memory and
- * gpuclust.gpu_worker_jobs); with no usable GPU, fails them with the
- * reason.
+ * Why job j can run on no GPU now or later (st), or GC_OK: no GPU it may
+ * use is usable, or its memory exceeds every such GPU's budget.
+ */
+static gc_code
+never_fits(const GcJob *j, gc_status *st)
+{
+	size_t		largest = 0;
+	int			usable = 0,
+				at = -1;
+
+	for (int g = 0; g < gc_worker->ngpus; g++)
+	{
+		GcWorkerGpu *gpu = &gc_worker->gpus[g];
+
+		if (!gpu_allowed(j, g) || gpu->state != GC_GPU_READY)
+			continue;
+		usable++;
+		if (gpu->budget >= largest)
+		{
+			largest = gpu->budget;
+			at = gpu->device_id;
+		}
+	}
+	if (usable == 0 && j->want_device >= 0)
+		return gc_fail(st, GC_EDEVICE,
+					   "GPU %d of the gpuclust GPU worker is not usable now (gpuclust_gpus says why)",
+					   j->want_device);
+	if (usable == 0)
+		return gc_fail(st, GC_EDEVICE,
+					   "no GPU of the gpuclust GPU worker is usable now (gpuclust_gpus says why)");
+	if (j->mem > largest)
+		return gc_fail(st, GC_ENOMEM,
+					   "%s needs about %zu MiB of GPU memory, but the GPU worker's GPU %d has %zu MiB for jobs",
+					   gc_algorithm_name(j->algo), j->mem >> 20, at, largest >> 20);
+	return GC_OK;
+}
+
+/*
+ * The GPU that takes job j now (-1: none): of those it may use where its
+ * memory fits and fewer than gpuclust.gpu_worker_jobs run, the one with
+ * the fewest jobs, then the least memory held, then the first; the GPU it
+ * failed on last only when no other fits.
+ */
+static int
+pick_gpu(const GcJob *j)
+{
+	int			best = -1;
+
+	SpinLockAcquire(&gc_worker->mutex);
+	for (int pass = 0; pass < 2 && best < 0; pass++)
+		for (int g = 0; g < gc_worker->ngpus; g++)
+		{
+			GcWorkerGpu *gpu = &gc_worker->gpus[g];
+			GcWorkerGpu *b = best >= 0 ? &gc_worker->gpus[best] : NULL;
+
+			if (!gpu_allowed(j, g) || gpu->state != GC_GPU_READY ||
+				(pass == 0 && g == j->lost_on) ||
+				gpu->running >= gpuclust_gpu_worker_jobs ||
+				gpu->reserved + j->mem > gpu->budget)
+				continue;
+			if (b == NULL || gpu->running < b->running ||
+				(gpu->running == b->running && gpu->reserved < b->reserved))
+				best = g;
+		}
+	SpinLockRelease(&gc_worker->mutex);
+	return best;
+}
+
+/*
+ * Starts queued jobs in arrival order while the oldest fits a GPU (memory
+ * and gpuclust.gpu_worker_jobs); fails those that fit none it may use, and
+ * with no usable GPU, every one, with the reason.
  */
 static void
 admit(void)
@@ -343,10 +487,10 @@ admit(void)
 	{
 		gc_status	st = {GC_OK, ""};
 		Running    *r = &runs[j - gc_worker->jobs];
-		bool		fits;
+		int			g;
 
-		if (gc_worker->state == GC_WORKER_STARTING)
-			return;				/* they wait for the first probe */
+		if (gc_worker->state == GC_WORKER_STARTING || restarting)
+			return;				/* they wait for the probe */
 		if (gc_worker->state != GC_WORKER_READY)
 		{
 			if (gc_worker->state == GC_WORKER_NO_GPU)
@@ -357,20 +501,12 @@ admit(void)
 			refuse(j, &st);
 			continue;
 		}
-		if (j->mem > gc_worker->budget)
+		if (never_fits(j, &st) != GC_OK)
 		{
-			gc_fail(&st, GC_ENOMEM,
-					"%s needs about %zu MiB of GPU memory, but the GPU worker's GPU %d has %zu MiB for jobs",
-					gc_algorithm_name(j->algo), j->mem >> 20, device_id,
-					gc_worker->budget >> 20);
 			refuse(j, &st);
 			continue;
 		}
-		SpinLockAcquire(&gc_worker->mutex);
-		fits = gc_worker->running < gpuclust_gpu_worker_jobs &&
-			gc_worker->reserved + j->mem <= gc_worker->budget;
-		SpinLockRelease(&gc_worker->mutex);
-		if (!fits || r->used)
+		if (r->used || (g = pick_gpu(j)) < 0)
 			return;				/* arrival order: the others wait too */
 		if (!take(j))
 			continue;
@@ -378,30 +514,93 @@ admit(void)
 		memset(r, 0, sizeof(*r));
 		r->job = j;
 		r->used = true;
+		j->gpu = g;
 		SpinLockAcquire(&gc_worker->mutex);
-		gc_worker->reserved += j->mem;
-		gc_worker->running++;
+		gc_worker->gpus[g].reserved += j->mem;
+		gc_worker->gpus[g].running++;
 		SpinLockRelease(&gc_worker->mutex);
 		if (!start_run(r, &st))
 			end_run(r, &st);
 	}
 }
 
-/* The GPU memory jobs may hold: the device's, at most gpuclust.gpu_worker_memory. */
+/* The GPU memory jobs may hold on gpu: its own, at most gpuclust.gpu_worker_memory. */
 static size_t
-budget(void)
+budget(const GcWorkerGpu *gpu)
 {
-	size_t		device_mem = gc_proc_device_memory(&gc_worker->info);
+	size_t		device_mem = gc_proc_device_memory(&gpu->info);
 	size_t		cap = (size_t) gpuclust_gpu_worker_memory << 20;
 
 	return gpuclust_gpu_worker_memory > 0 && cap < device_mem ? cap : device_mem;
+}
+
+/* Each GPU's budget (gpuclust.gpu_worker_memory at its start or a reload). */
+static void
+set_budgets(void)
+{
+	SpinLockAcquire(&gc_worker->mutex);
+	for (int g = 0; g < gc_worker->ngpus; g++)
+		gc_worker->gpus[g].budget = budget(&gc_worker->gpus[g]);
+	SpinLockRelease(&gc_worker->mutex);
+}
+
+int
+gc_worker_devices(const char *spec, int *out, char *err, size_t errsize)
+{
+	const char *p = spec != NULL ? spec : "";
+	int			n = 0;
+
+	for (;;)
+	{
+		char	   *end;
+		long		v;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\0' && n == 0)
+			return 0;
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (end == p || errno != 0 || v < 0 || v > 1024)
+		{
+			snprintf(err, errsize,
+					 "expected a comma-separated list of CUDA device numbers (0 to 1024), such as '0,1', or nothing for every visible GPU");
+			return -1;
+		}
+		for (int i = 0; i < n; i++)
+			if (out[i] == (int) v)
+			{
+				snprintf(err, errsize, "GPU %ld is listed twice", v);
+				return -1;
+			}
+		if (n == GC_WORKER_MAX_GPUS)
+		{
+			snprintf(err, errsize, "at most %d GPUs can be listed", GC_WORKER_MAX_GPUS);
+			return -1;
+		}
+		out[n++] = (int) v;
+		p = end;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\0')
+			return n;
+		if (*p++ != ',')
+		{
+			snprintf(err, errsize,
+					 "expected a comma-separated list of CUDA device numbers (0 to 1024), such as '0,1', or nothing for every visible GPU");
+			return -1;
+		}
+	}
 }
 
 /* ---------------------------------------------------------------------
  * The GPU process's life
  * --------------------------------------------------------------------- */
 
-/* The GPU side is down for reason: jobs are refused with it meanwhile. */
+/*
+ * The GPU side is down for reason: jobs are refused with it meanwhile
+ * (GC_WORKER_RECOVERING) or wait (GC_WORKER_STARTING).
+ */
 static void
 gpu_down(GcWorkerState state, const char *reason)
 {
@@ -410,6 +609,13 @@ gpu_down(GcWorkerState state, const char *reason)
 	gc_worker->gpu_pid = 0;
 	gc_worker->info.usable = false;
 	strlcpy(gc_worker->info.reason, reason, sizeof(gc_worker->info.reason));
+	for (int g = 0; g < gc_worker->ngpus; g++)
+	{
+		gc_worker->gpus[g].state = GC_GPU_STARTING;
+		gc_worker->gpus[g].info.usable = false;
+		strlcpy(gc_worker->gpus[g].info.reason, reason,
+				sizeof(gc_worker->gpus[g].info.reason));
+	}
 	SpinLockRelease(&gc_worker->mutex);
 }
 
@@ -432,7 +638,7 @@ gpu_start(void)
 		if (pid == 0)
 		{
 			close(sv[0]);
-			gc_gpu_process_main(sv[1], device_id);
+			gc_gpu_process_main(sv[1], devices, ndevices);
 		}
 		gc_glue_signals_restore(&old);
 		close(sv[1]);
@@ -457,29 +663,131 @@ gpu_start(void)
 	SpinLockRelease(&gc_worker->mutex);
 }
 
-/* READY: the probe the GPU process wrote. */
+/*
+ * READY: the probes the GPU process wrote, one a GPU; the worker's own
+ * line is the first usable GPU's probe, or the reasons none is usable.
+ */
 static void
 gpu_ready(void)
 {
-	gc_cuda_device_info info;
+	int			n,
+				usable = 0;
+	char		reasons[sizeof(gc_worker->info.reason)] = "";
 
 	pg_read_barrier();
-	info = gc_worker->probe;
+	n = Min(gc_worker->nprobes, GC_WORKER_MAX_GPUS);
 	SpinLockAcquire(&gc_worker->mutex);
-	gc_worker->info = info;
-	gc_worker->free_mem = info.usable ? info.free_mem : 0;
-	gc_worker->budget = budget();
-	gc_worker->state = info.usable ? GC_WORKER_READY : GC_WORKER_NO_GPU;
+	for (int g = 0; g < n; g++)
+	{
+		GcWorkerGpu *gpu = &gc_worker->gpus[g];
+		const gc_cuda_device_info *info = &gc_worker->probes[g];
+
+		if (g >= gc_worker->ngpus || gpu->device_id != info->device_id)
+			gpu->done = 0;		/* another GPU than before */
+		gpu->device_id = info->device_id;
+		gpu->info = *info;
+		gpu->state = info->usable ? GC_GPU_READY : GC_GPU_UNUSABLE;
+		gpu->free_mem = info->usable ? info->free_mem : 0;
+		gpu->budget = budget(gpu);
+		gpu->reserved = 0;
+		gpu->running = 0;
+		if (info->usable && usable++ == 0)
+			gc_worker->info = *info;
+		else if (!info->usable)
+		{
+			size_t		len = strlen(reasons);
+
+			snprintf(reasons + len, sizeof(reasons) - len, "%sGPU %d: %s",
+					 len > 0 ? "; " : "", info->device_id, info->reason);
+		}
+	}
+	gc_worker->ngpus = n;
+	if (usable == 0)
+	{
+		if (n > 0)
+			gc_worker->info = gc_worker->probes[0];
+		gc_worker->info.usable = false;
+		strlcpy(gc_worker->info.reason, n == 1 ? gc_worker->probes[0].reason : reasons,
+				sizeof(gc_worker->info.reason));
+	}
+	gc_worker->state = usable > 0 ? GC_WORKER_READY : GC_WORKER_NO_GPU;
 	SpinLockRelease(&gc_worker->mutex);
-	if (info.usable)
-		ereport(LOG,
-				(errmsg("gpuclust GPU worker started on GPU %d (%s), %zu MiB for jobs",
-						device_id, info.name, gc_worker->budget >> 20),
-				 errdetail("Its GPU process has PID %d.", (int) gpu_pid)));
-	else
+
+	for (int g = 0; g < n; g++)
+	{
+		GcWorkerGpu *gpu = &gc_worker->gpus[g];
+
+		if (gpu->state == GC_GPU_READY)
+			ereport(LOG,
+					(errmsg("gpuclust GPU worker started on GPU %d (%s), %zu MiB for jobs",
+							gpu->device_id, gpu->info.name, gpu->budget >> 20),
+					 errdetail("Its GPU process has PID %d.", (int) gpu_pid)));
+		else if (usable > 0)
+			ereport(LOG,
+					(errmsg("gpuclust GPU worker cannot use GPU %d: %s",
+							gpu->device_id, gpu->info.reason)));
+	}
+	if (usable == 0)
 		ereport(LOG,
 				(errmsg("gpuclust GPU worker started without a GPU: %s",
-						info.reason)));
+						gc_worker->info.reason)));
+}
+
+/* LOST: GPU g failed during a job; its probe says how. */
+static void
+gpu_lost(int g)
+{
+	GcWorkerGpu *gpu;
+	bool		first;
+
+	if (g < 0 || g >= gc_worker->ngpus)
+		return;
+	gpu = &gc_worker->gpus[g];
+	pg_read_barrier();
+	SpinLockAcquire(&gc_worker->mutex);
+	first = gpu->state != GC_GPU_LOST;
+	gpu->state = GC_GPU_LOST;
+	gpu->info.usable = false;
+	strlcpy(gpu->info.reason, gc_worker->probes[g].reason, sizeof(gpu->info.reason));
+	gpu->lost_at = GetCurrentTimestamp();
+	SpinLockRelease(&gc_worker->mutex);
+	if (first)
+		ereport(LOG,
+				(errmsg("gpuclust GPU worker: GPU %d failed and takes no more jobs: %s",
+						gpu->device_id, gpu->info.reason),
+				 errhint("The worker restarts its GPU process to use it again once no job runs, after %d ms.",
+						 GC_GPU_RETRY_MS)));
+}
+
+/*
+ * A lost GPU comes back with a new GPU process (a context can not be made
+ * anew beside others that run): once no job runs, GC_GPU_RETRY_MS after
+ * the loss, the worker stops the process; gpu_ended forks the next at once.
+ */
+static void
+restart_for_lost(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		due = false;
+
+	if (restarting || gpu_pid == 0 || gc_worker->state != GC_WORKER_READY)
+		return;
+	for (int g = 0; g < gc_worker->ngpus; g++)
+	{
+		const GcWorkerGpu *gpu = &gc_worker->gpus[g];
+
+		if (gpu->running > 0)
+			return;
+		if (gpu->state == GC_GPU_LOST &&
+			TimestampDifferenceExceeds(gpu->lost_at, now, GC_GPU_RETRY_MS))
+			due = true;
+	}
+	if (!due)
+		return;
+	ereport(LOG,
+			(errmsg("gpuclust GPU worker restarts its GPU process to use its lost GPU again")));
+	restarting = true;
+	(void) kill(gpu_pid, SIGTERM);
 }
 
 /* How process pid ended, from waitpid's status: "was killed by signal 9". */
@@ -514,11 +822,23 @@ gpu_ended(void)
 	while (waitpid(gpu_pid, &status, 0) < 0 && errno == EINTR)
 		;
 	describe_end(status, how, sizeof(how));
-	close(gpu_sock);
-	gpu_sock = -1;
-
 	gc_fail(&crashed, GC_EDEVICE, "the gpuclust GPU process %s during the job",
 			how);
+	close(gpu_sock);
+	gpu_sock = -1;
+	if (restarting && !stopping)
+	{
+		/* planned: no job ran; the next starts at once and jobs wait */
+		restarting = false;
+		for (int i = 0; i < gc_worker->njobs; i++)
+			if (runs[i].used)
+				end_run(&runs[i], &crashed);
+		gpu_pid = 0;
+		gpu_restart_at = now;
+		gpu_down(GC_WORKER_STARTING, "the gpuclust GPU worker is restarting its GPU process");
+		return;
+	}
+
 	gc_fail(&exited, GC_EDEVICE, "the gpuclust GPU worker exited");
 	for (int i = 0; i < gc_worker->njobs; i++)
 		if (runs[i].used)
@@ -573,10 +893,16 @@ gpu_read(void)
 			case GC_PROC_DONE:
 				job_done(m.slot);
 				break;
+			case GC_PROC_LOST:
+				gpu_lost(m.gpu);
+				break;
 			case GC_PROC_FREE_MEM:
-				SpinLockAcquire(&gc_worker->mutex);
-				gc_worker->free_mem = m.value;
-				SpinLockRelease(&gc_worker->mutex);
+				if (m.gpu >= 0 && m.gpu < gc_worker->ngpus)
+				{
+					SpinLockAcquire(&gc_worker->mutex);
+					gc_worker->gpus[m.gpu].free_mem = m.value;
+					SpinLockRelease(&gc_worker->mutex);
+				}
 				break;
 		}
 	}
@@ -671,17 +997,28 @@ gpuclust_gpu_worker_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 
-	device_id = gpuclust_gpu_device_id;
+	{
+		char		err[200];
+
+		/* checked when the server started: cannot fail here */
+		ndevices = Max(gc_worker_devices(gpuclust_gpu_devices, devices, err,
+										 sizeof(err)), 0);
+	}
 	runs = MemoryContextAllocZero(TopMemoryContext,
 								  sizeof(Running) * gc_worker->njobs);
 	SpinLockAcquire(&gc_worker->mutex);
 	gc_worker->state = GC_WORKER_STARTING;
+	gc_worker->server_device_id = gpuclust_gpu_device_id;
 	gc_worker->pid = MyProcPid;
 	gc_worker->procno = gc_my_procno();
 	gc_worker->generation++;
 	gc_worker->started_at = GetCurrentTimestamp();
-	gc_worker->reserved = 0;
-	gc_worker->running = 0;
+	for (int g = 0; g < gc_worker->ngpus; g++)
+	{
+		gc_worker->gpus[g].reserved = 0;
+		gc_worker->gpus[g].running = 0;
+		gc_worker->gpus[g].done = 0;
+	}
 	SpinLockRelease(&gc_worker->mutex);
 	before_shmem_exit(worker_exit, (Datum) 0);
 	gpu_start();
@@ -694,12 +1031,14 @@ gpuclust_gpu_worker_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			set_budgets();
 			SpinLockAcquire(&gc_worker->mutex);
-			gc_worker->budget = budget();
+			gc_worker->server_device_id = gpuclust_gpu_device_id;
 			SpinLockRelease(&gc_worker->mutex);
 		}
 		if (gpu_pid == 0 && GetCurrentTimestamp() >= gpu_restart_at)
 			gpu_start();
+		restart_for_lost();
 		admit();
 		wait_event(sleep_ms());
 		gpu_read();

@@ -11,8 +11,19 @@
 
 #include "fmgr.h"
 
+#include "worker/queue.h"
+
 /* In _PG_init: registers the worker and its shared memory when preloaded. */
 extern void gc_worker_init(void);
+
+/*
+ * The devices of a gpuclust.gpu_devices value (spec) into devices (at most
+ * GC_WORKER_MAX_GPUS): their count, 0 for an empty spec (every visible
+ * GPU), or -1 with err set when spec is not a list of distinct device
+ * numbers.
+ */
+extern int	gc_worker_devices(const char *spec, int *devices, char *err,
+							  size_t errsize);
 
 /* The worker's entry point (bgw_function_name). */
 extern PGDLLEXPORT void gpuclust_gpu_worker_main(Datum arg);
