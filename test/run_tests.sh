@@ -9,7 +9,8 @@
 #      unit tests, plain and under ASan/UBSan
 #   3. PostgreSQL 15, preloaded and not (test/install/pg_matrix.sh)
 #   4. the testing build (make GC_TESTING=1, test/lib/testing_build.sh),
-#      for the emulated GPU of test/server/worker_test.py and fault_test.py
+#      for the emulated GPUs of test/server/worker_test.py, gpus_test.py
+#      and fault_test.py
 #   5. the suites of test/server and test/distributed against one
 #      preloaded server (test/lib/pg_server.sh)
 #   6. PostgreSQL 18, preloaded and not; every glue file compiled against
@@ -86,6 +87,7 @@ if eval "$(test/lib/pg_server.sh start)"; then
 	suite "pg_cron job" "$PYTHON" test/server/cron_test.py
 	suite "gpuclust_progress" "$PYTHON" test/server/progress_test.py
 	suite "GPU worker" "$PYTHON" test/server/worker_test.py
+	suite "GPU worker of several GPUs" "$PYTHON" test/server/gpus_test.py
 	test/lib/pg_server.sh stop >/dev/null 2>&1
 else
 	echo "could not start PostgreSQL"

@@ -81,6 +81,12 @@
 #                    download / emit as a table
 #   worker           test/server/worker_test.py --gpu in that server: the worker's
 #                    hand-off, queue, cancellation and failures on the GPU
+#   gpus             test/server/gpus_test.py --gpu in that server, preloaded:
+#                    the GPUs of its default gpuclust.gpu_devices (every one
+#                    present), then, after a restart, those of
+#                    GPUS_DEVICES (default '0,1': on a machine of one GPU,
+#                    GPU 1 missing, 'unusable', while GPU 0 serves);
+#                    psycopg from .carry/py, as dbdist
 #   faults           test/server/fault_test.py --gpu in that server: a client
 #                    killed mid-call (k-means, affinity propagation on
 #                    device 'gpu'): its backend ends within
@@ -274,7 +280,7 @@ stream-bench)
 	timeout "${STREAM_BENCH_TIMEOUT:-240}" python3 test/gpu/bench_kmeans_largeN.py \
 		${STREAM_BENCH_ARGS:-640000000 32 100 5} 2>&1 | tee -a "$OUTDIR/bench_stream.log"
 	;;
-sql|sql-bench|worker|worker-bench|dbdist|kagg|faults|hdbscan-sklearn|hdbscan-sql-bench)
+sql|sql-bench|worker|gpus|worker-bench|dbdist|kagg|faults|hdbscan-sklearn|hdbscan-sql-bench)
 	# the extension as installed here, in a real server: the bundle made by
 	# ../shared/tools/pg-bundle make .carry (after make install), carried,
 	# with gpuclust preloaded (its GPU worker on; SQL_PRELOAD=0: not
@@ -310,6 +316,16 @@ sql|sql-bench|worker|worker-bench|dbdist|kagg|faults|hdbscan-sklearn|hdbscan-sql
 			> "$OUTDIR/worker_test.log" 2>&1
 		r=$?
 		cat "$OUTDIR/worker_test.log";;
+	gpus)
+		( eval "$env"; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/.carry/py${PYTHONPATH:+:$PYTHONPATH}
+			timeout "${GPUS_TIMEOUT:-200}" python3 test/server/gpus_test.py --gpu
+			t=$?
+			psql -X -q -c "ALTER SYSTEM SET gpuclust.gpu_devices = '${GPUS_DEVICES:-0,1}'" &&
+				timeout 120 bash -c "$ctl -m fast restart'" >/dev/null || exit 1
+			timeout "${GPUS_TIMEOUT:-200}" python3 test/server/gpus_test.py --gpu --devices "${GPUS_DEVICES:-0,1}"
+			exit $((t | $?)) ) > "$OUTDIR/gpus_test.log" 2>&1
+		r=$?
+		cat "$OUTDIR/gpus_test.log";;
 	dbdist)
 		( eval "$env"; timeout "${DBDIST_TIMEOUT:-300}" python3 test/distributed/dbscan_distributed_test.py --device gpu &&
 			timeout "${DBDIST_BENCH_TIMEOUT:-240}" python3 test/distributed/dbscan_distributed_test.py \

@@ -1,12 +1,14 @@
 """A server of its own whose GPU worker emulates a GPU on the CPU
-(gpuclust.gpu_worker_emulate = 512MB), for test/server/worker_test.py and
-test/server/fault_test.py.  That setting exists only in a testing build
-(make GC_TESTING=1), so the server runs from the private PostgreSQL tree of
-test/lib/testing_build.sh: $GPUCLUST_TESTING_PG_CONFIG when it is set
-(test/run_tests.sh builds it once and sets it), else built here.  Where
-that build failed (GPUCLUST_TESTING_BUILD_FAILED=1: test/run_tests.sh's
-suite "testing build" failed; or the build here), the suite ends at once
-with one failed check and its counts, without building again."""
+(gpuclust.gpu_worker_emulate = 512MB), for test/server/worker_test.py,
+test/server/fault_test.py and test/server/gpus_test.py (two such GPUs:
+more options, gpuclust.gpu_devices = '0,1').  That setting exists only in
+a testing build (make GC_TESTING=1), so the server runs from the private
+PostgreSQL tree of test/lib/testing_build.sh: $GPUCLUST_TESTING_PG_CONFIG
+when it is set (test/run_tests.sh builds it once and sets it), else built
+here.  Where that build failed (GPUCLUST_TESTING_BUILD_FAILED=1:
+test/run_tests.sh's suite "testing build" failed; or the build here), the
+suite ends at once with one failed check and its counts, without building
+again."""
 import contextlib
 import os
 import shlex
@@ -43,14 +45,17 @@ def testing_pg_config():
 
 
 @contextlib.contextmanager
-def emulated_gpu_server(directory, port):
+def emulated_gpu_server(directory, port, options=""):
     """A fresh server (data under directory, gpuclust preloaded, its worker
     emulating a GPU) with the libpq variables pointing at it for the block;
-    removed after, the variables put back.  Yields the shell commands that
-    stop it and start it again, and its log's path."""
+    removed after, the variables put back.  options: more server options
+    after the emulation's ("-c gpuclust.gpu_devices=0,1": two emulated
+    GPUs), at every start.  Yields the shell commands that stop it and
+    start it again, and its log's path."""
     own = {"PG_CONFIG": testing_pg_config(), "GPUCLUST_PG_DIR": directory,
            "GPUCLUST_PG_PORT": str(port), "GPUCLUST_PG_NOPRELOAD": "0"}
-    env = dict(os.environ, **own, GPUCLUST_PG_OPTS=EMULATE)
+    opts = f"{EMULATE} {options}".strip()
+    env = dict(os.environ, **own, GPUCLUST_PG_OPTS=opts)
     subprocess.run([PG_SERVER, "clean"], env=env, capture_output=True)
     out = subprocess.run([PG_SERVER, "start"], env=env, capture_output=True, text=True, check=True).stdout
     saved = {k: os.environ.get(k) for k in LIBPQ}
@@ -60,7 +65,7 @@ def emulated_gpu_server(directory, port):
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in own.items())
     try:
         yield (f"{prefix} {shlex.quote(PG_SERVER)} stop",
-               f"{prefix} GPUCLUST_PG_OPTS={shlex.quote(EMULATE)} {shlex.quote(PG_SERVER)} start",
+               f"{prefix} GPUCLUST_PG_OPTS={shlex.quote(opts)} {shlex.quote(PG_SERVER)} start",
                os.path.join(directory, "server.log"))
     finally:
         subprocess.run([PG_SERVER, "clean"], env=env, capture_output=True)

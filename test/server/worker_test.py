@@ -246,6 +246,28 @@ def no_gpu_checks():
         check("no jobs listed", one(c, "SELECT count(*) FROM gpuclust_gpu_jobs") == 0)
 
 
+def many_sessions(w, serial, sessions=16, calls=20):
+    """sessions sessions at once, each making calls of w's mixed calls on
+    device 'gpu' in turn: ((session, call) of each result that differs
+    from serial's, seconds taken)."""
+    qs = w.mixed("gpu")
+    bad = []
+    t0 = time.time()
+
+    def session(s):
+        with connect() as cc:
+            for k in range(calls):
+                q = qs[(s + k) % len(qs)]
+                if fingerprint(cc, q) != serial[q]:
+                    bad.append((s, k))
+    ts = [threading.Thread(target=session, args=(s,)) for s in range(sessions)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return bad, time.time() - t0
+
+
 def protocol_checks(w, gpu, stop_cmd, start_cmd, server_log=None):
     c = connect()
     i = info(c)
@@ -307,22 +329,9 @@ def protocol_checks(w, gpu, stop_cmd, start_cmd, server_log=None):
 
     # 16 sessions x 20 mixed calls = the serial run
     qs = w.mixed("gpu")
-    bad = []
-    t0 = time.time()
-
-    def session(s):
-        with connect() as cc:
-            for k in range(20):
-                q = qs[(s + k) % len(qs)]
-                if fingerprint(cc, q) != serial[q]:
-                    bad.append((s, k))
-    ts = [threading.Thread(target=session, args=(s,)) for s in range(16)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    bad, took = many_sessions(w, serial)
     check("16 sessions x 20 mixed calls = the serial run", not bad,
-          f"{len(bad)} differ, {time.time() - t0:.1f} s")
+          f"{len(bad)} differ, {took:.1f} s")
 
     # a running job: the jobs view and the progress view
     b = Bg(w.long())
