@@ -471,6 +471,11 @@ probe(int device, gc_cuda_device_info *info)
 	if (!GC_PROC_EMULATED)
 	{
 		gc_cuda_probe_cached(device, info);
+		/* the probe's own words name a backend's setting */
+		if (!info->usable && info->device_count > 0 && device >= info->device_count)
+			snprintf(info->reason, sizeof(info->reason),
+					 "CUDA has no device %d: it sees %d (gpuclust.gpu_devices lists it)",
+					 device, info->device_count);
 		return;
 	}
 #ifdef GC_TESTING
