@@ -56,19 +56,10 @@ def gpu_procs():
     return len([l for l in out if l.strip()]), int(used.split()[0])
 
 
-def run_mode(label):
-    res = {}
-    # first call of a fresh session vs warm (median of 5 sessions)
-    firsts, warms = [], []
-    for _ in range(5):
-        with connect() as c:
-            c.execute("SELECT 1")
-            t0 = time.perf_counter(); c.execute(LAT).fetchone(); firsts.append((time.perf_counter() - t0) * 1e3)
-            t0 = time.perf_counter(); c.execute(LAT).fetchone(); warms.append((time.perf_counter() - t0) * 1e3)
-    res["first_ms"] = statistics.median(firsts)
-    res["warm_ms"] = statistics.median(warms)
-
-    conns = [connect() for _ in range(16)]
+def concurrent(conns):
+    """Each session of conns runs KM and DB once (every other one DB
+    first), all at once: wall_s, the median latency of each (km_median_s,
+    db_median_s), errors and error_texts."""
     lat = {"km": [], "db": []}
     errs = []
 
@@ -86,10 +77,27 @@ def run_mode(label):
         t.start()
     for t in ts:
         t.join()
-    res["wall_s"] = time.perf_counter() - t0
-    res["km_median_s"] = statistics.median(lat["km"]) if lat["km"] else float("nan")
-    res["db_median_s"] = statistics.median(lat["db"]) if lat["db"] else float("nan")
-    res["errors"] = len(errs)
+    return {"wall_s": time.perf_counter() - t0,
+            "km_median_s": statistics.median(lat["km"]) if lat["km"] else float("nan"),
+            "db_median_s": statistics.median(lat["db"]) if lat["db"] else float("nan"),
+            "errors": len(errs), "error_texts": errs}
+
+
+def run_mode(label):
+    res = {}
+    # first call of a fresh session vs warm (median of 5 sessions)
+    firsts, warms = [], []
+    for _ in range(5):
+        with connect() as c:
+            c.execute("SELECT 1")
+            t0 = time.perf_counter(); c.execute(LAT).fetchone(); firsts.append((time.perf_counter() - t0) * 1e3)
+            t0 = time.perf_counter(); c.execute(LAT).fetchone(); warms.append((time.perf_counter() - t0) * 1e3)
+    res["first_ms"] = statistics.median(firsts)
+    res["warm_ms"] = statistics.median(warms)
+
+    conns = [connect() for _ in range(16)]
+    res.update(concurrent(conns))
+    errs = res["error_texts"]
     time.sleep(1)
     res["gpu_procs"], res["gpu_mib_1s"] = gpu_procs()
     time.sleep(7)                   # the worker gives pooled memory back after 5 s idle

@@ -93,6 +93,11 @@
 #                    client_connection_check_interval + 1 s
 #   worker-bench     test/gpu/bench_worker.py: 16 sessions, first-call
 #                    latency and idle GPU memory, worker vs per-backend
+#   gpus-bench       test/gpu/bench_gpus.py: bench_worker.py's 16 sessions
+#                    with each gpuclust.gpu_devices value of
+#                    GPUS_BENCH_DEVICES (default "0 0,1"), the sessions'
+#                    ingest / compute / emit and each GPU's share busy,
+#                    and the throughput against the first value's
 #   dbdist           test/distributed/dbscan_distributed_test.py in that server:
 #                    gpu_dbscan_distributed with its partitions' runs on the
 #                    GPU (device => 'gpu') = gpu_dbscan on the CPU, serial
@@ -280,7 +285,7 @@ stream-bench)
 	timeout "${STREAM_BENCH_TIMEOUT:-240}" python3 test/gpu/bench_kmeans_largeN.py \
 		${STREAM_BENCH_ARGS:-640000000 32 100 5} 2>&1 | tee -a "$OUTDIR/bench_stream.log"
 	;;
-sql|sql-bench|worker|gpus|worker-bench|dbdist|kagg|faults|hdbscan-sklearn|hdbscan-sql-bench)
+sql|sql-bench|worker|gpus|worker-bench|gpus-bench|dbdist|kagg|faults|hdbscan-sklearn|hdbscan-sql-bench)
 	# the extension as installed here, in a real server: the bundle made by
 	# ../shared/tools/pg-bundle make .carry (after make install), carried,
 	# with gpuclust preloaded (its GPU worker on; SQL_PRELOAD=0: not
@@ -355,6 +360,14 @@ sql|sql-bench|worker|gpus|worker-bench|dbdist|kagg|faults|hdbscan-sklearn|hdbsca
 			> "$OUTDIR/bench_hdbscan_sql.log" 2>&1
 		r=$?
 		cat "$OUTDIR/bench_hdbscan_sql.log";;
+	gpus-bench)
+		# shellcheck disable=SC2086
+		( eval "$env"; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/.carry/py${PYTHONPATH:+:$PYTHONPATH}
+			timeout "${GPUS_BENCH_TIMEOUT:-500}" python3 test/gpu/bench_gpus.py \
+				--restart-cmd "$ctl -m fast restart'" --devices ${GPUS_BENCH_DEVICES:-0 0,1} \
+				--rounds "${GPUS_BENCH_ROUNDS:-2}" ) > "$OUTDIR/bench_gpus.log" 2>&1
+		r=$?
+		cat "$OUTDIR/bench_gpus.log";;
 	worker-bench)
 		( eval "$env"; timeout "${WORKER_BENCH_TIMEOUT:-500}" python3 test/gpu/bench_worker.py \
 			--restart-cmd "$ctl -m fast restart'" ) > "$OUTDIR/bench_worker.log" 2>&1
