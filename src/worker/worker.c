@@ -154,7 +154,10 @@ static bool stopping = false;	/* the worker is exiting */
 /* gpuclust.gpu_devices, read at start (ndevices 0: every visible GPU) */
 static int	devices[GC_WORKER_MAX_GPUS];
 static int	ndevices;
+static void gpu_ended(void);
+
 static bool restarting = false; /* a planned restart of the GPU process */
+static TimestampTz restart_deadline;	/* when it is made to end */
 
 /* The GPU process: its socket (-1: none) and pid, and when to fork the next. */
 static int	gpu_sock = -1;
@@ -787,7 +790,16 @@ restart_for_lost(void)
 	ereport(LOG,
 			(errmsg("gpuclust GPU worker restarts its GPU process to use its lost GPU again")));
 	restarting = true;
+	restart_deadline = TimestampTzPlusMilliseconds(now, GC_PROC_STOP_MS + 1000);
 	(void) kill(gpu_pid, SIGTERM);
+}
+
+/* A GPU process that has not ended in time for a planned restart is killed. */
+static void
+restart_overdue(void)
+{
+	if (restarting && gpu_sock >= 0 && GetCurrentTimestamp() >= restart_deadline)
+		gpu_ended();			/* SIGKILL, and the next at once */
 }
 
 /* How process pid ended, from waitpid's status: "was killed by signal 9". */
@@ -1039,6 +1051,7 @@ gpuclust_gpu_worker_main(Datum arg)
 		if (gpu_pid == 0 && GetCurrentTimestamp() >= gpu_restart_at)
 			gpu_start();
 		restart_for_lost();
+		restart_overdue();
 		admit();
 		wait_event(sleep_ms());
 		gpu_read();
