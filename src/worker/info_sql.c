@@ -61,6 +61,8 @@ typedef struct WorkerInfo
 static bool
 worker_info(WorkerInfo *w, bool all)
 {
+	int			g;
+
 	memset(w, 0, sizeof(*w));
 	if (gc_worker == NULL)
 		return false;
@@ -73,14 +75,20 @@ worker_info(WorkerInfo *w, bool all)
 	w->ngpus = gc_worker->ngpus;
 	memcpy(w->gpus, gc_worker->gpus, sizeof(GcWorkerGpu) * w->ngpus);
 	SpinLockRelease(&gc_worker->mutex);
-	/* the line of the first usable GPU (the one info describes) */
-	for (int g = 0; g < w->ngpus; g++)
-		if (w->gpus[g].state == GC_GPU_READY)
-		{
-			w->budget = w->gpus[g].budget;
-			w->free_mem = w->gpus[g].free_mem;
-			break;
-		}
+	/* the first usable GPU's line (the one info describes), or why none is */
+	for (g = 0; g < w->ngpus && w->gpus[g].state != GC_GPU_READY; g++)
+		;
+	if (g < w->ngpus)
+	{
+		w->budget = w->gpus[g].budget;
+		w->free_mem = w->gpus[g].free_mem;
+	}
+	else if (w->state == GC_WORKER_READY)
+	{
+		w->info.usable = false;
+		snprintf(w->info.reason, sizeof(w->info.reason),
+				 "no GPU of the gpuclust GPU worker is usable now (gpuclust_gpus says why)");
+	}
 	for (int i = 0; i < gc_worker->njobs; i++)
 	{
 		uint32		s = pg_atomic_read_u32(&gc_worker->jobs[i].state);

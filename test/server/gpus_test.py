@@ -29,7 +29,8 @@ Two modes:
                              the other, that GPU 'lost' with a reason while the
                              other serves; one that loses the last usable GPU
                              fails under 'gpu' ("failed during the job", naming
-                             it) and falls back to the CPU with a NOTICE under
+                             it; gpuclust_info's gpu_usable false meanwhile)
+                             and falls back to the CPU with a NOTICE under
                              'auto'; the lost GPUs come back 'ready' (the GPU
                              process restarted) within 30 s and run jobs.
   gpus_test.py --gpu [--devices 0,1] [--present N]
@@ -325,6 +326,10 @@ def lost(c, w, serial, ref, cpu_auto):
     check("a job that loses the last usable GPU fails under 'gpu' (\"failed during the job\", naming the GPU)",
           err is not None and "failed during the job" in text and f"GPU {left}" in text,
           f"{err.sqlstate} {text}" if err else f"it ran ({'the CPU' if r == ref[q] else 'a wrong'} result)")
+    i = info(c)
+    check("... gpuclust_info: gpu_usable false while both are lost, the reason pointing at gpuclust_gpus",
+          i.get("gpu_usable") == "false" and "gpuclust_gpus" in (i.get("gpu_reason") or ""),
+          f"{i.get('gpu_usable')} {i.get('gpu_reason')!r}")
     back("")
 
     # again, then under 'auto'
