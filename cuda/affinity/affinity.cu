@@ -796,8 +796,7 @@ ap_row_setup(ap_gpu_ws<T> *w, int dev, gc_status *st)
 
 	AP_CK(cudaFuncGetAttributes(&fa, ap_rows<T, true>));
 	AP_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-							   optin - (int) fa.sharedSizeBytes));
+	AP_CK(gc_allow_dynamic_smem((const void *) ap_rows<T, true>));
 	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributePreferredSharedMemoryCarveout,
 							   (int) cudaSharedmemCarveoutMaxShared));
 	avail = optin - (long) fa.sharedSizeBytes;

@@ -57,6 +57,33 @@ gc_dfree(void *p, cudaStream_t s)
 		cudaFreeAsync(p, s);
 }
 
+/*
+ * Lets kernel func take on the current device as much dynamic shared
+ * memory as the device allows it (its opt-in maximum less the kernel's
+ * static shared memory), before a launch with more than 48 KiB.  A
+ * kernel's attribute is one for the whole process: calls that each set
+ * the size they launch with would lower it under one another's launches
+ * (the GPU worker runs several calls at once), so every call sets this
+ * one value, and the size of each launch is its own.
+ */
+static inline cudaError_t
+gc_allow_dynamic_smem(const void *func)
+{
+	cudaFuncAttributes fa;
+	int			dev = 0,
+				optin = 0;
+	cudaError_t e = cudaGetDevice(&dev);
+
+	if (e == cudaSuccess)
+		e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+	if (e == cudaSuccess)
+		e = cudaFuncGetAttributes(&fa, func);
+	if (e == cudaSuccess)
+		e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
+								 optin - (int) fa.sharedSizeBytes);
+	return e;
+}
+
 #pragma GCC visibility push(hidden)
 
 /*

@@ -752,9 +752,7 @@ km_rerank(km_dev &D, gc_status *st)
 	else
 	{
 		if (row_bytes > 48 * 1024)
-			KM_CK(cudaFuncSetAttribute(k_assign_fallback<1>,
-									   cudaFuncAttributeMaxDynamicSharedMemorySize,
-									   (int) row_bytes));
+			KM_CK(gc_allow_dynamic_smem((const void *) k_assign_fallback<1>));
 		k_assign_fallback<1><<<D.fb_grid, RR_THREADS, row_bytes, D.s>>>(
 			D.XT, D.n, D.d, D.CTo, D.kp, D.k, rows, cnt, D.info, D.labels, ub, lb);
 	}

@@ -595,8 +595,7 @@ km_screen_plan(km_dev &D, gc_status *st)
 		const void *f = screen_kernel(v.mode, v.minb, v.dbg);
 		int			per_sm = 0;
 
-		KM_CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-								   (int) D.screen_smem));
+		KM_CK(gc_allow_dynamic_smem(f));
 		KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, SC_THREADS,
 															 D.screen_smem));
 		if (per_sm < 1)

@@ -572,10 +572,8 @@ km_update_alloc(km_dev &D)
 			/* k_label_sort's counts in shared memory, where they fit */
 			D.label_smem = lsmem <= 48 * 1024;
 			if (!D.label_smem && lsmem <= (size_t) optin &&
-				cudaFuncSetAttribute(k_label_sort<0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-									 (int) lsmem) == cudaSuccess &&
-				cudaFuncSetAttribute(k_label_sort<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-									 (int) lsmem) == cudaSuccess)
+				gc_allow_dynamic_smem((const void *) k_label_sort<0>) == cudaSuccess &&
+				gc_allow_dynamic_smem((const void *) k_label_sort<1>) == cudaSuccess)
 				D.label_smem = true;
 			cudaGetLastError();
 		}
@@ -606,9 +604,7 @@ km_update_plan(km_dev &D, gc_status *st)
 	{
 		D.upd_smem = D.R * one;
 		if (D.upd_smem > 48 * 1024)
-			KM_CK(cudaFuncSetAttribute(k_update_smem,
-									   cudaFuncAttributeMaxDynamicSharedMemorySize,
-									   (int) D.upd_smem));
+			KM_CK(gc_allow_dynamic_smem((const void *) k_update_smem));
 		KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_update_smem,
 															 UPD_THREADS, D.upd_smem));
 		if (per_sm < 1)

@@ -587,8 +587,7 @@ km_wg_plan(km_dev &D, gc_status *st)
 		if (bytes > (size_t) D.smem_optin)
 			continue;
 		for (int v = 0; v < 3; v++)
-			KM_CK(cudaFuncSetAttribute(wg_kernel(v == 2 ? 2 : 1, nst, v == 1),
-									   cudaFuncAttributeMaxDynamicSharedMemorySize, (int) bytes));
+			KM_CK(gc_allow_dynamic_smem((const void *) wg_kernel(v == 2 ? 2 : 1, nst, v == 1)));
 		KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, wg_kernel(1, nst, false),
 															 WG_THREADS, bytes));
 		if (per_sm > best_per_sm)

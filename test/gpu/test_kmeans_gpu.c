@@ -35,6 +35,10 @@
  *             one chunk, uploaded once);
  *             the plan (gc_kmeans_gpu_plan_for) and cancel between chunks;
  *   errors    bad parameters (GC_EINVAL), cancel flag (GC_ECANCEL), n = 0;
+ *   concurrent four calls of different shapes at once on four threads, as
+ *             the GPU worker runs jobs (their kernels' shared memory of
+ *             different sizes), each repeated: every run succeeds and
+ *             equals the same call made alone, bit for bit;
  *   labels    gc_kmeans_labels_on_gpu (kmeans_step's labels for given centres)
  *             = gc_kmeans_labels_cpu = gc_km_nearest on every row, through
  *             the grid, k_assign_small, the screen (every mode, windows
@@ -49,6 +53,7 @@
  * tiny one (for racecheck).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1508,6 +1513,111 @@ test_labels_suite(void)
 		   quick ? " (quick)" : "");
 }
 
+/* ---- concurrent calls of different shapes ---- */
+typedef struct conc_call
+{
+	int64_t		n;
+	int			d,
+				k,
+				reps;
+	float	   *X;
+	gc_kmeans_params p;
+	gc_kmeans_result ref;
+	int			differ;			/* runs unlike ref */
+	gc_code		rc;				/* the first failure */
+	char		msg[256];
+} conc_call;
+
+static void
+conc_alloc(gc_kmeans_result *r, int64_t n, int d, int k)
+{
+	r->labels = malloc(sizeof(int32_t) * n);
+	r->distance = malloc(sizeof(double) * n);
+	r->centroids = malloc(sizeof(float) * k * d);
+}
+
+static void
+conc_free(gc_kmeans_result *r)
+{
+	free(r->labels);
+	free(r->distance);
+	free(r->centroids);
+}
+
+static void *
+conc_thread(void *arg)
+{
+	conc_call  *c = arg;
+	gc_kmeans_result r;
+	gc_status	st = {0};
+
+	conc_alloc(&r, c->n, c->d, c->k);
+	for (int rep = 0; rep < c->reps; rep++)
+	{
+		gc_code		rc = gc_kmeans_gpu(NULL, c->X, c->n, c->d, &c->p, &r, &st);
+
+		if (rc != GC_OK)
+		{
+			c->rc = rc;
+			snprintf(c->msg, sizeof(c->msg), "%s", st.message);
+			break;
+		}
+		c->differ += memcmp(r.labels, c->ref.labels, sizeof(int32_t) * c->n) != 0 ||
+			memcmp(r.centroids, c->ref.centroids, sizeof(float) * c->k * c->d) != 0 ||
+			memcmp(r.distance, c->ref.distance, sizeof(double) * c->n) != 0 ||
+			r.iterations != c->ref.iterations;
+	}
+	conc_free(&r);
+	return NULL;
+}
+
+/*
+ * Four calls whose kernels take different amounts of dynamic shared memory
+ * (the update's per-cluster sums, the screen's and wgmma's tiles, by k and
+ * d), each first alone, then all four at once, repeated.
+ */
+static void
+test_concurrent(void)
+{
+	static const int shapes[][3] = {{60000, 64, 100}, {50000, 128, 150},
+	{40000, 256, 120}, {60000, 40, 300}};
+	conc_call	c[4];
+	pthread_t	t[4];
+
+	for (int i = 0; i < 4; i++)
+	{
+		gc_status	st = {0};
+		gc_code		rc;
+
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].n = shapes[i][0];
+		c[i].d = shapes[i][1];
+		c[i].k = shapes[i][2];
+		c[i].reps = quick ? 2 : 6;
+		c[i].X = make_data(c[i].n, c[i].d, i % 2);
+		c[i].p = (gc_kmeans_params) {.k = c[i].k, .max_iter = 12, .tol = 0,
+			.init = GC_INIT_RANDOM, .n_init = 1, .seed = tu_next(&rs)};
+		conc_alloc(&c[i].ref, c[i].n, c[i].d, c[i].k);
+		rc = gc_kmeans_gpu(NULL, c[i].X, c[i].n, c[i].d, &c[i].p, &c[i].ref, &st);
+		CHECK(rc == GC_OK, "concurrent: n=%lld d=%d k=%d alone: %s", (long long) c[i].n,
+			  c[i].d, c[i].k, st.message);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, conc_thread, &c[i]);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 4; i++)
+	{
+		CHECK(c[i].rc == GC_OK && c[i].differ == 0,
+			  "concurrent: n=%lld d=%d k=%d: %d of %d runs beside the others differ from it alone%s%s",
+			  (long long) c[i].n, c[i].d, c[i].k, c[i].differ, c[i].reps,
+			  c[i].rc != GC_OK ? "; a run failed: " : "", c[i].msg);
+		conc_free(&c[i].ref);
+		free(c[i].X);
+	}
+	printf("  concurrent: 4 shapes x %d runs at once, each = its run alone\n", c[0].reps);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1565,6 +1675,7 @@ main(int argc, char **argv)
 		test_stream(10000, 12, 6, 3, GC_INIT_RANDOM, 2, 1e-3, GC_KM_BLOCK, 0);
 		return test_summary("test_kmeans_gpu");
 	}
+	test_concurrent();
 
 	test_screen();
 	test_seed(1000, 2, 10, 0);
