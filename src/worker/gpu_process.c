@@ -272,10 +272,20 @@ publish(GcProcJob *r, GcJob *j)
 }
 
 /*
+ * Whether job j makes its emulated GPU fail (a test build's
+ * gpuclust.gpu_worker_emulate_lose_gpu): on its first run only, so that the
+ * worker can redo it on another.
+ */
+static bool
+loses_emulated_gpu(const GcJob *j)
+{
+	return GC_PROC_EMULATED && j->lose_gpu && j->lost_on < 0;
+}
+
+/*
  * After job j failed on GPU gpu with st: whether the GPU's context is gone
- * (a sticky error fails every later call; in a test build, the job asked
- * its emulated GPU to fail, on its first run), and then LOST, with how in
- * its probe.
+ * (a sticky error fails every later call; emulated, loses_emulated_gpu),
+ * and then LOST, with how in its probe.
  */
 static void
 check_lost(const GcJob *j, int gpu, const gc_status *st)
@@ -288,7 +298,7 @@ check_lost(const GcJob *j, int gpu, const gc_status *st)
 	info.device_id = proc_devices[gpu];
 	if (GC_PROC_EMULATED)
 	{
-		info.usable = !(j->lose_gpu && j->lost_on < 0);
+		info.usable = !loses_emulated_gpu(j);
 		snprintf(info.reason, sizeof(info.reason), "%s", st->message);
 	}
 	else
@@ -312,20 +322,19 @@ job_thread(void *arg)
 	gc_cuda_device_info info;
 
 	memset(&info, 0, sizeof(info));
-	info.usable = !proc_lost[r->gpu];
-	snprintf(info.reason, sizeof(info.reason), "GPU %d failed during an earlier job",
-			 proc_devices[r->gpu]);
+	info.usable = true;
 	/* the CUDA device is per thread: make the job's current */
-	if (info.usable && !GC_PROC_EMULATED)
+	if (!proc_lost[r->gpu] && !GC_PROC_EMULATED)
 		gc_cuda_probe_cached(proc_devices[r->gpu], &info);
-	if (!info.usable)
+	if (proc_lost[r->gpu])
+		gc_fail(&r->pub.status, GC_EDEVICE, "GPU %d failed during an earlier job",
+				proc_devices[r->gpu]);
+	else if (!info.usable)
 		gc_fail(&r->pub.status, GC_EDEVICE, "%s", info.reason);
-#ifdef GC_TESTING
-	else if (GC_PROC_EMULATED && j->lose_gpu && j->lost_on < 0)
+	else if (loses_emulated_gpu(j))
 		gc_fail(&r->pub.status, GC_EDEVICE,
 				"the emulated GPU %d failed (gpuclust.gpu_worker_emulate_lose_gpu)",
 				proc_devices[r->gpu]);
-#endif
 	else
 		run_job(&r->pub, j);
 	check_lost(j, r->gpu, &r->pub.status);
@@ -509,7 +518,7 @@ probe_all(const int *devices, int ndevices)
 		proc_ngpus = 1;
 		if (!GC_PROC_EMULATED)
 		{
-			gc_cuda_probe(0, &first);
+			gc_cuda_probe_cached(0, &first);	/* device 0 below: a lookup */
 			proc_ngpus = Min(Max(first.device_count, 1), GC_WORKER_MAX_GPUS);
 			for (int g = 0; g < proc_ngpus; g++)
 				proc_devices[g] = g;

@@ -24,7 +24,6 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -34,6 +33,7 @@
 #include "common/gpuclust.h"
 #include "worker/job.h"
 #include "worker/queue.h"
+#include "worker/worker.h"
 #include "core/common/gpu.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_info);
@@ -234,13 +234,10 @@ gpuclust_info(PG_FUNCTION_ARGS)
 			gc_worker != NULL && w.gpu_pid != 0 ? psprintf("%d", w.gpu_pid) : NULL);
 		if (gc_worker != NULL && w.ngpus > 0)
 		{
-			StringInfoData list;
+			char	   *list = palloc(GC_WORKER_GPU_LIST_BYTES);
 
-			initStringInfo(&list);
-			for (int g = 0; g < w.ngpus; g++)
-				appendStringInfo(&list, "%s%d", g > 0 ? ", " : "",
-								 w.gpus[g].device_id);
-			put(rsinfo, "gpu_worker_devices", list.data);
+			gc_worker_gpu_list(w.gpus, w.ngpus, list, GC_WORKER_GPU_LIST_BYTES);
+			put(rsinfo, "gpu_worker_devices", list);
 		}
 		else
 			put(rsinfo, "gpu_worker_devices", NULL);

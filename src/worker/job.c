@@ -30,6 +30,7 @@
 
 #include "worker/job.h"
 #include "worker/queue.h"
+#include "worker/worker.h"
 #include "common/pg_compat.h"
 #include "common/ingest.h"
 #include "common/progress.h"
@@ -78,32 +79,19 @@ gc_job_worker_settled(void)
 }
 
 /*
- * The CUDA device this session's jobs must run on: its gpuclust.gpu_device_id
- * when that differs from the server's, else -1 (any of the worker's).
+ * The CUDA device this session's jobs must run on: device_id (its
+ * gpuclust.gpu_device_id) when that differs from the server's, else -1
+ * (any of the worker's).
  */
 static int
-wanted_device(void)
+wanted_device(int device_id)
 {
 	int			server;
 
 	SpinLockAcquire(&gc_worker->mutex);
 	server = gc_worker->server_device_id;
 	SpinLockRelease(&gc_worker->mutex);
-	return gpuclust_gpu_device_id != server ? gpuclust_gpu_device_id : -1;
-}
-
-/* The GPU list of the worker ("0, 1"), into buf. */
-static void
-owned_list(char *buf, size_t size)
-{
-	buf[0] = '\0';
-	for (int g = 0; g < gc_worker->ngpus; g++)
-	{
-		size_t		len = strlen(buf);
-
-		snprintf(buf + len, size - len, "%s%d", g > 0 ? ", " : "",
-				 gc_worker->gpus[g].device_id);
-	}
+	return device_id != server ? device_id : -1;
 }
 
 /*
@@ -114,7 +102,7 @@ static void
 worker_gpus(int want, gc_gpu_state *out)
 {
 	bool		owned = false;
-	char		owns[100];
+	char		owns[GC_WORKER_GPU_LIST_BYTES];
 
 	for (int g = 0; g < gc_worker->ngpus; g++)
 	{
@@ -143,7 +131,7 @@ worker_gpus(int want, gc_gpu_state *out)
 		out->reason[0] = '\0';
 	else if (want >= 0 && !owned)
 	{
-		owned_list(owns, sizeof(owns));
+		gc_worker_gpu_list(gc_worker->gpus, gc_worker->ngpus, owns, sizeof(owns));
 		snprintf(out->reason, sizeof(out->reason),
 				 "gpuclust.gpu_device_id is %d, but the GPUs of the gpuclust GPU worker are %s (gpuclust.gpu_devices, read at the server's start)",
 				 want, owns);
@@ -154,7 +142,7 @@ static void
 worker_probe(const gc_gpu *gpu, gc_gpu_state *out)
 {
 	GcWorkerState state;
-	int			want = wanted_device();
+	int			want = wanted_device(gpu->device_id);
 
 	memset(out, 0, sizeof(*out));
 	(void) gc_job_worker_settled();
@@ -321,7 +309,7 @@ gc_job_submit(GcJob *j, gc_status *st)
 	j->cancel = 0;
 	pg_atomic_write_u32(&j->abandoned, 0);
 	pg_atomic_write_u32(&j->progress_count, 0);
-	j->want_device = wanted_device();
+	j->want_device = wanted_device(gpuclust_gpu_device_id);
 #ifdef GC_TESTING
 	j->lose_gpu = gpuclust_gpu_worker_emulate_lose_gpu;
 #else

@@ -547,9 +547,23 @@ set_budgets(void)
 	SpinLockRelease(&gc_worker->mutex);
 }
 
+void
+gc_worker_gpu_list(const GcWorkerGpu *gpus, int n, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (int g = 0; g < n; g++)
+	{
+		size_t		len = strlen(buf);
+
+		snprintf(buf + len, size - len, "%s%d", g > 0 ? ", " : "", gpus[g].device_id);
+	}
+}
+
 int
 gc_worker_devices(const char *spec, int *out, char *err, size_t errsize)
 {
+	static const char *const not_list =
+		"expected a comma-separated list of CUDA device numbers (0 to 1024), such as '0,1', or nothing for every visible GPU";
 	const char *p = spec != NULL ? spec : "";
 	int			n = 0;
 
@@ -566,8 +580,7 @@ gc_worker_devices(const char *spec, int *out, char *err, size_t errsize)
 		v = strtol(p, &end, 10);
 		if (end == p || errno != 0 || v < 0 || v > 1024)
 		{
-			snprintf(err, errsize,
-					 "expected a comma-separated list of CUDA device numbers (0 to 1024), such as '0,1', or nothing for every visible GPU");
+			snprintf(err, errsize, "%s", not_list);
 			return -1;
 		}
 		for (int i = 0; i < n; i++)
@@ -589,8 +602,7 @@ gc_worker_devices(const char *spec, int *out, char *err, size_t errsize)
 			return n;
 		if (*p++ != ',')
 		{
-			snprintf(err, errsize,
-					 "expected a comma-separated list of CUDA device numbers (0 to 1024), such as '0,1', or nothing for every visible GPU");
+			snprintf(err, errsize, "%s", not_list);
 			return -1;
 		}
 	}

@@ -25,6 +25,11 @@ extern void gc_worker_init(void);
 extern int	gc_worker_devices(const char *spec, int *devices, char *err,
 							  size_t errsize);
 
+/* The CUDA numbers of gpus (n of them) as a list, "0, 1", into buf. */
+#define GC_WORKER_GPU_LIST_BYTES (8 * GC_WORKER_MAX_GPUS)
+extern void gc_worker_gpu_list(const GcWorkerGpu *gpus, int n, char *buf,
+							   size_t size);
+
 /* The worker's entry point (bgw_function_name). */
 extern PGDLLEXPORT void gpuclust_gpu_worker_main(Datum arg);
 
