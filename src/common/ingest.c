@@ -510,7 +510,7 @@ grow_x(IngestState *st)
 		int64		small = Max((int64) 16, (int64) (GC_INITIAL_X_BYTES / rowbytes));
 
 		/* (an init query's few centroids stay private) */
-		if (!st->centroids &&
+		if (!st->centroids && (st->flags & GC_INGEST_PRIVATE) == 0 &&
 			shared_x(st, want > (double) small && want < (double) maxrows ?
 					 (int64) want : small) != NULL)
 		{
@@ -1280,6 +1280,12 @@ gc_run_readonly(SPIPlanPtr plan, ParamListInfo params, DestReceiver *dest)
 
 static void ingest_run(const char *source, Oid id_type, int flags,
 					   bool centroids, MemoryContext outcxt, GcInput *in);
+
+int
+gc_ingest_flags_for(int flags, gc_device requested)
+{
+	return requested == GC_DEVICE_CPU ? flags | GC_INGEST_PRIVATE : flags;
+}
 
 void
 gc_ingest(const char *source, Oid id_type, int flags, MemoryContext outcxt,

@@ -12,6 +12,7 @@
 
 #include "tcop/dest.h"
 #include "utils/array.h"
+#include "common/gpuclust.h"
 #include "common/pg_compat.h"
 
 /*
@@ -39,6 +40,17 @@ typedef struct GcInput
 
 /* gc_ingest's flags */
 #define GC_INGEST_WEIGHTS	0x01	/* (id, features, weight) allowed */
+#define GC_INGEST_PRIVATE	0x02	/* X in private memory, never shared */
+
+/*
+ * flags for a call that asked for the device requested (its device
+ * argument, or gpuclust.device): with GC_INGEST_PRIVATE when that is the
+ * CPU.  Otherwise X goes into shared memory while the GPU worker takes
+ * jobs, where the worker reads it in place; a call for the CPU would only
+ * pay for that: a fresh shared segment's pages cost several times the
+ * private huge pages that hold X otherwise.
+ */
+extern int	gc_ingest_flags_for(int flags, gc_device requested);
 
 /*
  * Run source (one statement returning (id, features)) and fill *in, with

@@ -55,7 +55,8 @@ gc_glue_srf_ingest(GcSrfCall *call)
 									  "gpuclust set-returning function",
 									  ALLOCSET_DEFAULT_SIZES);
 	call->t_mark = gc_now_ms();
-	gc_ingest(source, call->args.id_type, call->args.sig->ingest_flags,
+	gc_ingest(source, call->args.id_type,
+			  gc_ingest_flags_for(call->args.sig->ingest_flags, call->requested),
 			  call->cxt, &call->in);
 	call->ms_ingest = lap(call);
 }

@@ -59,7 +59,7 @@ gpu_kmeans_elbow(PG_FUNCTION_ARGS)
 	/* the ids are not used: any type will do */
 	/* weighted as gpu_kmeans_fit weighs them (a third column) */
 	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID,
-			  GC_INGEST_WEIGHTS, cxt, &in);
+			  gc_ingest_flags_for(GC_INGEST_WEIGHTS, requested), cxt, &in);
 	if (in.n == 0)
 	{
 		/* nothing to fit, but 'gpu' on a machine without one still fails */

@@ -125,7 +125,7 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 	/* the ids are not used: any type will do */
 	gc_progress_begin("gpu_kmeans_fit");
 	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID,
-			  GC_INGEST_WEIGHTS, workcxt, &in);
+			  gc_ingest_flags_for(GC_INGEST_WEIGHTS, requested), workcxt, &in);
 	t1 = gc_now_ms();
 
 	gc_glue_check_k_rows(params.k, in.n, GC_ROWS_QUERY,

@@ -95,7 +95,8 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 	t0 = gc_now_ms();
 	gc_progress_begin("gpu_kdistance");
 	/* the ids are not used: any type will do */
-	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID, 0, cxt, &in);
+	gc_ingest(TextDatumGetCString(args.value[GC_ARG_ROWS]), ANYOID,
+			  gc_ingest_flags_for(0, device), cxt, &in);
 	t1 = gc_now_ms();
 	if (in.n == 0)
 	{

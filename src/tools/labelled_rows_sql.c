@@ -51,15 +51,16 @@ PG_FUNCTION_INFO_V1(gpu_cluster_centers);
 
 /*
  * The source's rows and their labels, in cxt, for the call of function
- * (its progress starts here).
+ * on the device requested (its progress starts here).
  */
 static void
-read_labelling(const char *function, const GcArgs *args, MemoryContext cxt,
-			   GcInput *in, int32 **labels, int32 *m, int64 **values)
+read_labelling(const char *function, const GcArgs *args, gc_device requested,
+			   MemoryContext cxt, GcInput *in, int32 **labels, int32 *m,
+			   int64 **values)
 {
 	gc_progress_begin(function);
-	gc_ingest(TextDatumGetCString(args->value[GC_ARG_ROWS]), InvalidOid, 0,
-			  cxt, in);
+	gc_ingest(TextDatumGetCString(args->value[GC_ARG_ROWS]), InvalidOid,
+			  gc_ingest_flags_for(0, requested), cxt, in);
 	gc_read_labels(TextDatumGetCString(args->value[1]), in, cxt, labels, m,
 				   values);
 }
@@ -92,7 +93,8 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_silhouette",
 								ALLOCSET_DEFAULT_SIZES);
-	read_labelling("gpu_silhouette", &args, cxt, &in, &labels, &m, &values);
+	read_labelling("gpu_silhouette", &args, device, cxt, &in, &labels, &m,
+				   &values);
 	labelled = gc_silhouette_rows(labels, in.n, 0);
 	if (sample_size == 0 && labelled > GC_SILHOUETTE_EXACT_ROWS)
 		sample_size = GC_SILHOUETTE_EXACT_ROWS;
@@ -138,8 +140,8 @@ gpu_cluster_centers(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_cluster_centers",
 								ALLOCSET_DEFAULT_SIZES);
-	read_labelling("gpu_cluster_centers", &args, cxt, &in, &labels, &m,
-				   &values);
+	read_labelling("gpu_cluster_centers", &args, GC_DEVICE_CPU, cxt, &in,
+				   &labels, &m, &values);
 	gc_progress_compute(GC_DEVICE_CPU, in.n);
 	gc_glue_ctx(&ctx);
 	if (m == 0)
