@@ -3,12 +3,17 @@
  *
  * A copy from pageable memory goes through the driver's own staging, one
  * thread at a time: 80 MB took 15 ms on the H100 machine, as long as the
- * clustering.  Here the host copies each 4 MiB chunk into one slot of a
- * pinned ring (gc_copy: the call's own OpenMP threads) while the copy
- * engine moves the chunk before it, so the two overlap and each runs near
- * its own speed.  A download of several arrays (gc_xfer_d2h_many) is one
- * such pipeline: the engine goes on from one array's last chunk to the
- * next array's first without waiting for the host.
+ * clustering.  Here the copy is cut into chunks of XFER_SLOT bytes, each
+ * going through one slot of a pinned ring, and the call's team of host
+ * threads (gc_team_run) moves them: thread t takes chunks t, t + W, t + 2W
+ * ... (W working threads) and its own slots of the ring, copies a chunk
+ * between the pageable buffer and its slot while the copy engine moves
+ * the others, and itself queues the engine's copy of the chunk and the
+ * slot's event after it.  So no thread waits for another, the host side
+ * runs at the memory bandwidth of W threads, and the engine always has
+ * chunks queued.  A download of
+ * several arrays (gc_xfer_d2h_many) is one such pipeline: the chunks of
+ * every array in turn.
  *
  * Each device has its ring (XFER_SLOTS x XFER_SLOT bytes), allocated on its
  * first use and kept for the life of the process (the GPU worker's process
@@ -21,7 +26,11 @@
  * more, and a device whose pinned allocation failed use one plain
  * cudaMemcpyAsync.
  */
+#include <atomic>
 #include <mutex>
+#include <vector>
+
+#include <string.h>
 
 #include <cuda_runtime.h>
 
@@ -29,8 +38,8 @@
 #include "common/check.cuh"
 #include "transfer.cuh"
 
-#define XFER_SLOT ((size_t) 4 << 20)
-#define XFER_SLOTS 4
+#define XFER_SLOT ((size_t) 1 << 20)
+#define XFER_SLOTS 16
 #define XFER_DIRECT ((size_t) 1 << 20)	/* below this, one plain copy */
 #define XFER_MAX_THREADS 8		/* host copy bandwidth is saturated by then */
 #define XFER_DEVICES 16			/* devices with a ring */
@@ -46,7 +55,7 @@ static xfer_ring rings[XFER_DEVICES];
 
 /* The current device's ring (nullptr: none), allocated on its first use. */
 static xfer_ring *
-ring_of_device(void)
+ring_of_device(int *device)
 {
 	int			dev = -1;
 
@@ -55,6 +64,7 @@ ring_of_device(void)
 		cudaGetLastError();
 		return nullptr;
 	}
+	*device = dev;
 	return dev >= 0 && dev < XFER_DEVICES ? &rings[dev] : nullptr;
 }
 
@@ -89,9 +99,9 @@ ring_ready(xfer_ring *r)
 
 /* The current device's ring, locked in lock, when it is free and ready. */
 static xfer_ring *
-take_ring(std::unique_lock<std::mutex> &lock)
+take_ring(std::unique_lock<std::mutex> &lock, int *device)
 {
-	xfer_ring  *r = ring_of_device();
+	xfer_ring  *r = ring_of_device(device);
 
 	if (r == nullptr)
 		return nullptr;
@@ -99,12 +109,168 @@ take_ring(std::unique_lock<std::mutex> &lock)
 	return lock.owns_lock() && ring_ready(r) ? r : nullptr;
 }
 
-static int
-copy_threads(int host_threads)
+/* One chunk of a copy: bytes from src to dst, one side on the device. */
+struct xfer_chunk
 {
-	if (host_threads < 1)
-		return 1;
-	return host_threads < XFER_MAX_THREADS ? host_threads : XFER_MAX_THREADS;
+	char	   *dst;
+	const char *src;
+	size_t		len;
+};
+
+/*
+ * The chunks of a copy, at most XFER_SLOT bytes each (none spans two
+ * segments), and the threads that move them through a locked ring:
+ * working thread t (t < W) takes chunks t, t + W ... and slots t, t + W
+ * ... (S of them in all, a multiple of W), so chunk i goes through slot
+ * i % S and a slot's last use was the same thread's.
+ */
+struct xfer_job
+{
+	xfer_ring  *ring;
+	int			device;
+	cudaStream_t s;
+	bool		up;				/* host to device */
+	std::vector<xfer_chunk> chunks;
+	int			W;				/* working threads */
+	int			S;				/* slots used */
+	std::atomic<int> err{cudaSuccess};	/* the first error */
+
+	xfer_job(xfer_ring *r, int dev, cudaStream_t st, bool h2d)
+		: ring(r), device(dev), s(st), up(h2d), W(0), S(0)
+	{
+	}
+
+	void		add(void *dst, const void *src, size_t bytes)
+	{
+		for (size_t off = 0; off < bytes; off += XFER_SLOT)
+			chunks.push_back({(char *) dst + off, (const char *) src + off,
+							  bytes - off < XFER_SLOT ? bytes - off : XFER_SLOT});
+	}
+
+	/* W and S for a team of threads */
+	void		plan(int team)
+	{
+		const size_t nc = chunks.size();
+
+		W = team < XFER_MAX_THREADS ? team : XFER_MAX_THREADS;
+		if (W < 1)
+			W = 1;
+		if ((size_t) W > nc)
+			W = (int) (nc > 0 ? nc : 1);
+		S = XFER_SLOTS / W * W;
+	}
+
+	char	   *slot(size_t i) const
+	{
+		return ring->buf + (i % (size_t) S) * XFER_SLOT;
+	}
+
+	cudaEvent_t ev(size_t i) const
+	{
+		return ring->ev[i % (size_t) S];
+	}
+
+	/* the engine's copy of chunk i (through its slot), then the slot's event */
+	cudaError_t queue(size_t i) const
+	{
+		const xfer_chunk &c = chunks[i];
+		cudaError_t e = up ?
+			cudaMemcpyAsync(c.dst, slot(i), c.len, cudaMemcpyHostToDevice, s) :
+			cudaMemcpyAsync(slot(i), c.src, c.len, cudaMemcpyDeviceToHost, s);
+
+		return e == cudaSuccess ? cudaEventRecord(ev(i), s) : e;
+	}
+
+	void		fail(cudaError_t e)
+	{
+		int			ok = cudaSuccess;
+
+		err.compare_exchange_strong(ok, (int) e);
+	}
+
+	bool		failed() const
+	{
+		return err.load() != cudaSuccess;
+	}
+
+	/*
+	 * Thread t's chunks up: wait for the slot, fill it, queue its copy.
+	 * Down: its first S / W chunks queued at once, then each in turn
+	 * waited for, copied out of its slot, and the slot given the thread's
+	 * chunk S / W further on.
+	 */
+	void		run(int t)
+	{
+		const size_t nc = chunks.size(),
+					step = (size_t) W,
+					ahead = (size_t) S;
+		cudaError_t e;
+
+		if ((e = cudaSetDevice(device)) != cudaSuccess)
+		{
+			fail(e);
+			return;
+		}
+		if (up)
+		{
+			for (size_t i = t; i < nc && !failed(); i += step)
+			{
+				if ((e = gc_event_wait(ev(i))) == cudaSuccess)
+				{
+					memcpy(slot(i), chunks[i].src, chunks[i].len);
+					e = queue(i);
+				}
+				if (e != cudaSuccess)
+					fail(e);
+			}
+			return;
+		}
+		for (size_t i = t; i < nc && i < ahead && !failed(); i += step)
+			if ((e = gc_event_wait(ev(i))) != cudaSuccess || (e = queue(i)) != cudaSuccess)
+				fail(e);
+		for (size_t i = t; i < nc && !failed(); i += step)
+		{
+			if ((e = gc_event_wait(ev(i))) == cudaSuccess)
+			{
+				memcpy(chunks[i].dst, slot(i), chunks[i].len);
+				if (i + ahead < nc)
+					e = queue(i + ahead);
+			}
+			if (e != cudaSuccess)
+				fail(e);
+		}
+	}
+
+	static void run_thread(void *arg, int t, int team)
+	{
+		xfer_job   *j = (xfer_job *) arg;
+
+		(void) team;
+		if (t < j->W)
+			j->run(t);
+	}
+};
+
+/*
+ * The copy of job's chunks through its ring on a region of team threads
+ * (the team itself, so libgomp's pool keeps its size: core.h's
+ * gc_team_adapt; at most XFER_MAX_THREADS of them work).  A failed copy
+ * leaves the stream's later work to see the error; the slots' events are
+ * waited for before the ring is given back, so no later copy overwrites a
+ * slot the engine still reads or writes.
+ */
+static cudaError_t
+xfer_run(xfer_job &job, int team)
+{
+	cudaError_t e;
+
+	job.plan(team);
+	gc_team_run(team < 1 ? 1 : team, xfer_job::run_thread, &job);
+	e = (cudaError_t) job.err.load();
+	if (e != cudaSuccess)
+		for (int b = 0; b < job.S; b++)
+			(void) gc_event_wait(job.ring->ev[b]);
+	return e;
 }
 
 cudaError_t
@@ -112,72 +278,31 @@ gc_xfer_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s,
 			int host_threads)
 {
 	std::unique_lock<std::mutex> lock;
-	xfer_ring  *ring = bytes < XFER_DIRECT ? nullptr : take_ring(lock);
-	const int	T = copy_threads(host_threads);
-	cudaError_t e = cudaSuccess;
+	int			dev = -1;
+	xfer_ring  *ring = bytes < XFER_DIRECT ? nullptr : take_ring(lock, &dev);
 
 	if (ring == nullptr)
 		return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
-	for (size_t off = 0, i = 0; off < bytes && e == cudaSuccess; off += XFER_SLOT, i++)
-	{
-		const int	b = (int) (i % XFER_SLOTS);
-		const size_t len = bytes - off < XFER_SLOT ? bytes - off : XFER_SLOT;
-		char	   *slot = ring->buf + (size_t) b * XFER_SLOT;
 
-		e = gc_event_wait(ring->ev[b]);	/* the slot's last copy is done */
-		if (e != cudaSuccess)
-			break;
-		gc_copy(slot, (const char *) src + off, len, T);
-		e = cudaMemcpyAsync((char *) dst + off, slot, len, cudaMemcpyHostToDevice, s);
-		if (e == cudaSuccess)
-			e = cudaEventRecord(ring->ev[b], s);
-	}
-	return e;
+	xfer_job	job(ring, dev, s, true);
+
+	job.add(dst, src, bytes);
+	return xfer_run(job, host_threads);
 }
-
-/*
- * A place in a list of segments: segment seg, offset off; norm moves it
- * past the segments it has used up (and the empty ones) to the next chunk.
- */
-struct xfer_pos
-{
-	int			seg = 0;
-	size_t		off = 0;
-
-	void		norm(const gc_xfer_seg *sg, int nseg)
-	{
-		while (seg < nseg && off >= sg[seg].bytes)
-		{
-			seg++;
-			off = 0;
-		}
-	}
-
-	bool		more(int nseg) const
-	{
-		return seg < nseg;
-	}
-
-	/* the length of the chunk here: the rest of the segment, at most a slot */
-	size_t		len(const gc_xfer_seg *sg) const
-	{
-		return sg[seg].bytes - off < XFER_SLOT ? sg[seg].bytes - off : XFER_SLOT;
-	}
-};
 
 cudaError_t
 gc_xfer_d2h_many(const gc_xfer_seg *sg, int nseg, cudaStream_t s, int host_threads)
 {
 	std::unique_lock<std::mutex> lock;
+	int			dev = -1;
 	xfer_ring  *ring = nullptr;
-	const int	T = copy_threads(host_threads);
 	size_t		total = 0;
 	cudaError_t e = cudaSuccess;
 
 	for (int g = 0; g < nseg; g++)
 		total += sg[g].bytes;
 	if (total >= XFER_DIRECT)
-		ring = take_ring(lock);
+		ring = take_ring(lock, &dev);
 	if (ring == nullptr)
 	{
 		for (int g = 0; g < nseg && e == cudaSuccess; g++)
@@ -187,55 +312,11 @@ gc_xfer_d2h_many(const gc_xfer_seg *sg, int nseg, cudaStream_t s, int host_threa
 		return e == cudaSuccess ? cudaStreamSynchronize(s) : e;
 	}
 
-	/*
-	 * The chunks of every segment in turn (none spans two), the i-th into
-	 * slot i % XFER_SLOTS: put walks the chunks the copy engine is given,
-	 * get the ones the host copies out, XFER_SLOTS behind put once the
-	 * ring is full.  Chunk i + XFER_SLOTS is queued as soon as chunk i is
-	 * out of its slot, so the engine always has the next ones, across the
-	 * segments' boundaries too.
-	 */
-	xfer_pos	put,
-				get;
-	size_t		np = 0,
-				ng = 0;
-	auto		enqueue = [&]() -> cudaError_t {
-		const int	b = (int) (np % XFER_SLOTS);
-		const size_t len = put.len(sg);
-		cudaError_t ee = gc_event_wait(ring->ev[b]);	/* the slot is free */
+	xfer_job	job(ring, dev, s, false);
 
-		if (ee == cudaSuccess)
-			ee = cudaMemcpyAsync(ring->buf + (size_t) b * XFER_SLOT,
-								 (const char *) sg[put.seg].src + put.off, len,
-								 cudaMemcpyDeviceToHost, s);
-		if (ee == cudaSuccess)
-			ee = cudaEventRecord(ring->ev[b], s);
-		put.off += len;
-		put.norm(sg, nseg);
-		np++;
-		return ee;
-	};
-
-	put.norm(sg, nseg);
-	get.norm(sg, nseg);
-	while (np < XFER_SLOTS && put.more(nseg) && e == cudaSuccess)
-		e = enqueue();
-	while (get.more(nseg) && e == cudaSuccess)
-	{
-		const int	b = (int) (ng % XFER_SLOTS);
-		const size_t len = get.len(sg);
-
-		e = gc_event_wait(ring->ev[b]);
-		if (e != cudaSuccess)
-			break;
-		gc_copy((char *) sg[get.seg].dst + get.off, ring->buf + (size_t) b * XFER_SLOT, len, T);
-		get.off += len;
-		get.norm(sg, nseg);
-		ng++;
-		if (put.more(nseg))
-			e = enqueue();		/* chunk ng - 1 + XFER_SLOTS, into slot b */
-	}
-	return e;
+	for (int g = 0; g < nseg; g++)
+		job.add(sg[g].dst, sg[g].src, sg[g].bytes);
+	return xfer_run(job, host_threads);
 }
 
 cudaError_t

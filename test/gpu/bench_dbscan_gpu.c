@@ -189,6 +189,30 @@ limits(void)
 	cudaFree(dv);
 	cudaFree(dv2);
 	free(h);
+	/* the pinned ring every call's copies go through (best of 5) */
+	for (int th = 4; th <= 16; th *= 2)
+	{
+		double		up = 1e30,
+					down = 1e30;
+		char		msg[160];
+
+		for (int r = 0; r < 5; r++)
+		{
+			double		u,
+						w;
+
+			if (gc_xfer_test(bytes, 2, th, 7 + r, &u, &w, msg, sizeof(msg)) != 0)
+			{
+				printf("T  ring: %s\n", msg);
+				return;
+			}
+			up = u < up ? u : up;
+			down = w < down ? w : down;
+		}
+		printf("T  the pinned ring (80 MB, %d host threads): host-to-device %.1f GB/s (%.2f ms), "
+			   "device-to-host %.1f GB/s (%.2f ms)\n",
+			   th, bytes / (up * 1e6), up, bytes / (down * 1e6), down);
+	}
 }
 
 /* Row tag in BENCH_ONLY (every row but the opt-in ones when unset). */

@@ -12,7 +12,8 @@
 #   dbscan-test      test_dbscan_gpu: labels and core flags = CPU's, once
 #                    per seed in DB_SEEDS (default: one fresh seed); every
 #                    index (grid, tree, brute force) and both algorithms
-#                    (union-find, DClust); ~45 s a seed on the H100
+#                    (union-find, DClust); the pinned ring's round trips
+#                    (cuda/common/transfer.cu); ~45 s a seed on the H100
 #   hdbscan-test     test_hdbscan_gpu: HDBSCAN's GPU phases (core distances,
 #                    the spanning tree's edges) = the CPU's bit for bit and
 #                    the brute force's on small cases; the single-linkage

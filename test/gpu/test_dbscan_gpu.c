@@ -904,6 +904,40 @@ dispatch(void)
 	printf("  dispatch: gpu, 2e9 rows: %s\n", st.message);
 }
 
+/*
+ * The pinned ring of every upload and download (cuda/common/transfer.cu):
+ * round trips of sizes around its chunk (1 MiB) and its slots (16), on 1,
+ * 3 and 8 host threads, downloaded in 1, 3 and 8 pieces.
+ */
+static void
+transfers(void)
+{
+	const size_t mb = (size_t) 1 << 20;
+	const size_t sizes[] = {1000, mb - 1, mb, mb + 1, 7 * mb + 13, 16 * mb,
+	16 * mb + 4099, 41 * mb + 5};
+	static const int threads[] = {1, 3, 8};
+	static const int pieces[] = {1, 3, 8};
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+	{
+		if (quick && sizes[i] > 16 * mb)
+			continue;
+		for (int t = 0; t < 3; t++)
+			for (int g = 0; g < 3; g++)
+			{
+				char		msg[160];
+				double		up,
+							down;
+				int			rc = gc_xfer_test(sizes[i], pieces[g], threads[t],
+											  tu_next(&rs), &up, &down, msg,
+											  sizeof(msg));
+
+				CHECK(rc == 0, "transfer of %zu bytes, %d threads, %d pieces: %s",
+					  sizes[i], threads[t], pieces[g], msg);
+			}
+	}
+}
+
 int
 main(void)
 {
@@ -926,6 +960,7 @@ main(void)
 	printf("device: %s\n", info.name);
 
 	errors();
+	transfers();
 	dispatch();
 	degenerate();
 	edges();

@@ -3,6 +3,7 @@
  * the core (and the CUDA side).  Thread counts: threads.c.
  */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -68,6 +69,18 @@ gc_copy(void *dst, const void *src, size_t bytes, int threads)
 
 		memcpy((char *) dst + lo, (const char *) src + lo, hi - lo);
 	}
+}
+
+void
+gc_team_run(int team, void (*fn) (void *arg, int t, int team), void *arg)
+{
+	if (team <= 1)
+	{
+		fn(arg, 0, 1);
+		return;
+	}
+#pragma omp parallel num_threads(team)
+	fn(arg, omp_get_thread_num(), omp_get_num_threads());
 }
 
 void *

@@ -151,6 +151,14 @@ double		gc_now_ms(void);
 void		gc_copy(void *dst, const void *src, size_t bytes, int threads);
 
 /*
+ * fn(arg, t, team) on each thread t of one parallel region of team
+ * threads (gc_team_adapt's; 1: the caller alone), for code that cannot
+ * hold the region itself (cuda/common/transfer.cu's copies).
+ */
+void		gc_team_run(int team, void (*fn) (void *arg, int t, int team),
+						void *arg);
+
+/*
  * malloc, then one write to each page on a team of threads: a large array
  * that a sequential pass will fill in random order takes its page faults
  * (the kernel's zeroing of each page) on every core first, not one by one

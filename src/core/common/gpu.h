@@ -782,6 +782,19 @@ void		gc_ap_gpu_set_row_keep(long bytes);
  * prefetches into L2 after its first sweep; -1 restores the default. */
 void		gc_ap_gpu_set_row_prefetch(long bytes);
 
+/*
+ * One round trip of bytes pageable bytes through the pinned ring
+ * (cuda/common/transfer.cu) on threads host threads: an upload, checked
+ * with a plain download, then a download in nseg pieces (at most
+ * GC_XFER_TEST_MAX_SEGS, cut at random from seed, one empty when nseg >=
+ * 3, listed in reverse order), checked against the source; the two copies'
+ * times in *ms_up and *ms_down.  0, or 1 with msg saying what differs.
+ */
+#define GC_XFER_TEST_MAX_SEGS 8
+int			gc_xfer_test(size_t bytes, int nseg, int threads, uint64_t seed,
+						 double *ms_up, double *ms_down, char *msg,
+						 size_t msglen);
+
 #endif							/* GC_TESTING && GPUCLUST_CUDA */
 
 #ifdef __cplusplus
