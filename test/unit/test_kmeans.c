@@ -572,6 +572,42 @@ test_lloyd_steps_w(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 	free(sum);
 }
 
+/*
+ * gc_km_assign_bounded's bounds change nothing: a whole fit with them (at
+ * any d) and without, bit for bit (labels, centres, distances, inertia,
+ * iterations), weighted or not, Euclidean or cosine, its rows moved off
+ * the origin by offset.
+ */
+static void
+test_bounds(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
+			int n_init, double tol, bool weighted, bool cosine, float offset)
+{
+	float	   *X = make_data(n, d, kind);
+	double	   *w = weighted ? make_weights(n, true) : NULL;
+	gc_kmeans_params p = KM_PARAMS(k, 300, tol, init, n_init, tu_next(&rs));
+	fit			a,
+				b;
+
+	for (int64_t i = 0; i < n * d; i++)
+		X[i] += offset;
+	p.weights = w;
+	if (cosine)
+		p.metric = GC_METRIC_COSINE;
+	gc_km_force_bounds(0);
+	do_fit(&a, X, n, d, &p, 2);
+	gc_km_force_bounds(1);
+	do_fit(&b, X, n, d, &p, 2);
+	gc_km_force_bounds(-1);
+	CHECK(a.rc == GC_OK && same_fit(&a, &b, n, k, d),
+		  "bounds: n=%lld d=%d k=%d %s init=%d n_init=%d tol=%g%s%s offset %g: rc %d / %d, iterations %d / %d",
+		  (long long) n, d, k, data_name[kind], init, n_init, tol, weighted ? " weighted" : "",
+		  cosine ? " cosine" : "", offset, a.rc, b.rc, a.r.iterations, b.r.iterations);
+	free_fit(&a);
+	free_fit(&b);
+	free(w);
+	free(X);
+}
+
 static void
 test_lloyd_steps(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init)
 {
@@ -1977,6 +2013,24 @@ main(void)
 		test_fit_shape(1500, 3, 20, DATA_UNIFORM, GC_INIT_KMEANSPP, 1, 1e-4);
 	}
 	gc_km_force_width(0);
+	/* the assignment's bounds: fits with and without them alike */
+	for (int r = 0; r < 32; r++)
+	{
+		static const int bd[] = {2, 3, 8, 9, 16, 33, 64, 128};
+		int			d = bd[tu_next(&rs) % 8];
+		data_kind	kind = (data_kind) (r % 4);
+		int64_t		n = 200 + (int64_t) (tu_next(&rs) % 4000);
+		int			k = 1 + (int) (tu_next(&rs) % (r % 5 == 0 ? 4 : 60));
+		bool		cosine = r % 6 == 5 && (kind == DATA_UNIFORM || kind == DATA_BLOBS);
+
+		test_bounds(n, d, k, kind, r % 3 == 2 ? GC_INIT_RANDOM : GC_INIT_KMEANSPP,
+					1 + r % 2, r % 4 == 3 ? 1e-4 : 0.0, r % 5 == 3, cosine,
+					r % 7 == 6 ? 1000.0f : 0.0f);
+	}
+	test_bounds(20000, 16, 100, DATA_BLOBS, GC_INIT_KMEANSPP, 1, 0.0, false, false, 0.0f);
+	test_bounds(6000, 32, 300, DATA_UNIFORM, GC_INIT_RANDOM, 1, 0.0, false, false, 0.0f);
+	test_bounds(3000, 8, 60, DATA_DUPLICATES, GC_INIT_RANDOM, 3, 0.0, true, false, 0.0f);
+	test_bounds(4000, 12, 3000, DATA_UNIFORM, GC_INIT_KMEANSPP, 1, 0.0, false, false, 0.0f);
 	test_lloyd_steps(300, 2, 30, DATA_DUPLICATES, GC_INIT_RANDOM);
 	test_lloyd_steps(9000, 2, 3, DATA_BLOBS, GC_INIT_KMEANSPP);	/* big clusters */
 

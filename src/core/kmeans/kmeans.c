@@ -99,6 +99,7 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 	*converged = false;
 	for (int64_t i = 0; i < n; i++)
 		labels[i] = -1;
+	ws->bounds_valid = false;
 	for (it = 0; it < p->max_iter; it++)
 	{
 		int64_t		changed;
@@ -108,8 +109,8 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 
 		if (gc_cancelled(ctx))
 			return gc_fail(st, GC_ECANCEL, "canceled");
-		rc = gc_km_assign(ctx, ws, X, n, d, assign_centres(p, d, *C, Cu), k,
-						  labels, d2, &changed, st);
+		rc = gc_km_assign_bounded(ctx, ws, X, n, d, assign_centres(p, d, *C, Cu),
+								  k, labels, d2, &changed, st);
 		if (rc == GC_OK)
 			rc = gc_km_update(ctx, ws, X, n, d, k, labels, d2, *C, *Cn,
 							  &shift, &relocated, st);
@@ -146,8 +147,8 @@ kmeans_run(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n, int d,
 	/* Labels must match the centroids we return. */
 	if (moved)
 	{
-		rc = gc_km_assign(ctx, ws, X, n, d, assign_centres(p, d, *C, Cu), k,
-						  labels, d2, NULL, st);
+		rc = gc_km_assign_bounded(ctx, ws, X, n, d, assign_centres(p, d, *C, Cu),
+								  k, labels, d2, NULL, st);
 		if (rc != GC_OK)
 			return rc;
 	}

@@ -4,7 +4,9 @@
  *
  * The kernel (kmeans_assign_kernel.h) is compiled for AVX-512, AVX2 and
  * baseline SSE2 and chosen at run time; all three compute every distance
- * exactly as gc_dist2 does, so they give identical labels.
+ * exactly as gc_dist2 does, so they give identical labels.  The Lloyd
+ * loop's assignment (gc_km_assign_bounded) scans only the rows that
+ * Hamerly's bounds, widened by gc_dist2's rounding, cannot keep.
  */
 #include <math.h>
 #include <omp.h>
@@ -13,6 +15,9 @@
 
 #include "kmeans/kmeans_internal.h"
 #include "common/gpu.h"
+
+#define KM_GLUE_(a, b) a##b
+#define KM_GLUE(a, b) KM_GLUE_(a, b)
 
 #define KM_W 16
 #define KM_FN assign_block_w16
@@ -40,34 +45,63 @@
 
 typedef int64_t (*assign_fn) (const float *, int64_t, int64_t, int,
 							  const float *, int, int32_t *, float *);
+typedef int64_t (*assign_list_fn) (const float *, const int64_t *, int64_t,
+								   int, const float *, int, int32_t *,
+								   float *, float *);
 
 #ifdef GC_TESTING
 static int	forced_width;
+static int	forced_bounds = -1;
+int64_t		gc_km_bounds_kept;
 
 void
 gc_km_force_width(int w)
 {
 	forced_width = w;
 }
+
+void
+gc_km_force_bounds(int on)
+{
+	forced_bounds = on;
+}
 #endif
+
+/* The widest kernel the CPU has (tests may force one), plain and listed. */
+static int
+pick_width(void)
+{
+#ifdef GC_TESTING
+	if (forced_width == 4)
+		return 4;
+	if (forced_width == 8 && __builtin_cpu_supports("avx2"))
+		return 8;
+	if (forced_width == 16 && __builtin_cpu_supports("avx512f"))
+		return 16;
+#endif
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		return 16;
+	if (__builtin_cpu_supports("avx2"))
+		return 8;
+	return 4;
+}
 
 static assign_fn
 pick_assign_kernel(void)
 {
-#ifdef GC_TESTING
-	if (forced_width == 4)
-		return assign_block_w4;
-	if (forced_width == 8 && __builtin_cpu_supports("avx2"))
-		return assign_block_w8;
-	if (forced_width == 16 && __builtin_cpu_supports("avx512f"))
-		return assign_block_w16;
-#endif
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f"))
-		return assign_block_w16;
-	if (__builtin_cpu_supports("avx2"))
-		return assign_block_w8;
-	return assign_block_w4;
+	const int	w = pick_width();
+
+	return w == 16 ? assign_block_w16 : w == 8 ? assign_block_w8 : assign_block_w4;
+}
+
+static assign_list_fn
+pick_list_kernel(void)
+{
+	const int	w = pick_width();
+
+	return w == 16 ? assign_block_w16_list : w == 8 ? assign_block_w8_list :
+		assign_block_w4_list;
 }
 
 static inline int64_t
@@ -137,6 +171,11 @@ gc_km_ws_destroy(gc_km_ws *ws)
 	free(ws->pcnt);
 	free(ws->phist);
 	free(ws->pw);
+	free(ws->sec);
+	free(ws->lb);
+	free(ws->cprev);
+	free(ws->half);
+	free(ws->list);
 	free(ws);
 }
 
@@ -146,6 +185,23 @@ gc_km_team(const gc_ctx *ctx, const gc_km_ws *ws)
 	int			team = gc_team_adapt(ctx);
 
 	return team < ws->nt ? team : ws->nt;
+}
+
+/* The centres transposed to structure-of-arrays; NaN pads never win. */
+static void
+transpose_centres(gc_km_ws *ws, const float *C, int k, int d)
+{
+	const int	kpad = ws->kpad;
+
+	for (int j = 0; j < d; j++)
+	{
+		float	   *row = ws->ct + (size_t) j * kpad;
+
+		for (int c = 0; c < k; c++)
+			row[c] = C[(size_t) c * d + j];
+		for (int c = k; c < kpad; c++)
+			row[c] = NAN;
+	}
 }
 
 gc_code
@@ -160,16 +216,7 @@ gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 	int64_t		changed = 0;
 	volatile int cancelled = 0;
 
-	/* Centres transposed to structure-of-arrays; NaN pads never win. */
-	for (int j = 0; j < d; j++)
-	{
-		float	   *row = ws->ct + (size_t) j * kpad;
-
-		for (int c = 0; c < k; c++)
-			row[c] = C[(size_t) c * d + j];
-		for (int c = k; c < kpad; c++)
-			row[c] = NAN;
-	}
+	transpose_centres(ws, C, k, d);
 
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(+:changed)
 	for (int64_t b = 0; b < nb; b++)
@@ -184,6 +231,225 @@ gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 	}
 	if (cancelled)
 		return gc_fail(st, GC_ECANCEL, "canceled");
+	if (n_changed)
+		*n_changed = changed;
+	return GC_OK;
+}
+
+/*
+ * The bounds' rounding: gc_dist2's float result D~ and the real distance²
+ * D of the same rows satisfy |D~ - D| <= BOUND_REL(d) D + BOUND_ABS(d): a
+ * rounded difference, its rounded square and d rounded additions of
+ * non-negative terms ((d + 3) u with u = 2^-24, and room for the double
+ * arithmetic on the bounds), plus what underflow can lose.
+ */
+#define BOUND_REL(d) ((double) ((d) + 6) * 0x1p-24)
+#define BOUND_ABS(d) ((double) (d) * 0x1p-140)
+
+/*
+ * From GC_KM_BOUNDS_MIN_D dimensions, below which a distance costs little
+ * beside keeping the second, and with at least 16 rows a centre, below
+ * which the centres' k² distances would weigh as much as the rows' nk.
+ */
+static bool
+bounds_wanted(int d, int64_t n, int k)
+{
+#ifdef GC_TESTING
+	if (forced_bounds >= 0)
+		return forced_bounds == 1;
+#endif
+	return d >= GC_KM_BOUNDS_MIN_D && n >= (int64_t) 16 * k;
+}
+
+/* ws's bounds arrays (once); false when there is no memory for them. */
+static bool
+bounds_alloc(gc_km_ws *ws, int nt)
+{
+	if (ws->lb == NULL)
+	{
+		ws->sec = malloc(sizeof(float) * (size_t) (ws->n > 0 ? ws->n : 1));
+		ws->lb = malloc(sizeof(double) * (size_t) (ws->n > 0 ? ws->n : 1));
+		ws->cprev = malloc(sizeof(float) * (size_t) ws->k * ws->d);
+		ws->half = malloc(sizeof(double) * (size_t) ws->k);
+		ws->list = malloc(sizeof(int64_t) * (size_t) GC_KM_BLOCK * ws->nt);
+		ws->bounds_valid = false;
+	}
+	return ws->sec != NULL && ws->lb != NULL && ws->cprev != NULL &&
+		ws->half != NULL && ws->list != NULL && nt <= ws->nt;
+}
+
+/* The distance between centres a and b, in double. */
+static double
+centre_distance(const float *A, const float *B, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+	{
+		const double t = (double) A[j] - (double) B[j];
+
+		s += t * t;
+	}
+	return sqrt(s);
+}
+
+/*
+ * half[c] = half the distance from centre c to the nearest other one,
+ * lowered past the double rounding (infinite when k = 1); the largest
+ * move of a centre since cprev, raised past it, into *drift.
+ */
+static void
+bounds_centres(gc_km_ws *ws, const float *C, int k, int d, int nt,
+			   double *drift)
+{
+	double		mx = 0.0;
+
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(max:mx)
+	for (int c = 0; c < k; c++)
+	{
+		double		m = INFINITY;
+
+		for (int o = 0; o < k; o++)
+			if (o != c)
+			{
+				const double t = centre_distance(C + (size_t) c * d, C + (size_t) o * d, d);
+
+				m = t < m ? t : m;
+			}
+		ws->half[c] = 0.5 * m * (1.0 - 1e-12);
+		if (ws->bounds_valid)
+		{
+			const double t = centre_distance(C + (size_t) c * d, ws->cprev + (size_t) c * d, d);
+
+			mx = t > mx ? t : mx;
+		}
+	}
+	*drift = mx * (1.0 + 1e-12);
+}
+
+/*
+ * own[r] = gc_dist2(X_i, C_labels[i]) for the OWN_ROWS rows i = i0 + r:
+ * the same operations in the same order, the rows' sums interleaved so
+ * that each one's chain of additions does not wait for the one before.
+ */
+#define OWN_ROWS 8
+
+static inline void
+own_distances(const float *X, const float *C, const int32_t *labels,
+			  int64_t i0, int d, float *own)
+{
+	const float *x[OWN_ROWS],
+			   *c[OWN_ROWS];
+
+	for (int r = 0; r < OWN_ROWS; r++)
+	{
+		x[r] = X + (size_t) (i0 + r) * d;
+		c[r] = C + (size_t) labels[i0 + r] * d;
+		own[r] = gc_l2_first(x[r][0], c[r][0]);
+	}
+	for (int j = 1; j < d; j++)
+		for (int r = 0; r < OWN_ROWS; r++)
+			own[r] = gc_l2_step(own[r], x[r][j], c[r][j]);
+}
+
+/*
+ * Whether row x, labelled a, keeps its label: from its exact distance²
+ * own to centre a, an upper bound of the real distance, and the lower
+ * bound L of its real distance to every other centre (its own lb, and
+ * the triangle through the nearest centre to a), every other centre's
+ * float distance² is larger than own.
+ */
+static inline bool
+bounds_keep(double lb, double half, float own, double rel, double abs_)
+{
+	const double up = sqrt(((double) own + abs_) / (1.0 - rel)),
+				tri = 2.0 * half - up,
+				L = lb > tri ? lb : tri;
+
+	return L > 0.0 && L * L * (1.0 - rel) - abs_ > (double) own;
+}
+
+gc_code
+gc_km_assign_bounded(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
+					 int64_t n, int d, const float *C, int k,
+					 int32_t *labels, float *d2, int64_t *n_changed,
+					 gc_status *st)
+{
+	const int64_t nb = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
+	const int	nt = gc_region_threads(gc_km_team(ctx, ws), nb);
+	const double rel = BOUND_REL(d),
+				abs_ = BOUND_ABS(d);
+	assign_list_fn kernel;
+	int64_t		changed = 0;
+	double		drift = 0.0;
+	volatile int cancelled = 0;
+
+	if (!bounds_wanted(d, n, k) || n != ws->n || !bounds_alloc(ws, nt))
+		return gc_km_assign(ctx, ws, X, n, d, C, k, labels, d2, n_changed, st);
+	kernel = pick_list_kernel();
+	transpose_centres(ws, C, k, d);
+	bounds_centres(ws, C, k, d, nt, &drift);
+
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(+:changed)
+	for (int64_t b = 0; b < nb; b++)
+	{
+		int64_t    *list = ws->list + (size_t) omp_get_thread_num() * GC_KM_BLOCK;
+		const int64_t i1 = min64(n, (b + 1) * GC_KM_BLOCK);
+		int64_t		m = 0;
+
+		if (cancelled || gc_cancelled(ctx))
+		{
+			cancelled = 1;
+			continue;
+		}
+		for (int64_t i0 = b * GC_KM_BLOCK; i0 < i1; i0 += OWN_ROWS)
+		{
+			const int	nr = i1 - i0 < OWN_ROWS ? (int) (i1 - i0) : OWN_ROWS;
+			bool		all = ws->bounds_valid && nr == OWN_ROWS;
+			float		own[OWN_ROWS];
+
+			for (int r = 0; r < nr && all; r++)
+				all = labels[i0 + r] >= 0;
+			if (all)
+				own_distances(X, C, labels, i0, d, own);
+			for (int r = 0; r < nr; r++)
+			{
+				const int64_t i = i0 + r;
+				const int32_t a = labels[i];
+
+				if (all)
+				{
+					ws->lb[i] -= drift;
+					if (bounds_keep(ws->lb[i], ws->half[a], own[r], rel, abs_))
+					{
+						d2[i] = own[r];
+						continue;
+					}
+				}
+				else if (ws->bounds_valid && a >= 0)
+					ws->lb[i] -= drift;		/* scanned, then set anew */
+				list[m++] = i;
+			}
+		}
+#ifdef GC_TESTING
+#pragma omp atomic
+		gc_km_bounds_kept += i1 - b * GC_KM_BLOCK - m;
+#endif
+		changed += kernel(X, list, m, d, ws->ct, ws->kpad, labels, d2, ws->sec);
+		for (int64_t q = 0; q < m; q++)
+		{
+			const double s = ((double) ws->sec[list[q]] - abs_) / (1.0 + rel);
+
+			ws->lb[list[q]] = s > 0.0 ? sqrt(s) : 0.0;
+		}
+	}
+	if (cancelled)
+	{
+		ws->bounds_valid = false;
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	}
+	memcpy(ws->cprev, C, sizeof(float) * (size_t) k * d);
+	ws->bounds_valid = true;
 	if (n_changed)
 		*n_changed = changed;
 	return GC_OK;

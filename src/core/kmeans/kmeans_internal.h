@@ -50,6 +50,15 @@ typedef struct gc_km_ws
 	int64_t    *pcnt;			/* k: rows of positive weight */
 	int64_t    *phist;			/* nt x k: the same per chunk */
 	double	   *pw;				/* max_part: weight sums of partial segments */
+	/* gc_km_assign_bounded's state, allocated on its first call */
+	float	   *sec;			/* n: each row's second distance² at its last scan */
+	double	   *lb;				/* n: a lower bound of each row's distance to
+								 * every centre but its own */
+	float	   *cprev;			/* k x d: the centres lb holds for */
+	double	   *half;			/* k: half the distance from each centre to the
+								 * nearest other one, rounded down */
+	int64_t    *list;			/* nt x GC_KM_BLOCK: the rows each thread scans */
+	bool		bounds_valid;	/* labels and lb hold for cprev */
 } gc_km_ws;
 
 /* Working memory for (n, d, k, n_threads), unweighted (ws->weights NULL). */
@@ -71,6 +80,22 @@ gc_code		gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
 						 int64_t n, int d, const float *C, int k,
 						 int32_t *labels, float *d2, int64_t *n_changed,
 						 gc_status *st);
+
+/*
+ * gc_km_assign's labels and d2, bit for bit, with fewer distances: a row
+ * whose exact distance to its centre from the last call stays below every
+ * other centre's, by Hamerly's bounds, keeps its label (its d2 that exact
+ * distance); the others are scanned as gc_km_assign scans them.  For a
+ * Lloyd loop: each call's labels are the previous call's (or -1), and
+ * ws->bounds_valid = false before a run's first call.  Below
+ * GC_KM_BOUNDS_MIN_D dimensions it is gc_km_assign.
+ */
+#define GC_KM_BOUNDS_MIN_D 8
+gc_code		gc_km_assign_bounded(const gc_ctx *ctx, gc_km_ws *ws,
+								 const float *X, int64_t n, int d,
+								 const float *C, int k, int32_t *labels,
+								 float *d2, int64_t *n_changed,
+								 gc_status *st);
 
 /*
  * Update: C_new = mean of each cluster's rows (double sums, rounded to
@@ -101,6 +126,11 @@ extern bool gc_km_pp_recompute;
 #ifdef GC_TESTING
 /* Tests only: assignment kernel width 4, 8 or 16 (0: the best the CPU has). */
 void		gc_km_force_width(int w);
+
+/* Tests only: gc_km_assign_bounded's bounds at every d (1), never (0), or
+ * from GC_KM_BOUNDS_MIN_D (-1); the rows they have kept, summed. */
+void		gc_km_force_bounds(int on);
+extern int64_t gc_km_bounds_kept;
 #endif
 
 #endif							/* GPUCLUST_KMEANS_INTERNAL_H */
