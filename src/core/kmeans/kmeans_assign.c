@@ -247,9 +247,9 @@ gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X, int64_t n,
 #define BOUND_ABS(d) ((double) (d) * 0x1p-140)
 
 /*
- * From GC_KM_BOUNDS_MIN_D dimensions, below which a distance costs little
- * beside keeping the second, and with at least 16 rows a centre, below
- * which the centres' k² distances would weigh as much as the rows' nk.
+ * From GC_KM_BOUNDS_MIN_D dimensions, below which a row's scan costs as
+ * little as its test, and with at least 16 rows a centre, below which the
+ * centres' k² distances would weigh as much as the rows' nk.
  */
 static bool
 bounds_wanted(int d, int64_t n, int k)

@@ -90,7 +90,7 @@ gc_code		gc_km_assign(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
  * ws->bounds_valid = false before a run's first call.  Below
  * GC_KM_BOUNDS_MIN_D dimensions it is gc_km_assign.
  */
-#define GC_KM_BOUNDS_MIN_D 8
+#define GC_KM_BOUNDS_MIN_D 2
 gc_code		gc_km_assign_bounded(const gc_ctx *ctx, gc_km_ws *ws,
 								 const float *X, int64_t n, int d,
 								 const float *C, int k, int32_t *labels,
