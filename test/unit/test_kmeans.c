@@ -576,9 +576,9 @@ test_lloyd_steps_w(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
  * gc_km_assign_bounded's bounds change nothing: a whole fit with them (at
  * any d) and without, bit for bit (labels, centres, distances, inertia,
  * iterations), weighted or not, Euclidean or cosine, its rows moved off
- * the origin by offset.
+ * the origin by offset.  Returns the rows the bounds kept.
  */
-static void
+static int64_t
 test_bounds(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 			int n_init, double tol, bool weighted, bool cosine, float offset)
 {
@@ -587,6 +587,7 @@ test_bounds(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 	gc_kmeans_params p = KM_PARAMS(k, 300, tol, init, n_init, tu_next(&rs));
 	fit			a,
 				b;
+	int64_t		kept;
 
 	for (int64_t i = 0; i < n * d; i++)
 		X[i] += offset;
@@ -596,7 +597,9 @@ test_bounds(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 	gc_km_force_bounds(0);
 	do_fit(&a, X, n, d, &p, 2);
 	gc_km_force_bounds(1);
+	kept = gc_km_bounds_kept;
 	do_fit(&b, X, n, d, &p, 2);
+	kept = gc_km_bounds_kept - kept;
 	gc_km_force_bounds(-1);
 	CHECK(a.rc == GC_OK && same_fit(&a, &b, n, k, d),
 		  "bounds: n=%lld d=%d k=%d %s init=%d n_init=%d tol=%g%s%s offset %g: rc %d / %d, iterations %d / %d",
@@ -606,6 +609,7 @@ test_bounds(int64_t n, int d, int k, data_kind kind, gc_kmeans_init init,
 	free_fit(&b);
 	free(w);
 	free(X);
+	return kept;
 }
 
 static void
@@ -2027,7 +2031,14 @@ main(void)
 					1 + r % 2, r % 4 == 3 ? 1e-4 : 0.0, r % 5 == 3, cosine,
 					r % 7 == 6 ? 1000.0f : 0.0f);
 	}
-	test_bounds(20000, 16, 100, DATA_BLOBS, GC_INIT_KMEANSPP, 1, 0.0, false, false, 0.0f);
+	{
+		/* blobs: most rows keep their label through the later iterations */
+		int64_t		kept = test_bounds(20000, 16, 100, DATA_BLOBS, GC_INIT_KMEANSPP, 1, 0.0,
+									   false, false, 0.0f);
+
+		CHECK(kept > 20000, "bounds: 20000 x 16 blobs: the bounds kept %lld rows",
+			  (long long) kept);
+	}
 	test_bounds(6000, 32, 300, DATA_UNIFORM, GC_INIT_RANDOM, 1, 0.0, false, false, 0.0f);
 	test_bounds(3000, 8, 60, DATA_DUPLICATES, GC_INIT_RANDOM, 3, 0.0, true, false, 0.0f);
 	test_bounds(4000, 12, 3000, DATA_UNIFORM, GC_INIT_KMEANSPP, 1, 0.0, false, false, 0.0f);

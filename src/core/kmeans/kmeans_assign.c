@@ -267,7 +267,7 @@ bounds_alloc(gc_km_ws *ws, int nt)
 {
 	if (ws->lb == NULL)
 	{
-		ws->sec = malloc(sizeof(float) * (size_t) (ws->n > 0 ? ws->n : 1));
+		ws->sec = malloc(sizeof(float) * (size_t) GC_KM_BLOCK * ws->nt);
 		ws->lb = malloc(sizeof(double) * (size_t) (ws->n > 0 ? ws->n : 1));
 		ws->cprev = malloc(sizeof(float) * (size_t) ws->k * ws->d);
 		ws->half = malloc(sizeof(double) * (size_t) ws->k);
@@ -278,24 +278,10 @@ bounds_alloc(gc_km_ws *ws, int nt)
 		ws->half != NULL && ws->list != NULL && nt <= ws->nt;
 }
 
-/* The distance between centres a and b, in double. */
-static double
-centre_distance(const float *A, const float *B, int d)
-{
-	double		s = 0.0;
-
-	for (int j = 0; j < d; j++)
-	{
-		const double t = (double) A[j] - (double) B[j];
-
-		s += t * t;
-	}
-	return sqrt(s);
-}
-
 /*
- * half[c] = half the distance from centre c to the nearest other one,
- * lowered past the double rounding (infinite when k = 1); the largest
+ * For rows labelled against cprev (ws->bounds_valid): half[c] = half the
+ * distance from centre c to the nearest other one (gc_dist2_f64's root),
+ * lowered past the double rounding (infinite when k = 1), and the largest
  * move of a centre since cprev, raised past it, into *drift.
  */
 static void
@@ -307,22 +293,16 @@ bounds_centres(gc_km_ws *ws, const float *C, int k, int d, int nt,
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(max:mx)
 	for (int c = 0; c < k; c++)
 	{
-		double		m = INFINITY;
+		const float *cc = C + (size_t) c * d;
+		double		m = INFINITY,
+					t;
 
 		for (int o = 0; o < k; o++)
-			if (o != c)
-			{
-				const double t = centre_distance(C + (size_t) c * d, C + (size_t) o * d, d);
-
-				m = t < m ? t : m;
-			}
-		ws->half[c] = 0.5 * m * (1.0 - 1e-12);
-		if (ws->bounds_valid)
-		{
-			const double t = centre_distance(C + (size_t) c * d, ws->cprev + (size_t) c * d, d);
-
-			mx = t > mx ? t : mx;
-		}
+			if (o != c && (t = gc_dist2_f64(cc, C + (size_t) o * d, d)) < m)
+				m = t;
+		ws->half[c] = 0.5 * sqrt(m) * (1.0 - 1e-12);
+		t = sqrt(gc_dist2_f64(cc, ws->cprev + (size_t) c * d, d));
+		mx = t > mx ? t : mx;
 	}
 	*drift = mx * (1.0 + 1e-12);
 }
@@ -388,12 +368,14 @@ gc_km_assign_bounded(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
 		return gc_km_assign(ctx, ws, X, n, d, C, k, labels, d2, n_changed, st);
 	kernel = pick_list_kernel();
 	transpose_centres(ws, C, k, d);
-	bounds_centres(ws, C, k, d, nt, &drift);
+	if (ws->bounds_valid)
+		bounds_centres(ws, C, k, d, nt, &drift);
 
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(+:changed)
 	for (int64_t b = 0; b < nb; b++)
 	{
 		int64_t    *list = ws->list + (size_t) omp_get_thread_num() * GC_KM_BLOCK;
+		float	   *sec = ws->sec + (size_t) omp_get_thread_num() * GC_KM_BLOCK;
 		const int64_t i1 = min64(n, (b + 1) * GC_KM_BLOCK);
 		int64_t		m = 0;
 
@@ -426,8 +408,6 @@ gc_km_assign_bounded(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
 						continue;
 					}
 				}
-				else if (ws->bounds_valid && a >= 0)
-					ws->lb[i] -= drift;		/* scanned, then set anew */
 				list[m++] = i;
 			}
 		}
@@ -435,10 +415,10 @@ gc_km_assign_bounded(const gc_ctx *ctx, gc_km_ws *ws, const float *X,
 #pragma omp atomic
 		gc_km_bounds_kept += i1 - b * GC_KM_BLOCK - m;
 #endif
-		changed += kernel(X, list, m, d, ws->ct, ws->kpad, labels, d2, ws->sec);
+		changed += kernel(X, list, m, d, ws->ct, ws->kpad, labels, d2, sec);
 		for (int64_t q = 0; q < m; q++)
 		{
-			const double s = ((double) ws->sec[list[q]] - abs_) / (1.0 + rel);
+			const double s = ((double) sec[q] - abs_) / (1.0 + rel);
 
 			ws->lb[list[q]] = s > 0.0 ? sqrt(s) : 0.0;
 		}

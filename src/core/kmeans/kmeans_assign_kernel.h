@@ -219,7 +219,7 @@ KM_FN(const float *X, int64_t i0, int64_t i1, int d, const float *ct,
 
 /*
  * The same for the rows listed in rows[0..m-1], with each one's second
- * smallest distance in sec[row].
+ * smallest distance in sec[q], q its place in the list.
  */
 KM_TARGET static int64_t
 KM_GLUE(KM_FN, _list) (const float *X, const int64_t *rows, int64_t m, int d,
@@ -248,7 +248,7 @@ KM_GLUE(KM_FN, _list) (const float *X, const int64_t *rows, int64_t m, int d,
 			changed += labels[r[p]] != lab[p];
 			labels[r[p]] = lab[p];
 			d2[r[p]] = best[p];
-			sec[r[p]] = second[p];
+			sec[q + p] = second[p];
 		}
 	}
 	return changed;

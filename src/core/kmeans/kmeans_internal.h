@@ -51,7 +51,7 @@ typedef struct gc_km_ws
 	int64_t    *phist;			/* nt x k: the same per chunk */
 	double	   *pw;				/* max_part: weight sums of partial segments */
 	/* gc_km_assign_bounded's state, allocated on its first call */
-	float	   *sec;			/* n: each row's second distance² at its last scan */
+	float	   *sec;			/* nt x GC_KM_BLOCK: the listed rows' second distance² */
 	double	   *lb;				/* n: a lower bound of each row's distance to
 								 * every centre but its own */
 	float	   *cprev;			/* k x d: the centres lb holds for */
