@@ -401,52 +401,69 @@ km_scales_from_amax(const unsigned *h, int d, int64_t n, double *hs)
 
 /*
  * After the feature pass over every row (fr: its ranges, km_features_rows):
- * the means (D.mean, D.mu), the scales (D.scale, D.iscale), resident on the
- * tiled path the row norms (D.xn2), and the exact path's grid
- * (km_grid_plan, from the features' minima and maxima).
+ * the means (D.mean, from the block sums), then km_features_set.
  */
 gc_code
 km_features_finish(km_dev &D, unsigned *fr, gc_status *st)
 {
+	unsigned   *hp = (unsigned *) malloc(sizeof(unsigned) * 3 * D.d);
+	gc_code		rc;
+
+	if (hp == NULL)
+		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	rc = km_var_reduce(D, 0, nullptr, st);
+	if (rc == GC_OK)
+	{
+		cudaError_t e = cudaMemcpyAsync(hp, fr, sizeof(unsigned) * 3 * D.d,
+										cudaMemcpyDeviceToHost, D.s);
+
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(D.s);
+		rc = e == cudaSuccess ? km_features_set(D, hp, D.n, st) :
+			km_cuda_fail(st, e, "feature ranges");
+	}
+	free(hp);
+	return rc;
+}
+
+/*
+ * From the means (D.mean) and the feature ranges h (host, fr's layout) of
+ * the n rows of the problem: D.mu, the scales (D.scale, D.iscale), resident
+ * on the tiled path the row norms (D.xn2), D.xabs, and the exact path's
+ * grid (km_grid_plan, from the features' minima and maxima).
+ */
+gc_code
+km_features_set(km_dev &D, const unsigned *h, int64_t n, gc_status *st)
+{
 	const int	d = D.d;
-	unsigned   *h = (unsigned *) malloc(sizeof(unsigned) * 3 * d);
 	double	   *hs = (double *) malloc(sizeof(double) * 2 * d);
 	float	   *lo = (float *) malloc(sizeof(float) * 2 * d);
-	gc_code		rc;
+	gc_code		rc = GC_OK;
 	cudaError_t e = cudaSuccess;
 
-	if (h == NULL || hs == NULL || lo == NULL)
+	if (hs == NULL || lo == NULL)
 	{
-		free(h);
 		free(hs);
 		free(lo);
 		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
 	}
-	rc = km_var_reduce(D, 0, nullptr, st);
-	if (rc == GC_OK)
+	k_mu<<<1, 256, 0, D.s>>>(D.mean, d, D.mu);
+	e = cudaGetLastError();
+	if (e == cudaSuccess && !D.small && !D.streamed)
 	{
-		k_mu<<<1, 256, 0, D.s>>>(D.mean, d, D.mu);
+		k_rownorm<<<blocks_for(D.n, 256), 256, 0, D.s>>>(D.XT, D.n, d, D.mu, D.xn2);
 		e = cudaGetLastError();
-		if (e == cudaSuccess && !D.small && !D.streamed)
-		{
-			k_rownorm<<<blocks_for(D.n, 256), 256, 0, D.s>>>(D.XT, D.n, d, D.mu, D.xn2);
-			e = cudaGetLastError();
-		}
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(h, fr, sizeof(unsigned) * 3 * d, cudaMemcpyDeviceToHost, D.s);
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(D.s);
-		if (e == cudaSuccess)
-		{
-			km_scales_from_amax(h, d, D.n, hs);
-			e = cudaMemcpyAsync(D.scale, hs, sizeof(double) * 2 * d,
-								cudaMemcpyHostToDevice, D.s);
-		}
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(D.s);
-		if (e != cudaSuccess)
-			rc = km_cuda_fail(st, e, "feature scales");
 	}
+	if (e == cudaSuccess)
+	{
+		km_scales_from_amax(h, d, n, hs);
+		e = cudaMemcpyAsync(D.scale, hs, sizeof(double) * 2 * d,
+							cudaMemcpyHostToDevice, D.s);
+	}
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(D.s);
+	if (e != cudaSuccess)
+		rc = km_cuda_fail(st, e, "feature scales");
 	if (rc == GC_OK)
 	{
 		for (int j = 0; j < 2 * d; j++)
@@ -457,7 +474,6 @@ km_features_finish(km_dev &D, unsigned *fr, gc_status *st)
 		}
 		rc = km_grid_plan(D, lo, lo + d, st);
 	}
-	free(h);
 	free(hs);
 	free(lo);
 	return rc;
@@ -492,10 +508,11 @@ km_features(km_dev &D, gc_status *st)
 	return rc;
 }
 
-/* Allocates, uploads X (chunked, transposed) and picks the kernels. */
+/* Allocates and uploads X (chunked, transposed): km_setup but the
+ * feature statistics and the update's plan. */
 gc_code
-km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
-		 gc_status *st, int64_t chunk, const gc_ctx *ctx)
+km_setup_rows(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
+			  gc_status *st, int64_t chunk, const gc_ctx *ctx)
 {
 	gc_code		rc;
 
@@ -522,19 +539,24 @@ km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
 	else
 		km_update_alloc(D);
 	if (D.streamed)
-	{
-		if ((rc = km_stream_open(D, st)) != GC_OK ||
-			(rc = km_stream_features(D, st)) != GC_OK)
-			return rc;
-		return km_update_plan(D, st);
-	}
+		return km_stream_open(D, st);
 	rc = D.XR ? km_upload_rowmajor(D, X, st) : km_upload_staged(D, X, st);
 	if (rc == GC_OK && D.unit_rows)
 	{
 		k_unit_x<<<blocks_for(n, 256), 256, 0, D.s>>>(D.XT, n, d, D.XR);
 		KM_LAUNCHED();
 	}
-	if (rc != GC_OK || (rc = km_features(D, st)) != GC_OK)
-		return rc;
-	return km_update_plan(D, st);
+	return rc;
+}
+
+/* Allocates, uploads X (chunked, transposed) and picks the kernels. */
+gc_code
+km_setup(km_dev &D, const float *X, int64_t n, int d, int k, bool keep_best,
+		 gc_status *st, int64_t chunk, const gc_ctx *ctx)
+{
+	gc_code		rc = km_setup_rows(D, X, n, d, k, keep_best, st, chunk, ctx);
+
+	if (rc == GC_OK)
+		rc = D.streamed ? km_stream_features(D, st) : km_features(D, st);
+	return rc != GC_OK ? rc : km_update_plan(D, st);
 }

@@ -797,9 +797,17 @@ km_reseed(km_dev &D, const float *Cold, float *Cnew, int m, gc_status *st)
 			return rc;
 		}
 	}
-	k_reseed_apply<<<1, 256, 0, D.s>>>(D.XT, D.n, D.d, far, D.labels, D.keys, m, D.k,
-									   D.scale, D.gsum, D.empty, D.info);
+	rc = km_reseed_apply(D, far, D.labels, m, st);
 	gc_dfree(far, D.s);
+	return rc != GC_OK ? rc : km_finalize(D, Cold, Cnew, st);
+}
+
+gc_code
+km_reseed_apply(km_dev &D, const float *far, const int32_t *labels, int m,
+				gc_status *st)
+{
+	k_reseed_apply<<<1, 256, 0, D.s>>>(D.XT, D.n, D.d, far, labels, D.keys, m, D.k,
+									   D.scale, D.gsum, D.empty, D.info);
 	KM_LAUNCHED();
-	return km_finalize(D, Cold, Cnew, st);
+	return GC_OK;
 }
