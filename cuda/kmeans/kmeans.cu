@@ -110,7 +110,7 @@
  * Phases of this thread's last gc_kmeans_gpu call (gc_kmeans_gpu_last_phases;
  * the GPU worker runs jobs on several threads).
  */
-static thread_local gc_kmeans_gpu_phases last_phases;
+thread_local gc_kmeans_gpu_phases km_last_phases;
 
 /* gc_kmeans_gpu_force_chunk (tests): stream in chunks of this many rows. */
 thread_local int64_t km_force_chunk = 0;
@@ -121,7 +121,7 @@ thread_local int64_t km_force_chunk = 0;
 /* The largest chunk of X a streamed call uploads at once. */
 #define KM_CHUNK_MAX_BYTES ((double) (256 << 20))
 
-static gc_code
+gc_code
 km_read_info(km_dev &D, gc_status *st)
 {
 	KM_CK(cudaMemcpyAsync(D.h_info, D.info, sizeof(km_info), cudaMemcpyDeviceToHost, D.s));
@@ -168,7 +168,7 @@ km_iteration(km_dev &D, int cur, gc_status *st)
  * here; every init does when X is streamed (not resident on the device),
  * and k-means|| does with weights (the device's is unweighted).
  */
-static gc_code
+gc_code
 km_seed_host(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 			 const double *w, gc_kmeans_init init, uint64_t seed,
 			 uint64_t stream, float *C, gc_status *st)
@@ -187,7 +187,7 @@ km_seed_host(const gc_ctx *ctx, const float *X, int64_t n, int d, int k,
 }
 
 /* Whether init (resolved) seeds on the host (km_seed_host's cases). */
-static bool
+bool
 km_seeds_on_host(gc_kmeans_init init, bool streamed, bool weighted)
 {
 	return init == GC_INIT_RANDOM || streamed ||
@@ -231,7 +231,7 @@ km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 
 /* The given centroids into D.C[0]: under cosine their unit rows (checked
  * nonzero), as kmeans.c's kmeans_run. */
-static gc_code
+gc_code
 km_given_centres(km_dev &D, const gc_kmeans_params *p, gc_status *st)
 {
 	KM_CK(cudaMemcpyAsync(D.C[0], p->init_centroids, sizeof(float) * (size_t) D.k * D.d,
@@ -271,7 +271,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		return rc;
 	KM_CK(cudaStreamSynchronize(D.s));
 	t1 = gc_now_ms();
-	last_phases.ms_init += t1 - t0;
+	km_last_phases.ms_init += t1 - t0;
 	*converged = false;
 	KM_CK(cudaMemsetAsync(D.labels, 0xff, sizeof(int32_t) * D.n, D.s));
 	/* Lloyd's iterations keep bounds (kmeans_prune.cu), from the first one's,
@@ -288,12 +288,12 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 			cudaStreamSynchronize(D.s);
 			return gc_fail(st, GC_ECANCEL, "canceled");
 		}
-		last_phases.grid_iterations += D.grid;	/* before km_grid_adapt may drop it */
+		km_last_phases.grid_iterations += D.grid;	/* before km_grid_adapt may drop it */
 		if ((rc = km_iteration(D, cur, st)) != GC_OK)
 			return rc;
-		last_phases.rows_screened += D.streamed ? D.n : D.screened;
-		last_phases.rows_tied += D.h_info->tie_rows;
-		last_phases.rows_reranked += D.h_info->fb_total;
+		km_last_phases.rows_screened += D.streamed ? D.n : D.screened;
+		km_last_phases.rows_tied += D.h_info->tie_rows;
+		km_last_phases.rows_reranked += D.h_info->fb_total;
 		moved = D.h_info->moved != 0;
 		cur = 1 - cur;
 		/* the inertia is summed on the CPU path only: not reported here */
@@ -322,7 +322,7 @@ km_run(km_dev &D, const gc_ctx *ctx, const float *X, const gc_kmeans_params *p,
 		else if (!moved || (rc = km_assign(D, st)) == GC_OK)
 			rc = km_inertia(D, Ca, D.labels, inertia, st);
 	}
-	last_phases.ms_lloyd += gc_now_ms() - t1;
+	km_last_phases.ms_lloyd += gc_now_ms() - t1;
 	return rc;
 }
 
@@ -345,7 +345,7 @@ km_free_budget(size_t *budget, gc_status *st)
 extern "C" void
 gc_kmeans_gpu_last_phases(gc_kmeans_gpu_phases *out)
 {
-	*out = last_phases;
+	*out = km_last_phases;
 }
 
 /* Whether the update sorts rows by label (km_update_alloc's test). */
@@ -534,7 +534,7 @@ km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	double		t0 = gc_now_ms();
 	gc_kmeans_gpu_plan plan = p->gpu_plan;
 
-	memset(&last_phases, 0, sizeof(last_phases));
+	memset(&km_last_phases, 0, sizeof(km_last_phases));
 	if (plan.bytes == 0)
 	{
 		/* no plan given: one for gpu_mem, or for the free memory */
@@ -571,10 +571,10 @@ km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if ((rc = km_setup(D, X, n, d, p->k, keep, st,
 					   plan.streamed ? plan.chunk_rows : 0, ctx)) != GC_OK)
 		return rc;
-	last_phases.ms_upload = gc_now_ms() - t0;
-	last_phases.chunks = plan.streamed ? plan.chunks : 0;
-	last_phases.chunk_rows = plan.streamed ? plan.chunk_rows : 0;
-	last_phases.grid_cells = D.grid ? D.geo.ncell : 0;
+	km_last_phases.ms_upload = gc_now_ms() - t0;
+	km_last_phases.chunks = plan.streamed ? plan.chunks : 0;
+	km_last_phases.chunk_rows = plan.streamed ? plan.chunk_rows : 0;
+	km_last_phases.grid_cells = D.grid ? D.geo.ncell : 0;
 	if (p->tol > 0.0)
 	{
 		double		mv;
@@ -598,7 +598,7 @@ km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		if ((rc = km_run(D, ctx, X, p, run, tol_scaled, &cur, &inertia, &iters,
 						 &conv, st)) != GC_OK)
 			return rc;
-		last_phases.total_iterations += iters;
+		km_last_phases.total_iterations += iters;
 		if (run == 0 || inertia < res->inertia)
 		{
 			res->inertia = inertia;
@@ -631,10 +631,10 @@ km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			return rc;
 		KM_CK(cudaStreamSynchronize(D.s));
 	}
-	last_phases.ms_download = gc_now_ms() - t0;
-	last_phases.passes = D.passes;
-	last_phases.ms_passes = D.ms_passes;
-	last_phases.gb_streamed = (double) D.passes * (double) n * d * 4 / 1e9;
+	km_last_phases.ms_download = gc_now_ms() - t0;
+	km_last_phases.passes = D.passes;
+	km_last_phases.ms_passes = D.ms_passes;
+	km_last_phases.gb_streamed = (double) D.passes * (double) n * d * 4 / 1e9;
 	return GC_OK;
 }
 
@@ -645,6 +645,9 @@ gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (n > INT32_MAX)
 		return gc_fail(st, GC_EINVAL, "k-means: the GPU path takes at most %d rows, got %lld",
 					   INT32_MAX, (long long) n);
+	/* split over several GPUs (kmeans_multi.cu); weighted: on one */
+	if (ctx != NULL && ctx->n_gpus > 1 && p->weights == NULL)
+		return km_fit_multi(ctx, X, n, d, p, res, st);
 	return km_fit(ctx, X, n, d, p, res, st);
 }
 

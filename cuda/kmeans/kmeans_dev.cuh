@@ -378,6 +378,14 @@ gc_code		km_setup(km_dev &D, const float *X, int64_t n, int d, int k,
 					 bool keep_best, gc_status *st, int64_t chunk = 0,
 					 const gc_ctx *ctx = nullptr);
 
+/* km_setup up to the upload (and the unit rows): the feature statistics
+ * and the update's plan (km_update_plan) are the caller's, as a problem
+ * split over several GPUs takes them over every GPU's rows
+ * (kmeans_multi.cu). */
+gc_code		km_setup_rows(km_dev &D, const float *X, int64_t n, int d, int k,
+						  bool keep_best, gc_status *st, int64_t chunk = 0,
+						  const gc_ctx *ctx = nullptr);
+
 /* XT[j*ld + r0 + r] = in[r*d + j] for rows rows (device, on D.s). */
 gc_code		km_transpose(km_dev &D, const float *in, int64_t rows, float *XT,
 						 int64_t ld, int64_t r0, gc_status *st);
@@ -394,6 +402,12 @@ gc_code		km_features_rows(km_dev &V, int64_t r0, unsigned *fr,
 /* After km_features_rows over every row: D.mean, D.mu, the scales,
  * (resident, tiled path) D.xn2, and the exact path's grid. */
 gc_code		km_features_finish(km_dev &D, unsigned *fr, gc_status *st);
+
+/* The same from the means already in D.mean and the feature ranges h
+ * (host, 3d words as fr) of a problem of n rows (D's rows, or more: a
+ * problem split over GPUs). */
+gc_code		km_features_set(km_dev &D, const unsigned *h, int64_t n,
+							gc_status *st);
 
 /* V.xn2 = the shifted row norms of V's rows (tiled path). */
 gc_code		km_rownorm(km_dev &V, gc_status *st);
@@ -570,6 +584,12 @@ gc_code		km_d2(km_dev &V, const float *C, gc_status *st);
  * first (ties: the lower row), 0 past the last; D.d2 of those taken -1. */
 gc_code		km_far_keys(km_dev &D, int m, gc_status *st);
 
+/* k_reseed_apply: the rows of keys (D.keys, m; their old labels in
+ * labels, their features in far, m x d, or when far is NULL in D.XT) move
+ * from their clusters' sums to the empty clusters'. */
+gc_code		km_reseed_apply(km_dev &D, const float *far, const int32_t *labels,
+							int m, gc_status *st);
+
 /* Re-seeds m empty clusters as the CPU does (only rows off their centre:
  * fewer when fewer rows are; the count in info's relocated), then
  * km_finalize again.  Streamed: D.d2 already holds the distances to Cold
@@ -662,10 +682,38 @@ extern thread_local int64_t km_force_chunk;
 /* The budget of a call given none: the free device memory, less a margin. */
 gc_code		km_free_budget(size_t *budget, gc_status *st);
 
+/* Phases of this thread's last gc_kmeans_gpu call. */
+extern thread_local gc_kmeans_gpu_phases km_last_phases;
+
 /* Initial centres into D.C[0] (device). */
 gc_code		km_seed(km_dev &D, const gc_ctx *ctx, const float *X,
 					gc_kmeans_init init, uint64_t seed, uint64_t stream,
 					int64_t *chosen_dev, gc_status *st);
+
+/* Whether init (resolved) seeds on the host: random always; every init
+ * when X is streamed; k-means|| with weights. */
+bool		km_seeds_on_host(gc_kmeans_init init, bool streamed, bool weighted);
+
+/* The CPU's own seeding of init on the host matrix into C (host, k x d):
+ * what the device's seeding reproduces. */
+gc_code		km_seed_host(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						 int k, const double *w, gc_kmeans_init init,
+						 uint64_t seed, uint64_t stream, float *C,
+						 gc_status *st);
+
+/* The given centroids into D.C[0] (under cosine their unit rows). */
+gc_code		km_given_centres(km_dev &D, const gc_kmeans_params *p, gc_status *st);
+
+/* D.info into D.h_info (synchronises D.s). */
+gc_code		km_read_info(km_dev &D, gc_status *st);
+
+/* ---- kmeans_multi.cu ---- */
+
+/* The fit split over the GPUs of ctx (ctx->n_gpus >= 2, unweighted): the
+ * result of gc_kmeans_gpu on one GPU, bit for bit. */
+gc_code		km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						 const gc_kmeans_params *p, gc_kmeans_result *res,
+						 gc_status *st);
 
 /* One Lloyd iteration from D.C[cur] (prepared) into D.C[1-cur]; info read
  * back into D.h_info. */

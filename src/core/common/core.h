@@ -92,6 +92,10 @@ typedef struct gc_ctx
 	void	   *progress_arg;
 	bool		(*poll) (void *arg);
 	void	   *poll_arg;
+	/* the CUDA devices a GPU call may split its work over, gpus[0] the one
+	 * that gathers it; n_gpus < 2: the calling thread's device alone */
+	int			n_gpus;
+	const int  *gpus;
 } gc_ctx;
 
 /* Reports p to ctx's progress sink, if any. */

@@ -169,6 +169,10 @@ void		gc_cuda_trim_memory(void);
  * same seed gives the CPU's initial centres.  CUDA failures come back as
  * GC_EDEVICE (GC_ENOMEM when device memory runs out), never a crash; the
  * cancel flags are polled between iterations.  At most INT32_MAX rows.
+ * With ctx->n_gpus >= 2 and no weights, the rows split over the GPUs of
+ * ctx->gpus, each shard resident on its GPU (cuda/kmeans/kmeans_multi.cu),
+ * with one GPU's result bit for bit; p->gpu_plan is not used then, and
+ * p->gpu_mem (0: the free memory) is each GPU's budget.
  */
 gc_code		gc_kmeans_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  const gc_kmeans_params *p, gc_kmeans_result *res,

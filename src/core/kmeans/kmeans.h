@@ -275,6 +275,22 @@ gc_code		gc_choose_device_kmeans(gc_device requested, int64_t n, int d,
 #define GC_KM_SEGMENT 4096
 
 /*
+ * The rows of each GPU's shard but the last when gc_kmeans_gpu splits n rows
+ * over gpus GPUs (ctx->n_gpus; cuda/kmeans/kmeans_multi.cu): whole blocks,
+ * as many to each, so every shard starts at a multiple of GC_KM_BLOCK and
+ * none holds more; the last holds the rest (fewer GPUs take part when n
+ * has fewer blocks, or leaves the last ones none).
+ */
+static inline int64_t
+gc_kmeans_gpu_shard_rows(int64_t n, int gpus)
+{
+	const int64_t blocks = (n + GC_KM_BLOCK - 1) / GC_KM_BLOCK;
+	const int64_t g = gpus < 1 ? 1 : gpus;
+
+	return (blocks + g - 1) / g * GC_KM_BLOCK;
+}
+
+/*
  * Random streams (see rng.h): run r of n_init draws from stream
  * r + GC_KM_STREAM_KMEANSPP, r + GC_KM_STREAM_RANDOM or
  * r + GC_KM_STREAM_KMEANSPAR (gc_km_init_stream).
