@@ -35,6 +35,15 @@
  *             one chunk, uploaded once);
  *             the plan (gc_kmeans_gpu_plan_for) and cancel between chunks;
  *   errors    bad parameters (GC_EINVAL), cancel flag (GC_ECANCEL), n = 0;
+ *   multi     one fit split over two or three GPUs (ctx->n_gpus; GPU 0
+ *             twice on a machine of one): labels, centroids, distances,
+ *             inertia, iterations and convergence equal one GPU's bit for
+ *             bit, for every assignment path (grid, d <= 8, the screen
+ *             with bounds, wgmma and the sort-by-label update, d > 256),
+ *             k-means++, k-means|| (on GPU 0, or on the host when the
+ *             whole problem does not fit one GPU's budget), random, auto
+ *             and given centroids, cosine, tol 0 and > 0, n_init > 1,
+ *             empty clusters re-seeded, n of one or two blocks;
  *   concurrent four calls of different shapes at once on four threads, as
  *             the GPU worker runs jobs (their kernels' shared memory of
  *             different sizes), each repeated: every run succeeds and
@@ -47,7 +56,7 @@
  *             lattice data, centres 1 ulp apart), far and huge values; bad
  *             arguments (k > n, n = 0, ...: GC_EINVAL).
  *
- * Arguments name suites to run alone (test_kmeans_gpu labels); none runs
+ * Arguments name suites to run alone (test_kmeans_gpu labels multi); none runs
  * every test, labels included.  GPUCLUST_TEST_SEED fixes the data;
  * GPUCLUST_TEST_QUICK=1 runs a smaller set (for compute-sanitizer), =2 a
  * tiny one (for racecheck).
@@ -1544,6 +1553,135 @@ conc_free(gc_kmeans_result *r)
 	free(r->centroids);
 }
 
+/* ---- one fit split over several GPUs (cuda/kmeans/kmeans_multi.cu) ---- */
+
+/* The GPUs the multi suite splits over: 0 and 1 when there are two, else
+ * GPU 0 twice (two shards on one device: the same gathering and copies). */
+static int	multi_gpus[3];
+
+/*
+ * A fit on ngpus shards of multi_gpus equals the fit on one GPU bit for
+ * bit: labels, centroids, distances, inertia, iterations, convergence.
+ * gpu_mem_rows > 0: each GPU's budget is one GPU's plan for that many
+ * rows, so the whole problem does not fit GPU 0 and seeding runs on the
+ * host.
+ */
+static void
+test_multi(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
+		   double tol, gc_metric metric, int ngpus, int64_t gpu_mem_rows)
+{
+	float	   *X = make_data(n, d, kind);
+	gc_kmeans_params p = {.k = k, .max_iter = 300, .tol = tol, .init = init,
+		.n_init = n_init, .seed = tu_next(&rs), .metric = metric};
+	gc_ctx		ctx = {.n_gpus = ngpus, .gpus = multi_gpus};
+	gc_kmeans_result r[2];
+	gc_kmeans_gpu_phases ph;
+	gc_status	st = {0};
+	gc_code		rc[2];
+	float	   *C0 = NULL;
+
+	if (init == GC_INIT_CENTROIDS)
+	{
+		/* rows spread over X, moved off them a little */
+		C0 = malloc(sizeof(float) * k * d);
+		for (int c = 0; c < k; c++)
+			for (int j = 0; j < d; j++)
+				C0[c * d + j] = X[(int64_t) c * (n / k) * d + j] + 0.125f;
+		p.init_centroids = C0;
+		p.init_d = d;
+	}
+	if (gpu_mem_rows > 0)
+		p.gpu_mem = gc_kmeans_gpu_mem_bytes(gpu_mem_rows, d, k, gc_kmeans_runs(&p), false);
+	for (int v = 0; v < 2; v++)
+	{
+		conc_alloc(&r[v], n, d, k);
+		memset(r[v].labels, 0xa5, sizeof(int32_t) * n);
+		memset(r[v].distance, 0xff, sizeof(double) * n);
+		memset(r[v].centroids, 0xff, sizeof(float) * k * d);
+		r[v].inertia = NAN;
+		r[v].iterations = -7;
+		rc[v] = gc_kmeans_gpu(v ? &ctx : NULL, X, n, d, &p, &r[v], &st);
+		CHECK(rc[v] == GC_OK, "multi n=%lld d=%d k=%d on %d GPUs (v %d): %s", (long long) n, d, k,
+			  ngpus, v, st.message);
+	}
+	gc_kmeans_gpu_last_phases(&ph);
+	if (rc[0] == GC_OK && rc[1] == GC_OK)
+	{
+		int64_t		lab = 0,
+					dist = 0;
+		int			cen = memcmp(r[0].centroids, r[1].centroids, sizeof(float) * k * d) == 0;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			lab += r[0].labels[i] == r[1].labels[i];
+			dist += memcmp(&r[0].distance[i], &r[1].distance[i], sizeof(double)) == 0;
+		}
+		CHECK(lab == n && dist == n && cen &&
+			  memcmp(&r[0].inertia, &r[1].inertia, sizeof(double)) == 0 &&
+			  r[0].iterations == r[1].iterations && r[0].converged == r[1].converged,
+			  "multi n=%lld d=%d k=%d kind=%d init=%s n_init=%d tol=%g%s on %d GPUs: labels %lld, "
+			  "distances %lld of %lld, centroids %s, inertia %.17g / %.17g, iterations %d / %d, "
+			  "converged %d / %d", (long long) n, d, k, kind, init_name[init], n_init, tol,
+			  metric == GC_METRIC_COSINE ? " cosine" : "", ngpus, (long long) lab, (long long) dist,
+			  (long long) n, cen ? "equal" : "differ", r[0].inertia, r[1].inertia,
+			  r[0].iterations, r[1].iterations, r[0].converged, r[1].converged);
+		printf("  multi n=%-7lld d=%-3d k=%-4d kind=%d %-9s n_init=%d tol=%g%s%s, %d GPUs: %d iterations, "
+			   "= one GPU's (seeding %.1f ms, upload %.1f, Lloyd %.1f, download %.1f)\n",
+			   (long long) n, d, k, kind, init_name[init], n_init, tol,
+			   metric == GC_METRIC_COSINE ? " cosine" : "", gpu_mem_rows > 0 ? " seeded on the host" : "",
+			   ngpus, r[1].iterations, ph.ms_init, ph.ms_upload, ph.ms_lloyd, ph.ms_download);
+	}
+	conc_free(&r[0]);
+	conc_free(&r[1]);
+	free(C0);
+	free(X);
+}
+
+static void
+test_multi_suite(void)
+{
+	gc_cuda_device_info i1,
+				i0;
+
+	gc_cuda_probe(1, &i1);
+	gc_cuda_probe(0, &i0);		/* GPU 0 current again */
+	multi_gpus[0] = 0;
+	multi_gpus[1] = i1.usable ? 1 : 0;
+	multi_gpus[2] = 0;
+	printf("  multi: shards on GPUs %d, %d (, %d)%s\n", multi_gpus[0], multi_gpus[1], multi_gpus[2],
+		   i1.usable ? "" : " (one GPU: two shards on it)");
+	if (quick)
+	{
+		test_multi(20000, 2, 30, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+		test_multi(20000, 32, 64, 0, GC_INIT_KMEANS_PARALLEL, 2, 1e-4, GC_METRIC_EUCLIDEAN, 3, 0);
+		test_multi(10000, 3, 40, 3, GC_INIT_RANDOM, 1, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
+		test_multi(20000, 16, 20, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_COSINE, 2, 14000);
+		return;
+	}
+	/* the exact path (d <= 8: its grid at d <= 3), k-means++ on GPU 0 */
+	test_multi(200003, 2, 100, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+	test_multi(150000, 5, 40, 1, GC_INIT_KMEANS_PARALLEL, 2, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
+	/* the screen and the bounds; wgmma and the sort-by-label update at 128 */
+	test_multi(100000, 32, 256, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+	test_multi(60001, 128, 300, 0, GC_INIT_AUTO, 1, 1e-4, GC_METRIC_EUCLIDEAN, 3, 0);
+	/* the FP32 tiled kernel (d > 256), far from the origin */
+	test_multi(30000, 300, 50, 2, GC_INIT_RANDOM, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+	/* empty clusters re-seeded (5 distinct rows), an outlier */
+	test_multi(50000, 3, 40, 3, GC_INIT_RANDOM, 2, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
+	test_multi(40000, 12, 64, 3, GC_INIT_RANDOM, 1, 0.0, GC_METRIC_EUCLIDEAN, 3, 0);
+	test_multi(80000, 6, 30, 6, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+	/* cosine; given centroids; n_init 3 */
+	test_multi(80000, 16, 50, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_COSINE, 2, 0);
+	test_multi(120000, 8, 64, 0, GC_INIT_CENTROIDS, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+	test_multi(70000, 40, 20, 4, GC_INIT_KMEANSPP, 3, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+	/* seeding on the host: the whole problem does not fit one GPU's budget */
+	test_multi(100000, 32, 64, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 60000);
+	test_multi(100000, 24, 32, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, GC_METRIC_COSINE, 2, 60000);
+	/* few rows: shards of one block, and one shard */
+	test_multi(5000, 4, 7, 1, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 3, 0);
+	test_multi(3000, 4, 7, 1, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+}
+
 static void *
 conc_thread(void *arg)
 {
@@ -1646,9 +1784,11 @@ main(int argc, char **argv)
 		{
 			if (strcmp(argv[a], "labels") == 0)
 				test_labels_suite();
+			else if (strcmp(argv[a], "multi") == 0)
+				test_multi_suite();
 			else
 			{
-				fprintf(stderr, "unknown suite %s (suites: labels; none: every test)\n", argv[a]);
+				fprintf(stderr, "unknown suite %s (suites: labels, multi; none: every test)\n", argv[a]);
 				return 2;
 			}
 		}
@@ -1676,6 +1816,7 @@ main(int argc, char **argv)
 		return test_summary("test_kmeans_gpu");
 	}
 	test_concurrent();
+	test_multi_suite();
 
 	test_screen();
 	test_seed(1000, 2, 10, 0);
