@@ -81,7 +81,10 @@
 #                    'cpu', log_timing's ingest / upload / init / Lloyd /
 #                    download / emit as a table
 #   worker           test/server/worker_test.py --gpu in that server: the worker's
-#                    hand-off, queue, cancellation and failures on the GPU
+#                    hand-off, queue, cancellation and failures on the GPU;
+#                    on a machine of several GPUs the worker owns
+#                    WORKER_DEVICES (default '0'), as its queue checks are
+#                    one GPU's (gpus covers several)
 #   gpus             test/server/gpus_test.py --gpu in that server, preloaded:
 #                    the GPUs of its default gpuclust.gpu_devices (every one
 #                    present), then, after a restart, those of
@@ -317,7 +320,14 @@ sql|sql-bench|worker|gpus|worker-bench|gpus-bench|dbdist|kagg|faults|hdbscan-skl
 		r=$?
 		cat "$OUTDIR/fault_test.log";;
 	worker)
-		( eval "$env"; timeout "${WORKER_TIMEOUT:-400}" python3 test/server/worker_test.py --gpu \
+		# its queue checks are those of one GPU: on a machine of several,
+		# the worker owns WORKER_DEVICES (default GPU 0; gpus covers several)
+		if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" -gt 1 ]; then
+			( eval "$env"; psql -X -q -c "ALTER SYSTEM SET gpuclust.gpu_devices = '${WORKER_DEVICES:-0}'" ) &&
+				timeout 120 bash -c "$ctl -m fast restart'" >/dev/null || { echo "restart failed"; rc=1; continue; }
+		fi
+		( eval "$env"; export PYTHONPATH=$PWD/.carry/py${PYTHONPATH:+:$PYTHONPATH}
+			timeout "${WORKER_TIMEOUT:-400}" python3 test/server/worker_test.py --gpu \
 			--server-log /tmp/pgb.log --stop-cmd "$ctl -m fast stop'" --start-cmd "$ctl -o \"-k /tmp -p 5432 -c listen_addresses=\" start'" ) \
 			> "$OUTDIR/worker_test.log" 2>&1
 		r=$?

@@ -47,7 +47,9 @@ Two modes:
                              others and equal device 'cpu'; a running job's GPU
                              shows in gpuclust_gpu_jobs; with two usable GPUs or
                              more, one long job on each at once
-                             (gpu_worker_jobs = 1), and a session's
+                             (gpu_worker_jobs = 1), 16 sessions x 20 mixed
+                             calls equal the serial run with every GPU's
+                             jobs_done grown, and a session's
                              gpuclust.gpu_device_id pins its job.  One GPU
                              listed works too.
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on a failure.
@@ -423,9 +425,15 @@ def real(devices, present):
 
     w = Work(True)
     w.setup(c)
-    ok = all(fingerprint(c, q_gpu) == fingerprint(c, q_cpu) for q_gpu, q_cpu in zip(w.mixed("gpu"), w.mixed("cpu")))
+    serial = {}
+    ok = True
+    for q_gpu, q_cpu in zip(w.mixed("gpu"), w.mixed("cpu")):
+        serial[q_gpu] = fingerprint(c, q_gpu)
+        ok = ok and serial[q_gpu] == fingerprint(c, q_cpu)
     check("device 'gpu' = device 'cpu' (k-means, DBSCAN, cosine)" +
           (f", with GPU {', '.join(map(str, missing))} unusable" if missing else ""), ok)
+    if len(usable) >= 2:
+        group(c, sessions, w, serial)
 
     b = Bg(w.long())
     wait_for(c, job_state(b.pid) % "running", timeout=30)
