@@ -20,8 +20,10 @@ SELECT coalesce(string_agg(concat_ws(' ', name, context, nullif(setting, ''), un
        = CASE WHEN current_setting('shared_preload_libraries') ~ 'gpuclust'
               THEN 'gpuclust.gpu_devices postmaster; '
                    'gpuclust.gpu_worker postmaster on; '
+                   'gpuclust.gpu_worker_gpus_per_call user 0 0 16; '
                    'gpuclust.gpu_worker_jobs sighup 4 1 64; '
-                   'gpuclust.gpu_worker_memory sighup 0 MB 0 2147483647'
+                   'gpuclust.gpu_worker_memory sighup 0 MB 0 2147483647; '
+                   'gpuclust.gpu_worker_split_rows sighup 4194304 1 2147483647'
               ELSE 'none' END AS worker_settings_as_loaded
 FROM pg_settings WHERE name LIKE 'gpuclust.gpu\_worker%' OR name = 'gpuclust.gpu_devices';
 

@@ -44,6 +44,8 @@ int			gpuclust_matrix_memory = 0;	/* MB */
 int			gpuclust_max_matrix_memory = 4096;	/* MB */
 bool		gpuclust_gpu_worker = true;
 int			gpuclust_gpu_worker_jobs = 4;
+int			gpuclust_gpu_worker_split_rows = GC_WORKER_SPLIT_ROWS;
+int			gpuclust_gpu_worker_gpus_per_call = 0;
 char	   *gpuclust_gpu_devices = NULL;
 #ifdef GC_TESTING
 int			gpuclust_gpu_worker_emulate = 0;	/* MB */
@@ -134,6 +136,31 @@ define_worker_settings(void)
 							0, 0, INT_MAX,
 							PGC_SIGHUP,
 							GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.gpu_worker_split_rows",
+							"Rows from which one k-means call may split over several GPUs of the GPU worker.",
+							"A k-means call without sample weights, of at least "
+							"this many rows, whose rows fit each GPU, runs split "
+							"over every GPU of the worker that is idle when it "
+							"starts (at most gpuclust.gpu_worker_gpus_per_call), "
+							"with the result of one GPU bit for bit; with one "
+							"idle GPU it runs there.",
+							&gpuclust_gpu_worker_split_rows,
+							GC_WORKER_SPLIT_ROWS, 1, INT_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("gpuclust.gpu_worker_gpus_per_call",
+							"Most GPUs of the GPU worker one call of this session splits over.",
+							"0 (the default): every idle GPU of the worker; 1: "
+							"one GPU, never split (gpuclust.gpu_worker_split_rows "
+							"says which calls may).",
+							&gpuclust_gpu_worker_gpus_per_call,
+							0, 0, GC_WORKER_MAX_GPUS,
+							PGC_USERSET,
+							0,
 							NULL, NULL, NULL);
 
 #ifdef GC_TESTING

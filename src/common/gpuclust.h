@@ -69,6 +69,8 @@ extern int	gpuclust_max_matrix_memory;	/* MB */
 extern bool gpuclust_gpu_worker;	/* preloaded: a GPU worker (postmaster) */
 extern int	gpuclust_gpu_worker_jobs;	/* jobs it runs at once */
 extern int	gpuclust_gpu_worker_memory;	/* MB; 0: the free memory */
+extern int	gpuclust_gpu_worker_split_rows;	/* a k-means job this large may split */
+extern int	gpuclust_gpu_worker_gpus_per_call;	/* most GPUs a job splits over; 0: any */
 extern char *gpuclust_gpu_devices;	/* the worker's GPUs ("": every one) */
 #ifdef GC_TESTING
 extern int	gpuclust_gpu_worker_emulate;	/* MB; tests: its jobs on the CPU */

@@ -40,6 +40,26 @@ static bool kmeans_by_worker;
  * The backend's side
  * --------------------------------------------------------------------- */
 
+/*
+ * Whether job j may split over several GPUs (cuda/kmeans/kmeans_multi.cu):
+ * without weights, at least gpuclust.gpu_worker_split_rows rows, resident
+ * on one GPU by its plan (a job pinned to a device has one GPU to run on:
+ * the worker does not split it).  The first GPU holds
+ * j->mem (one GPU's plan: seeding runs there over every row), each other
+ * the plan of a shard of two GPUs' split, the largest any split makes.
+ */
+static void
+kmeans_split(GcJob *j, const gc_kmeans_params *p, const GcInput *in)
+{
+	if (p->weights != NULL || in->n < gpuclust_gpu_worker_split_rows ||
+		p->gpu_plan.streamed || gpuclust_gpu_worker_gpus_per_call == 1)
+		return;
+	j->split_max = gpuclust_gpu_worker_gpus_per_call > 0 ?
+		gpuclust_gpu_worker_gpus_per_call : GC_WORKER_MAX_GPUS;
+	j->split_mem = gc_kmeans_gpu_mem_bytes(gc_kmeans_gpu_shard_rows(in->n, 2), in->d, p->k,
+										   gc_kmeans_runs(p), false);
+}
+
 gc_code
 gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 				  const gc_kmeans_params *p, gc_kmeans_result *res,
@@ -65,6 +85,7 @@ gc_gpu_run_kmeans(const gc_ctx *ctx, const GcInput *in,
 	/* the worker admits what the plan allocates, and the run uses it */
 	*jp = *p;
 	j->mem = p->gpu_plan.bytes;
+	kmeans_split(j, p, in);
 	j->out_labels = 0;
 	j->out_second = MAXALIGN(n * sizeof(int32));
 	j->out_centroids = j->out_second + MAXALIGN(n * sizeof(double));
@@ -156,6 +177,9 @@ kmeans_call(GcProcJob *r, GcJob *j, KmeansCall kmeans)
 		p.weights = (const double *) (r->o + j->in_weights);
 	if (j->in_centroids != 0)
 		p.init_centroids = (const float *) (r->o + j->in_centroids);
+	/* split over GPUs (r->ctx.n_gpus): each within what the worker holds */
+	if (r->ctx.n_gpus > 1)
+		p.gpu_mem = j->mem;
 	res->kmeans.labels = (int32_t *) (r->o + j->out_labels);
 	res->kmeans.distance = (double *) (r->o + j->out_second);
 	res->kmeans.centroids = (float *) (r->o + j->out_centroids);

@@ -81,7 +81,10 @@ typedef struct ProcJob
 	GcProcJob	pub;
 	GcJob	   *job;
 	int			slot;
-	int			gpu;			/* index into proc_devices */
+	int			gpu;			/* index into proc_devices: its first GPU */
+	uint32		more;			/* split: its other GPUs (bit: index) */
+	int			devices[GC_WORKER_MAX_GPUS];	/* split: every GPU's CUDA
+												 * number, the first first */
 	Mapping		x,
 				out;
 } ProcJob;
@@ -313,22 +316,33 @@ check_lost(const GcJob *j, int gpu, const gc_status *st)
 	send_msg(GC_PROC_LOST, -1, gpu, 0);
 }
 
-/* A job's thread: the core call on its GPU, the results, DONE. */
+/* Whether job r runs on GPU index g (its first or, split, another). */
+static bool
+job_on(const ProcJob *r, int g)
+{
+	return g == r->gpu || (r->more & ((uint32) 1 << g));
+}
+
+/* A job's thread: the core call on its GPU(s), the results, DONE. */
 static void *
 job_thread(void *arg)
 {
 	ProcJob    *r = (ProcJob *) arg;
 	GcJob	   *j = r->job;
 	gc_cuda_device_info info;
+	int			lost = -1;
 
 	memset(&info, 0, sizeof(info));
 	info.usable = true;
-	/* the CUDA device is per thread: make the job's current */
-	if (!proc_lost[r->gpu] && !GC_PROC_EMULATED)
+	for (int g = 0; g < proc_ngpus; g++)
+		if (job_on(r, g) && proc_lost[g] && lost < 0)
+			lost = g;
+	/* the CUDA device is per thread: make the job's first current */
+	if (lost < 0 && !GC_PROC_EMULATED)
 		gc_cuda_probe_cached(proc_devices[r->gpu], &info);
-	if (proc_lost[r->gpu])
+	if (lost >= 0)
 		gc_fail(&r->pub.status, GC_EDEVICE, "GPU %d failed during an earlier job",
-				proc_devices[r->gpu]);
+				proc_devices[lost]);
 	else if (!info.usable)
 		gc_fail(&r->pub.status, GC_EDEVICE, "%s", info.reason);
 	else if (loses_emulated_gpu(j))
@@ -337,7 +351,9 @@ job_thread(void *arg)
 				proc_devices[r->gpu]);
 	else
 		run_job(&r->pub, j);
-	check_lost(j, r->gpu, &r->pub.status);
+	for (int g = 0; g < proc_ngpus; g++)
+		if (job_on(r, g))
+			check_lost(j, g, &r->pub.status);
 	publish(&r->pub, j);
 	unmap_segment(&r->out);
 	unmap_segment(&r->x);
@@ -390,6 +406,16 @@ start_job(const GcProcMsg *m)
 	r->job = j;
 	r->slot = m->slot;
 	r->gpu = m->gpu;
+	/* split (the worker set the job's other GPUs before START): the core
+	 * splits it over every one, the first gathering (ctx.gpus) */
+	r->more = j->gpus_more & ~((uint32) 1 << m->gpu) &
+		(proc_ngpus < 32 ? ((uint32) 1 << proc_ngpus) - 1 : ~(uint32) 0);
+	r->devices[0] = proc_devices[m->gpu];
+	r->pub.ctx.n_gpus = 1;
+	for (int g = 0; g < proc_ngpus; g++)
+		if (r->more & ((uint32) 1 << g))
+			r->devices[r->pub.ctx.n_gpus++] = proc_devices[g];
+	r->pub.ctx.gpus = r->devices;
 	if (!map_segment(&m->out, &r->out) ||
 		(m->x.handle != m->out.handle && !map_segment(&m->x, &r->x)))
 	{

@@ -316,6 +316,7 @@ gc_job_submit(GcJob *j, gc_status *st)
 	j->lose_gpu = false;
 #endif
 	j->gpu = -1;
+	j->gpus_more = 0;
 	j->lost_on = -1;
 	j->queued_at = GetCurrentTimestamp();
 	j->seq = pg_atomic_fetch_add_u64(&gc_worker->next_seq, 1);
@@ -422,6 +423,8 @@ gc_job_begin(gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
 	j->d = in->d;
 	j->threads = ctx->n_threads;
 	j->mem = 0;
+	j->split_max = 1;
+	j->split_mem = 0;
 	j->out_labels = j->out_second = j->out_centroids = 0;
 	j->in_weights = j->in_centroids = j->in_array = 0;
 	return j;

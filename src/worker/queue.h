@@ -81,6 +81,13 @@
 /* the most GPUs the worker owns (gpuclust.gpu_devices) */
 #define GC_WORKER_MAX_GPUS 16
 
+/*
+ * gpuclust.gpu_worker_split_rows' default: the k-means calls that gain
+ * from two GPUs (docs/benchmarks.md: at 1M rows one GPU is as fast, from
+ * 4M rows two take 0.44-0.80 of its time)
+ */
+#define GC_WORKER_SPLIT_ROWS (1 << 22)
+
 /* how long after a GPU was lost the worker may restart its GPU process for it */
 #define GC_GPU_RETRY_MS 5000
 
@@ -157,6 +164,9 @@ typedef struct GcJob
 	int			threads;		/* host threads (copies) */
 	size_t		mem;			/* GPU memory it needs (bytes) */
 	int			want_device;	/* the CUDA device it must run on (-1: any) */
+	int			split_max;		/* the most GPUs it may split over (1: one) */
+	size_t		split_mem;		/* GPU memory of each GPU but the first
+								 * when it splits (bytes; mem: the first's) */
 	bool		lose_gpu;		/* test builds: its first run makes its
 								 * emulated GPU fail */
 	TimestampTz queued_at;
@@ -177,6 +187,8 @@ typedef struct GcJob
 	TimestampTz started_at;
 	uint32		generation;		/* of the worker that took it */
 	int			gpu;			/* the GPU it runs on (index into gpus; -1) */
+	uint32		gpus_more;		/* split: the other GPUs it runs on (bit g:
+								 * index g), each holding split_mem */
 	int			lost_on;		/* the GPU it failed on when that was lost,
 								 * before it was queued again (-1: none) */
 	/* set by the GPU process before it says DONE */

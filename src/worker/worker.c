@@ -218,20 +218,49 @@ detach_segments(Running *r)
 	r->x_seg = r->out_seg = NULL;
 }
 
-/* Running job r lets go of its GPU's memory and segments. */
+/* Job j holds GPU g (its first) with mem bytes, or, split, one of its others. */
+static void
+hold_gpu(GcJob *j, int g, bool first)
+{
+	GcWorkerGpu *gpu = &gc_worker->gpus[g];
+
+	gpu->reserved += first ? j->mem : j->split_mem;
+	gpu->running++;
+	if (!first)
+		j->gpus_more |= (uint32) 1 << g;
+}
+
+/* Running job r lets go of its GPUs' memory and its segments. */
 static void
 leave_gpu(Running *r)
 {
 	GcJob	   *j = r->job;
-	GcWorkerGpu *g = &gc_worker->gpus[j->gpu];
 
 	detach_segments(r);
 	r->used = false;
 	SpinLockAcquire(&gc_worker->mutex);
-	g->reserved -= j->mem;
-	g->running--;
-	g->done++;
+	for (int g = 0; g < gc_worker->ngpus; g++)
+	{
+		GcWorkerGpu *gpu = &gc_worker->gpus[g];
+
+		if (g != j->gpu && !(j->gpus_more & ((uint32) 1 << g)))
+			continue;
+		gpu->reserved -= g == j->gpu ? j->mem : j->split_mem;
+		gpu->running--;
+		gpu->done++;
+	}
 	SpinLockRelease(&gc_worker->mutex);
+}
+
+/* The first of job j's GPUs that is lost (-1: none). */
+static int
+lost_gpu_of(const GcJob *j)
+{
+	for (int g = 0; g < gc_worker->ngpus; g++)
+		if ((g == j->gpu || (j->gpus_more & ((uint32) 1 << g))) &&
+			gc_worker->gpus[g].state == GC_GPU_LOST)
+			return g;
+	return -1;
 }
 
 /* Running job r has ended with st: its segments, memory and slot let go. */
@@ -261,23 +290,24 @@ static bool
 queue_again(Running *r, const gc_status *st)
 {
 	GcJob	   *j = r->job;
-	GcWorkerGpu *g = &gc_worker->gpus[j->gpu];
+	const int	lost = lost_gpu_of(j);
 	uint32		running = GC_JOB_RUNNING;
 
-	if (st->code == GC_OK || st->code == GC_ECANCEL || g->state != GC_GPU_LOST ||
+	if (st->code == GC_OK || st->code == GC_ECANCEL || lost < 0 ||
 		j->lost_on >= 0 || j->cancel || pg_atomic_read_u32(&j->abandoned) ||
-		j->want_device >= 0 || !other_gpu_ready(j->gpu))
+		j->want_device >= 0 || !other_gpu_ready(lost))
 		return false;
 	ereport(LOG,
 			(errmsg("gpuclust GPU worker: the %s job of PID %d failed on lost GPU %d; it runs again on another GPU",
-					gc_algorithm_name(j->algo), j->pid, g->device_id),
+					gc_algorithm_name(j->algo), j->pid, gc_worker->gpus[lost].device_id),
 			 errdetail("%s", st->message)));
 	if (!pg_atomic_compare_exchange_u32(&j->state, &running, GC_JOB_QUEUED))
 		return false;
 	/* the worker alone takes queued jobs: these are read after this */
 	leave_gpu(r);
-	j->lost_on = j->gpu;
+	j->lost_on = lost;
 	j->gpu = -1;
+	j->gpus_more = 0;
 	return true;
 }
 
@@ -300,13 +330,12 @@ job_done(int slot)
 		gc_fail(&st, GC_EDEVICE, "the gpuclust GPU worker exited");
 	if (queue_again(r, &st))
 		return;
-	if (st.code != GC_OK && st.code != GC_ECANCEL &&
-		gc_worker->gpus[j->gpu].state == GC_GPU_LOST)
+	if (st.code != GC_OK && st.code != GC_ECANCEL && lost_gpu_of(j) >= 0)
 	{
 		gc_status	lost = st;
 
 		gc_fail(&lost, st.code, "GPU %d of the gpuclust GPU worker failed during the job: %s",
-				gc_worker->gpus[j->gpu].device_id, st.message);
+				gc_worker->gpus[lost_gpu_of(j)].device_id, st.message);
 		st = lost;
 	}
 	end_run(r, &st);
@@ -343,6 +372,7 @@ take(GcJob *j)
 	j->started_at = GetCurrentTimestamp();
 	j->generation = gc_worker->generation;
 	j->gpu = -1;
+	j->gpus_more = 0;
 	return true;
 }
 
@@ -477,9 +507,44 @@ pick_gpu(const GcJob *j)
 }
 
 /*
+ * The GPUs a job that may split (j->split_max > 1) takes now, when at least
+ * two it may use are idle (no job running) and its memory fits each (j->mem
+ * the first, j->split_mem the others): the first in *first, the others'
+ * bits in *more, at most j->split_max in all.  False: not two such GPUs;
+ * it takes one as any job does.
+ */
+static bool
+pick_split(const GcJob *j, int *first, uint32 *more)
+{
+	int			count = 0;
+
+	*first = -1;
+	*more = 0;
+	SpinLockAcquire(&gc_worker->mutex);
+	for (int g = 0; g < gc_worker->ngpus && count < j->split_max; g++)
+	{
+		GcWorkerGpu *gpu = &gc_worker->gpus[g];
+
+		if (!gpu_allowed(j, g) || gpu->state != GC_GPU_READY || g == j->lost_on ||
+			gpu->running > 0)
+			continue;
+		if (*first < 0 && gpu->reserved + j->mem <= gpu->budget)
+			*first = g;
+		else if (gpu->reserved + j->split_mem <= gpu->budget)
+			*more |= (uint32) 1 << g;
+		else
+			continue;
+		count++;
+	}
+	SpinLockRelease(&gc_worker->mutex);
+	return *first >= 0 && *more != 0;
+}
+
+/*
  * Starts queued jobs in arrival order while the oldest fits a GPU (memory
- * and gpuclust.gpu_worker_jobs); fails those that fit none it may use, and
- * with no usable GPU, every one, with the reason.
+ * and gpuclust.gpu_worker_jobs), or, one that may split, every idle GPU
+ * (pick_split); fails those that fit none it may use, and with no usable
+ * GPU, every one, with the reason.
  */
 static void
 admit(void)
@@ -491,6 +556,7 @@ admit(void)
 		gc_status	st = {GC_OK, ""};
 		Running    *r = &runs[j - gc_worker->jobs];
 		int			g;
+		uint32		more;
 
 		if (gc_worker->state == GC_WORKER_STARTING || restarting)
 			return;				/* they wait for the probe */
@@ -509,8 +575,14 @@ admit(void)
 			refuse(j, &st);
 			continue;
 		}
-		if (r->used || (g = pick_gpu(j)) < 0)
-			return;				/* arrival order: the others wait too */
+		if (r->used)
+			return;
+		if (j->split_max < 2 || !pick_split(j, &g, &more))
+		{
+			more = 0;
+			if ((g = pick_gpu(j)) < 0)
+				return;			/* arrival order: the others wait too */
+		}
 		if (!take(j))
 			continue;
 
@@ -519,8 +591,10 @@ admit(void)
 		r->used = true;
 		j->gpu = g;
 		SpinLockAcquire(&gc_worker->mutex);
-		gc_worker->gpus[g].reserved += j->mem;
-		gc_worker->gpus[g].running++;
+		hold_gpu(j, g, true);
+		for (int o = 0; o < gc_worker->ngpus; o++)
+			if (more & ((uint32) 1 << o))
+				hold_gpu(j, o, false);
 		SpinLockRelease(&gc_worker->mutex);
 		if (!start_run(r, &st))
 			end_run(r, &st);

@@ -19,7 +19,13 @@ Two modes:
                              (gpuclust_gpu_jobs.gpu), a third queues (gpu
                              NULL), all three cancelled; 16 sessions x 20
                              mixed calls equal a serial run, both GPUs' jobs_done
-                             grow; a session's gpuclust.gpu_device_id pins its
+                             grow; with gpuclust.gpu_worker_split_rows = 1000 a
+                             long k-means holds both GPUs (each running it, its
+                             memory held, listed once on GPU 0), lets both go
+                             when cancelled, holds one under a session's
+                             gpuclust.gpu_worker_gpus_per_call = 1, and a split
+                             call equals device 'cpu' with both GPUs' jobs_done
+                             grown by one; a session's gpuclust.gpu_device_id pins its
                              jobs: = 1 runs on GPU 1 and a second such job waits
                              though GPU 0 is free, = 0 runs on GPU 0, = 2 (not
                              the worker's) fails under 'gpu' naming
@@ -49,7 +55,9 @@ Two modes:
                              more, one long job on each at once
                              (gpu_worker_jobs = 1), 16 sessions x 20 mixed
                              calls equal the serial run with every GPU's
-                             jobs_done grown, and a session's
+                             jobs_done grown, a k-means split over every GPU
+                             (gpu_worker_split_rows lowered; the emulated
+                             mode's checks) equals device 'cpu', and a session's
                              gpuclust.gpu_device_id pins its job.  One GPU
                              listed works too.
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on a failure.
@@ -164,6 +172,7 @@ def group(c, fn, *args):
         c.execute("SELECT pg_cancel_backend(pid) FROM pg_stat_activity"
                   " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND state = 'active'")
         c.execute("ALTER SYSTEM RESET gpuclust.gpu_worker_jobs")
+        c.execute("ALTER SYSTEM RESET gpuclust.gpu_worker_split_rows")
         c.execute("SELECT pg_reload_conf()")
         wait_for(c, no_jobs(), timeout=10)
 
@@ -236,6 +245,57 @@ def sessions(c, w, serial):
     grew = {g: after[g]["jobs_done"] - before[g]["jobs_done"] for g in after if g in before}
     check("... both GPUs' jobs_done grew", len(grew) == 2 and all(v > 0 for v in grew.values()),
           ", ".join(f"GPU {g} +{v}" for g, v in grew.items()))
+
+
+def set_split_rows(c, n):
+    """gpuclust.gpu_worker_split_rows = n (None: reset), reloaded."""
+    c.execute(f"ALTER SYSTEM SET gpuclust.gpu_worker_split_rows = {n}" if n else
+              "ALTER SYSTEM RESET gpuclust.gpu_worker_split_rows")
+    c.execute("SELECT pg_reload_conf()")
+    time.sleep(0.5)
+
+
+def split(c, w, usable):
+    """A k-means call of gpuclust.gpu_worker_split_rows rows or more runs
+    split over every idle GPU; a session caps it with
+    gpuclust.gpu_worker_gpus_per_call; the result is device 'cpu''s."""
+    set_split_rows(c, 1000)
+    b = Bg(w.long())
+    wait_for(c, job_state(b.pid) % "running", timeout=30)
+    time.sleep(0.2)
+    rows = gpus(c)
+    check(f"a long k-means of {w.n_long} rows (split rows 1000) holds every idle GPU: each runs it, its memory held",
+          all(rows[g]["jobs_running"] == 1 and rows[g]["memory_reserved_bytes"] > 0 for g in usable),
+          "; ".join(f"{g} running {r['jobs_running']} reserved {r['memory_reserved_bytes']}" for g, r in rows.items()))
+    row = job_gpu(c, b.pid)
+    check("... gpuclust_gpu_jobs lists it once, on its first GPU", row == ("running", usable[0]), f"{row}")
+    check("... cancelled: the usual error, the job gone", *cancel_all(c, [b]))
+    wait_for(c, "SELECT bool_and(jobs_running = 0 AND memory_reserved_bytes = 0) FROM gpuclust_gpus", timeout=10)
+    rows = gpus(c)
+    check("... every GPU's memory and job let go",
+          all(r["jobs_running"] == 0 and r["memory_reserved_bytes"] == 0 for r in rows.values()),
+          "; ".join(f"{g} running {r['jobs_running']} reserved {r['memory_reserved_bytes']}" for g, r in rows.items()))
+    b = Bg(w.long(), setup=["SET gpuclust.gpu_worker_gpus_per_call = 1"])
+    wait_for(c, job_state(b.pid) % "running", timeout=30)
+    time.sleep(0.2)
+    rows = gpus(c)
+    check("gpuclust.gpu_worker_gpus_per_call = 1: the session's long k-means runs on one GPU",
+          sum(r["jobs_running"] for r in rows.values()) == 1,
+          "; ".join(f"{g} running {r['jobs_running']}" for g, r in rows.items()))
+    cancel_all(c, [b])
+    wait_for(c, no_jobs(), timeout=10)
+    before = gpus(c)
+    q = "SELECT * FROM gpu_kmeans('SELECT id, f FROM w_long', 100, max_iter => 20, seed => 11)"
+    t0 = time.time()
+    got = fingerprint(c, q[:-1] + ", device => 'gpu')")
+    took = time.time() - t0
+    after = gpus(c)
+    grew = [after[g]["jobs_done"] - before[g]["jobs_done"] for g in usable]
+    check(f"a k-means of {w.n_long} rows split over GPUs {usable} = device 'cpu' ({took:.2f} s), each GPU's jobs_done +1",
+          got == fingerprint(c, on_cpu(q)) and grew == [1] * len(usable), f"jobs_done grew {grew}")
+    check("... and the mixed k-means over the small table",
+          fingerprint(c, w.mixed("gpu")[0]) == fingerprint(c, w.mixed("cpu")[0]))
+    set_split_rows(c, None)
 
 
 def pinned(c, w, cpu_auto):
@@ -367,6 +427,7 @@ def emulated():
         cpu_auto = fingerprint(c, on_cpu(w.outage_auto()))
         group(c, spread, w)
         group(c, sessions, w, serial)
+        group(c, split, w, [0, 1])
         group(c, pinned, w, cpu_auto)
         group(c, lost, w, serial, ref, cpu_auto)
         report.info(f"the checks took {time.time() - t0:.1f} s")
@@ -434,6 +495,7 @@ def real(devices, present):
           (f", with GPU {', '.join(map(str, missing))} unusable" if missing else ""), ok)
     if len(usable) >= 2:
         group(c, sessions, w, serial)
+        group(c, split, w, usable)
 
     b = Bg(w.long())
     wait_for(c, job_state(b.pid) % "running", timeout=30)
