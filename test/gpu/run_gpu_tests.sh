@@ -7,7 +7,9 @@
 #                    CUDA_ARCHS=90 builds sm_90 only
 #   test             test_kmeans_gpu: GPU vs CPU on fresh random data, the
 #                    labels suite (gc_kmeans_labels_gpu, kmeans_step's GPU
-#                    labels) included; KM_SUITES="labels" runs only the
+#                    labels) and the multi suite (fits split over two or
+#                    three GPUs = one GPU's; GPU 0 twice on a machine of
+#                    one) included; KM_SUITES="labels multi" runs only the
 #                    suites named
 #   dbscan-test      test_dbscan_gpu: labels and core flags = CPU's, once
 #                    per seed in DB_SEEDS (default: one fresh seed); every
@@ -65,6 +67,11 @@
 #                    named; BENCH_C_BRUTE=1 adds the brute force to C;
 #                    BENCH_GPU=0 times the CPU alone); ~2.5-3 minutes
 #   crossover        bench_crossover: CPU vs GPU k-means whole calls
+#   multi-bench      bench_kmeans_multi: one k-means fit on GPU 0 against
+#                    the same fit split over every GPU (two shards on GPU 0
+#                    on a machine of one), whole calls, results checked
+#                    equal (MULTI_BENCH_ARGS="n d k iters ..." to change
+#                    the cases); about 3 minutes on two H200s
 #   stream-bench     bench_kmeans_stream: k-means on data larger than the
 #                    GPU (640M x 32 float32 = 82 GB in host memory, streamed
 #                    in chunks): rows/s per iteration, H2D GB/s vs pinned
@@ -274,6 +281,13 @@ bench)
 dbscan-bench)
 	echo "== bench_dbscan_gpu"
 	timeout "${DB_BENCH_TIMEOUT:-400}" $B/bench_dbscan_gpu 2>&1 | tee "$OUTDIR/bench_dbscan.log" || rc=1
+	;;
+multi-bench)
+	echo "== bench_kmeans_multi"
+	# shellcheck disable=SC2086
+	timeout "${MULTI_BENCH_TIMEOUT:-300}" $B/bench_kmeans_multi ${MULTI_BENCH_ARGS:-} 2>&1 |
+		tee "$OUTDIR/bench_kmeans_multi.log"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 	;;
 crossover)
 	echo "== bench_crossover"
