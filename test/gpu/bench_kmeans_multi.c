@@ -20,21 +20,7 @@
 #include <omp.h>
 
 #include "common/gpu.h"
-
-static uint64_t
-mix(uint64_t z)
-{
-	z += UINT64_C(0x9e3779b97f4a7c15);
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static double
-u01(uint64_t h)
-{
-	return (double) (h >> 11) * 0x1.0p-53;
-}
+#include "bench_blobs.h"
 
 /* One fit; its phases; 0 on success. */
 static int
@@ -60,7 +46,6 @@ run_case(int64_t n, int d, int k, int iters, const int *gpus, int ngpus, int thr
 	const int	m = 4096;
 	const size_t xbytes = (size_t) n * d * sizeof(float);
 	float	   *X = malloc(xbytes),
-			   *cent = malloc(sizeof(float) * (size_t) m * d),
 			   *C0 = malloc(sizeof(float) * (size_t) k * d);
 	gc_kmeans_result r[2];
 	gc_kmeans_gpu_phases ph[2];
@@ -73,25 +58,15 @@ run_case(int64_t n, int d, int k, int iters, const int *gpus, int ngpus, int thr
 	int			same,
 				bad = 0;
 
-	if (X == NULL || cent == NULL || C0 == NULL)
+	if (X == NULL || C0 == NULL)
 	{
 		printf("out of host memory for %lld x %d\n", (long long) n, d);
 		return 1;
 	}
-	for (int64_t i = 0; i < (int64_t) m * d; i++)
-		cent[i] = (float) (20 * u01(mix(UINT64_C(1) << 62 | (uint64_t) i)) - 10);
-#pragma omp parallel for schedule(static) num_threads(threads)
-	for (int64_t i = 0; i < n; i++)
+	if (!blobs_fill(X, n, d, m, threads))
 	{
-		uint64_t	h = mix((uint64_t) i);
-		const float *c = cent + (int64_t) (h % (uint64_t) m) * d;
-		float	   *x = X + i * d;
-
-		for (int j = 0; j < d; j++)
-		{
-			h = mix(h + (uint64_t) j);
-			x[j] = c[j] + (float) (u01(h) - 0.5);
-		}
+		printf("out of host memory for the centres\n");
+		return 1;
 	}
 	for (int c = 0; c < k; c++)
 		memcpy(C0 + (int64_t) c * d, X + (int64_t) c * (n / k) * d, sizeof(float) * d);
@@ -124,7 +99,6 @@ run_case(int64_t n, int d, int k, int iters, const int *gpus, int ngpus, int thr
 		free(r[v].centroids);
 	}
 	free(X);
-	free(cent);
 	free(C0);
 	return bad;
 }

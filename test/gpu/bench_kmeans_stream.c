@@ -27,21 +27,7 @@
 #include <cuda_runtime.h>
 
 #include "common/gpu.h"
-
-static uint64_t
-mix(uint64_t z)
-{
-	z += UINT64_C(0x9e3779b97f4a7c15);
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static double
-u01(uint64_t h)
-{
-	return (double) (h >> 11) * 0x1.0p-53;
-}
+#include "bench_blobs.h"
 
 /* GB/s of pinned host -> device copies of bytes (best of 5). */
 static double
@@ -110,7 +96,6 @@ main(int argc, char **argv)
 	size_t		budget = getenv("STREAM_BUDGET_MB") ?
 		(size_t) atoll(getenv("STREAM_BUDGET_MB")) << 20 : 0;
 	float	   *X,
-			   *cent,
 			   *C0;
 	gc_cuda_device_info info;
 	gc_kmeans_gpu_stream_timing t;
@@ -139,28 +124,17 @@ main(int argc, char **argv)
 		return 1;
 	}
 	X = malloc(xbytes);
-	cent = malloc(sizeof(float) * (size_t) m * d);
 	C0 = malloc(sizeof(float) * (size_t) k * d);
-	if (X == NULL || cent == NULL || C0 == NULL)
+	if (X == NULL || C0 == NULL)
 	{
 		printf("out of host memory\n");
 		return 1;
 	}
-	for (int64_t i = 0; i < (int64_t) m * d; i++)
-		cent[i] = (float) (20 * u01(mix(UINT64_C(1) << 62 | (uint64_t) i)) - 10);
 	t0 = gc_now_ms();
-#pragma omp parallel for schedule(static) num_threads(threads)
-	for (int64_t i = 0; i < n; i++)
+	if (!blobs_fill(X, n, d, m, threads))
 	{
-		uint64_t	h = mix((uint64_t) i);
-		const float *c = cent + (int64_t) (h % (uint64_t) m) * d;
-		float	   *x = X + i * d;
-
-		for (int j = 0; j < d; j++)
-		{
-			h = mix(h + (uint64_t) j);
-			x[j] = c[j] + (float) (u01(h) - 0.5);
-		}
+		printf("out of host memory\n");
+		return 1;
 	}
 	printf("data: %lld x %d float32 = %.1f GB generated in %.1f s\n",
 		   (long long) n, d, xbytes / 1e9, (gc_now_ms() - t0) / 1e3);
@@ -190,7 +164,6 @@ main(int argc, char **argv)
 		   (long long) n, d, k, iters, t.ms_iter, t.ms_iter_min, n / (t.ms_iter / 1e3), gbs,
 		   100.0 * gbs / h2d);
 	free(X);
-	free(cent);
 	free(C0);
 	return 0;
 }
