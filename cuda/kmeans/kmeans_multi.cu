@@ -37,8 +37,9 @@
  * Copies between GPUs are cudaMemcpyPeerAsync (over NVLink or PCIe peer
  * to peer where the devices can, else staged by the driver): per
  * iteration k (d + 1) sums from each shard to GPU 0 and k d centres back.
- * Weighted fits run on one GPU (gc_kmeans_gpu); so does a call whose
- * shards do not fit their GPUs resident (GC_ENOMEM here).
+ * Weighted fits run on one GPU (gc_kmeans_gpu).  Every shard must fit its
+ * GPU resident (p->gpu_mem, else the GPU's free memory): otherwise
+ * GC_ENOMEM, which the caller answers as it does one GPU's.
  */
 #include <algorithm>
 #include <new>
