@@ -468,6 +468,8 @@ test_cancel(void)
 /*
  * gc_ctx.poll through a whole DBSCAN on each index: the calling thread
  * polls at most TU_POLL_GAP_S apart, from the start to the end of the call.
+ * The gap is wall time, which another process taking the core only
+ * lengthens: the shorter of two calls' longest gaps is the one checked.
  */
 static void
 test_poll(void)
@@ -495,18 +497,23 @@ test_poll(void)
 		gc_status	st;
 		uint64_t	s = 7;
 		tu_poll		tp;
-		double		t0;
+		double		t0,
+					gap = INFINITY;
 		gc_code		rc;
 
 		for (int64_t i = 0; i < n * d; i++)
 			X[i] = (float) tu_uniform(&s);
-		tu_poll_start(&tp, &ctx, 1e9);
-		t0 = now_s();
-		rc = gc_dbscan_cpu_index(&ctx, X, n, d, &p, cases[ci].idx, NULL, l, c, &st);
-		tu_poll_end(&tp);
-		CHECK(rc == GC_OK, "poll, d %d: %s", d, st.message);
-		CHECK(tp.max_gap < TU_POLL_GAP_S, "poll, d %d: the calling thread's polls %.3f s apart (call %.3f s, %ld polls)",
-			  d, tp.max_gap, now_s() - t0, tp.caller_polls);
+		for (int attempt = 0; attempt < 2 && gap >= TU_POLL_GAP_S; attempt++)
+		{
+			tu_poll_start(&tp, &ctx, 1e9);
+			t0 = now_s();
+			rc = gc_dbscan_cpu_index(&ctx, X, n, d, &p, cases[ci].idx, NULL, l, c, &st);
+			tu_poll_end(&tp);
+			CHECK(rc == GC_OK, "poll, d %d: %s", d, st.message);
+			gap = fmin(gap, tp.max_gap);
+		}
+		CHECK(gap < TU_POLL_GAP_S, "poll, d %d: the calling thread's polls %.3f s apart (call %.3f s, %ld polls)",
+			  d, gap, now_s() - t0, tp.caller_polls);
 		free(X);
 		free(l);
 		free(c);
