@@ -82,9 +82,8 @@ typedef struct ProcJob
 	GcJob	   *job;
 	int			slot;
 	int			gpu;			/* index into proc_devices: its first GPU */
-	uint32		more;			/* split: its other GPUs (bit: index) */
-	int			devices[GC_WORKER_MAX_GPUS];	/* split: every GPU's CUDA
-												 * number, the first first */
+	int			devices[GC_WORKER_MAX_GPUS];	/* every GPU's CUDA number
+												 * (ctx.gpus), the first first */
 	Mapping		x,
 				out;
 } ProcJob;
@@ -316,13 +315,6 @@ check_lost(const GcJob *j, int gpu, const gc_status *st)
 	send_msg(GC_PROC_LOST, -1, gpu, 0);
 }
 
-/* Whether job r runs on GPU index g (its first or, split, another). */
-static bool
-job_on(const ProcJob *r, int g)
-{
-	return g == r->gpu || (r->more & ((uint32) 1 << g));
-}
-
 /* A job's thread: the core call on its GPU(s), the results, DONE. */
 static void *
 job_thread(void *arg)
@@ -335,7 +327,7 @@ job_thread(void *arg)
 	memset(&info, 0, sizeof(info));
 	info.usable = true;
 	for (int g = 0; g < proc_ngpus; g++)
-		if (job_on(r, g) && proc_lost[g] && lost < 0)
+		if (gc_job_on_gpu(j, g) && proc_lost[g] && lost < 0)
 			lost = g;
 	/* the CUDA device is per thread: make the job's first current */
 	if (lost < 0 && !GC_PROC_EMULATED)
@@ -352,7 +344,7 @@ job_thread(void *arg)
 	else
 		run_job(&r->pub, j);
 	for (int g = 0; g < proc_ngpus; g++)
-		if (job_on(r, g))
+		if (gc_job_on_gpu(j, g))
 			check_lost(j, g, &r->pub.status);
 	publish(&r->pub, j);
 	unmap_segment(&r->out);
@@ -408,12 +400,10 @@ start_job(const GcProcMsg *m)
 	r->gpu = m->gpu;
 	/* split (the worker set the job's other GPUs before START): the core
 	 * splits it over every one, the first gathering (ctx.gpus) */
-	r->more = j->gpus_more & ~((uint32) 1 << m->gpu) &
-		(proc_ngpus < 32 ? ((uint32) 1 << proc_ngpus) - 1 : ~(uint32) 0);
 	r->devices[0] = proc_devices[m->gpu];
 	r->pub.ctx.n_gpus = 1;
 	for (int g = 0; g < proc_ngpus; g++)
-		if (r->more & ((uint32) 1 << g))
+		if (g != m->gpu && gc_job_on_gpu(j, g))
 			r->devices[r->pub.ctx.n_gpus++] = proc_devices[g];
 	r->pub.ctx.gpus = r->devices;
 	if (!map_segment(&m->out, &r->out) ||

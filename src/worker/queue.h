@@ -200,6 +200,13 @@ typedef struct GcJob
 	gc_progress progress;
 } GcJob;
 
+/* Whether job j runs on the worker's GPU g: its first, or split, another. */
+static inline bool
+gc_job_on_gpu(const GcJob *j, int g)
+{
+	return g == j->gpu || (j->gpus_more & ((uint32) 1 << g)) != 0;
+}
+
 typedef struct GcWorkerGpu
 {
 	int			device_id;		/* its CUDA device number */

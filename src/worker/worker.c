@@ -243,7 +243,7 @@ leave_gpu(Running *r)
 	{
 		GcWorkerGpu *gpu = &gc_worker->gpus[g];
 
-		if (g != j->gpu && !(j->gpus_more & ((uint32) 1 << g)))
+		if (!gc_job_on_gpu(j, g))
 			continue;
 		gpu->reserved -= g == j->gpu ? j->mem : j->split_mem;
 		gpu->running--;
@@ -257,8 +257,7 @@ static int
 lost_gpu_of(const GcJob *j)
 {
 	for (int g = 0; g < gc_worker->ngpus; g++)
-		if ((g == j->gpu || (j->gpus_more & ((uint32) 1 << g))) &&
-			gc_worker->gpus[g].state == GC_GPU_LOST)
+		if (gc_job_on_gpu(j, g) && gc_worker->gpus[g].state == GC_GPU_LOST)
 			return g;
 	return -1;
 }
