@@ -1,6 +1,8 @@
 /*
  * device.cu — probing the CUDA device: is there a driver, a device, how much
- * memory.  The first call initialises CUDA in the calling process.
+ * memory.  The first call initialises CUDA in the calling process.  Also
+ * the devices' memory pools and the peer access between the GPUs of a
+ * split call.
  */
 #include <mutex>
 
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "common/gpu.h"
+#include "common/multi.cuh"
 
 static bool cuda_started = false;	/* a context exists in this process */
 
@@ -30,6 +33,49 @@ gc_cuda_keep_memory(size_t bytes)
 		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
 								&threshold) != cudaSuccess)
 		cudaGetLastError();		/* no pool: memory is released as before */
+}
+
+void
+gc_gpus_connect(int S, const int *dev)
+{
+	static std::mutex mu;
+	static bool done[GC_GPUS_MAX][GC_GPUS_MAX];
+	std::lock_guard<std::mutex> lock(mu);
+	int			cur = 0;
+
+	if (cudaGetDevice(&cur) != cudaSuccess)
+	{
+		cudaGetLastError();
+		return;
+	}
+	for (int a = 0; a < S; a++)
+		for (int b = 0; b < S; b++)
+		{
+			const int	x = dev[a],		/* whose memory */
+						y = dev[b];		/* reaches it */
+			int			can = 0;
+			cudaMemPool_t pool;
+			cudaMemAccessDesc desc = {};
+
+			if (x == y || x < 0 || y < 0 || x >= GC_GPUS_MAX || y >= GC_GPUS_MAX || done[x][y])
+				continue;
+			done[x][y] = true;
+			if (cudaDeviceCanAccessPeer(&can, y, x) != cudaSuccess || !can)
+			{
+				cudaGetLastError();
+				continue;
+			}
+			desc.location.type = cudaMemLocationTypeDevice;
+			desc.location.id = y;
+			desc.flags = cudaMemAccessFlagsProtReadWrite;
+			if (cudaDeviceGetDefaultMemPool(&pool, x) != cudaSuccess ||
+				cudaMemPoolSetAccess(pool, &desc, 1) != cudaSuccess)
+				cudaGetLastError();
+			/* and memory from cudaMalloc */
+			if (cudaSetDevice(y) != cudaSuccess || cudaDeviceEnablePeerAccess(x, 0) != cudaSuccess)
+				cudaGetLastError();	/* cudaErrorPeerAccessAlreadyEnabled too */
+		}
+	cudaSetDevice(cur);
 }
 
 extern "C" void

@@ -64,14 +64,49 @@ gc_dbscan_gpu_last_phases(gc_dbscan_gpu_phases *out)
 }
 
 gc_code
+db_solve(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
+		 float eps2, unsigned minp, gc_dbscan_algorithm algorithm,
+		 db_index index, db_path brute, db_index *used, const db_out &out,
+		 gc_status *st)
+{
+	gc_code		rc;
+	bool		applied = false;
+
+	if ((index == DB_INDEX_AUTO || index == DB_INDEX_GRID) && d <= 3 &&
+		algorithm == GC_DBSCAN_UNION_FIND)
+	{
+		rc = db_grid(D, ctx, X, n, d, eps2, minp, out, &applied, st);
+		if (rc != GC_OK)
+			return rc;
+		if (applied && used != NULL)
+			*used = DB_INDEX_GRID;
+	}
+	if (!applied && index == DB_INDEX_BRUTE)
+	{
+		rc = brute(D, ctx, X, n, d, eps2, minp, out, st);
+		if (rc != GC_OK)
+			return rc;
+		if (used != NULL)
+			*used = DB_INDEX_BRUTE;
+	}
+	else if (!applied)
+	{
+		rc = db_tree_run(D, ctx, X, n, d, eps2, minp, algorithm,
+						 index == DB_INDEX_TREE_CYCLIC, out, st);
+		if (rc != GC_OK)
+			return rc;
+		if (used != NULL)
+			*used = DB_INDEX_TREE;
+	}
+	return GC_OK;
+}
+
+gc_code
 db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	   const gc_dbscan_params *p, db_index index, db_path brute,
 	   db_index *used, int32_t *labels, uint8_t *is_core, gc_status *st)
 {
 	gc_code		rc;
-	float		eps2;
-	unsigned	minp;
-	bool		applied = false;
 	double		t0 = gc_now_ms(),
 				t_all = t0;
 
@@ -89,17 +124,16 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	if (n > GC_DBSCAN_GPU_MAX_N)
 		return gc_fail(st, GC_EDEVICE, "GPU DBSCAN handles at most %d points, got %lld",
 					   GC_DBSCAN_GPU_MAX_N, (long long) n);
-
-	eps2 = gc_eps2(p->eps);
-	minp = p->min_pts > n + 1 ? (unsigned) (n + 1) : (unsigned) p->min_pts;
+	if (ctx != NULL && ctx->n_gpus >= 2)
+		return db_multi(ctx, X, n, d, p, index, brute, used, labels, is_core, st);
 
 	db_dev		D;
+	float	   *Xd;
+	db_out		out = {labels, is_core, false, NULL};
 
 	D.ms_alloc = &db_phases.ms_alloc;
-	float	   *Xd;
-	int			ni = (int) n;
-
 	D.host_threads = gc_team_adapt(ctx);	/* the copies into the ring */
+	db_phases.gpus = 1;
 	gc_report(ctx, GC_PHASE_UPLOAD, 0, 0, 0, n, NAN);
 	DB_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
 	DB_ALLOC(Xd, (int64_t) n * d);
@@ -109,32 +143,10 @@ db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	db_trace("uploaded; n", n);
 	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
 
-	if ((index == DB_INDEX_AUTO || index == DB_INDEX_GRID) && d <= 3 &&
-		p->algorithm == GC_DBSCAN_UNION_FIND)
-	{
-		rc = db_grid(D, ctx, Xd, ni, d, eps2, minp, labels, is_core, &applied, st);
-		if (rc != GC_OK)
-			return rc;
-		if (applied && used != NULL)
-			*used = DB_INDEX_GRID;
-	}
-	if (!applied && index == DB_INDEX_BRUTE)
-	{
-		rc = brute(D, ctx, Xd, ni, d, eps2, minp, labels, is_core, st);
-		if (rc != GC_OK)
-			return rc;
-		if (used != NULL)
-			*used = DB_INDEX_BRUTE;
-	}
-	else if (!applied)
-	{
-		rc = db_tree_run(D, ctx, Xd, ni, d, eps2, minp, p->algorithm,
-						 index == DB_INDEX_TREE_CYCLIC, labels, is_core, st);
-		if (rc != GC_OK)
-			return rc;
-		if (used != NULL)
-			*used = DB_INDEX_TREE;
-	}
+	rc = db_solve(D, ctx, Xd, (int) n, d, gc_eps2(p->eps), db_minp(p, n),
+				  p->algorithm, index, brute, used, out, st);
+	if (rc != GC_OK)
+		return rc;
 	gc_report(ctx, GC_PHASE_LABEL, 0, 0, n, n, NAN);
 	t0 = gc_now_ms();
 	D.release();

@@ -225,8 +225,7 @@ bf_pass(db_dev &D, const gc_ctx *ctx, bf_args A, int nq, int nc, gc_status *st)
 
 gc_code
 db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
-		 float eps2, unsigned minp, int32_t *labels, uint8_t *is_core,
-		 gc_status *st)
+		 float eps2, unsigned minp, const db_out &out, gc_status *st)
 {
 	bf_args		A;
 	unsigned   *cnt;
@@ -313,5 +312,5 @@ db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		return rc;
 	db_phases.ms_border = gc_now_ms() - t0;
 
-	return db_finish(D, n, rp, nullptr, core, labels, is_core, st);
+	return db_finish(D, n, rp, nullptr, core, out, st);
 }

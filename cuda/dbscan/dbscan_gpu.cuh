@@ -8,6 +8,7 @@
  *   dbscan_tree.cu    the passes on the kd-tree (common/kdtree.cuh; any d);
  *   dbscan_dclust.cu  CUDA-DClust's chains on the tree;
  *   dbscan_number.cu  cluster numbers by lowest row, and the download;
+ *   dbscan_multi.cu   one call split over several GPUs (slabs, halos, merge);
  *   dbscan_hooks.cu   test-only entry points (never in the extension).
  * The distance and its bounds are metric.h's, the grid's cells
  * grid_plan.h's: the CPU's own definitions.
@@ -15,6 +16,7 @@
 #ifndef GPUCLUST_DBSCAN_GPU_CUH
 #define GPUCLUST_DBSCAN_GPU_CUH
 
+#include <atomic>
 #include <stdint.h>
 #include <vector>
 
@@ -51,6 +53,16 @@ void		db_trace(const char *what, long long v);
 using db_dev = gc_dev;
 
 #define DB_ALLOC(p, count) DB_CK(D.alloc((p), (count)))
+
+/*
+ * min_pts as the paths count it: at most n + 1 (no point is core then),
+ * so it fits an unsigned.
+ */
+static inline unsigned
+db_minp(const gc_dbscan_params *p, int64_t n)
+{
+	return p->min_pts > n + 1 ? (unsigned) (n + 1) : (unsigned) p->min_pts;
+}
 
 /* Synchronise, then poll the cancel flags. */
 static inline gc_code
@@ -201,11 +213,24 @@ enum db_index
 	DB_INDEX_TREE_CYCLIC		/* tests only: level l splits dimension l mod d */
 };
 
-/* A path of the GPU DBSCAN over the n points X (device): labels and
- * is_core (host). */
+/*
+ * Where a path puts its labels and core flags (n each, by position of its
+ * input): the caller's host arrays (the call's answer), or, device true,
+ * device arrays that outlive the path (a slab of a split call,
+ * dbscan_multi.cu), with *clusters set to the number of clusters.
+ */
+struct db_out
+{
+	int32_t    *labels;
+	uint8_t    *is_core;
+	bool		device;
+	int		   *clusters;		/* device: set; may be NULL otherwise */
+};
+
+/* A path of the GPU DBSCAN over the n points X (device). */
 typedef gc_code (*db_path) (db_dev &D, const gc_ctx *ctx, const float *X,
 							int n, int d, float eps2, unsigned minp,
-							int32_t *labels, uint8_t *is_core, gc_status *st);
+							const db_out &out, gc_status *st);
 
 /*
  * gc_dbscan_gpu with a chosen index; *used (may be NULL) says which ran
@@ -220,18 +245,45 @@ gc_code		db_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				   gc_status *st);
 
 /*
- * The grid path over the n points X (device, d <= 3): labels and is_core
- * (host).  Returns GC_OK with *applied false, nothing done, when the plan
- * does not fit (dbscan_grid.cu).
+ * The index choice and the run of db_run over the n >= 1 points X, already
+ * on D's device, eps2 and minp as db_run derives them; the result to out
+ * (dbscan.cu).
+ */
+gc_code		db_solve(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
+					 float eps2, unsigned minp, gc_dbscan_algorithm algorithm,
+					 db_index index, db_path brute, db_index *used,
+					 const db_out &out, gc_status *st);
+
+/*
+ * The most rows the slabs of a split call hold together, halos included,
+ * over n: beyond, fewer slabs (dbscan_multi.cu; gc_dbscan_gpu_set_split_held
+ * changes it for the tests).
+ */
+#define DB_SPLIT_HELD_MAX 1.5
+extern std::atomic<double> db_split_held_max;
+
+/*
+ * db_run split over the GPUs of ctx (ctx->n_gpus >= 2, n >= 1), arguments
+ * checked by db_run (dbscan_multi.cu).
+ */
+gc_code		db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
+					 const gc_dbscan_params *p, db_index index, db_path brute,
+					 db_index *used, int32_t *labels, uint8_t *is_core,
+					 gc_status *st);
+
+/*
+ * The grid path over the n points X (device, d <= 3), the result to out.
+ * Returns GC_OK with *applied false, nothing done, when the plan does not
+ * fit (dbscan_grid.cu).
  */
 gc_code		db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
-					float eps2, unsigned minp, int32_t *labels,
-					uint8_t *is_core, bool *applied, gc_status *st);
+					float eps2, unsigned minp, const db_out &out,
+					bool *applied, gc_status *st);
 
 /* The brute-force path, any d (dbscan_brute.cu: the GPU tests only). */
 gc_code		db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
-					 float eps2, unsigned minp, int32_t *labels,
-					 uint8_t *is_core, gc_status *st);
+					 float eps2, unsigned minp, const db_out &out,
+					 gc_status *st);
 
 /* ------------------------------------------------------------------ */
 /* the kd-tree (dbscan_tree.cu) and CUDA-DClust (dbscan_dclust.cu)      */
@@ -336,8 +388,8 @@ gc_code		db_tree_pass(db_dev &D, const gc_ctx *ctx, const db_tree &T,
 /* DBSCAN on the tree, either algorithm (dbscan_tree.cu). */
 gc_code		db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n,
 						int d, float eps2, unsigned minp,
-						gc_dbscan_algorithm algorithm, bool cyclic, int32_t *labels,
-						uint8_t *is_core, gc_status *st);
+						gc_dbscan_algorithm algorithm, bool cyclic,
+						const db_out &out, gc_status *st);
 
 /*
  * CUDA-DClust's chains over the core points (A.core, A.lcore set): rp of
@@ -352,13 +404,12 @@ gc_code		db_exclusive_sum(db_dev &D, const int *in, int *out, int64_t n,
 							 gc_status *st);
 
 /*
- * The result (labels, is_core in input order, on the host) from rp (the
- * root position of each position's cluster, or -1) and core, by position;
+ * The result (labels, is_core in input order, to out) from rp (the root
+ * position of each position's cluster, or -1) and core, by position;
  * perm: position -> row, NULL for the identity (dbscan_number.cu).
  */
 gc_code		db_finish(db_dev &D, int n, const int *rp, const int *perm,
-					  const uint8_t *core, int32_t *labels, uint8_t *is_core,
-					  gc_status *st);
+					  const uint8_t *core, const db_out &out, gc_status *st);
 
 #pragma GCC visibility pop
 

@@ -691,8 +691,8 @@ grid_phase(db_dev &D, const gc_ctx *ctx, const grid_dev &g, int n,
 template <int DD>
 static gc_code
 db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
-		float eps2, unsigned minp, int32_t *labels, uint8_t *is_core,
-		bool *applied, gc_status *st)
+		float eps2, unsigned minp, const db_out &out, bool *applied,
+		gc_status *st)
 {
 	const int	dp = DD == 3 ? 4 : DD;
 	int		   *mm;
@@ -868,17 +868,17 @@ db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		return rc;
 	db_phases.ms_border = gc_now_ms() - t0;
 
-	return db_finish(D, n, rp, perm, core, labels, is_core, st);
+	return db_finish(D, n, rp, perm, core, out, st);
 }
 
 gc_code
 db_grid(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
-		float eps2, unsigned minp, int32_t *labels, uint8_t *is_core,
-		bool *applied, gc_status *st)
+		float eps2, unsigned minp, const db_out &out, bool *applied,
+		gc_status *st)
 {
 	if (d == 1)
-		return db_grid_d<1>(D, ctx, X, n, d, eps2, minp, labels, is_core, applied, st);
+		return db_grid_d<1>(D, ctx, X, n, d, eps2, minp, out, applied, st);
 	if (d == 2)
-		return db_grid_d<2>(D, ctx, X, n, d, eps2, minp, labels, is_core, applied, st);
-	return db_grid_d<3>(D, ctx, X, n, d, eps2, minp, labels, is_core, applied, st);
+		return db_grid_d<2>(D, ctx, X, n, d, eps2, minp, out, applied, st);
+	return db_grid_d<3>(D, ctx, X, n, d, eps2, minp, out, applied, st);
 }

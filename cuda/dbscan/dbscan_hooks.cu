@@ -1,7 +1,7 @@
 /*
- * dbscan_hooks.cu — the GPU DBSCAN's test-only entry point: gc_dbscan_gpu
+ * dbscan_hooks.cu — the GPU DBSCAN's test-only entry points: gc_dbscan_gpu
  * with a forced index (src/core/common/gpu.h, under GC_TESTING), the brute
- * force (dbscan_brute.cu) among them.  Linked into the GPU tests and
+ * force (dbscan_brute.cu) among them, and the held limit of a split call.  Linked into the GPU tests and
  * benchmarks only (the Makefile's CU_TEST_SRCS).
  */
 #define GC_TESTING 1
@@ -31,4 +31,10 @@ gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			u == DB_INDEX_BRUTE ? GC_DBSCAN_GPU_BRUTE :
 			u == DB_INDEX_TREE ? GC_DBSCAN_GPU_TREE : GC_DBSCAN_GPU_AUTO;
 	return rc;
+}
+
+extern "C" void
+gc_dbscan_gpu_set_split_held(double x)
+{
+	db_split_held_max = x < 0 ? DB_SPLIT_HELD_MAX : x;
 }

@@ -6,7 +6,8 @@
  * From rp (each position's cluster root, or -1): an atomicMin of the input
  * row per root, a flag on each cluster's first row, a CUB exclusive scan of
  * the flags; a row's label is the scan at its root's first row.  The
- * download goes through the pinned ring (transfer.cu).
+ * download goes through the pinned ring (transfer.cu); a slab of a split
+ * call keeps both on its GPU (db_out).
  */
 #include <cub/device/device_scan.cuh>
 
@@ -87,23 +88,25 @@ db_exclusive_sum(db_dev &D, const int *in, int *out, int64_t n, gc_status *st)
 
 gc_code
 db_finish(db_dev &D, int n, const int *rp, const int *perm,
-		  const uint8_t *core, int32_t *labels, uint8_t *is_core,
-		  gc_status *st)
+		  const uint8_t *core, const db_out &out, gc_status *st)
 {
 	int		   *rootOfRow,
 			   *minrow,
 			   *flag,
 			   *idx;
-	int32_t    *dlab;
-	uint8_t    *dcore;
+	int32_t    *dlab = out.labels;
+	uint8_t    *dcore = out.is_core;
 	double		t0 = gc_now_ms();
 
 	DB_ALLOC(rootOfRow, n);
 	DB_ALLOC(minrow, n);
 	DB_ALLOC(flag, n);
 	DB_ALLOC(idx, n);
-	DB_ALLOC(dlab, n);
-	DB_ALLOC(dcore, n);
+	if (!out.device)
+	{
+		DB_ALLOC(dlab, n);
+		DB_ALLOC(dcore, n);
+	}
 	DB_CK(gc_launch(k_fill, n, DB_THREADS, DB_THREADS, D.s, minrow, n, INT32_MAX));
 	DB_CK(gc_launch(k_fin1, n, DB_THREADS, DB_THREADS, D.s, rp, perm, core, n,
 					rootOfRow, dcore, minrow));
@@ -115,11 +118,23 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 		return rc;
 	DB_CK(gc_launch(k_fin3, n, DB_THREADS, DB_THREADS, D.s, rootOfRow,
 					(const int *) minrow, (const int *) idx, n, dlab));
+	if (out.device)
+	{
+		/* the clusters: the scan's last value and the last flag */
+		int			last[2];
+
+		DB_CK(cudaMemcpyAsync(&last[0], idx + n - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
+		DB_CK(cudaMemcpyAsync(&last[1], flag + n - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
+		DB_CK(cudaStreamSynchronize(D.s));
+		*out.clusters = last[0] + last[1];
+		db_phases.ms_number = gc_now_ms() - t0;
+		return GC_OK;
+	}
 	DB_CK(cudaStreamSynchronize(D.s));
 	db_phases.ms_number = gc_now_ms() - t0;
 	t0 = gc_now_ms();
-	DB_CK(gc_xfer_d2h(labels, dlab, sizeof(int32_t) * (size_t) n, D.s, D.host_threads));
-	DB_CK(gc_xfer_d2h(is_core, dcore, (size_t) n, D.s, D.host_threads));
+	DB_CK(gc_xfer_d2h(out.labels, dlab, sizeof(int32_t) * (size_t) n, D.s, D.host_threads));
+	DB_CK(gc_xfer_d2h(out.is_core, dcore, (size_t) n, D.s, D.host_threads));
 	db_phases.ms_download = gc_now_ms() - t0;
 	return GC_OK;
 }

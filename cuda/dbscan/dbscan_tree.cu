@@ -673,7 +673,7 @@ k_tr_root_border(const uint8_t *__restrict__ core,
 gc_code
 db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 			float eps2, unsigned minp, gc_dbscan_algorithm algorithm,
-			bool cyclic, int32_t *labels, uint8_t *is_core, gc_status *st)
+			bool cyclic, const db_out &out, gc_status *st)
 {
 	db_tree		T;
 	db_lists	L;
@@ -796,5 +796,5 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		return rc;
 	db_phases.ms_border = gc_now_ms() - t0;
 
-	return db_finish(D, n, rp, T.perm, A.core, labels, is_core, st);
+	return db_finish(D, n, rp, T.perm, A.core, out, st);
 }

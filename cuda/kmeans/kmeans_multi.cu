@@ -35,7 +35,8 @@
  * host.  The centres are the same either way.
  *
  * Copies between GPUs are cudaMemcpyPeerAsync (over NVLink or PCIe peer
- * to peer where the devices can, else staged by the driver): per
+ * to peer where the devices can: gc_gpus_connect; else staged by the
+ * driver): per
  * iteration k (d + 1) sums from each shard to GPU 0 and k d centres back.
  * Weighted fits run on one GPU (gc_kmeans_gpu).  Every shard must fit its
  * GPU resident (p->gpu_mem, else the GPU's free memory): otherwise
@@ -45,14 +46,14 @@
 #include <new>
 #include <stdlib.h>
 #include <string.h>
-#include <thread>
 #include <vector>
 
 #include "kmeans_dev.cuh"
+#include "common/multi.cuh"
 #include "common/transfer.cuh"
 
 /* The most GPUs one call splits over. */
-#define KM_SHARDS_MAX 16
+#define KM_SHARDS_MAX GC_GPUS_MAX
 
 struct km_multi
 {
@@ -86,17 +87,6 @@ struct km_multi
 	}
 };
 
-/* The caller's current device, made current again when this goes. */
-struct km_device_kept
-{
-	int			dev = 0;
-
-	~km_device_kept()
-	{
-		cudaSetDevice(dev);
-	}
-};
-
 /* dst[i] += the nsrc other shards' sums at i (two's complement: exact). */
 __global__ void
 k_add_sums(unsigned long long *dst, const unsigned long long *__restrict__ src,
@@ -113,47 +103,12 @@ k_add_sums(unsigned long long *dst, const unsigned long long *__restrict__ src,
 	}
 }
 
-/*
- * f(s, st_s) for every shard at once, each on a host thread of its own
- * with its GPU current (shard 0 on the caller's, which keeps GPU 0
- * current); the first failing shard's status.
- */
+/* f(s, st_s) for every shard at once (gc_each_gpu). */
 template <class F>
 static gc_code
 km_each(km_multi &M, F &&f, gc_status *st)
 {
-	gc_code		rc[KM_SHARDS_MAX];
-	gc_status	sts[KM_SHARDS_MAX];
-	std::thread th[KM_SHARDS_MAX];
-	auto		one = [&](int s) {
-		cudaError_t e = cudaSetDevice(M.dev[s]);
-
-		memset(&sts[s], 0, sizeof(sts[s]));
-		rc[s] = e != cudaSuccess ? km_cuda_fail(&sts[s], e, "selecting a GPU") : f(s, &sts[s]);
-	};
-
-	for (int s = 1; s < M.S; s++)
-	{
-		try
-		{
-			th[s] = std::thread(one, s);
-		}
-		catch (...)
-		{
-			one(s);				/* no thread to be had: in turn */
-		}
-	}
-	one(0);
-	for (int s = 1; s < M.S; s++)
-		if (th[s].joinable())
-			th[s].join();
-	for (int s = 0; s < M.S; s++)
-		if (rc[s] != GC_OK)
-		{
-			*st = sts[s];
-			return rc[s];
-		}
-	return GC_OK;
+	return gc_each_gpu(M.S, M.dev, "GPU k-means", f, st);
 }
 
 /* Shards of whole blocks over the GPUs of ctx (gc_kmeans_gpu_shard_rows;
@@ -721,7 +676,7 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	bool		on_host = false;
 	double		tol_scaled = 0.0,
 				t0 = gc_now_ms();
-	km_device_kept caller;		/* current again on every return */
+	gc_device_kept caller;		/* current again on every return */
 	gc_code		rc;
 
 	memset(&km_last_phases, 0, sizeof(km_last_phases));
@@ -730,6 +685,7 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		km_multi	M;
 
 		km_split(M, ctx, n);
+		gc_gpus_connect(M.S, M.dev);
 		KM_CK(cudaSetDevice(M.dev[0]));
 		try
 		{

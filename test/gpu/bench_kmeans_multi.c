@@ -115,32 +115,8 @@ main(int argc, char **argv)
 				bad = 0;
 	const int	threads = gc_threads(NULL);
 
-	for (int g = 0; g < 16; g++)
-	{
-		gc_cuda_device_info info;
-
-		gc_cuda_probe(g, &info);
-		if (!info.usable)
-			break;
-		if (g == 0)
-			printf("bench_kmeans_multi: %s; host: %d threads\n", info.name, threads);
-		gpus[ngpus++] = g;
-	}
-	if (ngpus == 0)
-	{
-		printf("no usable GPU\n");
+	if ((ngpus = bench_gpus(gpus, 16, "bench_kmeans_multi", threads)) == 0)
 		return 1;
-	}
-	{
-		gc_cuda_device_info info;
-
-		gc_cuda_probe(0, &info);	/* GPU 0 current */
-	}
-	if (ngpus < 2)
-	{
-		printf("one GPU: the split runs two shards on it (GPUs 0, 0)\n");
-		gpus[ngpus++] = 0;
-	}
 	printf("| workload | one GPU: upload / ms per iteration / download / whole (ms) | %d GPUs: the same | per iteration, %d GPUs / one | whole | results |\n",
 		   ngpus, ngpus);
 	printf("| --- | --- | --- | --- | --- | --- |\n");

@@ -15,7 +15,10 @@
 #                    per seed in DB_SEEDS (default: one fresh seed); every
 #                    index (grid, tree, brute force) and both algorithms
 #                    (union-find, DClust); the pinned ring's round trips
-#                    (cuda/common/transfer.cu); ~45 s a seed on the H100
+#                    (cuda/common/transfer.cu); the multi suite (calls
+#                    split over two or three GPUs = the CPU; GPU 0 for
+#                    every slab on a machine of one); ~60 s a seed;
+#                    DB_SUITES=multi runs that suite alone
 #   hdbscan-test     test_hdbscan_gpu: HDBSCAN's GPU phases (core distances,
 #                    the spanning tree's edges) = the CPU's bit for bit and
 #                    the brute force's on small cases; the single-linkage
@@ -66,6 +69,11 @@
 #                    (BENCH_ONLY=A,B,...; Y, the brute force, only when
 #                    named; BENCH_C_BRUTE=1 adds the brute force to C;
 #                    BENCH_GPU=0 times the CPU alone); ~2.5-3 minutes
+#   db-multi-bench   bench_dbscan_multi: one DBSCAN call on GPU 0 against
+#                    the same call split over every GPU (two slabs on GPU 0
+#                    on a machine of one), whole calls, results checked
+#                    equal (DB_MULTI_BENCH_ARGS="n d ..." to change the
+#                    cases); 10M to 200M rows
 #   crossover        bench_crossover: CPU vs GPU k-means whole calls
 #   multi-bench      bench_kmeans_multi: one k-means fit on GPU 0 against
 #                    the same fit split over every GPU (two shards on GPU 0
@@ -194,10 +202,11 @@ dbscan-test)
 	echo "== test_dbscan_gpu"
 	for seed in ${DB_SEEDS:-fresh}; do
 		log=test_dbscan_gpu_$seed.log
+		# shellcheck disable=SC2086
 		if [ "$seed" = fresh ]; then
-			run "$log" "${DB_TEST_TIMEOUT:-300}" $B/test_dbscan_gpu
+			run "$log" "${DB_TEST_TIMEOUT:-300}" $B/test_dbscan_gpu ${DB_SUITES:-}
 		else
-			run "$log" "${DB_TEST_TIMEOUT:-300}" env GPUCLUST_TEST_SEED=$seed $B/test_dbscan_gpu
+			run "$log" "${DB_TEST_TIMEOUT:-300}" env GPUCLUST_TEST_SEED=$seed $B/test_dbscan_gpu ${DB_SUITES:-}
 		fi
 		r=$?; [ $r -eq 0 ] || rc=1
 		echo "  exit $r: $(grep -E '^test_dbscan_gpu' "$OUTDIR/$log" | tr '\n' ' ')"
@@ -287,6 +296,13 @@ multi-bench)
 	# shellcheck disable=SC2086
 	timeout "${MULTI_BENCH_TIMEOUT:-300}" $B/bench_kmeans_multi ${MULTI_BENCH_ARGS:-} 2>&1 |
 		tee "$OUTDIR/bench_kmeans_multi.log"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+	;;
+db-multi-bench)
+	echo "== bench_dbscan_multi"
+	# shellcheck disable=SC2086
+	timeout "${DB_MULTI_BENCH_TIMEOUT:-300}" $B/bench_dbscan_multi ${DB_MULTI_BENCH_ARGS:-} 2>&1 |
+		tee "$OUTDIR/bench_dbscan_multi.log"
 	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 	;;
 crossover)

@@ -31,6 +31,12 @@
  * and a leaf); n identical points, a cluster through many leaves (a random
  * walk, in input order and shuffled), a line of exact ties.
  *
+ * The multi suite (test_dbscan_gpu multi runs it alone): calls split over
+ * two or three GPUs (GPU 0 for every slab on a machine of one) = the CPU,
+ * on every shape of d <= 8, every index and algorithm, halos past the
+ * spread, min_pts above a slab's rows, fewer rows than GPUs, cosine, and
+ * the default limit on the rows the slabs hold.
+ *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
  * set (compute-sanitizer memcheck, initcheck, synccheck), =2 a tiny one
  * (racecheck).  GPUCLUST_DB_TRACE=1 names each case on stderr before it
@@ -240,6 +246,21 @@ cpu_ref(const float *X, int64_t n, int d, double eps, int64_t min_pts,
 	return true;
 }
 
+/* The first five rows where the GPU's labels or flags differ from the CPU's. */
+static void
+show_diffs(const int32_t *lc, const uint8_t *cc, const int32_t *lg, const uint8_t *cg, int64_t n)
+{
+	int			shown = 0;
+
+	for (int64_t i = 0; i < n && shown < 5; i++)
+		if (lg[i] != lc[i] || cg[i] != cc[i])
+		{
+			fprintf(stderr, "  row %lld: cpu %d/%d gpu %d/%d\n", (long long) i,
+					lc[i], cc[i], lg[i], cg[i]);
+			shown++;
+		}
+}
+
 /*
  * One comparison: the GPU with this index and algorithm against the CPU
  * (union-find: the CPU refuses DClust); repeat > 1 runs the GPU again and
@@ -313,17 +334,7 @@ compare(const char *what, const float *X, int64_t n, int d, double eps,
 		  what, index_name(index), index_name(used), alg_name(alg), (long long) n, d, eps,
 		  (long long) min_pts, (long long) ldiff, (long long) cdiff);
 	if (ldiff || cdiff)
-	{
-		int			shown = 0;
-
-		for (int64_t i = 0; i < n && shown < 5; i++)
-			if (lg[i] != lc[i] || cg[i] != cc[i])
-			{
-				fprintf(stderr, "  row %lld: cpu %d/%d gpu %d/%d\n", (long long) i,
-						lc[i], cc[i], lg[i], cg[i]);
-				shown++;
-			}
-	}
+		show_diffs(lc, cc, lg, cg, n);
 	CHECK(used_ok(index, alg, d, used), "%s n=%lld d=%d: %s asked with %s, %s ran",
 		  what, (long long) n, d, index_name(index), alg_name(alg), index_name(used));
 	phok = used == GC_DBSCAN_GPU_TREE ? ph.tree == 1 && ph.grid == 0 && ph.ncell >= 1 && ph.pairs >= 0 :
@@ -938,8 +949,225 @@ transfers(void)
 	}
 }
 
+/* ---- one call split over several GPUs (cuda/dbscan/dbscan_multi.cu) ---- */
+
+/* The GPUs the multi suite splits over: 0 and 1 when there are two, else
+ * GPU 0 for every slab; a third slab on GPU 0. */
+static int	multi_gpus[3];
+
+/*
+ * The call split over ngpus of multi_gpus against the CPU, labels and core
+ * flags bit for bit; want: the GPUs it must have run on (0: any).
+ */
+static void
+multi_case(const char *what, const float *X, int64_t n, int d, double eps,
+		   int64_t min_pts, gc_dbscan_gpu_index_kind index, gc_dbscan_algorithm alg,
+		   int ngpus, int want)
+{
+	gc_ctx		ctx = {.n_gpus = ngpus, .gpus = multi_gpus};
+	gc_dbscan_params p = {.eps = eps, .min_pts = min_pts, .algorithm = alg};
+	const int32_t *lc;
+	const uint8_t *cc;
+	int32_t    *lg = malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *cg = malloc(n + 1);
+	gc_status	st = {0};
+	gc_dbscan_gpu_index_kind used = GC_DBSCAN_GPU_AUTO;
+	gc_dbscan_gpu_phases ph;
+	int64_t		ldiff = 0,
+				cdiff = 0;
+	double		tc,
+				t1,
+				t2;
+	bool		ok;
+
+	n_cases++;
+	if (getenv("GPUCLUST_DB_TRACE"))
+		fprintf(stderr, "multi case %s n=%lld d=%d eps=%g min_pts=%lld %s %s on %d GPUs\n",
+				what, (long long) n, d, eps, (long long) min_pts, index_name(index),
+				alg_name(alg), ngpus);
+	if (!cpu_ref(X, n, d, eps, min_pts, &lc, &cc, &tc))
+		goto out;
+	memset(lg, 0xa5, sizeof(int32_t) * (n + 1));
+	memset(cg, 0xa5, n + 1);
+	t1 = now_ms();
+	ok = gc_dbscan_gpu_index(&ctx, X, n, d, &p, index, &used, lg, cg, &st) == GC_OK;
+	t2 = now_ms();
+	gpu_ms_all += t2 - t1;
+	gc_dbscan_gpu_last_phases(&ph);
+	CHECK(ok, "multi %s (%s, %s) n=%lld d=%d on %d GPUs: %s", what, index_name(index),
+		  alg_name(alg), (long long) n, d, ngpus, st.message);
+	if (!ok)
+		goto out;
+	for (int64_t i = 0; i < n; i++)
+	{
+		ldiff += lg[i] != lc[i];
+		cdiff += cg[i] != cc[i];
+	}
+	printf("  multi %-26s n=%-8lld d=%-2d eps=%-9.4g min_pts=%-5lld %-5s %-6s %d GPUs: ran on %d, held %.2f n, "
+		   "diff labels=%lld core=%lld (gpu %.1f ms: split %.1f, merge %.1f)\n",
+		   what, (long long) n, d, eps, (long long) min_pts, index_name(used), alg_name(alg),
+		   ngpus, ph.gpus, n > 0 ? (double) ph.held / (double) n : 0.0, (long long) ldiff,
+		   (long long) cdiff, t2 - t1, ph.ms_split, ph.ms_merge);
+	CHECK(ldiff == 0 && cdiff == 0, "multi %s (%s, %s) n=%lld d=%d eps=%g min_pts=%lld on %d GPUs: "
+		  "%lld labels, %lld core flags differ", what, index_name(index), alg_name(alg),
+		  (long long) n, d, eps, (long long) min_pts, ngpus, (long long) ldiff, (long long) cdiff);
+	if (ldiff || cdiff)
+		show_diffs(lc, cc, lg, cg, n);
+	CHECK(lg[n] == (int32_t) 0xa5a5a5a5 && cg[n] == 0xa5,
+		  "multi %s n=%lld: wrote past the output", what, (long long) n);
+	if (n >= 1000)
+		CHECK(used_ok(index, alg, d, used), "multi %s n=%lld d=%d: %s asked with %s, %s ran",
+			  what, (long long) n, d, index_name(index), alg_name(alg), index_name(used));
+	CHECK(want == 0 || ph.gpus == want, "multi %s n=%lld d=%d: ran on %d GPUs, want %d",
+		  what, (long long) n, d, ph.gpus, want);
+out:
+	free(lg);
+	free(cg);
+}
+
+/* Cosine through the core's entry (gc_dbscan_on_gpu), split over two. */
+static void
+multi_cosine(int64_t n, int d, double eps)
+{
+	gc_ctx		ctx = {.n_gpus = 2, .gpus = multi_gpus};
+	gc_dbscan_params p = {.eps = eps, .min_pts = 5, .metric = GC_METRIC_COSINE};
+	float	   *X = make_data(n, d, K_BLOBS);
+	int32_t    *lc = malloc(sizeof(int32_t) * n),
+			   *lg = malloc(sizeof(int32_t) * n);
+	uint8_t    *cc = malloc(n),
+			   *cg = malloc(n);
+	gc_status	st = {0};
+	gc_dbscan_gpu_phases ph;
+	int64_t		diff = 0;
+
+	n_cases++;
+	for (int64_t i = 0; i < n * d; i += d)
+		X[i] += 0.01f;			/* no zero row */
+	CHECK(gc_dbscan_cpu(NULL, X, n, d, &p, lc, cc, &st) == GC_OK, "multi cosine cpu: %s", st.message);
+	CHECK(gc_dbscan_on_gpu(&ctx, X, n, d, &p, lg, cg, &st) == GC_OK, "multi cosine gpu: %s", st.message);
+	gc_dbscan_gpu_last_phases(&ph);
+	for (int64_t i = 0; i < n; i++)
+		diff += lg[i] != lc[i] || cg[i] != cc[i];
+	printf("  multi cosine n=%lld d=%d eps=%g: ran on %d GPUs, %lld rows differ\n", (long long) n, d,
+		   eps, ph.gpus, (long long) diff);
+	CHECK(diff == 0, "multi cosine n=%lld d=%d: %lld rows differ", (long long) n, d, (long long) diff);
+	CHECK(ph.gpus == 2, "multi cosine n=%lld d=%d: ran on %d GPUs", (long long) n, d, ph.gpus);
+	free(X);
+	free(lc);
+	free(lg);
+	free(cc);
+	free(cg);
+}
+
+static void
+test_multi_suite(void)
+{
+	gc_cuda_device_info i1;
+	static const int dims[] = {1, 2, 3, 4, 8};
+	char		w[64];
+
+	gc_cuda_probe(1, &i1);
+	multi_gpus[0] = 0;
+	multi_gpus[1] = i1.usable ? 1 : 0;
+	multi_gpus[2] = 0;
+	printf("  multi: slabs on GPUs %d, %d (, %d)%s\n", multi_gpus[0], multi_gpus[1], multi_gpus[2],
+		   i1.usable ? "" : " (one GPU: GPU 0 holds every slab)");
+
+	/* every call split wherever the sample cuts, however wide its halo */
+	gc_dbscan_gpu_set_split_held(INFINITY);
+	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+	{
+		const int	d = dims[di];
+		const int64_t n = quick ? (d <= 3 ? 6000 : 3000) : (d <= 3 ? 60000 : 20000);
+		static const int kinds[] = {K_BLOBS, K_UNIFORM, K_DUP, K_LATTICE};
+		static const char *const names[] = {"blobs", "uniform", "duplicates", "lattice"};
+
+		for (int k = 0; k < 4; k++)
+		{
+			float	   *X;
+			double		eps[4];
+			int64_t		mp[4];
+			int			cases;
+
+			if (kinds[k] == K_LATTICE && d > 4)
+				continue;
+			X = make_data(n, d, kinds[k]);
+			if (kinds[k] == K_DUP || kinds[k] == K_LATTICE)
+			{
+				/* exact distances: eps on them (ties) */
+				eps[0] = 1.0, mp[0] = 5;
+				eps[1] = 1.5, mp[1] = 1;
+				cases = 2;
+			}
+			else
+			{
+				double		e5 = eps_for(X, n, d, 5);
+
+				eps[0] = e5, mp[0] = 5;
+				eps[1] = 0.5 * e5, mp[1] = 1;
+				eps[2] = 2.0 * e5, mp[2] = quick ? 20 : 60;
+				eps[3] = 4.0 * e5, mp[3] = 3;
+				cases = quick ? 2 : 4;
+			}
+			for (int c = 0; c < cases; c++)
+			{
+				snprintf(w, sizeof(w), "%s", names[k]);
+				multi_case(w, X, n, d, eps[c], mp[c], GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 2,
+						   kinds[k] == K_BLOBS ? 2 : 0);
+				multi_case(w, X, n, d, eps[c], mp[c], GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 0);
+				if (d <= 3 && !quick)
+					multi_case(w, X, n, d, eps[c], mp[c], GC_DBSCAN_GPU_TREE, GC_DBSCAN_UNION_FIND, 2, 0);
+			}
+			free(X);
+		}
+	}
+	{
+		/* the brute force; eps past the spread (every row in every slab, all
+		 * shared); min_pts above any slab's rows; too few rows to cut */
+		const int64_t n = quick ? 3000 : 8000;
+		float	   *X = make_data(n, 2, K_BLOBS);
+		double		e5 = eps_for(X, n, 2, 5);
+
+		multi_case("blobs brute", X, n, 2, e5, 5, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 2, 2);
+		multi_case("eps>spread", X, n, 2, 60.0, 4, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 2, 2);
+		multi_case("eps>spread minpts>n", X, n, 2, 60.0, n + 7, GC_DBSCAN_GPU_AUTO,
+				   GC_DBSCAN_UNION_FIND, 3, 3);
+		multi_case("minpts>slab", X, n, 2, 6.0, n / 2 + n / 8, GC_DBSCAN_GPU_AUTO,
+				   GC_DBSCAN_UNION_FIND, 2, 2);
+		multi_case("all noise", X, n, 2, 1e-4 * e5, 3, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 3);
+		for (int64_t m = 1; m <= 5; m++)
+			multi_case("tiny", X, m, 2, 3.0, 1, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 0);
+		multi_case("one warp", X, 33, 2, 3.0, 2, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 0);
+		multi_case("n = 0", X, 0, 2, 3.0, 2, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 2, 0);
+
+		multi_cosine(quick ? 3000 : 20000, 8, 0.05);
+
+		/* the default limit: a halo past the spread runs on one GPU */
+		gc_dbscan_gpu_set_split_held(-1);
+		multi_case("eps>spread, default", X, n, 2, 60.0, 4, GC_DBSCAN_GPU_AUTO,
+				   GC_DBSCAN_UNION_FIND, 2, 1);
+		multi_case("blobs, default", X, n, 2, e5, 5, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 2, 2);
+		free(X);
+	}
+	if (!quick)
+	{
+		float	   *X = make_data(1000000, 2, K_BLOBS);
+		double		e = eps_for(X, 1000000, 2, 20);
+
+		multi_case("1M 2-d blobs", X, 1000000, 2, e, 20, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 2, 2);
+		multi_case("1M 2-d blobs", X, 1000000, 2, e, 20, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 3);
+		multi_case("1M 2-d blobs", X, 1000000, 2, e, 20, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 2, 2);
+		free(X);
+		X = make_data(300000, 8, K_BLOBS);
+		e = eps_for(X, 300000, 8, 10);
+		multi_case("300k 8-d blobs", X, 300000, 8, e, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 2, 0);
+		free(X);
+	}
+	gc_dbscan_gpu_set_split_held(-1);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	gc_cuda_device_info info;
 	const char *q = getenv("GPUCLUST_TEST_QUICK");
@@ -958,6 +1186,21 @@ main(void)
 		return 1;
 	}
 	printf("device: %s\n", info.name);
+	for (int a = 1; a < argc; a++)
+	{
+		if (strcmp(argv[a], "multi") != 0)
+		{
+			fprintf(stderr, "unknown suite %s (suites: multi; none: every test)\n", argv[a]);
+			return 2;
+		}
+		test_multi_suite();
+	}
+	if (argc > 1)
+	{
+		printf("%d cases; CPU reference %.1f s, GPU calls %.1f s, wall %.1f s\n", n_cases,
+			   cpu_ms_all / 1e3, gpu_ms_all / 1e3, (now_ms() - t_start) / 1e3);
+		return test_summary("test_dbscan_gpu");
+	}
 
 	errors();
 	transfers();
@@ -1058,6 +1301,7 @@ main(void)
 		}
 		cities();
 	}
+	test_multi_suite();
 	printf("%d cases; CPU reference %.1f s, GPU calls %.1f s, wall %.1f s\n", n_cases,
 		   cpu_ms_all / 1e3, gpu_ms_all / 1e3, (now_ms() - t_start) / 1e3);
 	free(ref.l);

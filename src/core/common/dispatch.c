@@ -218,6 +218,26 @@ dbscan_gpu_worth(int64_t n, int d, bool started)
 }
 
 /*
+ * The rows from which a DBSCAN call may split over several GPUs, from
+ * those of a k-means call (split_rows): the split halves the clustering
+ * and adds the slabs' halos, the merge and a second pinned ring, so it
+ * pays where the clustering per row outweighs the transfers.  Measured on
+ * two H200s (bench_dbscan_multi, docs/benchmarks.md "Several GPUs"), whole
+ * calls split / one: 2-d 10M 1.46, 50M 0.90, 200M 0.77; 3-d 20M 0.70;
+ * 8-d 10M 0.54.  So 8 times k-means' rows for d <= 2 (33.5M at the
+ * default), twice for d = 3, a quarter above (the kd-tree: 1M).
+ */
+int64_t
+gc_dbscan_split_rows(int64_t split_rows, int d)
+{
+	if (d <= 2)
+		return split_rows > INT64_MAX / 8 ? INT64_MAX : split_rows * 8;
+	if (d == 3)
+		return split_rows > INT64_MAX / 2 ? INT64_MAX : split_rows * 2;
+	return split_rows / 4 > 0 ? split_rows / 4 : 1;
+}
+
+/*
  * The device of one DBSCAN call (gpuclust_core.h).  The algorithm's
  * request first (gc_dbscan_device_request: dclust asks for the GPU under
  * 'auto', and refuses 'cpu').  CPU: always.  GPU: the GPU, or

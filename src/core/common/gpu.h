@@ -93,6 +93,12 @@ typedef struct gc_dbscan_gpu_phases
 	int64_t		chains;			/* dclust: chains grown */
 	int64_t		generations;	/* dclust: generations of chains */
 	int64_t		rounds;			/* dclust: expansion rounds, in all */
+	/* a call split over several GPUs (cuda/dbscan/dbscan_multi.cu): the
+	 * phases from ms_index to ms_number are its slowest slab's */
+	int			gpus;			/* GPUs the call ran on */
+	int64_t		held;			/* rows the slabs held, halos included */
+	double		ms_split;		/* the plan and the rows sent to their slabs */
+	double		ms_merge;		/* the clusters joined and every label sent home */
 } gc_dbscan_gpu_phases;
 
 /* The last gc_ap_gpu call of this thread (host clock; kernels by events). */
@@ -776,6 +782,12 @@ gc_code		gc_dbscan_gpu_index(const gc_ctx *ctx, const float *X, int64_t n,
 								gc_dbscan_gpu_index_kind *used,
 								int32_t *labels, uint8_t *is_core,
 								gc_status *st);
+
+/* The most rows the slabs of a DBSCAN call split over several GPUs may
+ * hold together, halos included, over n (cuda/dbscan/dbscan_multi.cu):
+ * beyond, fewer slabs; -1 restores the default.  The tests raise it to
+ * split every call. */
+void		gc_dbscan_gpu_set_split_held(double x);
 
 /* The most shared memory (bytes) a block of the GPU affinity propagation's
  * row pass (cuda/affinity/affinity.cu) keeps its row's columns in between its

@@ -108,6 +108,13 @@ gc_code		gc_choose_device_dbscan(gc_device requested,
 									int64_t n, int d, const gc_gpu *gpu,
 									gc_device *chosen, gc_status *st);
 
+/*
+ * The rows from which a DBSCAN call of d features may split over several
+ * GPUs, given those of a k-means call (the GPU worker's
+ * gpuclust.gpu_worker_split_rows); dispatch.c says what was measured.
+ */
+int64_t		gc_dbscan_split_rows(int64_t split_rows, int d);
+
 /* ---- DBSCAN over partitions ---- */
 
 /*
@@ -183,9 +190,70 @@ gc_code		gc_dbscan_plan_check(const gc_dbscan_plan *p, gc_status *st);
  * contains *home).  The row is "shared" when *first < *last.  In doubles:
  * partition i holds x when x - cuts[i-1] >= -halo and x - cuts[i] < halo;
  * it is x's home when x >= cuts[i-1] and x < cuts[i].
+ *
+ * Three binary searches.  x - cuts[i] is rounded once in double, and
+ * rounding is monotone, so as i grows the rounded difference never grows:
+ * "x - cuts[i-1] >= -halo" holds for a prefix of the partitions and
+ * "x - cuts[i] < halo" for a suffix, and home satisfies both.  (x is
+ * finite and the cuts are, so no difference is NaN; cuts[-1] and cuts[P-1]
+ * are infinite only by convention and never read.)
+ *
+ * Host and device (hostdevice.h): a split GPU call (cuda/dbscan/
+ * dbscan_multi.cu) places its rows with it.
  */
-void		gc_dbscan_span(const gc_dbscan_plan *p, float x, int32_t *home,
-						   int32_t *first, int32_t *last);
+GC_HD void
+gc_dbscan_span(const gc_dbscan_plan *p, float x, int32_t *home,
+			   int32_t *first, int32_t *last)
+{
+	const double *cuts = p->cuts;
+	const double v = x;
+	const double halo = p->halo;
+	int32_t		lo,
+				hi;
+
+	/* home: the number of cuts <= v */
+	lo = 0;
+	hi = p->parts - 1;
+	while (lo < hi)
+	{
+		int32_t		mid = lo + (hi - lo) / 2;
+
+		if (v >= cuts[mid])
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*home = lo;
+
+	/* first: the lowest i <= home with v - cuts[i] < halo */
+	lo = 0;
+	hi = *home;
+	while (lo < hi)
+	{
+		int32_t		mid = lo + (hi - lo) / 2;
+
+		if (v - cuts[mid] < halo)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*first = lo;
+
+	/* last: the highest i >= home with v - cuts[i-1] >= -halo */
+	lo = *home;
+	hi = p->parts - 1;
+	while (lo < hi)
+	{
+		int32_t		mid = lo + (hi - lo + 1) / 2;
+
+		if (v - cuts[mid - 1] >= -halo)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	*last = lo;
+}
+
 
 /*
  * Histogram bin of x among bins of equal width over [lo, hi] (lo <= hi,

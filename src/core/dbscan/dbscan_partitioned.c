@@ -74,67 +74,6 @@ gc_dbscan_plan_check(const gc_dbscan_plan *p, gc_status *st)
 }
 
 /*
- * Three binary searches.  x - cuts[i] is rounded once in double, and
- * rounding is monotone, so as i grows the rounded difference never grows:
- * "x - cuts[i-1] >= -halo" holds for a prefix of the partitions and
- * "x - cuts[i] < halo" for a suffix, and home satisfies both.  (x is
- * finite and the cuts are, so no difference is NaN; cuts[-1] and cuts[P-1]
- * are infinite only by convention and never read.)
- */
-void
-gc_dbscan_span(const gc_dbscan_plan *p, float x, int32_t *home,
-			   int32_t *first, int32_t *last)
-{
-	const double *cuts = p->cuts;
-	const double v = x;
-	const double halo = p->halo;
-	int32_t		lo,
-				hi;
-
-	/* home: the number of cuts <= v */
-	lo = 0;
-	hi = p->parts - 1;
-	while (lo < hi)
-	{
-		int32_t		mid = lo + (hi - lo) / 2;
-
-		if (v >= cuts[mid])
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*home = lo;
-
-	/* first: the lowest i <= home with v - cuts[i] < halo */
-	lo = 0;
-	hi = *home;
-	while (lo < hi)
-	{
-		int32_t		mid = lo + (hi - lo) / 2;
-
-		if (v - cuts[mid] < halo)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	*first = lo;
-
-	/* last: the highest i >= home with v - cuts[i-1] >= -halo */
-	lo = *home;
-	hi = p->parts - 1;
-	while (lo < hi)
-	{
-		int32_t		mid = lo + (hi - lo + 1) / 2;
-
-		if (v - cuts[mid - 1] >= -halo)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	*last = lo;
-}
-
-/*
  * Written so that nothing is undefined for any input: a NaN position (x
  * or a range that overflows to infinity) lands in bin 0, never in a cast
  * of NaN to int.

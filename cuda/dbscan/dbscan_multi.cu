@@ -1,0 +1,901 @@
+/*
+ * dbscan_multi.cu — one DBSCAN call split over several GPUs of the host
+ * (db_run when ctx->n_gpus >= 2): the labels and core flags of one GPU,
+ * bit for bit, so the CPU's.
+ *
+ * Space is cut into slabs along one dimension, one slab per GPU; each GPU
+ * clusters its slab with a halo of two eps, and the slabs' clusters are
+ * joined where a row is core in two of them: the partitioned DBSCAN of
+ * dbscan.h (gc_dbscan_span, gc_dbscan_merge), whose proof carries over.
+ *   plan       on the host, from DB_MULTI_SAMPLE evenly spaced rows: the
+ *              widest dimension, cuts at the sample's quantiles
+ *              (gc_dbscan_cuts over its histogram), and the rows the slabs
+ *              would hold with their halos (gc_dbscan_held).  Where that
+ *              is above DB_SPLIT_HELD_MAX n (a halo so
+ *              wide that every GPU would redo most of the work) the slabs
+ *              are fewer, down to one: the first GPU alone.
+ *   upload     GPU g takes the consecutive rows of chunk g, the chunks'
+ *              copies side by side, each through its GPU's pinned ring,
+ *              and sends every slab the rows of its chunk the slab holds,
+ *              in row order (cudaMemcpyPeerAsync), so each slab holds its
+ *              rows in row order.
+ *   local run  each GPU runs the one-GPU DBSCAN (db_solve) over its slab,
+ *              labels and flags kept on the GPU (db_out).  Over rows in
+ *              row order its ties fall as one GPU's do.
+ *   merge      each slab lists its clusters' least home rows and its links
+ *              (rows core there that another slab holds too); the host
+ *              joins the clusters and numbers them by their least row
+ *              (gc_dbscan_merge), as the CPU numbers them.
+ *   download   each slab relabels its home rows (every row is home in
+ *              exactly one slab, whose core flag for it is exact) and sends
+ *              them to the GPU of their chunk, which puts them in place and
+ *              copies its chunk down.
+ * Copies between GPUs are cudaMemcpyPeerAsync (NVLink or PCIe peer to peer
+ * where the devices can: gc_gpus_connect; else staged by the driver): the
+ * rows of the halos and of the chunks that lie in another slab, and every
+ * label once.
+ */
+#include <algorithm>
+#include <math.h>
+#include <string.h>
+#include <vector>
+
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include "dbscan_gpu.cuh"
+#include "common/multi.cuh"
+#include "common/transfer.cuh"
+
+/* Rows of the sample the plan is made from, and its histogram's bins. */
+#define DB_MULTI_SAMPLE 65536
+#define DB_MULTI_BINS 4096
+
+/* The most rows the slabs may hold together, halos included, over n
+ * (the tests raise it: gc_dbscan_gpu_set_split_held). */
+std::atomic<double> db_split_held_max{DB_SPLIT_HELD_MAX};
+
+/* The chunks' first rows: chunk g is rows r[g] .. r[g + 1]. */
+struct mu_rows
+{
+	int64_t		r[GC_GPUS_MAX + 1];
+};
+
+/* One GPU of the call: its chunk of rows, then its slab. */
+struct mu_gpu
+{
+	int			dev = 0;
+	db_dev		D;
+	double		ms_alloc = 0;
+	int			nc = 0;			/* rows of its chunk */
+	float	   *Xc = nullptr;	/* the chunk, until its rows are sent */
+	double	   *cuts = nullptr; /* the plan's cuts, on this GPU */
+	int		   *num = nullptr;	/* CUB's count of rows selected */
+	int64_t		to[GC_GPUS_MAX] = {};	/* rows of its chunk each slab holds */
+	/* its slab: nl rows in row order */
+	int			nl = 0;
+	float	   *Xl = nullptr;
+	int		   *gl = nullptr;	/* their rows */
+	int32_t    *lab = nullptr;
+	uint8_t    *core = nullptr;
+	int			comps = 0;
+	db_index	used = DB_INDEX_AUTO;
+	gc_dbscan_gpu_phases ph = {};
+	std::vector<int64_t> cmin;	/* each cluster's least home row */
+	std::vector<int64_t> link_id;
+	std::vector<int32_t> link_home,
+				link_comp;
+	std::vector<int32_t> joined;	/* each cluster's final label */
+	/* its home rows, relabelled, in row order */
+	int			nh = 0;
+	int		   *hg = nullptr;
+	int32_t    *hl = nullptr;
+	uint8_t    *hc = nullptr;
+	int64_t		hoff[GC_GPUS_MAX + 1] = {};	/* those of chunk g: hoff[g] .. */
+	/* its chunk's labels and flags, as sent by the slabs */
+	int		   *rg = nullptr;
+	int32_t    *rl = nullptr;
+	uint8_t    *rc = nullptr;
+};
+
+struct mu_call
+{
+	int			S = 0;
+	int			dev[GC_GPUS_MAX];
+	mu_gpu		G[GC_GPUS_MAX];
+
+	~mu_call()
+	{
+		for (int s = 0; s < S; s++)
+		{
+			cudaSetDevice(dev[s]);
+			G[s].D.release();
+		}
+	}
+};
+
+/* ------------------------------------------------------------------ */
+/* the plan                                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The slabs for at most S GPUs from the sample: plan->dim and cuts (room
+ * for S - 1), plan->parts 1 .. S; *held the rows the slabs would hold, an
+ * estimate from the sample.
+ */
+static void
+mu_plan(const float *X, int64_t n, int d, double halo, int S,
+		gc_dbscan_plan *plan, double *cuts, double *held)
+{
+	const int64_t m = n < DB_MULTI_SAMPLE ? n : DB_MULTI_SAMPLE;
+	std::vector<double> lo(d, INFINITY),
+				hi(d, -INFINITY),
+				counts(DB_MULTI_BINS, 0.0);
+
+	for (int64_t t = 0; t < m; t++)
+	{
+		const float *x = X + (t * n / m) * d;
+
+		for (int j = 0; j < d; j++)
+			if (isfinite(x[j]))
+			{
+				lo[j] = std::min(lo[j], (double) x[j]);
+				hi[j] = std::max(hi[j], (double) x[j]);
+			}
+	}
+	for (int j = 0; j < d; j++)
+		if (!(lo[j] <= hi[j]))
+			lo[j] = hi[j] = 0.0;
+	plan->d = d;
+	plan->dim = gc_dbscan_split_dim(lo.data(), hi.data(), d);
+	plan->halo = halo;
+	plan->cuts = cuts;
+	for (int64_t t = 0; t < m; t++)
+		counts[gc_dbscan_bin(X[(t * n / m) * d + plan->dim], lo[plan->dim],
+							 hi[plan->dim], DB_MULTI_BINS)] += 1.0;
+	*held = (double) n;
+	for (int P = S; P >= 2; P--)
+	{
+		plan->parts = gc_dbscan_cuts(counts.data(), DB_MULTI_BINS, lo[plan->dim],
+									 hi[plan->dim], P, cuts);
+		if (plan->parts < 2)
+			break;
+		*held = gc_dbscan_held(counts.data(), DB_MULTI_BINS, lo[plan->dim],
+							   hi[plan->dim], cuts, plan->parts, halo) * ((double) n / m);
+		if (*held <= db_split_held_max.load() * (double) n)
+			return;
+	}
+	plan->parts = 1;
+	*held = (double) n;
+}
+
+/* ------------------------------------------------------------------ */
+/* kernels                                                             */
+/* ------------------------------------------------------------------ */
+
+/* The slabs of row i of X (d columns): home, first .. last. */
+__device__ __forceinline__ void
+mu_span(const gc_dbscan_plan &P, const float *X, int64_t i, int d, int32_t *h,
+		int32_t *f, int32_t *l)
+{
+	gc_dbscan_span(&P, X[i * d + P.dim], h, f, l);
+}
+
+/* cnt[q] += the rows of X each slab q holds (a block's counts first). */
+static __global__ void
+k_mu_count(const float *__restrict__ X, int n, int d, gc_dbscan_plan P,
+		   unsigned long long *cnt)
+{
+	__shared__ unsigned c[GC_GPUS_MAX];
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (threadIdx.x < GC_GPUS_MAX)
+		c[threadIdx.x] = 0;
+	__syncthreads();
+	if (i < n)
+	{
+		int32_t		h,
+					f,
+					l;
+
+		mu_span(P, X, i, d, &h, &f, &l);
+		for (int q = f; q <= l; q++)
+			atomicAdd(&c[q], 1u);
+	}
+	__syncthreads();
+	if (threadIdx.x < P.parts && c[threadIdx.x] != 0)
+		atomicAdd(&cnt[threadIdx.x], (unsigned long long) c[threadIdx.x]);
+}
+
+/* Which rows a select keeps. */
+struct mu_in					/* slab q holds row i (home: it is its home) */
+{
+	const float *X;
+	int			d;
+	gc_dbscan_plan P;
+	int			q;
+	bool		home;
+
+	__device__ bool operator() (int i) const
+	{
+		int32_t		h,
+					f,
+					l;
+
+		mu_span(P, X, i, d, &h, &f, &l);
+		return home ? h == q : f <= q && q <= l;
+	}
+};
+
+struct mu_link					/* row i is core here and held elsewhere */
+{
+	const float *X;
+	int			d;
+	gc_dbscan_plan P;
+	const uint8_t *core;
+
+	__device__ bool operator() (int i) const
+	{
+		int32_t		h,
+					f,
+					l;
+
+		if (!core[i])
+			return false;
+		mu_span(P, X, i, d, &h, &f, &l);
+		return f < l;
+	}
+};
+
+/* Y, g: the m rows idx of X (d columns) and their row numbers (r0 + idx). */
+static __global__ void
+k_mu_gather(const float *__restrict__ X, const int *__restrict__ idx, int m,
+			int d, int64_t r0, float *Y, int *g)
+{
+	int64_t		e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (e < (int64_t) m * d)
+	{
+		int64_t		i = e / d;
+		int			j = (int) (e - i * d);
+
+		Y[e] = X[(int64_t) idx[i] * d + j];
+		if (j == 0)
+			g[i] = (int) (r0 + idx[i]);
+	}
+}
+
+/*
+ * cmin[c] = the least row of cluster c's home rows.  Each warp takes the
+ * least row per cluster among its lanes first: one atomic per cluster and
+ * warp, not per row.
+ */
+static __global__ void
+k_mu_home_min(const float *__restrict__ X, const int *__restrict__ g,
+			  const int32_t *__restrict__ lab, int n, int d, gc_dbscan_plan P,
+			  int q, int *cmin)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+	int			c = -1,
+				row = INT32_MAX;
+
+	if (i < n)
+	{
+		int32_t		h,
+					f,
+					l;
+
+		mu_span(P, X, i, d, &h, &f, &l);
+		if (h == q && lab[i] >= 0)
+		{
+			c = lab[i];
+			row = g[i];
+		}
+	}
+	/* every lane takes part: blockDim is a multiple of 32 */
+	unsigned	same = __match_any_sync(0xffffffffu, c);
+	int			least = __reduce_min_sync(same, row);
+
+	if (c >= 0 && (threadIdx.x & 31) == __ffs(same) - 1 &&
+		least < *(volatile int *) &cmin[c])
+		atomicMin(&cmin[c], least);
+}
+
+/* The m links idx: their rows, home slabs and clusters. */
+static __global__ void
+k_mu_links(const float *__restrict__ X, const int *__restrict__ g,
+		   const int32_t *__restrict__ lab, const int *__restrict__ idx, int m,
+		   int d, gc_dbscan_plan P, int *lid, int *lhome, int *lcomp)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < m)
+	{
+		int			r = idx[i];
+		int32_t		h,
+					f,
+					l;
+
+		mu_span(P, X, r, d, &h, &f, &l);
+		lid[i] = g[r];
+		lhome[i] = h;
+		lcomp[i] = lab[r];
+	}
+}
+
+/* The m home rows idx: their rows, final labels (joined) and core flags. */
+static __global__ void
+k_mu_home(const int *__restrict__ idx, int m, const int *__restrict__ g,
+		  const int32_t *__restrict__ lab, const uint8_t *__restrict__ core,
+		  const int32_t *__restrict__ joined, int *hg, int32_t *hl, uint8_t *hc)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < m)
+	{
+		int			r = idx[i];
+		int32_t		c = lab[r];
+
+		hg[i] = g[r];
+		hl[i] = c < 0 ? c : joined[c];
+		hc[i] = core[r];
+	}
+}
+
+/* off[t] = the first of the m increasing rows hg at or past chunk t's. */
+static __global__ void
+k_mu_bounds(const int *__restrict__ hg, int m, mu_rows R, int S, int64_t *off)
+{
+	int			t = threadIdx.x;
+
+	if (t <= S)
+	{
+		int64_t		lo = 0,
+					hi = m;
+
+		while (lo < hi)
+		{
+			int64_t		mid = lo + (hi - lo) / 2;
+
+			if (hg[mid] < R.r[t])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		off[t] = lo;
+	}
+}
+
+/* The m labels and flags a chunk from row r0 was sent, put in place. */
+static __global__ void
+k_mu_place(const int *__restrict__ rg, const int32_t *__restrict__ rl,
+		   const uint8_t *__restrict__ rc, int m, int64_t r0, int32_t *lab,
+		   uint8_t *core)
+{
+	int			i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < m)
+	{
+		int64_t		r = rg[i] - r0;
+
+		lab[r] = rl[i];
+		core[r] = rc[i];
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* the steps                                                           */
+/* ------------------------------------------------------------------ */
+
+/* out[0 .. *count) = the rows i < n that keep holds, in order. */
+template <class Keep>
+static gc_code
+mu_select(db_dev &D, int *num, int n, Keep keep, int *out, int *count,
+		  gc_status *st)
+{
+	size_t		bytes = 0;
+
+	*count = 0;
+	if (n == 0)
+		return GC_OK;
+	DB_CK(cub::DeviceSelect::If(nullptr, bytes, thrust::counting_iterator<int>(0), out, num,
+								n, keep, D.s));
+	DB_CK(D.scratch(bytes));
+	bytes = D.cub_bytes;
+	DB_CK(cub::DeviceSelect::If(D.cub_tmp, bytes, thrust::counting_iterator<int>(0), out, num,
+								n, keep, D.s));
+	DB_CK(cudaMemcpyAsync(count, num, sizeof(int), cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaStreamSynchronize(D.s));
+	return GC_OK;
+}
+
+/* A peer copy of count items of T, none when count is 0. */
+template <typename T>
+static cudaError_t
+mu_peer(T *dst, int dst_dev, const T *src, int src_dev, int64_t count, cudaStream_t s)
+{
+	if (count <= 0)
+		return cudaSuccess;
+	return cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, sizeof(T) * (size_t) count, s);
+}
+
+/*
+ * GPU g: its chunk up, the cuts, and the rows of the chunk each slab
+ * holds (A.to).
+ */
+static gc_code
+mu_upload(mu_gpu &A, const float *X, int64_t r0, int d, const gc_dbscan_plan &plan,
+		  int threads, gc_status *st)
+{
+	db_dev	   &D = A.D;
+	float	   *Xc;
+	unsigned long long *cnt;
+	unsigned long long hcnt[GC_GPUS_MAX];
+
+	D.ms_alloc = &A.ms_alloc;
+	D.host_threads = threads;
+	DB_CK(cudaStreamCreateWithFlags(&D.s, cudaStreamNonBlocking));
+	DB_ALLOC(Xc, (int64_t) A.nc * d);
+	DB_ALLOC(A.cuts, plan.parts - 1);
+	DB_ALLOC(A.num, 1);
+	DB_ALLOC(cnt, plan.parts);
+	DB_CK(gc_xfer_h2d(Xc, X + r0 * d, sizeof(float) * (size_t) A.nc * d, D.s, threads));
+	DB_CK(cudaMemcpyAsync(A.cuts, plan.cuts, sizeof(double) * (plan.parts - 1),
+						  cudaMemcpyHostToDevice, D.s));
+	DB_CK(cudaMemsetAsync(cnt, 0, sizeof(unsigned long long) * plan.parts, D.s));
+
+	gc_dbscan_plan P = plan;
+
+	P.cuts = A.cuts;
+	DB_CK(gc_launch(k_mu_count, A.nc, DB_THREADS, DB_THREADS, D.s, (const float *) Xc,
+					A.nc, d, P, cnt));
+	DB_CK(cudaMemcpyAsync(hcnt, cnt, sizeof(unsigned long long) * plan.parts,
+						  cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaStreamSynchronize(D.s));
+	for (int q = 0; q < plan.parts; q++)
+		A.to[q] = (int64_t) hcnt[q];
+	D.drop(cnt);
+	A.Xc = Xc;
+	return GC_OK;
+}
+
+/*
+ * GPU g: the rows of its chunk (from r0) to every slab q, at row off[q]
+ * of q's rows (already allocated: C.G[q].Xl and gl); then the chunk goes.
+ */
+static gc_code
+mu_send(mu_call &C, int g, int64_t r0, int d, const gc_dbscan_plan &plan,
+		const int64_t *off, gc_status *st)
+{
+	mu_gpu	   &A = C.G[g];
+	db_dev	   &D = A.D;
+	const float *Xc = A.Xc;
+	int64_t		most = 0;
+	int		   *idx,
+			   *sg;
+	float	   *sx;
+	gc_dbscan_plan P = plan;
+
+	P.cuts = A.cuts;
+	for (int q = 0; q < plan.parts; q++)
+		if (q != g)
+			most = std::max(most, A.to[q]);
+	DB_ALLOC(idx, std::max(most, A.to[g]));
+	DB_ALLOC(sx, most * d);
+	DB_ALLOC(sg, most);
+	for (int q = 0; q < plan.parts; q++)
+	{
+		mu_gpu	   &B = C.G[q];
+		int			m;
+		gc_code		rc = mu_select(D, A.num, A.nc, mu_in{Xc, d, P, q, false}, idx, &m, st);
+
+		if (rc != GC_OK)
+			return rc;
+		if (m != A.to[q])
+			return gc_fail(st, GC_EDEVICE, "GPU DBSCAN: slab %d: %d rows selected of %lld counted",
+						   q, m, (long long) A.to[q]);
+		if (q == g)
+		{
+			DB_CK(gc_launch(k_mu_gather, (int64_t) m * d, DB_THREADS, DB_THREADS, D.s,
+							(const float *) Xc, (const int *) idx, m, d, r0,
+							B.Xl + off[q] * d, B.gl + off[q]));
+			continue;
+		}
+		DB_CK(gc_launch(k_mu_gather, (int64_t) m * d, DB_THREADS, DB_THREADS, D.s,
+						(const float *) Xc, (const int *) idx, m, d, r0, sx, sg));
+		DB_CK(mu_peer(B.Xl + off[q] * d, C.dev[q], (const float *) sx, C.dev[g], (int64_t) m * d, D.s));
+		DB_CK(mu_peer(B.gl + off[q], C.dev[q], (const int *) sg, C.dev[g], m, D.s));
+	}
+	DB_CK(cudaStreamSynchronize(D.s));
+	D.drop(idx);
+	D.drop(sx);
+	D.drop(sg);
+	D.drop(A.Xc);
+	A.Xc = nullptr;
+	return GC_OK;
+}
+
+/* Slab q: its clusters' least home rows and its links, to the host. */
+static gc_code
+mu_summarize(mu_gpu &A, int q, int d, const gc_dbscan_plan &plan, gc_status *st)
+{
+	db_dev	   &D = A.D;
+	int		   *cmin,
+			   *idx,
+			   *lid,
+			   *lhome,
+			   *lcomp;
+	int			m;
+	gc_dbscan_plan P = plan;
+	std::vector<int> h;
+	gc_code		rc;
+
+	P.cuts = A.cuts;
+	DB_ALLOC(cmin, A.comps);
+	DB_ALLOC(idx, A.nl);
+	DB_CK(gc_launch(k_fill, A.comps, DB_THREADS, DB_THREADS, D.s, cmin, A.comps, INT32_MAX));
+	DB_CK(gc_launch(k_mu_home_min, A.nl, DB_THREADS, DB_THREADS, D.s, (const float *) A.Xl,
+					(const int *) A.gl, (const int32_t *) A.lab, A.nl, d, P, q, cmin));
+	if ((rc = mu_select(D, A.num, A.nl, mu_link{A.Xl, d, P, A.core}, idx, &m, st)) != GC_OK)
+		return rc;
+	DB_ALLOC(lid, m);
+	DB_ALLOC(lhome, m);
+	DB_ALLOC(lcomp, m);
+	DB_CK(gc_launch(k_mu_links, m, DB_THREADS, DB_THREADS, D.s, (const float *) A.Xl,
+					(const int *) A.gl, (const int32_t *) A.lab, (const int *) idx, m, d, P,
+					lid, lhome, lcomp));
+	h.resize(std::max(A.comps, m) + 1);
+	A.cmin.resize(A.comps);
+	A.link_id.resize(m);
+	A.link_home.resize(m);
+	A.link_comp.resize(m);
+	DB_CK(cudaMemcpyAsync(h.data(), cmin, sizeof(int) * A.comps, cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaStreamSynchronize(D.s));
+	for (int c = 0; c < A.comps; c++)
+		A.cmin[c] = h[c] == INT32_MAX ? INT64_MAX : h[c];
+	DB_CK(cudaMemcpyAsync(h.data(), lid, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaMemcpyAsync(A.link_home.data(), lhome, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaMemcpyAsync(A.link_comp.data(), lcomp, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaStreamSynchronize(D.s));
+	for (int k = 0; k < m; k++)
+		A.link_id[k] = h[k];
+	D.drop(cmin);
+	D.drop(idx);
+	D.drop(lid);
+	D.drop(lhome);
+	D.drop(lcomp);
+	return GC_OK;
+}
+
+/* The slabs' clusters joined: every slab's final labels (A.joined). */
+static gc_code
+mu_merge(mu_call &C, const gc_ctx *ctx, gc_status *st)
+{
+	gc_dbscan_merge *m = gc_dbscan_merge_new(C.S);
+	gc_code		rc = GC_OK;
+
+	if (m == NULL)
+		return gc_fail(st, GC_ENOMEM, "GPU DBSCAN: out of memory for the slabs' merge");
+	for (int q = 0; q < C.S && rc == GC_OK; q++)
+	{
+		mu_gpu	   &A = C.G[q];
+		gc_dbscan_summary s;
+
+		memset(&s, 0, sizeof(s));
+		s.part = q;
+		s.comps = A.comps;
+		s.comp_min = A.cmin.data();
+		s.links = (int64_t) A.link_id.size();
+		s.link_id = A.link_id.data();
+		s.link_home = A.link_home.data();
+		s.link_comp = A.link_comp.data();
+		rc = gc_dbscan_merge_add(m, &s, st);
+	}
+	db_trace("split: summaries added; clusters of slab 0", C.G[0].comps);
+	db_trace("split: links of slab 0", (long long) C.G[0].link_id.size());
+	if (rc == GC_OK)
+		rc = gc_dbscan_merge_finish(ctx, m, st);
+	db_trace("split: merge finished; clusters", gc_dbscan_merge_clusters(m));
+	for (int q = 0; q < C.S && rc == GC_OK; q++)
+	{
+		mu_gpu	   &A = C.G[q];
+
+		A.joined.resize(A.comps);
+		for (int c = 0; c < A.comps; c++)
+			A.joined[c] = gc_dbscan_merge_label(m, q, c);
+	}
+	gc_dbscan_merge_free(m);
+	return rc;
+}
+
+/*
+ * Slab q: its home rows relabelled (hg, hl, hc, in row order) and where
+ * each chunk's start among them (hoff); the chunk's arrays for what the
+ * slabs send it (rg, rl, rc).
+ */
+static gc_code
+mu_relabel(mu_gpu &A, int q, int d, const gc_dbscan_plan &plan, const mu_rows &R,
+		   int S, gc_status *st)
+{
+	db_dev	   &D = A.D;
+	int32_t    *joined;
+	int		   *idx;
+	int64_t    *off;
+	gc_dbscan_plan P = plan;
+	gc_code		rc;
+
+	P.cuts = A.cuts;
+	DB_ALLOC(A.rg, A.nc);
+	DB_ALLOC(A.rl, A.nc);
+	DB_ALLOC(A.rc, A.nc);
+	DB_ALLOC(joined, A.comps);
+	DB_ALLOC(idx, A.nl);
+	DB_ALLOC(off, S + 1);
+	DB_CK(cudaMemcpyAsync(joined, A.joined.data(), sizeof(int32_t) * A.comps,
+						  cudaMemcpyHostToDevice, D.s));
+	if ((rc = mu_select(D, A.num, A.nl, mu_in{A.Xl, d, P, q, true}, idx, &A.nh, st)) != GC_OK)
+		return rc;
+	DB_ALLOC(A.hg, A.nh);
+	DB_ALLOC(A.hl, A.nh);
+	DB_ALLOC(A.hc, A.nh);
+	DB_CK(gc_launch(k_mu_home, A.nh, DB_THREADS, DB_THREADS, D.s, (const int *) idx, A.nh,
+					(const int *) A.gl, (const int32_t *) A.lab, (const uint8_t *) A.core,
+					(const int32_t *) joined, A.hg, A.hl, A.hc));
+	k_mu_bounds<<<1, 32, 0, D.s>>>(A.hg, A.nh, R, S, off);
+	DB_CK(cudaGetLastError());
+	DB_CK(cudaMemcpyAsync(A.hoff, off, sizeof(int64_t) * (S + 1), cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaStreamSynchronize(D.s));
+	A.hoff[S] = A.nh;
+	D.drop(joined);
+	D.drop(idx);
+	D.drop(off);
+	return GC_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* the call                                                            */
+/* ------------------------------------------------------------------ */
+
+/* The phases of the call: its slowest slab's local run, and its own. */
+static void
+mu_phases(const mu_call &C, double ms_upload, double ms_split, double ms_merge,
+		  double ms_download, int64_t held)
+{
+	int			w = 0;
+	double		most = -1;
+	double		alloc = 0;
+
+	for (int q = 0; q < C.S; q++)
+	{
+		const gc_dbscan_gpu_phases &p = C.G[q].ph;
+		double		t = p.ms_index + p.ms_core + p.ms_union + p.ms_border + p.ms_number;
+
+		if (t > most)
+		{
+			most = t;
+			w = q;
+		}
+		alloc = std::max(alloc, C.G[q].ms_alloc);
+	}
+	db_phases = C.G[w].ph;
+	db_phases.ms_upload = ms_upload;
+	db_phases.ms_split = ms_split;
+	db_phases.ms_merge = ms_merge;
+	db_phases.ms_download = ms_download;
+	db_phases.ms_alloc = alloc;
+	db_phases.gpus = C.S;
+	db_phases.held = held;
+}
+
+/* The call on the first GPU alone (one slab); the caller restores its
+ * device. */
+static gc_code
+mu_one(const gc_ctx *ctx, const float *X, int64_t n, int d,
+	   const gc_dbscan_params *p, db_index index, db_path brute,
+	   db_index *used, int32_t *labels, uint8_t *is_core, gc_status *st)
+{
+	gc_ctx		one = *ctx;
+
+	DB_CK(cudaSetDevice(ctx->gpus[0]));
+	one.n_gpus = 0;
+	one.gpus = NULL;
+	return db_run(&one, X, n, d, p, index, brute, used, labels, is_core, st);
+}
+
+gc_code
+db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
+		 const gc_dbscan_params *p, db_index index, db_path brute,
+		 db_index *used, int32_t *labels, uint8_t *is_core, gc_status *st)
+{
+	const double t_all = gc_now_ms();
+	double		cuts[GC_GPUS_MAX],
+				held,
+				t0,
+				ms_upload,
+				ms_split,
+				ms_merge;
+	gc_dbscan_plan plan;
+	gc_ctx		quiet = *ctx;	/* the slabs' runs: no progress reports */
+	gc_device_kept caller;
+	mu_rows		R;
+	int64_t		off[GC_GPUS_MAX][GC_GPUS_MAX];
+	gc_code		rc;
+
+	DB_CK(cudaGetDevice(&caller.dev));
+	mu_plan(X, n, d, gc_dbscan_halo(p->eps), (int) std::min<int64_t>(std::min(ctx->n_gpus, GC_GPUS_MAX), n),
+			&plan, cuts, &held);
+	if (plan.parts < 2)
+		return mu_one(ctx, X, n, d, p, index, brute, used, labels, is_core, st);
+
+	mu_call		C;
+	const int	S = plan.parts;
+	const int	threads = gc_team_adapt(ctx);
+
+	quiet.progress = NULL;
+	quiet.n_gpus = 0;
+	quiet.gpus = NULL;
+	gc_gpus_connect(S, ctx->gpus);
+	C.S = S;
+	for (int g = 0; g <= S; g++)
+		R.r[g] = n * g / S;
+	for (int g = 0; g < S; g++)
+	{
+		C.dev[g] = ctx->gpus[g];
+		C.G[g].dev = ctx->gpus[g];
+		C.G[g].nc = (int) (R.r[g + 1] - R.r[g]);
+	}
+
+	/* upload: the chunks side by side, then each row to its slabs */
+	t0 = gc_now_ms();
+	gc_report(ctx, GC_PHASE_UPLOAD, 0, 0, 0, n, NAN);
+	if ((rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int g, gc_status *ss) {
+		return mu_upload(C.G[g], X, R.r[g], d, plan, threads, ss);
+	}, st)) != GC_OK)
+		return rc;
+	ms_upload = gc_now_ms() - t0;
+	db_trace("split: chunks up; slabs", S);
+	t0 = gc_now_ms();
+	for (int q = 0; q < S; q++)
+	{
+		int64_t		at = 0;
+
+		for (int g = 0; g < S; g++)
+		{
+			off[g][q] = at;
+			at += C.G[g].to[q];
+		}
+		if (at > GC_DBSCAN_GPU_MAX_N)
+			return gc_fail(st, GC_EDEVICE, "GPU DBSCAN: slab %d holds %lld rows, above %d",
+						   q, (long long) at, GC_DBSCAN_GPU_MAX_N);
+		C.G[q].nl = (int) at;
+	}
+	if ((rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int q, gc_status *ss) {
+		mu_gpu	   &A = C.G[q];
+		gc_status  *st = ss;	/* DB_CK's */
+
+		DB_CK(A.D.alloc(A.Xl, (int64_t) A.nl * d));
+		DB_CK(A.D.alloc(A.gl, A.nl));
+		DB_CK(cudaStreamSynchronize(A.D.s));
+		return GC_OK;
+	}, st)) != GC_OK ||
+		(rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int g, gc_status *ss) {
+		int64_t		o[GC_GPUS_MAX];
+
+		for (int q = 0; q < S; q++)
+			o[q] = off[g][q];
+		return mu_send(C, g, R.r[g], d, plan, o, ss);
+	}, st)) != GC_OK)
+		return rc;
+	ms_split = gc_now_ms() - t0;
+	db_trace("split: rows sent to their slabs", n);
+
+	/* each slab's own run, kept on its GPU */
+	gc_report(ctx, GC_PHASE_INDEX, 0, 0, 0, n, NAN);
+	if ((rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int q, gc_status *ss) {
+		mu_gpu	   &A = C.G[q];
+		gc_status  *st = ss;	/* DB_CK's */
+		gc_code		r = GC_OK;
+
+		DB_CK(A.D.alloc(A.lab, A.nl));
+		DB_CK(A.D.alloc(A.core, A.nl));
+		memset(&db_phases, 0, sizeof(db_phases));
+		if (A.nl > 0)
+			r = db_solve(A.D, &quiet, A.Xl, A.nl, d, gc_eps2(p->eps), db_minp(p, A.nl),
+						 p->algorithm, index, brute, &A.used,
+						 db_out{A.lab, A.core, true, &A.comps}, ss);
+		A.ph = db_phases;
+		return r;
+	}, st)) != GC_OK)
+		return rc;
+
+	/* merge, and every label home */
+	db_trace("split: slabs clustered", S);
+	t0 = gc_now_ms();
+	if ((rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int q, gc_status *ss) {
+		return mu_summarize(C.G[q], q, d, plan, ss);
+	}, st)) != GC_OK)
+		return rc;
+	db_trace("split: summaries down", S);
+	if ((rc = mu_merge(C, ctx, st)) != GC_OK)
+		return rc;
+	db_trace("split: merged", S);
+	if ((rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int q, gc_status *ss) {
+		return mu_relabel(C.G[q], q, d, plan, R, S, ss);
+	}, st)) != GC_OK)
+		return rc;
+	db_trace("split: home rows relabelled", S);
+	for (int g = 0; g < S; g++)
+	{
+		int64_t		at = 0;
+
+		for (int q = 0; q < S; q++)
+		{
+			off[q][g] = at;
+			at += C.G[q].hoff[g + 1] - C.G[q].hoff[g];
+		}
+		if (at != C.G[g].nc)
+			return gc_fail(st, GC_EDEVICE, "GPU DBSCAN: chunk %d: %lld home rows of %d",
+						   g, (long long) at, C.G[g].nc);
+	}
+	if ((rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int q, gc_status *ss) {
+		mu_gpu	   &A = C.G[q];
+		gc_status  *st = ss;	/* DB_CK's */
+
+		for (int g = 0; g < S; g++)
+		{
+			mu_gpu	   &B = C.G[g];
+			const int64_t h0 = A.hoff[g],
+						m = A.hoff[g + 1] - h0;
+
+			DB_CK(mu_peer(B.rg + off[q][g], C.dev[g], (const int *) A.hg + h0, C.dev[q], m, A.D.s));
+			DB_CK(mu_peer(B.rl + off[q][g], C.dev[g], (const int32_t *) A.hl + h0, C.dev[q], m, A.D.s));
+			DB_CK(mu_peer(B.rc + off[q][g], C.dev[g], (const uint8_t *) A.hc + h0, C.dev[q], m, A.D.s));
+		}
+		DB_CK(cudaStreamSynchronize(A.D.s));
+		return GC_OK;
+	}, st)) != GC_OK)
+		return rc;
+	ms_merge = gc_now_ms() - t0;
+	db_trace("split: labels sent home", n);
+
+	/* each chunk in place and down, side by side */
+	t0 = gc_now_ms();
+	if ((rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int g, gc_status *ss) {
+		mu_gpu	   &A = C.G[g];
+		gc_status  *st = ss;	/* DB_CK's */
+		int32_t    *lab;
+		uint8_t    *core;
+
+		DB_CK(A.D.alloc(lab, A.nc));
+		DB_CK(A.D.alloc(core, A.nc));
+		DB_CK(gc_launch(k_mu_place, A.nc, DB_THREADS, DB_THREADS, A.D.s, (const int *) A.rg,
+						(const int32_t *) A.rl, (const uint8_t *) A.rc, A.nc, R.r[g], lab, core));
+
+		gc_xfer_seg seg[2] = {
+			{labels + R.r[g], lab, sizeof(int32_t) * (size_t) A.nc},
+			{is_core + R.r[g], core, (size_t) A.nc}
+		};
+
+		DB_CK(gc_xfer_d2h_many(seg, 2, A.D.s, threads));
+		return GC_OK;
+	}, st)) != GC_OK)
+		return rc;
+	if (used != NULL)
+		*used = C.G[0].used;
+	{
+		int64_t		h = 0;
+
+		for (int q = 0; q < S; q++)
+			h += C.G[q].nl;
+		mu_phases(C, ms_upload, ms_split, ms_merge, gc_now_ms() - t0, h);
+	}
+	gc_report(ctx, GC_PHASE_LABEL, 0, 0, n, n, NAN);
+	t0 = gc_now_ms();
+	(void) gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int g, gc_status *) {
+		C.G[g].D.release();
+		return GC_OK;
+	}, st);
+	db_phases.ms_free = gc_now_ms() - t0;
+	db_phases.ms_total = gc_now_ms() - t_all;
+	return GC_OK;
+}
