@@ -139,13 +139,15 @@ define_worker_settings(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuclust.gpu_worker_split_rows",
-							"Rows from which one k-means call may split over several GPUs of the GPU worker.",
+							"Rows from which one k-means call may split over several GPUs of the GPU worker; DBSCAN scales them by its features.",
 							"A k-means call without sample weights, of at least "
 							"this many rows, whose rows fit each GPU, runs split "
 							"over every GPU of the worker that is idle when it "
 							"starts (at most gpuclust.gpu_worker_gpus_per_call), "
 							"with the result of one GPU bit for bit; with one "
-							"idle GPU it runs there.",
+							"idle GPU it runs there.  A DBSCAN call splits from "
+							"8 times as many rows at 1 or 2 features, twice as "
+							"many at 3, a quarter above.",
 							&gpuclust_gpu_worker_split_rows,
 							GC_WORKER_SPLIT_ROWS, 1, INT_MAX,
 							PGC_SIGHUP,

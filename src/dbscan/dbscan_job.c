@@ -20,6 +20,24 @@ GC_JOB_AREA_FITS(gc_dbscan_gpu_phases);
 static gc_dbscan_gpu_phases last_dbscan;
 static bool dbscan_by_worker;
 
+/*
+ * Whether job j may split over several GPUs (cuda/dbscan/dbscan_multi.cu):
+ * at least gc_dbscan_split_rows(gpuclust.gpu_worker_split_rows, d) rows,
+ * and the session's gpuclust.gpu_worker_gpus_per_call not 1.  Each GPU
+ * holds one GPU's plan of the whole call: a slab's rows, halo included,
+ * are fewer.
+ */
+static void
+dbscan_split(GcJob *j, const GcInput *in)
+{
+	if (in->n < gc_dbscan_split_rows(gpuclust_gpu_worker_split_rows, in->d) ||
+		gpuclust_gpu_worker_gpus_per_call == 1)
+		return;
+	j->split_max = gpuclust_gpu_worker_gpus_per_call > 0 ?
+		gpuclust_gpu_worker_gpus_per_call : GC_WORKER_MAX_GPUS;
+	j->split_mem = gc_dbscan_gpu_mem_bytes(in->n, in->d);
+}
+
 gc_code
 gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
 				  const gc_dbscan_params *p, int32 *labels, uint8 *is_core,
@@ -35,6 +53,7 @@ gc_gpu_run_dbscan(const gc_ctx *ctx, const GcInput *in,
 
 	j = gc_job_begin(GC_ALGO_DBSCAN, ctx, in);
 	*GC_JOB_AREA(j->params, gc_dbscan_params) = *p;
+	dbscan_split(j, in);
 	if ((out = gc_job_labelling(j, in, gc_dbscan_gpu_mem_bytes(in->n, in->d),
 								labels, is_core, st)) == NULL)
 		return st->code;

@@ -25,7 +25,9 @@ Two modes:
                              when cancelled, holds one under a session's
                              gpuclust.gpu_worker_gpus_per_call = 1, and a split
                              call equals device 'cpu' with both GPUs' jobs_done
-                             grown by one; a session's gpuclust.gpu_device_id pins its
+                             grown by one, and so does a DBSCAN split (from 8,000
+                             rows at 2 features), which gpu_worker_gpus_per_call =
+                             1 keeps on one; a session's gpuclust.gpu_device_id pins its
                              jobs: = 1 runs on GPU 1 and a second such job waits
                              though GPU 0 is free, = 0 runs on GPU 0, = 2 (not
                              the worker's) fails under 'gpu' naming
@@ -55,9 +57,9 @@ Two modes:
                              more, one long job on each at once
                              (gpu_worker_jobs = 1), 16 sessions x 20 mixed
                              calls equal the serial run with every GPU's
-                             jobs_done grown, a k-means split over every GPU
-                             (gpu_worker_split_rows lowered; the emulated
-                             mode's checks) equals device 'cpu', and a session's
+                             jobs_done grown, a k-means and a DBSCAN split over
+                             every GPU (gpu_worker_split_rows lowered; the
+                             emulated mode's checks) equal device 'cpu', and a session's
                              gpuclust.gpu_device_id pins its job.  One GPU
                              listed works too.
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on a failure.
@@ -255,6 +257,19 @@ def set_split_rows(c, n):
     time.sleep(0.5)
 
 
+def split_equals(c, usable, what, q):
+    """The set-returning call q on device 'gpu' runs split over the GPUs
+    usable (each one's jobs_done +1) and equals it on device 'cpu'."""
+    before = gpus(c)
+    t0 = time.time()
+    got = fingerprint(c, q[:-1] + ", device => 'gpu')")
+    took = time.time() - t0
+    after = gpus(c)
+    grew = [after[g]["jobs_done"] - before[g]["jobs_done"] for g in usable]
+    check(f"{what} split over GPUs {usable} = device 'cpu' ({took:.2f} s), each GPU's jobs_done +1",
+          got == fingerprint(c, on_cpu(q)) and grew == [1] * len(usable), f"jobs_done grew {grew}")
+
+
 def split(c, w, usable):
     """A k-means call of gpuclust.gpu_worker_split_rows rows or more runs
     split over every idle GPU; a session caps it with
@@ -284,17 +299,20 @@ def split(c, w, usable):
           "; ".join(f"{g} running {r['jobs_running']}" for g, r in rows.items()))
     cancel_all(c, [b])
     wait_for(c, no_jobs(), timeout=10)
-    before = gpus(c)
-    q = "SELECT * FROM gpu_kmeans('SELECT id, f FROM w_long', 100, max_iter => 20, seed => 11)"
-    t0 = time.time()
-    got = fingerprint(c, q[:-1] + ", device => 'gpu')")
-    took = time.time() - t0
-    after = gpus(c)
-    grew = [after[g]["jobs_done"] - before[g]["jobs_done"] for g in usable]
-    check(f"a k-means of {w.n_long} rows split over GPUs {usable} = device 'cpu' ({took:.2f} s), each GPU's jobs_done +1",
-          got == fingerprint(c, on_cpu(q)) and grew == [1] * len(usable), f"jobs_done grew {grew}")
+    split_equals(c, usable, f"a k-means of {w.n_long} rows",
+                 "SELECT * FROM gpu_kmeans('SELECT id, f FROM w_long', 100, max_iter => 20, seed => 11)")
     check("... and the mixed k-means over the small table",
           fingerprint(c, w.mixed("gpu")[0]) == fingerprint(c, w.mixed("cpu")[0]))
+    split_equals(c, usable, f"a DBSCAN of {w.n_long} rows x 2 (split from 8,000 rows at 2 features)",
+                 "SELECT * FROM gpu_dbscan('SELECT id, f[1:2] FROM w_long', 0.5, 4)")
+    after = gpus(c)
+    b = Bg(f"SELECT count(*) FROM gpu_dbscan('SELECT id, f[1:2] FROM w_long', 0.5, 4, device => 'gpu')",
+           setup=["SET gpuclust.gpu_worker_gpus_per_call = 1"])
+    b.join()
+    b.close()
+    after2 = gpus(c)
+    grew = [after2[g]["jobs_done"] - after[g]["jobs_done"] for g in usable]
+    check("... with gpuclust.gpu_worker_gpus_per_call = 1 on one GPU", sum(grew) == 1, f"jobs_done grew {grew}")
     set_split_rows(c, None)
 
 
