@@ -41,13 +41,7 @@ gc_gpus_connect(int S, const int *dev)
 	static std::mutex mu;
 	static bool done[GC_GPUS_MAX][GC_GPUS_MAX];
 	std::lock_guard<std::mutex> lock(mu);
-	int			cur = 0;
 
-	if (cudaGetDevice(&cur) != cudaSuccess)
-	{
-		cudaGetLastError();
-		return;
-	}
 	for (int a = 0; a < S; a++)
 		for (int b = 0; b < S; b++)
 		{
@@ -71,11 +65,7 @@ gc_gpus_connect(int S, const int *dev)
 			if (cudaDeviceGetDefaultMemPool(&pool, x) != cudaSuccess ||
 				cudaMemPoolSetAccess(pool, &desc, 1) != cudaSuccess)
 				cudaGetLastError();
-			/* and memory from cudaMalloc */
-			if (cudaSetDevice(y) != cudaSuccess || cudaDeviceEnablePeerAccess(x, 0) != cudaSuccess)
-				cudaGetLastError();	/* cudaErrorPeerAccessAlreadyEnabled too */
 		}
-	cudaSetDevice(cur);
 }
 
 extern "C" void

@@ -124,6 +124,23 @@ uf_union(int *parent, int a, int b)
 	}
 }
 
+/*
+ * minv[key] = min(minv[key], val) for the warp's lanes, one atomicMin per
+ * distinct key (key < 0: none): lanes that share a key (a cluster's rows
+ * side by side) take their least first, so a large cluster does not put
+ * millions of atomics on one address.  Every lane of the warp calls it.
+ */
+__device__ __forceinline__ void
+db_warp_min(int *minv, int key, int val)
+{
+	unsigned	same = __match_any_sync(0xffffffffu, key);
+	int			least = __reduce_min_sync(same, val);
+
+	if (key >= 0 && (threadIdx.x & 31) == __ffs(same) - 1 &&
+		least < *(volatile int *) &minv[key])
+		atomicMin(&minv[key], least);
+}
+
 /* ------------------------------------------------------------------ */
 /* one tile of distances                                               */
 /* ------------------------------------------------------------------ */

@@ -64,7 +64,6 @@ struct mu_rows
 /* One GPU of the call: its chunk of rows, then its slab. */
 struct mu_gpu
 {
-	int			dev = 0;
 	db_dev		D;
 	double		ms_alloc = 0;
 	int			nc = 0;			/* rows of its chunk */
@@ -120,12 +119,12 @@ struct mu_call
 
 /*
  * The slabs for at most S GPUs from the sample: plan->dim and cuts (room
- * for S - 1), plan->parts 1 .. S; *held the rows the slabs would hold, an
- * estimate from the sample.
+ * for S - 1), plan->parts 1 .. S, the most whose rows held (estimated from
+ * the sample) stay within db_split_held_max n.
  */
 static void
 mu_plan(const float *X, int64_t n, int d, double halo, int S,
-		gc_dbscan_plan *plan, double *cuts, double *held)
+		gc_dbscan_plan *plan, double *cuts)
 {
 	const int64_t m = n < DB_MULTI_SAMPLE ? n : DB_MULTI_SAMPLE;
 	std::vector<double> lo(d, INFINITY),
@@ -153,20 +152,18 @@ mu_plan(const float *X, int64_t n, int d, double halo, int S,
 	for (int64_t t = 0; t < m; t++)
 		counts[gc_dbscan_bin(X[(t * n / m) * d + plan->dim], lo[plan->dim],
 							 hi[plan->dim], DB_MULTI_BINS)] += 1.0;
-	*held = (double) n;
 	for (int P = S; P >= 2; P--)
 	{
 		plan->parts = gc_dbscan_cuts(counts.data(), DB_MULTI_BINS, lo[plan->dim],
 									 hi[plan->dim], P, cuts);
 		if (plan->parts < 2)
 			break;
-		*held = gc_dbscan_held(counts.data(), DB_MULTI_BINS, lo[plan->dim],
-							   hi[plan->dim], cuts, plan->parts, halo) * ((double) n / m);
-		if (*held <= db_split_held_max.load() * (double) n)
+		if (gc_dbscan_held(counts.data(), DB_MULTI_BINS, lo[plan->dim], hi[plan->dim],
+						   cuts, plan->parts, halo) * ((double) n / m) <=
+			db_split_held_max.load() * (double) n)
 			return;
 	}
 	plan->parts = 1;
-	*held = (double) n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -265,11 +262,7 @@ k_mu_gather(const float *__restrict__ X, const int *__restrict__ idx, int m,
 	}
 }
 
-/*
- * cmin[c] = the least row of cluster c's home rows.  Each warp takes the
- * least row per cluster among its lanes first: one atomic per cluster and
- * warp, not per row.
- */
+/* cmin[c] = the least row of cluster c's home rows (db_warp_min). */
 static __global__ void
 k_mu_home_min(const float *__restrict__ X, const int *__restrict__ g,
 			  const int32_t *__restrict__ lab, int n, int d, gc_dbscan_plan P,
@@ -293,12 +286,7 @@ k_mu_home_min(const float *__restrict__ X, const int *__restrict__ g,
 		}
 	}
 	/* every lane takes part: blockDim is a multiple of 32 */
-	unsigned	same = __match_any_sync(0xffffffffu, c);
-	int			least = __reduce_min_sync(same, row);
-
-	if (c >= 0 && (threadIdx.x & 31) == __ffs(same) - 1 &&
-		least < *(volatile int *) &cmin[c])
-		atomicMin(&cmin[c], least);
+	db_warp_min(cmin, c, row);
 }
 
 /* The m links idx: their rows, home slabs and clusters. */
@@ -645,7 +633,6 @@ mu_relabel(mu_gpu &A, int q, int d, const gc_dbscan_plan &plan, const mu_rows &R
 	DB_CK(cudaGetLastError());
 	DB_CK(cudaMemcpyAsync(A.hoff, off, sizeof(int64_t) * (S + 1), cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaStreamSynchronize(D.s));
-	A.hoff[S] = A.nh;
 	D.drop(joined);
 	D.drop(idx);
 	D.drop(off);
@@ -709,7 +696,6 @@ db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 {
 	const double t_all = gc_now_ms();
 	double		cuts[GC_GPUS_MAX],
-				held,
 				t0,
 				ms_upload,
 				ms_split,
@@ -723,7 +709,7 @@ db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 	DB_CK(cudaGetDevice(&caller.dev));
 	mu_plan(X, n, d, gc_dbscan_halo(p->eps), (int) std::min<int64_t>(std::min(ctx->n_gpus, GC_GPUS_MAX), n),
-			&plan, cuts, &held);
+			&plan, cuts);
 	if (plan.parts < 2)
 		return mu_one(ctx, X, n, d, p, index, brute, used, labels, is_core, st);
 
@@ -741,7 +727,6 @@ db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	for (int g = 0; g < S; g++)
 	{
 		C.dev[g] = ctx->gpus[g];
-		C.G[g].dev = ctx->gpus[g];
 		C.G[g].nc = (int) (R.r[g + 1] - R.r[g]);
 	}
 

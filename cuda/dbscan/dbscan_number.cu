@@ -17,9 +17,7 @@
 /*
  * rootOfRow, coreRow by input row, and minrow[r] = the least row of root
  * r.  Neighbouring positions mostly share a root (points are in cell
- * order), so each warp takes the least row per root among its lanes first
- * and makes one atomic per root: a large cluster would otherwise put
- * millions of atomics on one address.
+ * order): db_warp_min makes one atomic per root and warp.
  */
 __global__ void
 k_fin1(const int *__restrict__ rp, const int *__restrict__ perm,
@@ -38,12 +36,7 @@ k_fin1(const int *__restrict__ rp, const int *__restrict__ perm,
 		coreRow[row] = core[pos];
 	}
 	/* every lane takes part: blockDim is a multiple of 32 */
-	unsigned	same = __match_any_sync(0xffffffffu, r);
-	int			least = __reduce_min_sync(same, row);
-
-	if (r >= 0 && (threadIdx.x & 31) == __ffs(same) - 1 &&
-		least < *(volatile int *) &minrow[r])
-		atomicMin(&minrow[r], least);
+	db_warp_min(minrow, r, row);
 }
 
 __global__ void

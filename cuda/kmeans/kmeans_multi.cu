@@ -52,15 +52,12 @@
 #include "common/multi.cuh"
 #include "common/transfer.cuh"
 
-/* The most GPUs one call splits over. */
-#define KM_SHARDS_MAX GC_GPUS_MAX
-
 struct km_multi
 {
 	int			S = 0;			/* shards */
-	int			dev[KM_SHARDS_MAX];
-	int64_t		r0[KM_SHARDS_MAX + 1];	/* shard s: rows r0[s] .. r0[s+1] */
-	km_dev	   *D[KM_SHARDS_MAX] = {};
+	int			dev[GC_GPUS_MAX];
+	int64_t		r0[GC_GPUS_MAX + 1];	/* shard s: rows r0[s] .. r0[s+1] */
+	km_dev	   *D[GC_GPUS_MAX] = {};
 	int64_t		n = 0;
 	int64_t		nb = 0;			/* the problem's blocks of KM_BLOCK rows */
 	/* on GPU 0, allocated on D[0]'s stream */
@@ -116,7 +113,7 @@ km_each(km_multi &M, F &&f, gc_status *st)
 static void
 km_split(km_multi &M, const gc_ctx *ctx, int64_t n)
 {
-	const int	S = ctx->n_gpus < KM_SHARDS_MAX ? ctx->n_gpus : KM_SHARDS_MAX;
+	const int	S = ctx->n_gpus < GC_GPUS_MAX ? ctx->n_gpus : GC_GPUS_MAX;
 	const int64_t per = gc_kmeans_gpu_shard_rows(n, S);
 
 	M.n = n;
