@@ -1138,31 +1138,50 @@ gc_ap_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 #define AP_GPU_BYTES_PER_ROW(d) (4 * (size_t) (d) + 64)
 #define AP_GPU_FIXED ((size_t) 1 << 20)
 
+/* the rows of the largest part when n rows split over gpus GPUs */
+static int64_t
+ap_part_rows(int64_t n, int gpus)
+{
+	return gpus > 1 ? (n + gpus - 1) / gpus : n;
+}
+
 extern "C" size_t
-gc_ap_gpu_mem_bytes(int64_t n, int d, gc_ap_precision precision)
+gc_ap_gpu_split_mem_bytes(int64_t n, int d, gc_ap_precision precision, int gpus)
 {
 	const size_t sz = precision == GC_AP_FLOAT4 ? sizeof(float) : sizeof(double);
-	uint64_t	nn;
+	uint64_t	mn;
 
 	if (n <= 0)
 		return 0;
-	if (n > INT32_MAX || d < 1)
+	if (n > INT32_MAX || d < 1 || gpus < 1)
 		return SIZE_MAX;
-	nn = (uint64_t) n * (uint64_t) n;
-	if (nn > (SIZE_MAX - AP_GPU_FIXED - (uint64_t) n * AP_GPU_BYTES_PER_ROW(d)) / (3 * sz))
+	mn = (uint64_t) ap_part_rows(n, gpus) * (uint64_t) n;
+	if (mn > (SIZE_MAX - AP_GPU_FIXED - (uint64_t) n * AP_GPU_BYTES_PER_ROW(d)) / (3 * sz))
 		return SIZE_MAX;
-	return (size_t) (nn * 3 * sz + (uint64_t) n * AP_GPU_BYTES_PER_ROW(d) + AP_GPU_FIXED);
+	return (size_t) (mn * 3 * sz + (uint64_t) n * AP_GPU_BYTES_PER_ROW(d) + AP_GPU_FIXED);
+}
+
+extern "C" size_t
+gc_ap_gpu_mem_bytes(int64_t n, int d, gc_ap_precision precision)
+{
+	return gc_ap_gpu_split_mem_bytes(n, d, precision, 1);
+}
+
+extern "C" int64_t
+gc_ap_gpu_split_max_rows(size_t bytes, int d, gc_ap_precision precision, int gpus)
+{
+	const double sz = precision == GC_AP_FLOAT4 ? sizeof(float) : sizeof(double);
+	int64_t		n = (int64_t) sqrt((double) bytes * (gpus > 1 ? gpus : 1) / (3.0 * sz)) + gpus + 2;
+
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	while (n > 0 && gc_ap_gpu_split_mem_bytes(n, d, precision, gpus) > bytes)
+		n--;
+	return n;
 }
 
 extern "C" int64_t
 gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision)
 {
-	const double sz = precision == GC_AP_FLOAT4 ? sizeof(float) : sizeof(double);
-	int64_t		n = (int64_t) sqrt((double) bytes / (3.0 * sz)) + 2;
-
-	if (n > INT32_MAX)
-		n = INT32_MAX;
-	while (n > 0 && gc_ap_gpu_mem_bytes(n, d, precision) > bytes)
-		n--;
-	return n;
+	return gc_ap_gpu_split_max_rows(bytes, d, precision, 1);
 }

@@ -105,6 +105,7 @@ typedef struct gc_dbscan_gpu_phases
 typedef struct gc_ap_gpu_phases
 {
 	int			precision;		/* gc_ap_precision */
+	int			gpus;			/* GPUs S, R and A were split over */
 	double		ms_alloc;		/* inside the call's device allocations */
 	double		ms_similarity;	/* upload of X and S (not the noise) */
 	double		ms_median;		/* the preference's radix selects */
@@ -264,6 +265,19 @@ gc_code		gc_ap_gpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
  */
 size_t		gc_ap_gpu_mem_bytes(int64_t n, int d, gc_ap_precision precision);
 int64_t		gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision);
+
+/*
+ * With ctx->n_gpus >= 2, gc_ap_gpu splits S, R and A by rows over the GPUs
+ * of ctx->gpus (cuda/affinity/affinity.cu), with the same results bit for
+ * bit.  Device memory each GPU needs when n rows of d features split over
+ * gpus GPUs (the largest part's; gpus = 1: gc_ap_gpu_mem_bytes), SIZE_MAX
+ * when it overflows; gc_ap_gpu_split_max_rows: the largest n whose need
+ * fits in bytes on each of gpus GPUs.
+ */
+size_t		gc_ap_gpu_split_mem_bytes(int64_t n, int d, gc_ap_precision precision,
+									  int gpus);
+int64_t		gc_ap_gpu_split_max_rows(size_t bytes, int d, gc_ap_precision precision,
+									 int gpus);
 
 void		gc_ap_gpu_last_phases(gc_ap_gpu_phases *out);
 
@@ -466,6 +480,20 @@ static inline int64_t
 gc_ap_gpu_max_rows(size_t bytes, int d, gc_ap_precision precision)
 {
 	(void) bytes, (void) d, (void) precision;
+	return 0;
+}
+
+static inline size_t
+gc_ap_gpu_split_mem_bytes(int64_t n, int d, gc_ap_precision precision, int gpus)
+{
+	(void) n, (void) d, (void) precision, (void) gpus;
+	return 0;
+}
+
+static inline int64_t
+gc_ap_gpu_split_max_rows(size_t bytes, int d, gc_ap_precision precision, int gpus)
+{
+	(void) bytes, (void) d, (void) precision, (void) gpus;
 	return 0;
 }
 
