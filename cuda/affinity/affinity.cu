@@ -1,5 +1,5 @@
 /*
- * affinity.cu — affinity propagation on the GPU: gc_ap_gpu (src/core/common/gpu.h),
+ * affinity.cu — affinity propagation on the GPU, or on several: gc_ap_gpu (src/core/common/gpu.h),
  * the device's passes for the one driver, gc_ap_run (src/core/affinity/affinity.c,
  * which says what every entry is and in which order its operations run).
  * In float8 every entry is the CPU's (affinity_cpu.c) bit for bit: the same
@@ -31,6 +31,10 @@
  * index of its maximum: any other index holding the maximum means a tie,
  * where the second largest equals the largest, so Y is the same.
  *
+ * Split over several GPUs (ctx->gpus), each holds a part of S, R and A's
+ * rows; every entry's operations stay one GPU's (see "Split over P GPUs"
+ * below).
+ *
  * The median (when no preference is given) is a radix select on the bits
  * of -S over the upper triangle, 8 bits a pass, counted in shared memory.
  * The labelling's two assignments and the exemplar scores run here; the
@@ -49,6 +53,7 @@
 #include <cuda_runtime.h>
 
 #include "common/check.cuh"
+#include "common/multi.cuh"
 #include "common/launch.cuh"
 #include "common/gpu.h"
 #include "affinity/affinity.h"
@@ -109,6 +114,12 @@ template <> struct ap_limits<float>
 };
 
 /*
+ * Every kernel over S, R or A takes a part's rows: rows r0 .. r0+m-1 of
+ * the n x n matrices, stored m x n (row i at (i - r0) n).  One GPU's part
+ * is all of them (r0 = 0, m = n).
+ */
+
+/*
  * S[i][j] = -gc_dist2_f64(x_i, x_j): the squared differences summed in
  * double in dimension order (the CPU's operations, s = 0.0 then s += t*t).
  * A block: rows i0 .. i0+31 by columns j0 .. j0+31, threads 32 x 8, each
@@ -116,11 +127,12 @@ template <> struct ap_limits<float>
  */
 template <typename T>
 __global__ void
-ap_sim(const float *__restrict__ X, int n, int d, T *__restrict__ S)
+ap_sim(const float *__restrict__ X, int n, int d, int r0, int m,
+	   T *__restrict__ S)
 {
 	__shared__ double xi[AP_SIM_TILE][AP_SIM_DCHUNK + 1];
 	__shared__ double xj[AP_SIM_TILE][AP_SIM_DCHUNK + 1];
-	const int	i0 = blockIdx.y * AP_SIM_TILE,
+	const int	i0 = r0 + blockIdx.y * AP_SIM_TILE,
 				j0 = blockIdx.x * AP_SIM_TILE;
 	const int	tx = threadIdx.x,
 				ty = threadIdx.y;
@@ -138,7 +150,7 @@ ap_sim(const float *__restrict__ X, int n, int d, T *__restrict__ S)
 
 			if (tx < kc)
 			{
-				xi[r][tx] = i < n ? (double) X[(size_t) i * d + k0 + tx] : 0.0;
+				xi[r][tx] = i < r0 + m ? (double) X[(size_t) i * d + k0 + tx] : 0.0;
 				xj[r][tx] = j < n ? (double) X[(size_t) j * d + k0 + tx] : 0.0;
 			}
 		}
@@ -162,26 +174,28 @@ ap_sim(const float *__restrict__ X, int n, int d, T *__restrict__ S)
 		int			i = i0 + ty + 8 * q,
 					j = j0 + tx;
 
-		if (i < n && j < n)
-			S[(size_t) i * n + j] = (T) (-s[q]);
+		if (i < r0 + m && j < n)
+			S[(size_t) (i - r0) * n + j] = (T) (-s[q]);
 	}
 }
 
-/* Counts, over i < j, the digit at shift of the bits of x = -S[i][j] whose
- * higher bits (mask) equal prefix.  A block a row (grid-stride). */
+/* Counts, over the part's i < j, the digit at shift of the bits of
+ * x = -S[i][j] whose higher bits (mask) equal prefix.  A block a row
+ * (grid-stride). */
 template <typename T>
 __global__ void
-ap_hist(const T *__restrict__ S, int n, uint64_t prefix, uint64_t mask,
-		int shift, unsigned long long *__restrict__ hist)
+ap_hist(const T *__restrict__ S, int n, int r0, int m, uint64_t prefix,
+		uint64_t mask, int shift, unsigned long long *__restrict__ hist)
 {
 	__shared__ unsigned int h[AP_RADIX_SIZE];
 
 	for (int b = threadIdx.x; b < AP_RADIX_SIZE; b += blockDim.x)
 		h[b] = 0;
 	__syncthreads();
-	for (int i = blockIdx.x; i < n - 1; i += gridDim.x)
+	for (int l = blockIdx.x; l < m; l += gridDim.x)
 	{
-		const T    *Si = S + (size_t) i * n;
+		const int	i = r0 + l;
+		const T    *Si = S + (size_t) l * n;
 
 		for (int j = i + 1 + threadIdx.x; j < n; j += blockDim.x)
 		{
@@ -198,19 +212,20 @@ ap_hist(const T *__restrict__ S, int n, uint64_t prefix, uint64_t mask,
 			atomicAdd(&hist[b], (unsigned long long) h[b]);
 }
 
-/* *differ = 1 when some S[i][j], i != j, is not S[0][1] */
+/* *differ = 1 when some S[i][j] of the part, i != j, is not s01 (S[0][1]) */
 template <typename T>
 __global__ void
-ap_all_equal(const T *__restrict__ S, int n, int *__restrict__ differ)
+ap_all_equal(const T *__restrict__ S, int n, int r0, int m, T s01,
+			 int *__restrict__ differ)
 {
-	const T		s01 = S[1];
-	const size_t nn = (size_t) n * n;
+	const size_t mn = (size_t) m * n;
 
-	for (size_t x = (size_t) blockIdx.x * blockDim.x + threadIdx.x; x < nn;
+	for (size_t x = (size_t) blockIdx.x * blockDim.x + threadIdx.x; x < mn;
 		 x += (size_t) gridDim.x * blockDim.x)
 	{
-		size_t		i = x / n,
-					j = x - i * n;
+		size_t		l = x / n,
+					i = r0 + l,
+					j = x - l * n;
 
 		if (i != j && S[x] != s01)
 		{
@@ -227,19 +242,20 @@ ap_all_equal(const T *__restrict__ S, int n, int *__restrict__ differ)
  */
 template <typename T>
 __global__ void
-ap_prepare(T *__restrict__ S, int n, double pref)
+ap_prepare(T *__restrict__ S, int n, int r0, int m, double pref)
 {
-	const size_t nn = (size_t) n * n;
+	const size_t mn = (size_t) m * n,
+				x0 = (size_t) r0 * n;	/* the part's first entry's counter */
 	const double sqrt3 = sqrt(3.0);
 	const double tiny100 = __dmul_rn(ap_limits<T>::tiny(), 100.0);
 	const double eps = ap_limits<T>::eps();
 
-	for (size_t x = (size_t) blockIdx.x * blockDim.x + threadIdx.x; x < nn;
+	for (size_t x = (size_t) blockIdx.x * blockDim.x + threadIdx.x; x < mn;
 		 x += (size_t) gridDim.x * blockDim.x)
 	{
-		size_t		i = x / n;
-		double		s = (i == x - i * n) ? (double) (T) pref : (double) S[x];
-		double		u = gc_rng_uniform(GC_AP_NOISE_SEED, GC_AP_NOISE_STREAM, (uint64_t) x);
+		size_t		l = x / n;
+		double		s = (r0 + l == x - l * n) ? (double) (T) pref : (double) S[x];
+		double		u = gc_rng_uniform(GC_AP_NOISE_SEED, GC_AP_NOISE_STREAM, (uint64_t) (x0 + x));
 		double		z = __dmul_rn(__dsub_rn(__dmul_rn(2.0, u), 1.0), sqrt3);
 		double		t = __dadd_rn(__dmul_rn(eps, s), tiny100);
 
@@ -321,51 +337,56 @@ ap_col_term(double c, T v, bool diagonal)
 }
 
 /*
- * cs[j] = sum over i in order of (i == j ? R[i][j] : max(R[i][j], 0)),
- * from 0.0: a thread a column, AP_COL_AHEAD rows loaded ahead.  (Two float
- * columns a thread, 8-byte loads, ran slower: 0.89 against 0.69 ms at 20k.)
+ * For the columns j0 <= j < j1: cs[j] = (carry ? cs[j] : 0.0) plus, over
+ * the part's rows i in order, (i == j ? R[i][j] : max(R[i][j], 0)): the
+ * column sums over every row when a part carries on from the sums of the
+ * parts above it.  A thread a column, AP_COL_AHEAD rows loaded ahead.
+ * (Two float columns a thread, 8-byte loads, ran slower: 0.89 against
+ * 0.69 ms at 20k.)
  */
 template <typename T>
 __global__ void
 __launch_bounds__(AP_COL_THREADS, 1)
-ap_colsum(const T *__restrict__ R, int n, double *__restrict__ cs)
+ap_colsum(const T *__restrict__ R, int n, int r0, int m, int j0, int j1,
+		  bool carry, double *__restrict__ cs)
 {
-	const int	j = blockIdx.x * blockDim.x + threadIdx.x;
+	const int	j = j0 + blockIdx.x * blockDim.x + threadIdx.x;
 	const T    *Rj = R + j;
-	double		c = 0.0;
-	int			i0 = 0;
+	double		c;
+	int			l0 = 0;
 
-	if (j >= n)
+	if (j >= j1)
 		return;
+	c = carry ? cs[j] : 0.0;
 	/* whole batches: the loads first, all in flight, then the sums */
-	for (; i0 + AP_COL_AHEAD <= n; i0 += AP_COL_AHEAD)
+	for (; l0 + AP_COL_AHEAD <= m; l0 += AP_COL_AHEAD)
 	{
 		T			v[AP_COL_AHEAD];
 
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
-			v[u] = ap_load_early(Rj + (size_t) (i0 + u) * n);
+			v[u] = ap_load_early(Rj + (size_t) (l0 + u) * n);
 		GC_UNROLL
 		for (int u = 0; u < AP_COL_AHEAD; u++)
-			c = ap_col_term(c, v[u], i0 + u == j);
+			c = ap_col_term(c, v[u], r0 + l0 + u == j);
 	}
-	for (; i0 < n; i0++)
-		c = ap_col_term(c, Rj[(size_t) i0 * n], i0 == j);
+	for (; l0 < m; l0++)
+		c = ap_col_term(c, Rj[(size_t) l0 * n], r0 + l0 == j);
 	cs[j] = c;
 }
 
 /*
- * The first `bytes` of row i of M (n x n) into L2, as a bulk prefetch
+ * The first `bytes` of row l of M (m x n) into L2, as a bulk prefetch
  * (sm_90; none before): from the 16-byte boundary at or below the row's
  * start, at most the row's length, inside the matrix.
  */
 template <typename T>
 static __device__ __forceinline__ void
-ap_prefetch_row(const T *M, int n, int i, int bytes)
+ap_prefetch_row(const T *M, int n, int m, int l, int bytes)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	const uintptr_t a = (uintptr_t) (M + (size_t) i * n) & ~(uintptr_t) 15,
-				end = (uintptr_t) (M + (size_t) n * n);
+	const uintptr_t a = (uintptr_t) (M + (size_t) l * n) & ~(uintptr_t) 15,
+				end = (uintptr_t) (M + (size_t) m * n);
 	size_t		len = (size_t) n * sizeof(T) + 15;
 
 	len = len < (size_t) bytes ? len : (size_t) bytes;
@@ -411,13 +432,13 @@ struct ap_top2
 /*
  * Sweep 1 on entry (i, j) of S, R, A (s, r, a), cs[j] = c: with update_a,
  * A's update (affinity.c's rule) and on the diagonal the exemplar flag
- * E[i] = (A[i][i] + R[i][i]) > 0 with the counts of exemplars and of flags
- * changed from Eprev; else A is 0 (the first pass).  Adds A+S to the row's
- * top two; returns the new A.
+ * E[l] = (A[i][i] + R[i][i]) > 0 (l: the row's place in the part) with the
+ * counts of exemplars and of flags changed from Eprev; else A is 0 (the
+ * first pass).  Adds A+S to the row's top two; returns the new A.
  */
 template <typename T, bool UPDATE_A>
 static __device__ __forceinline__ T
-ap_sweep1(int i, int j, T s, T r, T a, double c, double damping, double omd,
+ap_sweep1(int i, int l, int j, T s, T r, T a, double c, double damping, double omd,
 		  ap_top2 &t, uint8_t *E, const uint8_t *Eprev,
 		  unsigned long long *counts)
 {
@@ -440,10 +461,10 @@ ap_sweep1(int i, int j, T s, T r, T a, double c, double damping, double omd,
 		{
 			uint8_t		e = __dadd_rn(ad, rd) > 0.0;
 
-			E[i] = e;
+			E[l] = e;
 			if (e)
 				atomicAdd(&counts[0], 1ull);
-			if (e != Eprev[i])
+			if (e != Eprev[l])
 				atomicAdd(&counts[1], 1ull);
 		}
 	}
@@ -461,7 +482,7 @@ ap_sweep2(T r, T s, double y, double damping, double omd)
 }
 
 /*
- * Row i (a block a row, grid-stride): sweep 1 (ap_sweep1) over the row,
+ * Row i of the part (a block a row, grid-stride): sweep 1 (ap_sweep1) over the row,
  * the row's top two reduced over the block, then with update_r sweep 2
  * (ap_sweep2) with Y the largest, or at the argmax the second largest.
  * Each thread takes units of V columns (8 bytes of each matrix), AP_ROW_BATCH
@@ -477,7 +498,7 @@ template <typename T, bool UPDATE_A>
 __global__ void
 __launch_bounds__(AP_ROW_THREADS, 1)
 ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
-		const double *__restrict__ cs, int n, int nk, int pf, double damping,
+		const double *__restrict__ cs, int n, int r0, int m, int nk, int pf, double damping,
 		double omd, bool update_r, uint8_t *__restrict__ E,
 		const uint8_t *__restrict__ Eprev,
 		unsigned long long *__restrict__ counts)
@@ -494,9 +515,10 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 	const int	lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
 
-	for (int i = blockIdx.x; i < n; i += gridDim.x)
+	for (int l = blockIdx.x; l < m; l += gridDim.x)
 	{
-		const size_t off = (size_t) i * n;
+		const int	i = r0 + l;
+		const size_t off = (size_t) l * n;
 		const T    *Si = S + off;
 		T		   *Ri = R + off,
 				   *Ai = A + off;
@@ -550,7 +572,7 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 						Sk[j + e] = sv[u][e];
 						Rk[j + e] = rv[u][e];
 					}
-					an[e] = ap_sweep1<T, UPDATE_A>(i, j + e, sv[u][e], rv[u][e], av[u][e],
+					an[e] = ap_sweep1<T, UPDATE_A>(i, l, j + e, sv[u][e], rv[u][e], av[u][e],
 												   cv[u][e], damping, omd, t, E, Eprev, counts);
 				}
 				if (UPDATE_A)
@@ -569,15 +591,15 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 				Sk[j] = sv;
 				Rk[j] = rv;
 			}
-			an = ap_sweep1<T, UPDATE_A>(i, j, sv, rv, UPDATE_A ? Ai[j] : (T) 0,
+			an = ap_sweep1<T, UPDATE_A>(i, l, j, sv, rv, UPDATE_A ? Ai[j] : (T) 0,
 										UPDATE_A ? cs[j] : 0.0, damping, omd, t, E, Eprev, counts);
 			if (UPDATE_A)
 				Ai[j] = an;
 		}
 
-		if (pf > 0 && threadIdx.x < 3 && i + (int) gridDim.x < n)
-			ap_prefetch_row(threadIdx.x == 0 ? S : threadIdx.x == 1 ? R : A, n,
-							i + gridDim.x, pf);
+		if (pf > 0 && threadIdx.x < 3 && l + (int) gridDim.x < m)
+			ap_prefetch_row(threadIdx.x == 0 ? S : threadIdx.x == 1 ? R : A, n, m,
+							l + gridDim.x, pf);
 
 		/* the block's top two: warps, then the first warp over the warps */
 		for (int o = 16; o > 0; o >>= 1)
@@ -666,22 +688,23 @@ ap_rows(const T *__restrict__ S, T *__restrict__ R, T *__restrict__ A,
 	}
 }
 
-/* c[i] = the k of largest S[i][ex[k]], first k on ties: a warp a row */
+/* c[l] = the k of largest S[i][ex[k]] for the part's row i = r0 + l, first
+ * k on ties: a warp a row */
 template <typename T>
 __global__ void
-ap_assign(const T *__restrict__ S, int n, const int32_t *__restrict__ ex,
+ap_assign(const T *__restrict__ S, int n, int m, const int32_t *__restrict__ ex,
 		  int K, int32_t *__restrict__ c)
 {
 	const int	lane = threadIdx.x & 31;
-	const int	i = (int) (((int64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+	const int	l = (int) (((int64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5);
 	double		best = -INFINITY;
 	int			bk = INT32_MAX;
 
-	if (i >= n)
+	if (l >= m)
 		return;
 	for (int k = lane; k < K; k += 32)
 	{
-		double		v = (double) S[(size_t) i * n + ex[k]];
+		double		v = (double) S[(size_t) l * n + ex[k]];
 
 		if (v > best || bk == INT32_MAX)
 		{
@@ -701,15 +724,20 @@ ap_assign(const T *__restrict__ S, int n, const int32_t *__restrict__ ex,
 		}
 	}
 	if (lane == 0)
-		c[i] = bk;
+		c[l] = bk;
 }
 
-/* score[q] = sum over the members m of q's cluster, in order, of S[m][q] */
+/*
+ * score[q] = sum over the members v of q's cluster, in order, of S[v][q],
+ * from the first member's term: the part adds its members (rows r0 ..
+ * r0+m-1), carrying on from score[q] when the cluster's first member is
+ * above the part (the parts above it have summed theirs).
+ */
 template <typename T>
 __global__ void
-ap_scores(const T *__restrict__ S, int n, const int32_t *__restrict__ c,
-		  const int32_t *__restrict__ off, const int32_t *__restrict__ mem,
-		  double *__restrict__ score)
+ap_scores(const T *__restrict__ S, int n, int r0, int m,
+		  const int32_t *__restrict__ c, const int32_t *__restrict__ off,
+		  const int32_t *__restrict__ mem, double *__restrict__ score)
 {
 	const int	q = blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -717,11 +745,30 @@ ap_scores(const T *__restrict__ S, int n, const int32_t *__restrict__ c,
 		return;
 	{
 		const int	k = c[q];
-		double		s = (double) S[(size_t) mem[off[k]] * n + q];
+		int			lo = off[k],
+					hi = off[k + 1];
+		bool		begun = mem[lo] < r0;
+		double		s = begun ? score[q] : 0.0;
 
-		for (int p = off[k] + 1; p < off[k + 1]; p++)
-			s = __dadd_rn(s, (double) S[(size_t) mem[p] * n + q]);
-		score[q] = s;
+		/* the first member in the part: members ascend */
+		while (lo < hi)
+		{
+			const int	mid = lo + (hi - lo) / 2;
+
+			if (mem[mid] < r0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (int p = lo; p < off[k + 1] && mem[p] < r0 + m; p++)
+		{
+			const double v = (double) S[(size_t) (mem[p] - r0) * n + q];
+
+			s = begun ? __dadd_rn(s, v) : v;
+			begun = true;
+		}
+		if (begun)
+			score[q] = s;
 	}
 }
 
@@ -738,42 +785,89 @@ gc_ap_gpu_last_phases(gc_ap_gpu_phases *out)
 	*out = ap_phases;
 }
 
-/* The call's device resources (check.cuh), and the events timing the passes. */
+/*
+ * Split over P GPUs, part p holds rows r0 .. r0+m-1 of S, R and A, so each
+ * GPU holds about 1/P of the matrices.  Every pass but two runs on each
+ * part alone, side by side: its entries' operations are the one-GPU
+ * pass's, in the same order.  The two that cross the parts keep one GPU's
+ * order of additions:
+ *   column sums  a chain down the parts: part p carries on from part
+ *                p-1's sums (copied over), and the last part's, the sums
+ *                over every row, go back to the others.  The columns are
+ *                cut in AP_COL_CHUNKS chunks, so part p sums a chunk while
+ *                part p-1 sums the next;
+ *   scores       the same chain, once, over the members of each cluster.
+ * The median's histograms and the counts of exemplars and changes are
+ * counts, summed on the host.
+ */
+#define AP_COL_CHUNKS 4
+
+/* A part's device resources (check.cuh); the events timing the passes
+ * (part 0's) and marking its chain's chunks done. */
 struct ap_dev : gc_dev
 {
 	cudaEvent_t ev[3] = {nullptr, nullptr, nullptr};
+	cudaEvent_t chain[AP_COL_CHUNKS] = {};
 
-	~ap_dev()
+	void		destroy()
 	{
 		release();
 		for (cudaEvent_t &e : ev)
 			if (e)
-				cudaEventDestroy(e);
+				cudaEventDestroy(e), e = nullptr;
+		for (cudaEvent_t &e : chain)
+			if (e)
+				cudaEventDestroy(e), e = nullptr;
+	}
+
+	~ap_dev()
+	{
+		destroy();
 	}
 };
 
-#define AP_ALLOC(p, count) AP_CK(w->D.alloc((p), (count)))
-
+/* one GPU's part: rows r0 .. r0+m-1 of S, R and A, stored m x n */
 template <typename T>
-struct ap_gpu_ws
+struct ap_part
 {
 	ap_dev		D;
-	const gc_ctx *ctx;
-	const float *X;				/* host */
-	int			n,
-				d;
-	int			sms;
-	int			nk;				/* columns ap_rows keeps in shared memory */
-	int			pf;				/* bytes of its next row it prefetches */
+	int			dev = 0;
+	int			r0 = 0,
+				m = 0;
+	int			sms = 0;
+	int			nk = 0;			/* columns ap_rows keeps in shared memory */
+	int			pf = 0;			/* bytes of its next row it prefetches */
 	T		   *S = nullptr,
 			   *R = nullptr,
 			   *A = nullptr;
-	double	   *cs = nullptr;
-	uint8_t    *E = nullptr,
+	double	   *cs = nullptr;	/* the column sums, n */
+	uint8_t    *E = nullptr,	/* the part's rows' exemplar flags */
 			   *Eprev = nullptr;
 	unsigned long long *counts = nullptr;	/* exemplars, changed; the histogram */
 	unsigned long long h_counts[AP_RADIX_SIZE];	/* their copies read back */
 };
+
+template <typename T>
+struct ap_gpu_ws
+{
+	const gc_ctx *ctx;
+	const float *X;				/* host */
+	int			n,
+				d;
+	int			P = 0;			/* parts, one a GPU */
+	ap_part<T>	part[GC_GPUS_MAX];
+
+	~ap_gpu_ws()
+	{
+		for (int p = 0; p < P; p++)
+		{
+			cudaSetDevice(part[p].dev);
+			part[p].D.destroy();
+		}
+	}
+};
+
+#define AP_ALLOC(q, ptr, count) AP_CK((q).D.alloc((ptr), (count)))
 
 /*
  * The row pass's settings.  The columns of its row an ap_rows block keeps
@@ -783,11 +877,11 @@ struct ap_gpu_ws
  * (or gc_ap_row_prefetch_bytes).  The kernel's attributes are the same for
  * every call (calls on other threads, the GPU worker's, share them): all
  * the shared memory a block can have, and the multiprocessor's L1 given to
- * shared memory.
+ * shared memory.  The part's GPU is current.
  */
 template <typename T>
 static gc_code
-ap_row_setup(ap_gpu_ws<T> *w, int dev, gc_status *st)
+ap_row_setup(ap_part<T> &q, int n, gc_status *st)
 {
 	cudaFuncAttributes fa;
 	int			optin,
@@ -795,7 +889,7 @@ ap_row_setup(ap_gpu_ws<T> *w, int dev, gc_status *st)
 	long		avail;
 
 	AP_CK(cudaFuncGetAttributes(&fa, ap_rows<T, true>));
-	AP_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+	AP_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, q.dev));
 	AP_CK(gc_allow_dynamic_smem((const void *) ap_rows<T, true>));
 	AP_CK(cudaFuncSetAttribute(ap_rows<T, true>, cudaFuncAttributePreferredSharedMemoryCarveout,
 							   (int) cudaSharedmemCarveoutMaxShared));
@@ -804,13 +898,13 @@ ap_row_setup(ap_gpu_ws<T> *w, int dev, gc_status *st)
 		avail = gc_ap_row_keep_bytes;
 	if (avail < 0)
 		avail = 0;
-	w->nk = (int) std::min<long>(w->n, avail / (long) (2 * sizeof(T)));
-	AP_CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-	w->pf = major >= 9 && w->nk == w->n ? AP_ROW_PREFETCH : 0;
+	q.nk = (int) std::min<long>(n, avail / (long) (2 * sizeof(T)));
+	AP_CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, q.dev));
+	q.pf = major >= 9 && q.nk == n ? AP_ROW_PREFETCH : 0;
 	if (gc_ap_row_prefetch_bytes >= 0)
-		w->pf = (int) std::min<long>(gc_ap_row_prefetch_bytes, INT32_MAX);
-	ap_phases.row_keep = w->nk;
-	ap_phases.row_prefetch = w->pf;
+		q.pf = (int) std::min<long>(gc_ap_row_prefetch_bytes, INT32_MAX);
+	ap_phases.row_keep = q.nk;
+	ap_phases.row_prefetch = q.pf;
 	return GC_OK;
 }
 
@@ -821,13 +915,54 @@ ap_grid(int sms, int per_sm)
 	return (unsigned) sms * (unsigned) per_sm;
 }
 
+/* every part's stream done, then the cancel flags */
 template <typename T>
 static gc_code
 ap_sync_poll(ap_gpu_ws<T> *w, gc_status *st)
 {
-	AP_CK(cudaStreamSynchronize(w->D.s));
+	for (int p = 0; p < w->P; p++)
+	{
+		AP_CK(cudaSetDevice(w->part[p].dev));
+		AP_CK(cudaStreamSynchronize(w->part[p].D.s));
+	}
 	if (gc_cancelled(w->ctx))
 		return gc_fail(st, GC_ECANCEL, "canceled");
+	return GC_OK;
+}
+
+/* the parts' chain of count values: part p copies part p-1's, from v0, into
+ * its own (at v0 + ... of part p's pointer), once part p-1 has marked
+ * chain[c] */
+template <typename T, typename V>
+static gc_code
+ap_chain_in(ap_gpu_ws<T> *w, int p, int c, V *mine, const V *theirs,
+			size_t count, gc_status *st)
+{
+	ap_part<T> &q = w->part[p],
+			   &b = w->part[p - 1];
+
+	AP_CK(cudaStreamWaitEvent(q.D.s, b.D.chain[c], 0));
+	AP_CK(cudaMemcpyPeerAsync(mine, q.dev, theirs, b.dev, sizeof(V) * count, q.D.s));
+	return GC_OK;
+}
+
+/*
+ * Each part's counts[first .. first+count) into its h_counts, after every
+ * part's launches: a copy into pageable memory returns when its stream
+ * is done.
+ */
+template <typename T>
+static gc_code
+ap_read_back(ap_gpu_ws<T> *w, int first, int count, gc_status *st)
+{
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		AP_CK(cudaSetDevice(q.dev));
+		AP_CK(cudaMemcpyAsync(q.h_counts, q.counts + first, sizeof(unsigned long long) * count,
+							  cudaMemcpyDeviceToHost, q.D.s));
+	}
 	return GC_OK;
 }
 
@@ -836,26 +971,34 @@ static gc_code
 g_similarities(void *v, gc_status *st)
 {
 	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
-	const size_t nn = (size_t) w->n * w->n;
-	float	   *Xd;
+	float	   *Xd[GC_GPUS_MAX];
 	double		t0 = gc_now_ms();
-	dim3		grid((w->n + AP_SIM_TILE - 1) / AP_SIM_TILE,
-					 (w->n + AP_SIM_TILE - 1) / AP_SIM_TILE);
+	gc_code		rc;
 
-	AP_ALLOC(Xd, (size_t) w->n * w->d);
-	AP_CK(cudaMemcpyAsync(Xd, w->X, sizeof(float) * (size_t) w->n * w->d,
-						  cudaMemcpyHostToDevice, w->D.s));
-	AP_CK(cudaMemsetAsync(w->R, 0, sizeof(T) * nn, w->D.s));
-	AP_CK(cudaMemsetAsync(w->A, 0, sizeof(T) * nn, w->D.s));
-	ap_sim<T><<<grid, dim3(32, 8), 0, w->D.s>>>(Xd, w->n, w->d, w->S);
-	AP_CK(cudaGetLastError());
+	for (int p = 0; p < w->P; p++)
 	{
-		gc_code		rc = ap_sync_poll(w, st);
+		ap_part<T> &q = w->part[p];
+		const size_t mn = (size_t) q.m * w->n;
+		dim3		grid((w->n + AP_SIM_TILE - 1) / AP_SIM_TILE,
+						 (q.m + AP_SIM_TILE - 1) / AP_SIM_TILE);
 
-		w->D.drop(Xd);
-		ap_phases.ms_similarity = gc_now_ms() - t0;
-		return rc;
+		AP_CK(cudaSetDevice(q.dev));
+		AP_ALLOC(q, Xd[p], (size_t) w->n * w->d);
+		AP_CK(cudaMemcpyAsync(Xd[p], w->X, sizeof(float) * (size_t) w->n * w->d,
+							  cudaMemcpyHostToDevice, q.D.s));
+		AP_CK(cudaMemsetAsync(q.R, 0, sizeof(T) * mn, q.D.s));
+		AP_CK(cudaMemsetAsync(q.A, 0, sizeof(T) * mn, q.D.s));
+		ap_sim<T><<<grid, dim3(32, 8), 0, q.D.s>>>(Xd[p], w->n, w->d, q.r0, q.m, q.S);
+		AP_CK(cudaGetLastError());
 	}
+	rc = ap_sync_poll(w, st);
+	for (int p = 0; p < w->P; p++)
+	{
+		AP_CK(cudaSetDevice(w->part[p].dev));
+		w->part[p].D.drop(Xd[p]);
+	}
+	ap_phases.ms_similarity = gc_now_ms() - t0;
+	return rc;
 }
 
 template <typename T>
@@ -863,7 +1006,6 @@ static gc_code
 g_select_upper(void *v, int64_t m, double *out, gc_status *st)
 {
 	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
-	unsigned long long *hist = w->counts + 2;
 	uint64_t	prefix = 0,
 				mask = 0;
 	int64_t		rank = m;
@@ -874,19 +1016,26 @@ g_select_upper(void *v, int64_t m, double *out, gc_status *st)
 	{
 		int			bucket;
 
-		AP_CK(cudaMemsetAsync(hist, 0, sizeof(unsigned long long) * AP_RADIX_SIZE, w->D.s));
-		ap_hist<T><<<ap_grid(w->sms, 8), 256, 0, w->D.s>>>(w->S, w->n, prefix, mask,
-														   shift, hist);
-		AP_CK(cudaGetLastError());
-		AP_CK(cudaMemcpyAsync(w->h_counts, hist,
-							  sizeof(unsigned long long) * AP_RADIX_SIZE,
-							  cudaMemcpyDeviceToHost, w->D.s));
-		if ((rc = ap_sync_poll(w, st)) != GC_OK)
+		for (int p = 0; p < w->P; p++)
+		{
+			ap_part<T> &q = w->part[p];
+			unsigned long long *hist = q.counts + 2;
+
+			AP_CK(cudaSetDevice(q.dev));
+			AP_CK(cudaMemsetAsync(hist, 0, sizeof(unsigned long long) * AP_RADIX_SIZE, q.D.s));
+			ap_hist<T><<<ap_grid(q.sms, 8), 256, 0, q.D.s>>>(q.S, w->n, q.r0, q.m, prefix, mask,
+															 shift, hist);
+			AP_CK(cudaGetLastError());
+		}
+		if ((rc = ap_read_back(w, 2, AP_RADIX_SIZE, st)) != GC_OK ||
+			(rc = ap_sync_poll(w, st)) != GC_OK)
 			return rc;
 		for (bucket = 0; bucket < AP_RADIX_SIZE; bucket++)
 		{
-			int64_t		cnt = (int64_t) w->h_counts[bucket];
+			int64_t		cnt = 0;
 
+			for (int p = 0; p < w->P; p++)
+				cnt += (int64_t) w->part[p].h_counts[bucket];
 			if (rank < cnt)
 				break;
 			rank -= cnt;
@@ -906,19 +1055,31 @@ static gc_code
 g_all_equal(void *v, bool *equal, double *s_last, gc_status *st)
 {
 	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
-	int		   *differ = (int *) (w->counts + 2);
-	T			last;
-	int			h = 0;
+	ap_part<T> &q0 = w->part[0];	/* row 0 */
+	T			s01,
+				last;
 	gc_code		rc;
 
-	AP_CK(cudaMemsetAsync(differ, 0, sizeof(int), w->D.s));
-	ap_all_equal<T><<<ap_grid(w->sms, 8), 256, 0, w->D.s>>>(w->S, w->n, differ);
-	AP_CK(cudaGetLastError());
-	AP_CK(cudaMemcpyAsync(&h, differ, sizeof(int), cudaMemcpyDeviceToHost, w->D.s));
-	AP_CK(cudaMemcpyAsync(&last, w->S + (w->n - 1), sizeof(T), cudaMemcpyDeviceToHost, w->D.s));
-	if ((rc = ap_sync_poll(w, st)) != GC_OK)
+	AP_CK(cudaSetDevice(q0.dev));
+	AP_CK(cudaMemcpyAsync(&s01, q0.S + 1, sizeof(T), cudaMemcpyDeviceToHost, q0.D.s));
+	AP_CK(cudaMemcpyAsync(&last, q0.S + (w->n - 1), sizeof(T), cudaMemcpyDeviceToHost, q0.D.s));
+	AP_CK(cudaStreamSynchronize(q0.D.s));
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+		unsigned long long *differ = q.counts + 2;
+
+		AP_CK(cudaSetDevice(q.dev));
+		AP_CK(cudaMemsetAsync(differ, 0, sizeof(*differ), q.D.s));
+		ap_all_equal<T><<<ap_grid(q.sms, 8), 256, 0, q.D.s>>>(q.S, w->n, q.r0, q.m, s01, (int *) differ);
+		AP_CK(cudaGetLastError());
+	}
+	if ((rc = ap_read_back(w, 2, 1, st)) != GC_OK ||
+		(rc = ap_sync_poll(w, st)) != GC_OK)
 		return rc;
-	*equal = h == 0;
+	*equal = true;
+	for (int p = 0; p < w->P; p++)
+		*equal = *equal && (int) w->part[p].h_counts[0] == 0;
 	*s_last = (double) last;
 	return GC_OK;
 }
@@ -929,8 +1090,14 @@ g_prepare(void *v, double pref, gc_status *st)
 {
 	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
 
-	ap_prepare<T><<<ap_grid(w->sms, 8), 256, 0, w->D.s>>>(w->S, w->n, pref);
-	AP_CK(cudaGetLastError());
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		AP_CK(cudaSetDevice(q.dev));
+		ap_prepare<T><<<ap_grid(q.sms, 8), 256, 0, q.D.s>>>(q.S, w->n, q.r0, q.m, pref);
+		AP_CK(cudaGetLastError());
+	}
 	return ap_sync_poll(w, st);
 }
 
@@ -942,13 +1109,74 @@ g_first(void *v, double damping, gc_status *st)
 	double		t0 = gc_now_ms();
 	gc_code		rc;
 
-	ap_rows<T, false><<<w->sms, AP_ROW_THREADS, 0, w->D.s>>>(
-		w->S, w->R, w->A, w->cs, w->n, 0, 0, damping, 1.0 - damping, true,
-		w->E, w->Eprev, w->counts);
-	AP_CK(cudaGetLastError());
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		AP_CK(cudaSetDevice(q.dev));
+		ap_rows<T, false><<<q.sms, AP_ROW_THREADS, 0, q.D.s>>>(
+			q.S, q.R, q.A, q.cs, w->n, q.r0, q.m, 0, 0, damping, 1.0 - damping, true,
+			q.E, q.Eprev, q.counts);
+		AP_CK(cudaGetLastError());
+	}
 	rc = ap_sync_poll(w, st);
 	ap_phases.ms_first = gc_now_ms() - t0;
 	return rc;
+}
+
+/*
+ * The column sums over every row into each part's cs: one part's kernel;
+ * else the chain down the parts by chunks of columns, then the last
+ * part's sums copied to the others.  Each copy is queued on the receiving
+ * part's stream after the event of the part it reads.
+ */
+template <typename T>
+static gc_code
+ap_colsums(ap_gpu_ws<T> *w, gc_status *st)
+{
+	const int	n = w->n,
+				P = w->P;
+	/* chunks of whole blocks of columns */
+	const int	cw = P < 2 ? n :
+		((n + AP_COL_CHUNKS - 1) / AP_COL_CHUNKS + AP_COL_THREADS - 1) / AP_COL_THREADS * AP_COL_THREADS;
+	gc_code		rc;
+
+	for (int c = 0, j0 = 0; j0 < n; c++, j0 += cw)
+	{
+		const int	j1 = std::min(n, j0 + cw);
+
+		for (int p = 0; p < P; p++)
+		{
+			ap_part<T> &q = w->part[p];
+
+			AP_CK(cudaSetDevice(q.dev));
+			if (p > 0 &&
+				(rc = ap_chain_in(w, p, c, q.cs + j0, (const double *) w->part[p - 1].cs + j0,
+								  (size_t) (j1 - j0), st)) != GC_OK)
+				return rc;
+			ap_colsum<T><<<(j1 - j0 + AP_COL_THREADS - 1) / AP_COL_THREADS, AP_COL_THREADS, 0, q.D.s>>>(
+				q.R, n, q.r0, q.m, j0, j1, p > 0, q.cs);
+			AP_CK(cudaGetLastError());
+			if (P > 1)
+				AP_CK(cudaEventRecord(q.D.chain[c], q.D.s));
+		}
+	}
+	for (int c = 0, j0 = 0; P > 1 && j0 < n; c++, j0 += cw)
+	{
+		const int	j1 = std::min(n, j0 + cw);
+		ap_part<T> &z = w->part[P - 1];
+
+		for (int p = 0; p < P - 1; p++)
+		{
+			ap_part<T> &q = w->part[p];
+
+			AP_CK(cudaSetDevice(q.dev));
+			AP_CK(cudaStreamWaitEvent(q.D.s, z.D.chain[c], 0));
+			AP_CK(cudaMemcpyPeerAsync(q.cs + j0, q.dev, z.cs + j0, z.dev,
+									  sizeof(double) * (size_t) (j1 - j0), q.D.s));
+		}
+	}
+	return GC_OK;
 }
 
 template <typename T>
@@ -957,39 +1185,56 @@ g_iterate(void *v, double damping, bool update_r, int64_t *K,
 		  int64_t *changed, gc_status *st)
 {
 	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
-	ap_dev	   &D = w->D;
-	uint8_t    *e;
+	ap_part<T> &q0 = w->part[0];
 	float		ms_col = 0,
 				ms_rows = 0;
 	gc_code		rc;
 
-	AP_CK(cudaMemsetAsync(w->counts, 0, 2 * sizeof(unsigned long long), D.s));
-	AP_CK(cudaEventRecord(D.ev[0], D.s));
-	ap_colsum<T><<<(w->n + AP_COL_THREADS - 1) / AP_COL_THREADS, AP_COL_THREADS, 0, D.s>>>(
-		w->R, w->n, w->cs);
-	AP_CK(cudaGetLastError());
-	AP_CK(cudaEventRecord(D.ev[1], D.s));
-	ap_rows<T, true><<<w->sms, AP_ROW_THREADS,
-		2 * sizeof(T) * (size_t) w->nk, D.s>>>(
-		w->S, w->R, w->A, w->cs, w->n, w->nk, w->pf, damping, 1.0 - damping, update_r,
-		w->E, w->Eprev, w->counts);
-	AP_CK(cudaGetLastError());
-	AP_CK(cudaEventRecord(D.ev[2], D.s));
-	AP_CK(cudaMemcpyAsync(w->h_counts, w->counts, 2 * sizeof(unsigned long long),
-						  cudaMemcpyDeviceToHost, D.s));
-	if ((rc = ap_sync_poll(w, st)) != GC_OK)
+	for (int p = 0; p < w->P; p++)
+	{
+		AP_CK(cudaSetDevice(w->part[p].dev));
+		AP_CK(cudaMemsetAsync(w->part[p].counts, 0, 2 * sizeof(unsigned long long), w->part[p].D.s));
+	}
+	AP_CK(cudaSetDevice(q0.dev));
+	AP_CK(cudaEventRecord(q0.D.ev[0], q0.D.s));
+	if ((rc = ap_colsums(w, st)) != GC_OK)
 		return rc;
-	AP_CK(cudaEventElapsedTime(&ms_col, D.ev[0], D.ev[1]));
-	AP_CK(cudaEventElapsedTime(&ms_rows, D.ev[1], D.ev[2]));
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		AP_CK(cudaSetDevice(q.dev));
+		if (p == 0)
+			AP_CK(cudaEventRecord(q.D.ev[1], q.D.s));
+		ap_rows<T, true><<<q.sms, AP_ROW_THREADS,
+			2 * sizeof(T) * (size_t) q.nk, q.D.s>>>(
+			q.S, q.R, q.A, q.cs, w->n, q.r0, q.m, q.nk, q.pf, damping, 1.0 - damping,
+			update_r, q.E, q.Eprev, q.counts);
+		AP_CK(cudaGetLastError());
+		if (p == 0)
+			AP_CK(cudaEventRecord(q.D.ev[2], q.D.s));
+	}
+	if ((rc = ap_read_back(w, 0, 2, st)) != GC_OK ||
+		(rc = ap_sync_poll(w, st)) != GC_OK)
+		return rc;
+	AP_CK(cudaSetDevice(q0.dev));
+	AP_CK(cudaEventElapsedTime(&ms_col, q0.D.ev[0], q0.D.ev[1]));
+	AP_CK(cudaEventElapsedTime(&ms_rows, q0.D.ev[1], q0.D.ev[2]));
 	ap_phases.ms_colsum += ms_col;
 	ap_phases.ms_rows += ms_rows;
 	ap_phases.iterations++;
-	*K = (int64_t) w->h_counts[0];
-	*changed = (int64_t) w->h_counts[1];
-	/* this iteration's flags are the next one's previous */
-	e = w->E;
-	w->E = w->Eprev;
-	w->Eprev = e;
+	*K = *changed = 0;
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+		uint8_t    *e = q.E;
+
+		*K += (int64_t) q.h_counts[0];
+		*changed += (int64_t) q.h_counts[1];
+		/* this iteration's flags are the next one's previous */
+		q.E = q.Eprev;
+		q.Eprev = e;
+	}
 	return GC_OK;
 }
 
@@ -1000,7 +1245,13 @@ g_exemplars(void *v, uint8_t *E, gc_status *st)
 	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
 
 	/* after the swap, the last iteration's flags are Eprev */
-	AP_CK(cudaMemcpyAsync(E, w->Eprev, (size_t) w->n, cudaMemcpyDeviceToHost, w->D.s));
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		AP_CK(cudaSetDevice(q.dev));
+		AP_CK(cudaMemcpyAsync(E + q.r0, q.Eprev, (size_t) q.m, cudaMemcpyDeviceToHost, q.D.s));
+	}
 	return ap_sync_poll(w, st);
 }
 
@@ -1010,10 +1261,17 @@ g_drop_messages(void *v)
 {
 	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
 
-	w->D.drop(w->R);
-	w->R = nullptr;
-	w->D.drop(w->A);
-	w->A = nullptr;
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		if (cudaSetDevice(q.dev) != cudaSuccess)
+			cudaGetLastError();
+		q.D.drop(q.R);
+		q.R = nullptr;
+		q.D.drop(q.A);
+		q.A = nullptr;
+	}
 }
 
 template <typename T>
@@ -1021,19 +1279,37 @@ static gc_code
 g_assign(void *v, const int32_t *ex, int64_t K, int32_t *c, gc_status *st)
 {
 	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
-	int32_t    *exd,
-			   *cd;
+	int32_t    *exd[GC_GPUS_MAX] = {},
+			   *cd[GC_GPUS_MAX] = {};
 	gc_code		rc;
 
-	AP_ALLOC(exd, (size_t) K);
-	AP_ALLOC(cd, (size_t) w->n);
-	AP_CK(cudaMemcpyAsync(exd, ex, sizeof(int32_t) * (size_t) K, cudaMemcpyHostToDevice, w->D.s));
-	AP_CK(gc_launch(ap_assign<T>, (int64_t) w->n * 32, 256, 256, w->D.s,
-					(const T *) w->S, w->n, (const int32_t *) exd, (int) K, cd));
-	AP_CK(cudaMemcpyAsync(c, cd, sizeof(int32_t) * (size_t) w->n, cudaMemcpyDeviceToHost, w->D.s));
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		AP_CK(cudaSetDevice(q.dev));
+		AP_ALLOC(q, exd[p], (size_t) K);
+		AP_ALLOC(q, cd[p], (size_t) q.m);
+		AP_CK(cudaMemcpyAsync(exd[p], ex, sizeof(int32_t) * (size_t) K, cudaMemcpyHostToDevice, q.D.s));
+		AP_CK(gc_launch(ap_assign<T>, (int64_t) q.m * 32, 256, 256, q.D.s,
+						(const T *) q.S, w->n, q.m, (const int32_t *) exd[p], (int) K, cd[p]));
+	}
+	/* copies into pageable memory wait for their stream: after every launch */
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		AP_CK(cudaSetDevice(q.dev));
+		AP_CK(cudaMemcpyAsync(c + q.r0, cd[p], sizeof(int32_t) * (size_t) q.m,
+							  cudaMemcpyDeviceToHost, q.D.s));
+	}
 	rc = ap_sync_poll(w, st);
-	w->D.drop(exd);
-	w->D.drop(cd);
+	for (int p = 0; p < w->P; p++)
+	{
+		AP_CK(cudaSetDevice(w->part[p].dev));
+		w->part[p].D.drop(exd[p]);
+		w->part[p].D.drop(cd[p]);
+	}
 	return rc;
 }
 
@@ -1044,28 +1320,45 @@ g_scores(void *v, const int32_t *c, const int32_t *off, const int32_t *mem,
 {
 	ap_gpu_ws<T> *w = (ap_gpu_ws<T> *) v;
 	const size_t n = (size_t) w->n;
-	int32_t    *cd,
-			   *offd,
-			   *memd;
-	double	   *scd;
+	int32_t    *cd[GC_GPUS_MAX] = {},
+			   *offd[GC_GPUS_MAX] = {},
+			   *memd[GC_GPUS_MAX] = {};
+	double	   *scd[GC_GPUS_MAX] = {};
 	gc_code		rc;
 
-	AP_ALLOC(cd, n);
-	AP_ALLOC(offd, (size_t) K + 1);
-	AP_ALLOC(memd, n);
-	AP_ALLOC(scd, n);
-	AP_CK(cudaMemcpyAsync(cd, c, sizeof(int32_t) * n, cudaMemcpyHostToDevice, w->D.s));
-	AP_CK(cudaMemcpyAsync(offd, off, sizeof(int32_t) * ((size_t) K + 1), cudaMemcpyHostToDevice, w->D.s));
-	AP_CK(cudaMemcpyAsync(memd, mem, sizeof(int32_t) * n, cudaMemcpyHostToDevice, w->D.s));
-	AP_CK(gc_launch(ap_scores<T>, (int64_t) n, 128, 128, w->D.s,
-					(const T *) w->S, w->n, (const int32_t *) cd,
-					(const int32_t *) offd, (const int32_t *) memd, scd));
-	AP_CK(cudaMemcpyAsync(score, scd, sizeof(double) * n, cudaMemcpyDeviceToHost, w->D.s));
+	/* the chain down the parts: each adds its members' terms */
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		AP_CK(cudaSetDevice(q.dev));
+		AP_ALLOC(q, cd[p], n);
+		AP_ALLOC(q, offd[p], (size_t) K + 1);
+		AP_ALLOC(q, memd[p], n);
+		AP_ALLOC(q, scd[p], n);
+		AP_CK(cudaMemcpyAsync(cd[p], c, sizeof(int32_t) * n, cudaMemcpyHostToDevice, q.D.s));
+		AP_CK(cudaMemcpyAsync(offd[p], off, sizeof(int32_t) * ((size_t) K + 1), cudaMemcpyHostToDevice, q.D.s));
+		AP_CK(cudaMemcpyAsync(memd[p], mem, sizeof(int32_t) * n, cudaMemcpyHostToDevice, q.D.s));
+		if (p > 0 && (rc = ap_chain_in(w, p, 0, scd[p], (const double *) scd[p - 1], n, st)) != GC_OK)
+			return rc;
+		AP_CK(gc_launch(ap_scores<T>, (int64_t) n, 128, 128, q.D.s,
+						(const T *) q.S, w->n, q.r0, q.m, (const int32_t *) cd[p],
+						(const int32_t *) offd[p], (const int32_t *) memd[p], scd[p]));
+		AP_CK(cudaEventRecord(q.D.chain[0], q.D.s));
+		if (p == w->P - 1)
+			AP_CK(cudaMemcpyAsync(score, scd[p], sizeof(double) * n, cudaMemcpyDeviceToHost, q.D.s));
+	}
 	rc = ap_sync_poll(w, st);
-	w->D.drop(cd);
-	w->D.drop(offd);
-	w->D.drop(memd);
-	w->D.drop(scd);
+	for (int p = 0; p < w->P; p++)
+	{
+		ap_part<T> &q = w->part[p];
+
+		AP_CK(cudaSetDevice(q.dev));
+		q.D.drop(cd[p]);
+		q.D.drop(offd[p]);
+		q.D.drop(memd[p]);
+		q.D.drop(scd[p]);
+	}
 	return rc;
 }
 
@@ -1076,38 +1369,65 @@ static const gc_ap_ops ap_gpu_ops = {
 	g_assign<T>, g_scores<T>,
 };
 
+/* part p's GPU, rows and matrices (its GPU current) */
+template <typename T>
+static gc_code
+ap_part_setup(ap_gpu_ws<T> *w, int p, int dev, gc_status *st)
+{
+	ap_part<T> &q = w->part[p];
+	const int64_t n = w->n;
+
+	q.dev = dev;
+	q.r0 = (int) (n * p / w->P);
+	q.m = (int) (n * (p + 1) / w->P) - q.r0;
+	q.D.ms_alloc = &ap_phases.ms_alloc;
+	AP_CK(cudaSetDevice(dev));
+	AP_CK(cudaDeviceGetAttribute(&q.sms, cudaDevAttrMultiProcessorCount, dev));
+	AP_CK(cudaStreamCreateWithFlags(&q.D.s, cudaStreamNonBlocking));
+	for (cudaEvent_t &e : q.D.ev)
+		AP_CK(cudaEventCreate(&e));
+	for (cudaEvent_t &e : q.D.chain)
+		AP_CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+	AP_ALLOC(q, q.S, (size_t) q.m * n);
+	AP_ALLOC(q, q.R, (size_t) q.m * n);
+	AP_ALLOC(q, q.A, (size_t) q.m * n);
+	AP_ALLOC(q, q.cs, (size_t) n);
+	AP_ALLOC(q, q.E, (size_t) q.m);
+	AP_ALLOC(q, q.Eprev, (size_t) q.m);
+	AP_ALLOC(q, q.counts, 2 + AP_RADIX_SIZE);
+	AP_CK(cudaMemsetAsync(q.E, 0, (size_t) q.m, q.D.s));
+	AP_CK(cudaMemsetAsync(q.Eprev, 0, (size_t) q.m, q.D.s));
+	return ap_row_setup(q, w->n, st);
+}
+
+/*
+ * On the calling thread's GPU, or split by rows over the GPUs of
+ * ctx->gpus (ctx->n_gpus >= 2; at most one part a row), the caller's GPU
+ * current again on the way out.
+ */
 template <typename T>
 static gc_code
 ap_gpu_run(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		   const gc_ap_params *p, gc_ap_result *res, gc_status *st)
 {
+	gc_device_kept caller;
 	ap_gpu_ws<T> ws;
 	ap_gpu_ws<T> *w = &ws;
-	const size_t nn = (size_t) n * (size_t) n;
-	int			dev;
+	const bool	split = ctx != NULL && ctx->n_gpus >= 2 && ctx->gpus != NULL;
 	gc_code		rc;
 
+	AP_CK(cudaGetDevice(&caller.dev));
 	w->ctx = ctx;
 	w->X = X;
 	w->n = (int) n;
 	w->d = d;
-	w->D.ms_alloc = &ap_phases.ms_alloc;
-	AP_CK(cudaGetDevice(&dev));
-	AP_CK(cudaDeviceGetAttribute(&w->sms, cudaDevAttrMultiProcessorCount, dev));
-	AP_CK(cudaStreamCreateWithFlags(&w->D.s, cudaStreamNonBlocking));
-	for (cudaEvent_t &e : w->D.ev)
-		AP_CK(cudaEventCreate(&e));
-	AP_ALLOC(w->S, nn);
-	AP_ALLOC(w->R, nn);
-	AP_ALLOC(w->A, nn);
-	AP_ALLOC(w->cs, (size_t) n);
-	AP_ALLOC(w->E, (size_t) n);
-	AP_ALLOC(w->Eprev, (size_t) n);
-	AP_ALLOC(w->counts, 2 + AP_RADIX_SIZE);
-	AP_CK(cudaMemsetAsync(w->E, 0, (size_t) n, w->D.s));
-	AP_CK(cudaMemsetAsync(w->Eprev, 0, (size_t) n, w->D.s));
-	if ((rc = ap_row_setup(w, dev, st)) != GC_OK)
-		return rc;
+	w->P = split ? (int) std::min<int64_t>(std::min(ctx->n_gpus, GC_GPUS_MAX), n) : 1;
+	ap_phases.gpus = w->P;
+	if (split)
+		gc_gpus_connect(w->P, ctx->gpus);
+	for (int q = 0; q < w->P; q++)
+		if ((rc = ap_part_setup(w, q, split ? ctx->gpus[q] : caller.dev, st)) != GC_OK)
+			return rc;
 	return gc_ap_run(&ap_gpu_ops<T>, w, ctx, n, p, res, st);
 }
 

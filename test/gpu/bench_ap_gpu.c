@@ -26,6 +26,12 @@
  * BENCH_AP_KEEP="0 65536 -1" also times 20k with that much shared memory
  * a row-pass block keeps its row in (-1: all it can have); BENCH_AP_PREC=4
  * or 8 times that precision only.
+ *
+ * With a second GPU (BENCH_AP_SPLIT=0 skips it): per iteration with S, R
+ * and A split by rows over GPUs 0 and 1, against one GPU, at the sizes
+ * above, the largest n one GPU holds and the largest two hold; and whole
+ * calls (median preference) on one GPU and on two, for where the split
+ * pays.
  */
 #include <math.h>
 #include <stdint.h>
@@ -40,6 +46,8 @@
 #include "common/gpu.h"
 
 static int	iters = 20;
+/* the GPUs a call splits over (NULL: one GPU) */
+static const gc_ctx *split_ctx;
 
 static uint64_t rs;
 
@@ -97,8 +105,8 @@ parse_list(const char *text, long *out, int max)
 	return k;
 }
 
-/* one timed run; false when it failed */
-static bool
+/* one timed run: the host's ms per iteration (NAN when it failed) */
+static double
 per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
 			  double tbs)
 {
@@ -111,13 +119,14 @@ per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
 	const double sz = prec == GC_AP_FLOAT4 ? 4.0 : 8.0;
 	const double nn = (double) n * (double) n;
 	double		t0 = omp_get_wtime(),
-				wall;
+				wall,
+				h = NAN;
 	gc_code		rc;
 
 	memset(&r, 0, sizeof(r));
 	r.labels = lab;
 	r.is_exemplar = ex;
-	rc = gc_ap_on_gpu(NULL, X, n, d, &p, &r, &st);
+	rc = gc_ap_on_gpu(split_ctx, X, n, d, &p, &r, &st);
 	wall = (omp_get_wtime() - t0) * 1e3;
 	gc_ap_gpu_last_phases(&ph);
 	if (rc != GC_OK)
@@ -125,19 +134,123 @@ per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
 	else
 	{
 		double		k = (ph.ms_colsum + ph.ms_rows) / ph.iterations;
-		double		h = (r.ms_iterations - ph.ms_first) / r.iterations;
-		double		floor5 = 5 * sz * nn / (tbs * 1e12) * 1e3;
+		double		floor5 = 5 * sz * nn / (tbs * 1e12) * 1e3 / ph.gpus;
 
-		printf("  %7lld  %-6s  %8.3f  %8.3f  %7.3f  %7.3f  %8.3f  %6.2f  %5.0f%%  %8.1f  %7.2f  %8.1f  %6.1f  %6d  %6d\n",
+		h = (r.ms_iterations - ph.ms_first) / r.iterations;
+		printf("  %7lld  %-6s  %8.3f  %8.3f  %7.3f  %7.3f  %8.3f  %6.2f  %5.0f%%  %8.1f  %7.2f  %8.1f  %6.1f  %6d  %6d  %4d\n",
 			   (long long) n, gc_ap_precision_name(prec), h, k,
 			   ph.ms_colsum / ph.iterations, ph.ms_rows / ph.iterations,
 			   floor5, 6 * sz * nn / (k * 1e-3) / 1e12,
 			   100.0 * floor5 / h, ph.ms_similarity, ph.ms_first, ph.ms_alloc, wall / 1e3,
-			   ph.row_keep, ph.row_prefetch);
+			   ph.row_keep, ph.row_prefetch, ph.gpus);
 	}
 	free(lab);
 	free(ex);
-	return rc == GC_OK;
+	return h;
+}
+
+/* the GPUs' least free memory */
+static size_t
+least_free(int ngpus)
+{
+	size_t		least = SIZE_MAX;
+
+	for (int g = 0; g < ngpus; g++)
+	{
+		size_t		f,
+					t;
+
+		cudaSetDevice(g);
+		if (cudaMemGetInfo(&f, &t) == cudaSuccess && f < least)
+			least = f;
+	}
+	cudaSetDevice(0);
+	return least == SIZE_MAX ? 0 : least;
+}
+
+/* whole calls (median preference) on the context's GPUs: ms, and the result */
+static double
+whole_call(const gc_ctx *ctx, const float *X, int64_t n, gc_ap_precision prec,
+		   int32_t *lab, uint8_t *ex, gc_ap_result *r, gc_code *rc)
+{
+	gc_ap_params p = {0.5, false, 0, 200, 15, prec};
+	gc_status	st;
+	double		t0 = omp_get_wtime();
+
+	memset(r, 0, sizeof(*r));
+	r->labels = lab;
+	r->is_exemplar = ex;
+	*rc = gc_ap_on_gpu(ctx, X, n, 8, &p, r, &st);
+	if (*rc != GC_OK)
+		printf("  n %lld: %s\n", (long long) n, st.message);
+	return (omp_get_wtime() - t0) * 1e3;
+}
+
+/*
+ * S, R and A split over GPUs 0 and 1: per iteration against one GPU at
+ * the sizes ns (-1: the largest one GPU holds; -2: the largest two hold),
+ * then whole calls.
+ */
+static void
+split_bench(const long *ns, int nns, double tbs)
+{
+	static const int gpus[2] = {0, 1};
+	static const gc_ctx two = {.n_gpus = 2, .gpus = gpus};
+	static const int64_t whole[] = {1000, 2000, 5000, 10000, 20000};
+
+	printf("\nsplit over GPUs 0 and 1 (per iteration, columns as above; floor over both GPUs), and two / one:\n");
+	for (int prec = 0; prec < 2; prec++)
+		for (int i = 0; i < nns; i++)
+			if (prec_wanted(prec))
+			{
+				int64_t		n = ns[i];
+				float	   *X;
+				double		h1 = NAN,
+							h2;
+
+				if (n == -1)
+					n = gc_ap_gpu_max_rows(least_free(1) - ((size_t) 512 << 20), 2, (gc_ap_precision) prec);
+				else if (n < 0)
+					n = gc_ap_gpu_split_max_rows(least_free(2) - ((size_t) 512 << 20), 2,
+												 (gc_ap_precision) prec, 2);
+				X = tu_make_data(&rs, n, 2, DATA_BLOBS, 50);
+				split_ctx = NULL;
+				if (ns[i] != -2)
+					h1 = per_iteration(X, n, 2, (gc_ap_precision) prec, tbs);
+				split_ctx = &two;
+				h2 = per_iteration(X, n, 2, (gc_ap_precision) prec, tbs);
+				split_ctx = NULL;
+				printf("  -> n %lld %s: two GPUs %.3f ms an iteration, one %.3f: %.3f\n", (long long) n,
+					   gc_ap_precision_name((gc_ap_precision) prec), h2, h1, h2 / h1);
+				free(X);
+			}
+
+	printf("\nwhole calls split (float8, median preference, damping 0.5, max_iter 200, convergence_iter 15), 8-d blobs:\n");
+	printf("  %6s  %10s  %10s  %8s  %6s  %6s\n", "n", "one ms", "two ms", "two/one", "iters", "same");
+	for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++)
+	{
+		int64_t		n = whole[i];
+		float	   *X = tu_make_data(&rs, n, 8, DATA_BLOBS, 10);
+		int32_t    *la = malloc(4 * n),
+				   *lb = malloc(4 * n);
+		uint8_t    *ea = malloc(n),
+				   *eb = malloc(n);
+		gc_ap_result a,
+					b;
+		gc_code		rc1,
+					rc2;
+		double		t1 = whole_call(NULL, X, n, GC_AP_FLOAT8, la, ea, &a, &rc1),
+					t2 = whole_call(&two, X, n, GC_AP_FLOAT8, lb, eb, &b, &rc2);
+
+		printf("  %6lld  %10.1f  %10.1f  %8.2f  %6d  %6s\n", (long long) n, t1, t2, t2 / t1,
+			   b.iterations, rc1 == GC_OK && rc2 == GC_OK && memcmp(la, lb, 4 * n) == 0 &&
+			   memcmp(ea, eb, n) == 0 && a.iterations == b.iterations ? "yes" : "NO");
+		free(la);
+		free(lb);
+		free(ea);
+		free(eb);
+		free(X);
+	}
 }
 
 /* whole calls, default parameters (median preference), CPU and GPU */
@@ -233,9 +346,9 @@ main(void)
 
 	printf("\nper iteration (%d iterations, 2-d blobs; host = kernels + the read-back of each iteration, the first pass left out; floor = 5 values an entry over the copy bandwidth; kept = columns of its row a row-pass block keeps in shared memory; pf = bytes of each of its next row's S, R and A it prefetches into L2):\n",
 		   iters);
-	printf("  %7s  %-6s  %8s  %8s  %7s  %7s  %8s  %6s  %6s  %8s  %7s  %8s  %6s  %6s  %6s\n",
+	printf("  %7s  %-6s  %8s  %8s  %7s  %7s  %8s  %6s  %6s  %8s  %7s  %8s  %6s  %6s  %6s  %4s\n",
 		   "n", "prec", "host ms", "kern ms", "colsum", "rows", "floor ms",
-		   "TB/s", "of fl", "S ms", "first", "alloc ms", "call s", "kept", "pf");
+		   "TB/s", "of fl", "S ms", "first", "alloc ms", "call s", "kept", "pf", "GPUs");
 	for (int f = 0; f < npf; f++)
 		for (int prec = 0; prec < 2; prec++)
 			for (int i = 0; i < nns; i++)
@@ -277,5 +390,24 @@ main(void)
 
 	if (cross == NULL || atoi(cross) != 0)
 		crossover();
+
+	{
+		const char *sp = getenv("BENCH_AP_SPLIT");
+		gc_cuda_device_info i1;
+
+		gc_cuda_probe(1, &i1);
+		if (i1.usable && (sp == NULL || atoi(sp) != 0))
+		{
+			long		sns[18];
+			int			m = 0;
+
+			for (int i = 0; i < nns && m < 16; i++)
+				if (ns[i] > 0)
+					sns[m++] = ns[i];
+			sns[m++] = -1;
+			sns[m++] = -2;
+			split_bench(sns, m, tbs);
+		}
+	}
 	return 0;
 }

@@ -22,6 +22,12 @@
  *            the smallest |S|: the diagonal's rounding swamps them); or
  *            unexplained, a failure.
  *   errors   bad parameters (GC_EINVAL), the cancel flag (GC_ECANCEL), n 0.
+ *   multi    S, R and A split by rows over 2 and 3 GPUs (GPUs 0 and 1, the
+ *            third part on GPU 0 again; all on GPU 0 with one GPU): every
+ *            result equals the CPU's in float8 and one GPU's in float4, bit
+ *            for bit, from n = 1 (fewer rows than GPUs) up, with the column
+ *            sums' chain cut in several chunks (n above 256), and a cancel.
+ *            `test_ap_gpu multi` runs this suite alone.
  * The cases cycle the row pass's settings (set_row_pass): the shared
  * memory it keeps its row in (all, none, a few columns), so both of its
  * sweep 2's sources are checked, and the bytes of its next row it
@@ -566,6 +572,133 @@ run_case(const ap_case *c, bool f4)
 	free(X);
 }
 
+/* ---- S, R and A split by rows over several GPUs ---- */
+
+/* The GPUs the multi suite splits over: 0 and 1 when there are two, else
+ * 0 throughout; the third part on GPU 0. */
+static int	multi_gpus[3];
+static int	multi_cases;
+
+/*
+ * The call split over ngpus of multi_gpus: float8 against the CPU, float4
+ * against one GPU, every result bit for bit.
+ */
+static void
+multi_case(const ap_case *c, int ngpus, bool f4)
+{
+	float	   *X = tu_make_data(&rs, c->n, c->d, c->kind, c->nb);
+	gc_ap_params p = {c->damping, c->has_pref != 0, c->has_pref == 2 ? -1e9 : 0.0,
+		c->max_iter, c->conv, GC_AP_FLOAT8};
+	gc_ctx		ctx = {.n_gpus = ngpus, .gpus = multi_gpus};
+	gc_ap_gpu_phases ph;
+	fit			one,
+				split;
+	gc_status	st;
+	char		why[256],
+				name[200];
+	const int	want = (int) (c->n < ngpus ? c->n : ngpus);
+
+	snprintf(name, sizeof(name), "multi n %lld d %d %s damping %.2f pref %d max_iter %d on %d GPUs",
+			 (long long) c->n, c->d, kind_name[c->kind], c->damping, c->has_pref, c->max_iter, ngpus);
+	for (int prec = 0; prec < (f4 ? 2 : 1); prec++)
+	{
+		p.precision = prec ? GC_AP_FLOAT4 : GC_AP_FLOAT8;
+		fit_alloc(&one, c->n);
+		fit_alloc(&split, c->n);
+		one.rc = prec ? gc_ap_on_gpu(NULL, X, c->n, c->d, &p, &one.r, &st) :
+			gc_ap_cpu(NULL, X, c->n, c->d, &p, &one.r, &st);
+		CHECK(one.rc == GC_OK, "%s: %s failed: %s", name, prec ? "one GPU" : "CPU", st.message);
+		split.rc = gc_ap_on_gpu(&ctx, X, c->n, c->d, &p, &split.r, &st);
+		CHECK(split.rc == GC_OK, "%s %s: failed: %s", name, gc_ap_precision_name(p.precision), st.message);
+		gc_ap_gpu_last_phases(&ph);
+		if (one.rc == GC_OK && split.rc == GC_OK)
+		{
+			bool		same = same_fit(&one, &split, c->n, why, sizeof(why));
+
+			CHECK(same, "%s %s: split != %s: %s", name, gc_ap_precision_name(p.precision),
+				  prec ? "one GPU" : "CPU", why);
+			CHECK(split.r.equal_similarities || ph.gpus == want,
+				  "%s: ran on %d GPUs, want %d", name, ph.gpus, want);
+			if (multi_cases++ % 8 == 0 || !same)
+				printf("  %s %s: %s, %lld clusters, %d iterations, on %d GPUs\n", name,
+					   gc_ap_precision_name(p.precision), same ? "equal" : "DIFFERENT",
+					   (long long) split.r.n_clusters, split.r.iterations, ph.gpus);
+		}
+		fit_free(&one);
+		fit_free(&split);
+	}
+	free(X);
+}
+
+static void
+test_multi_suite(void)
+{
+	gc_cuda_device_info i1;
+	/* n, d, kind, blobs, damping, pref, max_iter, convergence_iter */
+	static const ap_case cases[] = {
+		{1, 2, DATA_BLOBS, 1, 0.5, 0, 200, 15},
+		{2, 2, DATA_BLOBS, 2, 0.5, 0, 200, 15},
+		{3, 1, DATA_UNIFORM, 1, 0.5, 0, 200, 15},
+		{5, 3, DATA_DUPLICATES, 1, 0.5, 0, 200, 15},	/* all equal */
+		{17, 2, DATA_BLOBS, 3, 0.5, 0, 200, 15},
+		{64, 4, DATA_GRID, 4, 0.7, 0, 200, 15},
+		{100, 300, DATA_BLOBS, 4, 0.5, 0, 200, 15},
+		{200, 8, DATA_DUPLICATES, 6, 0.5, 0, 200, 15},
+		{150, 3, DATA_UNIFORM, 1, 0.5, 2, 200, 15},
+		{150, 3, DATA_UNIFORM, 1, 0.5, 3, 200, 15},
+		{300, 5, DATA_BLOBS, 8, 0.5, 0, 7, 15},
+		{333, 16, DATA_BLOBS, 6, 0.95, 0, 300, 20},
+		{513, 2, DATA_UNIFORM, 1, 0.6, 0, 200, 15},
+		{1025, 2, DATA_GRID, 1, 0.8, 0, 200, 15},
+		{1500, 8, DATA_BLOBS, 12, 0.9, 0, 200, 15},
+		{4099, 3, DATA_BLOBS, 20, 0.5, 0, 100, 10},
+	};
+	const size_t ncases = quick >= 2 ? 6 : quick ? 12 : sizeof(cases) / sizeof(cases[0]);
+
+	gc_cuda_probe(1, &i1);
+	multi_gpus[0] = 0;
+	multi_gpus[1] = i1.usable ? 1 : 0;
+	multi_gpus[2] = 0;
+	printf("  multi: parts on GPUs %d, %d (, %d)%s\n", multi_gpus[0], multi_gpus[1], multi_gpus[2],
+		   i1.usable ? "" : " (one GPU: every part on GPU 0)");
+	for (size_t i = 0; i < ncases; i++)
+	{
+		set_row_pass((int) (i % 3));
+		multi_case(&cases[i], 2, cases[i].n <= 1100);
+		multi_case(&cases[i], 3, cases[i].n <= 600);
+	}
+	set_row_pass(0);
+	/* a cancel seen on every GPU's part */
+	{
+		float	   *X = tu_make_data(&rs, 300, 2, DATA_BLOBS, 4);
+		gc_ap_params p = {0.5, false, 0, 200, 15, GC_AP_FLOAT4};
+		volatile sig_atomic_t flag = 1;
+		gc_ctx		ctx = {.n_gpus = 2, .gpus = multi_gpus};
+		gc_status	st;
+		fit			f;
+
+		fit_alloc(&f, 300);
+		ctx.cancel_flags[0] = &flag;
+		CHECK(gc_ap_on_gpu(&ctx, X, 300, 2, &p, &f.r, &st) == GC_ECANCEL,
+			  "multi: the cancel flag ignored");
+		fit_free(&f);
+		free(X);
+	}
+	/* the memory of each GPU's part */
+	{
+		size_t		one = gc_ap_gpu_mem_bytes(20000, 8, GC_AP_FLOAT4),
+					two = gc_ap_gpu_split_mem_bytes(20000, 8, GC_AP_FLOAT4, 2);
+		int64_t		m = gc_ap_gpu_split_max_rows(two, 8, GC_AP_FLOAT4, 2);
+
+		CHECK(gc_ap_gpu_split_mem_bytes(20000, 8, GC_AP_FLOAT4, 1) == one,
+			  "split over one GPU != gc_ap_gpu_mem_bytes");
+		CHECK(two < one / 2 + one / 64 && two > one / 2 - one / 64,
+			  "two GPUs' parts hold about half the matrices each: %zu of %zu", two, one);
+		CHECK(m == 20000, "gc_ap_gpu_split_max_rows(split_mem_bytes(20000), 2) = %lld", (long long) m);
+	}
+	printf("  multi: %d calls\n", multi_cases);
+}
+
 static void
 test_errors(void)
 {
@@ -603,7 +736,7 @@ test_errors(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	uint64_t	seed = tu_seed();
 	const char *q = getenv("GPUCLUST_TEST_QUICK");
@@ -619,6 +752,17 @@ main(void)
 	}
 	printf("test_ap_gpu: seed %llu (GPUCLUST_TEST_SEED to repeat), %s, quick %d\n",
 		   (unsigned long long) seed, info.name, quick);
+	for (int a = 1; a < argc; a++)
+	{
+		if (strcmp(argv[a], "multi") != 0)
+		{
+			fprintf(stderr, "unknown suite %s (suites: multi; none: every test)\n", argv[a]);
+			return 2;
+		}
+		test_multi_suite();
+	}
+	if (argc > 1)
+		return test_summary("test_ap_gpu");
 
 	test_errors();
 	{
@@ -664,6 +808,7 @@ main(void)
 		}
 		set_row_pass(0);
 	}
+	test_multi_suite();
 	printf("test_ap_gpu: float4 against float8: %d the same, %d a tie in S, %d a tie in the messages, %d a preference beyond float's range, %d unexplained\n",
 		   f4_same, f4_tie_s, f4_tie_msg, f4_pref, f4_unexplained);
 	return test_summary("test_ap_gpu");
