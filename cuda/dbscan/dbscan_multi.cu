@@ -6,7 +6,8 @@
  * Space is cut into slabs along one dimension, one slab per GPU; each GPU
  * clusters its slab with a halo of two eps, and the slabs' clusters are
  * joined where a row is core in two of them: the partitioned DBSCAN of
- * dbscan.h (gc_dbscan_span, gc_dbscan_merge), whose proof carries over.
+ * dbscan.h (gc_dbscan_span; its merge's rules, gc_dbscan_merge), whose
+ * proof carries over.
  *   plan       on the host, from DB_MULTI_SAMPLE evenly spaced rows: the
  *              widest dimension, cuts at the sample's quantiles
  *              (gc_dbscan_cuts over its histogram), and the rows the slabs
@@ -22,10 +23,17 @@
  *   local run  each GPU runs the one-GPU DBSCAN (db_solve) over its slab,
  *              labels and flags kept on the GPU (db_out).  Over rows in
  *              row order its ties fall as one GPU's do.
- *   merge      each slab lists its clusters' least home rows and its links
- *              (rows core there that another slab holds too); the host
- *              joins the clusters and numbers them by their least row
- *              (gc_dbscan_merge), as the CPU numbers them.
+ *   merge      each slab finds its clusters' least home rows, and lists
+ *              its links (rows core there that another slab holds too) to
+ *              the host, which joins the linked clusters (gc_dbscan_merge's
+ *              rule: the clusters that hold a core row in common are one)
+ *              and sends each slab the groups' least rows of its joined
+ *              clusters.  The groups are numbered by their least rows, as
+ *              the CPU numbers them, on the GPUs: each group's least row is
+ *              home to one cluster of one slab, which lists it; the lists
+ *              are sorted on the first GPU, and each cluster's label is
+ *              its group's least row's rank there.  So the host's work
+ *              grows with the links, not with the clusters.
  *   download   each slab relabels its home rows (every row is home in
  *              exactly one slab, whose core flag for it is exact) and sends
  *              them to the GPU of their chunk, which puts them in place and
@@ -40,6 +48,7 @@
 #include <string.h>
 #include <vector>
 
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
@@ -80,11 +89,19 @@ struct mu_gpu
 	int			comps = 0;
 	db_index	used = DB_INDEX_AUTO;
 	gc_dbscan_gpu_phases ph = {};
-	std::vector<int64_t> cmin;	/* each cluster's least home row */
+	int		   *cmin = nullptr; /* each cluster's least home row (INT32_MAX: none) */
+	/* its links, on the host: row, home slab, cluster, the cluster's cmin */
 	std::vector<int64_t> link_id;
 	std::vector<int32_t> link_home,
-				link_comp;
-	std::vector<int32_t> joined;	/* each cluster's final label */
+				link_comp,
+				link_min;
+	/* its joined clusters whose group's least row is not their own */
+	std::vector<int32_t> ov_comp,
+				ov_min;
+	int		   *gmin = nullptr; /* each cluster's group's least home row */
+	int		   *reps = nullptr; /* the groups' least rows its clusters hold */
+	int			nreps = 0;
+	int32_t    *joined = nullptr;	/* each cluster's final label */
 	/* its home rows, relabelled, in row order */
 	int			nh = 0;
 	int		   *hg = nullptr;
@@ -289,11 +306,12 @@ k_mu_home_min(const float *__restrict__ X, const int *__restrict__ g,
 	db_warp_min(cmin, c, row);
 }
 
-/* The m links idx: their rows, home slabs and clusters. */
+/* The m links idx: their rows, home slabs, clusters and the clusters' cmin. */
 static __global__ void
 k_mu_links(const float *__restrict__ X, const int *__restrict__ g,
 		   const int32_t *__restrict__ lab, const int *__restrict__ idx, int m,
-		   int d, gc_dbscan_plan P, int *lid, int *lhome, int *lcomp)
+		   int d, gc_dbscan_plan P, const int *__restrict__ cmin, int *lid,
+		   int *lhome, int *lcomp, int *lmin)
 {
 	int			i = blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -308,6 +326,68 @@ k_mu_links(const float *__restrict__ X, const int *__restrict__ g,
 		lid[i] = g[r];
 		lhome[i] = h;
 		lcomp[i] = lab[r];
+		lmin[i] = cmin[lab[r]];
+	}
+}
+
+/*
+ * gmin = cmin but for the m joined clusters oc, whose group's least row
+ * is om; flag[c]: cluster c holds its group's least row (it is its own,
+ * and a home row).
+ */
+static __global__ void
+k_mu_group_min(const int *__restrict__ cmin, int comps, const int32_t *__restrict__ oc,
+			   const int32_t *__restrict__ om, int m, int *gmin, uint8_t *flag)
+{
+	int			c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c < comps)
+	{
+		int			v = cmin[c];
+
+		/* the joined clusters in ascending order: a binary search */
+		int			lo = 0,
+					hi = m;
+
+		while (lo < hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+
+			if (oc[mid] < c)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < m && oc[lo] == c)
+			v = om[lo];
+		gmin[c] = v;
+		flag[c] = v == cmin[c] && v != INT32_MAX;
+	}
+}
+
+/* joined[c] = the rank of gmin[c] among the K groups' least rows, sorted */
+static __global__ void
+k_mu_rank(const int *__restrict__ gmin, int comps, const int *__restrict__ sorted,
+		  int K, int32_t *joined)
+{
+	int			c = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c < comps)
+	{
+		int			v = gmin[c],
+					lo = 0,
+					hi = K;
+
+		while (lo < hi)
+		{
+			int			mid = lo + (hi - lo) / 2;
+
+			if (sorted[mid] < v)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		joined[c] = lo;
 	}
 }
 
@@ -503,96 +583,283 @@ mu_send(mu_call &C, int g, int64_t r0, int d, const gc_dbscan_plan &plan,
 	return GC_OK;
 }
 
-/* Slab q: its clusters' least home rows and its links, to the host. */
+/*
+ * Slab q: its clusters' least home rows (A.cmin, kept on the GPU), and its
+ * links with their clusters' least home rows, to the host.
+ */
 static gc_code
 mu_summarize(mu_gpu &A, int q, int d, const gc_dbscan_plan &plan, gc_status *st)
 {
 	db_dev	   &D = A.D;
-	int		   *cmin,
-			   *idx,
+	int		   *idx,
 			   *lid,
 			   *lhome,
-			   *lcomp;
+			   *lcomp,
+			   *lmin;
 	int			m;
 	gc_dbscan_plan P = plan;
 	std::vector<int> h;
 	gc_code		rc;
 
 	P.cuts = A.cuts;
-	DB_ALLOC(cmin, A.comps);
+	DB_ALLOC(A.cmin, A.comps);
 	DB_ALLOC(idx, A.nl);
-	DB_CK(gc_launch(k_fill, A.comps, DB_THREADS, DB_THREADS, D.s, cmin, A.comps, INT32_MAX));
+	DB_CK(gc_launch(k_fill, A.comps, DB_THREADS, DB_THREADS, D.s, A.cmin, A.comps, INT32_MAX));
 	DB_CK(gc_launch(k_mu_home_min, A.nl, DB_THREADS, DB_THREADS, D.s, (const float *) A.Xl,
-					(const int *) A.gl, (const int32_t *) A.lab, A.nl, d, P, q, cmin));
+					(const int *) A.gl, (const int32_t *) A.lab, A.nl, d, P, q, A.cmin));
 	if ((rc = mu_select(D, A.num, A.nl, mu_link{A.Xl, d, P, A.core}, idx, &m, st)) != GC_OK)
 		return rc;
 	DB_ALLOC(lid, m);
 	DB_ALLOC(lhome, m);
 	DB_ALLOC(lcomp, m);
+	DB_ALLOC(lmin, m);
 	DB_CK(gc_launch(k_mu_links, m, DB_THREADS, DB_THREADS, D.s, (const float *) A.Xl,
 					(const int *) A.gl, (const int32_t *) A.lab, (const int *) idx, m, d, P,
-					lid, lhome, lcomp));
-	h.resize(std::max(A.comps, m) + 1);
-	A.cmin.resize(A.comps);
+					(const int *) A.cmin, lid, lhome, lcomp, lmin));
+	h.resize(m);
 	A.link_id.resize(m);
 	A.link_home.resize(m);
 	A.link_comp.resize(m);
-	DB_CK(cudaMemcpyAsync(h.data(), cmin, sizeof(int) * A.comps, cudaMemcpyDeviceToHost, D.s));
-	DB_CK(cudaStreamSynchronize(D.s));
-	for (int c = 0; c < A.comps; c++)
-		A.cmin[c] = h[c] == INT32_MAX ? INT64_MAX : h[c];
+	A.link_min.resize(m);
 	DB_CK(cudaMemcpyAsync(h.data(), lid, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaMemcpyAsync(A.link_home.data(), lhome, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaMemcpyAsync(A.link_comp.data(), lcomp, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaMemcpyAsync(A.link_min.data(), lmin, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaStreamSynchronize(D.s));
 	for (int k = 0; k < m; k++)
 		A.link_id[k] = h[k];
-	D.drop(cmin);
 	D.drop(idx);
 	D.drop(lid);
 	D.drop(lhome);
 	D.drop(lcomp);
+	D.drop(lmin);
 	return GC_OK;
 }
 
-/* The slabs' clusters joined: every slab's final labels (A.joined). */
+/*
+ * The slabs' clusters joined on the host, the linked ones only: clusters
+ * of the slabs that hold the same core row (the same row in their links;
+ * a row's home is its own) are one, whose least home row is the least of
+ * theirs.  Each slab's links are in row order (mu_summarize selects them
+ * so), so the rows they share are found by merging the lists, without a
+ * sort.  Each slab's joined clusters whose group's least row is not their
+ * own, in ascending order: A.ov_comp, A.ov_min.  (The numbering, by the
+ * groups' least rows, is the GPUs': mu_number.)
+ */
 static gc_code
-mu_merge(mu_call &C, const gc_ctx *ctx, gc_status *st)
+mu_join(mu_call &C, gc_status *st)
 {
-	gc_dbscan_merge *m = gc_dbscan_merge_new(C.S);
-	gc_code		rc = GC_OK;
+	const int	S = C.S;
+	std::vector<int32_t> node_min,
+				parent;
+	std::vector<std::vector<int32_t>> node_of(S);
+	size_t		at[GC_GPUS_MAX] = {};
+	int32_t		linked = 0;
 
-	if (m == NULL)
+	try
+	{
+		for (int q = 0; q < S; q++)
+		{
+			mu_gpu	   &A = C.G[q];
+
+			if (!A.link_id.empty())
+				node_of[q].assign(A.comps, -1);
+			for (size_t k = 0; k < A.link_id.size(); k++)
+			{
+				int32_t    &v = node_of[q][A.link_comp[k]];
+
+				if (v < 0)
+				{
+					v = (int32_t) node_min.size();
+					node_min.push_back(A.link_min[k]);
+				}
+			}
+		}
+		parent.resize(node_min.size());
+	}
+	catch (const std::bad_alloc &)
+	{
 		return gc_fail(st, GC_ENOMEM, "GPU DBSCAN: out of memory for the slabs' merge");
-	for (int q = 0; q < C.S && rc == GC_OK; q++)
-	{
-		mu_gpu	   &A = C.G[q];
-		gc_dbscan_summary s;
-
-		memset(&s, 0, sizeof(s));
-		s.part = q;
-		s.comps = A.comps;
-		s.comp_min = A.cmin.data();
-		s.links = (int64_t) A.link_id.size();
-		s.link_id = A.link_id.data();
-		s.link_home = A.link_home.data();
-		s.link_comp = A.link_comp.data();
-		rc = gc_dbscan_merge_add(m, &s, st);
 	}
-	db_trace("split: summaries added; clusters of slab 0", C.G[0].comps);
-	db_trace("split: links of slab 0", (long long) C.G[0].link_id.size());
-	if (rc == GC_OK)
-		rc = gc_dbscan_merge_finish(ctx, m, st);
-	db_trace("split: merge finished; clusters", gc_dbscan_merge_clusters(m));
-	for (int q = 0; q < C.S && rc == GC_OK; q++)
+	for (size_t v = 0; v < parent.size(); v++)
+		parent[v] = (int32_t) v;
+	auto		find = [&](int32_t v) {
+		while (parent[v] != v)
+			v = parent[v] = parent[parent[v]];
+		return v;
+	};
+	/* the least row at the lists' heads, and every slab that holds it */
+	for (;;)
 	{
-		mu_gpu	   &A = C.G[q];
+		int64_t		id = INT64_MAX;
+		int32_t		first = -1;
 
-		A.joined.resize(A.comps);
-		for (int c = 0; c < A.comps; c++)
-			A.joined[c] = gc_dbscan_merge_label(m, q, c);
+		for (int q = 0; q < S; q++)
+			if (at[q] < C.G[q].link_id.size())
+				id = std::min(id, C.G[q].link_id[at[q]]);
+		if (id == INT64_MAX)
+			break;
+		for (int q = 0; q < S; q++)
+		{
+			mu_gpu	   &A = C.G[q];
+
+			if (at[q] < A.link_id.size() && A.link_id[at[q]] == id)
+			{
+				int32_t		b = find(node_of[q][A.link_comp[at[q]]]);
+
+				if (first < 0)
+					first = b;
+				else if ((first = find(first)) != b)
+				{
+					/* the root keeps the least row */
+					if (node_min[b] < node_min[first])
+						std::swap(first, b);
+					parent[b] = first;
+				}
+				at[q]++;
+			}
+		}
 	}
-	gc_dbscan_merge_free(m);
+	for (int q = 0; q < S; q++)
+	{
+		C.G[q].ov_comp.clear();
+		C.G[q].ov_min.clear();
+		for (int32_t c = 0; c < (int32_t) node_of[q].size(); c++)
+		{
+			const int32_t v = node_of[q][c];
+
+			if (v >= 0 && node_min[find(v)] != node_min[v])
+			{
+				C.G[q].ov_comp.push_back(c);
+				C.G[q].ov_min.push_back(node_min[find(v)]);
+			}
+		}
+		linked += (int32_t) C.G[q].ov_comp.size();
+	}
+	{
+		size_t		links = 0;
+
+		for (int q = 0; q < S; q++)
+			links += C.G[q].link_id.size();
+		db_trace("split: links", (long long) links);
+	}
+	db_trace("split: clusters linked", (long long) node_min.size());
+	db_trace("split: of them joined to another's least row", linked);
+	return GC_OK;
+}
+
+/*
+ * Slab q: each cluster's group's least row (A.gmin) from cmin and the
+ * joins, and the least rows of the groups whose least row it holds
+ * (A.reps, A.nreps: each group's is held by one cluster of one slab).
+ */
+static gc_code
+mu_reps(mu_gpu &A, gc_status *st)
+{
+	db_dev	   &D = A.D;
+	const int	m = (int) A.ov_comp.size();
+	int32_t    *oc,
+			   *om;
+	uint8_t    *flag;
+	size_t		bytes = 0;
+
+	DB_ALLOC(A.gmin, A.comps);
+	DB_ALLOC(A.reps, A.comps);
+	DB_ALLOC(flag, A.comps);
+	DB_ALLOC(oc, m);
+	DB_ALLOC(om, m);
+	if (m > 0)
+	{
+		DB_CK(cudaMemcpyAsync(oc, A.ov_comp.data(), sizeof(int32_t) * m, cudaMemcpyHostToDevice, D.s));
+		DB_CK(cudaMemcpyAsync(om, A.ov_min.data(), sizeof(int32_t) * m, cudaMemcpyHostToDevice, D.s));
+	}
+	DB_CK(gc_launch(k_mu_group_min, A.comps, DB_THREADS, DB_THREADS, D.s, (const int *) A.cmin,
+					A.comps, (const int32_t *) oc, (const int32_t *) om, m, A.gmin, flag));
+	A.nreps = 0;
+	if (A.comps > 0)
+	{
+		DB_CK(cub::DeviceSelect::Flagged(nullptr, bytes, A.gmin, flag, A.reps, A.num, A.comps, D.s));
+		DB_CK(D.scratch(bytes));
+		bytes = D.cub_bytes;
+		DB_CK(cub::DeviceSelect::Flagged(D.cub_tmp, bytes, A.gmin, flag, A.reps, A.num, A.comps, D.s));
+		DB_CK(cudaMemcpyAsync(&A.nreps, A.num, sizeof(int), cudaMemcpyDeviceToHost, D.s));
+	}
+	DB_CK(cudaStreamSynchronize(D.s));
+	D.drop(flag);
+	D.drop(oc);
+	D.drop(om);
+	return GC_OK;
+}
+
+/*
+ * The groups numbered 0, 1, ... by their least rows, as one GPU numbers
+ * its clusters: every slab's reps gathered on the first GPU and sorted,
+ * the sorted list sent to every slab, and each cluster's label the rank
+ * of its group's least row (A.joined).  *K: the clusters.
+ */
+static gc_code
+mu_number(mu_call &C, int *K, gc_status *st)
+{
+	mu_gpu	   &F = C.G[0];
+	int		   *all,
+			   *sorted;
+	int64_t		at[GC_GPUS_MAX + 1];
+	gc_code		rc;
+
+	at[0] = 0;
+	for (int q = 0; q < C.S; q++)
+		at[q + 1] = at[q] + C.G[q].nreps;
+	*K = (int) at[C.S];
+	{
+		db_dev	   &D = F.D;
+		size_t		bytes = 0;
+
+		DB_ALLOC(all, *K);
+		DB_ALLOC(sorted, *K);
+		DB_CK(cudaStreamSynchronize(D.s));
+		/* the slabs' lists into the first GPU's, each on its own stream */
+		if ((rc = gc_each_gpu(C.S, C.dev, "GPU DBSCAN", [&](int q, gc_status *ss) {
+			gc_status  *st = ss;	/* DB_CK's */
+
+			DB_CK(mu_peer(all + at[q], C.dev[0], (const int *) C.G[q].reps, C.dev[q],
+						  C.G[q].nreps, C.G[q].D.s));
+			DB_CK(cudaStreamSynchronize(C.G[q].D.s));
+			return GC_OK;
+		}, st)) != GC_OK)
+			return rc;
+		DB_CK(cudaSetDevice(C.dev[0]));
+		if (*K > 0)
+		{
+			DB_CK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, all, sorted, *K, 0, 32, D.s));
+			DB_CK(D.scratch(bytes));
+			bytes = D.cub_bytes;
+			DB_CK(cub::DeviceRadixSort::SortKeys(D.cub_tmp, bytes, all, sorted, *K, 0, 32, D.s));
+		}
+		DB_CK(cudaStreamSynchronize(D.s));
+	}
+	/* the sorted list to every slab, and its clusters ranked */
+	rc = gc_each_gpu(C.S, C.dev, "GPU DBSCAN", [&](int q, gc_status *ss) {
+		mu_gpu	   &A = C.G[q];
+		db_dev	   &D = A.D;
+		gc_status  *st = ss;	/* DB_CK's, DB_ALLOC's */
+		int		   *mine = sorted;
+
+		DB_ALLOC(A.joined, A.comps);
+		if (q > 0)
+		{
+			DB_ALLOC(mine, *K);
+			DB_CK(mu_peer(mine, C.dev[q], (const int *) sorted, C.dev[0], *K, D.s));
+		}
+		DB_CK(gc_launch(k_mu_rank, A.comps, DB_THREADS, DB_THREADS, D.s, (const int *) A.gmin,
+						A.comps, (const int *) mine, *K, A.joined));
+		DB_CK(cudaStreamSynchronize(D.s));
+		if (q > 0)
+			D.drop(mine);
+		return GC_OK;
+	}, st);
+	DB_CK(cudaSetDevice(C.dev[0]));
+	F.D.drop(all);
+	F.D.drop(sorted);
 	return rc;
 }
 
@@ -606,7 +873,6 @@ mu_relabel(mu_gpu &A, int q, int d, const gc_dbscan_plan &plan, const mu_rows &R
 		   int S, gc_status *st)
 {
 	db_dev	   &D = A.D;
-	int32_t    *joined;
 	int		   *idx;
 	int64_t    *off;
 	gc_dbscan_plan P = plan;
@@ -616,11 +882,8 @@ mu_relabel(mu_gpu &A, int q, int d, const gc_dbscan_plan &plan, const mu_rows &R
 	DB_ALLOC(A.rg, A.nc);
 	DB_ALLOC(A.rl, A.nc);
 	DB_ALLOC(A.rc, A.nc);
-	DB_ALLOC(joined, A.comps);
 	DB_ALLOC(idx, A.nl);
 	DB_ALLOC(off, S + 1);
-	DB_CK(cudaMemcpyAsync(joined, A.joined.data(), sizeof(int32_t) * A.comps,
-						  cudaMemcpyHostToDevice, D.s));
 	if ((rc = mu_select(D, A.num, A.nl, mu_in{A.Xl, d, P, q, true}, idx, &A.nh, st)) != GC_OK)
 		return rc;
 	DB_ALLOC(A.hg, A.nh);
@@ -628,12 +891,11 @@ mu_relabel(mu_gpu &A, int q, int d, const gc_dbscan_plan &plan, const mu_rows &R
 	DB_ALLOC(A.hc, A.nh);
 	DB_CK(gc_launch(k_mu_home, A.nh, DB_THREADS, DB_THREADS, D.s, (const int *) idx, A.nh,
 					(const int *) A.gl, (const int32_t *) A.lab, (const uint8_t *) A.core,
-					(const int32_t *) joined, A.hg, A.hl, A.hc));
+					(const int32_t *) A.joined, A.hg, A.hl, A.hc));
 	k_mu_bounds<<<1, 32, 0, D.s>>>(A.hg, A.nh, R, S, off);
 	DB_CK(cudaGetLastError());
 	DB_CK(cudaMemcpyAsync(A.hoff, off, sizeof(int64_t) * (S + 1), cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaStreamSynchronize(D.s));
-	D.drop(joined);
 	D.drop(idx);
 	D.drop(off);
 	return GC_OK;
@@ -705,6 +967,7 @@ db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_device_kept caller;
 	mu_rows		R;
 	int64_t		off[GC_GPUS_MAX][GC_GPUS_MAX];
+	int			clusters;
 	gc_code		rc;
 
 	DB_CK(cudaGetDevice(&caller.dev));
@@ -801,9 +1064,15 @@ db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	}, st)) != GC_OK)
 		return rc;
 	db_trace("split: summaries down", S);
-	if ((rc = mu_merge(C, ctx, st)) != GC_OK)
+	if (gc_cancelled(ctx))
+		return gc_fail(st, GC_ECANCEL, "canceled");
+	if ((rc = mu_join(C, st)) != GC_OK ||
+		(rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int q, gc_status *ss) {
+		return mu_reps(C.G[q], ss);
+	}, st)) != GC_OK ||
+		(rc = mu_number(C, &clusters, st)) != GC_OK)
 		return rc;
-	db_trace("split: merged", S);
+	db_trace("split: merged; clusters", clusters);
 	if ((rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int q, gc_status *ss) {
 		return mu_relabel(C.G[q], q, d, plan, R, S, ss);
 	}, st)) != GC_OK)
