@@ -111,7 +111,11 @@ test_choose(void)
 		  dev == GC_DEVICE_GPU, "gc_choose_device, auto, a GPU");
 }
 
-/* The GPU's memory: too small is ENOMEM naming the largest n, or under 'auto' the CPU with a note. */
+/*
+ * The GPU's memory: too small is ENOMEM naming the largest n, or under
+ * 'auto' the CPU with a note; one GPU too small for a call that may split
+ * over several, each holding its part.
+ */
 static void
 test_memory(void)
 {
@@ -119,12 +123,14 @@ test_memory(void)
 	gc_device	dev;
 	gc_status	st;
 	char		note[256],
-				want[64];
+				want[96];
 	bool		probed;
 	const int64_t n = 5000;
 	const int	d = 8;
 	size_t		need8 = gc_ap_gpu_mem_bytes(n, d, GC_AP_FLOAT8),
-				need4 = gc_ap_gpu_mem_bytes(n, d, GC_AP_FLOAT4);
+				need4 = gc_ap_gpu_mem_bytes(n, d, GC_AP_FLOAT4),
+				two = gc_ap_gpu_split_mem_bytes(n, d, GC_AP_FLOAT8, 2),
+				three = gc_ap_gpu_split_mem_bytes(n, d, GC_AP_FLOAT8, 3);
 	int64_t		fit;
 
 	if (need8 <= 1)
@@ -171,52 +177,14 @@ test_memory(void)
 	/* more rows than the GPU takes */
 	CHECK(choose(GC_DEVICE_GPU, GC_AP_FLOAT8, (int64_t) INT32_MAX + 1, 2, &gpu, &dev, note, &st,
 				 &probed) == GC_ENOMEM, "gpu, 2^31 rows: %s", st.message);
-}
 
-/* gc_ap_split_rows: a 512th of k-means' split rows, at least 2 */
-static void
-test_split_rows(void)
-{
-	CHECK(gc_ap_split_rows(1 << 22) == 8192, "the default's: %lld",
-		  (long long) gc_ap_split_rows(1 << 22));
-	CHECK(gc_ap_split_rows(100000) == 195, "100,000: %lld",
-		  (long long) gc_ap_split_rows(100000));
-	CHECK(gc_ap_split_rows(1) == 2 && gc_ap_split_rows(1024) == 2 &&
-		  gc_ap_split_rows(1535) == 2 && gc_ap_split_rows(1536) == 3,
-		  "at least 2: %lld %lld", (long long) gc_ap_split_rows(1),
-		  (long long) gc_ap_split_rows(1536));
-	CHECK(gc_ap_split_rows(INT32_MAX) == INT32_MAX / 512, "INT32_MAX: %lld",
-		  (long long) gc_ap_split_rows(INT32_MAX));
-}
-
-/*
- * A probe whose call may split over several GPUs (the GPU worker's): a
- * call too large for one GPU goes to the GPU when each GPU's part of the
- * split over them fits; the message names the largest n that fits split.
- */
-static void
-test_split_memory(void)
-{
-	gc_gpu		gpu = tu_fake_gpu();
-	gc_device	dev;
-	gc_status	st;
-	char		note[256],
-				want[64];
-	bool		probed;
-	const int64_t n = 6000;
-	const int	d = 4;
-	size_t		one = gc_ap_gpu_mem_bytes(n, d, GC_AP_FLOAT8),
-				two = gc_ap_gpu_split_mem_bytes(n, d, GC_AP_FLOAT8, 2),
-				three = gc_ap_gpu_split_mem_bytes(n, d, GC_AP_FLOAT8, 3);
-
-	if (one <= 1)
-	{
-		printf("test_ap_device: no GPU memory formula in this build (no CUDA): split cases skipped\n");
-		return;
-	}
-	tu_fake.usable = true;
-	CHECK(three < two && two < one && gc_ap_gpu_split_mem_bytes(n, d, GC_AP_FLOAT8, 1) == one,
-		  "a split's part is smaller: %zu < %zu < %zu", three, two, one);
+	/*
+	 * A probe whose call may split over several GPUs (the GPU worker's): a
+	 * call too large for one GPU goes to the GPU when each GPU's part of the
+	 * split over them fits; the message names the largest n that fits split.
+	 */
+	CHECK(three < two && two < need8 && gc_ap_gpu_split_mem_bytes(n, d, GC_AP_FLOAT8, 1) == need8,
+		  "a split's part is smaller: %zu < %zu < %zu", three, two, need8);
 
 	/* one GPU's memory too small for one GPU's need, but the call may split */
 	tu_fake.mem = two;
@@ -269,6 +237,22 @@ test_split_memory(void)
 	tu_fake.mem = (size_t) 1 << 40;
 }
 
+/* gc_ap_split_rows: a 512th of k-means' split rows, at least 2 */
+static void
+test_split_rows(void)
+{
+	CHECK(gc_ap_split_rows(1 << 22) == 8192, "the default's: %lld",
+		  (long long) gc_ap_split_rows(1 << 22));
+	CHECK(gc_ap_split_rows(100000) == 195, "100,000: %lld",
+		  (long long) gc_ap_split_rows(100000));
+	CHECK(gc_ap_split_rows(1) == 2 && gc_ap_split_rows(1024) == 2 &&
+		  gc_ap_split_rows(1535) == 2 && gc_ap_split_rows(1536) == 3,
+		  "at least 2: %lld %lld", (long long) gc_ap_split_rows(1),
+		  (long long) gc_ap_split_rows(1536));
+	CHECK(gc_ap_split_rows(INT32_MAX) == INT32_MAX / 512, "INT32_MAX: %lld",
+		  (long long) gc_ap_split_rows(INT32_MAX));
+}
+
 int
 main(void)
 {
@@ -276,6 +260,5 @@ main(void)
 	test_choose();
 	test_memory();
 	test_split_rows();
-	test_split_memory();
 	return test_summary("test_ap_device");
 }
