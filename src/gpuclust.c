@@ -139,7 +139,7 @@ define_worker_settings(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gpuclust.gpu_worker_split_rows",
-							"Rows from which one k-means call may split over several GPUs of the GPU worker; DBSCAN scales them by its features.",
+							"Rows from which one k-means call may split over several GPUs of the GPU worker; DBSCAN and affinity propagation scale them.",
 							"A k-means call without sample weights, of at least "
 							"this many rows, whose rows fit each GPU, runs split "
 							"over every GPU of the worker that is idle when it "
@@ -147,7 +147,9 @@ define_worker_settings(void)
 							"with the result of one GPU bit for bit; with one "
 							"idle GPU it runs there.  A DBSCAN call splits from "
 							"8 times as many rows at 1 or 2 features, twice as "
-							"many at 3, a quarter above.",
+							"many at 3, a quarter above; an affinity propagation "
+							"call from a 512th as many (at least 2), and one too "
+							"large for one GPU over as many GPUs as it needs.",
 							&gpuclust_gpu_worker_split_rows,
 							GC_WORKER_SPLIT_ROWS, 1, INT_MAX,
 							PGC_SIGHUP,

@@ -18,6 +18,47 @@
 GC_JOB_AREA_FITS(gc_ap_params);
 GC_JOB_AREA_FITS(gc_ap_result);
 
+/* each GPU's part of a call (gc_ap_params) split over gpus GPUs */
+typedef struct ap_part
+{
+	int64_t		n;
+	int			d;
+	gc_ap_precision precision;
+} ap_part;
+
+static size_t
+ap_part_mem(int gpus, const void *arg)
+{
+	const ap_part *a = arg;
+
+	return gc_ap_gpu_split_mem_bytes(a->n, a->d, a->precision, gpus);
+}
+
+/*
+ * Whether job j may split over several GPUs (cuda/affinity/affinity.cu: S,
+ * R and A by rows): at least gc_ap_split_rows(gpuclust.gpu_worker_split_rows)
+ * rows, and the session's gpuclust.gpu_worker_gpus_per_call not 1.  The
+ * first GPU holds one GPU's need, each other a part of a two GPUs' split,
+ * the largest any split makes.  A call too large for one GPU must split
+ * (gc_job_split_min): each GPU then holds a part of the fewest GPUs' split
+ * that fits.  Returns the memory of the job's first GPU.
+ */
+static size_t
+ap_split(GcJob *j, const GcInput *in, gc_ap_precision precision)
+{
+	ap_part		a = {in->n, in->d, precision};
+	size_t		one = gc_ap_gpu_mem_bytes(in->n, in->d, precision);
+
+	if (gpuclust_gpu_worker_gpus_per_call == 1)
+		return one;
+	if (in->n >= gc_ap_split_rows(gpuclust_gpu_worker_split_rows))
+	{
+		j->split_max = gc_job_split_most();
+		j->split_mem = ap_part_mem(2, &a);
+	}
+	return gc_job_split_min(j, one, ap_part_mem, &a);
+}
+
 gc_code
 gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in, const gc_ap_params *p,
 			  gc_ap_result *res, gc_status *st)
@@ -32,8 +73,7 @@ gc_gpu_run_ap(const gc_ctx *ctx, const GcInput *in, const gc_ap_params *p,
 
 	j = gc_job_begin(GC_ALGO_AP, ctx, in);
 	*GC_JOB_AREA(j->params, gc_ap_params) = *p;
-	if ((out = gc_job_labelling(j, in,
-								gc_ap_gpu_mem_bytes(in->n, in->d, p->precision),
+	if ((out = gc_job_labelling(j, in, ap_split(j, in, p->precision),
 								labels, is_exemplar, st)) == NULL)
 		return st->code;
 	if (st->code == GC_OK)

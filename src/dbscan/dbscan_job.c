@@ -33,8 +33,7 @@ dbscan_split(GcJob *j, const GcInput *in)
 	if (in->n < gc_dbscan_split_rows(gpuclust_gpu_worker_split_rows, in->d) ||
 		gpuclust_gpu_worker_gpus_per_call == 1)
 		return;
-	j->split_max = gpuclust_gpu_worker_gpus_per_call > 0 ?
-		gpuclust_gpu_worker_gpus_per_call : GC_WORKER_MAX_GPUS;
+	j->split_max = gc_job_split_most();
 	j->split_mem = gc_dbscan_gpu_mem_bytes(in->n, in->d);
 }
 

@@ -54,8 +54,7 @@ kmeans_split(GcJob *j, const gc_kmeans_params *p, const GcInput *in)
 	if (p->weights != NULL || in->n < gpuclust_gpu_worker_split_rows ||
 		p->gpu_plan.streamed || gpuclust_gpu_worker_gpus_per_call == 1)
 		return;
-	j->split_max = gpuclust_gpu_worker_gpus_per_call > 0 ?
-		gpuclust_gpu_worker_gpus_per_call : GC_WORKER_MAX_GPUS;
+	j->split_max = gc_job_split_most();
 	j->split_mem = gc_kmeans_gpu_mem_bytes(gc_kmeans_gpu_shard_rows(in->n, 2), in->d, p->k,
 										   gc_kmeans_runs(p), false);
 }

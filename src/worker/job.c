@@ -94,15 +94,24 @@ wanted_device(int device_id)
 	return device_id != server ? device_id : -1;
 }
 
+int
+gc_job_split_most(void)
+{
+	return gpuclust_gpu_worker_gpus_per_call > 0 ?
+		gpuclust_gpu_worker_gpus_per_call : GC_WORKER_MAX_GPUS;
+}
+
 /*
  * The worker's GPUs as dispatch sees them: usable when one this session
- * may use takes jobs; mem the largest budget of those (a job runs on one).
+ * may use takes jobs; mem the largest budget of those (a job runs on one);
+ * gpus how many of them one call may split over.
  */
 static void
 worker_gpus(int want, gc_gpu_state *out)
 {
 	bool		owned = false;
 	char		owns[GC_WORKER_GPU_LIST_BYTES];
+	int			ready = 0;
 
 	for (int g = 0; g < gc_worker->ngpus; g++)
 	{
@@ -115,6 +124,7 @@ worker_gpus(int want, gc_gpu_state *out)
 		{
 			out->usable = true;
 			out->mem = Max(out->mem, gpu->budget);
+			ready++;
 		}
 		else
 		{
@@ -127,6 +137,7 @@ worker_gpus(int want, gc_gpu_state *out)
 					 gpu->info.reason);
 		}
 	}
+	out->gpus = Max(Min(gc_job_split_most(), ready), 1);
 	if (out->usable)
 		out->reason[0] = '\0';
 	else if (want >= 0 && !owned)
@@ -145,6 +156,7 @@ worker_probe(const gc_gpu *gpu, gc_gpu_state *out)
 	int			want = wanted_device(gpu->device_id);
 
 	memset(out, 0, sizeof(*out));
+	out->gpus = 1;
 	(void) gc_job_worker_settled();
 	SpinLockAcquire(&gc_worker->mutex);
 	state = gc_worker->state;
@@ -424,10 +436,60 @@ gc_job_begin(gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
 	j->threads = ctx->n_threads;
 	j->mem = 0;
 	j->split_max = 1;
+	j->split_min = 1;
 	j->split_mem = 0;
 	j->out_labels = j->out_second = j->out_centroids = 0;
 	j->in_weights = j->in_centroids = j->in_array = 0;
 	return j;
+}
+
+/* for qsort: budgets largest first */
+static int
+budget_cmp(const void *a, const void *b)
+{
+	size_t		x = *(const size_t *) a,
+				y = *(const size_t *) b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+size_t
+gc_job_split_min(GcJob *j, size_t one, gc_job_part_fn part, const void *arg)
+{
+	size_t		budgets[GC_WORKER_MAX_GPUS];
+	size_t		limit = (size_t) gpuclust_gpu_memory_limit << 20;
+	int			want = wanted_device(gpuclust_gpu_device_id),
+				count = 0,
+				most;
+
+	SpinLockAcquire(&gc_worker->mutex);
+	for (int g = 0; g < gc_worker->ngpus; g++)
+	{
+		const GcWorkerGpu *gpu = &gc_worker->gpus[g];
+
+		if ((want < 0 || gpu->device_id == want) && gpu->state == GC_GPU_READY)
+			budgets[count++] = limit > 0 ? Min(gpu->budget, limit) : gpu->budget;
+	}
+	SpinLockRelease(&gc_worker->mutex);
+	qsort(budgets, count, sizeof(size_t), budget_cmp);
+	most = Min(gc_job_split_most(), count);
+	/* fits one GPU (or none is usable: the worker says so) */
+	if (count == 0 || one <= budgets[0])
+		return one;
+	/* G GPUs: G parts, each within the G-th largest budget */
+	for (int g = 2; g <= most; g++)
+	{
+		size_t		each = part(g, arg);
+
+		if (each <= budgets[g - 1])
+		{
+			j->split_min = g;
+			j->split_max = Max(j->split_max, gc_job_split_most());
+			j->split_mem = each;
+			return each;
+		}
+	}
+	return one;
 }
 
 void

@@ -79,6 +79,29 @@ extern dsm_segment *gc_job_segments(GcJob *j, const struct GcInput *in,
  */
 extern gc_code gc_job_submit(GcJob *j, gc_status *st);
 
+/*
+ * The most GPUs one job of this session may split over:
+ * gpuclust.gpu_worker_gpus_per_call, 0 (any) being GC_WORKER_MAX_GPUS.
+ */
+extern int	gc_job_split_most(void);
+
+/* The GPU memory each GPU holds when a job splits over gpus GPUs. */
+typedef size_t (*gc_job_part_fn) (int gpus, const void *arg);
+
+/*
+ * For a job j (after gc_job_begin) that needs one bytes on one GPU: when
+ * that fits none of the worker's GPUs this session may use (their
+ * budgets, each at most gpuclust.gpu_memory_limit), but part(G, arg) fits
+ * each of G of them, for the fewest G from 2 up to
+ * gpuclust.gpu_worker_gpus_per_call (0: every such GPU), j must split over
+ * at least G (split_min; split_max raised to that setting's most), each
+ * GPU holding part(G); returns the memory its first GPU holds: part(G),
+ * else one (j unchanged: it fits one GPU, or nothing fits and the worker
+ * refuses it).
+ */
+extern size_t gc_job_split_min(GcJob *j, size_t one, gc_job_part_fn part,
+							   const void *arg);
+
 /* After the results are read: the slot freed, the outputs' segment unmapped. */
 extern void gc_job_release(GcJob *j, dsm_segment *out);
 

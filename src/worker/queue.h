@@ -165,6 +165,8 @@ typedef struct GcJob
 	size_t		mem;			/* GPU memory it needs (bytes) */
 	int			want_device;	/* the CUDA device it must run on (-1: any) */
 	int			split_max;		/* the most GPUs it may split over (1: one) */
+	int			split_min;		/* the fewest it runs on (2 or more: too
+								 * large for one GPU; mem = split_mem) */
 	size_t		split_mem;		/* GPU memory of each GPU but the first
 								 * when it splits (bytes; mem: the first's) */
 	bool		lose_gpu;		/* test builds: its first run makes its

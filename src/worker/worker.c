@@ -438,22 +438,31 @@ gpu_allowed(const GcJob *j, int g)
 
 /*
  * Why job j can run on no GPU now or later (st), or GC_OK: no GPU it may
- * use is usable, or its memory exceeds every such GPU's budget.
+ * use is usable, or its memory exceeds every such GPU's budget, or, one
+ * that must split over j->split_min GPUs or more, fewer such GPUs have
+ * j->split_mem within their budget.
  */
 static gc_code
 never_fits(const GcJob *j, gc_status *st)
 {
 	size_t		largest = 0;
 	int			usable = 0,
+				roomy = 0,
 				at = -1;
+	char		usable_list[32 * GC_WORKER_MAX_GPUS] = "";
 
 	for (int g = 0; g < gc_worker->ngpus; g++)
 	{
 		GcWorkerGpu *gpu = &gc_worker->gpus[g];
+		size_t		len = strlen(usable_list);
 
 		if (!gpu_allowed(j, g) || gpu->state != GC_GPU_READY)
 			continue;
 		usable++;
+		if (gpu->budget >= j->split_mem)
+			roomy++;
+		snprintf(usable_list + len, sizeof(usable_list) - len, "%sGPU %d has %zu MiB",
+				 len > 0 ? ", " : "", gpu->device_id, gpu->budget >> 20);
 		if (gpu->budget >= largest)
 		{
 			largest = gpu->budget;
@@ -467,6 +476,11 @@ never_fits(const GcJob *j, gc_status *st)
 	if (usable == 0)
 		return gc_fail(st, GC_EDEVICE,
 					   "no GPU of the gpuclust GPU worker is usable now (gpuclust_gpus says why)");
+	if (j->split_min > 1 && roomy < j->split_min)
+		return gc_fail(st, GC_ENOMEM,
+					   "%s must split over %d GPUs and needs about %zu MiB of GPU memory on each, but fewer of the GPU worker's usable GPUs have that much for jobs (%s)",
+					   gc_algorithm_name(j->algo), j->split_min,
+					   (j->split_mem >> 20) + 1, usable_list);
 	if (j->mem > largest)
 		return gc_fail(st, GC_ENOMEM,
 					   "%s needs about %zu MiB of GPU memory, but the GPU worker's GPU %d has %zu MiB for jobs",
@@ -507,10 +521,11 @@ pick_gpu(const GcJob *j)
 
 /*
  * The GPUs a job that may split (j->split_max > 1) takes now, when at least
- * two it may use are idle (no job running) and its memory fits each (j->mem
- * the first, j->split_mem the others): the first in *first, the others'
- * bits in *more, at most j->split_max in all.  False: not two such GPUs;
- * it takes one as any job does.
+ * two it may use (j->split_min, when more) are idle (no job running) and
+ * its memory fits each (j->mem the first, j->split_mem the others): the
+ * first in *first, the others' bits in *more, at most j->split_max in all.
+ * False: not that many such GPUs; it takes one as any job does, or, too
+ * large for one (split_min >= 2), waits.
  */
 static bool
 pick_split(const GcJob *j, int *first, uint32 *more)
@@ -524,8 +539,9 @@ pick_split(const GcJob *j, int *first, uint32 *more)
 	{
 		GcWorkerGpu *gpu = &gc_worker->gpus[g];
 
-		if (!gpu_allowed(j, g) || gpu->state != GC_GPU_READY || g == j->lost_on ||
-			gpu->running > 0)
+		/* the GPU it failed on last too when it cannot run on fewer */
+		if (!gpu_allowed(j, g) || gpu->state != GC_GPU_READY ||
+			(g == j->lost_on && j->split_min < 2) || gpu->running > 0)
 			continue;
 		if (*first < 0 && gpu->reserved + j->mem <= gpu->budget)
 			*first = g;
@@ -536,14 +552,15 @@ pick_split(const GcJob *j, int *first, uint32 *more)
 		count++;
 	}
 	SpinLockRelease(&gc_worker->mutex);
-	return *first >= 0 && *more != 0;
+	return *first >= 0 && *more != 0 && count >= j->split_min;
 }
 
 /*
  * Starts queued jobs in arrival order while the oldest fits a GPU (memory
  * and gpuclust.gpu_worker_jobs), or, one that may split, every idle GPU
- * (pick_split); fails those that fit none it may use, and with no usable
- * GPU, every one, with the reason.
+ * (pick_split; one too large for one GPU only so, at least j->split_min);
+ * fails those that fit none it may use, and with no usable GPU, every one,
+ * with the reason.
  */
 static void
 admit(void)
@@ -579,7 +596,8 @@ admit(void)
 		if (j->split_max < 2 || !pick_split(j, &g, &more))
 		{
 			more = 0;
-			if ((g = pick_gpu(j)) < 0)
+			/* too large for one GPU: it waits for enough idle ones */
+			if (j->split_min > 1 || (g = pick_gpu(j)) < 0)
 				return;			/* arrival order: the others wait too */
 		}
 		if (!take(j))

@@ -27,7 +27,13 @@ Two modes:
                              call equals device 'cpu' with both GPUs' jobs_done
                              grown by one, and so does a DBSCAN split (from 8,000
                              rows at 2 features), which gpu_worker_gpus_per_call =
-                             1 keeps on one; a session's gpuclust.gpu_device_id pins its
+                             1 keeps on one, and an affinity propagation of 400
+                             rows with split rows 100,000 (from 195 rows), kept
+                             on one alike; with gpuclust.gpu_worker_memory = 3MB
+                             one of 350 rows, too large for one GPU, splits (=
+                             device 'cpu', both GPUs +1) and fails (53200) under
+                             gpu_worker_gpus_per_call = 1 or pinned to one GPU,
+                             at 1MB on both too; a session's gpuclust.gpu_device_id pins its
                              jobs: = 1 runs on GPU 1 and a second such job waits
                              though GPU 0 is free, = 0 runs on GPU 0, = 2 (not
                              the worker's) fails under 'gpu' naming
@@ -59,7 +65,8 @@ Two modes:
                              calls equal the serial run with every GPU's
                              jobs_done grown, a k-means and a DBSCAN split over
                              every GPU (gpu_worker_split_rows lowered; the
-                             emulated mode's checks) equal device 'cpu', and a session's
+                             emulated mode's checks, affinity propagation's
+                             too) equal device 'cpu', and a session's
                              gpuclust.gpu_device_id pins its job.  One GPU
                              listed works too.
 Prints PASS/FAIL per check and "N passed, N failed"; exits 1 on a failure.
@@ -175,6 +182,7 @@ def group(c, fn, *args):
                   " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND state = 'active'")
         c.execute("ALTER SYSTEM RESET gpuclust.gpu_worker_jobs")
         c.execute("ALTER SYSTEM RESET gpuclust.gpu_worker_split_rows")
+        c.execute("ALTER SYSTEM RESET gpuclust.gpu_worker_memory")
         c.execute("SELECT pg_reload_conf()")
         wait_for(c, no_jobs(), timeout=10)
 
@@ -316,6 +324,66 @@ def split(c, w, usable):
     set_split_rows(c, None)
 
 
+def set_worker_memory(c, mb):
+    """gpuclust.gpu_worker_memory = mb MB (None: reset), reloaded; waits
+    until every GPU's budget shows it (at most mb MB)."""
+    c.execute(f"ALTER SYSTEM SET gpuclust.gpu_worker_memory = {mb}" if mb else
+              "ALTER SYSTEM RESET gpuclust.gpu_worker_memory")
+    c.execute("SELECT pg_reload_conf()")
+    wait_for(c, f"SELECT bool_and(memory_budget_bytes <= {mb << 20}) FROM gpuclust_gpus" if mb else
+             "SELECT bool_and(memory_budget_bytes > 64 << 20) FROM gpuclust_gpus", timeout=10)
+    time.sleep(0.5)
+
+
+def used_gpus(c, usable, sql, setup=()):
+    """How much each GPU's jobs_done grew over sql, run in a session of its
+    own (setup first), and its error."""
+    before = gpus(c)
+    b = Bg(sql, setup=list(setup))
+    b.join()
+    b.close()
+    after = gpus(c)
+    return [after[g]["jobs_done"] - before[g]["jobs_done"] for g in usable], b.err
+
+
+def split_ap(c, w, usable):
+    """Affinity propagation splits by rows from gc_ap_split_rows (a 512th
+    of gpuclust.gpu_worker_split_rows) rows, and, too large for one GPU's
+    budget, over the fewest GPUs whose parts fit, whatever its rows."""
+    ap = "SELECT * FROM gpu_affinity_propagation('SELECT id, f FROM w_small WHERE id <= {}')"
+    set_split_rows(c, 100000)
+    split_equals(c, usable, "an affinity propagation of 400 rows (split rows 100,000: from 195 rows)",
+                 ap.format(400))
+    grew, err = used_gpus(c, usable, ap.format(400)[:-1] + ", device => 'gpu')",
+                          ["SET gpuclust.gpu_worker_gpus_per_call = 1"])
+    check("... with gpuclust.gpu_worker_gpus_per_call = 1 on one GPU", sum(grew) == 1 and err is None,
+          f"jobs_done grew {grew} {err_text(err)}")
+    set_split_rows(c, None)
+    # 3 MiB a GPU: 350 rows x 3 need about 3.9 MiB on one GPU, 2.5 MiB on each of two
+    set_worker_memory(c, 3)
+    split_equals(c, usable, "an affinity propagation of 350 rows, too large for one GPU's 3 MiB (split rows"
+                 " at their default)", ap.format(350))
+    grew, err = used_gpus(c, usable, ap.format(350)[:-1] + ", device => 'gpu')",
+                          ["SET gpuclust.gpu_worker_gpus_per_call = 1"])
+    check("... with gpuclust.gpu_worker_gpus_per_call = 1 it fits no GPU: 53200 under 'gpu', naming the rows"
+          " that fit, no job run",
+          isinstance(err, psycopg.errors.OutOfMemory) and "rows fit" in err_text(err) and sum(grew) == 0,
+          f"jobs_done grew {grew}; {type(err).__name__} {err_text(err)}")
+    server_id = int(one(c, "SELECT reset_val FROM pg_settings WHERE name = 'gpuclust.gpu_device_id'"))
+    pin = [g for g in usable if g != server_id][0]
+    grew, err = used_gpus(c, usable, ap.format(350)[:-1] + ", device => 'gpu')",
+                          [f"SET gpuclust.gpu_device_id = {pin}"])
+    check(f"... a session pinned to GPU {pin} (gpuclust.gpu_device_id) fails alike",
+          isinstance(err, psycopg.errors.OutOfMemory) and sum(grew) == 0,
+          f"jobs_done grew {grew}; {type(err).__name__} {err_text(err)}")
+    set_worker_memory(c, 1)
+    grew, err = used_gpus(c, usable, ap.format(350)[:-1] + ", device => 'gpu')")
+    check(f"... at 1 MiB a GPU, split over all {len(usable)} too large too: 53200 naming the rows that fit on each",
+          isinstance(err, psycopg.errors.OutOfMemory) and "on each GPU" in err_text(err) and sum(grew) == 0,
+          f"jobs_done grew {grew}; {type(err).__name__} {err_text(err)}")
+    set_worker_memory(c, None)
+
+
 def pinned(c, w, cpu_auto):
     """A session's gpuclust.gpu_device_id pins its jobs to that GPU."""
     set_jobs(c, 1)
@@ -446,6 +514,7 @@ def emulated():
         group(c, spread, w)
         group(c, sessions, w, serial)
         group(c, split, w, [0, 1])
+        group(c, split_ap, w, [0, 1])
         group(c, pinned, w, cpu_auto)
         group(c, lost, w, serial, ref, cpu_auto)
         report.info(f"the checks took {time.time() - t0:.1f} s")
@@ -514,6 +583,7 @@ def real(devices, present):
     if len(usable) >= 2:
         group(c, sessions, w, serial)
         group(c, split, w, usable)
+        group(c, split_ap, w, usable)
 
     b = Bg(w.long())
     wait_for(c, job_state(b.pid) % "running", timeout=30)

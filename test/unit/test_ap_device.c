@@ -2,9 +2,10 @@
  * test_ap_device.c — where affinity propagation runs (dispatch.c:
  * gc_ap_device_request, gc_choose_device_ap), with a GPU made up
  * (testutil.h): each precision's request, the CPU / GPU / auto rules, the
- * size below which 'auto' never probes the GPU, and the memory check with
- * its largest n (run where the build has the GPU's memory formula, i.e.
- * with CUDA).
+ * size below which 'auto' never probes the GPU, the memory check with its
+ * largest n, on one GPU and split over the GPUs a call may split over
+ * (run where the build has the GPU's memory formula, i.e. with CUDA), and
+ * the rows from which a call may split (gc_ap_split_rows).
  */
 #include <stdio.h>
 #include <string.h>
@@ -110,7 +111,11 @@ test_choose(void)
 		  dev == GC_DEVICE_GPU, "gc_choose_device, auto, a GPU");
 }
 
-/* The GPU's memory: too small is ENOMEM naming the largest n, or under 'auto' the CPU with a note. */
+/*
+ * The GPU's memory: too small is ENOMEM naming the largest n, or under
+ * 'auto' the CPU with a note; one GPU too small for a call that may split
+ * over several, each holding its part.
+ */
 static void
 test_memory(void)
 {
@@ -118,12 +123,14 @@ test_memory(void)
 	gc_device	dev;
 	gc_status	st;
 	char		note[256],
-				want[64];
+				want[96];
 	bool		probed;
 	const int64_t n = 5000;
 	const int	d = 8;
 	size_t		need8 = gc_ap_gpu_mem_bytes(n, d, GC_AP_FLOAT8),
-				need4 = gc_ap_gpu_mem_bytes(n, d, GC_AP_FLOAT4);
+				need4 = gc_ap_gpu_mem_bytes(n, d, GC_AP_FLOAT4),
+				two = gc_ap_gpu_split_mem_bytes(n, d, GC_AP_FLOAT8, 2),
+				three = gc_ap_gpu_split_mem_bytes(n, d, GC_AP_FLOAT8, 3);
 	int64_t		fit;
 
 	if (need8 <= 1)
@@ -170,6 +177,80 @@ test_memory(void)
 	/* more rows than the GPU takes */
 	CHECK(choose(GC_DEVICE_GPU, GC_AP_FLOAT8, (int64_t) INT32_MAX + 1, 2, &gpu, &dev, note, &st,
 				 &probed) == GC_ENOMEM, "gpu, 2^31 rows: %s", st.message);
+
+	/*
+	 * A probe whose call may split over several GPUs (the GPU worker's): a
+	 * call too large for one GPU goes to the GPU when each GPU's part of the
+	 * split over them fits; the message names the largest n that fits split.
+	 */
+	CHECK(three < two && two < need8 && gc_ap_gpu_split_mem_bytes(n, d, GC_AP_FLOAT8, 1) == need8,
+		  "a split's part is smaller: %zu < %zu < %zu", three, two, need8);
+
+	/* one GPU's memory too small for one GPU's need, but the call may split */
+	tu_fake.mem = two;
+	tu_fake.gpus = 1;
+	snprintf(want, sizeof(want), "GPU 0 has %zu MiB for it: at most %lld rows fit",
+			 two >> 20, (long long) gc_ap_gpu_max_rows(two, d, GC_AP_FLOAT8));
+	CHECK(choose(GC_DEVICE_GPU, GC_AP_FLOAT8, n, d, &gpu, &dev, note, &st, &probed) == GC_ENOMEM &&
+		  strstr(st.message, want) != NULL, "one GPU (gpus 1), two GPUs' part of memory: %s", st.message);
+	tu_fake.gpus = 0;			/* a probe that leaves it unset: one GPU */
+	CHECK(choose(GC_DEVICE_GPU, GC_AP_FLOAT8, n, d, &gpu, &dev, note, &st, &probed) == GC_ENOMEM,
+		  "gpus 0 is one GPU: %s", st.message);
+	for (int gpus = 2; gpus <= 4; gpus++)
+	{
+		tu_fake.gpus = gpus;
+		CHECK(choose(GC_DEVICE_GPU, GC_AP_FLOAT8, n, d, &gpu, &dev, note, &st, &probed) == GC_OK &&
+			  dev == GC_DEVICE_GPU, "gpu, %d GPUs, each with two GPUs' part: the GPU", gpus);
+		CHECK(choose(GC_DEVICE_AUTO, GC_AP_FLOAT8, n, d, &gpu, &dev, note, &st, &probed) == GC_OK &&
+			  dev == GC_DEVICE_GPU && note[0] == '\0', "auto, %d GPUs: the GPU", gpus);
+	}
+	/* a byte short of two GPUs' part: three GPUs fit, two do not */
+	tu_fake.mem = two - 1;
+	tu_fake.gpus = 3;
+	CHECK(choose(GC_DEVICE_GPU, GC_AP_FLOAT8, n, d, &gpu, &dev, note, &st, &probed) == GC_OK &&
+		  dev == GC_DEVICE_GPU, "gpu, 3 GPUs, a byte short of two GPUs' part: the GPU");
+	tu_fake.gpus = 2;
+	snprintf(want, sizeof(want), "each of 2 GPUs has %zu MiB for it: at most %lld rows fit",
+			 (two - 1) >> 20, (long long) gc_ap_gpu_split_max_rows(two - 1, d, GC_AP_FLOAT8, 2));
+	CHECK(gc_ap_gpu_split_max_rows(two - 1, d, GC_AP_FLOAT8, 2) == n - 1 &&
+		  gc_ap_gpu_split_max_rows(two, d, GC_AP_FLOAT8, 2) == n,
+		  "gc_ap_gpu_split_max_rows inverts gc_ap_gpu_split_mem_bytes");
+	CHECK(choose(GC_DEVICE_GPU, GC_AP_FLOAT8, n, d, &gpu, &dev, note, &st, &probed) == GC_ENOMEM &&
+		  strstr(st.message, want) != NULL && strstr(st.message, "on each GPU") != NULL,
+		  "gpu, 2 GPUs, a byte short: %s", st.message);
+	CHECK(choose(GC_DEVICE_AUTO, GC_AP_FLOAT8, n, d, &gpu, &dev, note, &st, &probed) == GC_OK &&
+		  dev == GC_DEVICE_CPU && strstr(note, want) != NULL,
+		  "auto, 2 GPUs, a byte short: the CPU, with a note: %s", note);
+	/* gpuclust.gpu_memory_limit caps each GPU's memory alike */
+	tu_fake.mem = (size_t) 1 << 40;
+	gpu.mem_limit = two - 1;
+	CHECK(choose(GC_DEVICE_GPU, GC_AP_FLOAT8, n, d, &gpu, &dev, note, &st, &probed) == GC_ENOMEM &&
+		  strstr(st.message, want) != NULL, "gpu, 2 GPUs, mem_limit a byte short: %s", st.message);
+	gpu.mem_limit = 0;
+	/* the others' rules stay one GPU's: the k-distances of as many bytes */
+	tu_fake.mem = gc_kdistance_gpu_mem_bytes(n, d, 4) - 1;
+	tu_fake.gpus = 4;
+	tu_fake_reset(&st);
+	CHECK(gc_choose_device_kdistance(GC_DEVICE_GPU, n, d, 4, &gpu, &dev, note, 256, &st) == GC_ENOMEM,
+		  "the k-distances never split: %s", st.message);
+	tu_fake.gpus = 1;
+	tu_fake.mem = (size_t) 1 << 40;
+}
+
+/* gc_ap_split_rows: a 512th of k-means' split rows, at least 2 */
+static void
+test_split_rows(void)
+{
+	CHECK(gc_ap_split_rows(1 << 22) == 8192, "the default's: %lld",
+		  (long long) gc_ap_split_rows(1 << 22));
+	CHECK(gc_ap_split_rows(100000) == 195, "100,000: %lld",
+		  (long long) gc_ap_split_rows(100000));
+	CHECK(gc_ap_split_rows(1) == 2 && gc_ap_split_rows(1024) == 2 &&
+		  gc_ap_split_rows(1535) == 2 && gc_ap_split_rows(1536) == 3,
+		  "at least 2: %lld %lld", (long long) gc_ap_split_rows(1),
+		  (long long) gc_ap_split_rows(1536));
+	CHECK(gc_ap_split_rows(INT32_MAX) == INT32_MAX / 512, "INT32_MAX: %lld",
+		  (long long) gc_ap_split_rows(INT32_MAX));
 }
 
 int
@@ -178,5 +259,6 @@ main(void)
 	test_request();
 	test_choose();
 	test_memory();
+	test_split_rows();
 	return test_summary("test_ap_device");
 }

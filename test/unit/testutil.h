@@ -332,7 +332,8 @@ static struct
 	bool		usable;
 	bool		started;
 	size_t		mem;
-}			tu_fake = {0, false, true, (size_t) 1 << 40};
+	int			gpus;			/* the GPUs one call may split over */
+}			tu_fake = {0, false, true, (size_t) 1 << 40, 1};
 
 static inline bool
 tu_fake_warm(const gc_gpu *gpu)
@@ -348,6 +349,7 @@ tu_fake_probe(const gc_gpu *gpu, gc_gpu_state *out)
 	tu_fake.probes++;
 	memset(out, 0, sizeof(*out));
 	out->usable = tu_fake.usable;
+	out->gpus = tu_fake.gpus;
 	if (tu_fake.usable)
 		out->mem = tu_fake.mem;
 	else

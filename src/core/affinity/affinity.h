@@ -123,12 +123,21 @@ gc_code		gc_ap_device_request(gc_device requested, gc_ap_precision precision,
 #define GC_AP_GPU_MIN_ROWS_COLD 2000
 
 /*
+ * The rows from which an affinity propagation call may split over several
+ * GPUs, given those of a k-means call (the GPU worker's
+ * gpuclust.gpu_worker_split_rows); dispatch.c says what was measured.
+ */
+int64_t		gc_ap_split_rows(int64_t split_rows);
+
+/*
  * The device of one affinity propagation call in precision on n rows of d
  * features: first gc_ap_device_request, then CPU: always.  GPU: the GPU
  * when one is usable and gc_ap_gpu_mem_bytes(n, d, precision) fits the
- * GPU memory a call may use (gc_gpu_budget), else GC_EDEVICE (the reason)
- * or GC_ENOMEM, whose message names the largest n that fits
- * (gc_ap_gpu_max_rows).  AUTO (float8 only; float4 asked for the GPU):
+ * GPU memory a call may use (gc_gpu_budget) or, when it does not and the
+ * probe's call may split over G >= 2 GPUs (gc_gpu_state.gpus), when each
+ * GPU's part gc_ap_gpu_split_mem_bytes(n, d, precision, G) fits it; else
+ * GC_EDEVICE (the reason) or GC_ENOMEM, whose message names the largest n
+ * that fits (gc_ap_gpu_max_rows, gc_ap_gpu_split_max_rows over G GPUs).  AUTO (float8 only; float4 asked for the GPU):
  * the CPU when n < GC_AP_GPU_MIN_ROWS (without touching CUDA) or no GPU is
  * usable; when the GPU's memory is too small, the CPU with a note (note,
  * note_len; empty otherwise: the same message) the caller shows as a

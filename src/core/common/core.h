@@ -318,7 +318,11 @@ typedef struct gc_gpu_state
 {
 	bool		usable;
 	char		reason[256];	/* why not, when !usable */
-	size_t		mem;			/* bytes a call may use (free memory) */
+	size_t		mem;			/* bytes a call may use (free memory) on
+								 * one GPU: the largest GPU's */
+	int			gpus;			/* the GPUs one call may split over (1: this
+								 * process's own GPU); a split's part on each
+								 * is weighed against mem too */
 } gc_gpu_state;
 
 typedef struct gc_gpu

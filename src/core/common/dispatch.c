@@ -18,7 +18,9 @@
  * the GPU (gc_dbscan_device_request: 'auto' is the GPU, 'cpu' an error).
  * Affinity propagation in float8 under 'auto' runs on the GPU from
  * GC_AP_GPU_MIN_ROWS rows up when its three n x n matrices fit the GPU's
- * memory, else on the CPU (with a note when the memory was the reason);
+ * memory, or, where a call may split over several GPUs (the GPU worker's),
+ * each GPU's rows of them fit each GPU's, else on the CPU (with a note
+ * when the memory was the reason);
  * float4 runs only on the GPU (gc_ap_device_request, the same rule as
  * dclust's).  gpu_kdistance's k-distances and gpu_silhouette follow affinity
  * propagation's rule (choose_by_rows): under 'auto' the GPU from
@@ -138,6 +140,7 @@ local_probe(const gc_gpu *gpu, gc_gpu_state *out)
 	gc_cuda_probe_cached(gpu->device_id, &info);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	out->usable = info.usable;
+	out->gpus = 1;
 	if (info.usable)
 		out->mem = info.free_mem > GPU_MEM_HEADROOM ?
 			info.free_mem - GPU_MEM_HEADROOM : 0;
@@ -157,22 +160,33 @@ gc_gpu_local(gc_gpu *gpu, int device_id)
 
 /*
  * Why the GPU cannot run a call; false when it can.  *mem receives the
- * memory a call may use (bytes) when the GPU is usable: the probe's, at
- * most gpu->mem_limit.
+ * memory a call may use (bytes) on one GPU when the GPU is usable: the
+ * probe's, at most gpu->mem_limit; *gpus the GPUs one call may split over
+ * (at least 1).
  */
 static bool
-gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
+gpu_split_unusable(const gc_gpu *gpu, size_t *mem, int *gpus, gc_status *why)
 {
 	gc_gpu_state s;
 
 	gpu->probe(gpu, &s);
 	*mem = gpu->mem_limit > 0 && gpu->mem_limit < s.mem ? gpu->mem_limit : s.mem;
+	*gpus = s.gpus > 1 ? s.gpus : 1;
 	if (!s.usable)
 	{
 		gc_fail(why, GC_EDEVICE, "%s", s.reason);
 		return true;
 	}
 	return false;
+}
+
+/* gpu_split_unusable for a call that runs on one GPU */
+static bool
+gpu_unusable(const gc_gpu *gpu, size_t *mem, gc_status *why)
+{
+	int			gpus;
+
+	return gpu_split_unusable(gpu, mem, &gpus, why);
 }
 
 /*
@@ -235,6 +249,22 @@ gc_dbscan_split_rows(int64_t split_rows, int d)
 	if (d == 3)
 		return split_rows > INT64_MAX / 2 ? INT64_MAX : split_rows * 2;
 	return split_rows / 4 > 0 ? split_rows / 4 : 1;
+}
+
+/*
+ * The rows from which an affinity propagation call may split over several
+ * GPUs, from those of a k-means call (split_rows): the split divides S, R
+ * and A by rows, and each iteration's column sums then pass from GPU to
+ * GPU, so it pays where an iteration's n x n work outweighs those
+ * hand-overs.  The rows are those from which two GPUs take less than
+ * one GPU's time per iteration, measured on two H200s: see
+ * docs/benchmarks.md "Several GPUs".  A 512th of k-means' rows (8,192 at
+ * the default), at least 2.
+ */
+int64_t
+gc_ap_split_rows(int64_t split_rows)
+{
+	return split_rows / 512 > 2 ? split_rows / 512 : 2;
 }
 
 /*
@@ -404,30 +434,42 @@ gc_ap_device_request(gc_device requested, gc_ap_precision precision,
 /*
  * Why a call's GPU run does not fit (need bytes of GPU memory, or n rows
  * beyond what the GPU takes): its message into msg, given the memory the
- * call may use (free_mem) on GPU device_id.  arg: the call's parameters.
+ * call may use (free_mem) on GPU device_id, and on each of gpus GPUs when
+ * it may split over them (need: then each one's part).  arg: the call's
+ * parameters.
  */
 typedef void (*gpu_short_fn) (const void *arg, int64_t n, size_t need,
-							  size_t free_mem, int device_id, char *msg,
-							  size_t len);
+							  size_t free_mem, int device_id, int gpus,
+							  char *msg, size_t len);
+
+/*
+ * The GPU memory each GPU needs when a call of n rows splits over gpus
+ * GPUs (>= 2).  arg: the call's parameters.
+ */
+typedef size_t (*gpu_split_fn) (const void *arg, int64_t n, int gpus);
 
 /*
  * The rule of the calls whose crossover is a number of rows (affinity
  * propagation, the k-distances, the silhouette), after the call's own
  * request.  CPU: always.  GPU: the GPU when usable and the call fits (need
- * bytes of its memory, n <= max_n), else GC_EDEVICE (the reason) or
- * GC_ENOMEM (short's message).  AUTO: the CPU below min_rows (min_rows_cold
- * while CUDA is not running in the process: CUDA untouched) and without a
- * usable GPU; a GPU too small is the CPU with short's message as the note
- * (note, note_len; empty otherwise); else the GPU.
+ * bytes of its memory, n <= max_n; or, with split given and a probe whose
+ * call may split over G >= 2 GPUs, split's part for some 2..G GPUs fits
+ * the memory of one), else GC_EDEVICE (the reason) or GC_ENOMEM (short's
+ * message).  AUTO: the CPU below min_rows (min_rows_cold while CUDA is not
+ * running in the process: CUDA untouched) and without a usable GPU; a GPU
+ * too small is the CPU with short's message as the note (note, note_len;
+ * empty otherwise); else the GPU.
  */
 static gc_code
 choose_by_rows(gc_device requested, int64_t n, int64_t min_rows,
 			   int64_t min_rows_cold, size_t need, int64_t max_n,
-			   gpu_short_fn short_msg, const void *arg, const gc_gpu *gpu,
-			   gc_device *chosen, char *note, size_t note_len, gc_status *st)
+			   gpu_split_fn split, gpu_short_fn short_msg, const void *arg,
+			   const gc_gpu *gpu, gc_device *chosen, char *note,
+			   size_t note_len, gc_status *st)
 {
 	gc_status	why = {GC_OK, ""};
 	size_t		free_mem = 0;
+	int			gpus = 1;
 	char		msg[256];
 
 	if (note != NULL && note_len > 0)
@@ -438,18 +480,23 @@ choose_by_rows(gc_device requested, int64_t n, int64_t min_rows,
 	if (requested != GC_DEVICE_GPU &&
 		n < (gpu->warm(gpu) ? min_rows : min_rows_cold))
 		return GC_OK;			/* small: the CPU; CUDA untouched */
-	if (gpu_unusable(gpu, &free_mem, &why))
+	if (gpu_split_unusable(gpu, &free_mem, &gpus, &why))
 	{
 		if (requested == GC_DEVICE_GPU)
 			return gc_fail(st, GC_EDEVICE, "%s", why.message);
 		return GC_OK;
 	}
-	if (need <= free_mem && n <= max_n)
-	{
-		*chosen = GC_DEVICE_GPU;
-		return GC_OK;
-	}
-	short_msg(arg, n, need, free_mem, gpu->device_id, msg, sizeof(msg));
+	if (split == NULL)
+		gpus = 1;
+	/* one GPU when it fits, else the fewest GPUs whose parts fit */
+	for (int g = 1; g <= gpus && n <= max_n; g++)
+		if ((g == 1 ? need : split(arg, n, g)) <= free_mem)
+		{
+			*chosen = GC_DEVICE_GPU;
+			return GC_OK;
+		}
+	short_msg(arg, n, gpus > 1 ? split(arg, n, gpus) : need, free_mem,
+			  gpu->device_id, gpus, msg, sizeof(msg));
 	if (requested == GC_DEVICE_GPU)
 		return gc_fail(st, GC_ENOMEM, "%s", msg);
 	if (note != NULL && note_len > 0)
@@ -464,26 +511,39 @@ typedef struct ap_call
 	gc_ap_precision precision;
 } ap_call;
 
-/* affinity propagation's: the largest n that fits */
+/* affinity propagation's split: each GPU's part */
+static size_t
+ap_split_need(const void *arg, int64_t n, int gpus)
+{
+	const ap_call *c = arg;
+
+	return gc_ap_gpu_split_mem_bytes(n, c->d, c->precision, gpus);
+}
+
+/* affinity propagation's: the largest n that fits (split over gpus GPUs) */
 static void
 ap_short(const void *arg, int64_t n, size_t need, size_t free_mem,
-		 int device_id, char *msg, size_t len)
+		 int device_id, int gpus, char *msg, size_t len)
 {
-	int			d = ((const ap_call *) arg)->d;
-	gc_ap_precision precision = ((const ap_call *) arg)->precision;
+	const ap_call *c = arg;
+	char		where[96];
+	long long	fit = gc_ap_gpu_split_max_rows(free_mem, c->d, c->precision, gpus);
 
+	if (gpus > 1)
+		snprintf(where, sizeof(where), "each of %d GPUs has", gpus);
+	else
+		snprintf(where, sizeof(where), "GPU %d has", device_id);
 	if (need == SIZE_MAX || n > INT32_MAX)
 		snprintf(msg, len,
-				 "affinity propagation of %lld rows in %s needs more GPU memory than can be addressed; GPU %d has %zu MiB for it: at most %lld rows fit",
-				 (long long) n, gc_ap_precision_name(precision),
-				 device_id, free_mem >> 20,
-				 (long long) gc_ap_gpu_max_rows(free_mem, d, precision));
+				 "affinity propagation of %lld rows in %s needs more GPU memory than can be addressed; %s %zu MiB for it: at most %lld rows fit",
+				 (long long) n, gc_ap_precision_name(c->precision),
+				 where, free_mem >> 20, fit);
 	else
 		snprintf(msg, len,
-				 "affinity propagation of %lld rows in %s needs about %zu MiB of GPU memory, but GPU %d has %zu MiB for it: at most %lld rows fit",
-				 (long long) n, gc_ap_precision_name(precision),
-				 (need >> 20) + 1, device_id, free_mem >> 20,
-				 (long long) gc_ap_gpu_max_rows(free_mem, d, precision));
+				 "affinity propagation of %lld rows in %s needs about %zu MiB of GPU memory%s, but %s %zu MiB for it: at most %lld rows fit",
+				 (long long) n, gc_ap_precision_name(c->precision),
+				 (need >> 20) + 1, gpus > 1 ? " on each GPU" : "",
+				 where, free_mem >> 20, fit);
 }
 
 /*
@@ -491,7 +551,9 @@ ap_short(const void *arg, int64_t n, size_t need, size_t free_mem,
  * precision's request first (gc_ap_device_request: float4 asks for the
  * GPU under 'auto', and refuses 'cpu'), then choose_by_rows from
  * GC_AP_GPU_MIN_ROWS (GC_AP_GPU_MIN_ROWS_COLD) with its three n x n
- * matrices; too large names the largest n that fits.
+ * matrices on one GPU or split by rows over the fewest GPUs whose parts
+ * fit (ap_split_need); too large names the largest n that fits, on as many
+ * GPUs as the call may split over.
  */
 gc_code
 gc_choose_device_ap(gc_device requested, gc_ap_precision precision,
@@ -510,14 +572,16 @@ gc_choose_device_ap(gc_device requested, gc_ap_precision precision,
 	return choose_by_rows(requested, n, GC_AP_GPU_MIN_ROWS,
 						  GC_AP_GPU_MIN_ROWS_COLD,
 						  gc_ap_gpu_mem_bytes(n, d, precision), INT32_MAX,
-						  ap_short, &arg, gpu, chosen, note, note_len, st);
+						  ap_split_need, ap_short, &arg, gpu, chosen, note,
+						  note_len, st);
 }
 
 /* the k-distances': k (int64_t) in arg */
 static void
 kdistance_short(const void *arg, int64_t n, size_t need, size_t free_mem,
-				int device_id, char *msg, size_t len)
+				int device_id, int gpus, char *msg, size_t len)
 {
+	(void) gpus;				/* one GPU */
 	if (n > GC_DBSCAN_GPU_MAX_N)
 		snprintf(msg, len, "the GPU k-distances take at most %lld rows",
 				 (long long) GC_DBSCAN_GPU_MAX_N);
@@ -536,15 +600,16 @@ gc_choose_device_kdistance(gc_device requested, int64_t n, int d, int64_t k,
 	return choose_by_rows(requested, n, GC_KDISTANCE_GPU_MIN_ROWS,
 						  GC_KDISTANCE_GPU_MIN_ROWS_COLD,
 						  gc_kdistance_gpu_mem_bytes(n, d, k),
-						  GC_DBSCAN_GPU_MAX_N, kdistance_short, &k, gpu,
+						  GC_DBSCAN_GPU_MAX_N, NULL, kdistance_short, &k, gpu,
 						  chosen, note, note_len, st);
 }
 
 /* the silhouette's: m (int32_t) in arg */
 static void
 silhouette_short(const void *arg, int64_t rows, size_t need, size_t free_mem,
-				 int device_id, char *msg, size_t len)
+				 int device_id, int gpus, char *msg, size_t len)
 {
+	(void) gpus;				/* one GPU */
 	if (rows > INT32_MAX)
 		snprintf(msg, len, "the GPU silhouette scores at most %d rows",
 				 INT32_MAX);
@@ -563,15 +628,16 @@ gc_choose_device_silhouette(gc_device requested, int64_t rows, int d,
 	return choose_by_rows(requested, rows, GC_SILHOUETTE_GPU_MIN_ROWS,
 						  GC_SILHOUETTE_GPU_MIN_ROWS_COLD,
 						  gc_silhouette_gpu_mem_bytes(rows, d, m), INT32_MAX,
-						  silhouette_short, &m, gpu, chosen, note, note_len,
+						  NULL, silhouette_short, &m, gpu, chosen, note, note_len,
 						  st);
 }
 
 /* HDBSCAN's: min_samples (int64_t) in arg */
 static void
 hdbscan_short(const void *arg, int64_t n, size_t need, size_t free_mem,
-			  int device_id, char *msg, size_t len)
+			  int device_id, int gpus, char *msg, size_t len)
 {
+	(void) gpus;				/* one GPU */
 	if (n > GC_HDBSCAN_GPU_MAX_N)
 		snprintf(msg, len, "the GPU HDBSCAN takes at most %lld rows",
 				 (long long) GC_HDBSCAN_GPU_MAX_N);
@@ -591,6 +657,6 @@ gc_choose_device_hdbscan(gc_device requested, int64_t n, int d,
 	return choose_by_rows(requested, n, GC_HDBSCAN_GPU_MIN_ROWS,
 						  GC_HDBSCAN_GPU_MIN_ROWS_COLD,
 						  gc_hdbscan_gpu_mem_bytes(n, d, min_samples),
-						  GC_HDBSCAN_GPU_MAX_N, hdbscan_short, &min_samples,
+						  GC_HDBSCAN_GPU_MAX_N, NULL, hdbscan_short, &min_samples,
 						  gpu, chosen, note, note_len, st);
 }
