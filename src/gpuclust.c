@@ -148,7 +148,7 @@ define_worker_settings(void)
 							"idle GPU it runs there.  A DBSCAN call splits from "
 							"8 times as many rows at 1 or 2 features, twice as "
 							"many at 3, a quarter above; an affinity propagation "
-							"call from a 512th as many (at least 2), and one too "
+							"call from a 256th as many (at least 2), and one too "
 							"large for one GPU over as many GPUs as it needs.",
 							&gpuclust_gpu_worker_split_rows,
 							GC_WORKER_SPLIT_ROWS, 1, INT_MAX,

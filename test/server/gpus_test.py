@@ -28,7 +28,7 @@ Two modes:
                              grown by one, and so does a DBSCAN split (from 8,000
                              rows at 2 features), which gpu_worker_gpus_per_call =
                              1 keeps on one, and an affinity propagation of 400
-                             rows with split rows 100,000 (from 195 rows), kept
+                             rows with split rows 100,000 (from 390 rows), kept
                              on one alike; with gpuclust.gpu_worker_memory = 3MB
                              one of 350 rows, too large for one GPU, splits (=
                              device 'cpu', both GPUs +1) and fails (53200) under
@@ -347,12 +347,12 @@ def used_gpus(c, usable, sql, setup=()):
 
 
 def split_ap(c, w, usable):
-    """Affinity propagation splits by rows from gc_ap_split_rows (a 512th
+    """Affinity propagation splits by rows from gc_ap_split_rows (a 256th
     of gpuclust.gpu_worker_split_rows) rows, and, too large for one GPU's
     budget, over the fewest GPUs whose parts fit, whatever its rows."""
     ap = "SELECT * FROM gpu_affinity_propagation('SELECT id, f FROM w_small WHERE id <= {}')"
     set_split_rows(c, 100000)
-    split_equals(c, usable, "an affinity propagation of 400 rows (split rows 100,000: from 195 rows)",
+    split_equals(c, usable, "an affinity propagation of 400 rows (split rows 100,000: from 390 rows)",
                  ap.format(400))
     grew, err = used_gpus(c, usable, ap.format(400)[:-1] + ", device => 'gpu')",
                           ["SET gpuclust.gpu_worker_gpus_per_call = 1"])

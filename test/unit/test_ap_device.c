@@ -237,19 +237,19 @@ test_memory(void)
 	tu_fake.mem = (size_t) 1 << 40;
 }
 
-/* gc_ap_split_rows: a 512th of k-means' split rows, at least 2 */
+/* gc_ap_split_rows: a 256th of k-means' split rows, at least 2 */
 static void
 test_split_rows(void)
 {
-	CHECK(gc_ap_split_rows(1 << 22) == 8192, "the default's: %lld",
+	CHECK(gc_ap_split_rows(1 << 22) == 16384, "the default's: %lld",
 		  (long long) gc_ap_split_rows(1 << 22));
-	CHECK(gc_ap_split_rows(100000) == 195, "100,000: %lld",
+	CHECK(gc_ap_split_rows(100000) == 390, "100,000: %lld",
 		  (long long) gc_ap_split_rows(100000));
-	CHECK(gc_ap_split_rows(1) == 2 && gc_ap_split_rows(1024) == 2 &&
-		  gc_ap_split_rows(1535) == 2 && gc_ap_split_rows(1536) == 3,
+	CHECK(gc_ap_split_rows(1) == 2 && gc_ap_split_rows(512) == 2 &&
+		  gc_ap_split_rows(767) == 2 && gc_ap_split_rows(768) == 3,
 		  "at least 2: %lld %lld", (long long) gc_ap_split_rows(1),
-		  (long long) gc_ap_split_rows(1536));
-	CHECK(gc_ap_split_rows(INT32_MAX) == INT32_MAX / 512, "INT32_MAX: %lld",
+		  (long long) gc_ap_split_rows(768));
+	CHECK(gc_ap_split_rows(INT32_MAX) == INT32_MAX / 256, "INT32_MAX: %lld",
 		  (long long) gc_ap_split_rows(INT32_MAX));
 }
 

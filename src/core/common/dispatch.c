@@ -256,15 +256,16 @@ gc_dbscan_split_rows(int64_t split_rows, int d)
  * GPUs, from those of a k-means call (split_rows): the split divides S, R
  * and A by rows, and each iteration's column sums then pass from GPU to
  * GPU, so it pays where an iteration's n x n work outweighs those
- * hand-overs.  The rows are those from which two GPUs take less than
- * one GPU's time per iteration, measured on two H200s: see
- * docs/benchmarks.md "Several GPUs".  A 512th of k-means' rows (8,192 at
- * the default), at least 2.
+ * hand-overs.  Measured on two H200s (bench_ap_gpu, docs/benchmarks.md
+ * "Several GPUs"), two GPUs' time per iteration over one's: float8 5k
+ * 1.32, 10k 0.91, 20k 0.67, 40k 0.56; float4 10k 1.14, 20k 0.83, 40k 0.65;
+ * whole float8 calls 10k 0.90, 20k 0.68.  So a 256th of k-means' rows
+ * (16,384 at the default), at least 2.
  */
 int64_t
 gc_ap_split_rows(int64_t split_rows)
 {
-	return split_rows / 512 > 2 ? split_rows / 512 : 2;
+	return split_rows / 256 > 2 ? split_rows / 256 : 2;
 }
 
 /*
