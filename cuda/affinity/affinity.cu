@@ -51,6 +51,8 @@
 #include <algorithm>
 
 #include <cuda_runtime.h>
+#include <thrust/binary_search.h>
+#include <thrust/execution_policy.h>
 
 #include "common/check.cuh"
 #include "common/multi.cuh"
@@ -745,22 +747,12 @@ ap_scores(const T *__restrict__ S, int n, int r0, int m,
 		return;
 	{
 		const int	k = c[q];
-		int			lo = off[k],
-					hi = off[k + 1];
-		bool		begun = mem[lo] < r0;
+		bool		begun = mem[off[k]] < r0;
 		double		s = begun ? score[q] : 0.0;
-
 		/* the first member in the part: members ascend */
-		while (lo < hi)
-		{
-			const int	mid = lo + (hi - lo) / 2;
+		const int32_t *first = thrust::lower_bound(thrust::seq, mem + off[k], mem + off[k + 1], r0);
 
-			if (mem[mid] < r0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (int p = lo; p < off[k + 1] && mem[p] < r0 + m; p++)
+		for (int p = (int) (first - mem); p < off[k + 1] && mem[p] < r0 + m; p++)
 		{
 			const double v = (double) S[(size_t) (mem[p] - r0) * n + q];
 

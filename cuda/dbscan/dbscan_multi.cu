@@ -50,6 +50,8 @@
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
+#include <thrust/binary_search.h>
+#include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
 
 #include "dbscan_gpu.cuh"
@@ -344,20 +346,9 @@ k_mu_group_min(const int *__restrict__ cmin, int comps, const int32_t *__restric
 	if (c < comps)
 	{
 		int			v = cmin[c];
+		/* the joined clusters are in ascending order */
+		const int	lo = (int) (thrust::lower_bound(thrust::seq, oc, oc + m, c) - oc);
 
-		/* the joined clusters in ascending order: a binary search */
-		int			lo = 0,
-					hi = m;
-
-		while (lo < hi)
-		{
-			int			mid = lo + (hi - lo) / 2;
-
-			if (oc[mid] < c)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		if (lo < m && oc[lo] == c)
 			v = om[lo];
 		gmin[c] = v;
@@ -374,20 +365,8 @@ k_mu_rank(const int *__restrict__ gmin, int comps, const int *__restrict__ sorte
 
 	if (c < comps)
 	{
-		int			v = gmin[c],
-					lo = 0,
-					hi = K;
-
-		while (lo < hi)
-		{
-			int			mid = lo + (hi - lo) / 2;
-
-			if (sorted[mid] < v)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		joined[c] = lo;
+		joined[c] = (int32_t) (thrust::lower_bound(thrust::seq, sorted, sorted + K, gmin[c]) -
+							   sorted);
 	}
 }
 
@@ -417,21 +396,7 @@ k_mu_bounds(const int *__restrict__ hg, int m, mu_rows R, int S, int64_t *off)
 	int			t = threadIdx.x;
 
 	if (t <= S)
-	{
-		int64_t		lo = 0,
-					hi = m;
-
-		while (lo < hi)
-		{
-			int64_t		mid = lo + (hi - lo) / 2;
-
-			if (hg[mid] < R.r[t])
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		off[t] = lo;
-	}
+		off[t] = thrust::lower_bound(thrust::seq, hg, hg + m, R.r[t]) - hg;
 }
 
 /* The m labels and flags a chunk from row r0 was sent, put in place. */
