@@ -149,6 +149,16 @@ per_iteration(const float *X, int64_t n, int d, gc_ap_precision prec,
 	return h;
 }
 
+/* "yes" when two runs of n rows ended well with the same labels, exemplars and iterations */
+static const char *
+same_runs(gc_code rc1, const gc_ap_result *a, gc_code rc2, const gc_ap_result *b, int64_t n)
+{
+	return rc1 == GC_OK && rc2 == GC_OK &&
+		memcmp(a->labels, b->labels, sizeof(int32_t) * n) == 0 &&
+		memcmp(a->is_exemplar, b->is_exemplar, n) == 0 &&
+		a->iterations == b->iterations ? "yes" : "NO";
+}
+
 /* the GPUs' least free memory */
 static size_t
 least_free(int ngpus)
@@ -243,8 +253,7 @@ split_bench(const long *ns, int nns, double tbs)
 					t2 = whole_call(&two, X, n, GC_AP_FLOAT8, lb, eb, &b, &rc2);
 
 		printf("  %6lld  %10.1f  %10.1f  %8.2f  %6d  %6s\n", (long long) n, t1, t2, t2 / t1,
-			   b.iterations, rc1 == GC_OK && rc2 == GC_OK && memcmp(la, lb, 4 * n) == 0 &&
-			   memcmp(ea, eb, n) == 0 && a.iterations == b.iterations ? "yes" : "NO");
+			   b.iterations, same_runs(rc1, &a, rc2, &b, n));
 		free(la);
 		free(lb);
 		free(ea);
@@ -290,9 +299,7 @@ crossover(void)
 		rc2 = gc_ap_on_gpu(NULL, X, n, 8, &p, &b, &st);
 		tg = (omp_get_wtime() - t0) * 1e3;
 		printf("  %6lld  %10.1f  %10.1f  %6.2f  %6d  %8s\n", (long long) n, tc, tg,
-			   tc / tg, b.iterations,
-			   rc1 == GC_OK && rc2 == GC_OK && memcmp(la, lb, 4 * n) == 0 &&
-			   memcmp(ea, eb, n) == 0 && a.iterations == b.iterations ? "yes" : "NO");
+			   tc / tg, b.iterations, same_runs(rc1, &a, rc2, &b, n));
 		free(la);
 		free(lb);
 		free(ea);

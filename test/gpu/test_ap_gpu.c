@@ -51,6 +51,7 @@
 #include "testutil.h"
 #include "common/gpu.h"
 #include "common/rng.h"
+#include "multi_gpus.h"
 
 static uint64_t rs;
 static int	quick;
@@ -469,11 +470,40 @@ static int	f4_same,
 			f4_pref,
 			f4_unexplained;
 
+/*
+ * Case c's parameters over X, in float8: the preference given, or three
+ * times the median (from a CPU run that stops at once), or the median.
+ */
+static gc_ap_params
+case_params(const ap_case *c, const float *X)
+{
+	gc_ap_params p = {c->damping, false, 0.0, c->max_iter, c->conv, GC_AP_FLOAT8};
+
+	if (c->has_pref == 2)
+		p.has_preference = true, p.preference = -1e9;
+	else if (c->has_pref == 3)
+		p.has_preference = true, p.preference = 0.0;
+	else if (c->has_pref == 1)
+	{
+		gc_ap_params q = p;
+		gc_status	st;
+		fit			f;
+
+		fit_alloc(&f, c->n);
+		q.max_iter = 1;
+		(void) gc_ap_cpu(NULL, X, c->n, c->d, &q, &f.r, &st);
+		p.has_preference = true;
+		p.preference = 3 * f.r.preference;
+		fit_free(&f);
+	}
+	return p;
+}
+
 static void
 run_case(const ap_case *c, bool f4)
 {
 	float	   *X = tu_make_data(&rs, c->n, c->d, c->kind, c->nb);
-	gc_ap_params p = {c->damping, false, 0.0, c->max_iter, c->conv, GC_AP_FLOAT8};
+	gc_ap_params p = case_params(c, X);
 	fit			cpu,
 				gpu;
 	gc_status	st;
@@ -485,20 +515,6 @@ run_case(const ap_case *c, bool f4)
 			 c->has_pref, c->max_iter, c->conv, keep_bytes, prefetch_bytes);
 	fit_alloc(&cpu, c->n);
 	fit_alloc(&gpu, c->n);
-	if (c->has_pref == 2)
-		p.has_preference = true, p.preference = -1e9;
-	else if (c->has_pref == 3)
-		p.has_preference = true, p.preference = 0.0;
-	else if (c->has_pref == 1)
-	{
-		/* three times the median, from a CPU run that stops at once */
-		gc_ap_params q = p;
-
-		q.max_iter = 1;
-		(void) gc_ap_cpu(NULL, X, c->n, c->d, &q, &cpu.r, &st);
-		p.has_preference = true;
-		p.preference = 3 * cpu.r.preference;
-	}
 	cpu.rc = gc_ap_cpu(NULL, X, c->n, c->d, &p, &cpu.r, &st);
 	CHECK(cpu.rc == GC_OK, "%s: CPU failed: %s", name, st.message);
 	gpu.rc = gc_ap_on_gpu(NULL, X, c->n, c->d, &p, &gpu.r, &st);
@@ -572,6 +588,30 @@ run_case(const ap_case *c, bool f4)
 	free(X);
 }
 
+/* the cases: n, d, kind, blobs, damping, pref, max_iter, convergence_iter */
+static const ap_case small_cases[] = {
+	{1, 2, DATA_BLOBS, 1, 0.5, 0, 200, 15},
+	{2, 2, DATA_BLOBS, 2, 0.5, 0, 200, 15},
+	{3, 1, DATA_UNIFORM, 1, 0.5, 0, 200, 15},
+	{5, 3, DATA_DUPLICATES, 1, 0.5, 0, 200, 15},	/* all equal */
+	{17, 2, DATA_BLOBS, 3, 0.5, 0, 200, 15},
+	{64, 4, DATA_GRID, 4, 0.7, 0, 200, 15},
+	{100, 300, DATA_BLOBS, 4, 0.5, 0, 200, 15},	/* n < d */
+	{200, 2, DATA_BLOBS, 5, 0.9, 1, 200, 15},
+	{200, 8, DATA_DUPLICATES, 6, 0.5, 0, 200, 15},
+	{150, 3, DATA_UNIFORM, 1, 0.5, 2, 200, 15},
+	{150, 3, DATA_UNIFORM, 1, 0.5, 3, 200, 15},
+	{300, 5, DATA_BLOBS, 8, 0.5, 0, 7, 15},		/* stopped by max_iter */
+	{333, 16, DATA_BLOBS, 6, 0.95, 0, 300, 20},
+	{513, 2, DATA_UNIFORM, 1, 0.6, 0, 200, 15},
+};
+static const ap_case large_cases[] = {
+	{700, 33, DATA_BLOBS, 10, 0.5, 0, 200, 15},
+	{1025, 2, DATA_GRID, 1, 0.8, 0, 200, 15},
+	{1500, 8, DATA_BLOBS, 12, 0.9, 0, 200, 15},
+	{2000, 3, DATA_UNIFORM, 1, 0.5, 1, 100, 10},
+};
+
 /* ---- S, R and A split by rows over several GPUs ---- */
 
 /* The GPUs the multi suite splits over: 0 and 1 when there are two, else
@@ -587,8 +627,7 @@ static void
 multi_case(const ap_case *c, int ngpus, bool f4)
 {
 	float	   *X = tu_make_data(&rs, c->n, c->d, c->kind, c->nb);
-	gc_ap_params p = {c->damping, c->has_pref != 0, c->has_pref == 2 ? -1e9 : 0.0,
-		c->max_iter, c->conv, GC_AP_FLOAT8};
+	gc_ap_params p = case_params(c, X);
 	gc_ctx		ctx = {.n_gpus = ngpus, .gpus = multi_gpus};
 	gc_ap_gpu_phases ph;
 	fit			one,
@@ -633,40 +672,25 @@ multi_case(const ap_case *c, int ngpus, bool f4)
 static void
 test_multi_suite(void)
 {
-	gc_cuda_device_info i1;
-	/* n, d, kind, blobs, damping, pref, max_iter, convergence_iter */
-	static const ap_case cases[] = {
-		{1, 2, DATA_BLOBS, 1, 0.5, 0, 200, 15},
-		{2, 2, DATA_BLOBS, 2, 0.5, 0, 200, 15},
-		{3, 1, DATA_UNIFORM, 1, 0.5, 0, 200, 15},
-		{5, 3, DATA_DUPLICATES, 1, 0.5, 0, 200, 15},	/* all equal */
-		{17, 2, DATA_BLOBS, 3, 0.5, 0, 200, 15},
-		{64, 4, DATA_GRID, 4, 0.7, 0, 200, 15},
-		{100, 300, DATA_BLOBS, 4, 0.5, 0, 200, 15},
-		{200, 8, DATA_DUPLICATES, 6, 0.5, 0, 200, 15},
-		{150, 3, DATA_UNIFORM, 1, 0.5, 2, 200, 15},
-		{150, 3, DATA_UNIFORM, 1, 0.5, 3, 200, 15},
-		{300, 5, DATA_BLOBS, 8, 0.5, 0, 7, 15},
-		{333, 16, DATA_BLOBS, 6, 0.95, 0, 300, 20},
-		{513, 2, DATA_UNIFORM, 1, 0.6, 0, 200, 15},
-		{1025, 2, DATA_GRID, 1, 0.8, 0, 200, 15},
-		{1500, 8, DATA_BLOBS, 12, 0.9, 0, 200, 15},
-		{4099, 3, DATA_BLOBS, 20, 0.5, 0, 100, 10},
-	};
-	const size_t ncases = quick >= 2 ? 6 : quick ? 12 : sizeof(cases) / sizeof(cases[0]);
+	/* beyond the cases: the column sums' chain in four chunks of columns */
+	static const ap_case wide = {4099, 3, DATA_BLOBS, 20, 0.5, 0, 100, 10};
+	const size_t nsmall = quick >= 2 ? 6 : quick ? 12 : sizeof(small_cases) / sizeof(small_cases[0]);
 
-	gc_cuda_probe(1, &i1);
-	multi_gpus[0] = 0;
-	multi_gpus[1] = i1.usable ? 1 : 0;
-	multi_gpus[2] = 0;
-	printf("  multi: parts on GPUs %d, %d (, %d)%s\n", multi_gpus[0], multi_gpus[1], multi_gpus[2],
-		   i1.usable ? "" : " (one GPU: every part on GPU 0)");
-	for (size_t i = 0; i < ncases; i++)
+	tu_multi_gpus(multi_gpus, "parts");
+	for (size_t i = 0; i < nsmall; i++)
 	{
 		set_row_pass((int) (i % 3));
-		multi_case(&cases[i], 2, cases[i].n <= 1100);
-		multi_case(&cases[i], 3, cases[i].n <= 600);
+		multi_case(&small_cases[i], 2, true);
+		multi_case(&small_cases[i], 3, small_cases[i].n <= 300);
 	}
+	for (size_t i = 0; i < sizeof(large_cases) / sizeof(large_cases[0]) && !quick; i++)
+	{
+		set_row_pass((int) (i % 3));
+		multi_case(&large_cases[i], 2, large_cases[i].n <= 1100);
+		multi_case(&large_cases[i], 3, false);
+	}
+	if (!quick)
+		multi_case(&wide, 2, true);
 	set_row_pass(0);
 	/* a cancel seen on every GPU's part */
 	{
@@ -752,58 +776,33 @@ main(int argc, char **argv)
 	}
 	printf("test_ap_gpu: seed %llu (GPUCLUST_TEST_SEED to repeat), %s, quick %d\n",
 		   (unsigned long long) seed, info.name, quick);
-	for (int a = 1; a < argc; a++)
 	{
-		if (strcmp(argv[a], "multi") != 0)
-		{
-			fprintf(stderr, "unknown suite %s (suites: multi; none: every test)\n", argv[a]);
+		static const tu_suite suites[] = {{"multi", test_multi_suite}};
+		int			named = tu_named_suites(argc, argv, suites, 1);
+
+		if (named < 0)
 			return 2;
-		}
-		test_multi_suite();
+		if (named)
+			return test_summary("test_ap_gpu");
 	}
-	if (argc > 1)
-		return test_summary("test_ap_gpu");
 
 	test_errors();
 	{
-		/* n, d, kind, blobs, damping, pref, max_iter, convergence_iter */
-		static const ap_case small[] = {
-			{1, 2, DATA_BLOBS, 1, 0.5, 0, 200, 15},
-			{2, 2, DATA_BLOBS, 2, 0.5, 0, 200, 15},
-			{3, 1, DATA_UNIFORM, 1, 0.5, 0, 200, 15},
-			{5, 3, DATA_DUPLICATES, 1, 0.5, 0, 200, 15},	/* all equal */
-			{17, 2, DATA_BLOBS, 3, 0.5, 0, 200, 15},
-			{64, 4, DATA_GRID, 4, 0.7, 0, 200, 15},
-			{100, 300, DATA_BLOBS, 4, 0.5, 0, 200, 15},	/* n < d */
-			{200, 2, DATA_BLOBS, 5, 0.9, 1, 200, 15},
-			{200, 8, DATA_DUPLICATES, 6, 0.5, 0, 200, 15},
-			{150, 3, DATA_UNIFORM, 1, 0.5, 2, 200, 15},
-			{150, 3, DATA_UNIFORM, 1, 0.5, 3, 200, 15},
-			{300, 5, DATA_BLOBS, 8, 0.5, 0, 7, 15},		/* stopped by max_iter */
-			{333, 16, DATA_BLOBS, 6, 0.95, 0, 300, 20},
-			{513, 2, DATA_UNIFORM, 1, 0.6, 0, 200, 15},
-		};
-		static const ap_case large[] = {
-			{700, 33, DATA_BLOBS, 10, 0.5, 0, 200, 15},
-			{1025, 2, DATA_GRID, 1, 0.8, 0, 200, 15},
-			{1500, 8, DATA_BLOBS, 12, 0.9, 0, 200, 15},
-			{2000, 3, DATA_UNIFORM, 1, 0.5, 1, 100, 10},
-		};
 		int			reps = quick >= 2 ? 1 : quick ? 1 : 3;
-		size_t		nsmall = quick >= 2 ? 6 : sizeof(small) / sizeof(small[0]);
+		size_t		nsmall = quick >= 2 ? 6 : sizeof(small_cases) / sizeof(small_cases[0]);
 
 		for (int r = 0; r < reps; r++)
 		{
 			for (size_t i = 0; i < nsmall; i++)
 			{
 				set_row_pass((int) ((i + r) % 3));
-				run_case(&small[i], small[i].n <= 600);
+				run_case(&small_cases[i], small_cases[i].n <= 600);
 			}
 			if (!quick)
-				for (size_t i = 0; i < sizeof(large) / sizeof(large[0]); i++)
+				for (size_t i = 0; i < sizeof(large_cases) / sizeof(large_cases[0]); i++)
 				{
 					set_row_pass((int) ((i + r) % 3));
-					run_case(&large[i], large[i].n <= 1100 && r == 0);
+					run_case(&large_cases[i], large_cases[i].n <= 1100 && r == 0);
 				}
 		}
 		set_row_pass(0);

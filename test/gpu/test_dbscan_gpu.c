@@ -51,6 +51,7 @@
 #include "testutil.h"
 #include "common/gpu.h"
 #include "knn_eps.h"
+#include "multi_gpus.h"
 
 static uint64_t rs;
 static int	quick;
@@ -1062,16 +1063,10 @@ multi_cosine(int64_t n, int d, double eps)
 static void
 test_multi_suite(void)
 {
-	gc_cuda_device_info i1;
 	static const int dims[] = {1, 2, 3, 4, 8};
 	char		w[64];
 
-	gc_cuda_probe(1, &i1);
-	multi_gpus[0] = 0;
-	multi_gpus[1] = i1.usable ? 1 : 0;
-	multi_gpus[2] = 0;
-	printf("  multi: slabs on GPUs %d, %d (, %d)%s\n", multi_gpus[0], multi_gpus[1], multi_gpus[2],
-		   i1.usable ? "" : " (one GPU: GPU 0 holds every slab)");
+	tu_multi_gpus(multi_gpus, "slabs");
 
 	/* every call split wherever the sample cuts, however wide its halo */
 	gc_dbscan_gpu_set_split_held(INFINITY);
@@ -1186,20 +1181,18 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("device: %s\n", info.name);
-	for (int a = 1; a < argc; a++)
 	{
-		if (strcmp(argv[a], "multi") != 0)
-		{
-			fprintf(stderr, "unknown suite %s (suites: multi; none: every test)\n", argv[a]);
+		static const tu_suite suites[] = {{"multi", test_multi_suite}};
+		int			named = tu_named_suites(argc, argv, suites, 1);
+
+		if (named < 0)
 			return 2;
+		if (named)
+		{
+			printf("%d cases; CPU reference %.1f s, GPU calls %.1f s, wall %.1f s\n", n_cases,
+				   cpu_ms_all / 1e3, gpu_ms_all / 1e3, (now_ms() - t_start) / 1e3);
+			return test_summary("test_dbscan_gpu");
 		}
-		test_multi_suite();
-	}
-	if (argc > 1)
-	{
-		printf("%d cases; CPU reference %.1f s, GPU calls %.1f s, wall %.1f s\n", n_cases,
-			   cpu_ms_all / 1e3, gpu_ms_all / 1e3, (now_ms() - t_start) / 1e3);
-		return test_summary("test_dbscan_gpu");
 	}
 
 	errors();

@@ -71,6 +71,7 @@
 #include "testutil.h"
 #include "kmeans/kmeans_internal.h"
 #include "common/gpu.h"
+#include "multi_gpus.h"
 
 static uint64_t rs;
 static int	quick;
@@ -1640,16 +1641,7 @@ test_multi(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 static void
 test_multi_suite(void)
 {
-	gc_cuda_device_info i1,
-				i0;
-
-	gc_cuda_probe(1, &i1);
-	gc_cuda_probe(0, &i0);		/* GPU 0 current again */
-	multi_gpus[0] = 0;
-	multi_gpus[1] = i1.usable ? 1 : 0;
-	multi_gpus[2] = 0;
-	printf("  multi: shards on GPUs %d, %d (, %d)%s\n", multi_gpus[0], multi_gpus[1], multi_gpus[2],
-		   i1.usable ? "" : " (one GPU: two shards on it)");
+	tu_multi_gpus(multi_gpus, "shards");
 	if (quick)
 	{
 		test_multi(20000, 2, 30, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
@@ -1777,22 +1769,15 @@ main(int argc, char **argv)
 	}
 	printf("device: %s, cc %d.%d\n", info.name, info.cc_major, info.cc_minor);
 
-	/* suites named on the command line: only those (labels) */
-	if (argc > 1)
+	/* suites named on the command line: only those */
 	{
-		for (int a = 1; a < argc; a++)
-		{
-			if (strcmp(argv[a], "labels") == 0)
-				test_labels_suite();
-			else if (strcmp(argv[a], "multi") == 0)
-				test_multi_suite();
-			else
-			{
-				fprintf(stderr, "unknown suite %s (suites: labels, multi; none: every test)\n", argv[a]);
-				return 2;
-			}
-		}
-		return test_summary("test_kmeans_gpu");
+		static const tu_suite suites[] = {{"labels", test_labels_suite}, {"multi", test_multi_suite}};
+		int			named = tu_named_suites(argc, argv, suites, 2);
+
+		if (named < 0)
+			return 2;
+		if (named)
+			return test_summary("test_kmeans_gpu");
 	}
 
 	test_errors();

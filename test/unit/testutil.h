@@ -37,6 +37,40 @@ test_summary(const char *name)
 	return tu_failed == 0 ? 0 : 1;
 }
 
+/* A suite a test binary runs alone when its name is an argument. */
+typedef struct tu_suite
+{
+	const char *name;
+	void		(*run) (void);
+} tu_suite;
+
+/*
+ * The suites argv[1 ..] name, run in that order: 1 when some were named
+ * (the caller then reports, test_summary), 0 when none (every test);
+ * -1, having said so, when one is not among the n suites.
+ */
+static inline int
+tu_named_suites(int argc, char **argv, const tu_suite *suites, int n)
+{
+	for (int a = 1; a < argc; a++)
+	{
+		int			s = 0;
+
+		while (s < n && strcmp(argv[a], suites[s].name) != 0)
+			s++;
+		if (s == n)
+		{
+			fprintf(stderr, "unknown suite %s (suites:", argv[a]);
+			for (s = 0; s < n; s++)
+				fprintf(stderr, "%s %s", s > 0 ? "," : "", suites[s].name);
+			fprintf(stderr, "; none: every test)\n");
+			return -1;
+		}
+		suites[s].run();
+	}
+	return argc > 1;
+}
+
 /* Test-local random numbers (not the core's generator). */
 static inline uint64_t
 tu_next(uint64_t *s)
