@@ -40,11 +40,13 @@ ap_device(gc_ap_precision precision)
 
 /*
  * The most rows of 2-d affinity propagation that fit this session's
- * matrix memory limit and, in precision on the GPU (gpu_budget bytes: 0
- * when unusable, then NULL), the GPU's memory, or on the CPU the server's.
+ * matrix memory limit and, in precision on the GPU (gpu_budget bytes on
+ * each of gpus GPUs a call may split over: 0 when unusable, then NULL),
+ * the GPUs' memory, or on the CPU the server's.
  */
 static const char *
-ap_max_rows(gc_device device, gc_ap_precision precision, size_t gpu_budget)
+ap_max_rows(gc_device device, gc_ap_precision precision, size_t gpu_budget,
+			int gpus)
 {
 	const char *setting;
 	size_t		limit = (size_t) gc_glue_matrix_memory_mb(&setting) << 20;
@@ -54,15 +56,18 @@ ap_max_rows(gc_device device, gc_ap_precision precision, size_t gpu_budget)
 		return psprintf("%lld", (long long) gc_ap_max_rows(Min(limit, host)));
 	if (gpu_budget == 0)
 		return NULL;
-	return psprintf("%lld", (long long) gc_ap_gpu_max_rows(Min(limit, gpu_budget),
-														   2, precision));
+	return psprintf("%lld", (long long)
+					Min(gc_ap_gpu_max_rows(limit, 2, precision),
+						gc_ap_gpu_split_max_rows(gpu_budget, 2, precision, gpus)));
 }
 
 static void
 ap_info(GcInfoPart part, GcInfoSink *sink)
 {
 	gc_gpu		gpu;
+	gc_gpu_state state;
 	size_t		budget;
+	int			gpus;
 	bool		all = sink->all;
 
 	switch (part)
@@ -79,12 +84,15 @@ ap_info(GcInfoPart part, GcInfoSink *sink)
 			/* the server's memory: NULL to a role that does not see it */
 			gc_glue_gpu(&gpu);
 			budget = gc_gpu_budget(&gpu);
+			/* the GPUs one call may split over (the GPU worker's) */
+			gpu.probe(&gpu, &state);
+			gpus = Max(state.gpus, 1);
 			sink->put(sink, "ap_max_rows_cpu",
-					  all ? ap_max_rows(GC_DEVICE_CPU, GC_AP_FLOAT8, 0) : NULL);
+					  all ? ap_max_rows(GC_DEVICE_CPU, GC_AP_FLOAT8, 0, 1) : NULL);
 			sink->put(sink, "ap_max_rows_gpu_float8",
-					  all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT8, budget) : NULL);
+					  all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT8, budget, gpus) : NULL);
 			sink->put(sink, "ap_max_rows_gpu_float4",
-					  all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT4, budget) : NULL);
+					  all ? ap_max_rows(GC_DEVICE_GPU, GC_AP_FLOAT4, budget, gpus) : NULL);
 			break;
 	}
 }

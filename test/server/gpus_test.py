@@ -363,6 +363,13 @@ def split_ap(c, w, usable):
     set_worker_memory(c, 3)
     split_equals(c, usable, "an affinity propagation of 350 rows, too large for one GPU's 3 MiB (split rows"
                  " at their default)", ap.format(350))
+    most = "SELECT value::int FROM gpuclust_info() WHERE key = 'ap_max_rows_gpu_float8'"
+    split_most = one(c, most)
+    c.execute("SET gpuclust.gpu_worker_gpus_per_call = 1")
+    one_most = one(c, most)
+    c.execute("RESET gpuclust.gpu_worker_gpus_per_call")
+    check("... gpuclust_info's ap_max_rows_gpu_float8 counts every GPU a call may split over",
+          split_most >= 350 > one_most, f"{split_most} rows split, {one_most} on one GPU")
     grew, err = used_gpus(c, usable, ap.format(350)[:-1] + ", device => 'gpu')",
                           ["SET gpuclust.gpu_worker_gpus_per_call = 1"])
     check("... with gpuclust.gpu_worker_gpus_per_call = 1 it fits no GPU: 53200 under 'gpu', naming the rows"
