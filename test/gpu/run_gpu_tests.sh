@@ -28,7 +28,8 @@
 #                    minute
 #   ap-test          test_ap_gpu: affinity propagation, float8 = CPU bit for
 #                    bit, float4 = its sequential reference, float4 against
-#                    float8 with the ties named
+#                    float8 with the ties named; calls split over two or
+#                    three GPUs = one GPU's (its multi suite)
 #   tools-test       test_kdistance_gpu and test_silhouette_gpu: the GPU's
 #                    k-distances and silhouettes against the CPU's, bit
 #                    for bit, on fresh random data
