@@ -489,6 +489,7 @@ mu_upload(mu_gpu &A, const float *X, int64_t r0, int d, const gc_dbscan_plan &pl
 		A.to[q] = (int64_t) hcnt[q];
 	D.drop(cnt);
 	A.Xc = Xc;
+	db_trace("split: a chunk up, rows", A.nc);
 	return GC_OK;
 }
 
@@ -943,7 +944,8 @@ db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 
 	mu_call		C;
 	const int	S = plan.parts;
-	const int	threads = gc_team_adapt(ctx);
+	/* the host's threads shared by the GPUs' copies, which run at once */
+	const int	threads = std::max(1, gc_team_adapt(ctx) / S);
 
 	quiet.progress = NULL;
 	quiet.n_gpus = 0;
@@ -959,6 +961,7 @@ db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	}
 
 	/* upload: the chunks side by side, then each row to its slabs */
+	db_trace("split: host threads for each GPU's copies", threads);
 	t0 = gc_now_ms();
 	gc_report(ctx, GC_PHASE_UPLOAD, 0, 0, 0, n, NAN);
 	if ((rc = gc_each_gpu(S, C.dev, "GPU DBSCAN", [&](int g, gc_status *ss) {
