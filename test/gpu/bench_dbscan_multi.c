@@ -13,13 +13,19 @@
  * inside a blob at its centre density (2-d: 2 sqrt(30 / blob size), as
  * row A), min_pts 10.  Median of three calls after a warm-up, each way,
  * each GPU keeping its memory pool between calls as the GPU worker's do.
- * Prints a markdown table; not a timed test.
+ * Prints a markdown table; not a timed test.  First, each figure's
+ * limit: the host's links to the GPUs, pinned copies to and from each GPU
+ * alone and every GPU at once, and the pinned rings the calls copy through
+ * (links()).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
+#include <pthread.h>
+
+#include <cuda_runtime.h>
 
 #include "common/gpu.h"
 #include "bench_blobs.h"
@@ -164,6 +170,152 @@ run_case(int64_t n, int d, const int *gpus, int ngpus, int threads)
 	return bad;
 }
 
+#define LINK_BYTES ((size_t) 1 << 30)
+
+/* one GPU's buffers for links() */
+typedef struct link_gpu
+{
+	int			dev;
+	void	   *host,			/* pinned */
+			   *dev_buf;
+	cudaStream_t s;
+	int			threads;		/* the ring's copies: its host threads */
+	double		ms_up,			/* the ring's, best of three */
+				ms_down;
+	int			bad;
+} link_gpu;
+
+/* The pinned copy's direction, on GPUs L[0 .. m): every one at once, the
+ * best wall time of three, ms. */
+static double
+link_copy(link_gpu *L, int m, bool up)
+{
+	double		best = 1e30;
+
+	for (int r = 0; r < 3; r++)
+	{
+		double		t0 = omp_get_wtime(),
+					t;
+
+		for (int g = 0; g < m; g++)
+		{
+			cudaSetDevice(L[g].dev);
+			if (up)
+				cudaMemcpyAsync(L[g].dev_buf, L[g].host, LINK_BYTES, cudaMemcpyHostToDevice, L[g].s);
+			else
+				cudaMemcpyAsync(L[g].host, L[g].dev_buf, LINK_BYTES, cudaMemcpyDeviceToHost, L[g].s);
+		}
+		for (int g = 0; g < m; g++)
+			cudaStreamSynchronize(L[g].s);
+		t = (omp_get_wtime() - t0) * 1e3;
+		best = t < best ? t : best;
+	}
+	return best;
+}
+
+/* a round trip of LINK_BYTES pageable bytes through GPU L's pinned ring */
+static void *
+link_ring(void *arg)
+{
+	link_gpu   *L = arg;
+	char		msg[160];
+
+	L->ms_up = L->ms_down = 1e30;
+	cudaSetDevice(L->dev);
+	for (int r = 0; r < 3 && !L->bad; r++)
+	{
+		double		u,
+					w;
+
+		L->bad = gc_xfer_test(LINK_BYTES, 1, L->threads, 11 + r, &u, &w, msg, sizeof(msg));
+		L->ms_up = u < L->ms_up ? u : L->ms_up;
+		L->ms_down = w < L->ms_down ? w : L->ms_down;
+	}
+	return NULL;
+}
+
+/* the rings of GPUs L[0 .. m) at once, each on a host thread of its own */
+static void
+link_rings(link_gpu *L, int m, double *up, double *down)
+{
+	pthread_t	th[16];
+
+	*up = *down = 0;
+	for (int g = 0; g < m; g++)
+		pthread_create(&th[g], NULL, link_ring, &L[g]);
+	for (int g = 0; g < m; g++)
+	{
+		pthread_join(th[g], NULL);
+		*up = L[g].ms_up > *up ? L[g].ms_up : *up;
+		*down = L[g].ms_down > *down ? L[g].ms_down : *down;
+	}
+}
+
+/*
+ * The limits of the calls' copies, 1 GiB a GPU: pinned copies to and from
+ * each GPU alone and every GPU at once (GB/s in all), and the same through
+ * the pinned rings (pageable memory, as a call's rows; each GPU's ring
+ * with the call's threads, as a split's).
+ */
+static void
+links(const int *gpus, int ngpus, int threads)
+{
+	link_gpu	L[16];
+	int			m = 0;
+	const double gb = (double) LINK_BYTES / 1e6;	/* GB/s from ms */
+
+	for (int g = 0; g < ngpus && m < 16; g++)
+	{
+		bool		seen = false;
+
+		for (int h = 0; h < m; h++)
+			seen |= L[h].dev == gpus[g];
+		if (seen)
+			continue;
+		memset(&L[m], 0, sizeof(L[m]));
+		L[m].dev = gpus[g];
+		cudaSetDevice(L[m].dev);
+		if (cudaHostAlloc(&L[m].host, LINK_BYTES, cudaHostAllocPortable) != cudaSuccess ||
+			cudaMalloc(&L[m].dev_buf, LINK_BYTES) != cudaSuccess ||
+			cudaStreamCreateWithFlags(&L[m].s, cudaStreamNonBlocking) != cudaSuccess)
+		{
+			printf("links: allocation failed on GPU %d\n", L[m].dev);
+			return;
+		}
+		memset(L[m].host, 1, LINK_BYTES);
+		m++;
+	}
+	printf("links (1 GiB a GPU, best of three): pinned host to GPU");
+	for (int g = 0; g < m; g++)
+		printf(" %d alone %.1f GB/s,", L[g].dev, gb / link_copy(&L[g], 1, true));
+	printf(" all %d at once %.1f GB/s in all; GPU to pinned host", m, m * gb / link_copy(L, m, true));
+	for (int g = 0; g < m; g++)
+		printf(" %d alone %.1f GB/s,", L[g].dev, gb / link_copy(&L[g], 1, false));
+	printf(" all at once %.1f GB/s in all\n", m * gb / link_copy(L, m, false));
+	{
+		double		up,
+					down;
+
+		L[0].threads = threads;
+		link_rings(L, 1, &up, &down);
+		printf("links: the pinned ring (pageable memory, %d host threads): GPU %d alone up %.1f GB/s, down %.1f GB/s",
+			   threads, L[0].dev, gb / up, gb / down);
+		for (int g = 0; g < m; g++)
+			L[g].threads = threads;
+		link_rings(L, m, &up, &down);
+		printf("; all %d at once up %.1f GB/s, down %.1f GB/s in all%s\n", m,
+			   m * gb / up, m * gb / down, L[0].bad || L[m - 1].bad ? " (A COPY DIFFERED)" : "");
+	}
+	for (int g = 0; g < m; g++)
+	{
+		cudaSetDevice(L[g].dev);
+		cudaStreamDestroy(L[g].s);
+		cudaFree(L[g].dev_buf);
+		cudaFreeHost(L[g].host);
+	}
+	cudaSetDevice(gpus[0]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -176,6 +328,7 @@ main(int argc, char **argv)
 
 	if ((ngpus = bench_gpus(gpus, 16, "bench_dbscan_multi", threads)) == 0)
 		return 1;
+	links(gpus, ngpus, threads);
 	/* each GPU keeps its pool's memory from call to call, as the GPU
 	 * worker's do (the worker is what splits a call) */
 	for (int g = ngpus - 1; g >= 0; g--)
