@@ -70,7 +70,9 @@
 #                    (BENCH_ONLY=A,B,...; Y, the brute force, only when
 #                    named; BENCH_C_BRUTE=1 adds the brute force to C;
 #                    BENCH_GPU=0 times the CPU alone); ~2.5-3 minutes
-#   db-multi-bench   bench_dbscan_multi: one DBSCAN call on GPU 0 against
+#   db-multi-bench   bench_dbscan_multi: the host's links to the GPUs
+#                    first (pinned copies and rings, each GPU alone and all
+#                    at once), then one DBSCAN call on GPU 0 against
 #                    the same call split over every GPU (two slabs on GPU 0
 #                    on a machine of one), whole calls, results checked
 #                    equal (DB_MULTI_BENCH_ARGS="n d ..." to change the
