@@ -92,9 +92,8 @@ struct mu_gpu
 	db_index	used = DB_INDEX_AUTO;
 	gc_dbscan_gpu_phases ph = {};
 	int		   *cmin = nullptr; /* each cluster's least home row (INT32_MAX: none) */
-	/* its links, on the host: row, home slab, cluster, the cluster's cmin */
-	std::vector<int64_t> link_id;
-	std::vector<int32_t> link_home,
+	/* its links, on the host, in row order: row, cluster, the cluster's cmin */
+	std::vector<int32_t> link_id,
 				link_comp,
 				link_min;
 	/* its joined clusters whose group's least row is not their own */
@@ -308,25 +307,19 @@ k_mu_home_min(const float *__restrict__ X, const int *__restrict__ g,
 	db_warp_min(cmin, c, row);
 }
 
-/* The m links idx: their rows, home slabs, clusters and the clusters' cmin. */
+/* The m links idx: their rows, clusters and the clusters' cmin. */
 static __global__ void
-k_mu_links(const float *__restrict__ X, const int *__restrict__ g,
-		   const int32_t *__restrict__ lab, const int *__restrict__ idx, int m,
-		   int d, gc_dbscan_plan P, const int *__restrict__ cmin, int *lid,
-		   int *lhome, int *lcomp, int *lmin)
+k_mu_links(const int *__restrict__ g, const int32_t *__restrict__ lab,
+		   const int *__restrict__ idx, int m, const int *__restrict__ cmin,
+		   int *lid, int *lcomp, int *lmin)
 {
 	int			i = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (i < m)
 	{
 		int			r = idx[i];
-		int32_t		h,
-					f,
-					l;
 
-		mu_span(P, X, r, d, &h, &f, &l);
 		lid[i] = g[r];
-		lhome[i] = h;
 		lcomp[i] = lab[r];
 		lmin[i] = cmin[lab[r]];
 	}
@@ -559,12 +552,10 @@ mu_summarize(mu_gpu &A, int q, int d, const gc_dbscan_plan &plan, gc_status *st)
 	db_dev	   &D = A.D;
 	int		   *idx,
 			   *lid,
-			   *lhome,
 			   *lcomp,
 			   *lmin;
 	int			m;
 	gc_dbscan_plan P = plan;
-	std::vector<int> h;
 	gc_code		rc;
 
 	P.cuts = A.cuts;
@@ -576,27 +567,20 @@ mu_summarize(mu_gpu &A, int q, int d, const gc_dbscan_plan &plan, gc_status *st)
 	if ((rc = mu_select(D, A.num, A.nl, mu_link{A.Xl, d, P, A.core}, idx, &m, st)) != GC_OK)
 		return rc;
 	DB_ALLOC(lid, m);
-	DB_ALLOC(lhome, m);
 	DB_ALLOC(lcomp, m);
 	DB_ALLOC(lmin, m);
-	DB_CK(gc_launch(k_mu_links, m, DB_THREADS, DB_THREADS, D.s, (const float *) A.Xl,
-					(const int *) A.gl, (const int32_t *) A.lab, (const int *) idx, m, d, P,
-					(const int *) A.cmin, lid, lhome, lcomp, lmin));
-	h.resize(m);
+	DB_CK(gc_launch(k_mu_links, m, DB_THREADS, DB_THREADS, D.s, (const int *) A.gl,
+					(const int32_t *) A.lab, (const int *) idx, m, (const int *) A.cmin,
+					lid, lcomp, lmin));
 	A.link_id.resize(m);
-	A.link_home.resize(m);
 	A.link_comp.resize(m);
 	A.link_min.resize(m);
-	DB_CK(cudaMemcpyAsync(h.data(), lid, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
-	DB_CK(cudaMemcpyAsync(A.link_home.data(), lhome, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaMemcpyAsync(A.link_id.data(), lid, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaMemcpyAsync(A.link_comp.data(), lcomp, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaMemcpyAsync(A.link_min.data(), lmin, sizeof(int) * m, cudaMemcpyDeviceToHost, D.s));
 	DB_CK(cudaStreamSynchronize(D.s));
-	for (int k = 0; k < m; k++)
-		A.link_id[k] = h[k];
 	D.drop(idx);
 	D.drop(lid);
-	D.drop(lhome);
 	D.drop(lcomp);
 	D.drop(lmin);
 	return GC_OK;
@@ -662,7 +646,7 @@ mu_join(mu_call &C, gc_status *st)
 
 		for (int q = 0; q < S; q++)
 			if (at[q] < C.G[q].link_id.size())
-				id = std::min(id, C.G[q].link_id[at[q]]);
+				id = std::min(id, (int64_t) C.G[q].link_id[at[q]]);
 		if (id == INT64_MAX)
 			break;
 		for (int q = 0; q < S; q++)
