@@ -449,6 +449,25 @@ gc_code		km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed,
 						  uint64_t stream, float *C, int64_t *chosen,
 						  gc_status *st);
 
+/*
+ * The same over the S shards of a split fit (kmeans_multi.cu): shard s is
+ * D[s], the problem's rows r0[s] .. r0[s+1] - 1 (whole blocks), on GPU
+ * dev[s], dev[0] current, after the shards' setup; X (host, row-major, as
+ * the shards were made from it) for the rare fallback to k-means++ over
+ * every row, which runs on the host.  C (host, k x d) receives the
+ * centres: km_par_device's over the whole problem, bit for bit.  Each
+ * round the shards' largest D² and integer sums on its grid combine on
+ * the host (exact in any order), every shard draws its rows by their
+ * numbers in the problem, and the kept rows' coordinates go through the
+ * host, in row order, to every shard, which runs them against its rows in
+ * km_par_device's sub-batches; the candidates' weights add the shards'
+ * counts, and weighted k-means++ over them runs on GPU 0.
+ */
+gc_code		km_par_shards(km_dev *const *D, const int *dev, const int64_t *r0,
+						  int S, const gc_ctx *ctx, const float *X,
+						  uint64_t seed, uint64_t stream, float *C,
+						  gc_status *st);
+
 /* ---- kmeans_assign.cu ---- */
 
 /* The centres C (device, k x d) in the layout the next km_assign reads:

@@ -27,12 +27,15 @@
  *               sums on GPU 0 (km_reseed_apply);
  *   tol, inertia  blocks of double sums on each shard, gathered in row
  *               order and summed on GPU 0 as one GPU sums them.
- * Seeding reads every row: k-means++ and k-means|| run on GPU 0 alone
- * over the whole matrix (a km_dev of its own, every run's centres drawn
- * and the device freed before the shards are made) when one GPU's plan
- * for the whole problem fits GPU 0, else on the host (the CPU's own
- * functions, as the streamed path seeds); random seeding always on the
- * host.  The centres are the same either way.
+ * Seeding: k-means|| runs over the shards once they are made
+ * (km_par_shards, kmeans_par.cu: per round the shards' largest D² and
+ * integer sums combine, each shard draws its own rows, and the kept rows
+ * go to every shard).  k-means++, whose every centre reads every row,
+ * runs on GPU 0 alone over the whole matrix (a km_dev of its own, every
+ * run's centres drawn and the device freed before the shards are made)
+ * when one GPU's plan for the whole problem fits GPU 0, else on the host
+ * (the CPU's own functions, as the streamed path seeds); random seeding
+ * always on the host.  The centres are the same either way.
  *
  * Copies between GPUs are cudaMemcpyPeerAsync (over NVLink or PCIe peer
  * to peer where the devices can: gc_gpus_connect; else staged by the
@@ -167,9 +170,10 @@ km_bcast(km_multi &M, F &&at, size_t bytes, gc_status *st)
 }
 
 /*
- * Every run's initial centres into C (host, runs x k x d), init resolved
- * and not given centroids: on the host (the CPU's seeding), or on GPU 0
- * (the caller's current device) over every row.
+ * Every run's initial centres into C (host, runs x k x d) before the
+ * shards are made, init resolved (random or k-means++): on the host (the
+ * CPU's seeding), or on GPU 0 (the caller's current device) over every
+ * row.
  */
 static gc_code
 km_multi_seeds(const gc_ctx *ctx, const float *X, int64_t n, int d,
@@ -668,6 +672,9 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	const gc_kmeans_init init = given ? GC_INIT_CENTROIDS :
 		gc_km_init_resolve(p->init, n, d, p->k);
 	const int	runs = gc_kmeans_runs(p);
+	const size_t kd = (size_t) p->k * d;
+	/* k-means|| seeds over the shards, the others before they are made */
+	const bool	shards_seed = init == GC_INIT_KMEANS_PARALLEL;
 	std::vector<float> seeds;
 	std::vector<float> unit_rows;
 	bool		on_host = false;
@@ -686,7 +693,7 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		KM_CK(cudaSetDevice(M.dev[0]));
 		try
 		{
-			if (!given)
+			if (!given && !shards_seed)
 			{
 				size_t		budget = p->gpu_mem;
 				gc_kmeans_gpu_plan one;
@@ -696,8 +703,9 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					return rc;
 				gc_kmeans_gpu_plan_for(n, d, p->k, 1, false, budget, &one);
 				on_host = km_seeds_on_host(init, !one.fits || one.streamed, false);
-				seeds.resize((size_t) runs * p->k * d);
 			}
+			if (!given)
+				seeds.resize((size_t) runs * kd);
 			if (on_host && p->metric == GC_METRIC_COSINE)
 			{
 				/* as km_fit: the host's seeding and the shards read unit rows */
@@ -711,7 +719,7 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			return gc_fail(st, GC_ENOMEM, "k-means: out of memory for %lld rows", (long long) n);
 		}
 		gc_report(ctx, GC_PHASE_UPLOAD, 0, p->max_iter, 0, runs, NAN);
-		if (!given &&
+		if (!given && !shards_seed &&
 			(rc = km_multi_seeds(ctx, X, n, d, p, init, on_host, seeds.data(), st)) != GC_OK)
 			return rc;
 		km_last_phases.ms_init = gc_now_ms() - t0;
@@ -728,6 +736,16 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				return rc;
 			tol_scaled = p->tol * mv;
 		}
+		t0 = gc_now_ms();
+		for (int run = 0; shards_seed && run < runs; run++)
+		{
+			gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, runs, NAN);
+			if ((rc = km_par_shards(M.D, M.dev, M.r0, M.S, ctx, X, p->seed,
+									gc_km_init_stream(init, run), seeds.data() + run * kd,
+									st)) != GC_OK)
+				return rc;
+		}
+		km_last_phases.ms_init += gc_now_ms() - t0;
 		rc = km_multi_fit(M, ctx, p, given ? nullptr : seeds.data(), tol_scaled, res, st);
 	}
 	return rc;

@@ -37,12 +37,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
+#include <new>
+#include <vector>
+
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_select.cuh>
 #include <cuda/functional>
 #include <thrust/iterator/counting_iterator.h>
 
 #include "kmeans_dev.cuh"
+#include "common/multi.cuh"
 #include "common/rng.h"
 
 #define PAR_THREADS 256
@@ -108,16 +113,17 @@ par_qsum(const float *__restrict__ D2, int64_t n, double S, unsigned long long *
 		atomicAdd(sum, s);
 }
 
-/* Round r's draws. */
+/* Round r's draws of rows i0 .. i0+n-1 of the problem's nall. */
 __global__ void
-par_flags(const float *__restrict__ D2, int64_t n, uint64_t seed,
-		  uint64_t stream, int r, double ell, double phi, uint8_t *flags)
+par_flags(const float *__restrict__ D2, int64_t n, int64_t i0, int64_t nall,
+		  uint64_t seed, uint64_t stream, int r, double ell, double phi,
+		  uint8_t *flags)
 {
 	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (i < n)
-		flags[i] = (uint8_t) gc_km_par_keep(seed, stream, r, n, i, ell,
-											gc_km_pot_term(nullptr, i, D2[i]), phi);
+		flags[i] = (uint8_t) gc_km_par_keep(seed, stream, r, nall, i0 + i, ell,
+											gc_km_pot_term(nullptr, i0 + i, D2[i]), phi);
 }
 
 /*
@@ -197,39 +203,52 @@ struct par_buffers
 }
 
 /*
+ * Candidates m0 .. m0+sc-1 (sc at most D.k; their coordinates Cc, sc x d,
+ * row-major) against every row of D: D's assignment (the fit's buffers)
+ * with D.k and D.kp set to theirs, then par_merge.
+ */
+static gc_code
+par_take_batch(km_dev &D, par_buffers &B, const float *Cc, int m0, int sc,
+			   gc_status *st)
+{
+	const int	k = D.k,
+				kp = D.kp;
+	gc_code		rc;
+
+	D.k = sc;
+	D.kp = (sc + TILE - 1) / TILE * TILE;
+	rc = km_prep(D, Cc, st);
+	if (rc == GC_OK)
+		rc = km_assign(D, st);
+	D.k = k;
+	D.kp = kp;
+	if (rc == GC_OK)
+	{
+		par_merge<<<blocks_for(D.n, PAR_THREADS), PAR_THREADS, 0, D.s>>>(
+			D.XT, D.n, D.d, Cc, D.labels, m0, false, B.D2, B.lab);
+		KM_LAUNCHED();
+	}
+	return rc;
+}
+
+/*
  * Candidates rows[m0 .. m0+mc-1] against every row, in sub-batches of at
- * most D.k (the buffers of D's assignment are the fit's): the sub-batch's
- * coordinates into D.C[1] (free until the fit starts), D's assignment with
- * D.k and D.kp set to the sub-batch's, then par_merge.
+ * most D.k: each sub-batch's coordinates into D.C[1] (free until the fit
+ * starts), then par_take_batch.
  */
 static gc_code
 par_take(km_dev &D, par_buffers &B, int m0, int mc, gc_status *st)
 {
-	const int	k = D.k,
-				kp = D.kp;
-	float	   *Cc = D.C[1];
 	gc_code		rc = GC_OK;
 
-	for (int s0 = 0; s0 < mc && rc == GC_OK; s0 += k)
+	for (int s0 = 0; s0 < mc && rc == GC_OK; s0 += D.k)
 	{
-		const int	sc = mc - s0 < k ? mc - s0 : k;
+		const int	sc = mc - s0 < D.k ? mc - s0 : D.k;
 
 		par_gather<<<blocks_for((int64_t) sc * D.d, 256), 256, 0, D.s>>>(
-			D.XT, D.n, D.d, B.rows + m0 + s0, sc, Cc, D.d, 1);
+			D.XT, D.n, D.d, B.rows + m0 + s0, sc, D.C[1], D.d, 1);
 		KM_LAUNCHED();
-		D.k = sc;
-		D.kp = (sc + TILE - 1) / TILE * TILE;
-		rc = km_prep(D, Cc, st);
-		if (rc == GC_OK)
-			rc = km_assign(D, st);
-		D.k = k;
-		D.kp = kp;
-		if (rc == GC_OK)
-		{
-			par_merge<<<blocks_for(D.n, PAR_THREADS), PAR_THREADS, 0, D.s>>>(
-				D.XT, D.n, D.d, Cc, D.labels, m0 + s0, false, B.D2, B.lab);
-			KM_LAUNCHED();
-		}
+		rc = par_take_batch(D, B, D.C[1], m0 + s0, sc, st);
 	}
 	return rc;
 }
@@ -314,7 +333,7 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 		}
 		if (!(phi > 0.0))
 			break;
-		par_flags<<<nblk, PAR_THREADS, 0, s>>>(B.D2, n, seed, stream, r, ell, phi, B.flags);
+		par_flags<<<nblk, PAR_THREADS, 0, s>>>(B.D2, n, 0, n, seed, stream, r, ell, phi, B.flags);
 		KM_LAUNCHED();
 		KM_CK(cub::DeviceSelect::Flagged(B.tmp, tmp_bytes, thrust::counting_iterator<int32_t>(0),
 										 B.flags, B.sel, B.nsel, (int64_t) n, s));
@@ -400,4 +419,410 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 		}
 	}
 	return GC_OK;
+}
+
+/* ---- k-means|| over the shards of a split fit ---- */
+
+namespace
+{
+/* A shard's part of km_par_shards. */
+struct par_shard
+{
+	par_buffers B;
+	size_t		tmp_bytes = 0;
+	float	   *cc = nullptr;	/* a round's candidates' coordinates, row-major */
+	size_t		cc_cap = 0;		/* floats */
+	unsigned long long red[2] = {0, 0};	/* its largest D²'s bits, its sum */
+	int32_t		ns = 0;			/* its rows a round keeps */
+	std::vector<float> kept;	/* their coordinates, ns x d */
+	std::vector<unsigned> cnt;	/* its rows nearest each candidate */
+
+	~par_shard()
+	{
+		gc_dfree(cc, B.s);
+	}
+};
+
+/* Every shard's part, freed with its GPU current (dev[0] last). */
+struct par_shards
+{
+	int			S = 0;
+	const int  *dev = nullptr;
+	par_shard  *P[GC_GPUS_MAX] = {};
+
+	~par_shards()
+	{
+		for (int s = 0; s < S; s++)
+		{
+			cudaSetDevice(dev[s]);
+			delete P[s];
+		}
+		if (S > 0)
+			cudaSetDevice(dev[0]);
+	}
+};
+}
+
+/* P.cc holds at least floats. */
+static gc_code
+par_room(par_shard &P, size_t floats, gc_status *st)
+{
+	if (P.cc_cap >= floats)
+		return GC_OK;
+	gc_dfree(P.cc, P.B.s);
+	P.cc = nullptr;
+	P.cc_cap = 0;
+	KM_CK(gc_dalloc((void **) &P.cc, sizeof(float) * floats, P.B.s));
+	P.cc_cap = floats;
+	return GC_OK;
+}
+
+/* Shard P over Ds: its buffers, its labels and counters reset. */
+static gc_code
+par_shard_open(km_dev &Ds, par_shard &P, gc_status *st)
+{
+	par_buffers &B = P.B;
+	const int64_t n = Ds.n;
+
+	B.s = Ds.s;
+	KM_CK(gc_dalloc((void **) &B.D2, sizeof(float) * (size_t) n, B.s));
+	KM_CK(gc_dalloc((void **) &B.lab, sizeof(int32_t) * (size_t) n, B.s));
+	KM_CK(gc_dalloc((void **) &B.flags, (size_t) n, B.s));
+	KM_CK(gc_dalloc((void **) &B.sel, sizeof(int32_t) * (size_t) n, B.s));
+	KM_CK(gc_dalloc((void **) &B.nsel, sizeof(int32_t), B.s));
+	KM_CK(gc_dalloc((void **) &B.rows, sizeof(int32_t), B.s));
+	KM_CK(gc_dalloc((void **) &B.red, sizeof(unsigned long long) * 2, B.s));
+	KM_CK(cub::DeviceSelect::Flagged(nullptr, P.tmp_bytes, thrust::counting_iterator<int32_t>(0),
+									 B.flags, B.sel, B.nsel, (int64_t) n, B.s));
+	KM_CK(gc_dalloc(&B.tmp, P.tmp_bytes, B.s));
+	/* the assignment runs on the candidates as they are, compares with the
+	 * labels and counts into the info record (the fit resets all three) */
+	Ds.prune_on = false;
+	Ds.unit_centres = false;
+	KM_CK(cudaMemsetAsync(Ds.labels, 0xff, sizeof(int32_t) * (size_t) n, B.s));
+	KM_CK(cudaMemsetAsync(Ds.info, 0, sizeof(km_info), B.s));
+	return GC_OK;
+}
+
+/* The shard's largest D² (which, 0) or its sum on the grid S (1) into P.red. */
+static gc_code
+par_shard_phi(km_dev &Ds, par_shard &P, int which, double S, gc_status *st)
+{
+	const unsigned nblk = blocks_for(Ds.n, PAR_THREADS);
+	const unsigned g = nblk < 1024 ? nblk : 1024;
+
+	KM_CK(cudaMemsetAsync(P.B.red + which, 0, sizeof(unsigned long long), P.B.s));
+	if (which == 0)
+		par_max<<<g, PAR_THREADS, 0, P.B.s>>>(P.B.D2, Ds.n, P.B.red);
+	else
+		par_qsum<<<g, PAR_THREADS, 0, P.B.s>>>(P.B.D2, Ds.n, S, P.B.red + 1);
+	KM_LAUNCHED();
+	KM_CK(cudaMemcpyAsync(P.red + which, P.B.red + which, sizeof(unsigned long long),
+						  cudaMemcpyDeviceToHost, P.B.s));
+	KM_CK(cudaStreamSynchronize(P.B.s));
+	return GC_OK;
+}
+
+/* Round r's draws of the shard's rows (i0: its first), its kept rows'
+ * coordinates into P.kept. */
+static gc_code
+par_shard_draw(km_dev &Ds, par_shard &P, int64_t i0, int64_t nall, uint64_t seed,
+			   uint64_t stream, int r, double ell, double phi, gc_status *st)
+{
+	par_buffers &B = P.B;
+	gc_code		rc;
+
+	P.ns = 0;
+	par_flags<<<blocks_for(Ds.n, PAR_THREADS), PAR_THREADS, 0, B.s>>>(
+		B.D2, Ds.n, i0, nall, seed, stream, r, ell, phi, B.flags);
+	KM_LAUNCHED();
+	KM_CK(cub::DeviceSelect::Flagged(B.tmp, P.tmp_bytes, thrust::counting_iterator<int32_t>(0),
+									 B.flags, B.sel, B.nsel, (int64_t) Ds.n, B.s));
+	KM_CK(cudaMemcpyAsync(&P.ns, B.nsel, sizeof(int32_t), cudaMemcpyDeviceToHost, B.s));
+	KM_CK(cudaStreamSynchronize(B.s));
+	if (P.ns == 0)
+		return GC_OK;
+	if ((rc = par_room(P, (size_t) P.ns * Ds.d, st)) != GC_OK)
+		return rc;
+	par_gather<<<blocks_for((int64_t) P.ns * Ds.d, 256), 256, 0, B.s>>>(
+		Ds.XT, Ds.n, Ds.d, B.sel, P.ns, P.cc, Ds.d, 1);
+	KM_LAUNCHED();
+	try
+	{
+		P.kept.resize((size_t) P.ns * Ds.d);
+	}
+	catch (const std::bad_alloc &)
+	{
+		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	}
+	KM_CK(cudaMemcpyAsync(P.kept.data(), P.cc, sizeof(float) * P.kept.size(),
+						  cudaMemcpyDeviceToHost, B.s));
+	KM_CK(cudaStreamSynchronize(B.s));
+	return GC_OK;
+}
+
+/* Candidates m0 .. m0+mc-1 (their coordinates cc, host, mc x d) against
+ * the shard's rows, in par_take's sub-batches. */
+static gc_code
+par_shard_take(km_dev &Ds, par_shard &P, const float *cc, int m0, int mc, gc_status *st)
+{
+	gc_code		rc;
+
+	if ((rc = par_room(P, (size_t) mc * Ds.d, st)) != GC_OK)
+		return rc;
+	KM_CK(cudaMemcpyAsync(P.cc, cc, sizeof(float) * (size_t) mc * Ds.d,
+						  cudaMemcpyHostToDevice, Ds.s));
+	for (int s0 = 0; s0 < mc; s0 += Ds.k)
+	{
+		const int	sc = mc - s0 < Ds.k ? mc - s0 : Ds.k;
+
+		if ((rc = par_take_batch(Ds, P.B, P.cc + (size_t) s0 * Ds.d, m0 + s0, sc, st)) != GC_OK)
+			return rc;
+	}
+	KM_CK(cudaStreamSynchronize(Ds.s));
+	return GC_OK;
+}
+
+/* The shard's rows nearest each of the m candidates into P.cnt. */
+static gc_code
+par_shard_count(km_dev &Ds, par_shard &P, int m, gc_status *st)
+{
+	try
+	{
+		P.cnt.resize((size_t) m);
+	}
+	catch (const std::bad_alloc &)
+	{
+		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	}
+	KM_CK(gc_dalloc((void **) &P.B.cnt, sizeof(unsigned) * (size_t) m, Ds.s));
+	KM_CK(cudaMemsetAsync(P.B.cnt, 0, sizeof(unsigned) * (size_t) m, Ds.s));
+	par_count<<<blocks_for(Ds.n, PAR_THREADS), PAR_THREADS, 0, Ds.s>>>(P.B.lab, Ds.n, P.B.cnt);
+	KM_LAUNCHED();
+	KM_CK(cudaMemcpyAsync(P.cnt.data(), P.B.cnt, sizeof(unsigned) * (size_t) m,
+						  cudaMemcpyDeviceToHost, Ds.s));
+	KM_CK(cudaStreamSynchronize(Ds.s));
+	return GC_OK;
+}
+
+/*
+ * Weighted k-means++ over the m candidates (cand, host, m x d; their
+ * weights hw) on GPU 0 (current), as km_par_device ends: C (host, k x d).
+ */
+static gc_code
+par_reduce(km_dev &D0, par_buffers &B, const gc_ctx *ctx, const std::vector<float> &cand,
+		   const std::vector<double> &hw, int m, uint64_t seed, uint64_t stream, float *C,
+		   gc_status *st)
+{
+	const int	d = D0.d,
+				k = D0.k;
+	std::vector<float> CT;
+	gc_code		rc;
+
+	try
+	{
+		CT.resize((size_t) m * d);
+	}
+	catch (const std::bad_alloc &)
+	{
+		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	}
+	for (int c = 0; c < m; c++)
+		for (int j = 0; j < d; j++)
+			CT[(size_t) j * m + c] = cand[(size_t) c * d + j];
+	KM_CK(gc_dalloc((void **) &B.w, sizeof(double) * (size_t) m, B.s));
+	KM_CK(gc_dalloc((void **) &B.CT, sizeof(float) * CT.size(), B.s));
+	KM_CK(cudaMemcpyAsync(B.w, hw.data(), sizeof(double) * (size_t) m, cudaMemcpyHostToDevice, B.s));
+	KM_CK(cudaMemcpyAsync(B.CT, CT.data(), sizeof(float) * CT.size(), cudaMemcpyHostToDevice, B.s));
+	rc = km_pp_device_w(ctx, B.s, B.CT, m, d, k, B.w, hw.data(), seed,
+						stream + GC_KM_PAR_REDUCE_STREAM, D0.C[1], nullptr, st);
+	if (rc != GC_OK)
+		return rc;
+	KM_CK(cudaMemcpyAsync(C, D0.C[1], sizeof(float) * (size_t) k * d, cudaMemcpyDeviceToHost, B.s));
+	KM_CK(cudaStreamSynchronize(B.s));
+	return GC_OK;
+}
+
+gc_code
+km_par_shards(km_dev *const *D, const int *dev, const int64_t *r0, int S,
+			  const gc_ctx *ctx, const float *X, uint64_t seed, uint64_t stream,
+			  float *C, gc_status *st)
+{
+	const int64_t n = r0[S];
+	const int	d = D[0]->d,
+				k = D[0]->k;
+	const double ell = GC_KM_PAR_OVERSAMPLE * (double) k;
+	par_shards	PS;
+	std::vector<float> cand;	/* every candidate's coordinates, m x d, in order */
+	std::vector<double> hw;
+	int64_t		first;
+	int			m = 1;
+	gc_code		rc;
+	auto		each = [&](auto &&f) {
+		return gc_each_gpu(S, dev, "GPU k-means", f, st);
+	};
+
+	PS.S = S;
+	PS.dev = dev;
+	for (int s = 0; s < S; s++)
+		if ((PS.P[s] = new (std::nothrow) par_shard) == nullptr)
+			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+	if (first >= n)
+		first = n - 1;
+	try
+	{
+		cand.resize((size_t) d);
+	}
+	catch (const std::bad_alloc &)
+	{
+		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	}
+
+	/* candidate 0, k-means++'s first centre, gathered by its shard */
+	rc = each([&](int s, gc_status *ss) {
+		km_dev	   &Ds = *D[s];
+		par_shard  &P = *PS.P[s];
+		gc_status  *st = ss;	/* KM_CK's */
+		const int32_t row = (int32_t) (first - r0[s]);
+		gc_code		r;
+
+		if ((r = par_shard_open(Ds, P, ss)) != GC_OK)
+			return r;
+		if (first >= r0[s] && first < r0[s + 1])
+		{
+			KM_CK(cudaMemcpyAsync(P.B.rows, &row, sizeof(int32_t), cudaMemcpyHostToDevice, Ds.s));
+			par_gather<<<blocks_for(d, 256), 256, 0, Ds.s>>>(Ds.XT, Ds.n, d, P.B.rows, 1,
+															  Ds.C[1], d, 1);
+			KM_LAUNCHED();
+			KM_CK(cudaMemcpyAsync(cand.data(), Ds.C[1], sizeof(float) * d,
+								  cudaMemcpyDeviceToHost, Ds.s));
+		}
+		KM_CK(cudaStreamSynchronize(Ds.s));
+		return GC_OK;
+	});
+	/* D² = the distance to it */
+	if (rc == GC_OK)
+		rc = each([&](int s, gc_status *ss) {
+			km_dev	   &Ds = *D[s];
+			par_shard  &P = *PS.P[s];
+			gc_status  *st = ss;	/* KM_CK's */
+
+			KM_CK(cudaMemcpyAsync(Ds.C[1], cand.data(), sizeof(float) * d,
+								  cudaMemcpyHostToDevice, Ds.s));
+			par_merge<<<blocks_for(Ds.n, PAR_THREADS), PAR_THREADS, 0, Ds.s>>>(
+				Ds.XT, Ds.n, d, Ds.C[1], nullptr, 0, true, P.B.D2, P.B.lab);
+			KM_LAUNCHED();
+			return GC_OK;
+		});
+
+	for (int r = 1; rc == GC_OK && r <= GC_KM_PAR_MAX_ROUNDS; r++)
+	{
+		unsigned	bits = 0;
+		unsigned long long q = 0;
+		double		phi = 0.0,
+					grid;
+		float		mx;
+		int64_t		ns = 0;
+		size_t		off;
+
+		if (r > GC_KM_PAR_ROUNDS && m >= k)
+			break;
+		/* phi on the round's grid: the shards' largest D², then their sums */
+		if ((rc = each([&](int s, gc_status *ss) {
+			return par_shard_phi(*D[s], *PS.P[s], 0, 0.0, ss);
+		})) != GC_OK)
+			break;
+		if (gc_cancelled(ctx))
+			return gc_fail(st, GC_ECANCEL, "canceled");
+		for (int s = 0; s < S; s++)
+			bits = std::max(bits, (unsigned) PS.P[s]->red[0]);
+		memcpy(&mx, &bits, sizeof(float));
+		grid = gc_km_pot_scale((double) mx, n);
+		if (grid > 0.0)
+		{
+			if ((rc = each([&](int s, gc_status *ss) {
+				return par_shard_phi(*D[s], *PS.P[s], 1, grid, ss);
+			})) != GC_OK)
+				break;
+			for (int s = 0; s < S; s++)
+				q += PS.P[s]->red[1];
+			phi = (double) q / grid;
+		}
+		if (!(phi > 0.0))
+			break;
+		/* the draws: the kept rows in row order, shard by shard */
+		if ((rc = each([&](int s, gc_status *ss) {
+			return par_shard_draw(*D[s], *PS.P[s], r0[s], n, seed, stream, r, ell, phi, ss);
+		})) != GC_OK)
+			break;
+		for (int s = 0; s < S; s++)
+			ns += PS.P[s]->ns;
+		if (ns == 0)
+			continue;
+		if (m + ns > n)
+			return gc_fail(st, GC_EINTERNAL, "k-means||: more candidates than rows");
+		off = cand.size();
+		try
+		{
+			for (int s = 0; s < S; s++)
+				cand.insert(cand.end(), PS.P[s]->kept.begin(), PS.P[s]->kept.end());
+		}
+		catch (const std::bad_alloc &)
+		{
+			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+		}
+		/* every shard's rows against them */
+		rc = each([&](int s, gc_status *ss) {
+			return par_shard_take(*D[s], *PS.P[s], cand.data() + off, m, (int) ns, ss);
+		});
+		m += (int) ns;
+	}
+	if (rc != GC_OK)
+		return rc;
+
+	if (m < k)
+	{
+		/* fewer than k candidates: k-means++ over every row, on the host
+		 * (the rows the shards hold: under cosine, X's unit rows) */
+		std::vector<float> unit;
+
+		if (D[0]->unit_rows)
+		{
+			try
+			{
+				unit.resize((size_t) n * d);
+			}
+			catch (const std::bad_alloc &)
+			{
+				return gc_fail(st, GC_ENOMEM, "k-means: out of memory for %lld rows", (long long) n);
+			}
+			gc_unit_rows(ctx, X, n, d, unit.data());
+			X = unit.data();
+		}
+		return gc_km_init_kmeanspp_w(ctx, X, n, d, k, NULL, seed, stream, C, NULL, st);
+	}
+
+	/* the candidates' weights: the rows nearest each, every shard's added */
+	if ((rc = each([&](int s, gc_status *ss) {
+		return par_shard_count(*D[s], *PS.P[s], m, ss);
+	})) != GC_OK)
+		return rc;
+	try
+	{
+		hw.assign((size_t) m, 0.0);
+	}
+	catch (const std::bad_alloc &)
+	{
+		return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+	}
+	for (int c = 0; c < m; c++)
+	{
+		uint64_t	t = 0;
+
+		for (int s = 0; s < S; s++)
+			t += PS.P[s]->cnt[c];
+		hw[c] = (double) t;
+	}
+	return par_reduce(*D[0], PS.P[0]->B, ctx, cand, hw, m, seed, stream, C, st);
 }

@@ -9,9 +9,11 @@
  * Each case: X (n x d float32, blobs: 4k centres in [-10,10)^d plus
  * uniform noise of width 1, from a counter-based hash on all cores), the
  * initial centres rows 0, n/k, 2n/k ... (given centroids: no seeding), tol
- * 0, iters iterations.  Per iteration: the Lloyd phase (the iterations and
- * the final re-assignment and inertia) over the iterations.  Prints a
- * markdown table; not a timed test.
+ * 0, iters iterations.  BENCH_KM_INIT=auto seeds instead, as a call's
+ * default init does (k-means|| from k = 256, else k-means++; seed 1).
+ * Per iteration: the Lloyd phase (the iterations and the final
+ * re-assignment and inertia) over the iterations.  Prints a markdown
+ * table; not a timed test.
  */
 #include <math.h>
 #include <stdio.h>
@@ -51,8 +53,11 @@ run_case(int64_t n, int d, int k, int iters, const int *gpus, int ngpus, int thr
 	gc_kmeans_gpu_phases ph[2];
 	gc_ctx		one = {0},
 				all = {.n_gpus = ngpus, .gpus = gpus};
-	gc_kmeans_params p = {.k = k, .max_iter = iters, .tol = 0.0, .init = GC_INIT_CENTROIDS,
-		.n_init = 1, .init_centroids = C0, .init_d = d};
+	const char *ie = getenv("BENCH_KM_INIT");
+	const int	seeded = ie != NULL && strcmp(ie, "auto") == 0;
+	gc_kmeans_params p = {.k = k, .max_iter = iters, .tol = 0.0,
+		.init = seeded ? GC_INIT_AUTO : GC_INIT_CENTROIDS, .n_init = 1, .seed = 1,
+		.init_centroids = seeded ? NULL : C0, .init_d = seeded ? 0 : d};
 	double		ms[2],
 				it[2];
 	int			same,
@@ -86,10 +91,10 @@ run_case(int64_t n, int d, int k, int iters, const int *gpus, int ngpus, int thr
 			memcmp(r[0].centroids, r[1].centroids, sizeof(float) * (size_t) k * d) == 0 &&
 			memcmp(&r[0].inertia, &r[1].inertia, sizeof(double)) == 0 &&
 			r[0].iterations == r[1].iterations;
-		printf("| %lld x %d, k %d, %d it. | %.0f / %.1f / %.0f / %.0f | %.0f / %.1f / %.0f / %.0f | %.3f | %.3f | %s |\n",
+		printf("| %lld x %d, k %d, %d it. | %.0f / %.0f / %.1f / %.0f / %.0f | %.0f / %.0f / %.1f / %.0f / %.0f | %.3f | %.3f | %s |\n",
 			   (long long) n, d, k, r[0].iterations,
-			   ph[0].ms_upload, it[0], ph[0].ms_download, ms[0],
-			   ph[1].ms_upload, it[1], ph[1].ms_download, ms[1],
+			   ph[0].ms_upload, ph[0].ms_init, it[0], ph[0].ms_download, ms[0],
+			   ph[1].ms_upload, ph[1].ms_init, it[1], ph[1].ms_download, ms[1],
 			   it[1] / it[0], ms[1] / ms[0], same ? "equal" : "DIFFER");
 		bad |= !same;
 	}
@@ -117,7 +122,7 @@ main(int argc, char **argv)
 
 	if ((ngpus = bench_gpus(gpus, 16, "bench_kmeans_multi", threads)) == 0)
 		return 1;
-	printf("| workload | one GPU: upload / ms per iteration / download / whole (ms) | %d GPUs: the same | per iteration, %d GPUs / one | whole | results |\n",
+	printf("| workload | one GPU: upload / seeding / ms per iteration / download / whole (ms) | %d GPUs: the same | per iteration, %d GPUs / one | whole | results |\n",
 		   ngpus, ngpus);
 	printf("| --- | --- | --- | --- | --- | --- |\n");
 	if (argc >= 5)

@@ -40,9 +40,11 @@
  *             inertia, iterations and convergence equal one GPU's bit for
  *             bit, for every assignment path (grid, d <= 8, the screen
  *             with bounds, wgmma and the sort-by-label update, d > 256),
- *             k-means++, k-means|| (on GPU 0, or on the host when the
- *             whole problem does not fit one GPU's budget), random, auto
- *             and given centroids, cosine, tol 0 and > 0, n_init > 1,
+ *             k-means++ (on GPU 0, or on the host when the whole
+ *             problem does not fit one GPU's budget), k-means|| over the
+ *             shards (and its fallback to k-means++ with fewer
+ *             candidates than k), random, auto and given centroids,
+ *             cosine, tol 0 and > 0, n_init > 1,
  *             empty clusters re-seeded, n of one or two blocks;
  *   concurrent four calls of different shapes at once on four threads, as
  *             the GPU worker runs jobs (their kernels' shared memory of
@@ -1629,7 +1631,9 @@ test_multi(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 		printf("  multi n=%-7lld d=%-3d k=%-4d kind=%d %-9s n_init=%d tol=%g%s%s, %d GPUs: %d iterations, "
 			   "= one GPU's (seeding %.1f ms, upload %.1f, Lloyd %.1f, download %.1f)\n",
 			   (long long) n, d, k, kind, init_name[init], n_init, tol,
-			   metric == GC_METRIC_COSINE ? " cosine" : "", gpu_mem_rows > 0 ? " seeded on the host" : "",
+			   metric == GC_METRIC_COSINE ? " cosine" : "",
+			   gc_km_init_resolve(init, n, d, k) == GC_INIT_KMEANS_PARALLEL ? " seeded over the shards" :
+			   gpu_mem_rows > 0 && init != GC_INIT_CENTROIDS ? " seeded on the host" : "",
 			   ngpus, r[1].iterations, ph.ms_init, ph.ms_upload, ph.ms_lloyd, ph.ms_download);
 	}
 	conc_free(&r[0]);
@@ -1648,6 +1652,7 @@ test_multi_suite(void)
 		test_multi(20000, 32, 64, 0, GC_INIT_KMEANS_PARALLEL, 2, 1e-4, GC_METRIC_EUCLIDEAN, 3, 0);
 		test_multi(10000, 3, 40, 3, GC_INIT_RANDOM, 1, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
 		test_multi(20000, 16, 20, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_COSINE, 2, 14000);
+		test_multi(20000, 3, 40, 3, GC_INIT_KMEANS_PARALLEL, 1, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
 		return;
 	}
 	/* the exact path (d <= 8: its grid at d <= 3), k-means++ on GPU 0 */
@@ -1666,9 +1671,14 @@ test_multi_suite(void)
 	test_multi(80000, 16, 50, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_COSINE, 2, 0);
 	test_multi(120000, 8, 64, 0, GC_INIT_CENTROIDS, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
 	test_multi(70000, 40, 20, 4, GC_INIT_KMEANSPP, 3, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
-	/* seeding on the host: the whole problem does not fit one GPU's budget */
+	/* the whole problem does not fit one GPU's budget: k-means++ seeds on
+	 * the host, k-means|| over the shards as always */
 	test_multi(100000, 32, 64, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 60000);
 	test_multi(100000, 24, 32, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, GC_METRIC_COSINE, 2, 60000);
+	/* k-means|| over the shards: cosine; fewer candidates than k (5
+	 * distinct rows), k-means++ over every row on the host */
+	test_multi(90000, 24, 300, 0, GC_INIT_AUTO, 1, 1e-4, GC_METRIC_COSINE, 2, 0);
+	test_multi(50000, 3, 40, 3, GC_INIT_KMEANS_PARALLEL, 1, 0.0, GC_METRIC_EUCLIDEAN, 3, 0);
 	/* few rows: shards of one block, and one shard */
 	test_multi(5000, 4, 7, 1, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 3, 0);
 	test_multi(3000, 4, 7, 1, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
