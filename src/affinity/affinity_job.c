@@ -37,9 +37,9 @@ ap_part_mem(int gpus, const void *arg)
 /*
  * Whether job j may split over several GPUs (cuda/affinity/affinity.cu: S,
  * R and A by rows): at least gc_ap_split_rows(gpuclust.gpu_worker_split_rows)
- * rows, and the session's gpuclust.gpu_worker_gpus_per_call not 1.  The
- * first GPU holds one GPU's need, each other a part of a two GPUs' split,
- * the largest any split makes.  A call too large for one GPU must split
+ * rows, and the session's gpuclust.gpu_worker_gpus_per_call not 1.  Each
+ * GPU, the first too, then holds a part of a two GPUs' split, the largest
+ * any split makes.  A call too large for one GPU must split
  * (gc_job_split_min): each GPU then holds a part of the fewest GPUs' split
  * that fits.  Returns the memory of the job's first GPU.
  */
@@ -55,6 +55,7 @@ ap_split(GcJob *j, const GcInput *in, gc_ap_precision precision)
 	{
 		j->split_max = gc_job_split_most();
 		j->split_mem = ap_part_mem(2, &a);
+		j->split_part_first = true;
 	}
 	return gc_job_split_min(j, one, ap_part_mem, &a);
 }

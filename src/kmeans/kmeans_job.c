@@ -44,9 +44,11 @@ static bool kmeans_by_worker;
  * Whether job j may split over several GPUs (cuda/kmeans/kmeans_multi.cu):
  * without weights, at least gpuclust.gpu_worker_split_rows rows, resident
  * on one GPU by its plan (a job pinned to a device has one GPU to run on:
- * the worker does not split it).  The first GPU holds
- * j->mem (one GPU's plan: seeding runs there over every row), each other
- * the plan of a shard of two GPUs' split, the largest any split makes.
+ * the worker does not split it).  Each GPU holds the plan of a shard of
+ * two GPUs' split, the largest any split makes; but under k-means++, whose
+ * seeding runs on the first GPU over every row, the first holds j->mem,
+ * one GPU's plan (k-means|| seeds over the shards, random seeding on the
+ * host).
  */
 static void
 kmeans_split(GcJob *j, const gc_kmeans_params *p, const GcInput *in)
@@ -57,6 +59,8 @@ kmeans_split(GcJob *j, const gc_kmeans_params *p, const GcInput *in)
 	j->split_max = gc_job_split_most();
 	j->split_mem = gc_kmeans_gpu_mem_bytes(gc_kmeans_gpu_shard_rows(in->n, 2), in->d, p->k,
 										   gc_kmeans_runs(p), false);
+	j->split_part_first = p->init == GC_INIT_CENTROIDS ||
+		gc_km_init_resolve(p->init, in->n, in->d, p->k) != GC_INIT_KMEANSPP;
 }
 
 gc_code
@@ -178,7 +182,7 @@ kmeans_call(GcProcJob *r, GcJob *j, KmeansCall kmeans)
 		p.init_centroids = (const float *) (r->o + j->in_centroids);
 	/* split over GPUs (r->ctx.n_gpus): each within what the worker holds */
 	if (r->ctx.n_gpus > 1)
-		p.gpu_mem = j->mem;
+		p.gpu_mem = gc_job_mem_on(j, j->gpu);
 	res->kmeans.labels = (int32_t *) (r->o + j->out_labels);
 	res->kmeans.distance = (double *) (r->o + j->out_second);
 	res->kmeans.centroids = (float *) (r->o + j->out_centroids);

@@ -218,16 +218,14 @@ detach_segments(Running *r)
 	r->x_seg = r->out_seg = NULL;
 }
 
-/* Job j holds GPU g (its first) with mem bytes, or, split, one of its others. */
+/* Job j holds GPU g, one of its GPUs (j->gpu and j->gpus_more set). */
 static void
-hold_gpu(GcJob *j, int g, bool first)
+hold_gpu(GcJob *j, int g)
 {
 	GcWorkerGpu *gpu = &gc_worker->gpus[g];
 
-	gpu->reserved += first ? j->mem : j->split_mem;
+	gpu->reserved += gc_job_mem_on(j, g);
 	gpu->running++;
-	if (!first)
-		j->gpus_more |= (uint32) 1 << g;
 }
 
 /* Running job r lets go of its GPUs' memory and its segments. */
@@ -245,7 +243,7 @@ leave_gpu(Running *r)
 
 		if (!gc_job_on_gpu(j, g))
 			continue;
-		gpu->reserved -= g == j->gpu ? j->mem : j->split_mem;
+		gpu->reserved -= gc_job_mem_on(j, g);
 		gpu->running--;
 		gpu->done++;
 	}
@@ -522,8 +520,9 @@ pick_gpu(const GcJob *j)
 /*
  * The GPUs a job that may split (j->split_max > 1) takes now, when at least
  * two it may use (j->split_min, when more) are idle (no job running) and
- * its memory fits each (j->mem the first, j->split_mem the others): the
- * first in *first, the others' bits in *more, at most j->split_max in all.
+ * its memory fits each (j->split_mem; the first j->mem unless
+ * j->split_part_first): the first in *first, the others' bits in *more,
+ * at most j->split_max in all.
  * False: not that many such GPUs; it takes one as any job does, or, too
  * large for one (split_min >= 2), waits.
  */
@@ -543,7 +542,8 @@ pick_split(const GcJob *j, int *first, uint32 *more)
 		if (!gpu_allowed(j, g) || gpu->state != GC_GPU_READY ||
 			(g == j->lost_on && j->split_min < 2) || gpu->running > 0)
 			continue;
-		if (*first < 0 && gpu->reserved + j->mem <= gpu->budget)
+		if (*first < 0 &&
+			gpu->reserved + (j->split_part_first ? j->split_mem : j->mem) <= gpu->budget)
 			*first = g;
 		else if (gpu->reserved + j->split_mem <= gpu->budget)
 			*more |= (uint32) 1 << g;
@@ -607,11 +607,11 @@ admit(void)
 		r->job = j;
 		r->used = true;
 		j->gpu = g;
+		j->gpus_more = more;
 		SpinLockAcquire(&gc_worker->mutex);
-		hold_gpu(j, g, true);
 		for (int o = 0; o < gc_worker->ngpus; o++)
-			if (more & ((uint32) 1 << o))
-				hold_gpu(j, o, false);
+			if (gc_job_on_gpu(j, o))
+				hold_gpu(j, o);
 		SpinLockRelease(&gc_worker->mutex);
 		if (!start_run(r, &st))
 			end_run(r, &st);
