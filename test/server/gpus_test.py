@@ -27,7 +27,8 @@ Two modes:
                              when cancelled, holds one under a session's
                              gpuclust.gpu_worker_gpus_per_call = 1, and a split
                              call equals device 'cpu' with both GPUs' jobs_done
-                             grown by one, and so does a DBSCAN split (from 8,000
+                             grown by one (seeded by k-means++ and by
+                             k-means||), and so does a DBSCAN split (from 8,000
                              rows at 2 features), which gpu_worker_gpus_per_call =
                              1 keeps on one, and an affinity propagation of 400
                              rows with split rows 100,000 (from 390 rows), kept
@@ -322,6 +323,8 @@ def split(c, w, usable):
     wait_for(c, no_jobs(), timeout=10)
     split_equals(c, usable, f"a k-means of {w.n_long} rows",
                  "SELECT * FROM gpu_kmeans('SELECT id, f FROM w_long', 100, max_iter => 20, seed => 11)")
+    split_equals(c, usable, f"a k-means of {w.n_long} rows seeded by k-means|| (over the shards)",
+                 "SELECT * FROM gpu_kmeans('SELECT id, f FROM w_long', 100, max_iter => 20, init => 'k-means||', seed => 12)")
     check("... and the mixed k-means over the small table",
           fingerprint(c, w.mixed("gpu")[0]) == fingerprint(c, w.mixed("cpu")[0]))
     split_equals(c, usable, f"a DBSCAN of {w.n_long} rows x 2 (split from 8,000 rows at 2 features)",
