@@ -437,6 +437,22 @@ gc_code		km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT,
 						   uint64_t stream, float *C, int64_t *chosen,
 						   gc_status *st);
 
+/*
+ * k-means++ over the S shards of a split fit (kmeans_multi.cu): shard s is
+ * D[s], the problem's rows r0[s] .. r0[s+1] - 1 (whole blocks), on GPU
+ * dev[s], after the shards' setup (unweighted).  C (host, k x d) receives
+ * km_pp_device's centres over the whole problem, bit for bit.  Each step
+ * the host draws every trial over the shards' totals and sends it to the
+ * shard that holds its row, which takes it as a candidate; every shard
+ * computes the candidates' terms over its rows, the host adds the shards'
+ * potentials (integers: exact in any order) and picks the winner and the
+ * grid, and every shard makes the next draws' prefix sums.  One host
+ * thread drives the shards' streams (three round trips a centre).
+ */
+gc_code		km_pp_shards(km_dev *const *D, const int *dev, const int64_t *r0,
+						 int S, const gc_ctx *ctx, uint64_t seed,
+						 uint64_t stream, float *C, gc_status *st);
+
 /* ---- kmeans_par.cu ---- */
 
 /*
@@ -452,10 +468,9 @@ gc_code		km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed,
 /*
  * The same over the S shards of a split fit (kmeans_multi.cu): shard s is
  * D[s], the problem's rows r0[s] .. r0[s+1] - 1 (whole blocks), on GPU
- * dev[s], dev[0] current, after the shards' setup; X (host, row-major, as
- * the shards were made from it) for the rare fallback to k-means++ over
- * every row, which runs on the host.  C (host, k x d) receives the
- * centres: km_par_device's over the whole problem, bit for bit.  Each
+ * dev[s], dev[0] current, after the shards' setup.  C (host, k x d)
+ * receives the centres: km_par_device's over the whole problem, bit for
+ * bit (with fewer than k candidates, km_pp_shards').  Each
  * round the shards' largest D² and integer sums on its grid combine on
  * the host (exact in any order), every shard draws its rows by their
  * numbers in the problem, and the kept rows' coordinates go through the
@@ -464,9 +479,8 @@ gc_code		km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed,
  * counts, and weighted k-means++ over them runs on GPU 0.
  */
 gc_code		km_par_shards(km_dev *const *D, const int *dev, const int64_t *r0,
-						  int S, const gc_ctx *ctx, const float *X,
-						  uint64_t seed, uint64_t stream, float *C,
-						  gc_status *st);
+						  int S, const gc_ctx *ctx, uint64_t seed,
+						  uint64_t stream, float *C, gc_status *st);
 
 /* ---- kmeans_assign.cu ---- */
 

@@ -27,15 +27,14 @@
  *               sums on GPU 0 (km_reseed_apply);
  *   tol, inertia  blocks of double sums on each shard, gathered in row
  *               order and summed on GPU 0 as one GPU sums them.
- * Seeding: k-means|| runs over the shards once they are made
- * (km_par_shards, kmeans_par.cu: per round the shards' largest D² and
- * integer sums combine, each shard draws its own rows, and the kept rows
- * go to every shard).  k-means++, whose every centre reads every row,
- * runs on GPU 0 alone over the whole matrix (a km_dev of its own, every
- * run's centres drawn and the device freed before the shards are made)
- * when one GPU's plan for the whole problem fits GPU 0, else on the host
- * (the CPU's own functions, as the streamed path seeds); random seeding
- * always on the host.  The centres are the same either way.
+ *   seeding     k-means++ (km_pp_shards, kmeans_pp.cu: each centre's
+ *               trials drawn by the host over the shards' totals, their
+ *               terms on every shard, the potentials added) and k-means||
+ *               (km_par_shards, kmeans_par.cu: each round's largest D²
+ *               and sums combined, each shard drawing its own rows, the
+ *               kept rows sent to every shard) run over the shards once
+ *               they are made; random seeding on the host before.  The
+ *               centres are one GPU's, which are the CPU's.
  *
  * Copies between GPUs are cudaMemcpyPeerAsync (over NVLink or PCIe peer
  * to peer where the devices can: gc_gpus_connect; else staged by the
@@ -166,42 +165,6 @@ km_bcast(km_multi &M, F &&at, size_t bytes, gc_status *st)
 	for (int s = 1; s < M.S; s++)
 		KM_CK(cudaMemcpyPeerAsync(at(*M.D[s]), M.dev[s], at(D0), M.dev[0], bytes, D0.s));
 	KM_CK(cudaStreamSynchronize(D0.s));
-	return GC_OK;
-}
-
-/*
- * Every run's initial centres into C (host, runs x k x d) before the
- * shards are made, init resolved (random or k-means++): on the host (the
- * CPU's seeding), or on GPU 0 (the caller's current device) over every
- * row.
- */
-static gc_code
-km_multi_seeds(const gc_ctx *ctx, const float *X, int64_t n, int d,
-			   const gc_kmeans_params *p, gc_kmeans_init init, bool on_host,
-			   float *C, gc_status *st)
-{
-	const int	runs = gc_kmeans_runs(p);
-	const size_t kd = (size_t) p->k * d;
-	km_dev		D;
-	gc_code		rc = GC_OK;
-
-	for (int run = 0; run < runs && on_host && rc == GC_OK; run++)
-		rc = km_seed_host(ctx, X, n, d, p->k, nullptr, init, p->seed,
-						  gc_km_init_stream(init, run), C + run * kd, st);
-	if (on_host)
-		return rc;
-	D.unit = D.unit_rows = p->metric == GC_METRIC_COSINE;
-	if ((rc = km_setup(D, X, n, d, p->k, false, st, 0, ctx)) != GC_OK)
-		return rc;
-	for (int run = 0; run < runs; run++)
-	{
-		if ((rc = km_seed(D, ctx, X, init, p->seed, gc_km_init_stream(init, run),
-						  nullptr, st)) != GC_OK)
-			return rc;
-		KM_CK(cudaMemcpyAsync(C + run * kd, D.C[0], sizeof(float) * kd,
-							  cudaMemcpyDeviceToHost, D.s));
-		KM_CK(cudaStreamSynchronize(D.s));
-	}
 	return GC_OK;
 }
 
@@ -673,11 +636,10 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		gc_km_init_resolve(p->init, n, d, p->k);
 	const int	runs = gc_kmeans_runs(p);
 	const size_t kd = (size_t) p->k * d;
-	/* k-means|| seeds over the shards, the others before they are made */
-	const bool	shards_seed = init == GC_INIT_KMEANS_PARALLEL;
+	/* random seeding on the host; k-means++ and k-means|| over the shards */
+	const bool	on_host = init == GC_INIT_RANDOM;
 	std::vector<float> seeds;
 	std::vector<float> unit_rows;
-	bool		on_host = false;
 	double		tol_scaled = 0.0,
 				t0 = gc_now_ms();
 	gc_device_kept caller;		/* current again on every return */
@@ -693,17 +655,6 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 		KM_CK(cudaSetDevice(M.dev[0]));
 		try
 		{
-			if (!given && !shards_seed)
-			{
-				size_t		budget = p->gpu_mem;
-				gc_kmeans_gpu_plan one;
-
-				/* seeding on GPU 0 when one GPU's plan of the whole fits it */
-				if (budget == 0 && (rc = km_free_budget(&budget, st)) != GC_OK)
-					return rc;
-				gc_kmeans_gpu_plan_for(n, d, p->k, 1, false, budget, &one);
-				on_host = km_seeds_on_host(init, !one.fits || one.streamed, false);
-			}
 			if (!given)
 				seeds.resize((size_t) runs * kd);
 			if (on_host && p->metric == GC_METRIC_COSINE)
@@ -719,9 +670,11 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			return gc_fail(st, GC_ENOMEM, "k-means: out of memory for %lld rows", (long long) n);
 		}
 		gc_report(ctx, GC_PHASE_UPLOAD, 0, p->max_iter, 0, runs, NAN);
-		if (!given && !shards_seed &&
-			(rc = km_multi_seeds(ctx, X, n, d, p, init, on_host, seeds.data(), st)) != GC_OK)
-			return rc;
+		for (int run = 0; on_host && run < runs; run++)
+			if ((rc = km_seed_host(ctx, X, n, d, p->k, nullptr, init, p->seed,
+								   gc_km_init_stream(init, run), seeds.data() + run * kd,
+								   st)) != GC_OK)
+				return rc;
 		km_last_phases.ms_init = gc_now_ms() - t0;
 		t0 = gc_now_ms();
 		if ((rc = km_multi_setup(M, ctx, X, d, p,
@@ -737,12 +690,15 @@ km_fit_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			tol_scaled = p->tol * mv;
 		}
 		t0 = gc_now_ms();
-		for (int run = 0; shards_seed && run < runs; run++)
+		for (int run = 0; !given && !on_host && run < runs; run++)
 		{
+			const uint64_t stream = gc_km_init_stream(init, run);
+
 			gc_report(ctx, GC_PHASE_INIT, 0, p->max_iter, run, runs, NAN);
-			if ((rc = km_par_shards(M.D, M.dev, M.r0, M.S, ctx, X, p->seed,
-									gc_km_init_stream(init, run), seeds.data() + run * kd,
-									st)) != GC_OK)
+			rc = init == GC_INIT_KMEANSPP ?
+				km_pp_shards(M.D, M.dev, M.r0, M.S, ctx, p->seed, stream, seeds.data() + run * kd, st) :
+				km_par_shards(M.D, M.dev, M.r0, M.S, ctx, p->seed, stream, seeds.data() + run * kd, st);
+			if (rc != GC_OK)
 				return rc;
 		}
 		km_last_phases.ms_init += gc_now_ms() - t0;

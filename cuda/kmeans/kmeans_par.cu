@@ -645,8 +645,8 @@ par_reduce(km_dev &D0, par_buffers &B, const gc_ctx *ctx, const std::vector<floa
 
 gc_code
 km_par_shards(km_dev *const *D, const int *dev, const int64_t *r0, int S,
-			  const gc_ctx *ctx, const float *X, uint64_t seed, uint64_t stream,
-			  float *C, gc_status *st)
+			  const gc_ctx *ctx, uint64_t seed, uint64_t stream, float *C,
+			  gc_status *st)
 {
 	const int64_t n = r0[S];
 	const int	d = D[0]->d,
@@ -781,27 +781,9 @@ km_par_shards(km_dev *const *D, const int *dev, const int64_t *r0, int S,
 	if (rc != GC_OK)
 		return rc;
 
+	/* fewer than k candidates: k-means++ over every row, as km_par_device */
 	if (m < k)
-	{
-		/* fewer than k candidates: k-means++ over every row, on the host
-		 * (the rows the shards hold: under cosine, X's unit rows) */
-		std::vector<float> unit;
-
-		if (D[0]->unit_rows)
-		{
-			try
-			{
-				unit.resize((size_t) n * d);
-			}
-			catch (const std::bad_alloc &)
-			{
-				return gc_fail(st, GC_ENOMEM, "k-means: out of memory for %lld rows", (long long) n);
-			}
-			gc_unit_rows(ctx, X, n, d, unit.data());
-			X = unit.data();
-		}
-		return gc_km_init_kmeanspp_w(ctx, X, n, d, k, NULL, seed, stream, C, NULL, st);
-	}
+		return km_pp_shards(D, dev, r0, S, ctx, seed, stream, C, st);
 
 	/* the candidates' weights: the rows nearest each, every shard's added */
 	if ((rc = each([&](int s, gc_status *ss) {

@@ -42,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <new>
 #include <type_traits>
 
 #include <cub/block/block_reduce.cuh>
@@ -51,6 +53,7 @@
 #include <cooperative_groups.h>
 
 #include "kmeans_dev.cuh"
+#include "common/multi.cuh"
 #include "common/rng.h"
 
 #define PP_THREADS 256
@@ -246,6 +249,54 @@ pp_regrid(pp_state P)
 }
 
 /*
+ * The row of draw R over the terms closest on the grid S, whose block
+ * sums' prefix is off (nb + 1), off[nb] > R (the whole block): the block
+ * by binary search of off, then the row by a block scan of its terms.
+ */
+__device__ int64_t
+pp_draw_in(const pp_state &P, const float *closest, const uint64_t *off, double S,
+		   uint64_t R, pp_draw_ts &ts)
+{
+	__shared__ int hit;
+	const int64_t b = gc_km_pp_block(off, P.nb, R),
+				i0 = b * KM_BLOCK + (int64_t) threadIdx.x * PP_ITEMS,
+				rows = P.n - b * KM_BLOCK < KM_BLOCK ? P.n - b * KM_BLOCK : KM_BLOCK;
+	/* through L2: the terms may be another block's, this kernel's */
+	cub::CacheModifiedInputIterator<cub::LOAD_CG, float> in(closest + b * KM_BLOCK);
+	float		d2[PP_ITEMS];
+	uint64_t	q[PP_ITEMS],
+				s = 0,
+				acc;
+	int64_t		row;
+
+	pp_load_t(ts.l).Load(in, d2, (int) rows, 0.0f);
+	__syncthreads();			/* ts.l is ts.s */
+	for (int u = 0; u < PP_ITEMS; u++)
+	{
+		q[u] = i0 + u < P.n ? gc_km_pot_q(gc_km_pot_term(P.w, i0 + u, d2[u]), S) : 0;
+		s += q[u];
+	}
+	if (threadIdx.x == 0)
+		hit = KM_BLOCK;
+	pp_scan_t(ts.s).ExclusiveSum(s, acc);
+	acc += off[b];
+	for (int u = 0; u < PP_ITEMS; u++)
+	{
+		acc += q[u];
+		if (acc > R)
+		{
+			atomicMin(&hit, (int) threadIdx.x * PP_ITEMS + u);
+			break;
+		}
+	}
+	__syncthreads();
+	/* R < off[b+1]: a row of the block is hit */
+	row = b * KM_BLOCK + hit < P.n ? b * KM_BLOCK + hit : P.n - 1;
+	__syncthreads();
+	return row;
+}
+
+/*
  * The row of trial t of centre c (the whole block): c >= 1 draws counter
  * 1+(c-1)L+t over the terms closest on the grid S, whose block sums'
  * prefix is off (nb + 1); for c == 0 the single candidate is row `first`.
@@ -255,7 +306,6 @@ pp_draw_row(const pp_state &P, const float *closest, const uint64_t *off, double
 			uint64_t seed, uint64_t stream, int c, int L, int t, int64_t first,
 			pp_draw_ts &ts)
 {
-	__shared__ int hit;
 	int64_t		row = first;
 
 	if (c > 0)
@@ -264,43 +314,8 @@ pp_draw_row(const pp_state &P, const float *closest, const uint64_t *off, double
 
 		row = P.w == nullptr ? P.n - 1 : P.wlast;
 		if (T > 0)
-		{
-			const uint64_t R = gc_km_pot_draw(seed, stream, 1 + (uint64_t) (c - 1) * L + t, T);
-			const int64_t b = gc_km_pp_block(off, P.nb, R),
-						i0 = b * KM_BLOCK + (int64_t) threadIdx.x * PP_ITEMS,
-						rows = P.n - b * KM_BLOCK < KM_BLOCK ? P.n - b * KM_BLOCK : KM_BLOCK;
-			/* through L2: the terms may be another block's, this kernel's */
-			cub::CacheModifiedInputIterator<cub::LOAD_CG, float> in(closest + b * KM_BLOCK);
-			float		d2[PP_ITEMS];
-			uint64_t	q[PP_ITEMS],
-						s = 0,
-						acc;
-
-			pp_load_t(ts.l).Load(in, d2, (int) rows, 0.0f);
-			__syncthreads();	/* ts.l is ts.s */
-			for (int u = 0; u < PP_ITEMS; u++)
-			{
-				q[u] = i0 + u < P.n ? gc_km_pot_q(gc_km_pot_term(P.w, i0 + u, d2[u]), S) : 0;
-				s += q[u];
-			}
-			if (threadIdx.x == 0)
-				hit = KM_BLOCK;
-			pp_scan_t(ts.s).ExclusiveSum(s, acc);
-			acc += off[b];
-			for (int u = 0; u < PP_ITEMS; u++)
-			{
-				acc += q[u];
-				if (acc > R)
-				{
-					atomicMin(&hit, (int) threadIdx.x * PP_ITEMS + u);
-					break;
-				}
-			}
-			__syncthreads();
-			/* R < off[b+1]: a row of the block is hit */
-			row = b * KM_BLOCK + hit < P.n ? b * KM_BLOCK + hit : P.n - 1;
-			__syncthreads();
-		}
+			row = pp_draw_in(P, closest, off, S,
+							 gc_km_pot_draw(seed, stream, 1 + (uint64_t) (c - 1) * L + t, T), ts);
 	}
 	return row;
 }
@@ -871,26 +886,18 @@ pp_run_persist(const gc_ctx *ctx, cudaStream_t s, pp_state &P, int L, int k,
 	return GC_OK;
 }
 
+/*
+ * B's state over n rows (XT, d x n; weights w or NULL) for L trials, its
+ * buffers allocated on s, np sets of those a step writes (2: the
+ * persistent path's parities).
+ */
 static gc_code
-pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
-	   int k, const double *w, const double *w_host, uint64_t seed,
-	   uint64_t stream, float *C, int64_t *chosen, gc_status *st)
+pp_open(pp_buffers &B, cudaStream_t s, const float *XT, int64_t n, int d,
+		const double *w, int L, int np, gc_status *st)
 {
-	const int	L = gc_km_n_local_trials(k);
-	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
-	const bool	regrid_here = nb <= PP_SELECT_REGRID_NB;
-	int			dev = 0,
-				nsm = 1,
-				coop = 0,
-				pgrid,
-				np;
-	bool		persist;
-	pp_buffers	B;
 	pp_state   &P = B.P;
-	int64_t		first;
+	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
 
-	if (L > KM_PP_LMAX)
-		return gc_fail(st, GC_EINTERNAL, "k-means++: %d local trials exceed %d", L, KM_PP_LMAX);
 	B.s = s;
 	P.XT = XT;
 	P.n = n;
@@ -898,12 +905,6 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	P.nb = nb;
 	P.w = w;
 	P.wlast = n - 1;
-	KM_CK(cudaGetDevice(&dev));
-	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-	KM_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-	pgrid = coop && pp_persist_wanted(n, nb, d, L) ? pp_persist_grid(n, L, nsm) : 0;
-	persist = pgrid > 0;
-	np = persist ? 2 : 1;
 	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * L * np, s));
 	KM_CK(gc_dalloc((void **) &P.bs, sizeof(unsigned long long) * (size_t) nb * L * np, s));
 	KM_CK(gc_dalloc((void **) &P.tmax, sizeof(unsigned long long) * KM_PP_LMAX * np, s));
@@ -915,6 +916,36 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	KM_CK(gc_dalloc((void **) &P.cand, sizeof(float) * (size_t) d * KM_PP_LMAX * np, s));
 	KM_CK(gc_dalloc((void **) &P.best, sizeof(int), s));
 	KM_CK(cudaMemsetAsync(P.best, 0, sizeof(int), s));
+	return GC_OK;
+}
+
+static gc_code
+pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
+	   int k, const double *w, const double *w_host, uint64_t seed,
+	   uint64_t stream, float *C, int64_t *chosen, gc_status *st)
+{
+	const int	L = gc_km_n_local_trials(k);
+	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
+	const bool	regrid_here = nb <= PP_SELECT_REGRID_NB;
+	int			dev = 0,
+				nsm = 1,
+				coop = 0,
+				pgrid;
+	bool		persist;
+	pp_buffers	B;
+	pp_state   &P = B.P;
+	int64_t		first;
+	gc_code		rc;
+
+	if (L > KM_PP_LMAX)
+		return gc_fail(st, GC_EINTERNAL, "k-means++: %d local trials exceed %d", L, KM_PP_LMAX);
+	KM_CK(cudaGetDevice(&dev));
+	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+	KM_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+	pgrid = coop && pp_persist_wanted(n, nb, d, L) ? pp_persist_grid(n, L, nsm) : 0;
+	persist = pgrid > 0;
+	if ((rc = pp_open(B, s, XT, n, d, w, L, persist ? 2 : 1, st)) != GC_OK)
+		return rc;
 
 	if (w != nullptr)
 	{
@@ -979,4 +1010,338 @@ km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 			   gc_status *st)
 {
 	return pp_run(ctx, s, XT, n, d, k, w, w_host, seed, stream, C, chosen, st);
+}
+
+/* ---- k-means++ over the shards of a split fit ---- */
+
+#define PP_ROW_DRAW (-1)		/* pp_draws: the row of draw R[t] */
+#define PP_ROW_NONE (-2)		/* pp_draws: another shard's trial */
+
+namespace
+{
+/* A step's trials on one shard: per trial its row (local), PP_ROW_DRAW
+ * (the row of the local draw R[t]) or PP_ROW_NONE. */
+struct pp_draws
+{
+	uint64_t	R[KM_PP_LMAX];
+	int64_t		row[KM_PP_LMAX];
+};
+
+/* One shard's k-means++: its state, and on its device a step's
+ * potentials, largest terms and draws' total for the host. */
+struct pp_shard
+{
+	pp_buffers	B;
+	unsigned long long *dout = nullptr;	/* 2 x KM_PP_LMAX + 1 */
+	int			nsm = 1;
+
+	~pp_shard()
+	{
+		gc_dfree(dout, B.s);
+	}
+};
+
+/* Every shard's, freed with its GPU current (dev[0] last), and the host's
+ * pinned buffers: per shard its outputs (2 x KM_PP_LMAX + 1) and its
+ * candidates' matrix, then the step's candidates. */
+struct pp_shards
+{
+	int			S = 0;
+	const int  *dev = nullptr;
+	pp_shard   *P[GC_GPUS_MAX] = {};
+	unsigned long long *hout = nullptr;
+	float	   *hcand = nullptr;
+
+	~pp_shards()
+	{
+		for (int s = 0; s < S; s++)
+		{
+			cudaSetDevice(dev[s]);
+			delete P[s];
+		}
+		if (S > 0)
+			cudaSetDevice(dev[0]);
+		cudaFreeHost(hout);
+		cudaFreeHost(hcand);
+	}
+};
+}
+
+/* The shard's trials of a step (block t: trial t) as candidate columns. */
+__global__ void __launch_bounds__(PP_THREADS)
+pp_draw_at(pp_state P, pp_draws W)
+{
+	__shared__ pp_draw_ts ts;
+	const int	t = blockIdx.x;
+	int64_t		row = W.row[t];
+
+	if (row == PP_ROW_NONE)
+		return;
+	if (row == PP_ROW_DRAW)
+		row = pp_draw_in(P, P.terms + (int64_t) *P.best * P.n, P.off, P.g->S, W.R[t], ts);
+	pp_take(P, row, t, P.cand, P.cid);
+}
+
+/* out[t]: trial t's potential over the shard's rows (its block sums'
+ * sum); out[L + t]: its largest term's bits. */
+__global__ void __launch_bounds__(PP_THREADS)
+pp_pots(pp_state P, int L, unsigned long long *out)
+{
+	const int	warp = threadIdx.x / 32,
+				lane = threadIdx.x % 32;
+
+	for (int t = warp; t < L; t += PP_THREADS / 32)
+	{
+		unsigned long long s = 0;
+
+		for (int64_t b = lane; b < P.nb; b += 32)
+			s += P.bs[(int64_t) t * P.nb + b];
+		for (int o = 16; o > 0; o /= 2)
+			s += __shfl_xor_sync(0xffffffffu, s, o);
+		if (lane == 0)
+		{
+			out[t] = s;
+			out[L + t] = P.tmax[t];
+		}
+	}
+}
+
+/* The step's winner best and its grid S; on the same grid (same) the
+ * next draws' prefix sums of its block sums, else pp_regrid's next. */
+__global__ void __launch_bounds__(PP_THREADS)
+pp_next(pp_state P, int best, double S, bool same)
+{
+	__shared__ pp_scan_t::TempStorage ts;
+
+	if (threadIdx.x == 0)
+	{
+		*P.best = best;
+		P.g->S = S;
+		P.g->regrid = !same;
+	}
+	if (same)
+		pp_prefix_of((const uint64_t *) P.bs + (int64_t) best * P.nb, P.nb, P.off, ts);
+}
+
+/* Every shard synchronised, each with its device current. */
+static gc_code
+pp_shards_sync(const pp_shards &PS, gc_status *st)
+{
+	for (int s = 0; s < PS.S; s++)
+	{
+		KM_CK(cudaSetDevice(PS.dev[s]));
+		KM_CK(cudaStreamSynchronize(PS.P[s]->B.s));
+	}
+	return GC_OK;
+}
+
+/* The shards' states over their rows, the host's buffers. */
+static gc_code
+pp_shards_open(pp_shards &PS, km_dev *const *D, int L, gc_status *st)
+{
+	const int	d = D[0]->d;
+	gc_code		rc;
+
+	KM_CK(cudaHostAlloc((void **) &PS.hout,
+						sizeof(unsigned long long) * (2 * KM_PP_LMAX + 1) * PS.S,
+						cudaHostAllocPortable));
+	KM_CK(cudaHostAlloc((void **) &PS.hcand, sizeof(float) * (size_t) d * KM_PP_LMAX * (PS.S + 1),
+						cudaHostAllocPortable));
+	for (int s = 0; s < PS.S; s++)
+	{
+		km_dev	   &Ds = *D[s];
+		pp_shard   *P;
+
+		KM_CK(cudaSetDevice(PS.dev[s]));
+		if ((PS.P[s] = P = new (std::nothrow) pp_shard) == nullptr)
+			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
+		KM_CK(cudaDeviceGetAttribute(&P->nsm, cudaDevAttrMultiProcessorCount, PS.dev[s]));
+		if ((rc = pp_open(P->B, Ds.s, Ds.XT, Ds.n, d, nullptr, L, 1, st)) != GC_OK)
+			return rc;
+		/* the candidates' matrix comes down whole, its other shards' columns too */
+		KM_CK(cudaMemsetAsync(P->B.P.cand, 0, sizeof(float) * (size_t) d * KM_PP_LMAX, Ds.s));
+		KM_CK(gc_dalloc((void **) &P->dout, sizeof(unsigned long long) * (2 * KM_PP_LMAX + 1),
+						Ds.s));
+	}
+	return GC_OK;
+}
+
+/*
+ * The rows of step c's Lc trials into W (per shard): c = 0 the row first;
+ * else each trial's draw over the problem's T, the sum of the shards'
+ * totals Ts (the terms of the last winner), found in the first shard whose
+ * running total exceeds it, as one GPU's search of the whole blocking
+ * finds it; with T = 0 the problem's last row.
+ */
+static void
+pp_shards_draws(const int64_t *r0, int S, const uint64_t *Ts, uint64_t seed,
+				uint64_t stream, int c, int Lc, int64_t first, pp_draws *W)
+{
+	uint64_t	T = 0;
+
+	for (int s = 0; s < S; s++)
+	{
+		for (int t = 0; t < KM_PP_LMAX; t++)
+			W[s].row[t] = PP_ROW_NONE;
+		T += Ts[s];
+	}
+	for (int t = 0; t < Lc; t++)
+	{
+		uint64_t	R,
+					before = 0;
+		int			s = 0;
+
+		if (c == 0)
+		{
+			while (first >= r0[s + 1])
+				s++;
+			W[s].row[t] = first - r0[s];
+			continue;
+		}
+		if (T == 0)
+		{
+			W[S - 1].row[t] = r0[S] - r0[S - 1] - 1;
+			continue;
+		}
+		R = gc_km_pot_draw(seed, stream, 1 + (uint64_t) (c - 1) * Lc + t, T);
+		while (before + Ts[s] <= R)
+			before += Ts[s++];
+		W[s].row[t] = PP_ROW_DRAW;
+		W[s].R[t] = R - before;
+	}
+}
+
+gc_code
+km_pp_shards(km_dev *const *D, const int *dev, const int64_t *r0, int S,
+			 const gc_ctx *ctx, uint64_t seed, uint64_t stream, float *C,
+			 gc_status *st)
+{
+	const int64_t n = r0[S];
+	const int	d = D[0]->d,
+				k = D[0]->k,
+				L = gc_km_n_local_trials(k);
+	const size_t cw = (size_t) d * KM_PP_LMAX;	/* a candidates' matrix */
+	const size_t ow = 2 * KM_PP_LMAX + 1;	/* a shard's outputs */
+	pp_shards	PS;
+	pp_draws	W[GC_GPUS_MAX];
+	uint64_t	Ts[GC_GPUS_MAX] = {};
+	double		grid = 0.0;		/* the shards' P.g->S */
+	float	   *cand;
+	int64_t		first;
+	gc_code		rc;
+
+	if (L > KM_PP_LMAX)
+		return gc_fail(st, GC_EINTERNAL, "k-means++: %d local trials exceed %d", L, KM_PP_LMAX);
+	PS.S = S;
+	PS.dev = dev;
+	if ((rc = pp_shards_open(PS, D, L, st)) != GC_OK)
+		return rc;
+	cand = PS.hcand + (size_t) S * cw;
+	first = (int64_t) (gc_rng_uniform(seed, stream, 0) * (double) n);
+	if (first >= n)
+		first = n - 1;
+
+	for (int c = 0; c < k; c++)
+	{
+		const int	Lc = c == 0 ? 1 : L;
+		unsigned long long pot[KM_PP_LMAX] = {},
+					tmax;
+		int			best = 0;
+		double		Sn;
+		bool		same;
+
+		/* the trials' rows, as candidate columns on their shards, down */
+		pp_shards_draws(r0, S, Ts, seed, stream, c, Lc, first, W);
+		for (int s = 0; s < S; s++)
+		{
+			pp_shard   &P = *PS.P[s];
+			bool		mine = false;
+
+			for (int t = 0; t < Lc; t++)
+				mine |= W[s].row[t] != PP_ROW_NONE;
+			if (!mine)
+				continue;
+			KM_CK(cudaSetDevice(dev[s]));
+			pp_draw_at<<<Lc, PP_THREADS, 0, P.B.s>>>(P.B.P, W[s]);
+			KM_LAUNCHED();
+			KM_CK(cudaMemcpyAsync(PS.hcand + s * cw, P.B.P.cand, sizeof(float) * cw,
+								  cudaMemcpyDeviceToHost, P.B.s));
+		}
+		if ((rc = pp_shards_sync(PS, st)) != GC_OK)
+			return rc;
+		memset(cand, 0, sizeof(float) * cw);
+		for (int s = 0; s < S; s++)
+			for (int t = 0; t < Lc; t++)
+				if (W[s].row[t] != PP_ROW_NONE)
+					for (int j = 0; j < d; j++)
+						cand[(size_t) j * KM_PP_LMAX + t] = PS.hcand[s * cw + (size_t) j * KM_PP_LMAX + t];
+
+		/* every shard: the candidates up, the terms, the trials' potentials down */
+		for (int s = 0; s < S; s++)
+		{
+			pp_shard   &P = *PS.P[s];
+			pp_state   &Q = P.B.P;
+
+			KM_CK(cudaSetDevice(dev[s]));
+			KM_CK(cudaMemcpyAsync(Q.cand, cand, sizeof(float) * cw, cudaMemcpyHostToDevice, P.B.s));
+			KM_CK(cudaMemsetAsync(Q.bs, 0, sizeof(unsigned long long) * (size_t) Lc * Q.nb, P.B.s));
+			KM_CK(cudaMemsetAsync(Q.tmax, 0, sizeof(unsigned long long) * Lc, P.B.s));
+			pp_terms_launch(Q, Lc, c, P.nsm, P.B.s);
+			KM_LAUNCHED();
+			pp_pots<<<1, PP_THREADS, 0, P.B.s>>>(Q, Lc, P.dout);
+			KM_LAUNCHED();
+			KM_CK(cudaMemcpyAsync(PS.hout + s * ow, P.dout, sizeof(unsigned long long) * 2 * Lc,
+								  cudaMemcpyDeviceToHost, P.B.s));
+		}
+		if ((rc = pp_shards_sync(PS, st)) != GC_OK)
+			return rc;
+
+		/* the winner (pp_choose's): the lowest potential, ties the earliest */
+		for (int t = 0; t < Lc; t++)
+			for (int s = 0; s < S; s++)
+				pot[t] += PS.hout[s * ow + t];
+		for (int t = 1; t < Lc; t++)
+			if (pot[t] < pot[best])
+				best = t;
+		tmax = 0;
+		for (int s = 0; s < S; s++)
+			tmax = std::max(tmax, PS.hout[s * ow + Lc + best]);
+		{
+			double		m;
+
+			memcpy(&m, &tmax, sizeof(m));
+			Sn = gc_km_pot_scale(m, n);
+		}
+		same = c > 0 && Sn == grid;
+		grid = Sn;
+		for (int j = 0; j < d; j++)
+			C[(size_t) c * d + j] = cand[(size_t) j * KM_PP_LMAX + best];
+		if (c == k - 1)
+			break;
+
+		/* the next draws' prefix sums on every shard, their totals down */
+		for (int s = 0; s < S; s++)
+		{
+			pp_shard   &P = *PS.P[s];
+			pp_state   &Q = P.B.P;
+
+			KM_CK(cudaSetDevice(dev[s]));
+			pp_next<<<1, PP_THREADS, 0, P.B.s>>>(Q, best, Sn, same);
+			KM_LAUNCHED();
+			if (!same)
+			{
+				pp_regrid<<<(unsigned) Q.nb, PP_THREADS, 0, P.B.s>>>(Q);
+				KM_LAUNCHED();
+			}
+			KM_CK(cudaMemcpyAsync(PS.hout + s * ow + 2 * KM_PP_LMAX, Q.off + Q.nb,
+								  sizeof(unsigned long long), cudaMemcpyDeviceToHost, P.B.s));
+		}
+		if ((rc = pp_shards_sync(PS, st)) != GC_OK)
+			return rc;
+		for (int s = 0; s < S; s++)
+			Ts[s] = PS.hout[s * ow + 2 * KM_PP_LMAX];
+		if ((c & 15) == 15 && gc_cancelled(ctx))
+			return gc_fail(st, GC_ECANCEL, "canceled");
+	}
+	return GC_OK;
 }

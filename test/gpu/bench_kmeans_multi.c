@@ -9,8 +9,9 @@
  * Each case: X (n x d float32, blobs: 4k centres in [-10,10)^d plus
  * uniform noise of width 1, from a counter-based hash on all cores), the
  * initial centres rows 0, n/k, 2n/k ... (given centroids: no seeding), tol
- * 0, iters iterations.  BENCH_KM_INIT=auto seeds instead, as a call's
- * default init does (k-means|| from k = 256, else k-means++; seed 1).
+ * 0, iters iterations.  BENCH_KM_INIT=k-means++ (a call's default),
+ * k-means|| or auto (k-means|| from k = 256, else k-means++) seeds
+ * instead, seed 1.
  * Per iteration: the Lloyd phase (the iterations and the final
  * re-assignment and inertia) over the iterations.  Prints a markdown
  * table; not a timed test.
@@ -54,10 +55,13 @@ run_case(int64_t n, int d, int k, int iters, const int *gpus, int ngpus, int thr
 	gc_ctx		one = {0},
 				all = {.n_gpus = ngpus, .gpus = gpus};
 	const char *ie = getenv("BENCH_KM_INIT");
-	const int	seeded = ie != NULL && strcmp(ie, "auto") == 0;
-	gc_kmeans_params p = {.k = k, .max_iter = iters, .tol = 0.0,
-		.init = seeded ? GC_INIT_AUTO : GC_INIT_CENTROIDS, .n_init = 1, .seed = 1,
-		.init_centroids = seeded ? NULL : C0, .init_d = seeded ? 0 : d};
+	const gc_kmeans_init init = ie == NULL ? GC_INIT_CENTROIDS :
+		strcmp(ie, "k-means++") == 0 ? GC_INIT_KMEANSPP :
+		strcmp(ie, "k-means||") == 0 ? GC_INIT_KMEANS_PARALLEL :
+		strcmp(ie, "auto") == 0 ? GC_INIT_AUTO : GC_INIT_CENTROIDS;
+	const int	seeded = init != GC_INIT_CENTROIDS;
+	gc_kmeans_params p = {.k = k, .max_iter = iters, .tol = 0.0, .init = init, .n_init = 1,
+		.seed = 1, .init_centroids = seeded ? NULL : C0, .init_d = seeded ? 0 : d};
 	double		ms[2],
 				it[2];
 	int			same,

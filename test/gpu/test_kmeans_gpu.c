@@ -40,11 +40,10 @@
  *             inertia, iterations and convergence equal one GPU's bit for
  *             bit, for every assignment path (grid, d <= 8, the screen
  *             with bounds, wgmma and the sort-by-label update, d > 256),
- *             k-means++ (on GPU 0, or on the host when the whole
- *             problem does not fit one GPU's budget), k-means|| over the
- *             shards (and its fallback to k-means++ with fewer
- *             candidates than k), random, auto and given centroids,
- *             cosine, tol 0 and > 0, n_init > 1,
+ *             k-means++ and k-means|| over the shards (the latter's
+ *             fallback to k-means++ with fewer candidates than k too),
+ *             random, auto and given centroids, cosine, tol 0 and > 0,
+ *             n_init > 1, a budget smaller than the whole problem,
  *             empty clusters re-seeded, n of one or two blocks;
  *   concurrent four calls of different shapes at once on four threads, as
  *             the GPU worker runs jobs (their kernels' shared memory of
@@ -1566,8 +1565,7 @@ static int	multi_gpus[3];
  * A fit on ngpus shards of multi_gpus equals the fit on one GPU bit for
  * bit: labels, centroids, distances, inertia, iterations, convergence.
  * gpu_mem_rows > 0: each GPU's budget is one GPU's plan for that many
- * rows, so the whole problem does not fit GPU 0 and seeding runs on the
- * host.
+ * rows, less than the whole problem's.
  */
 static void
 test_multi(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
@@ -1632,8 +1630,8 @@ test_multi(int64_t n, int d, int k, int kind, gc_kmeans_init init, int n_init,
 			   "= one GPU's (seeding %.1f ms, upload %.1f, Lloyd %.1f, download %.1f)\n",
 			   (long long) n, d, k, kind, init_name[init], n_init, tol,
 			   metric == GC_METRIC_COSINE ? " cosine" : "",
-			   gc_km_init_resolve(init, n, d, k) == GC_INIT_KMEANS_PARALLEL ? " seeded over the shards" :
-			   gpu_mem_rows > 0 && init != GC_INIT_CENTROIDS ? " seeded on the host" : "",
+			   init == GC_INIT_CENTROIDS ? "" : init == GC_INIT_RANDOM ? " seeded on the host" :
+			   " seeded over the shards",
 			   ngpus, r[1].iterations, ph.ms_init, ph.ms_upload, ph.ms_lloyd, ph.ms_download);
 	}
 	conc_free(&r[0]);
@@ -1655,7 +1653,7 @@ test_multi_suite(void)
 		test_multi(20000, 3, 40, 3, GC_INIT_KMEANS_PARALLEL, 1, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
 		return;
 	}
-	/* the exact path (d <= 8: its grid at d <= 3), k-means++ on GPU 0 */
+	/* the exact path (d <= 8: its grid at d <= 3) */
 	test_multi(200003, 2, 100, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
 	test_multi(150000, 5, 40, 1, GC_INIT_KMEANS_PARALLEL, 2, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
 	/* the screen and the bounds; wgmma and the sort-by-label update at 128 */
@@ -1671,12 +1669,11 @@ test_multi_suite(void)
 	test_multi(80000, 16, 50, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_COSINE, 2, 0);
 	test_multi(120000, 8, 64, 0, GC_INIT_CENTROIDS, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
 	test_multi(70000, 40, 20, 4, GC_INIT_KMEANSPP, 3, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
-	/* the whole problem does not fit one GPU's budget: k-means++ seeds on
-	 * the host, k-means|| over the shards as always */
+	/* the whole problem does not fit one GPU's budget */
 	test_multi(100000, 32, 64, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 60000);
 	test_multi(100000, 24, 32, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, GC_METRIC_COSINE, 2, 60000);
 	/* k-means|| over the shards: cosine; fewer candidates than k (5
-	 * distinct rows), k-means++ over every row on the host */
+	 * distinct rows), then k-means++ over the shards */
 	test_multi(90000, 24, 300, 0, GC_INIT_AUTO, 1, 1e-4, GC_METRIC_COSINE, 2, 0);
 	test_multi(50000, 3, 40, 3, GC_INIT_KMEANS_PARALLEL, 1, 0.0, GC_METRIC_EUCLIDEAN, 3, 0);
 	/* few rows: shards of one block, and one shard */
