@@ -18,22 +18,6 @@
 GC_JOB_AREA_FITS(gc_ap_params);
 GC_JOB_AREA_FITS(gc_ap_result);
 
-/* each GPU's part of a call (gc_ap_params) split over gpus GPUs */
-typedef struct ap_part
-{
-	int64_t		n;
-	int			d;
-	gc_ap_precision precision;
-} ap_part;
-
-static size_t
-ap_part_mem(int gpus, const void *arg)
-{
-	const ap_part *a = arg;
-
-	return gc_ap_gpu_split_mem_bytes(a->n, a->d, a->precision, gpus);
-}
-
 /*
  * Whether job j may split over several GPUs (cuda/affinity/affinity.cu: S,
  * R and A by rows): at least gc_ap_split_rows(gpuclust.gpu_worker_split_rows)
@@ -46,18 +30,20 @@ ap_part_mem(int gpus, const void *arg)
 static size_t
 ap_split(GcJob *j, const GcInput *in, gc_ap_precision precision)
 {
-	ap_part		a = {in->n, in->d, precision};
-	size_t		one = gc_ap_gpu_mem_bytes(in->n, in->d, precision);
+	size_t		one = gc_ap_gpu_mem_bytes(in->n, in->d, precision),
+				part[GC_WORKER_MAX_GPUS + 1];
 
 	if (gpuclust_gpu_worker_gpus_per_call == 1)
 		return one;
+	for (int g = 2; g <= GC_WORKER_MAX_GPUS; g++)
+		part[g] = gc_ap_gpu_split_mem_bytes(in->n, in->d, precision, g);
 	if (in->n >= gc_ap_split_rows(gpuclust_gpu_worker_split_rows))
 	{
 		j->split_max = gc_job_split_most();
-		j->split_mem = ap_part_mem(2, &a);
+		j->split_mem = part[2];
 		j->split_part_first = true;
 	}
-	return gc_job_split_min(j, one, ap_part_mem, &a);
+	return gc_job_split_min(j, one, part);
 }
 
 gc_code

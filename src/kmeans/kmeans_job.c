@@ -44,11 +44,9 @@ static bool kmeans_by_worker;
  * Whether job j may split over several GPUs (cuda/kmeans/kmeans_multi.cu):
  * without weights, at least gpuclust.gpu_worker_split_rows rows, resident
  * on one GPU by its plan (a job pinned to a device has one GPU to run on:
- * the worker does not split it).  Each GPU holds the plan of a shard of
- * two GPUs' split, the largest any split makes; but under k-means++, whose
- * seeding runs on the first GPU over every row, the first holds j->mem,
- * one GPU's plan (k-means|| seeds over the shards, random seeding on the
- * host).
+ * the worker does not split it).  Each GPU, the first too, holds the plan
+ * of a shard of two GPUs' split, the largest any split makes (seeding runs
+ * over the shards or on the host).
  */
 static void
 kmeans_split(GcJob *j, const gc_kmeans_params *p, const GcInput *in)
@@ -59,8 +57,7 @@ kmeans_split(GcJob *j, const gc_kmeans_params *p, const GcInput *in)
 	j->split_max = gc_job_split_most();
 	j->split_mem = gc_kmeans_gpu_mem_bytes(gc_kmeans_gpu_shard_rows(in->n, 2), in->d, p->k,
 										   gc_kmeans_runs(p), false);
-	j->split_part_first = p->init == GC_INIT_CENTROIDS ||
-		gc_km_init_resolve(p->init, in->n, in->d, p->k) != GC_INIT_KMEANSPP;
+	j->split_part_first = true;
 }
 
 gc_code

@@ -455,7 +455,7 @@ budget_cmp(const void *a, const void *b)
 }
 
 size_t
-gc_job_split_min(GcJob *j, size_t one, gc_job_part_fn part, const void *arg)
+gc_job_split_min(GcJob *j, size_t one, const size_t *part)
 {
 	size_t		budgets[GC_WORKER_MAX_GPUS];
 	size_t		limit = (size_t) gpuclust_gpu_memory_limit << 20;
@@ -480,7 +480,7 @@ gc_job_split_min(GcJob *j, size_t one, gc_job_part_fn part, const void *arg)
 	/* G GPUs: G parts, each within the G-th largest budget */
 	for (int g = 2; g <= most; g++)
 	{
-		size_t		each = part(g, arg);
+		size_t		each = part[g];
 
 		if (each <= budgets[g - 1])
 		{

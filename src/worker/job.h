@@ -85,22 +85,19 @@ extern gc_code gc_job_submit(GcJob *j, gc_status *st);
  */
 extern int	gc_job_split_most(void);
 
-/* The GPU memory each GPU holds when a job splits over gpus GPUs. */
-typedef size_t (*gc_job_part_fn) (int gpus, const void *arg);
-
 /*
- * For a job j (after gc_job_begin) that needs one bytes on one GPU: when
- * that fits none of the worker's GPUs this session may use (their
- * budgets, each at most gpuclust.gpu_memory_limit), but part(G, arg) fits
- * each of G of them, for the fewest G from 2 up to
+ * For a job j (after gc_job_begin) that needs one bytes on one GPU and
+ * part[G] on each of G GPUs when it splits (2 <= G <= GC_WORKER_MAX_GPUS):
+ * when one fits none of the worker's GPUs this session may use (their
+ * budgets, each at most gpuclust.gpu_memory_limit), but part[G] fits each
+ * of G of them, for the fewest G from 2 up to
  * gpuclust.gpu_worker_gpus_per_call (0: every such GPU), j must split over
  * at least G (split_min; split_max raised to that setting's most), each
- * GPU holding part(G); returns the memory its first GPU holds: part(G),
+ * GPU holding part[G]; returns the memory its first GPU holds: part[G],
  * else one (j unchanged: it fits one GPU, or nothing fits and the worker
  * refuses it).
  */
-extern size_t gc_job_split_min(GcJob *j, size_t one, gc_job_part_fn part,
-							   const void *arg);
+extern size_t gc_job_split_min(GcJob *j, size_t one, const size_t *part);
 
 /* After the results are read: the slot freed, the outputs' segment unmapped. */
 extern void gc_job_release(GcJob *j, dsm_segment *out);

@@ -434,6 +434,22 @@ gpu_allowed(const GcJob *j, int g)
 	return j->want_device < 0 || gc_worker->gpus[g].device_id == j->want_device;
 }
 
+/* "GPU 0 has 512 MiB, ..." of the GPUs job j may use that are ready. */
+static void
+usable_budgets(const GcJob *j, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (int g = 0; g < gc_worker->ngpus; g++)
+	{
+		const GcWorkerGpu *gpu = &gc_worker->gpus[g];
+		size_t		len = strlen(buf);
+
+		if (gpu_allowed(j, g) && gpu->state == GC_GPU_READY)
+			snprintf(buf + len, size - len, "%sGPU %d has %zu MiB",
+					 len > 0 ? ", " : "", gpu->device_id, gpu->budget >> 20);
+	}
+}
+
 /*
  * Why job j can run on no GPU now or later (st), or GC_OK: no GPU it may
  * use is usable, or its memory exceeds every such GPU's budget, or, one
@@ -447,20 +463,17 @@ never_fits(const GcJob *j, gc_status *st)
 	int			usable = 0,
 				roomy = 0,
 				at = -1;
-	char		usable_list[32 * GC_WORKER_MAX_GPUS] = "";
+	char		usable_list[32 * GC_WORKER_MAX_GPUS];
 
 	for (int g = 0; g < gc_worker->ngpus; g++)
 	{
 		GcWorkerGpu *gpu = &gc_worker->gpus[g];
-		size_t		len = strlen(usable_list);
 
 		if (!gpu_allowed(j, g) || gpu->state != GC_GPU_READY)
 			continue;
 		usable++;
 		if (gpu->budget >= j->split_mem)
 			roomy++;
-		snprintf(usable_list + len, sizeof(usable_list) - len, "%sGPU %d has %zu MiB",
-				 len > 0 ? ", " : "", gpu->device_id, gpu->budget >> 20);
 		if (gpu->budget >= largest)
 		{
 			largest = gpu->budget;
@@ -475,10 +488,13 @@ never_fits(const GcJob *j, gc_status *st)
 		return gc_fail(st, GC_EDEVICE,
 					   "no GPU of the gpuclust GPU worker is usable now (gpuclust_gpus says why)");
 	if (j->split_min > 1 && roomy < j->split_min)
+	{
+		usable_budgets(j, usable_list, sizeof(usable_list));
 		return gc_fail(st, GC_ENOMEM,
 					   "%s must split over %d GPUs and needs about %zu MiB of GPU memory on each, but fewer of the GPU worker's usable GPUs have that much for jobs (%s)",
 					   gc_algorithm_name(j->algo), j->split_min,
 					   (j->split_mem >> 20) + 1, usable_list);
+	}
 	if (j->mem > largest)
 		return gc_fail(st, GC_ENOMEM,
 					   "%s needs about %zu MiB of GPU memory, but the GPU worker's GPU %d has %zu MiB for jobs",
