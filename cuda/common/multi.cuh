@@ -45,6 +45,30 @@ struct gc_device_kept
 };
 
 /*
+ * A T of each of a call's S GPUs (dev), made by its user with new; each
+ * deleted with its GPU current, and dev[0] current after.
+ */
+template <class T>
+struct gc_per_gpu
+{
+	int			S = 0;
+	const int  *dev = nullptr;
+	T		   *P[GC_GPUS_MAX] = {};
+
+	~gc_per_gpu()
+	{
+		for (int s = 0; s < S; s++)
+			if (P[s] != nullptr)
+			{
+				cudaSetDevice(dev[s]);
+				delete P[s];
+			}
+		if (S > 0)
+			cudaSetDevice(dev[0]);
+	}
+};
+
+/*
  * f(s, st_s) for s = 0 .. S - 1 at once, each on a host thread of its own
  * with device dev[s] current (s = 0 on the caller's thread, which is left
  * with dev[0] current); the first failing one's status.  who names the

@@ -443,24 +443,6 @@ struct par_shard
 	}
 };
 
-/* Every shard's part, freed with its GPU current (dev[0] last). */
-struct par_shards
-{
-	int			S = 0;
-	const int  *dev = nullptr;
-	par_shard  *P[GC_GPUS_MAX] = {};
-
-	~par_shards()
-	{
-		for (int s = 0; s < S; s++)
-		{
-			cudaSetDevice(dev[s]);
-			delete P[s];
-		}
-		if (S > 0)
-			cudaSetDevice(dev[0]);
-	}
-};
 }
 
 /* P.cc holds at least floats. */
@@ -652,7 +634,7 @@ km_par_shards(km_dev *const *D, const int *dev, const int64_t *r0, int S,
 	const int	d = D[0]->d,
 				k = D[0]->k;
 	const double ell = GC_KM_PAR_OVERSAMPLE * (double) k;
-	par_shards	PS;
+	gc_per_gpu<par_shard> PS;
 	std::vector<float> cand;	/* every candidate's coordinates, m x d, in order */
 	std::vector<double> hw;
 	int64_t		first;

@@ -1041,26 +1041,16 @@ struct pp_shard
 	}
 };
 
-/* Every shard's, freed with its GPU current (dev[0] last), and the host's
- * pinned buffers: per shard its outputs (2 x KM_PP_LMAX + 1) and its
- * candidates' matrix, then the step's candidates. */
-struct pp_shards
+/* Every shard's, and the host's pinned buffers: per shard its outputs
+ * (2 x KM_PP_LMAX + 1) and its candidates' matrix, then the step's
+ * candidates. */
+struct pp_shards : gc_per_gpu<pp_shard>
 {
-	int			S = 0;
-	const int  *dev = nullptr;
-	pp_shard   *P[GC_GPUS_MAX] = {};
 	unsigned long long *hout = nullptr;
 	float	   *hcand = nullptr;
 
 	~pp_shards()
 	{
-		for (int s = 0; s < S; s++)
-		{
-			cudaSetDevice(dev[s]);
-			delete P[s];
-		}
-		if (S > 0)
-			cudaSetDevice(dev[0]);
 		cudaFreeHost(hout);
 		cudaFreeHost(hcand);
 	}
