@@ -290,6 +290,11 @@ now_s(void)
  * call stop_after seconds after tu_poll_start, and keeps what the glue's
  * poll relies on: how often the calling thread (the one that started it,
  * OpenMP thread 0) polls, and the longest time between two of its polls.
+ * That time leaves out the time the thread waited for a core (the run
+ * queue's wait, /proc/thread-self/schedstat, read at most every
+ * TU_POLL_READ_S, so a gap may lose up to that much of its own time): on
+ * a machine whose cores other processes share, a wall-clock gap grows
+ * with their load, not with the work between two polls.
  */
 #include <pthread.h>
 
@@ -303,16 +308,60 @@ now_s(void)
 #else
 #define TU_POLL_GAP_S 0.1
 #endif
+#define TU_POLL_READ_S 0.002
 
 typedef struct tu_poll
 {
 	pthread_t	caller;
 	double		stop_after;		/* when to stop (now_s) */
 	double		last;			/* the caller's last poll, or the start */
-	double		max_gap;		/* the longest time between them, s */
+	double		max_gap;		/* the longest time between them less the
+								 * run queue's wait, s */
+	double		max_wall_gap;	/* the same on the wall clock, s */
+	double		read_at;		/* when wait was read (now_s) */
+	double		wait;			/* the caller's run queue wait then, s */
 	long		caller_polls;
 	long		other_polls;	/* by other threads (atomic) */
 } tu_poll;
+
+/* The calling thread's time spent waiting for a core so far, s (0 where
+ * the kernel does not say). */
+static inline double
+tu_run_queue_wait(void)
+{
+	FILE	   *f = fopen("/proc/thread-self/schedstat", "r");
+	unsigned long long run = 0,
+				wait = 0;
+
+	if (f == NULL)
+		return 0.0;
+	if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+		wait = 0;
+	fclose(f);
+	return wait * 1e-9;
+}
+
+/* The caller's gap ending at t: the gap's records updated, last = t. */
+static inline void
+tu_poll_gap(tu_poll *tp, double t)
+{
+	double		gap = t - tp->last,
+				waited = 0.0;
+
+	if (t - tp->read_at >= TU_POLL_READ_S)
+	{
+		const double w = tu_run_queue_wait();
+
+		waited = w - tp->wait;
+		tp->wait = w;
+		tp->read_at = t;
+	}
+	if (gap > tp->max_wall_gap)
+		tp->max_wall_gap = gap;
+	if (gap - waited > tp->max_gap)
+		tp->max_gap = gap - waited;
+	tp->last = t;
+}
 
 static inline bool
 tu_poll_fn(void *arg)
@@ -326,9 +375,7 @@ tu_poll_fn(void *arg)
 		return false;
 	}
 	tp->caller_polls++;
-	if (t - tp->last > tp->max_gap)
-		tp->max_gap = t - tp->last;
-	tp->last = t;
+	tu_poll_gap(tp, t);
 	return t >= tp->stop_after;
 }
 
@@ -336,10 +383,7 @@ tu_poll_fn(void *arg)
 static inline void
 tu_poll_end(tu_poll *tp)
 {
-	double		t = now_s();
-
-	if (t - tp->last > tp->max_gap)
-		tp->max_gap = t - tp->last;
+	tu_poll_gap(tp, now_s());
 }
 
 /* ctx polls tp, which stops the call stop_after seconds from now. */
@@ -348,7 +392,8 @@ tu_poll_start(tu_poll *tp, gc_ctx *ctx, double stop_after)
 {
 	memset(tp, 0, sizeof(*tp));
 	tp->caller = pthread_self();
-	tp->last = now_s();
+	tp->wait = tu_run_queue_wait();
+	tp->last = tp->read_at = now_s();
 	tp->stop_after = tp->last + stop_after;
 	ctx->poll = tu_poll_fn;
 	ctx->poll_arg = tp;
