@@ -515,6 +515,7 @@ par_shard_draw(km_dev &Ds, par_shard &P, int64_t i0, int64_t nall, uint64_t seed
 	gc_code		rc;
 
 	P.ns = 0;
+	P.kept.clear();				/* none kept: it adds none */
 	par_flags<<<blocks_for(Ds.n, PAR_THREADS), PAR_THREADS, 0, B.s>>>(
 		B.D2, Ds.n, i0, nall, seed, stream, r, ell, phi, B.flags);
 	KM_LAUNCHED();

@@ -89,7 +89,8 @@ gauss(void)
 /* kind 0: blobs; 1: uniform; 2: blobs far from the origin; 3: duplicates;
  * 4: blobs with a constant first feature; 5: a range of a few float
  * steps far from the origin (1000 + [0, 1e-3): about 16 values a feature);
- * 6: blobs and one far outlier (the last row, 1e6 on every feature). */
+ * 6: blobs and one far outlier (the last row, 1e6 on every feature);
+ * 7: blobs, then the second half one row repeated. */
 static float *
 make_data(int64_t n, int d, int kind)
 {
@@ -119,6 +120,8 @@ make_data(int64_t n, int d, int kind)
 				v = 1e6;
 			else if (kind == 3)
 				v = (double) (c % 5) + j;	/* 5 distinct rows */
+			else if (kind == 7 && i >= n / 2)
+				v = 3.5;		/* the second half one row: a shard of it draws none */
 			else
 				v = off + cent[c * d + j] + sigma * gauss();
 			X[i * d + j] = (float) v;
@@ -1651,6 +1654,7 @@ test_multi_suite(void)
 		test_multi(10000, 3, 40, 3, GC_INIT_RANDOM, 1, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
 		test_multi(20000, 16, 20, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_COSINE, 2, 14000);
 		test_multi(20000, 3, 40, 3, GC_INIT_KMEANS_PARALLEL, 1, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
+		test_multi(20000, 4, 64, 7, GC_INIT_KMEANS_PARALLEL, 1, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
 		return;
 	}
 	/* the exact path (d <= 8: its grid at d <= 3) */
@@ -1676,6 +1680,10 @@ test_multi_suite(void)
 	 * distinct rows), then k-means++ over the shards */
 	test_multi(90000, 24, 300, 0, GC_INIT_AUTO, 1, 1e-4, GC_METRIC_COSINE, 2, 0);
 	test_multi(50000, 3, 40, 3, GC_INIT_KMEANS_PARALLEL, 1, 0.0, GC_METRIC_EUCLIDEAN, 3, 0);
+	/* a shard of one repeated row: after it is a candidate it draws none
+	 * (k-means||) and its total is 0 (k-means++) */
+	test_multi(60000, 8, 300, 7, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+	test_multi(60000, 8, 50, 7, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
 	/* few rows: shards of one block, and one shard */
 	test_multi(5000, 4, 7, 1, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 3, 0);
 	test_multi(3000, 4, 7, 1, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
