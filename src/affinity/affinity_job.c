@@ -41,7 +41,6 @@ ap_split(GcJob *j, const GcInput *in, gc_ap_precision precision)
 	{
 		j->split_max = gc_job_split_most();
 		j->split_mem = part[2];
-		j->split_part_first = true;
 	}
 	return gc_job_split_min(j, one, part);
 }

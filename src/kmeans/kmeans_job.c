@@ -57,7 +57,6 @@ kmeans_split(GcJob *j, const gc_kmeans_params *p, const GcInput *in)
 	j->split_max = gc_job_split_most();
 	j->split_mem = gc_kmeans_gpu_mem_bytes(gc_kmeans_gpu_shard_rows(in->n, 2), in->d, p->k,
 										   gc_kmeans_runs(p), false);
-	j->split_part_first = true;
 }
 
 gc_code
@@ -179,7 +178,7 @@ kmeans_call(GcProcJob *r, GcJob *j, KmeansCall kmeans)
 		p.init_centroids = (const float *) (r->o + j->in_centroids);
 	/* split over GPUs (r->ctx.n_gpus): each within what the worker holds */
 	if (r->ctx.n_gpus > 1)
-		p.gpu_mem = gc_job_mem_on(j, j->gpu);
+		p.gpu_mem = j->split_mem;
 	res->kmeans.labels = (int32_t *) (r->o + j->out_labels);
 	res->kmeans.distance = (double *) (r->o + j->out_second);
 	res->kmeans.centroids = (float *) (r->o + j->out_centroids);

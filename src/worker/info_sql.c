@@ -308,7 +308,7 @@ gpuclust_gpu_jobs(PG_FUNCTION_ARGS)
 		algo = j->algo;
 		n = j->n;
 		d = j->d;
-		mem = gc_job_mem_on(j, j->gpu);
+		mem = gc_job_mem(j);
 		queued_at = j->queued_at;
 		started_at = j->started_at;
 		gpu = j->gpu;

@@ -438,7 +438,6 @@ gc_job_begin(gc_algorithm algo, const gc_ctx *ctx, const GcInput *in)
 	j->split_max = 1;
 	j->split_min = 1;
 	j->split_mem = 0;
-	j->split_part_first = false;
 	j->out_labels = j->out_second = j->out_centroids = 0;
 	j->in_weights = j->in_centroids = j->in_array = 0;
 	return j;

@@ -167,10 +167,8 @@ typedef struct GcJob
 	int			split_max;		/* the most GPUs it may split over (1: one) */
 	int			split_min;		/* the fewest it runs on (2 or more: too
 								 * large for one GPU; mem = split_mem) */
-	size_t		split_mem;		/* GPU memory of each GPU but the first
-								 * when it splits (bytes; mem: the first's) */
-	bool		split_part_first;	/* split, the first GPU holds split_mem
-									 * too (else mem: it reads every row) */
+	size_t		split_mem;		/* GPU memory of each of its GPUs when it
+								 * splits (bytes; mem: on one GPU) */
 	bool		lose_gpu;		/* test builds: its first run makes its
 								 * emulated GPU fail */
 	TimestampTz queued_at;
@@ -211,13 +209,11 @@ gc_job_on_gpu(const GcJob *j, int g)
 	return g == j->gpu || (j->gpus_more & ((uint32) 1 << g)) != 0;
 }
 
-/* The GPU memory job j holds on g, one of its GPUs (j->gpu, j->gpus_more). */
+/* The GPU memory job j holds on each of its GPUs (j->gpus_more set). */
 static inline size_t
-gc_job_mem_on(const GcJob *j, int g)
+gc_job_mem(const GcJob *j)
 {
-	if (g != j->gpu)
-		return j->split_mem;
-	return j->gpus_more != 0 && j->split_part_first ? j->split_mem : j->mem;
+	return j->gpus_more != 0 ? j->split_mem : j->mem;
 }
 
 typedef struct GcWorkerGpu

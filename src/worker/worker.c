@@ -224,7 +224,7 @@ hold_gpu(GcJob *j, int g)
 {
 	GcWorkerGpu *gpu = &gc_worker->gpus[g];
 
-	gpu->reserved += gc_job_mem_on(j, g);
+	gpu->reserved += gc_job_mem(j);
 	gpu->running++;
 }
 
@@ -243,7 +243,7 @@ leave_gpu(Running *r)
 
 		if (!gc_job_on_gpu(j, g))
 			continue;
-		gpu->reserved -= gc_job_mem_on(j, g);
+		gpu->reserved -= gc_job_mem(j);
 		gpu->running--;
 		gpu->done++;
 	}
@@ -536,8 +536,7 @@ pick_gpu(const GcJob *j)
 /*
  * The GPUs a job that may split (j->split_max > 1) takes now, when at least
  * two it may use (j->split_min, when more) are idle (no job running) and
- * its memory fits each (j->split_mem; the first j->mem unless
- * j->split_part_first): the first in *first, the others' bits in *more,
+ * j->split_mem fits each: the first in *first, the others' bits in *more,
  * at most j->split_max in all.
  * False: not that many such GPUs; it takes one as any job does, or, too
  * large for one (split_min >= 2), waits.
@@ -558,13 +557,12 @@ pick_split(const GcJob *j, int *first, uint32 *more)
 		if (!gpu_allowed(j, g) || gpu->state != GC_GPU_READY ||
 			(g == j->lost_on && j->split_min < 2) || gpu->running > 0)
 			continue;
-		if (*first < 0 &&
-			gpu->reserved + (j->split_part_first ? j->split_mem : j->mem) <= gpu->budget)
-			*first = g;
-		else if (gpu->reserved + j->split_mem <= gpu->budget)
-			*more |= (uint32) 1 << g;
-		else
+		if (gpu->reserved + j->split_mem > gpu->budget)
 			continue;
+		if (*first < 0)
+			*first = g;
+		else
+			*more |= (uint32) 1 << g;
 		count++;
 	}
 	SpinLockRelease(&gc_worker->mutex);
