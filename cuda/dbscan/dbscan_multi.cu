@@ -135,23 +135,51 @@ struct mu_call
 /* the plan                                                            */
 /* ------------------------------------------------------------------ */
 
+/* The sample's rows: m rows of X (d columns) evenly spaced, into S. */
+struct mu_sample
+{
+	const float *X;
+	int64_t		n,
+				m;
+	int			d;
+	float	   *S;
+};
+
 /*
- * The slabs for at most S GPUs from the sample: plan->dim and cuts (room
- * for S - 1), plan->parts 1 .. S, the most whose rows held (estimated from
- * the sample) stay within db_split_held_max n.
+ * Thread t of T's share of the sample's rows.  Each row is a cache and a
+ * TLB miss of its own, far apart in X: one thread took about 6 ms for
+ * 65,536 of them on the two-GPU machine, so the call's team gathers them.
  */
 static void
-mu_plan(const float *X, int64_t n, int d, double halo, int S,
+mu_sample_part(void *arg, int t, int T)
+{
+	const mu_sample *J = (const mu_sample *) arg;
+
+	for (int64_t i = J->m * t / T; i < J->m * (t + 1) / T; i++)
+		memcpy(J->S + i * J->d, J->X + (i * J->n / J->m) * J->d, sizeof(float) * J->d);
+}
+
+/*
+ * The slabs for at most S GPUs from the sample of DB_MULTI_SAMPLE rows
+ * (gathered on team threads): plan->dim and cuts (room for S - 1),
+ * plan->parts 1 .. S, the most whose rows held (estimated from the
+ * sample) stay within db_split_held_max n.
+ */
+static void
+mu_plan(const float *X, int64_t n, int d, double halo, int S, int team,
 		gc_dbscan_plan *plan, double *cuts)
 {
 	const int64_t m = n < DB_MULTI_SAMPLE ? n : DB_MULTI_SAMPLE;
+	std::vector<float> sample((size_t) m * d);
 	std::vector<double> lo(d, INFINITY),
 				hi(d, -INFINITY),
 				counts(DB_MULTI_BINS, 0.0);
+	mu_sample	job = {X, n, m, d, sample.data()};
 
+	gc_team_run(team, mu_sample_part, &job);
 	for (int64_t t = 0; t < m; t++)
 	{
-		const float *x = X + (t * n / m) * d;
+		const float *x = sample.data() + t * d;
 
 		for (int j = 0; j < d; j++)
 			if (isfinite(x[j]))
@@ -168,7 +196,7 @@ mu_plan(const float *X, int64_t n, int d, double halo, int S,
 	plan->halo = halo;
 	plan->cuts = cuts;
 	for (int64_t t = 0; t < m; t++)
-		counts[gc_dbscan_bin(X[(t * n / m) * d + plan->dim], lo[plan->dim],
+		counts[gc_dbscan_bin(sample[t * d + plan->dim], lo[plan->dim],
 							 hi[plan->dim], DB_MULTI_BINS)] += 1.0;
 	for (int P = S; P >= 2; P--)
 	{
@@ -465,6 +493,7 @@ mu_upload(mu_gpu &A, const float *X, int64_t r0, int d, const gc_dbscan_plan &pl
 	DB_ALLOC(A.cuts, plan.parts - 1);
 	DB_ALLOC(A.num, 1);
 	DB_ALLOC(cnt, plan.parts);
+	db_trace("split: a chunk's copy begins, rows", A.nc);
 	DB_CK(gc_xfer_h2d(Xc, X + r0 * d, sizeof(float) * (size_t) A.nc * d, D.s, threads));
 	DB_CK(cudaMemcpyAsync(A.cuts, plan.cuts, sizeof(double) * (plan.parts - 1),
 						  cudaMemcpyHostToDevice, D.s));
@@ -914,6 +943,7 @@ db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 				ms_merge;
 	gc_dbscan_plan plan;
 	gc_ctx		quiet = *ctx;	/* the slabs' runs: no progress reports */
+	const int	team = gc_team_adapt(ctx);
 	gc_device_kept caller;
 	mu_rows		R;
 	int64_t		off[GC_GPUS_MAX][GC_GPUS_MAX];
@@ -921,15 +951,17 @@ db_multi(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	gc_code		rc;
 
 	DB_CK(cudaGetDevice(&caller.dev));
+	db_trace("split: a call, rows", n);
 	mu_plan(X, n, d, gc_dbscan_halo(p->eps), (int) std::min<int64_t>(std::min(ctx->n_gpus, GC_GPUS_MAX), n),
-			&plan, cuts);
+			team, &plan, cuts);
+	db_trace("split: planned; slabs", plan.parts);
 	if (plan.parts < 2)
 		return mu_one(ctx, X, n, d, p, index, brute, used, labels, is_core, st);
 
 	mu_call		C;
 	const int	S = plan.parts;
 	/* the host's threads shared by the GPUs' copies, which run at once */
-	const int	threads = std::max(1, gc_team_adapt(ctx) / S);
+	const int	threads = std::max(1, team / S);
 
 	quiet.progress = NULL;
 	quiet.n_gpus = 0;
