@@ -8,7 +8,8 @@
  * joined where a row is core in two of them: the partitioned DBSCAN of
  * dbscan.h (gc_dbscan_span; its merge's rules, gc_dbscan_merge), whose
  * proof carries over.
- *   plan       on the host, from DB_MULTI_SAMPLE evenly spaced rows: the
+ *   plan       on the host, from DB_MULTI_SAMPLE evenly spaced rows
+ *              (gathered on the call's threads): the
  *              widest dimension, cuts at the sample's quantiles
  *              (gc_dbscan_cuts over its histogram), and the rows the slabs
  *              would hold with their halos (gc_dbscan_held).  Where that
@@ -147,8 +148,8 @@ struct mu_sample
 
 /*
  * Thread t of T's share of the sample's rows.  Each row is a cache and a
- * TLB miss of its own, far apart in X: one thread took about 6 ms for
- * 65,536 of them on the two-GPU machine, so the call's team gathers them.
+ * TLB miss of its own, far apart in X: on the two-GPU machine one thread
+ * gathered 65,536 rows of 200M in 0.9-1.5 ms, the team of 32 in 0.06 ms.
  */
 static void
 mu_sample_part(void *arg, int t, int T)
