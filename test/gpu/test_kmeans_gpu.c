@@ -1647,6 +1647,14 @@ static void
 test_multi_suite(void)
 {
 	tu_multi_gpus(multi_gpus, "shards");
+	if (quick && atoi(getenv("GPUCLUST_TEST_QUICK")) >= 2)
+	{
+		/* racecheck: each seeding over the shards, and Lloyd, tiny */
+		test_multi(3000, 4, 7, 1, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+		test_multi(4000, 8, 24, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
+		test_multi(2000, 3, 10, 3, GC_INIT_RANDOM, 1, 0.0, GC_METRIC_EUCLIDEAN, 2, 0);
+		return;
+	}
 	if (quick)
 	{
 		test_multi(20000, 2, 30, 0, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
