@@ -6,14 +6,21 @@
 Against the server in $PGHOST... (gpuclust preloaded; the pg-bundle on the
 GPU machine), for each gpuclust.gpu_devices value of --devices (ALTER
 SYSTEM, then CMD restarts the server): a warm-up call of each kind, then
-N rounds of bench_worker.py's load, 16 concurrent sessions each running
-gpu_kmeans on 1M rows x 32 (k = 100) and gpu_dbscan on 10M 2-d rows
-(device 'gpu').  Per value: the wall time and calls/s (the best round),
-each call's median latency, where the sessions' time went (log_timing's
+N rounds of each load, 16 concurrent sessions each running
+  sql   bench_worker.py's load: gpu_kmeans on 1M rows x 32 (k = 100) and
+        gpu_dbscan on 10M 2-d rows (device 'gpu'), whose time goes mostly
+        to reading the rows and writing the labels back on the host;
+  gpu   gpu_affinity_propagation on 10,000 rows x 32 (float8, 200
+        iterations), whose time goes to the GPU.
+Per value and load: the wall time and calls/s (the best round), each
+call's median latency, where the sessions' time went (log_timing's
 ingest, compute and emit, summed over the calls), and per GPU its jobs
 and the share of the wall time it had one running (gpuclust_gpus, read
-every 20 ms).  Then each value's throughput against the first's.  The
-setting is reset at the end.
+every 20 ms).  Before them, once, the host's floor of the sql load: the
+same 16 sessions only reading the same rows (a count over every row's
+array, as ingest reads them), which no number of GPUs shortens.  Then
+each value's throughput against the first's, per load.  The setting is
+reset at the end.
 """
 import argparse
 import re
@@ -27,6 +34,18 @@ import psycopg.sql
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from bench_worker import DB, KM, concurrent, connect, setup  # noqa: E402
+
+AP = ("SELECT count(*) FROM gpu_affinity_propagation('SELECT id, f FROM b_ap', max_iter => 200,"
+      " convergence_iter => 200, device => 'gpu')")
+LOADS = {
+    "sql": (("km", KM), ("db", DB)),
+    "gpu": (("ap", AP),),
+}
+# the sql load's rows, only read
+SCANS = (("km", "SELECT count(f[1]) FROM b_km"), ("db", "SELECT count(f[1]) FROM b_db"))
+NAMES = {"km": "k-means", "db": "DBSCAN", "ap": "affinity propagation"}
+WHAT = {"sql": "k-means 1M x 32 k 100 + DBSCAN 10M 2-d", "gpu": "affinity propagation 10,000 x 32, 200 it.",
+        "scan": "reading b_km and b_db only"}
 
 TIMING = re.compile(r"ingest ([\d.]+) ms, compute ([\d.]+) ms.*emit ([\d.]+) ms")
 
@@ -91,33 +110,49 @@ class Busy:
         return {g: (done[g] - self.start.get(g, 0), self.busy.get(g, 0) / max(self.samples, 1)) for g in done}
 
 
+def setup_ap():
+    with connect() as c:
+        if not c.execute("SELECT to_regclass('b_ap') IS NOT NULL").fetchone()[0]:
+            c.execute("CREATE TABLE b_ap AS SELECT id, f FROM b_km WHERE id <= 10000")
+            c.execute("VACUUM ANALYZE b_ap")
+
+
+def one_load(label, load, queries, rounds, busy=True):
+    """rounds of 16 sessions running queries at once: the best round."""
+    best = None
+    for r in range(rounds):
+        conns = [timed_session() for _ in range(16)]
+        b = Busy() if busy else None
+        res = concurrent(conns, queries)
+        res["gpus"] = b.end() if b else {}
+        res["split_s"] = [sum(c.split[i] for c in conns) / 1000 for i in range(3)]
+        for c in conns:
+            c.close()
+        ing, comp, emit = res["split_s"]
+        calls = 16 * len(queries)
+        med = ", ".join(f"{NAMES[n]} {v:.2f} s" for n, v in res["median_s"].items())
+        print(f"{label} {load} round {r + 1}: 16 sessions x ({WHAT[load]}): {res['wall_s']:.2f} s wall,"
+              f" {calls / res['wall_s']:.2f} calls/s, median {med};"
+              + (f" the sessions' time: ingest {ing:.1f} s, compute {comp:.1f} s, emit {emit:.1f} s;" if busy else "")
+              + f" errors {res['errors']}{' (' + res['error_texts'][0][:200] + ')' if res['errors'] else ''}", flush=True)
+        if busy:
+            print(f"{label} {load} round {r + 1}: " + "; ".join(f"GPU {g}: {n} jobs, a job running {share:.0%} of the time"
+                                                          for g, (n, share) in sorted(res["gpus"].items())), flush=True)
+        if best is None or res["wall_s"] < best["wall_s"]:
+            best = res
+    return best
+
+
 def one_setting(devices, cmd, rounds):
     gpus = restart(cmd, devices)
     label = f"gpu_devices = '{devices or ''}'"
     print(f"{label}: " + "; ".join(f"GPU {g} {name or '-'} {state}{' (' + why + ')' if why else ''}"
                                    for g, name, state, why in gpus), flush=True)
     with connect() as c:
-        c.execute(KM).fetchone()
-        c.execute(DB).fetchone()
-    best = None
-    for r in range(rounds):
-        conns = [timed_session() for _ in range(16)]
-        busy = Busy()
-        res = concurrent(conns)
-        res["gpus"] = busy.end()
-        res["split_s"] = [sum(c.split[i] for c in conns) / 1000 for i in range(3)]
-        for c in conns:
-            c.close()
-        ing, comp, emit = res["split_s"]
-        print(f"{label} round {r + 1}: 16 sessions x (k-means 1M x 32 k 100 + DBSCAN 10M 2-d): {res['wall_s']:.2f} s wall,"
-              f" {32 / res['wall_s']:.2f} calls/s, median k-means {res['km_median_s']:.2f} s, DBSCAN {res['db_median_s']:.2f} s;"
-              f" the sessions' time: ingest {ing:.1f} s, compute {comp:.1f} s, emit {emit:.1f} s;"
-              f" errors {res['errors']}{' (' + res['error_texts'][0][:200] + ')' if res['errors'] else ''}", flush=True)
-        print(f"{label} round {r + 1}: " + "; ".join(f"GPU {g}: {n} jobs, a job running {share:.0%} of the time"
-                                                  for g, (n, share) in sorted(res["gpus"].items())), flush=True)
-        if best is None or res["wall_s"] < best["wall_s"]:
-            best = res
-    return best
+        for queries in LOADS.values():
+            for _, q in queries:
+                c.execute(q).fetchone()
+    return {load: one_load(label, load, queries, rounds) for load, queries in LOADS.items()}
 
 
 def main():
@@ -128,12 +163,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     setup()
+    setup_ap()
+    floor = one_load("host floor", "scan", SCANS, args.rounds, busy=False)
     results = [(d, one_setting(d, args.restart_cmd, args.rounds)) for d in args.devices]
     restart(args.restart_cmd, None)
     base_d, base = results[0]
-    for d, res in results[1:]:
-        print(f"throughput gpu_devices = '{d}' against '{base_d}': {base['wall_s'] / res['wall_s']:.2f}x"
-              f" ({res['wall_s']:.2f} s against {base['wall_s']:.2f} s, best rounds)")
+    for load in LOADS:
+        for d, res in results[1:]:
+            print(f"throughput {load} load, gpu_devices = '{d}' against '{base_d}': {base[load]['wall_s'] / res[load]['wall_s']:.2f}x"
+                  f" ({res[load]['wall_s']:.2f} s against {base[load]['wall_s']:.2f} s, best rounds)")
+    print(f"host floor of the sql load: {floor['wall_s']:.2f} s (its 16 sessions only reading the rows);"
+          f" the most any number of GPUs can give over '{base_d}' on it: {base['sql']['wall_s'] / floor['wall_s']:.2f}x")
 
 
 if __name__ == "__main__":

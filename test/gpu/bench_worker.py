@@ -56,16 +56,17 @@ def gpu_procs():
     return len([l for l in out if l.strip()]), int(used.split()[0])
 
 
-def concurrent(conns):
-    """Each session of conns runs KM and DB once (every other one DB
-    first), all at once: wall_s, the median latency of each (km_median_s,
-    db_median_s), errors and error_texts."""
-    lat = {"km": [], "db": []}
+def concurrent(conns, queries=(("km", KM), ("db", DB))):
+    """Each session of conns runs each of queries, (name, SQL), once (every
+    other one in the reverse order), all at once: wall_s, the median latency
+    of each (median_s[name]; km_median_s and db_median_s for KM and DB),
+    errors and error_texts."""
+    lat = {name: [] for name, _ in queries}
     errs = []
 
     def session(c, s):
         try:
-            for name, q in (("km", KM), ("db", DB)) if s % 2 == 0 else (("db", DB), ("km", KM)):
+            for name, q in queries if s % 2 == 0 else tuple(reversed(queries)):
                 t0 = time.perf_counter()
                 c.execute(q).fetchone()
                 lat[name].append(time.perf_counter() - t0)
@@ -77,9 +78,9 @@ def concurrent(conns):
         t.start()
     for t in ts:
         t.join()
-    return {"wall_s": time.perf_counter() - t0,
-            "km_median_s": statistics.median(lat["km"]) if lat["km"] else float("nan"),
-            "db_median_s": statistics.median(lat["db"]) if lat["db"] else float("nan"),
+    med = {name: statistics.median(v) if v else float("nan") for name, v in lat.items()}
+    return {"wall_s": time.perf_counter() - t0, "median_s": med,
+            "km_median_s": med.get("km", float("nan")), "db_median_s": med.get("db", float("nan")),
             "errors": len(errs), "error_texts": errs}
 
 
