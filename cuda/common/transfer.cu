@@ -39,9 +39,17 @@
 #include "transfer.cuh"
 
 #define XFER_SLOT ((size_t) 1 << 20)
-#define XFER_SLOTS 16
+#define XFER_SLOTS 32
 #define XFER_DIRECT ((size_t) 1 << 20)	/* below this, one plain copy */
-#define XFER_MAX_THREADS 8		/* host copy bandwidth is saturated by then */
+/*
+ * Working threads of a copy: uploads are bound by the host's memory
+ * bandwidth from about 8, but a download into fresh memory also takes its
+ * page faults, which more threads share (two H200s, 32 cores: a DBSCAN
+ * call split over both brought 200M rows' labels and flags down in 19-20
+ * ms with 16 a GPU, 26 with 8; one GPU a k-means's 200M labels and
+ * distances in 64 ms against 101); two slots a thread.
+ */
+#define XFER_MAX_THREADS 16
 #define XFER_DEVICES 16			/* devices with a ring */
 
 struct xfer_ring

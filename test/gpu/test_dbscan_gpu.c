@@ -35,7 +35,8 @@
  * two or three GPUs (GPU 0 for every slab on a machine of one) = the CPU,
  * on every shape of d <= 8, every index and algorithm, halos past the
  * spread, min_pts above a slab's rows, fewer rows than GPUs, cosine, and
- * the default limit on the rows the slabs hold.
+ * the default limit on the rows the slabs hold.  The transfers suite
+ * (test_dbscan_gpu transfers) runs the pinned rings' round trips alone.
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
  * set (compute-sanitizer memcheck, initcheck, synccheck), =2 a tiny one
@@ -918,23 +919,23 @@ dispatch(void)
 
 /*
  * The pinned ring of every upload and download (cuda/common/transfer.cu):
- * round trips of sizes around its chunk (1 MiB) and its slots (16), on 1,
- * 3 and 8 host threads, downloaded in 1, 3 and 8 pieces.
+ * round trips of sizes around its chunk (1 MiB) and its slots (32), on 1,
+ * 3, 8 and 16 host threads, downloaded in 1, 3 and 8 pieces.
  */
 static void
 transfers(void)
 {
 	const size_t mb = (size_t) 1 << 20;
-	const size_t sizes[] = {1000, mb - 1, mb, mb + 1, 7 * mb + 13, 16 * mb,
-	16 * mb + 4099, 41 * mb + 5};
-	static const int threads[] = {1, 3, 8};
+	const size_t sizes[] = {1000, mb - 1, mb, mb + 1, 7 * mb + 13, 32 * mb,
+	32 * mb + 4099, 71 * mb + 5};
+	static const int threads[] = {1, 3, 8, 16};
 	static const int pieces[] = {1, 3, 8};
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 	{
-		if (quick && sizes[i] > 16 * mb)
+		if (quick && sizes[i] > 32 * mb)
 			continue;
-		for (int t = 0; t < 3; t++)
+		for (int t = 0; t < 4; t++)
 			for (int g = 0; g < 3; g++)
 			{
 				char		msg[160];
@@ -1182,8 +1183,8 @@ main(int argc, char **argv)
 	}
 	printf("device: %s\n", info.name);
 	{
-		static const tu_suite suites[] = {{"multi", test_multi_suite}};
-		int			named = tu_named_suites(argc, argv, suites, 1);
+		static const tu_suite suites[] = {{"multi", test_multi_suite}, {"transfers", transfers}};
+		int			named = tu_named_suites(argc, argv, suites, 2);
 
 		if (named < 0)
 			return 2;
