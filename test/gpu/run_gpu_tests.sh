@@ -115,11 +115,13 @@
 #                    client_connection_check_interval + 1 s
 #   worker-bench     test/gpu/bench_worker.py: 16 sessions, first-call
 #                    latency and idle GPU memory, worker vs per-backend
-#   gpus-bench       test/gpu/bench_gpus.py: bench_worker.py's 16 sessions
-#                    with each gpuclust.gpu_devices value of
-#                    GPUS_BENCH_DEVICES (default "0 0,1"), the sessions'
-#                    ingest / compute / emit and each GPU's share busy,
-#                    and the throughput against the first value's
+#   gpus-bench       test/gpu/bench_gpus.py: 16 sessions with each
+#                    gpuclust.gpu_devices value of GPUS_BENCH_DEVICES
+#                    (default "0 0,1") on two loads, bench_worker.py's
+#                    (host-bound) and affinity propagation (GPU-bound):
+#                    the sessions' ingest / compute / emit, each GPU's
+#                    share busy, the throughput against the first value's,
+#                    and the first load's host floor (its rows only read)
 #   dbdist           test/distributed/dbscan_distributed_test.py in that server:
 #                    gpu_dbscan_distributed with its partitions' runs on the
 #                    GPU (device => 'gpu') = gpu_dbscan on the CPU, serial
