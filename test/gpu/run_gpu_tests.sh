@@ -121,7 +121,8 @@
 #                    (host-bound) and affinity propagation (GPU-bound):
 #                    the sessions' ingest / compute / emit, each GPU's
 #                    share busy, the throughput against the first value's,
-#                    and the first load's host floor (its rows only read)
+#                    and the most any number of GPUs could give on the
+#                    first (its sessions' own host work against its wall)
 #   dbdist           test/distributed/dbscan_distributed_test.py in that server:
 #                    gpu_dbscan_distributed with its partitions' runs on the
 #                    GPU (device => 'gpu') = gpu_dbscan on the CPU, serial
