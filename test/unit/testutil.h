@@ -317,7 +317,6 @@ typedef struct tu_poll
 	double		last;			/* the caller's last poll, or the start */
 	double		max_gap;		/* the longest time between them less the
 								 * run queue's wait, s */
-	double		max_wall_gap;	/* the same on the wall clock, s */
 	double		read_at;		/* when wait was read (now_s) */
 	double		wait;			/* the caller's run queue wait then, s */
 	long		caller_polls;
@@ -356,8 +355,6 @@ tu_poll_gap(tu_poll *tp, double t)
 		tp->wait = w;
 		tp->read_at = t;
 	}
-	if (gap > tp->max_wall_gap)
-		tp->max_wall_gap = gap;
 	if (gap - waited > tp->max_gap)
 		tp->max_gap = gap - waited;
 	tp->last = t;
