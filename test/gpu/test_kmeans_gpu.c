@@ -1462,7 +1462,7 @@ test_labels_suite(void)
 
 	lb_cases = lb_ok = 0;
 	test_labels_errors();
-	if (quick && atoi(getenv("GPUCLUST_TEST_QUICK")) >= 2)
+	if (quick >= 2)
 	{
 		/* racecheck: one of each path, tiny */
 		test_labels(5000, 2, 16, LB_LATTICE, NULL, NULL, NULL);	/* grid */
@@ -1647,7 +1647,7 @@ static void
 test_multi_suite(void)
 {
 	tu_multi_gpus(multi_gpus, "shards");
-	if (quick && atoi(getenv("GPUCLUST_TEST_QUICK")) >= 2)
+	if (quick >= 2)
 	{
 		/* racecheck: each seeding over the shards, and Lloyd, tiny */
 		test_multi(3000, 4, 7, 1, GC_INIT_KMEANSPP, 1, 1e-4, GC_METRIC_EUCLIDEAN, 2, 0);
@@ -1776,7 +1776,7 @@ main(int argc, char **argv)
 {
 	gc_cuda_device_info info;
 
-	quick = getenv("GPUCLUST_TEST_QUICK") != NULL;
+	quick = getenv("GPUCLUST_TEST_QUICK") ? atoi(getenv("GPUCLUST_TEST_QUICK")) : 0;
 	/* the near ties' windows at every k d (by default only where k d >=
 	 * 2^17), so that every screened test goes through them; test_without
 	 * compares fits with and without */
@@ -1810,7 +1810,7 @@ main(int argc, char **argv)
 	test_full(1, 3, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4);
 	test_full(5, 2, 5, 1, GC_INIT_RANDOM, 1, 1e-4);
 	test_full(7, 40, 7, 0, GC_INIT_KMEANSPP, 2, 1e-4);
-	if (quick && atoi(getenv("GPUCLUST_TEST_QUICK")) >= 2)
+	if (quick >= 2)
 	{
 		test_seed(3000, 3, 6, 0);
 		test_step(3000, 2, 5, 0);
