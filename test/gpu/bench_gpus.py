@@ -118,14 +118,14 @@ def setup_ap():
             c.execute("VACUUM ANALYZE b_ap")
 
 
-def one_load(label, load, queries, rounds, busy=True):
+def one_load(label, load, queries, rounds):
     """rounds of 16 sessions running queries at once: the best round."""
     best = None
     for r in range(rounds):
         conns = [timed_session() for _ in range(16)]
-        b = Busy() if busy else None
+        busy = Busy()
         res = concurrent(conns, queries)
-        res["gpus"] = b.end() if b else {}
+        res["gpus"] = busy.end()
         res["split_s"] = [sum(c.split[i] for c in conns) / 1000 for i in range(3)]
         for c in conns:
             c.close()
@@ -134,11 +134,10 @@ def one_load(label, load, queries, rounds, busy=True):
         med = ", ".join(f"{NAMES[n]} {v:.2f} s" for n, v in res["median_s"].items())
         print(f"{label} {load} round {r + 1}: 16 sessions x ({WHAT[load]}): {res['wall_s']:.2f} s wall,"
               f" {calls / res['wall_s']:.2f} calls/s, median {med};"
-              + (f" the sessions' time: ingest {ing:.1f} s, compute {comp:.1f} s, emit {emit:.1f} s;" if busy else "")
-              + f" errors {res['errors']}{' (' + res['error_texts'][0][:200] + ')' if res['errors'] else ''}", flush=True)
-        if busy:
-            print(f"{label} {load} round {r + 1}: " + "; ".join(f"GPU {g}: {n} jobs, a job running {share:.0%} of the time"
-                                                          for g, (n, share) in sorted(res["gpus"].items())), flush=True)
+              f" the sessions' time: ingest {ing:.1f} s, compute {comp:.1f} s, emit {emit:.1f} s;"
+              f" errors {res['errors']}{' (' + res['error_texts'][0][:200] + ')' if res['errors'] else ''}", flush=True)
+        print(f"{label} {load} round {r + 1}: " + "; ".join(f"GPU {g}: {n} jobs, a job running {share:.0%} of the time"
+                                                      for g, (n, share) in sorted(res["gpus"].items())), flush=True)
         if best is None or res["wall_s"] < best["wall_s"]:
             best = res
     return best
@@ -165,7 +164,7 @@ def main():
     args = ap.parse_args()
     setup()
     setup_ap()
-    floor = one_load("reading only", "scan", SCANS, args.rounds, busy=False)
+    floor = one_load("reading only", "scan", SCANS, args.rounds)
     results = [(d, one_setting(d, args.restart_cmd, args.rounds)) for d in args.devices]
     restart(args.restart_cmd, None)
     base_d, base = results[0]
