@@ -223,6 +223,15 @@ test_seed(int64_t n, int d, int k, int kind)
 	free(rg);
 }
 
+/* The seedings alone, small enough for compute-sanitizer (every path). */
+static void
+test_seed_suite(void)
+{
+	test_seed(3000, 5, 20, 0);
+	test_seed(20011, 17, 40, 0);
+	test_seed(1000, 3, 30, 3);	/* duplicates */
+}
+
 /* ---- one Lloyd step ---- */
 static void
 test_step(int64_t n, int d, int k, int kind)
@@ -1794,8 +1803,9 @@ main(int argc, char **argv)
 
 	/* suites named on the command line: only those */
 	{
-		static const tu_suite suites[] = {{"labels", test_labels_suite}, {"multi", test_multi_suite}};
-		int			named = tu_named_suites(argc, argv, suites, 2);
+		static const tu_suite suites[] = {{"labels", test_labels_suite}, {"multi", test_multi_suite},
+		{"seed", test_seed_suite}};
+		int			named = tu_named_suites(argc, argv, suites, 3);
 
 		if (named < 0)
 			return 2;
