@@ -31,8 +31,6 @@
 #include <vector>
 
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cuda_runtime.h>
 
@@ -53,7 +51,6 @@
  */
 #define XFER_MAX_THREADS 16
 #define XFER_DEVICES 16			/* devices with a ring */
-#define XFER_HUGE ((size_t) 4 << 20)	/* downloads from this size advise huge pages */
 
 struct xfer_ring
 {
@@ -301,28 +298,6 @@ gc_xfer_h2d(void *dst, const void *src, size_t bytes, cudaStream_t s,
 	return xfer_run(job, host_threads);
 }
 
-/*
- * Transparent huge pages for a download's destination, where the kernel
- * gives them on request (enabled = madvise), as ingest asks for its matrix:
- * a caller's fresh buffer then takes one page fault per 2 MB instead of
- * per 4 kB (one H200: a k-means's 10M labels and distances, 120 MB into
- * fresh memory, came down in 8.4 ms against 10.4, medians of five).  Only
- * the whole pages inside the buffer are advised; the advice is a hint,
- * and its failure (a mapping that takes none) changes nothing.
- */
-static void
-xfer_advise(void *dst, size_t bytes)
-{
-#ifdef MADV_HUGEPAGE
-	const uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	const uintptr_t start = ((uintptr_t) dst + page - 1) & ~(page - 1);
-	const uintptr_t end = ((uintptr_t) dst + bytes) & ~(page - 1);
-
-	if (bytes >= XFER_HUGE && end > start)
-		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
-#endif
-}
-
 cudaError_t
 gc_xfer_d2h_many(const gc_xfer_seg *sg, int nseg, cudaStream_t s, int host_threads)
 {
@@ -332,10 +307,16 @@ gc_xfer_d2h_many(const gc_xfer_seg *sg, int nseg, cudaStream_t s, int host_threa
 	size_t		total = 0;
 	cudaError_t e = cudaSuccess;
 
+	/*
+	 * huge pages for the destinations: a caller's fresh buffer then takes
+	 * a fault per 2 MB (one H200: a k-means's 10M labels and distances,
+	 * 120 MB into fresh memory, came down in 8.4 ms against 10.4, medians
+	 * of five)
+	 */
 	for (int g = 0; g < nseg; g++)
 	{
 		total += sg[g].bytes;
-		xfer_advise(sg[g].dst, sg[g].bytes);
+		gc_advise_huge_pages(sg[g].dst, sg[g].bytes);
 	}
 	if (total >= XFER_DIRECT)
 		ring = take_ring(lock, &dev);

@@ -37,8 +37,6 @@
 #include <ctype.h>
 #include <float.h>
 #include <math.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
@@ -72,8 +70,6 @@
 /* initial capacities, without an estimate of the rows */
 #define GC_INITIAL_ROWS		1024
 #define GC_INITIAL_X_BYTES	((Size) 1024 * 1024)
-/* matrices from this size on ask for huge pages */
-#define GC_HUGE_ADVICE_BYTES	((Size) 4 * 1024 * 1024)
 
 typedef enum FeatureKind
 {
@@ -366,25 +362,6 @@ gc_feature_cast_end(GcFeatureCast *c)
  * --------------------------------------------------------------------- */
 
 /*
- * Transparent huge pages for the matrix, where the kernel gives them on
- * request (enabled = madvise): filling it then takes one page fault per
- * 2 MB instead of per 4 kB, which is most of what copying the rows costs.
- * Only the whole pages inside a large allocation of ours are advised.
- */
-static void
-advise_huge_pages(void *p, Size bytes)
-{
-#ifdef MADV_HUGEPAGE
-	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	uintptr_t	start = ((uintptr_t) p + page - 1) & ~(page - 1);
-	uintptr_t	end = ((uintptr_t) p + bytes) & ~(page - 1);
-
-	if (bytes >= GC_HUGE_ADVICE_BYTES && end > start)
-		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
-#endif
-}
-
-/*
  * The first allocation of an output array of rowbytes per row: for the
  * rows the planner expects (with a margin), when it expects more than
  * small_rows and the memory can be had, so that a table's matrix is
@@ -450,7 +427,7 @@ grow_rows(IngestState *st)
 			MemoryContextAllocHuge(st->outcxt, newcap * sizeof(Datum)) :
 			repalloc_huge(in->keys, newcap * sizeof(Datum));
 	st->rows_cap = newcap;
-	advise_huge_pages(in->ids, newcap * sizeof(int64));
+	gc_advise_huge_pages(in->ids, newcap * sizeof(int64));
 }
 
 /*
@@ -547,7 +524,9 @@ grow_x(IngestState *st)
 	}
 	st->x_cap = newcap;
 	grow_weights(st);
-	advise_huge_pages(in->X, (Size) newcap * rowbytes);
+	/* huge pages: filling the matrix then takes one page fault per 2 MB,
+	 * which is most of what copying the rows costs */
+	gc_advise_huge_pages(in->X, (Size) newcap * rowbytes);
 }
 
 /* ---------------------------------------------------------------------

@@ -258,6 +258,16 @@ gc_code		gc_cosine_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
  */
 size_t		gc_host_memory(void);
 uint64_t	gc_host_memory_at(const char *root);
+
+/*
+ * Transparent huge pages for a large buffer (GC_HUGE_PAGES_MIN bytes or
+ * more), where the kernel gives them on request (enabled = madvise):
+ * filling it fresh then takes one page fault per 2 MB instead of per 4 kB.
+ * Only the whole pages inside [p, p + bytes) are advised; the advice is a
+ * hint, and a mapping that takes none is left as it was.
+ */
+#define GC_HUGE_PAGES_MIN ((size_t) 4 << 20)
+void		gc_advise_huge_pages(void *p, size_t bytes);
 /* MemAvailable of a /proc/meminfo-format file, in bytes */
 uint64_t	gc_meminfo_available(const char *path);
 /* the room under the memory limit of one cgroup directory (version 1 or 2) */

@@ -1,7 +1,8 @@
 /*
- * sysmem.c — how much memory this process may still allocate: the host's
- * MemAvailable (/proc/meminfo), bounded by the room left under every
- * memory limit of the cgroups the process belongs to, cgroup v1 and v2.
+ * sysmem.c — the host's memory: how much of it this process may still
+ * allocate (the host's MemAvailable, /proc/meminfo, bounded by the room
+ * left under every memory limit of the cgroups the process belongs to,
+ * cgroup v1 and v2), and huge pages for large buffers (at the end).
  * The O(n^2) algorithms check their need against it before allocating
  * (a container's limit, not the host's free memory, is what the OOM killer
  * enforces).
@@ -44,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/core.h"
@@ -301,4 +303,20 @@ gc_host_memory(void)
 	uint64_t	avail = gc_host_memory_at("");
 
 	return avail >= SIZE_MAX ? SIZE_MAX : (size_t) avail;
+}
+
+void
+gc_advise_huge_pages(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+	const uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	const uintptr_t start = ((uintptr_t) p + page - 1) & ~(page - 1);
+	const uintptr_t end = ((uintptr_t) p + bytes) & ~(page - 1);
+
+	if (bytes >= GC_HUGE_PAGES_MIN && end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#else
+	(void) p;
+	(void) bytes;
+#endif
 }
