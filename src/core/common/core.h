@@ -258,6 +258,15 @@ gc_code		gc_cosine_rows(const gc_ctx *ctx, const float *X, int64_t n, int d,
  */
 size_t		gc_host_memory(void);
 uint64_t	gc_host_memory_at(const char *root);
+/* MemAvailable of a /proc/meminfo-format file, in bytes */
+uint64_t	gc_meminfo_available(const char *path);
+/* the room under the memory limit of one cgroup directory (version 1 or 2) */
+uint64_t	gc_cgroup_dir_room(const char *dir, int version);
+/*
+ * the smallest room over the cgroups root/proc/self/cgroup lists (v2
+ * "0::/path", v1 "n:...memory...:/path") and all their ancestors
+ */
+uint64_t	gc_cgroup_room(const char *root);
 
 /*
  * Transparent huge pages for a large buffer (GC_HUGE_PAGES_MIN bytes or
@@ -268,15 +277,6 @@ uint64_t	gc_host_memory_at(const char *root);
  */
 #define GC_HUGE_PAGES_MIN ((size_t) 4 << 20)
 void		gc_advise_huge_pages(void *p, size_t bytes);
-/* MemAvailable of a /proc/meminfo-format file, in bytes */
-uint64_t	gc_meminfo_available(const char *path);
-/* the room under the memory limit of one cgroup directory (version 1 or 2) */
-uint64_t	gc_cgroup_dir_room(const char *dir, int version);
-/*
- * the smallest room over the cgroups root/proc/self/cgroup lists (v2
- * "0::/path", v1 "n:...memory...:/path") and all their ancestors
- */
-uint64_t	gc_cgroup_room(const char *root);
 
 /* ------------------------------------------------------------------ */
 /* Device choice                                                       */

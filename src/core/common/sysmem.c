@@ -309,11 +309,16 @@ void
 gc_advise_huge_pages(void *p, size_t bytes)
 {
 #ifdef MADV_HUGEPAGE
-	const uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	const uintptr_t start = ((uintptr_t) p + page - 1) & ~(page - 1);
-	const uintptr_t end = ((uintptr_t) p + bytes) & ~(page - 1);
+	uintptr_t	page,
+				start,
+				end;
 
-	if (bytes >= GC_HUGE_PAGES_MIN && end > start)
+	if (bytes < GC_HUGE_PAGES_MIN)
+		return;
+	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	start = ((uintptr_t) p + page - 1) & ~(page - 1);
+	end = ((uintptr_t) p + bytes) & ~(page - 1);
+	if (end > start)
 		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
 #else
 	(void) p;
