@@ -11,22 +11,10 @@
  * does.  The block keeps, per row, the best and the second best screened
  * score ŝ.
  *
- * The products.  TF32 keeps 10 mantissa bits (u_t = 2^-11 when rounded to
- * nearest, cvt.rna).  Two modes:
- *   tf32    one mma per product: x~ c~ with x~ = rna(x'), c~ = rna(c');
- *   3xtf32  the split a = big + small (big = rna(a), small = rna(a - big),
- *           |a - big - small| <= 2^-22 |a|) and three mma per product:
- *           small.big + big.small + big.big (the small.small term dropped).
+ * The products: common/tf32.cuh's tf32 and 3xtf32 modes, whose error
+ * |x~.c~ - x'.c'| <= kappa ||x'|| ||c'_j|| (gc_tf32_kappa) is bounded there.
  *
  * The bound (u = 2^-24, M = ||x'|| + max_j ||c'_j||).  For every centre j:
- *   |x~.c~ - x'.c'| <= kappa ||x'|| ||c'_j||, with
- *     tf32:   kappa = 2^-10 + 2^-22 (the two inputs' rounding)
- *                     + 4 d u (the tensor core's float accumulation: the
- *                       products are exact, the sums of each k-step are
- *                       aligned and may truncate: <= 2u per addition, taken
- *                       twice for the alignment of a k-step's terms);
- *     3xtf32: kappa = 12 u (the dropped term and the split's remainders)
- *                     + 3 * 4 d u (three accumulations);
  *   ||c'_j||² (fma chain, k_prep_tiled) is off by at most d u ||c'_j||²,
  *   the score's fma by u |ŝ_j|, so |ŝ_j - s_j| <= (kappa/2 + (d + 1.01) u) M²
  *   (||x'|| ||c'_j|| <= M²/4, ||c'_j||² <= M², |ŝ_j| <= 1.01 M²).
@@ -103,16 +91,6 @@
 #define SC_BN 128				/* centres per tile */
 #define SC_BK 32				/* dimensions per centre stage */
 #define SC_THREADS 256
-
-/* d = a(16x8, row) b(8x8, col) + d, TF32 in, FP32 accumulate. */
-__device__ __forceinline__ void
-mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-				 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-				 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 /*
  * The fragment order.  A k-step of mma m16n8k8 gives lane (g, t) = (lane/4,
@@ -366,8 +344,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 							a[mt][q] = __float_as_uint(vv[q]);
 						else
 						{
-							a[mt][q] = to_tf32(vv[q]);
-							as[mt][q] = to_tf32(__fsub_rn(vv[q], __uint_as_float(a[mt][q])));
+							tf32_split(vv[q], a[mt][q], as[mt][q]);
 						}
 					}
 				}
@@ -397,11 +374,11 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 					}
 					else
 					{
-						b0 = to_tf32(bv[2 * nt]);
-						b1 = to_tf32(bv[2 * nt + 1]);
+						uint32_t	s0,
+									s1;
 
-						const uint32_t s0 = to_tf32(__fsub_rn(bv[2 * nt], __uint_as_float(b0))),
-									s1 = to_tf32(__fsub_rn(bv[2 * nt + 1], __uint_as_float(b1)));
+						tf32_split(bv[2 * nt], b0, s0);
+						tf32_split(bv[2 * nt + 1], b1, s1);
 
 #pragma unroll
 						for (int mt = 0; mt < 4; mt++)
@@ -561,10 +538,8 @@ float
 km_screen_coef(int mode, int d)
 {
 	const double u = 0x1.0p-24;
-	const double kappa = mode == 3 ? 12 * u + 12.0 * d * u
-		: 0x1.0p-10 + 0x1.0p-22 + 4.0 * d * u;
 
-	return (float) ((kappa + (4.0 * d + 10.02) * u) * 1.05);
+	return (float) ((gc_tf32_kappa(mode, d) + (4.0 * d + 10.02) * u) * 1.05);
 }
 
 /* Picks the screen's mode and occupancy for D (km_setup, after km_dims). */

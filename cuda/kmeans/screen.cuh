@@ -1,7 +1,7 @@
 /*
  * screen.cuh — the device pieces both tensor-core screens of the GPU
  * k-means share (kmeans_screen.cu: mma.sync; kmeans_wgmma.cu: Hopper's
- * wgmma): TF32 rounding (mma.sync's), 16-byte asynchronous copies, and the running best
+ * wgmma): 16-byte asynchronous copies, and the running best
  * and second best of a row, the near ties' queue and windows.  Internal to
  * cuda/; after kmeans_dev.cuh.
  */
@@ -10,14 +10,7 @@
 
 #include <stdint.h>
 
-__device__ __forceinline__ uint32_t
-to_tf32(float x)
-{
-	uint32_t	r;
-
-	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-	return r;
-}
+#include "common/tf32.cuh"
 
 __device__ __forceinline__ void
 cp_async16(float *smem, const float *gmem)
