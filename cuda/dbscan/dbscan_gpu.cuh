@@ -352,6 +352,7 @@ struct db_pass
 	int			G,				/* chains a generation (a multiple of 32) */
 				base;			/* the generation's first chain */
 	int		   *bad;			/* expand: set when a collision leaves it */
+	unsigned long long *stats;	/* the screen's pairs: decided, left exact */
 };
 
 /* dclust: chains a and b (of this generation) met. */

@@ -21,7 +21,9 @@
  *
  * The passes:
  *   count   neighbours of each point, stopping at min_pts (a block stops
- *           when all its points have min_pts);
+ *           when all its points have min_pts); from 16 dimensions its
+ *           tiles' decisions come from the tensor-core screen
+ *           (dbscan_screen.cuh), the same decisions;
  *   union   (union-find) each core point with every core neighbour of
  *           higher position, skipping pairs whose roots are already the
  *           same (a tile no lane needs is not computed); before it, each
@@ -34,10 +36,13 @@
  *           neighbours claimed for its chain, collisions recorded.
  */
 #include <algorithm>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cub/device/device_scan.cuh>
 
 #include "dbscan_gpu.cuh"
+#include "dbscan_screen.cuh"
 
 #define TR_TJ 32				/* candidate rows per tile */
 #define TR_STACK 128			/* > 2 (depth + 1) for depth <= 31 */
@@ -300,16 +305,39 @@ db_tree_chunk(db_dev &D, const db_tree &T, float eps2, db_lists &L, int c,
 /* ------------------------------------------------------------------ */
 
 /*
+ * Whether the count at d dimensions takes the tensor-core screen: from
+ * TR_SCREEN_D_MIN to TR_SCREEN_D_MAX.  GPUCLUST_DB_SCREEN=0 never (tests
+ * and benchmarks), =all at every d up to TR_SCREEN_D_MAX (tests).
+ */
+static bool
+tr_screen_use(int d)
+{
+	const char *env = getenv("GPUCLUST_DB_SCREEN");
+
+	if (env && strcmp(env, "0") == 0)
+		return false;
+	if (env && strcmp(env, "all") == 0)
+		return d <= TR_SCREEN_D_MAX;
+	return d >= TR_SCREEN_D_MIN && d <= TR_SCREEN_D_MAX;
+}
+
+/*
  * One pass over the query nodes qs[0 .. nqs) (or q0 + blockIdx.x when qs
  * is NULL), a block each, a thread a point.  DC: dimensions a shared
- * tile holds.
+ * tile holds; SCR: the count's decisions from the tensor-core screen
+ * (dbscan_screen.cuh; its shared memory dynamic, tr_scr_bytes).  The
+ * other passes keep the exact tiles: the border pass needs the distances
+ * themselves, and the union pass, whose tiles mostly serve one warp, ran
+ * slower on the screen (1M 16-d: 63 ms against 42).
  */
-template <int DC, int MODE>
+template <int DC, int MODE, bool SCR>
 __global__ void __launch_bounds__(TR_Q)
 k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
-		  const int *__restrict__ leaf, int64_t base)
+		  const int *__restrict__ leaf, int64_t base, float coef)
 {
-	__shared__ float4 sh[TR_TJ * DC / 4];
+	static_assert(!SCR || MODE == TR_COUNT, "the screen serves the count");
+	__shared__ float4 sh[SCR ? 1 : TR_TJ * DC / 4];
+	extern __shared__ float4 tr_dyn[];
 	__shared__ int ctag[TR_TJ];	/* union: root; expand: chain; -2: skip */
 	__shared__ short s_slot[TR_Q];	/* the block's active points, first */
 	__shared__ int s_w[TR_Q / 32];
@@ -345,6 +373,8 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 	 * of inactive ones compute nothing: a block of core points with a few
 	 * noise points among them counts with one warp, not four.
 	 */
+	int			tot_active = 0;
+
 	{
 		unsigned	bal = __ballot_sync(0xffffffffu, act);
 		int			off = 0,
@@ -364,11 +394,23 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 		if (tot == 0)
 			return;
 		act = tid < tot;
+		tot_active = tot;
 		i = qb + (act ? s_slot[tid] : 0);
 		if (MODE == TR_COUNT)
 			cnt = act ? A.cnt[i] : 0;
 	}
 	const float *xi = T.Xs + (int64_t) i * d;
+	tr_scr		S;
+	float		an = 0.0f,
+				ea = 0.0f;
+	auto		pos = [&](int s) { return qb + s_slot[s]; };
+
+	if constexpr (SCR)
+	{
+		S = tr_scr_carve<TR_Q, TR_TJ>((void *) tr_dyn, d);
+		tr_scr_rows<TR_Q>(S, T.Xs, d, T.lo + (T.nq - 1 + q) * d, T.hi + (T.nq - 1 + q) * d,
+						  tot_active, pos, coef, &an, &ea);
+	}
 
 	if (MODE == TR_UNION && act)
 		tag = uf_find(A.parent, i);
@@ -442,8 +484,14 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 					wneed = any;
 				}
 			}
+			const bool	mine = wneed && need;
+
 			wneed = __any_sync(0xffffffffu, wneed);
-			db_tile_dist2<TR_TJ, DC, TR_Q>(acc, xi, wneed, T.Xs, j0, ce, d, A.dpad, sh);
+			if constexpr (SCR)
+				tr_scr_tile<TR_Q, TR_TJ>(acc, S, wneed, mine, T.Xs, d, j0, ce, eps2, coef,
+										 an, ea, pos);
+			else
+				db_tile_dist2<TR_TJ, DC, TR_Q>(acc, xi, wneed, T.Xs, j0, ce, d, A.dpad, sh);
 			if (!(wneed && need))
 				continue;
 			if (MODE == TR_COUNT)
@@ -526,6 +574,8 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 		A.cnt[i] = cnt;
 	if (MODE == TR_BORDER && act)
 		A.best[i] = best;
+	if constexpr (SCR)
+		tr_scr_flush(S, A.stats);
 }
 
 template <int MODE>
@@ -534,9 +584,17 @@ db_tree_pass(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 			 const db_pass &A, const int *qs, const int64_t *qs_cut, gc_status *st)
 {
 	const int	DC = db_tile_dc(T.d);
-	void		(*kern) (db_tree, db_pass, int64_t, const int *, const int *, int64_t) =
-		DC == 4 ? k_tr_pass<4, MODE> : DC == 8 ? k_tr_pass<8, MODE> : k_tr_pass<16, MODE>;
+	const bool	scr = MODE == TR_COUNT && tr_screen_use(T.d);
+	void		(*kern) (db_tree, db_pass, int64_t, const int *, const int *, int64_t, float) =
+		scr ? k_tr_pass<4, MODE, MODE == TR_COUNT> :
+		DC == 4 ? k_tr_pass<4, MODE, false> : DC == 8 ? k_tr_pass<8, MODE, false> :
+		k_tr_pass<16, MODE, false>;
+	const size_t smem = scr ? tr_scr_bytes<TR_Q, TR_TJ>(T.d) : 0;
+	const float coef = scr ? tr_scr_coef(T.d) : 0.0f;
 	gc_code		rc;
+
+	if (scr)
+		DB_CK(gc_allow_dynamic_smem((const void *) kern));
 
 	for (int c = 0; c + 1 < (int) L.cut.size(); c++)
 	{
@@ -553,8 +611,9 @@ db_tree_pass(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 		{
 			int64_t		m = k1 - k < TR_LAUNCH_NODES ? k1 - k : TR_LAUNCH_NODES;
 
-			DB_CK(gc_launch(kern, m, 1, TR_Q, D.s, T, A, k, qs ? qs + k : (const int *) nullptr,
-							(const int *) L.leaf, base));
+			DB_CK(gc_launch_smem(kern, m, 1, TR_Q, smem, D.s, T, A, k,
+								 qs ? qs + k : (const int *) nullptr, (const int *) L.leaf,
+								 base, coef));
 			if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
 				return rc;
 		}
@@ -710,6 +769,8 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_ALLOC(A.core, n);
 	DB_ALLOC(A.lcore, T.nleaf);
 	DB_ALLOC(A.nb, (int64_t) n * A.nbk);
+	DB_ALLOC(A.stats, 2);
+	DB_CK(cudaMemsetAsync(A.stats, 0, sizeof(unsigned long long) * 2, D.s));
 	DB_CK(cudaMemsetAsync(A.cnt, 0, sizeof(unsigned) * (size_t) n, D.s));
 
 	/*
@@ -796,5 +857,15 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		return rc;
 	db_phases.ms_border = gc_now_ms() - t0;
 
+	if (tr_screen_use(d))
+	{
+		unsigned long long h[2];
+
+		DB_CK(cudaMemcpyAsync(h, A.stats, sizeof(h), cudaMemcpyDeviceToHost, D.s));
+		if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
+			return rc;
+		db_phases.screened = (int64_t) h[0];
+		db_phases.exact = (int64_t) h[1];
+	}
 	return db_finish(D, n, rp, T.perm, A.core, out, st);
 }

@@ -46,7 +46,9 @@
  * BENCH_GPU=0 times the CPU alone (one line per data set, no GPU call);
  * BENCH_CYCLIC=1 adds to C and E the tree split in dimension order, level
  * l along dimension l mod d (CUDA-DClust's directory's schedule), beside
- * the default widest-dimension splits.
+ * the default widest-dimension splits; BENCH_SCREEN_AB=1 runs C, E and F
+ * first with the tree's exact tiles (GPUCLUST_DB_SCREEN=0), then as by
+ * default (the tensor-core screen from 8-d: dbscan_screen.cuh).
  * Exit status 1 when a row failed or its labels differ from the CPU's.
  */
 #include <math.h>
@@ -267,6 +269,7 @@ static int	bad_rows;
 /* BENCH_GPU=0: the CPU's times alone (sizing the rows on a new machine) */
 static bool no_gpu;
 static bool cyclic;				/* BENCH_CYCLIC=1 */
+static bool screen_ab;			/* BENCH_SCREEN_AB=1 */
 
 static const char *
 index_name(gc_dbscan_gpu_index_kind k)
@@ -311,7 +314,7 @@ run(const char *tag, const char *what, const float *X, int64_t n, int d,
 				noise = 0;
 	int32_t		maxl = -1;
 	double		gmed;
-	char		tree_s[128] = "";
+	char		tree_s[192] = "";
 
 	R = R < 1 ? 1 : R > 16 ? 16 : R;
 	Rcpu = Rcpu < 1 ? 1 : Rcpu > 16 ? 16 : Rcpu;
@@ -395,6 +398,10 @@ cpu:
 		snprintf(tree_s, sizeof(tree_s), " | leaves %lld, leaf pairs %lld (%.1f a leaf), lists %.2f ms",
 				 (long long) pm.ncell, (long long) pm.pairs,
 				 pm.ncell > 0 ? (double) pm.pairs / (double) pm.ncell : 0.0, pm.ms_lists);
+	if (pm.screened + pm.exact > 0)
+		snprintf(tree_s + strlen(tree_s), sizeof(tree_s) - strlen(tree_s),
+				 " | screened %lld pairs, %.3f%% exact", (long long) (pm.screened + pm.exact),
+				 100.0 * (double) pm.exact / (double) (pm.screened + pm.exact));
 	if (index == GC_DBSCAN_GPU_TREE_CYCLIC)
 		snprintf(tree_s + strlen(tree_s), sizeof(tree_s) - strlen(tree_s),
 				 " | splits in dimension order (the directory's)");
@@ -477,8 +484,19 @@ blob_rows(char tag, const char *what, int64_t n, int d, int nb, double box,
 	for (int64_t i = 0; shift != 0.0f && i < n * d; i++)
 		X[i] += shift;
 	eps = eps_knn(X, n, d, 30);
-	run(t, what, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
-	run(t, what, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
+	for (int ab = screen_ab ? 0 : 1; ab < 2; ab++)
+	{
+		char		w[96];
+
+		/* the exact tiles first (GPUCLUST_DB_SCREEN=0), then the default */
+		snprintf(w, sizeof(w), "%s%s", what, ab == 0 ? " [exact tiles]" : "");
+		if (ab == 0)
+			setenv("GPUCLUST_DB_SCREEN", "0", 1);
+		run(t, w, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
+		run(t, w, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
+		if (ab == 0)
+			unsetenv("GPUCLUST_DB_SCREEN");
+	}
 	if (brute)
 		run(t, what, X, n, d, eps, 10, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1, 1, &ref);
 	if (cyclic && tag != 'F')
@@ -504,6 +522,7 @@ main(void)
 	printf("device %s; CUDA initialisation %.1f ms; CPU threads: all\n", info.name, now_ms() - t0);
 	no_gpu = getenv("BENCH_GPU") != NULL && atoi(getenv("BENCH_GPU")) == 0;
 	cyclic = getenv("BENCH_CYCLIC") != NULL && atoi(getenv("BENCH_CYCLIC")) == 1;
+	screen_ab = getenv("BENCH_SCREEN_AB") != NULL && atoi(getenv("BENCH_SCREEN_AB")) == 1;
 	limits();
 
 	if (wanted("A"))

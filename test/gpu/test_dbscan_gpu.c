@@ -36,7 +36,9 @@
  * on every shape of d <= 8, every index and algorithm, halos past the
  * spread, min_pts above a slab's rows, fewer rows than GPUs, cosine, and
  * the default limit on the rows the slabs hold.  The transfers suite
- * (test_dbscan_gpu transfers) runs the pinned rings' round trips alone.
+ * (test_dbscan_gpu transfers) runs the pinned rings' round trips alone;
+ * the screen suite (test_dbscan_gpu screen) the tree's tensor-core screen
+ * at every d and the exact tiles it replaces (screen_suite).
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
  * set (compute-sanitizer memcheck, initcheck, synccheck), =2 a tiny one
@@ -428,6 +430,45 @@ family(int64_t n, int d, int kind, const char *name, bool also_brute)
 	variants(w, X, n, d, 4.0 * e5, 3, false);
 	free(X);
 }
+
+/*
+ * The tree's tensor-core screen (dbscan_screen.cuh) where it does not run
+ * by default: at every d (GPUCLUST_DB_SCREEN=all) on the data whose
+ * distances fall exactly on eps (integer lattices, duplicates) and blobs
+ * far from the origin, at d = 1 to 8; and the exact tiles it replaces
+ * (=0) at 16 and 64 dimensions.  The full run takes it after the shapes;
+ * test_dbscan_gpu screen runs it alone.
+ */
+static void
+screen_suite(void)
+{
+	static const int dims[] = {1, 2, 4, 8};
+	const int64_t n = quick >= 2 ? 300 : quick ? 1500 : 8000;
+	char		w[64];
+
+	setenv("GPUCLUST_DB_SCREEN", "all", 1);
+	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
+	{
+		const int	d = dims[i];
+
+		snprintf(w, sizeof(w), "screen all: lattice %d-d", d);
+		family(n, d, K_LATTICE, w, false);
+		if (quick >= 2)
+			continue;
+		snprintf(w, sizeof(w), "screen all: duplicates %d-d", d);
+		family(n, d, K_DUP, w, false);
+		snprintf(w, sizeof(w), "screen all: far blobs %d-d", d);
+		family(n / 2, d, K_FAR, w, false);
+	}
+	setenv("GPUCLUST_DB_SCREEN", "0", 1);
+	for (int d = 16; d <= 64; d *= 4)
+	{
+		snprintf(w, sizeof(w), "screen off: blobs %d-d", d);
+		family(quick ? n : n / 2, d, K_BLOBS, w, false);
+	}
+	unsetenv("GPUCLUST_DB_SCREEN");
+}
+
 
 /* World cities: (lon, lat) planar, eps 0.25, min_pts 10. */
 static void
@@ -1183,8 +1224,9 @@ main(int argc, char **argv)
 	}
 	printf("device: %s\n", info.name);
 	{
-		static const tu_suite suites[] = {{"multi", test_multi_suite}, {"transfers", transfers}};
-		int			named = tu_named_suites(argc, argv, suites, 2);
+		static const tu_suite suites[] = {{"multi", test_multi_suite}, {"transfers", transfers},
+			{"screen", screen_suite}};
+		int			named = tu_named_suites(argc, argv, suites, 3);
 
 		if (named < 0)
 			return 2;
@@ -1239,6 +1281,7 @@ main(int argc, char **argv)
 				family(n, d, K_LATTICE, nm[4], d <= 2 && s == 0);
 		}
 	}
+	screen_suite();
 	if (!quick)
 	{
 		float	   *X = make_data(1000000, 2, K_BLOBS);

@@ -90,6 +90,8 @@ typedef struct gc_dbscan_gpu_phases
 	int			tree;			/* 1: the kd-tree index */
 	int64_t		ncell;			/* grid cells; tree: leaves */
 	int64_t		pairs;			/* tree: query nodes' candidate leaves, in all */
+	int64_t		screened;		/* tree: pairs the tensor-core screen decided */
+	int64_t		exact;			/* ... and those it left to the exact distance */
 	int64_t		chains;			/* dclust: chains grown */
 	int64_t		generations;	/* dclust: generations of chains */
 	int64_t		rounds;			/* dclust: expansion rounds, in all */
