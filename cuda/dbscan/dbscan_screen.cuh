@@ -341,11 +341,9 @@ tr_scr_tile(float (&acc)[TJ], const tr_scr &S, bool wneed, bool mine,
 
 	/* the counts, then the undecided pairs (rare: a lane computes its own) */
 	{
-		const int	nmine = __popc(__ballot_sync(0xffffffffu, mine));
-		int			nund = __popc(amb);
+		const int	nmine = __popc(__ballot_sync(0xffffffffu, mine)),
+					nund = (int) __reduce_add_sync(0xffffffffu, (unsigned) __popc(amb));
 
-		for (int o = 16; o > 0; o >>= 1)
-			nund += __shfl_xor_sync(0xffffffffu, nund, o);
 		if (lane == 0)
 		{
 			atomicAdd(&S.cnt[0], (unsigned long long) (nmine * nvalid - nund));

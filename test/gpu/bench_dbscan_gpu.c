@@ -48,7 +48,8 @@
  * l along dimension l mod d (CUDA-DClust's directory's schedule), beside
  * the default widest-dimension splits; BENCH_SCREEN_AB=1 runs C, E and F
  * first with the tree's exact tiles (GPUCLUST_DB_SCREEN=0), then as by
- * default (the tensor-core screen from 8-d: dbscan_screen.cuh).
+ * default (the count on the tensor-core screen from 16-d:
+ * dbscan_screen.cuh).
  * Exit status 1 when a row failed or its labels differ from the CPU's.
  */
 #include <math.h>
