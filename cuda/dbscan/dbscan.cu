@@ -172,9 +172,10 @@ gc_dbscan_gpu_mem_bytes(int64_t n, int d)
 	 * The kd-tree needs the most: the input (4d), its sorted copy (4d),
 	 * node boxes (<= d) and their build copies (<= d), the build's
 	 * permutations and keys (24), CUB's radix sort's scratch (<= 12), candidate
-	 * lists (32: 8 entries, at least 8M in all), counts and flags (5), kept
-	 * neighbours (<= 32 x 4), union-find and border (16), numbering (21),
-	 * CUDA-DClust's chains (32): 10d + 270.  The grid (d <= 3) needs at
+	 * lists (32: 8 entries, at least 8M in all) and, during the count's
+	 * second pass, its gathered lists (32, at least 1M), counts and flags
+	 * (5), kept neighbours (<= 32 x 4), union-find and border (16),
+	 * numbering (21), CUDA-DClust's chains (32): 10d + 302.  The grid (d <= 3) needs at
 	 * most 4d + 167, the brute force 8d + 40.
 	 */
 	size_t		per = (size_t) 10 * (size_t) d + 320;

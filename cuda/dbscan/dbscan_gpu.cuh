@@ -311,10 +311,16 @@ gc_code		db_brute(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 /* The tree (common/kdtree.cuh), by the name DBSCAN's files give it. */
 using db_tree = gc_kdtree;
 
-/* The query nodes' candidate leaves, written a chunk of nodes at a time. */
+/*
+ * The candidate leaves of the query nodes, or of the nodes hs[0 .. m) of
+ * any level (the count's gathered pass), written a chunk of nodes at a
+ * time.  List q is query node q's, or node hs[q]'s.
+ */
 struct db_lists
 {
-	int64_t    *at;				/* nq + 1: where node q's list starts */
+	const int  *hs = nullptr;	/* the lists' nodes (heap order), or NULL */
+	int64_t		m = 0;			/* lists: T.nq, or hs's length */
+	int64_t    *at;				/* m + 1: where list q starts */
 	int		   *leaf;			/* the current chunk's lists */
 	std::vector<int64_t> cut;	/* chunk c: query nodes [cut[c], cut[c+1]) */
 	std::vector<int64_t> host_at;
@@ -336,7 +342,9 @@ struct db_pass
 	unsigned	minp;
 	int			dpad;			/* d rounded up to the tile's dimensions */
 	const int64_t *at;			/* db_lists.at */
+	const int  *hs;				/* db_lists.hs: block q takes node hs[q] */
 	unsigned   *cnt;			/* count (carried between its two passes) */
+	bool		fresh;			/* count: the active points count from 0 */
 	int64_t		lbeg,
 				lend;			/* count: this pass's part of each list */
 	int		   *nb;				/* count: the first nbk neighbours a point */
@@ -381,9 +389,13 @@ dc_collide(const db_pass &A, int a, int b)
 		atomicOr(&A.colmat[bit >> 5], m);
 }
 
-/* Every query node's candidate leaves counted, and the chunks planned. */
+/*
+ * The candidate leaves of every query node (hs NULL) or of the m nodes
+ * hs (device, heap order) counted, and the chunks planned.
+ */
 gc_code		db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T,
-						  float eps2, db_lists &L, gc_status *st);
+						  float eps2, db_lists &L, gc_status *st,
+						  const int *hs = nullptr, int64_t m = 0);
 
 /*
  * For the increasing list qs[0 .. m) of query nodes, where each chunk of

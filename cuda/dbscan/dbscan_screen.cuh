@@ -1,23 +1,23 @@
 /*
- * dbscan_screen.cuh — the tensor-core screen of the kd-tree's count
- * (dbscan_tree.cu): a tile's decisions gc_dist2(x_i, x_j) <= eps2 from
- * 3xTF32 products (common/tf32.cuh), exact by a rounding bound, with the
- * CPU's own float distance for the pairs the bound cannot decide.  Internal
- * to cuda/; after dbscan_gpu.cuh.
+ * dbscan_screen.cuh — the tensor-core screen of the kd-tree's count and
+ * union passes (dbscan_tree.cu): a tile's decisions gc_dist2(x_i, x_j) <=
+ * eps2 from 3xTF32 products (common/tf32.cuh), exact by a rounding bound,
+ * with the CPU's own float distance for the pairs the bound cannot decide.
+ * Internal to cuda/; after dbscan_gpu.cuh.
  *
  * Why: the exact distance costs three rounded float operations a pair and
  * dimension (no fused multiply-add: gc_dist2's rule); the screen takes one
  * product a pair and dimension on the tensor cores and about ten float
- * operations a pair.  Measured on an H200 (bench_dbscan_gpu
- * BENCH_SCREEN_AB=1), the count went from 162 to 129 ms on 1M 16-d rows
- * and from 396 to 330 ms on 1M 64-d, with a few pairs in a million left to
- * the exact distance; at 8-d it was slower (10M rows: 2.24 s against the
- * exact tiles' 1.75 s), hence TR_SCREEN_D_MIN.  The gain is small because the pass is not
- * bound by its arithmetic: most of its tiles serve the few points of a
- * block still short of min_pts (docs/benchmarks.md).
+ * operations a pair, decided in registers.  On blobs from 16 dimensions
+ * most points still lack min_pts after the count's nearest leaves and
+ * every point of the border and noise sees almost its whole blob (the
+ * boxes bound little there), so the passes are these decisions, tile
+ * after tile, on full warps (docs/benchmarks.md: "The count and the union
+ * on the tensor cores").  At 8-d the exact tiles were faster (10M rows:
+ * 1.75 s against 2.24), hence TR_SCREEN_D_MIN.
  *
- * The score.  A block's rows are shifted by one origin o (its query node's
- * box centre): a = fl(x - o), b = fl(y - o), and
+ * The score.  A block's rows are shifted by one origin o (the box centre
+ * of its node): a = fl(x - o), b = fl(y - o), and
  *   s^ = fl(fl(||a||² + ||b||²) - 2 a~.b~),
  * a~.b~ the 3xtf32 product (|a~.b~ - a.b| <= kappa ||a|| ||b||,
  * gc_tf32_kappa), ||a||² and ||b||² fma chains (or partial chains summed
@@ -48,11 +48,13 @@
  * a row stride of dp + 4 words (dp = d rounded up to 8), so that a warp's
  * fragment loads hit 32 different banks.  A tile no warp needs is not
  * loaded.  Each warp takes its 32 rows against the 32 candidates
- * as 2 x 4 m16n8k8 mma a k-step, three each (3xtf32), and writes the
- * products into its 32 x 33 block of shared memory; each lane then decides
- * its own row's 32 pairs, and computes the undecided ones exactly (a few
- * in a million on the benchmarks' blobs: bench_dbscan_gpu prints the
- * share, from db_phases.exact).
+ * as 2 x 4 m16n8k8 mma a k-step, three each (3xtf32), and decides each
+ * pair where its product lies, in the lane's registers; the rows' bits
+ * (neighbour, undecided) are gathered by shuffles into the lane of each
+ * row, which computes its undecided pairs exactly (a few in a million on
+ * the benchmarks' blobs: bench_dbscan_gpu prints the share, from
+ * db_phases.exact).  The pass's per-pair work is these decisions: the
+ * products themselves are a small part of it.
  */
 #ifndef GPUCLUST_DBSCAN_SCREEN_CUH
 #define GPUCLUST_DBSCAN_SCREEN_CUH
@@ -91,10 +93,26 @@ struct tr_scr
 	uint32_t   *Bb,
 			   *Bs;				/* TJ x ld: the tile's rows, shifted, split */
 	float2	   *bn;				/* TJ: their (||b||², share of E) */
-	float	   *C;				/* warps x 32 x 33: the products */
+	float	   *xq;				/* NQ x xld: the block's rows as they are, or
+								 * NULL (d > TR_SCREEN_XQ_MAX) */
 	unsigned long long *cnt;	/* 2: pairs decided, pairs left (the block's) */
-	int			ld;
+	int			ld,
+				xld;
 };
+
+/*
+ * The block's rows as they are, kept in shared memory up to this d for
+ * the box bounds a point takes against each candidate leaf (read from X
+ * they cost a sector a lane); a row stride of d | 1 words, odd, so that a
+ * warp's reads hit 32 banks.
+ */
+#define TR_SCREEN_XQ_MAX 32
+
+__host__ __device__ __forceinline__ int
+tr_scr_xld(int d)
+{
+	return d <= TR_SCREEN_XQ_MAX ? (d | 1) : 0;
+}
 
 template <int NQ, int TJ>
 __host__ __device__ __forceinline__ size_t
@@ -104,7 +122,7 @@ tr_scr_bytes(int d)
 
 	return sizeof(unsigned long long) * 2 +
 		sizeof(float) * ((size_t) tr_scr_dp(d) + 2 * (NQ + TJ) * ld + 2 * TJ +
-						 (size_t) (NQ / 32) * 32 * 33);
+						 (size_t) NQ * tr_scr_xld(d));
 }
 
 template <int NQ, int TJ>
@@ -122,7 +140,8 @@ tr_scr_carve(void *base, int d)
 	S.Bb = S.As + NQ * ld;
 	S.Bs = S.Bb + TJ * ld;
 	S.bn = (float2 *) (S.Bs + TJ * ld);
-	S.C = (float *) (S.bn + TJ);
+	S.xld = tr_scr_xld(d);
+	S.xq = S.xld ? (float *) (S.bn + TJ) : nullptr;
 	return S;
 }
 
@@ -181,6 +200,8 @@ tr_scr_rows(const tr_scr &S, const float *__restrict__ X, int d,
 			const float v = __fsub_rn(x[k], S.o[k]);
 
 			n2 = fmaf(v, v, n2);
+			if (S.xq)
+				S.xq[tid * S.xld + k] = x[k];
 		}
 	}
 	*an = n2;
@@ -189,20 +210,20 @@ tr_scr_rows(const tr_scr &S, const float *__restrict__ X, int d,
 }
 
 /*
- * acc[jj] for the TJ candidate rows from position j0 (rows at or past c1
- * are none: +inf): a value <= eps2 exactly when gc_dist2(x, row) <= eps2,
- * the exact distance itself where the screen could not decide.  wneed:
- * this warp computes (warp-uniform); mine: this lane needs its row's
- * decisions.  an, ea: tr_scr_rows'; pos(s): slot s's position; coef: E's
- * factor of M² (tr_scr_coef).  Every thread of the block calls it (it
- * synchronises); a warp with wneed false only helps load, and a tile no
- * warp needs is not loaded.
+ * This lane's row's neighbours among the TJ candidate rows from position
+ * j0 (rows at or past c1 are none): bit jj set exactly when
+ * gc_dist2(x, row j0 + jj) <= eps2, from the exact distance itself where
+ * the screen could not decide.  wneed: this warp computes (warp-uniform);
+ * mine: this lane needs its row's decisions (0 returned otherwise).  an,
+ * ea: tr_scr_rows'; pos(s): slot s's position; coef: E's factor of M²
+ * (tr_scr_coef).  Every thread of the block calls it (it synchronises); a
+ * warp with wneed false only helps load, and a tile no warp needs is not
+ * loaded.
  */
 template <int NQ, int TJ, class Pos>
-__device__ __forceinline__ void
-tr_scr_tile(float (&acc)[TJ], const tr_scr &S, bool wneed, bool mine,
-			const float *__restrict__ X, int d, int j0, int c1, float eps2,
-			float coef, float an, float ea, Pos pos)
+__device__ __forceinline__ unsigned
+tr_scr_tile(const tr_scr &S, bool wneed, bool mine, const float *__restrict__ X, int d,
+			int j0, int c1, float eps2, float coef, float an, float ea, Pos pos)
 {
 	static_assert(TJ == 32 && NQ == 4 * TJ, "a warp's tile is 32 x 32, a quad a candidate");
 	const int	dp = tr_scr_dp(d),
@@ -210,7 +231,7 @@ tr_scr_tile(float (&acc)[TJ], const tr_scr &S, bool wneed, bool mine,
 				w = threadIdx.x >> 5;
 
 	if (!__syncthreads_or(wneed))	/* (also: the last tile's B is read) */
-		return;
+		return 0;
 
 	/* the candidates: a quad of threads a row, 4 dimensions a thread at a time */
 	{
@@ -245,7 +266,7 @@ tr_scr_tile(float (&acc)[TJ], const tr_scr &S, bool wneed, bool mine,
 	}
 	__syncthreads();
 	if (!wneed)
-		return;
+		return 0;
 
 	/* the warp's 32 rows x 32 candidates: 2 x 4 m16n8k8 tiles */
 	const int	g = lane >> 2,
@@ -296,48 +317,74 @@ tr_scr_tile(float (&acc)[TJ], const tr_scr &S, bool wneed, bool mine,
 			}
 		}
 	}
-	float	   *Cw = S.C + w * 32 * 33;
-
-#pragma unroll
-	for (int mb = 0; mb < 2; mb++)
-#pragma unroll
-		for (int nb = 0; nb < 4; nb++)
-		{
-			const int	r = mb * 16 + g,
-						col = nb * 8 + 2 * t;
-
-			Cw[r * 33 + col] = c[mb][nb][0];
-			Cw[r * 33 + col + 1] = c[mb][nb][1];
-			Cw[(r + 8) * 33 + col] = c[mb][nb][2];
-			Cw[(r + 8) * 33 + col + 1] = c[mb][nb][3];
-		}
-	__syncwarp();
 
 	/*
-	 * this lane's row: t = s^ - eps2 decides where |t| > E (and t is
-	 * finite: s^ may overflow where D does not); the undecided pairs are
-	 * marked in amb
+	 * The decisions where the products lie: this lane holds rows ri 8 + g
+	 * (ri = 0..3: c[ri / 2][.][2 (ri % 2) + e]) against candidates nb 8 +
+	 * 2t + e.  t = s^ - eps2 decides where |t| > E (and t is finite: s^
+	 * may overflow where D does not).  Each row's bits (in: a neighbour;
+	 * und: undecided) gather in its quad, then go to the row's own lane.
 	 */
-	unsigned	amb = 0;
+	unsigned	in[4],
+				und[4];
 
 #pragma unroll
-	for (int jj = 0; jj < TJ; jj++)
+	for (int ri = 0; ri < 4; ri++)
 	{
-		const float2 b = S.bn[jj];
-		const float t = __fsub_rn(__fmaf_rn(-2.0f, Cw[lane * 33 + jj], __fadd_rn(an, b.x)), eps2),
-					e = __fadd_rn(ea, b.y),
-					at = fabsf(t);
-		const bool	und = !(at > e && at <= FLT_MAX);
+		const int	r = ri * 8 + g;
+		const float ar = __shfl_sync(0xffffffffu, an, r),
+					er = __shfl_sync(0xffffffffu, ea, r);
 
-		acc[jj] = t < 0.0f ? 0.0f : INFINITY;
-		amb |= (unsigned) und << jj;
+		in[ri] = 0;
+		und[ri] = 0;
+#pragma unroll
+		for (int nb = 0; nb < 4; nb++)
+#pragma unroll
+			for (int e = 0; e < 2; e++)
+			{
+				const int	col = nb * 8 + 2 * t + e;
+				const float2 b = S.bn[col];
+				const float tt = __fsub_rn(__fmaf_rn(-2.0f, c[ri >> 1][nb][2 * (ri & 1) + e],
+													 __fadd_rn(ar, b.x)), eps2),
+							ee = __fadd_rn(er, b.y),
+							at = fabsf(tt);
+				const bool	u = !(at > ee && at <= FLT_MAX);
+
+				in[ri] |= (unsigned) (!u && tt < 0.0f) << col;
+				und[ri] |= (unsigned) u << col;
+			}
+#pragma unroll
+		for (int o = 1; o <= 2; o <<= 1)
+		{
+			in[ri] |= __shfl_xor_sync(0xffffffffu, in[ri], o);
+			und[ri] |= __shfl_xor_sync(0xffffffffu, und[ri], o);
+		}
+	}
+	unsigned	nbr = 0,
+				amb = 0;
+
+#pragma unroll
+	for (int ri = 0; ri < 4; ri++)
+	{
+		const unsigned a = __shfl_sync(0xffffffffu, in[ri], (lane & 7) * 4),
+					b = __shfl_sync(0xffffffffu, und[ri], (lane & 7) * 4);
+
+		if ((lane >> 3) == ri)
+		{
+			nbr = a;
+			amb = b;
+		}
 	}
 	const int	nvalid = c1 - j0 < TJ ? c1 - j0 : TJ;
+	const unsigned valid = nvalid < TJ ? (1u << nvalid) - 1 : ~0u;
 
 	if (!mine)
+	{
+		nbr = 0;
 		amb = 0;
-	else if (nvalid < TJ)
-		amb &= (1u << nvalid) - 1;	/* no row past c1 */
+	}
+	nbr &= valid;
+	amb &= valid;
 
 	/* the counts, then the undecided pairs (rare: a lane computes its own) */
 	{
@@ -354,14 +401,11 @@ tr_scr_tile(float (&acc)[TJ], const tr_scr &S, bool wneed, bool mine,
 	{
 		const int	jj = __ffs(m) - 1;
 
-		Cw[lane * 33 + jj] = gc_dist2(X + (int64_t) pos(w * 32 + lane) * d,
-									  X + (int64_t) (j0 + jj) * d, d);
+		if (gc_dist2(X + (int64_t) pos(w * 32 + lane) * d, X + (int64_t) (j0 + jj) * d, d) <=
+			eps2)
+			nbr |= 1u << jj;
 	}
-	if (amb)
-#pragma unroll
-		for (int jj = 0; jj < TJ; jj++)
-			if (amb >> jj & 1)
-				acc[jj] = Cw[lane * 33 + jj];
+	return nbr;
 }
 
 /* The block's counts into stats[0..1] (decided, left); after its last tile. */

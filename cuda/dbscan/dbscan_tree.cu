@@ -21,14 +21,16 @@
  *
  * The passes:
  *   count   neighbours of each point, stopping at min_pts (a block stops
- *           when all its points have min_pts); from 16 dimensions its
- *           tiles' decisions come from the tensor-core screen
- *           (dbscan_screen.cuh), the same decisions;
+ *           when all its points have min_pts): the nearest leaves of each
+ *           list first, then the points still short (tr_count_gathered);
+ *           from 16 dimensions its tiles' decisions come from the
+ *           tensor-core screen (dbscan_screen.cuh), the same decisions;
  *   union   (union-find) each core point with every core neighbour of
  *           higher position, skipping pairs whose roots are already the
  *           same (a tile no lane needs is not computed); before it, each
  *           core point joins the core points among the neighbours its
- *           count kept, with no distance computed;
+ *           count kept, with no distance computed; on the screen from 16
+ *           to 32 dimensions;
  *   border  each non-core point's nearest core neighbour, ties to the
  *           lowest input row (the CPU's rule), as the least (dist2 bits,
  *           row);
@@ -48,10 +50,12 @@
 #define TR_STACK 128			/* > 2 (depth + 1) for depth <= 31 */
 #define TR_LIST_PER_POINT 8		/* list budget: entries a point */
 #define TR_LIST_MIN (8 << 20)	/* ... and at least this many */
+#define TR_LIST_MIN_GATHER (1 << 20)	/* the count's gathered lists: at least */
 #define TR_LAUNCH_NODES 8192	/* query nodes a launch (cancel polls) */
 #define TR_NEAR 8				/* count: leaves of the first pass */
 #define TR_NB_MAX 32			/* neighbours kept a point, at most */
 #define TR_SPREAD 16			/* union: every 16th node goes first */
+#define TR_GATHER_LEVELS 4		/* count: its short points' subtrees, at most */
 
 /* ------------------------------------------------------------------ */
 /* the candidate lists                                                 */
@@ -126,14 +130,15 @@ tr_boxbox2_warp(const float *__restrict__ qlo, const float *__restrict__ qhi,
 #define TR_LIST_WARPS 4			/* query nodes a block of k_tr_list */
 
 /*
- * Query node q's candidate leaves (box-box bound <= eps2), nearer child
- * first: counted (out == NULL) or written from out[at[q] - base].  A warp
- * a node, walking the tree with a stack in shared memory, its lanes
- * sharing each bound's dimensions (tr_boxbox2_warp): a node with a long
- * list takes 32 threads' work, not one thread's.
+ * List q's candidate leaves (box-box bound <= eps2), nearer child first:
+ * of query node q, or of node hs[q] when hs is given; counted (out ==
+ * NULL) or written from out[at[q] - base].  A warp a node, walking the
+ * tree with a stack in shared memory, its lanes sharing each bound's
+ * dimensions (tr_boxbox2_warp): a node with a long list takes 32 threads'
+ * work, not one thread's.
  */
 __global__ void __launch_bounds__(32 * TR_LIST_WARPS)
-k_tr_list(db_tree T, float eps2, int64_t q0, int64_t q1,
+k_tr_list(db_tree T, float eps2, int64_t q0, int64_t q1, const int *__restrict__ hs,
 		  const int64_t *__restrict__ at, int64_t base, int *cnt, int *out)
 {
 	__shared__ int s_stack[TR_LIST_WARPS][TR_STACK];
@@ -144,7 +149,7 @@ k_tr_list(db_tree T, float eps2, int64_t q0, int64_t q1,
 	if (q >= q1)
 		return;					/* the whole warp */
 	const int	d = T.d;
-	const int64_t hq = T.nq - 1 + q;
+	const int64_t hq = hs ? hs[q] : T.nq - 1 + q;
 	const float *qlo = T.lo + hq * d,
 			   *qhi = T.hi + hq * d;
 	const int64_t first_leaf = T.nleaf - 1;
@@ -225,24 +230,29 @@ k_tr_widen(const int *__restrict__ cnt, int64_t nq, int64_t *w)
 
 gc_code
 db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T, float eps2,
-			  db_lists &L, gc_status *st)
+			  db_lists &L, gc_status *st, const int *hs, int64_t m)
 {
 	int		   *cnt;
-	std::vector<int64_t> at((size_t) T.nq + 1);
 
-	DB_ALLOC(cnt, T.nq);
-	DB_ALLOC(L.at, T.nq + 1);
-	DB_CK(gc_launch(k_tr_list, T.nq, TR_LIST_WARPS, 32 * TR_LIST_WARPS, D.s, T, eps2, (int64_t) 0,
-					T.nq, (const int64_t *) nullptr, (int64_t) 0, cnt, (int *) nullptr));
-	DB_CK(gc_launch(k_tr_widen, T.nq + 1, DB_THREADS, DB_THREADS, D.s,
-					(const int *) cnt, T.nq, L.at));
+	L.hs = hs;
+	L.m = hs ? m : T.nq;
+	m = L.m;
+
+	std::vector<int64_t> at((size_t) m + 1);
+
+	DB_ALLOC(cnt, m);
+	DB_ALLOC(L.at, m + 1);
+	DB_CK(gc_launch(k_tr_list, m, TR_LIST_WARPS, 32 * TR_LIST_WARPS, D.s, T, eps2, (int64_t) 0,
+					m, hs, (const int64_t *) nullptr, (int64_t) 0, cnt, (int *) nullptr));
+	DB_CK(gc_launch(k_tr_widen, m + 1, DB_THREADS, DB_THREADS, D.s, (const int *) cnt, m, L.at));
+	D.drop(cnt);
 	{
 		size_t		bytes = 0;
 
-		DB_CK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, L.at, L.at, T.nq + 1, D.s));
+		DB_CK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, L.at, L.at, m + 1, D.s));
 		DB_CK(D.scratch(bytes));
 		bytes = D.cub_bytes;
-		DB_CK(cub::DeviceScan::ExclusiveSum(D.cub_tmp, bytes, L.at, L.at, T.nq + 1, D.s));
+		DB_CK(cub::DeviceScan::ExclusiveSum(D.cub_tmp, bytes, L.at, L.at, m + 1, D.s));
 	}
 	DB_CK(cudaMemcpyAsync(at.data(), L.at, sizeof(int64_t) * at.size(),
 						  cudaMemcpyDeviceToHost, D.s));
@@ -251,29 +261,34 @@ db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T, float eps2,
 	if (rc != GC_OK)
 		return rc;
 
-	/* chunks of query nodes whose lists fit the budget */
+	/*
+	 * chunks of lists that fit the budget (gc_dbscan_gpu_mem_bytes counts
+	 * both sets: the count's gathered lists at least TR_LIST_MIN_GATHER)
+	 */
 	int64_t		budget = (int64_t) TR_LIST_PER_POINT * T.n;
+	const int64_t least = hs ? TR_LIST_MIN_GATHER : TR_LIST_MIN;
 
-	if (budget < TR_LIST_MIN)
-		budget = TR_LIST_MIN;
+	if (budget < least)
+		budget = least;
 	L.cut.clear();
 	L.cut.push_back(0);
-	for (int64_t q = 0; q < T.nq; q++)
+	for (int64_t q = 0; q < m; q++)
 		if (q > L.cut.back() && at[(size_t) q + 1] - at[(size_t) L.cut.back()] > budget)
 			L.cut.push_back(q);
-	L.cut.push_back(T.nq);
+	L.cut.push_back(m);
 	L.host_at.swap(at);
 	L.written = -1;
 	int64_t		cap = 1;
 
 	for (size_t c = 0; c + 1 < L.cut.size(); c++)
 	{
-		int64_t		m = L.host_at[(size_t) L.cut[c + 1]] - L.host_at[(size_t) L.cut[c]];
+		int64_t		e = L.host_at[(size_t) L.cut[c + 1]] - L.host_at[(size_t) L.cut[c]];
 
-		cap = m > cap ? m : cap;
+		cap = e > cap ? e : cap;
 	}
 	DB_ALLOC(L.leaf, cap);
-	db_phases.pairs = L.host_at[(size_t) T.nq];
+	if (!hs)
+		db_phases.pairs = L.host_at[(size_t) m];
 	return GC_OK;
 }
 
@@ -295,7 +310,8 @@ db_tree_chunk(db_dev &D, const db_tree &T, float eps2, db_lists &L, int c,
 				q1 = L.cut[(size_t) c + 1];
 
 	DB_CK(gc_launch(k_tr_list, q1 - q0, TR_LIST_WARPS, 32 * TR_LIST_WARPS, D.s, T, eps2, q0, q1,
-					(const int64_t *) L.at, L.host_at[(size_t) q0], (int *) nullptr, L.leaf));
+					L.hs, (const int64_t *) L.at, L.host_at[(size_t) q0], (int *) nullptr,
+					L.leaf));
 	L.written = c;
 	return GC_OK;
 }
@@ -305,111 +321,142 @@ db_tree_chunk(db_dev &D, const db_tree &T, float eps2, db_lists &L, int c,
 /* ------------------------------------------------------------------ */
 
 /*
- * Whether the count at d dimensions takes the tensor-core screen: from
- * TR_SCREEN_D_MIN to TR_SCREEN_D_MAX.  GPUCLUST_DB_SCREEN=0 never (tests
- * and benchmarks), =all at every d up to TR_SCREEN_D_MAX (tests).
+ * The block's active points a (of TR_Q threads, each with its point's
+ * offset from the node's first) appended in order to s_slot after the tot
+ * already there; returns the new total.  Every thread calls it (it
+ * synchronises); s_w: a word a warp.
+ */
+__device__ __forceinline__ int
+tr_slot(bool a, int off, int tot, int *s_w, short *s_slot)
+{
+	const int	tid = threadIdx.x,
+				lane = tid & 31;
+	const unsigned bal = __ballot_sync(0xffffffffu, a);
+	int			at = tot + __popc(bal & ((1u << lane) - 1));
+
+	if (lane == 0)
+		s_w[tid >> 5] = __popc(bal);
+	__syncthreads();
+	for (int w = 0; w < TR_Q / 32; w++)
+	{
+		at += w < (tid >> 5) ? s_w[w] : 0;
+		tot += s_w[w];
+	}
+	if (a && at < TR_Q)
+		s_slot[at] = (short) off;
+	__syncthreads();			/* s_w read, s_slot written */
+	return tot < TR_Q ? tot : TR_Q;
+}
+
+/*
+ * Whether a pass at d dimensions takes its decisions from the tensor-core
+ * screen: the count from TR_SCREEN_D_MIN to TR_SCREEN_D_MAX, the union to
+ * TR_SCREEN_XQ_MAX (above it, where the block's rows are not kept in
+ * shared memory, its fewer blocks an SM made it slower: 1M 64-d, 128 ms
+ * against the exact tiles' 120).  GPUCLUST_DB_SCREEN=0 never (tests and
+ * benchmarks), =all from d = 1 (tests).  The border pass needs the
+ * distances themselves and keeps the exact tiles.
  */
 static bool
-tr_screen_use(int d)
+tr_screen_use(int d, int mode)
 {
 	const char *env = getenv("GPUCLUST_DB_SCREEN");
+	const int	top = mode == TR_COUNT ? TR_SCREEN_D_MAX : mode == TR_UNION ? TR_SCREEN_XQ_MAX : 0;
 
 	if (env && strcmp(env, "0") == 0)
 		return false;
 	if (env && strcmp(env, "all") == 0)
-		return d <= TR_SCREEN_D_MAX;
-	return d >= TR_SCREEN_D_MIN && d <= TR_SCREEN_D_MAX;
+		return d <= top;
+	return d >= TR_SCREEN_D_MIN && d <= top;
 }
 
 /*
  * One pass over the query nodes qs[0 .. nqs) (or q0 + blockIdx.x when qs
  * is NULL), a block each, a thread a point.  DC: dimensions a shared
- * tile holds; SCR: the count's decisions from the tensor-core screen
- * (dbscan_screen.cuh; its shared memory dynamic, tr_scr_bytes).  The
- * other passes keep the exact tiles: the border pass needs the distances
- * themselves, and the union pass, whose tiles mostly serve one warp, ran
- * slower on the screen (1M 16-d: 63 ms against 42).
+ * tile holds; SCR: the decisions from the tensor-core screen
+ * (dbscan_screen.cuh; its shared memory dynamic, tr_scr_bytes), for the
+ * count and the union (tr_screen_use).
  */
 template <int DC, int MODE, bool SCR>
 __global__ void __launch_bounds__(TR_Q)
 k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 		  const int *__restrict__ leaf, int64_t base, float coef)
 {
-	static_assert(!SCR || MODE == TR_COUNT, "the screen serves the count");
+	static_assert(!SCR || MODE == TR_COUNT || MODE == TR_UNION,
+				  "the screen decides the count's and the union's pairs");
 	__shared__ float4 sh[SCR ? 1 : TR_TJ * DC / 4];
 	extern __shared__ float4 tr_dyn[];
 	__shared__ int ctag[TR_TJ];	/* union: root; expand: chain; -2: skip */
 	__shared__ short s_slot[TR_Q];	/* the block's active points, first */
 	__shared__ int s_w[TR_Q / 32];
-	const int	tid = threadIdx.x,
-				lane = tid & 31;
+	const int	tid = threadIdx.x;
 	const int64_t q = qs ? qs[blockIdx.x] : q0 + blockIdx.x;
+	const bool	gath = MODE == TR_COUNT && A.hs;	/* the count's gathered pass */
+	const int64_t h = gath ? A.hs[q] : T.nq - 1 + q;	/* the block's node */
 	const int	n = T.n,
 				d = T.d;
-	const int	qb = tr_off(q, n, T.qlevel),
-				qe = tr_off(q + 1, n, T.qlevel);
+	const int	lev = gath ? 63 - __clzll(h + 1) : T.qlevel;
+	const int64_t hj = gath ? h + 1 - ((int64_t) 1 << lev) : q;	/* its index in its level */
+	const int	qb = tr_off(hj, n, lev),
+				qe = tr_off(hj + 1, n, lev);
 	const float eps2 = A.eps2;
 	const int64_t first_leaf = T.nleaf - 1;
-	int			i = qb + tid;
-	bool		act = i < qe;
+	bool		act = false;
+	int			i = qb;
 	unsigned	cnt = 0;
 	unsigned long long best = ~0ULL;
 	int			tag = -1;		/* union: own root; expand: own chain */
 
-	if (act)
-	{
-		if (MODE == TR_COUNT)
-			act = (cnt = A.cnt[i]) < A.minp;
-		else if (MODE == TR_UNION)
-			act = A.core[i];
-		else if (MODE == TR_BORDER)
-			act = !A.core[i];
-		else
-			act = A.front[i];
-	}
-
 	/*
 	 * The active points go to the first threads (in order), so that warps
 	 * of inactive ones compute nothing: a block of core points with a few
-	 * noise points among them counts with one warp, not four.
+	 * noise points among them counts with one warp, not four.  A node of a
+	 * higher level (A.hs: the count's gathered pass) is read TR_Q points at
+	 * a time; it has at most TR_Q active points (tr_gather_nodes).
 	 */
 	int			tot_active = 0;
 
+	if constexpr (MODE == TR_COUNT)
 	{
-		unsigned	bal = __ballot_sync(0xffffffffu, act);
-		int			off = 0,
-					tot = 0;
+		const int	c1 = gath ? qe : qb + 1;	/* else a query node: TR_Q points at most */
 
-		if (lane == 0)
-			s_w[tid >> 5] = __popc(bal);
-		__syncthreads();
-		for (int w = 0; w < TR_Q / 32; w++)
+		for (int c0 = qb; c0 < c1; c0 += TR_Q)
 		{
-			off += w < (tid >> 5) ? s_w[w] : 0;
-			tot += s_w[w];
+			const int	p = c0 + tid;
+
+			tot_active = tr_slot(p < qe && A.cnt[p] < A.minp, p - qb, tot_active, s_w, s_slot);
 		}
-		if (act)
-			s_slot[off + __popc(bal & ((1u << lane) - 1))] = (short) tid;
-		__syncthreads();
-		if (tot == 0)
-			return;
-		act = tid < tot;
-		tot_active = tot;
-		i = qb + (act ? s_slot[tid] : 0);
-		if (MODE == TR_COUNT)
-			cnt = act ? A.cnt[i] : 0;
 	}
+	else
+	{
+		const int	p = qb + tid;
+		bool		a = p < qe;
+
+		if (a)
+			a = MODE == TR_UNION ? A.core[p] : MODE == TR_BORDER ? !A.core[p] : A.front[p];
+		tot_active = tr_slot(a, tid, 0, s_w, s_slot);
+	}
+	if (tot_active == 0)
+		return;
+	act = tid < tot_active;
+	i = qb + (act ? s_slot[tid] : 0);
+	if (MODE == TR_COUNT)
+		cnt = act && !A.fresh ? A.cnt[i] : 0;
 	const float *xi = T.Xs + (int64_t) i * d;
 	tr_scr		S;
 	float		an = 0.0f,
 				ea = 0.0f;
 	auto		pos = [&](int s) { return qb + s_slot[s]; };
 
+	const float *xb = xi;		/* the point for the box bounds */
+
 	if constexpr (SCR)
 	{
 		S = tr_scr_carve<TR_Q, TR_TJ>((void *) tr_dyn, d);
-		tr_scr_rows<TR_Q>(S, T.Xs, d, T.lo + (T.nq - 1 + q) * d, T.hi + (T.nq - 1 + q) * d,
-						  tot_active, pos, coef, &an, &ea);
+		tr_scr_rows<TR_Q>(S, T.Xs, d, T.lo + h * d, T.hi + h * d, tot_active, pos, coef, &an,
+						  &ea);
+		if (S.xq)
+			xb = S.xq + tid * S.xld;
 	}
 
 	if (MODE == TR_UNION && act)
@@ -447,7 +494,7 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 
 				lim = bd < lim ? bd : lim;
 			}
-			need = gc_box_mindist2(xi, llo, lhi, d) <= lim;
+			need = gc_box_mindist2(xb, llo, lhi, d) <= lim;
 		}
 		if (!__syncthreads_or(need))
 			continue;
@@ -485,16 +532,43 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 				}
 			}
 			const bool	mine = wneed && need;
+			unsigned	nbr = 0;	/* the screen's: this point's neighbours */
 
 			wneed = __any_sync(0xffffffffu, wneed);
 			if constexpr (SCR)
-				tr_scr_tile<TR_Q, TR_TJ>(acc, S, wneed, mine, T.Xs, d, j0, ce, eps2, coef,
-										 an, ea, pos);
+				nbr = tr_scr_tile<TR_Q, TR_TJ>(S, wneed, mine, T.Xs, d, j0, ce, eps2, coef, an,
+											   ea, pos);
 			else
 				db_tile_dist2<TR_TJ, DC, TR_Q>(acc, xi, wneed, T.Xs, j0, ce, d, A.dpad, sh);
 			if (!(wneed && need))
 				continue;
-			if (MODE == TR_COUNT)
+			if constexpr (SCR && MODE == TR_UNION)
+			{
+				/* as below, from the bits */
+				for (; nbr; nbr &= nbr - 1)
+				{
+					const int	jj = __ffs(nbr) - 1,
+								t = ctag[jj];
+
+					if (t != -2 && j0 + jj > i && t != tag)
+					{
+						uf_union(A.parent, tag, t);
+						tag = uf_find(A.parent, tag);
+					}
+				}
+			}
+			else if constexpr (SCR)
+			{
+				/* as below, from the bits */
+				while (nbr && cnt < A.nbk)
+				{
+					A.nb[(int64_t) i * A.nbk + cnt] = j0 + __ffs(nbr) - 1;
+					cnt++;
+					nbr &= nbr - 1;
+				}
+				cnt += __popc(nbr);
+			}
+			else if (MODE == TR_COUNT)
 			{
 				/*
 				 * the first nbk neighbours kept: all of a non-core point's
@@ -584,9 +658,9 @@ db_tree_pass(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 			 const db_pass &A, const int *qs, const int64_t *qs_cut, gc_status *st)
 {
 	const int	DC = db_tile_dc(T.d);
-	const bool	scr = MODE == TR_COUNT && tr_screen_use(T.d);
+	const bool	scr = tr_screen_use(T.d, MODE);
 	void		(*kern) (db_tree, db_pass, int64_t, const int *, const int *, int64_t, float) =
-		scr ? k_tr_pass<4, MODE, MODE == TR_COUNT> :
+		scr ? k_tr_pass<4, MODE, MODE == TR_COUNT || MODE == TR_UNION> :
 		DC == 4 ? k_tr_pass<4, MODE, false> : DC == 8 ? k_tr_pass<8, MODE, false> :
 		k_tr_pass<16, MODE, false>;
 	const size_t smem = scr ? tr_scr_bytes<TR_Q, TR_TJ>(T.d) : 0;
@@ -729,6 +803,138 @@ k_tr_root_border(const uint8_t *__restrict__ core,
 		rp[p] = best[p] == ~0ULL ? -1 : rp[pos_of_row[(int) (best[p] & 0xffffffffu)]];
 }
 
+/* sc[node of level l] += each point of it still short of min_pts */
+__global__ void
+k_tr_short(const unsigned *__restrict__ cnt, int n, unsigned minp, int l, int *sc)
+{
+	int			p = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (p < n && cnt[p] < minp)
+		atomicAdd(&sc[tr_node_of(p, n, l)], 1);
+}
+
+/*
+ * Whether the count's second pass gathers its points (tr_count_gathered);
+ * GPUCLUST_DB_GATHER=0: not (tests and benchmarks), each query node's
+ * points then go on through the rest of its own list.
+ */
+static bool
+tr_gather_use(void)
+{
+	const char *env = getenv("GPUCLUST_DB_GATHER");
+
+	return !(env && strcmp(env, "0") == 0);
+}
+
+/*
+ * The subtrees that take the short points, appended to hs (heap order):
+ * below node j of level l (pre: the prefix sums of the query nodes'
+ * short points), the highest nodes with at most TR_Q of them; a query
+ * node has at most TR_Q points.
+ */
+static void
+tr_gather_nodes(const std::vector<int64_t> &pre, int qlevel, int l, int64_t j,
+				std::vector<int> &hs)
+{
+	const int	k = qlevel - l;
+	const int64_t s = pre[(size_t) ((j + 1) << k)] - pre[(size_t) (j << k)];
+
+	if (s == 0)
+		return;
+	if (s <= TR_Q || k == 0)
+	{
+		hs.push_back((int) (((int64_t) 1 << l) - 1 + j));
+		return;
+	}
+	tr_gather_nodes(pre, qlevel, l + 1, 2 * j, hs);
+	tr_gather_nodes(pre, qlevel, l + 1, 2 * j + 1, hs);
+}
+
+/*
+ * The count's second pass.  Where the points still short of min_pts after
+ * the first are few in a query node (noise, a blob's border: common at
+ * low d), a pass by query node would run their tiles on warps of mostly
+ * idle lanes.  So they are gathered: the highest subtrees, up to
+ * TR_GATHER_LEVELS above the query nodes, with at most TR_Q short points
+ * (tr_gather_nodes).  A query node that is such a subtree goes on through
+ * the rest of its own list, as without gathering; a higher one takes a
+ * block over the candidate leaves of its box (a superset of each of its
+ * query nodes' lists: its box holds theirs), its points counting from
+ * zero so that the leaves of their first pass count once.  (At 16-d and
+ * above, on blobs, most points are still short after the first pass and
+ * every subtree is a query node.)
+ */
+static gc_code
+tr_count_gathered(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
+				  const db_pass &A, gc_status *st)
+{
+	const int	top = T.qlevel > TR_GATHER_LEVELS ? T.qlevel - TR_GATHER_LEVELS : 0;
+	std::vector<int> sc((size_t) T.nq),
+				nodes,
+				qn,
+				up;
+	std::vector<int64_t> pre((size_t) T.nq + 1),
+				qcut(L.cut.size());
+	int		   *dsc,
+			   *dq;
+	gc_code		rc;
+
+	DB_ALLOC(dsc, T.nq);
+	DB_CK(cudaMemsetAsync(dsc, 0, sizeof(int) * (size_t) T.nq, D.s));
+	DB_CK(gc_launch(k_tr_short, T.n, DB_THREADS, DB_THREADS, D.s, (const unsigned *) A.cnt, T.n,
+					A.minp, T.qlevel, dsc));
+	DB_CK(cudaMemcpyAsync(sc.data(), dsc, sizeof(int) * sc.size(), cudaMemcpyDeviceToHost, D.s));
+	if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
+		return rc;
+	D.drop(dsc);
+	pre[0] = 0;
+	for (size_t q = 0; q < sc.size(); q++)
+		pre[q + 1] = pre[q] + sc[q];
+	for (int64_t j = 0; j < ((int64_t) 1 << top); j++)
+		tr_gather_nodes(pre, T.qlevel, top, j, nodes);
+	for (int h : nodes)
+		if (h >= T.nq - 1)
+			qn.push_back((int) (h - (T.nq - 1)));	/* increasing: nodes is in tree order */
+		else
+			up.push_back(h);
+	db_trace("count: points short after its first pass", (long long) pre[(size_t) T.nq]);
+	db_trace("count: query nodes going on", (long long) qn.size());
+	db_trace("count: higher subtrees", (long long) up.size());
+
+	if (!qn.empty())
+	{
+		DB_ALLOC(dq, (int64_t) qn.size());
+		DB_CK(cudaMemcpyAsync(dq, qn.data(), sizeof(int) * qn.size(), cudaMemcpyHostToDevice,
+							  D.s));
+		db_tree_cuts(L, qn.data(), (int64_t) qn.size(), qcut.data());
+		if ((rc = db_tree_pass<TR_COUNT>(D, ctx, T, L, A, dq, qcut.data(), st)) != GC_OK)
+			return rc;
+		D.drop(dq);
+	}
+	if (!up.empty())
+	{
+		db_lists	G;
+		db_pass		B = A;
+
+		DB_ALLOC(dq, (int64_t) up.size());
+		DB_CK(cudaMemcpyAsync(dq, up.data(), sizeof(int) * up.size(), cudaMemcpyHostToDevice,
+							  D.s));
+		if ((rc = db_tree_lists(D, ctx, T, A.eps2, G, st, dq, (int64_t) up.size())) != GC_OK)
+			return rc;
+		B.at = G.at;
+		B.hs = dq;
+		B.fresh = true;
+		B.lbeg = 0;
+		B.lend = INT64_MAX;
+		if ((rc = db_tree_pass<TR_COUNT>(D, ctx, T, G, B, nullptr, nullptr, st)) != GC_OK)
+			return rc;
+		D.drop(G.leaf);
+		D.drop(G.at);
+		D.drop(dq);
+	}
+	return GC_OK;
+}
+
 gc_code
 db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 			float eps2, unsigned minp, gc_dbscan_algorithm algorithm,
@@ -775,8 +981,8 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 
 	/*
 	 * Two passes: the nearest TR_NEAR leaves of each list, which make most
-	 * points core, then the rest of the lists for the points still short,
-	 * gathered on fewer warps.
+	 * points core, then the points still short, gathered from several query
+	 * nodes into full blocks (tr_count_gathered).
 	 */
 	A.lbeg = 0;
 	A.lend = TR_NEAR;
@@ -784,7 +990,11 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		return rc;
 	A.lbeg = TR_NEAR;
 	A.lend = INT64_MAX;
-	if ((rc = db_tree_pass<TR_COUNT>(D, ctx, T, L, A, nullptr, nullptr, st)) != GC_OK)
+	if (tr_gather_use())
+		rc = tr_count_gathered(D, ctx, T, L, A, st);
+	else
+		rc = db_tree_pass<TR_COUNT>(D, ctx, T, L, A, nullptr, nullptr, st);
+	if (rc != GC_OK)
 		return rc;
 	DB_CK(gc_launch(k_tr_core, n, DB_THREADS, DB_THREADS, D.s, (const unsigned *) A.cnt,
 					n, minp, A.core));
@@ -857,7 +1067,7 @@ db_tree_run(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		return rc;
 	db_phases.ms_border = gc_now_ms() - t0;
 
-	if (tr_screen_use(d))
+	if (tr_screen_use(d, TR_COUNT))
 	{
 		unsigned long long h[2];
 

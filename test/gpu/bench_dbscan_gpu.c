@@ -49,7 +49,9 @@
  * the default widest-dimension splits; BENCH_SCREEN_AB=1 runs C, E and F
  * first with the tree's exact tiles (GPUCLUST_DB_SCREEN=0), then as by
  * default (the count on the tensor-core screen from 16-d:
- * dbscan_screen.cuh).
+ * dbscan_screen.cuh); BENCH_GATHER_AB=1 likewise first with the count's
+ * second pass by query node (GPUCLUST_DB_GATHER=0), then gathered
+ * (dbscan_tree.cu's tr_count_gathered).
  * Exit status 1 when a row failed or its labels differ from the CPU's.
  */
 #include <math.h>
@@ -270,7 +272,13 @@ static int	bad_rows;
 /* BENCH_GPU=0: the CPU's times alone (sizing the rows on a new machine) */
 static bool no_gpu;
 static bool cyclic;				/* BENCH_CYCLIC=1 */
-static bool screen_ab;			/* BENCH_SCREEN_AB=1 */
+/*
+ * C, E and F first with one of the count's means off, then as by default:
+ * BENCH_SCREEN_AB=1 the screen (GPUCLUST_DB_SCREEN=0), BENCH_GATHER_AB=1
+ * the gathered second pass (GPUCLUST_DB_GATHER=0).
+ */
+static const char *ab_env,
+		   *ab_what;
 
 static const char *
 index_name(gc_dbscan_gpu_index_kind k)
@@ -485,18 +493,18 @@ blob_rows(char tag, const char *what, int64_t n, int d, int nb, double box,
 	for (int64_t i = 0; shift != 0.0f && i < n * d; i++)
 		X[i] += shift;
 	eps = eps_knn(X, n, d, 30);
-	for (int ab = screen_ab ? 0 : 1; ab < 2; ab++)
+	for (int ab = ab_env ? 0 : 1; ab < 2; ab++)
 	{
 		char		w[96];
 
-		/* the exact tiles first (GPUCLUST_DB_SCREEN=0), then the default */
-		snprintf(w, sizeof(w), "%s%s", what, ab == 0 ? " [exact tiles]" : "");
+		/* the A/B's mean off first, then the default */
+		snprintf(w, sizeof(w), "%s%s", what, ab == 0 ? ab_what : "");
 		if (ab == 0)
-			setenv("GPUCLUST_DB_SCREEN", "0", 1);
+			setenv(ab_env, "0", 1);
 		run(t, w, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
 		run(t, w, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
 		if (ab == 0)
-			unsetenv("GPUCLUST_DB_SCREEN");
+			unsetenv(ab_env);
 	}
 	if (brute)
 		run(t, what, X, n, d, eps, 10, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1, 1, &ref);
@@ -523,7 +531,16 @@ main(void)
 	printf("device %s; CUDA initialisation %.1f ms; CPU threads: all\n", info.name, now_ms() - t0);
 	no_gpu = getenv("BENCH_GPU") != NULL && atoi(getenv("BENCH_GPU")) == 0;
 	cyclic = getenv("BENCH_CYCLIC") != NULL && atoi(getenv("BENCH_CYCLIC")) == 1;
-	screen_ab = getenv("BENCH_SCREEN_AB") != NULL && atoi(getenv("BENCH_SCREEN_AB")) == 1;
+	if (getenv("BENCH_SCREEN_AB") != NULL && atoi(getenv("BENCH_SCREEN_AB")) == 1)
+	{
+		ab_env = "GPUCLUST_DB_SCREEN";
+		ab_what = " [exact tiles]";
+	}
+	else if (getenv("BENCH_GATHER_AB") != NULL && atoi(getenv("BENCH_GATHER_AB")) == 1)
+	{
+		ab_env = "GPUCLUST_DB_GATHER";
+		ab_what = " [by query node]";
+	}
 	limits();
 
 	if (wanted("A"))

@@ -432,12 +432,13 @@ family(int64_t n, int d, int kind, const char *name, bool also_brute)
 }
 
 /*
- * The tree's count on the tensor-core screen (dbscan_screen.cuh) where it
- * does not run by default: at every d (GPUCLUST_DB_SCREEN=all) on the data whose
+ * The tree's count and union on the tensor-core screen (dbscan_screen.cuh)
+ * where they do not run by default: at every d (GPUCLUST_DB_SCREEN=all) on the data whose
  * distances fall exactly on eps (integer lattices, duplicates) and blobs
- * far from the origin, at d = 1 to 8; and the exact tiles it replaces
- * (=0) at 16 and 64 dimensions.  The full run takes it after the shapes;
- * test_dbscan_gpu screen runs it alone.
+ * far from the origin, at d = 1 to 8; the exact tiles it replaces (=0) at
+ * 16 and 64 dimensions; and the count's second pass by query node, which
+ * the gathered pass replaces (GPUCLUST_DB_GATHER=0), at 4 and 16.  The
+ * full run takes it after the shapes; test_dbscan_gpu screen runs it alone.
  */
 static void
 screen_suite(void)
@@ -467,6 +468,13 @@ screen_suite(void)
 		family(quick ? n : n / 2, d, K_BLOBS, w, false);
 	}
 	unsetenv("GPUCLUST_DB_SCREEN");
+	setenv("GPUCLUST_DB_GATHER", "0", 1);
+	for (int d = 4; d <= 16; d *= 4)
+	{
+		snprintf(w, sizeof(w), "gather off: blobs %d-d", d);
+		family(quick ? n : n / 2, d, K_BLOBS, w, false);
+	}
+	unsetenv("GPUCLUST_DB_GATHER");
 }
 
 
