@@ -48,7 +48,7 @@
  * l along dimension l mod d (CUDA-DClust's directory's schedule), beside
  * the default widest-dimension splits; BENCH_SCREEN_AB=1 runs C, E and F
  * first with the tree's exact tiles (GPUCLUST_DB_SCREEN=0), then as by
- * default (the count on the tensor-core screen from 16-d:
+ * default (the count and the union on the tensor-core screen from 16-d:
  * dbscan_screen.cuh); BENCH_GATHER_AB=1 likewise first with the count's
  * second pass by query node (GPUCLUST_DB_GATHER=0), then gathered
  * (dbscan_tree.cu's tr_count_gathered).
@@ -273,7 +273,7 @@ static int	bad_rows;
 static bool no_gpu;
 static bool cyclic;				/* BENCH_CYCLIC=1 */
 /*
- * C, E and F first with one of the count's means off, then as by default:
+ * C, E and F first with one of the tree's means off, then as by default:
  * BENCH_SCREEN_AB=1 the screen (GPUCLUST_DB_SCREEN=0), BENCH_GATHER_AB=1
  * the gathered second pass (GPUCLUST_DB_GATHER=0).
  */

@@ -37,8 +37,9 @@
  * spread, min_pts above a slab's rows, fewer rows than GPUs, cosine, and
  * the default limit on the rows the slabs hold.  The transfers suite
  * (test_dbscan_gpu transfers) runs the pinned rings' round trips alone;
- * the screen suite (test_dbscan_gpu screen) the tree's count on the
- * tensor-core screen at every d and on the exact tiles (screen_suite).
+ * the screen suite (test_dbscan_gpu screen) the tree's count and union on
+ * the tensor-core screen at every d, on the exact tiles, and the count's
+ * second pass by query node (screen_suite).
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
  * set (compute-sanitizer memcheck, initcheck, synccheck), =2 a tiny one
@@ -435,7 +436,7 @@ family(int64_t n, int d, int kind, const char *name, bool also_brute)
  * The tree's count and union on the tensor-core screen (dbscan_screen.cuh)
  * where they do not run by default: at every d (GPUCLUST_DB_SCREEN=all) on the data whose
  * distances fall exactly on eps (integer lattices, duplicates) and blobs
- * far from the origin, at d = 1 to 8; the exact tiles it replaces (=0) at
+ * far from the origin, at d = 1 to 8; the exact tiles they replace (=0) at
  * 16 and 64 dimensions; and the count's second pass by query node, which
  * the gathered pass replaces (GPUCLUST_DB_GATHER=0), at 4 and 16.  The
  * full run takes it after the shapes; test_dbscan_gpu screen runs it alone.
