@@ -176,7 +176,7 @@ gc_dbscan_gpu_mem_bytes(int64_t n, int d)
 	 * second pass, its gathered lists (32, at least 1M), counts and flags
 	 * (5), kept neighbours (<= 32 x 4), union-find and border (16),
 	 * numbering (21), CUDA-DClust's chains (32): 10d + 302.  The grid (d <= 3) needs at
-	 * most 4d + 167, the brute force 8d + 40.
+	 * most 4d + 171, the brute force 8d + 40.
 	 */
 	size_t		per = (size_t) 10 * (size_t) d + 320;
 

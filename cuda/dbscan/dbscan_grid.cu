@@ -23,6 +23,7 @@
  *           (dist2 bits, input row): the nearest, ties to the lowest row.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -202,21 +203,26 @@ struct grid_dev
 	uint8_t    *core;			/* n */
 	int		   *parent;			/* n */
 	int		   *rp;				/* n: root (position) of the cluster, or -1 */
+	int		   *croot;			/* ncell: a dense cell's root after the faces' joins, or -1 */
 	int			ncell;
 	int			nrows;
 	float		eps2;
 	unsigned	minp;
 	int64_t		rowoff[GC_GRID_MAX_ROWS];
+	uint64_t	stride[3];		/* the plan's: a cell's upper face neighbours */
 };
 
-/* Boxes and density of each cell: one warp per cell. */
+/*
+ * Boxes and density of each cell: one thread per cell.  Cells hold a few
+ * points (a cell's diagonal is under eps), so a warp per cell would leave
+ * most of its lanes idle.
+ */
 template <int D>
 __global__ void
 k_cell_box(const float *__restrict__ P, const int *__restrict__ cstart,
 		   int ncell, float eps2, float *lo, float *hi, uint8_t *dense)
 {
-	const int	c = (int) (((int64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-	int			lane = threadIdx.x & 31;
+	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (c >= ncell)
 		return;
@@ -232,7 +238,7 @@ k_cell_box(const float *__restrict__ P, const int *__restrict__ cstart,
 		l[k] = INFINITY;
 		h[k] = -INFINITY;
 	}
-	for (int s = b + lane; s < e; s += 32)
+	for (int s = b; s < e; s++)
 	{
 		ldp<D>(P, s, x);
 #pragma unroll
@@ -244,26 +250,19 @@ k_cell_box(const float *__restrict__ P, const int *__restrict__ cstart,
 	}
 #pragma unroll
 	for (int k = 0; k < D; k++)
-		warp_minmax(l[k], h[k]);
-	if (lane == 0)
 	{
-#pragma unroll
-		for (int k = 0; k < D; k++)
-		{
-			lo[(int64_t) c * D + k] = l[k];
-			hi[(int64_t) c * D + k] = h[k];
-		}
-		dense[c] = gc_dist2(l, h, D) <= eps2;
+		lo[(int64_t) c * D + k] = l[k];
+		hi[(int64_t) c * D + k] = h[k];
 	}
+	dense[c] = gc_dist2(l, h, D) <= eps2;
 }
 
-/* Core points per cell and the first of them: one warp per cell. */
+/* Core points per cell and the first of them: one thread per cell. */
 __global__ void
 k_cell_core(const uint8_t *__restrict__ core, const int *__restrict__ cstart,
 			int ncell, int *ncore, int *rep)
 {
-	const int	c = (int) (((int64_t) blockIdx.x * blockDim.x + threadIdx.x) >> 5);
-	int			lane = threadIdx.x & 31;
+	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (c >= ncell)
 		return;
@@ -272,20 +271,14 @@ k_cell_core(const uint8_t *__restrict__ core, const int *__restrict__ cstart,
 	int			cnt = 0,
 				first = -1;
 
-	for (int s0 = b; s0 < e; s0 += 32)
-	{
-		int			s = s0 + lane;
-		unsigned	m = __ballot_sync(0xffffffffu, s < e && core[s]);
-
-		if (m != 0 && first < 0)
-			first = s0 + __ffs(m) - 1;
-		cnt += __popc(m);
-	}
-	if (lane == 0)
-	{
-		ncore[c] = cnt;
-		rep[c] = first;
-	}
+	for (int s = b; s < e; s++)
+		if (core[s])
+		{
+			first = first < 0 ? s : first;
+			cnt++;
+		}
+	ncore[c] = cnt;
+	rep[c] = first;
 }
 
 __device__ __forceinline__ int
@@ -411,14 +404,70 @@ k_uf_init(const uint8_t *__restrict__ core, const int *__restrict__ cellOf,
 }
 
 /*
+ * Joins dense cells c < q, both with core points, when some core point of
+ * c and some core point of q are neighbours.  Pairs already in one
+ * component are skipped, the box bounds decide many of the others, and
+ * the search stops at the first pair found.
+ */
+template <int D>
+__device__ __forceinline__ void
+dense_pair(const grid_dev &g, int c, int q)
+{
+	/* one component already when the faces' joins were done (croot[c] >= 0) */
+	if (g.croot != nullptr && g.croot[c] == g.croot[q])
+		return;
+	if (!g.dense[q] || g.ncore[q] == 0)
+		return;
+	const float eps2 = g.eps2;
+	const float *clo = g.lo + (int64_t) c * D,
+			   *chi = g.hi + (int64_t) c * D,
+			   *qlo = g.lo + (int64_t) q * D,
+			   *qhi = g.hi + (int64_t) q * D;
+
+	if (gc_boxbox_mindist2(clo, chi, qlo, qhi, D) > eps2)
+		return;
+	const int	rc = g.rep[c],
+				rq = g.rep[q];
+	int		   *parent = g.parent;
+
+	if (uf_find(parent, rc) == uf_find(parent, rq))
+		return;
+	bool		hit = gc_boxbox_maxdist2(clo, chi, qlo, qhi, D) <= eps2;
+	const int	ce = g.cstart[c + 1],
+				qe = g.cstart[q + 1];
+
+	for (int i = rc; i < ce && !hit; i++)
+	{
+		if (!g.core[i])
+			continue;
+		float		x[D],
+					y[D];
+
+		ldp<D>(g.P, i, x);
+		if (gc_box_mindist2(x, qlo, qhi, D) > eps2)
+			continue;
+		for (int j = rq; j < qe; j++)
+		{
+			if (!g.core[j])
+				continue;
+			ldp<D>(g.P, j, y);
+			if (gc_dist2(x, y, D) <= eps2)
+			{
+				hit = true;
+				break;
+			}
+		}
+	}
+	if (hit)
+		uf_union(parent, rc, rq);
+}
+
+/*
  * Unions between dense cells, one thread per dense cell c with core
- * points: for each dense cell q > c around it with core points, c and q
- * are joined when some core point of c and some core point of q are
- * neighbours.  Pairs already in one component are skipped, the box bounds
- * decide many of the others, and the search stops at the first pair found.
- * (A thread per cell, not per point: the work is per cell pair.  Measured
- * on an H100, 10M 2-d points in cells of about 5: 3.4 ms, against 11.8 ms
- * a thread per point and 15.1 ms a warp per cell.)
+ * points, with each dense cell q > c around it (dense_pair).  (A thread
+ * per cell, not per point: the work is per cell pair.  Measured on an
+ * H100, 10M 2-d points in cells of about 5: 3.4 ms, against 11.8 ms a
+ * thread per point and 15.1 ms a warp per cell.)
  */
 template <int D>
 __global__ void __launch_bounds__(DB_THREADS)
@@ -428,13 +477,7 @@ k_grid_union_dense(grid_dev g, int c0, int c1)
 
 	if (c >= c1 || !g.dense[c] || g.ncore[c] == 0)
 		return;
-	const float eps2 = g.eps2;
 	const uint64_t kc = g.ckey[c];
-	const int	rc = g.rep[c],
-				ce = g.cstart[c + 1];
-	const float *clo = g.lo + (int64_t) c * D,
-			   *chi = g.hi + (int64_t) c * D;
-	int		   *parent = g.parent;
 
 	for (int r = 0; r < g.nrows; r++)
 	{
@@ -444,47 +487,54 @@ k_grid_union_dense(grid_dev g, int c0, int c1)
 		if (!row_cells(g, kc, r, a, bb))
 			continue;
 		for (int q = a > c + 1 ? a : c + 1; q < bb; q++)
-		{
-			if (!g.dense[q] || g.ncore[q] == 0)
-				continue;
-			const float *qlo = g.lo + (int64_t) q * D,
-					   *qhi = g.hi + (int64_t) q * D;
-
-			if (gc_boxbox_mindist2(clo, chi, qlo, qhi, D) > eps2)
-				continue;
-			const int	rq = g.rep[q];
-
-			if (uf_find(parent, rc) == uf_find(parent, rq))
-				continue;
-			bool		hit = gc_boxbox_maxdist2(clo, chi, qlo, qhi, D) <= eps2;
-			const int	qe = g.cstart[q + 1];
-
-			for (int i = rc; i < ce && !hit; i++)
-			{
-				if (!g.core[i])
-					continue;
-				float		x[D],
-							y[D];
-
-				ldp<D>(g.P, i, x);
-				if (gc_box_mindist2(x, qlo, qhi, D) > eps2)
-					continue;
-				for (int j = rq; j < qe; j++)
-				{
-					if (!g.core[j])
-						continue;
-					ldp<D>(g.P, j, y);
-					if (gc_dist2(x, y, D) <= eps2)
-					{
-						hit = true;
-						break;
-					}
-				}
-			}
-			if (hit)
-				uf_union(parent, rc, rq);
-		}
+			dense_pair<D>(g, c, q);
 	}
+}
+
+/*
+ * The same unions, first with the cells that share a face with c on its
+ * upper side only (key + stride[k]): inside a cluster these make most of
+ * the joins, so that k_grid_union_dense, run after, finds most of its
+ * pairs already in one component and skips them.  The components, and so
+ * every label, are the same either way: only joins that
+ * k_grid_union_dense would make are made, and each component's root is
+ * its least position whatever the order of the joins.
+ */
+template <int D>
+__global__ void __launch_bounds__(DB_THREADS)
+k_grid_union_faces(grid_dev g, int c0, int c1)
+{
+	const int	c = c0 + blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c >= c1 || !g.dense[c] || g.ncore[c] == 0)
+		return;
+	const uint64_t kc = g.ckey[c];
+
+#pragma unroll
+	for (int k = 0; k < D; k++)
+	{
+		const uint64_t kq = kc + g.stride[k];
+		const int	q = cell_at_or_after(g, kq);
+
+		if (q < g.ncell && g.ckey[q] == kq)
+			dense_pair<D>(g, c, q);
+	}
+}
+
+/*
+ * Each dense cell's root after the faces' joins (croot; -1 for a cell that
+ * is not dense or has no core point), found once (uf_find compresses the
+ * path).  k_grid_union_dense skips a pair of cells whose roots were equal
+ * here, with one load, and the finds of the pairs left are short.
+ * Components only merge, so equal roots here stay one component.
+ */
+__global__ void
+k_grid_flatten(grid_dev g, int c0, int c1)
+{
+	const int	c = c0 + blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c < c1)
+		g.croot[c] = g.dense[c] && g.ncore[c] > 0 ? uf_find(g.parent, g.rep[c]) : -1;
 }
 
 /*
@@ -651,6 +701,8 @@ k_grid_resolve(grid_dev g, int p0, int p1)
 enum grid_step
 {
 	GS_CORE,					/* k_grid_core, per point */
+	GS_UNION_FACES,				/* k_grid_union_faces, per cell */
+	GS_FLATTEN,					/* k_grid_flatten, per cell */
 	GS_UNION_DENSE,				/* k_grid_union_dense, per cell */
 	GS_UNION,					/* k_grid_union, per point */
 	GS_BORDER					/* k_grid_resolve, per point */
@@ -665,11 +717,16 @@ static gc_code
 grid_phase(db_dev &D, const gc_ctx *ctx, const grid_dev &g, int n,
 		   grid_step step, gc_status *st)
 {
-	static const char *const what[] = {"grid core chunk", "grid dense union chunk",
-	"grid union chunk", "grid border chunk"};
-	const int	items = step == GS_UNION_DENSE ? g.ncell : n;
+	static const char *const what[] = {"grid core chunk", "grid faces union chunk",
+		"grid flatten chunk", "grid dense union chunk", "grid union chunk",
+	"grid border chunk"};
+	const bool	per_cell = step == GS_UNION_FACES || step == GS_FLATTEN ||
+		step == GS_UNION_DENSE;
+	const int	items = per_cell ? g.ncell : n;
 	void		(*kern) (grid_dev, int, int) =
 		step == GS_CORE ? k_grid_core<DD> :
+		step == GS_UNION_FACES ? k_grid_union_faces<DD> :
+		step == GS_FLATTEN ? k_grid_flatten :
 		step == GS_UNION_DENSE ? k_grid_union_dense<DD> :
 		step == GS_UNION ? k_grid_union<DD> : k_grid_resolve<DD>;
 
@@ -685,6 +742,19 @@ grid_phase(db_dev &D, const gc_ctx *ctx, const grid_dev &g, int n,
 		db_trace(what[step], i1);
 	}
 	return GC_OK;
+}
+
+/*
+ * Whether the dense cells' unions start with their faces
+ * (k_grid_union_faces); GPUCLUST_DB_FACES=0 leaves that out (tests and
+ * benchmarks), read once a call.
+ */
+static bool
+grid_faces_first(void)
+{
+	const char *v = getenv("GPUCLUST_DB_FACES");
+
+	return v == NULL || strcmp(v, "0") != 0;
 }
 
 /* db_grid for DD = d. */
@@ -795,8 +865,11 @@ db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_CK(gc_launch(k_cells, n, DB_THREADS, DB_THREADS, D.s,
 					(const unsigned long long *) keys, (const int *) flag, cellOf, n,
 					ncell, cstart, ckey));
+	/* the sorted keys and the flags are spent: later allocations reuse them */
+	D.drop(keys);
+	D.drop(flag);
 	/* one warp per cell */
-	DB_CK(gc_launch(k_cell_box<DD>, (int64_t) ncell * 32, DB_THREADS, DB_THREADS, D.s,
+	DB_CK(gc_launch(k_cell_box<DD>, ncell, DB_THREADS, DB_THREADS, D.s,
 					(const float *) P, (const int *) cstart, ncell, eps2, lo, hi, dense));
 	/* key -> cell table when the key space is not much larger than n
 	 * (8n ints: O(n) memory, and O(1) neighbour-run lookups) */
@@ -830,6 +903,8 @@ db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	g.eps2 = eps2;
 	g.minp = minp;
 	g.nrows = gc_grid_rows(&gp, d, g.rowoff);
+	for (int k = 0; k < d; k++)
+		g.stride[k] = gp.stride[k];
 	if ((rc = db_sync_poll(D, ctx, st)) != GC_OK)
 		return rc;
 	db_trace("cells built; ktab", ktab != nullptr);
@@ -841,7 +916,7 @@ db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	t0 = gc_now_ms();
 	if ((rc = grid_phase<DD>(D, ctx, g, n, GS_CORE, st)) != GC_OK)
 		return rc;
-	DB_CK(gc_launch(k_cell_core, (int64_t) ncell * 32, DB_THREADS, DB_THREADS, D.s,
+	DB_CK(gc_launch(k_cell_core, ncell, DB_THREADS, DB_THREADS, D.s,
 					(const uint8_t *) core, (const int *) cstart, ncell, ncore, rep));
 	db_phases.ms_core = gc_now_ms() - t0;
 
@@ -857,6 +932,18 @@ db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	DB_CK(gc_launch(k_uf_init, n, DB_THREADS, DB_THREADS, D.s, (const uint8_t *) core,
 					(const int *) cellOf, (const uint8_t *) dense, (const int *) rep,
 					n, parent));
+	if (grid_faces_first())
+	{
+		int		   *croot;
+
+		DB_ALLOC(croot, ncell);
+		if ((rc = grid_phase<DD>(D, ctx, g, n, GS_UNION_FACES, st)) != GC_OK)
+			return rc;
+		/* the roots are read from the next step on, once k_grid_flatten wrote them */
+		g.croot = croot;
+		if ((rc = grid_phase<DD>(D, ctx, g, n, GS_FLATTEN, st)) != GC_OK)
+			return rc;
+	}
 	if ((rc = grid_phase<DD>(D, ctx, g, n, GS_UNION_DENSE, st)) != GC_OK ||
 		(rc = grid_phase<DD>(D, ctx, g, n, GS_UNION, st)) != GC_OK)
 		return rc;
@@ -868,6 +955,11 @@ db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 		return rc;
 	db_phases.ms_border = gc_now_ms() - t0;
 
+	/* only rp, perm and core are read from here on: the numbering reuses the rest */
+	for (void *p : {(void *) P, (void *) parent, (void *) keys_in, (void *) cstart,
+		(void *) ckey, (void *) lo, (void *) hi, (void *) dense, (void *) ncore,
+		(void *) rep, (void *) ktab, (void *) g.croot})
+		D.drop(p);
 	return db_finish(D, n, rp, perm, core, out, st);
 }
 

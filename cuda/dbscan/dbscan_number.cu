@@ -15,14 +15,31 @@
 #include "common/transfer.cuh"
 
 /*
- * rootOfRow, coreRow by input row, and minrow[r] = the least row of root
- * r.  Neighbouring positions mostly share a root (points are in cell
- * order): db_warp_min makes one atomic per root and warp.
+ * A row's root and core flag in one word, written by position and read
+ * by row: bit 31 the core flag, the rest the root plus one (0: noise), so
+ * that the scattered writes are whole words and the flags are written in
+ * row order (k_fin3).
+ */
+__device__ __forceinline__ int
+fin_pack(int root, bool core)
+{
+	return (int) ((unsigned) (root + 1) | (core ? 0x80000000u : 0u));
+}
+
+__device__ __forceinline__ int
+fin_root(int packed)
+{
+	return (packed & 0x7fffffff) - 1;
+}
+
+/*
+ * rootOfRow by input row, and minrow[r] = the least row of root r.
+ * Neighbouring positions mostly share a root (points are in cell order):
+ * db_warp_min makes one atomic per root and warp.
  */
 __global__ void
 k_fin1(const int *__restrict__ rp, const int *__restrict__ perm,
-	   const uint8_t *__restrict__ core, int n, int *rootOfRow,
-	   uint8_t *coreRow, int *minrow)
+	   const uint8_t *__restrict__ core, int n, int *rootOfRow, int *minrow)
 {
 	int			pos = blockIdx.x * blockDim.x + threadIdx.x;
 	int			row = INT32_MAX,
@@ -32,8 +49,7 @@ k_fin1(const int *__restrict__ rp, const int *__restrict__ perm,
 	{
 		row = perm ? perm[pos] : pos;
 		r = rp[pos];
-		rootOfRow[row] = r;
-		coreRow[row] = core[pos];
+		rootOfRow[row] = fin_pack(r, core[pos] != 0);
 	}
 	/* every lane takes part: blockDim is a multiple of 32 */
 	db_warp_min(minrow, r, row);
@@ -47,7 +63,7 @@ k_fin2(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
 
 	if (row < n)
 	{
-		int			r = rootOfRow[row];
+		int			r = fin_root(rootOfRow[row]);
 
 		flag[row] = r >= 0 && minrow[r] == row;
 	}
@@ -55,15 +71,17 @@ k_fin2(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
 
 __global__ void
 k_fin3(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
-	   const int *__restrict__ idx, int n, int32_t *labels)
+	   const int *__restrict__ idx, int n, int32_t *labels, uint8_t *coreRow)
 {
 	int			row = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (row < n)
 	{
-		int			r = rootOfRow[row];
+		int			v = rootOfRow[row],
+					r = fin_root(v);
 
 		labels[row] = r < 0 ? GC_NOISE : idx[minrow[r]];
+		coreRow[row] = (uint8_t) ((unsigned) v >> 31);
 	}
 }
 
@@ -102,7 +120,7 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 	}
 	DB_CK(gc_launch(k_fill, n, DB_THREADS, DB_THREADS, D.s, minrow, n, INT32_MAX));
 	DB_CK(gc_launch(k_fin1, n, DB_THREADS, DB_THREADS, D.s, rp, perm, core, n,
-					rootOfRow, dcore, minrow));
+					rootOfRow, minrow));
 	DB_CK(gc_launch(k_fin2, n, DB_THREADS, DB_THREADS, D.s, rootOfRow,
 					(const int *) minrow, n, flag));
 	gc_code		rc = db_exclusive_sum(D, flag, idx, n, st);
@@ -110,7 +128,7 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 	if (rc != GC_OK)
 		return rc;
 	DB_CK(gc_launch(k_fin3, n, DB_THREADS, DB_THREADS, D.s, rootOfRow,
-					(const int *) minrow, (const int *) idx, n, dlab));
+					(const int *) minrow, (const int *) idx, n, dlab, dcore));
 	if (out.device)
 	{
 		/* the clusters: the scan's last value and the last flag */
@@ -126,8 +144,11 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 	DB_CK(cudaStreamSynchronize(D.s));
 	db_phases.ms_number = gc_now_ms() - t0;
 	t0 = gc_now_ms();
-	DB_CK(gc_xfer_d2h(out.labels, dlab, sizeof(int32_t) * (size_t) n, D.s, D.host_threads));
-	DB_CK(gc_xfer_d2h(out.is_core, dcore, (size_t) n, D.s, D.host_threads));
+	/* both arrays in one pipeline through the ring */
+	const gc_xfer_seg seg[2] = {{out.labels, dlab, sizeof(int32_t) * (size_t) n},
+	{out.is_core, dcore, (size_t) n}};
+
+	DB_CK(gc_xfer_d2h_many(seg, 2, D.s, D.host_threads));
 	db_phases.ms_download = gc_now_ms() - t0;
 	return GC_OK;
 }

@@ -46,12 +46,16 @@
  * BENCH_GPU=0 times the CPU alone (one line per data set, no GPU call);
  * BENCH_CYCLIC=1 adds to C and E the tree split in dimension order, level
  * l along dimension l mod d (CUDA-DClust's directory's schedule), beside
- * the default widest-dimension splits; BENCH_SCREEN_AB=1 runs C, E and F
- * first with the tree's exact tiles (GPUCLUST_DB_SCREEN=0), then as by
- * default (the count and the union on the tensor-core screen from 16-d:
- * dbscan_screen.cuh); BENCH_GATHER_AB=1 likewise first with the count's
- * second pass by query node (GPUCLUST_DB_GATHER=0), then gathered
- * (dbscan_tree.cu's tr_count_gathered).
+ * the default widest-dimension splits.  A/B runs, each row first with
+ * one means off, then as by default: BENCH_SCREEN_AB=1 the tree's exact
+ * tiles (GPUCLUST_DB_SCREEN=0) against the tensor-core screen of its count
+ * and union from 16-d (dbscan_screen.cuh; C, E and F); BENCH_GATHER_AB=1
+ * the count's second pass by query node (GPUCLUST_DB_GATHER=0) against
+ * gathered (dbscan_tree.cu's tr_count_gathered); BENCH_FACES_AB=1 the
+ * grid's dense unions without (GPUCLUST_DB_FACES=0) and with their faces
+ * first (dbscan_grid.cu's k_grid_union_faces; A, B and D).
+ * BENCH_KEEP_POOL=1: the device's memory pool keeps what a call frees, as
+ * in the GPU worker, so that calls after the first allocate nothing new.
  * Exit status 1 when a row failed or its labels differ from the CPU's.
  */
 #include <math.h>
@@ -273,9 +277,10 @@ static int	bad_rows;
 static bool no_gpu;
 static bool cyclic;				/* BENCH_CYCLIC=1 */
 /*
- * C, E and F first with one of the tree's means off, then as by default:
- * BENCH_SCREEN_AB=1 the screen (GPUCLUST_DB_SCREEN=0), BENCH_GATHER_AB=1
- * the gathered second pass (GPUCLUST_DB_GATHER=0).
+ * Each row first with one means off, then as by default: BENCH_SCREEN_AB=1
+ * the tree's screen (GPUCLUST_DB_SCREEN=0), BENCH_GATHER_AB=1 the tree's
+ * gathered second pass (GPUCLUST_DB_GATHER=0), BENCH_FACES_AB=1 the grid's
+ * unions by faces first (GPUCLUST_DB_FACES=0).
  */
 static const char *ab_env,
 		   *ab_what;
@@ -473,6 +478,25 @@ load_cities(float *X)
 	return n;
 }
 
+/* run() once, or twice under an A/B: the mean off first, then the default */
+static void
+run_ab(const char *tag, const char *what, const float *X, int64_t n, int d,
+	   double eps, int64_t min_pts, gc_dbscan_algorithm alg, int R, int Rcpu,
+	   cpu_ref *ref)
+{
+	for (int ab = ab_env ? 0 : 1; ab < 2; ab++)
+	{
+		char		w[96];
+
+		snprintf(w, sizeof(w), "%s%s", what, ab == 0 ? ab_what : "");
+		if (ab == 0)
+			setenv(ab_env, "0", 1);
+		run(tag, w, X, n, d, eps, min_pts, GC_DBSCAN_GPU_AUTO, alg, R, Rcpu, ref);
+		if (ab == 0)
+			unsetenv(ab_env);
+	}
+}
+
 /*
  * Rows C, E, F: blobs (nb in [0, box]^d, moved by shift, a noise fraction
  * of uniform rows), eps_knn 30, min_pts 10; union-find and DClust on the
@@ -493,19 +517,8 @@ blob_rows(char tag, const char *what, int64_t n, int d, int nb, double box,
 	for (int64_t i = 0; shift != 0.0f && i < n * d; i++)
 		X[i] += shift;
 	eps = eps_knn(X, n, d, 30);
-	for (int ab = ab_env ? 0 : 1; ab < 2; ab++)
-	{
-		char		w[96];
-
-		/* the A/B's mean off first, then the default */
-		snprintf(w, sizeof(w), "%s%s", what, ab == 0 ? ab_what : "");
-		if (ab == 0)
-			setenv(ab_env, "0", 1);
-		run(t, w, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
-		run(t, w, X, n, d, eps, 10, GC_DBSCAN_GPU_AUTO, GC_DBSCAN_DCLUST, 3, 1, &ref);
-		if (ab == 0)
-			unsetenv(ab_env);
-	}
+	run_ab(t, what, X, n, d, eps, 10, GC_DBSCAN_UNION_FIND, 3, 1, &ref);
+	run_ab(t, what, X, n, d, eps, 10, GC_DBSCAN_DCLUST, 3, 1, &ref);
 	if (brute)
 		run(t, what, X, n, d, eps, 10, GC_DBSCAN_GPU_BRUTE, GC_DBSCAN_UNION_FIND, 1, 1, &ref);
 	if (cyclic && tag != 'F')
@@ -541,6 +554,17 @@ main(void)
 		ab_env = "GPUCLUST_DB_GATHER";
 		ab_what = " [by query node]";
 	}
+	else if (getenv("BENCH_FACES_AB") != NULL && atoi(getenv("BENCH_FACES_AB")) == 1)
+	{
+		ab_env = "GPUCLUST_DB_FACES";
+		ab_what = " [no faces first]";
+	}
+	if (getenv("BENCH_KEEP_POOL") != NULL && atoi(getenv("BENCH_KEEP_POOL")) == 1)
+	{
+		/* as the GPU worker does: the pool keeps what a call frees */
+		gc_cuda_keep_memory(info.total_mem);
+		printf("the device's memory pool keeps what calls free (gc_cuda_keep_memory), as in the GPU worker\n");
+	}
 	limits();
 
 	if (wanted("A"))
@@ -552,8 +576,8 @@ main(void)
 
 		seed_row('A');
 		X = blobs(n, 2, 20, 100.0, 0.10);
-		run("A", "10M 2-d, 20 blobs + 10% noise", X, n, 2, 2.0 * sqrt(30.0 / nb), 10,
-			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 5, 2, &ref);
+		run_ab("A", "10M 2-d, 20 blobs + 10% noise", X, n, 2, 2.0 * sqrt(30.0 / nb), 10,
+			   GC_DBSCAN_UNION_FIND, 5, 2, &ref);
 		ref_free(&ref);
 		free(X);
 	}
@@ -566,8 +590,8 @@ main(void)
 
 		seed_row('B');
 		X = blobs(n, 2, 50, 200.0, 0.10);
-		run("B", "15.6M 2-d, 50 blobs + 10% noise", X, n, 2, 2.0 * sqrt(300.0 / nb), 100,
-			GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 5, 2, &ref);
+		run_ab("B", "15.6M 2-d, 50 blobs + 10% noise", X, n, 2, 2.0 * sqrt(300.0 / nb), 100,
+			   GC_DBSCAN_UNION_FIND, 5, 2, &ref);
 		ref_free(&ref);
 		free(X);
 	}
@@ -578,8 +602,8 @@ main(void)
 		cpu_ref		ref = {0};
 
 		if (wanted("D"))
-			run("D", "world cities (lon, lat)", X, n, 2, 0.25, 10,
-				GC_DBSCAN_GPU_AUTO, GC_DBSCAN_UNION_FIND, 9, 5, &ref);
+			run_ab("D", "world cities (lon, lat)", X, n, 2, 0.25, 10,
+				   GC_DBSCAN_UNION_FIND, 9, 5, &ref);
 		if (wanted("G"))
 		{
 			run("G", "world cities (lon, lat)", X, n, 2, 0.25, 10,

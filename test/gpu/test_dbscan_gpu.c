@@ -39,7 +39,9 @@
  * (test_dbscan_gpu transfers) runs the pinned rings' round trips alone;
  * the screen suite (test_dbscan_gpu screen) the tree's count and union on
  * the tensor-core screen at every d, on the exact tiles, and the count's
- * second pass by query node (screen_suite).
+ * second pass by query node (screen_suite); the faces suite
+ * (test_dbscan_gpu faces) the grid's dense unions without their faces
+ * first (faces_suite).
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
  * set (compute-sanitizer memcheck, initcheck, synccheck), =2 a tiny one
@@ -476,6 +478,34 @@ screen_suite(void)
 		family(quick ? n : n / 2, d, K_BLOBS, w, false);
 	}
 	unsetenv("GPUCLUST_DB_GATHER");
+}
+
+/*
+ * The grid's dense unions without their faces first (GPUCLUST_DB_FACES=0,
+ * dbscan_grid.cu's k_grid_union_faces), which every other grid case runs
+ * with: blobs, duplicates and lattices (distances exactly eps) at d = 1 to
+ * 3.  The full run takes it after the screen suite; test_dbscan_gpu faces
+ * runs it alone.
+ */
+static void
+faces_suite(void)
+{
+	const int64_t n = quick >= 2 ? 600 : quick ? 4000 : 40000;
+	char		w[64];
+
+	setenv("GPUCLUST_DB_FACES", "0", 1);
+	for (int d = 1; d <= 3; d++)
+	{
+		snprintf(w, sizeof(w), "faces off: blobs %d-d", d);
+		family(n, d, K_BLOBS, w, false);
+		if (quick >= 2)
+			continue;
+		snprintf(w, sizeof(w), "faces off: duplicates %d-d", d);
+		family(n, d, K_DUP, w, false);
+		snprintf(w, sizeof(w), "faces off: lattice %d-d", d);
+		family(n, d, K_LATTICE, w, false);
+	}
+	unsetenv("GPUCLUST_DB_FACES");
 }
 
 
@@ -1234,8 +1264,8 @@ main(int argc, char **argv)
 	printf("device: %s\n", info.name);
 	{
 		static const tu_suite suites[] = {{"multi", test_multi_suite}, {"transfers", transfers},
-			{"screen", screen_suite}};
-		int			named = tu_named_suites(argc, argv, suites, 3);
+			{"screen", screen_suite}, {"faces", faces_suite}};
+		int			named = tu_named_suites(argc, argv, suites, 4);
 
 		if (named < 0)
 			return 2;
@@ -1291,6 +1321,7 @@ main(int argc, char **argv)
 		}
 	}
 	screen_suite();
+	faces_suite();
 	if (!quick)
 	{
 		float	   *X = make_data(1000000, 2, K_BLOBS);
