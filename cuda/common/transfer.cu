@@ -13,7 +13,8 @@
  * runs at the memory bandwidth of W threads, and the engine always has
  * chunks queued.  A download of
  * several arrays (gc_xfer_d2h_many) is one such pipeline: the chunks of
- * every array in turn.
+ * every array in turn; a download of flagged words (gc_xfer_d2h_flagged)
+ * splits each chunk into its values and flags as it leaves the ring.
  *
  * Each device has its ring (XFER_SLOTS x XFER_SLOT bytes), allocated on its
  * first use and kept for the life of the process (the GPU worker's process
@@ -21,10 +22,11 @@
  * copy that uses it, and a copy into a slot first waits for it
  * (gc_event_wait: asked for half a millisecond, as every wait of a call
  * is, then slept on; the events are blocking-sync, so a long wait never
- * holds a core that another backend wants).  Small copies, a second thread of the process
- * that finds its device's ring busy, a device numbered XFER_DEVICES or
- * more, and a device whose pinned allocation failed use one plain
- * cudaMemcpyAsync.
+ * holds a core that another backend wants).  Small copies (but flagged
+ * words, which go through the ring on the calling thread alone), a second
+ * thread of the process that finds its device's ring busy, a device
+ * numbered XFER_DEVICES or more, and a device whose pinned allocation
+ * failed use one plain cudaMemcpyAsync.
  */
 #include <atomic>
 #include <mutex>
@@ -117,13 +119,31 @@ take_ring(std::unique_lock<std::mutex> &lock, int *device)
 	return lock.owns_lock() && ring_ready(r) ? r : nullptr;
 }
 
-/* One chunk of a copy: bytes from src to dst, one side on the device. */
+/*
+ * One chunk of a copy: bytes from src to dst, one side on the device.  A
+ * chunk of flagged words (gc_xfer_d2h_flagged) also has flags: its words
+ * are split on the way out, the values to dst and the flags there.
+ */
 struct xfer_chunk
 {
 	char	   *dst;
 	const char *src;
 	size_t		len;
+	uint8_t    *flags;
 };
+
+/* n flagged words into their values (the low 31 bits less one) and flags (bit 31) */
+static void
+xfer_unflag(int32_t *values, uint8_t *flags, const uint32_t *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+	{
+		const uint32_t x = w[i];
+
+		values[i] = (int32_t) (x & 0x7fffffffu) - 1;
+		flags[i] = (uint8_t) (x >> 31);
+	}
+}
 
 /*
  * The chunks of a copy, at most XFER_SLOT bytes each (none spans two
@@ -148,11 +168,13 @@ struct xfer_job
 	{
 	}
 
-	void		add(void *dst, const void *src, size_t bytes)
+	/* flags: where the flags of words go (gc_xfer_d2h_flagged), or nullptr */
+	void		add(void *dst, const void *src, size_t bytes, uint8_t *flags = nullptr)
 	{
 		for (size_t off = 0; off < bytes; off += XFER_SLOT)
 			chunks.push_back({(char *) dst + off, (const char *) src + off,
-							  bytes - off < XFER_SLOT ? bytes - off : XFER_SLOT});
+							  bytes - off < XFER_SLOT ? bytes - off : XFER_SLOT,
+			flags ? flags + off / sizeof(uint32_t) : nullptr});
 	}
 
 	/* W and S for a team of threads */
@@ -240,7 +262,13 @@ struct xfer_job
 		{
 			if ((e = gc_event_wait(ev(i))) == cudaSuccess)
 			{
-				memcpy(chunks[i].dst, slot(i), chunks[i].len);
+				const xfer_chunk &c = chunks[i];
+
+				if (c.flags != nullptr)
+					xfer_unflag((int32_t *) c.dst, c.flags, (const uint32_t *) slot(i),
+								c.len / sizeof(uint32_t));
+				else
+					memcpy(c.dst, slot(i), c.len);
 				if (i + ahead < nc)
 					e = queue(i + ahead);
 			}
@@ -334,6 +362,39 @@ gc_xfer_d2h_many(const gc_xfer_seg *sg, int nseg, cudaStream_t s, int host_threa
 	for (int g = 0; g < nseg; g++)
 		job.add(sg[g].dst, sg[g].src, sg[g].bytes);
 	return xfer_run(job, host_threads);
+}
+
+cudaError_t
+gc_xfer_d2h_flagged(int32_t *values, uint8_t *flags, const uint32_t *src,
+					size_t n, cudaStream_t s, int host_threads)
+{
+	std::unique_lock<std::mutex> lock;
+	int			dev = -1;
+	const size_t bytes = n * sizeof(uint32_t);
+	xfer_ring  *ring = nullptr;
+
+	gc_advise_huge_pages(values, bytes);
+	gc_advise_huge_pages(flags, n);
+	/* a small download too goes through the ring (its pinned slots hold the words), on this thread alone */
+	if (n > 0)
+		ring = take_ring(lock, &dev);
+	if (ring == nullptr)
+	{
+		std::vector<uint32_t> w(n);
+		cudaError_t e = n == 0 ? cudaSuccess :
+			cudaMemcpyAsync(w.data(), src, bytes, cudaMemcpyDeviceToHost, s);
+
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s);
+		if (e == cudaSuccess)
+			xfer_unflag(values, flags, w.data(), n);
+		return e;
+	}
+
+	xfer_job	job(ring, dev, s, false);
+
+	job.add(values, src, bytes, flags);
+	return xfer_run(job, bytes < XFER_DIRECT ? 1 : host_threads);
 }
 
 cudaError_t

@@ -1,7 +1,8 @@
 /*
  * transfer_hooks.cu — the pinned ring's test-only entry point (transfer.cu):
  * one upload and one download of a buffer of given size, checked against
- * plain copies.  Linked into the GPU tests and benchmarks only (the
+ * plain copies, then the buffer's words down as flagged words
+ * (gc_xfer_d2h_flagged), checked against their split on the host.  Linked into the GPU tests and benchmarks only (the
  * Makefile's CU_TEST_SRCS).
  */
 #define GC_TESTING 1
@@ -38,6 +39,47 @@ first_diff(const unsigned char *a, const unsigned char *b, size_t n)
 		if (a[i] != b[i])
 			return (long long) i;
 	return -1;
+}
+
+/* The n words at dev (src on the host) down as flagged words: 0 when right. */
+static int
+flagged(const unsigned char *src, const unsigned char *dev, size_t n,
+		cudaStream_t s, int threads, char *msg, size_t msglen)
+{
+	int32_t    *values = (int32_t *) malloc(sizeof(int32_t) * (n + 1));
+	uint8_t    *flags = (uint8_t *) malloc(n + 1);
+	int			rc = 1;
+
+	if (!values || !flags)
+		snprintf(msg, msglen, "flagged: setup failed");
+	else
+	{
+		values[n] = 0x5a5a5a5a;
+		flags[n] = 0xa5;
+		if (gc_xfer_d2h_flagged(values, flags, (const uint32_t *) dev, n, s, threads) !=
+			cudaSuccess)
+			snprintf(msg, msglen, "flagged: %s", cudaGetErrorString(cudaGetLastError()));
+		else if (values[n] != 0x5a5a5a5a || flags[n] != 0xa5)
+			snprintf(msg, msglen, "flagged: wrote past the end");
+		else
+		{
+			rc = 0;
+			for (size_t i = 0; i < n && rc == 0; i++)
+			{
+				uint32_t	w;
+
+				memcpy(&w, src + i * sizeof(w), sizeof(w));
+				if (values[i] != (int32_t) (w & 0x7fffffffu) - 1 || flags[i] != (w >> 31))
+				{
+					snprintf(msg, msglen, "flagged: word %zu of %zu differs", i, n);
+					rc = 1;
+				}
+			}
+		}
+	}
+	free(values);
+	free(flags);
+	return rc;
 }
 
 extern "C" int
@@ -121,7 +163,7 @@ gc_xfer_test(size_t bytes, int nseg, int threads, uint64_t seed,
 	else if (dst[bytes] != 0xa5)
 		snprintf(msg, msglen, "download wrote past the end");
 	else
-		rc = 0;
+		rc = flagged(src, dev, bytes / sizeof(uint32_t), s, threads, msg, msglen);
 done:
 	if (s)
 		cudaStreamDestroy(s);

@@ -126,23 +126,29 @@ ldp(const float *__restrict__ P, int pos, float *x)
 	}
 }
 
+/*
+ * The kernels up to the cells take the keys as K: 32 bits when the plan's
+ * keys fit (gp.key_bits <= 32), which halves the bytes the sort moves for
+ * them, else 64.
+ */
+template <typename K>
 __global__ void
 k_keys(const float *__restrict__ X, int n, int d, gc_grid_plan gp,
-	   unsigned long long *keys, int *idx)
+	   K *keys, int *idx)
 {
 	int			i = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (i >= n)
 		return;
-	keys[i] = gc_grid_key(&gp, X + (int64_t) i * d, d);
+	keys[i] = (K) gc_grid_key(&gp, X + (int64_t) i * d, d);
 	idx[i] = i;
 }
 
 /* P[pos] = X[perm[pos]] (stride dp); flag[pos] = first point of a cell. */
+template <typename K>
 __global__ void
 k_gather(const float *__restrict__ X, const int *__restrict__ perm, int n,
-		 int d, int dp, const unsigned long long *__restrict__ keys,
-		 float *P, int *flag)
+		 int d, int dp, const K *__restrict__ keys, float *P, int *flag)
 {
 	int			pos = blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -157,8 +163,9 @@ k_gather(const float *__restrict__ X, const int *__restrict__ perm, int n,
 
 /* cellOf = inclusive scan of flags (1-based on input): fix to 0-based,
  * and record cell starts and keys. */
+template <typename K>
 __global__ void
-k_cells(const unsigned long long *__restrict__ keys, const int *__restrict__ flag,
+k_cells(const K *__restrict__ keys, const int *__restrict__ flag,
 		int *cellOf, int n, int ncell, int *cstart, unsigned long long *ckey)
 {
 	int			pos = blockIdx.x * blockDim.x + threadIdx.x;
@@ -757,6 +764,61 @@ grid_faces_first(void)
 	return v == NULL || strcmp(v, "0") != 0;
 }
 
+/*
+ * The points in cell order, with keys of K bits: each point's cell key
+ * (k_keys), the keys sorted with their rows (CUB's radix sort: perm, a
+ * position's input row), the points gathered in that order (P, stride
+ * dp) with a 1 at each cell's first position, scanned (cellOf), and the
+ * cells' starts and keys (cstart, ckey; ncell cells).  The keys and the
+ * flags are freed in stream order once spent: later allocations reuse
+ * them.
+ */
+template <typename K>
+static gc_code
+grid_sort(db_dev &D, const float *X, int n, int d, int dp, const gc_grid_plan &gp,
+		  int *&perm, float *&P, int *&cellOf, int &ncell, int *&cstart,
+		  unsigned long long *&ckey, gc_status *st)
+{
+	K		   *keys_in,
+			   *keys;
+	int		   *idx_in,
+			   *flag;
+	size_t		bytes = 0;
+
+	DB_ALLOC(keys_in, n);
+	DB_ALLOC(keys, n);
+	DB_ALLOC(idx_in, n);
+	DB_ALLOC(perm, n);
+	DB_CK(gc_launch(k_keys<K>, n, DB_THREADS, DB_THREADS, D.s, X, n, d, gp, keys_in, idx_in));
+	DB_CK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys_in, keys, idx_in, perm,
+										  n, 0, gp.key_bits, D.s));
+	DB_CK(D.scratch(bytes));
+	bytes = D.cub_bytes;
+	DB_CK(cub::DeviceRadixSort::SortPairs(D.cub_tmp, bytes, keys_in, keys, idx_in, perm,
+										  n, 0, gp.key_bits, D.s));
+	/* the unsorted keys and rows are spent: they hold cellOf and flag */
+	cellOf = (int *) keys_in;
+	flag = idx_in;
+	DB_ALLOC(P, (int64_t) n * dp);
+	DB_CK(gc_launch(k_gather<K>, n, DB_THREADS, DB_THREADS, D.s, X, (const int *) perm, n, d,
+					dp, (const K *) keys, P, flag));
+	bytes = 0;
+	DB_CK(cub::DeviceScan::InclusiveSum(nullptr, bytes, flag, cellOf, n, D.s));
+	DB_CK(D.scratch(bytes));
+	bytes = D.cub_bytes;
+	DB_CK(cub::DeviceScan::InclusiveSum(D.cub_tmp, bytes, flag, cellOf, n, D.s));
+	DB_CK(cudaMemcpyAsync(&ncell, cellOf + n - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
+	DB_CK(cudaStreamSynchronize(D.s));
+	db_trace("sorted; cells", ncell);
+	DB_ALLOC(cstart, (int64_t) ncell + 1);
+	DB_ALLOC(ckey, ncell);
+	DB_CK(gc_launch(k_cells<K>, n, DB_THREADS, DB_THREADS, D.s, (const K *) keys,
+					(const int *) flag, cellOf, n, ncell, cstart, ckey));
+	D.drop(keys);
+	D.drop(flag);
+	return GC_OK;
+}
+
 /* db_grid for DD = d. */
 template <int DD>
 static gc_code
@@ -798,77 +860,37 @@ db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	*applied = true;
 	db_trace("grid plan: key bits", gp.key_bits);
 
-	/* keys, sort */
-	unsigned long long *keys_in,
-			   *keys;
-	int		   *idx_in,
-			   *perm,
-			   *flag,
-			   *cellOf;
+	int		   *perm,
+			   *cellOf,
+			   *cstart;
+	unsigned long long *ckey;
 	float	   *P;
-
-	DB_ALLOC(keys_in, n);
-	DB_ALLOC(keys, n);
-	DB_ALLOC(idx_in, n);
-	DB_ALLOC(perm, n);
-	DB_CK(gc_launch(k_keys, n, DB_THREADS, DB_THREADS, D.s, X, n, d, gp, keys_in, idx_in));
-	{
-		size_t		bytes = 0;
-
-		DB_CK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys_in, keys, idx_in, perm,
-											  n, 0, gp.key_bits, D.s));
-		DB_CK(D.scratch(bytes));
-		bytes = D.cub_bytes;
-		DB_CK(cub::DeviceRadixSort::SortPairs(D.cub_tmp, bytes, keys_in, keys, idx_in, perm,
-											  n, 0, gp.key_bits, D.s));
-	}
-	/* keys_in / idx_in are free now: reuse as flag / cellOf */
-	flag = idx_in;
-	cellOf = (int *) keys_in;
-	DB_ALLOC(P, (int64_t) n * dp);
-	DB_CK(gc_launch(k_gather, n, DB_THREADS, DB_THREADS, D.s, X, (const int *) perm, n, d,
-					dp, (const unsigned long long *) keys, P, flag));
-	{
-		size_t		bytes = 0;
-
-		DB_CK(cub::DeviceScan::InclusiveSum(nullptr, bytes, flag, cellOf, n, D.s));
-		DB_CK(D.scratch(bytes));
-		bytes = D.cub_bytes;
-		DB_CK(cub::DeviceScan::InclusiveSum(D.cub_tmp, bytes, flag, cellOf, n, D.s));
-	}
 	int			ncell;
 
-	DB_CK(cudaMemcpyAsync(&ncell, cellOf + n - 1, sizeof(int), cudaMemcpyDeviceToHost, D.s));
-	DB_CK(cudaStreamSynchronize(D.s));
-	db_trace("sorted; cells", ncell);
+	rc = gp.key_bits <= 32 ?
+		grid_sort<uint32_t>(D, X, n, d, dp, gp, perm, P, cellOf, ncell, cstart, ckey, st) :
+		grid_sort<unsigned long long>(D, X, n, d, dp, gp, perm, P, cellOf, ncell, cstart,
+									  ckey, st);
+	if (rc != GC_OK)
+		return rc;
 
 	grid_dev	g;
-	int		   *cstart,
-			   *ncore,
+	int		   *ncore,
 			   *rep,
 			   *ktab = nullptr;
-	unsigned long long *ckey;
 	float	   *lo,
 			   *hi;
 	uint8_t    *dense,
 			   *core;
 
 	memset(&g, 0, sizeof(g));
-	DB_ALLOC(cstart, (int64_t) ncell + 1);
-	DB_ALLOC(ckey, ncell);
 	DB_ALLOC(lo, (int64_t) ncell * DD);
 	DB_ALLOC(hi, (int64_t) ncell * DD);
 	DB_ALLOC(dense, ncell);
 	DB_ALLOC(ncore, ncell);
 	DB_ALLOC(rep, ncell);
 	DB_ALLOC(core, n);
-	DB_CK(gc_launch(k_cells, n, DB_THREADS, DB_THREADS, D.s,
-					(const unsigned long long *) keys, (const int *) flag, cellOf, n,
-					ncell, cstart, ckey));
-	/* the sorted keys and the flags are spent: later allocations reuse them */
-	D.drop(keys);
-	D.drop(flag);
-	/* one warp per cell */
+	/* one thread per cell */
 	DB_CK(gc_launch(k_cell_box<DD>, ncell, DB_THREADS, DB_THREADS, D.s,
 					(const float *) P, (const int *) cstart, ncell, eps2, lo, hi, dense));
 	/* key -> cell table when the key space is not much larger than n
@@ -956,7 +978,7 @@ db_grid_d(db_dev &D, const gc_ctx *ctx, const float *X, int n, int d,
 	db_phases.ms_border = gc_now_ms() - t0;
 
 	/* only rp, perm and core are read from here on: the numbering reuses the rest */
-	for (void *p : {(void *) P, (void *) parent, (void *) keys_in, (void *) cstart,
+	for (void *p : {(void *) P, (void *) parent, (void *) cellOf, (void *) cstart,
 		(void *) ckey, (void *) lo, (void *) hi, (void *) dense, (void *) ncore,
 		(void *) rep, (void *) ktab, (void *) g.croot})
 		D.drop(p);

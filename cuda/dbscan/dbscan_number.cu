@@ -69,9 +69,15 @@ k_fin2(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
 	}
 }
 
+/*
+ * Each row's label and core flag: into labels and coreRow, or, for the
+ * download, into packed (non-NULL) as one flagged word (the label plus one
+ * and the flag in bit 31: gc_xfer_d2h_flagged).
+ */
 __global__ void
 k_fin3(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
-	   const int *__restrict__ idx, int n, int32_t *labels, uint8_t *coreRow)
+	   const int *__restrict__ idx, int n, int32_t *labels, uint8_t *coreRow,
+	   uint32_t *packed)
 {
 	int			row = blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -79,9 +85,15 @@ k_fin3(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
 	{
 		int			v = rootOfRow[row],
 					r = fin_root(v);
+		int32_t		label = r < 0 ? GC_NOISE : idx[minrow[r]];
 
-		labels[row] = r < 0 ? GC_NOISE : idx[minrow[r]];
-		coreRow[row] = (uint8_t) ((unsigned) v >> 31);
+		if (packed != nullptr)
+			packed[row] = (uint32_t) fin_pack(label, v < 0);
+		else
+		{
+			labels[row] = label;
+			coreRow[row] = (uint8_t) ((unsigned) v >> 31);
+		}
 	}
 }
 
@@ -105,19 +117,12 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 			   *minrow,
 			   *flag,
 			   *idx;
-	int32_t    *dlab = out.labels;
-	uint8_t    *dcore = out.is_core;
 	double		t0 = gc_now_ms();
 
 	DB_ALLOC(rootOfRow, n);
 	DB_ALLOC(minrow, n);
 	DB_ALLOC(flag, n);
 	DB_ALLOC(idx, n);
-	if (!out.device)
-	{
-		DB_ALLOC(dlab, n);
-		DB_ALLOC(dcore, n);
-	}
 	DB_CK(gc_launch(k_fill, n, DB_THREADS, DB_THREADS, D.s, minrow, n, INT32_MAX));
 	DB_CK(gc_launch(k_fin1, n, DB_THREADS, DB_THREADS, D.s, rp, perm, core, n,
 					rootOfRow, minrow));
@@ -127,8 +132,10 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 
 	if (rc != GC_OK)
 		return rc;
+	/* the flags are spent once scanned: a download packs the rows into them */
 	DB_CK(gc_launch(k_fin3, n, DB_THREADS, DB_THREADS, D.s, rootOfRow,
-					(const int *) minrow, (const int *) idx, n, dlab, dcore));
+					(const int *) minrow, (const int *) idx, n, out.labels,
+					out.is_core, out.device ? nullptr : (uint32_t *) flag));
 	if (out.device)
 	{
 		/* the clusters: the scan's last value and the last flag */
@@ -144,11 +151,8 @@ db_finish(db_dev &D, int n, const int *rp, const int *perm,
 	DB_CK(cudaStreamSynchronize(D.s));
 	db_phases.ms_number = gc_now_ms() - t0;
 	t0 = gc_now_ms();
-	/* both arrays in one pipeline through the ring */
-	const gc_xfer_seg seg[2] = {{out.labels, dlab, sizeof(int32_t) * (size_t) n},
-	{out.is_core, dcore, (size_t) n}};
-
-	DB_CK(gc_xfer_d2h_many(seg, 2, D.s, D.host_threads));
+	DB_CK(gc_xfer_d2h_flagged(out.labels, out.is_core, (const uint32_t *) flag,
+							  (size_t) n, D.s, D.host_threads));
 	db_phases.ms_download = gc_now_ms() - t0;
 	return GC_OK;
 }

@@ -39,9 +39,9 @@
  * (test_dbscan_gpu transfers) runs the pinned rings' round trips alone;
  * the screen suite (test_dbscan_gpu screen) the tree's count and union on
  * the tensor-core screen at every d, on the exact tiles, and the count's
- * second pass by query node (screen_suite); the faces suite
- * (test_dbscan_gpu faces) the grid's dense unions without their faces
- * first (faces_suite).
+ * second pass by query node (screen_suite); the grid suite
+ * (test_dbscan_gpu grid) the grid's dense unions without their faces
+ * first and its 64-bit cell keys (grid_suite).
  *
  * GPUCLUST_TEST_SEED fixes the data; GPUCLUST_TEST_QUICK=1 runs a smaller
  * set (compute-sanitizer memcheck, initcheck, synccheck), =2 a tiny one
@@ -481,17 +481,26 @@ screen_suite(void)
 }
 
 /*
- * The grid's dense unions without their faces first (GPUCLUST_DB_FACES=0,
- * dbscan_grid.cu's k_grid_union_faces), which every other grid case runs
- * with: blobs, duplicates and lattices (distances exactly eps) at d = 1 to
- * 3.  The full run takes it after the screen suite; test_dbscan_gpu faces
- * runs it alone.
+ * The grid's paths that the shapes above do not take: its dense unions
+ * without their faces first (GPUCLUST_DB_FACES=0, dbscan_grid.cu's
+ * k_grid_union_faces), which every other grid case runs with, on blobs,
+ * duplicates and lattices (distances exactly eps) at d = 1 to 3; and cell
+ * keys wider than 32 bits (two 3-d blobs 10,000 apart).  The full run
+ * takes it after the screen suite; test_dbscan_gpu grid runs it alone.
  */
 static void
-faces_suite(void)
+grid_suite(void)
 {
 	const int64_t n = quick >= 2 ? 600 : quick ? 4000 : 40000;
 	char		w[64];
+	float	   *X = malloc(sizeof(float) * 3 * n);
+
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < 3; j++)
+			X[i * 3 + j] = (float) ((i % 2 ? 10000.0 : 0.0) + gauss());
+	compare("grid: wide 3-d (64-bit cell keys)", X, n, 3, 0.2, 10, GC_DBSCAN_GPU_GRID,
+			GC_DBSCAN_UNION_FIND, 1);
+	free(X);
 
 	setenv("GPUCLUST_DB_FACES", "0", 1);
 	for (int d = 1; d <= 3; d++)
@@ -1000,7 +1009,8 @@ dispatch(void)
 /*
  * The pinned ring of every upload and download (cuda/common/transfer.cu):
  * round trips of sizes around its chunk (1 MiB) and its slots (32), on 1,
- * 3, 8 and 16 host threads, downloaded in 1, 3 and 8 pieces.
+ * 3, 8 and 16 host threads, downloaded in 1, 3 and 8 pieces, and as
+ * flagged words.
  */
 static void
 transfers(void)
@@ -1264,7 +1274,7 @@ main(int argc, char **argv)
 	printf("device: %s\n", info.name);
 	{
 		static const tu_suite suites[] = {{"multi", test_multi_suite}, {"transfers", transfers},
-			{"screen", screen_suite}, {"faces", faces_suite}};
+			{"screen", screen_suite}, {"grid", grid_suite}};
 		int			named = tu_named_suites(argc, argv, suites, 4);
 
 		if (named < 0)
@@ -1321,7 +1331,7 @@ main(int argc, char **argv)
 		}
 	}
 	screen_suite();
-	faces_suite();
+	grid_suite();
 	if (!quick)
 	{
 		float	   *X = make_data(1000000, 2, K_BLOBS);

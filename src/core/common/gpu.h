@@ -833,8 +833,10 @@ void		gc_ap_gpu_set_row_prefetch(long bytes);
  * (cuda/common/transfer.cu) on threads host threads: an upload, checked
  * with a plain download, then a download in nseg pieces (at most
  * GC_XFER_TEST_MAX_SEGS, cut at random from seed, one empty when nseg >=
- * 3, listed in reverse order), checked against the source; the two copies'
- * times in *ms_up and *ms_down.  0, or 1 with msg saying what differs.
+ * 3, listed in reverse order), checked against the source, then its
+ * whole 4-byte words down as flagged words (gc_xfer_d2h_flagged), checked
+ * against their split on the host; the first two copies' times in *ms_up
+ * and *ms_down.  0, or 1 with msg saying what differs.
  */
 #define GC_XFER_TEST_MAX_SEGS 8
 int			gc_xfer_test(size_t bytes, int nseg, int threads, uint64_t seed,
