@@ -319,7 +319,6 @@ using db_tree = gc_kdtree;
 struct db_lists
 {
 	const int  *hs = nullptr;	/* the lists' nodes (heap order), or NULL */
-	int64_t		m = 0;			/* lists: T.nq, or hs's length */
 	int64_t    *at;				/* m + 1: where list q starts */
 	int		   *leaf;			/* the current chunk's lists */
 	std::vector<int64_t> cut;	/* chunk c: query nodes [cut[c], cut[c+1]) */
@@ -343,8 +342,7 @@ struct db_pass
 	int			dpad;			/* d rounded up to the tile's dimensions */
 	const int64_t *at;			/* db_lists.at */
 	const int  *hs;				/* db_lists.hs: block q takes node hs[q] */
-	unsigned   *cnt;			/* count (carried between its two passes) */
-	bool		fresh;			/* count: the active points count from 0 */
+	unsigned   *cnt;			/* count (carried between its two passes; from 0 in the gathered one) */
 	int64_t		lbeg,
 				lend;			/* count: this pass's part of each list */
 	int		   *nb;				/* count: the first nbk neighbours a point */

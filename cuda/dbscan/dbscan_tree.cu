@@ -235,8 +235,8 @@ db_tree_lists(db_dev &D, const gc_ctx *ctx, const db_tree &T, float eps2,
 	int		   *cnt;
 
 	L.hs = hs;
-	L.m = hs ? m : T.nq;
-	m = L.m;
+	if (hs == nullptr)
+		m = T.nq;
 
 	std::vector<int64_t> at((size_t) m + 1);
 
@@ -441,7 +441,7 @@ k_tr_pass(db_tree T, db_pass A, int64_t q0, const int *__restrict__ qs,
 	act = tid < tot_active;
 	i = qb + (act ? s_slot[tid] : 0);
 	if (MODE == TR_COUNT)
-		cnt = act && !A.fresh ? A.cnt[i] : 0;
+		cnt = act && !gath ? A.cnt[i] : 0;
 	const float *xi = T.Xs + (int64_t) i * d;
 	tr_scr		S;
 	float		an = 0.0f,
@@ -923,7 +923,6 @@ tr_count_gathered(db_dev &D, const gc_ctx *ctx, const db_tree &T, db_lists &L,
 			return rc;
 		B.at = G.at;
 		B.hs = dq;
-		B.fresh = true;
 		B.lbeg = 0;
 		B.lend = INT64_MAX;
 		if ((rc = db_tree_pass<TR_COUNT>(D, ctx, T, G, B, nullptr, nullptr, st)) != GC_OK)
