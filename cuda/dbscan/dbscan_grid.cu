@@ -5,10 +5,11 @@
  * key of each point): a neighbour is at most 2 cells away per dimension,
  * and a cell whose box has gc_dist2(lo, hi) <= eps2 holds mutual
  * neighbours only ("dense").  The extent is a device reduction; points are
- * sorted by key with CUB's radix sort; cells found by a scan; neighbour
- * cells through a key -> cell table (key space <= 8n) or a binary search.
- * Then one thread per point (per cell for the dense unions), in chunks so
- * the cancel flags are seen:
+ * sorted by key (32 bits when the keys fit) with CUB's radix sort; cells
+ * found by a scan; neighbour cells through a key -> cell table (key space
+ * <= 8n) or a binary search.  Then one thread per point (per cell for the
+ * cells' boxes and the dense unions), in chunks so the cancel flags are
+ * seen:
  *   core    count neighbours, stopping at min_pts, whole cells at once
  *           where the box bounds decide; a dense cell with >= min_pts
  *           points is all core;
@@ -17,8 +18,10 @@
  *           two dense cells are joined once, by a thread that finds one pair
  *           of neighbouring core points (most cells in clustered data are
  *           dense, so this is the bulk of the work, done per cell pair and
- *           not per point); a core point of a cell that is not dense joins
- *           its core neighbours, or a dense cell at the first one it reaches;
+ *           not per point), first with the cells on their upper faces, so
+ *           that the pass over every pair finds most already joined; a
+ *           core point of a cell that is not dense joins its core
+ *           neighbours, or a dense cell at the first one it reaches;
  *   border  a non-core point takes the core neighbour of least
  *           (dist2 bits, input row): the nearest, ties to the lowest row.
  */
