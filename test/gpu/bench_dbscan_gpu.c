@@ -46,12 +46,13 @@
  * BENCH_GPU=0 times the CPU alone (one line per data set, no GPU call);
  * BENCH_CYCLIC=1 adds to C and E the tree split in dimension order, level
  * l along dimension l mod d (CUDA-DClust's directory's schedule), beside
- * the default widest-dimension splits.  A/B runs, each row first with
- * one means off, then as by default: BENCH_SCREEN_AB=1 the tree's exact
- * tiles (GPUCLUST_DB_SCREEN=0) against the tensor-core screen of its count
- * and union from 16-d (dbscan_screen.cuh; C, E and F); BENCH_GATHER_AB=1
- * the count's second pass by query node (GPUCLUST_DB_GATHER=0) against
- * gathered (dbscan_tree.cu's tr_count_gathered); BENCH_FACES_AB=1 the
+ * the default widest-dimension splits.  A/B runs, each row the means
+ * reaches first with it off, then as by default: BENCH_SCREEN_AB=1 the
+ * tree's exact tiles (GPUCLUST_DB_SCREEN=0) against the tensor-core screen
+ * of its count and union from 16-d (dbscan_screen.cuh; C, E and F);
+ * BENCH_GATHER_AB=1 the count's second pass by query node
+ * (GPUCLUST_DB_GATHER=0) against gathered (dbscan_tree.cu's
+ * tr_count_gathered; C, E and F); BENCH_FACES_AB=1 the
  * grid's dense unions without (GPUCLUST_DB_FACES=0) and with their faces
  * first (dbscan_grid.cu's k_grid_union_faces; A, B and D).
  * BENCH_KEEP_POOL=1: the device's memory pool keeps what a call frees, as
@@ -277,13 +278,16 @@ static int	bad_rows;
 static bool no_gpu;
 static bool cyclic;				/* BENCH_CYCLIC=1 */
 /*
- * Each row first with one means off, then as by default: BENCH_SCREEN_AB=1
- * the tree's screen (GPUCLUST_DB_SCREEN=0), BENCH_GATHER_AB=1 the tree's
- * gathered second pass (GPUCLUST_DB_GATHER=0), BENCH_FACES_AB=1 the grid's
- * unions by faces first (GPUCLUST_DB_FACES=0).
+ * The rows ab_rows name first with one means off, then as by default:
+ * BENCH_SCREEN_AB=1 the tree's screen (GPUCLUST_DB_SCREEN=0; C, E, F),
+ * BENCH_GATHER_AB=1 the tree's gathered second pass (GPUCLUST_DB_GATHER=0;
+ * C, E, F), BENCH_FACES_AB=1 the grid's unions by faces first
+ * (GPUCLUST_DB_FACES=0; A, B, D).  Other rows, which that means does not
+ * reach, run once.
  */
 static const char *ab_env,
-		   *ab_what;
+		   *ab_what,
+		   *ab_rows = "";
 
 static const char *
 index_name(gc_dbscan_gpu_index_kind k)
@@ -484,7 +488,7 @@ run_ab(const char *tag, const char *what, const float *X, int64_t n, int d,
 	   double eps, int64_t min_pts, gc_dbscan_algorithm alg, int R, int Rcpu,
 	   cpu_ref *ref)
 {
-	for (int ab = ab_env ? 0 : 1; ab < 2; ab++)
+	for (int ab = ab_env && strchr(ab_rows, tag[0]) ? 0 : 1; ab < 2; ab++)
 	{
 		char		w[96];
 
@@ -548,16 +552,19 @@ main(void)
 	{
 		ab_env = "GPUCLUST_DB_SCREEN";
 		ab_what = " [exact tiles]";
+		ab_rows = "CEF";
 	}
 	else if (getenv("BENCH_GATHER_AB") != NULL && atoi(getenv("BENCH_GATHER_AB")) == 1)
 	{
 		ab_env = "GPUCLUST_DB_GATHER";
 		ab_what = " [by query node]";
+		ab_rows = "CEF";
 	}
 	else if (getenv("BENCH_FACES_AB") != NULL && atoi(getenv("BENCH_FACES_AB")) == 1)
 	{
 		ab_env = "GPUCLUST_DB_FACES";
 		ab_what = " [no faces first]";
+		ab_rows = "ABD";
 	}
 	if (getenv("BENCH_KEEP_POOL") != NULL && atoi(getenv("BENCH_KEEP_POOL")) == 1)
 	{
