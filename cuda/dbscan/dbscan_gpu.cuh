@@ -319,7 +319,7 @@ using db_tree = gc_kdtree;
 struct db_lists
 {
 	const int  *hs = nullptr;	/* the lists' nodes (heap order), or NULL */
-	int64_t    *at;				/* m + 1: where list q starts */
+	int64_t    *at;				/* lists + 1: where list q starts */
 	int		   *leaf;			/* the current chunk's lists */
 	std::vector<int64_t> cut;	/* chunk c: query nodes [cut[c], cut[c+1]) */
 	std::vector<int64_t> host_at;
@@ -342,7 +342,8 @@ struct db_pass
 	int			dpad;			/* d rounded up to the tile's dimensions */
 	const int64_t *at;			/* db_lists.at */
 	const int  *hs;				/* db_lists.hs: block q takes node hs[q] */
-	unsigned   *cnt;			/* count (carried between its two passes; from 0 in the gathered one) */
+	unsigned   *cnt;			/* count: carried between its two passes
+								 * (the gathered one counts from 0) */
 	int64_t		lbeg,
 				lend;			/* count: this pass's part of each list */
 	int		   *nb;				/* count: the first nbk neighbours a point */
