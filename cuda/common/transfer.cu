@@ -107,13 +107,22 @@ ring_ready(xfer_ring *r)
 	return r->buf != nullptr;
 }
 
+/* Whether copies take the rings (tests: false, as if every ring were busy) */
+static std::atomic<bool> rings_on {true};
+
+void
+gc_xfer_rings_on(bool on)
+{
+	rings_on.store(on);
+}
+
 /* The current device's ring, locked in lock, when it is free and ready. */
 static xfer_ring *
 take_ring(std::unique_lock<std::mutex> &lock, int *device)
 {
 	xfer_ring  *r = ring_of_device(device);
 
-	if (r == nullptr)
+	if (r == nullptr || !rings_on.load(std::memory_order_relaxed))
 		return nullptr;
 	lock = std::unique_lock<std::mutex>(r->mu, std::try_to_lock);
 	return lock.owns_lock() && ring_ready(r) ? r : nullptr;
@@ -132,7 +141,7 @@ struct xfer_chunk
 	uint8_t    *flags;
 };
 
-/* n flagged words into their values (the low 31 bits less one) and flags (bit 31) */
+/* n flagged words into their values and flags; w may be values itself */
 static void
 xfer_unflag(int32_t *values, uint8_t *flags, const uint32_t *w, size_t n)
 {
@@ -140,7 +149,7 @@ xfer_unflag(int32_t *values, uint8_t *flags, const uint32_t *w, size_t n)
 	{
 		const uint32_t x = w[i];
 
-		values[i] = (int32_t) (x & 0x7fffffffu) - 1;
+		values[i] = gc_flagged_value(x);
 		flags[i] = (uint8_t) (x >> 31);
 	}
 }
@@ -380,14 +389,14 @@ gc_xfer_d2h_flagged(int32_t *values, uint8_t *flags, const uint32_t *src,
 		ring = take_ring(lock, &dev);
 	if (ring == nullptr)
 	{
-		std::vector<uint32_t> w(n);
+		/* the ring busy: the words into values (as many bytes), split in place */
 		cudaError_t e = n == 0 ? cudaSuccess :
-			cudaMemcpyAsync(w.data(), src, bytes, cudaMemcpyDeviceToHost, s);
+			cudaMemcpyAsync(values, src, bytes, cudaMemcpyDeviceToHost, s);
 
 		if (e == cudaSuccess)
 			e = cudaStreamSynchronize(s);
 		if (e == cudaSuccess)
-			xfer_unflag(values, flags, w.data(), n);
+			xfer_unflag(values, flags, (const uint32_t *) values, n);
 		return e;
 	}
 

@@ -40,11 +40,25 @@ cudaError_t gc_xfer_d2h_many(const gc_xfer_seg *seg, int nseg,
 							 cudaStream_t s, int host_threads);
 
 /*
- * n words from device src, each a value plus one in its low 31 bits and a
- * flag in bit 31, down into values (the low 31 bits less one) and flags (0
- * or 1), in one pipeline: a fifth fewer bytes over the bus than the two
- * arrays (the GPU DBSCAN's labels and core flags).  Returns once both hold
- * every row.
+ * A flagged word: a value >= -1 plus one in its low 31 bits and a flag in
+ * bit 31 (the GPU DBSCAN's label or root and core flag of a row).
+ */
+__host__ __device__ __forceinline__ uint32_t
+gc_flagged_word(int32_t value, bool flag)
+{
+	return (uint32_t) (value + 1) | (flag ? 0x80000000u : 0u);
+}
+
+__host__ __device__ __forceinline__ int32_t
+gc_flagged_value(uint32_t w)
+{
+	return (int32_t) (w & 0x7fffffffu) - 1;
+}
+
+/*
+ * n flagged words from device src down into values and flags (0 or 1),
+ * in one pipeline: a fifth fewer bytes over the bus than the two arrays.
+ * Returns once both hold every row.
  */
 cudaError_t gc_xfer_d2h_flagged(int32_t *values, uint8_t *flags,
 								const uint32_t *src, size_t n, cudaStream_t s,
@@ -53,6 +67,9 @@ cudaError_t gc_xfer_d2h_flagged(int32_t *values, uint8_t *flags,
 /* gc_xfer_d2h_many of one segment: bytes from device src to host dst. */
 cudaError_t gc_xfer_d2h(void *dst, const void *src, size_t bytes,
 						cudaStream_t s, int host_threads);
+
+/* Tests: on false, copies go as when their ring is busy (plain copies). */
+void		gc_xfer_rings_on(bool on);
 
 #pragma GCC visibility pop
 

@@ -2,7 +2,8 @@
  * transfer_hooks.cu — the pinned ring's test-only entry point (transfer.cu):
  * one upload and one download of a buffer of given size, checked against
  * plain copies, then the buffer's words down as flagged words
- * (gc_xfer_d2h_flagged), checked against their split on the host.  Linked into the GPU tests and benchmarks only (the
+ * (gc_xfer_d2h_flagged), through the ring and as when it is busy, checked
+ * against their split on the host.  Linked into the GPU tests and benchmarks only (the
  * Makefile's CU_TEST_SRCS).
  */
 #define GC_TESTING 1
@@ -43,8 +44,8 @@ first_diff(const unsigned char *a, const unsigned char *b, size_t n)
 
 /* The n words at dev (src on the host) down as flagged words: 0 when right. */
 static int
-flagged(const unsigned char *src, const unsigned char *dev, size_t n,
-		cudaStream_t s, int threads, char *msg, size_t msglen)
+flagged1(const unsigned char *src, const unsigned char *dev, size_t n,
+		 cudaStream_t s, int threads, char *msg, size_t msglen)
 {
 	int32_t    *values = (int32_t *) malloc(sizeof(int32_t) * (n + 1));
 	uint8_t    *flags = (uint8_t *) malloc(n + 1);
@@ -69,7 +70,8 @@ flagged(const unsigned char *src, const unsigned char *dev, size_t n,
 				uint32_t	w;
 
 				memcpy(&w, src + i * sizeof(w), sizeof(w));
-				if (values[i] != (int32_t) (w & 0x7fffffffu) - 1 || flags[i] != (w >> 31))
+				if (values[i] != (int32_t) (w & 0x7fffffffu) - 1 || flags[i] != (w >> 31) ||
+					gc_flagged_word(values[i], flags[i]) != w)
 				{
 					snprintf(msg, msglen, "flagged: word %zu of %zu differs", i, n);
 					rc = 1;
@@ -79,6 +81,24 @@ flagged(const unsigned char *src, const unsigned char *dev, size_t n,
 	}
 	free(values);
 	free(flags);
+	return rc;
+}
+
+/* flagged1 through the ring, then as when the ring is busy */
+static int
+flagged(const unsigned char *src, const unsigned char *dev, size_t n,
+		cudaStream_t s, int threads, char *msg, size_t msglen)
+{
+	int			rc = flagged1(src, dev, n, s, threads, msg, msglen);
+
+	if (rc == 0)
+	{
+		gc_xfer_rings_on(false);
+		rc = flagged1(src, dev, n, s, threads, msg, msglen);
+		gc_xfer_rings_on(true);
+		if (rc != 0)
+			strncat(msg, " (the ring busy)", msglen - strlen(msg) - 1);
+	}
 	return rc;
 }
 

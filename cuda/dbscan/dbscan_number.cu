@@ -15,27 +15,12 @@
 #include "common/transfer.cuh"
 
 /*
- * A row's root and core flag in one word, written by position and read
- * by row: bit 31 the core flag, the rest the root plus one (0: noise), so
- * that the scattered writes are whole words and the flags are written in
- * row order (k_fin3).
- */
-__device__ __forceinline__ int
-fin_pack(int root, bool core)
-{
-	return (int) ((unsigned) (root + 1) | (core ? 0x80000000u : 0u));
-}
-
-__device__ __forceinline__ int
-fin_root(int packed)
-{
-	return (packed & 0x7fffffff) - 1;
-}
-
-/*
  * rootOfRow by input row, and minrow[r] = the least row of root r.
- * Neighbouring positions mostly share a root (points are in cell order):
- * db_warp_min makes one atomic per root and warp.
+ * rootOfRow holds a row's root and core flag as one flagged word
+ * (transfer.cuh: the flag in bit 31, the root plus one below), so that
+ * these scattered writes are whole words and k_fin3 writes the flags in
+ * row order.  Neighbouring positions mostly share a root (points are in
+ * cell order): db_warp_min makes one atomic per root and warp.
  */
 __global__ void
 k_fin1(const int *__restrict__ rp, const int *__restrict__ perm,
@@ -49,7 +34,7 @@ k_fin1(const int *__restrict__ rp, const int *__restrict__ perm,
 	{
 		row = perm ? perm[pos] : pos;
 		r = rp[pos];
-		rootOfRow[row] = fin_pack(r, core[pos] != 0);
+		rootOfRow[row] = (int) gc_flagged_word(r, core[pos] != 0);
 	}
 	/* every lane takes part: blockDim is a multiple of 32 */
 	db_warp_min(minrow, r, row);
@@ -63,7 +48,7 @@ k_fin2(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
 
 	if (row < n)
 	{
-		int			r = fin_root(rootOfRow[row]);
+		int			r = gc_flagged_value((uint32_t) rootOfRow[row]);
 
 		flag[row] = r >= 0 && minrow[r] == row;
 	}
@@ -84,11 +69,11 @@ k_fin3(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
 	if (row < n)
 	{
 		int			v = rootOfRow[row],
-					r = fin_root(v);
+					r = gc_flagged_value((uint32_t) v);
 		int32_t		label = r < 0 ? GC_NOISE : idx[minrow[r]];
 
 		if (packed != nullptr)
-			packed[row] = (uint32_t) fin_pack(label, v < 0);
+			packed[row] = gc_flagged_word(label, v < 0);
 		else
 		{
 			labels[row] = label;
