@@ -18,6 +18,8 @@
 
 #include <atomic>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -62,6 +64,18 @@ static inline unsigned
 db_minp(const gc_dbscan_params *p, int64_t n)
 {
 	return p->min_pts > n + 1 ? (unsigned) (n + 1) : (unsigned) p->min_pts;
+}
+
+/*
+ * Whether a path that is on by default is on: unless the environment's
+ * name is "0" (tests and benchmarks turn paths off to compare).
+ */
+static inline bool
+db_env_on(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v == NULL || strcmp(v, "0") != 0;
 }
 
 /* Synchronise, then poll the cancel flags. */

@@ -756,15 +756,13 @@ grid_phase(db_dev &D, const gc_ctx *ctx, const grid_dev &g, int n,
 
 /*
  * Whether the dense cells' unions start with their faces
- * (k_grid_union_faces); GPUCLUST_DB_FACES=0 leaves that out (tests and
- * benchmarks), read once a call.
+ * (k_grid_union_faces); GPUCLUST_DB_FACES=0 leaves that out, read once a
+ * call.
  */
 static bool
 grid_faces_first(void)
 {
-	const char *v = getenv("GPUCLUST_DB_FACES");
-
-	return v == NULL || strcmp(v, "0") != 0;
+	return db_env_on("GPUCLUST_DB_FACES");
 }
 
 /*

@@ -815,15 +815,13 @@ k_tr_short(const unsigned *__restrict__ cnt, int n, unsigned minp, int l, int *s
 
 /*
  * Whether the count's second pass gathers its points (tr_count_gathered);
- * GPUCLUST_DB_GATHER=0: not (tests and benchmarks), each query node's
- * points then go on through the rest of its own list.
+ * GPUCLUST_DB_GATHER=0: not, each query node's points then go on through
+ * the rest of its own list.
  */
 static bool
 tr_gather_use(void)
 {
-	const char *env = getenv("GPUCLUST_DB_GATHER");
-
-	return !(env && strcmp(env, "0") == 0);
+	return db_env_on("GPUCLUST_DB_GATHER");
 }
 
 /*
