@@ -33,6 +33,16 @@
  * The host only enqueues; it synchronises every 16 centres to poll the
  * cancel flags.
  *
+ * Lean (up to PP_LEAN_MAX_D dimensions): the trials' terms are not stored.
+ * terms holds each row's D² against the centres before the last winner
+ * (n floats), and the winner's coordinates are kept (wc).  pp_terms
+ * computes the winner's distance as one more candidate column, so its
+ * term min(D², distance) is the stored term's float, updates the D² rows
+ * it lowers, and writes nothing else; pp_draw and pp_regrid compute the
+ * winner's terms of the rows they read the same way.  A step then moves
+ * 4d + 4 bytes a row and the D² it changes, where storing every trial's
+ * term wrote 4L more (at d = 2, L = 6: 12 against 36 bytes a row).
+ *
  * Few rows (k-means||'s candidates, small tables): pp_persist runs the
  * same steps from the same device functions in one cooperative launch per
  * PP_PERSIST_STEPS centres (below), where the four launches' latency was
@@ -59,6 +69,9 @@
 #define PP_THREADS 256
 #define PP_ITEMS (KM_BLOCK / PP_THREADS)	/* rows a thread of a block scan */
 #define PP_TERMS_DC 8			/* pp_terms: dimensions loaded at once */
+#define PP_GROUP 2				/* pp_terms: rows a thread loads at once ... */
+#define PP_GROUP_DC 4			/* ... up to this d */
+#define PP_LEAN_MAX_D 4		/* lean up to this d (below) */
 #define PP_CS_DIMS 64			/* pp_terms: candidates' dimensions in shared memory */
 #define PP_RPT_MAX_D 32			/* pp_terms: rows a thread above 1 up to this d */
 #define PP_SELECT_REGRID_NB 16	/* up to this many blocks pp_select regrids */
@@ -101,7 +114,7 @@ struct pp_state
 	int64_t		nb;
 	const double *w;			/* NULL: unweighted */
 	int64_t		wlast;			/* the last row of positive weight */
-	float	   *terms;			/* L x n */
+	float	   *terms;			/* L x n; lean: n, the D² before the last winner */
 	unsigned long long *bs;		/* L x nb block sums of q (pp_terms) */
 	unsigned long long *tmax;	/* L: the largest term's bits */
 	uint64_t   *bq;				/* nb block sums (pp_regrid) */
@@ -110,7 +123,35 @@ struct pp_state
 	int64_t    *cid;			/* LMAX trial rows */
 	float	   *cand;			/* d x LMAX */
 	int		   *best;			/* the last winner */
+	float	   *wc;				/* lean: the last winner's coordinates (d) */
+	bool		lean;
 };
+}
+
+/*
+ * Row i's term of the last winner, from t, its stored term, or (wc, the
+ * winner's coordinates: lean) its D² before the winner: min(t, distance²),
+ * the distance in pp_terms's operations and order, so the same float.
+ */
+__device__ __forceinline__ float
+pp_won(const pp_state &P, const float *wc, int64_t i, float t)
+{
+	if (wc != nullptr)
+	{
+		float		q = 0.0f;
+
+		for (int j = 0; j < P.d; j++)
+			q = gc_l2_step(q, P.XT[(int64_t) j * P.n + i], wc[j]);
+		t = q < t ? q : t;
+	}
+	return t;
+}
+
+/* The last winner's terms: its row of stored terms, or lean the D² (with wc) */
+__device__ __forceinline__ const float *
+pp_won_terms(const pp_state &P)
+{
+	return P.lean ? P.terms : P.terms + (int64_t) *P.best * P.n;
 }
 
 /*
@@ -175,9 +216,10 @@ pp_prefix_of(const uint64_t *in, int64_t nb, uint64_t *off, pp_scan_t::TempStora
 	pp_prefix(pp_in_global {in}, nb, off, ts);
 }
 
-/* The sum of q over block b of the terms closest (n), on the grid S. */
+/* The sum of q over block b of the terms closest (n; with wc: pp_won's), on the grid S. */
 __device__ __forceinline__ uint64_t
-pp_block_q(const pp_state &P, const float *closest, int64_t b, double S, pp_reduce_t::TempStorage &ts)
+pp_block_q(const pp_state &P, const float *closest, const float *wc, int64_t b, double S,
+		   pp_reduce_t::TempStorage &ts)
 {
 	uint64_t	s = 0;
 
@@ -186,7 +228,7 @@ pp_block_q(const pp_state &P, const float *closest, int64_t b, double S, pp_redu
 		const int64_t i = b * KM_BLOCK + (int64_t) u * PP_THREADS + threadIdx.x;
 
 		if (i < P.n)
-			s += gc_km_pot_q(gc_km_pot_term(P.w, i, __ldcg(closest + i)), S);
+			s += gc_km_pot_q(gc_km_pot_term(P.w, i, pp_won(P, wc, i, __ldcg(closest + i))), S);
 	}
 	return pp_reduce_t(ts).Sum(s);	/* thread 0's */
 }
@@ -197,12 +239,12 @@ pp_block_q(const pp_state &P, const float *closest, int64_t b, double S, pp_redu
  * (a few blocks of rows: pp_select, pp_persist).
  */
 __device__ void
-pp_regrid_here(const pp_state &P, const float *closest, double S, uint64_t *off,
+pp_regrid_here(const pp_state &P, const float *closest, const float *wc, double S, uint64_t *off,
 			   pp_reduce_t::TempStorage &tr, pp_scan_t::TempStorage &ts)
 {
 	for (int64_t b = 0; b < P.nb; b++)
 	{
-		const uint64_t q = pp_block_q(P, closest, b, S, tr);
+		const uint64_t q = pp_block_q(P, closest, wc, b, S, tr);
 
 		if (threadIdx.x == 0)
 			off[b + 1] = q;
@@ -229,7 +271,7 @@ pp_regrid(pp_state P)
 
 	if (!P.g->regrid)
 		return;
-	s = pp_block_q(P, P.terms + (int64_t) *P.best * P.n, blockIdx.x, P.g->S, ts.r);
+	s = pp_block_q(P, pp_won_terms(P), P.lean ? P.wc : nullptr, blockIdx.x, P.g->S, ts.r);
 	if (threadIdx.x == 0)
 	{
 		P.bq[blockIdx.x] = s;
@@ -249,13 +291,14 @@ pp_regrid(pp_state P)
 }
 
 /*
- * The row of draw R over the terms closest on the grid S, whose block
- * sums' prefix is off (nb + 1), off[nb] > R (the whole block): the block
- * by binary search of off, then the row by a block scan of its terms.
+ * The row of draw R over the terms closest (with wc: pp_won's) on the grid
+ * S, whose block sums' prefix is off (nb + 1), off[nb] > R (the whole
+ * block): the block by binary search of off, then the row by a block scan
+ * of its terms.
  */
 __device__ int64_t
-pp_draw_in(const pp_state &P, const float *closest, const uint64_t *off, double S,
-		   uint64_t R, pp_draw_ts &ts)
+pp_draw_in(const pp_state &P, const float *closest, const float *wc, const uint64_t *off,
+		   double S, uint64_t R, pp_draw_ts &ts)
 {
 	__shared__ int hit;
 	const int64_t b = gc_km_pp_block(off, P.nb, R),
@@ -271,6 +314,23 @@ pp_draw_in(const pp_state &P, const float *closest, const uint64_t *off, double 
 
 	pp_load_t(ts.l).Load(in, d2, (int) rows, 0.0f);
 	__syncthreads();			/* ts.l is ts.s */
+	if (wc != nullptr)
+	{
+		/* the winner's distances, a dimension at a time (pp_won's order), coalesced */
+		float		w2[PP_ITEMS] = {};
+
+		for (int j = 0; j < P.d; j++)
+		{
+			float		x[PP_ITEMS];
+
+			pp_load_t(ts.l).Load(P.XT + (int64_t) j * P.n + b * KM_BLOCK, x, (int) rows, 0.0f);
+			__syncthreads();
+			for (int u = 0; u < PP_ITEMS; u++)
+				w2[u] = gc_l2_step(w2[u], x[u], wc[j]);
+		}
+		for (int u = 0; u < PP_ITEMS; u++)
+			d2[u] = w2[u] < d2[u] ? w2[u] : d2[u];
+	}
 	for (int u = 0; u < PP_ITEMS; u++)
 	{
 		q[u] = i0 + u < P.n ? gc_km_pot_q(gc_km_pot_term(P.w, i0 + u, d2[u]), S) : 0;
@@ -298,12 +358,13 @@ pp_draw_in(const pp_state &P, const float *closest, const uint64_t *off, double 
 
 /*
  * The row of trial t of centre c (the whole block): c >= 1 draws counter
- * 1+(c-1)L+t over the terms closest on the grid S, whose block sums'
- * prefix is off (nb + 1); for c == 0 the single candidate is row `first`.
+ * 1+(c-1)L+t over the terms closest (with wc: pp_won's) on the grid S,
+ * whose block sums' prefix is off (nb + 1); for c == 0 the single
+ * candidate is row `first`.
  */
 __device__ int64_t
-pp_draw_row(const pp_state &P, const float *closest, const uint64_t *off, double S,
-			uint64_t seed, uint64_t stream, int c, int L, int t, int64_t first,
+pp_draw_row(const pp_state &P, const float *closest, const float *wc, const uint64_t *off,
+			double S, uint64_t seed, uint64_t stream, int c, int L, int t, int64_t first,
 			pp_draw_ts &ts)
 {
 	int64_t		row = first;
@@ -314,7 +375,7 @@ pp_draw_row(const pp_state &P, const float *closest, const uint64_t *off, double
 
 		row = P.w == nullptr ? P.n - 1 : P.wlast;
 		if (T > 0)
-			row = pp_draw_in(P, closest, off, S,
+			row = pp_draw_in(P, closest, wc, off, S,
 							 gc_km_pot_draw(seed, stream, 1 + (uint64_t) (c - 1) * L + t, T), ts);
 	}
 	return row;
@@ -344,13 +405,36 @@ pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
 		P.bs[(int64_t) t * P.nb + b] = 0;
 	if (threadIdx.x == 0)
 		P.tmax[t] = 0;
-	row = pp_draw_row(P, c > 0 ? P.terms + (int64_t) *P.best * P.n : nullptr, P.off,
+	row = pp_draw_row(P, c > 0 ? pp_won_terms(P) : nullptr, P.lean ? P.wc : nullptr, P.off,
 					  P.g->S, seed, stream, c, L, t, first, ts);
 	pp_take(P, row, t, P.cand, P.cid);
 	/* every column written: pp_terms computes whole groups of 4 trials */
 	if (t == 0)
 		for (int e = threadIdx.x; e < P.d * (KM_PP_LMAX - L); e += PP_THREADS)
 			P.cand[(e / (KM_PP_LMAX - L)) * KM_PP_LMAX + L + e % (KM_PP_LMAX - L)] = 0.0f;
+}
+
+/* q[t] += the distance² of x (its first nd <= DC dimensions) to
+ * candidate t over those dimensions of cs. */
+template <int LT, int DC>
+__device__ __forceinline__ void
+pp_terms_dims(const float *x, int nd, const float4 (*cs)[LT / 4], float *q)
+{
+#pragma unroll
+	for (int u = 0; u < DC; u++)
+		if (u < nd)
+		{
+#pragma unroll
+			for (int v = 0; v < LT / 4; v++)
+			{
+				const float4 cc = cs[u][v];
+
+				q[4 * v] = gc_l2_step(q[4 * v], x[u], cc.x);
+				q[4 * v + 1] = gc_l2_step(q[4 * v + 1], x[u], cc.y);
+				q[4 * v + 2] = gc_l2_step(q[4 * v + 2], x[u], cc.z);
+				q[4 * v + 3] = gc_l2_step(q[4 * v + 3], x[u], cc.w);
+			}
+		}
 }
 
 /* q[t] += the chunk jc .. jc+dc-1 of row i's distance² to candidate t. */
@@ -368,45 +452,149 @@ pp_terms_chunk(const pp_state &P, int64_t i, int jc, int dc,
 #pragma unroll
 		for (int u = 0; u < PP_TERMS_DC; u++)
 			x[u] = j0 + u < dc ? P.XT[(int64_t) (jc + j0 + u) * P.n + i] : 0.0f;
-#pragma unroll
-		for (int u = 0; u < PP_TERMS_DC; u++)
-			if (j0 + u < dc)
-			{
-#pragma unroll
-				for (int v = 0; v < LT / 4; v++)
-				{
-					const float4 cc = cs[j0 + u][v];
-
-					q[4 * v] = gc_l2_step(q[4 * v], x[u], cc.x);
-					q[4 * v + 1] = gc_l2_step(q[4 * v + 1], x[u], cc.y);
-					q[4 * v + 2] = gc_l2_step(q[4 * v + 2], x[u], cc.z);
-					q[4 * v + 3] = gc_l2_step(q[4 * v + 3], x[u], cc.w);
-				}
-			}
+		pp_terms_dims<LT, PP_TERMS_DC>(x, dc - j0, cs + j0, q);
 	}
 }
 
 /*
- * terms[t][i] = min(closest[i], gc_dist2(x_i, cand_t)) for t < L, where
- * closest is terms[best] (c > 0) or +inf (c == 0): the thread of row i
- * reads its closest before it writes its row's terms.  LT (a multiple of
- * 4, >= L) trials are computed, a dimension's candidates read as float4:
- * no test of L in the inner loop, and the loop's instructions stay under
- * the pass's memory time.  Then each trial's q on the step's grid, summed
- * per block of KM_BLOCK rows (a CUDA block's rpt x blockDim rows lie in
- * one), and its largest term.
+ * The candidates' dimensions jc .. jc+dc-1 into cs (the whole block; the
+ * caller synchronises), their columns as float4s; lean, from the second
+ * step, the last column (LT - 1 >= L) is the last winner's (wc).
  */
-template <int LT, bool W, bool RPT>
-__global__ void __launch_bounds__(PP_THREADS)
+template <int LT>
+__device__ __forceinline__ void
+pp_load_cands(const pp_state &P, int c, int jc, int dc, float4 (*cs)[LT / 4])
+{
+	for (int e = threadIdx.x; e < dc * (LT / 4); e += blockDim.x)
+	{
+		const int	j = jc + e / (LT / 4),
+					v = e % (LT / 4);
+		float4		f = ((const float4 *) (P.cand + (int64_t) j * KM_PP_LMAX))[v];
+
+		if (P.lean && c > 0 && v == LT / 4 - 1)
+			f.w = P.wc[j];
+		cs[e / (LT / 4)][v] = f;
+	}
+}
+
+/*
+ * Row i's step, given its distances q to the LT candidate columns and cl,
+ * its last winner's term (stored) or its D² before that winner (lean).
+ * Lean: the D² lowered by the winner's distance (column LT - 1; c > 0) and
+ * written where that changed it (c == 0: +inf, for the next draws); else
+ * every trial's term stored.  Each trial's term joins the thread's sums s
+ * on the grid S and its largest mx.
+ */
+template <int LT, bool W, typename max_t>
+__device__ __forceinline__ void
+pp_row_terms(const pp_state &P, int L, int c, double S, int64_t i, const float *q,
+			 float cl, unsigned long long *s, max_t *mx)
+{
+	if (P.lean)
+	{
+		const float qw = c > 0 && q[LT - 1] < cl ? q[LT - 1] : cl;
+
+		if (c == 0 || qw != cl)
+			P.terms[i] = qw;
+		cl = qw;
+	}
+#pragma unroll
+	for (int t = 0; t < LT; t++)
+		if (t < L)
+		{
+			const float m = q[t] < cl ? q[t] : cl;
+			const double tm = gc_km_pot_term(W ? P.w : nullptr, i, m);
+			const max_t b = W ? (max_t) __double_as_longlong(tm) : (max_t) __float_as_uint(m);	/* >= 0: ordered */
+
+			if (!P.lean)
+				P.terms[(int64_t) t * P.n + i] = m;
+			s[t] += gc_km_pot_q(tm, S);
+			mx[t] = b > mx[t] ? b : mx[t];
+		}
+}
+
+/* The rows r .. r+PP_GROUP-1 of a thread (pp_terms, RM 2): their first
+ * PP_GROUP_DC dimensions and their last winner's terms (cls) or +inf. */
+__device__ __forceinline__ void
+pp_group_load(const pp_state &P, const float *cls, int64_t r0, int r, int rpt,
+			  float (&x)[PP_GROUP][PP_GROUP_DC], float (&cl)[PP_GROUP])
+{
+#pragma unroll
+	for (int g = 0; g < PP_GROUP; g++)
+	{
+		const int64_t i = r0 + (int64_t) (r + g) * blockDim.x + threadIdx.x;
+		const bool	row = r + g < rpt && i < P.n;
+
+#pragma unroll
+		for (int u = 0; u < PP_GROUP_DC; u++)
+			x[g][u] = row && u < P.d ? P.XT[(int64_t) u * P.n + i] : 0.0f;
+		cl[g] = row && cls != nullptr ? cls[i] : INFINITY;
+	}
+}
+
+/* Those rows' steps (pp_row_terms) */
+template <int LT, bool W, typename max_t>
+__device__ __forceinline__ void
+pp_group_terms(const pp_state &P, int L, int c, double S, int64_t r0, int r, int rpt,
+			   const float (&x)[PP_GROUP][PP_GROUP_DC], const float (&cl)[PP_GROUP],
+			   const float4 (*cs)[LT / 4], unsigned long long *s, max_t *mx)
+{
+#pragma unroll
+	for (int g = 0; g < PP_GROUP; g++)
+	{
+		const int64_t i = r0 + (int64_t) (r + g) * blockDim.x + threadIdx.x;
+		float		q[LT];
+
+		if (r + g >= rpt || i >= P.n)
+			break;
+#pragma unroll
+		for (int t = 0; t < LT; t++)
+			q[t] = 0.0f;
+		pp_terms_dims<LT, PP_GROUP_DC>(x[g], P.d, cs, q);
+		pp_row_terms<LT, W>(P, L, c, S, i, q, cl[g], s, mx);
+	}
+}
+
+/*
+ * pp_terms's least blocks an SM, rows a thread (RM > 0) and up to 8
+ * columns: its loads' latency bounds it, and more warps hide it (H200,
+ * 10M x 2, k = 100, k-means++ 20.8 ms at 2 blocks, 16.4 at 3, 14.5 at 4
+ * with two rows loaded at once; 4M x 32, k = 256: 86 -> 76 ms at 4).
+ * Weighted, or with more columns, those registers would spill.
+ */
+constexpr int
+pp_terms_blocks(int LT, bool W, int RM)
+{
+	return RM == 0 || LT > 8 ? 1 : W ? 3 : 4;
+}
+
+/*
+ * One step's pass over the rows: for t < L, min(cl, gc_dist2(x_i, cand_t)),
+ * where cl is the row's term of the last winner (+inf at c == 0), stored
+ * in place of the step's terms (the thread of row i reads its cl before it
+ * writes), or lean computed from the D² and the last column (pp_row_terms).  LT
+ * (a multiple of 4, > L lean, else >= L) columns are computed, a
+ * dimension's candidates read as float4: no test of L in the inner loop,
+ * and the loop's instructions stay under the pass's memory time.  Then
+ * each trial's q on the step's grid, summed per block of KM_BLOCK rows (a
+ * CUDA block's rpt x blockDim rows lie in one), and its largest term.
+ * RM: 0 a row a thread; 1 rpt rows a thread; 2 likewise, d <=
+ * PP_GROUP_DC, PP_GROUP rows loaded at once, as the pass is bound by its
+ * loads' latency there (its own instance: the registers it holds would
+ * cost the others occupancy).
+ */
+template <int LT, bool W, int RM>
+__global__ void __launch_bounds__(PP_THREADS, pp_terms_blocks(LT, W, RM))
 pp_terms(pp_state P, int L, int c, int rpt_)
 {
-	const int	rpt = RPT ? rpt_ : 1;	/* 1: no registers held across rows */
+	const int	rpt = RM > 0 ? rpt_ : 1;	/* 1: no registers held across rows */
 	/* the largest term's bits: a float's unweighted (ordered as the double) */
 	typedef typename std::conditional<W, unsigned long long, unsigned>::type max_t;
 	__shared__ float4 cs[PP_CS_DIMS][LT / 4];	/* a chunk of the candidates */
 	__shared__ unsigned long long red[2][LT];
 	const int64_t r0 = (int64_t) blockIdx.x * blockDim.x * rpt;
 	const double S = P.g->S;
+	const float *cls = c == 0 ? nullptr : pp_won_terms(P);
 	unsigned long long s[LT];
 	max_t		mx[LT];
 
@@ -415,46 +603,48 @@ pp_terms(pp_state P, int L, int c, int rpt_)
 		s[t] = mx[t] = 0;
 	if (threadIdx.x < 2 * LT)
 		red[threadIdx.x / LT][threadIdx.x % LT] = 0;
-	for (int r = 0; r < rpt; r++)
+	if (RM == 2)
 	{
-		const int64_t i = r0 + (int64_t) r * blockDim.x + threadIdx.x;
-		const bool	row = i < P.n;
-		const float cl = c == 0 || !row ? INFINITY : P.terms[(int64_t) *P.best * P.n + i];
-		float		q[LT];
+		float		x[PP_GROUP][PP_GROUP_DC],
+					cl[PP_GROUP];
 
-#pragma unroll
-		for (int t = 0; t < LT; t++)
-			q[t] = 0.0f;
-		for (int jc = 0; jc < P.d; jc += PP_CS_DIMS)
+		pp_load_cands<LT>(P, c, 0, P.d, cs);
+		__syncthreads();
+		for (int r = 0; r < rpt; r += PP_GROUP)
 		{
-			const int	dc = P.d - jc < PP_CS_DIMS ? P.d - jc : PP_CS_DIMS;
-
-			if (r > 0 && P.d <= PP_CS_DIMS)
-				break;			/* jc = 0, the one chunk, is in place */
-			__syncthreads();
-			for (int e = threadIdx.x; e < dc * (LT / 4); e += blockDim.x)
-				cs[e / (LT / 4)][e % (LT / 4)] =
-					((const float4 *) (P.cand + (int64_t) (jc + e / (LT / 4)) * KM_PP_LMAX))[e % (LT / 4)];
-			__syncthreads();
-			if (!row)
-				continue;
-			pp_terms_chunk<LT>(P, i, jc, dc, cs, q);
+			pp_group_load(P, cls, r0, r, rpt, x, cl);
+			pp_group_terms<LT, W>(P, L, c, S, r0, r, rpt, x, cl, cs, s, mx);
 		}
-		if (r > 0 && P.d <= PP_CS_DIMS && row)
-			pp_terms_chunk<LT>(P, i, 0, P.d, cs, q);
-#pragma unroll
-		for (int t = 0; t < LT; t++)
-			if (t < L && row)
-			{
-				const float m = q[t] < cl ? q[t] : cl;
-				const double tm = gc_km_pot_term(W ? P.w : nullptr, i, m);
-				const max_t b = W ? (max_t) __double_as_longlong(tm) : (max_t) __float_as_uint(m);	/* >= 0: ordered */
-
-				P.terms[(int64_t) t * P.n + i] = m;
-				s[t] += gc_km_pot_q(tm, S);
-				mx[t] = b > mx[t] ? b : mx[t];
-			}
 	}
+	else
+		for (int r = 0; r < rpt; r++)
+		{
+			const int64_t i = r0 + (int64_t) r * blockDim.x + threadIdx.x;
+			const bool	row = i < P.n;
+			const float cl = cls == nullptr || !row ? INFINITY : cls[i];
+			float		q[LT];
+
+#pragma unroll
+			for (int t = 0; t < LT; t++)
+				q[t] = 0.0f;
+			for (int jc = 0; jc < P.d; jc += PP_CS_DIMS)
+			{
+				const int	dc = P.d - jc < PP_CS_DIMS ? P.d - jc : PP_CS_DIMS;
+
+				if (r > 0 && P.d <= PP_CS_DIMS)
+					break;		/* jc = 0, the one chunk, is in place */
+				__syncthreads();
+				pp_load_cands<LT>(P, c, jc, dc, cs);
+				__syncthreads();
+				if (!row)
+					continue;
+				pp_terms_chunk<LT>(P, i, jc, dc, cs, q);
+			}
+			if (r > 0 && P.d <= PP_CS_DIMS && row)
+				pp_terms_chunk<LT>(P, i, 0, P.d, cs, q);
+			if (row)
+				pp_row_terms<LT, W>(P, L, c, S, i, q, cl, s, mx);
+		}
 #pragma unroll
 	for (int t = 0; t < LT; t++)
 		if (t < L)
@@ -484,20 +674,23 @@ pp_terms(pp_state P, int L, int c, int rpt_)
 	}
 }
 
-template <bool W, bool RPT>
+/* pp_terms with the least LT > L (lean: the last column the last winner's) or >= L */
+template <bool W, int RM>
 static void
 pp_terms_lt(const pp_state &P, int L, int c, int rpt, unsigned grid, int bt, cudaStream_t s)
 {
-	if (L <= 4)
-		pp_terms<4, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
-	else if (L <= 8)
-		pp_terms<8, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
-	else if (L <= 12)
-		pp_terms<12, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
-	else if (L <= 16)
-		pp_terms<16, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	const int	cols = P.lean ? L + 1 : L;
+
+	if (cols <= 4)
+		pp_terms<4, W, RM><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else if (cols <= 8)
+		pp_terms<8, W, RM><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else if (cols <= 12)
+		pp_terms<12, W, RM><<<grid, bt, 0, s>>>(P, L, c, rpt);
+	else if (cols <= 16)
+		pp_terms<16, W, RM><<<grid, bt, 0, s>>>(P, L, c, rpt);
 	else
-		pp_terms<KM_PP_LMAX, W, RPT><<<grid, bt, 0, s>>>(P, L, c, rpt);
+		pp_terms<KM_PP_LMAX, W, RM><<<grid, bt, 0, s>>>(P, L, c, rpt);
 }
 
 /*
@@ -520,12 +713,15 @@ pp_terms_launch(const pp_state &P, int L, int c, int nsm, cudaStream_t s)
 		   P.n >= (int64_t) nsm * 8 * PP_THREADS * rpt * 2)
 		rpt *= 2;
 	grid = blocks_for(P.n, bt * rpt);
-	if (P.w != nullptr)
-		rpt > 1 ? pp_terms_lt<true, true>(P, L, c, rpt, grid, bt, s)
-			: pp_terms_lt<true, false>(P, L, c, rpt, grid, bt, s);
+	if (rpt > 1 && P.d <= PP_GROUP_DC)
+		P.w != nullptr ? pp_terms_lt<true, 2>(P, L, c, rpt, grid, bt, s)
+			: pp_terms_lt<false, 2>(P, L, c, rpt, grid, bt, s);
+	else if (rpt > 1)
+		P.w != nullptr ? pp_terms_lt<true, 1>(P, L, c, rpt, grid, bt, s)
+			: pp_terms_lt<false, 1>(P, L, c, rpt, grid, bt, s);
 	else
-		rpt > 1 ? pp_terms_lt<false, true>(P, L, c, rpt, grid, bt, s)
-			: pp_terms_lt<false, false>(P, L, c, rpt, grid, bt, s);
+		P.w != nullptr ? pp_terms_lt<true, 0>(P, L, c, rpt, grid, bt, s)
+			: pp_terms_lt<false, 0>(P, L, c, rpt, grid, bt, s);
 }
 
 /*
@@ -609,10 +805,15 @@ pp_select(pp_state P, int L, float *C, int c, int64_t *chosen, bool regrid_here)
 	}
 	__syncthreads();
 	pp_put(P, P.cand, P.cid, best, c, C, chosen);
+	if (P.lean)
+		for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
+			P.wc[j] = __ldcg(P.cand + j * KM_PP_LMAX + best);
+	__syncthreads();
 	if (same)
 		pp_prefix_of((const uint64_t *) P.bs + (int64_t) best * P.nb, P.nb, P.off, ts.s);
 	else if (regrid_here)
-		pp_regrid_here(P, P.terms + (int64_t) best * P.n, S, P.off, ts.r, ts.s);
+		pp_regrid_here(P, P.lean ? P.terms : P.terms + (int64_t) best * P.n,
+					   P.lean ? P.wc : nullptr, S, P.off, ts.r, ts.s);
 }
 
 /*
@@ -691,10 +892,10 @@ pp_persist(pp_state P, pp_par Q, uint64_t seed, uint64_t stream, int L, int c0,
 			if (blockIdx.x < Lc && same)
 				pp_prefix_of((const uint64_t *) Q.bs[par ^ 1] + (int64_t) best * nb, nb, off, sm.d.s);
 			else if (blockIdx.x < Lc)
-				pp_regrid_here(P, closest, S, off, sm.r, sm.d.s);
+				pp_regrid_here(P, closest, nullptr, S, off, sm.r, sm.d.s);
 		}
 		if (blockIdx.x < Lc)
-			pp_take(P, pp_draw_row(P, closest, off, S, seed, stream, c, Lc, blockIdx.x, first, sm.d),
+			pp_take(P, pp_draw_row(P, closest, nullptr, off, S, seed, stream, c, Lc, blockIdx.x, first, sm.d),
 					blockIdx.x, Q.cand[par], Q.cid[par]);
 		for (int64_t e = (int64_t) blockIdx.x * PP_THREADS + threadIdx.x; e < (int64_t) Lc * nb;
 			 e += (int64_t) gridDim.x * PP_THREADS)
@@ -808,8 +1009,28 @@ struct pp_buffers
 		gc_dfree(P.cid, s);
 		gc_dfree(P.cand, s);
 		gc_dfree(P.best, s);
+		gc_dfree(P.wc, s);
 	}
 };
+}
+
+/*
+ * Whether k-means++ over d dimensions with L trials runs lean (the
+ * header): GPUCLUST_KM_PP_LEAN=0 never, =1 always (tests, benchmarks),
+ * else up to PP_LEAN_MAX_D dimensions.  There the L terms it does not
+ * write are most of a step's bytes (H200, 10M x 2, k = 100: k-means++
+ * 20.8 -> 19.6 ms); above, the winner's distances cost more than the
+ * writes they save (4M x 32, k = 256: 77 -> 86 ms; 1M x 128, k = 1000,
+ * a third more columns: 249 -> 515 ms).  Not on the persistent path.
+ */
+static bool
+pp_lean_wanted(int d, int L)
+{
+	const char *env = getenv("GPUCLUST_KM_PP_LEAN");
+
+	if (L + 1 > KM_PP_LMAX || (env && atoi(env) == 0))
+		return false;
+	return (env && atoi(env) == 1) || d <= PP_LEAN_MAX_D;
 }
 
 /*
@@ -889,11 +1110,11 @@ pp_run_persist(const gc_ctx *ctx, cudaStream_t s, pp_state &P, int L, int k,
 /*
  * B's state over n rows (XT, d x n; weights w or NULL) for L trials, its
  * buffers allocated on s, np sets of those a step writes (2: the
- * persistent path's parities).
+ * persistent path's parities); lean: the rows' D² in place of the terms.
  */
 static gc_code
 pp_open(pp_buffers &B, cudaStream_t s, const float *XT, int64_t n, int d,
-		const double *w, int L, int np, gc_status *st)
+		const double *w, int L, int np, bool lean, gc_status *st)
 {
 	pp_state   &P = B.P;
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
@@ -905,7 +1126,9 @@ pp_open(pp_buffers &B, cudaStream_t s, const float *XT, int64_t n, int d,
 	P.nb = nb;
 	P.w = w;
 	P.wlast = n - 1;
-	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * L * np, s));
+	P.lean = lean;
+	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * (lean ? 1 : L * np), s));
+	KM_CK(gc_dalloc((void **) &P.wc, sizeof(float) * (size_t) d, s));
 	KM_CK(gc_dalloc((void **) &P.bs, sizeof(unsigned long long) * (size_t) nb * L * np, s));
 	KM_CK(gc_dalloc((void **) &P.tmax, sizeof(unsigned long long) * KM_PP_LMAX * np, s));
 	KM_CK(gc_dalloc((void **) &P.bq, sizeof(uint64_t) * (size_t) nb, s));
@@ -944,7 +1167,8 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	KM_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
 	pgrid = coop && pp_persist_wanted(n, nb, d, L) ? pp_persist_grid(n, L, nsm) : 0;
 	persist = pgrid > 0;
-	if ((rc = pp_open(B, s, XT, n, d, w, L, persist ? 2 : 1, st)) != GC_OK)
+	if ((rc = pp_open(B, s, XT, n, d, w, L, persist ? 2 : 1, !persist && pp_lean_wanted(d, L),
+					  st)) != GC_OK)
 		return rc;
 
 	if (w != nullptr)
@@ -1068,7 +1292,7 @@ pp_draw_at(pp_state P, pp_draws W)
 	if (row == PP_ROW_NONE)
 		return;
 	if (row == PP_ROW_DRAW)
-		row = pp_draw_in(P, P.terms + (int64_t) *P.best * P.n, P.off, P.g->S, W.R[t], ts);
+		row = pp_draw_in(P, pp_won_terms(P), P.lean ? P.wc : nullptr, P.off, P.g->S, W.R[t], ts);
 	pp_take(P, row, t, P.cand, P.cid);
 }
 
@@ -1096,8 +1320,9 @@ pp_pots(pp_state P, int L, unsigned long long *out)
 	}
 }
 
-/* The step's winner best and its grid S; on the same grid (same) the
- * next draws' prefix sums of its block sums, else pp_regrid's next. */
+/* The step's winner best and its grid S, lean its coordinates; on the
+ * same grid (same) the next draws' prefix sums of its block sums, else
+ * pp_regrid's next. */
 __global__ void __launch_bounds__(PP_THREADS)
 pp_next(pp_state P, int best, double S, bool same)
 {
@@ -1109,6 +1334,9 @@ pp_next(pp_state P, int best, double S, bool same)
 		P.g->S = S;
 		P.g->regrid = !same;
 	}
+	if (P.lean)
+		for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
+			P.wc[j] = P.cand[j * KM_PP_LMAX + best];
 	if (same)
 		pp_prefix_of((const uint64_t *) P.bs + (int64_t) best * P.nb, P.nb, P.off, ts);
 }
@@ -1146,7 +1374,7 @@ pp_shards_open(pp_shards &PS, km_dev *const *D, int L, gc_status *st)
 		if ((PS.P[s] = P = new (std::nothrow) pp_shard) == nullptr)
 			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
 		KM_CK(cudaDeviceGetAttribute(&P->nsm, cudaDevAttrMultiProcessorCount, PS.dev[s]));
-		if ((rc = pp_open(P->B, Ds.s, Ds.XT, Ds.n, d, nullptr, L, 1, st)) != GC_OK)
+		if ((rc = pp_open(P->B, Ds.s, Ds.XT, Ds.n, d, nullptr, L, 1, pp_lean_wanted(d, L), st)) != GC_OK)
 			return rc;
 		/* the candidates' matrix comes down whole, its other shards' columns too */
 		KM_CK(cudaMemsetAsync(P->B.P.cand, 0, sizeof(float) * (size_t) d * KM_PP_LMAX, Ds.s));
