@@ -11,6 +11,9 @@
  * BENCH_ONLY_FITS=1: the whole fits alone; BENCH_FITS=ab...: only those
  * fits (a the first of bench_fits's list); BENCH_NO_FITS=1: no fits;
  * BENCH_ROWS=ab...: only those per-iteration rows (a the first).
+ * BENCH_FIT_REPS=r: each whole fit r times on the same rows (a row each);
+ * BENCH_KEEP_POOL=1: the device's memory pool keeps what a fit frees, as
+ * in the GPU worker, so that fits after the first allocate nothing new.
  *
  * baselines.txt: bench_kmeans.py's lines "NAME N D K VALUE [NOTE]" (its
  * docstring), timed on the same data (make_blobs, make_uniform: its numpy
@@ -169,6 +172,18 @@ bench_fits(uint64_t *s)
 		{1000000, 32, 100, 300, GC_INIT_KMEANS_PARALLEL, 1e-4, 0},
 	};
 	const int	nf = (int) (sizeof(F) / sizeof(F[0]));
+	const int	reps = getenv("BENCH_FIT_REPS") && atoi(getenv("BENCH_FIT_REPS")) > 1 ?
+		atoi(getenv("BENCH_FIT_REPS")) : 1;
+
+	if (getenv("BENCH_KEEP_POOL") && atoi(getenv("BENCH_KEEP_POOL")) == 1)
+	{
+		gc_cuda_device_info info;
+
+		/* as the GPU worker does: the pool keeps what a fit frees */
+		gc_cuda_probe(0, &info);
+		gc_cuda_keep_memory(info.total_mem);
+		printf("the device's memory pool keeps what fits free (gc_cuda_keep_memory), as in the GPU worker\n");
+	}
 
 	printf("\n| fit | init | upload ms | init ms | Lloyd ms (iterations) | ms/iter | download ms | whole call ms | init / fit | target |\n");
 	printf("|---|---|---|---|---|---|---|---|---|---|\n");
@@ -180,12 +195,9 @@ bench_fits(uint64_t *s)
 		int			d = F[w].d,
 					k = F[w].k;
 		float	   *X = F[w].target_ms == 0 ? make_blobs(n, d, k, s, NULL) : malloc(sizeof(float) * n * d);
-		int32_t    *lab = malloc(sizeof(int32_t) * n);
-		double	   *dist = malloc(sizeof(double) * n);
 		float	   *C = malloc(sizeof(float) * (size_t) k * d);
 		gc_kmeans_params p = {.k = k, .max_iter = F[w].max_iter, .tol = F[w].tol,
 			.init = F[w].init, .n_init = 1, .seed = 1};
-		gc_kmeans_result r = {lab, dist, C, 0, 0, 0};
 		gc_ctx		ctx = {.n_threads = 0, .cancel_flags = {NULL, NULL}};
 		gc_status	st = {0};
 		gc_kmeans_gpu_phases ph;
@@ -198,43 +210,48 @@ bench_fits(uint64_t *s)
 		if (F[w].target_ms > 0)
 			for (int64_t i = 0; i < n * d; i++)
 				X[i] = (float) unif(s);
-		t0 = now_ms();
-
-		if (gc_kmeans_gpu(&ctx, X, n, d, &p, &r, &st) != GC_OK)
+		for (int rep = 0; rep < reps; rep++)
 		{
-			printf("| n=%lld d=%d k=%d | error: %s |\n", (long long) n, d, k, st.message);
-			free(X);
+			/* the results into fresh memory, as a caller's */
+			int32_t    *lab = malloc(sizeof(int32_t) * n);
+			double	   *dist = malloc(sizeof(double) * n);
+			gc_kmeans_result r = {lab, dist, C, 0, 0, 0};
+
+			t0 = now_ms();
+			if (gc_kmeans_gpu(&ctx, X, n, d, &p, &r, &st) != GC_OK)
+			{
+				printf("| n=%lld d=%d k=%d | error: %s |\n", (long long) n, d, k, st.message);
+				free(lab);
+				free(dist);
+				break;
+			}
+			tot = now_ms() - t0;
+			gc_kmeans_gpu_last_phases(&ph);
+			fit = ph.ms_init + ph.ms_lloyd;
+			if (F[w].target_ms > 0)
+			{
+				/* had it stopped early, what max_iter iterations would take */
+				double		full = tot + (F[w].max_iter - ph.total_iterations) *
+					ph.ms_lloyd / (ph.total_iterations > 0 ? ph.total_iterations : 1);
+
+				snprintf(tgt, sizeof(tgt), "fit <= %.0f ms: %.0f ms for %d iterations, %s",
+						 F[w].target_ms, full, F[w].max_iter,
+						 full <= F[w].target_ms ? "met" : "MISSED");
+			}
+			else
+				snprintf(tgt, sizeof(tgt), "init <= 20%% %s",
+						 ph.ms_init <= 0.2 * fit ? "met" : "MISSED");
+			printf("| n=%lld d=%d k=%d | %s | %.1f | %.1f | %.1f (%d) | %.3f | %.1f | %.1f | %.0f%% | %s |\n",
+				   (long long) n, d, k, F[w].init == GC_INIT_RANDOM ? "random" :
+				   F[w].init == GC_INIT_KMEANS_PARALLEL ? "k-means\\|\\|" : "k-means++",
+				   ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.total_iterations,
+				   ph.ms_lloyd / (ph.total_iterations > 0 ? ph.total_iterations : 1),
+				   ph.ms_download, tot, 100.0 * ph.ms_init / fit, tgt);
+			fflush(stdout);
 			free(lab);
 			free(dist);
-			free(C);
-			continue;
 		}
-		tot = now_ms() - t0;
-		gc_kmeans_gpu_last_phases(&ph);
-		fit = ph.ms_init + ph.ms_lloyd;
-		if (F[w].target_ms > 0)
-		{
-			/* had it stopped early, what max_iter iterations would take */
-			double		full = tot + (F[w].max_iter - ph.total_iterations) *
-				ph.ms_lloyd / (ph.total_iterations > 0 ? ph.total_iterations : 1);
-
-			snprintf(tgt, sizeof(tgt), "fit <= %.0f ms: %.0f ms for %d iterations, %s",
-					 F[w].target_ms, full, F[w].max_iter,
-					 full <= F[w].target_ms ? "met" : "MISSED");
-		}
-		else
-			snprintf(tgt, sizeof(tgt), "init <= 20%% %s",
-					 ph.ms_init <= 0.2 * fit ? "met" : "MISSED");
-		printf("| n=%lld d=%d k=%d | %s | %.1f | %.1f | %.1f (%d) | %.3f | %.1f | %.1f | %.0f%% | %s |\n",
-			   (long long) n, d, k, F[w].init == GC_INIT_RANDOM ? "random" :
-			   F[w].init == GC_INIT_KMEANS_PARALLEL ? "k-means\\|\\|" : "k-means++",
-			   ph.ms_upload, ph.ms_init, ph.ms_lloyd, ph.total_iterations,
-			   ph.ms_lloyd / (ph.total_iterations > 0 ? ph.total_iterations : 1),
-			   ph.ms_download, tot, 100.0 * ph.ms_init / fit, tgt);
-		fflush(stdout);
 		free(X);
-		free(lab);
-		free(dist);
 		free(C);
 	}
 }

@@ -188,19 +188,25 @@ test_seed(int64_t n, int d, int k, int kind)
 			CHECK(0, "seed %s n=%lld d=%d k=%d: cpu: %s", init_name[init], (long long) n, d, k, st.message);
 			continue;
 		}
-		/* k-means++ on the GPU as four kernels a centre, and persistent */
-		for (int pm = 0; pm < 2; pm++)
+		/*
+		 * k-means++ on the GPU as four kernels a centre (pm 0), persistent
+		 * (1), and four kernels with the trials' terms stored where they
+		 * are by default recomputed (lean), and the reverse (2)
+		 */
+		for (int pm = 0; pm < 3; pm++)
 		{
-			setenv("GPUCLUST_KM_PP_PERSIST", pm ? "1" : "0", 1);
+			setenv("GPUCLUST_KM_PP_PERSIST", pm == 1 ? "1" : "0", 1);
+			if (pm == 2)
+				setenv("GPUCLUST_KM_PP_LEAN", d <= 32 ? "0" : "1", 1);
 			memset(Cg, 0xff, sizeof(float) * k * d);
 			memset(rg, 0xff, sizeof(int64_t) * k);
 			b = gc_kmeans_gpu_seed(NULL, X, n, d, k, init, seed, stream, Cg, rows ? rg : NULL, &st);
-			CHECK(b == GC_OK, "seed %s n=%lld d=%d k=%d (persistent %d): %s", init_name[init],
+			CHECK(b == GC_OK, "seed %s n=%lld d=%d k=%d (mode %d): %s", init_name[init],
 				  (long long) n, d, k, pm, st.message);
 			if (b != GC_OK)
 				continue;
 			CHECK(memcmp(Cc, Cg, sizeof(float) * k * d) == 0,
-				  "%s centres differ (n=%lld d=%d k=%d kind %d, persistent %d)", init_name[init],
+				  "%s centres differ (n=%lld d=%d k=%d kind %d, mode %d)", init_name[init],
 				  (long long) n, d, k, kind, pm);
 			if (rows)
 			{
@@ -208,13 +214,14 @@ test_seed(int64_t n, int d, int k, int kind)
 
 				for (int c = 0; c < k; c++)
 					same &= rc_[c] == rg[c];
-				CHECK(same, "%s rows differ (n=%lld d=%d k=%d kind %d, persistent %d)", init_name[init],
+				CHECK(same, "%s rows differ (n=%lld d=%d k=%d kind %d, mode %d)", init_name[init],
 					  (long long) n, d, k, kind, pm);
 			}
 			if (res == GC_INIT_RANDOM)
 				break;			/* no k-means++ in it */
 		}
 		unsetenv("GPUCLUST_KM_PP_PERSIST");
+		unsetenv("GPUCLUST_KM_PP_LEAN");
 	}
 	free(X);
 	free(Cc);
@@ -230,6 +237,7 @@ test_seed_suite(void)
 	test_seed(3000, 5, 20, 0);
 	test_seed(20011, 17, 40, 0);
 	test_seed(1000, 3, 30, 3);	/* duplicates */
+	test_seed(600001, 2, 8, 0); /* rows a thread (from 2 x 8 x 256 an SM) */
 }
 
 /* ---- one Lloyd step ---- */
@@ -1854,6 +1862,11 @@ main(int argc, char **argv)
 		test_seed(3000, 4, 1000, 3);
 		test_seed(1000, 3, 1000, 1);	/* k = n */
 		test_seed(300000, 8, 100, 0);	/* many fixed blocks */
+		/* rows a thread (from 2 x 8 x 256 a SM): 4 loaded at once up to d =
+		 * 4 (700001 on 132 SMs: 2 a thread, a group half full), or not */
+		test_seed(1200007, 2, 60, 0);
+		test_seed(700001, 3, 40, 1);
+		test_seed(1100003, 9, 30, 0);
 		test_seed(5000, 300, 20, 0);	/* d > 256: k-means||'s FP32 tiled batches */
 		test_seed(4001, 257, 40, 3);
 	}
@@ -1921,6 +1934,8 @@ main(int argc, char **argv)
 				test_features(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
 							  GC_INIT_KMEANSPP, 1, 1e-4, fl[f], 0);
 			}
+		if (!quick)				/* weighted k-means++, 4 rows a thread loaded at once */
+			test_features(1200007, 2, 40, 0, GC_INIT_KMEANSPP, 1, 1e-4, F_W, 0);
 		/* every seeding, n_init > 1, tol 0 */
 		test_features(20000, 6, 20, 0, GC_INIT_RANDOM, 3, 1e-4, F_W, 0);
 		test_features(20000, 12, 50, 0, GC_INIT_KMEANS_PARALLEL, 2, 1e-4, F_W | F_COS, 0);
