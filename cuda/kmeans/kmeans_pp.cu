@@ -571,17 +571,16 @@ pp_terms_blocks(int LT, bool W, int RM)
 /*
  * One step's pass over the rows: for t < L, min(cl, gc_dist2(x_i, cand_t)),
  * where cl is the row's term of the last winner (+inf at c == 0), stored
- * in place of the step's terms (the thread of row i reads its cl before it
- * writes), or lean computed from the D² and the last column (pp_row_terms).  LT
- * (a multiple of 4, > L lean, else >= L) columns are computed, a
- * dimension's candidates read as float4: no test of L in the inner loop,
- * and the loop's instructions stay under the pass's memory time.  Then
- * each trial's q on the step's grid, summed per block of KM_BLOCK rows (a
- * CUDA block's rpt x blockDim rows lie in one), and its largest term.
- * RM: 0 a row a thread; 1 rpt rows a thread; 2 likewise, d <=
- * PP_GROUP_DC, PP_GROUP rows loaded at once, as the pass is bound by its
- * loads' latency there (its own instance: the registers it holds would
- * cost the others occupancy).
+ * in place of the step's terms (the thread of row i reads its cl before
+ * it writes), or lean computed from the D² and the last column
+ * (pp_row_terms).  LT (a multiple of 4, > L lean, else >= L) columns are
+ * computed, a dimension's candidates read as float4: no test of L in the
+ * inner loop.  Then each trial's q on the step's grid, summed per block
+ * of KM_BLOCK rows (a CUDA block's rpt x blockDim rows lie in one), and
+ * its largest term.  RM: 0 a row a thread; 1 rpt rows a thread; 2
+ * likewise, d <= PP_GROUP_DC, PP_GROUP rows loaded at once, as the pass
+ * is bound by its loads' latency there (its own instance: the registers
+ * it holds would cost the others occupancy).
  */
 template <int LT, bool W, int RM>
 __global__ void __launch_bounds__(PP_THREADS, pp_terms_blocks(LT, W, RM))
