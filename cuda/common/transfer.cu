@@ -150,7 +150,7 @@ xfer_unflag(int32_t *values, uint8_t *flags, const uint32_t *w, size_t n)
 		const uint32_t x = w[i];
 
 		values[i] = gc_flagged_value(x);
-		flags[i] = (uint8_t) (x >> 31);
+		flags[i] = gc_flagged_flag(x);
 	}
 }
 

@@ -55,6 +55,12 @@ gc_flagged_value(uint32_t w)
 	return (int32_t) (w & 0x7fffffffu) - 1;
 }
 
+__host__ __device__ __forceinline__ bool
+gc_flagged_flag(uint32_t w)
+{
+	return (w >> 31) != 0;
+}
+
 /*
  * n flagged words from device src down into values and flags (0 or 1),
  * in one pipeline: a fifth fewer bytes over the bus than the two arrays.

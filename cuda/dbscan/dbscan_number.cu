@@ -68,16 +68,16 @@ k_fin3(const int *__restrict__ rootOfRow, const int *__restrict__ minrow,
 
 	if (row < n)
 	{
-		int			v = rootOfRow[row],
-					r = gc_flagged_value((uint32_t) v);
-		int32_t		label = r < 0 ? GC_NOISE : idx[minrow[r]];
+		const uint32_t v = (uint32_t) rootOfRow[row];
+		const int	r = gc_flagged_value(v);
+		const int32_t label = r < 0 ? GC_NOISE : idx[minrow[r]];
 
 		if (packed != nullptr)
-			packed[row] = gc_flagged_word(label, v < 0);
+			packed[row] = gc_flagged_word(label, gc_flagged_flag(v));
 		else
 		{
 			labels[row] = label;
-			coreRow[row] = (uint8_t) ((unsigned) v >> 31);
+			coreRow[row] = gc_flagged_flag(v);
 		}
 	}
 }

@@ -777,6 +777,15 @@ pp_put(const pp_state &P, const float *cand, const int64_t *cid, int best, int c
 		C[(int64_t) c * P.d + j] = __ldcg(cand + j * KM_PP_LMAX + best);
 }
 
+/* Lean: the winner's coordinates (column best of the candidates) into wc */
+__device__ void
+pp_keep_winner(const pp_state &P, int best)
+{
+	if (P.lean)
+		for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
+			P.wc[j] = __ldcg(P.cand + j * KM_PP_LMAX + best);
+}
+
 /*
  * The potentials, the winner (centre c and its row), the next grid, and,
  * on the same grid, the next draws' prefix sums; on a new grid, with
@@ -804,9 +813,7 @@ pp_select(pp_state P, int L, float *C, int c, int64_t *chosen, bool regrid_here)
 	}
 	__syncthreads();
 	pp_put(P, P.cand, P.cid, best, c, C, chosen);
-	if (P.lean)
-		for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
-			P.wc[j] = __ldcg(P.cand + j * KM_PP_LMAX + best);
+	pp_keep_winner(P, best);
 	__syncthreads();
 	if (same)
 		pp_prefix_of((const uint64_t *) P.bs + (int64_t) best * P.nb, P.nb, P.off, ts.s);
@@ -1333,9 +1340,7 @@ pp_next(pp_state P, int best, double S, bool same)
 		P.g->S = S;
 		P.g->regrid = !same;
 	}
-	if (P.lean)
-		for (int j = threadIdx.x; j < P.d; j += PP_THREADS)
-			P.wc[j] = P.cand[j * KM_PP_LMAX + best];
+	pp_keep_winner(P, best);
 	if (same)
 		pp_prefix_of((const uint64_t *) P.bs + (int64_t) best * P.nb, P.nb, P.off, ts);
 }
