@@ -575,6 +575,7 @@ km_fit(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	km_last_phases.chunks = plan.streamed ? plan.chunks : 0;
 	km_last_phases.chunk_rows = plan.streamed ? plan.chunk_rows : 0;
 	km_last_phases.grid_cells = D.grid ? D.geo.ncell : 0;
+	km_last_phases.screen_resident = D.screen_res;
 	if (p->tol > 0.0)
 	{
 		double		mv;

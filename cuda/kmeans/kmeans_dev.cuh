@@ -227,6 +227,8 @@ struct km_dev
 	int			dpad = 0;		/* rows of CT: d rounded up to the screen's stage */
 	size_t		screen_smem = 0;
 	int			screen_minb = 1;	/* blocks per SM of the tf32 kernel */
+	int			screen_res = 0;	/* blocks per SM of the tf32 kernel with the centres
+								 * resident (kmeans_screen.cu); 0: they stream */
 	int			screen_wg = 0;	/* the screen on wgmma (kmeans_wgmma.cu): its stages; 0 none */
 	int			wdpad = 0;		/* its dimensions: d rounded up to 64 */
 	float		xabs = 0.0f;	/* at least every |x - mu| (km_features_finish) */

@@ -79,7 +79,12 @@
  * scores go straight into each thread's running best / second best of its
  * 8 rows; at the end the 4 lanes and the 4 warps that share a row combine
  * by (score, index), and thread r of the block decides row r.
+ *
+ * Where every centre fits in shared memory beside the rows (d <= 64, small
+ * k: km_dev.screen_res), k_assign_screen_res runs the tf32 screen instead:
+ * the same scores, kept as integer keys, over tile after tile of rows.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +96,8 @@
 #define SC_BN 128				/* centres per tile */
 #define SC_BK 32				/* dimensions per centre stage */
 #define SC_THREADS 256
+#define SC_RS (SC_BM + 8)		/* floats a dimension of a resident kernel's row stage */
+#define SC_RC 64				/* centres per tile of the resident kernel */
 
 /*
  * The fragment order.  A k-step of mma m16n8k8 gives lane (g, t) = (lane/4,
@@ -131,6 +138,202 @@ k_screen_prep(const float *__restrict__ CT, int dpad, int kp,
 		if (CTt)
 			CTt[idx] = __uint_as_float(to_tf32(v));
 	}
+}
+
+/*
+ * One k-step of 8 dimensions of a warp's (16 MT) x 32 tile: MT x 4 mma (x3
+ * in 3xtf32).  af: the warp's A fragments of the k-step (MT groups of 16
+ * rows, 32 float4 apart); bf: its B fragments (2 groups of 16 centres, 32
+ * float4 apart).
+ */
+template <int MODE, int MT = 4>
+__device__ __forceinline__ void
+sc_kstep(float (&acc)[MT][4][4], const float4 *af, const float4 *bf)
+{
+	uint32_t	a[MT][4];
+	uint32_t	as[MT][4];
+	float		bv[8];
+
+#pragma unroll
+	for (int mt = 0; mt < MT; mt++)
+	{
+		const float4 v = af[mt * 32];
+		const float vv[4] = {v.x, v.y, v.z, v.w};
+
+#pragma unroll
+		for (int q = 0; q < 4; q++)
+		{
+			if (MODE == 1)
+				a[mt][q] = __float_as_uint(vv[q]);
+			else
+				tf32_split(vv[q], a[mt][q], as[mt][q]);
+		}
+	}
+	{
+		const float4 v0 = bf[0],
+					v1 = bf[32];
+
+		bv[0] = v0.x;
+		bv[1] = v0.y;
+		bv[2] = v0.z;
+		bv[3] = v0.w;
+		bv[4] = v1.x;
+		bv[5] = v1.y;
+		bv[6] = v1.z;
+		bv[7] = v1.w;
+	}
+#pragma unroll
+	for (int nt = 0; nt < 4; nt++)
+	{
+		uint32_t	b0,
+					b1;
+
+		if (MODE == 1)
+		{
+			b0 = __float_as_uint(bv[2 * nt]);
+			b1 = __float_as_uint(bv[2 * nt + 1]);
+		}
+		else
+		{
+			uint32_t	s0,
+						s1;
+
+			tf32_split(bv[2 * nt], b0, s0);
+			tf32_split(bv[2 * nt + 1], b1, s1);
+
+#pragma unroll
+			for (int mt = 0; mt < MT; mt++)
+			{
+				mma_tf32(acc[mt][nt], as[mt], b0, b1);
+				mma_tf32(acc[mt][nt], a[mt], s0, s1);
+			}
+		}
+#pragma unroll
+		for (int mt = 0; mt < MT; mt++)
+			mma_tf32(acc[mt][nt], a[mt], b0, b1);
+	}
+}
+
+/*
+ * A tile's scores into the running best of the thread's 8 rows (MODE 1, 3)
+ * or into the windows' lists (MODE 2, rows past thr): row (mt, h) is
+ * mrow + mt*16 + 8h (its slot in MODE 2), centre (nt, e) is col0 + nt*8 +
+ * e, its score from acc[mt][nt][2h + e] and cn[nt*8 + e] = ||c'||².
+ */
+template <int MODE>
+__device__ __forceinline__ void
+sc_scores(const float (&acc)[4][4][4], const float *cn, int col0, float (&best)[8],
+		  float (&sec)[8], int (&bidx)[8], const float (&thr)[8], const km_ties &ties,
+		  int64_t mrow)
+{
+#pragma unroll
+	for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+		for (int e = 0; e < 2; e++)
+		{
+			const int	col = col0 + nt * 8 + e;
+			const float c2 = cn[nt * 8 + e];
+
+#pragma unroll
+			for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+				for (int h = 0; h < 2; h++)
+				{
+					const float s = __fmaf_rn(-2.0f, acc[mt][nt][2 * h + e], c2);
+
+					if (MODE != 2)
+						keep_best(s, col, best[mt * 2 + h], sec[mt * 2 + h], bidx[mt * 2 + h]);
+					else if (s <= thr[mt * 2 + h])	/* the padding's +inf never is */
+						list_tie(ties, mrow + mt * 16 + 8 * h, col);
+				}
+		}
+}
+
+/* The decision bound T of a row, ||x'||² = x2 (the header's). */
+__device__ __forceinline__ float
+sc_row_bound(float x2, const float *cmax2, float coef)
+{
+	const float M = sqrtf(x2) + sqrtf(*cmax2);
+
+	return coef * M * M;
+}
+
+/*
+ * After the scan of every centre: the 4 lanes of a row group, then the 4
+ * warps that share a row, merge by (score, index) through sh (12 x SC_BM
+ * words); thread r < SC_BM decides the block's row r (m0 + r of nrows,
+ * listed in rows_in or not): labelled where the bound allows, with its
+ * bounds for the next iterations, else queued.  Every thread of the block
+ * calls it; returns 1 where the thread changed a label.
+ */
+__device__ __forceinline__ int
+sc_decide(float (&best)[8], float (&sec)[8], int (&bidx)[8], float *sh, int64_t m0,
+		  int64_t nrows, const int32_t *__restrict__ rows_in, const float *__restrict__ xn2,
+		  const float *__restrict__ cmax2, float coef, int32_t *__restrict__ labels,
+		  float *__restrict__ ub, float *__restrict__ lb, int32_t *__restrict__ rows_out,
+		  unsigned *n_out, const km_ties &ties)
+{
+	const int	tid = threadIdx.x,
+				lane = tid & 31,
+				warp = tid >> 5;
+	const int	wm = warp >> 2,
+				wn = warp & 3;
+	const int	g = lane >> 2,
+				t = lane & 3;
+	float	   *rb = sh;		/* 4 x SC_BM best, then sec; then indices */
+	float	   *rs = sh + 4 * SC_BM;
+	int		   *ri = (int *) (sh + 8 * SC_BM);
+	int			ch = 0;
+
+#pragma unroll
+	for (int r = 0; r < 8; r++)
+		merge_quad(best[r], sec[r], bidx[r]);
+	if (t == 0)
+#pragma unroll
+		for (int r = 0; r < 8; r++)
+		{
+			const int	row = wm * 64 + (r >> 1) * 16 + g + 8 * (r & 1);
+
+			rb[wn * SC_BM + row] = best[r];
+			rs[wn * SC_BM + row] = sec[r];
+			ri[wn * SC_BM + row] = bidx[r];
+		}
+	__syncthreads();
+	if (tid < SC_BM && m0 + tid < nrows)
+	{
+		const int64_t gi = rows_in ? rows_in[m0 + tid] : m0 + tid;
+		float		b = rb[tid],
+					s2 = rs[tid];
+		int			bi = ri[tid];
+
+		for (int w = 1; w < 4; w++)
+			merge_best(rb[w * SC_BM + tid], rs[w * SC_BM + tid], ri[w * SC_BM + tid], b, s2, bi);
+		{
+			const float x2 = xn2[gi];
+			const float T = sc_row_bound(x2, cmax2, coef);
+
+			if (s2 - b > T)
+			{
+				ch = labels[gi] != bi;
+				labels[gi] = bi;
+				if (ub)
+					screen_bounds(x2, b, s2, T, ub + gi, lb + gi);
+			}
+			else
+				queue_tie(gi, b, T, rows_out, n_out, ties);
+		}
+	}
+	return ch;
+}
+
+/* The block's changed labels into info (every thread calls it). */
+__device__ __forceinline__ void
+sc_count_changed(int ch, km_info *info)
+{
+	const unsigned w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
+
+	if ((threadIdx.x & 31) == 0 && w != 0)
+		atomicAdd(&info->changed, (unsigned long long) w);
 }
 
 /*
@@ -181,13 +384,6 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	/* the rows: m0 + m of all n, or the listed rows_in[m0 + m] */
 	const int64_t nrows = !rows_in ? n : MODE == 2 ? min((int64_t) *n_in, (int64_t) ties.cap)
 		: (int64_t) *n_in;
-
-	/* the decision bound T of a row, ||x'||² = x2 (the header's) */
-	auto row_bound = [&](float x2) {
-		const float M = sqrtf(x2) + sqrtf(*cmax2);
-
-		return coef * M * M;
-	};
 
 	if (m0 >= nrows || t0 >= t1)
 		return;					/* a listed screen's grid is sized for every row */
@@ -291,7 +487,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			const int64_t m = m0 + wm * 64 + (r >> 1) * 16 + g + 8 * (r & 1);
 
 			if (m < nrows)
-				thr[r] = __fadd_ru(ties.thr[m], 0.5f * row_bound(xn2[rows_in[m]]));
+				thr[r] = __fadd_ru(ties.thr[m], 0.5f * sc_row_bound(xn2[rows_in[m]], cmax2, coef));
 		}
 	}
 
@@ -323,87 +519,17 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 		{
 			const float4 *af0 = (const float4 *) As + ((k0 / 8) * (SC_BM / 16) + wm * 4) * 32 + lane;
 			const float4 *bf0 = (const float4 *) Bst + (wn * 2) * 32 + lane;
-			/* one k-step of 8 dimensions: 4 x 4 mma (x3 in 3xtf32) */
-			auto kstep = [&](int ks) {
-			const float4 *af = af0 + ks * (SC_BM / 16 * 32);
-				const float4 *bf = bf0 + ks * (SC_BN / 16 * 32);
-				uint32_t	a[4][4];
-				uint32_t	as[4][4];
-				float		bv[8];
-
-#pragma unroll
-				for (int mt = 0; mt < 4; mt++)
-				{
-					const float4 v = af[mt * 32];
-					const float vv[4] = {v.x, v.y, v.z, v.w};
-
-#pragma unroll
-					for (int q = 0; q < 4; q++)
-					{
-						if (MODE == 1)
-							a[mt][q] = __float_as_uint(vv[q]);
-						else
-						{
-							tf32_split(vv[q], a[mt][q], as[mt][q]);
-						}
-					}
-				}
-				{
-					const float4 v0 = bf[0],
-								v1 = bf[32];
-
-					bv[0] = v0.x;
-					bv[1] = v0.y;
-					bv[2] = v0.z;
-					bv[3] = v0.w;
-					bv[4] = v1.x;
-					bv[5] = v1.y;
-					bv[6] = v1.z;
-					bv[7] = v1.w;
-				}
-#pragma unroll
-				for (int nt = 0; nt < 4; nt++)
-				{
-					uint32_t	b0,
-								b1;
-
-					if (MODE == 1)
-					{
-						b0 = __float_as_uint(bv[2 * nt]);
-						b1 = __float_as_uint(bv[2 * nt + 1]);
-					}
-					else
-					{
-						uint32_t	s0,
-									s1;
-
-						tf32_split(bv[2 * nt], b0, s0);
-						tf32_split(bv[2 * nt + 1], b1, s1);
-
-#pragma unroll
-						for (int mt = 0; mt < 4; mt++)
-						{
-							mma_tf32(acc[mt][nt], as[mt], b0, b1);
-							mma_tf32(acc[mt][nt], a[mt], s0, s1);
-						}
-					}
-#pragma unroll
-					for (int mt = 0; mt < 4; mt++)
-						mma_tf32(acc[mt][nt], a[mt], b0, b1);
-				}
-			};
-
 			if (ksteps == SC_BK / 8)
 			{
 #pragma unroll
 				for (int ks = 0; ks < SC_BK / 8; ks++)
-					kstep(ks);
+					sc_kstep<MODE>(acc, af0 + ks * (SC_BM / 16 * 32), bf0 + ks * (SC_BN / 16 * 32));
 			}
 			else
 			{
 #pragma unroll 1
 				for (int ks = 0; ks < ksteps; ks++)
-					kstep(ks);
+					sc_kstep<MODE>(acc, af0 + ks * (SC_BM / 16 * 32), bf0 + ks * (SC_BN / 16 * 32));
 			}
 		}
 		if (kc == nkc - 1)
@@ -413,27 +539,8 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			 * wn*32 + nt*8 + 2t + e; acc[mt][nt][2h + e] */
 			const int	ct = (t0 + step / nkc) * SC_BN + wn * 32 + 2 * t;
 
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-				for (int e = 0; e < 2; e++)
-				{
-					const int	col = ct + nt * 8 + e;
-					const float cn = Cn[((step / nkc) & 1) * SC_BN + wn * 32 + 2 * t + nt * 8 + e];
-
-#pragma unroll
-					for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-						for (int h = 0; h < 2; h++)
-						{
-							const float s = __fmaf_rn(-2.0f, acc[mt][nt][2 * h + e], cn);
-
-							if (MODE != 2)
-								keep_best(s, col, best[mt * 2 + h], sec[mt * 2 + h], bidx[mt * 2 + h]);
-							else if (s <= thr[mt * 2 + h])	/* the padding's +inf never is */
-								list_tie(ties, m0 + wm * 64 + mt * 16 + g + 8 * h, col);
-						}
-				}
+			sc_scores<MODE>(acc, Cn + ((step / nkc) & 1) * SC_BN + wn * 32 + 2 * t, ct,
+							best, sec, bidx, thr, ties, m0 + wm * 64 + g);
 			if (DBG)
 			{
 #pragma unroll
@@ -457,60 +564,311 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	}
 	if (MODE == 2)				/* the window pass: its lists are its output */
 		return;
-	else
+	ch = sc_decide(best, sec, bidx, Bs, m0, nrows, rows_in, xn2, cmax2, coef, labels, ub, lb,
+				   rows_out, n_out, ties);
+	sc_count_changed(ch, info);
+}
+
+/* 4-byte asynchronous copy (any alignment: rows of XT start anywhere). */
+__device__ __forceinline__ void
+cp_async4(void *smem, const void *gmem)
+{
+	unsigned	s = (unsigned) __cvta_generic_to_shared(smem);
+
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(s), "l"(gmem));
+}
+
+/*
+ * The resident kernel's keys.  A row's score s^ (the streamed kernel's,
+ * bit for bit) is moved into [C, 2C) by adding 1.5 C, C a power of two
+ * above 8 M² (M = ||x'|| + max ||c'||, so |s^| <= 1.01 M² < C / 8): the
+ * sum's sign and exponent are C's, and its 23 fraction bits, shifted up
+ * by SC_KEY_BITS with the centre's number below them, order (score,
+ * number) as unsigned integers.  The addition rounds to C's float step
+ * u_C = C 2^-23 (at most u_C / 2 off), so a row's keys decide it with the
+ * bound T + u_C.  Rows whose C would pass 2^100 are never decided here.
+ */
+#define SC_KEY_BITS 9			/* centre numbers below 2^9: kp <= 512 */
+
+struct sc_key_base
+{
+	float		base;			/* 1.5 C */
+	float		ulp;			/* u_C; +inf: the row is not decided by keys */
+	uint32_t	hi;				/* C's sign and exponent bits */
+};
+
+__device__ __forceinline__ sc_key_base
+sc_key_base_of(float x2, const float *cmax2)
+{
+	const float M = sqrtf(x2) + sqrtf(*cmax2);
+	const float y = 8.0f * M * M;
+	const int	e = max((int) ((__float_as_uint(y) >> 23) & 0xff) + 1, 1);
+	sc_key_base b;
+
+	if (!(y < 0x1.0p100f))
 	{
-		/* the 4 lanes of a row group, then the 4 warps of a row, by (score, index) */
-#pragma unroll
-		for (int r = 0; r < 8; r++)
-			merge_quad(best[r], sec[r], bidx[r]);
+		b.base = 0x1.0p100f;
+		b.ulp = INFINITY;
+		b.hi = __float_as_uint(0x1.0p100f);
+		return b;
+	}
+	b.hi = (uint32_t) e << 23;
+	b.base = __uint_as_float(b.hi | 0x400000u);
+	b.ulp = __uint_as_float(b.hi) * 0x1.0p-23f;
+	return b;
+}
+
+/* The key of score s (float) of centre col for a row of base `base`. */
+__device__ __forceinline__ uint32_t
+sc_key(float s, float base, int col)
+{
+	return __float_as_uint(__fadd_rn(s, base)) * (1u << SC_KEY_BITS) + (uint32_t) col;
+}
+
+/* A key's score (exact: the moved score minus 1.5 C) and centre. */
+__device__ __forceinline__ float
+sc_key_score(uint32_t key, const sc_key_base &b)
+{
+	return __fsub_rn(__uint_as_float((key >> SC_KEY_BITS) | b.hi), b.base);
+}
+
+/* (best, second best) of two keys' running pairs */
+__device__ __forceinline__ void
+sc_key_merge(uint32_t ob, uint32_t os, uint32_t &best, uint32_t &sec)
+{
+	sec = min(max(ob, best), min(sec, os));
+	best = min(best, ob);
+}
+
+/*
+ * The tf32 screen with the centres resident (km_dev.screen_res): where
+ * every centre fits in shared memory beside the rows (small k d), a block
+ * copies them there once and then takes tile after tile of SC_BM rows
+ * (blockIdx.x, + gridDim.x, ...; a grid of a few blocks an SM).  A tile's
+ * rows, norms and labels come in by cp.async (the rows as they are in XT,
+ * SC_RS floats a dimension) while the tile before is scanned; its rows
+ * are shifted and rounded into the fragment order of As and scanned with
+ * the streamed kernel's products and scores, on warp tiles of 32 rows x
+ * 32 centres (4 x 2 warps over 128 rows x 64 centres: under 85 registers,
+ * three blocks an SM where the streamed kernel's 64 x 32 tiles take two).
+ * Each score goes into the running best and second best of its row as a
+ * key (sc_key_base_of): an addition and an integer multiply-add, then two
+ * integer minima and a maximum, where the streamed kernel spends five
+ * comparisons and selections (the integer pipe bounds both).  Rows and
+ * centres as in k_assign_screen's MODE 1 (rows_in: the listed rows, *n_in
+ * of them); kp <= 2^SC_KEY_BITS, dpad = 8 KS (the k-steps unrolled).
+ */
+template <int KS>
+__global__ void __launch_bounds__(SC_THREADS, 3)
+k_assign_screen_res(const float *__restrict__ XT, int64_t n, int d, int dpad,
+					const float *__restrict__ mu, const float *__restrict__ CTB,
+					const float *__restrict__ cnrm, const float *__restrict__ cmax2,
+					const float *__restrict__ xn2, int kp, float coef,
+					int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
+					const unsigned *n_in, int32_t *__restrict__ rows_out,
+					unsigned *n_out, km_info *info, float *__restrict__ ub,
+					float *__restrict__ lb, km_ties ties)
+{
+	extern __shared__ float4 sc_smem[];
+	float	   *Bs = (float *) sc_smem;	/* dpad x kp: every centre, fragment order */
+	float	   *Cn = Bs + (size_t) dpad * kp;	/* kp: ||c'||², the padding's FLT_MAX */
+	float	   *Mu = Cn + kp;	/* dpad: the shift (0 past d) */
+	float	   *As = Mu + dpad;	/* dpad x SC_BM: a tile's rows, fragment order */
+	float	   *Rw = As + (size_t) dpad * SC_BM;	/* d x SC_RS: the next tile's rows as in XT */
+	float	   *Xn = Rw + (size_t) dpad * SC_RS;	/* 2 x SC_BM: ||x'||², by tile parity */
+	int32_t    *Lb = (int32_t *) (Xn + 2 * SC_BM);	/* 2 x SC_BM: the labels, by parity */
+	float	   *Kb = (float *) (Lb + 2 * SC_BM);	/* SC_BM: the rows' key bases */
+	uint32_t   *Sh = (uint32_t *) (Kb + SC_BM);	/* 4 x SC_BM: the warps' keys */
+	const int	tid = threadIdx.x,
+				lane = tid & 31,
+				warp = tid >> 5;
+	const int	wm = warp >> 1,	/* rows wm*32 .. +31 */
+				wn = warp & 1;	/* centres wn*32 .. +31 of a tile of SC_RC */
+	const int	g = lane >> 2,
+				t = lane & 3;
+	const int64_t nrows = rows_in ? (int64_t) *n_in : n;
+	const int64_t ntiles = (nrows + SC_BM - 1) / SC_BM;
+	const int	nks = ((d + 7) & ~7) / 8;	/* k-steps: the streamed kernel's */
+	const int	r = tid & (SC_BM - 1);	/* the row this thread copies */
+	int			ch = 0;
+
+	if ((int64_t) blockIdx.x >= ntiles)
+		return;
+
+	/* row r of tile tl in XT (-1: past the rows) */
+	auto row_of = [&](int64_t tl) -> int64_t {
+		const int64_t m = tl * SC_BM + r;
+
+		return m < nrows ? (rows_in ? (int64_t) rows_in[m] : m) : -1;
+	};
+	/* row i's dimensions (and, thread r < SC_BM, its norm and label) into
+	 * Rw and the buffers of parity par */
+	auto load_rows = [&](int64_t i, int par) {
+		const int	j0 = tid / SC_BM;
+		const float *src = XT + (int64_t) j0 * n + i;
+		float	   *dst = Rw + (size_t) j0 * SC_RS + r;
+
+		if (i < 0)
+			return;
+		for (int j = j0; j < d; j += SC_THREADS / SC_BM)
 		{
-			float	   *rb = Bs;		/* 4 x SC_BM best, then sec; then indices */
-			float	   *rs = Bs + 4 * SC_BM;
-			int		   *ri = (int *) (Bs + 8 * SC_BM);
+			cp_async4(dst, src);
+			src += (SC_THREADS / SC_BM) * n;
+			dst += (SC_THREADS / SC_BM) * SC_RS;
+		}
+		if (tid < SC_BM)
+		{
+			cp_async4(Xn + par * SC_BM + r, xn2 + i);
+			cp_async4(Lb + par * SC_BM + r, labels + i);
+		}
+	};
 
-			if (t == 0)
+	for (int e = tid; e < dpad * kp / 4; e += SC_THREADS)
+		cp_async16(Bs + (size_t) e * 4, CTB + (size_t) e * 4);
+	for (int e = tid; e < kp; e += SC_THREADS)
+		Cn[e] = fminf(cnrm[e], FLT_MAX);
+	for (int j = tid; j < dpad; j += SC_THREADS)
+		Mu[j] = j < d ? mu[j] : 0.0f;
+	for (int e = d * SC_RS + tid; e < dpad * SC_RS; e += SC_THREADS)
+		Rw[e] = 0.0f;			/* the dimensions past d: never copied */
+
+	int64_t		tile = blockIdx.x;
+	int64_t		i_cur = row_of(tile),
+				i_next = row_of(tile + gridDim.x);
+
+	load_rows(i_cur, 0);
+	cp_async_commit();
+	for (int par = 0; tile < ntiles; tile += gridDim.x, par ^= 1)
+	{
+		const int64_t m0 = tile * SC_BM;
+		uint32_t	best[4],
+					sec[4];
+
+		cp_async_wait<0>();
+		__syncthreads();
+		if (tid < SC_BM)
+			Kb[tid] = sc_key_base_of(m0 + tid < nrows ? Xn[par * SC_BM + tid] : 0.0f, cmax2).base;
+		/*
+		 * This tile, shifted and rounded as k_assign_screen fills it (0 past
+		 * d, where Rw and Mu are 0).  A row past the last is whatever Rw
+		 * holds: its scores are never read, and a row's products involve
+		 * only that row.
+		 */
+		for (int sl = tid; sl < dpad * SC_BM / 4; sl += SC_THREADS)
+		{
+			const int	ln = sl & 31,
+						j0 = (sl / (32 * (SC_BM / 16))) * 8 + (ln & 3);	/* slot: [dim/8][row/16][lane] */
+			const float *v = Rw + (size_t) j0 * SC_RS + ((sl >> 5) & (SC_BM / 16 - 1)) * 16 + (ln >> 2);
+			const float u0 = Mu[j0],
+						u1 = Mu[j0 + 4];
+
+			((float4 *) As)[sl] = make_float4(__uint_as_float(to_tf32(__fsub_rn(v[0], u0))),
+											  __uint_as_float(to_tf32(__fsub_rn(v[8], u0))),
+											  __uint_as_float(to_tf32(__fsub_rn(v[4 * SC_RS], u1))),
+											  __uint_as_float(to_tf32(__fsub_rn(v[4 * SC_RS + 8], u1))));
+		}
+		__syncthreads();
+		/* the next tile in flight while this one is scanned */
+		load_rows(i_next, par ^ 1);
+		cp_async_commit();
 #pragma unroll
-				for (int r = 0; r < 8; r++)
-				{
-					const int	row = wm * 64 + (r >> 1) * 16 + g + 8 * (r & 1);
+		for (int q = 0; q < 4; q++)
+		{
+			best[q] = 0xffffffffu;
+			sec[q] = 0xffffffffu;
+		}
+		for (int ct = 0; ct < kp / SC_RC; ct++)
+		{
+			float		acc[2][4][4];
+			const float4 *af0 = (const float4 *) As + (wm * 2) * 32 + lane;
+			const float4 *bf0 = (const float4 *) Bs + (ct * (SC_RC / 16) + wn * 2) * 32 + lane;
+			const int	col0 = ct * SC_RC + wn * 32 + 2 * t;
 
-					rb[wn * SC_BM + row] = best[r];
-					rs[wn * SC_BM + row] = sec[r];
-					ri[wn * SC_BM + row] = bidx[r];
+#pragma unroll
+			for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+					for (int q = 0; q < 4; q++)
+						acc[mt][nt][q] = 0.0f;
+#pragma unroll
+			for (int ks = 0; ks < KS; ks++)
+				if (ks < nks)
+					sc_kstep<1, 2>(acc, af0 + ks * (SC_BM / 16 * 32), bf0 + (size_t) ks * (kp / 16 * 32));
+			/* as sc_scores, into keys: row (mt, h) = wm*32 + mt*16 + g + 8h,
+			 * centre (nt, e) = col0 + nt*8 + e */
+			float		base[4];
+
+#pragma unroll
+			for (int q = 0; q < 4; q++)
+				base[q] = Kb[wm * 32 + (q >> 1) * 16 + g + 8 * (q & 1)];
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+				for (int e = 0; e < 2; e++)
+				{
+					const float c2 = Cn[col0 + nt * 8 + e];
+
+#pragma unroll
+					for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+						for (int h = 0; h < 2; h++)
+						{
+							const int	q = mt * 2 + h;
+							const uint32_t key = sc_key(__fmaf_rn(-2.0f, acc[mt][nt][2 * h + e], c2),
+														base[q], col0 + nt * 8 + e);
+
+							sec[q] = min(sec[q], max(key, best[q]));
+							best[q] = min(best[q], key);
+						}
 				}
-			__syncthreads();
-			if (tid < SC_BM && m0 + tid < nrows)
+		}
+		/* the 4 lanes of a row group, then the 2 warps of a row */
+#pragma unroll
+		for (int q = 0; q < 4; q++)
+#pragma unroll
+			for (int off = 1; off <= 2; off <<= 1)
+				sc_key_merge(__shfl_xor_sync(0xffffffffu, best[q], off),
+							 __shfl_xor_sync(0xffffffffu, sec[q], off), best[q], sec[q]);
+		if (t == 0)
+#pragma unroll
+			for (int q = 0; q < 4; q++)
 			{
-				const int64_t gi = rows_in ? rows_in[m0 + tid] : m0 + tid;
-				float		b = rb[tid],
-							s2 = rs[tid];
-				int			bi = ri[tid];
+				const int	rr = wm * 32 + (q >> 1) * 16 + g + 8 * (q & 1);
 
-				for (int w = 1; w < 4; w++)
-					merge_best(rb[w * SC_BM + tid], rs[w * SC_BM + tid], ri[w * SC_BM + tid], b, s2, bi);
+				Sh[wn * SC_BM + rr] = best[q];
+				Sh[(2 + wn) * SC_BM + rr] = sec[q];
+			}
+		__syncthreads();
+		if (tid < SC_BM && m0 + tid < nrows)
+		{
+			uint32_t	kb = Sh[tid],
+						ks = Sh[2 * SC_BM + tid];
+
+			sc_key_merge(Sh[SC_BM + tid], Sh[3 * SC_BM + tid], kb, ks);
+			{
+				const float x2 = Xn[par * SC_BM + tid];
+				const sc_key_base kbase = sc_key_base_of(x2, cmax2);
+				const float T = __fadd_ru(sc_row_bound(x2, cmax2, coef), kbase.ulp);
+				const float b = sc_key_score(kb, kbase),
+							s2 = sc_key_score(ks, kbase);
+				const int	bi = (int) (kb & ((1u << SC_KEY_BITS) - 1));
+
+				if (s2 - b > T)
 				{
-					const float x2 = xn2[gi];
-					const float T = row_bound(x2);
-
-					if (s2 - b > T)
-					{
-						ch = labels[gi] != bi;
-						labels[gi] = bi;
-						if (ub)
-							screen_bounds(x2, b, s2, T, ub + gi, lb + gi);
-					}
-					else
-						queue_tie(gi, b, T, rows_out, n_out, ties);
+					ch += Lb[par * SC_BM + tid] != bi;
+					labels[i_cur] = bi;
+					if (ub)
+						screen_bounds(x2, b, s2, T, ub + i_cur, lb + i_cur);
 				}
+				else
+					queue_tie(i_cur, b, T, rows_out, n_out, ties);
 			}
 		}
-		{
-			unsigned	w = __reduce_add_sync(0xffffffffu, (unsigned) ch);
-
-			if (lane == 0 && w != 0)
-				atomicAdd(&info->changed, (unsigned long long) w);
-		}
+		i_cur = i_next;
+		i_next = row_of(tile + 2 * (int64_t) gridDim.x);
 	}
+	sc_count_changed(ch, info);
 }
 
 /* ---- host side ---- */
@@ -542,6 +900,68 @@ km_screen_coef(int mode, int d)
 	return (float) ((gc_tf32_kappa(mode, d) + (4.0 * d + 10.02) * u) * 1.05);
 }
 
+/* The resident kernel for dpad dimensions (NULL: none). */
+static const void *
+res_kernel(int dpad)
+{
+	return dpad == 32 ? (const void *) k_assign_screen_res<4>
+		: dpad == 64 ? (const void *) k_assign_screen_res<8> : nullptr;
+}
+
+/* The resident kernel's shared memory for D (k_assign_screen_res). */
+static size_t
+res_smem(const km_dev &D)
+{
+	return sizeof(float) * ((size_t) D.dpad * D.kp + D.kp + D.dpad + (size_t) D.dpad * SC_BM +
+							(size_t) D.dpad * SC_RS + 9 * SC_BM);
+}
+
+/*
+ * Whether the tf32 screen keeps the centres resident (D.screen_res, its
+ * blocks an SM): where two blocks fit an SM, as the streamed kernel's do
+ * at most.  GPUCLUST_KM_SCREEN_RES=0: never; =1: wherever one fits.
+ */
+static gc_code
+res_plan(km_dev &D, gc_status *st)
+{
+	const char *env = getenv("GPUCLUST_KM_SCREEN_RES");
+	const void *f = res_kernel(D.dpad);
+	const size_t smem = res_smem(D);
+	int			per_sm = 0;
+
+	D.screen_res = 0;
+	if (D.screen != 1 || (env && strcmp(env, "0") == 0) || D.kp > (1 << SC_KEY_BITS) ||
+		f == nullptr || smem > (size_t) D.smem_optin)
+		return GC_OK;
+	KM_CK(gc_allow_dynamic_smem(f));
+	KM_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, SC_THREADS, smem));
+	if (per_sm >= 2 || (per_sm >= 1 && env && strcmp(env, "1") == 0))
+		D.screen_res = per_sm;
+	return GC_OK;
+}
+
+/* The resident screen over D's rows or the listed ones (km_screen's). */
+static gc_code
+res_launch(km_dev &D, const int32_t *rows_in, const unsigned *n_in, int32_t *rows_out,
+		   unsigned *n_out, gc_status *st)
+{
+	const float coef = km_screen_coef(1, D.d);
+	float	   *ub = D.ub_out(),
+			   *lb = D.lb_out();
+	const int64_t tiles = ((rows_in ? D.screened : D.n) + SC_BM - 1) / SC_BM,
+				most = (int64_t) D.screen_res * D.nsm;
+	const unsigned grid = (unsigned) (tiles < 1 ? 1 : tiles < most ? tiles : most);
+	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
+		(void *) &D.mu, (void *) &D.CTt, (void *) &D.cnrm, (void *) &D.cmax2,
+		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
+		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out,
+		(void *) &D.info, (void *) &ub, (void *) &lb, (void *) &D.ties};
+
+	KM_CK(cudaLaunchKernel(res_kernel(D.dpad), dim3(grid), dim3(SC_THREADS),
+						   args, res_smem(D), D.s));
+	return GC_OK;
+}
+
 /* Picks the screen's mode and occupancy for D (km_setup, after km_dims). */
 gc_code
 km_screen_plan(km_dev &D, gc_status *st)
@@ -554,8 +974,10 @@ km_screen_plan(km_dev &D, gc_status *st)
 	}			variants[] = {{1, 1, false}, {1, 2, false}, {3, 1, false}, {2, 1, false},
 		{1, 1, true}, {3, 1, true}};
 	const char *env = getenv("GPUCLUST_KM_SCREEN");
+	gc_code		rc;
 
 	D.screen = 0;
+	D.screen_res = 0;
 	D.screen_cascade = false;
 	if (D.small || D.d > SCREEN_D_MAX || (env && strcmp(env, "fp32") == 0))
 		return GC_OK;
@@ -580,6 +1002,8 @@ km_screen_plan(km_dev &D, gc_status *st)
 		if (v.mode == 1 && v.minb == 2 && per_sm >= 2)
 			D.screen_minb = 2;
 	}
+	if ((rc = res_plan(D, st)) != GC_OK)
+		return rc;
 	return km_wg_plan(D, st);
 }
 
@@ -635,6 +1059,8 @@ km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
 {
 	if (mode == 1 && rows_in == nullptr && D.screen_wg)
 		return km_wg_screen(D, rows_out, n_out, dbg, st);
+	if (mode == 1 && dbg == nullptr && D.screen_res)
+		return res_launch(D, rows_in, n_in, rows_out, n_out, st);
 	/* listed rows: at most the rows the assignment screens (km_assign) */
 	return screen_launch(D, mode, dim3(blocks_for(rows_in ? D.screened : D.n, SC_BM)),
 						 rows_in, n_in, rows_out, n_out, D.ties, dbg, st);

@@ -772,7 +772,9 @@ done:
  * not pay).  Where it pays depends on the data too: the others print it.
  * GPUCLUST_KM_TIES: the near ties' windows (cuda/kmeans/kmeans_screen.cu; off,
  * the 3xtf32 re-screen and the re-rank over every centre); want: the
- * share of the queued rows they must have decided.
+ * share of the queued rows they must have decided.  GPUCLUST_KM_SCREEN_RES:
+ * the tf32 screen with every centre in shared memory (the same file); want:
+ * 1 if the fit must have taken it, 0 if not.
  */
 static void
 test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init init,
@@ -825,7 +827,7 @@ test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init 
 			  r[0].converged == r[1].converged,
 			  "%s n=%lld d=%d k=%d kind=%d: inertia %.17g / %.17g, iterations %d / %d",
 			  env, (long long) n, d, k, kind, r[0].inertia, r[1].inertia, r[0].iterations, r[1].iterations);
-		CHECK(strcmp(env, "GPUCLUST_KM_TIES") == 0 ||
+		CHECK(strcmp(env, "GPUCLUST_KM_TIES") == 0 || strcmp(env, "GPUCLUST_KM_SCREEN_RES") == 0 ||
 			  ph[0].rows_screened == (int64_t) n * ph[0].total_iterations,
 			  "%s: off, every row is assigned (%lld of %lld)", env,
 			  (long long) ph[0].rows_screened, (long long) n * ph[0].total_iterations);
@@ -839,6 +841,16 @@ test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init 
 			printf("  grid n=%-7lld d=%-3d k=%-5d kind=%d n_init=%d: %d iterations, %d through %d cells\n",
 				   (long long) n, d, k, kind, n_init, ph[1].total_iterations,
 				   ph[1].grid_iterations, ph[1].grid_cells);
+		}
+		else if (strcmp(env, "GPUCLUST_KM_SCREEN_RES") == 0)
+		{
+			CHECK(ph[0].screen_resident == 0 && (ph[1].screen_resident > 0) == (want != 0),
+				  "resident n=%lld d=%d k=%d kind=%d: %d blocks an SM off, %d on, expected %s",
+				  (long long) n, d, k, kind, ph[0].screen_resident, ph[1].screen_resident,
+				  want != 0 ? "resident" : "streamed");
+			printf("  resident n=%-7lld d=%-3d k=%-5d kind=%d n_init=%d: %d iterations, %lld rows screened, %d blocks an SM\n",
+				   (long long) n, d, k, kind, n_init, ph[1].total_iterations,
+				   (long long) ph[1].rows_screened, ph[1].screen_resident);
 		}
 		else if (strcmp(env, "GPUCLUST_KM_TIES") == 0)
 		{
@@ -874,6 +886,28 @@ test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init 
  * [-10, 10)^d) at k-means++ centres: no row outside its cell, no full
  * cell, and few candidates a row (what makes the grid pay).
  */
+/*
+ * The tf32 screen with every centre in shared memory = the streamed one,
+ * bit for bit: every row screened (the first iterations), the rows the
+ * bounds list, the windows and (GPUCLUST_KM_TIES=0) the 3xtf32 re-screen
+ * after it; row counts off the block's 128 and XT's 4-float alignment.
+ */
+static void
+test_resident_suite(void)
+{
+	test_without("GPUCLUST_KM_SCREEN_RES", 40000, 16, 130, 1, GC_INIT_KMEANSPP, 1, 1e-6, 1);
+	test_without("GPUCLUST_KM_SCREEN_RES", 30001, 32, 256, 2, GC_INIT_KMEANSPP, 2, 1e-4, 1);	/* far from the origin */
+	test_without("GPUCLUST_KM_SCREEN_RES", 20003, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, 1);	/* duplicates: ties, re-seeding */
+	test_without("GPUCLUST_KM_SCREEN_RES", 50002, 24, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4, 1);	/* k = 1 */
+	test_without("GPUCLUST_KM_SCREEN_RES", 12007, 30, 300, 1, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 1);	/* three tiles of centres */
+	test_without("GPUCLUST_KM_SCREEN_RES", 9000, 64, 200, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0);	/* too large: streamed */
+	setenv("GPUCLUST_KM_TIES", "0", 1);
+	test_without("GPUCLUST_KM_SCREEN_RES", 20000, 16, 130, 1, GC_INIT_KMEANSPP, 1, 1e-4, 1);	/* the 3xtf32 re-screen */
+	setenv("GPUCLUST_KM_TIES", "1", 1);
+	if (!quick)
+		test_without("GPUCLUST_KM_SCREEN_RES", 400001, 32, 256, 0, GC_INIT_KMEANSPP, 1, 1e-6, 1);
+}
+
 static void
 test_grid_lists(int64_t n, int d, int k, double max_row)
 {
@@ -1812,8 +1846,8 @@ main(int argc, char **argv)
 	/* suites named on the command line: only those */
 	{
 		static const tu_suite suites[] = {{"labels", test_labels_suite}, {"multi", test_multi_suite},
-		{"seed", test_seed_suite}};
-		int			named = tu_named_suites(argc, argv, suites, 3);
+		{"seed", test_seed_suite}, {"resident", test_resident_suite}};
+		int			named = tu_named_suites(argc, argv, suites, 4);
 
 		if (named < 0)
 			return 2;
@@ -1986,6 +2020,8 @@ main(int argc, char **argv)
 		test_without("GPUCLUST_KM_TIES", 100000, 128, 1000, 0, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 0.0);	/* ~25 centres a blob: near ties */
 		test_without("GPUCLUST_KM_TIES", 200000, 256, 2000, 1, GC_INIT_RANDOM, 1, 1e-4, 0.9);	/* FAISS-like */
 	}
+
+	test_resident_suite();
 
 	/* the exact path's grid (d <= 3): its lists, then fits through it = fits without, bit for bit */
 	test_grid_lists(1000000, 2, 100, 6.0);

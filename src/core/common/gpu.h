@@ -62,6 +62,8 @@ typedef struct gc_kmeans_gpu_phases
 								 * rest kept their label by the bounds, cuda/kmeans/kmeans_prune.cu) */
 	int			grid_cells;		/* d <= 3: the exact assignment's grid (cuda/kmeans/kmeans_grid.cu); 0: none */
 	int			grid_iterations;	/* of total_iterations: through it (it is dropped where it does not pay) */
+	int			screen_resident;	/* 8 < d <= 64: the tf32 screen's blocks an SM with every
+									 * centre in shared memory (cuda/kmeans/kmeans_screen.cu); 0: streamed */
 	int64_t		rows_tied;		/* 8 < d <= 256: rows the screen queued, decided among their windows' candidates */
 	int64_t		rows_reranked;	/* d > 8: rows re-ranked over every centre */
 	/* streamed (X larger than the call's GPU memory: gc_kmeans_gpu_plan) */
