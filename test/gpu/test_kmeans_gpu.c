@@ -882,11 +882,6 @@ test_without(const char *env, int64_t n, int d, int k, int kind, gc_kmeans_init 
 }
 
 /*
- * The grid's lists on blobs like the benchmark's (4k unit squares in
- * [-10, 10)^d) at k-means++ centres: no row outside its cell, no full
- * cell, and few candidates a row (what makes the grid pay).
- */
-/*
  * The tf32 screen with every centre in shared memory = the streamed one,
  * bit for bit: every row screened (the first iterations), the rows the
  * bounds list, the windows and (GPUCLUST_KM_TIES=0) the 3xtf32 re-screen
@@ -899,7 +894,7 @@ test_resident_suite(void)
 	test_without("GPUCLUST_KM_SCREEN_RES", 30001, 32, 256, 2, GC_INIT_KMEANSPP, 2, 1e-4, 1);	/* far from the origin */
 	test_without("GPUCLUST_KM_SCREEN_RES", 20003, 11, 12, 3, GC_INIT_RANDOM, 2, 1e-4, 1);	/* duplicates: ties, re-seeding */
 	test_without("GPUCLUST_KM_SCREEN_RES", 50002, 24, 1, 0, GC_INIT_KMEANSPP, 1, 1e-4, 1);	/* k = 1 */
-	test_without("GPUCLUST_KM_SCREEN_RES", 12007, 30, 300, 1, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 1);	/* three tiles of centres */
+	test_without("GPUCLUST_KM_SCREEN_RES", 12007, 30, 300, 1, GC_INIT_KMEANS_PARALLEL, 1, 1e-4, 1);	/* kp = 384 */
 	test_without("GPUCLUST_KM_SCREEN_RES", 9000, 64, 200, 0, GC_INIT_KMEANSPP, 1, 1e-4, 0);	/* too large: streamed */
 	setenv("GPUCLUST_KM_TIES", "0", 1);
 	test_without("GPUCLUST_KM_SCREEN_RES", 20000, 16, 130, 1, GC_INIT_KMEANSPP, 1, 1e-4, 1);	/* the 3xtf32 re-screen */
@@ -908,6 +903,11 @@ test_resident_suite(void)
 		test_without("GPUCLUST_KM_SCREEN_RES", 400001, 32, 256, 0, GC_INIT_KMEANSPP, 1, 1e-6, 1);
 }
 
+/*
+ * The grid's lists on blobs like the benchmark's (4k unit squares in
+ * [-10, 10)^d) at k-means++ centres: no row outside its cell, no full
+ * cell, and few candidates a row (what makes the grid pay).
+ */
 static void
 test_grid_lists(int64_t n, int d, int k, double max_row)
 {
