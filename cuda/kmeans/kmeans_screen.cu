@@ -674,7 +674,7 @@ k_assign_screen_res(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	float	   *Cn = Bs + (size_t) dpad * kp;	/* kp: ||c'||², the padding's FLT_MAX */
 	float	   *Mu = Cn + kp;	/* dpad: the shift (0 past d) */
 	float	   *As = Mu + dpad;	/* dpad x SC_BM: a tile's rows, fragment order */
-	float	   *Rw = As + (size_t) dpad * SC_BM;	/* d x SC_RS: the next tile's rows as in XT */
+	float	   *Rw = As + (size_t) dpad * SC_BM;	/* dpad x SC_RS: the next tile's rows as in XT (0 past d) */
 	float	   *Xn = Rw + (size_t) dpad * SC_RS;	/* 2 x SC_BM: ||x'||², by tile parity */
 	int32_t    *Lb = (int32_t *) (Xn + 2 * SC_BM);	/* 2 x SC_BM: the labels, by parity */
 	float	   *Kb = (float *) (Lb + 2 * SC_BM);	/* SC_BM: the rows' key bases */
@@ -743,11 +743,15 @@ k_assign_screen_res(const float *__restrict__ XT, int64_t n, int d, int dpad,
 		const int64_t m0 = tile * SC_BM;
 		uint32_t	best[4],
 					sec[4];
+		sc_key_base kbase;		/* thread r < SC_BM: row r's, for its decision */
 
 		cp_async_wait<0>();
 		__syncthreads();
 		if (tid < SC_BM)
-			Kb[tid] = sc_key_base_of(m0 + tid < nrows ? Xn[par * SC_BM + tid] : 0.0f, cmax2).base;
+		{
+			kbase = sc_key_base_of(m0 + tid < nrows ? Xn[par * SC_BM + tid] : 0.0f, cmax2);
+			Kb[tid] = kbase.base;
+		}
 		/*
 		 * This tile, shifted and rounded as k_assign_screen fills it (0 past
 		 * d, where Rw and Mu are 0).  A row past the last is whatever Rw
@@ -848,7 +852,6 @@ k_assign_screen_res(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			sc_key_merge(Sh[SC_BM + tid], Sh[3 * SC_BM + tid], kb, ks);
 			{
 				const float x2 = Xn[par * SC_BM + tid];
-				const sc_key_base kbase = sc_key_base_of(x2, cmax2);
 				const float T = __fadd_ru(sc_row_bound(x2, cmax2, coef), kbase.ulp);
 				const float b = sc_key_score(kb, kbase),
 							s2 = sc_key_score(ks, kbase);
@@ -940,28 +943,6 @@ res_plan(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
-/* The resident screen over D's rows or the listed ones (km_screen's). */
-static gc_code
-res_launch(km_dev &D, const int32_t *rows_in, const unsigned *n_in, int32_t *rows_out,
-		   unsigned *n_out, gc_status *st)
-{
-	const float coef = km_screen_coef(1, D.d);
-	float	   *ub = D.ub_out(),
-			   *lb = D.lb_out();
-	const int64_t tiles = ((rows_in ? D.screened : D.n) + SC_BM - 1) / SC_BM,
-				most = (int64_t) D.screen_res * D.nsm;
-	const unsigned grid = (unsigned) (tiles < 1 ? 1 : tiles < most ? tiles : most);
-	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.dpad,
-		(void *) &D.mu, (void *) &D.CTt, (void *) &D.cnrm, (void *) &D.cmax2,
-		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
-		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out,
-		(void *) &D.info, (void *) &ub, (void *) &lb, (void *) &D.ties};
-
-	KM_CK(cudaLaunchKernel(res_kernel(D.dpad), dim3(grid), dim3(SC_THREADS),
-						   args, res_smem(D), D.s));
-	return GC_OK;
-}
-
 /* Picks the screen's mode and occupancy for D (km_setup, after km_dims). */
 gc_code
 km_screen_plan(km_dev &D, gc_status *st)
@@ -1032,6 +1013,9 @@ screen_launch(km_dev &D, int mode, dim3 grid, const int32_t *rows_in, const unsi
 			   *lb = mode == 2 ? nullptr : D.lb_out();
 	const int	minb = mode == 1 && !dbg ? D.screen_minb : 1;
 	const float *ctb = mode == 3 ? D.CTf : D.CTt;
+	/* the resident kernel: a few blocks an SM, each over tile after tile */
+	const bool	res = mode == 1 && !dbg && D.screen_res;
+	const unsigned most = (unsigned) (D.screen_res * D.nsm);
 
 	if (ctb == nullptr)			/* mode 1 over listed rows with the wgmma screen: no caller */
 		return gc_fail(st, GC_EINTERNAL, "GPU k-means: no centres prepared for the %s screen",
@@ -1042,8 +1026,13 @@ screen_launch(km_dev &D, int mode, dim3 grid, const int32_t *rows_in, const unsi
 		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out,
 		(void *) &D.info, (void *) &ub, (void *) &lb, (void *) &ties, (void *) &dbg};
 
-	KM_CK(cudaLaunchKernel(screen_kernel(mode, minb, dbg != nullptr), grid,
-						   dim3(SC_THREADS), args, D.screen_smem, D.s));
+	/* the resident kernel's parameters are the first 20 of these */
+	if (res)
+		KM_CK(cudaLaunchKernel(res_kernel(D.dpad), dim3(grid.x < most ? grid.x : most),
+							   dim3(SC_THREADS), args, res_smem(D), D.s));
+	else
+		KM_CK(cudaLaunchKernel(screen_kernel(mode, minb, dbg != nullptr), grid,
+							   dim3(SC_THREADS), args, D.screen_smem, D.s));
 	return GC_OK;
 }
 
@@ -1059,8 +1048,6 @@ km_screen(km_dev &D, int mode, const int32_t *rows_in, const unsigned *n_in,
 {
 	if (mode == 1 && rows_in == nullptr && D.screen_wg)
 		return km_wg_screen(D, rows_out, n_out, dbg, st);
-	if (mode == 1 && dbg == nullptr && D.screen_res)
-		return res_launch(D, rows_in, n_in, rows_out, n_out, st);
 	/* listed rows: at most the rows the assignment screens (km_assign) */
 	return screen_launch(D, mode, dim3(blocks_for(rows_in ? D.screened : D.n, SC_BM)),
 						 rows_in, n_in, rows_out, n_out, D.ties, dbg, st);
