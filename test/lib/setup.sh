@@ -8,10 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-# the server and its headers; PostGIS and pg_cron for their tests; the
+# the server and its headers (libkrb5-dev: libpq-be.h includes gssapi.h,
+# which Debian's postgresql-server-dev-15 does not pull in); PostGIS and
+# pg_cron for their tests; the
 # Python the tests run; bison and flex to build PostgreSQL 18
 # (test/install/pg_versions.sh); the Debian packaging tools (test/install/package_test.sh)
-packages=(build-essential postgresql-15 postgresql-server-dev-15
+packages=(build-essential postgresql-15 postgresql-server-dev-15 libkrb5-dev
           postgresql-15-postgis-3 postgresql-15-cron
           python3-numpy python3-sklearn python3-psycopg python3-matplotlib
           bison flex debhelper dpkg-dev postgresql-server-dev-all)
