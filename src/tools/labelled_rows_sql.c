@@ -159,7 +159,7 @@ gpu_cluster_centers(PG_FUNCTION_ARGS)
 	MemoryContextSwitchTo(oldcxt);
 
 	if (gc_cluster_summary_cpu(&ctx, in.X, in.n, in.d, labels, m, sizes,
-							   centres, radius, mean_dist, &st) != GC_OK)
+							   centres, radius, mean_dist, NULL, &st) != GC_OK)
 		gc_glue_report(&st, "cluster summary");
 	gc_progress_phase(GC_PHASE_EMIT);
 

@@ -318,19 +318,34 @@ test_cluster_summary(uint64_t *rs)
 		int64_t		sz[5];
 		double		ctr[5 * 6],
 					rad[5],
-					md[5];
+					md[5],
+					ss[5];
 		gc_status	st;
 
 		for (int64_t i = 0; i < n; i++)
 			l[i] = (int32_t) (tu_next(rs) % 5) - 1;	/* -1 .. 3: cluster 4 empty */
-		CHECK(gc_cluster_summary_cpu(NULL, X, n, d, l, m, sz, ctr, rad, md, &st) == GC_OK,
+		CHECK(gc_cluster_summary_cpu(NULL, X, n, d, l, m, sz, ctr, rad, md, ss, &st) == GC_OK,
 			  "%s", st.message);
+		if (rep % 2)
+		{
+			/* radius and sumsq not wanted: the rest alike */
+			int64_t		sz2[5];
+			double		ctr2[5 * 6],
+						md2[5];
+
+			CHECK(gc_cluster_summary_cpu(NULL, X, n, d, l, m, sz2, ctr2, NULL, md2, NULL, &st) == GC_OK &&
+				  memcmp(sz, sz2, sizeof(sz)) == 0 &&
+				  memcmp(ctr, ctr2, sizeof(double) * m * d) == 0 &&
+				  memcmp(md, md2, sizeof(md)) == 0,
+				  "summary without radius and sumsq");
+		}
 		for (int32_t c = 0; c < m; c++)
 		{
 			int64_t		cnt = 0;
 			double		mean[6] = {0},
 						rmax = 0.0,
-						rsum = 0.0;
+						rsum = 0.0,
+						s2sum = 0.0;
 
 			for (int64_t i = 0; i < n; i++)
 				if (l[i] == c)
@@ -350,14 +365,17 @@ test_cluster_summary(uint64_t *rs)
 						s += (X[i * d + j] - mean[j]) * (X[i * d + j] - mean[j]);
 					rmax = fmax(rmax, sqrt(s));
 					rsum += sqrt(s);
+					s2sum += s;
 				}
 			CHECK(sz[c] == cnt, "size");
 			if (cnt == 0)
-				CHECK(isnan(rad[c]) && isnan(md[c]) && isnan(ctr[c * d]), "empty cluster NaN");
+				CHECK(isnan(rad[c]) && isnan(md[c]) && isnan(ss[c]) && isnan(ctr[c * d]),
+					  "empty cluster NaN");
 			else
 			{
 				bool		ok = fabs(rad[c] - rmax) <= 1e-9 * (1 + rmax) &&
-					fabs(md[c] - rsum / cnt) <= 1e-9 * (1 + rmax);
+					fabs(md[c] - rsum / cnt) <= 1e-9 * (1 + rmax) &&
+					fabs(ss[c] - s2sum) <= 1e-9 * (1 + s2sum);
 
 				for (int j = 0; j < d; j++)
 					ok &= fabs(ctr[c * d + j] - mean[j]) <= 1e-9 * (1 + fabs(mean[j]));

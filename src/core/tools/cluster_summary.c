@@ -7,7 +7,9 @@
  * depend on the thread count); then each row's Euclidean distance to its
  * centre (double: sqrt of the double sum of squared differences between
  * the float32 feature and the double centre) gives the radius (largest)
- * and the mean distance.  Rows with a negative label are left out.
+ * and the mean distance, and the squares (each that sum, before the sqrt)
+ * the sum of squares (cluster_scores.c's inertia).  Rows with a negative
+ * label are left out.
  * Parallel over the features of the first pass and over clusters in the
  * second would complicate the determinism for little gain at these costs:
  * both passes are O(n d) and sequential, polling the cancel flags every
@@ -24,7 +26,7 @@ gc_code
 gc_cluster_summary_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 					   const int32_t *labels, int32_t m, int64_t *sizes,
 					   double *centres, double *radius, double *mean_dist,
-					   gc_status *st)
+					   double *sumsq, gc_status *st)
 {
 	st->code = GC_OK;
 	st->message[0] = '\0';
@@ -33,8 +35,10 @@ gc_cluster_summary_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 	memset(sizes, 0, sizeof(int64_t) * (size_t) m);
 	memset(centres, 0, sizeof(double) * (size_t) m * (size_t) d);
 	memset(mean_dist, 0, sizeof(double) * (size_t) m);
-	for (int32_t c = 0; c < m; c++)
-		radius[c] = 0.0;
+	if (radius != NULL)
+		memset(radius, 0, sizeof(double) * (size_t) m);
+	if (sumsq != NULL)
+		memset(sumsq, 0, sizeof(double) * (size_t) m);
 	gc_report(ctx, GC_PHASE_ITERATE, 0, 0, 0, 0, NAN);
 	for (int64_t i = 0; i < n; i++)
 	{
@@ -71,16 +75,24 @@ gc_cluster_summary_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 			s += t * t;
 		}
 		dist = sqrt(s);
-		if (dist > radius[c])
+		if (radius != NULL && dist > radius[c])
 			radius[c] = dist;
 		mean_dist[c] += dist;
+		if (sumsq != NULL)
+			sumsq[c] += s;
 	}
 	for (int32_t c = 0; c < m; c++)
 	{
 		if (sizes[c] > 0)
 			mean_dist[c] /= (double) sizes[c];
 		else
-			radius[c] = mean_dist[c] = NAN;
+		{
+			mean_dist[c] = NAN;
+			if (radius != NULL)
+				radius[c] = NAN;
+			if (sumsq != NULL)
+				sumsq[c] = NAN;
+		}
 	}
 	return GC_OK;
 }

@@ -124,14 +124,16 @@ gc_code		gc_sample_rows(int64_t n, int64_t sample_size, uint64_t seed,
  * Cluster summaries (cluster_summary.c): for labels 0 .. m-1 (rows with
  * label < 0 left out), sizes[c], centres[c*d + j] the mean of feature j in
  * double, radius[c] the largest and mean_dist[c] the mean Euclidean
- * distance (double) of the cluster's rows to its centre.  Arrays of m (and
- * m*d), caller-allocated; an empty cluster gets size 0 and NaN elsewhere.
+ * distance (double) of the cluster's rows to its centre, sumsq[c] the sum
+ * of their squared distances to it (summed in row order).  Arrays of m
+ * (and m*d), caller-allocated; radius and sumsq may be NULL (not wanted).
+ * An empty cluster gets size 0 and NaN elsewhere.
  */
 gc_code		gc_cluster_summary_cpu(const gc_ctx *ctx, const float *X,
 								   int64_t n, int d, const int32_t *labels,
 								   int32_t m, int64_t *sizes, double *centres,
 								   double *radius, double *mean_dist,
-								   gc_status *st);
+								   double *sumsq, gc_status *st);
 
 /*
  * What the silhouette's two devices share (silhouette.c's driver,
