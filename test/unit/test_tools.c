@@ -1,7 +1,8 @@
 /*
  * test_tools.c — the tools for choosing parameters and reading clusters
- * (kdistance.c, silhouette.c, cluster_summary.c) against brute-force
- * references on fresh random data (GPUCLUST_TEST_SEED repeats a run).
+ * (kdistance.c, silhouette.c, cluster_summary.c, cluster_scores.c) against
+ * brute-force references on fresh random data (GPUCLUST_TEST_SEED repeats
+ * a run).
  */
 #include <math.h>
 #include <stdio.h>
@@ -387,6 +388,387 @@ test_cluster_summary(uint64_t *rs)
 	}
 }
 
+/*
+ * The cluster scores straight from their definitions (scikit-learn's
+ * davies_bouldin_score and calinski_harabasz_score on the rows with label
+ * >= 0, written as that code reads): the labelled rows gathered, the
+ * clusters renumbered by first label value, the centre distance matrix
+ * built whole.  Returns false (K out of 2 .. N - 1) after setting *rows
+ * and *clusters.
+ */
+typedef struct brute_scores
+{
+	double		db,
+				ch,
+				inertia;
+	int64_t		rows,
+				clusters;
+} brute_scores;
+
+static bool
+brute_cluster_scores(const float *X, int64_t n, int d, const int32_t *labels,
+					 int32_t m, brute_scores *b)
+{
+	int32_t    *code = malloc(sizeof(int32_t) * m);
+	int64_t		N = 0,
+				K = 0;
+	int64_t    *cnt;
+	double	   *cen,
+			   *intra,
+			   *dist,
+				mean[8] = {0},
+				extra = 0.0,
+				ss = 0.0,
+				total = 0.0;
+	bool		intra0 = true,
+				dist0 = true;
+
+	for (int32_t c = 0; c < m; c++)
+		code[c] = -1;
+	for (int64_t i = 0; i < n; i++)
+		if (labels[i] >= 0)
+		{
+			N++;
+			if (code[labels[i]] < 0)
+				code[labels[i]] = 0;
+		}
+	for (int32_t c = 0; c < m; c++)
+		if (code[c] == 0)
+			code[c] = (int32_t) K++;
+	b->rows = N;
+	b->clusters = K;
+	if (K < 2 || K > N - 1)
+	{
+		free(code);
+		return false;
+	}
+	cnt = calloc(K, sizeof(int64_t));
+	cen = calloc(K * d, sizeof(double));
+	intra = calloc(K, sizeof(double));
+	dist = calloc(K * K, sizeof(double));
+	for (int64_t i = 0; i < n; i++)
+		if (labels[i] >= 0)
+		{
+			int32_t		k = code[labels[i]];
+
+			cnt[k]++;
+			for (int j = 0; j < d; j++)
+			{
+				cen[k * d + j] += X[i * d + j];
+				mean[j] += X[i * d + j];
+			}
+		}
+	for (int j = 0; j < d; j++)
+		mean[j] /= N;
+	for (int64_t k = 0; k < K; k++)
+		for (int j = 0; j < d; j++)
+			cen[k * d + j] /= cnt[k];
+	for (int64_t i = 0; i < n; i++)
+		if (labels[i] >= 0)
+		{
+			int32_t		k = code[labels[i]];
+			double		s = 0.0;
+
+			for (int j = 0; j < d; j++)
+				s += ((double) X[i * d + j] - cen[k * d + j]) *
+					((double) X[i * d + j] - cen[k * d + j]);
+			intra[k] += sqrt(s) / cnt[k];
+			ss += s;
+		}
+	for (int64_t k = 0; k < K; k++)
+	{
+		double		s = 0.0;
+
+		for (int j = 0; j < d; j++)
+			s += (cen[k * d + j] - mean[j]) * (cen[k * d + j] - mean[j]);
+		extra += cnt[k] * s;
+		intra0 &= fabs(intra[k]) <= 1e-8;
+		for (int64_t l = 0; l < K; l++)
+		{
+			s = 0.0;
+			for (int j = 0; j < d; j++)
+				s += (cen[k * d + j] - cen[l * d + j]) * (cen[k * d + j] - cen[l * d + j]);
+			dist[k * K + l] = sqrt(s);
+			dist0 &= dist[k * K + l] <= 1e-8;
+		}
+	}
+	b->inertia = ss;
+	b->ch = ss == 0.0 ? 1.0 : extra * (N - K) / (ss * (K - 1.0));
+	b->db = 0.0;
+	if (!intra0 && !dist0)
+	{
+		for (int64_t k = 0; k < K; k++)
+		{
+			double		best = -INFINITY;
+
+			for (int64_t l = 0; l < K; l++)
+			{
+				double		dd = dist[k * K + l] == 0.0 ? INFINITY : dist[k * K + l];
+
+				best = fmax(best, (intra[k] + intra[l]) / dd);
+			}
+			total += best;
+		}
+		b->db = total / K;
+	}
+	free(code);
+	free(cnt);
+	free(cen);
+	free(intra);
+	free(dist);
+	return true;
+}
+
+/* a and b finite and agreeing to rel relative (both 0 counts) */
+static bool
+close_rel(double a, double b, double rel)
+{
+	return isfinite(a) && isfinite(b) &&
+		(a == b || fabs(a - b) <= rel * fmax(fabs(a), fabs(b)));
+}
+
+/*
+ * One scores case: gc_cluster_scores_cpu on 1 and 3 threads (the same
+ * bits) against brute_cluster_scores, to 1e-12 relative; the error cases
+ * GC_EINVAL with rows and clusters filled.
+ */
+static void
+check_scores(const char *what, const float *X, int64_t n, int d,
+			 const int32_t *l, int32_t m)
+{
+	brute_scores want = {0};
+	bool		valid = brute_cluster_scores(X, n, d, l, m, &want);
+	gc_cluster_scores res,
+				res3;
+	gc_status	st;
+	gc_ctx		one = {.n_threads = 1, .cancel_flags = {NULL, NULL}},
+				three = {.n_threads = 3, .cancel_flags = {NULL, NULL}};
+	gc_code		rc = gc_cluster_scores_cpu(&one, X, n, d, l, m, &res, &st);
+
+	CHECK(res.rows == want.rows && res.clusters == want.clusters,
+		  "%s: rows %lld clusters %lld, want %lld %lld", what,
+		  (long long) res.rows, (long long) res.clusters,
+		  (long long) want.rows, (long long) want.clusters);
+	if (!valid)
+	{
+		CHECK(rc == GC_EINVAL && isnan(res.davies_bouldin) && strstr(st.message, "clusters") != NULL,
+			  "%s: %lld clusters of %lld rows: want GC_EINVAL, got %d (%s)", what,
+			  (long long) want.clusters, (long long) want.rows, (int) rc, st.message);
+		return;
+	}
+	CHECK(rc == GC_OK, "%s: %s", what, st.message);
+	CHECK(close_rel(res.davies_bouldin, want.db, 1e-12) &&
+		  close_rel(res.calinski_harabasz, want.ch, 1e-12) &&
+		  close_rel(res.inertia, want.inertia, 1e-12),
+		  "%s (n %lld d %d m %d): DB %.17g CH %.17g inertia %.17g, brute %.17g %.17g %.17g",
+		  what, (long long) n, d, m, res.davies_bouldin, res.calinski_harabasz,
+		  res.inertia, want.db, want.ch, want.inertia);
+	CHECK(gc_cluster_scores_cpu(&three, X, n, d, l, m, &res3, &st) == GC_OK &&
+		  memcmp(&res, &res3, sizeof(res)) == 0,
+		  "%s: 3 threads differ from 1", what);
+}
+
+/* A gc_ctx.poll that stops the call from its 4th poll on (arg: the count). */
+static bool
+poll_after_3(void *arg)
+{
+	return __atomic_add_fetch((int *) arg, 1, __ATOMIC_RELAXED) > 3;
+}
+
+/*
+ * Random labellings of random data (d 1..8, m up to 20, noise rows, empty
+ * labels, every data kind, duplicated rows among them), then the
+ * degenerate cases: coincident centres (all and some), every cluster a
+ * single repeated point, K = 1, K = N, no labelled row, a many-cluster
+ * case on the parallel path, and cancellation.
+ */
+static void
+test_cluster_scores(uint64_t *rs)
+{
+	for (int rep = 0; rep < 40; rep++)
+	{
+		int			d = 1 + rep % 8;
+		int64_t		n = 20 + (int64_t) (tu_next(rs) % 400);
+		int32_t		m = 2 + (int32_t) (tu_next(rs) % 19);
+		float	   *X = tu_make_data(rs, n, d, (data_kind) (rep % 4), 1 + rep % 6);
+		int32_t    *l = malloc(sizeof(int32_t) * n);
+		int32_t		gap = (int32_t) (tu_next(rs) % m);	/* a label left empty */
+		char		what[64];
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			l[i] = tu_next(rs) % 8 == 0 ? -1 : (int32_t) (tu_next(rs) % m);
+			if (l[i] == gap && m > 2)
+				l[i] = -1;
+			if (i > 0 && tu_next(rs) % 10 == 0)	/* a duplicated row */
+				memcpy(X + i * d, X + (i - 1) * d, sizeof(float) * d);
+		}
+		snprintf(what, sizeof(what), "random %s #%d", data_name[rep % 4], rep);
+		check_scores(what, X, n, d, l, m);
+		free(X);
+		free(l);
+	}
+
+	/* coincident centres: each cluster pairs of rows v, -v (centre exactly 0) */
+	for (int rep = 0; rep < 4; rep++)
+	{
+		int			d = 1 + rep * 2;
+		int32_t		m = 3 + rep;
+		int64_t		n = 2 * 60;
+		float	   *X = malloc(sizeof(float) * n * d);
+		int32_t    *l = malloc(sizeof(int32_t) * n);
+
+		for (int64_t i = 0; i < n; i += 2)
+		{
+			for (int j = 0; j < d; j++)
+			{
+				X[i * d + j] = (float) (tu_uniform(rs) * 10.0 - 5.0);
+				X[(i + 1) * d + j] = -X[i * d + j];
+			}
+			l[i] = l[i + 1] = (int32_t) (tu_next(rs) % m);
+		}
+		l[0] = l[1] = 0;
+		l[2] = l[3] = 1;
+		check_scores("all centres at 0", X, n, d, l, m);
+		{
+			gc_cluster_scores res;
+			gc_status	st;
+
+			CHECK(gc_cluster_scores_cpu(NULL, X, n, d, l, m, &res, &st) == GC_OK &&
+				  res.davies_bouldin == 0.0 && res.calinski_harabasz == 0.0 &&
+				  res.inertia > 0.0,
+				  "all centres at 0: DB %g CH %g", res.davies_bouldin,
+				  res.calinski_harabasz);
+		}
+		/* two clusters moved away: the pair left at 0 gives ratio 0 */
+		for (int64_t i = 0; i < n; i++)
+			if (l[i] >= 2)
+				for (int j = 0; j < d; j++)
+					X[i * d + j] += (float) (3 * l[i] + j);
+		check_scores("some centres at 0", X, n, d, l, m);
+		free(X);
+		free(l);
+	}
+
+	/* every cluster one point repeated: intra 0, so DB 0 and CH 1 */
+	for (int rep = 0; rep < 3; rep++)
+	{
+		int			d = 2 + rep;
+		int32_t		m = 4 + rep;
+		int64_t		n = 80;
+		float	   *P = tu_make_data(rs, m, d, DATA_UNIFORM, 1);
+		float	   *X = malloc(sizeof(float) * n * d);
+		int32_t    *l = malloc(sizeof(int32_t) * n);
+		gc_cluster_scores res;
+		gc_status	st;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			l[i] = i % 7 == 3 ? -1 : (int32_t) (i % m);
+			memcpy(X + i * d, P + (i % m) * d, sizeof(float) * d);
+			if (l[i] < 0)
+				X[i * d] += 100.0f;	/* noise far away, left out */
+		}
+		check_scores("points repeated", X, n, d, l, m);
+		CHECK(gc_cluster_scores_cpu(NULL, X, n, d, l, m, &res, &st) == GC_OK &&
+			  res.davies_bouldin == 0.0 && res.calinski_harabasz == 1.0 &&
+			  res.inertia == 0.0,
+			  "points repeated: DB %g CH %g inertia %g", res.davies_bouldin,
+			  res.calinski_harabasz, res.inertia);
+		free(P);
+		free(X);
+		free(l);
+	}
+
+	/*
+	 * Within numpy's allclose of 0 but not 0, so DB is 0: every cluster
+	 * rows 1 float step apart near 1e-3 (intra about 6e-11), then every
+	 * centre within 1e-8 of the others (rows (+-v, c 1e-9): centre (0, c
+	 * 1e-9)) with intra far from 0.
+	 */
+	for (int rep = 0; rep < 2; rep++)
+	{
+		int			d = 2;
+		int32_t		m = 5;
+		int64_t		n = 60;
+		float		X[60 * 2];
+		int32_t		l[60];
+		gc_cluster_scores res;
+		gc_status	st;
+
+		for (int64_t i = 0; i < n; i += 2)
+		{
+			int32_t		c = (int32_t) ((i / 2) % m);
+			float		v = (float) (1.0 + tu_uniform(rs));
+
+			l[i] = l[i + 1] = c;
+			if (rep == 0)
+			{
+				X[i * d] = X[(i + 1) * d] = 1e-3f * (float) (c + 1);
+				X[i * d + 1] = X[(i + 1) * d + 1] = 1e-3f;
+				X[(i + 1) * d] = nextafterf(X[i * d], 1.0f);
+			}
+			else
+			{
+				X[i * d] = v;
+				X[(i + 1) * d] = -v;
+				X[i * d + 1] = X[(i + 1) * d + 1] = (float) c * 1e-9f;
+			}
+		}
+		check_scores(rep == 0 ? "intra within 1e-8" : "centres within 1e-8", X, n, d, l, m);
+		CHECK(gc_cluster_scores_cpu(NULL, X, n, d, l, m, &res, &st) == GC_OK &&
+			  res.davies_bouldin == 0.0 && res.inertia > 0.0,
+			  "%s: DB %g inertia %g", rep == 0 ? "intra within 1e-8" : "centres within 1e-8",
+			  res.davies_bouldin, res.inertia);
+	}
+
+	/* K = 1, K = N (noise rows beside), nothing labelled */
+	{
+		float		X[12] = {0, 0, 1, 1, 2, 2, 3, 3, 9, 9, 5, 5};
+		int32_t		one[6] = {2, 2, -1, 2, 2, -1},
+					all[6] = {0, 3, -1, 2, 1, -1},
+					none[6] = {-1, -1, -1, -1, -1, -1},
+					two[6] = {0, 3, -1, 3, 0, -1};
+
+		check_scores("K = 1", X, 6, 2, one, 4);
+		check_scores("K = N", X, 6, 2, all, 4);
+		check_scores("no labelled row", X, 6, 2, none, 4);
+		check_scores("K = 2 of labels 0 .. 3", X, 6, 2, two, 4);
+	}
+
+	/* many clusters: the centre pairs on a team, the same bits as one thread */
+	{
+		int			d = 4;
+		int64_t		n = 3000;
+		int32_t		m = 700;
+		float	   *X = tu_make_data(rs, n, d, DATA_BLOBS, 50);
+		int32_t    *l = malloc(sizeof(int32_t) * n);
+		volatile sig_atomic_t flag = 1;
+		gc_ctx		cancel = {.n_threads = 2, .cancel_flags = {&flag, NULL}};
+		gc_cluster_scores res;
+		gc_status	st;
+
+		for (int64_t i = 0; i < n; i++)
+			l[i] = tu_next(rs) % 20 == 0 ? -1 : (int32_t) (tu_next(rs) % (m - 1));
+		check_scores("700 labels", X, n, d, l, m);
+		CHECK(gc_cluster_scores_cpu(&cancel, X, n, d, l, m, &res, &st) == GC_ECANCEL &&
+			  isnan(res.davies_bouldin), "cancel");
+		/* the row passes poll 3 times here: the 4th poll is the centre pairs' */
+		for (int threads = 1; threads <= 2; threads++)
+		{
+			int			calls = 0;
+			gc_ctx		late = {.n_threads = threads, .cancel_flags = {NULL, NULL},
+			.poll = poll_after_3, .poll_arg = &calls};
+
+			CHECK(gc_cluster_scores_cpu(&late, X, n, d, l, m, &res, &st) == GC_ECANCEL &&
+				  calls > 3, "cancel in the centre pairs (%d threads, %d polls)",
+				  threads, calls);
+		}
+		free(X);
+		free(l);
+	}
+}
+
 /* A progress sink that records what it is told, and by which thread. */
 typedef struct progress_log
 {
@@ -477,6 +859,7 @@ main(void)
 	test_silhouette_errors();
 	test_tools_poll(&rs);
 	test_cluster_summary(&rs);
+	test_cluster_scores(&rs);
 	test_progress(&rs);
 	return test_summary("test_tools");
 }

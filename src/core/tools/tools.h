@@ -136,6 +136,41 @@ gc_code		gc_cluster_summary_cpu(const gc_ctx *ctx, const float *X,
 								   double *sumsq, gc_status *st);
 
 /*
+ * Internal scores of a labelling (cluster_scores.c), scikit-learn's on the
+ * labelled rows: rows with label < 0 are left out, labels are 0 .. m-1 and
+ * those with no row take no part.  In double from the float32 features,
+ * centres as gc_cluster_summary_cpu's.  GC_EINVAL unless the labelled rows
+ * have 2 <= clusters <= rows - 1, with res->rows and res->clusters filled;
+ * the scores are NaN unless GC_OK.  O(n d + K^2 d) time for K non-empty
+ * clusters (no bound on K here: a caller that wants one sets it), O(m d)
+ * memory.
+ */
+typedef struct gc_cluster_scores
+{
+	/*
+	 * davies_bouldin_score: the mean over clusters of the largest (s_a +
+	 * s_b) / |c_a - c_b| over the other clusters b, s the mean distance to
+	 * the centre c; a centre distance of 0 counts as infinite; 0 when every
+	 * s or every centre distance is within 1e-8 of 0
+	 */
+	double		davies_bouldin;
+	/*
+	 * calinski_harabasz_score: extra (rows - clusters) / (inertia
+	 * (clusters - 1)), extra the sum of size * |centre - mean|^2 (mean: of
+	 * the labelled rows); 1 when the inertia is 0
+	 */
+	double		calinski_harabasz;
+	/* the sum over labelled rows of the squared distance to its centre */
+	double		inertia;
+	int64_t		rows;			/* labelled rows (label >= 0) */
+	int64_t		clusters;		/* labels with at least one row */
+} gc_cluster_scores;
+
+gc_code		gc_cluster_scores_cpu(const gc_ctx *ctx, const float *X, int64_t n,
+								  int d, const int32_t *labels, int32_t m,
+								  gc_cluster_scores *res, gc_status *st);
+
+/*
  * What the silhouette's two devices share (silhouette.c's driver,
  * cuda/tools/silhouette.cu), so that they score the same rows and form each
  * row's value with the same operations.
