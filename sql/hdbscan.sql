@@ -142,8 +142,12 @@ SELECT * FROM gpu_hdbscan('SELECT id, f FROM hd_pts WHERE id <= 4');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM gpu_minimum_spanning_tree('SELECT id, f FROM hd_pts WHERE id <= 4', 5);
 \echo :LAST_ERROR_SQLSTATE
-SELECT gpu_hdbscan(f, 3, 2) OVER (PARTITION BY id < 2) FROM hd_pts;
-\echo :LAST_ERROR_SQLSTATE
+-- a partition of fewer rows than min_samples is no error: all noise, with
+-- a NOTICE (as DBSCAN's with fewer rows than min_pts)
+SELECT id < 2 AS first, count(*) AS rows, count(c) AS clustered
+FROM (SELECT id, gpu_hdbscan(f, 3, 2) OVER (PARTITION BY id < 2) AS c FROM hd_pts) s
+GROUP BY 1 ORDER BY 1;
+SELECT gpu_hdbscan(f, 3) OVER () FROM hd_pts WHERE id <= 2;
 SELECT * FROM gpu_hdbscan($$SELECT i, ARRAY[CASE WHEN i = 7 THEN 'NaN'::real ELSE i END]
                             FROM generate_series(1, 10) i$$);
 \echo :LAST_ERROR_SQLSTATE

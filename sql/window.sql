@@ -172,8 +172,6 @@ SELECT gpu_kmeans(f, 2, device => 'GPU0') OVER () FROM w_pts;
 \echo :LAST_ERROR_SQLSTATE
 SELECT gpu_kmeans(f, g + 2) OVER () FROM w_pts;
 \echo :LAST_ERROR_SQLSTATE
-SELECT gpu_kmeans(f, 4) OVER (PARTITION BY id % 500) FROM w_pts;
-\echo :LAST_ERROR_SQLSTATE
 SELECT gpu_kmeans(f, 2) FROM w_pts;
 \echo :LAST_ERROR_SQLSTATE
 
@@ -202,6 +200,35 @@ FROM (VALUES (1, '{1}'::real[]), (2, '{}')) AS t(id, f);
 SELECT gpu_kmeans(f, 1) OVER (ORDER BY id)
 FROM (VALUES (1, '{{1,2},{3,4}}'::real[])) AS t(id, f);
 \echo :LAST_ERROR_SQLSTATE
+
+-- a partition of fewer rows with features than k is no error, as with
+-- PostGIS's ST_ClusterKMeans: each distinct row is its own cluster
+-- (numbered in the order of its first row; -0 and 0 are one value), with
+-- a NOTICE naming the partition's size; the other partitions cluster as
+-- ever.  Under cosine a direction is one point.
+SELECT id, g, f, gpu_kmeans(f, 6) OVER (PARTITION BY g ORDER BY id) AS c
+FROM (VALUES (1, 0, '{1,1}'::real[]), (2, 0, '{0,0}'), (3, 0, '{1,1}'), (4, 0, NULL),
+             (5, 0, '{-0.0,0}'), (6, 0, '{2,1}'),
+             (7, 1, '{0,0}'), (8, 1, '{1,0}'), (9, 1, '{2,0}'), (10, 1, '{3,0}'),
+             (11, 1, '{4,0}'), (12, 1, '{5,0}'), (13, 2, NULL)) AS t(id, g, f)
+ORDER BY id;
+SELECT id, gpu_kmeans(f, 4, metric => 'cosine') OVER (ORDER BY id) AS c
+FROM (VALUES (1, '{1,1}'::real[]), (2, '{3,3}'), (3, '{0,2}')) AS t(id, f);
+SELECT gpu_kmeans(f, 4, metric => 'cosine') OVER (ORDER BY id)
+FROM (VALUES (1, '{1,1}'::real[]), (2, '{0,0}')) AS t(id, f);
+\echo :LAST_ERROR_SQLSTATE
+-- every partition smaller than k: as many clusters as distinct rows
+SELECT g, count(DISTINCT c) AS clusters, count(DISTINCT f) AS distinct_rows,
+       count(c) AS labelled, count(f) AS with_features
+FROM (SELECT id % 2 AS g, f, gpu_kmeans(f, 800) OVER (PARTITION BY id % 2) AS c
+      FROM w_pts) x
+GROUP BY g ORDER BY g;
+-- DBSCAN: a partition of fewer rows than min_pts is all noise (as ever),
+-- now with a NOTICE saying why
+SELECT id, g, gpu_dbscan(f, 10, 3) OVER (PARTITION BY g ORDER BY id) AS c
+FROM (VALUES (1, 0, '{1,1}'::real[]), (2, 0, '{1,2}'), (3, 0, NULL),
+             (4, 1, '{0,0}'), (5, 1, '{0,1}'), (6, 1, '{1,0}')) AS t(id, g, f)
+ORDER BY id;
 
 -- the SRFs are still chosen for a source text
 SELECT * FROM gpu_dbscan('SELECT 1, ARRAY[1.0]', 1, 1);

@@ -159,26 +159,17 @@ gc_glue_check_at_least_1(const GcArgs *a, int argno, int64 value)
 }
 
 void
-gc_glue_check_k_rows(int k, int64 n, GcRowsOrigin origin, const char *hint)
+gc_glue_check_k_rows(int k, int64 n, const char *hint)
 {
-	gc_glue_check_rows_for("k", k, n, origin, hint);
+	gc_glue_check_rows_for("k", k, n, hint);
 }
 
 void
 gc_glue_check_rows_for(const char *name, int64 value, int64 n,
-					   GcRowsOrigin origin, const char *hint)
+					   const char *hint)
 {
 	if (value <= n)
 		return;
-	if (origin == GC_ROWS_PARTITION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must not exceed the number of rows with features", name),
-				 errdetail_plural("%s is %lld, but the partition has %lld row with non-NULL features.",
-								  "%s is %lld, but the partition has %lld rows with non-NULL features.",
-								  (unsigned long) n,
-								  name, (long long) value, (long long) n),
-				 hint ? errhint("%s", hint) : 0));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("%s must not exceed the number of rows with features", name),

@@ -115,19 +115,15 @@ pg_noreturn extern void gc_glue_refuse_on_cpu(const GcArgs *a, int argno,
 /* ERROR unless argument argno of a, whose value is value, is at least 1. */
 extern void gc_glue_check_at_least_1(const GcArgs *a, int argno, int64 value);
 
-/* Where the rows of a call came from, for messages. */
-typedef enum GcRowsOrigin
-{
-	GC_ROWS_QUERY,				/* the source query */
-	GC_ROWS_PARTITION			/* a window function's partition */
-} GcRowsOrigin;
-
-/* ERROR unless k <= n, the rows with features; hint may be NULL */
-extern void gc_glue_check_k_rows(int k, int64 n, GcRowsOrigin origin,
-								 const char *hint);
+/*
+ * ERROR unless k <= n, the rows with features the source query returned;
+ * hint may be NULL.  (A window partition of fewer rows is no error: its
+ * form says what it gets, gc_glue_window_small_partition.)
+ */
+extern void gc_glue_check_k_rows(int k, int64 n, const char *hint);
 
 /* The same for the argument name, whose value is value (HDBSCAN's min_samples). */
 extern void gc_glue_check_rows_for(const char *name, int64 value, int64 n,
-								   GcRowsOrigin origin, const char *hint);
+								   const char *hint);
 
 #endif							/* GPUCLUST_CLUSTER_ARGS_H */

@@ -324,6 +324,33 @@ log_partition_timing(const WinAlgo *algo, const WinCall *call,
 											call->in.n))));
 }
 
+void
+gc_glue_window_small_partition(const WinCall *call, const char *name,
+							   int64 value, const char *outcome,
+							   const char *hint)
+{
+	ereport(NOTICE,
+			(errmsg("partition has fewer rows with features than %s: %s",
+					name, outcome),
+			 errdetail_plural("%s is %lld, but the partition has %lld row with non-NULL features (of %lld rows).",
+							  "%s is %lld, but the partition has %lld rows with non-NULL features (of %lld rows).",
+							  (unsigned long) call->in.n,
+							  name, (long long) value, (long long) call->in.n,
+							  (long long) call->in.n_rows),
+			 hint ? errhint("%s", hint) : 0));
+}
+
+int32 *
+gc_glue_window_all_noise(const WinCall *call)
+{
+	int32	   *labels = MemoryContextAllocHuge(call->workcxt,
+												(Size) call->in.n * sizeof(int32));
+
+	for (int64 i = 0; i < call->in.n; i++)
+		labels[i] = GC_NOISE;
+	return labels;
+}
+
 /*
  * The label of the current row: the first call in a partition clusters
  * the partition with algo and keeps its labels.

@@ -62,6 +62,23 @@ typedef struct WinAlgo
 } WinAlgo;
 
 /*
+ * The NOTICE of a partition with fewer rows with features (call->in.n)
+ * than the parameter name asks for (value): the partition is not an
+ * error, outcome says what it gets instead ("each distinct row is its own
+ * cluster"); hint may be NULL.
+ */
+extern void gc_glue_window_small_partition(const WinCall *call,
+										   const char *name, int64 value,
+										   const char *outcome,
+										   const char *hint);
+
+/*
+ * Labels for call->in's rows with features, every one noise (GC_NOISE),
+ * in call->workcxt.
+ */
+extern int32 *gc_glue_window_all_noise(const WinCall *call);
+
+/*
  * The label of the current row: the first call in a partition clusters
  * the partition with algo and keeps its labels.
  */

@@ -27,9 +27,13 @@ dbscan_read_params(WinCall *call)
 static const int32 *
 dbscan_run(WinCall *call)
 {
+	const gc_dbscan_params *p = call->p;
 	int32	   *labels;
 	uint8	   *is_core;
 
+	if (p->min_pts > call->in.n)
+		gc_glue_window_small_partition(call, "min_pts", p->min_pts,
+									   "every row is noise", NULL);
 	call->ran = gc_glue_run_dbscan(call->requested, &call->in,
 								   call->p, call->workcxt, &labels,
 								   &is_core);

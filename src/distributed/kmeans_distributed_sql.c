@@ -140,8 +140,7 @@ gpu_kmeans_distributed(PG_FUNCTION_ARGS)
 	/* the rows' count and mean, then the variance about the mean */
 	kmd_run_step(&pass, plan, NULL, cxt, &st);
 	n = st.empty ? 0 : st.n;
-	gc_glue_check_k_rows(k, n, GC_ROWS_QUERY,
-						 n == 0 ? "gpu_kmeans_distributed needs rows to fit a model to." : NULL);
+	gc_glue_check_k_rows(k, n, n == 0 ? "gpu_kmeans_distributed needs rows to fit a model to." : NULL);
 	d = ARR_DIMS(st.centroids)[1];
 	if (given != NULL && ARR_DIMS(given)[1] != d)
 		ereport(ERROR,

@@ -142,15 +142,21 @@ gc_glue_mst_params(const GcArgs *a, gc_hdbscan_params *p, gc_device *device)
 	read_common(a, MST_ALPHA, MST_METRIC, MST_DEVICE, p, device);
 }
 
-void
-gc_glue_hdbscan_check_rows(const GcArgs *a, const gc_hdbscan_params *p,
-						   int64 n, GcRowsOrigin origin)
+const char *
+gc_glue_hdbscan_min_samples_hint(const GcArgs *a)
 {
 	bool		defaulted = a->sig == &gc_hdbscan_signature &&
 		a->isnull[HD_MIN_SAMPLES];
 
-	gc_glue_check_rows_for("min_samples", p->min_samples, n, origin,
-						   defaulted ?
-						   "min_samples is NULL, so it is min_cluster_size: give a smaller min_cluster_size, or min_samples." :
-						   NULL);
+	return defaulted ?
+		"min_samples is NULL, so it is min_cluster_size: give a smaller min_cluster_size, or min_samples." :
+		NULL;
+}
+
+void
+gc_glue_hdbscan_check_rows(const GcArgs *a, const gc_hdbscan_params *p,
+						   int64 n)
+{
+	gc_glue_check_rows_for("min_samples", p->min_samples, n,
+						   gc_glue_hdbscan_min_samples_hint(a));
 }

@@ -48,12 +48,16 @@ extern void gc_glue_mst_params(const GcArgs *a, gc_hdbscan_params *p,
 
 /*
  * ERROR (22023) unless p's min_samples is at most n, the rows with
- * features (of the source query or the partition, origin), as a's
- * function counts it.
+ * features the source query returned, as a's function counts it.
  */
 extern void gc_glue_hdbscan_check_rows(const GcArgs *a,
-									   const gc_hdbscan_params *p, int64 n,
-									   GcRowsOrigin origin);
+									   const gc_hdbscan_params *p, int64 n);
+
+/*
+ * The hint for a min_samples larger than the rows when a's min_samples is
+ * NULL (so min_cluster_size), else NULL.
+ */
+extern const char *gc_glue_hdbscan_min_samples_hint(const GcArgs *a);
 
 /*
  * The device of an HDBSCAN or MST call on n rows of d features

@@ -69,7 +69,7 @@ hdbscan_begin(FunctionCallInfo fcinfo, const GcSignature *sig,
 		call->ran = gc_glue_choose_hdbscan_device(call->requested, p, 0, 0);
 		return false;
 	}
-	gc_glue_hdbscan_check_rows(&call->args, p, call->in.n, GC_ROWS_QUERY);
+	gc_glue_hdbscan_check_rows(&call->args, p, call->in.n);
 	return true;
 }
 

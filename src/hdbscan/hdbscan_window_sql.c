@@ -34,8 +34,15 @@ hdbscan_run(WinCall *call)
 	const gc_hdbscan_params *p = call->p;
 	GcHdbscanOut out;
 
-	gc_glue_hdbscan_check_rows(&call->params.args, p, call->in.n,
-							   GC_ROWS_PARTITION);
+	/* no row has min_samples neighbours: all noise, as DBSCAN's would be */
+	if (p->min_samples > call->in.n)
+	{
+		gc_glue_window_small_partition(call, "min_samples", p->min_samples,
+									   "every row is noise",
+									   gc_glue_hdbscan_min_samples_hint(&call->params.args));
+		call->ran = GC_DEVICE_CPU;
+		return gc_glue_window_all_noise(call);
+	}
 	call->ran = gc_glue_run_hdbscan(call->requested, &call->in, p,
 									call->workcxt, false, &out);
 	return out.labels;

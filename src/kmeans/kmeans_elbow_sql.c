@@ -70,8 +70,7 @@ gpu_kmeans_elbow(PG_FUNCTION_ARGS)
 		MemoryContextDelete(cxt);
 		return (Datum) 0;
 	}
-	gc_glue_check_k_rows(k_max, in.n, GC_ROWS_QUERY,
-						 "Lower k_max to at most the number of rows.");
+	gc_glue_check_k_rows(k_max, in.n, "Lower k_max to at most the number of rows.");
 
 	runcxt = AllocSetContextCreate(cxt, "gpu_kmeans_elbow run",
 								   ALLOCSET_DEFAULT_SIZES);

@@ -128,8 +128,7 @@ gpu_kmeans_fit(PG_FUNCTION_ARGS)
 			  gc_ingest_flags_for(GC_INGEST_WEIGHTS, requested), workcxt, &in);
 	t1 = gc_now_ms();
 
-	gc_glue_check_k_rows(params.k, in.n, GC_ROWS_QUERY,
-						 in.n == 0 ? "gpu_kmeans_fit needs rows to fit a model to." : NULL);
+	gc_glue_check_k_rows(params.k, in.n, in.n == 0 ? "gpu_kmeans_fit needs rows to fit a model to." : NULL);
 	if (init_query != NULL)
 		gc_glue_kmeans_init_query(init_query, &params, workcxt);
 	ran = gc_glue_run_kmeans(requested, &in, &params, workcxt, &res);

@@ -49,7 +49,7 @@ gpu_kmeans(PG_FUNCTION_ARGS)
 	gc_glue_srf_ingest(&call);
 	if (call.in.n > 0)
 	{
-		gc_glue_check_k_rows(params.k, call.in.n, GC_ROWS_QUERY, NULL);
+		gc_glue_check_k_rows(params.k, call.in.n, NULL);
 		if (init_query != NULL)
 			gc_glue_kmeans_init_query(init_query, &params, call.cxt);
 		call.ran = gc_glue_run_kmeans(call.requested, &call.in, &params,

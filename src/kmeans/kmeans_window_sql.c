@@ -41,13 +41,43 @@ kmeans_read_params(WinCall *call)
 				 errhint("Pass the centroids as an array: init_centroids => (SELECT array_agg(features ORDER BY id) FROM centres).")));
 }
 
+/*
+ * A partition of fewer rows than k, as PostGIS's ST_ClusterKMeans takes
+ * it: not an error, but fewer clusters, one per distinct row (the
+ * clustering of inertia 0), with a NOTICE; on the CPU, in O(n log n).
+ */
+static const int32 *
+kmeans_few_rows(WinCall *call)
+{
+	const gc_kmeans_params *p = call->p;
+	int32	   *labels;
+	int64		clusters;
+	gc_ctx		ctx;
+	gc_status	st = {GC_OK, ""};
+
+	if (p->metric == GC_METRIC_COSINE)
+		gc_glue_check_no_zero_row(&call->in);
+	gc_glue_window_small_partition(call, "k", p->k,
+								   "each distinct row is its own cluster",
+								   NULL);
+	labels = MemoryContextAllocHuge(call->workcxt,
+									(Size) call->in.n * sizeof(int32));
+	gc_glue_ctx(&ctx);
+	if (gc_kmeans_distinct_labels(&ctx, call->in.X, call->in.n, call->in.d,
+								  p->metric, labels, &clusters, &st) != GC_OK)
+		gc_glue_report(&st, gc_algorithm_name(GC_ALGO_KMEANS));
+	call->ran = GC_DEVICE_CPU;
+	return labels;
+}
+
 static const int32 *
 kmeans_run(WinCall *call)
 {
 	const gc_kmeans_params *p = call->p;
 	gc_kmeans_result res;
 
-	gc_glue_check_k_rows(p->k, call->in.n, GC_ROWS_PARTITION, NULL);
+	if (p->k > call->in.n)
+		return kmeans_few_rows(call);
 	call->ran = gc_glue_run_kmeans(call->requested, &call->in, p,
 								   call->workcxt, &res);
 	call->iterations = res.iterations;

@@ -104,7 +104,7 @@ gpu_kdistance(PG_FUNCTION_ARGS)
 		MemoryContextDelete(cxt);
 		return (Datum) 0;
 	}
-	gc_glue_check_k_rows((int) k, in.n, GC_ROWS_QUERY, NULL);
+	gc_glue_check_k_rows((int) k, in.n, NULL);
 
 	kd2 = MemoryContextAllocHuge(cxt, in.n * sizeof(float));
 	y = MemoryContextAllocHuge(cxt, in.n * sizeof(double));

@@ -1738,6 +1738,91 @@ test_k_equals_n(void)
 	free(X);
 }
 
+/* Whether rows a and b (d features) compare equal feature by feature. */
+static bool
+same_point(const float *a, const float *b, int d)
+{
+	for (int j = 0; j < d; j++)
+		if (a[j] != b[j])
+			return false;
+	return true;
+}
+
+/*
+ * gc_kmeans_distinct_labels against the definition, pair by pair: rows i
+ * and j share a label exactly when every feature (of the unit rows under
+ * cosine) compares equal, and labels number the points in the order of
+ * their first rows.  Fresh rows drawn from a few values (many duplicates,
+ * -0 beside 0), and under cosine positive multiples of a few directions.
+ */
+static void
+test_distinct_labels(void)
+{
+	gc_ctx		ctx = {.n_threads = 2, .cancel_flags = {NULL, NULL}};
+	gc_status	st;
+
+	for (int c = 0; c < 40; c++)
+	{
+		const int64_t n = 1 + (int64_t) (tu_next(&rs) % 300);
+		const int	d = 1 + (int) (tu_next(&rs) % 5);
+		const gc_metric metric = c % 2 ? GC_METRIC_COSINE : GC_METRIC_EUCLIDEAN;
+		const int	values = 1 + (int) (tu_next(&rs) % 4);
+		float	   *X = malloc(sizeof(float) * (size_t) (n * d));
+		float	   *U = malloc(sizeof(float) * (size_t) (n * d));
+		int32_t    *lab = malloc(sizeof(int32_t) * (size_t) n);
+		int64_t		m = -1,
+					bad = 0,
+					next = 0;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			float		scale = metric == GC_METRIC_COSINE ?
+				(float) (1 + tu_next(&rs) % 3) : 1.0f;
+
+			for (int j = 0; j < d; j++)
+			{
+				int			v = (int) (tu_next(&rs) % (uint64_t) values);
+
+				X[i * d + j] = v == 0 ? (tu_next(&rs) % 2 ? -0.0f : 0.0f) : scale * (float) v;
+			}
+			if (metric == GC_METRIC_COSINE)
+				X[i * d] = scale * (float) (1 + tu_next(&rs) % 2);	/* no zero row */
+		}
+		CHECK(gc_kmeans_distinct_labels(&ctx, X, n, d, metric, lab, &m, &st) == GC_OK,
+			  "%s", st.message);
+		for (int64_t i = 0; i < n; i++)
+		{
+			if (metric == GC_METRIC_COSINE)
+				gc_unit_row(X + i * d, d, U + i * d);
+			else
+				memcpy(U + i * d, X + i * d, sizeof(float) * (size_t) d);
+		}
+		for (int64_t i = 0; i < n; i++)
+		{
+			int64_t		f = 0;
+
+			while (f < i && !same_point(U + f * d, U + i * d, d))
+				f++;
+			if (f == i ? lab[i] != next++ : lab[i] != lab[f])
+				bad++;
+		}
+		CHECK(bad == 0 && m == next, "distinct labels: n %lld d %d %s: %lld wrong, %lld of %lld points",
+			  (long long) n, d, metric == GC_METRIC_COSINE ? "cosine" : "euclidean",
+			  (long long) bad, (long long) m, (long long) next);
+		free(X);
+		free(U);
+		free(lab);
+	}
+	{
+		float		Z[4] = {1, 2, 0, 0};
+		int32_t		lab[2];
+		int64_t		m;
+
+		CHECK(gc_kmeans_distinct_labels(&ctx, Z, 2, 2, GC_METRIC_COSINE, lab, &m, &st) == GC_EINVAL,
+			  "a zero row under cosine");
+	}
+}
+
 /*
  * gc_kmeans_labels_cpu (kmeans_step's labels) = gc_km_nearest on every
  * row, bit for bit: n 0..5000, d 1..300, k 1..600 (k may exceed n), each
@@ -1920,6 +2005,7 @@ main(void)
 	test_empty_constructed();
 	test_reseed_convergence();
 	test_k_equals_n();
+	test_distinct_labels();
 	test_labels_cases();
 	test_block_terms();
 

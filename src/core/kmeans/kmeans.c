@@ -393,3 +393,99 @@ done:
 		free(lab);
 	return rc;
 }
+
+/* A row of gc_kmeans_distinct_labels' sort: its features and position. */
+typedef struct distinct_row
+{
+	const float *x;
+	int64_t		pos;
+	int			d;
+} distinct_row;
+
+/* Whether two rows are one point: every feature compares equal. */
+static bool
+distinct_same(const distinct_row *a, const distinct_row *b)
+{
+	for (int j = 0; j < a->d; j++)
+		if (a->x[j] != b->x[j])
+			return false;
+	return true;
+}
+
+/* Features in dimension order by value, then position: a point's rows in a run. */
+static int
+distinct_cmp(const void *a, const void *b)
+{
+	const distinct_row *ra = a,
+			   *rb = b;
+
+	for (int j = 0; j < ra->d; j++)
+	{
+		if (ra->x[j] < rb->x[j])
+			return -1;
+		if (ra->x[j] > rb->x[j])
+			return 1;
+	}
+	return ra->pos < rb->pos ? -1 : ra->pos > rb->pos;
+}
+
+gc_code
+gc_kmeans_distinct_labels(const gc_ctx *ctx, const float *X, int64_t n, int d,
+						  gc_metric metric, int32_t *labels, int64_t *clusters,
+						  gc_status *st)
+{
+	float	   *U = NULL;
+	distinct_row *rows;
+	int64_t    *head;
+	int64_t		m = 0;
+
+	st->code = GC_OK;
+	st->message[0] = '\0';
+	*clusters = 0;
+	if (n < 0 || n > INT32_MAX || d < 1 || (n > 0 && (X == NULL || labels == NULL)))
+		return gc_fail(st, GC_EINVAL, "bad arguments");
+	if (n == 0)
+		return GC_OK;
+	if (metric == GC_METRIC_COSINE)
+	{
+		int64_t		zero = gc_first_zero_row(X, n, d);
+
+		if (zero >= 0)
+			return gc_fail(st, GC_EINVAL, "row %lld is all 0: the cosine distance is undefined",
+						   (long long) zero + 1);
+		U = malloc(sizeof(float) * (size_t) n * (size_t) d);
+		if (U == NULL)
+			return gc_fail(st, GC_ENOMEM, "out of memory for %lld unit rows",
+						   (long long) n);
+		gc_unit_rows(ctx, X, n, d, U);
+		X = U;
+	}
+	rows = malloc(sizeof(distinct_row) * (size_t) n);
+	head = malloc(sizeof(int64_t) * (size_t) n);
+	if (rows == NULL || head == NULL)
+	{
+		free(U);
+		free(rows);
+		free(head);
+		return gc_fail(st, GC_ENOMEM, "out of memory for sorting %lld rows",
+					   (long long) n);
+	}
+	for (int64_t i = 0; i < n; i++)
+		rows[i] = (distinct_row) {X + i * d, i, d};
+	qsort(rows, (size_t) n, sizeof(distinct_row), distinct_cmp);
+	/* head[i]: the first row of row i's point, the head of its run */
+	for (int64_t r = 0, h = 0; r < n; r++)
+	{
+		if (!distinct_same(&rows[h], &rows[r]))
+			h = r;
+		head[rows[r].pos] = rows[h].pos;
+	}
+	/* in row order a point's first row comes before its others */
+	for (int64_t i = 0; i < n; i++)
+		labels[i] = head[i] == i ? (int32_t) m++ : labels[head[i]];
+	free(rows);
+	free(head);
+	free(U);
+	*clusters = m;
+	return GC_OK;
+}

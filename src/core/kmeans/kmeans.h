@@ -184,6 +184,20 @@ gc_code		gc_kmeans_cpu(const gc_ctx *ctx, const float *X, int64_t n, int d,
 						  gc_status *st);
 
 /*
+ * The clustering of rows too few for k (a window partition of fewer rows
+ * than k): each distinct point its own cluster, numbered 0, 1, ... in the
+ * order of its first row, which is the k-means clustering of inertia 0.
+ * Points are equal when every feature compares equal (so -0 equals 0);
+ * under cosine a point is the unit row (gc_unit_rows: rows of one
+ * direction are one point), and a zero row is GC_EINVAL.  *clusters = the
+ * distinct points.  O(n d log n) time, O(n d) memory (GC_ENOMEM).
+ */
+gc_code		gc_kmeans_distinct_labels(const gc_ctx *ctx, const float *X,
+									  int64_t n, int d, gc_metric metric,
+									  int32_t *labels, int64_t *clusters,
+									  gc_status *st);
+
+/*
  * The k-means assignment of the n rows X to the k given centres C (k x d):
  * labels[i] is the nearest centre by the float32 gc_dist2, ties to the
  * lowest index (gc_km_nearest's rule), through gc_km_assign's blocked
