@@ -3,12 +3,15 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION gpuclust_postgis UPDATE TO '0.2'" to load this file. \quit
 
--- 0.2 names every built-in that the error function of the casts calls
--- with its schema: its PL/pgSQL body is bound when it runs, under the
--- caller's search_path.  (The cast functions are SQL bodies, bound when
--- they were created.)  A new installation runs gpuclust_postgis--0.1.sql
--- and then this script, an upgraded one this script alone, so both end
--- with this body.
+-- 0.2 gives an EMPTY geometry or geography NULL features, as a NULL one:
+-- PostGIS's cluster functions give an EMPTY geometry a NULL cluster and go
+-- on, and so does every gpuclust form now (0.1 raised an error).  Only a
+-- shape that is not a point is an error.  It also names every built-in
+-- that the error function calls with its schema: its PL/pgSQL body is
+-- bound when it runs, under the caller's search_path.  (The cast
+-- functions are SQL bodies, bound when they are created.)  A new
+-- installation runs gpuclust_postgis--0.1.sql and then this script, an
+-- upgraded one this script alone, so both end with these bodies.
 
 CREATE OR REPLACE FUNCTION @extschema@.gpuclust_not_a_point(geometry_type text)
 RETURNS real[]
@@ -17,14 +20,47 @@ AS $$
 BEGIN
     RAISE EXCEPTION USING
         ERRCODE = 'invalid_parameter_value',
-        MESSAGE = CASE WHEN geometry_type OPERATOR(pg_catalog.=) 'ST_Point'::pg_catalog.text
-                       THEN 'features are an empty point'
-                       ELSE pg_catalog.format('features are a %s, not a point'::pg_catalog.text,
-                                              pg_catalog.upper(pg_catalog.substr(geometry_type, 4))) END,
-        DETAIL = 'A geometry or geography is cast to real[] as the coordinates of a point: [x, y], or [x, y, z].',
-        HINT = CASE WHEN geometry_type OPERATOR(pg_catalog.=) 'ST_Point'::pg_catalog.text
-                    THEN 'Leave the row out (WHERE NOT ST_IsEmpty(geom)), or give it NULL features to leave it unclustered.'
-                    ELSE 'Cluster a point of each shape: ST_Centroid(geom) or ST_PointOnSurface(geom); ST_Dump(geom) splits a MULTIPOINT.' END;
+        MESSAGE = pg_catalog.format('features are a %s, not a point'::pg_catalog.text,
+                                    pg_catalog.upper(pg_catalog.substr(geometry_type, 4))),
+        DETAIL = 'A geometry or geography is cast to real[] as the coordinates of a point: [x, y], or [x, y, z]; an EMPTY one gives NULL.',
+        HINT = 'Cluster a point of each shape: ST_Centroid(geom) or ST_PointOnSurface(geom); ST_Dump(geom) splits a MULTIPOINT.';
+END
+$$;
+
+COMMENT ON FUNCTION @extschema@.gpuclust_not_a_point(text) IS
+'The error of gpuclust_point_features for a geometry that is not a point.';
+
+DO $$
+DECLARE
+    postgis CONSTANT text := (
+        SELECT pg_catalog.quote_ident(n.nspname)
+        FROM pg_catalog.pg_extension e
+        JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+        WHERE e.extname OPERATOR(pg_catalog.=) 'postgis'::pg_catalog.name);
+BEGIN
+    EXECUTE pg_catalog.replace($sql$
+CREATE OR REPLACE FUNCTION @extschema@.gpuclust_point_features(g @postgis@.geometry)
+RETURNS real[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE
+    WHEN g IS NULL OR @postgis@.ST_IsEmpty(g) THEN NULL
+    WHEN @postgis@.ST_GeometryType(g) OPERATOR(pg_catalog.<>) 'ST_Point'::pg_catalog.text
+        THEN @extschema@.gpuclust_not_a_point(@postgis@.ST_GeometryType(g))
+    WHEN @postgis@.ST_Zmflag(g) OPERATOR(pg_catalog.>=) 2::pg_catalog.int2
+        THEN ARRAY[@postgis@.ST_X(g), @postgis@.ST_Y(g), @postgis@.ST_Z(g)]::real[]
+    ELSE ARRAY[@postgis@.ST_X(g), @postgis@.ST_Y(g)]::real[]
+END;
+
+COMMENT ON FUNCTION @extschema@.gpuclust_point_features(@postgis@.geometry) IS
+'The features of a point: [x, y], or [x, y, z] for a point with Z (M is '
+'dropped); NULL for NULL and for an EMPTY geometry of any type (a NULL '
+'cluster, as PostGIS''s cluster functions give it); an error (22023) for '
+'any other geometry.  The cast from geometry to real[].';
+COMMENT ON FUNCTION @extschema@.gpuclust_point_features(@postgis@.geography) IS
+'The features of a geography point: [longitude, latitude] in degrees (and '
+'z), clustered as planar coordinates; NULL for NULL and EMPTY.  The cast '
+'from geography to real[].';
+$sql$, '@postgis@'::pg_catalog.text, postgis);
 END
 $$;
 

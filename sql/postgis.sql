@@ -220,8 +220,8 @@ FROM (SELECT gpu_dbscan(geom, 0.05, 5) OVER w AS a,
       FROM g_pts WINDOW w AS (ORDER BY id)) x;
 SELECT gpu_dbscan(geom, 0.05, 5, device => 'cpu', algorithm => 'dclust') OVER () FROM g_pts;
 
--- a shape that is not a point, or an empty point, is an error naming the
--- row; the hint offers ST_Centroid
+-- a shape that is not a point is an error naming the row; the hint offers
+-- ST_Centroid
 SELECT * FROM gpu_dbscan($$SELECT id, g FROM (VALUES (1, 'POINT(0 0)'::geometry),
                            (7, 'POLYGON((0 0, 1 0, 1 1, 0 0))')) v(id, g)$$, 1, 1);
 \echo :LAST_ERROR_SQLSTATE
@@ -231,10 +231,63 @@ FROM (VALUES ('POINT(0 0)'::geometry), ('LINESTRING(0 0, 1 1)')) AS t(g);
 SELECT gpu_kmeans(g, 1) OVER ()
 FROM (VALUES ('MULTIPOINT((0 0), (1 1))'::geography)) AS t(g);
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM gpu_kmeans($$SELECT id, g FROM (VALUES (3, 'POINT EMPTY'::geometry)) v(id, g)$$, 1);
-\echo :LAST_ERROR_SQLSTATE
+-- an EMPTY geometry or geography of any type is a NULL feature row: a NULL
+-- cluster, as NULL gets, in every form
+SELECT * FROM gpu_kmeans($$SELECT id, g FROM (VALUES (3, 'POINT EMPTY'::geometry),
+                           (4, 'POINT(1 1)'), (5, 'POLYGON EMPTY')) v(id, g)$$, 1);
 SELECT * FROM gpu_dbscan($$SELECT 'a' || id, g FROM (VALUES (3, 'POINT EMPTY'::geometry)) v(id, g)$$, NULL::text, 1, 1);
-\echo :LAST_ERROR_SQLSTATE
+SELECT id, gpu_dbscan(g, 1, 1) OVER (ORDER BY id) AS dbscan,
+       gpu_kmeans(g::geography, 1) OVER (ORDER BY id) AS kmeans_geography
+FROM (VALUES (1, 'POINT(0 0)'::geometry), (2, 'POINT EMPTY'), (3, 'MULTIPOINT EMPTY'),
+             (4, NULL), (5, 'POINT(0.5 0)')) AS t(id, g);
+SELECT 'POINT EMPTY'::geometry::real[] AS empty, 'LINESTRING EMPTY'::geography::real[] AS empty_geography;
+
+-- PostGIS's own cases for its cluster functions (regress/core/cluster.sql),
+-- through the window forms beside ST_ClusterDBSCAN / ST_ClusterKMeans: the
+-- same partition of the rows with a point.  NULL and EMPTY rows get a NULL
+-- cluster here in every form; ST_ClusterKMeans puts them into one more
+-- cluster of their own (its expected #4101b|1, #4071|2|3|4), so they are
+-- counted apart (np: those rows given a cluster).
+CREATE TABLE g_dbscan_inputs (id int, geom geometry);
+INSERT INTO g_dbscan_inputs VALUES (1, 'POINT (0 0)'), (2, 'POINT (0 1)'), (3, 'POINT (-0.5 0.5)'),
+  (4, 'POINT (1 0)'), (5, 'POINT (1 1)'), (6, 'POINT (1.0 0.5)');
+SELECT t, count(*) FILTER (WHERE (g IS NULL) <> (p IS NULL)) AS noise_differs,
+       count(DISTINCT (g, p)) AS pairs, count(DISTINCT g) AS gpu, count(DISTINCT p) AS postgis
+FROM (SELECT 't101' AS t, gpu_dbscan(geom, 0.8, 1) OVER () AS g, ST_ClusterDBSCAN(geom, 0.8, 1) OVER () AS p FROM g_dbscan_inputs
+      UNION ALL
+      SELECT 't102', gpu_dbscan(geom, 0.8, 4) OVER (), ST_ClusterDBSCAN(geom, 0.8, 4) OVER () FROM g_dbscan_inputs
+      UNION ALL
+      SELECT 't103', gpu_dbscan(geom, 0.6, 3) OVER (), ST_ClusterDBSCAN(geom, 0.6, 3) OVER () FROM g_dbscan_inputs
+      UNION ALL
+      SELECT '#3612b', gpu_dbscan(ST_Point(1, 1), 20.1, 5) OVER (), ST_ClusterDBSCAN(ST_Point(1, 1), 20.1, 5) OVER ()) x
+GROUP BY t ORDER BY t;
+-- k-means: the distinct clusters of the rows with a point (p), and the
+-- rows without one (NULL or EMPTY) that got a cluster (np)
+CREATE FUNCTION g_kmeans_counts(k int, rows text, OUT gpu_p bigint, OUT gpu_np bigint,
+                                OUT postgis_p bigint, OUT postgis_np bigint)
+LANGUAGE plpgsql AS $f$
+BEGIN
+  EXECUTE format($q$
+    SELECT count(DISTINCT g) FILTER (WHERE has_point), count(g) FILTER (WHERE NOT has_point),
+           count(DISTINCT p) FILTER (WHERE has_point), count(p) FILTER (WHERE NOT has_point)
+    FROM (SELECT coalesce(NOT ST_IsEmpty(geom), false) AS has_point,
+                 gpu_kmeans(geom, %1$s) OVER () AS g, ST_ClusterKMeans(geom, %1$s) OVER () AS p
+          FROM (VALUES %2$s) v(geom)) x$q$, k, rows)
+  INTO gpu_p, gpu_np, postgis_p, postgis_np;
+END
+$f$;
+SELECT '#4100b' AS t, * FROM g_kmeans_counts(2, $$('POINT(0 0)'::geometry), ('POINT(0 0)')$$);
+SELECT '#4101b' AS t, * FROM g_kmeans_counts(2, $$('POINT EMPTY'::geometry), ('POINT EMPTY')$$);
+SELECT '3d_support-1' AS t, * FROM g_kmeans_counts(2, $$('POINT(0 0 1)'::geometry), ('POINT(0 0 5)'), ('POINT(0 0 7)')$$);
+SELECT '#4071 k ' || k AS t, c.*
+FROM generate_series(1, 3) k,
+     g_kmeans_counts(k, $$(NULL::geometry), ('POINT(1 1)'), ('POINT EMPTY'), ('POINT(0 0)'), ('POINT(4 4)')$$) c;
+-- fewer points than k (PostGIS: a NOTICE, and an error when even the
+-- rows are fewer than k): one cluster per point on both sides
+SELECT 'few points' AS t, * FROM g_kmeans_counts(5,
+  $$('POINT(0 0)'::geometry), ('POINT(1 0)'), ('POINT EMPTY'), ('POINT(2 2)'), ('POINT EMPTY')$$);
+DROP FUNCTION g_kmeans_counts;
+DROP TABLE g_dbscan_inputs;
 SELECT gpu_dbscan(ST_Centroid(g), 1, 1) OVER () AS cluster
 FROM (VALUES ('POLYGON((0 0, 1 0, 1 1, 0 0))'::geometry)) AS t(g);
 
