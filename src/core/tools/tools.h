@@ -29,7 +29,19 @@ gc_code		gc_kdistance_cpu(const gc_ctx *ctx, const float *X, int64_t n,
  * x' - y' where x' = i/(n-1) and y' = (y[i]-y[0])/(y[n-1]-y[0]), i.e. the
  * point farthest below the chord from the first point to the last, in the
  * unit square; the lowest such index on ties; 0 when n <= 2 or the curve is
- * flat.
+ * flat.  x' - y' is Kneedle's difference curve (Satopaa et al., 2011), and
+ * this its maximum.  On a convex curve (a k-distance curve without noise)
+ * that is the only local maximum, and the kneed package's
+ * KneeLocator(curve='convex', direction='increasing') finds the same row
+ * (test_tools checks it against kneed's steps).  On a noisy curve kneed
+ * stops at the first local maximum, scanning from the top, that the next
+ * rows fall one step (1/(n-1)) below: a wiggle among the largest values
+ * (on the world cities, k = 10: row 134,948 of 135,233, 4.25 degrees),
+ * where the maximum is the point where the curve turns (row 132,376, 1.50
+ * degrees).  Not to be trusted where the curve has no one turn: a heavy
+ * tail (a few far rows set the scale, so the knee marks where the sparse
+ * rows begin, not a density of clusters), clusters of very different
+ * densities (no one eps suits them), a concave curve (0).
  */
 int64_t		gc_knee_index(const double *y, int64_t n);
 
