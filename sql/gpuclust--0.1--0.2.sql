@@ -231,3 +231,34 @@ COMMENT ON VIEW @extschema@.gpuclust_gpu_jobs IS
 'it was queued, since it started, and the GPU it runs on (its CUDA device '
 'number; NULL while queued).  Roles without pg_read_all_stats see their '
 'own jobs only.';
+
+-- ---------------------------------------------------------------------
+-- The scores of a labelling in one call (src/tools/labelled_rows_sql.c;
+-- the core: tools/cluster_scores.c and silhouette.c)
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@.gpu_cluster_scores(source text, labels_query text,
+                                   sample_size int DEFAULT NULL,
+                                   seed bigint DEFAULT 0,
+                                   device text DEFAULT NULL,
+                                   OUT silhouette float8,
+                                   OUT davies_bouldin float8,
+                                   OUT calinski_harabasz float8,
+                                   OUT inertia float8,
+                                   OUT n bigint,
+                                   OUT clusters bigint,
+                                   OUT sampled boolean)
+RETURNS record
+AS 'MODULE_PATHNAME', 'gpu_cluster_scores'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.gpu_cluster_scores(text, text, int, bigint, text) IS
+'The scores of the labelling labels_query returns as (id, label) for the '
+'rows of source, from one read of both: the silhouette as gpu_silhouette '
+'gives it (sample_size, seed and device as there), scikit-learn''s '
+'Davies-Bouldin index (lower is better) and Calinski-Harabasz index '
+'(higher is better), and the inertia, the sum of the squared Euclidean '
+'distances of the rows to their cluster''s mean; n the labelled rows, '
+'clusters the labels among them, sampled whether the silhouette scored a '
+'sample.  Rows with a NULL label, or none, are noise and left out.  The '
+'indices and the inertia are exact, in double precision, on the CPU.';

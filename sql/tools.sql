@@ -1,6 +1,7 @@
 --
 -- Choosing eps and k, and reading clusters: gpu_kdistance, gpu_silhouette,
--- gpu_cluster_centers, gpu_kmeans_elbow, and their errors.
+-- gpu_cluster_scores, gpu_cluster_centers, gpu_kmeans_elbow, and their
+-- errors.
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpuclust;
@@ -166,6 +167,44 @@ SELECT tool_gpu($$SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'S
        tool_gpu($$SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, 0 FROM tool_grid', device => {device})$$) AS one_cluster;
 SELECT * FROM gpu_silhouette('SELECT 1/0, ARRAY[1]::real[]', 'SELECT 1, 1', device => 'gpu');
 \echo :LAST_ERROR_SQLSTATE
+-- scores: the silhouette beside the Davies-Bouldin and Calinski-Harabasz
+-- indices and the inertia.  The halves of the grid by hand: inertia 1025
+-- (each half 100 in x, 412.5 in y), Calinski-Harabasz 625 * 98 / 1025
+SELECT round(silhouette::numeric, 12) AS silhouette, round(davies_bouldin::numeric, 12) AS davies_bouldin,
+       round(calinski_harabasz::numeric, 12) AS calinski_harabasz,
+       round(625 * 98 / 1025.0, 12) AS by_hand, inertia, n, clusters, sampled
+FROM gpu_cluster_scores('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid');
+-- its silhouette is gpu_silhouette's (noise left out; sampled alike), its
+-- inertia the squared distances to the clusters' means summed in SQL
+SELECT s.silhouette = g.silhouette AS same_silhouette, s.n = g.n AS same_n, s.sampled,
+       abs(s.inertia - i.inertia) <= 1e-9 * i.inertia AS inertia_as_sql, s.davies_bouldin > 0 AS db_positive
+FROM gpu_cluster_scores('SELECT id, f FROM tool_blobs',
+       'SELECT id, cluster_id FROM gpu_dbscan(''SELECT id, f FROM tool_blobs'', 0.3, 5)') s,
+     gpu_silhouette('SELECT id, f FROM tool_blobs',
+       'SELECT id, cluster_id FROM gpu_dbscan(''SELECT id, f FROM tool_blobs'', 0.3, 5)') g,
+     (SELECT sum((b.f[1] - c.centroid[1]) ^ 2 + (b.f[2] - c.centroid[2]) ^ 2) AS inertia
+      FROM tool_blobs b
+      JOIN gpu_dbscan('SELECT id, f FROM tool_blobs', 0.3, 5) l USING (id)
+      JOIN gpu_cluster_centers('SELECT id, f FROM tool_blobs',
+             'SELECT id, cluster_id FROM gpu_dbscan(''SELECT id, f FROM tool_blobs'', 0.3, 5)') c
+        ON c.cluster_id = l.cluster_id) i;
+SELECT s.silhouette = g.silhouette AS same_sampled_silhouette, s.n AS labelled, g.n AS scored, s.sampled
+FROM gpu_cluster_scores('SELECT id, f FROM tool_blobs', 'SELECT id, id % 4 FROM tool_blobs', sample_size => 100, seed => 3) s,
+     gpu_silhouette('SELECT id, f FROM tool_blobs', 'SELECT id, id % 4 FROM tool_blobs', sample_size => 100, seed => 3) g;
+-- every row where its cluster's mean is: every index but the silhouette's
+-- defined (Davies-Bouldin 0, Calinski-Harabasz 1, inertia 0)
+SELECT silhouette, davies_bouldin, calinski_harabasz, inertia, n, clusters
+FROM gpu_cluster_scores('SELECT id, ARRAY[(id % 2)::real] FROM tool_grid', 'SELECT id, id % 2 FROM tool_grid');
+-- errors: as the silhouette's, for the labelled rows
+SELECT * FROM gpu_cluster_scores('SELECT id, f FROM tool_grid', 'SELECT id, 0 FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_cluster_scores('SELECT id, f FROM tool_grid', 'SELECT id, id FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM gpu_cluster_scores('SELECT id, f FROM tool_grid', 'SELECT id + 1000, id % 2 FROM tool_grid');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tool_gpu($$SELECT * FROM gpu_cluster_scores('SELECT id, f FROM tool_blobs',
+                  'SELECT id, cluster_id FROM gpu_kmeans(''SELECT id, f FROM tool_blobs'', 4, seed => 1)', device => {device})$$) AS scores;
+
 SET gpuclust.device = 'gpu';
 SELECT tool_gpu($$SELECT * FROM gpu_silhouette('SELECT id, f FROM tool_grid', 'SELECT id, (id % 10) / 5 FROM tool_grid', device => {device})$$, 'NULL') AS setting_gpu;
 RESET gpuclust.device;

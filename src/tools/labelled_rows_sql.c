@@ -10,6 +10,10 @@
  *	  gpu_cluster_centers(source, labels_query)
  *		RETURNS TABLE (cluster_id bigint, size bigint, centroid float8[],
  *					   radius float8, mean_distance float8)
+ *	  gpu_cluster_scores(source, labels_query, sample_size, seed, device)
+ *		RETURNS (silhouette float8, davies_bouldin float8,
+ *				 calinski_harabasz float8, inertia float8, n bigint,
+ *				 clusters bigint, sampled boolean)
  *
  * The labels query returns (id, label) and is joined to the source on id
  * (tools/labels_query.c); rows with a NULL label, or with no row in the labels query,
@@ -19,7 +23,10 @@
  * labelled rows, or sample_size is at least their number; otherwise on a
  * sample of sample_size (NULL: GC_SILHOUETTE_EXACT_ROWS) rows drawn by
  * seed.  gpu_cluster_centers returns one row per label, in ascending order
- * (cluster_summary.c).  gpu_silhouette runs on the device dispatch chooses
+ * (cluster_summary.c).  gpu_cluster_scores gives gpu_silhouette's score
+ * (the same arguments and device) beside the Davies-Bouldin and
+ * Calinski-Harabasz indices and the inertia of every labelled row
+ * (cluster_scores.c, O(n d + m^2 d) on the CPU).  gpu_silhouette runs on the device dispatch chooses
  * for the rows it scores once the labels are read (gc_glue_run_silhouette:
  * 'auto' the GPU from GC_SILHOUETTE_GPU_MIN_ROWS rows scored when its
  * memory fits, 'gpu' the GPU or the reason), the GPU's score equal to the
@@ -48,6 +55,7 @@
 
 PG_FUNCTION_INFO_V1(gpu_silhouette);
 PG_FUNCTION_INFO_V1(gpu_cluster_centers);
+PG_FUNCTION_INFO_V1(gpu_cluster_scores);
 
 /*
  * The source's rows and their labels, in cxt, for the call of function
@@ -65,9 +73,14 @@ read_labelling(const char *function, const GcArgs *args, gc_device requested,
 				   values);
 }
 
-Datum
-gpu_silhouette(PG_FUNCTION_ARGS)
+/*
+ * A call of gpu_silhouette or gpu_cluster_scores (function): their
+ * arguments (one list), the row they return, the labelling read in its
+ * own memory, and when it began.
+ */
+typedef struct ScoreCall
 {
+	const char *function;
 	GcArgs		args;
 	int64		sample_size;
 	uint64		seed;
@@ -78,43 +91,81 @@ gpu_silhouette(PG_FUNCTION_ARGS)
 	int32	   *labels;
 	int32		m;
 	int64	   *values;
-	int64		labelled;
+	double		t0;
+} ScoreCall;
+
+/* Reads c's arguments and labelling (its progress starts here). */
+static void
+score_call_begin(FunctionCallInfo fcinfo, const char *function, ScoreCall *c)
+{
+	c->function = function;
+	c->t0 = gc_now_ms();
+	gc_glue_args_of_call(fcinfo, &gc_silhouette_signature, &c->args);
+	gc_glue_silhouette_params(&c->args, &c->sample_size, &c->seed,
+							  &c->device);
+	if (get_call_result_type(fcinfo, NULL, &c->tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type of %s must be a row type", function);
+	c->tupdesc = BlessTupleDesc(c->tupdesc);
+	c->cxt = AllocSetContextCreate(CurrentMemoryContext, "gpuclust scores",
+								   ALLOCSET_DEFAULT_SIZES);
+	read_labelling(function, &c->args, c->device, c->cxt, &c->in, &c->labels,
+				   &c->m, &c->values);
+}
+
+/*
+ * The silhouette of c's labelling on the device c asks for, with
+ * gpu_silhouette's rule: sample_size 0 scores every labelled row up to
+ * GC_SILHOUETTE_EXACT_ROWS of them, and a sample of that many beyond.
+ * Returns the device that ran.
+ */
+static gc_device
+score_silhouette(const ScoreCall *c, gc_silhouette_result *res)
+{
+	int64		sample_size = c->sample_size;
+
+	if (sample_size == 0 &&
+		gc_silhouette_rows(c->labels, c->in.n, 0) > GC_SILHOUETTE_EXACT_ROWS)
+		sample_size = GC_SILHOUETTE_EXACT_ROWS;
+	return gc_glue_run_silhouette(c->device, &c->in, c->labels, c->m,
+								  sample_size, c->seed, res);
+}
+
+/*
+ * c's result row out, its progress ended and its memory freed; with
+ * gpuclust.log_timing, the device the silhouette ran on (ran) and the time.
+ */
+static Datum
+score_call_end(ScoreCall *c, Datum *out, bool *nulls, gc_device ran,
+			   const gc_silhouette_result *res)
+{
+	HeapTuple	tuple = heap_form_tuple(c->tupdesc, out, nulls);
+
+	gc_progress_end();
+	if (gpuclust_log_timing)
+		ereport(INFO,
+				(errmsg("%s: device %s, n %lld, d %d, rows scored %lld; %.1f ms",
+						c->function, gc_device_name(ran), (long long) c->in.n,
+						c->in.d, (long long) res->rows, gc_now_ms() - c->t0)));
+	MemoryContextDelete(c->cxt);
+	return HeapTupleGetDatum(tuple);
+}
+
+Datum
+gpu_silhouette(PG_FUNCTION_ARGS)
+{
+	ScoreCall	c;
 	gc_silhouette_result res;
+	gc_device	ran;
 	Datum		out[4];
 	bool		nulls[4] = {false, false, false, false};
-	HeapTuple	tuple;
-	double		t0 = gc_now_ms();
 
-	gc_glue_args_of_call(fcinfo, &gc_silhouette_signature, &args);
-	gc_glue_silhouette_params(&args, &sample_size, &seed, &device);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type of gpu_silhouette must be a row type");
-	tupdesc = BlessTupleDesc(tupdesc);
-
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "gpu_silhouette",
-								ALLOCSET_DEFAULT_SIZES);
-	read_labelling("gpu_silhouette", &args, device, cxt, &in, &labels, &m,
-				   &values);
-	labelled = gc_silhouette_rows(labels, in.n, 0);
-	if (sample_size == 0 && labelled > GC_SILHOUETTE_EXACT_ROWS)
-		sample_size = GC_SILHOUETTE_EXACT_ROWS;
-
-	device = gc_glue_run_silhouette(device, &in, labels, m, sample_size, seed,
-									&res);
+	score_call_begin(fcinfo, "gpu_silhouette", &c);
+	ran = score_silhouette(&c, &res);
 	out[0] = Float8GetDatum(res.score);
 	out[1] = Int64GetDatum(res.rows);
 	out[2] = Int64GetDatum(res.clusters);
 	out[3] = BoolGetDatum(res.sampled);
-	tuple = heap_form_tuple(tupdesc, out, nulls);
-	gc_progress_end();
-	if (gpuclust_log_timing)
-		ereport(INFO,
-				(errmsg("gpu_silhouette: device %s, n %lld, d %d, rows scored %lld; %.1f ms",
-						gc_device_name(device), (long long) in.n, in.d,
-						(long long) res.rows,
-						gc_now_ms() - t0)));
-	MemoryContextDelete(cxt);
-	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
+	PG_RETURN_DATUM(score_call_end(&c, out, nulls, ran, &res));
 }
 
 Datum
@@ -182,4 +233,44 @@ gpu_cluster_centers(PG_FUNCTION_ARGS)
 	gc_progress_end();
 	MemoryContextDelete(cxt);
 	return (Datum) 0;
+}
+
+Datum
+gpu_cluster_scores(PG_FUNCTION_ARGS)
+{
+	ScoreCall	c;
+	gc_ctx		ctx;
+	gc_status	st = {GC_OK, ""};
+	gc_cluster_scores sc;
+	gc_silhouette_result res;
+	gc_device	ran;
+	Datum		out[7];
+	bool		nulls[7] = {false, false, false, false, false, false, false};
+
+	score_call_begin(fcinfo, "gpu_cluster_scores", &c);
+	gc_progress_compute(GC_DEVICE_CPU, c.in.n);
+	gc_glue_ctx(&ctx);
+	if (gc_cluster_scores_cpu(&ctx, c.in.X, c.in.n, c.in.d, c.labels, c.m,
+							  &sc, &st) != GC_OK)
+	{
+		if (st.code == GC_EINVAL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("cluster scores need at least 2 clusters and at most one fewer than the labelled rows"),
+					 errdetail("%lld labelled row%s, in %lld cluster%s.",
+							   (long long) sc.rows, sc.rows == 1 ? "" : "s",
+							   (long long) sc.clusters,
+							   sc.clusters == 1 ? "" : "s"),
+					 errhint("Rows with a NULL label, or none, are noise and not scored.")));
+		gc_glue_report(&st, "cluster scores");
+	}
+	ran = score_silhouette(&c, &res);
+	out[0] = Float8GetDatum(res.score);
+	out[1] = Float8GetDatum(sc.davies_bouldin);
+	out[2] = Float8GetDatum(sc.calinski_harabasz);
+	out[3] = Float8GetDatum(sc.inertia);
+	out[4] = Int64GetDatum(sc.rows);
+	out[5] = Int64GetDatum(sc.clusters);
+	out[6] = BoolGetDatum(res.sampled);
+	PG_RETURN_DATUM(score_call_end(&c, out, nulls, ran, &res));
 }

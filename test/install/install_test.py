@@ -81,6 +81,8 @@ CALLS = [
      "'SELECT id, cluster_id FROM gpu_kmeans(''SELECT * FROM pts'', 3)')"),
     ("gpu_cluster_centers", "SELECT count(*) FROM gpu_cluster_centers('SELECT * FROM pts', "
      "'SELECT id, cluster_id FROM gpu_kmeans(''SELECT * FROM pts'', 3)')"),
+    ("gpu_cluster_scores", "SELECT davies_bouldin FROM gpu_cluster_scores('SELECT * FROM pts', "
+     "'SELECT id, cluster_id FROM gpu_kmeans(''SELECT * FROM pts'', 3)')"),
     ("kmeans_step", "SELECT (kmeans_step(f, '{{0,0},{5,5}}')).inertia FROM pts"),
     ("kmeans_step id device", "SELECT (kmeans_step(f::float8[], '{{0,0},{5,5}}', id, 'cpu')).inertia "
      "FROM pts"),

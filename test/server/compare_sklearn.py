@@ -38,6 +38,13 @@ decides, scikit-learn's kd-tree in double).
 Silhouette (gpu_silhouette against silhouette_score): the first 5,000 cities
 labelled by gpu_kmeans (k = 8) and by gpu_dbscan (noise left out), to 1e-6.
 
+Cluster scores (gpu_cluster_scores against davies_bouldin_score,
+calinski_harabasz_score and the inertia, the sum of squared distances to
+the clusters' means): the same two labellings (its silhouette also
+silhouette_score's to 1e-6, and gpu_silhouette's bit for bit), and fresh
+random blobs labelled by blob, with an empty label and noise rows; to 1e-9
+relative.
+
 Weighted k-means (sample weights = the cities' population, zeros included;
 k = 10 and k = 100): from the same given initial centroids (init_centroids,
 KMeans(init=C0, n_init=1, sample_weight=w)), at least 99.9% of the labels
@@ -65,7 +72,7 @@ import numpy as np
 import psycopg
 from scipy.spatial import cKDTree
 from sklearn.cluster import DBSCAN, KMeans
-from sklearn.metrics import silhouette_score
+from sklearn.metrics import calinski_harabasz_score, davies_bouldin_score, silhouette_score
 from sklearn.neighbors import NearestNeighbors
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
@@ -315,6 +322,17 @@ def compare_kdistance(cur, X):
           len(ours) == len(theirs) and rel <= 2.0 ** -21, f"{same} of {len(X)} equal, max relative {rel:.2e}")
 
 
+def fetch_labels(cur, labels_sql, pos, n):
+    """The labels query's (id, label) rows as an array of n labels by
+    position (pos: id -> position); -1 where the label is NULL."""
+    cur.execute(labels_sql)
+    lab = np.full(n, -1, dtype=np.int64)
+    for i, c in cur.fetchall():
+        if c is not None:
+            lab[pos[int(i)]] = c
+    return lab
+
+
 def compare_silhouette(cur, ids, X):
     src = f"SELECT id, features FROM {TABLE} WHERE id <= {int(ids[4999])}"
     sub = X[:5000].astype(np.float64)
@@ -322,11 +340,7 @@ def compare_silhouette(cur, ids, X):
     for name, labels_sql in (
             ("gpu_kmeans k=8", f"SELECT id, cluster_id FROM gpu_kmeans($${src}$$, 8, seed => 1)"),
             ("gpu_dbscan, noise left out", f"SELECT id, cluster_id FROM gpu_dbscan($${src}$$, 1.0, 5)")):
-        cur.execute(labels_sql)
-        lab = np.full(5000, -1, dtype=np.int64)
-        for i, c in cur.fetchall():
-            if c is not None:
-                lab[pos[int(i)]] = c
+        lab = fetch_labels(cur, labels_sql, pos, 5000)
         keep = lab >= 0
         (ours, n, _, sampled), = timed(cur, "SELECT * FROM gpu_silhouette(%s, %s)", (src, labels_sql))[0]
         t0 = time.perf_counter()
@@ -336,6 +350,72 @@ def compare_silhouette(cur, ids, X):
         check(f"silhouette {name}, 5,000 cities: = silhouette_score to 1e-6",
               abs(ours - theirs) <= 1e-6 and n == int(keep.sum()) and not sampled,
               f"ours {ours:.9f}, sklearn {theirs:.9f}, {n} rows")
+
+
+def sklearn_scores(Xl, lab):
+    """scikit-learn's Davies-Bouldin and Calinski-Harabasz, and the inertia
+    (squared distances to the clusters' means), of the labelled rows."""
+    inertia = sum(float(((Xl[lab == c] - Xl[lab == c].mean(axis=0)) ** 2).sum())
+                  for c in np.unique(lab))
+    return davies_bouldin_score(Xl, lab), calinski_harabasz_score(Xl, lab), inertia
+
+
+def rel_diff(a, b):
+    return abs(a - b) / max(abs(b), 1e-300)
+
+
+def check_scores(name, got, X64, lab, sil_too):
+    """got: gpu_cluster_scores' row; lab -1 for noise."""
+    keep = lab >= 0
+    sil, db, ch, inertia, n, clusters, sampled = got
+    sdb, sch, sin = sklearn_scores(X64[keep], lab[keep])
+    worst = max(rel_diff(db, sdb), rel_diff(ch, sch), rel_diff(inertia, sin))
+    info(f"scores {name}: Davies-Bouldin {db:.12g} (sklearn {sdb:.12g}), Calinski-Harabasz "
+         f"{ch:.12g} ({sch:.12g}), inertia {inertia:.12g} ({sin:.12g}); largest relative difference {worst:.1e}")
+    ok = worst <= 1e-9 and n == int(keep.sum()) and clusters == len(np.unique(lab[keep]))
+    if sil_too:
+        ssil = silhouette_score(X64[keep], lab[keep])
+        ok = ok and abs(sil - ssil) <= 1e-6 and not sampled
+    check(f"gpu_cluster_scores {name}: = davies_bouldin_score, calinski_harabasz_score and the inertia "
+          f"to 1e-9 relative" + (", silhouette_score to 1e-6" if sil_too else ""),
+          ok, f"largest relative difference {worst:.1e}, {n} rows, {clusters} clusters")
+
+
+def compare_scores(cur, ids, X):
+    """gpu_cluster_scores against scikit-learn: the world cities labelled by
+    gpu_kmeans and gpu_dbscan (noise left out), and fresh random blobs
+    labelled by blob, with an empty label and noise rows."""
+    src = f"SELECT id, features FROM {TABLE} WHERE id <= {int(ids[4999])}"
+    sub = X[:5000].astype(np.float64)
+    pos = {int(i): j for j, i in enumerate(ids[:5000])}
+    for name, labels_sql in (
+            ("gpu_kmeans k=8", f"SELECT id, cluster_id FROM gpu_kmeans($${src}$$, 8, seed => 1)"),
+            ("gpu_dbscan, noise left out", f"SELECT id, cluster_id FROM gpu_dbscan($${src}$$, 1.0, 5)")):
+        lab = fetch_labels(cur, labels_sql, pos, 5000)
+        got, = timed(cur, "SELECT * FROM gpu_cluster_scores(%s, %s)", (src, labels_sql))[0]
+        sil_alone, = timed(cur, "SELECT silhouette FROM gpu_silhouette(%s, %s)", (src, labels_sql))[0]
+        check_scores(f"{name}, 5,000 cities", got, sub, lab, True)
+        check(f"gpu_cluster_scores {name}: its silhouette = gpu_silhouette's", got[0] == sil_alone[0],
+              f"{got[0]!r} and {sil_alone[0]!r}")
+    rng = np.random.default_rng(int(time.time()))
+    for case in range(4):
+        n, d, m = int(rng.integers(50, 3000)), int(rng.integers(1, 9)), int(rng.integers(2, 30))
+        blob = rng.integers(0, m, n)
+        Xr = (rng.normal(size=(n, d)) * rng.uniform(0.1, 10) +
+              rng.normal(size=(m, d))[blob] * 10).astype(np.float32)
+        lab = blob + 1                        # label 0 empty
+        lab[rng.random(n) < 0.1] = -1         # noise, left out
+        lab[:2] = [1, 2]
+        cur.execute("DROP TABLE IF EXISTS gc_cmp_scores")
+        cur.execute("CREATE TEMP TABLE gc_cmp_scores (id int, f real[], c int)")
+        with cur.copy("COPY gc_cmp_scores (id, f, c) FROM STDIN") as cp:
+            for i in range(n):
+                cp.write_row((i, [float(v) for v in Xr[i]], None if lab[i] < 0 else int(lab[i])))
+        got, = timed(cur, "SELECT * FROM gpu_cluster_scores('SELECT id, f FROM gc_cmp_scores', "
+                          "'SELECT id, c FROM gc_cmp_scores', device => 'cpu')")[0]
+        check_scores(f"fresh rows {case + 1} (n {n}, d {d}, {m} labels)", got,
+                     Xr.astype(np.float64), lab, n <= 20000)
+    cur.execute("DROP TABLE gc_cmp_scores")
 
 
 KMEANS_W_AGREE = 0.999
@@ -508,6 +588,11 @@ def main():
             except psycopg.Error as e:
                 conn.rollback()
                 check("silhouette: gpu_silhouette runs", False, str(e).strip())
+            try:
+                compare_scores(cur, ids, X)
+            except psycopg.Error as e:
+                conn.rollback()
+                check("scores: gpu_cluster_scores runs", False, str(e).strip())
             for k in KMEANS_KS:
                 try:
                     compare_kmeans(cur, X, k)
