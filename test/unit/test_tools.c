@@ -950,11 +950,15 @@ test_cluster_scores(uint64_t *rs)
 		check_scores("K = 2 of labels 0 .. 3", X, 6, 2, two, 4);
 	}
 
-	/* many clusters: the centre pairs on a team, the same bits as one thread */
+	/*
+	 * many clusters: the centre pairs on a team, the same bits as one
+	 * thread; about 1,200 non-empty clusters, so that each of 2 threads
+	 * does several polls' worth of pairs (K^2 d / 2 > 2^20 * 2)
+	 */
 	{
 		int			d = 4;
-		int64_t		n = 3000;
-		int32_t		m = 700;
+		int64_t		n = 6000;
+		int32_t		m = 1200;
 		float	   *X = tu_make_data(rs, n, d, DATA_BLOBS, 50);
 		int32_t    *l = malloc(sizeof(int32_t) * n);
 		volatile sig_atomic_t flag = 1;
@@ -964,7 +968,7 @@ test_cluster_scores(uint64_t *rs)
 
 		for (int64_t i = 0; i < n; i++)
 			l[i] = tu_next(rs) % 20 == 0 ? -1 : (int32_t) (tu_next(rs) % (m - 1));
-		check_scores("700 labels", X, n, d, l, m);
+		check_scores("1,200 labels", X, n, d, l, m);
 		CHECK(gc_cluster_scores_cpu(&cancel, X, n, d, l, m, &res, &st) == GC_ECANCEL &&
 			  isnan(res.davies_bouldin), "cancel");
 		/* the row passes poll 3 times here: the 4th poll is the centre pairs' */
