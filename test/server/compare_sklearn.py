@@ -334,13 +334,21 @@ def fetch_labels(cur, labels_sql, pos, n):
     return lab
 
 
-def compare_silhouette(cur, ids, X):
+def city_labellings(ids, X):
+    """The first 5,000 cities: their source query, rows (float64) and
+    positions by id, and the two labellings of them that the silhouette and
+    the scores are compared on (name, labels query)."""
     src = f"SELECT id, features FROM {TABLE} WHERE id <= {int(ids[4999])}"
     sub = X[:5000].astype(np.float64)
     pos = {int(i): j for j, i in enumerate(ids[:5000])}
-    for name, labels_sql in (
-            ("gpu_kmeans k=8", f"SELECT id, cluster_id FROM gpu_kmeans($${src}$$, 8, seed => 1)"),
-            ("gpu_dbscan, noise left out", f"SELECT id, cluster_id FROM gpu_dbscan($${src}$$, 1.0, 5)")):
+    return src, sub, pos, (
+        ("gpu_kmeans k=8", f"SELECT id, cluster_id FROM gpu_kmeans($${src}$$, 8, seed => 1)"),
+        ("gpu_dbscan, noise left out", f"SELECT id, cluster_id FROM gpu_dbscan($${src}$$, 1.0, 5)"))
+
+
+def compare_silhouette(cur, ids, X):
+    src, sub, pos, labellings = city_labellings(ids, X)
+    for name, labels_sql in labellings:
         lab = fetch_labels(cur, labels_sql, pos, 5000)
         keep = lab >= 0
         (ours, n, _, sampled), = timed(cur, "SELECT * FROM gpu_silhouette(%s, %s)", (src, labels_sql))[0]
@@ -405,12 +413,8 @@ def compare_scores(cur, ids, X):
     """gpu_cluster_scores against scikit-learn: the world cities labelled by
     gpu_kmeans and gpu_dbscan (noise left out), and fresh random blobs
     labelled by blob, with an empty label and noise rows."""
-    src = f"SELECT id, features FROM {TABLE} WHERE id <= {int(ids[4999])}"
-    sub = X[:5000].astype(np.float64)
-    pos = {int(i): j for j, i in enumerate(ids[:5000])}
-    for name, labels_sql in (
-            ("gpu_kmeans k=8", f"SELECT id, cluster_id FROM gpu_kmeans($${src}$$, 8, seed => 1)"),
-            ("gpu_dbscan, noise left out", f"SELECT id, cluster_id FROM gpu_dbscan($${src}$$, 1.0, 5)")):
+    src, sub, pos, labellings = city_labellings(ids, X)
+    for name, labels_sql in labellings:
         lab = fetch_labels(cur, labels_sql, pos, 5000)
         got, = timed(cur, "SELECT * FROM gpu_cluster_scores(%s, %s)", (src, labels_sql))[0]
         sil_alone, = timed(cur, "SELECT silhouette FROM gpu_silhouette(%s, %s)", (src, labels_sql))[0]
