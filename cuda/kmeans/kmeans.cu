@@ -9,6 +9,8 @@
  *                      iteration record, error plumbing, the phases' API
  *   kmeans_setup.cu    allocation, upload and transpose, feature scales
  *   kmeans_pp.cu       k-means++ seeding (also weighted: k-means||'s reduction)
+ *   kmeans_pp_screen.cuh  its pass over the rows screened on the tensor
+ *                      cores in FP16 (d >= 64), exact where undecided
  *   kmeans_par.cu      k-means|| seeding
  *   kmeans_assign.cu   the assignment kernels, the exact re-rank and the
  *                      centres' layout
@@ -225,7 +227,7 @@ km_seed(km_dev &D, const gc_ctx *ctx, const float *X, gc_kmeans_init init,
 	}
 	if (init == GC_INIT_KMEANS_PARALLEL)
 		return km_par_device(D, ctx, seed, stream, D.C[0], chosen_dev, st);
-	return km_pp_device_w(ctx, D.s, D.XT, D.n, D.d, D.k, km_weights(D), D.hw, seed,
+	return km_pp_device_w(ctx, D.s, D.XT, D.XR, D.n, D.d, D.k, km_weights(D), D.hw, seed,
 						  stream, D.C[0], chosen_dev, st);
 }
 
@@ -416,7 +418,10 @@ gc_kmeans_gpu_mem_bytes(int64_t n, int d, int k, int n_init, bool weighted)
 		b += fmin(64.0 * 1024 * 1024, nn * dd * 4);	/* staging */
 	b += 512 * dd * 8;			/* feature maxima */
 	b += nb * (8 + 8 * KM_PP_LMAX) + dd * 4 * KM_PP_LMAX;	/* k-means++ */
-	b += nn * 4 * (3 + log(kk));	/* its terms, L = 2 + ln k */
+	b += nn * 4 * (3 + log(kk));	/* its terms, L = 2 + ln k (screened: the queue's distances) */
+	if (!weighted && d >= KM_PP_SCREEN_MIN_D && nn * dd <= KM_PP_SCREEN_MAX_ND)
+		b += nn * (2.0 * ((d + 15) / 16 * 16) + 8) + nb * 5 + dd * 4 +
+			(km_sorted_update(d, k) ? 0.0 : nn * dd * 4);	/* screened: fragments, norms, queue, XR */
 	b += nn * 17 + 3 * (1 + 2 * GC_KM_PAR_ROUNDS * kk) * dd * 4;	/* k-means||, ~10k candidates */
 	b += nb * dd * 8;			/* variance */
 	b += 40 * 2.0 * 1024 * 1024;	/* rounding of ~40 allocations */

@@ -20,6 +20,11 @@
 
 /* Most local trials k-means++ draws (2 + ln k, k < 2^31: 23). */
 #define KM_PP_LMAX 24
+/* k-means++ screened (kmeans_pp.cu) from this d (H200: at 1M x 32 it lost,
+ * 9.8 -> 11.4 ms for k = 100, at 1M x 64, k = 256 it gained, 37.3 -> 31.6),
+ * up to n d of this */
+#define KM_PP_SCREEN_MIN_D 64
+#define KM_PP_SCREEN_MAX_ND ((double) (1 << 28))
 
 #define SMALL_D_MAX 8			/* exact direct path up to this d */
 #define TILE 128				/* tiled path: rows and centres per block */
@@ -431,10 +436,11 @@ gc_code		km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
  * The same weighted, as gc_km_init_kmeanspp_w: w (device, n doubles >= 0,
  * at least k positive) and the same weights on the host (w_host: the
  * first centre, gc_km_weighted_first, and the last row of positive
- * weight).  w NULL: km_pp_device.
+ * weight).  w NULL: km_pp_device, which reads XR (n x d, row-major, or
+ * NULL) where it screens.
  */
 gc_code		km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT,
-						   int64_t n, int d, int k, const double *w,
+						   const float *XR, int64_t n, int d, int k, const double *w,
 						   const double *w_host, uint64_t seed,
 						   uint64_t stream, float *C, int64_t *chosen,
 						   gc_status *st);

@@ -25,8 +25,8 @@
  * Then weighted k-means++ over the candidates, on the device too
  * (km_pp_device_w, bit for bit gc_km_init_kmeanspp_w), from the
  * candidates' rows gathered into their own d x m transposed matrix.
- * With fewer than k candidates: km_pp_device over all the rows, as the
- * CPU falls back.
+ * With fewer than k candidates: k-means++ over all the rows (with the
+ * fit's row-major copy, where it screens), as the CPU falls back.
  *
  * About 10k candidates (5 rounds of 2k) against every row: 1M x 128,
  * k = 1000 is 2.6 TFLOP, which the screen does at tensor-core rates where
@@ -351,7 +351,8 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 	}
 
 	if (m < k)
-		return km_pp_device(ctx, s, XT, n, d, k, seed, stream, C, chosen, st);
+		return km_pp_device_w(ctx, s, XT, D.XR, n, d, k, nullptr, nullptr, seed, stream, C,
+							  chosen, st);
 
 	/* The candidates' weights, and weighted k-means++ over them. */
 	{
@@ -405,7 +406,7 @@ km_par_device(km_dev &D, const gc_ctx *ctx, uint64_t seed, uint64_t stream,
 			free(hw);
 			return km_cuda_fail(st, e, "k-means|| chosen rows");
 		}
-		rc = km_pp_device_w(ctx, s, B.CT, m, d, k, B.w, hw, seed,
+		rc = km_pp_device_w(ctx, s, B.CT, nullptr, m, d, k, B.w, hw, seed,
 							stream + GC_KM_PAR_REDUCE_STREAM, C, B.local, st);
 		/* km_pp_device_w synchronised: hw is no longer read */
 		free(hw);
@@ -617,7 +618,7 @@ par_reduce(km_dev &D0, par_buffers &B, const gc_ctx *ctx, const std::vector<floa
 	KM_CK(gc_dalloc((void **) &B.CT, sizeof(float) * CT.size(), B.s));
 	KM_CK(cudaMemcpyAsync(B.w, hw.data(), sizeof(double) * (size_t) m, cudaMemcpyHostToDevice, B.s));
 	KM_CK(cudaMemcpyAsync(B.CT, CT.data(), sizeof(float) * CT.size(), cudaMemcpyHostToDevice, B.s));
-	rc = km_pp_device_w(ctx, B.s, B.CT, m, d, k, B.w, hw.data(), seed,
+	rc = km_pp_device_w(ctx, B.s, B.CT, nullptr, m, d, k, B.w, hw.data(), seed,
 						stream + GC_KM_PAR_REDUCE_STREAM, D0.C[1], nullptr, st);
 	if (rc != GC_OK)
 		return rc;

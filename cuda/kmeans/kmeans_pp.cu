@@ -43,6 +43,14 @@
  * 4d + 4 bytes a row and the D² it changes, where storing every trial's
  * term wrote 4L more (at d = 2, L = 6: 12 against 36 bytes a row).
  *
+ * Screened (from KM_PP_SCREEN_MIN_D dimensions, unweighted): terms holds
+ * the D², and pp_terms's place is taken by a screen of FP16 dot products on
+ * the tensor cores, which proves most rows' terms unchanged, and the exact
+ * distances of the rows it leaves (pp_scr_pass, pp_scr_exact); after
+ * pp_select, pp_scr_apply and pp_scr_rescan write the winner's D² and the
+ * next grid.  kmeans_pp_screen.cuh says how, and why the centres are the
+ * same.
+ *
  * Few rows (k-means||'s candidates, small tables): pp_persist runs the
  * same steps from the same device functions in one cooperative launch per
  * PP_PERSIST_STEPS centres (below), where the four launches' latency was
@@ -60,6 +68,8 @@
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/iterator/cache_modified_input_iterator.cuh>
+#include <cuda/functional>
+#include <cuda_fp16.h>
 #include <cooperative_groups.h>
 
 #include "kmeans_dev.cuh"
@@ -105,6 +115,30 @@ struct pp_grid
 	unsigned	done;			/* pp_regrid's blocks done */
 };
 
+/*
+ * The screen's state (screened: below): the rows as FP16 mma fragments of
+ * (x - mu) s, their norms, and the step's queue of rows it left to the
+ * exact distances.
+ */
+struct pp_scr
+{
+	uint4	   *XH;				/* ntile x ks x 32 lanes: A fragments */
+	const float *XR;			/* n x d: the rows, row-major (the caller's or XRown) */
+	float	   *XRown;			/* the rows, row-major, where the caller had none */
+	float	   *nx;				/* n: ||x - mu||² in float */
+	float	   *mu;				/* d: the shift, the rows' mean */
+	float	   *sc;				/* s, 1 / s², the fragments' absolute error */
+	unsigned   *amax;			/* the largest |x - mu|'s bits */
+	unsigned   *qrow;			/* n: the rows queued this step */
+	float	   *qd;				/* n x L: their distances² to the trials */
+	unsigned   *qn;				/* how many */
+	unsigned   *bmx;			/* nb: each block's largest D²'s bits */
+	unsigned char *dirty;		/* nb: the winner changed a D² of the block */
+	unsigned   *done;			/* pp_scr_rescan's blocks done */
+	int			ks;				/* k-steps of 16 dimensions */
+	int64_t		ntile;			/* tiles of 16 rows */
+};
+
 /* The device state of one seeding, shared by its kernels. */
 struct pp_state
 {
@@ -125,6 +159,8 @@ struct pp_state
 	int		   *best;			/* the last winner */
 	float	   *wc;				/* lean: the last winner's coordinates (d) */
 	bool		lean;
+	bool		scr;			/* screened: terms holds the D², Z the screen */
+	pp_scr		Z;
 };
 }
 
@@ -151,7 +187,7 @@ pp_won(const pp_state &P, const float *wc, int64_t i, float t)
 __device__ __forceinline__ const float *
 pp_won_terms(const pp_state &P)
 {
-	return P.lean ? P.terms : P.terms + (int64_t) *P.best * P.n;
+	return P.lean || P.scr ? P.terms : P.terms + (int64_t) *P.best * P.n;
 }
 
 /*
@@ -401,10 +437,13 @@ pp_draw(pp_state P, uint64_t seed, uint64_t stream, int c, int L, int64_t first)
 	const int	t = blockIdx.x;
 	int64_t		row;
 
+	/* screened, each trial's sums start from the D²'s and lose its gains */
 	for (int64_t b = threadIdx.x; b < P.nb; b += PP_THREADS)
-		P.bs[(int64_t) t * P.nb + b] = 0;
+		P.bs[(int64_t) t * P.nb + b] = P.scr && c > 0 ? P.bq[b] : 0;
 	if (threadIdx.x == 0)
 		P.tmax[t] = 0;
+	if (P.scr && t == 0 && threadIdx.x == 0)
+		*P.Z.qn = 0;
 	row = pp_draw_row(P, c > 0 ? pp_won_terms(P) : nullptr, P.lean ? P.wc : nullptr, P.off,
 					  P.g->S, seed, stream, c, L, t, first, ts);
 	pp_take(P, row, t, P.cand, P.cid);
@@ -790,7 +829,8 @@ pp_keep_winner(const pp_state &P, int best)
  * The potentials, the winner (centre c and its row), the next grid, and,
  * on the same grid, the next draws' prefix sums; on a new grid, with
  * regrid_here (a few blocks of rows), the block sums too, in place of
- * pp_regrid's launch.
+ * pp_regrid's launch.  Screened after the first centre, the winner only:
+ * its D² are not written yet (pp_scr_apply, pp_scr_rescan).
  */
 __global__ void __launch_bounds__(PP_THREADS)
 pp_select(pp_state P, int L, float *C, int c, int64_t *chosen, bool regrid_here)
@@ -804,6 +844,13 @@ pp_select(pp_state P, int L, float *C, int c, int64_t *chosen, bool regrid_here)
 	double		S;
 	const int	best = pp_choose(P.bs, P.tmax, P.nb, L, P.n, &S);
 
+	if (P.scr && c > 0)
+	{
+		if (threadIdx.x == 0)
+			*P.best = best;
+		pp_put(P, P.cand, P.cid, best, c, C, chosen);
+		return;
+	}
 	if (threadIdx.x == 0)
 	{
 		*P.best = best;
@@ -821,6 +868,8 @@ pp_select(pp_state P, int L, float *C, int c, int64_t *chosen, bool regrid_here)
 		pp_regrid_here(P, P.lean ? P.terms : P.terms + (int64_t) best * P.n,
 					   P.lean ? P.wc : nullptr, S, P.off, ts.r, ts.s);
 }
+
+#include "kmeans_pp_screen.cuh"
 
 /*
  * The persistent path: k-means++ over few rows (k-means||'s candidates),
@@ -1016,6 +1065,18 @@ struct pp_buffers
 		gc_dfree(P.cand, s);
 		gc_dfree(P.best, s);
 		gc_dfree(P.wc, s);
+		gc_dfree(P.Z.XH, s);
+		gc_dfree(P.Z.XRown, s);
+		gc_dfree(P.Z.nx, s);
+		gc_dfree(P.Z.mu, s);
+		gc_dfree(P.Z.sc, s);
+		gc_dfree(P.Z.amax, s);
+		gc_dfree(P.Z.qrow, s);
+		gc_dfree(P.Z.qd, s);
+		gc_dfree(P.Z.qn, s);
+		gc_dfree(P.Z.bmx, s);
+		gc_dfree(P.Z.dirty, s);
+		gc_dfree(P.Z.done, s);
 	}
 };
 }
@@ -1116,11 +1177,13 @@ pp_run_persist(const gc_ctx *ctx, cudaStream_t s, pp_state &P, int L, int k,
 /*
  * B's state over n rows (XT, d x n; weights w or NULL) for L trials, its
  * buffers allocated on s, np sets of those a step writes (2: the
- * persistent path's parities); lean: the rows' D² in place of the terms.
+ * persistent path's parities); lean: the rows' D² in place of the terms;
+ * screened (scr), the D² and the screen's buffers (XR: the rows row-major,
+ * or NULL).
  */
 static gc_code
-pp_open(pp_buffers &B, cudaStream_t s, const float *XT, int64_t n, int d,
-		const double *w, int L, int np, bool lean, gc_status *st)
+pp_open(pp_buffers &B, cudaStream_t s, const float *XT, const float *XR, int64_t n, int d,
+		const double *w, int L, int np, bool lean, bool scr, gc_status *st)
 {
 	pp_state   &P = B.P;
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
@@ -1133,7 +1196,8 @@ pp_open(pp_buffers &B, cudaStream_t s, const float *XT, int64_t n, int d,
 	P.w = w;
 	P.wlast = n - 1;
 	P.lean = lean;
-	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * (lean ? 1 : L * np), s));
+	P.scr = scr;
+	KM_CK(gc_dalloc((void **) &P.terms, sizeof(float) * (size_t) n * (lean || scr ? 1 : L * np), s));
 	KM_CK(gc_dalloc((void **) &P.wc, sizeof(float) * (size_t) d, s));
 	KM_CK(gc_dalloc((void **) &P.bs, sizeof(unsigned long long) * (size_t) nb * L * np, s));
 	KM_CK(gc_dalloc((void **) &P.tmax, sizeof(unsigned long long) * KM_PP_LMAX * np, s));
@@ -1145,22 +1209,23 @@ pp_open(pp_buffers &B, cudaStream_t s, const float *XT, int64_t n, int d,
 	KM_CK(gc_dalloc((void **) &P.cand, sizeof(float) * (size_t) d * KM_PP_LMAX * np, s));
 	KM_CK(gc_dalloc((void **) &P.best, sizeof(int), s));
 	KM_CK(cudaMemsetAsync(P.best, 0, sizeof(int), s));
-	return GC_OK;
+	return scr ? pp_scr_open(P, s, XR, L, st) : GC_OK;
 }
 
 static gc_code
-pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
+pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, const float *XR, int64_t n, int d,
 	   int k, const double *w, const double *w_host, uint64_t seed,
 	   uint64_t stream, float *C, int64_t *chosen, gc_status *st)
 {
 	const int	L = gc_km_n_local_trials(k);
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
-	const bool	regrid_here = nb <= PP_SELECT_REGRID_NB;
 	int			dev = 0,
 				nsm = 1,
 				coop = 0,
 				pgrid;
-	bool		persist;
+	bool		persist,
+				scr,
+				regrid_here;
 	pp_buffers	B;
 	pp_state   &P = B.P;
 	int64_t		first;
@@ -1173,8 +1238,10 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 	KM_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
 	pgrid = coop && pp_persist_wanted(n, nb, d, L) ? pp_persist_grid(n, L, nsm) : 0;
 	persist = pgrid > 0;
-	if ((rc = pp_open(B, s, XT, n, d, w, L, persist ? 2 : 1, !persist && pp_lean_wanted(d, L),
-					  st)) != GC_OK)
+	scr = pp_scr_wanted(n, d, L, w, persist);
+	regrid_here = nb <= PP_SELECT_REGRID_NB && !scr;	/* screened, pp_regrid's launch */
+	if ((rc = pp_open(B, s, XT, XR, n, d, w, L, persist ? 2 : 1,
+					  !persist && !scr && pp_lean_wanted(d, L), scr, st)) != GC_OK)
 		return rc;
 
 	if (w != nullptr)
@@ -1209,10 +1276,20 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n, int d,
 		}
 		pp_draw<<<Lc, PP_THREADS, 0, s>>>(P, seed, stream, c, Lc, first);
 		KM_LAUNCHED();
-		pp_terms_launch(P, Lc, c, nsm, s);
+		if (scr && c > 0)
+			pp_scr_launch(P, Lc, nsm, s);
+		else
+			pp_terms_launch(P, Lc, c, nsm, s);
 		KM_LAUNCHED();
 		pp_select<<<1, PP_THREADS, 0, s>>>(P, Lc, C, c, chosen, regrid_here);
 		KM_LAUNCHED();
+		if (scr && c > 0 && c < k - 1)
+		{
+			pp_scr_apply<<<nsm * 2, PP_THREADS, 0, s>>>(P, Lc);
+			KM_LAUNCHED();
+			pp_scr_rescan<<<(unsigned) nb, PP_THREADS, 0, s>>>(P);
+			KM_LAUNCHED();
+		}
 		if ((c & 15) == 15)
 		{
 			KM_CK(cudaStreamSynchronize(s));
@@ -1229,17 +1306,17 @@ km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
 			 int d, int k, uint64_t seed, uint64_t stream, float *C,
 			 int64_t *chosen, gc_status *st)
 {
-	return pp_run(ctx, s, XT, n, d, k, nullptr, nullptr, seed, stream, C,
+	return pp_run(ctx, s, XT, nullptr, n, d, k, nullptr, nullptr, seed, stream, C,
 				  chosen, st);
 }
 
 gc_code
-km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
-			   int d, int k, const double *w, const double *w_host,
+km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT, const float *XR,
+			   int64_t n, int d, int k, const double *w, const double *w_host,
 			   uint64_t seed, uint64_t stream, float *C, int64_t *chosen,
 			   gc_status *st)
 {
-	return pp_run(ctx, s, XT, n, d, k, w, w_host, seed, stream, C, chosen, st);
+	return pp_run(ctx, s, XT, XR, n, d, k, w, w_host, seed, stream, C, chosen, st);
 }
 
 /* ---- k-means++ over the shards of a split fit ---- */
@@ -1378,7 +1455,8 @@ pp_shards_open(pp_shards &PS, km_dev *const *D, int L, gc_status *st)
 		if ((PS.P[s] = P = new (std::nothrow) pp_shard) == nullptr)
 			return gc_fail(st, GC_ENOMEM, "GPU k-means: out of memory");
 		KM_CK(cudaDeviceGetAttribute(&P->nsm, cudaDevAttrMultiProcessorCount, PS.dev[s]));
-		if ((rc = pp_open(P->B, Ds.s, Ds.XT, Ds.n, d, nullptr, L, 1, pp_lean_wanted(d, L), st)) != GC_OK)
+		if ((rc = pp_open(P->B, Ds.s, Ds.XT, nullptr, Ds.n, d, nullptr, L, 1, pp_lean_wanted(d, L), false,
+						  st)) != GC_OK)
 			return rc;
 		/* the candidates' matrix comes down whole, its other shards' columns too */
 		KM_CK(cudaMemsetAsync(P->B.P.cand, 0, sizeof(float) * (size_t) d * KM_PP_LMAX, Ds.s));

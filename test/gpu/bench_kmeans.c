@@ -170,6 +170,8 @@ bench_fits(uint64_t *s)
 		{1000000, 128, 1000, 300, GC_INIT_KMEANS_PARALLEL, 1e-4, 0},
 		{1000000, 32, 100, 300, GC_INIT_KMEANSPP, 1e-4, 0},
 		{1000000, 32, 100, 300, GC_INIT_KMEANS_PARALLEL, 1e-4, 0},
+		/* k-means++ between: 1M x 64, k = 256 */
+		{1000000, 64, 256, 300, GC_INIT_KMEANSPP, 1e-4, 0},
 	};
 	const int	nf = (int) (sizeof(F) / sizeof(F[0]));
 	const int	reps = getenv("BENCH_FIT_REPS") && atoi(getenv("BENCH_FIT_REPS")) > 1 ?

@@ -90,7 +90,8 @@ gauss(void)
  * 4: blobs with a constant first feature; 5: a range of a few float
  * steps far from the origin (1000 + [0, 1e-3): about 16 values a feature);
  * 6: blobs and one far outlier (the last row, 1e6 on every feature);
- * 7: blobs, then the second half one row repeated. */
+ * 7: blobs, then the second half one row repeated; 8: a small integer
+ * lattice (many distances exactly equal). */
 static float *
 make_data(int64_t n, int d, int kind)
 {
@@ -122,6 +123,8 @@ make_data(int64_t n, int d, int kind)
 				v = (double) (c % 5) + j;	/* 5 distinct rows */
 			else if (kind == 7 && i >= n / 2)
 				v = 3.5;		/* the second half one row: a shard of it draws none */
+			else if (kind == 8)
+				v = (double) ((int) (tu_uniform(&rs) * 4) - 2);
 			else
 				v = off + cent[c * d + j] + sigma * gauss();
 			X[i * d + j] = (float) v;
@@ -189,15 +192,24 @@ test_seed(int64_t n, int d, int k, int kind)
 			continue;
 		}
 		/*
-		 * k-means++ on the GPU as four kernels a centre (pm 0), persistent
-		 * (1), and four kernels with the trials' terms stored where they
-		 * are by default recomputed (lean), and the reverse (2)
+		 * k-means++ on the GPU as by default (pm 0), persistent (1), four
+		 * kernels a centre unscreened with the trials' terms stored where
+		 * they are by default recomputed (lean), and the reverse (2), and
+		 * screened at any d (3)
 		 */
-		for (int pm = 0; pm < 3; pm++)
+		for (int pm = 0; pm < 4; pm++)
 		{
 			setenv("GPUCLUST_KM_PP_PERSIST", pm == 1 ? "1" : "0", 1);
 			if (pm == 2)
+			{
 				setenv("GPUCLUST_KM_PP_LEAN", d <= 32 ? "0" : "1", 1);
+				setenv("GPUCLUST_KM_PP_SCREEN", "0", 1);
+			}
+			if (pm == 3)
+			{
+				unsetenv("GPUCLUST_KM_PP_LEAN");
+				setenv("GPUCLUST_KM_PP_SCREEN", "1", 1);
+			}
 			memset(Cg, 0xff, sizeof(float) * k * d);
 			memset(rg, 0xff, sizeof(int64_t) * k);
 			b = gc_kmeans_gpu_seed(NULL, X, n, d, k, init, seed, stream, Cg, rows ? rg : NULL, &st);
@@ -222,6 +234,7 @@ test_seed(int64_t n, int d, int k, int kind)
 		}
 		unsetenv("GPUCLUST_KM_PP_PERSIST");
 		unsetenv("GPUCLUST_KM_PP_LEAN");
+		unsetenv("GPUCLUST_KM_PP_SCREEN");
 	}
 	free(X);
 	free(Cc);
@@ -238,6 +251,17 @@ test_seed_suite(void)
 	test_seed(20011, 17, 40, 0);
 	test_seed(1000, 3, 30, 3);	/* duplicates */
 	test_seed(600001, 2, 8, 0); /* rows a thread (from 2 x 8 x 256 an SM) */
+	/* screened: 16-row tiles part full, k-steps part full, 1 to 9 k-steps
+	 * (8, 4, 2 and 1 tiles a warp at once), 2 groups of 8 trials, a far
+	 * outlier (a small scale), a narrow range far from the origin, ties on
+	 * a lattice, duplicates, blobs far from the origin */
+	test_seed(70001, 33, 64, 0);
+	test_seed(3001, 16, 1200, 1);	/* L = 9: two groups of trials */
+	test_seed(20011, 40, 30, 6);
+	test_seed(12007, 24, 50, 5);
+	test_seed(15013, 19, 60, 8);
+	test_seed(8009, 130, 40, 3);
+	test_seed(6007, 72, 30, 2);
 }
 
 /* ---- one Lloyd step ---- */
