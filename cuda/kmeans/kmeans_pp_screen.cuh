@@ -45,9 +45,11 @@
  *   c4 = 2 (1 + g (1 + e)²) dp a²,  c1 = 2 eta + 8u (the norms, v's own
  *   three roundings),
  *
- * each taken 0.1% larger, X and Q bounded from above by sqrt(nx)(1 + eta)
- * plus the part of a norm that underflows.  The CPU's distance² is at
- * least ||x - q||² (1 - eta), so a pair is decided where
+ * each taken 0.1% larger, c4 also 2^-125 larger (what underflows in the
+ * norms, in v and in the CPU's own squares: at most 3 dp 2^-149), X and Q
+ * bounded from above by sqrt(nx)(1 + 2 eta) plus the part of a norm that
+ * underflows.  The CPU's distance² is then at least
+ * ||x - q||² (1 - eta) less what underflows, so a pair is decided where
  * (v - bound)(1 - eta) >= D².  A product, norm or bound that is not finite
  * decides nothing.  The shift and the scale only make the bound tight: any
  * mu and s give the same centres.
@@ -81,7 +83,7 @@ pp_scr_consts(int dp, float a)
 	K.c1 = (float) ((2 * eta + 8 * u) * 1.001);
 	K.c2 = (float) (2 * (2 * e + e * e + g * (1 + e) * (1 + e)) * 1.001);
 	K.c3 = (float) (2 * (1 + e) * (1 + g * (1 + e)) * a * sqrt((double) dp) * 1.001);
-	K.c4 = (float) fmax(2 * (1 + g * (1 + e) * (1 + e)) * dp * (double) a * a * 1.001, 0x1p-126);
+	K.c4 = (float) (2 * (1 + g * (1 + e) * (1 + e)) * dp * (double) a * a * 1.001 + 0x1p-125);
 	K.xabs = (float) (sqrt((double) dp) * 0x1p-74);
 	return K;
 }
