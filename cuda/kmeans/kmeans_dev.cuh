@@ -423,21 +423,13 @@ gc_code		km_rownorm(km_dev &V, gc_status *st);
 
 /*
  * k-means++ seeding on the device, bit for bit the CPU's
- * gc_km_init_kmeanspp (same draws, same float distances, same blocked double
- * sums): XT is the d x n transposed data; C (k x d, device) receives the
- * centres, chosen (k, device, may be NULL) the rows.
- */
-gc_code		km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT,
-						 int64_t n, int d, int k, uint64_t seed,
-						 uint64_t stream, float *C, int64_t *chosen,
-						 gc_status *st);
-
-/*
- * The same weighted, as gc_km_init_kmeanspp_w: w (device, n doubles >= 0,
- * at least k positive) and the same weights on the host (w_host: the
- * first centre, gc_km_weighted_first, and the last row of positive
- * weight).  w NULL: km_pp_device, which reads XR (n x d, row-major, or
- * NULL) where it screens.
+ * gc_km_init_kmeanspp_w (same draws, same float distances, same blocked
+ * integer sums): XT is the d x n transposed data, XR the same rows
+ * row-major or NULL (read where it screens, else made); w (device, n
+ * doubles >= 0, at least k positive) and the same weights on the host
+ * (w_host: the first centre, gc_km_weighted_first, and the last row of
+ * positive weight), or both NULL (gc_km_init_kmeanspp); C (k x d, device)
+ * receives the centres, chosen (k, device, may be NULL) the rows.
  */
 gc_code		km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT,
 						   const float *XR, int64_t n, int d, int k, const double *w,
@@ -449,7 +441,7 @@ gc_code		km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT,
  * k-means++ over the S shards of a split fit (kmeans_multi.cu): shard s is
  * D[s], the problem's rows r0[s] .. r0[s+1] - 1 (whole blocks), on GPU
  * dev[s], after the shards' setup (unweighted).  C (host, k x d) receives
- * km_pp_device's centres over the whole problem, bit for bit.  Each step
+ * km_pp_device_w's centres over the whole problem, bit for bit.  Each step
  * the host draws every trial over the shards' totals and sends it to the
  * shard that holds its row, which takes it as a candidate; every shard
  * computes the candidates' terms over its rows, the host adds the shards'

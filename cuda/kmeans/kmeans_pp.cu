@@ -1302,15 +1302,6 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, const float *XR, int6
 }
 
 gc_code
-km_pp_device(const gc_ctx *ctx, cudaStream_t s, const float *XT, int64_t n,
-			 int d, int k, uint64_t seed, uint64_t stream, float *C,
-			 int64_t *chosen, gc_status *st)
-{
-	return pp_run(ctx, s, XT, nullptr, n, d, k, nullptr, nullptr, seed, stream, C,
-				  chosen, st);
-}
-
-gc_code
 km_pp_device_w(const gc_ctx *ctx, cudaStream_t s, const float *XT, const float *XR,
 			   int64_t n, int d, int k, const double *w, const double *w_host,
 			   uint64_t seed, uint64_t stream, float *C, int64_t *chosen,
