@@ -52,9 +52,9 @@
  * same.
  *
  * Few rows (k-means||'s candidates, small tables): pp_persist runs the
- * same steps from the same device functions in one cooperative launch per
- * PP_PERSIST_STEPS centres (below), where the four launches' latency was
- * most of a step.
+ * same steps (the same draws, choice and terms' operations) in one
+ * cooperative launch per PP_PERSIST_STEPS centres (below), where the four
+ * launches' latency was most of a step.
  */
 #include <math.h>
 #include <stdio.h>
@@ -87,11 +87,11 @@
 #define PP_SELECT_REGRID_NB 16	/* up to this many blocks pp_select regrids */
 #define PP_PERSIST_NB 8		/* pp_persist by default up to this many blocks of rows ... */
 #define PP_PERSIST_ND (1 << 22)	/* ... and n x d floats */
-#define PP_PERSIST_NB_MAX 256	/* pp_persist: at most this many blocks of rows ... */
-#define PP_PERSIST_CS 6144		/* ... and d x L candidates' floats */
+#define PP_PERSIST_NB_MAX 16	/* pp_persist: at most this many blocks of rows ... */
+#define PP_PERSIST_TI (PP_PERSIST_NB_MAX * KM_BLOCK / 32 / PP_THREADS)	/* ... their tiles a lane of its scan */
 #define PP_PERSIST_STEPS 64		/* pp_persist: centres a launch (the cancel poll) */
-#define PP_PERSIST_XD 128		/* pp_persist: a tile's dimensions in shared memory at once */
-#define PP_PERSIST_TW ((KM_PP_LMAX + PP_THREADS / 32 - 1) / (PP_THREADS / 32))	/* trials a warp */
+#define PP_PERSIST_SETS 3		/* pp_persist: sets of the buffers a step writes */
+#define PP_PERSIST_LT 2			/* pp_persist: trials a thread of its terms (a group) */
 
 typedef cub::BlockScan<uint64_t, PP_THREADS> pp_scan_t;
 typedef cub::BlockReduce<uint64_t, PP_THREADS> pp_reduce_t;
@@ -158,6 +158,7 @@ struct pp_state
 	float	   *cand;			/* d x LMAX */
 	int		   *best;			/* the last winner */
 	float	   *wc;				/* lean: the last winner's coordinates (d) */
+	uint64_t   *tq;				/* persistent: np x L x ntile sums a tile of 32 rows */
 	bool		lean;
 	bool		scr;			/* screened: terms holds the D², Z the screen */
 	pp_scr		Z;
@@ -773,11 +774,15 @@ pp_choose(const unsigned long long *bs, const unsigned long long *tmax, int64_t 
 		  int L, int64_t n, double *S)
 {
 	__shared__ uint64_t pot[KM_PP_LMAX];
+	__shared__ unsigned long long tm[KM_PP_LMAX];
 	__shared__ int best_s;
 	const int	warp = threadIdx.x / 32,
 				lane = threadIdx.x % 32;
 	int			best;
 
+	/* every trial's largest term with its sums: one round trip */
+	if (threadIdx.x < L)
+		tm[threadIdx.x] = __ldcg(tmax + threadIdx.x);
 	for (int t = warp; t < L; t += PP_THREADS / 32)
 	{
 		uint64_t	s = 0;
@@ -800,8 +805,8 @@ pp_choose(const unsigned long long *bs, const unsigned long long *tmax, int64_t 
 	}
 	__syncthreads();
 	best = best_s;
-	*S = gc_km_pot_scale(__longlong_as_double((long long) __ldcg(tmax + best)), n);
-	__syncthreads();			/* pot and best_s free again */
+	*S = gc_km_pot_scale(__longlong_as_double((long long) tm[best]), n);
+	__syncthreads();			/* pot, tm and best_s free again */
 	return best;
 }
 
@@ -872,175 +877,376 @@ pp_select(pp_state P, int L, float *C, int c, int64_t *chosen, bool regrid_here)
 #include "kmeans_pp_screen.cuh"
 
 /*
- * The persistent path: k-means++ over few rows (k-means||'s candidates),
- * where each step's four launches, each a few microseconds of latency-bound
- * work, cost more than the step.  One cooperative launch runs steps c0 ..
- * c1-1, two grid barriers a step, with the four kernels' draws and choice
- * (the functions above) and their terms' operations in their order, hence
- * the same centres bit for bit (test_kmeans_gpu: test_seed runs both
- * paths against the CPU).  Every block chooses
- * the previous step's winner itself from its sums (pp_choose: the same
- * result in every block); the L trial blocks then draw, on the same grid
- * from the winner's block sums, on a new one from the block sums of its
- * terms, which they recompute (nb <= PP_PERSIST_NB_MAX, in shared memory);
- * the terms are computed a tile of 32 rows per block, warp w taking trials
- * w, w + 8, ... of it against the candidates in shared memory.  Buffers
- * written in one step and read in the next alternate by the step's parity,
- * so that no step writes what another block may still read.
+ * The persistent path: k-means++ over few rows (k-means||'s candidates,
+ * small tables), where a step is microseconds of latency-bound work and
+ * four launches a step cost more than the step.  One cooperative launch
+ * runs steps c0 .. c1-1 with one grid barrier a step (two where the grid
+ * changes), with the four kernels' draws and choice and their terms'
+ * operations in their order, hence the same centres bit for bit
+ * (test_kmeans_gpu: test_seed runs both paths against the CPU).
+ *
+ * Each block keeps its R tiles of 32 rows (tiles b, b + G, b + 2G ...) in
+ * shared memory for the launch, and each step:
+ *   chooses the last step's winner from its block sums and the grid from
+ *     its largest term (pp_choose: the same in every block);
+ *   on a new grid, gives its own tiles' sums of the winner's terms on it,
+ *     then a grid barrier;
+ *   draws every trial itself, a warp a trial: the prefix of the winner's
+ *     sums a tile (pp_persist_prefix), the tile by binary search, the row
+ *     by a warp's scan of the tile's terms, which is pp_draw_in's row (the
+ *     same prefix over the rows);
+ *   loads the trials' rows and computes the terms of its tiles, a warp a
+ *     tile and PP_PERSIST_LT trials, a lane a row (the rows and trials in
+ *     shared memory, the next dimension's loaded before this one's steps):
+ *     each trial's sums a tile (stored) and a block of KM_BLOCK rows
+ *     (atomics), and its largest term.
+ * So the trials need no barrier of their own: every block draws the same
+ * rows.  The buffers a step writes rotate over PP_PERSIST_SETS sets (step
+ * c writes set c mod 3, reads set c - 1's and clears set c + 1's sums), so
+ * that no step writes what another block may still read.
  */
 namespace
 {
 struct pp_par
 {
-	float	   *terms[2];		/* L x n */
-	unsigned long long *bs[2];	/* L x nb */
-	unsigned long long *tmax[2];	/* KM_PP_LMAX */
-	float	   *cand[2];		/* d x KM_PP_LMAX */
-	int64_t    *cid[2];			/* KM_PP_LMAX */
+	float	   *terms[PP_PERSIST_SETS];	/* L x n */
+	unsigned long long *bs[PP_PERSIST_SETS];	/* L x nb */
+	unsigned long long *tmax[PP_PERSIST_SETS];	/* KM_PP_LMAX */
+	uint64_t   *tq[PP_PERSIST_SETS];	/* L x ntile: the sums a tile */
+	float	   *cand[PP_PERSIST_SETS];	/* d x KM_PP_LMAX (block 0's copy) */
+	int64_t    *cid[PP_PERSIST_SETS];	/* KM_PP_LMAX */
 };
+
+/* A launch of pp_persist: G blocks of R tiles each, smem bytes of dynamic shared memory */
+struct pp_plan
+{
+	int			G,
+				R;
+	size_t		smem;
+};
+}
+
+/* The trials' columns of pp_persist's candidates: L rounded up to whole groups */
+__host__ __device__ __forceinline__ int
+pp_persist_lp(int L)
+{
+	return (L + PP_PERSIST_LT - 1) / PP_PERSIST_LT * PP_PERSIST_LT;
+}
+
+/* Its tiles' prefix's words in shared memory (ntile + 1, even: the rows after it 16-byte aligned) */
+__host__ __device__ __forceinline__ int64_t
+pp_persist_tpw(int64_t ntile)
+{
+	return (ntile + 2) / 2 * 2;
+}
+
+/* pp_persist's dynamic shared memory: the tiles' prefix, the trials' rows, the block's tiles */
+static size_t
+pp_persist_smem(int64_t ntile, int d, int L, int R)
+{
+	return sizeof(uint64_t) * (size_t) pp_persist_tpw(ntile) +
+		sizeof(float) * ((size_t) d * pp_persist_lp(L) + (size_t) R * d * 32);
+}
+
+/*
+ * tp[0 .. ntile] = the prefix sums of tq (ntile <= PP_PERSIST_TI x
+ * PP_THREADS), tp[0] = 0: the whole block, each warp its segment of ntile
+ * / 8 of them, 32 at a time (all its loads at once, coalesced), then the
+ * totals of the segments before it.
+ */
+__device__ void
+pp_persist_prefix(const uint64_t *tq, int64_t ntile, uint64_t *tp)
+{
+	__shared__ uint64_t tot[PP_THREADS / 32];
+	const int	warp = threadIdx.x / 32,
+				lane = threadIdx.x % 32;
+	const int64_t seg = (ntile + PP_THREADS / 32 - 1) / (PP_THREADS / 32),
+				e0 = warp * seg,
+				e1 = e0 + seg < ntile ? e0 + seg : ntile;
+	uint64_t	v[PP_PERSIST_TI],
+				carry = 0,
+				add = 0;
+
+#pragma unroll
+	for (int u = 0; u < PP_PERSIST_TI; u++)
+	{
+		const int64_t e = e0 + u * 32 + lane;
+
+		v[u] = e < e1 ? __ldcg(tq + e) : 0;
+	}
+#pragma unroll
+	for (int u = 0; u < PP_PERSIST_TI; u++)
+	{
+		const int64_t e = e0 + u * 32 + lane;
+		uint64_t	a = v[u];
+
+		for (int o = 1; o < 32; o *= 2)
+		{
+			const uint64_t b = __shfl_up_sync(0xffffffffu, a, o);
+
+			if (lane >= o)
+				a += b;
+		}
+		if (e < e1)
+			tp[e + 1] = carry + a;
+		carry += __shfl_sync(0xffffffffu, a, 31);
+	}
+	if (lane == 0)
+		tot[warp] = carry;
+	__syncthreads();
+	for (int w = 0; w < warp; w++)
+		add += tot[w];
+	if (add != 0)
+		for (int64_t e = e0 + lane; e < e1; e += 32)
+			tp[e + 1] += add;
+	if (threadIdx.x == 0)
+		tp[0] = 0;
+	__syncthreads();
+}
+
+/*
+ * The row of draw R < tp[ntile] (a warp): the first tile whose prefix
+ * passes R, then the first of its rows whose prefix does, the terms
+ * closest (n) on the grid S, as in pp_draw_in.
+ */
+__device__ int64_t
+pp_persist_draw(const pp_state &P, const float *closest, const uint64_t *tp, int64_t ntile,
+				double S, uint64_t R)
+{
+	const int	lane = threadIdx.x % 32;
+	const int64_t tile = gc_km_pp_block(tp, ntile, R),
+				i = tile * 32 + lane;
+	uint64_t	acc = tile < ntile && i < P.n ?
+		gc_km_pot_q(gc_km_pot_term(P.w, i, __ldcg(closest + i)), S) : 0;
+	unsigned	hit;
+
+	for (int o = 1; o < 32; o *= 2)
+	{
+		const uint64_t u = __shfl_up_sync(0xffffffffu, acc, o);
+
+		if (lane >= o)
+			acc += u;
+	}
+	hit = __ballot_sync(0xffffffffu, tile < ntile && tp[tile] + acc > R);
+	return hit != 0 ? tile * 32 + __ffs(hit) - 1 : P.n - 1;
+}
+
+/*
+ * The terms of tile `tile` (rows tile * 32 + lane) for the trials t = g *
+ * PP_PERSIST_LT + u < Lc, from their distances q[u] and the rows' D² cl:
+ * stored in set cur with the tile's sums on the grid S; the block sums
+ * (atomics) and the trials' largest terms (mx_s).
+ */
+__device__ __forceinline__ void
+pp_persist_tile(const pp_state &P, const pp_par &Q, int cur, int64_t ntile, int Lc, double S,
+				int64_t tile, int g, const float (&q)[PP_PERSIST_LT], float cl,
+				unsigned long long *mx_s)
+{
+	const int	lane = threadIdx.x % 32;
+	const int64_t i = tile * 32 + lane;
+
+#pragma unroll
+	for (int u = 0; u < PP_PERSIST_LT; u++)
+	{
+		const int	t = g * PP_PERSIST_LT + u;
+		uint64_t	s = 0,
+					mb = 0;
+
+		if (t >= Lc)
+			break;
+		if (i < P.n)
+		{
+			const float m = q[u] < cl ? q[u] : cl;
+			const double tm = gc_km_pot_term(P.w, i, m);
+
+			Q.terms[cur][(int64_t) t * P.n + i] = m;
+			s = gc_km_pot_q(tm, S);
+			mb = (uint64_t) __double_as_longlong(tm);	/* >= 0: ordered */
+		}
+		for (int o = 16; o > 0; o /= 2)
+		{
+			const uint64_t so = __shfl_xor_sync(0xffffffffu, s, o),
+						mo = __shfl_xor_sync(0xffffffffu, mb, o);
+
+			s += so;
+			mb = mo > mb ? mo : mb;
+		}
+		if (lane == 0)
+		{
+			Q.tq[cur][(int64_t) t * ntile + tile] = s;
+			atomicAdd(Q.bs[cur] + (int64_t) t * P.nb + tile * 32 / KM_BLOCK, (unsigned long long) s);
+			atomicMax(mx_s + t, (unsigned long long) mb);
+		}
+	}
 }
 
 __global__ void __launch_bounds__(PP_THREADS)
 pp_persist(pp_state P, pp_par Q, uint64_t seed, uint64_t stream, int L, int c0,
-		   int c1, int k, int64_t first, float *C, int64_t *chosen)
+		   int c1, int k, int64_t first, float *C, int64_t *chosen, int R)
 {
 	namespace cg = cooperative_groups;
 	cg::grid_group grid = cg::this_grid();
-	/* the draws' and the terms' shared memory, used apart (grid.sync) */
-	__shared__ union
-	{
-		pp_reduce_t::TempStorage r;
-		pp_draw_ts	d;
-		struct
-		{
-			float		cs[PP_PERSIST_CS];	/* the candidates, d x Lc */
-			float		xs[PP_PERSIST_XD][32];	/* a tile's rows */
-		}			t;
-	}			sm;
-	__shared__ uint64_t off[PP_PERSIST_NB_MAX + 1];
-	float	   *const cs = sm.t.cs;
-	float		(*const xs)[32] = sm.t.xs;
+	extern __shared__ uint64_t pp_pm[];
+	__shared__ int64_t rows[KM_PP_LMAX];
 	__shared__ unsigned long long mx_s[KM_PP_LMAX];
-	const int	warp = threadIdx.x / 32,
+	const int	d = P.d,
+				warp = threadIdx.x / 32,
 				lane = threadIdx.x % 32;
 	const int64_t n = P.n,
 				nb = P.nb,
 				ntile = (n + 31) / 32;
+	const int	Lp = pp_persist_lp(L);
+	uint64_t   *const tp = pp_pm;	/* ntile + 1: the winner's prefix a tile */
+	float	   *const cs = (float *) (tp + pp_persist_tpw(ntile));	/* d x Lp: the trials' rows */
+	float	   *const xs = cs + (size_t) d * Lp;	/* R x d x 32: the block's tiles */
 	double		S = c0 == 0 ? 0.0 : P.g->S;	/* the grid of step c's sums */
 
+	for (int64_t e = threadIdx.x; e < (int64_t) R * d * 32; e += PP_THREADS)
+	{
+		const int64_t tile = blockIdx.x + e / ((int64_t) d * 32) * gridDim.x,
+					i = tile * 32 + e % 32;
+
+		xs[e] = i < n ? P.XT[(e / 32 % d) * n + i] : 0.0f;
+	}
 	for (int c = c0; c < c1; c++)
 	{
-		const int	par = c & 1,
-					Lc = c == 0 ? 1 : L;
+		const int	cur = c % PP_PERSIST_SETS,
+					prv = (c + PP_PERSIST_SETS - 1) % PP_PERSIST_SETS,
+					nxt = (c + 1) % PP_PERSIST_SETS,
+					Lc = c == 0 ? 1 : L,
+					ng = (Lc + PP_PERSIST_LT - 1) / PP_PERSIST_LT;	/* groups of trials */
 		const float *closest = nullptr;
 
+		/* the next step's sums, last read by the step before this one */
+		for (int64_t e = (int64_t) blockIdx.x * PP_THREADS + threadIdx.x; e < (int64_t) L * nb;
+			 e += (int64_t) gridDim.x * PP_THREADS)
+			Q.bs[nxt][e] = 0;
+		if (blockIdx.x == 0 && threadIdx.x < KM_PP_LMAX)
+			Q.tmax[nxt][threadIdx.x] = 0;
+		if (threadIdx.x < KM_PP_LMAX)
+			mx_s[threadIdx.x] = 0;
 		if (c > 0)
 		{
 			double		Sn;
-			const int	best = pp_choose(Q.bs[par ^ 1], Q.tmax[par ^ 1], nb, c == 1 ? 1 : L, n, &Sn);
-			const bool	same = c > 1 && Sn == S;
+			const int	best = pp_choose(Q.bs[prv], Q.tmax[prv], nb, c == 1 ? 1 : L, n, &Sn);
+			uint64_t   *const tw = Q.tq[prv] + (int64_t) best * ntile;
 
-			S = Sn;
-			closest = Q.terms[par ^ 1] + (int64_t) best * n;
+			closest = Q.terms[prv] + (int64_t) best * n;
 			if (blockIdx.x == 0)
-				pp_put(P, Q.cand[par ^ 1], Q.cid[par ^ 1], best, c - 1, C, chosen);
-			if (blockIdx.x < Lc && same)
-				pp_prefix_of((const uint64_t *) Q.bs[par ^ 1] + (int64_t) best * nb, nb, off, sm.d.s);
-			else if (blockIdx.x < Lc)
-				pp_regrid_here(P, closest, nullptr, S, off, sm.r, sm.d.s);
+				pp_put(P, Q.cand[prv], Q.cid[prv], best, c - 1, C, chosen);
+			if (c == 1 || Sn != S)
+			{
+				/* a new grid: this block's tiles' sums of the winner on it */
+				for (int r = warp; r < R; r += PP_THREADS / 32)
+				{
+					const int64_t tile = blockIdx.x + (int64_t) r * gridDim.x,
+								i = tile * 32 + lane;
+					uint64_t	s = i < n ? gc_km_pot_q(gc_km_pot_term(P.w, i, __ldcg(closest + i)), Sn) : 0;
+
+					for (int o = 16; o > 0; o /= 2)
+						s += __shfl_xor_sync(0xffffffffu, s, o);
+					if (lane == 0 && tile < ntile)
+						tw[tile] = s;
+				}
+				grid.sync();
+			}
+			S = Sn;
+			pp_persist_prefix(tw, ntile, tp);
 		}
-		if (blockIdx.x < Lc)
-			pp_take(P, pp_draw_row(P, closest, nullptr, off, S, seed, stream, c, Lc, blockIdx.x, first, sm.d),
-					blockIdx.x, Q.cand[par], Q.cid[par]);
-		for (int64_t e = (int64_t) blockIdx.x * PP_THREADS + threadIdx.x; e < (int64_t) Lc * nb;
-			 e += (int64_t) gridDim.x * PP_THREADS)
-			Q.bs[par][e] = 0;
-		if (blockIdx.x == 0 && threadIdx.x < Lc)
-			Q.tmax[par][threadIdx.x] = 0;
-		if (threadIdx.x < Lc)
-			mx_s[threadIdx.x] = 0;
-		grid.sync();
 
-		/* the terms of the step's Lc trials, their block sums and largest
-		 * (sm: the draw's is done, grid.sync) */
-		for (int e = threadIdx.x; e < P.d * Lc; e += PP_THREADS)
-			cs[e] = __ldcg(Q.cand[par] + (e / Lc) * KM_PP_LMAX + e % Lc);
-		for (int64_t tile = blockIdx.x; tile < ntile; tile += gridDim.x)
+		/* every trial's row, a warp a trial, then their coordinates */
+		for (int t = warp; t < Lc; t += PP_THREADS / 32)
 		{
-			const int64_t i = tile * 32 + lane;
-			const bool	row = i < n;
-			const float cl = closest == nullptr || !row ? INFINITY : __ldcg(closest + i);
-			float		q[PP_PERSIST_TW];
+			int64_t		row = first;
 
-#pragma unroll
-			for (int u = 0; u < PP_PERSIST_TW; u++)
-				q[u] = 0.0f;
-			/* the tile's rows, PP_PERSIST_XD dimensions at a time, in
-			 * shared memory: all their loads in flight at once */
-			for (int jc = 0; jc < P.d; jc += PP_PERSIST_XD)
+			if (c > 0)
 			{
-				const int	dc = P.d - jc < PP_PERSIST_XD ? P.d - jc : PP_PERSIST_XD;
+				const uint64_t T = tp[ntile];
 
-				__syncthreads();
-				for (int e = threadIdx.x; e < dc * 32; e += PP_THREADS)
-					xs[e / 32][e % 32] = tile * 32 + e % 32 < n ?
-						P.XT[(int64_t) (jc + e / 32) * n + tile * 32 + e % 32] : 0.0f;
-				__syncthreads();
+				row = P.w == nullptr ? n - 1 : P.wlast;
+				if (T > 0)
+					row = pp_persist_draw(P, closest, tp, ntile, S,
+										  gc_km_pot_draw(seed, stream, 1 + (uint64_t) (c - 1) * L + t, T));
+			}
+			if (lane == 0)
+				rows[t] = row;
+		}
+		__syncthreads();
+		for (int t = warp; t < Lp; t += PP_THREADS / 32)
+			for (int j0 = 0; j0 < d; j0 += 4 * 32)
+			{
+				float		v[4];
+
+				/* four loads in flight before the stores (cand may alias XT) */
 #pragma unroll
-				for (int u = 0; u < PP_PERSIST_TW; u++)
+				for (int u = 0; u < 4; u++)
 				{
-					const int	t = warp + u * (PP_THREADS / 32);
+					const int	j = j0 + u * 32 + lane;
 
-					if (t < Lc)
-						for (int j = 0; j < dc; j++)
-							q[u] = gc_l2_step(q[u], xs[j][lane], cs[(jc + j) * Lc + t]);
+					v[u] = t < Lc && j < d ? P.XT[(int64_t) j * n + rows[t]] : 0.0f;
+				}
+#pragma unroll
+				for (int u = 0; u < 4; u++)
+				{
+					const int	j = j0 + u * 32 + lane;
+
+					if (j >= d)
+						break;
+					cs[j * Lp + t] = v[u];
+					if (blockIdx.x == 0 && t < Lc)
+						Q.cand[cur][j * KM_PP_LMAX + t] = v[u];
 				}
 			}
-#pragma unroll
-			for (int u = 0; u < PP_PERSIST_TW; u++)
+		if (blockIdx.x == 0 && threadIdx.x < Lc)
+			Q.cid[cur][threadIdx.x] = rows[threadIdx.x];
+		__syncthreads();
+
+		/* the terms of this block's tiles: a warp a tile and group of trials, a lane a row */
+		for (int task = warp; task < R * ng; task += PP_THREADS / 32)
+		{
+			const int	r = task / ng,
+						g = task % ng;
+			const int64_t tile = blockIdx.x + (int64_t) r * gridDim.x,
+						i = tile * 32 + lane;
+			const float *x = xs + (size_t) r * d * 32 + lane;
+			const float2 *cv = (const float2 *) (cs + g * PP_PERSIST_LT);
+			const int	ldc = Lp / PP_PERSIST_LT;
+			float		q[PP_PERSIST_LT] = {0.0f, 0.0f};
+			float		cl,
+						a;
+			float2		cc;
+
+			if (tile >= ntile)
+				break;
+			cl = closest == nullptr || i >= n ? INFINITY : __ldcg(closest + i);
+			a = x[0];
+			cc = cv[0];
+#pragma unroll 4
+			for (int j = 0; j < d; j++)
 			{
-				const int	t = warp + u * (PP_THREADS / 32);
-				uint64_t	s = 0,
-							mb = 0;
+				/* the next dimension's operands loaded before this one's steps */
+				const float an = j + 1 < d ? x[(j + 1) * 32] : 0.0f;
+				const float2 cn = j + 1 < d ? cv[(j + 1) * ldc] : make_float2(0.0f, 0.0f);
 
-				if (t >= Lc)
-					break;
-				if (row)
-				{
-					const float m = q[u] < cl ? q[u] : cl;
-					const double tm = gc_km_pot_term(P.w, i, m);
-
-					Q.terms[par][(int64_t) t * n + i] = m;
-					s = gc_km_pot_q(tm, S);
-					mb = (uint64_t) __double_as_longlong(tm);	/* >= 0: ordered */
-				}
-				for (int o = 16; o > 0; o /= 2)
-				{
-					const uint64_t so = __shfl_xor_sync(0xffffffffu, s, o),
-								mo = __shfl_xor_sync(0xffffffffu, mb, o);
-
-					s += so;
-					mb = mo > mb ? mo : mb;
-				}
-				if (lane == 0)
-				{
-					atomicAdd(Q.bs[par] + (int64_t) t * nb + tile * 32 / KM_BLOCK, (unsigned long long) s);
-					atomicMax(mx_s + t, (unsigned long long) mb);
-				}
+				q[0] = gc_l2_step(q[0], a, cc.x);
+				q[1] = gc_l2_step(q[1], a, cc.y);
+				a = an;
+				cc = cn;
 			}
+			pp_persist_tile(P, Q, cur, ntile, Lc, S, tile, g, q, cl, mx_s);
 		}
 		__syncthreads();
 		if (threadIdx.x < Lc)
-			atomicMax(Q.tmax[par] + threadIdx.x, mx_s[threadIdx.x]);
+			atomicMax(Q.tmax[cur] + threadIdx.x, mx_s[threadIdx.x]);
 		grid.sync();
 	}
 	if (c1 == k && blockIdx.x == 0)
 	{
-		const int	par = (k - 1) & 1;
+		const int	last = (k - 1) % PP_PERSIST_SETS;
 		double		Sn;
-		const int	best = pp_choose(Q.bs[par], Q.tmax[par], nb, k == 1 ? 1 : L, n, &Sn);
+		const int	best = pp_choose(Q.bs[last], Q.tmax[last], nb, k == 1 ? 1 : L, n, &Sn);
 
-		pp_put(P, Q.cand[par], Q.cid[par], best, k - 1, C, chosen);
+		pp_put(P, Q.cand[last], Q.cid[last], best, k - 1, C, chosen);
 	}
 	if (blockIdx.x == 0 && threadIdx.x == 0)
 		P.g->S = S;
@@ -1065,6 +1271,7 @@ struct pp_buffers
 		gc_dfree(P.cand, s);
 		gc_dfree(P.best, s);
 		gc_dfree(P.wc, s);
+		gc_dfree(P.tq, s);
 		gc_dfree(P.Z.XH, s);
 		gc_dfree(P.Z.XRown, s);
 		gc_dfree(P.Z.nx, s);
@@ -1101,72 +1308,103 @@ pp_lean_wanted(int d, int L)
 }
 
 /*
- * Whether k-means++ over n rows (nb blocks) of d dimensions with L trials
- * runs persistent: GPUCLUST_KM_PP_PERSIST=0 never, =1 whenever it can
- * (the tests), else up to PP_PERSIST_NB blocks and PP_PERSIST_ND floats,
- * where it measured faster (bench_kmeans BENCH_SEED_PATHS=1, H100: 1.3 to
- * 2.1x up to 32768 rows of d <= 256; about even at 65536 rows of d <= 32,
- * 0.69x there at d = 256, 0.4x at 1M rows).
+ * Whether k-means++ over n rows (nb blocks) of d dimensions runs
+ * persistent: GPUCLUST_KM_PP_PERSIST=0 never, =1 whenever it can (the
+ * tests), else up to PP_PERSIST_NB blocks and PP_PERSIST_ND floats, where
+ * it measured faster (bench_kmeans BENCH_SEED_PATHS=1); and only where
+ * pp_persist_plan finds its blocks room.
  */
 static bool
-pp_persist_wanted(int64_t n, int64_t nb, int d, int L)
+pp_persist_wanted(int64_t n, int64_t nb, int d)
 {
 	const char *env = getenv("GPUCLUST_KM_PP_PERSIST");
 
-	if ((env && atoi(env) == 0) || nb > PP_PERSIST_NB_MAX || (int64_t) d * L > PP_PERSIST_CS)
+	if ((env && atoi(env) == 0) || nb > PP_PERSIST_NB_MAX)
 		return false;
 	return (env && atoi(env) == 1) || (nb <= PP_PERSIST_NB && n * d <= PP_PERSIST_ND);
 }
 
 /*
- * pp_persist's blocks for n rows and L trials: all resident, at most 2 an
- * SM; as few as take the tiles in as many rounds, as the barriers' cost
- * grows with the blocks; at least one a trial.  0: it cannot run here.
+ * pp_persist's launch for n rows of d dimensions and L trials: every block
+ * resident with its tiles in shared memory, 2 an SM where they fit, else
+ * 1; as few blocks as take the tiles in as many rounds.  G = 0: it cannot
+ * run here.  The function's largest dynamic shared memory is always set to
+ * the device's whole (the same value from every thread of the process).
  */
-static int
-pp_persist_grid(int64_t n, int L, int nsm)
+static pp_plan
+pp_persist_plan(int64_t n, int d, int L, int nsm)
 {
 	const int64_t ntile = (n + 31) / 32;
-	int			occ = 0,
-				grid;
-	int64_t		rounds;
+	pp_plan		p = {0, 0, 0};
+	cudaFuncAttributes fa;
+	int			dev = 0,
+				optin = 0;
 
-	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp_persist, PP_THREADS, 0) != cudaSuccess ||
-		occ * nsm < L)
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+		cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+		cudaFuncGetAttributes(&fa, pp_persist) != cudaSuccess ||
+		cudaFuncSetAttribute(pp_persist, cudaFuncAttributeMaxDynamicSharedMemorySize,
+							 optin - (int) fa.sharedSizeBytes) != cudaSuccess)
 	{
 		(void) cudaGetLastError();
-		return 0;
+		return p;
 	}
-	grid = occ < 2 ? occ * nsm : 2 * nsm;
-	rounds = (ntile + grid - 1) / grid;
-	grid = (int) ((ntile + rounds - 1) / rounds);
-	return grid < L ? L : grid;
+	for (int per = 2; per >= 1; per--)
+	{
+		const int64_t R = (ntile + (int64_t) per * nsm - 1) / ((int64_t) per * nsm),
+					G = (ntile + R - 1) / R;
+		const size_t smem = pp_persist_smem(ntile, d, L, (int) R);
+		int			occ = 0;
+
+		if (smem + fa.sharedSizeBytes > (size_t) optin)
+			continue;
+		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp_persist, PP_THREADS, smem) != cudaSuccess)
+		{
+			(void) cudaGetLastError();
+			return p;
+		}
+		if ((int64_t) occ * nsm >= G)
+		{
+			p.G = (int) G;
+			p.R = (int) R;
+			p.smem = smem;
+			return p;
+		}
+	}
+	return p;
 }
 
 /* k-means++ on the persistent path: PP_PERSIST_STEPS centres a launch. */
 static gc_code
 pp_run_persist(const gc_ctx *ctx, cudaStream_t s, pp_state &P, int L, int k,
-			   int grid, uint64_t seed, uint64_t stream, int64_t first, float *C,
+			   const pp_plan &plan, uint64_t seed, uint64_t stream, int64_t first, float *C,
 			   int64_t *chosen, gc_status *st)
 {
+	const int64_t ntile = (P.n + 31) / 32;
 	pp_par		Q;
 
-	for (int p = 0; p < 2; p++)
+	for (int p = 0; p < PP_PERSIST_SETS; p++)
 	{
 		Q.terms[p] = P.terms + (size_t) p * P.n * L;
 		Q.bs[p] = P.bs + (size_t) p * P.nb * L;
 		Q.tmax[p] = P.tmax + (size_t) p * KM_PP_LMAX;
+		Q.tq[p] = P.tq + (size_t) p * ntile * L;
 		Q.cand[p] = P.cand + (size_t) p * P.d * KM_PP_LMAX;
 		Q.cid[p] = P.cid + (size_t) p * KM_PP_LMAX;
 	}
+	/* step 0's sums start from 0 (each step clears the next's) */
+	KM_CK(cudaMemsetAsync(P.bs, 0, sizeof(unsigned long long) * P.nb * L * PP_PERSIST_SETS, s));
+	KM_CK(cudaMemsetAsync(P.tmax, 0, sizeof(unsigned long long) * KM_PP_LMAX * PP_PERSIST_SETS, s));
 	for (int c0 = 0; c0 < k; c0 += PP_PERSIST_STEPS)
 	{
 		int			c1 = k - c0 < PP_PERSIST_STEPS ? k : c0 + PP_PERSIST_STEPS,
 					Lv = L,
-					kv = k;
-		void	   *args[] = {&P, &Q, &seed, &stream, &Lv, &c0, &c1, &kv, &first, &C, &chosen};
+					kv = k,
+					R = plan.R;
+		void	   *args[] = {&P, &Q, &seed, &stream, &Lv, &c0, &c1, &kv, &first, &C, &chosen, &R};
 
-		KM_CK(cudaLaunchCooperativeKernel((const void *) pp_persist, grid, PP_THREADS, args, 0, s));
+		KM_CK(cudaLaunchCooperativeKernel((const void *) pp_persist, plan.G, PP_THREADS, args,
+										  plan.smem, s));
 		KM_CK(cudaStreamSynchronize(s));
 		if (gc_cancelled(ctx))
 			return gc_fail(st, GC_ECANCEL, "canceled");
@@ -1176,8 +1414,9 @@ pp_run_persist(const gc_ctx *ctx, cudaStream_t s, pp_state &P, int L, int k,
 
 /*
  * B's state over n rows (XT, d x n; weights w or NULL) for L trials, its
- * buffers allocated on s, np sets of those a step writes (2: the
- * persistent path's parities); lean: the rows' D² in place of the terms;
+ * buffers allocated on s, np sets of those a step writes (the persistent
+ * path's PP_PERSIST_SETS, with its sums a tile); lean: the rows' D² in
+ * place of the terms;
  * screened (scr), the D² and the screen's buffers (XR: the rows row-major,
  * or NULL).
  */
@@ -1209,6 +1448,8 @@ pp_open(pp_buffers &B, cudaStream_t s, const float *XT, const float *XR, int64_t
 	KM_CK(gc_dalloc((void **) &P.cand, sizeof(float) * (size_t) d * KM_PP_LMAX * np, s));
 	KM_CK(gc_dalloc((void **) &P.best, sizeof(int), s));
 	KM_CK(cudaMemsetAsync(P.best, 0, sizeof(int), s));
+	if (np > 1)
+		KM_CK(gc_dalloc((void **) &P.tq, sizeof(uint64_t) * (size_t) ((n + 31) / 32) * L * np, s));
 	return scr ? pp_scr_open(P, s, XR, L, st) : GC_OK;
 }
 
@@ -1221,8 +1462,8 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, const float *XR, int6
 	const int64_t nb = (n + KM_BLOCK - 1) / KM_BLOCK;
 	int			dev = 0,
 				nsm = 1,
-				coop = 0,
-				pgrid;
+				coop = 0;
+	pp_plan		plan = {0, 0, 0};
 	bool		persist,
 				scr,
 				regrid_here;
@@ -1236,11 +1477,12 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, const float *XR, int6
 	KM_CK(cudaGetDevice(&dev));
 	KM_CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
 	KM_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-	pgrid = coop && pp_persist_wanted(n, nb, d, L) ? pp_persist_grid(n, L, nsm) : 0;
-	persist = pgrid > 0;
+	if (coop && pp_persist_wanted(n, nb, d))
+		plan = pp_persist_plan(n, d, L, nsm);
+	persist = plan.G > 0;
 	scr = pp_scr_wanted(n, d, L, w, persist);
 	regrid_here = nb <= PP_SELECT_REGRID_NB && !scr;	/* screened, pp_regrid's launch */
-	if ((rc = pp_open(B, s, XT, XR, n, d, w, L, persist ? 2 : 1,
+	if ((rc = pp_open(B, s, XT, XR, n, d, w, L, persist ? PP_PERSIST_SETS : 1,
 					  !persist && !scr && pp_lean_wanted(d, L), scr, st)) != GC_OK)
 		return rc;
 
@@ -1262,7 +1504,7 @@ pp_run(const gc_ctx *ctx, cudaStream_t s, const float *XT, const float *XR, int6
 	}
 
 	if (persist)
-		return pp_run_persist(ctx, s, P, L, k, pgrid, seed, stream, first, C, chosen, st);
+		return pp_run_persist(ctx, s, P, L, k, plan, seed, stream, first, C, chosen, st);
 
 	/* Centre 0: one "candidate", row first, against closest = +inf. */
 	for (int c = 0; c < k; c++)

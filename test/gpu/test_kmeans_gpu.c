@@ -264,6 +264,21 @@ test_seed_suite(void)
 	test_seed(6007, 72, 30, 2);
 }
 
+/*
+ * k-means++'s persistent path (pp_persist) on a few small shapes, short
+ * enough for racecheck: one tile a block and several, a launch and more
+ * (k > 64), 1 to 5 groups of 2 trials, d past a launch's 4 x 32 loads,
+ * weighted (k-means||'s reduction), duplicates.
+ */
+static void
+test_persist_suite(void)
+{
+	test_seed(2000, 3, 6, 0);
+	test_seed(9001, 33, 70, 3);
+	test_seed(1500, 130, 20, 1);
+	test_seed(3500, 4, 3000, 2);	/* L = 10: 5 groups */
+}
+
 /* ---- one Lloyd step ---- */
 static void
 test_step(int64_t n, int d, int k, int kind)
@@ -1870,8 +1885,8 @@ main(int argc, char **argv)
 	/* suites named on the command line: only those */
 	{
 		static const tu_suite suites[] = {{"labels", test_labels_suite}, {"multi", test_multi_suite},
-		{"seed", test_seed_suite}, {"resident", test_resident_suite}};
-		int			named = tu_named_suites(argc, argv, suites, 4);
+		{"seed", test_seed_suite}, {"resident", test_resident_suite}, {"persist", test_persist_suite}};
+		int			named = tu_named_suites(argc, argv, suites, 5);
 
 		if (named < 0)
 			return 2;
