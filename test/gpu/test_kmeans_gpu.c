@@ -265,10 +265,11 @@ test_seed_suite(void)
 }
 
 /*
- * k-means++'s persistent path (pp_persist) on a few small shapes, short
- * enough for racecheck: one tile a block and several, a launch and more
- * (k > 64), 1 to 5 groups of 2 trials, d past a launch's 4 x 32 loads,
- * weighted (k-means||'s reduction), duplicates.
+ * k-means++'s persistent path (pp_persist) on a few small shapes, for
+ * the sanitizers (memcheck takes seconds; racecheck more than 330 s): one
+ * tile a block and several, a launch and more (k > 64), 1 to 5 groups of
+ * 2 trials, d past the 128 dimensions a warp loads of the trials' rows at
+ * once, weighted (k-means||'s reduction), duplicates.
  */
 static void
 test_persist_suite(void)
