@@ -76,6 +76,18 @@ struct km_ties
 	int			cap = 0;		/* 0: no windows (GPUCLUST_KM_TIES=0, d > 256) */
 };
 
+/*
+ * k-means|| (kmeans_par.cu): each row's D² so far, d2 (NULL: no cut), and
+ * keep = 1 - (d + 2) u.  A screen leaves out (label -1, neither decided
+ * nor queued) a row none of whose centres can come below its D², as
+ * par_merge would leave it (screen.cuh's screen_cut).
+ */
+struct km_cut
+{
+	const float *d2 = nullptr;
+	float		keep = 1.0f;
+};
+
 /* The queue slots with a window for passes over `rows` rows: at most an
  * eighth of them, at least 2^18. */
 static inline int64_t
@@ -279,6 +291,7 @@ struct km_dev
 	float	   *drift = nullptr;	/* k + 1: each centre's move from Cbase, then the largest */
 	float	   *csep = nullptr;	/* k: half the distance to the nearest other centre (small k) */
 	const float *Cprep = nullptr;	/* the centres last prepared (km_prep) */
+	km_cut		cut;			/* the screens' cut (k-means||'s rounds only) */
 	int64_t		screened = 0;	/* rows the last km_assign screened */
 
 	/* where the assignment writes each row's bounds: only while a fit's

@@ -54,7 +54,8 @@
 
 /*
  * After km_assign over candidates m0 .. m0+mc-1 (their coordinates Cc,
- * mc x d, row-major; sub: each row's nearest of them, NULL: candidate
+ * mc x d, row-major; sub: each row's nearest of them, -1 where the
+ * screen's cut showed none is nearer than its D² so far; NULL: candidate
  * m0 alone): the row takes it where its exact distance is strictly below
  * its D² so far (init: always).
  */
@@ -64,10 +65,10 @@ par_merge(const float *__restrict__ XT, int64_t n, int d,
 		  int m0, bool init, float *__restrict__ D2, int32_t *__restrict__ lab)
 {
 	const int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	const int	c = i < n && sub != nullptr ? sub[i] : 0;
 
-	if (i < n)
+	if (i < n && c >= 0)
 	{
-		const int	c = sub != nullptr ? sub[i] : 0;
 		const float *cc = Cc + (int64_t) c * d;
 		float		q = 0.0f;
 
@@ -205,21 +206,33 @@ struct par_buffers
 /*
  * Candidates m0 .. m0+sc-1 (sc at most D.k; their coordinates Cc, sc x d,
  * row-major) against every row of D: D's assignment (the fit's buffers)
- * with D.k and D.kp set to theirs, then par_merge.
+ * with D.k and D.kp set to theirs, then par_merge.  The screens leave out
+ * the rows none of them can bring below their D² (km_cut): in the later
+ * rounds most rows already have a candidate of their own cluster, and
+ * those rows then need neither the re-rank of their near ties (the
+ * batch's candidates far from them, at about equal distances) nor the
+ * merge.  GPUCLUST_KM_PAR_CUT=0 screens every row (tests, benchmarks).
  */
 static gc_code
 par_take_batch(km_dev &D, par_buffers &B, const float *Cc, int m0, int sc,
 			   gc_status *st)
 {
+	const char *env = getenv("GPUCLUST_KM_PAR_CUT");
 	const int	k = D.k,
 				kp = D.kp;
 	gc_code		rc;
 
 	D.k = sc;
 	D.kp = (sc + TILE - 1) / TILE * TILE;
+	if (!(env && strcmp(env, "0") == 0))
+	{
+		D.cut.d2 = B.D2;
+		D.cut.keep = (float) (1.0 - (D.d + 2) * 0x1.0p-24);	/* exact */
+	}
 	rc = km_prep(D, Cc, st);
 	if (rc == GC_OK)
 		rc = km_assign(D, st);
+	D.cut = km_cut();
 	D.k = k;
 	D.kp = kp;
 	if (rc == GC_OK)

@@ -67,6 +67,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cub/warp/warp_scan.cuh>
 #include <cub/iterator/cache_modified_input_iterator.cuh>
 #include <cuda/functional>
 #include <cuda_fp16.h>
@@ -95,6 +96,7 @@
 
 typedef cub::BlockScan<uint64_t, PP_THREADS> pp_scan_t;
 typedef cub::BlockReduce<uint64_t, PP_THREADS> pp_reduce_t;
+typedef cub::WarpScan<uint64_t> pp_wscan_t;
 /* a block of KM_BLOCK terms, coalesced, PP_ITEMS consecutive a thread */
 typedef cub::BlockLoad<float, PP_THREADS, PP_ITEMS, cub::BLOCK_LOAD_TRANSPOSE> pp_load_t;
 
@@ -273,7 +275,7 @@ pp_block_q(const pp_state &P, const float *closest, const float *wc, int64_t b, 
 /*
  * The draws' prefix sums off (nb + 1) of the terms closest on the grid S,
  * by one block: each block's sum into off[b+1], then the prefix in place
- * (a few blocks of rows: pp_select, pp_persist).
+ * (a few blocks of rows: pp_select).
  */
 __device__ void
 pp_regrid_here(const pp_state &P, const float *closest, const float *wc, double S, uint64_t *off,
@@ -958,6 +960,7 @@ __device__ void
 pp_persist_prefix(const uint64_t *tq, int64_t ntile, uint64_t *tp)
 {
 	__shared__ uint64_t tot[PP_THREADS / 32];
+	__shared__ pp_wscan_t::TempStorage ws[PP_THREADS / 32];
 	const int	warp = threadIdx.x / 32,
 				lane = threadIdx.x % 32;
 	const int64_t seg = (ntile + PP_THREADS / 32 - 1) / (PP_THREADS / 32),
@@ -978,18 +981,13 @@ pp_persist_prefix(const uint64_t *tq, int64_t ntile, uint64_t *tp)
 	for (int u = 0; u < PP_PERSIST_TI; u++)
 	{
 		const int64_t e = e0 + u * 32 + lane;
-		uint64_t	a = v[u];
+		uint64_t	a,
+					all;
 
-		for (int o = 1; o < 32; o *= 2)
-		{
-			const uint64_t b = __shfl_up_sync(0xffffffffu, a, o);
-
-			if (lane >= o)
-				a += b;
-		}
+		pp_wscan_t(ws[warp]).InclusiveSum(v[u], a, all);
 		if (e < e1)
 			tp[e + 1] = carry + a;
-		carry += __shfl_sync(0xffffffffu, a, 31);
+		carry += all;
 	}
 	if (lane == 0)
 		tot[warp] = carry;
@@ -1013,6 +1011,7 @@ __device__ int64_t
 pp_persist_draw(const pp_state &P, const float *closest, const uint64_t *tp, int64_t ntile,
 				double S, uint64_t R)
 {
+	__shared__ pp_wscan_t::TempStorage ws[PP_THREADS / 32];
 	const int	lane = threadIdx.x % 32;
 	const int64_t tile = gc_km_pp_block(tp, ntile, R),
 				i = tile * 32 + lane;
@@ -1020,13 +1019,7 @@ pp_persist_draw(const pp_state &P, const float *closest, const uint64_t *tp, int
 		gc_km_pot_q(gc_km_pot_term(P.w, i, __ldcg(closest + i)), S) : 0;
 	unsigned	hit;
 
-	for (int o = 1; o < 32; o *= 2)
-	{
-		const uint64_t u = __shfl_up_sync(0xffffffffu, acc, o);
-
-		if (lane >= o)
-			acc += u;
-	}
+	pp_wscan_t(ws[threadIdx.x / 32]).InclusiveSum(acc, acc);
 	hit = __ballot_sync(0xffffffffu, tile < ntile && tp[tile] + acc > R);
 	return hit != 0 ? tile * 32 + __ffs(hit) - 1 : P.n - 1;
 }

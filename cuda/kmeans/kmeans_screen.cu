@@ -271,7 +271,7 @@ sc_decide(float (&best)[8], float (&sec)[8], int (&bidx)[8], float *sh, int64_t 
 		  int64_t nrows, const int32_t *__restrict__ rows_in, const float *__restrict__ xn2,
 		  const float *__restrict__ cmax2, float coef, int32_t *__restrict__ labels,
 		  float *__restrict__ ub, float *__restrict__ lb, int32_t *__restrict__ rows_out,
-		  unsigned *n_out, const km_ties &ties)
+		  unsigned *n_out, const km_ties &ties, const km_cut &cut)
 {
 	const int	tid = threadIdx.x,
 				lane = tid & 31,
@@ -312,7 +312,9 @@ sc_decide(float (&best)[8], float (&sec)[8], int (&bidx)[8], float *sh, int64_t 
 			const float x2 = xn2[gi];
 			const float T = sc_row_bound(x2, cmax2, coef);
 
-			if (s2 - b > T)
+			if (screen_cut(cut, gi, x2, b, T))
+				labels[gi] = -1;
+			else if (s2 - b > T)
 			{
 				ch = labels[gi] != bi;
 				labels[gi] = bi;
@@ -353,7 +355,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 				int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
 				const unsigned *n_in, int32_t *__restrict__ rows_out,
 				unsigned *n_out, km_info *info, float *__restrict__ ub,
-				float *__restrict__ lb, km_ties ties, float *__restrict__ dbg)
+				float *__restrict__ lb, km_ties ties, km_cut cut, float *__restrict__ dbg)
 {
 	extern __shared__ float4 sc_smem[];
 	float	   *As = (float *) sc_smem;	/* dpad x SC_BM, fragment order */
@@ -565,7 +567,7 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	if (MODE == 2)				/* the window pass: its lists are its output */
 		return;
 	ch = sc_decide(best, sec, bidx, Bs, m0, nrows, rows_in, xn2, cmax2, coef, labels, ub, lb,
-				   rows_out, n_out, ties);
+				   rows_out, n_out, ties, cut);
 	sc_count_changed(ch, info);
 }
 
@@ -667,7 +669,7 @@ k_assign_screen_res(const float *__restrict__ XT, int64_t n, int d, int dpad,
 					int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
 					const unsigned *n_in, int32_t *__restrict__ rows_out,
 					unsigned *n_out, km_info *info, float *__restrict__ ub,
-					float *__restrict__ lb, km_ties ties)
+					float *__restrict__ lb, km_ties ties, km_cut cut)
 {
 	extern __shared__ float4 sc_smem[];
 	float	   *Bs = (float *) sc_smem;	/* dpad x kp: every centre, fragment order */
@@ -857,7 +859,9 @@ k_assign_screen_res(const float *__restrict__ XT, int64_t n, int d, int dpad,
 							s2 = sc_key_score(ks, kbase);
 				const int	bi = (int) (kb & ((1u << SC_KEY_BITS) - 1));
 
-				if (s2 - b > T)
+				if (screen_cut(cut, i_cur, x2, b, T))
+					labels[i_cur] = -1;
+				else if (s2 - b > T)
 				{
 					ch += Lb[par * SC_BM + tid] != bi;
 					labels[i_cur] = bi;
@@ -1016,6 +1020,7 @@ screen_launch(km_dev &D, int mode, dim3 grid, const int32_t *rows_in, const unsi
 	/* the resident kernel: a few blocks an SM, each over tile after tile */
 	const bool	res = mode == 1 && !dbg && D.screen_res;
 	const unsigned most = (unsigned) (D.screen_res * D.nsm);
+	const km_cut cut = mode == 2 ? km_cut() : D.cut;
 
 	if (ctb == nullptr)			/* mode 1 over listed rows with the wgmma screen: no caller */
 		return gc_fail(st, GC_EINTERNAL, "GPU k-means: no centres prepared for the %s screen",
@@ -1024,9 +1029,9 @@ screen_launch(km_dev &D, int mode, dim3 grid, const int32_t *rows_in, const unsi
 		(void *) &D.mu, (void *) &ctb, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coef, (void *) &D.labels,
 		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out,
-		(void *) &D.info, (void *) &ub, (void *) &lb, (void *) &ties, (void *) &dbg};
+		(void *) &D.info, (void *) &ub, (void *) &lb, (void *) &ties, (void *) &cut, (void *) &dbg};
 
-	/* the resident kernel's parameters are the first 20 of these */
+	/* the resident kernel's parameters are the first 21 of these */
 	if (res)
 		KM_CK(cudaLaunchKernel(res_kernel(D.dpad), dim3(grid.x < most ? grid.x : most),
 							   dim3(SC_THREADS), args, res_smem(D), D.s));

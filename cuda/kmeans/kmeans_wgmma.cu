@@ -221,7 +221,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			   int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
 			   const unsigned *n_in, int32_t *__restrict__ rows_out,
 			   unsigned *n_out, km_info *info, float *__restrict__ ub,
-			   float *__restrict__ lb, km_ties ties, float *__restrict__ dbg)
+			   float *__restrict__ lb, km_ties ties, km_cut cut, float *__restrict__ dbg)
 {
 #if WG_HAVE
 	extern __shared__ float4 wg_smem[];
@@ -439,14 +439,17 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			if (t == 0 && r0 + 8 * h < n)
 			{
 				const int64_t gi = r0 + 8 * h;
-				const float T = row_bound(xn2[gi], gi - m0);
+				const float x2 = xn2[gi];
+				const float T = row_bound(x2, gi - m0);
 
-				if (sec[h] - best[h] > T)
+				if (screen_cut(cut, gi, x2, best[h], T))
+					labels[gi] = -1;
+				else if (sec[h] - best[h] > T)
 				{
 					ch += labels[gi] != bidx[h];
 					labels[gi] = bidx[h];
 					if (ub)
-						screen_bounds(xn2[gi], best[h], sec[h], T, ub + gi, lb + gi);
+						screen_bounds(x2, best[h], sec[h], T, ub + gi, lb + gi);
 				}
 				else
 					queue_tie(gi, best[h], T, rows_out, n_out, ties);
@@ -619,11 +622,12 @@ wg_launch(km_dev &D, int mode, dim3 grid, const int32_t *rows_in, const unsigned
 	float	   *ub = mode == 1 ? D.ub_out() : nullptr,
 			   *lb = mode == 1 ? D.lb_out() : nullptr;
 	const __half *cw = (const __half *) D.CTw;
+	const km_cut cut = mode == 1 ? D.cut : km_cut();
 	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.wdpad,
 		(void *) &D.mu, (void *) &cw, (void *) &D.cnrm, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coefm, (void *) &coefr, (void *) &D.labels,
 		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out, (void *) &D.info,
-		(void *) &ub, (void *) &lb, (void *) &ties, (void *) &dbg};
+		(void *) &ub, (void *) &lb, (void *) &ties, (void *) &cut, (void *) &dbg};
 
 	wg_coefs(D.d, &coefm, &coefr);
 	KM_CK(cudaLaunchKernel(wg_kernel(mode, D.screen_wg, dbg != nullptr), grid, dim3(WG_THREADS),

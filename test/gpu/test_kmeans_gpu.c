@@ -195,7 +195,8 @@ test_seed(int64_t n, int d, int k, int kind)
 		 * k-means++ on the GPU as by default (pm 0), persistent (1), four
 		 * kernels a centre unscreened with the trials' terms stored where
 		 * they are by default recomputed (lean), and the reverse (2), and
-		 * screened at any d (3)
+		 * screened at any d (3); k-means||'s rounds with the screens' cut
+		 * (kmeans_par.cu) but in 2, where every row is merged
 		 */
 		for (int pm = 0; pm < 4; pm++)
 		{
@@ -204,11 +205,13 @@ test_seed(int64_t n, int d, int k, int kind)
 			{
 				setenv("GPUCLUST_KM_PP_LEAN", d <= 32 ? "0" : "1", 1);
 				setenv("GPUCLUST_KM_PP_SCREEN", "0", 1);
+				setenv("GPUCLUST_KM_PAR_CUT", "0", 1);
 			}
 			if (pm == 3)
 			{
 				unsetenv("GPUCLUST_KM_PP_LEAN");
 				setenv("GPUCLUST_KM_PP_SCREEN", "1", 1);
+				unsetenv("GPUCLUST_KM_PAR_CUT");
 			}
 			memset(Cg, 0xff, sizeof(float) * k * d);
 			memset(rg, 0xff, sizeof(int64_t) * k);
@@ -235,6 +238,7 @@ test_seed(int64_t n, int d, int k, int kind)
 		unsetenv("GPUCLUST_KM_PP_PERSIST");
 		unsetenv("GPUCLUST_KM_PP_LEAN");
 		unsetenv("GPUCLUST_KM_PP_SCREEN");
+		unsetenv("GPUCLUST_KM_PAR_CUT");
 	}
 	free(X);
 	free(Cc);
