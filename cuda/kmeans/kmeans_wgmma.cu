@@ -30,12 +30,23 @@
  * The block.  Four warpgroups, 256 rows (warpgroup w: rows 64w..64w+63),
  * kept resident in shared memory, shifted by the feature means, scaled and
  * rounded to FP16.  The centres stream through NST stages of 128 centres x
- * 64 dimensions (16 KiB, one cp.async run from km_wg_prep's layout).  A
- * tile of 128 centres is nkc = wdpad/64 stages (wdpad: d rounded up to
- * 64); each stage is 4 wgmma m64n128k16 per warpgroup into 64 float
- * accumulators per thread.  After a tile, each thread folds its 2 rows x
- * 32 centres into the running best and second best; at the end the 4 lanes
- * of a row merge and one decides it.
+ * 64 dimensions (16 KiB: one bulk copy of km_wg_prep's layout).  A tile of
+ * 128 centres is nkc = wdpad/64 stages (wdpad: d rounded up to 64); each
+ * stage is 4 wgmma m64n128k16 per warpgroup into 64 float accumulators per
+ * thread.  After a tile, each thread folds its 2 rows x 32 centres into
+ * the running best and second best; at the end the 4 lanes of a row merge
+ * and one decides it.
+ *
+ * The stages' pipeline has no block-wide barrier.  A stage's slab lands
+ * by the copy engine and completes the stage's mbarrier; each warpgroup
+ * waits for it, multiplies, and once its products are done counts itself
+ * out of the stage; the last to do so loads the stage's next slab.  So the
+ * warpgroups drift apart, and one's products run on the tensor cores while
+ * the others fold their scores (a block-wide barrier a stage would hold
+ * every warpgroup to the same phase, the tensor cores idle during folds).
+ * The fill loads all of a thread's rows at once (d <= 128), and the
+ * decision's inputs are loaded at the start: the block's one wait for
+ * global memory each (docs/benchmarks.md).
  *
  * The layout.  wgmma reads K-major operands in the 128-byte swizzle: a
  * slab of rows x 64 halves (128 bytes a row), 16-byte chunk c of row r
@@ -61,11 +72,13 @@
 #include "kmeans_dev.cuh"
 #include "screen.cuh"
 
-#define WG_BM 256				/* rows per block: four warpgroups */
+#define WG_BM 256				/* rows per block */
+#define WG_NWG (WG_BM / 64)		/* its warpgroups, 64 rows each */
 #define WG_BN 128				/* centres per tile */
 #define WG_BK 64				/* dimensions per stage: one swizzled row of halves */
 #define WG_THREADS 512
 #define WG_SLAB (WG_BN * WG_BK) /* halves of a stage (16 KiB) */
+#define WG_FILL 8				/* 16-byte slots a thread loads at once in the fill */
 
 /*
  * Up to this d kmeans_screen.cu's mma.sync kernel is the faster on an
@@ -201,6 +214,57 @@ wgmma_f16(float (&d)[64], uint64_t da, uint64_t db, int scale_d)
 				   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 				 : "l"(da), "l"(db), "r"(scale_d));
 }
+
+/* The 4 warps of warpgroup wg (< 4) meet (named barrier 1 + wg). */
+__device__ __forceinline__ void
+wg_sync(int wg)
+{
+	switch (wg)
+	{
+		case 0:
+			asm volatile("bar.sync 1, 128;" ::: "memory");
+			break;
+		case 1:
+			asm volatile("bar.sync 2, 128;" ::: "memory");
+			break;
+		case 2:
+			asm volatile("bar.sync 3, 128;" ::: "memory");
+			break;
+		default:
+			asm volatile("bar.sync 4, 128;" ::: "memory");
+			break;
+	}
+}
+
+/* mbarrier at shared address a: one arrival a phase */
+__device__ __forceinline__ void
+mbar_init(uint32_t a)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(a) : "memory");
+}
+
+/* Waits until phase `parity` of mbarrier a has completed. */
+__device__ __forceinline__ void
+mbar_wait(uint32_t a, uint32_t parity)
+{
+	uint32_t	done = 0;
+
+	while (!done)
+		asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+					 "selp.u32 %0, 1, 0, p;\n}\n"
+					 : "=r"(done) : "r"(a), "r"(parity) : "memory");
+}
+
+/* bytes from global src into shared dst by the copy engine of the SM (a
+ * bulk copy), mbarrier a's phase completing when they have landed */
+__device__ __forceinline__ void
+bulk_load(uint32_t dst, const void *src, uint32_t bytes, uint32_t a)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+				 :: "r"(a), "r"(bytes) : "memory");
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+				 :: "r"(dst), "l"(src), "r"(bytes), "r"(a) : "memory");
+}
 #endif
 
 /*
@@ -230,6 +294,11 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	__half	   *As = (__half *) ((char *) wg_smem + pad);	/* nkc slabs of WG_BM rows */
 	__half	   *Bs = As + (size_t) dpad * WG_BM;	/* NST slabs of 128 centres */
 	float	   *dxs = (float *) (Bs + (size_t) NST * WG_SLAB);	/* the fill's ||x' - x^||² parts */
+	float	   *mus = dxs + WG_THREADS;	/* dpad: the shift, 0 past d */
+	/* per stage: its mbarrier (the slab has landed) and the count of
+	 * warpgroups done with it (WG_NWG a use) */
+	uint64_t   *full = (uint64_t *) (mus + dpad);	/* dpad: a multiple of 64 */
+	unsigned   *used = (unsigned *) (full + NST);
 	const uint32_t sA = raw + pad,
 				sB = sA + (uint32_t) (dpad * WG_BM * 2);
 	const int	tid = threadIdx.x,
@@ -274,44 +343,63 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	if (m0 >= nrows || t0 >= t1)
 		return;					/* MODE 2's grid is sized for more rows */
 
-	/* stage step % NST <- slab t0 nkc + `step` of CW (an empty group past
-	 * the end, so that every step waits for the same count) */
-	auto load_b = [&](int step) {
-		if (step < nsteps)
-		{
-			const __half *src = CW + ((size_t) t0 * nkc + step) * WG_SLAB;
-			__half	   *dst = Bs + (size_t) (step % NST) * WG_SLAB;
+	/* MODE 1: what the decision reads of the thread's rows (lane t = 0
+	 * decides), loaded now so that the scan hides their latency */
+	float		px2[2] = {0.0f, 0.0f},
+				pd2[2] = {0.0f, 0.0f};
+	int32_t		plab[2] = {0, 0};
 
+	if (MODE == 1 && t == 0)
+	{
 #pragma unroll
-			for (int q = 0; q < WG_SLAB / 8 / WG_THREADS; q++)
-			{
-				const int	e = tid + q * WG_THREADS;	/* 16-byte chunk */
+		for (int h = 0; h < 2; h++)
+		{
+			const int64_t gi = r0 + 8 * h;
 
-				cp_async16((float *) (dst + e * 8), (const float *) (src + e * 8));
+			if (gi < n)
+			{
+				px2[h] = xn2[gi];
+				plab[h] = labels[gi];
+				if (cut.d2)
+					pd2[h] = cut.d2[gi];
 			}
 		}
-		cp_async_commit();
+	}
+
+	/* stage step % NST <- slab t0 nkc + `step` of CW, by one thread */
+	auto load_b = [&](int step) {
+		if (step < nsteps)
+			bulk_load(sB + (uint32_t) ((step % NST) * WG_SLAB * 2),
+					  CW + ((size_t) t0 * nkc + step) * WG_SLAB, WG_SLAB * 2,
+					  (uint32_t) __cvta_generic_to_shared(full + step % NST));
 	};
 
-#pragma unroll
-	for (int s = 0; s < NST - 1; s++)
-		load_b(s);
+	if (tid == 0)
+	{
+		for (int s = 0; s < NST; s++)
+		{
+			mbar_init((uint32_t) __cvta_generic_to_shared(full + s));
+			used[s] = 0;
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+		for (int s = 0; s < NST; s++)
+			load_b(s);
+	}
 
 	/*
 	 * The block's rows, shifted, scaled and rounded to FP16: 16-byte slot
 	 * (r, q) = row r, dimensions 8q..8q+7, a warp's 32 slots 32 consecutive
 	 * rows of the same dimensions (coalesced reads of XT; the swizzle
-	 * spreads the stores over every bank), four slots' loads in flight.
+	 * spreads the stores over every bank), WG_FILL slots' loads in flight
+	 * (all of a thread's at d <= 128: the block waits for them once).
 	 */
 	{
 		const int	nslots = dpad / 8 * WG_BM;
+		float		v[WG_FILL][8];
 
-		for (int s0 = tid; s0 < nslots; s0 += 4 * WG_THREADS)
-		{
-			float		v[4][8];
-
+		auto fetch = [&](int s0) {
 #pragma unroll
-			for (int u = 0; u < 4; u++)
+			for (int u = 0; u < WG_FILL; u++)
 			{
 				const int	sl = s0 + u * WG_THREADS;
 				const int	r = sl & (WG_BM - 1),
@@ -327,8 +415,19 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 						XT[(int64_t) j * n + (MODE == 2 ? rows_in[m] : m)] : 0.0f;
 				}
 			}
+		};
+
+		fetch(tid);
+		/* the shift, while the first loads are in flight */
+		for (int j = tid; j < dpad; j += WG_THREADS)
+			mus[j] = j < d ? mu[j] : 0.0f;
+		__syncthreads();
+		for (int s0 = tid; s0 < nslots; s0 += WG_FILL * WG_THREADS)
+		{
+			if (s0 != tid)
+				fetch(s0);
 #pragma unroll
-			for (int u = 0; u < 4; u++)
+			for (int u = 0; u < WG_FILL; u++)
 			{
 				const int	sl = s0 + u * WG_THREADS;
 				const int	r = sl & (WG_BM - 1),
@@ -340,8 +439,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 #pragma unroll
 				for (int e = 0; e < 8; e++)
 				{
-					const int	j = 8 * q + e;
-					const float x = j < d ? __fsub_rn(v[u][e], mu[j]) : 0.0f;
+					const float x = __fsub_rn(v[u][e], mus[8 * q + e]);	/* 0 past d */
 					const float dd = __fsub_rn(x, __half2float(w[e] = __float2half_rn(x * sc)) * isc);
 
 					dx2 = __fmaf_rn(dd, dd, dx2);
@@ -360,6 +458,7 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	}
 	/* the rows' ||x' - x^||² (threads t and t + WG_BM filled row t) */
 	dxs[tid] = dx2;
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* the rows, for wgmma */
 	__syncthreads();
 	if (MODE == 2)
 	{
@@ -375,6 +474,26 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 		}
 	}
 
+	/*
+	 * The warpgroup is done with stage `step` (its products have been
+	 * waited for): the last of the block's warpgroups to say so loads the
+	 * stage's next slab.  No block-wide barrier in the scan, so that one
+	 * warpgroup's products run on the tensor cores while others fold
+	 * scores.
+	 */
+	auto release = [&](int step) {
+		wg_sync(wg);
+		if ((tid & 127) == 0)
+		{
+			__threadfence_block();
+			if (atomicAdd(used + step % NST, 1u) % WG_NWG == WG_NWG - 1)
+			{
+				__threadfence_block();
+				load_b(step + NST);
+			}
+		}
+	};
+
 	for (int tile = t0, step = 0; tile < t1; tile++)
 	{
 		const int	cb = tile * WG_BN + 2 * t;
@@ -384,19 +503,20 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			const uint32_t a0 = sA + (uint32_t) (kc * WG_BM * 128 + wg * 64 * 128),
 						b0 = sB + (uint32_t) ((step % NST) * WG_BN * 128);
 
-			cp_async_wait<NST - 2>();	/* this thread's part of stage `step` */
-			asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-			__syncthreads();	/* everyone's part (and the rows) */
+			mbar_wait((uint32_t) __cvta_generic_to_shared(full + step % NST), (step / NST) & 1);
 			asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
 			for (int ks = 0; ks < WG_BK / 16; ks++)
 				wgmma_f16(acc, wg_desc(a0 + ks * 32), wg_desc(b0 + ks * 32), (kc | ks) != 0);
 			asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-			asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");	/* step - 1's */
-			__syncthreads();	/* no warpgroup reads the stage of step - 1 any more */
-			load_b(step + NST - 1);
+			if (kc > 0)
+			{
+				asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+				release(step - 1);
+			}
 		}
 		asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+		release(step - 1);
 		wg_fence_acc(acc);
 		/* the tile's scores, times s², into the running best of the
 		 * thread's rows */
@@ -439,14 +559,14 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			if (t == 0 && r0 + 8 * h < n)
 			{
 				const int64_t gi = r0 + 8 * h;
-				const float x2 = xn2[gi];
+				const float x2 = px2[h];
 				const float T = row_bound(x2, gi - m0);
 
-				if (screen_cut(cut, gi, x2, best[h], T))
+				if (screen_cut_d2(cut, pd2[h], x2, best[h], T))
 					labels[gi] = -1;
 				else if (sec[h] - best[h] > T)
 				{
-					ch += labels[gi] != bidx[h];
+					ch += plab[h] != bidx[h];
 					labels[gi] = bidx[h];
 					if (ub)
 						screen_bounds(x2, best[h], sec[h], T, ub + gi, lb + gi);
@@ -481,12 +601,12 @@ wg_kernel(int mode, int nst, bool dbg)
 }
 
 /* the 1024-byte alignment's room, the rows and the stages (halves), the
- * rows' rounding (dxs) */
+ * rows' rounding (dxs), the shift (mus), the stages' mbarriers and counts */
 static size_t
 wg_smem_bytes(int wdpad, int nst)
 {
 	return 1024 + sizeof(__half) * ((size_t) wdpad * WG_BM + (size_t) nst * WG_SLAB) +
-		sizeof(float) * WG_THREADS;
+		sizeof(float) * (WG_THREADS + wdpad) + (sizeof(uint64_t) + sizeof(unsigned)) * nst;
 }
 
 /*

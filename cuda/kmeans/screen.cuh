@@ -120,14 +120,22 @@ screen_bounds(float xn2, float b, float s2, float T, float *ub, float *lb)
  * ||x - c_j||² >= xn2 + b - T/2 (b the row's best screened score, T its
  * bound: screen_bounds' inequality) and the CPU's D_j >= (1 - (d + 2) u)
  * ||x - c_j||² (kmeans_prune.cu's header), rounded down here; when that
- * is at least the row's D² so far, no centre of the screen is strictly
- * nearer than the row's candidate, and k-means|| keeps it.
+ * is at least the row's D² so far (d2), no centre of the screen is
+ * strictly nearer than the row's candidate, and k-means|| keeps it.
  */
+__device__ __forceinline__ bool
+screen_cut_d2(const km_cut &cut, float d2, float xn2, float b, float T)
+{
+	return cut.d2 != nullptr &&
+		__fmul_rd(__fsub_rd(__fadd_rd(xn2, b), 0.5f * T), cut.keep) >= d2;
+}
+
+/* screen_cut_d2 with row gi's D² read here (a kernel that loads it early
+ * passes it itself) */
 __device__ __forceinline__ bool
 screen_cut(const km_cut &cut, int64_t gi, float xn2, float b, float T)
 {
-	return cut.d2 != nullptr &&
-		__fmul_rd(__fsub_rd(__fadd_rd(xn2, b), 0.5f * T), cut.keep) >= cut.d2[gi];
+	return cut.d2 != nullptr && screen_cut_d2(cut, cut.d2[gi], xn2, b, T);
 }
 
 #endif							/* GPUCLUST_SCREEN_CUH */
