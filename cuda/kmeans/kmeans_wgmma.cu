@@ -590,14 +590,20 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 /* ---- host side ---- */
 
 /* mode 1: the screen (dbg: the tests' variant), 2: the window pass */
+template <int NST>
+static const void *
+wg_kernel_n(int mode, bool dbg)
+{
+	if (mode == 2)
+		return (const void *) k_screen_wgmma<2, NST, false>;
+	return dbg ? (const void *) k_screen_wgmma<1, NST, true> : (const void *) k_screen_wgmma<1, NST, false>;
+}
+
+/* the kernel of a mode with nst stages (6, 5 or 3) */
 static const void *
 wg_kernel(int mode, int nst, bool dbg)
 {
-	if (mode == 2)
-		return nst == 6 ? (const void *) k_screen_wgmma<2, 6, false> : (const void *) k_screen_wgmma<2, 3, false>;
-	if (dbg)
-		return nst == 6 ? (const void *) k_screen_wgmma<1, 6, true> : (const void *) k_screen_wgmma<1, 3, true>;
-	return nst == 6 ? (const void *) k_screen_wgmma<1, 6, false> : (const void *) k_screen_wgmma<1, 3, false>;
+	return nst == 6 ? wg_kernel_n<6>(mode, dbg) : nst == 5 ? wg_kernel_n<5>(mode, dbg) : wg_kernel_n<3>(mode, dbg);
 }
 
 /* the 1024-byte alignment's room, the rows and the stages (halves), the
@@ -684,8 +690,10 @@ km_wg_probe(gc_status *st, gc_code *rc)
  * After km_screen_plan: D.screen_wg (the stages, 0: none).
  * The kernel takes D's tf32 screen where the build and the device have it
  * and d > WG_D_MIN; GPUCLUST_KM_SCREEN=wgmma takes it at every d, =mma
- * never (nor the modes other than tf32).  3 stages where the blocks per SM
- * stay as many as with 2.
+ * never (nor the modes other than tf32).  The most stages that fit (6,
+ * else 5: at d = 256 five fit beside the rows and hold more than a tile
+ * of 4, so that a warpgroup folding a tile's scores does not hold back the
+ * others' next products), or 3 where more blocks an SM fit with them.
  */
 gc_code
 km_wg_plan(km_dev &D, gc_status *st)
@@ -693,6 +701,7 @@ km_wg_plan(km_dev &D, gc_status *st)
 	const char *env = getenv("GPUCLUST_KM_SCREEN");
 	const bool	force = env && strcmp(env, "wgmma") == 0;
 	int			best_per_sm = 0;
+	static const int nsts[] = {6, 5, 3};
 	gc_code		rc;
 
 	D.screen_wg = 0;
@@ -702,8 +711,9 @@ km_wg_plan(km_dev &D, gc_status *st)
 		return GC_OK;
 	if (!km_wg_probe(st, &rc))
 		return rc;
-	for (int nst = 6; nst >= 3; nst -= 3)
+	for (int i = 0; i < 3; i++)
 	{
+		const int	nst = nsts[i];
 		const size_t bytes = wg_smem_bytes(D.wdpad, nst);
 		int			per_sm = 0;
 
