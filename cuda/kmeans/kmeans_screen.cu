@@ -92,6 +92,37 @@
 #include "kmeans_dev.cuh"
 #include "screen.cuh"
 
+/* Asynchronous copies into shared memory (cp.async): 16 bytes, 4 bytes (any
+ * alignment: rows of XT start anywhere), their groups' commit and wait. */
+__device__ __forceinline__ void
+cp_async16(float *smem, const float *gmem)
+{
+	unsigned	s = (unsigned) __cvta_generic_to_shared(smem);
+
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void
+cp_async4(void *smem, const void *gmem)
+{
+	unsigned	s = (unsigned) __cvta_generic_to_shared(smem);
+
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void
+cp_async_commit()
+{
+	asm volatile("cp.async.commit_group;");
+}
+
+template <int N>
+__device__ __forceinline__ void
+cp_async_wait()
+{
+	asm volatile("cp.async.wait_group %0;" :: "n"(N));
+}
+
 #define SC_BM 128				/* rows per block */
 #define SC_BN 128				/* centres per tile */
 #define SC_BK 32				/* dimensions per centre stage */
@@ -569,15 +600,6 @@ k_assign_screen(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	ch = sc_decide(best, sec, bidx, Bs, m0, nrows, rows_in, xn2, cmax2, coef, labels, ub, lb,
 				   rows_out, n_out, ties, cut);
 	sc_count_changed(ch, info);
-}
-
-/* 4-byte asynchronous copy (any alignment: rows of XT start anywhere). */
-__device__ __forceinline__ void
-cp_async4(void *smem, const void *gmem)
-{
-	unsigned	s = (unsigned) __cvta_generic_to_shared(smem);
-
-	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(s), "l"(gmem));
 }
 
 /*

@@ -1,9 +1,9 @@
 /*
  * screen.cuh — the device pieces both tensor-core screens of the GPU
  * k-means share (kmeans_screen.cu: mma.sync; kmeans_wgmma.cu: Hopper's
- * wgmma): 16-byte asynchronous copies, and the running best
- * and second best of a row, the near ties' queue and windows.  Internal to
- * cuda/; after kmeans_dev.cuh.
+ * wgmma): the running best and second best of a row, the near ties'
+ * queue and windows, the bounds and the cut.  Internal to cuda/; after
+ * kmeans_dev.cuh.
  */
 #ifndef GPUCLUST_SCREEN_CUH
 #define GPUCLUST_SCREEN_CUH
@@ -11,27 +11,6 @@
 #include <stdint.h>
 
 #include "common/tf32.cuh"
-
-__device__ __forceinline__ void
-cp_async16(float *smem, const float *gmem)
-{
-	unsigned	s = (unsigned) __cvta_generic_to_shared(smem);
-
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(gmem));
-}
-
-__device__ __forceinline__ void
-cp_async_commit()
-{
-	asm volatile("cp.async.commit_group;");
-}
-
-template <int N>
-__device__ __forceinline__ void
-cp_async_wait()
-{
-	asm volatile("cp.async.wait_group %0;" :: "n"(N));
-}
 
 /* (score, index) running best and second best; ties keep the lower index
  * (the first seen, as columns arrive in increasing order per thread). */
