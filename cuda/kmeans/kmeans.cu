@@ -381,8 +381,8 @@ km_common_bytes(int64_t n, int d, int k, int n_init, int64_t rows)
 	if (d <= SMALL_D_MAX)
 		b += kk * ((d + 3) / 4 * 4) * 4 + (d <= 3 ? 32768.0 * (4 + 16) + 3 * 8192 * 4 : 0);	/* cpk; the grid: ghdr, gids, gedge */
 	else
-		b += (5 * dd + 128) * kp * 4 + kp * 4 + (double) rows * 12 +
-			(double) km_ties_cap(rows) * (8 + 4 * KM_TIE_CAP);	/* CT, CTf, CTt, CTw (d padded to 32), CTo, cnrm; fb_rows, fb_rows2, xn2; the windows */
+		b += (5 * dd + 128) * kp * 4 + kp * 8 + (double) rows * 12 +
+			(double) km_ties_cap(rows) * (8 + 4 * KM_TIE_CAP);	/* CT, CTf, CTt, CTw (d padded to 32), CTo, cnrm, cnw; fb_rows, fb_rows2, xn2; the windows */
 	if (d > SMALL_D_MAX && rows == n)
 		b += nn * 12 + kk * dd * 4 + kk * 8 + 4;	/* the bounds: ub, lb, pr_rows, Cbase, drift, csep */
 	b += kk * (dd + 1) * 8 + dd * 4 + 2 * dd * 8 + nb * 8 + kk * 12 + 4096;

@@ -230,6 +230,7 @@ struct km_dev
 	float	   *CTf = nullptr;	/* screen: CT in fragment order, float (3xtf32 screen only) */
 	float	   *CTt = nullptr;	/* screen: CT in fragment order, TF32 (mma.sync's tf32 passes) */
 	uint16_t   *CTw = nullptr;	/* wgmma screen: CT in its swizzled slabs, FP16 scaled (screen_wg) */
+	float	   *cnw = nullptr;	/* wgmma screen: ||c'||² at its scale, finite on the padding */
 	float	   *cmax2 = nullptr;	/* 3: max ||c'_j||²; the wgmma screen's max ||c'_j - c^_j||² and scale */
 	int32_t    *fb_rows = nullptr;
 	int32_t    *fb_rows2 = nullptr;	/* screen: the rows their window or the 3xtf32 re-screen could not decide */
@@ -342,6 +343,7 @@ struct km_dev
 		gc_dfree(CTf, s);
 		gc_dfree(CTt, s);
 		gc_dfree(CTw, s);
+		gc_dfree(cnw, s);
 		gc_dfree(cmax2, s);
 		gc_dfree(fb_rows, s);
 		gc_dfree(fb_rows2, s);

@@ -228,7 +228,10 @@ km_alloc(km_dev &D, bool keep_best, gc_status *st)
 			 * layout (FP16) or mma.sync's (TF32); the rows the bounds list
 			 * (kmeans_prune.cu) go through mma.sync */
 			if (D.screen_wg)
+			{
 				KM_ALLOC(D.CTw, (int64_t) D.wdpad * D.kp);
+				KM_ALLOC(D.cnw, D.kp);
+			}
 			if (!D.screen_wg || D.prune_ok)
 				KM_ALLOC(D.CTt, (int64_t) D.dpad * D.kp);
 		}

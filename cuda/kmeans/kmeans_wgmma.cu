@@ -34,8 +34,10 @@
  * 128 centres is nkc = wdpad/64 stages (wdpad: d rounded up to 64); each
  * stage is 4 wgmma m64n128k16 per warpgroup into 64 float accumulators per
  * thread.  After a tile, each thread folds its 2 rows x 32 centres into
- * the running best and second best; at the end the 4 lanes of a row merge
- * and one decides it.
+ * the running best and second best, each score tagged in its 5 low bits
+ * with its column (wg_tag: three min/max a score and no index to select;
+ * the bound takes the tags' change) and the tile of the best kept aside;
+ * at the end the 4 lanes of a row merge and one decides it.
  *
  * The stages' pipeline has no block-wide barrier.  A stage's slab lands
  * by the copy engine and completes the stage's mbarrier; each warpgroup
@@ -79,6 +81,16 @@
 #define WG_THREADS 512
 #define WG_SLAB (WG_BN * WG_BK) /* halves of a stage (16 KiB) */
 #define WG_FILL 8				/* 16-byte slots a thread loads at once in the fill */
+#define WG_TAG 31u				/* a score's low bits that carry its column in the thread's tile */
+
+/*
+ * The scaled norm of a padding centre (cnw): finite, so that a tagged
+ * score (wg_tag) stays a number, and far above any real score (at the
+ * kernel's scale every |x'_j| and ||c'|| lies below 2^14, d <= 256: a
+ * score below 2^35); the decision takes a score from WG_PAD_LIM up for +inf.
+ */
+#define WG_PAD_SCORE 0x1.0p126f
+#define WG_PAD_LIM 0x1.0p100f
 
 /*
  * Up to this d kmeans_screen.cu's mma.sync kernel is the faster on an
@@ -110,15 +122,18 @@ wg_dpad(int d)
  * scale s (every thread computes it; thread 0 stores it in cmax2[2]): the
  * power of two with max(xabs, max_j ||c'_j||) s < 2^14, xabs bounding
  * every |x'| (km_features_finish), its exponent kept within [-62, 62] so
- * that s² is a normal float.  Then CW[(tile * nkc + kc) * WG_SLAB +
+ * that s² is a normal float.  Then cnw[c] = ||c'_c||² s² (the product
+ * exact but where it underflows; WG_PAD_SCORE on the padding),
+ * CW[(tile * nkc + kc) * WG_SLAB +
  * sw128(c, j)] = FP16(s CT[(64 kc + j) x (128 tile + c)]) (stage `step` of
  * the scan is slab `step`), and cmax2[1] = max_j ||c'_j - c^_j||², c^ =
  * FP16(s c') / s, the rounding the bound measures.  CT has dpad rows
  * (zero past d); CW has wdpad.
  */
 __global__ void
-k_wg_prep(const float *__restrict__ CT, int dpad, int wdpad, int kp, int k, float xabs,
-		  float *cmax2, __half *__restrict__ CW)
+k_wg_prep(const float *__restrict__ CT, const float *__restrict__ cnrm, int dpad, int wdpad,
+		  int kp, int k, float xabs, float *cmax2, __half *__restrict__ CW,
+		  float *__restrict__ cnw)
 {
 	const int	c = blockIdx.x * blockDim.x + threadIdx.x;
 	const float m = fmaxf(xabs, sqrtf(cmax2[0]));
@@ -137,6 +152,7 @@ k_wg_prep(const float *__restrict__ CT, int dpad, int wdpad, int kp, int k, floa
 			cmax2[2] = sc;
 		if (c >= kp)
 			return;
+		cnw[c] = c < k ? cnrm[c] * (sc * sc) : WG_PAD_SCORE;
 		for (int j = 0; j < wdpad; j++)
 		{
 			const float v = j < dpad ? CT[(int64_t) j * kp + c] : 0.0f;
@@ -268,19 +284,30 @@ bulk_load(uint32_t dst, const void *src, uint32_t bytes, uint32_t a)
 #endif
 
 /*
+ * Score s with its low bits replaced by tag i < 32 (keep = ~WG_TAG): the
+ * thread's column 8 (i / 2) + i % 2 of the tile rides with the score, so
+ * the tile's running best needs no index of its own.  The change is below
+ * 32 ulps of s (wg_coefs).
+ */
+__device__ __forceinline__ float
+wg_tag(float s, unsigned i, unsigned keep)
+{
+	return __uint_as_float((__float_as_uint(s) & keep) | i);
+}
+
+/*
  * MODE 1: the screen over all n rows (kmeans_screen.cu's
  * k_assign_screen in mode 1, rows_in NULL).  MODE 2: the window pass
  * (kmeans_screen.cu's mode 2) over the queue rows_in, slots below
- * ties.cap, block (x, y) scanning part y of the centres.  CW from
- * k_wg_prep, cnrm ||c'||² (+inf on the padding), coefm and coefr the
- * bound's factors (wg_coefs).  DBG (tests, MODE 1): every score into dbg,
- * n x kp.
+ * ties.cap, block (x, y) scanning part y of the centres.  CW and cnw
+ * from k_wg_prep, coefm and coefr the bound's factors (wg_coefs).  DBG
+ * (tests, MODE 1): every score into dbg, n x kp.
  */
 template <int MODE, int NST, bool DBG>
 __global__ void __launch_bounds__(WG_THREADS, 1)
 k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 			   const float *__restrict__ mu, const __half *__restrict__ CW,
-			   const float *__restrict__ cnrm, const float *__restrict__ cmax2,
+			   const float *__restrict__ cnw, const float *__restrict__ cmax2,
 			   const float *__restrict__ xn2, int kp, float coefm, float coefr,
 			   int32_t *__restrict__ labels, const int32_t *__restrict__ rows_in,
 			   const unsigned *n_in, int32_t *__restrict__ rows_out,
@@ -299,6 +326,11 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	 * warpgroups done with it (WG_NWG a use) */
 	uint64_t   *full = (uint64_t *) (mus + dpad);	/* dpad: a multiple of 64 */
 	unsigned   *used = (unsigned *) (full + NST);
+	/* MODE 1: what the decision reads of the block's rows (xn2, cut.d2,
+	 * the labels) */
+	float	   *px2 = (float *) (used + NST),
+			   *pd2 = px2 + WG_BM;
+	int32_t    *plab = (int32_t *) (pd2 + WG_BM);
 	const uint32_t sA = raw + pad,
 				sB = sA + (uint32_t) (dpad * WG_BM * 2);
 	const int	tid = threadIdx.x,
@@ -321,15 +353,20 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	float		best[2],
 				sec[2],
 				thr[2];			/* MODE 2: a row's window ends here */
-	int			bidx[2];
+	int			bidx[2];		/* MODE 1: the tile of best[h] until the end */
 	int			ch = 0;
 	float		dx2 = 0.0f;		/* of row tid % WG_BM (the only row it fills), its part of ||x' - x^||² */
 	const float sc = cmax2[2],	/* the scale (k_wg_prep) */
 				isc = 1.0f / sc,	/* exact: powers of two */
 				sc2 = sc * sc,
 				isc2 = isc * isc;
+	/* ~WG_TAG, from a parameter (kp >= 0) so that it sits in a register and
+	 * each tag is one logical operation with its index immediate */
+	const unsigned keep = ~WG_TAG | ((unsigned) kp >> 31);
 
-	/* the decision bound T (wg_coefs) of the block's row r, ||x'||² = x2 */
+	/* the decision bound T (wg_coefs) of the block's row r, ||x'||² = x2;
+	 * its last term the tags' change where a score is subnormal (below
+	 * 31 2^-149 each at the kernel's scale) */
 	auto row_bound = [&](float x2, int64_t r) {
 		const float xn = sqrtf(x2),
 					cm = sqrtf(cmax2[0]),
@@ -337,48 +374,42 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 					dx = sqrtf(dxs[r] + dxs[r + WG_BM]);
 		const float M = xn + cm;
 
-		return coefm * M * M + coefr * (xn * dc + dx * (cm + dc));
+		return coefm * M * M + coefr * (xn * dc + dx * (cm + dc)) +
+			__double2float_ru(ldexp((double) isc2, -143));
 	};
 
 	if (m0 >= nrows || t0 >= t1)
 		return;					/* MODE 2's grid is sized for more rows */
 
-	/* MODE 1: what the decision reads of the thread's rows (lane t = 0
-	 * decides), loaded now so that the scan hides their latency */
-	float		px2[2] = {0.0f, 0.0f},
-				pd2[2] = {0.0f, 0.0f};
-	int32_t		plab[2] = {0, 0};
+	/* MODE 1: what the decision reads of row tid (< WG_BM), loaded now so
+	 * that the fill hides their latency, into shared memory after it */
+	float		dec_x2 = 0.0f,
+				dec_d2 = 0.0f;
+	int32_t		dec_lab = 0;
 
-	if (MODE == 1 && t == 0)
+	if (MODE == 1 && tid < WG_BM && m0 + tid < n)
 	{
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-		{
-			const int64_t gi = r0 + 8 * h;
-
-			if (gi < n)
-			{
-				px2[h] = xn2[gi];
-				plab[h] = labels[gi];
-				if (cut.d2)
-					pd2[h] = cut.d2[gi];
-			}
-		}
+		dec_x2 = xn2[m0 + tid];
+		dec_lab = labels[m0 + tid];
+		if (cut.d2)
+			dec_d2 = cut.d2[m0 + tid];
 	}
+
+	const uint32_t sFull = (uint32_t) __cvta_generic_to_shared(full);	/* stage s's mbarrier: + 8 s */
 
 	/* stage step % NST <- slab t0 nkc + `step` of CW, by one thread */
 	auto load_b = [&](int step) {
 		if (step < nsteps)
 			bulk_load(sB + (uint32_t) ((step % NST) * WG_SLAB * 2),
 					  CW + ((size_t) t0 * nkc + step) * WG_SLAB, WG_SLAB * 2,
-					  (uint32_t) __cvta_generic_to_shared(full + step % NST));
+					  sFull + 8 * (step % NST));
 	};
 
 	if (tid == 0)
 	{
 		for (int s = 0; s < NST; s++)
 		{
-			mbar_init((uint32_t) __cvta_generic_to_shared(full + s));
+			mbar_init(sFull + 8 * s);
 			used[s] = 0;
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -392,49 +423,45 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	 * rows of the same dimensions (coalesced reads of XT; the swizzle
 	 * spreads the stores over every bank), WG_FILL slots' loads in flight
 	 * (all of a thread's at d <= 128: the block waits for them once).
+	 * Thread t fills row r = t % WG_BM, slots q = t / WG_BM + 2u.
 	 */
 	{
-		const int	nslots = dpad / 8 * WG_BM;
+		const int	nq = dpad / 8,	/* slots a row */
+					r = tid & (WG_BM - 1);
+		const int64_t m = m0 + r;
+		const bool	have = m < nrows;
+		const float *xr = XT + (have ? (MODE == 2 ? (int64_t) rows_in[m] : m) : 0);
 		float		v[WG_FILL][8];
 
-		auto fetch = [&](int s0) {
+		auto fetch = [&](int q0) {
 #pragma unroll
 			for (int u = 0; u < WG_FILL; u++)
 			{
-				const int	sl = s0 + u * WG_THREADS;
-				const int	r = sl & (WG_BM - 1),
-							q = sl / WG_BM;
-				const int64_t m = m0 + r;
+				const int	q = q0 + 2 * u;
+				const float *p = xr + (int64_t) (8 * q) * n;
 
 #pragma unroll
 				for (int e = 0; e < 8; e++)
-				{
-					const int	j = 8 * q + e;
-
-					v[u][e] = sl < nslots && j < d && m < nrows ?
-						XT[(int64_t) j * n + (MODE == 2 ? rows_in[m] : m)] : 0.0f;
-				}
+					v[u][e] = have && q < nq && 8 * q + e < d ? p[(int64_t) e * n] : 0.0f;
 			}
 		};
 
-		fetch(tid);
+		fetch(tid / WG_BM);
 		/* the shift, while the first loads are in flight */
 		for (int j = tid; j < dpad; j += WG_THREADS)
 			mus[j] = j < d ? mu[j] : 0.0f;
 		__syncthreads();
-		for (int s0 = tid; s0 < nslots; s0 += WG_FILL * WG_THREADS)
+		for (int q0 = tid / WG_BM; q0 < nq; q0 += 2 * WG_FILL)
 		{
-			if (s0 != tid)
-				fetch(s0);
+			if (q0 != tid / WG_BM)
+				fetch(q0);
 #pragma unroll
 			for (int u = 0; u < WG_FILL; u++)
 			{
-				const int	sl = s0 + u * WG_THREADS;
-				const int	r = sl & (WG_BM - 1),
-							q = sl / WG_BM;
+				const int	q = q0 + 2 * u;
 				__align__(16) __half w[8];
 
-				if (sl >= nslots)
+				if (q >= nq)
 					break;
 #pragma unroll
 				for (int e = 0; e < 8; e++)
@@ -458,6 +485,12 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 	}
 	/* the rows' ||x' - x^||² (threads t and t + WG_BM filled row t) */
 	dxs[tid] = dx2;
+	if (MODE == 1 && tid < WG_BM)
+	{
+		px2[tid] = dec_x2;
+		pd2[tid] = dec_d2;
+		plab[tid] = dec_lab;
+	}
 	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");	/* the rows, for wgmma */
 	__syncthreads();
 	if (MODE == 2)
@@ -476,17 +509,17 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 
 	/*
 	 * The warpgroup is done with stage `step` (its products have been
-	 * waited for): the last of the block's warpgroups to say so loads the
-	 * stage's next slab.  No block-wide barrier in the scan, so that one
-	 * warpgroup's products run on the tensor cores while others fold
-	 * scores.
+	 * waited for; slot = step % NST): the last of the block's warpgroups
+	 * to say so loads the stage's next slab.  No block-wide barrier in the
+	 * scan, so that one warpgroup's products run on the tensor cores while
+	 * others fold scores.
 	 */
-	auto release = [&](int step) {
+	auto release = [&](int step, int slot) {
 		wg_sync(wg);
 		if ((tid & 127) == 0)
 		{
 			__threadfence_block();
-			if (atomicAdd(used + step % NST, 1u) % WG_NWG == WG_NWG - 1)
+			if (atomicAdd(used + slot, 1u) % WG_NWG == WG_NWG - 1)
 			{
 				__threadfence_block();
 				load_b(step + NST);
@@ -494,79 +527,109 @@ k_screen_wgmma(const float *__restrict__ XT, int64_t n, int d, int dpad,
 		}
 	};
 
+	/* the operands' descriptors at the warpgroup's rows and at stage 0;
+	 * the rest are offsets in 16-byte units added to them (the shared
+	 * window is below 2^18 bytes, so the 14-bit address field does not
+	 * carry) */
+	const uint64_t dA = wg_desc(sA + (uint32_t) (wg * 64 * 128)),
+				dB = wg_desc(sB);
+	int			slot = 0,		/* step % NST */
+				pslot = 0;		/* (step - 1) % NST */
+	uint32_t	parity = 0;		/* (step / NST) & 1 */
+
 	for (int tile = t0, step = 0; tile < t1; tile++)
 	{
 		const int	cb = tile * WG_BN + 2 * t;
 
 		for (int kc = 0; kc < nkc; kc++, step++)
 		{
-			const uint32_t a0 = sA + (uint32_t) (kc * WG_BM * 128 + wg * 64 * 128),
-						b0 = sB + (uint32_t) ((step % NST) * WG_BN * 128);
+			const uint64_t da = dA + (uint64_t) (kc * WG_BM * 8),
+						db = dB + (uint64_t) (slot * WG_BN * 8);
 
-			mbar_wait((uint32_t) __cvta_generic_to_shared(full + step % NST), (step / NST) & 1);
+			mbar_wait(sFull + 8 * slot, parity);
 			asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
 			for (int ks = 0; ks < WG_BK / 16; ks++)
-				wgmma_f16(acc, wg_desc(a0 + ks * 32), wg_desc(b0 + ks * 32), (kc | ks) != 0);
+				wgmma_f16(acc, da + 2 * ks, db + 2 * ks, (kc | ks) != 0);
 			asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 			if (kc > 0)
 			{
 				asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-				release(step - 1);
+				release(step - 1, pslot);
+			}
+			pslot = slot;
+			if (++slot == NST)
+			{
+				slot = 0;
+				parity ^= 1;
 			}
 		}
 		asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-		release(step - 1);
+		release(step - 1, pslot);
 		wg_fence_acc(acc);
-		/* the tile's scores, times s², into the running best of the
-		 * thread's rows */
+		/* the tile's scores, times s²: MODE 1 tags them with their column
+		 * in the tile and keeps the best two of each of the thread's rows,
+		 * and the tile of the best in bidx */
+		const float bprev[2] = {best[0], best[1]};
+
 #pragma unroll
 		for (int j = 0; j < WG_BN / 8; j++)
 		{
-			const float2 cn = __ldg((const float2 *) (cnrm + cb + 8 * j));
-			const float cnx = cn.x * sc2,
-						cny = cn.y * sc2;
+			const float2 cn = __ldg((const float2 *) (cnw + cb + 8 * j));
 
 #pragma unroll
 			for (int e = 0; e < 2; e++)
 #pragma unroll
 				for (int h = 0; h < 2; h++)
 				{
-					const float s = __fmaf_rn(-2.0f, acc[4 * j + 2 * h + e], e ? cny : cnx);
+					const float s = __fmaf_rn(-2.0f, acc[4 * j + 2 * h + e], e ? cn.y : cn.x);
 
 					if (MODE == 1)
-						keep_best(s, cb + 8 * j + e, best[h], sec[h], bidx[h]);
-					else if (s <= thr[h])	/* the padding's +inf never is */
+					{
+						const float q = wg_tag(s, 2 * j + e, keep);
+
+						sec[h] = fminf(sec[h], fmaxf(q, best[h]));
+						best[h] = fminf(best[h], q);
+					}
+					else if (s <= thr[h])	/* the padding's WG_PAD_SCORE never is */
 						list_tie(ties, r0 + 8 * h, cb + 8 * j + e);
 					if (DBG && r0 + 8 * h < n)
 						dbg[(r0 + 8 * h) * kp + cb + 8 * j + e] = s * isc2;
 				}
 		}
+		if (MODE == 1)
+#pragma unroll
+			for (int h = 0; h < 2; h++)
+				bidx[h] = best[h] < bprev[h] ? tile : bidx[h];
 	}
 
 	if (MODE == 2)				/* the window pass: its lists are its output */
 		return;
 	else
 	{
-		/* the 4 lanes of a row, by (score, index); lane t = 0 decides it,
-		 * on the scores unscaled */
+		/* the best's column from its tile and tag; the 4 lanes of a row,
+		 * by (score, column); lane t = 0 decides it, on the scores
+		 * unscaled */
 #pragma unroll
 		for (int h = 0; h < 2; h++)
 		{
+			const unsigned i = __float_as_uint(best[h]) & WG_TAG;
+
+			bidx[h] = bidx[h] * WG_BN + 2 * t + 8 * (int) (i >> 1) + (int) (i & 1);
 			merge_quad(best[h], sec[h], bidx[h]);
 			best[h] *= isc2;
-			sec[h] *= isc2;
+			sec[h] = sec[h] >= WG_PAD_LIM ? INFINITY : sec[h] * isc2;	/* k = 1 */
 			if (t == 0 && r0 + 8 * h < n)
 			{
 				const int64_t gi = r0 + 8 * h;
-				const float x2 = px2[h];
+				const float x2 = px2[gi - m0];
 				const float T = row_bound(x2, gi - m0);
 
-				if (screen_cut_d2(cut, pd2[h], x2, best[h], T))
+				if (screen_cut_d2(cut, pd2[gi - m0], x2, best[h], T))
 					labels[gi] = -1;
 				else if (sec[h] - best[h] > T)
 				{
-					ch += plab[h] != bidx[h];
+					ch += plab[gi - m0] != bidx[h];
 					labels[gi] = bidx[h];
 					if (ub)
 						screen_bounds(x2, best[h], sec[h], T, ub + gi, lb + gi);
@@ -607,12 +670,14 @@ wg_kernel(int mode, int nst, bool dbg)
 }
 
 /* the 1024-byte alignment's room, the rows and the stages (halves), the
- * rows' rounding (dxs), the shift (mus), the stages' mbarriers and counts */
+ * rows' rounding (dxs), the shift (mus), the stages' mbarriers and counts,
+ * the decision's inputs */
 static size_t
 wg_smem_bytes(int wdpad, int nst)
 {
 	return 1024 + sizeof(__half) * ((size_t) wdpad * WG_BM + (size_t) nst * WG_SLAB) +
-		sizeof(float) * (WG_THREADS + wdpad) + (sizeof(uint64_t) + sizeof(unsigned)) * nst;
+		sizeof(float) * (WG_THREADS + wdpad) + (sizeof(uint64_t) + sizeof(unsigned)) * nst +
+		(2 * sizeof(float) + sizeof(int32_t)) * WG_BM;
 }
 
 /*
@@ -628,19 +693,27 @@ wg_smem_bytes(int wdpad, int nst)
  * decision threshold is
  *   T = 4E + (4d + 10.02) u M²
  *     <= coefr (||x'|| dC + ||dx|| (C + dC)) + coefm M²,
- * coefr = 4 (1 + 2^-11), coefm = (4d (1 + 2^-10) + 4d + 10.02) u (using
- * 4 ||x'|| C <= M²), both with 5% for the float rounding of the norms and
- * of T.  ||dx||² is summed in the block's fill, dC² in k_wg_prep
+ * coefr = 4 (1 + 2^-11), coefm = (4d (1 + 2^-10) + 4d + 10.02 + 128) u
+ * (using 4 ||x'|| C <= M²; the 128 for the tags, below), both with 5% for
+ * the float rounding of the norms and of T.  ||dx||² is summed in the block's fill, dC² in k_wg_prep
  * (cmax2[1]); both include what the FP16 range rounds to zero.  The
  * accumulation term holds for FP16 products as for TF32's: both are exact
  * in float, and test_kmeans_gpu measures every score against T.
+ *
+ * The tags (wg_tag) move the best and second best the decision reads by
+ * below 31 ulps each: 31 2^-23 |s| where s is normal, |s| <= 1.01 M²
+ * (|s| <= C² + 2 ||x'|| C with the operands' rounding), else 31 2^-149
+ * at the kernel's scale.  So T takes 2^-17 M² = 128 u M² more (coefm) and
+ * 2^-143 s^-2 (the kernel's qtiny): a decided gap is still above the
+ * untagged T, and the bounds, windows and cut read from the tagged best
+ * with half the wider T stay on their side of the untagged ones.
  */
 static void
 wg_coefs(int d, float *coefm, float *coefr)
 {
 	const double u = 0x1.0p-24;
 
-	*coefm = (float) (1.05 * (4.0 * d * (1 + 0x1.0p-10) + 4.0 * d + 10.02) * u);
+	*coefm = (float) (1.05 * (4.0 * d * (1 + 0x1.0p-10) + 4.0 * d + 138.02) * u);
 	*coefr = (float) (1.05 * 4.0 * (1 + 0x1.0p-11));
 }
 
@@ -732,12 +805,14 @@ km_wg_plan(km_dev &D, gc_status *st)
 	return GC_OK;
 }
 
-/* The prepared centres (CT) in the kernel's layout, D.CTw (km_prep). */
+/* The prepared centres (CT) in the kernel's layout, D.CTw, and their
+ * scaled norms, D.cnw (km_prep). */
 gc_code
 km_wg_prep(km_dev &D, gc_status *st)
 {
-	k_wg_prep<<<blocks_for(D.kp, 128), 128, 0, D.s>>>(D.CT, D.dpad, D.wdpad, D.kp, D.k, D.xabs,
-														D.cmax2, (__half *) D.CTw);
+	k_wg_prep<<<blocks_for(D.kp, 128), 128, 0, D.s>>>(D.CT, D.cnrm, D.dpad, D.wdpad, D.kp, D.k,
+														D.xabs, D.cmax2, (__half *) D.CTw,
+														D.cnw);
 	KM_LAUNCHED();
 	return GC_OK;
 }
@@ -754,7 +829,7 @@ wg_launch(km_dev &D, int mode, dim3 grid, const int32_t *rows_in, const unsigned
 	const __half *cw = (const __half *) D.CTw;
 	const km_cut cut = mode == 1 ? D.cut : km_cut();
 	void	   *args[] = {(void *) &D.XT, (void *) &D.n, (void *) &D.d, (void *) &D.wdpad,
-		(void *) &D.mu, (void *) &cw, (void *) &D.cnrm, (void *) &D.cmax2,
+		(void *) &D.mu, (void *) &cw, (void *) &D.cnw, (void *) &D.cmax2,
 		(void *) &D.xn2, (void *) &D.kp, (void *) &coefm, (void *) &coefr, (void *) &D.labels,
 		(void *) &rows_in, (void *) &n_in, (void *) &rows_out, (void *) &n_out, (void *) &D.info,
 		(void *) &ub, (void *) &lb, (void *) &ties, (void *) &cut, (void *) &dbg};
