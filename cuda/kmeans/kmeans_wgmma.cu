@@ -286,8 +286,8 @@ bulk_load(uint32_t dst, const void *src, uint32_t bytes, uint32_t a)
 /*
  * Score s with its low bits replaced by tag i < 32 (keep = ~WG_TAG): the
  * thread's column 8 (i / 2) + i % 2 of the tile rides with the score, so
- * the tile's running best needs no index of its own.  The change is below
- * 32 ulps of s (wg_coefs).
+ * the tile's running best needs no index of its own.  The change is at
+ * most 31 ulps of s (wg_coefs).
  */
 __device__ __forceinline__ float
 wg_tag(float s, unsigned i, unsigned keep)
@@ -695,8 +695,9 @@ wg_smem_bytes(int wdpad, int nst)
  *     <= coefr (||x'|| dC + ||dx|| (C + dC)) + coefm M²,
  * coefr = 4 (1 + 2^-11), coefm = (4d (1 + 2^-10) + 4d + 10.02 + 128) u
  * (using 4 ||x'|| C <= M²; the 128 for the tags, below), both with 5% for
- * the float rounding of the norms and of T.  ||dx||² is summed in the block's fill, dC² in k_wg_prep
- * (cmax2[1]); both include what the FP16 range rounds to zero.  The
+ * the float rounding of the norms and of T.  ||dx||² is summed in the
+ * block's fill, dC² in k_wg_prep (cmax2[1]); both include what the FP16
+ * range rounds to zero.  The
  * accumulation term holds for FP16 products as for TF32's: both are exact
  * in float, and test_kmeans_gpu measures every score against T.
  *
@@ -704,7 +705,7 @@ wg_smem_bytes(int wdpad, int nst)
  * below 31 ulps each: 31 2^-23 |s| where s is normal, |s| <= 1.01 M²
  * (|s| <= C² + 2 ||x'|| C with the operands' rounding), else 31 2^-149
  * at the kernel's scale.  So T takes 2^-17 M² = 128 u M² more (coefm) and
- * 2^-143 s^-2 (the kernel's qtiny): a decided gap is still above the
+ * 2^-143 s^-2 (row_bound's last term): a decided gap is still above the
  * untagged T, and the bounds, windows and cut read from the tagged best
  * with half the wider T stay on their side of the untagged ones.
  */
